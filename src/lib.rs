@@ -1,0 +1,9 @@
+//! falat: a terminal debugger for failed LLM agent runs.
+//!
+//! It finds the decisive error of a failed trajectory (which agent, which step) with the FALAT
+//! method and the ECHO, DeFA and Who&When baselines on one substrate. See `docs/ARCHITECTURE.md`
+//! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
+
+pub mod ingest;
+pub mod model;
+pub mod text;

@@ -1,0 +1,120 @@
+//! Text helpers for untrusted trace content: sanitising for the terminal, first lines, clipping.
+
+/// Removes what must never reach a terminal raw: ANSI/VT escape sequences (CSI, OSC, DCS, single
+/// ESC sequences), C0 and C1 control characters (except `\n` and `\t`), and bidi overrides.
+/// Tabs become four spaces and `\r\n` becomes `\n`; a lone `\r` becomes a visible `␍`.
+///
+/// The result is safe to print in any terminal; printable characters are kept unchanged.
+pub fn sanitize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => skip_escape(&mut chars),
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    out.push('␍');
+                }
+            }
+            c if c.is_control() => {}
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.peek() {
+        Some('[') => {
+            chars.next();
+            skip_csi(chars);
+        }
+        Some(']') | Some('P') | Some('X') | Some('^') | Some('_') => {
+            chars.next();
+            skip_string(chars);
+        }
+        Some(c) if ('\u{20}'..='\u{2f}').contains(c) => {
+            // ESC + intermediates + final byte (charset selection and the like).
+            while let Some(c) = chars.next() {
+                if ('\u{30}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+        }
+        Some(_) => {
+            chars.next();
+        }
+        None => {}
+    }
+}
+
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            break;
+        }
+    }
+}
+
+/// Skips an OSC/DCS/SOS/PM/APC string up to BEL, ST (`ESC \`) or C1 ST.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => break,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The first non-empty line of `s`, sanitised and trimmed, clipped to `max` characters with `…`.
+pub fn first_line(s: &str, max: usize) -> String {
+    let line = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    clip(&sanitize(line), max)
+}
+
+/// `s` clipped to at most `max` characters, ending in `…` when cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_removed() {
+        assert_eq!(sanitize("a\u{1b}[31mred\u{1b}[0m b"), "ared b");
+        assert_eq!(sanitize("x\u{1b}]0;title\u{7}y"), "xy");
+        assert_eq!(sanitize("x\u{1b}]52;c;AAAA\u{1b}\\y"), "xy");
+        assert_eq!(sanitize("bell\u{7} nul\u{0} del\u{7f}"), "bell nul del");
+        assert_eq!(sanitize("a\r\nb\rc\td"), "a\nb␍c    d");
+        assert_eq!(sanitize("\u{9b}2Jok"), "ok");
+        assert_eq!(sanitize("rtl\u{202e}txt"), "rtltxt");
+    }
+
+    #[test]
+    fn first_line_skips_blank_lines_and_clips() {
+        assert_eq!(first_line("\n\n  hello world  \nnext", 20), "hello world");
+        assert_eq!(first_line("abcdefghij", 5), "abcd…");
+    }
+}
