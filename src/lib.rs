@@ -4,6 +4,14 @@
 //! method and the ECHO, DeFA and Who&When baselines on one substrate. See `docs/ARCHITECTURE.md`
 //! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
 
+pub mod diagnosis;
+pub mod eval;
+pub mod evidence;
+pub mod graph;
+pub mod hierarchy;
 pub mod ingest;
+pub mod judge;
 pub mod model;
+pub mod pipeline;
+pub mod prior;
 pub mod text;

@@ -74,7 +74,9 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
             (h.as_slice(), Some(v))
         }
         _ => {
-            return Err("expected an object with \"history\" or an array of {role, content}".into());
+            return Err(
+                "expected an object with \"history\" or an array of {role, content}".into(),
+            );
         }
     };
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;

@@ -1,0 +1,373 @@
+//! The diagnosis every method returns, and the records it is made of: candidates with their
+//! pruning and verification, roles, transition labels and costs (DESIGN §2, "The result").
+
+use std::fmt;
+use std::time::Duration;
+
+/// The six transition labels of FALAT stage 2, on an edge from a candidate to a later step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Transition {
+    /// Normal progress, or the later step adopts the candidate's output (and its error).
+    FollowUp,
+    /// The later step repeats the candidate without new evidence.
+    Redundancy,
+    /// The later step does not use the candidate's output.
+    NoInfluence,
+    /// The later step introduces a new deviation or transforms the upstream one.
+    ErrorShift,
+    /// The later step repairs the upstream deviation.
+    Correction,
+    /// The candidate's output is never used again.
+    DeadEnd,
+}
+
+impl Transition {
+    /// All labels.
+    pub const ALL: [Transition; 6] = [
+        Transition::FollowUp,
+        Transition::Redundancy,
+        Transition::NoInfluence,
+        Transition::ErrorShift,
+        Transition::Correction,
+        Transition::DeadEnd,
+    ];
+
+    /// The snake_case label of the paper (`follow_up`, `dead_end`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transition::FollowUp => "follow_up",
+            Transition::Redundancy => "redundancy",
+            Transition::NoInfluence => "no_influence",
+            Transition::ErrorShift => "error_shift",
+            Transition::Correction => "correction",
+            Transition::DeadEnd => "dead_end",
+        }
+    }
+
+    /// Parses the snake_case label.
+    pub fn parse(s: &str) -> Option<Transition> {
+        Transition::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The role of a step around the decisive error (FALAT stage 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// The step that generates the error: the decisive step.
+    RootCause,
+    /// A step that inherits and passes on the error.
+    Propagation,
+    /// A step where the error becomes visible (a traceback, a wrong final answer).
+    Symptom,
+    /// A step that made the error more likely without generating it.
+    Contributing,
+}
+
+impl Role {
+    /// The upper-case name used in reports (`ROOT_CAUSE`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::RootCause => "ROOT_CAUSE",
+            Role::Propagation => "PROPAGATION",
+            Role::Symptom => "SYMPTOM",
+            Role::Contributing => "CONTRIBUTING",
+        }
+    }
+
+    /// Parses the upper-case name (case-insensitive).
+    pub fn parse(s: &str) -> Option<Role> {
+        let s = s.trim().to_ascii_uppercase();
+        [
+            Role::RootCause,
+            Role::Propagation,
+            Role::Symptom,
+            Role::Contributing,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a step is a candidate for the decisive error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Signal {
+    /// It states values that appear nowhere before (not in the task, no tool output).
+    UnsourcedValue,
+    /// It rests on assumptions, placeholders or made-up data.
+    Assumption,
+    /// Its code or tool call failed.
+    FailedAction,
+    /// It goes on as if an earlier tool error had not happened.
+    IgnoredToolError,
+    /// It deviates from the prior `π` (irrelevant target, wrong answer type, missing capability).
+    PriorDeviation,
+    /// It hands work to an agent that cannot do it, or with an instruction that cannot work.
+    WrongDelegation,
+    /// It answers or ends before the answer was established or checked.
+    PrematureAnswer,
+    /// It repeats an action that already failed.
+    RepeatedFailure,
+    /// The wrong value of the final output first appears here (needs `o*`).
+    WrongValueOrigin,
+    /// Marked by the user.
+    UserMarked,
+}
+
+impl Signal {
+    /// The snake_case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::UnsourcedValue => "unsourced_value",
+            Signal::Assumption => "assumption",
+            Signal::FailedAction => "failed_action",
+            Signal::IgnoredToolError => "ignored_tool_error",
+            Signal::PriorDeviation => "prior_deviation",
+            Signal::WrongDelegation => "wrong_delegation",
+            Signal::PrematureAnswer => "premature_answer",
+            Signal::RepeatedFailure => "repeated_failure",
+            Signal::WrongValueOrigin => "wrong_value_origin",
+            Signal::UserMarked => "user_marked",
+        }
+    }
+
+    /// Parses the snake_case name.
+    pub fn parse(s: &str) -> Option<Signal> {
+        use Signal::*;
+        [
+            UnsourcedValue,
+            Assumption,
+            FailedAction,
+            IgnoredToolError,
+            PriorDeviation,
+            WrongDelegation,
+            PrematureAnswer,
+            RepeatedFailure,
+            WrongValueOrigin,
+            UserMarked,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+
+    /// The error category a decisive step with this signal falls in (the DeFA taxonomy names).
+    pub fn category(self) -> &'static str {
+        match self {
+            Signal::UnsourcedValue | Signal::WrongValueOrigin => "hallucination",
+            Signal::Assumption => "unsupported_assumption",
+            Signal::FailedAction => "tool_invocation_error",
+            Signal::IgnoredToolError => "misread_tool_output",
+            Signal::PriorDeviation => "instruction_or_plan_deviation",
+            Signal::WrongDelegation => "wrong_delegation",
+            Signal::PrematureAnswer => "premature_termination",
+            Signal::RepeatedFailure => "repeated_failing_action",
+            Signal::UserMarked => "user_marked",
+        }
+    }
+}
+
+/// One reason a step is a candidate, with its evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// The kind of violation.
+    pub signal: Signal,
+    /// Evidence quoted or described from the trajectory (sanitised, short).
+    pub evidence: String,
+    /// Strength of this finding, 0..=1.
+    pub weight: f32,
+}
+
+/// Why a candidate was pruned (FALAT stage 2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pruning {
+    /// The transition that decided it (`dead_end`, `no_influence`, `correction`, `follow_up`).
+    pub transition: Transition,
+    /// The step that the decision rests on, 0-based (the correcting step, the earlier candidate).
+    pub by_step: Option<usize>,
+    /// A sentence a person can check.
+    pub reason: String,
+}
+
+/// One verification criterion of FALAT stage 3, passed or failed with evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Criterion {
+    /// Whether the candidate meets it.
+    pub passed: bool,
+    /// Why, in a sentence.
+    pub evidence: String,
+}
+
+/// The three criteria of FALAT stage 3.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification {
+    /// It introduces the error rather than inheriting it.
+    pub independence: Criterion,
+    /// Fixing it would restore `o*`: its effect reaches the final output.
+    pub sufficiency: Criterion,
+    /// It is the earliest valid candidate.
+    pub precedence: Criterion,
+}
+
+impl Verification {
+    /// Whether all three criteria passed.
+    pub fn passed(&self) -> bool {
+        self.independence.passed && self.sufficiency.passed && self.precedence.passed
+    }
+}
+
+/// Who put a candidate on the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The method's own detection.
+    Machine,
+    /// A manual override.
+    User,
+}
+
+/// A step that may be the decisive error, with everything decided about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// 0-based step index.
+    pub step: usize,
+    /// The agent at that step.
+    pub agent: String,
+    /// Why it is a candidate.
+    pub findings: Vec<Finding>,
+    /// Combined strength, 0..=1.
+    pub score: f32,
+    /// Set when stage 2 pruned it.
+    pub pruned: Option<Pruning>,
+    /// Set when stage 3 checked it.
+    pub verification: Option<Verification>,
+    /// Machine or user.
+    pub origin: Origin,
+}
+
+impl Candidate {
+    /// The strongest finding's signal.
+    pub fn main_signal(&self) -> Option<Signal> {
+        self.findings
+            .iter()
+            .max_by(|a, b| a.weight.total_cmp(&b.weight))
+            .map(|f| f.signal)
+    }
+}
+
+/// Calls, tokens and time spent by one stage or method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cost {
+    /// Judge calls.
+    pub calls: u64,
+    /// Prompt tokens (0 for the heuristic judge).
+    pub prompt_tokens: u64,
+    /// Completion tokens (0 for the heuristic judge).
+    pub completion_tokens: u64,
+    /// Wall time.
+    pub wall: Duration,
+}
+
+impl Cost {
+    /// Adds another cost to this one.
+    pub fn add(&mut self, other: &Cost) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.wall += other.wall;
+    }
+}
+
+/// The cost of one named stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageCost {
+    /// Stage name (`prior`, `hierarchy`, `dependencies`, `verification`, `re-search`...).
+    pub stage: String,
+    /// What it spent.
+    pub cost: Cost,
+}
+
+/// User overrides applied to a run (saved beside the trace as `TRACE.falat.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Overrides {
+    /// Steps the user marked as candidates.
+    pub marked: Vec<usize>,
+    /// Candidate steps the user excluded.
+    pub excluded: Vec<usize>,
+    /// The step the user pinned as decisive.
+    pub pinned: Option<usize>,
+}
+
+impl Overrides {
+    /// Whether no override is set.
+    pub fn is_empty(&self) -> bool {
+        self.marked.is_empty() && self.excluded.is_empty() && self.pinned.is_none()
+    }
+}
+
+/// A method's verdict on one trajectory.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Diagnosis {
+    /// The trajectory id.
+    pub trajectory: String,
+    /// The method (`falat`, `echo`, `defa`, `all-at-once`...).
+    pub method: String,
+    /// The judge (`heuristic`, `llm:<model>`).
+    pub judge: String,
+    /// The decisive step, 0-based, or `None` when no step can be named.
+    pub decisive_step: Option<usize>,
+    /// The agent recorded at the decisive step.
+    pub agent: Option<String>,
+    /// Error category (DeFA taxonomy names: `hallucination`, `tool_invocation_error`...).
+    pub category: String,
+    /// Why, in a few sentences.
+    pub reason: String,
+    /// Confidence in 0..=1.
+    pub confidence: f32,
+    /// Roles of the steps around the decisive step, by step.
+    pub roles: Vec<(usize, Role)>,
+    /// Dependency path from the decisive step to the final output, 0-based steps.
+    pub path: Vec<usize>,
+    /// Every candidate with its pruning and verification record.
+    pub candidates: Vec<Candidate>,
+    /// Cost per stage.
+    pub cost: Vec<StageCost>,
+    /// Problems a person should know of (judge fallbacks, missing output).
+    pub warnings: Vec<String>,
+    /// Whether `o*` was used.
+    pub used_ground_truth: bool,
+    /// The user's overrides, when any were applied.
+    pub overrides: Overrides,
+    /// Method-specific details for display (ECHO votes, DeFA propagation), as `(title, lines)`.
+    pub details: Vec<(String, Vec<String>)>,
+}
+
+impl Diagnosis {
+    /// The total cost over all stages.
+    pub fn total_cost(&self) -> Cost {
+        let mut c = Cost::default();
+        for s in &self.cost {
+            c.add(&s.cost);
+        }
+        c
+    }
+
+    /// The role of a step, if it has one.
+    pub fn role_of(&self, step: usize) -> Option<Role> {
+        self.roles.iter().find(|(s, _)| *s == step).map(|(_, r)| *r)
+    }
+
+    /// The candidate record of a step, if it is one.
+    pub fn candidate(&self, step: usize) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.step == step)
+    }
+}

@@ -1,0 +1,254 @@
+//! Benchmark scoring (DESIGN §7): exact agent and step accuracy, step accuracy within ±k, and
+//! mean cost, per subset and method. Pure: the `eval` command loads files and prints.
+//!
+//! Scoring is exact: integer step equality (0-based steps) and whole agent names compared
+//! case-insensitively (the original Who&When scorer matched substrings, so step 1 matched 10).
+
+use std::collections::BTreeMap;
+
+use crate::diagnosis::Diagnosis;
+use crate::model::GoldLabel;
+
+/// The outcome on one labelled trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The file the trajectory came from.
+    pub file: String,
+    /// The subset (the file's folder name, e.g. `Hand-Crafted`).
+    pub subset: String,
+    /// The method.
+    pub method: String,
+    /// Predicted agent.
+    pub pred_agent: Option<String>,
+    /// Predicted step, 0-based.
+    pub pred_step: Option<usize>,
+    /// Gold agent.
+    pub gold_agent: String,
+    /// Gold step, 0-based.
+    pub gold_step: Option<usize>,
+    /// Whether the agents match (case-insensitive whole names).
+    pub agent_hit: bool,
+    /// Whether the steps are equal.
+    pub step_hit: bool,
+    /// Judge calls.
+    pub calls: u64,
+    /// Prompt plus completion tokens.
+    pub tokens: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Wall time in milliseconds.
+    pub millis: f64,
+}
+
+/// Scores a diagnosis against a gold label.
+pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Record {
+    let cost = d.total_cost();
+    let agent_hit = d
+        .agent
+        .as_deref()
+        .is_some_and(|a| same_agent(a, &gold.agent));
+    let step_hit = d.decisive_step.is_some() && d.decisive_step == gold.step;
+    Record {
+        file: file.to_string(),
+        subset: subset.to_string(),
+        method: d.method.clone(),
+        pred_agent: d.agent.clone(),
+        pred_step: d.decisive_step,
+        gold_agent: gold.agent.clone(),
+        gold_step: gold.step,
+        agent_hit,
+        step_hit,
+        calls: cost.calls,
+        tokens: cost.prompt_tokens + cost.completion_tokens,
+        prompt_tokens: cost.prompt_tokens,
+        millis: cost.wall.as_secs_f64() * 1000.0,
+    }
+}
+
+/// Whole-name, case-insensitive agent comparison (surrounding white space ignored).
+pub fn same_agent(a: &str, b: &str) -> bool {
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+/// Accuracy figures of one method on one subset (or `all`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Subset name, or `all`.
+    pub subset: String,
+    /// Method name.
+    pub method: String,
+    /// Number of trajectories scored.
+    pub n: usize,
+    /// Agent-level accuracy, percent.
+    pub agent: f64,
+    /// Exact step-level accuracy, percent.
+    pub step: f64,
+    /// Step-level accuracy within ±k, percent, per tolerance k.
+    pub within: Vec<(usize, f64)>,
+    /// Mean judge calls per trajectory.
+    pub calls: f64,
+    /// Mean tokens per trajectory.
+    pub tokens: f64,
+    /// Median prompt tokens per trajectory.
+    pub median_prompt_tokens: f64,
+    /// Mean wall time per trajectory, milliseconds.
+    pub millis: f64,
+}
+
+/// Summaries per (method, subset) and per method over all subsets, in method order then subset
+/// name order with `all` last. Tolerances of 0 are skipped (exact is always given).
+pub fn summarize(records: &[Record], tolerances: &[usize]) -> Vec<Summary> {
+    let mut methods: Vec<&str> = Vec::new();
+    for r in records {
+        if !methods.contains(&r.method.as_str()) {
+            methods.push(&r.method);
+        }
+    }
+    let mut out = Vec::new();
+    for m in methods {
+        let mut by_subset: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+        for r in records.iter().filter(|r| r.method == m) {
+            by_subset.entry(&r.subset).or_default().push(r);
+        }
+        let all: Vec<&Record> = records.iter().filter(|r| r.method == m).collect();
+        for (subset, rs) in &by_subset {
+            out.push(summary(subset, m, rs, tolerances));
+        }
+        if by_subset.len() > 1 {
+            out.push(summary("all", m, &all, tolerances));
+        }
+    }
+    out
+}
+
+fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> Summary {
+    let n = rs.len().max(1) as f64;
+    let pct = |count: usize| 100.0 * count as f64 / n;
+    let within = tolerances
+        .iter()
+        .filter(|k| **k > 0)
+        .map(|&k| {
+            let hits = rs.iter().filter(|r| matches!((r.pred_step, r.gold_step), (Some(p), Some(g)) if p.abs_diff(g) <= k)).count();
+            (k, pct(hits))
+        })
+        .collect();
+    let mut prompts: Vec<u64> = rs.iter().map(|r| r.prompt_tokens).collect();
+    prompts.sort_unstable();
+    let median = match prompts.len() {
+        0 => 0.0,
+        l if l % 2 == 1 => prompts[l / 2] as f64,
+        l => (prompts[l / 2 - 1] + prompts[l / 2]) as f64 / 2.0,
+    };
+    Summary {
+        subset: subset.to_string(),
+        method: method.to_string(),
+        n: rs.len(),
+        agent: pct(rs.iter().filter(|r| r.agent_hit).count()),
+        step: pct(rs.iter().filter(|r| r.step_hit).count()),
+        within,
+        calls: rs.iter().map(|r| r.calls as f64).sum::<f64>() / n,
+        tokens: rs.iter().map(|r| r.tokens as f64).sum::<f64>() / n,
+        median_prompt_tokens: median,
+        millis: rs.iter().map(|r| r.millis).sum::<f64>() / n,
+    }
+}
+
+/// A plain-text table of summaries, one row per (method, subset).
+pub fn render_table(summaries: &[Summary]) -> String {
+    let tol: Vec<usize> = summaries
+        .first()
+        .map(|s| s.within.iter().map(|(k, _)| *k).collect())
+        .unwrap_or_default();
+    let mut header = format!(
+        "{:<14} {:<20} {:>4} {:>7} {:>7}",
+        "method", "subset", "n", "agent%", "step%"
+    );
+    for k in &tol {
+        header.push_str(&format!(" {:>7}", format!("±{k}%")));
+    }
+    header.push_str(&format!(
+        " {:>7} {:>9} {:>9} {:>9}",
+        "calls", "tokens", "med.prompt", "ms"
+    ));
+    let mut out = vec![header];
+    for s in summaries {
+        let mut row = format!(
+            "{:<14} {:<20} {:>4} {:>7.1} {:>7.1}",
+            s.method, s.subset, s.n, s.agent, s.step
+        );
+        for (_, v) in &s.within {
+            row.push_str(&format!(" {v:>7.1}"));
+        }
+        row.push_str(&format!(
+            " {:>7.1} {:>9.0} {:>9.0} {:>9.2}",
+            s.calls, s.tokens, s.median_prompt_tokens, s.millis
+        ));
+        out.push(row);
+    }
+    out.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(subset: &str, pred: Option<usize>, gold: usize, agent_hit: bool) -> Record {
+        Record {
+            file: "f".into(),
+            subset: subset.into(),
+            method: "falat".into(),
+            pred_agent: None,
+            pred_step: pred,
+            gold_agent: "A".into(),
+            gold_step: Some(gold),
+            agent_hit,
+            step_hit: pred == Some(gold),
+            calls: 2,
+            tokens: 0,
+            prompt_tokens: 0,
+            millis: 1.0,
+        }
+    }
+
+    #[test]
+    fn exact_scoring_does_not_match_substrings() {
+        assert!(same_agent("websurfer", "WebSurfer "));
+        assert!(!same_agent("Web", "WebSurfer"));
+        let d = Diagnosis {
+            decisive_step: Some(1),
+            agent: Some("Expert".into()),
+            ..Diagnosis::default()
+        };
+        let r = score(
+            "x",
+            "s",
+            &d,
+            &GoldLabel {
+                agent: "expert".into(),
+                step: Some(10),
+                ..GoldLabel::default()
+            },
+        );
+        assert!(r.agent_hit);
+        assert!(!r.step_hit);
+    }
+
+    #[test]
+    fn summaries_per_subset_and_all() {
+        let rs = vec![
+            rec("A", Some(1), 1, true),
+            rec("A", Some(3), 1, false),
+            rec("B", Some(9), 5, true),
+            rec("B", None, 5, false),
+        ];
+        let s = summarize(&rs, &[0, 1, 3]);
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            (s[0].subset.as_str(), s[0].agent, s[0].step),
+            ("A", 50.0, 50.0)
+        );
+        assert_eq!(s[0].within, vec![(1, 50.0), (3, 100.0)]);
+        assert_eq!((s[2].subset.as_str(), s[2].n, s[2].step), ("all", 4, 25.0));
+        assert_eq!(s[2].within, vec![(1, 25.0), (3, 50.0)]);
+    }
+}

@@ -1,0 +1,317 @@
+//! `M_lo`, the raw evidence of a step: code blocks, exit codes, error lines, values, URLs, paths,
+//! quoted strings and named entities, each with its byte span into [`Step::content`].
+//!
+//! Extraction is lexical (regular expressions), deterministic and does no IO. Values are also
+//! given a normalised form ([`Evidence::key`]) so that value provenance can match `1,234` with
+//! `1234` and `"Paris"` with `Paris` (FALAT stage 1, DESIGN §2).
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::model::Step;
+
+/// What a piece of evidence is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EvidenceKind {
+    /// A fenced code block; the language tag when given (`python`, `sh`, `json`).
+    CodeBlock(Option<String>),
+    /// An exit code reported by a terminal (`exitcode: 1`, `exit code: 0`).
+    ExitCode(i32),
+    /// A line reporting an error: traceback, exception, HTTP error, "not found", a refusal.
+    ErrorLine,
+    /// A number, with its unit when one follows.
+    Number,
+    /// A year or a date.
+    Date,
+    /// An http(s) URL.
+    Url,
+    /// A file path or file name with an extension.
+    FilePath,
+    /// A quoted string.
+    Quoted,
+    /// A capitalised multi-word name.
+    Entity,
+}
+
+impl EvidenceKind {
+    /// A short name for display (`code`, `exit`, `error`, `number`...).
+    pub fn label(&self) -> &'static str {
+        match self {
+            EvidenceKind::CodeBlock(_) => "code",
+            EvidenceKind::ExitCode(_) => "exit",
+            EvidenceKind::ErrorLine => "error",
+            EvidenceKind::Number => "number",
+            EvidenceKind::Date => "date",
+            EvidenceKind::Url => "url",
+            EvidenceKind::FilePath => "path",
+            EvidenceKind::Quoted => "quoted",
+            EvidenceKind::Entity => "entity",
+        }
+    }
+
+    /// Whether this kind is a value that can flow between steps (for provenance edges).
+    pub fn is_value(&self) -> bool {
+        matches!(
+            self,
+            EvidenceKind::Number
+                | EvidenceKind::Date
+                | EvidenceKind::Url
+                | EvidenceKind::FilePath
+                | EvidenceKind::Quoted
+                | EvidenceKind::Entity
+        )
+    }
+}
+
+/// One piece of raw evidence in a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// What it is.
+    pub kind: EvidenceKind,
+    /// Byte range into the step's content (always on char boundaries).
+    pub span: Range<usize>,
+    /// The normalised value used for matching across steps (lower case, no thousands separators).
+    pub key: String,
+}
+
+impl Evidence {
+    /// The exact text of the evidence in `content`.
+    pub fn text<'a>(&self, content: &'a str) -> &'a str {
+        content.get(self.span.clone()).unwrap_or_default()
+    }
+}
+
+static CODE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```").unwrap());
+static EXIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)exit ?code:? *(-?\d+)").unwrap());
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?im)^.*(traceback \(most recent call last\)|\b[A-Z][a-zA-Z]*(Error|Exception)\b|\berror:|execution failed|\bfailed to\b|\bnot found\b|\b(404|403|401|429|500|502|503)\b[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|\bunable to\b|\bcannot (access|find|open|retrieve)|\bcould not\b|\bno (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out\b).*$",
+    )
+    .unwrap()
+});
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[^\w.])(\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|\$?-?\d+(?:\.\d+)?)(\s?(?:%|percent|km|kg|mi|miles|meters|m|minutes|min|hours|hrs|seconds|s|usd|dollars|years|feet|ft|lbs|g|cm|mm))?\b").unwrap()
+});
+static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{4}-\d{2}-\d{2}|\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december) \d{4})\b").unwrap()
+});
+static URL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"https?://[^\s)\]>"'`]+"#).unwrap());
+static PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[\s'(\x22])((?:/[\w.-]+)+|[\w-]+\.(?:csv|xlsx|xls|json|txt|py|pdf|docx|png|jpg|mp3|pptx|zip|md|jsonl|pdb|xml|html))\b").unwrap()
+});
+static QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""([^"\n]{2,80})"|'([^'\n]{3,80})'|“([^”\n]{2,80})”"#).unwrap());
+static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)\b")
+        .unwrap()
+});
+
+/// Extracts the evidence of one step, sorted by span start.
+pub fn extract(step: &Step) -> Vec<Evidence> {
+    extract_text(&step.content)
+}
+
+/// Extracts the evidence of a text, sorted by span start. Spans are byte ranges into `text`.
+pub fn extract_text(text: &str) -> Vec<Evidence> {
+    let mut out = Vec::new();
+    for c in CODE.captures_iter(text) {
+        let lang = c
+            .get(1)
+            .map(|m| m.as_str().to_ascii_lowercase())
+            .filter(|s| !s.is_empty());
+        let whole = c.get(0).expect("group 0");
+        out.push(Evidence {
+            kind: EvidenceKind::CodeBlock(lang),
+            span: whole.range(),
+            key: String::new(),
+        });
+    }
+    for c in EXIT.captures_iter(text) {
+        let code = c[1].parse().unwrap_or(-1);
+        out.push(Evidence {
+            kind: EvidenceKind::ExitCode(code),
+            span: c.get(0).expect("group 0").range(),
+            key: code.to_string(),
+        });
+    }
+    for m in ERROR_LINE.find_iter(text) {
+        out.push(Evidence {
+            kind: EvidenceKind::ErrorLine,
+            span: m.range(),
+            key: String::new(),
+        });
+    }
+    push_values(text, &mut out);
+    out.sort_by_key(|e| (e.span.start, e.span.end));
+    out
+}
+
+fn push_values(text: &str, out: &mut Vec<Evidence>) {
+    for m in URL.find_iter(text) {
+        let url = m.as_str().trim_end_matches(['.', ',', ';', ':']);
+        let span = m.start()..m.start() + url.len();
+        out.push(Evidence {
+            kind: EvidenceKind::Url,
+            span,
+            key: url.to_ascii_lowercase(),
+        });
+    }
+    let url_spans: Vec<Range<usize>> = out
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Url)
+        .map(|e| e.span.clone())
+        .collect();
+    let inside_url = |r: &Range<usize>| {
+        url_spans
+            .iter()
+            .any(|u| u.start <= r.start && r.end <= u.end)
+    };
+    for m in DATE.find_iter(text) {
+        out.push(Evidence {
+            kind: EvidenceKind::Date,
+            span: m.range(),
+            key: m.as_str().to_ascii_lowercase(),
+        });
+    }
+    for c in NUMBER.captures_iter(text) {
+        let g = c.get(1).expect("group 1");
+        if inside_url(&g.range()) {
+            continue;
+        }
+        let key = normalize_number(g.as_str());
+        if key.is_empty() {
+            continue;
+        }
+        let end = c.get(2).map_or(g.end(), |u| u.end());
+        out.push(Evidence {
+            kind: EvidenceKind::Number,
+            span: g.start()..end,
+            key,
+        });
+    }
+    for c in PATH.captures_iter(text) {
+        let g = c.get(1).expect("group 1");
+        if inside_url(&g.range()) || g.as_str().len() < 4 {
+            continue;
+        }
+        out.push(Evidence {
+            kind: EvidenceKind::FilePath,
+            span: g.range(),
+            key: g.as_str().to_ascii_lowercase(),
+        });
+    }
+    for c in QUOTED.captures_iter(text) {
+        let g = c
+            .get(1)
+            .or_else(|| c.get(2))
+            .or_else(|| c.get(3))
+            .expect("one group");
+        let key = g.as_str().trim().to_ascii_lowercase();
+        if key.len() >= 3 {
+            out.push(Evidence {
+                kind: EvidenceKind::Quoted,
+                span: g.range(),
+                key,
+            });
+        }
+    }
+    for m in ENTITY.find_iter(text) {
+        if inside_url(&m.range()) {
+            continue;
+        }
+        let key = m.as_str().to_ascii_lowercase();
+        if is_stop_entity(&key) {
+            continue;
+        }
+        out.push(Evidence {
+            kind: EvidenceKind::Entity,
+            span: m.range(),
+            key,
+        });
+    }
+}
+
+/// `1,234.50` → `1234.5`, `$12` → `12`, `007` → `7`; empty for non-numbers.
+pub fn normalize_number(s: &str) -> String {
+    let t: String = s.chars().filter(|c| *c != ',' && *c != '$').collect();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{}", v as i64)
+            } else {
+                let s = format!("{v:.6}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+fn is_stop_entity(key: &str) -> bool {
+    const STOP: &[&str] = &[
+        "updated ledger",
+        "initial plan",
+        "final answer",
+        "next speaker",
+        "code output",
+        "here is",
+        "let me",
+    ];
+    STOP.iter().any(|s| key.starts_with(s))
+}
+
+/// Whether a number is too common to carry provenance (0-10, small ordinals used as list markers).
+pub fn is_trivial_number(key: &str) -> bool {
+    match key.parse::<f64>() {
+        Ok(v) => v.fract() == 0.0 && (0.0..=10.0).contains(&v),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(String, String)> {
+        extract_text(text)
+            .iter()
+            .map(|e| (e.kind.label().to_string(), e.text(text).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn code_blocks_and_exit_codes() {
+        let t = "Run this:\n```python\nprint(1)\n```\nexitcode: 1 (execution failed)\nTraceback (most recent call last):";
+        let ev = extract_text(t);
+        assert!(
+            ev.iter()
+                .any(|e| e.kind == EvidenceKind::CodeBlock(Some("python".into()))
+                    && e.text(t).starts_with("```python"))
+        );
+        assert!(ev.iter().any(|e| e.kind == EvidenceKind::ExitCode(1)));
+        assert!(ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine
+            && e.text(t) == "Traceback (most recent call last):"));
+    }
+
+    #[test]
+    fn values_are_normalised() {
+        let k = kinds(
+            "Seattle has 737,015 people; see https://data.census.gov/x. File data.csv, 'Blue Whale'.",
+        );
+        assert!(k.contains(&("number".into(), "737,015".into())));
+        assert!(k.contains(&("url".into(), "https://data.census.gov/x".into())));
+        assert!(k.contains(&("path".into(), "data.csv".into())));
+        assert!(k.contains(&("quoted".into(), "Blue Whale".into())));
+        assert_eq!(normalize_number("737,015"), "737015");
+        assert_eq!(normalize_number("$12.50"), "12.5");
+    }
+
+    #[test]
+    fn entities_are_multi_word_names() {
+        let k = kinds("We visited the New York Stock Exchange and Renzo Gracie Jiu-Jitsu.");
+        assert!(k.contains(&("entity".into(), "New York Stock Exchange".into())));
+    }
+}

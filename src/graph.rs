@@ -1,0 +1,318 @@
+//! The typed dependency graph of FALAT stage 2 (DESIGN §2): a directed graph over steps with
+//! protocol edges (fixed by the framework: tool call → result, delegation → reply, code → terminal
+//! output, parent → child) and semantic edges (value provenance: a value first seen at step i that
+//! reappears at step j gives i → j, weighted by the value's rarity).
+//!
+//! Built on `petgraph::stable_graph::StableDiGraph`; node weights are 0-based step indices and a
+//! node's index equals its step index.
+
+use std::collections::{HashMap, VecDeque};
+
+use petgraph::Direction;
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+
+use crate::diagnosis::Transition;
+use crate::hierarchy::{Hierarchy, Origin};
+use crate::model::{LinkKind, Trajectory};
+
+/// Where an edge comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// Fixed by the framework.
+    Protocol(LinkKind),
+    /// A value of the earlier step reused by the later one.
+    Semantic,
+}
+
+impl EdgeKind {
+    /// `protocol:<link>` or `semantic`.
+    pub fn label(&self) -> String {
+        match self {
+            EdgeKind::Protocol(l) => format!("protocol:{}", l.as_str()),
+            EdgeKind::Semantic => "semantic".into(),
+        }
+    }
+}
+
+/// An edge of the dependency graph, from an earlier step to a later one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DepEdge {
+    /// Protocol or semantic.
+    pub kind: EdgeKind,
+    /// The value keys the later step takes from the earlier one (empty for bare protocol edges).
+    pub shared: Vec<String>,
+    /// Strength, 0..=1: protocol edges 1, semantic edges by the rarity of the shared values.
+    pub weight: f32,
+    /// The transition label, set for edges leaving a candidate (stage 2).
+    pub label: Option<Transition>,
+}
+
+/// The dependency graph of one trajectory.
+#[derive(Debug, Clone, Default)]
+pub struct DepGraph {
+    /// The graph; node weight = step index.
+    pub graph: StableDiGraph<usize, DepEdge>,
+}
+
+impl DepGraph {
+    /// Builds protocol edges from the trajectory's links and semantic edges from the provenance in
+    /// the hierarchy. Parallel protocol and semantic edges between the same pair are merged into
+    /// the protocol edge (which then carries the shared values).
+    pub fn build(t: &Trajectory, h: &Hierarchy) -> DepGraph {
+        let mut graph = StableDiGraph::with_capacity(t.steps.len(), t.links.len() * 2);
+        for i in 0..t.steps.len() {
+            graph.add_node(i);
+        }
+        let mut g = DepGraph { graph };
+        for l in &t.links {
+            if l.from < t.steps.len() && l.to < t.steps.len() && l.from != l.to {
+                g.add(l.from, l.to, EdgeKind::Protocol(l.kind), Vec::new(), 1.0);
+            }
+        }
+        // A tool result goes back to its caller: the caller's next step reads it.
+        for l in &t.links {
+            if matches!(l.kind, LinkKind::ToolResult | LinkKind::Execution)
+                && l.to < t.steps.len()
+                && l.from < t.steps.len()
+            {
+                let caller = &t.steps[l.from].agent;
+                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller)
+                {
+                    if g.find(l.to, next).is_none() {
+                        g.add(
+                            l.to,
+                            next,
+                            EdgeKind::Protocol(LinkKind::ToolResult),
+                            Vec::new(),
+                            1.0,
+                        );
+                    }
+                }
+            }
+        }
+        let counts = value_counts(h);
+        let mut semantic: HashMap<(usize, usize), Vec<String>> = HashMap::new();
+        for s in &h.steps {
+            for (key, origin) in &s.uses {
+                if let Origin::Step(i) = origin {
+                    if *i != s.index {
+                        semantic.entry((*i, s.index)).or_default().push(key.clone());
+                    }
+                }
+            }
+        }
+        let mut pairs: Vec<_> = semantic.into_iter().collect();
+        pairs.sort_by_key(|(k, _)| *k);
+        for ((from, to), shared) in pairs {
+            let weight = shared
+                .iter()
+                .map(|k| 1.0 / counts.get(k.as_str()).copied().unwrap_or(1) as f32)
+                .fold(0.0, f32::max);
+            match g.find(from, to) {
+                Some(e) => g.graph[e].shared = shared,
+                None => g.add(
+                    from,
+                    to,
+                    EdgeKind::Semantic,
+                    shared,
+                    weight.clamp(0.05, 1.0),
+                ),
+            }
+        }
+        g
+    }
+
+    fn add(&mut self, from: usize, to: usize, kind: EdgeKind, shared: Vec<String>, weight: f32) {
+        self.graph.add_edge(
+            NodeIndex::new(from),
+            NodeIndex::new(to),
+            DepEdge {
+                kind,
+                shared,
+                weight,
+                label: None,
+            },
+        );
+    }
+
+    /// The edge from `from` to `to`, if any.
+    pub fn find(&self, from: usize, to: usize) -> Option<EdgeIndex> {
+        self.graph
+            .find_edge(NodeIndex::new(from), NodeIndex::new(to))
+    }
+
+    /// Number of steps (nodes).
+    pub fn len(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    /// Whether the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.graph.node_count() == 0
+    }
+
+    /// Edges leaving a step: `(to, edge)`, sorted by `to`.
+    pub fn outgoing(&self, step: usize) -> Vec<(usize, &DepEdge)> {
+        self.edges(step, Direction::Outgoing)
+    }
+
+    /// Edges entering a step: `(from, edge)`, sorted by `from`.
+    pub fn incoming(&self, step: usize) -> Vec<(usize, &DepEdge)> {
+        self.edges(step, Direction::Incoming)
+    }
+
+    fn edges(&self, step: usize, dir: Direction) -> Vec<(usize, &DepEdge)> {
+        if step >= self.len() {
+            return Vec::new();
+        }
+        let mut v: Vec<(usize, &DepEdge)> = self
+            .graph
+            .edges_directed(NodeIndex::new(step), dir)
+            .map(|e| {
+                let other = if dir == Direction::Outgoing {
+                    e.target()
+                } else {
+                    e.source()
+                };
+                (self.graph[other], e.weight())
+            })
+            .collect();
+        v.sort_by_key(|(s, _)| *s);
+        v
+    }
+
+    /// Sets the transition label of the edge `from → to`; returns false when there is no edge.
+    pub fn set_label(&mut self, from: usize, to: usize, label: Transition) -> bool {
+        match self.find(from, to) {
+            Some(e) => {
+                self.graph[e].label = Some(label);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Steps reachable from `from` (excluding it), following edges forward.
+    pub fn descendants(&self, from: usize) -> Vec<usize> {
+        let mut seen = vec![false; self.len()];
+        let mut queue = VecDeque::from([from]);
+        let mut out = Vec::new();
+        while let Some(s) = queue.pop_front() {
+            for (to, _) in self.outgoing(s) {
+                if !seen[to] {
+                    seen[to] = true;
+                    out.push(to);
+                    queue.push_back(to);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// A shortest path of steps from `from` to `to` (both included), following edges forward.
+    pub fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
+        if from >= self.len() || to >= self.len() {
+            return None;
+        }
+        let mut prev: Vec<Option<usize>> = vec![None; self.len()];
+        let mut queue = VecDeque::from([from]);
+        let mut seen = vec![false; self.len()];
+        seen[from] = true;
+        while let Some(s) = queue.pop_front() {
+            if s == to {
+                let mut path = vec![to];
+                let mut cur = to;
+                while let Some(p) = prev[cur] {
+                    path.push(p);
+                    cur = p;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for (next, _) in self.outgoing(s) {
+                if !seen[next] {
+                    seen[next] = true;
+                    prev[next] = Some(s);
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// In how many steps each value key appears (for rarity weights).
+fn value_counts(h: &Hierarchy) -> HashMap<&str, usize> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for s in &h.steps {
+        for k in s.introduces.iter().chain(s.uses.iter().map(|(k, _)| k)) {
+            *counts.entry(k.as_str()).or_default() += 1;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hierarchy;
+    use crate::model::{Link, Step, StepKind};
+
+    #[test]
+    fn protocol_and_semantic_edges() {
+        let steps = vec![
+            Step {
+                index: 0,
+                agent: "A".into(),
+                content: "The price is 1,234 dollars".into(),
+                ..Step::default()
+            },
+            Step {
+                index: 1,
+                agent: "B".into(),
+                kind: StepKind::ToolCall,
+                content: "call".into(),
+                ..Step::default()
+            },
+            Step {
+                index: 2,
+                agent: "tool".into(),
+                kind: StepKind::ToolResult,
+                content: "ok".into(),
+                ..Step::default()
+            },
+            Step {
+                index: 3,
+                agent: "B".into(),
+                content: "So 1234 it is".into(),
+                ..Step::default()
+            },
+        ];
+        let t = Trajectory {
+            steps,
+            links: vec![Link {
+                from: 1,
+                to: 2,
+                kind: LinkKind::ToolResult,
+            }],
+            ..Trajectory::default()
+        };
+        let h = hierarchy::build(&t);
+        let g = DepGraph::build(&t, &h);
+        let out0: Vec<(usize, EdgeKind, Vec<String>)> = g
+            .outgoing(0)
+            .into_iter()
+            .map(|(s, e)| (s, e.kind, e.shared.clone()))
+            .collect();
+        assert_eq!(
+            out0,
+            vec![(3, EdgeKind::Semantic, vec!["1234".to_string()])]
+        );
+        assert_eq!(g.outgoing(1)[0].0, 2);
+        assert_eq!(g.path(0, 3), Some(vec![0, 3]));
+        assert_eq!(g.path(3, 0), None);
+        assert_eq!(g.descendants(1), vec![2, 3]);
+    }
+}

@@ -1,0 +1,623 @@
+//! The trajectory hierarchy `M` of FALAT stage 1 (DESIGN §2): `M_lo` raw evidence per step,
+//! `M_mid` one-line extractive step summaries with the values each step uses and introduces, and
+//! `M_hi` phases (contiguous step ranges with one purpose).
+//!
+//! Everything here is computed from the trajectory by code (no judge): it is the cheap structure
+//! that the judge's questions are built from. Phase summaries and suspicion scores are filled in by
+//! the judge afterwards ([`crate::pipeline`]).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::evidence::{self, Evidence, EvidenceKind};
+use crate::model::{Step, StepKind, Trajectory};
+use crate::text;
+
+/// What a step does, as far as the text shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Lays out a plan (a Magentic-One "Initial plan", a manager's plan).
+    Plan,
+    /// Updates a progress ledger or picks the next speaker.
+    Coordinate,
+    /// Hands work to another agent.
+    Delegate,
+    /// Browses or searches the web.
+    Search,
+    /// Reads a file.
+    ReadFile,
+    /// Writes code for execution.
+    WriteCode,
+    /// Returns a tool's output.
+    ToolOutput,
+    /// Checks earlier work.
+    Verify,
+    /// States an answer or conclusion.
+    Answer,
+    /// Ends the run (`TERMINATE`, termination condition).
+    Terminate,
+    /// Anything else: reasoning, discussion.
+    Discuss,
+    /// The user's request.
+    Request,
+}
+
+impl Action {
+    /// Lower-case name for display.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Plan => "plan",
+            Action::Coordinate => "coordinate",
+            Action::Delegate => "delegate",
+            Action::Search => "search",
+            Action::ReadFile => "read-file",
+            Action::WriteCode => "write-code",
+            Action::ToolOutput => "tool-output",
+            Action::Verify => "verify",
+            Action::Answer => "answer",
+            Action::Terminate => "terminate",
+            Action::Discuss => "discuss",
+            Action::Request => "request",
+        }
+    }
+}
+
+/// Error and risk flags of a step, set from its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags {
+    /// The step contains error lines (traceback, exception, not found, refusal).
+    pub error: bool,
+    /// A terminal reports a non-zero exit code or failed execution.
+    pub failed_execution: bool,
+    /// A tool reports that there was nothing to run or nothing was found.
+    pub empty_result: bool,
+    /// The step rests on assumptions, placeholders, samples or made-up data.
+    pub hedged: bool,
+    /// The step claims results were verified or confirmed.
+    pub claims_verified: bool,
+    /// The step states an answer.
+    pub answer: bool,
+}
+
+impl Flags {
+    /// The names of the set flags, for display.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (on, name) in [
+            (self.error, "error"),
+            (self.failed_execution, "failed-exec"),
+            (self.empty_result, "empty-result"),
+            (self.hedged, "hedged"),
+            (self.claims_verified, "claims-verified"),
+            (self.answer, "answer"),
+        ] {
+            if on {
+                v.push(name);
+            }
+        }
+        v
+    }
+}
+
+/// Where a value was first seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// In the task text, the system prompts or the agents' roles (given, not produced).
+    Given,
+    /// First in this step (0-based).
+    Step(usize),
+}
+
+/// `M_mid`: a one-line extractive summary of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSummary {
+    /// 0-based step index.
+    pub index: usize,
+    /// The actor.
+    pub agent: String,
+    /// The step kind as loaded.
+    pub kind: StepKind,
+    /// What it does.
+    pub action: Action,
+    /// The key decision or statement: the first meaningful sentence, sanitised, at most 160 chars.
+    pub decision: String,
+    /// Value keys this step reuses, with where each first appeared.
+    pub uses: Vec<(String, Origin)>,
+    /// Value keys that appear here first (not given, not in any earlier step).
+    pub introduces: Vec<String>,
+    /// Error and risk flags.
+    pub flags: Flags,
+}
+
+impl StepSummary {
+    /// The one-line form: `#3 WebSurfer search: I typed ... [error]`.
+    pub fn line(&self) -> String {
+        let flags = self.flags.names();
+        let tail = if flags.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", flags.join(", "))
+        };
+        format!(
+            "#{} {} {}: {}{}",
+            self.index,
+            self.agent,
+            self.action.as_str(),
+            self.decision,
+            tail
+        )
+    }
+}
+
+/// The purpose of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    /// Planning or re-planning.
+    Plan,
+    /// Gathering information (search, files, tool outputs).
+    Gather,
+    /// Computing (code and its execution).
+    Compute,
+    /// Checking results.
+    Verify,
+    /// Giving the answer and ending.
+    Answer,
+    /// Work handed to one delegate.
+    Delegated,
+}
+
+impl Purpose {
+    /// Lower-case name for display.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Plan => "plan",
+            Purpose::Gather => "gather",
+            Purpose::Compute => "compute",
+            Purpose::Verify => "verify",
+            Purpose::Answer => "answer",
+            Purpose::Delegated => "delegated",
+        }
+    }
+}
+
+/// `M_hi`: a contiguous range of steps with one purpose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// 0-based phase number.
+    pub id: usize,
+    /// Step range, 0-based, end exclusive.
+    pub range: Range<usize>,
+    /// What the steps do.
+    pub purpose: Purpose,
+    /// The agent the phase is about (the delegate of a delegated phase, else the main actor).
+    pub agent: String,
+    /// One-line summary (filled from the structure, refined by the judge).
+    pub summary: String,
+    /// How suspicious the phase is, 0..=1 (filled by the judge; 0 until then).
+    pub suspicion: f32,
+}
+
+/// The three levels of the hierarchy, plus value provenance.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hierarchy {
+    /// `M_lo`: evidence per step, indexed like the steps.
+    pub evidence: Vec<Vec<Evidence>>,
+    /// `M_mid`: one summary per step.
+    pub steps: Vec<StepSummary>,
+    /// `M_hi`: phases covering all steps in order.
+    pub phases: Vec<Phase>,
+    /// Where each value key was first seen.
+    pub first_seen: HashMap<String, Origin>,
+}
+
+impl Hierarchy {
+    /// The phase containing a step.
+    pub fn phase_of(&self, step: usize) -> Option<&Phase> {
+        self.phases.iter().find(|p| p.range.contains(&step))
+    }
+}
+
+static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(assum(e|ing|ption)|hypothetical(ly)?|placeholder|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(e|ed|ing)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimated?)\b").unwrap()
+});
+static VERIFIED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(verified|confirmed|validated|has been (checked|verified)|is correct|are correct|accurate)\b").unwrap()
+});
+static ANSWER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(final answer|the answer is|in conclusion|therefore,? the|the result is|we have (reached|determined|found)|the (correct|final) (answer|result))").unwrap()
+});
+static SEARCH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(i typed|i clicked|i scrolled|i visited|address: |web_search|search results?|i searched|here is a screenshot)").unwrap()
+});
+static EMPTY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(there is no code|no code block detected|no (results|data) (found|available)|code output:\s*$|returned no (results|output)|is empty)").unwrap()
+});
+
+/// Builds `M_lo` and `M_mid` for a trajectory, and the phases of `M_hi` (without suspicion).
+pub fn build(t: &Trajectory) -> Hierarchy {
+    let evidence: Vec<Vec<Evidence>> = t.steps.iter().map(evidence::extract).collect();
+    let mut first_seen: HashMap<String, Origin> = HashMap::new();
+    let mut given = t.task.clone();
+    for a in &t.agents {
+        given.push('\n');
+        given.push_str(&a.name);
+        if let Some(r) = &a.role {
+            given.push('\n');
+            given.push_str(r);
+        }
+    }
+    for e in evidence::extract_text(&given) {
+        if e.kind.is_value() {
+            first_seen.entry(e.key).or_insert(Origin::Given);
+        }
+    }
+    let given_lower = given.to_lowercase();
+    let mut steps = Vec::with_capacity(t.steps.len());
+    for (i, step) in t.steps.iter().enumerate() {
+        let (uses, introduces) = provenance(i, &evidence[i], &mut first_seen, &given_lower);
+        steps.push(summarize(step, &evidence[i], uses, introduces));
+    }
+    let phases = phases(t, &steps);
+    Hierarchy {
+        evidence,
+        steps,
+        phases,
+        first_seen,
+    }
+}
+
+fn provenance(
+    i: usize,
+    ev: &[Evidence],
+    first_seen: &mut HashMap<String, Origin>,
+    given_lower: &str,
+) -> (Vec<(String, Origin)>, Vec<String>) {
+    let mut uses = Vec::new();
+    let mut introduces = Vec::new();
+    for e in ev.iter().filter(|e| e.kind.is_value()) {
+        if e.kind == EvidenceKind::Number && evidence::is_trivial_number(&e.key) {
+            continue;
+        }
+        if uses.iter().any(|(k, _)| *k == e.key) || introduces.contains(&e.key) {
+            continue;
+        }
+        match first_seen.get(&e.key) {
+            Some(o) => uses.push((e.key.clone(), *o)),
+            None if given_lower.contains(&e.key) => {
+                first_seen.insert(e.key.clone(), Origin::Given);
+                uses.push((e.key.clone(), Origin::Given));
+            }
+            None => {
+                first_seen.insert(e.key.clone(), Origin::Step(i));
+                introduces.push(e.key.clone());
+            }
+        }
+    }
+    (uses, introduces)
+}
+
+fn summarize(
+    step: &Step,
+    ev: &[Evidence],
+    uses: Vec<(String, Origin)>,
+    introduces: Vec<String>,
+) -> StepSummary {
+    let content = step.content.trim();
+    let has_code = ev
+        .iter()
+        .any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
+    let failed = ev
+        .iter()
+        .any(|e| matches!(e.kind, EvidenceKind::ExitCode(c) if c != 0))
+        || content.contains("execution failed");
+    let flags = Flags {
+        error: ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine) || step.is_error,
+        failed_execution: failed,
+        empty_result: EMPTY.is_match(content),
+        hedged: step.kind != StepKind::ToolResult && HEDGE.is_match(&strip_code(content)),
+        claims_verified: step.kind != StepKind::ToolResult && VERIFIED.is_match(content),
+        answer: ANSWER.is_match(content),
+    };
+    let action = classify(step, content, has_code, &flags);
+    StepSummary {
+        index: step.index,
+        agent: step.agent.clone(),
+        kind: step.kind,
+        action,
+        decision: decision_line(content, action),
+        uses,
+        introduces,
+        flags,
+    }
+}
+
+fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action {
+    let lower_start: String = content.chars().take(200).collect::<String>().to_lowercase();
+    match step.kind {
+        StepKind::Delegation => return Action::Delegate,
+        StepKind::ToolResult => return Action::ToolOutput,
+        _ => {}
+    }
+    if step.role == "human" || step.role == "user" && step.index == 0 {
+        return Action::Request;
+    }
+    if content == "TERMINATE" || step.role.contains("termination") {
+        return Action::Terminate;
+    }
+    if lower_start.contains("initial plan")
+        || lower_start.contains("new plan")
+        || lower_start.contains("here is the plan")
+    {
+        return Action::Plan;
+    }
+    if lower_start.starts_with("updated ledger") || lower_start.starts_with("next speaker") {
+        return Action::Coordinate;
+    }
+    if SEARCH.is_match(&lower_start) {
+        return Action::Search;
+    }
+    if lower_start.starts_with("address: file:")
+        || lower_start.contains("viewport position") && lower_start.contains("file://")
+    {
+        return Action::ReadFile;
+    }
+    if has_code {
+        return Action::WriteCode;
+    }
+    if flags.answer {
+        return Action::Answer;
+    }
+    if lower_start.contains("verif")
+        || lower_start.contains("validat")
+        || lower_start.contains("double-check")
+    {
+        return Action::Verify;
+    }
+    if step.index == 0 && lower_start.contains("plan") {
+        return Action::Plan;
+    }
+    Action::Discuss
+}
+
+fn strip_code(content: &str) -> String {
+    static CODE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```.*?```").unwrap());
+    CODE.replace_all(content, " ").into_owned()
+}
+
+/// The first meaningful sentence of the step, skipping boilerplate headers.
+fn decision_line(content: &str, action: Action) -> String {
+    let skip = [
+        "you are given:",
+        "updated ledger",
+        "initial plan",
+        "we are working to address",
+        "{",
+        "}",
+        "```",
+    ];
+    let line = content
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .find(|l| {
+            let low = l.to_lowercase();
+            !skip.iter().any(|s| low.starts_with(s))
+                || action == Action::Coordinate && low.contains("reason")
+        })
+        .unwrap_or_else(|| content.lines().next().unwrap_or_default());
+    text::clip(&text::sanitize(line.trim()), 160)
+}
+
+/// `M_hi`: phases. A plan or re-plan starts a phase; runs of work handed to one delegate form a
+/// phase; elsewhere a phase ends where the purpose of the steps changes.
+fn phases(t: &Trajectory, steps: &[StepSummary]) -> Vec<Phase> {
+    let mut out: Vec<Phase> = Vec::new();
+    let mut current: Option<(usize, Purpose, String)> = None;
+    for (i, s) in steps.iter().enumerate() {
+        let (purpose, agent) =
+            purpose_of(t, steps, i, current.as_ref().map(|c| (c.1, c.2.as_str())));
+        let starts = match &current {
+            None => true,
+            Some((_, p, a)) => {
+                s.action == Action::Plan
+                    || *p != purpose
+                    || (purpose == Purpose::Delegated && *a != agent)
+            }
+        };
+        if starts {
+            if let Some((start, p, a)) = current.take() {
+                out.push(new_phase(out.len(), start..i, p, a, steps));
+            }
+            current = Some((i, purpose, agent));
+        }
+    }
+    if let Some((start, p, a)) = current {
+        out.push(new_phase(out.len(), start..steps.len(), p, a, steps));
+    }
+    merge_short(out, steps)
+}
+
+fn purpose_of(
+    t: &Trajectory,
+    steps: &[StepSummary],
+    i: usize,
+    prev: Option<(Purpose, &str)>,
+) -> (Purpose, String) {
+    let s = &steps[i];
+    if let Some(target) = &t.steps[i].delegate_to {
+        return (Purpose::Delegated, target.clone());
+    }
+    let inherit =
+        |fallback: Purpose| prev.map_or((fallback, s.agent.clone()), |(p, a)| (p, a.to_string()));
+    match s.action {
+        Action::Plan | Action::Request => (Purpose::Plan, s.agent.clone()),
+        Action::Search | Action::ReadFile => match prev {
+            Some((Purpose::Delegated, a)) => (Purpose::Delegated, a.to_string()),
+            _ => (Purpose::Gather, s.agent.clone()),
+        },
+        Action::WriteCode => match prev {
+            Some((Purpose::Delegated, a)) => (Purpose::Delegated, a.to_string()),
+            _ => (Purpose::Compute, s.agent.clone()),
+        },
+        Action::Verify => (Purpose::Verify, s.agent.clone()),
+        Action::Answer | Action::Terminate => (Purpose::Answer, s.agent.clone()),
+        Action::ToolOutput | Action::Coordinate | Action::Discuss | Action::Delegate => {
+            inherit(Purpose::Gather)
+        }
+    }
+}
+
+fn new_phase(
+    id: usize,
+    range: Range<usize>,
+    purpose: Purpose,
+    agent: String,
+    steps: &[StepSummary],
+) -> Phase {
+    let summary = phase_summary(&range, purpose, &agent, steps);
+    Phase {
+        id,
+        range,
+        purpose,
+        agent,
+        summary,
+        suspicion: 0.0,
+    }
+}
+
+/// An extractive phase summary: purpose, agent, step range, and the first decision in it.
+pub fn phase_summary(
+    range: &Range<usize>,
+    purpose: Purpose,
+    agent: &str,
+    steps: &[StepSummary],
+) -> String {
+    let first = steps[range.clone()]
+        .iter()
+        .find(|s| !matches!(s.action, Action::Coordinate | Action::ToolOutput))
+        .map(|s| s.decision.as_str())
+        .unwrap_or_default();
+    let n_err = steps[range.clone()]
+        .iter()
+        .filter(|s| s.flags.error || s.flags.failed_execution)
+        .count();
+    let errs = if n_err > 0 {
+        format!(", {n_err} with errors")
+    } else {
+        String::new()
+    };
+    text::clip(
+        &format!(
+            "{} by {} (steps {}-{}{}): {}",
+            purpose.as_str(),
+            agent,
+            range.start,
+            range.end - 1,
+            errs,
+            first
+        ),
+        200,
+    )
+}
+
+fn merge_short(phases: Vec<Phase>, steps: &[StepSummary]) -> Vec<Phase> {
+    let mut out: Vec<Phase> = Vec::new();
+    for p in phases {
+        let short = p.range.len() == 1 && p.purpose != Purpose::Plan;
+        let merge = match out.last() {
+            Some(last) => {
+                (short && last.purpose != Purpose::Plan)
+                    || (last_is_short(Some(last)) && p.purpose != Purpose::Plan)
+            }
+            None => false,
+        };
+        if merge {
+            let last = out.last_mut().expect("checked");
+            last.range.end = p.range.end;
+            last.summary = phase_summary(&last.range, last.purpose, &last.agent, steps);
+        } else {
+            out.push(p);
+        }
+    }
+    for (i, p) in out.iter_mut().enumerate() {
+        p.id = i;
+    }
+    out
+}
+
+fn last_is_short(p: Option<&Phase>) -> bool {
+    p.is_some_and(|p| p.range.len() == 1 && p.purpose != Purpose::Plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Step;
+
+    fn step(i: usize, agent: &str, kind: StepKind, content: &str) -> Step {
+        Step {
+            index: i,
+            agent: agent.into(),
+            kind,
+            content: content.into(),
+            ..Step::default()
+        }
+    }
+
+    #[test]
+    fn provenance_marks_new_and_reused_values() {
+        let t = Trajectory {
+            task: "What is the population difference between Seattle and Colville?".into(),
+            steps: vec![
+                step(0, "A", StepKind::Message, "Seattle has 737,015 people."),
+                step(
+                    1,
+                    "B",
+                    StepKind::Message,
+                    "So 737015 minus 4,965 is 732,050.",
+                ),
+            ],
+            ..Trajectory::default()
+        };
+        let h = build(&t);
+        assert_eq!(h.steps[0].introduces, vec!["737015".to_string()]);
+        assert_eq!(
+            h.steps[1].uses,
+            vec![("737015".to_string(), Origin::Step(0))]
+        );
+        assert_eq!(
+            h.steps[1].introduces,
+            vec!["4965".to_string(), "732050".to_string()]
+        );
+    }
+
+    #[test]
+    fn flags_and_actions() {
+        let t = Trajectory {
+            steps: vec![
+                step(
+                    0,
+                    "A",
+                    StepKind::Message,
+                    "Let's assume the price is $20.\n```python\nprint(20*2)\n```",
+                ),
+                step(
+                    1,
+                    "Computer_terminal",
+                    StepKind::ToolResult,
+                    "exitcode: 1 (execution failed)\nCode output: NameError: x",
+                ),
+                step(2, "A", StepKind::Message, "TERMINATE"),
+            ],
+            ..Trajectory::default()
+        };
+        let h = build(&t);
+        assert_eq!(h.steps[0].action, Action::WriteCode);
+        assert!(h.steps[0].flags.hedged);
+        assert!(h.steps[1].flags.failed_execution && h.steps[1].flags.error);
+        assert_eq!(h.steps[2].action, Action::Terminate);
+    }
+}

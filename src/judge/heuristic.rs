@@ -1,0 +1,808 @@
+//! The offline judge: answers every question from lexical and structural signals, with no
+//! network and deterministically (DESIGN §4).
+//!
+//! Signals: values and their first sources (provenance in the hierarchy), tool errors and exit
+//! codes, hedging words, repeated actions, delegation structure, relevance of what a step does to
+//! the task's key terms (the prior `π`), the answer type against `π`, and similarity for
+//! redundancy. Weights are fixed constants documented at [`weights`]; none refers to a data set.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
+use crate::diagnosis::{Cost, Criterion, Finding, Role, Signal, Transition};
+use crate::evidence::{self, EvidenceKind};
+use crate::graph::EdgeKind;
+use crate::hierarchy::{Action, Origin, StepSummary};
+use crate::model::{LinkKind, StepKind};
+use crate::prior::{self, AnswerType};
+use crate::text;
+
+/// The weights of the heuristic signals, 0..=1. A candidate's score is the noisy-or of its
+/// findings' weights.
+pub mod weights {
+    /// Per unsourced non-trivial value (capped at [`UNSOURCED_MAX`]).
+    pub const UNSOURCED_PER_VALUE: f32 = 0.12;
+    /// Cap for unsourced values.
+    pub const UNSOURCED_MAX: f32 = 0.55;
+    /// Hedged or assumed content.
+    pub const ASSUMPTION: f32 = 0.5;
+    /// Code or tool call that failed.
+    pub const FAILED_ACTION: f32 = 0.4;
+    /// Going on after a tool error as if nothing happened.
+    pub const IGNORED_ERROR: f32 = 0.45;
+    /// Browsing to something unrelated to the task and the instruction.
+    pub const IRRELEVANT: f32 = 0.4;
+    /// An answer of the wrong type for `π`.
+    pub const ANSWER_TYPE: f32 = 0.3;
+    /// A delegation whose delegate could not act on it.
+    pub const WRONG_DELEGATION: f32 = 0.45;
+    /// Claiming verification without evidence, or ending with an unresolved error.
+    pub const PREMATURE: f32 = 0.35;
+    /// Repeating an action that already failed.
+    pub const REPEATED: f32 = 0.25;
+    /// The wrong value of the final output first appears here.
+    pub const WRONG_VALUE: f32 = 0.6;
+    /// The expected value was in a tool output and this step, the next to read it, lost it.
+    pub const MISREAD: f32 = 0.5;
+    /// The minimum score for a candidate to be valid in stage 3.
+    pub const VALID: f32 = 0.4;
+}
+
+/// The heuristic judge.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HeuristicJudge;
+
+impl Judge for HeuristicJudge {
+    fn name(&self) -> String {
+        "heuristic".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {
+        let start = Instant::now();
+        let answer = answer(ctx, question);
+        Judged {
+            answer,
+            cost: Cost {
+                calls: 1,
+                wall: start.elapsed(),
+                ..Cost::default()
+            },
+            warning: None,
+        }
+    }
+}
+
+/// Answers a question (the heuristic judge's logic, usable by other judges as their fallback).
+pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
+    match question {
+        Question::Prior => {
+            Answer::Prior(prior::derive(&ctx.trajectory.task, &ctx.trajectory.agents))
+        }
+        Question::PhaseSummary { phase } => phase_summary(ctx, *phase),
+        Question::RecallCandidates { range } => Answer::Candidates(
+            range
+                .clone()
+                .filter_map(|i| recall(ctx, i).map(|f| (i, f)))
+                .collect(),
+        ),
+        Question::LabelTransition { from, to } => Answer::Transition(label(ctx, *from, *to)),
+        Question::Verify {
+            step,
+            criterion,
+            others,
+        } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
+        Question::Roles { window, chosen } => roles(ctx, window.clone(), *chosen),
+    }
+}
+
+/// Noisy-or of finding weights.
+pub fn combine(findings: &[Finding]) -> f32 {
+    1.0 - findings
+        .iter()
+        .map(|f| 1.0 - f.weight.clamp(0.0, 1.0))
+        .product::<f32>()
+}
+
+fn phase_summary(ctx: &Context<'_>, phase: usize) -> Answer {
+    let Some(p) = ctx.hierarchy.phases.get(phase) else {
+        return Answer::PhaseSummary {
+            summary: String::new(),
+            suspicion: 0.0,
+        };
+    };
+    let suspicion = p
+        .range
+        .clone()
+        .filter_map(|i| recall(ctx, i))
+        .map(|f| combine(&f))
+        .fold(0.0, f32::max);
+    Answer::PhaseSummary {
+        summary: p.summary.clone(),
+        suspicion,
+    }
+}
+
+/// The findings of one step, or `None` when it shows no violation.
+pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
+    let s = ctx.hierarchy.steps.get(i)?;
+    if matches!(s.action, Action::Request)
+        || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i)
+    {
+        return None;
+    }
+    let mut f = Vec::new();
+    unsourced(ctx, s, &mut f);
+    if s.flags.hedged {
+        f.push(finding(
+            Signal::Assumption,
+            weights::ASSUMPTION,
+            hedge_evidence(&ctx.trajectory.steps[i].content),
+        ));
+    }
+    failed_action(ctx, i, &mut f);
+    ignored_error(ctx, i, &mut f);
+    irrelevant(ctx, s, &mut f);
+    wrong_delegation(ctx, i, &mut f);
+    premature(ctx, s, &mut f);
+    repeated(ctx, i, &mut f);
+    wrong_value(ctx, i, &mut f);
+    answer_type(ctx, s, &mut f);
+    (!f.is_empty()).then_some(f)
+}
+
+/// A tool result that is really an agent's own output (a browsing agent's report).
+fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
+    let s = &ctx.hierarchy.steps[i];
+    matches!(s.action, Action::Search | Action::ReadFile)
+}
+
+fn finding(signal: Signal, weight: f32, evidence: String) -> Finding {
+    Finding {
+        signal,
+        weight,
+        evidence: text::clip(&text::sanitize(&evidence), 200),
+    }
+}
+
+fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    if matches!(
+        s.action,
+        Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate
+    ) {
+        return;
+    }
+    let content = &ctx.trajectory.steps[s.index].content;
+    let ev = &ctx.hierarchy.evidence[s.index];
+    let numeric: Vec<&str> = s
+        .introduces
+        .iter()
+        .filter(|k| {
+            ev.iter().any(|e| {
+                &e.key == *k
+                    && matches!(e.kind, EvidenceKind::Number | EvidenceKind::Date)
+                    && !in_code(content, e.span.start)
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if numeric.is_empty() {
+        return;
+    }
+    let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
+    let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
+    out.push(finding(
+        Signal::UnsourcedValue,
+        w,
+        format!("states {} with no earlier source", shown.join(", ")),
+    ));
+}
+
+fn in_code(content: &str, pos: usize) -> bool {
+    let before = &content[..pos.min(content.len())];
+    before.matches("```").count() % 2 == 1
+}
+
+fn hedge_evidence(content: &str) -> String {
+    let low = content.to_lowercase();
+    for w in [
+        "assum",
+        "hypothetical",
+        "placeholder",
+        "sample",
+        "simulat",
+        "dummy",
+        "mock",
+        "suppose",
+        "example",
+        "estimat",
+        "typically",
+    ] {
+        if let Some(p) = low.find(w) {
+            let line_start = content[..p].rfind('\n').map_or(0, |x| x + 1);
+            let line_end = content[p..].find('\n').map_or(content.len(), |x| p + x);
+            return format!(
+                "rests on an assumption: {}",
+                content[line_start..line_end].trim()
+            );
+        }
+    }
+    "rests on an assumption".into()
+}
+
+/// The tool output that executed step `i`'s code or answered its call, if any.
+fn result_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
+    ctx.trajectory
+        .links
+        .iter()
+        .find(|l| l.from == i && matches!(l.kind, LinkKind::Execution | LinkKind::ToolResult))
+        .map(|l| l.to)
+}
+
+fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(r) = result_of(ctx, i) else { return };
+    let rs = &ctx.hierarchy.steps[r];
+    if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
+        let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
+        out.push(finding(
+            Signal::FailedAction,
+            weights::FAILED_ACTION,
+            format!("its code failed at step {r}: {line}"),
+        ));
+    }
+}
+
+fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
+    let content = &ctx.trajectory.steps[i].content;
+    ctx.hierarchy.evidence[i]
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::ErrorLine)
+        .last()
+        .map(|e| e.text(content).trim().to_string())
+}
+
+fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    if i == 0 {
+        return;
+    }
+    let prev = &ctx.hierarchy.steps[i - 1];
+    let s = &ctx.hierarchy.steps[i];
+    let failed =
+        prev.kind == StepKind::ToolResult && (prev.flags.failed_execution || prev.flags.error);
+    if !failed
+        || matches!(
+            s.action,
+            Action::WriteCode | Action::Coordinate | Action::Delegate
+        )
+    {
+        return;
+    }
+    let low = ctx.trajectory.steps[i].content.to_lowercase();
+    let acknowledges = [
+        "error",
+        "fail",
+        "issue",
+        "problem",
+        "fix",
+        "correct",
+        "unable",
+        "not work",
+        "exception",
+    ]
+    .iter()
+    .any(|w| low.contains(w));
+    if !acknowledges {
+        out.push(finding(
+            Signal::IgnoredToolError,
+            weights::IGNORED_ERROR,
+            format!("goes on after the error at step {}", i - 1),
+        ));
+    }
+}
+
+/// Page title / address of a browsing step, lower case.
+fn browse_target(content: &str) -> Option<String> {
+    let low = content.to_lowercase();
+    if let Some(p) = low.find("screenshot of [") {
+        let rest = &low[p + 15..];
+        let end = rest.find("](").unwrap_or(rest.len().min(120));
+        return Some(rest[..end].to_string());
+    }
+    for key in ["title: ", "address: "] {
+        if let Some(p) = low.find(key) {
+            let rest = &low[p + key.len()..];
+            return Some(rest.lines().next().unwrap_or_default().to_string());
+        }
+    }
+    None
+}
+
+fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    if s.action != Action::Search {
+        return;
+    }
+    let Some(target) = browse_target(&ctx.trajectory.steps[s.index].content) else {
+        return;
+    };
+    let mut terms: HashSet<String> = prior::key_terms(&ctx.trajectory.task).into_iter().collect();
+    if let Some(instr) = (0..s.index)
+        .rev()
+        .take(4)
+        .find(|&j| ctx.trajectory.steps[j].kind == StepKind::Delegation)
+    {
+        terms.extend(prior::key_terms(&ctx.trajectory.steps[instr].content));
+    }
+    let stems: Vec<String> = terms.iter().map(|t| t.chars().take(5).collect()).collect();
+    let hit = stems.iter().any(|t| target.contains(t.as_str()));
+    if !hit && !target.trim().is_empty() {
+        out.push(finding(
+            Signal::PriorDeviation,
+            weights::IRRELEVANT,
+            format!(
+                "lands on \"{}\", unrelated to the task and the instruction",
+                text::clip(target.trim(), 80)
+            ),
+        ));
+    }
+}
+
+fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let step = &ctx.trajectory.steps[i];
+    if step.kind != StepKind::Delegation {
+        return;
+    }
+    let Some(reply) = ctx
+        .trajectory
+        .links
+        .iter()
+        .find(|l| l.from == i && l.kind == LinkKind::Delegation)
+        .map(|l| l.to)
+    else {
+        return;
+    };
+    let r = &ctx.hierarchy.steps[reply];
+    if r.flags.empty_result
+        || r.flags.failed_execution
+        || r.flags.error && r.kind == StepKind::ToolResult
+    {
+        let target = step.delegate_to.as_deref().unwrap_or("the delegate");
+        out.push(finding(
+            Signal::WrongDelegation,
+            weights::WRONG_DELEGATION,
+            format!(
+                "{target} could not act on it (step {reply}: {})",
+                r.decision
+            ),
+        ));
+    }
+}
+
+fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    if !(s.flags.answer || s.action == Action::Terminate) {
+        return;
+    }
+    // Ends while the last tool output before it reports an error.
+    let last_tool = (0..s.index)
+        .rev()
+        .find(|&j| ctx.hierarchy.steps[j].kind == StepKind::ToolResult);
+    if let Some(j) = last_tool.filter(|&j| ctx.hierarchy.steps[j].flags.failed_execution) {
+        out.push(finding(
+            Signal::PrematureAnswer,
+            weights::PREMATURE,
+            format!("answers although step {j} failed"),
+        ));
+        return;
+    }
+    if s.flags.claims_verified && s.flags.answer && !s.uses.iter().any(|(_, o)| matches!(o, Origin::Step(j) if ctx.hierarchy.steps[*j].kind == StepKind::ToolResult)) {
+        out.push(finding(Signal::PrematureAnswer, weights::PREMATURE, "claims a verified answer with no tool output behind it".into()));
+    }
+}
+
+fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let s = &ctx.trajectory.steps[i];
+    if s.content.len() < 40
+        || matches!(
+            ctx.hierarchy.steps[i].action,
+            Action::Coordinate | Action::Terminate
+        )
+    {
+        return;
+    }
+    let words = word_set(&s.content);
+    for j in (0..i).rev().take(12) {
+        let o = &ctx.trajectory.steps[j];
+        if o.agent != s.agent || o.kind != s.kind {
+            continue;
+        }
+        let failed = result_of(ctx, j).is_some_and(|r| {
+            ctx.hierarchy.steps[r].flags.failed_execution
+                || ctx.hierarchy.steps[r].flags.empty_result
+        });
+        if failed && jaccard(&words, &word_set(&o.content)) > 0.8 {
+            out.push(finding(
+                Signal::RepeatedFailure,
+                weights::REPEATED,
+                format!("repeats step {j}, which already failed"),
+            ));
+            return;
+        }
+    }
+}
+
+/// Lower-case word set of a text.
+pub fn word_set(s: &str) -> HashSet<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 2)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Jaccard similarity of two word sets, 0..=1.
+pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    a.intersection(b).count() as f32 / a.union(b).count() as f32
+}
+
+/// The step holding the final output: the last step with substance that is not a tool output,
+/// a ledger update or a bare `TERMINATE`.
+pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
+    ctx.hierarchy
+        .steps
+        .iter()
+        .rev()
+        .find(|s| {
+            !matches!(
+                s.action,
+                Action::Terminate | Action::Coordinate | Action::ToolOutput
+            ) && ctx.trajectory.steps[s.index].content.trim().len() > 15
+        })
+        .or_else(|| ctx.hierarchy.steps.last())
+        .map(|s| s.index)
+}
+
+/// Value keys of the observed output: the values of the final-answer text, else of the final step.
+pub fn output_values(ctx: &Context<'_>) -> Vec<String> {
+    let text = match &ctx.trajectory.observed_output {
+        Some(o) => o.clone(),
+        None => final_step(ctx)
+            .map(|i| ctx.trajectory.steps[i].content.clone())
+            .unwrap_or_default(),
+    };
+    evidence::extract_text(&text)
+        .into_iter()
+        .filter(|e| e.kind.is_value() && !evidence::is_trivial_number(&e.key))
+        .map(|e| e.key)
+        .collect()
+}
+
+fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(expected) = ctx.expected() else {
+        return;
+    };
+    let expected_keys: HashSet<String> = evidence::extract_text(expected)
+        .into_iter()
+        .filter(|e| e.kind.is_value())
+        .map(|e| e.key)
+        .collect();
+    let exp_low = expected.trim().to_lowercase();
+    // Wrong values of the output that first appear at (or are produced for) this step.
+    for key in output_values(ctx) {
+        if expected_keys.contains(&key) || exp_low.contains(&key) {
+            continue;
+        }
+        let Some(Origin::Step(o)) = ctx.hierarchy.first_seen.get(&key).copied() else {
+            continue;
+        };
+        let owner = producer(ctx, o);
+        if owner == i {
+            out.push(finding(
+                Signal::WrongValueOrigin,
+                weights::WRONG_VALUE,
+                format!(
+                    "the output's value {key} first appears here; expected {}",
+                    text::clip(expected.trim(), 60)
+                ),
+            ));
+            return;
+        }
+    }
+    // The expected value was available in an output and the next agent step lost it.
+    if exp_low.len() < 2
+        || output_values(ctx)
+            .iter()
+            .any(|k| exp_low.contains(k.as_str()))
+    {
+        return;
+    }
+    let first_hit = (0..i).find(|&j| {
+        matches!(
+            ctx.hierarchy.steps[j].action,
+            Action::ToolOutput | Action::Search | Action::ReadFile
+        ) && ctx.trajectory.steps[j]
+            .content
+            .to_lowercase()
+            .contains(&exp_low)
+    });
+    if let Some(j) = first_hit {
+        let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
+            !matches!(
+                ctx.hierarchy.steps[k].action,
+                Action::ToolOutput | Action::Coordinate
+            ) && ctx.trajectory.steps[k].kind != StepKind::ToolResult
+        });
+        if next_reader == Some(i) {
+            out.push(finding(
+                Signal::IgnoredToolError,
+                weights::MISREAD,
+                format!(
+                    "step {j} shows the expected {}, but this step does not carry it on",
+                    text::clip(expected.trim(), 60)
+                ),
+            ));
+        }
+    }
+}
+
+/// The step responsible for a value first seen at `o`: for a tool output, the step that made the
+/// call or wrote the code; otherwise `o` itself.
+pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
+    if ctx.trajectory.steps[o].kind != StepKind::ToolResult {
+        return o;
+    }
+    ctx.trajectory
+        .links
+        .iter()
+        .find(|l| {
+            l.to == o
+                && matches!(
+                    l.kind,
+                    LinkKind::Execution | LinkKind::ToolResult | LinkKind::Delegation
+                )
+        })
+        .map_or(o, |l| l.from)
+}
+
+fn answer_type(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    let Some(p) = ctx.prior else { return };
+    if Some(s.index) != final_step(ctx) || !s.flags.answer {
+        return;
+    }
+    let content = &ctx.trajectory.steps[s.index].content;
+    let has_number = ctx.hierarchy.evidence[s.index]
+        .iter()
+        .any(|e| e.kind == EvidenceKind::Number);
+    if p.answer_type == Some(AnswerType::Number) && !has_number {
+        out.push(finding(
+            Signal::PriorDeviation,
+            weights::ANSWER_TYPE,
+            format!(
+                "the task asks for a number; the answer gives none: {}",
+                text::first_line(content, 80)
+            ),
+        ));
+    }
+}
+
+/// Labels the edge from candidate `from` to step `to` (FALAT stage 2).
+pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
+    let Some(g) = ctx.graph else {
+        return Transition::NoInfluence;
+    };
+    let direct = g.find(from, to).map(|e| g.graph[e].clone());
+    let via_child = g
+        .outgoing(from)
+        .into_iter()
+        .any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());
+    let Some(e) = direct.or_else(|| {
+        via_child.then(|| crate::graph::DepEdge {
+            kind: EdgeKind::Protocol(LinkKind::ToolResult),
+            shared: Vec::new(),
+            weight: 1.0,
+            label: None,
+        })
+    }) else {
+        return Transition::NoInfluence;
+    };
+    let a = &ctx.trajectory.steps[from];
+    let b = &ctx.trajectory.steps[to];
+    let from_failed =
+        result_of(ctx, from).is_some_and(|r| ctx.hierarchy.steps[r].flags.failed_execution);
+    if from_failed && b.agent == a.agent && ctx.hierarchy.steps[to].action == Action::WriteCode {
+        let ok = result_of(ctx, to).is_some_and(|r| {
+            !ctx.hierarchy.steps[r].flags.failed_execution && !ctx.hierarchy.steps[r].flags.error
+        });
+        if ok {
+            return Transition::Correction;
+        }
+    }
+    if b.agent == a.agent && jaccard(&word_set(&a.content), &word_set(&b.content)) > 0.8 {
+        return Transition::Redundancy;
+    }
+    if to != from
+        && recall(ctx, to).is_some_and(|f| {
+            f.iter().any(|f| {
+                matches!(
+                    f.signal,
+                    Signal::UnsourcedValue | Signal::Assumption | Signal::PriorDeviation
+                )
+            })
+        })
+    {
+        return Transition::ErrorShift;
+    }
+    if e.shared.is_empty() && !matches!(e.kind, EdgeKind::Protocol(_)) {
+        return Transition::NoInfluence;
+    }
+    Transition::FollowUp
+}
+
+fn verify(ctx: &Context<'_>, step: usize, criterion: CriterionKind, others: &[usize]) -> Criterion {
+    let findings = recall(ctx, step).unwrap_or_default();
+    match criterion {
+        CriterionKind::Independence => independence(ctx, step, &findings, others),
+        CriterionKind::Sufficiency => sufficiency(ctx, step, &findings),
+    }
+}
+
+fn independence(
+    ctx: &Context<'_>,
+    step: usize,
+    findings: &[Finding],
+    others: &[usize],
+) -> Criterion {
+    let own = findings.iter().any(|f| {
+        matches!(
+            f.signal,
+            Signal::UnsourcedValue
+                | Signal::Assumption
+                | Signal::FailedAction
+                | Signal::PriorDeviation
+                | Signal::WrongValueOrigin
+                | Signal::WrongDelegation
+        )
+    });
+    let Some(g) = ctx.graph else {
+        return Criterion {
+            passed: own,
+            evidence: "no dependency graph".into(),
+        };
+    };
+    let upstream: Vec<usize> = others
+        .iter()
+        .copied()
+        .filter(|&o| o < step && g.path(o, step).is_some())
+        .collect();
+    match (own, upstream.first()) {
+        (true, _) => Criterion {
+            passed: true,
+            evidence:
+                "it introduces its own deviation (new values, an assumption or a failed action)"
+                    .into(),
+        },
+        (false, Some(u)) => Criterion {
+            passed: false,
+            evidence: format!("it only inherits what candidate step {u} introduced"),
+        },
+        (false, None) => Criterion {
+            passed: true,
+            evidence: "no earlier candidate reaches it".into(),
+        },
+    }
+}
+
+fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterion {
+    if findings
+        .iter()
+        .any(|f| f.signal == Signal::WrongValueOrigin)
+    {
+        return Criterion {
+            passed: true,
+            evidence: "the wrong value of the final output traces back to it".into(),
+        };
+    }
+    let Some(end) = final_step(ctx) else {
+        return Criterion {
+            passed: false,
+            evidence: "no final output".into(),
+        };
+    };
+    let reaches = step >= end || ctx.graph.and_then(|g| g.path(step, end)).is_some();
+    if reaches {
+        return Criterion {
+            passed: true,
+            evidence: format!("its effect reaches the final output at step {end}"),
+        };
+    }
+    let process = findings.iter().any(|f| {
+        matches!(
+            f.signal,
+            Signal::PriorDeviation
+                | Signal::WrongDelegation
+                | Signal::PrematureAnswer
+                | Signal::Assumption
+                | Signal::IgnoredToolError
+                | Signal::UserMarked
+        )
+    });
+    if process {
+        return Criterion {
+            passed: true,
+            evidence: "it changes the course of the run, which every later step follows".into(),
+        };
+    }
+    Criterion {
+        passed: false,
+        evidence: format!("no dependency path leads from it to the final output at step {end}"),
+    }
+}
+
+fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> Answer {
+    let mut decisive = chosen;
+    let mut reason = format!("step {chosen} remains the earliest step that introduces the error");
+    if ctx.trajectory.steps[chosen].kind == StepKind::ToolResult && !is_agent_output(ctx, chosen) {
+        let p = producer(ctx, chosen);
+        if p != chosen {
+            decisive = p;
+            reason = format!(
+                "step {chosen} is a tool output that only shows the error; step {p} produced it"
+            );
+        }
+    }
+    if let Some(g) = ctx.graph {
+        let chosen_score = recall(ctx, decisive).map(|f| combine(&f)).unwrap_or(0.0);
+        for j in window.start..decisive {
+            let Some(f) = recall(ctx, j) else { continue };
+            let same_kind = recall(ctx, decisive)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| f.iter().any(|x| x.signal == c.signal));
+            if same_kind && g.find(j, decisive).is_some() && combine(&f) >= 0.8 * chosen_score {
+                reason = format!(
+                    "step {j} already shows the same kind of error and step {decisive} builds on it"
+                );
+                decisive = j;
+                break;
+            }
+        }
+    }
+    let mut roles = vec![(decisive, Role::RootCause)];
+    let downstream: HashSet<usize> = ctx
+        .graph
+        .map(|g| g.descendants(decisive).into_iter().collect())
+        .unwrap_or_default();
+    for j in window {
+        if j == decisive {
+            continue;
+        }
+        let s = &ctx.hierarchy.steps[j];
+        if j > decisive && downstream.contains(&j) {
+            let visible = s.flags.error || s.flags.failed_execution || Some(j) == final_step(ctx);
+            roles.push((
+                j,
+                if visible {
+                    Role::Symptom
+                } else {
+                    Role::Propagation
+                },
+            ));
+        } else if j < decisive
+            && recall(ctx, j).is_some()
+            && ctx.graph.is_some_and(|g| g.path(j, decisive).is_some())
+        {
+            roles.push((j, Role::Contributing));
+        } else if j > decisive
+            && (s.flags.error || s.flags.failed_execution)
+            && recall(ctx, j).is_none()
+        {
+            roles.push((j, Role::Symptom));
+        }
+    }
+    roles.sort_by_key(|(s, _)| *s);
+    Answer::Roles {
+        roles,
+        decisive,
+        reason,
+    }
+}

@@ -1,0 +1,225 @@
+//! The judge interface (DESIGN §4): every question a method asks goes through a [`Judge`].
+//!
+//! Questions and answers are plain typed values ([`Question`], [`Answer`]) with a JSON form
+//! ([`Question::to_json`], [`Answer::to_json`]) so that an LLM judge can send and validate them and
+//! a cache can record them. The [`heuristic::HeuristicJudge`] answers every question offline and
+//! deterministically from the structure ([`Context`]).
+
+pub mod heuristic;
+
+use std::ops::Range;
+
+use serde_json::{Value, json};
+
+use crate::diagnosis::{Cost, Criterion, Finding, Role, Transition};
+use crate::graph::DepGraph;
+use crate::hierarchy::Hierarchy;
+use crate::model::Trajectory;
+use crate::prior::Prior;
+
+/// What a judge may look at when answering: the trajectory and the structure built so far.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The trajectory under diagnosis.
+    pub trajectory: &'a Trajectory,
+    /// Its hierarchy `M`.
+    pub hierarchy: &'a Hierarchy,
+    /// The prior `π`, once stage 1 has produced it.
+    pub prior: Option<&'a Prior>,
+    /// The dependency graph, once stage 2 has built it.
+    pub graph: Option<&'a DepGraph>,
+    /// Whether the expected output `o*` may be used.
+    pub ground_truth: bool,
+}
+
+impl Context<'_> {
+    /// The expected output when ground truth may be used.
+    pub fn expected(&self) -> Option<&str> {
+        if self.ground_truth {
+            self.trajectory.expected_output.as_deref()
+        } else {
+            None
+        }
+    }
+}
+
+/// The verification criteria of FALAT stage 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CriterionKind {
+    /// The candidate introduces the error rather than inheriting it.
+    Independence,
+    /// Fixing the candidate would restore `o*`.
+    Sufficiency,
+}
+
+impl CriterionKind {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CriterionKind::Independence => "error_independence",
+            CriterionKind::Sufficiency => "counterfactual_sufficiency",
+        }
+    }
+}
+
+/// A question a method asks. Step numbers are 0-based everywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    /// Write the task-conditioned prior `π` from the task and agent roles only.
+    Prior,
+    /// Summarise a phase of `M_hi` and say how suspicious it is.
+    PhaseSummary {
+        /// Phase number.
+        phase: usize,
+    },
+    /// Name the steps in a range that may be the decisive error, with findings.
+    RecallCandidates {
+        /// Steps to examine, end exclusive.
+        range: Range<usize>,
+    },
+    /// Label the transition on the edge from a candidate to a later step.
+    LabelTransition {
+        /// The candidate step.
+        from: usize,
+        /// The later step.
+        to: usize,
+    },
+    /// Check one verification criterion for a candidate.
+    Verify {
+        /// The candidate step.
+        step: usize,
+        /// The criterion.
+        criterion: CriterionKind,
+        /// The other unpruned candidates, for comparison.
+        others: Vec<usize>,
+    },
+    /// Re-judge a window around the chosen step: roles, and possibly a better decisive step.
+    Roles {
+        /// The window, end exclusive.
+        window: Range<usize>,
+        /// The step chosen so far.
+        chosen: usize,
+    },
+}
+
+impl Question {
+    /// The question's kind as a snake_case name (also the prompt file's name for the LLM judge).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Question::Prior => "prior",
+            Question::PhaseSummary { .. } => "phase_summary",
+            Question::RecallCandidates { .. } => "recall_candidates",
+            Question::LabelTransition { .. } => "label_transition",
+            Question::Verify { .. } => "verify",
+            Question::Roles { .. } => "roles",
+        }
+    }
+
+    /// The JSON form: `{"kind": ..., ...fields}`.
+    pub fn to_json(&self) -> Value {
+        let mut v = match self {
+            Question::Prior => json!({}),
+            Question::PhaseSummary { phase } => json!({ "phase": phase }),
+            Question::RecallCandidates { range } => {
+                json!({ "from_step": range.start, "to_step": range.end })
+            }
+            Question::LabelTransition { from, to } => json!({ "from": from, "to": to }),
+            Question::Verify {
+                step,
+                criterion,
+                others,
+            } => {
+                json!({ "step": step, "criterion": criterion.as_str(), "others": others })
+            }
+            Question::Roles { window, chosen } => {
+                json!({ "from_step": window.start, "to_step": window.end, "chosen": chosen })
+            }
+        };
+        v["kind"] = json!(self.kind());
+        v
+    }
+}
+
+/// A judge's answer; the variant matches the question's kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// For [`Question::Prior`].
+    Prior(Prior),
+    /// For [`Question::PhaseSummary`].
+    PhaseSummary {
+        /// One line.
+        summary: String,
+        /// 0..=1.
+        suspicion: f32,
+    },
+    /// For [`Question::RecallCandidates`]: `(step, findings)` for each candidate in the range.
+    Candidates(Vec<(usize, Vec<Finding>)>),
+    /// For [`Question::LabelTransition`].
+    Transition(Transition),
+    /// For [`Question::Verify`].
+    Criterion(Criterion),
+    /// For [`Question::Roles`].
+    Roles {
+        /// Role per step in the window (steps without a role are left out).
+        roles: Vec<(usize, Role)>,
+        /// The decisive step after re-judging (may differ from the chosen one).
+        decisive: usize,
+        /// Why it stayed or moved.
+        reason: String,
+    },
+}
+
+impl Answer {
+    /// The JSON form of the answer.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Answer::Prior(p) => json!({
+                "answer_type": p.answer_type.map(|a| a.as_str()),
+                "constraints": p.constraints,
+                "requirements": p.requirements.iter().map(|r| json!({"capability": r.capability.as_str(), "agent": r.agent})).collect::<Vec<_>>(),
+                "key_terms": p.key_terms,
+            }),
+            Answer::PhaseSummary { summary, suspicion } => {
+                json!({ "summary": summary, "suspicion": suspicion })
+            }
+            Answer::Candidates(c) => json!({ "candidates": c.iter().map(|(s, f)| json!({
+                "step": s,
+                "findings": f.iter().map(|f| json!({"signal": f.signal.as_str(), "evidence": f.evidence, "weight": f.weight})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>() }),
+            Answer::Transition(t) => json!({ "label": t.as_str() }),
+            Answer::Criterion(c) => json!({ "passed": c.passed, "evidence": c.evidence }),
+            Answer::Roles {
+                roles,
+                decisive,
+                reason,
+            } => json!({
+                "roles": roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
+                "decisive_step": decisive,
+                "reason": reason,
+            }),
+        }
+    }
+}
+
+/// An answer with what it cost and a warning when it is a fallback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The answer.
+    pub answer: Answer,
+    /// Calls, tokens and time spent on it.
+    pub cost: Cost,
+    /// Set when the judge could not answer properly and fell back (shown in the diagnosis).
+    pub warning: Option<String>,
+}
+
+/// Answers the questions of the methods. Implementations must be deterministic for a given
+/// context and question when they claim to be (the heuristic judge is; an LLM judge replaying a
+/// cache is too).
+pub trait Judge: Send + Sync {
+    /// `heuristic` or `llm:<model>`.
+    fn name(&self) -> String;
+
+    /// Answers one question. Never fails: a judge that cannot answer falls back and says so in
+    /// [`Judged::warning`].
+    fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged;
+}

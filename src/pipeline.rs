@@ -1,0 +1,883 @@
+//! The four FALAT stages (DESIGN §2, `papers/002_*`), each a function of its inputs plus a judge,
+//! each returning a value the next stage and the UI can show, each recording its own cost.
+//!
+//! 1. [`search_space`]: the prior `π` and the hierarchy `M` (phases with suspicion).
+//! 2. [`dependencies`]: the typed dependency graph, candidates, transition labels and pruning.
+//! 3. [`verify`]: error independence, counterfactual sufficiency, temporal precedence.
+//! 4. [`research`]: local re-search in a window, roles, possibly a move to a neighbour.
+//!
+//! [`Pipeline`] holds the stage outputs so that a UI can run stages one at a time, and
+//! [`diagnose`] runs them all. User [`Overrides`] (marked, excluded, pinned steps) enter at
+//! stage 2 and 3, so re-running downstream stages honours them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::diagnosis::{
+    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Pruning, Role, Signal,
+    StageCost, Transition, Verification,
+};
+use crate::graph::DepGraph;
+use crate::hierarchy::{self, Hierarchy};
+use crate::judge::heuristic::{self, combine, weights};
+use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
+use crate::model::Trajectory;
+use crate::prior::Prior;
+use crate::text;
+
+/// Progress callback: `(stage name, done, total)`.
+pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
+
+/// How to run the pipeline.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Use the expected output `o*` when the trajectory has one.
+    pub ground_truth: bool,
+    /// Half-width of the re-search window (DESIGN default 3).
+    pub window: usize,
+    /// The user's overrides.
+    pub overrides: Overrides,
+    /// Set to stop between judge calls; a cancelled stage returns [`Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Called after each judge call.
+    pub progress: Option<ProgressFn>,
+}
+
+impl Options {
+    /// Defaults of the `diagnose` command: ground truth on, window 3, no overrides.
+    pub fn new(ground_truth: bool) -> Options {
+        Options {
+            ground_truth,
+            window: 3,
+            ..Options::default()
+        }
+    }
+
+    fn check(&self) -> Result<(), Cancelled> {
+        match &self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(Cancelled),
+            _ => Ok(()),
+        }
+    }
+
+    fn tick(&self, stage: &str, done: usize, total: usize) {
+        if let Some(p) = &self.progress {
+            p(stage, done, total);
+        }
+    }
+}
+
+/// A stage stopped because [`Options::cancel`] was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// The stages, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Stage 1: prior and hierarchy.
+    SearchSpace,
+    /// Stage 2: dependencies and pruning.
+    Dependencies,
+    /// Stage 3: verification.
+    Verification,
+    /// Stage 4: local re-search.
+    ReSearch,
+}
+
+impl Stage {
+    /// All stages in order.
+    pub const ALL: [Stage; 4] = [
+        Stage::SearchSpace,
+        Stage::Dependencies,
+        Stage::Verification,
+        Stage::ReSearch,
+    ];
+
+    /// Name used in costs and the UI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::SearchSpace => "prior+hierarchy",
+            Stage::Dependencies => "dependencies+pruning",
+            Stage::Verification => "verification",
+            Stage::ReSearch => "re-search",
+        }
+    }
+}
+
+/// Stage 1 output.
+#[derive(Debug, Clone)]
+pub struct SearchSpace {
+    /// The prior `π`.
+    pub prior: Prior,
+    /// The hierarchy `M`, phases with summaries and suspicion.
+    pub hierarchy: Hierarchy,
+}
+
+/// Stage 2 output.
+#[derive(Debug, Clone)]
+pub struct Dependencies {
+    /// The graph with transition labels on edges leaving candidates.
+    pub graph: DepGraph,
+    /// All candidates, pruned ones with their reason, sorted by step.
+    pub candidates: Vec<Candidate>,
+}
+
+/// Stage 3 output.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The candidates with verification records.
+    pub candidates: Vec<Candidate>,
+    /// The step chosen by temporal precedence among valid candidates.
+    pub chosen: Option<usize>,
+}
+
+/// Stage 4 output.
+#[derive(Debug, Clone)]
+pub struct ReSearch {
+    /// The decisive step after re-search.
+    pub decisive: usize,
+    /// Roles in the window.
+    pub roles: Vec<(usize, Role)>,
+    /// Why the decision stayed or moved.
+    pub reason: String,
+}
+
+/// The state of a run: each stage's output once it has run, costs and warnings.
+#[derive(Debug, Clone, Default)]
+pub struct Pipeline {
+    /// Stage 1.
+    pub space: Option<SearchSpace>,
+    /// Stage 2.
+    pub deps: Option<Dependencies>,
+    /// Stage 3.
+    pub verified: Option<Verified>,
+    /// Stage 4.
+    pub research: Option<ReSearch>,
+    /// Cost per stage run.
+    pub costs: Vec<StageCost>,
+    /// Judge warnings.
+    pub warnings: Vec<String>,
+}
+
+impl Pipeline {
+    /// Runs `stage` and every stage before it that has not run; clears stages after it.
+    ///
+    /// # Errors
+    /// [`Cancelled`] when the options' cancel flag is set during the run.
+    pub fn run(
+        &mut self,
+        t: &Trajectory,
+        judge: &dyn Judge,
+        opts: &Options,
+        stage: Stage,
+    ) -> Result<(), Cancelled> {
+        if self.space.is_none() || stage == Stage::SearchSpace {
+            let (s, cost) = search_space(t, judge, opts, &mut self.warnings)?;
+            self.space = Some(s);
+            record(&mut self.costs, Stage::SearchSpace, cost);
+            self.deps = None;
+        }
+        if stage > Stage::SearchSpace && (self.deps.is_none() || stage == Stage::Dependencies) {
+            let space = self.space.as_ref().expect("stage 1 ran");
+            let (d, cost) = dependencies(t, space, judge, opts, &mut self.warnings)?;
+            self.deps = Some(d);
+            record(&mut self.costs, Stage::Dependencies, cost);
+            self.verified = None;
+        }
+        if stage > Stage::Dependencies && (self.verified.is_none() || stage == Stage::Verification)
+        {
+            let (space, deps) = (
+                self.space.as_ref().expect("stage 1 ran"),
+                self.deps.as_ref().expect("stage 2 ran"),
+            );
+            let (v, cost) = verify(t, space, deps, judge, opts, &mut self.warnings)?;
+            self.verified = Some(v);
+            record(&mut self.costs, Stage::Verification, cost);
+            self.research = None;
+        }
+        if stage == Stage::ReSearch {
+            let space = self.space.as_ref().expect("stage 1 ran");
+            let deps = self.deps.as_ref().expect("stage 2 ran");
+            let verified = self.verified.as_ref().expect("stage 3 ran");
+            let (r, cost) = research(t, space, deps, verified, judge, opts, &mut self.warnings)?;
+            self.research = r;
+            record(&mut self.costs, Stage::ReSearch, cost);
+        }
+        self.clear_after(stage);
+        Ok(())
+    }
+
+    /// Runs all four stages from scratch.
+    ///
+    /// # Errors
+    /// [`Cancelled`] when cancelled.
+    pub fn run_all(
+        &mut self,
+        t: &Trajectory,
+        judge: &dyn Judge,
+        opts: &Options,
+    ) -> Result<(), Cancelled> {
+        *self = Pipeline::default();
+        self.run(t, judge, opts, Stage::ReSearch)
+    }
+
+    fn clear_after(&mut self, stage: Stage) {
+        if stage < Stage::Dependencies {
+            self.deps = None;
+        }
+        if stage < Stage::Verification {
+            self.verified = None;
+        }
+        if stage < Stage::ReSearch {
+            self.research = None;
+        }
+    }
+
+    /// The latest stage that has run.
+    pub fn last_stage(&self) -> Option<Stage> {
+        if self.research.is_some() {
+            Some(Stage::ReSearch)
+        } else if self.verified.is_some() {
+            Some(Stage::Verification)
+        } else if self.deps.is_some() {
+            Some(Stage::Dependencies)
+        } else if self.space.is_some() {
+            Some(Stage::SearchSpace)
+        } else {
+            None
+        }
+    }
+
+    /// The diagnosis from what has run so far (a partial run names no decisive step).
+    pub fn diagnosis(&self, t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis {
+        assemble(t, self, judge, opts)
+    }
+}
+
+fn record(costs: &mut Vec<StageCost>, stage: Stage, cost: Cost) {
+    match costs.iter_mut().find(|c| c.stage == stage.as_str()) {
+        Some(c) => c.cost = cost,
+        None => costs.push(StageCost {
+            stage: stage.as_str().into(),
+            cost,
+        }),
+    }
+}
+
+/// Runs the whole FALAT pipeline on a trajectory.
+pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis {
+    let mut p = Pipeline::default();
+    match p.run_all(t, judge, opts) {
+        Ok(()) => p.diagnosis(t, judge, opts),
+        Err(Cancelled) => {
+            let mut d = p.diagnosis(t, judge, opts);
+            d.warnings
+                .push("cancelled before the pipeline finished".into());
+            d
+        }
+    }
+}
+
+/// Asks the judge and adds its cost and warning.
+fn ask(
+    judge: &dyn Judge,
+    ctx: &Context<'_>,
+    q: &Question,
+    cost: &mut Cost,
+    warnings: &mut Vec<String>,
+) -> Answer {
+    let j = judge.ask(ctx, q);
+    cost.add(&j.cost);
+    if let Some(w) = j.warning {
+        warnings.push(w);
+    }
+    j.answer
+}
+
+/// Stage 1: the prior `π` (from the task and roles only) and the hierarchy with phase suspicion.
+///
+/// # Errors
+/// [`Cancelled`].
+pub fn search_space(
+    t: &Trajectory,
+    judge: &dyn Judge,
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<(SearchSpace, Cost), Cancelled> {
+    let start = Instant::now();
+    let mut cost = Cost::default();
+    let mut hierarchy = hierarchy::build(t);
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &hierarchy,
+        prior: None,
+        graph: None,
+        ground_truth: opts.ground_truth,
+    };
+    let prior = match ask(judge, &ctx, &Question::Prior, &mut cost, warnings) {
+        Answer::Prior(p) => p,
+        _ => crate::prior::derive(&t.task, &t.agents),
+    };
+    let n = hierarchy.phases.len();
+    let mut summaries = Vec::with_capacity(n);
+    {
+        let ctx = Context {
+            prior: Some(&prior),
+            ..ctx
+        };
+        for phase in 0..n {
+            opts.check()?;
+            if let Answer::PhaseSummary { summary, suspicion } = ask(
+                judge,
+                &ctx,
+                &Question::PhaseSummary { phase },
+                &mut cost,
+                warnings,
+            ) {
+                summaries.push((summary, suspicion));
+            } else {
+                summaries.push((hierarchy.phases[phase].summary.clone(), 0.0));
+            }
+            opts.tick(Stage::SearchSpace.as_str(), phase + 1, n);
+        }
+    }
+    for (p, (summary, suspicion)) in hierarchy.phases.iter_mut().zip(summaries) {
+        if !summary.is_empty() {
+            p.summary = summary;
+        }
+        p.suspicion = suspicion.clamp(0.0, 1.0);
+    }
+    cost.wall = start.elapsed();
+    Ok((SearchSpace { prior, hierarchy }, cost))
+}
+
+/// Stage 2: the dependency graph, candidate recall (suspicious phases first), transition labels
+/// on edges leaving candidates, and pruning with a reason for each pruned candidate.
+///
+/// # Errors
+/// [`Cancelled`].
+pub fn dependencies(
+    t: &Trajectory,
+    space: &SearchSpace,
+    judge: &dyn Judge,
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<(Dependencies, Cost), Cancelled> {
+    let start = Instant::now();
+    let mut cost = Cost::default();
+    let mut graph = DepGraph::build(t, &space.hierarchy);
+    let mut candidates = recall_candidates(t, space, &graph, judge, opts, &mut cost, warnings)?;
+    add_user_marks(t, &mut candidates, &opts.overrides);
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &space.hierarchy,
+        prior: Some(&space.prior),
+        graph: Some(&graph),
+        ground_truth: opts.ground_truth,
+    };
+    let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
+    for (k, c) in candidates.iter().enumerate() {
+        opts.check()?;
+        for to in effect_targets(&graph, c.step) {
+            if let Answer::Transition(l) = ask(
+                judge,
+                &ctx,
+                &Question::LabelTransition { from: c.step, to },
+                &mut cost,
+                warnings,
+            ) {
+                labels.push((c.step, to, l));
+            }
+        }
+        opts.tick(Stage::Dependencies.as_str(), k + 1, candidates.len());
+    }
+    for (from, to, l) in &labels {
+        graph.set_label(*from, *to, *l);
+    }
+    prune(&mut candidates, &labels, &graph, &opts.overrides);
+    cost.wall = start.elapsed();
+    Ok((Dependencies { graph, candidates }, cost))
+}
+
+/// The steps a candidate's output reaches in one hop, or in two through its own protocol children
+/// (a tool call reaches what its result feeds).
+fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for (to, e) in graph.outgoing(step) {
+        out.push(to);
+        if matches!(e.kind, crate::graph::EdgeKind::Protocol(_)) {
+            out.extend(
+                graph
+                    .outgoing(to)
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .filter(|n| *n != step),
+            );
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn recall_candidates(
+    t: &Trajectory,
+    space: &SearchSpace,
+    graph: &DepGraph,
+    judge: &dyn Judge,
+    opts: &Options,
+    cost: &mut Cost,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Candidate>, Cancelled> {
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &space.hierarchy,
+        prior: Some(&space.prior),
+        graph: Some(graph),
+        ground_truth: opts.ground_truth,
+    };
+    // Coarse to fine: suspicious phases first (ties in step order).
+    let mut phases: Vec<_> = space.hierarchy.phases.iter().collect();
+    phases.sort_by(|a, b| {
+        b.suspicion
+            .total_cmp(&a.suspicion)
+            .then(a.range.start.cmp(&b.range.start))
+    });
+    let mut out: Vec<Candidate> = Vec::new();
+    let total = phases.len();
+    for (k, p) in phases.into_iter().enumerate() {
+        opts.check()?;
+        if p.suspicion <= 0.0 {
+            continue;
+        }
+        if let Answer::Candidates(found) = ask(
+            judge,
+            &ctx,
+            &Question::RecallCandidates {
+                range: p.range.clone(),
+            },
+            cost,
+            warnings,
+        ) {
+            for (step, findings) in found
+                .into_iter()
+                .filter(|(s, f)| *s < t.steps.len() && !f.is_empty())
+            {
+                out.push(new_candidate(t, step, findings, Origin::Machine));
+            }
+        }
+        opts.tick("recall", k + 1, total);
+    }
+    out.sort_by_key(|c| c.step);
+    out.dedup_by_key(|c| c.step);
+    Ok(out)
+}
+
+fn new_candidate(t: &Trajectory, step: usize, findings: Vec<Finding>, origin: Origin) -> Candidate {
+    let score = combine(&findings);
+    Candidate {
+        step,
+        agent: t.steps[step].agent.clone(),
+        findings,
+        score,
+        pruned: None,
+        verification: None,
+        origin,
+    }
+}
+
+fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides) {
+    for &m in o.marked.iter().chain(o.pinned.iter()) {
+        if m >= t.steps.len() {
+            continue;
+        }
+        let user = Finding {
+            signal: Signal::UserMarked,
+            evidence: "marked by the user".into(),
+            weight: 1.0,
+        };
+        match candidates.iter_mut().find(|c| c.step == m) {
+            Some(c) => {
+                c.findings.push(user);
+                c.score = combine(&c.findings);
+                c.origin = Origin::User;
+            }
+            None => candidates.push(new_candidate(t, m, vec![user], Origin::User)),
+        }
+    }
+    candidates.sort_by_key(|c| c.step);
+}
+
+/// Pruning (DESIGN §2 stage 2): a candidate is pruned when the user excluded it, when a later
+/// step corrects it, when its output is never used (dead end) and it has no process effect, or
+/// when it only inherits an earlier candidate's error (reached by `follow_up`, no own deviation).
+fn prune(
+    candidates: &mut [Candidate],
+    labels: &[(usize, usize, Transition)],
+    graph: &DepGraph,
+    o: &Overrides,
+) {
+    let steps: Vec<usize> = candidates.iter().map(|c| c.step).collect();
+    for c in candidates.iter_mut() {
+        if o.excluded.contains(&c.step) {
+            c.pruned = Some(Pruning {
+                transition: Transition::NoInfluence,
+                by_step: None,
+                reason: "excluded by the user".into(),
+            });
+            continue;
+        }
+        if c.origin == Origin::User {
+            continue;
+        }
+        let out: Vec<&(usize, usize, Transition)> =
+            labels.iter().filter(|(f, _, _)| *f == c.step).collect();
+        if let Some((_, to, _)) = out.iter().find(|(_, _, l)| *l == Transition::Correction) {
+            c.pruned = Some(Pruning {
+                transition: Transition::Correction,
+                by_step: Some(*to),
+                reason: format!("step {to} corrects it"),
+            });
+            continue;
+        }
+        let value_only = c
+            .findings
+            .iter()
+            .all(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction));
+        if value_only && graph.outgoing(c.step).is_empty() {
+            c.pruned = Some(Pruning {
+                transition: Transition::DeadEnd,
+                by_step: None,
+                reason: "its output is never used again".into(),
+            });
+            continue;
+        }
+        let own = c.findings.iter().any(|f| {
+            matches!(
+                f.signal,
+                Signal::UnsourcedValue
+                    | Signal::Assumption
+                    | Signal::FailedAction
+                    | Signal::PriorDeviation
+                    | Signal::WrongValueOrigin
+                    | Signal::WrongDelegation
+            )
+        });
+        if !own {
+            let inherited = labels.iter().find(|(f, to, l)| {
+                *to == c.step && *l == Transition::FollowUp && steps.contains(f) && *f < c.step
+            });
+            if let Some((f, _, _)) = inherited {
+                c.pruned = Some(Pruning {
+                    transition: Transition::FollowUp,
+                    by_step: Some(*f),
+                    reason: format!("it only follows up on candidate step {f}"),
+                });
+            }
+        }
+    }
+}
+
+/// Stage 3: verification of the unpruned candidates; the earliest valid one is chosen.
+///
+/// # Errors
+/// [`Cancelled`].
+pub fn verify(
+    t: &Trajectory,
+    space: &SearchSpace,
+    deps: &Dependencies,
+    judge: &dyn Judge,
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<(Verified, Cost), Cancelled> {
+    let start = Instant::now();
+    let mut cost = Cost::default();
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &space.hierarchy,
+        prior: Some(&space.prior),
+        graph: Some(&deps.graph),
+        ground_truth: opts.ground_truth,
+    };
+    let mut candidates = deps.candidates.clone();
+    let live: Vec<usize> = candidates
+        .iter()
+        .filter(|c| c.pruned.is_none())
+        .map(|c| c.step)
+        .collect();
+    let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
+    for (k, &step) in live.iter().enumerate() {
+        opts.check()?;
+        let others: Vec<usize> = live.iter().copied().filter(|&s| s != step).collect();
+        let q = |criterion| Question::Verify {
+            step,
+            criterion,
+            others: others.clone(),
+        };
+        let ind = as_criterion(ask(
+            judge,
+            &ctx,
+            &q(CriterionKind::Independence),
+            &mut cost,
+            warnings,
+        ));
+        let suf = as_criterion(ask(
+            judge,
+            &ctx,
+            &q(CriterionKind::Sufficiency),
+            &mut cost,
+            warnings,
+        ));
+        checks.push((step, ind, suf));
+        opts.tick(Stage::Verification.as_str(), k + 1, live.len());
+    }
+    let valid = |c: &Candidate, ind: &Criterion, suf: &Criterion| {
+        ind.passed && suf.passed && (c.score >= weights::VALID || c.origin == Origin::User)
+    };
+    let mut chosen = None;
+    if let Some(p) = opts.overrides.pinned.filter(|p| *p < t.steps.len()) {
+        chosen = Some(p);
+    }
+    for (step, ind, suf) in &checks {
+        let c = candidates
+            .iter()
+            .find(|c| c.step == *step)
+            .expect("live candidate");
+        if chosen.is_none() && valid(c, ind, suf) {
+            chosen = Some(*step);
+        }
+    }
+    // No valid candidate: fall back to the strongest live one.
+    if chosen.is_none() {
+        chosen = candidates
+            .iter()
+            .filter(|c| c.pruned.is_none())
+            .max_by(|a, b| a.score.total_cmp(&b.score).then(b.step.cmp(&a.step)))
+            .map(|c| c.step);
+    }
+    for (step, ind, suf) in checks {
+        let c = candidates
+            .iter_mut()
+            .find(|c| c.step == step)
+            .expect("live candidate");
+        let ok = valid(c, &ind, &suf);
+        let precedence = match chosen {
+            Some(ch) if ch == step => Criterion {
+                passed: true,
+                evidence: "the earliest valid candidate".into(),
+            },
+            Some(ch) if ok && step > ch => Criterion {
+                passed: false,
+                evidence: format!("step {ch} is an earlier valid candidate"),
+            },
+            Some(ch) => Criterion {
+                passed: false,
+                evidence: format!("not valid; step {ch} was chosen"),
+            },
+            None => Criterion {
+                passed: false,
+                evidence: "no candidate was chosen".into(),
+            },
+        };
+        c.verification = Some(Verification {
+            independence: ind,
+            sufficiency: suf,
+            precedence,
+        });
+    }
+    cost.wall = start.elapsed();
+    Ok((Verified { candidates, chosen }, cost))
+}
+
+fn as_criterion(a: Answer) -> Criterion {
+    match a {
+        Answer::Criterion(c) => c,
+        _ => Criterion {
+            passed: false,
+            evidence: "the judge gave no verdict".into(),
+        },
+    }
+}
+
+/// Stage 4: local re-search in a window of ±`opts.window` steps around the chosen step.
+///
+/// # Errors
+/// [`Cancelled`].
+pub fn research(
+    t: &Trajectory,
+    space: &SearchSpace,
+    deps: &Dependencies,
+    verified: &Verified,
+    judge: &dyn Judge,
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<ReSearch>, Cost), Cancelled> {
+    let start = Instant::now();
+    let mut cost = Cost::default();
+    let Some(chosen) = verified.chosen else {
+        return Ok((None, cost));
+    };
+    opts.check()?;
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &space.hierarchy,
+        prior: Some(&space.prior),
+        graph: Some(&deps.graph),
+        ground_truth: opts.ground_truth,
+    };
+    let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
+    let out = match ask(
+        judge,
+        &ctx,
+        &Question::Roles {
+            window: window.clone(),
+            chosen,
+        },
+        &mut cost,
+        warnings,
+    ) {
+        Answer::Roles {
+            roles,
+            decisive,
+            reason,
+        } if window.contains(&decisive) => {
+            let decisive = if opts.overrides.pinned.is_some() {
+                chosen
+            } else {
+                decisive
+            };
+            let mut roles = roles;
+            normalise_roles(&mut roles, decisive);
+            ReSearch {
+                decisive,
+                roles,
+                reason,
+            }
+        }
+        _ => ReSearch {
+            decisive: chosen,
+            roles: vec![(chosen, Role::RootCause)],
+            reason: "the judge gave no usable roles".into(),
+        },
+    };
+    opts.tick(Stage::ReSearch.as_str(), 1, 1);
+    cost.wall = start.elapsed();
+    Ok((Some(out), cost))
+}
+
+/// Exactly one ROOT_CAUSE, at the decisive step.
+fn normalise_roles(roles: &mut Vec<(usize, Role)>, decisive: usize) {
+    roles.retain(|(s, r)| *s != decisive && *r != Role::RootCause);
+    roles.push((decisive, Role::RootCause));
+    roles.sort_by_key(|(s, _)| *s);
+}
+
+fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> Diagnosis {
+    let candidates = match (&p.verified, &p.deps) {
+        (Some(v), _) => v.candidates.clone(),
+        (None, Some(d)) => d.candidates.clone(),
+        _ => Vec::new(),
+    };
+    let decisive = p
+        .research
+        .as_ref()
+        .map(|r| r.decisive)
+        .or_else(|| p.verified.as_ref().and_then(|v| v.chosen));
+    let mut d = Diagnosis {
+        trajectory: t.id.clone(),
+        method: "falat".into(),
+        judge: judge.name(),
+        decisive_step: decisive,
+        agent: decisive.map(|s| t.steps[s].agent.clone()),
+        roles: p
+            .research
+            .as_ref()
+            .map(|r| r.roles.clone())
+            .unwrap_or_default(),
+        candidates,
+        cost: p.costs.clone(),
+        warnings: p.warnings.clone(),
+        used_ground_truth: opts.ground_truth && t.expected_output.is_some(),
+        overrides: opts.overrides.clone(),
+        ..Diagnosis::default()
+    };
+    if let (Some(step), Some(space), Some(deps)) = (decisive, &p.space, &p.deps) {
+        let ctx = Context {
+            trajectory: t,
+            hierarchy: &space.hierarchy,
+            prior: Some(&space.prior),
+            graph: Some(&deps.graph),
+            ground_truth: opts.ground_truth,
+        };
+        let end = heuristic::final_step(&ctx);
+        d.path = end
+            .and_then(|e| deps.graph.path(step, e))
+            .unwrap_or_else(|| vec![step]);
+        explain(&mut d, t, step, p.research.as_ref());
+    }
+    d
+}
+
+fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReSearch>) {
+    let c = d.candidates.iter().find(|c| c.step == step).cloned();
+    let pinned = d.overrides.pinned == Some(step);
+    let (category, why, score) = match &c {
+        Some(c) => {
+            let main = c.main_signal().unwrap_or(Signal::UnsourcedValue);
+            let ev: Vec<String> = c
+                .findings
+                .iter()
+                .map(|f| format!("{} ({})", f.evidence, f.signal.as_str()))
+                .collect();
+            (main.category().to_string(), ev.join("; "), c.score)
+        }
+        None => (
+            "unknown".to_string(),
+            "no finding recorded for this step".to_string(),
+            0.3,
+        ),
+    };
+    d.category = if pinned {
+        "user_pinned".into()
+    } else {
+        category
+    };
+    let who = &t.steps[step].agent;
+    let mut reason = format!("step {step} ({who}): {why}.");
+    if pinned {
+        reason = format!("step {step} ({who}) was pinned by the user. {why}.");
+    }
+    if let Some(r) = research {
+        reason.push_str(&format!(" Re-search: {}.", r.reason));
+    }
+    d.reason = text::clip(&reason, 600);
+    let live = d
+        .candidates
+        .iter()
+        .filter(|c| c.pruned.is_none())
+        .count()
+        .max(1) as f32;
+    let verified = c
+        .as_ref()
+        .and_then(|c| c.verification.as_ref())
+        .is_some_and(|v| v.independence.passed && v.sufficiency.passed);
+    let conf = 0.25 + 0.45 * score + if verified { 0.15 } else { 0.0 } + 0.15 / live;
+    d.confidence = if pinned {
+        1.0
+    } else {
+        (conf * 100.0).round() / 100.0
+    }
+    .clamp(0.0, 1.0);
+}
+
+#[cfg(test)]
+mod tests;
