@@ -16,13 +16,7 @@ fn main() {
             let t = &loaded.trajectories[0];
             let Some(gold) = &t.gold else { continue };
             let d = diagnose(t, &HeuristicJudge, &Options::new(gt));
-            let subset = f
-                .parent()
-                .unwrap()
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
+            let subset = f.parent().unwrap().file_name().unwrap().to_string_lossy().to_string();
             let r = eval::score(&f.display().to_string(), &subset, &d, gold);
             if verbose {
                 println!(
@@ -44,8 +38,5 @@ fn main() {
             records.push(r);
         }
     }
-    print!(
-        "{}",
-        eval::render_table(&eval::summarize(&records, &[0, 1, 3, 5]))
-    );
+    print!("{}", eval::render_table(&eval::summarize(&records, &[0, 1, 3, 5])));
 }

@@ -83,14 +83,7 @@ impl Role {
     /// Parses the upper-case name (case-insensitive).
     pub fn parse(s: &str) -> Option<Role> {
         let s = s.trim().to_ascii_uppercase();
-        [
-            Role::RootCause,
-            Role::Propagation,
-            Role::Symptom,
-            Role::Contributing,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
+        [Role::RootCause, Role::Propagation, Role::Symptom, Role::Contributing].into_iter().find(|r| r.as_str() == s)
     }
 }
 
@@ -257,10 +250,7 @@ pub struct Candidate {
 impl Candidate {
     /// The strongest finding's signal.
     pub fn main_signal(&self) -> Option<Signal> {
-        self.findings
-            .iter()
-            .max_by(|a, b| a.weight.total_cmp(&b.weight))
-            .map(|f| f.signal)
+        self.findings.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).map(|f| f.signal)
     }
 }
 

@@ -43,10 +43,7 @@ pub struct Record {
 /// Scores a diagnosis against a gold label.
 pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Record {
     let cost = d.total_cost();
-    let agent_hit = d
-        .agent
-        .as_deref()
-        .is_some_and(|a| same_agent(a, &gold.agent));
+    let agent_hit = d.agent.as_deref().is_some_and(|a| same_agent(a, &gold.agent));
     let step_hit = d.decisive_step.is_some() && d.decisive_step == gold.step;
     Record {
         file: file.to_string(),
@@ -128,7 +125,10 @@ fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> 
         .iter()
         .filter(|k| **k > 0)
         .map(|&k| {
-            let hits = rs.iter().filter(|r| matches!((r.pred_step, r.gold_step), (Some(p), Some(g)) if p.abs_diff(g) <= k)).count();
+            let hits = rs
+                .iter()
+                .filter(|r| matches!((r.pred_step, r.gold_step), (Some(p), Some(g)) if p.abs_diff(g) <= k))
+                .count();
             (k, pct(hits))
         })
         .collect();
@@ -155,34 +155,19 @@ fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> 
 
 /// A plain-text table of summaries, one row per (method, subset).
 pub fn render_table(summaries: &[Summary]) -> String {
-    let tol: Vec<usize> = summaries
-        .first()
-        .map(|s| s.within.iter().map(|(k, _)| *k).collect())
-        .unwrap_or_default();
-    let mut header = format!(
-        "{:<14} {:<20} {:>4} {:>7} {:>7}",
-        "method", "subset", "n", "agent%", "step%"
-    );
+    let tol: Vec<usize> = summaries.first().map(|s| s.within.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
+    let mut header = format!("{:<14} {:<20} {:>4} {:>7} {:>7}", "method", "subset", "n", "agent%", "step%");
     for k in &tol {
         header.push_str(&format!(" {:>7}", format!("±{k}%")));
     }
-    header.push_str(&format!(
-        " {:>7} {:>9} {:>9} {:>9}",
-        "calls", "tokens", "med.prompt", "ms"
-    ));
+    header.push_str(&format!(" {:>7} {:>9} {:>9} {:>9}", "calls", "tokens", "med.prompt", "ms"));
     let mut out = vec![header];
     for s in summaries {
-        let mut row = format!(
-            "{:<14} {:<20} {:>4} {:>7.1} {:>7.1}",
-            s.method, s.subset, s.n, s.agent, s.step
-        );
+        let mut row = format!("{:<14} {:<20} {:>4} {:>7.1} {:>7.1}", s.method, s.subset, s.n, s.agent, s.step);
         for (_, v) in &s.within {
             row.push_str(&format!(" {v:>7.1}"));
         }
-        row.push_str(&format!(
-            " {:>7.1} {:>9.0} {:>9.0} {:>9.2}",
-            s.calls, s.tokens, s.median_prompt_tokens, s.millis
-        ));
+        row.push_str(&format!(" {:>7.1} {:>9.0} {:>9.0} {:>9.2}", s.calls, s.tokens, s.median_prompt_tokens, s.millis));
         out.push(row);
     }
     out.join("\n") + "\n"
@@ -214,21 +199,8 @@ mod tests {
     fn exact_scoring_does_not_match_substrings() {
         assert!(same_agent("websurfer", "WebSurfer "));
         assert!(!same_agent("Web", "WebSurfer"));
-        let d = Diagnosis {
-            decisive_step: Some(1),
-            agent: Some("Expert".into()),
-            ..Diagnosis::default()
-        };
-        let r = score(
-            "x",
-            "s",
-            &d,
-            &GoldLabel {
-                agent: "expert".into(),
-                step: Some(10),
-                ..GoldLabel::default()
-            },
-        );
+        let d = Diagnosis { decisive_step: Some(1), agent: Some("Expert".into()), ..Diagnosis::default() };
+        let r = score("x", "s", &d, &GoldLabel { agent: "expert".into(), step: Some(10), ..GoldLabel::default() });
         assert!(r.agent_hit);
         assert!(!r.step_hit);
     }
@@ -243,10 +215,7 @@ mod tests {
         ];
         let s = summarize(&rs, &[0, 1, 3]);
         assert_eq!(s.len(), 3);
-        assert_eq!(
-            (s[0].subset.as_str(), s[0].agent, s[0].step),
-            ("A", 50.0, 50.0)
-        );
+        assert_eq!((s[0].subset.as_str(), s[0].agent, s[0].step), ("A", 50.0, 50.0));
         assert_eq!(s[0].within, vec![(1, 50.0), (3, 100.0)]);
         assert_eq!((s[2].subset.as_str(), s[2].n, s[2].step), ("all", 4, 25.0));
         assert_eq!(s[2].within, vec![(1, 25.0), (3, 50.0)]);

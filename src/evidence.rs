@@ -83,8 +83,7 @@ impl Evidence {
     }
 }
 
-static CODE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```").unwrap());
+static CODE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```").unwrap());
 static EXIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)exit ?code:? *(-?\d+)").unwrap());
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -105,8 +104,7 @@ static PATH: LazyLock<Regex> = LazyLock::new(|| {
 static QUOTED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""([^"\n]{2,80})"|'([^'\n]{3,80})'|“([^”\n]{2,80})”"#).unwrap());
 static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)\b")
-        .unwrap()
+    Regex::new(r"\b([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)\b").unwrap()
 });
 
 /// Extracts the evidence of one step, sorted by span start.
@@ -118,16 +116,9 @@ pub fn extract(step: &Step) -> Vec<Evidence> {
 pub fn extract_text(text: &str) -> Vec<Evidence> {
     let mut out = Vec::new();
     for c in CODE.captures_iter(text) {
-        let lang = c
-            .get(1)
-            .map(|m| m.as_str().to_ascii_lowercase())
-            .filter(|s| !s.is_empty());
+        let lang = c.get(1).map(|m| m.as_str().to_ascii_lowercase()).filter(|s| !s.is_empty());
         let whole = c.get(0).expect("group 0");
-        out.push(Evidence {
-            kind: EvidenceKind::CodeBlock(lang),
-            span: whole.range(),
-            key: String::new(),
-        });
+        out.push(Evidence { kind: EvidenceKind::CodeBlock(lang), span: whole.range(), key: String::new() });
     }
     for c in EXIT.captures_iter(text) {
         let code = c[1].parse().unwrap_or(-1);
@@ -138,11 +129,7 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
         });
     }
     for m in ERROR_LINE.find_iter(text) {
-        out.push(Evidence {
-            kind: EvidenceKind::ErrorLine,
-            span: m.range(),
-            key: String::new(),
-        });
+        out.push(Evidence { kind: EvidenceKind::ErrorLine, span: m.range(), key: String::new() });
     }
     push_values(text, &mut out);
     out.sort_by_key(|e| (e.span.start, e.span.end));
@@ -153,28 +140,13 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
     for m in URL.find_iter(text) {
         let url = m.as_str().trim_end_matches(['.', ',', ';', ':']);
         let span = m.start()..m.start() + url.len();
-        out.push(Evidence {
-            kind: EvidenceKind::Url,
-            span,
-            key: url.to_ascii_lowercase(),
-        });
+        out.push(Evidence { kind: EvidenceKind::Url, span, key: url.to_ascii_lowercase() });
     }
-    let url_spans: Vec<Range<usize>> = out
-        .iter()
-        .filter(|e| e.kind == EvidenceKind::Url)
-        .map(|e| e.span.clone())
-        .collect();
-    let inside_url = |r: &Range<usize>| {
-        url_spans
-            .iter()
-            .any(|u| u.start <= r.start && r.end <= u.end)
-    };
+    let url_spans: Vec<Range<usize>> =
+        out.iter().filter(|e| e.kind == EvidenceKind::Url).map(|e| e.span.clone()).collect();
+    let inside_url = |r: &Range<usize>| url_spans.iter().any(|u| u.start <= r.start && r.end <= u.end);
     for m in DATE.find_iter(text) {
-        out.push(Evidence {
-            kind: EvidenceKind::Date,
-            span: m.range(),
-            key: m.as_str().to_ascii_lowercase(),
-        });
+        out.push(Evidence { kind: EvidenceKind::Date, span: m.range(), key: m.as_str().to_ascii_lowercase() });
     }
     for c in NUMBER.captures_iter(text) {
         let g = c.get(1).expect("group 1");
@@ -186,36 +158,20 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
             continue;
         }
         let end = c.get(2).map_or(g.end(), |u| u.end());
-        out.push(Evidence {
-            kind: EvidenceKind::Number,
-            span: g.start()..end,
-            key,
-        });
+        out.push(Evidence { kind: EvidenceKind::Number, span: g.start()..end, key });
     }
     for c in PATH.captures_iter(text) {
         let g = c.get(1).expect("group 1");
         if inside_url(&g.range()) || g.as_str().len() < 4 {
             continue;
         }
-        out.push(Evidence {
-            kind: EvidenceKind::FilePath,
-            span: g.range(),
-            key: g.as_str().to_ascii_lowercase(),
-        });
+        out.push(Evidence { kind: EvidenceKind::FilePath, span: g.range(), key: g.as_str().to_ascii_lowercase() });
     }
     for c in QUOTED.captures_iter(text) {
-        let g = c
-            .get(1)
-            .or_else(|| c.get(2))
-            .or_else(|| c.get(3))
-            .expect("one group");
+        let g = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).expect("one group");
         let key = g.as_str().trim().to_ascii_lowercase();
         if key.len() >= 3 {
-            out.push(Evidence {
-                kind: EvidenceKind::Quoted,
-                span: g.range(),
-                key,
-            });
+            out.push(Evidence { kind: EvidenceKind::Quoted, span: g.range(), key });
         }
     }
     for m in ENTITY.find_iter(text) {
@@ -226,11 +182,7 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
         if is_stop_entity(&key) {
             continue;
         }
-        out.push(Evidence {
-            kind: EvidenceKind::Entity,
-            span: m.range(),
-            key,
-        });
+        out.push(Evidence { kind: EvidenceKind::Entity, span: m.range(), key });
     }
 }
 
@@ -251,15 +203,8 @@ pub fn normalize_number(s: &str) -> String {
 }
 
 fn is_stop_entity(key: &str) -> bool {
-    const STOP: &[&str] = &[
-        "updated ledger",
-        "initial plan",
-        "final answer",
-        "next speaker",
-        "code output",
-        "here is",
-        "let me",
-    ];
+    const STOP: &[&str] =
+        &["updated ledger", "initial plan", "final answer", "next speaker", "code output", "here is", "let me"];
     STOP.iter().any(|s| key.starts_with(s))
 }
 
@@ -276,15 +221,13 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<(String, String)> {
-        extract_text(text)
-            .iter()
-            .map(|e| (e.kind.label().to_string(), e.text(text).to_string()))
-            .collect()
+        extract_text(text).iter().map(|e| (e.kind.label().to_string(), e.text(text).to_string())).collect()
     }
 
     #[test]
     fn code_blocks_and_exit_codes() {
-        let t = "Run this:\n```python\nprint(1)\n```\nexitcode: 1 (execution failed)\nTraceback (most recent call last):";
+        let t =
+            "Run this:\n```python\nprint(1)\n```\nexitcode: 1 (execution failed)\nTraceback (most recent call last):";
         let ev = extract_text(t);
         assert!(
             ev.iter()
@@ -292,15 +235,14 @@ mod tests {
                     && e.text(t).starts_with("```python"))
         );
         assert!(ev.iter().any(|e| e.kind == EvidenceKind::ExitCode(1)));
-        assert!(ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine
-            && e.text(t) == "Traceback (most recent call last):"));
+        assert!(
+            ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.text(t) == "Traceback (most recent call last):")
+        );
     }
 
     #[test]
     fn values_are_normalised() {
-        let k = kinds(
-            "Seattle has 737,015 people; see https://data.census.gov/x. File data.csv, 'Blue Whale'.",
-        );
+        let k = kinds("Seattle has 737,015 people; see https://data.census.gov/x. File data.csv, 'Blue Whale'.");
         assert!(k.contains(&("number".into(), "737,015".into())));
         assert!(k.contains(&("url".into(), "https://data.census.gov/x".into())));
         assert!(k.contains(&("path".into(), "data.csv".into())));

@@ -77,16 +77,9 @@ impl DepGraph {
                 && l.from < t.steps.len()
             {
                 let caller = &t.steps[l.from].agent;
-                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller)
-                {
+                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller) {
                     if g.find(l.to, next).is_none() {
-                        g.add(
-                            l.to,
-                            next,
-                            EdgeKind::Protocol(LinkKind::ToolResult),
-                            Vec::new(),
-                            1.0,
-                        );
+                        g.add(l.to, next, EdgeKind::Protocol(LinkKind::ToolResult), Vec::new(), 1.0);
                     }
                 }
             }
@@ -105,41 +98,23 @@ impl DepGraph {
         let mut pairs: Vec<_> = semantic.into_iter().collect();
         pairs.sort_by_key(|(k, _)| *k);
         for ((from, to), shared) in pairs {
-            let weight = shared
-                .iter()
-                .map(|k| 1.0 / counts.get(k.as_str()).copied().unwrap_or(1) as f32)
-                .fold(0.0, f32::max);
+            let weight =
+                shared.iter().map(|k| 1.0 / counts.get(k.as_str()).copied().unwrap_or(1) as f32).fold(0.0, f32::max);
             match g.find(from, to) {
                 Some(e) => g.graph[e].shared = shared,
-                None => g.add(
-                    from,
-                    to,
-                    EdgeKind::Semantic,
-                    shared,
-                    weight.clamp(0.05, 1.0),
-                ),
+                None => g.add(from, to, EdgeKind::Semantic, shared, weight.clamp(0.05, 1.0)),
             }
         }
         g
     }
 
     fn add(&mut self, from: usize, to: usize, kind: EdgeKind, shared: Vec<String>, weight: f32) {
-        self.graph.add_edge(
-            NodeIndex::new(from),
-            NodeIndex::new(to),
-            DepEdge {
-                kind,
-                shared,
-                weight,
-                label: None,
-            },
-        );
+        self.graph.add_edge(NodeIndex::new(from), NodeIndex::new(to), DepEdge { kind, shared, weight, label: None });
     }
 
     /// The edge from `from` to `to`, if any.
     pub fn find(&self, from: usize, to: usize) -> Option<EdgeIndex> {
-        self.graph
-            .find_edge(NodeIndex::new(from), NodeIndex::new(to))
+        self.graph.find_edge(NodeIndex::new(from), NodeIndex::new(to))
     }
 
     /// Number of steps (nodes).
@@ -170,11 +145,7 @@ impl DepGraph {
             .graph
             .edges_directed(NodeIndex::new(step), dir)
             .map(|e| {
-                let other = if dir == Direction::Outgoing {
-                    e.target()
-                } else {
-                    e.source()
-                };
+                let other = if dir == Direction::Outgoing { e.target() } else { e.source() };
                 (self.graph[other], e.weight())
             })
             .collect();
@@ -263,19 +234,8 @@ mod tests {
     #[test]
     fn protocol_and_semantic_edges() {
         let steps = vec![
-            Step {
-                index: 0,
-                agent: "A".into(),
-                content: "The price is 1,234 dollars".into(),
-                ..Step::default()
-            },
-            Step {
-                index: 1,
-                agent: "B".into(),
-                kind: StepKind::ToolCall,
-                content: "call".into(),
-                ..Step::default()
-            },
+            Step { index: 0, agent: "A".into(), content: "The price is 1,234 dollars".into(), ..Step::default() },
+            Step { index: 1, agent: "B".into(), kind: StepKind::ToolCall, content: "call".into(), ..Step::default() },
             Step {
                 index: 2,
                 agent: "tool".into(),
@@ -283,33 +243,18 @@ mod tests {
                 content: "ok".into(),
                 ..Step::default()
             },
-            Step {
-                index: 3,
-                agent: "B".into(),
-                content: "So 1234 it is".into(),
-                ..Step::default()
-            },
+            Step { index: 3, agent: "B".into(), content: "So 1234 it is".into(), ..Step::default() },
         ];
         let t = Trajectory {
             steps,
-            links: vec![Link {
-                from: 1,
-                to: 2,
-                kind: LinkKind::ToolResult,
-            }],
+            links: vec![Link { from: 1, to: 2, kind: LinkKind::ToolResult }],
             ..Trajectory::default()
         };
         let h = hierarchy::build(&t);
         let g = DepGraph::build(&t, &h);
-        let out0: Vec<(usize, EdgeKind, Vec<String>)> = g
-            .outgoing(0)
-            .into_iter()
-            .map(|(s, e)| (s, e.kind, e.shared.clone()))
-            .collect();
-        assert_eq!(
-            out0,
-            vec![(3, EdgeKind::Semantic, vec!["1234".to_string()])]
-        );
+        let out0: Vec<(usize, EdgeKind, Vec<String>)> =
+            g.outgoing(0).into_iter().map(|(s, e)| (s, e.kind, e.shared.clone())).collect();
+        assert_eq!(out0, vec![(3, EdgeKind::Semantic, vec!["1234".to_string()])]);
         assert_eq!(g.outgoing(1)[0].0, 2);
         assert_eq!(g.path(0, 3), Some(vec![0, 3]));
         assert_eq!(g.path(3, 0), None);

@@ -136,19 +136,8 @@ impl StepSummary {
     /// The one-line form: `#3 WebSurfer search: I typed ... [error]`.
     pub fn line(&self) -> String {
         let flags = self.flags.names();
-        let tail = if flags.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", flags.join(", "))
-        };
-        format!(
-            "#{} {} {}: {}{}",
-            self.index,
-            self.agent,
-            self.action.as_str(),
-            self.decision,
-            tail
-        )
+        let tail = if flags.is_empty() { String::new() } else { format!(" [{}]", flags.join(", ")) };
+        format!("#{} {} {}: {}{}", self.index, self.agent, self.action.as_str(), self.decision, tail)
     }
 }
 
@@ -224,7 +213,8 @@ static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(assum(e|ing|ption)|hypothetical(ly)?|placeholder|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(e|ed|ing)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimated?)\b").unwrap()
 });
 static VERIFIED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(verified|confirmed|validated|has been (checked|verified)|is correct|are correct|accurate)\b").unwrap()
+    Regex::new(r"(?i)\b(verified|confirmed|validated|has been (checked|verified)|is correct|are correct|accurate)\b")
+        .unwrap()
 });
 static ANSWER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(final answer|the answer is|in conclusion|therefore,? the|the result is|we have (reached|determined|found)|the (correct|final) (answer|result))").unwrap()
@@ -261,12 +251,7 @@ pub fn build(t: &Trajectory) -> Hierarchy {
         steps.push(summarize(step, &evidence[i], uses, introduces));
     }
     let phases = phases(t, &steps);
-    Hierarchy {
-        evidence,
-        steps,
-        phases,
-        first_seen,
-    }
+    Hierarchy { evidence, steps, phases, first_seen }
 }
 
 fn provenance(
@@ -299,19 +284,10 @@ fn provenance(
     (uses, introduces)
 }
 
-fn summarize(
-    step: &Step,
-    ev: &[Evidence],
-    uses: Vec<(String, Origin)>,
-    introduces: Vec<String>,
-) -> StepSummary {
+fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduces: Vec<String>) -> StepSummary {
     let content = step.content.trim();
-    let has_code = ev
-        .iter()
-        .any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
-    let failed = ev
-        .iter()
-        .any(|e| matches!(e.kind, EvidenceKind::ExitCode(c) if c != 0))
+    let has_code = ev.iter().any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
+    let failed = ev.iter().any(|e| matches!(e.kind, EvidenceKind::ExitCode(c) if c != 0))
         || content.contains("execution failed");
     let flags = Flags {
         error: ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine) || step.is_error,
@@ -364,16 +340,17 @@ fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action
     {
         return Action::ReadFile;
     }
+    // The opening message of a run that restates the task with a plan is the plan.
+    if step.index == 0 && (lower_start.contains("plan") || lower_start.contains("you are given")) {
+        return Action::Plan;
+    }
     if has_code {
         return Action::WriteCode;
     }
     if flags.answer {
         return Action::Answer;
     }
-    if lower_start.contains("verif")
-        || lower_start.contains("validat")
-        || lower_start.contains("double-check")
-    {
+    if lower_start.contains("verif") || lower_start.contains("validat") || lower_start.contains("double-check") {
         return Action::Verify;
     }
     if step.index == 0 && lower_start.contains("plan") {
@@ -389,23 +366,14 @@ fn strip_code(content: &str) -> String {
 
 /// The first meaningful sentence of the step, skipping boilerplate headers.
 fn decision_line(content: &str, action: Action) -> String {
-    let skip = [
-        "you are given:",
-        "updated ledger",
-        "initial plan",
-        "we are working to address",
-        "{",
-        "}",
-        "```",
-    ];
+    let skip = ["you are given:", "updated ledger", "initial plan", "we are working to address", "{", "}", "```"];
     let line = content
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .find(|l| {
             let low = l.to_lowercase();
-            !skip.iter().any(|s| low.starts_with(s))
-                || action == Action::Coordinate && low.contains("reason")
+            !skip.iter().any(|s| low.starts_with(s)) || action == Action::Coordinate && low.contains("reason")
         })
         .unwrap_or_else(|| content.lines().next().unwrap_or_default());
     text::clip(&text::sanitize(line.trim()), 160)
@@ -417,14 +385,11 @@ fn phases(t: &Trajectory, steps: &[StepSummary]) -> Vec<Phase> {
     let mut out: Vec<Phase> = Vec::new();
     let mut current: Option<(usize, Purpose, String)> = None;
     for (i, s) in steps.iter().enumerate() {
-        let (purpose, agent) =
-            purpose_of(t, steps, i, current.as_ref().map(|c| (c.1, c.2.as_str())));
+        let (purpose, agent) = purpose_of(t, steps, i, current.as_ref().map(|c| (c.1, c.2.as_str())));
         let starts = match &current {
             None => true,
             Some((_, p, a)) => {
-                s.action == Action::Plan
-                    || *p != purpose
-                    || (purpose == Purpose::Delegated && *a != agent)
+                s.action == Action::Plan || *p != purpose || (purpose == Purpose::Delegated && *a != agent)
             }
         };
         if starts {
@@ -440,18 +405,12 @@ fn phases(t: &Trajectory, steps: &[StepSummary]) -> Vec<Phase> {
     merge_short(out, steps)
 }
 
-fn purpose_of(
-    t: &Trajectory,
-    steps: &[StepSummary],
-    i: usize,
-    prev: Option<(Purpose, &str)>,
-) -> (Purpose, String) {
+fn purpose_of(t: &Trajectory, steps: &[StepSummary], i: usize, prev: Option<(Purpose, &str)>) -> (Purpose, String) {
     let s = &steps[i];
     if let Some(target) = &t.steps[i].delegate_to {
         return (Purpose::Delegated, target.clone());
     }
-    let inherit =
-        |fallback: Purpose| prev.map_or((fallback, s.agent.clone()), |(p, a)| (p, a.to_string()));
+    let inherit = |fallback: Purpose| prev.map_or((fallback, s.agent.clone()), |(p, a)| (p, a.to_string()));
     match s.action {
         Action::Plan | Action::Request => (Purpose::Plan, s.agent.clone()),
         Action::Search | Action::ReadFile => match prev {
@@ -464,61 +423,26 @@ fn purpose_of(
         },
         Action::Verify => (Purpose::Verify, s.agent.clone()),
         Action::Answer | Action::Terminate => (Purpose::Answer, s.agent.clone()),
-        Action::ToolOutput | Action::Coordinate | Action::Discuss | Action::Delegate => {
-            inherit(Purpose::Gather)
-        }
+        Action::ToolOutput | Action::Coordinate | Action::Discuss | Action::Delegate => inherit(Purpose::Gather),
     }
 }
 
-fn new_phase(
-    id: usize,
-    range: Range<usize>,
-    purpose: Purpose,
-    agent: String,
-    steps: &[StepSummary],
-) -> Phase {
+fn new_phase(id: usize, range: Range<usize>, purpose: Purpose, agent: String, steps: &[StepSummary]) -> Phase {
     let summary = phase_summary(&range, purpose, &agent, steps);
-    Phase {
-        id,
-        range,
-        purpose,
-        agent,
-        summary,
-        suspicion: 0.0,
-    }
+    Phase { id, range, purpose, agent, summary, suspicion: 0.0 }
 }
 
 /// An extractive phase summary: purpose, agent, step range, and the first decision in it.
-pub fn phase_summary(
-    range: &Range<usize>,
-    purpose: Purpose,
-    agent: &str,
-    steps: &[StepSummary],
-) -> String {
+pub fn phase_summary(range: &Range<usize>, purpose: Purpose, agent: &str, steps: &[StepSummary]) -> String {
     let first = steps[range.clone()]
         .iter()
         .find(|s| !matches!(s.action, Action::Coordinate | Action::ToolOutput))
         .map(|s| s.decision.as_str())
         .unwrap_or_default();
-    let n_err = steps[range.clone()]
-        .iter()
-        .filter(|s| s.flags.error || s.flags.failed_execution)
-        .count();
-    let errs = if n_err > 0 {
-        format!(", {n_err} with errors")
-    } else {
-        String::new()
-    };
+    let n_err = steps[range.clone()].iter().filter(|s| s.flags.error || s.flags.failed_execution).count();
+    let errs = if n_err > 0 { format!(", {n_err} with errors") } else { String::new() };
     text::clip(
-        &format!(
-            "{} by {} (steps {}-{}{}): {}",
-            purpose.as_str(),
-            agent,
-            range.start,
-            range.end - 1,
-            errs,
-            first
-        ),
+        &format!("{} by {} (steps {}-{}{}): {}", purpose.as_str(), agent, range.start, range.end - 1, errs, first),
         200,
     )
 }
@@ -529,8 +453,7 @@ fn merge_short(phases: Vec<Phase>, steps: &[StepSummary]) -> Vec<Phase> {
         let short = p.range.len() == 1 && p.purpose != Purpose::Plan;
         let merge = match out.last() {
             Some(last) => {
-                (short && last.purpose != Purpose::Plan)
-                    || (last_is_short(Some(last)) && p.purpose != Purpose::Plan)
+                (short && last.purpose != Purpose::Plan) || (last_is_short(Some(last)) && p.purpose != Purpose::Plan)
             }
             None => false,
         };
@@ -558,13 +481,7 @@ mod tests {
     use crate::model::Step;
 
     fn step(i: usize, agent: &str, kind: StepKind, content: &str) -> Step {
-        Step {
-            index: i,
-            agent: agent.into(),
-            kind,
-            content: content.into(),
-            ..Step::default()
-        }
+        Step { index: i, agent: agent.into(), kind, content: content.into(), ..Step::default() }
     }
 
     #[test]
@@ -573,37 +490,21 @@ mod tests {
             task: "What is the population difference between Seattle and Colville?".into(),
             steps: vec![
                 step(0, "A", StepKind::Message, "Seattle has 737,015 people."),
-                step(
-                    1,
-                    "B",
-                    StepKind::Message,
-                    "So 737015 minus 4,965 is 732,050.",
-                ),
+                step(1, "B", StepKind::Message, "So 737015 minus 4,965 is 732,050."),
             ],
             ..Trajectory::default()
         };
         let h = build(&t);
         assert_eq!(h.steps[0].introduces, vec!["737015".to_string()]);
-        assert_eq!(
-            h.steps[1].uses,
-            vec![("737015".to_string(), Origin::Step(0))]
-        );
-        assert_eq!(
-            h.steps[1].introduces,
-            vec!["4965".to_string(), "732050".to_string()]
-        );
+        assert_eq!(h.steps[1].uses, vec![("737015".to_string(), Origin::Step(0))]);
+        assert_eq!(h.steps[1].introduces, vec!["4965".to_string(), "732050".to_string()]);
     }
 
     #[test]
     fn flags_and_actions() {
         let t = Trajectory {
             steps: vec![
-                step(
-                    0,
-                    "A",
-                    StepKind::Message,
-                    "Let's assume the price is $20.\n```python\nprint(20*2)\n```",
-                ),
+                step(0, "A", StepKind::Message, "Let's assume the price is $20.\n```python\nprint(20*2)\n```"),
                 step(
                     1,
                     "Computer_terminal",

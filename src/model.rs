@@ -44,15 +44,8 @@ impl Trajectory {
         let mut out: Vec<AgentInfo> = Vec::new();
         for step in &self.steps {
             if !out.iter().any(|a| a.name == step.agent) {
-                let role = self
-                    .agents
-                    .iter()
-                    .find(|a| a.name == step.agent)
-                    .and_then(|a| a.role.clone());
-                out.push(AgentInfo {
-                    name: step.agent.clone(),
-                    role,
-                });
+                let role = self.agents.iter().find(|a| a.name == step.agent).and_then(|a| a.role.clone());
+                out.push(AgentInfo { name: step.agent.clone(), role });
             }
         }
         for a in &self.agents {
@@ -65,10 +58,7 @@ impl Trajectory {
 
     /// The role text of an agent (case-insensitive name match), if known.
     pub fn agent_role(&self, name: &str) -> Option<&str> {
-        self.agents
-            .iter()
-            .find(|a| a.name.eq_ignore_ascii_case(name))
-            .and_then(|a| a.role.as_deref())
+        self.agents.iter().find(|a| a.name.eq_ignore_ascii_case(name)).and_then(|a| a.role.as_deref())
     }
 }
 
@@ -112,13 +102,8 @@ pub enum StepKind {
 
 impl StepKind {
     /// All kinds, in declaration order.
-    pub const ALL: [StepKind; 5] = [
-        StepKind::Message,
-        StepKind::Thought,
-        StepKind::ToolCall,
-        StepKind::ToolResult,
-        StepKind::Delegation,
-    ];
+    pub const ALL: [StepKind; 5] =
+        [StepKind::Message, StepKind::Thought, StepKind::ToolCall, StepKind::ToolResult, StepKind::Delegation];
 
     /// The snake_case name used in reports and the falat JSONL format.
     pub fn as_str(self) -> &'static str {

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Pruning, Role, Signal,
-    StageCost, Transition, Verification,
+    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Pruning, Role, Signal, StageCost, Transition,
+    Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::{self, Hierarchy};
@@ -47,11 +47,7 @@ pub struct Options {
 impl Options {
     /// Defaults of the `diagnose` command: ground truth on, window 3, no overrides.
     pub fn new(ground_truth: bool) -> Options {
-        Options {
-            ground_truth,
-            window: 3,
-            ..Options::default()
-        }
+        Options { ground_truth, window: 3, ..Options::default() }
     }
 
     fn check(&self) -> Result<(), Cancelled> {
@@ -95,12 +91,7 @@ pub enum Stage {
 
 impl Stage {
     /// All stages in order.
-    pub const ALL: [Stage; 4] = [
-        Stage::SearchSpace,
-        Stage::Dependencies,
-        Stage::Verification,
-        Stage::ReSearch,
-    ];
+    pub const ALL: [Stage; 4] = [Stage::SearchSpace, Stage::Dependencies, Stage::Verification, Stage::ReSearch];
 
     /// Name used in costs and the UI.
     pub fn as_str(self) -> &'static str {
@@ -138,6 +129,8 @@ pub struct Verified {
     pub candidates: Vec<Candidate>,
     /// The step chosen by temporal precedence among valid candidates.
     pub chosen: Option<usize>,
+    /// Set when no candidate was left and the chosen step is the prior's default.
+    pub default_reason: Option<String>,
 }
 
 /// Stage 4 output.
@@ -173,13 +166,7 @@ impl Pipeline {
     ///
     /// # Errors
     /// [`Cancelled`] when the options' cancel flag is set during the run.
-    pub fn run(
-        &mut self,
-        t: &Trajectory,
-        judge: &dyn Judge,
-        opts: &Options,
-        stage: Stage,
-    ) -> Result<(), Cancelled> {
+    pub fn run(&mut self, t: &Trajectory, judge: &dyn Judge, opts: &Options, stage: Stage) -> Result<(), Cancelled> {
         if self.space.is_none() || stage == Stage::SearchSpace {
             let (s, cost) = search_space(t, judge, opts, &mut self.warnings)?;
             self.space = Some(s);
@@ -193,12 +180,8 @@ impl Pipeline {
             record(&mut self.costs, Stage::Dependencies, cost);
             self.verified = None;
         }
-        if stage > Stage::Dependencies && (self.verified.is_none() || stage == Stage::Verification)
-        {
-            let (space, deps) = (
-                self.space.as_ref().expect("stage 1 ran"),
-                self.deps.as_ref().expect("stage 2 ran"),
-            );
+        if stage > Stage::Dependencies && (self.verified.is_none() || stage == Stage::Verification) {
+            let (space, deps) = (self.space.as_ref().expect("stage 1 ran"), self.deps.as_ref().expect("stage 2 ran"));
             let (v, cost) = verify(t, space, deps, judge, opts, &mut self.warnings)?;
             self.verified = Some(v);
             record(&mut self.costs, Stage::Verification, cost);
@@ -220,12 +203,7 @@ impl Pipeline {
     ///
     /// # Errors
     /// [`Cancelled`] when cancelled.
-    pub fn run_all(
-        &mut self,
-        t: &Trajectory,
-        judge: &dyn Judge,
-        opts: &Options,
-    ) -> Result<(), Cancelled> {
+    pub fn run_all(&mut self, t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Result<(), Cancelled> {
         *self = Pipeline::default();
         self.run(t, judge, opts, Stage::ReSearch)
     }
@@ -266,10 +244,7 @@ impl Pipeline {
 fn record(costs: &mut Vec<StageCost>, stage: Stage, cost: Cost) {
     match costs.iter_mut().find(|c| c.stage == stage.as_str()) {
         Some(c) => c.cost = cost,
-        None => costs.push(StageCost {
-            stage: stage.as_str().into(),
-            cost,
-        }),
+        None => costs.push(StageCost { stage: stage.as_str().into(), cost }),
     }
 }
 
@@ -280,21 +255,14 @@ pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis 
         Ok(()) => p.diagnosis(t, judge, opts),
         Err(Cancelled) => {
             let mut d = p.diagnosis(t, judge, opts);
-            d.warnings
-                .push("cancelled before the pipeline finished".into());
+            d.warnings.push("cancelled before the pipeline finished".into());
             d
         }
     }
 }
 
 /// Asks the judge and adds its cost and warning.
-fn ask(
-    judge: &dyn Judge,
-    ctx: &Context<'_>,
-    q: &Question,
-    cost: &mut Cost,
-    warnings: &mut Vec<String>,
-) -> Answer {
+fn ask(judge: &dyn Judge, ctx: &Context<'_>, q: &Question, cost: &mut Cost, warnings: &mut Vec<String>) -> Answer {
     let j = judge.ask(ctx, q);
     cost.add(&j.cost);
     if let Some(w) = j.warning {
@@ -316,13 +284,8 @@ pub fn search_space(
     let start = Instant::now();
     let mut cost = Cost::default();
     let mut hierarchy = hierarchy::build(t);
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &hierarchy,
-        prior: None,
-        graph: None,
-        ground_truth: opts.ground_truth,
-    };
+    let ctx =
+        Context { trajectory: t, hierarchy: &hierarchy, prior: None, graph: None, ground_truth: opts.ground_truth };
     let prior = match ask(judge, &ctx, &Question::Prior, &mut cost, warnings) {
         Answer::Prior(p) => p,
         _ => crate::prior::derive(&t.task, &t.agents),
@@ -330,19 +293,12 @@ pub fn search_space(
     let n = hierarchy.phases.len();
     let mut summaries = Vec::with_capacity(n);
     {
-        let ctx = Context {
-            prior: Some(&prior),
-            ..ctx
-        };
+        let ctx = Context { prior: Some(&prior), ..ctx };
         for phase in 0..n {
             opts.check()?;
-            if let Answer::PhaseSummary { summary, suspicion } = ask(
-                judge,
-                &ctx,
-                &Question::PhaseSummary { phase },
-                &mut cost,
-                warnings,
-            ) {
+            if let Answer::PhaseSummary { summary, suspicion } =
+                ask(judge, &ctx, &Question::PhaseSummary { phase }, &mut cost, warnings)
+            {
                 summaries.push((summary, suspicion));
             } else {
                 summaries.push((hierarchy.phases[phase].summary.clone(), 0.0));
@@ -388,13 +344,9 @@ pub fn dependencies(
     for (k, c) in candidates.iter().enumerate() {
         opts.check()?;
         for to in effect_targets(&graph, c.step) {
-            if let Answer::Transition(l) = ask(
-                judge,
-                &ctx,
-                &Question::LabelTransition { from: c.step, to },
-                &mut cost,
-                warnings,
-            ) {
+            if let Answer::Transition(l) =
+                ask(judge, &ctx, &Question::LabelTransition { from: c.step, to }, &mut cost, warnings)
+            {
                 labels.push((c.step, to, l));
             }
         }
@@ -415,13 +367,7 @@ fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
     for (to, e) in graph.outgoing(step) {
         out.push(to);
         if matches!(e.kind, crate::graph::EdgeKind::Protocol(_)) {
-            out.extend(
-                graph
-                    .outgoing(to)
-                    .into_iter()
-                    .map(|(n, _)| n)
-                    .filter(|n| *n != step),
-            );
+            out.extend(graph.outgoing(to).into_iter().map(|(n, _)| n).filter(|n| *n != step));
         }
     }
     out.sort_unstable();
@@ -447,11 +393,7 @@ fn recall_candidates(
     };
     // Coarse to fine: suspicious phases first (ties in step order).
     let mut phases: Vec<_> = space.hierarchy.phases.iter().collect();
-    phases.sort_by(|a, b| {
-        b.suspicion
-            .total_cmp(&a.suspicion)
-            .then(a.range.start.cmp(&b.range.start))
-    });
+    phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
     let mut out: Vec<Candidate> = Vec::new();
     let total = phases.len();
     for (k, p) in phases.into_iter().enumerate() {
@@ -459,19 +401,10 @@ fn recall_candidates(
         if p.suspicion <= 0.0 {
             continue;
         }
-        if let Answer::Candidates(found) = ask(
-            judge,
-            &ctx,
-            &Question::RecallCandidates {
-                range: p.range.clone(),
-            },
-            cost,
-            warnings,
-        ) {
-            for (step, findings) in found
-                .into_iter()
-                .filter(|(s, f)| *s < t.steps.len() && !f.is_empty())
-            {
+        if let Answer::Candidates(found) =
+            ask(judge, &ctx, &Question::RecallCandidates { range: p.range.clone() }, cost, warnings)
+        {
+            for (step, findings) in found.into_iter().filter(|(s, f)| *s < t.steps.len() && !f.is_empty()) {
                 out.push(new_candidate(t, step, findings, Origin::Machine));
             }
         }
@@ -484,15 +417,7 @@ fn recall_candidates(
 
 fn new_candidate(t: &Trajectory, step: usize, findings: Vec<Finding>, origin: Origin) -> Candidate {
     let score = combine(&findings);
-    Candidate {
-        step,
-        agent: t.steps[step].agent.clone(),
-        findings,
-        score,
-        pruned: None,
-        verification: None,
-        origin,
-    }
+    Candidate { step, agent: t.steps[step].agent.clone(), findings, score, pruned: None, verification: None, origin }
 }
 
 fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides) {
@@ -500,11 +425,7 @@ fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides
         if m >= t.steps.len() {
             continue;
         }
-        let user = Finding {
-            signal: Signal::UserMarked,
-            evidence: "marked by the user".into(),
-            weight: 1.0,
-        };
+        let user = Finding { signal: Signal::UserMarked, evidence: "marked by the user".into(), weight: 1.0 };
         match candidates.iter_mut().find(|c| c.step == m) {
             Some(c) => {
                 c.findings.push(user);
@@ -520,12 +441,7 @@ fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides
 /// Pruning (DESIGN §2 stage 2): a candidate is pruned when the user excluded it, when a later
 /// step corrects it, when its output is never used (dead end) and it has no process effect, or
 /// when it only inherits an earlier candidate's error (reached by `follow_up`, no own deviation).
-fn prune(
-    candidates: &mut [Candidate],
-    labels: &[(usize, usize, Transition)],
-    graph: &DepGraph,
-    o: &Overrides,
-) {
+fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], graph: &DepGraph, o: &Overrides) {
     let steps: Vec<usize> = candidates.iter().map(|c| c.step).collect();
     for c in candidates.iter_mut() {
         if o.excluded.contains(&c.step) {
@@ -539,9 +455,12 @@ fn prune(
         if c.origin == Origin::User {
             continue;
         }
-        let out: Vec<&(usize, usize, Transition)> =
-            labels.iter().filter(|(f, _, _)| *f == c.step).collect();
-        if let Some((_, to, _)) = out.iter().find(|(_, _, l)| *l == Transition::Correction) {
+        let out: Vec<&(usize, usize, Transition)> = labels.iter().filter(|(f, _, _)| *f == c.step).collect();
+        let correctable = c
+            .findings
+            .iter()
+            .all(|f| matches!(f.signal, Signal::FailedAction | Signal::RepeatedFailure | Signal::IgnoredToolError));
+        if let Some((_, to, _)) = out.iter().find(|(_, _, l)| *l == Transition::Correction).filter(|_| correctable) {
             c.pruned = Some(Pruning {
                 transition: Transition::Correction,
                 by_step: Some(*to),
@@ -549,10 +468,7 @@ fn prune(
             });
             continue;
         }
-        let value_only = c
-            .findings
-            .iter()
-            .all(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction));
+        let value_only = c.findings.iter().all(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction));
         if value_only && graph.outgoing(c.step).is_empty() {
             c.pruned = Some(Pruning {
                 transition: Transition::DeadEnd,
@@ -573,9 +489,9 @@ fn prune(
             )
         });
         if !own {
-            let inherited = labels.iter().find(|(f, to, l)| {
-                *to == c.step && *l == Transition::FollowUp && steps.contains(f) && *f < c.step
-            });
+            let inherited = labels
+                .iter()
+                .find(|(f, to, l)| *to == c.step && *l == Transition::FollowUp && steps.contains(f) && *f < c.step);
             if let Some((f, _, _)) = inherited {
                 c.pruned = Some(Pruning {
                     transition: Transition::FollowUp,
@@ -609,54 +525,35 @@ pub fn verify(
         ground_truth: opts.ground_truth,
     };
     let mut candidates = deps.candidates.clone();
-    let live: Vec<usize> = candidates
-        .iter()
-        .filter(|c| c.pruned.is_none())
-        .map(|c| c.step)
-        .collect();
+    let live: Vec<usize> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
     let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
     for (k, &step) in live.iter().enumerate() {
         opts.check()?;
         let others: Vec<usize> = live.iter().copied().filter(|&s| s != step).collect();
-        let q = |criterion| Question::Verify {
-            step,
-            criterion,
-            others: others.clone(),
-        };
-        let ind = as_criterion(ask(
-            judge,
-            &ctx,
-            &q(CriterionKind::Independence),
-            &mut cost,
-            warnings,
-        ));
-        let suf = as_criterion(ask(
-            judge,
-            &ctx,
-            &q(CriterionKind::Sufficiency),
-            &mut cost,
-            warnings,
-        ));
+        let q = |criterion| Question::Verify { step, criterion, others: others.clone() };
+        let ind = as_criterion(ask(judge, &ctx, &q(CriterionKind::Independence), &mut cost, warnings));
+        let suf = as_criterion(ask(judge, &ctx, &q(CriterionKind::Sufficiency), &mut cost, warnings));
         checks.push((step, ind, suf));
         opts.tick(Stage::Verification.as_str(), k + 1, live.len());
     }
+    // Valid: passes both criteria and is strong in absolute terms and relative to the strongest
+    // live candidate (so one strong signal is not beaten by an earlier trace of noise).
+    let best = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.score).fold(0.0, f32::max);
+    let floor = weights::VALID.max(weights::RELATIVE * best);
     let valid = |c: &Candidate, ind: &Criterion, suf: &Criterion| {
-        ind.passed && suf.passed && (c.score >= weights::VALID || c.origin == Origin::User)
+        ind.passed && suf.passed && (c.score >= floor || c.origin == Origin::User)
     };
     let mut chosen = None;
     if let Some(p) = opts.overrides.pinned.filter(|p| *p < t.steps.len()) {
         chosen = Some(p);
     }
     for (step, ind, suf) in &checks {
-        let c = candidates
-            .iter()
-            .find(|c| c.step == *step)
-            .expect("live candidate");
+        let c = candidates.iter().find(|c| c.step == *step).expect("live candidate");
         if chosen.is_none() && valid(c, ind, suf) {
             chosen = Some(*step);
         }
     }
-    // No valid candidate: fall back to the strongest live one.
+    // No valid candidate: fall back to the strongest live one, else to the prior's default.
     if chosen.is_none() {
         chosen = candidates
             .iter()
@@ -664,47 +561,36 @@ pub fn verify(
             .max_by(|a, b| a.score.total_cmp(&b.score).then(b.step.cmp(&a.step)))
             .map(|c| c.step);
     }
-    for (step, ind, suf) in checks {
-        let c = candidates
-            .iter_mut()
-            .find(|c| c.step == step)
-            .expect("live candidate");
-        let ok = valid(c, &ind, &suf);
-        let precedence = match chosen {
-            Some(ch) if ch == step => Criterion {
-                passed: true,
-                evidence: "the earliest valid candidate".into(),
-            },
-            Some(ch) if ok && step > ch => Criterion {
-                passed: false,
-                evidence: format!("step {ch} is an earlier valid candidate"),
-            },
-            Some(ch) => Criterion {
-                passed: false,
-                evidence: format!("not valid; step {ch} was chosen"),
-            },
-            None => Criterion {
-                passed: false,
-                evidence: "no candidate was chosen".into(),
-            },
-        };
-        c.verification = Some(Verification {
-            independence: ind,
-            sufficiency: suf,
-            precedence,
+    let mut default_reason = None;
+    if chosen.is_none() {
+        chosen = heuristic::default_step(&ctx);
+        default_reason = chosen.map(|s| {
+            format!(
+                "no candidate survived; by temporal precedence the first step acting on the task (step {s}) is named"
+            )
         });
     }
+    for (step, ind, suf) in checks {
+        let c = candidates.iter_mut().find(|c| c.step == step).expect("live candidate");
+        let ok = valid(c, &ind, &suf);
+        let precedence = match chosen {
+            Some(ch) if ch == step => Criterion { passed: true, evidence: "the earliest valid candidate".into() },
+            Some(ch) if ok && step > ch => {
+                Criterion { passed: false, evidence: format!("step {ch} is an earlier valid candidate") }
+            }
+            Some(ch) => Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") },
+            None => Criterion { passed: false, evidence: "no candidate was chosen".into() },
+        };
+        c.verification = Some(Verification { independence: ind, sufficiency: suf, precedence });
+    }
     cost.wall = start.elapsed();
-    Ok((Verified { candidates, chosen }, cost))
+    Ok((Verified { candidates, chosen, default_reason }, cost))
 }
 
 fn as_criterion(a: Answer) -> Criterion {
     match a {
         Answer::Criterion(c) => c,
-        _ => Criterion {
-            passed: false,
-            evidence: "the judge gave no verdict".into(),
-        },
+        _ => Criterion { passed: false, evidence: "the judge gave no verdict".into() },
     }
 }
 
@@ -735,33 +621,12 @@ pub fn research(
         ground_truth: opts.ground_truth,
     };
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
-    let out = match ask(
-        judge,
-        &ctx,
-        &Question::Roles {
-            window: window.clone(),
-            chosen,
-        },
-        &mut cost,
-        warnings,
-    ) {
-        Answer::Roles {
-            roles,
-            decisive,
-            reason,
-        } if window.contains(&decisive) => {
-            let decisive = if opts.overrides.pinned.is_some() {
-                chosen
-            } else {
-                decisive
-            };
+    let out = match ask(judge, &ctx, &Question::Roles { window: window.clone(), chosen }, &mut cost, warnings) {
+        Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
+            let decisive = if opts.overrides.pinned.is_some() { chosen } else { decisive };
             let mut roles = roles;
             normalise_roles(&mut roles, decisive);
-            ReSearch {
-                decisive,
-                roles,
-                reason,
-            }
+            ReSearch { decisive, roles, reason }
         }
         _ => ReSearch {
             decisive: chosen,
@@ -787,22 +652,14 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         (None, Some(d)) => d.candidates.clone(),
         _ => Vec::new(),
     };
-    let decisive = p
-        .research
-        .as_ref()
-        .map(|r| r.decisive)
-        .or_else(|| p.verified.as_ref().and_then(|v| v.chosen));
+    let decisive = p.research.as_ref().map(|r| r.decisive).or_else(|| p.verified.as_ref().and_then(|v| v.chosen));
     let mut d = Diagnosis {
         trajectory: t.id.clone(),
         method: "falat".into(),
         judge: judge.name(),
         decisive_step: decisive,
         agent: decisive.map(|s| t.steps[s].agent.clone()),
-        roles: p
-            .research
-            .as_ref()
-            .map(|r| r.roles.clone())
-            .unwrap_or_default(),
+        roles: p.research.as_ref().map(|r| r.roles.clone()).unwrap_or_default(),
         candidates,
         cost: p.costs.clone(),
         warnings: p.warnings.clone(),
@@ -819,10 +676,14 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             ground_truth: opts.ground_truth,
         };
         let end = heuristic::final_step(&ctx);
-        d.path = end
-            .and_then(|e| deps.graph.path(step, e))
-            .unwrap_or_else(|| vec![step]);
+        d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
         explain(&mut d, t, step, p.research.as_ref());
+        if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone()) {
+            if d.candidate(step).is_none() {
+                d.reason = format!("{r}.");
+                d.confidence = 0.15;
+            }
+        }
     }
     d
 }
@@ -833,24 +694,13 @@ fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReS
     let (category, why, score) = match &c {
         Some(c) => {
             let main = c.main_signal().unwrap_or(Signal::UnsourcedValue);
-            let ev: Vec<String> = c
-                .findings
-                .iter()
-                .map(|f| format!("{} ({})", f.evidence, f.signal.as_str()))
-                .collect();
+            let ev: Vec<String> =
+                c.findings.iter().map(|f| format!("{} ({})", f.evidence, f.signal.as_str())).collect();
             (main.category().to_string(), ev.join("; "), c.score)
         }
-        None => (
-            "unknown".to_string(),
-            "no finding recorded for this step".to_string(),
-            0.3,
-        ),
+        None => ("unknown".to_string(), "no finding recorded for this step".to_string(), 0.0),
     };
-    d.category = if pinned {
-        "user_pinned".into()
-    } else {
-        category
-    };
+    d.category = if pinned { "user_pinned".into() } else { category };
     let who = &t.steps[step].agent;
     let mut reason = format!("step {step} ({who}): {why}.");
     if pinned {
@@ -860,23 +710,11 @@ fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReS
         reason.push_str(&format!(" Re-search: {}.", r.reason));
     }
     d.reason = text::clip(&reason, 600);
-    let live = d
-        .candidates
-        .iter()
-        .filter(|c| c.pruned.is_none())
-        .count()
-        .max(1) as f32;
-    let verified = c
-        .as_ref()
-        .and_then(|c| c.verification.as_ref())
-        .is_some_and(|v| v.independence.passed && v.sufficiency.passed);
+    let live = d.candidates.iter().filter(|c| c.pruned.is_none()).count().max(1) as f32;
+    let verified =
+        c.as_ref().and_then(|c| c.verification.as_ref()).is_some_and(|v| v.independence.passed && v.sufficiency.passed);
     let conf = 0.25 + 0.45 * score + if verified { 0.15 } else { 0.0 } + 0.15 / live;
-    d.confidence = if pinned {
-        1.0
-    } else {
-        (conf * 100.0).round() / 100.0
-    }
-    .clamp(0.0, 1.0);
+    d.confidence = if pinned { 1.0 } else { (conf * 100.0).round() / 100.0 }.clamp(0.0, 1.0);
 }
 
 #[cfg(test)]

@@ -43,16 +43,7 @@ impl AnswerType {
 
     /// Parses the lower-case name.
     pub fn parse(s: &str) -> Option<AnswerType> {
-        [
-            Self::Number,
-            Self::Date,
-            Self::Name,
-            Self::List,
-            Self::Url,
-            Self::Text,
-        ]
-        .into_iter()
-        .find(|a| a.as_str() == s)
+        [Self::Number, Self::Date, Self::Name, Self::List, Self::Url, Self::Text].into_iter().find(|a| a.as_str() == s)
     }
 }
 
@@ -82,37 +73,18 @@ impl Capability {
 
     /// Parses the lower-case name.
     pub fn parse(s: &str) -> Option<Capability> {
-        [
-            Self::WebLookup,
-            Self::FileReading,
-            Self::Computation,
-            Self::Verification,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        [Self::WebLookup, Self::FileReading, Self::Computation, Self::Verification]
+            .into_iter()
+            .find(|c| c.as_str() == s)
     }
 
     fn agent_words(self) -> &'static [&'static str] {
         match self {
-            Capability::WebLookup => &[
-                "websurfer",
-                "web",
-                "search",
-                "research",
-                "browser",
-                "internet",
-            ],
-            Capability::FileReading => &[
-                "filesurfer",
-                "file",
-                "excel",
-                "document",
-                "reader",
-                "extraction",
-            ],
-            Capability::Computation => &[
-                "terminal", "python", "coder", "code", "math", "calculat", "analysis", "computer",
-            ],
+            Capability::WebLookup => &["websurfer", "web", "search", "research", "browser", "internet"],
+            Capability::FileReading => &["filesurfer", "file", "excel", "document", "reader", "extraction"],
+            Capability::Computation => {
+                &["terminal", "python", "coder", "code", "math", "calculat", "analysis", "computer"]
+            }
             Capability::Verification => &["verif", "valid", "check", "review"],
         }
     }
@@ -146,22 +118,17 @@ static CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
 static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z][A-Za-z'-]{2,}").unwrap());
 
 const STOP: &[&str] = &[
-    "the", "and", "for", "are", "was", "what", "which", "who", "whom", "that", "this", "with",
-    "from", "have", "has", "how", "many", "much", "does", "did", "you", "your", "can", "could",
-    "would", "should", "there", "their", "they", "into", "about", "give", "answer", "please",
-    "also", "than", "then", "when", "where", "will", "were", "been", "only", "some", "each",
-    "other", "more", "most", "such", "just", "any", "all", "its", "it's", "our", "not",
+    "the", "and", "for", "are", "was", "what", "which", "who", "whom", "that", "this", "with", "from", "have", "has",
+    "how", "many", "much", "does", "did", "you", "your", "can", "could", "would", "should", "there", "their", "they",
+    "into", "about", "give", "answer", "please", "also", "than", "then", "when", "where", "will", "were", "been",
+    "only", "some", "each", "other", "more", "most", "such", "just", "any", "all", "its", "it's", "our", "not",
 ];
 
 /// Derives `π` from the task and the agents, lexically (the heuristic judge's answer).
 pub fn derive(task: &str, agents: &[AgentInfo]) -> Prior {
     let lower = task.to_lowercase();
     let answer_type = answer_type(&lower);
-    let constraints = CONSTRAINT
-        .find_iter(task)
-        .map(|m| m.as_str().trim().to_string())
-        .take(8)
-        .collect();
+    let constraints = CONSTRAINT.find_iter(task).map(|m| m.as_str().trim().to_string()).take(8).collect();
     let mut caps = vec![];
     if has_any(
         &lower,
@@ -228,19 +195,8 @@ pub fn derive(task: &str, agents: &[AgentInfo]) -> Prior {
         caps.push(Capability::Computation);
     }
     caps.push(Capability::Verification);
-    let requirements = caps
-        .into_iter()
-        .map(|c| Requirement {
-            capability: c,
-            agent: best_agent(c, agents),
-        })
-        .collect();
-    Prior {
-        answer_type,
-        constraints,
-        requirements,
-        key_terms: key_terms(task),
-    }
+    let requirements = caps.into_iter().map(|c| Requirement { capability: c, agent: best_agent(c, agents) }).collect();
+    Prior { answer_type, constraints, requirements, key_terms: key_terms(task) }
 }
 
 fn answer_type(lower: &str) -> Option<AnswerType> {
@@ -264,28 +220,10 @@ fn answer_type(lower: &str) -> Option<AnswerType> {
             AnswerType::Number,
         ),
         (
-            &[
-                "what year",
-                "which year",
-                "in what year",
-                "what date",
-                "when did",
-                "when was",
-                "what month",
-            ],
+            &["what year", "which year", "in what year", "what date", "when did", "when was", "what month"],
             AnswerType::Date,
         ),
-        (
-            &[
-                "list",
-                "which ones",
-                "what are the",
-                "name all",
-                "comma separated",
-                "comma-separated",
-            ],
-            AnswerType::List,
-        ),
+        (&["list", "which ones", "what are the", "name all", "comma separated", "comma-separated"], AnswerType::List),
         (
             &[
                 "who ",
@@ -303,11 +241,7 @@ fn answer_type(lower: &str) -> Option<AnswerType> {
             AnswerType::Name,
         ),
     ];
-    rules
-        .iter()
-        .find(|(words, _)| has_any(lower, words))
-        .map(|(_, t)| *t)
-        .or(Some(AnswerType::Text))
+    rules.iter().find(|(words, _)| has_any(lower, words)).map(|(_, t)| *t).or(Some(AnswerType::Text))
 }
 
 fn has_any(hay: &str, needles: &[&str]) -> bool {
@@ -318,17 +252,9 @@ fn best_agent(c: Capability, agents: &[AgentInfo]) -> Option<String> {
     let score = |a: &AgentInfo| {
         let name = a.name.to_lowercase();
         let role = a.role.as_deref().unwrap_or_default().to_lowercase();
-        c.agent_words()
-            .iter()
-            .map(|w| 2 * usize::from(name.contains(w)) + usize::from(role.contains(w)))
-            .sum::<usize>()
+        c.agent_words().iter().map(|w| 2 * usize::from(name.contains(w)) + usize::from(role.contains(w))).sum::<usize>()
     };
-    agents
-        .iter()
-        .map(|a| (score(a), a))
-        .filter(|(s, _)| *s > 0)
-        .max_by_key(|(s, _)| *s)
-        .map(|(_, a)| a.name.clone())
+    agents.iter().map(|a| (score(a), a)).filter(|(s, _)| *s > 0).max_by_key(|(s, _)| *s).map(|(_, a)| a.name.clone())
 }
 
 /// Content words of the task (lower case, no stop words, first occurrence order, at most 24).
@@ -354,33 +280,18 @@ mod tests {
     #[test]
     fn prior_from_task_and_agents() {
         let agents = vec![
-            AgentInfo {
-                name: "WebSurfer".into(),
-                role: None,
-            },
-            AgentInfo {
-                name: "ComputerTerminal".into(),
-                role: None,
-            },
-            AgentInfo {
-                name: "Verification_Expert".into(),
-                role: None,
-            },
+            AgentInfo { name: "WebSurfer".into(), role: None },
+            AgentInfo { name: "ComputerTerminal".into(), role: None },
+            AgentInfo { name: "Verification_Expert".into(), role: None },
         ];
         let p = derive(
             "How many studio albums were published by Mercedes Sosa between 2000 and 2009 according to Wikipedia?",
             &agents,
         );
         assert_eq!(p.answer_type, Some(AnswerType::Number));
-        assert_eq!(
-            p.constraints,
-            vec!["between 2000 and 2009 according to Wikipedia".to_string()]
-        );
-        let caps: Vec<(Capability, Option<&str>)> = p
-            .requirements
-            .iter()
-            .map(|r| (r.capability, r.agent.as_deref()))
-            .collect();
+        assert_eq!(p.constraints, vec!["between 2000 and 2009 according to Wikipedia".to_string()]);
+        let caps: Vec<(Capability, Option<&str>)> =
+            p.requirements.iter().map(|r| (r.capability, r.agent.as_deref())).collect();
         assert_eq!(
             caps,
             vec![

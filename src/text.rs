@@ -79,11 +79,7 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 
 /// The first non-empty line of `s`, sanitised and trimmed, clipped to `max` characters with `…`.
 pub fn first_line(s: &str, max: usize) -> String {
-    let line = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
+    let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
     clip(&sanitize(line), max)
 }
 

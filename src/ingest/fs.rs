@@ -11,10 +11,7 @@ use crate::model::SourceFormat;
 /// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse`] returns.
 pub fn load_path(path: &Path, format: Option<SourceFormat>) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
-        path: shown.clone(),
-        message: e.to_string(),
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: shown.clone(), message: e.to_string() })?;
     parse(&shown, &bytes, format)
 }
 
@@ -26,10 +23,8 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).map_err(|e| LoadError::Io {
-            path: d.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let entries = std::fs::read_dir(&d)
+            .map_err(|e| LoadError::Io { path: d.display().to_string(), message: e.to_string() })?;
         for entry in entries.flatten() {
             let p = entry.path();
             if p.is_dir() {
@@ -48,9 +43,6 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 /// Sort key that orders `2.json` before `10.json` within one folder.
 fn natural_key(p: &Path) -> (PathBuf, u64, String) {
     let parent = p.parent().map(Path::to_path_buf).unwrap_or_default();
-    let stem = p
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     (parent, stem.parse::<u64>().unwrap_or(u64::MAX), stem)
 }

@@ -99,37 +99,18 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Io { path, message } => write!(f, "{path}: cannot read: {message}"),
-            LoadError::Empty { path } => write!(
-                f,
-                "{path}: the file is empty, expected a JSON or JSONL trace"
-            ),
+            LoadError::Empty { path } => write!(f, "{path}: the file is empty, expected a JSON or JSONL trace"),
             LoadError::NotUtf8 { path, line, offset } => {
-                write!(
-                    f,
-                    "{path}:{line}: not UTF-8 (invalid byte at offset {offset}), expected a JSON or JSONL trace"
-                )
+                write!(f, "{path}:{line}: not UTF-8 (invalid byte at offset {offset}), expected a JSON or JSONL trace")
             }
-            LoadError::NotJson {
-                path,
-                line,
-                column,
-                message,
-            } => {
+            LoadError::NotJson { path, line, column, message } => {
                 write!(f, "{path}:{line}:{column}: not JSON: {message}")
             }
             LoadError::UnknownFormat { path, tried, found } => {
                 let names: Vec<&str> = tried.iter().map(|t| t.as_str()).collect();
-                write!(
-                    f,
-                    "{path}: no known trace format matched (tried {}); found {found}",
-                    names.join(", ")
-                )
+                write!(f, "{path}: no known trace format matched (tried {}); found {found}", names.join(", "))
             }
-            LoadError::Invalid {
-                path,
-                format,
-                message,
-            } => write!(f, "{path}: as {format}: {message}"),
+            LoadError::Invalid { path, format, message } => write!(f, "{path}: as {format}: {message}"),
         }
     }
 }
@@ -154,18 +135,11 @@ pub fn parse(path: &str, bytes: &[u8], format: Option<SourceFormat>) -> Result<L
     let mut loaded = load_as(path, &doc, format)?;
     if let Document::Lines { bad, .. } = &doc {
         for (line, msg) in bad {
-            loaded.diagnostics.push(Diagnostic {
-                line: Some(*line),
-                message: format!("skipped: not JSON: {msg}"),
-            });
+            loaded.diagnostics.push(Diagnostic { line: Some(*line), message: format!("skipped: not JSON: {msg}") });
         }
     }
     if loaded.trajectories.is_empty() {
-        return Err(LoadError::Invalid {
-            path: path.to_string(),
-            format,
-            message: "no trajectory found".into(),
-        });
+        return Err(LoadError::Invalid { path: path.to_string(), format, message: "no trajectory found".into() });
     }
     for t in &mut loaded.trajectories {
         if t.steps.is_empty() {
@@ -192,17 +166,11 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
         let line = bytes[..offset].iter().filter(|b| **b == b'\n').count() + 1;
-        LoadError::NotUtf8 {
-            path: path.to_string(),
-            line,
-            offset,
-        }
+        LoadError::NotUtf8 { path: path.to_string(), line, offset }
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(LoadError::Empty {
-            path: path.to_string(),
-        });
+        return Err(LoadError::Empty { path: path.to_string() });
     }
     let whole_err = match serde_json::from_str::<Value>(text) {
         Ok(v) => return Ok(Document::Json(v)),
@@ -234,12 +202,7 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
         path: path.to_string(),
         line: whole_err.line(),
         column: whole_err.column(),
-        message: whole_err
-            .to_string()
-            .split(" at line")
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        message: whole_err.to_string().split(" at line").next().unwrap_or_default().to_string(),
     })
 }
 
@@ -266,11 +229,7 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, L
         OpenAiChat | TauBench | FalatJsonl => openai::load(&name, doc, format),
         other => Err(format!("the {other} loader is not available in this build")),
     };
-    res.map_err(|message| LoadError::Invalid {
-        path: path.to_string(),
-        format,
-        message,
-    })
+    res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
 }
 
 /// The file name without folders and the last extension (`data/12.json` → `12`).
@@ -287,10 +246,7 @@ pub fn describe(doc: &Document) -> String {
     match doc {
         Document::Json(v) => describe_value(v),
         Document::Lines { values, .. } => {
-            let first = values
-                .first()
-                .map(|(_, v)| describe_value(v))
-                .unwrap_or_default();
+            let first = values.first().map(|(_, v)| describe_value(v)).unwrap_or_default();
             format!("{} JSON lines, the first {first}", values.len())
         }
     }
@@ -303,11 +259,7 @@ fn describe_value(v: &Value) -> String {
             format!("an object with keys [{}]", keys.join(", "))
         }
         Value::Array(a) => match a.first() {
-            Some(first) => format!(
-                "an array of {} items, the first {}",
-                a.len(),
-                describe_value(first)
-            ),
+            Some(first) => format!("an array of {} items, the first {}", a.len(), describe_value(first)),
             None => "an empty array".into(),
         },
         Value::String(_) => "a string".into(),

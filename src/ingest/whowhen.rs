@@ -15,9 +15,7 @@
 use serde_json::Value;
 
 use super::{Document, Loaded, str_field, value_text};
-use crate::model::{
-    AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory,
-};
+use crate::model::{AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory};
 
 /// The agent name of the code-execution tool in algorithm-generated runs.
 pub const TERMINAL_AGENT: &str = "Computer_terminal";
@@ -35,14 +33,8 @@ pub fn detect(doc: &Document) -> Option<SourceFormat> {
             }
         }
         Value::Array(items) if !items.is_empty() => {
-            let magentic = items
-                .iter()
-                .all(|h| h.get("role").is_some() && h.get("content").is_some())
-                && items.iter().any(|h| {
-                    h.get("role")
-                        .and_then(Value::as_str)
-                        .is_some_and(is_magentic_role)
-                });
+            let magentic = items.iter().all(|h| h.get("role").is_some() && h.get("content").is_some())
+                && items.iter().any(|h| h.get("role").and_then(Value::as_str).is_some_and(is_magentic_role));
             magentic.then_some(SourceFormat::MagenticLog)
         }
         _ => None,
@@ -50,10 +42,7 @@ pub fn detect(doc: &Document) -> Option<SourceFormat> {
 }
 
 fn is_magentic_role(role: &str) -> bool {
-    role.starts_with("Orchestrator")
-        || role == "WebSurfer"
-        || role == "FileSurfer"
-        || role == "ComputerTerminal"
+    role.starts_with("Orchestrator") || role == "WebSurfer" || role == "FileSurfer" || role == "ComputerTerminal"
 }
 
 /// Loads a Who&When file or a Magentic-One log named `name`.
@@ -67,16 +56,11 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     let (history, top) = match v {
         Value::Array(items) => (items.as_slice(), None),
         Value::Object(_) => {
-            let h = v
-                .get("history")
-                .and_then(Value::as_array)
-                .ok_or("expected a \"history\" array")?;
+            let h = v.get("history").and_then(Value::as_array).ok_or("expected a \"history\" array")?;
             (h.as_slice(), Some(v))
         }
         _ => {
-            return Err(
-                "expected an object with \"history\" or an array of {role, content}".into(),
-            );
+            return Err("expected an object with \"history\" or an array of {role, content}".into());
         }
     };
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;
@@ -86,16 +70,9 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
         match parse_step(item, algorithm) {
             Ok(step) => steps.push(step),
             Err(msg) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!("history[{i}] skipped: {msg}"),
-                });
+                diagnostics.push(Diagnostic { line: None, message: format!("history[{i}] skipped: {msg}") });
                 // Keep indices aligned with the benchmark: a placeholder step keeps the numbering.
-                steps.push(Step {
-                    agent: "unknown".into(),
-                    role: String::new(),
-                    ..Step::default()
-                });
+                steps.push(Step { agent: "unknown".into(), role: String::new(), ..Step::default() });
             }
         }
     }
@@ -103,12 +80,7 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
         s.index = i;
         s.ids.id = Some(i.to_string());
     }
-    let mut t = Trajectory {
-        id: name.to_string(),
-        source: format,
-        steps,
-        ..Trajectory::default()
-    };
+    let mut t = Trajectory { id: name.to_string(), source: format, steps, ..Trajectory::default() };
     t.links = protocol_links(&t.steps);
     if let Some(top) = top {
         read_top(top, &mut t, &mut diagnostics);
@@ -116,34 +88,16 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
         t.task = first.content.trim().to_string();
     }
     t.observed_output = final_answer(&t.steps);
-    Ok(Loaded {
-        format,
-        trajectories: vec![t],
-        diagnostics,
-    })
+    Ok(Loaded { format, trajectories: vec![t], diagnostics })
 }
 
 fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
     let obj = item.as_object().ok_or("expected an object")?;
-    let content = obj
-        .get("content")
-        .map(value_text)
-        .ok_or("missing \"content\"")?;
-    let role = obj
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let mut step = Step {
-        content,
-        role: role.clone(),
-        ..Step::default()
-    };
+    let content = obj.get("content").map(value_text).ok_or("missing \"content\"")?;
+    let role = obj.get("role").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut step = Step { content, role: role.clone(), ..Step::default() };
     if algorithm {
-        let name = obj
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or("missing \"name\" (the agent)")?;
+        let name = obj.get("name").and_then(Value::as_str).ok_or("missing \"name\" (the agent)")?;
         step.agent = name.to_string();
         if name == TERMINAL_AGENT {
             step.kind = StepKind::ToolResult;
@@ -176,11 +130,7 @@ pub fn parse_hand_role(role: &str) -> (String, StepKind, Option<String>) {
     };
     let inner = rest.trim_end_matches(')').trim();
     if let Some(target) = inner.strip_prefix("->") {
-        return (
-            agent.trim().to_string(),
-            StepKind::Delegation,
-            Some(target.trim().to_string()),
-        );
+        return (agent.trim().to_string(), StepKind::Delegation, Some(target.trim().to_string()));
     }
     (agent.trim().to_string(), StepKind::Thought, None)
 }
@@ -191,26 +141,17 @@ fn protocol_links(steps: &[Step]) -> Vec<Link> {
     let mut links = Vec::new();
     for (i, s) in steps.iter().enumerate() {
         if let Some(target) = &s.delegate_to {
-            if let Some(j) = (i + 1..steps.len())
-                .take(4)
-                .find(|&j| steps[j].agent.eq_ignore_ascii_case(target))
-            {
-                links.push(Link {
-                    from: i,
-                    to: j,
-                    kind: LinkKind::Delegation,
-                });
+            if let Some(j) = (i + 1..steps.len()).take(4).find(|&j| steps[j].agent.eq_ignore_ascii_case(target)) {
+                links.push(Link { from: i, to: j, kind: LinkKind::Delegation });
             }
         }
         if s.kind == StepKind::ToolResult && i > 0 {
-            if let Some(j) = (0..i).rev().take(3).find(|&j| {
-                steps[j].kind != StepKind::ToolResult && steps[j].content.contains("```")
-            }) {
-                links.push(Link {
-                    from: j,
-                    to: i,
-                    kind: LinkKind::Execution,
-                });
+            if let Some(j) = (0..i)
+                .rev()
+                .take(3)
+                .find(|&j| steps[j].kind != StepKind::ToolResult && steps[j].content.contains("```"))
+            {
+                links.push(Link { from: j, to: i, kind: LinkKind::Execution });
             }
         }
     }
@@ -218,12 +159,8 @@ fn protocol_links(steps: &[Step]) -> Vec<Link> {
 }
 
 fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) {
-    t.task = str_field(top, "question")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    t.expected_output = str_field(top, "ground_truth")
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    t.task = str_field(top, "question").map(|s| s.trim().to_string()).unwrap_or_default();
+    t.expected_output = str_field(top, "ground_truth").map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     if let Some(id) = str_field(top, "question_ID") {
         t.metadata.push(("question_id".into(), id.into_owned()));
     }
@@ -234,10 +171,7 @@ fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) 
     }
     if let Some(Value::Object(prompts)) = top.get("system_prompt") {
         for (agent, prompt) in prompts {
-            t.agents.push(AgentInfo {
-                name: agent.clone(),
-                role: Some(value_text(prompt)),
-            });
+            t.agents.push(AgentInfo { name: agent.clone(), role: Some(value_text(prompt)) });
         }
     }
     let Some(agent) = str_field(top, "mistake_agent") else {
@@ -249,10 +183,7 @@ fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) 
             Ok(n) => {
                 diagnostics.push(Diagnostic {
                     line: None,
-                    message: format!(
-                        "mistake_step {n} is past the last step {}; gold step dropped",
-                        t.steps.len() - 1
-                    ),
+                    message: format!("mistake_step {n} is past the last step {}; gold step dropped", t.steps.len() - 1),
                 });
                 None
             }
@@ -289,13 +220,7 @@ fn final_answer(steps: &[Step]) -> Option<String> {
     }
     let last = steps.last()?;
     if last.role.contains("termination") || last.agent == "Orchestrator" {
-        let line = last
-            .content
-            .trim()
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim();
+        let line = last.content.trim().lines().last().unwrap_or_default().trim();
         return (!line.is_empty()).then(|| line.to_string());
     }
     None
@@ -309,27 +234,14 @@ mod tests {
     fn hand_roles_split_into_agent_kind_and_target() {
         assert_eq!(
             parse_hand_role("Orchestrator (-> WebSurfer)"),
-            (
-                "Orchestrator".into(),
-                StepKind::Delegation,
-                Some("WebSurfer".into())
-            )
+            ("Orchestrator".into(), StepKind::Delegation, Some("WebSurfer".into()))
         );
-        assert_eq!(
-            parse_hand_role("Orchestrator (thought)"),
-            ("Orchestrator".into(), StepKind::Thought, None)
-        );
+        assert_eq!(parse_hand_role("Orchestrator (thought)"), ("Orchestrator".into(), StepKind::Thought, None));
         assert_eq!(
             parse_hand_role("Orchestrator (termination condition)"),
             ("Orchestrator".into(), StepKind::Thought, None)
         );
-        assert_eq!(
-            parse_hand_role("human"),
-            ("human".into(), StepKind::Message, None)
-        );
-        assert_eq!(
-            parse_hand_role("WebSurfer"),
-            ("WebSurfer".into(), StepKind::Message, None)
-        );
+        assert_eq!(parse_hand_role("human"), ("human".into(), StepKind::Message, None));
+        assert_eq!(parse_hand_role("WebSurfer"), ("WebSurfer".into(), StepKind::Message, None));
     }
 }

@@ -46,7 +46,9 @@ pub mod weights {
     /// The expected value was in a tool output and this step, the next to read it, lost it.
     pub const MISREAD: f32 = 0.5;
     /// The minimum score for a candidate to be valid in stage 3.
-    pub const VALID: f32 = 0.4;
+    pub const VALID: f32 = 0.3;
+    /// A valid candidate also scores at least this share of the strongest live candidate.
+    pub const RELATIVE: f32 = 0.7;
 }
 
 /// The heuristic judge.
@@ -61,84 +63,47 @@ impl Judge for HeuristicJudge {
     fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {
         let start = Instant::now();
         let answer = answer(ctx, question);
-        Judged {
-            answer,
-            cost: Cost {
-                calls: 1,
-                wall: start.elapsed(),
-                ..Cost::default()
-            },
-            warning: None,
-        }
+        Judged { answer, cost: Cost { calls: 1, wall: start.elapsed(), ..Cost::default() }, warning: None }
     }
 }
 
 /// Answers a question (the heuristic judge's logic, usable by other judges as their fallback).
 pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
     match question {
-        Question::Prior => {
-            Answer::Prior(prior::derive(&ctx.trajectory.task, &ctx.trajectory.agents))
-        }
+        Question::Prior => Answer::Prior(prior::derive(&ctx.trajectory.task, &ctx.trajectory.agents)),
         Question::PhaseSummary { phase } => phase_summary(ctx, *phase),
-        Question::RecallCandidates { range } => Answer::Candidates(
-            range
-                .clone()
-                .filter_map(|i| recall(ctx, i).map(|f| (i, f)))
-                .collect(),
-        ),
+        Question::RecallCandidates { range } => {
+            Answer::Candidates(range.clone().filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect())
+        }
         Question::LabelTransition { from, to } => Answer::Transition(label(ctx, *from, *to)),
-        Question::Verify {
-            step,
-            criterion,
-            others,
-        } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
+        Question::Verify { step, criterion, others } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
         Question::Roles { window, chosen } => roles(ctx, window.clone(), *chosen),
     }
 }
 
 /// Noisy-or of finding weights.
 pub fn combine(findings: &[Finding]) -> f32 {
-    1.0 - findings
-        .iter()
-        .map(|f| 1.0 - f.weight.clamp(0.0, 1.0))
-        .product::<f32>()
+    1.0 - findings.iter().map(|f| 1.0 - f.weight.clamp(0.0, 1.0)).product::<f32>()
 }
 
 fn phase_summary(ctx: &Context<'_>, phase: usize) -> Answer {
     let Some(p) = ctx.hierarchy.phases.get(phase) else {
-        return Answer::PhaseSummary {
-            summary: String::new(),
-            suspicion: 0.0,
-        };
+        return Answer::PhaseSummary { summary: String::new(), suspicion: 0.0 };
     };
-    let suspicion = p
-        .range
-        .clone()
-        .filter_map(|i| recall(ctx, i))
-        .map(|f| combine(&f))
-        .fold(0.0, f32::max);
-    Answer::PhaseSummary {
-        summary: p.summary.clone(),
-        suspicion,
-    }
+    let suspicion = p.range.clone().filter_map(|i| recall(ctx, i)).map(|f| combine(&f)).fold(0.0, f32::max);
+    Answer::PhaseSummary { summary: p.summary.clone(), suspicion }
 }
 
 /// The findings of one step, or `None` when it shows no violation.
 pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     let s = ctx.hierarchy.steps.get(i)?;
-    if matches!(s.action, Action::Request)
-        || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i)
-    {
+    if matches!(s.action, Action::Request) || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i) {
         return None;
     }
     let mut f = Vec::new();
     unsourced(ctx, s, &mut f);
-    if s.flags.hedged {
-        f.push(finding(
-            Signal::Assumption,
-            weights::ASSUMPTION,
-            hedge_evidence(&ctx.trajectory.steps[i].content),
-        ));
+    if s.flags.hedged && s.action != Action::Plan {
+        f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
     }
     failed_action(ctx, i, &mut f);
     ignored_error(ctx, i, &mut f);
@@ -158,18 +123,12 @@ fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
 }
 
 fn finding(signal: Signal, weight: f32, evidence: String) -> Finding {
-    Finding {
-        signal,
-        weight,
-        evidence: text::clip(&text::sanitize(&evidence), 200),
-    }
+    Finding { signal, weight, evidence: text::clip(&text::sanitize(&evidence), 200) }
 }
 
 fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
-    if matches!(
-        s.action,
-        Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate
-    ) {
+    // Plans state what to find out (guesses included) and tool outputs are sources: neither claims.
+    if matches!(s.action, Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate | Action::Plan) {
         return;
     }
     let content = &ctx.trajectory.steps[s.index].content;
@@ -191,11 +150,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     }
     let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
     let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
-    out.push(finding(
-        Signal::UnsourcedValue,
-        w,
-        format!("states {} with no earlier source", shown.join(", ")),
-    ));
+    out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
 }
 
 fn in_code(content: &str, pos: usize) -> bool {
@@ -221,10 +176,7 @@ fn hedge_evidence(content: &str) -> String {
         if let Some(p) = low.find(w) {
             let line_start = content[..p].rfind('\n').map_or(0, |x| x + 1);
             let line_end = content[p..].find('\n').map_or(content.len(), |x| p + x);
-            return format!(
-                "rests on an assumption: {}",
-                content[line_start..line_end].trim()
-            );
+            return format!("rests on an assumption: {}", content[line_start..line_end].trim());
         }
     }
     "rests on an assumption".into()
@@ -244,11 +196,7 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let rs = &ctx.hierarchy.steps[r];
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
-        out.push(finding(
-            Signal::FailedAction,
-            weights::FAILED_ACTION,
-            format!("its code failed at step {r}: {line}"),
-        ));
+        out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, format!("its code failed at step {r}: {line}")));
     }
 }
 
@@ -267,30 +215,14 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let prev = &ctx.hierarchy.steps[i - 1];
     let s = &ctx.hierarchy.steps[i];
-    let failed =
-        prev.kind == StepKind::ToolResult && (prev.flags.failed_execution || prev.flags.error);
-    if !failed
-        || matches!(
-            s.action,
-            Action::WriteCode | Action::Coordinate | Action::Delegate
-        )
-    {
+    let failed = prev.kind == StepKind::ToolResult && (prev.flags.failed_execution || prev.flags.error);
+    if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
         return;
     }
     let low = ctx.trajectory.steps[i].content.to_lowercase();
-    let acknowledges = [
-        "error",
-        "fail",
-        "issue",
-        "problem",
-        "fix",
-        "correct",
-        "unable",
-        "not work",
-        "exception",
-    ]
-    .iter()
-    .any(|w| low.contains(w));
+    let acknowledges = ["error", "fail", "issue", "problem", "fix", "correct", "unable", "not work", "exception"]
+        .iter()
+        .any(|w| low.contains(w));
     if !acknowledges {
         out.push(finding(
             Signal::IgnoredToolError,
@@ -325,11 +257,7 @@ fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         return;
     };
     let mut terms: HashSet<String> = prior::key_terms(&ctx.trajectory.task).into_iter().collect();
-    if let Some(instr) = (0..s.index)
-        .rev()
-        .take(4)
-        .find(|&j| ctx.trajectory.steps[j].kind == StepKind::Delegation)
-    {
+    if let Some(instr) = (0..s.index).rev().take(4).find(|&j| ctx.trajectory.steps[j].kind == StepKind::Delegation) {
         terms.extend(prior::key_terms(&ctx.trajectory.steps[instr].content));
     }
     let stems: Vec<String> = terms.iter().map(|t| t.chars().take(5).collect()).collect();
@@ -338,10 +266,7 @@ fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::PriorDeviation,
             weights::IRRELEVANT,
-            format!(
-                "lands on \"{}\", unrelated to the task and the instruction",
-                text::clip(target.trim(), 80)
-            ),
+            format!("lands on \"{}\", unrelated to the task and the instruction", text::clip(target.trim(), 80)),
         ));
     }
 }
@@ -351,28 +276,17 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if step.kind != StepKind::Delegation {
         return;
     }
-    let Some(reply) = ctx
-        .trajectory
-        .links
-        .iter()
-        .find(|l| l.from == i && l.kind == LinkKind::Delegation)
-        .map(|l| l.to)
+    let Some(reply) = ctx.trajectory.links.iter().find(|l| l.from == i && l.kind == LinkKind::Delegation).map(|l| l.to)
     else {
         return;
     };
     let r = &ctx.hierarchy.steps[reply];
-    if r.flags.empty_result
-        || r.flags.failed_execution
-        || r.flags.error && r.kind == StepKind::ToolResult
-    {
+    if r.flags.empty_result || r.flags.failed_execution || r.flags.error && r.kind == StepKind::ToolResult {
         let target = step.delegate_to.as_deref().unwrap_or("the delegate");
         out.push(finding(
             Signal::WrongDelegation,
             weights::WRONG_DELEGATION,
-            format!(
-                "{target} could not act on it (step {reply}: {})",
-                r.decision
-            ),
+            format!("{target} could not act on it (step {reply}: {})", r.decision),
         ));
     }
 }
@@ -382,30 +296,29 @@ fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         return;
     }
     // Ends while the last tool output before it reports an error.
-    let last_tool = (0..s.index)
-        .rev()
-        .find(|&j| ctx.hierarchy.steps[j].kind == StepKind::ToolResult);
+    let last_tool = (0..s.index).rev().find(|&j| ctx.hierarchy.steps[j].kind == StepKind::ToolResult);
     if let Some(j) = last_tool.filter(|&j| ctx.hierarchy.steps[j].flags.failed_execution) {
+        out.push(finding(Signal::PrematureAnswer, weights::PREMATURE, format!("answers although step {j} failed")));
+        return;
+    }
+    if s.flags.claims_verified
+        && s.flags.answer
+        && !s
+            .uses
+            .iter()
+            .any(|(_, o)| matches!(o, Origin::Step(j) if ctx.hierarchy.steps[*j].kind == StepKind::ToolResult))
+    {
         out.push(finding(
             Signal::PrematureAnswer,
             weights::PREMATURE,
-            format!("answers although step {j} failed"),
+            "claims a verified answer with no tool output behind it".into(),
         ));
-        return;
-    }
-    if s.flags.claims_verified && s.flags.answer && !s.uses.iter().any(|(_, o)| matches!(o, Origin::Step(j) if ctx.hierarchy.steps[*j].kind == StepKind::ToolResult)) {
-        out.push(finding(Signal::PrematureAnswer, weights::PREMATURE, "claims a verified answer with no tool output behind it".into()));
     }
 }
 
 fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let s = &ctx.trajectory.steps[i];
-    if s.content.len() < 40
-        || matches!(
-            ctx.hierarchy.steps[i].action,
-            Action::Coordinate | Action::Terminate
-        )
-    {
+    if s.content.len() < 40 || matches!(ctx.hierarchy.steps[i].action, Action::Coordinate | Action::Terminate) {
         return;
     }
     let words = word_set(&s.content);
@@ -415,8 +328,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             continue;
         }
         let failed = result_of(ctx, j).is_some_and(|r| {
-            ctx.hierarchy.steps[r].flags.failed_execution
-                || ctx.hierarchy.steps[r].flags.empty_result
+            ctx.hierarchy.steps[r].flags.failed_execution || ctx.hierarchy.steps[r].flags.empty_result
         });
         if failed && jaccard(&words, &word_set(&o.content)) > 0.8 {
             out.push(finding(
@@ -431,10 +343,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 
 /// Lower-case word set of a text.
 pub fn word_set(s: &str) -> HashSet<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 2)
-        .map(str::to_lowercase)
-        .collect()
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect()
 }
 
 /// Jaccard similarity of two word sets, 0..=1.
@@ -453,84 +362,127 @@ pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
         .iter()
         .rev()
         .find(|s| {
-            !matches!(
-                s.action,
-                Action::Terminate | Action::Coordinate | Action::ToolOutput
-            ) && ctx.trajectory.steps[s.index].content.trim().len() > 15
+            !matches!(s.action, Action::Terminate | Action::Coordinate | Action::ToolOutput)
+                && ctx.trajectory.steps[s.index].content.trim().len() > 15
         })
         .or_else(|| ctx.hierarchy.steps.last())
         .map(|s| s.index)
 }
 
-/// Value keys of the observed output: the values of the final-answer text, else of the final step.
-pub fn output_values(ctx: &Context<'_>) -> Vec<String> {
+/// The prior's default when nothing points anywhere: the first step that acts on the task (not a
+/// request, plan, coordination, delegation, tool output or termination), preferring agents `π`
+/// expects to provide a capability.
+pub fn default_step(ctx: &Context<'_>) -> Option<usize> {
+    let acts = |s: &&StepSummary| {
+        !matches!(
+            s.action,
+            Action::Request
+                | Action::Plan
+                | Action::Coordinate
+                | Action::Delegate
+                | Action::ToolOutput
+                | Action::Terminate
+        ) && ctx.trajectory.steps[s.index].content.trim().len() > 15
+    };
+    let expected: Vec<&str> =
+        ctx.prior.map(|p| p.requirements.iter().filter_map(|r| r.agent.as_deref()).collect()).unwrap_or_default();
+    let steps = &ctx.hierarchy.steps;
+    steps
+        .iter()
+        .filter(acts)
+        .find(|s| expected.iter().any(|a| a.eq_ignore_ascii_case(&s.agent)))
+        .or_else(|| steps.iter().find(acts))
+        .map(|s| s.index)
+}
+
+/// The items of the observed output: the final-answer text split at commas, semicolons and line
+/// breaks; without one, the numbers of a final step that states an answer. Lower case.
+pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
     let text = match &ctx.trajectory.observed_output {
         Some(o) => o.clone(),
-        None => final_step(ctx)
-            .map(|i| ctx.trajectory.steps[i].content.clone())
-            .unwrap_or_default(),
+        None => match final_step(ctx) {
+            Some(i) if ctx.hierarchy.steps[i].flags.answer || ctx.hierarchy.steps[i].action == Action::Discuss => {
+                let content = &ctx.trajectory.steps[i].content;
+                return ctx.hierarchy.evidence[i]
+                    .iter()
+                    .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+                    .map(|e| e.text(content).to_lowercase())
+                    .collect();
+            }
+            _ => return Vec::new(),
+        },
     };
-    evidence::extract_text(&text)
-        .into_iter()
-        .filter(|e| e.kind.is_value() && !evidence::is_trivial_number(&e.key))
-        .map(|e| e.key)
+    text.split([',', ';', '\n'])
+        .map(|s| s.trim().trim_matches(['.', '"', '\'']).to_lowercase())
+        .filter(|s| s.chars().count() >= 2)
+        .take(8)
         .collect()
 }
 
-fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
-    let Some(expected) = ctx.expected() else {
-        return;
-    };
-    let expected_keys: HashSet<String> = evidence::extract_text(expected)
-        .into_iter()
-        .filter(|e| e.kind.is_value())
-        .map(|e| e.key)
-        .collect();
-    let exp_low = expected.trim().to_lowercase();
-    // Wrong values of the output that first appear at (or are produced for) this step.
-    for key in output_values(ctx) {
-        if expected_keys.contains(&key) || exp_low.contains(&key) {
+/// Whether an output item agrees with the expected output (text containment either way, or equal
+/// numbers).
+fn agrees(item: &str, expected: &str) -> bool {
+    let exp = expected.trim().to_lowercase();
+    if exp.contains(item) || item.contains(&exp) {
+        return true;
+    }
+    let n = evidence::normalize_number(item);
+    !n.is_empty() && evidence::extract_text(&exp).iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
+}
+
+/// The first step whose content states `item` (numbers compared normalised).
+fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
+    let n = evidence::normalize_number(item);
+    (0..ctx.trajectory.steps.len()).find(|&j| {
+        if !n.is_empty() {
+            ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
+        } else {
+            ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+        }
+    })
+}
+
+/// The steps where the wrong items of the output originate (needs `o*`), with the item.
+pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
+    let Some(expected) = ctx.expected() else { return Vec::new() };
+    let mut out = Vec::new();
+    for item in output_items(ctx) {
+        if agrees(&item, expected) {
             continue;
         }
-        let Some(Origin::Step(o)) = ctx.hierarchy.first_seen.get(&key).copied() else {
-            continue;
-        };
-        let owner = producer(ctx, o);
-        if owner == i {
-            out.push(finding(
-                Signal::WrongValueOrigin,
-                weights::WRONG_VALUE,
-                format!(
-                    "the output's value {key} first appears here; expected {}",
-                    text::clip(expected.trim(), 60)
-                ),
-            ));
-            return;
+        if let Some(first) = first_statement(ctx, &item) {
+            let origin = adopter(ctx, &item, first);
+            if !out.iter().any(|(s, _)| *s == origin) {
+                out.push((origin, item));
+            }
         }
     }
+    out
+}
+
+fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(expected) = ctx.expected() else { return };
+    if let Some((_, item)) = wrong_value_origins(ctx).into_iter().find(|(s, _)| *s == i) {
+        out.push(finding(
+            Signal::WrongValueOrigin,
+            weights::WRONG_VALUE,
+            format!("the output's \"{item}\" first appears here; expected {}", text::clip(expected.trim(), 60)),
+        ));
+        return;
+    }
     // The expected value was available in an output and the next agent step lost it.
-    if exp_low.len() < 2
-        || output_values(ctx)
-            .iter()
-            .any(|k| exp_low.contains(k.as_str()))
-    {
+    let exp_low = expected.trim().to_lowercase();
+    if exp_low.len() < 2 || output_items(ctx).iter().any(|k| agrees(k, expected)) {
         return;
     }
     let first_hit = (0..i).find(|&j| {
-        matches!(
-            ctx.hierarchy.steps[j].action,
-            Action::ToolOutput | Action::Search | Action::ReadFile
-        ) && ctx.trajectory.steps[j]
-            .content
-            .to_lowercase()
-            .contains(&exp_low)
+        matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
+            && ctx.trajectory.steps[j].content.to_lowercase().contains(&exp_low)
     });
     if let Some(j) = first_hit {
         let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
-            !matches!(
-                ctx.hierarchy.steps[k].action,
-                Action::ToolOutput | Action::Coordinate
-            ) && ctx.trajectory.steps[k].kind != StepKind::ToolResult
+            !matches!(ctx.hierarchy.steps[k].action, Action::ToolOutput | Action::Coordinate)
+                && ctx.trajectory.steps[k].kind != StepKind::ToolResult
         });
         if next_reader == Some(i) {
             out.push(finding(
@@ -545,6 +497,21 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
 }
 
+/// The step that made a value first seen at `o` a fact: a value guessed in a plan becomes one at
+/// the first later step that states it outside a plan; a tool output's value is its producer's.
+fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
+    if ctx.hierarchy.steps[o].action != Action::Plan {
+        return producer(ctx, o);
+    }
+    let later = (o + 1..ctx.trajectory.steps.len())
+        .find(|&j| {
+            ctx.hierarchy.steps[j].action != Action::Plan
+                && ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+        })
+        .unwrap_or(o);
+    producer(ctx, later)
+}
+
 /// The step responsible for a value first seen at `o`: for a tool output, the step that made the
 /// call or wrote the code; otherwise `o` itself.
 pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
@@ -554,13 +521,7 @@ pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
     ctx.trajectory
         .links
         .iter()
-        .find(|l| {
-            l.to == o
-                && matches!(
-                    l.kind,
-                    LinkKind::Execution | LinkKind::ToolResult | LinkKind::Delegation
-                )
-        })
+        .find(|l| l.to == o && matches!(l.kind, LinkKind::Execution | LinkKind::ToolResult | LinkKind::Delegation))
         .map_or(o, |l| l.from)
 }
 
@@ -570,17 +531,12 @@ fn answer_type(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         return;
     }
     let content = &ctx.trajectory.steps[s.index].content;
-    let has_number = ctx.hierarchy.evidence[s.index]
-        .iter()
-        .any(|e| e.kind == EvidenceKind::Number);
+    let has_number = ctx.hierarchy.evidence[s.index].iter().any(|e| e.kind == EvidenceKind::Number);
     if p.answer_type == Some(AnswerType::Number) && !has_number {
         out.push(finding(
             Signal::PriorDeviation,
             weights::ANSWER_TYPE,
-            format!(
-                "the task asks for a number; the answer gives none: {}",
-                text::first_line(content, 80)
-            ),
+            format!("the task asks for a number; the answer gives none: {}", text::first_line(content, 80)),
         ));
     }
 }
@@ -591,10 +547,8 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         return Transition::NoInfluence;
     };
     let direct = g.find(from, to).map(|e| g.graph[e].clone());
-    let via_child = g
-        .outgoing(from)
-        .into_iter()
-        .any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());
+    let via_child =
+        g.outgoing(from).into_iter().any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());
     let Some(e) = direct.or_else(|| {
         via_child.then(|| crate::graph::DepEdge {
             kind: EdgeKind::Protocol(LinkKind::ToolResult),
@@ -607,12 +561,10 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     };
     let a = &ctx.trajectory.steps[from];
     let b = &ctx.trajectory.steps[to];
-    let from_failed =
-        result_of(ctx, from).is_some_and(|r| ctx.hierarchy.steps[r].flags.failed_execution);
+    let from_failed = result_of(ctx, from).is_some_and(|r| ctx.hierarchy.steps[r].flags.failed_execution);
     if from_failed && b.agent == a.agent && ctx.hierarchy.steps[to].action == Action::WriteCode {
-        let ok = result_of(ctx, to).is_some_and(|r| {
-            !ctx.hierarchy.steps[r].flags.failed_execution && !ctx.hierarchy.steps[r].flags.error
-        });
+        let ok = result_of(ctx, to)
+            .is_some_and(|r| !ctx.hierarchy.steps[r].flags.failed_execution && !ctx.hierarchy.steps[r].flags.error);
         if ok {
             return Transition::Correction;
         }
@@ -622,12 +574,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     }
     if to != from
         && recall(ctx, to).is_some_and(|f| {
-            f.iter().any(|f| {
-                matches!(
-                    f.signal,
-                    Signal::UnsourcedValue | Signal::Assumption | Signal::PriorDeviation
-                )
-            })
+            f.iter().any(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::Assumption | Signal::PriorDeviation))
         })
     {
         return Transition::ErrorShift;
@@ -646,74 +593,63 @@ fn verify(ctx: &Context<'_>, step: usize, criterion: CriterionKind, others: &[us
     }
 }
 
-fn independence(
-    ctx: &Context<'_>,
-    step: usize,
-    findings: &[Finding],
-    others: &[usize],
-) -> Criterion {
-    let own = findings.iter().any(|f| {
-        matches!(
-            f.signal,
-            Signal::UnsourcedValue
-                | Signal::Assumption
-                | Signal::FailedAction
-                | Signal::PriorDeviation
-                | Signal::WrongValueOrigin
-                | Signal::WrongDelegation
-        )
-    });
-    let Some(g) = ctx.graph else {
-        return Criterion {
-            passed: own,
-            evidence: "no dependency graph".into(),
-        };
+fn independence(ctx: &Context<'_>, step: usize, findings: &[Finding], others: &[usize]) -> Criterion {
+    let upstream: Vec<usize> = match ctx.graph {
+        Some(g) => others.iter().copied().filter(|&o| o < step && g.path(o, step).is_some()).collect(),
+        None => Vec::new(),
     };
-    let upstream: Vec<usize> = others
-        .iter()
-        .copied()
-        .filter(|&o| o < step && g.path(o, step).is_some())
-        .collect();
+    // Where the wrong value only surfaces here but an earlier candidate feeds this step, the value is
+    // inherited: the error was introduced upstream (FALAT: trace back by backward dependencies).
+    let own = findings.iter().any(|f| match f.signal {
+        Signal::WrongValueOrigin => upstream.is_empty(),
+        s => is_own_signal(s),
+    });
     match (own, upstream.first()) {
         (true, _) => Criterion {
             passed: true,
-            evidence:
-                "it introduces its own deviation (new values, an assumption or a failed action)"
-                    .into(),
+            evidence: "it introduces its own deviation (new values, an assumption or a failed action)".into(),
         },
-        (false, Some(u)) => Criterion {
-            passed: false,
-            evidence: format!("it only inherits what candidate step {u} introduced"),
-        },
-        (false, None) => Criterion {
-            passed: true,
-            evidence: "no earlier candidate reaches it".into(),
-        },
+        (false, Some(u)) => {
+            Criterion { passed: false, evidence: format!("it only inherits what candidate step {u} introduced") }
+        }
+        (false, None) => Criterion { passed: true, evidence: "no earlier candidate reaches it".into() },
     }
 }
 
+/// Signals by which a step introduces a deviation of its own (rather than passing one on).
+pub fn is_own_signal(s: Signal) -> bool {
+    matches!(
+        s,
+        Signal::UnsourcedValue
+            | Signal::Assumption
+            | Signal::FailedAction
+            | Signal::PriorDeviation
+            | Signal::WrongValueOrigin
+            | Signal::WrongDelegation
+            | Signal::UserMarked
+    )
+}
+
 fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterion {
-    if findings
-        .iter()
-        .any(|f| f.signal == Signal::WrongValueOrigin)
-    {
-        return Criterion {
-            passed: true,
-            evidence: "the wrong value of the final output traces back to it".into(),
-        };
+    if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
+        return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
+    }
+    if let Some(g) = ctx.graph {
+        if let Some((o, item)) =
+            wrong_value_origins(ctx).into_iter().find(|(o, _)| *o > step && g.path(step, *o).is_some())
+        {
+            return Criterion {
+                passed: true,
+                evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
+            };
+        }
     }
     let Some(end) = final_step(ctx) else {
-        return Criterion {
-            passed: false,
-            evidence: "no final output".into(),
-        };
+        return Criterion { passed: false, evidence: "no final output".into() };
     };
     let reaches = step >= end || ctx.graph.and_then(|g| g.path(step, end)).is_some();
     if reaches {
-        return Criterion {
-            passed: true,
-            evidence: format!("its effect reaches the final output at step {end}"),
-        };
+        return Criterion { passed: true, evidence: format!("its effect reaches the final output at step {end}") };
     }
     let process = findings.iter().any(|f| {
         matches!(
@@ -732,10 +668,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             evidence: "it changes the course of the run, which every later step follows".into(),
         };
     }
-    Criterion {
-        passed: false,
-        evidence: format!("no dependency path leads from it to the final output at step {end}"),
-    }
+    Criterion { passed: false, evidence: format!("no dependency path leads from it to the final output at step {end}") }
 }
 
 fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> Answer {
@@ -745,33 +678,25 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> An
         let p = producer(ctx, chosen);
         if p != chosen {
             decisive = p;
-            reason = format!(
-                "step {chosen} is a tool output that only shows the error; step {p} produced it"
-            );
+            reason = format!("step {chosen} is a tool output that only shows the error; step {p} produced it");
         }
     }
     if let Some(g) = ctx.graph {
         let chosen_score = recall(ctx, decisive).map(|f| combine(&f)).unwrap_or(0.0);
         for j in window.start..decisive {
             let Some(f) = recall(ctx, j) else { continue };
-            let same_kind = recall(ctx, decisive)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| f.iter().any(|x| x.signal == c.signal));
+            let same_kind =
+                recall(ctx, decisive).unwrap_or_default().iter().any(|c| f.iter().any(|x| x.signal == c.signal));
             if same_kind && g.find(j, decisive).is_some() && combine(&f) >= 0.8 * chosen_score {
-                reason = format!(
-                    "step {j} already shows the same kind of error and step {decisive} builds on it"
-                );
+                reason = format!("step {j} already shows the same kind of error and step {decisive} builds on it");
                 decisive = j;
                 break;
             }
         }
     }
     let mut roles = vec![(decisive, Role::RootCause)];
-    let downstream: HashSet<usize> = ctx
-        .graph
-        .map(|g| g.descendants(decisive).into_iter().collect())
-        .unwrap_or_default();
+    let downstream: HashSet<usize> =
+        ctx.graph.map(|g| g.descendants(decisive).into_iter().collect()).unwrap_or_default();
     for j in window {
         if j == decisive {
             continue;
@@ -779,30 +704,13 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> An
         let s = &ctx.hierarchy.steps[j];
         if j > decisive && downstream.contains(&j) {
             let visible = s.flags.error || s.flags.failed_execution || Some(j) == final_step(ctx);
-            roles.push((
-                j,
-                if visible {
-                    Role::Symptom
-                } else {
-                    Role::Propagation
-                },
-            ));
-        } else if j < decisive
-            && recall(ctx, j).is_some()
-            && ctx.graph.is_some_and(|g| g.path(j, decisive).is_some())
-        {
+            roles.push((j, if visible { Role::Symptom } else { Role::Propagation }));
+        } else if j < decisive && recall(ctx, j).is_some() && ctx.graph.is_some_and(|g| g.path(j, decisive).is_some()) {
             roles.push((j, Role::Contributing));
-        } else if j > decisive
-            && (s.flags.error || s.flags.failed_execution)
-            && recall(ctx, j).is_none()
-        {
+        } else if j > decisive && (s.flags.error || s.flags.failed_execution) && recall(ctx, j).is_none() {
             roles.push((j, Role::Symptom));
         }
     }
     roles.sort_by_key(|(s, _)| *s);
-    Answer::Roles {
-        roles,
-        decisive,
-        reason,
-    }
+    Answer::Roles { roles, decisive, reason }
 }

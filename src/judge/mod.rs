@@ -35,11 +35,7 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// The expected output when ground truth may be used.
     pub fn expected(&self) -> Option<&str> {
-        if self.ground_truth {
-            self.trajectory.expected_output.as_deref()
-        } else {
-            None
-        }
+        if self.ground_truth { self.trajectory.expected_output.as_deref() } else { None }
     }
 }
 
@@ -124,11 +120,7 @@ impl Question {
                 json!({ "from_step": range.start, "to_step": range.end })
             }
             Question::LabelTransition { from, to } => json!({ "from": from, "to": to }),
-            Question::Verify {
-                step,
-                criterion,
-                others,
-            } => {
+            Question::Verify { step, criterion, others } => {
                 json!({ "step": step, "criterion": criterion.as_str(), "others": others })
             }
             Question::Roles { window, chosen } => {
@@ -188,11 +180,7 @@ impl Answer {
             })).collect::<Vec<_>>() }),
             Answer::Transition(t) => json!({ "label": t.as_str() }),
             Answer::Criterion(c) => json!({ "passed": c.passed, "evidence": c.evidence }),
-            Answer::Roles {
-                roles,
-                decisive,
-                reason,
-            } => json!({
+            Answer::Roles { roles, decisive, reason } => json!({
                 "roles": roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
                 "decisive_step": decisive,
                 "reason": reason,

@@ -5,40 +5,19 @@ use crate::judge::heuristic::HeuristicJudge;
 use crate::model::{Link, LinkKind, Step, StepKind};
 
 fn msg(agent: &str, content: &str) -> Step {
-    Step {
-        agent: agent.into(),
-        content: content.into(),
-        ..Step::default()
-    }
+    Step { agent: agent.into(), content: content.into(), ..Step::default() }
 }
 
 fn tool(content: &str) -> Step {
-    Step {
-        agent: "Computer_terminal".into(),
-        kind: StepKind::ToolResult,
-        content: content.into(),
-        ..Step::default()
-    }
+    Step { agent: "Computer_terminal".into(), kind: StepKind::ToolResult, content: content.into(), ..Step::default() }
 }
 
 fn traj(task: &str, steps: Vec<Step>, links: Vec<(usize, usize)>) -> Trajectory {
-    let mut t = Trajectory {
-        id: "t".into(),
-        task: task.into(),
-        steps,
-        ..Trajectory::default()
-    };
+    let mut t = Trajectory { id: "t".into(), task: task.into(), steps, ..Trajectory::default() };
     for (i, s) in t.steps.iter_mut().enumerate() {
         s.index = i;
     }
-    t.links = links
-        .into_iter()
-        .map(|(from, to)| Link {
-            from,
-            to,
-            kind: LinkKind::Execution,
-        })
-        .collect();
+    t.links = links.into_iter().map(|(from, to)| Link { from, to, kind: LinkKind::Execution }).collect();
     t.refresh_agents();
     t
 }
@@ -52,22 +31,10 @@ fn invented_value_is_root_cause_and_repeats_propagate() {
     let t = traj(
         "What is the population difference between Seattle and Colville in the 2020 census?",
         vec![
-            msg(
-                "Planner",
-                "Let us look up both populations and subtract them.",
-            ),
-            msg(
-                "Data_Expert",
-                "The census figures are: Seattle 737,015 and Colville 4,965.",
-            ),
-            msg(
-                "Math_Expert",
-                "Using 737,015 and 4,965 the difference is 732,050.",
-            ),
-            msg(
-                "Verification_Expert",
-                "I checked 732,050 against 737,015 minus 4,965.",
-            ),
+            msg("Planner", "Let us look up both populations and subtract them."),
+            msg("Data_Expert", "The census figures are: Seattle 737,015 and Colville 4,965."),
+            msg("Math_Expert", "Using 737,015 and 4,965 the difference is 732,050."),
+            msg("Verification_Expert", "I checked 732,050 against 737,015 minus 4,965."),
             msg("Verification_Expert", "TERMINATE"),
         ],
         vec![],
@@ -88,30 +55,16 @@ fn corrected_tool_error_is_pruned_with_correction() {
         vec![
             msg("Coder", "```python\nprint(sum(sales)\n```"),
             tool("exitcode: 1 (execution failed)\nCode output: SyntaxError: unexpected EOF"),
-            msg(
-                "Coder",
-                "Fixed the bracket.\n```python\nprint(sum(sales))\n```",
-            ),
+            msg("Coder", "Fixed the bracket.\n```python\nprint(sum(sales))\n```"),
             tool("exitcode: 0 (execution succeeded)\nCode output: 4521"),
             msg("Coder", "The total is 4521."),
         ],
         vec![(0, 1), (2, 3)],
     );
     let mut deps_p = Pipeline::default();
-    deps_p
-        .run(
-            &t,
-            &HeuristicJudge,
-            &Options::new(false),
-            Stage::Dependencies,
-        )
-        .unwrap();
+    deps_p.run(&t, &HeuristicJudge, &Options::new(false), Stage::Dependencies).unwrap();
     let deps = deps_p.deps.unwrap();
-    let c0 = deps
-        .candidates
-        .iter()
-        .find(|c| c.step == 0)
-        .expect("step 0 is a candidate");
+    let c0 = deps.candidates.iter().find(|c| c.step == 0).expect("step 0 is a candidate");
     let p = c0.pruned.as_ref().expect("pruned");
     assert_eq!(p.transition, Transition::Correction);
     assert_eq!(p.by_step, Some(2));
@@ -123,32 +76,16 @@ fn unused_output_is_a_dead_end() {
         "Which river is longer, the Nile or the Amazon?",
         vec![
             msg("Geo_Expert", "Side note: the Danube is 2,850 km long."),
-            msg(
-                "Geo_Expert",
-                "Comparing the two rivers, the Nile is the longer one.",
-            ),
+            msg("Geo_Expert", "Comparing the two rivers, the Nile is the longer one."),
             msg("Geo_Expert", "TERMINATE"),
         ],
         vec![],
     );
     let mut p = Pipeline::default();
-    p.run(
-        &t,
-        &HeuristicJudge,
-        &Options::new(false),
-        Stage::Dependencies,
-    )
-    .unwrap();
+    p.run(&t, &HeuristicJudge, &Options::new(false), Stage::Dependencies).unwrap();
     let deps = p.deps.unwrap();
-    let c0 = deps
-        .candidates
-        .iter()
-        .find(|c| c.step == 0)
-        .expect("step 0 is a candidate");
-    assert_eq!(
-        c0.pruned.as_ref().map(|p| p.transition),
-        Some(Transition::DeadEnd)
-    );
+    let c0 = deps.candidates.iter().find(|c| c.step == 0).expect("step 0 is a candidate");
+    assert_eq!(c0.pruned.as_ref().map(|p| p.transition), Some(Transition::DeadEnd));
 }
 
 #[test]
@@ -160,9 +97,7 @@ fn later_traceback_is_a_symptom() {
                 "Analyst",
                 "Assume the file has a column named 'cost'. We will filter it.\n```python\nimport pandas as pd\ndf = pd.read_csv('data.csv')\nprint((df['cost'] > 100).sum())\n```",
             ),
-            tool(
-                "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\nKeyError: 'cost'",
-            ),
+            tool("exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\nKeyError: 'cost'"),
             msg("Analyst", "The answer is 0 rows."),
         ],
         vec![(0, 1)],
@@ -178,18 +113,9 @@ fn overrides_pin_and_exclude() {
     let t = traj(
         "What is the population difference between Seattle and Colville in the 2020 census?",
         vec![
-            msg(
-                "Planner",
-                "Let us look up both populations and subtract them.",
-            ),
-            msg(
-                "Data_Expert",
-                "The census figures are: Seattle 737,015 and Colville 4,965.",
-            ),
-            msg(
-                "Math_Expert",
-                "Using 737,015 and 4,965 the difference is 732,050.",
-            ),
+            msg("Planner", "Let us look up both populations and subtract them."),
+            msg("Data_Expert", "The census figures are: Seattle 737,015 and Colville 4,965."),
+            msg("Math_Expert", "Using 737,015 and 4,965 the difference is 732,050."),
             msg("Verification_Expert", "TERMINATE"),
         ],
         vec![],
@@ -197,17 +123,9 @@ fn overrides_pin_and_exclude() {
     let mut opts = Options::new(false);
     opts.overrides.excluded = vec![1];
     let d = diagnose(&t, &HeuristicJudge, &opts);
-    assert_eq!(
-        d.candidate(1)
-            .and_then(|c| c.pruned.as_ref())
-            .map(|p| p.reason.as_str()),
-        Some("excluded by the user")
-    );
+    assert_eq!(d.candidate(1).and_then(|c| c.pruned.as_ref()).map(|p| p.reason.as_str()), Some("excluded by the user"));
     assert_ne!(d.decisive_step, Some(1));
-    opts.overrides = Overrides {
-        pinned: Some(0),
-        ..Overrides::default()
-    };
+    opts.overrides = Overrides { pinned: Some(0), ..Overrides::default() };
     let d = diagnose(&t, &HeuristicJudge, &opts);
     assert_eq!(d.decisive_step, Some(0));
     assert_eq!(d.agent.as_deref(), Some("Planner"));
