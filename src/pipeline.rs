@@ -563,7 +563,7 @@ pub fn verify(
     }
     let mut default_reason = None;
     if chosen.is_none() {
-        chosen = heuristic::default_step(&ctx);
+        chosen = heuristic::default_step(&ctx, &opts.overrides.excluded);
         default_reason = chosen.map(|s| {
             format!(
                 "no candidate survived; by temporal precedence the first step acting on the task (step {s}) is named"

@@ -371,18 +371,20 @@ pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
 
 /// The prior's default when nothing points anywhere: the first step that acts on the task (not a
 /// request, plan, coordination, delegation, tool output or termination), preferring agents `π`
-/// expects to provide a capability.
-pub fn default_step(ctx: &Context<'_>) -> Option<usize> {
+/// expects to provide a capability. Steps in `excluded` (the user's exclusions) are never named.
+pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
     let acts = |s: &&StepSummary| {
-        !matches!(
-            s.action,
-            Action::Request
-                | Action::Plan
-                | Action::Coordinate
-                | Action::Delegate
-                | Action::ToolOutput
-                | Action::Terminate
-        ) && ctx.trajectory.steps[s.index].content.trim().len() > 15
+        !excluded.contains(&s.index)
+            && !matches!(
+                s.action,
+                Action::Request
+                    | Action::Plan
+                    | Action::Coordinate
+                    | Action::Delegate
+                    | Action::ToolOutput
+                    | Action::Terminate
+            )
+            && ctx.trajectory.steps[s.index].content.trim().len() > 15
     };
     let expected: Vec<&str> =
         ctx.prior.map(|p| p.requirements.iter().filter_map(|r| r.agent.as_deref()).collect()).unwrap_or_default();
