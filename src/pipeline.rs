@@ -623,7 +623,8 @@ pub fn research(
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
     let out = match ask(judge, &ctx, &Question::Roles { window: window.clone(), chosen }, &mut cost, warnings) {
         Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
-            let decisive = if opts.overrides.pinned.is_some() { chosen } else { decisive };
+            let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&decisive);
+            let decisive = if keep { chosen } else { decisive };
             let mut roles = roles;
             normalise_roles(&mut roles, decisive);
             ReSearch { decisive, roles, reason }
