@@ -14,4 +14,5 @@ pub mod judge;
 pub mod model;
 pub mod pipeline;
 pub mod prior;
+pub mod report;
 pub mod text;

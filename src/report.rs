@@ -1,0 +1,244 @@
+//! Diagnosis reports: Markdown for people and versioned JSON for programs (schema documented in
+//! `docs/REPORT_SCHEMA.md`). This is an edge module: it builds `serde_json` values from the core
+//! types; the core stays free of serde.
+
+use serde_json::{Value, json};
+
+use crate::diagnosis::{Candidate, Diagnosis, Role};
+use crate::model::Trajectory;
+use crate::text;
+
+/// The JSON report schema identifier; bump the version on any incompatible change.
+pub const SCHEMA: &str = "falat.diagnosis/v1";
+
+/// The JSON report of one diagnosis (see `docs/REPORT_SCHEMA.md`).
+pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
+    let total = d.total_cost();
+    json!({
+        "schema": SCHEMA,
+        "trajectory": {
+            "id": t.id,
+            "format": t.source.as_str(),
+            "task": t.task,
+            "steps": t.steps.len(),
+            "agents": t.agent_names(),
+            "expected_output": t.expected_output,
+            "observed_output": t.observed_output,
+        },
+        "method": d.method,
+        "judge": d.judge,
+        "used_ground_truth": d.used_ground_truth,
+        "decisive_step": d.decisive_step,
+        "agent": d.agent,
+        "category": d.category,
+        "reason": d.reason,
+        "confidence": d.confidence,
+        "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
+        "path": d.path,
+        "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
+        "cost": {
+            "stages": d.cost.iter().map(|s| json!({
+                "stage": s.stage,
+                "calls": s.cost.calls,
+                "prompt_tokens": s.cost.prompt_tokens,
+                "completion_tokens": s.cost.completion_tokens,
+                "wall_ms": ms(s.cost.wall),
+            })).collect::<Vec<_>>(),
+            "total": {
+                "calls": total.calls,
+                "prompt_tokens": total.prompt_tokens,
+                "completion_tokens": total.completion_tokens,
+                "wall_ms": ms(total.wall),
+            },
+        },
+        "overrides": {
+            "marked": d.overrides.marked,
+            "excluded": d.overrides.excluded,
+            "pinned": d.overrides.pinned,
+        },
+        "warnings": d.warnings,
+        "details": d.details.iter().map(|(title, lines)| json!({"title": title, "lines": lines})).collect::<Vec<_>>(),
+        "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
+    })
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn candidate_json(c: &Candidate) -> Value {
+    json!({
+        "step": c.step,
+        "agent": c.agent,
+        "origin": match c.origin { crate::diagnosis::Origin::Machine => "machine", crate::diagnosis::Origin::User => "user" },
+        "score": (c.score * 1000.0).round() / 1000.0,
+        "findings": c.findings.iter().map(|f| json!({
+            "signal": f.signal.as_str(),
+            "weight": f.weight,
+            "evidence": f.evidence,
+        })).collect::<Vec<_>>(),
+        "pruned": c.pruned.as_ref().map(|p| json!({
+            "transition": p.transition.as_str(),
+            "by_step": p.by_step,
+            "reason": p.reason,
+        })),
+        "verification": c.verification.as_ref().map(|v| json!({
+            "error_independence": {"passed": v.independence.passed, "evidence": v.independence.evidence},
+            "counterfactual_sufficiency": {"passed": v.sufficiency.passed, "evidence": v.sufficiency.evidence},
+            "temporal_precedence": {"passed": v.precedence.passed, "evidence": v.precedence.evidence},
+        })),
+    })
+}
+
+/// The Markdown report a person reads: task, verdict, why, roles, candidates, path, cost.
+/// All trace content is sanitised and table cells are escaped.
+pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("# falat diagnosis: {}\n\n", cell(&t.id)));
+    out.push_str(&format!(
+        "- format: {}\n- method: {} (judge: {})\n- steps: {}, agents: {}\n",
+        t.source,
+        d.method,
+        d.judge,
+        t.steps.len(),
+        cell(&t.agent_names().join(", "))
+    ));
+    out.push_str(&format!("- ground truth used: {}\n\n", if d.used_ground_truth { "yes" } else { "no" }));
+    out.push_str("## Task\n\n");
+    out.push_str(&quote(&t.task));
+    if let Some(e) = &t.expected_output {
+        out.push_str(&format!("\nExpected output: `{}`\n", inline(e)));
+    }
+    if let Some(o) = &t.observed_output {
+        out.push_str(&format!("\nObserved output: `{}`\n", inline(o)));
+    }
+    verdict(&mut out, t, d);
+    roles(&mut out, t, d);
+    candidates(&mut out, d);
+    path_and_cost(&mut out, d);
+    if !d.warnings.is_empty() {
+        out.push_str("\n## Warnings\n\n");
+        for w in &d.warnings {
+            out.push_str(&format!("- {}\n", cell(w)));
+        }
+    }
+    for (title, lines) in &d.details {
+        out.push_str(&format!("\n## {}\n\n", cell(title)));
+        for l in lines {
+            out.push_str(&format!("- {}\n", cell(l)));
+        }
+    }
+    out
+}
+
+fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
+    out.push_str("\n## Verdict\n\n");
+    match d.decisive_step {
+        Some(s) => out.push_str(&format!(
+            "**Decisive step {s}** by **{}**: {} (confidence {:.2})\n",
+            cell(d.agent.as_deref().unwrap_or("?")),
+            d.category,
+            d.confidence
+        )),
+        None => out.push_str("No decisive step could be named.\n"),
+    }
+    if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
+        out.push_str(&format!("\n> {}\n", text::first_line(&s.content, 200).replace('|', "\\|")));
+    }
+    out.push_str(&format!("\n### Why\n\n{}\n", text::sanitize(&d.reason)));
+    if !d.overrides.is_empty() {
+        let o = &d.overrides;
+        out.push_str(&format!(
+            "\nUser overrides: marked {:?}, excluded {:?}, pinned {}\n",
+            o.marked,
+            o.excluded,
+            o.pinned.map_or("none".to_string(), |p| p.to_string())
+        ));
+    }
+    if let Some(g) = &t.gold {
+        out.push_str(&format!(
+            "\nGold label: step {} by {}\n",
+            g.step.map_or("?".to_string(), |s| s.to_string()),
+            cell(&g.agent)
+        ));
+    }
+}
+
+fn roles(out: &mut String, t: &Trajectory, d: &Diagnosis) {
+    if d.roles.is_empty() {
+        return;
+    }
+    out.push_str("\n## Roles\n\n| step | agent | role | content |\n| ---: | --- | --- | --- |\n");
+    for (s, r) in &d.roles {
+        let step = &t.steps[*s];
+        let marker = if *r == Role::RootCause { "**ROOT_CAUSE**".to_string() } else { r.as_str().to_string() };
+        out.push_str(&format!(
+            "| {s} | {} | {marker} | {} |\n",
+            cell(&step.agent),
+            cell(&text::first_line(&step.content, 80))
+        ));
+    }
+}
+
+fn candidates(out: &mut String, d: &Diagnosis) {
+    if d.candidates.is_empty() {
+        out.push_str("\n## Candidates\n\nNone.\n");
+        return;
+    }
+    out.push_str(
+        "\n## Candidates\n\n| step | agent | score | findings | pruned | independence | sufficiency | precedence |\n",
+    );
+    out.push_str("| ---: | --- | ---: | --- | --- | --- | --- | --- |\n");
+    for c in &d.candidates {
+        let findings: Vec<String> =
+            c.findings.iter().map(|f| format!("{}: {}", f.signal.as_str(), f.evidence)).collect();
+        let pruned = c.pruned.as_ref().map_or("-".to_string(), |p| format!("{} ({})", p.transition, p.reason));
+        let crit = |x: Option<&crate::diagnosis::Criterion>| {
+            x.map_or("-".to_string(), |c| format!("{} {}", if c.passed { "pass" } else { "fail" }, c.evidence))
+        };
+        let v = c.verification.as_ref();
+        out.push_str(&format!(
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            c.step,
+            cell(&c.agent),
+            c.score,
+            cell(&findings.join("; ")),
+            cell(&pruned),
+            cell(&crit(v.map(|v| &v.independence))),
+            cell(&crit(v.map(|v| &v.sufficiency))),
+            cell(&crit(v.map(|v| &v.precedence))),
+        ));
+    }
+}
+
+fn path_and_cost(out: &mut String, d: &Diagnosis) {
+    if !d.path.is_empty() {
+        let p: Vec<String> = d.path.iter().map(|s| s.to_string()).collect();
+        out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
+    }
+    out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+    for s in &d.cost {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {:.1} |\n",
+            s.stage,
+            s.cost.calls,
+            s.cost.prompt_tokens,
+            s.cost.completion_tokens,
+            s.cost.wall.as_secs_f64() * 1000.0
+        ));
+    }
+}
+
+/// Sanitised text safe inside a Markdown table cell (one line, `|` escaped).
+fn cell(s: &str) -> String {
+    text::sanitize(s).replace('\n', " ").replace('|', "\\|")
+}
+
+fn inline(s: &str) -> String {
+    text::clip(&cell(s), 200).replace('`', "'")
+}
+
+fn quote(s: &str) -> String {
+    let body: Vec<String> = text::sanitize(s.trim()).lines().take(20).map(|l| format!("> {l}")).collect();
+    body.join("\n") + "\n"
+}
