@@ -1,41 +1,40 @@
-//! Development aid: diagnoses every file under the given folders and prints the accuracy table
-//! plus per-file predictions. `cargo run --example quick_eval -- data/who-and-when`.
+//! Development aid: diagnoses every file under the given folders with one or more methods and
+//! prints the accuracy table plus, with `-v`, per-file predictions.
+//!
+//! `cargo run --example quick_eval -- data/who-and-when [--method falat,echo|all] [--seed N]
+//! [--panel K] [--jobs N] [--no-ground-truth] [-v]`
 use falat::eval;
-use falat::ingest::fs::{dataset_files, load_path};
 use falat::judge::heuristic::HeuristicJudge;
-use falat::pipeline::{Options, diagnose};
+use falat::methods::{self, Method, MethodOptions};
+
+fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let gt = !args.iter().any(|a| a == "--no-ground-truth");
+    let mut opts = MethodOptions::new(!args.iter().any(|a| a == "--no-ground-truth"));
     let verbose = args.iter().any(|a| a == "-v");
-    let mut records = Vec::new();
-    for dir in args.iter().filter(|a| !a.starts_with('-')) {
-        for f in dataset_files(std::path::Path::new(dir)).unwrap() {
-            let loaded = load_path(&f, None).unwrap();
-            let t = &loaded.trajectories[0];
-            let Some(gold) = &t.gold else { continue };
-            let d = diagnose(t, &HeuristicJudge, &Options::new(gt));
-            let subset = f.parent().unwrap().file_name().unwrap().to_string_lossy().to_string();
-            let r = eval::score(&f.display().to_string(), &subset, &d, gold);
-            if verbose {
-                println!(
-                    "{:<45} pred {:?} {:?} gold {:?} {} | {} | {}",
-                    r.file,
-                    r.pred_step,
-                    r.pred_agent,
-                    r.gold_step,
-                    r.gold_agent,
-                    d.category,
-                    d.candidates
-                        .iter()
-                        .filter(|c| c.pruned.is_none())
-                        .map(|c| format!("{}:{:.2}", c.step, c.score))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
-            }
-            records.push(r);
+    let list = value(&args, "--method").unwrap_or("falat");
+    let methods = Method::parse_list(list).unwrap_or_else(|e| panic!("{e}"));
+    opts.seed = value(&args, "--seed").map_or(0, |s| s.parse().expect("--seed N"));
+    opts.panel = value(&args, "--panel").map_or(3, |s| s.parse().expect("--panel K"));
+    let jobs = value(&args, "--jobs").map_or(2, |s| s.parse().expect("--jobs N"));
+    let flags_with_value = ["--method", "--seed", "--panel", "--jobs"];
+    let dirs: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.starts_with('-') && (*i == 0 || !flags_with_value.contains(&args[i - 1].as_str())))
+        .map(|(_, a)| a)
+        .collect();
+    let cases = methods::load_cases(&dirs).expect("readable data set");
+    let records = methods::evaluate(&methods, &cases, &HeuristicJudge, &opts, jobs);
+    if verbose {
+        for r in &records {
+            println!(
+                "{:<14} {:<50} pred {:?} {:?} gold {:?} {}",
+                r.method, r.file, r.pred_step, r.pred_agent, r.gold_step, r.gold_agent
+            );
         }
     }
     print!("{}", eval::render_table(&eval::summarize(&records, &[0, 1, 3, 5])));

@@ -11,6 +11,7 @@ pub mod graph;
 pub mod hierarchy;
 pub mod ingest;
 pub mod judge;
+pub mod methods;
 pub mod model;
 pub mod pipeline;
 pub mod prior;

@@ -6,6 +6,8 @@
 //! the task's key terms (the prior `π`), the answer type against `π`, and similarity for
 //! redundancy. Weights are fixed constants documented at [`weights`]; none refers to a data set.
 
+mod attribution;
+
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -78,6 +80,7 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
         Question::LabelTransition { from, to } => Answer::Transition(label(ctx, *from, *to)),
         Question::Verify { step, criterion, others } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
         Question::Roles { window, chosen } => roles(ctx, window.clone(), *chosen),
+        q => attribution::answer(ctx, q),
     }
 }
 

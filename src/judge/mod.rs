@@ -5,6 +5,7 @@
 //! a cache can record them. The [`heuristic::HeuristicJudge`] answers every question offline and
 //! deterministically from the structure ([`Context`]).
 
+pub mod attribution;
 pub mod heuristic;
 
 use std::ops::Range;
@@ -16,6 +17,7 @@ use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::model::Trajectory;
 use crate::prior::Prior;
+use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
 /// What a judge may look at when answering: the trajectory and the structure built so far.
 #[derive(Clone, Copy)]
@@ -96,6 +98,74 @@ pub enum Question {
         /// The step chosen so far.
         chosen: usize,
     },
+    /// Who&When all-at-once: the whole log in one question; name the agent and the step of the
+    /// decisive error. `context` is the full log, every step headed `[step i] agent (kind)`.
+    /// Valid answer: [`Answer::Attribution`] with `step` in `0..steps`.
+    LocateError {
+        /// The whole log with explicit 0-based step numbers.
+        context: String,
+    },
+    /// Who&When step-by-step: is `step` (the last step of `context`) the decisive error? The
+    /// log is shown up to and including `step`. Valid answer: [`Answer::Verdict`].
+    IsDecisive {
+        /// The step under judgement, 0-based.
+        step: usize,
+        /// Steps `0..=step` with explicit numbers.
+        context: String,
+    },
+    /// Who&When binary search: which half of `range` holds the decisive error, `range.start..split`
+    /// or `split..range.end`? Valid answer: [`Answer::Half`].
+    LocateInRange {
+        /// The steps still in question, end exclusive.
+        range: Range<usize>,
+        /// The first step of the second half.
+        split: usize,
+        /// The steps of `range` with explicit numbers, the split marked.
+        context: String,
+    },
+    /// ECHO objective analysis: one analyst of the panel, with its perspective, attributes the
+    /// failure to an agent ([`VoteTarget::Agent`]) or to one step of the named agent
+    /// ([`VoteTarget::Step`]). `context` is the hierarchical context (L1 full adjacent turns, L2
+    /// key decisions, L3 summaries, L4 milestones). Valid answer: [`Answer::Analysis`]; a step
+    /// outside the trajectory is discarded, not an error.
+    AnalystVote {
+        /// The analyst's perspective.
+        perspective: Perspective,
+        /// Agent or step.
+        target: VoteTarget,
+        /// The hierarchical context text.
+        context: String,
+    },
+    /// DeFA candidate recall in one segment: which steps of `segment` may be the decisive error,
+    /// with findings? `context` holds the segment in full and the other segments summarised.
+    /// Valid answer: [`Answer::Candidates`] with every step inside `segment`.
+    SegmentRecall {
+        /// The segment's steps, end exclusive.
+        segment: Range<usize>,
+        /// The segment view.
+        context: String,
+    },
+    /// DeFA failure propagation: for each candidate, its sources (earlier steps whose error it
+    /// takes up) and its effects (later steps that continued, amplified or corrected it). Valid
+    /// answer: [`Answer::Propagation`], edges going forward inside the trajectory.
+    TracePropagation {
+        /// The candidate steps of one segment.
+        candidates: Vec<usize>,
+        /// The segment view with the candidates' dependency edges.
+        context: String,
+    },
+    /// DeFA adjudication: compare the candidates along the propagation graph, pick the decisive
+    /// step (the earliest whose correction would turn the failure into success) and classify it
+    /// in the [`ErrorCategory`] taxonomy. Valid answer: [`Answer::Adjudication`] naming one of
+    /// `candidates`.
+    Adjudicate {
+        /// All candidates and sources, 0-based.
+        candidates: Vec<usize>,
+        /// The failure propagation graph.
+        edges: Vec<PropagationEdge>,
+        /// Candidate evidence and the graph as text.
+        context: String,
+    },
 }
 
 impl Question {
@@ -108,6 +178,13 @@ impl Question {
             Question::LabelTransition { .. } => "label_transition",
             Question::Verify { .. } => "verify",
             Question::Roles { .. } => "roles",
+            Question::LocateError { .. } => "locate_error",
+            Question::IsDecisive { .. } => "is_decisive",
+            Question::LocateInRange { .. } => "locate_in_range",
+            Question::AnalystVote { .. } => "analyst_vote",
+            Question::SegmentRecall { .. } => "segment_recall",
+            Question::TracePropagation { .. } => "trace_propagation",
+            Question::Adjudicate { .. } => "adjudicate",
         }
     }
 
@@ -126,6 +203,7 @@ impl Question {
             Question::Roles { window, chosen } => {
                 json!({ "from_step": window.start, "to_step": window.end, "chosen": chosen })
             }
+            q => attribution::question_fields(q).unwrap_or_else(|| json!({})),
         };
         v["kind"] = json!(self.kind());
         v
@@ -144,7 +222,8 @@ pub enum Answer {
         /// 0..=1.
         suspicion: f32,
     },
-    /// For [`Question::RecallCandidates`]: `(step, findings)` for each candidate in the range.
+    /// For [`Question::RecallCandidates`] and [`Question::SegmentRecall`]: `(step, findings)` for
+    /// each candidate in the range.
     Candidates(Vec<(usize, Vec<Finding>)>),
     /// For [`Question::LabelTransition`].
     Transition(Transition),
@@ -158,6 +237,52 @@ pub enum Answer {
         decisive: usize,
         /// Why it stayed or moved.
         reason: String,
+    },
+    /// For [`Question::LocateError`]: `{"agent", "step", "reason", "confidence"}`.
+    Attribution {
+        /// The responsible agent.
+        agent: String,
+        /// The decisive step, 0-based.
+        step: usize,
+        /// Why.
+        reason: String,
+        /// 0..=1.
+        confidence: f32,
+    },
+    /// For [`Question::IsDecisive`]: `{"decisive": bool, "reason", "confidence"}`.
+    Verdict {
+        /// Whether the step is the decisive error.
+        decisive: bool,
+        /// Why.
+        reason: String,
+        /// 0..=1.
+        confidence: f32,
+    },
+    /// For [`Question::LocateInRange`]: `{"half": "first"|"second", "reason"}`.
+    Half {
+        /// The half that holds the decisive error.
+        half: Half,
+        /// Why.
+        reason: String,
+    },
+    /// For [`Question::AnalystVote`]: `{"conclusion", "agents", "step", "confidence", "reasoning",
+    /// "evaluations": [{"agent", "likelihood"}]}`.
+    Analysis(Analysis),
+    /// For [`Question::TracePropagation`]: `{"edges": [{"from", "to", "effect"}]}`.
+    Propagation {
+        /// Source and effect edges of the candidates.
+        edges: Vec<PropagationEdge>,
+    },
+    /// For [`Question::Adjudicate`]: `{"step", "category", "reason", "confidence"}`.
+    Adjudication {
+        /// The decisive step, 0-based, one of the candidates.
+        step: usize,
+        /// Its error category.
+        category: ErrorCategory,
+        /// Why.
+        reason: String,
+        /// 0..=1.
+        confidence: f32,
     },
 }
 
@@ -185,6 +310,7 @@ impl Answer {
                 "decisive_step": decisive,
                 "reason": reason,
             }),
+            a => attribution::answer_json(a).unwrap_or_else(|| json!({})),
         }
     }
 }

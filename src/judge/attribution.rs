@@ -1,0 +1,469 @@
+//! Value types of the attribution questions asked by ECHO, DeFA and the Who&When baselines
+//! ([`crate::methods`]), their JSON forms and a validating parser for the answers.
+//!
+//! The questions themselves are variants of [`super::Question`]; every one carries the `context`
+//! text the method built (the view a model would see, with explicit 0-based step numbers), so an
+//! LLM judge can send it as is. The task and, with ground truth, `o*` come from the judge
+//! [`super::Context`], not from the context text.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use super::{Answer, Question};
+use crate::diagnosis::{Finding, Signal};
+
+/// The six analyst perspectives of the ECHO panel (`papers/000_*`, §3.2 and A.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Perspective {
+    /// Attributes only on strong, direct evidence; prefers a single agent.
+    Conservative,
+    /// Attributes on weaker evidence and early; open to several agents sharing the fault.
+    Liberal,
+    /// Weighs raw evidence most: values, their sources, tool outputs.
+    DetailFocused,
+    /// Weighs recurring process failures most: repeated actions, ignored errors, bad hand-offs.
+    PatternFocused,
+    /// Doubts claims without consequences; discounts hedges and steps nothing builds on.
+    Skeptical,
+    /// Balanced: the most impactful mistake.
+    General,
+}
+
+impl Perspective {
+    /// All six, in the paper's order.
+    pub const ALL: [Perspective; 6] = [
+        Perspective::Conservative,
+        Perspective::Liberal,
+        Perspective::DetailFocused,
+        Perspective::PatternFocused,
+        Perspective::Skeptical,
+        Perspective::General,
+    ];
+
+    /// The name used in JSON and reports (`detail-focused`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Perspective::Conservative => "conservative",
+            Perspective::Liberal => "liberal",
+            Perspective::DetailFocused => "detail-focused",
+            Perspective::PatternFocused => "pattern-focused",
+            Perspective::Skeptical => "skeptical",
+            Perspective::General => "general",
+        }
+    }
+
+    /// Parses [`Perspective::as_str`].
+    pub fn parse(s: &str) -> Option<Perspective> {
+        Perspective::ALL.into_iter().find(|p| p.as_str() == s.trim())
+    }
+
+    /// The focus instruction an LLM analyst with this perspective is given (ECHO A.5).
+    pub fn instruction(self) -> &'static str {
+        match self {
+            Perspective::Conservative => {
+                "Attribute only on clear, direct evidence; prefer a single responsible agent; lower your confidence when in doubt."
+            }
+            Perspective::Liberal => {
+                "Consider subtle and indirect contributions; attribute early deviations; several agents may share the fault."
+            }
+            Perspective::DetailFocused => {
+                "Check the concrete details: values, their sources, tool outputs, code and its results."
+            }
+            Perspective::PatternFocused => {
+                "Look for recurring patterns: repeated failing actions, ignored errors, poor hand-offs across the run."
+            }
+            Perspective::Skeptical => {
+                "Question every claim; discount hedges and steps whose output nothing uses; trace errors to their origin."
+            }
+            Perspective::General => "Take a balanced view and name the mistake with the largest impact on the outcome.",
+        }
+    }
+}
+
+impl fmt::Display for Perspective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an ECHO analyst is asked to attribute (ECHO judges agent and step separately).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VoteTarget {
+    /// Which agent is responsible.
+    Agent,
+    /// Which of this agent's steps is the decisive error.
+    Step {
+        /// The agent the panel attributed the failure to.
+        agent: String,
+    },
+}
+
+/// The conclusion type of an ECHO analysis (consensus votes per type first, ECHO A.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Conclusion {
+    /// One agent is responsible.
+    SingleAgent,
+    /// Several agents share the fault.
+    MultiAgent,
+    /// No agent is clearly at fault.
+    NoClearFault,
+}
+
+impl Conclusion {
+    /// All types, in tie-break order (a tie goes to the earlier one).
+    pub const ALL: [Conclusion; 3] = [Conclusion::SingleAgent, Conclusion::MultiAgent, Conclusion::NoClearFault];
+
+    /// `single_agent`, `multi_agent`, `no_clear_fault`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conclusion::SingleAgent => "single_agent",
+            Conclusion::MultiAgent => "multi_agent",
+            Conclusion::NoClearFault => "no_clear_fault",
+        }
+    }
+
+    /// Parses [`Conclusion::as_str`].
+    pub fn parse(s: &str) -> Option<Conclusion> {
+        Conclusion::ALL.into_iter().find(|c| c.as_str() == s.trim())
+    }
+}
+
+/// One analyst's answer to [`Question::AnalystVote`] (ECHO A.5 output schema).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    /// Single-agent, multi-agent or no clear fault.
+    pub conclusion: Conclusion,
+    /// The attributed agents, most responsible first (one for a single-agent conclusion).
+    pub agents: Vec<String>,
+    /// The decisive step, 0-based, when the analyst names one.
+    pub step: Option<usize>,
+    /// Confidence in 0..=1; the consensus drops analyses under 0.3.
+    pub confidence: f32,
+    /// Why, in a few sentences.
+    pub reasoning: String,
+    /// Error likelihood per agent, 0..=1, most likely first.
+    pub evaluations: Vec<(String, f32)>,
+}
+
+/// What a later step did with a candidate's effect (DeFA failure propagation, `papers/001_*` §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Effect {
+    /// It adopted the effect and went on with it.
+    Continued,
+    /// It made it worse or added a deviation of its own on top.
+    Amplified,
+    /// It repaired it.
+    Corrected,
+}
+
+impl Effect {
+    /// `continued`, `amplified`, `corrected`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Continued => "continued",
+            Effect::Amplified => "amplified",
+            Effect::Corrected => "corrected",
+        }
+    }
+
+    /// Parses [`Effect::as_str`].
+    pub fn parse(s: &str) -> Option<Effect> {
+        [Effect::Continued, Effect::Amplified, Effect::Corrected].into_iter().find(|e| e.as_str() == s.trim())
+    }
+}
+
+/// An edge of the DeFA failure propagation graph: step `to` did `effect` with what `from` caused.
+/// Steps are 0-based, `from < to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PropagationEdge {
+    /// The earlier step (a candidate or a source of one).
+    pub from: usize,
+    /// The later step.
+    pub to: usize,
+    /// What the later step did with the effect.
+    pub effect: Effect,
+}
+
+/// The half of a range named by [`Question::LocateInRange`] (Who&When binary search).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Half {
+    /// `range.start..split`.
+    First,
+    /// `split..range.end`.
+    Second,
+}
+
+impl Half {
+    /// `first`, `second`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Half::First => "first",
+            Half::Second => "second",
+        }
+    }
+}
+
+/// The error taxonomy of DeFA's adjudication (aligned with the Who&When Pro failure modes the
+/// paper uses, `papers/001_*` §3.1). Names are the snake_case forms in [`ErrorCategory::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCategory {
+    /// Values, facts or sources stated with nothing behind them.
+    Hallucination,
+    /// A tool or code called with wrong parameters, or a call that fails.
+    ToolInvocationError,
+    /// A tool output read wrongly, or an error in it ignored.
+    MisreadToolOutput,
+    /// Work that departs from the task, the instructions or the plan.
+    InstructionOrPlanDeviation,
+    /// Work handed to an agent that cannot do it, or with an instruction that cannot work.
+    WrongDelegation,
+    /// The run answers or stops before the answer is established.
+    PrematureTermination,
+    /// A check that claims success without evidence, or misses the error.
+    VerificationFailure,
+    /// An action that already failed, repeated without change.
+    RepeatedFailingAction,
+    /// Reasoning built on an assumption, placeholder or made-up data.
+    UnsupportedAssumption,
+    /// None of the above.
+    Other,
+}
+
+impl ErrorCategory {
+    /// All categories.
+    pub const ALL: [ErrorCategory; 10] = [
+        ErrorCategory::Hallucination,
+        ErrorCategory::ToolInvocationError,
+        ErrorCategory::MisreadToolOutput,
+        ErrorCategory::InstructionOrPlanDeviation,
+        ErrorCategory::WrongDelegation,
+        ErrorCategory::PrematureTermination,
+        ErrorCategory::VerificationFailure,
+        ErrorCategory::RepeatedFailingAction,
+        ErrorCategory::UnsupportedAssumption,
+        ErrorCategory::Other,
+    ];
+
+    /// The snake_case name (the same names [`Signal::category`] uses).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Hallucination => "hallucination",
+            ErrorCategory::ToolInvocationError => "tool_invocation_error",
+            ErrorCategory::MisreadToolOutput => "misread_tool_output",
+            ErrorCategory::InstructionOrPlanDeviation => "instruction_or_plan_deviation",
+            ErrorCategory::WrongDelegation => "wrong_delegation",
+            ErrorCategory::PrematureTermination => "premature_termination",
+            ErrorCategory::VerificationFailure => "verification_failure",
+            ErrorCategory::RepeatedFailingAction => "repeated_failing_action",
+            ErrorCategory::UnsupportedAssumption => "unsupported_assumption",
+            ErrorCategory::Other => "other",
+        }
+    }
+
+    /// Parses [`ErrorCategory::as_str`].
+    pub fn parse(s: &str) -> Option<ErrorCategory> {
+        ErrorCategory::ALL.into_iter().find(|c| c.as_str() == s.trim())
+    }
+
+    /// The category of a heuristic signal.
+    pub fn of_signal(s: Signal) -> ErrorCategory {
+        ErrorCategory::parse(s.category()).unwrap_or(ErrorCategory::Other)
+    }
+}
+
+/// The JSON fields of an attribution question (without `kind`), or `None` for other kinds.
+pub(super) fn question_fields(q: &Question) -> Option<Value> {
+    Some(match q {
+        Question::LocateError { context } => json!({ "context": context }),
+        Question::IsDecisive { step, context } => json!({ "step": step, "context": context }),
+        Question::LocateInRange { range, split, context } => json!({
+            "from_step": range.start, "to_step": range.end, "split": split, "context": context,
+        }),
+        Question::AnalystVote { perspective, target, context } => {
+            let (target, agent) = match target {
+                VoteTarget::Agent => ("agent", None),
+                VoteTarget::Step { agent } => ("step", Some(agent)),
+            };
+            json!({
+                "perspective": perspective.as_str(),
+                "instruction": perspective.instruction(),
+                "target": target,
+                "agent": agent,
+                "context": context,
+            })
+        }
+        Question::SegmentRecall { segment, context } => {
+            json!({ "from_step": segment.start, "to_step": segment.end, "context": context })
+        }
+        Question::TracePropagation { candidates, context } => json!({ "candidates": candidates, "context": context }),
+        Question::Adjudicate { candidates, edges, context } => json!({
+            "candidates": candidates,
+            "edges": edges_json(edges),
+            "categories": ErrorCategory::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            "context": context,
+        }),
+        _ => return None,
+    })
+}
+
+fn edges_json(edges: &[PropagationEdge]) -> Vec<Value> {
+    edges.iter().map(|e| json!({ "from": e.from, "to": e.to, "effect": e.effect.as_str() })).collect()
+}
+
+/// The JSON form of an attribution answer, or `None` for other kinds.
+pub(super) fn answer_json(a: &Answer) -> Option<Value> {
+    Some(match a {
+        Answer::Attribution { agent, step, reason, confidence } => {
+            json!({ "agent": agent, "step": step, "reason": reason, "confidence": confidence })
+        }
+        Answer::Verdict { decisive, reason, confidence } => {
+            json!({ "decisive": decisive, "reason": reason, "confidence": confidence })
+        }
+        Answer::Half { half, reason } => json!({ "half": half.as_str(), "reason": reason }),
+        Answer::Analysis(x) => json!({
+            "conclusion": x.conclusion.as_str(),
+            "agents": x.agents,
+            "step": x.step,
+            "confidence": x.confidence,
+            "reasoning": x.reasoning,
+            "evaluations": x.evaluations.iter().map(|(a, l)| json!({ "agent": a, "likelihood": l })).collect::<Vec<_>>(),
+        }),
+        Answer::Propagation { edges } => json!({ "edges": edges_json(edges) }),
+        Answer::Adjudication { step, category, reason, confidence } => json!({
+            "step": step, "category": category.as_str(), "reason": reason, "confidence": confidence,
+        }),
+        _ => return None,
+    })
+}
+
+/// Parses and validates a judge's JSON answer to an attribution question over a trajectory of
+/// `steps` steps: the shape must be the one [`Answer::to_json`] writes for the question's kind,
+/// and every step must lie in the trajectory (and in the question's range where it has one).
+/// `None` when the question is not an attribution question.
+///
+/// # Errors
+/// A message naming the first invalid field.
+pub fn parse_answer(q: &Question, v: &Value, steps: usize) -> Option<Result<Answer, String>> {
+    let in_range = |s: usize| if s < steps { Ok(s) } else { Err(format!("step {s} is outside 0..{steps}")) };
+    Some(match q {
+        Question::LocateError { .. } => (|| {
+            Ok(Answer::Attribution {
+                agent: str_of(v, "agent")?,
+                step: in_range(usize_of(v, "step")?)?,
+                reason: str_of(v, "reason").unwrap_or_default(),
+                confidence: conf_of(v)?,
+            })
+        })(),
+        Question::IsDecisive { .. } => (|| {
+            let decisive = v.get("decisive").and_then(Value::as_bool).ok_or("\"decisive\" must be true or false")?;
+            Ok(Answer::Verdict { decisive, reason: str_of(v, "reason").unwrap_or_default(), confidence: conf_of(v)? })
+        })(),
+        Question::LocateInRange { .. } => (|| {
+            let half = match str_of(v, "half")?.as_str() {
+                "first" => Half::First,
+                "second" => Half::Second,
+                h => return Err(format!("\"half\" must be first or second, not {h:?}")),
+            };
+            Ok(Answer::Half { half, reason: str_of(v, "reason").unwrap_or_default() })
+        })(),
+        Question::AnalystVote { .. } => parse_analysis(v, steps).map(Answer::Analysis),
+        Question::SegmentRecall { segment, .. } => parse_candidates(v, segment.clone()),
+        Question::TracePropagation { .. } => parse_edges(v, steps).map(|edges| Answer::Propagation { edges }),
+        Question::Adjudicate { candidates, .. } => (|| {
+            let step = in_range(usize_of(v, "step")?)?;
+            if !candidates.is_empty() && !candidates.contains(&step) {
+                return Err(format!("step {step} is not one of the candidates"));
+            }
+            let category = ErrorCategory::parse(&str_of(v, "category")?).ok_or("unknown \"category\"")?;
+            Ok(Answer::Adjudication {
+                step,
+                category,
+                reason: str_of(v, "reason").unwrap_or_default(),
+                confidence: conf_of(v)?,
+            })
+        })(),
+        _ => return None,
+    })
+}
+
+fn str_of(v: &Value, key: &str) -> Result<String, String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string).ok_or_else(|| format!("\"{key}\" must be a string"))
+}
+
+fn usize_of(v: &Value, key: &str) -> Result<usize, String> {
+    v.get(key).and_then(Value::as_u64).map(|n| n as usize).ok_or_else(|| format!("\"{key}\" must be a step number"))
+}
+
+fn conf_of(v: &Value) -> Result<f32, String> {
+    match v.get("confidence").and_then(Value::as_f64) {
+        Some(c) if (0.0..=1.0).contains(&c) => Ok(c as f32),
+        _ => Err("\"confidence\" must be a number in 0..=1".into()),
+    }
+}
+
+fn parse_analysis(v: &Value, steps: usize) -> Result<Analysis, String> {
+    let conclusion = Conclusion::parse(&str_of(v, "conclusion")?).ok_or("unknown \"conclusion\"")?;
+    let agents = v
+        .get("agents")
+        .and_then(Value::as_array)
+        .ok_or("\"agents\" must be a list")?
+        .iter()
+        .map(|a| a.as_str().map(str::to_string).ok_or("\"agents\" must hold names"))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A step outside the trajectory is kept out rather than failing the answer (ECHO A.7 discards
+    // such step votes); a step that is no number is invalid.
+    let step = match v.get("step") {
+        None | Some(Value::Null) => None,
+        Some(s) => Some(s.as_u64().ok_or("\"step\" must be a step number or null")? as usize).filter(|s| *s < steps),
+    };
+    let evaluations = v
+        .get("evaluations")
+        .and_then(Value::as_array)
+        .map(|xs| {
+            xs.iter()
+                .filter_map(|e| Some((e.get("agent")?.as_str()?.to_string(), e.get("likelihood")?.as_f64()? as f32)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Analysis { conclusion, agents, step, confidence: conf_of(v)?, reasoning: str_of(v, "reasoning")?, evaluations })
+}
+
+fn parse_candidates(v: &Value, segment: std::ops::Range<usize>) -> Result<Answer, String> {
+    let items = v.get("candidates").and_then(Value::as_array).ok_or("\"candidates\" must be a list")?;
+    let mut out = Vec::new();
+    for c in items {
+        let step = usize_of(c, "step")?;
+        if !segment.contains(&step) {
+            return Err(format!("candidate step {step} is outside {}..{}", segment.start, segment.end));
+        }
+        let findings = c
+            .get("findings")
+            .and_then(Value::as_array)
+            .ok_or("\"findings\" must be a list")?
+            .iter()
+            .map(|f| {
+                let signal = Signal::parse(&str_of(f, "signal")?).ok_or("unknown \"signal\"")?;
+                let weight = f.get("weight").and_then(Value::as_f64).unwrap_or(0.5).clamp(0.0, 1.0) as f32;
+                Ok(Finding { signal, evidence: str_of(f, "evidence").unwrap_or_default(), weight })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        out.push((step, findings));
+    }
+    Ok(Answer::Candidates(out))
+}
+
+fn parse_edges(v: &Value, steps: usize) -> Result<Vec<PropagationEdge>, String> {
+    let items = v.get("edges").and_then(Value::as_array).ok_or("\"edges\" must be a list")?;
+    items
+        .iter()
+        .map(|e| {
+            let (from, to) = (usize_of(e, "from")?, usize_of(e, "to")?);
+            if from >= to || to >= steps {
+                return Err(format!("edge {from} -> {to} must go forward inside 0..{steps}"));
+            }
+            let effect = Effect::parse(&str_of(e, "effect")?).ok_or("unknown \"effect\"")?;
+            Ok(PropagationEdge { from, to, effect })
+        })
+        .collect()
+}

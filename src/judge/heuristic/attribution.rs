@@ -1,0 +1,475 @@
+//! The heuristic judge's answers to the attribution questions of ECHO, DeFA and the Who&When
+//! baselines ([`crate::judge::attribution`]).
+//!
+//! They read the structure, not the context text: every answer is built from the findings of
+//! [`recall`] (the same signals FALAT uses, unchanged), aggregated the way the question asks
+//! (one global pick, a sequential verdict, a comparison of halves, an analyst's perspective, a
+//! propagation edge, an adjudication). The constants are documented in [`params`]; none refers to
+//! a data set.
+
+use std::ops::Range;
+
+use super::{combine, default_step, final_step, is_own_signal, label, recall};
+use crate::diagnosis::{Finding, Signal, Transition};
+use crate::hierarchy::{Action, Origin};
+use crate::judge::attribution::{
+    Analysis, Conclusion, Effect, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget,
+};
+use crate::judge::{Answer, Context, Question};
+use crate::text;
+
+/// Thresholds of the heuristic attribution answers (0..=1 step scores, the noisy-or of findings).
+pub mod params {
+    /// Step-by-step says "decisive" at the first step scoring at least this.
+    pub const STEP_BY_STEP: f32 = 0.45;
+    /// DeFA adjudication: the earliest candidate within this share of the best adjudicated score
+    /// wins (temporal precedence among near-equals).
+    pub const ADJUDICATION_SHARE: f32 = 0.75;
+    /// DeFA adjudication: factor for a candidate that only continues an earlier candidate's error.
+    pub const INHERITED: f32 = 0.4;
+    /// DeFA adjudication: factor for a candidate a later step corrects.
+    pub const CORRECTED: f32 = 0.3;
+    /// DeFA adjudication: factor for a candidate whose effect does not reach the final output.
+    pub const UNREACHED: f32 = 0.6;
+    /// Confidence given when nothing points anywhere and a default step is named.
+    pub const DEFAULT_CONFIDENCE: f32 = 0.15;
+}
+
+/// Answers an attribution question (the other kinds are answered by the parent module).
+pub(super) fn answer(ctx: &Context<'_>, q: &Question) -> Answer {
+    match q {
+        Question::LocateError { .. } => locate_error(ctx),
+        Question::IsDecisive { step, .. } => is_decisive(ctx, *step),
+        Question::LocateInRange { range, split, .. } => locate_in_range(ctx, range.clone(), *split),
+        Question::AnalystVote { perspective, target, .. } => Answer::Analysis(analyse(ctx, *perspective, target)),
+        Question::SegmentRecall { segment, .. } => {
+            Answer::Candidates(segment.clone().filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect())
+        }
+        Question::TracePropagation { candidates, .. } => Answer::Propagation { edges: propagation(ctx, candidates) },
+        Question::Adjudicate { candidates, edges, .. } => adjudicate(ctx, candidates, edges),
+        // Not reached: the parent answers the FALAT kinds before delegating here.
+        _ => Answer::Candidates(Vec::new()),
+    }
+}
+
+/// The score of one step: the noisy-or of its findings, 0 without any.
+fn score(ctx: &Context<'_>, i: usize) -> f32 {
+    recall(ctx, i).map(|f| combine(&f)).unwrap_or(0.0)
+}
+
+fn scores(ctx: &Context<'_>) -> Vec<f32> {
+    (0..ctx.trajectory.steps.len()).map(|i| score(ctx, i)).collect()
+}
+
+/// The evidence of a step's strongest finding, for reasons.
+fn evidence(ctx: &Context<'_>, i: usize) -> String {
+    let f = recall(ctx, i).unwrap_or_default();
+    match f.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)) {
+        Some(f) => format!("{} ({})", f.evidence, f.signal.as_str()),
+        None => "no violation found".into(),
+    }
+}
+
+/// The first maximum of `values` (earliest index on ties), if any value is positive.
+fn first_max(values: impl Iterator<Item = (usize, f32)>) -> Option<(usize, f32)> {
+    values.filter(|(_, v)| *v > 0.0).fold(None, |best, (i, v)| match best {
+        Some((_, b)) if b >= v => best,
+        _ => Some((i, v)),
+    })
+}
+
+/// All-at-once: the most critical error of the whole log (the highest step score, the earliest on
+/// ties); with no finding, the first step acting on the task.
+fn locate_error(ctx: &Context<'_>) -> Answer {
+    let t = ctx.trajectory;
+    let (step, confidence, reason) = match first_max(scores(ctx).into_iter().enumerate()) {
+        Some((i, s)) => (i, s, format!("step {i} shows the strongest error: {}", evidence(ctx, i))),
+        None => {
+            let d = default_step(ctx, &[]).unwrap_or(0);
+            (d, params::DEFAULT_CONFIDENCE, format!("no step shows an error; step {d} is the first to act on the task"))
+        }
+    };
+    let agent = t.steps.get(step).map(|s| s.agent.clone()).unwrap_or_default();
+    Answer::Attribution { agent, step, reason: text::clip(&reason, 300), confidence }
+}
+
+/// Step-by-step: decisive when the step's score reaches [`params::STEP_BY_STEP`]. The confidence
+/// is the score for a "yes" and one minus it for a "no".
+fn is_decisive(ctx: &Context<'_>, step: usize) -> Answer {
+    let s = score(ctx, step);
+    let decisive = s >= params::STEP_BY_STEP;
+    let reason = if decisive {
+        format!("step {step} introduces an error: {}", evidence(ctx, step))
+    } else if s > 0.0 {
+        format!("step {step} shows only weak signs of an error: {}", evidence(ctx, step))
+    } else {
+        format!("step {step} shows no error")
+    };
+    Answer::Verdict { decisive, reason: text::clip(&reason, 300), confidence: if decisive { s } else { 1.0 - s } }
+}
+
+/// Binary search: the half with more suspicious evidence (the sum of its step scores); a tie goes
+/// to the first half, since an earlier error precedes its symptoms.
+fn locate_in_range(ctx: &Context<'_>, range: Range<usize>, split: usize) -> Answer {
+    let n = ctx.trajectory.steps.len();
+    let mass = |r: Range<usize>| r.filter(|i| *i < n).map(|i| score(ctx, i)).sum::<f32>();
+    let (first, second) = (mass(range.start..split), mass(split..range.end));
+    let half = if first >= second { Half::First } else { Half::Second };
+    let reason = format!(
+        "evidence in steps {}..{}: {first:.2}, in steps {split}..{}: {second:.2}",
+        range.start, split, range.end
+    );
+    Answer::Half { half, reason }
+}
+
+/// How an ECHO analyst of one perspective weighs the heuristic signals and decides.
+#[derive(Debug, Clone, Copy)]
+struct Lens {
+    /// Factor for raw-evidence signals (unsourced values, wrong value origins).
+    detail: f32,
+    /// Factor for process signals (deviation, delegation, premature answer, repeats, ignored errors).
+    process: f32,
+    /// Factor for failed actions.
+    failure: f32,
+    /// Factor for assumptions and hedges.
+    soft: f32,
+    /// Under this likelihood the analyst concludes that no agent is clearly at fault.
+    threshold: f32,
+    /// Confidence = calibration × likelihood.
+    calibration: f32,
+    /// A runner-up agent within this share of the top one makes a multi-agent conclusion.
+    multi: Option<f32>,
+    /// Pick the earliest step within this share of the best, instead of the best.
+    earliest: Option<f32>,
+    /// An agent's likelihood is the noisy-or over its steps (patterns add up) instead of the max.
+    accumulate: bool,
+    /// Discount steps whose output nothing later uses.
+    consequence: bool,
+}
+
+/// The lens of each perspective (ECHO A.5: attribution preferences and evidence priorities).
+fn lens(p: Perspective) -> Lens {
+    let base = Lens {
+        detail: 1.0,
+        process: 1.0,
+        failure: 1.0,
+        soft: 1.0,
+        threshold: 0.3,
+        calibration: 1.0,
+        multi: None,
+        earliest: None,
+        accumulate: false,
+        consequence: false,
+    };
+    match p {
+        Perspective::Conservative => Lens { process: 0.9, soft: 0.8, threshold: 0.45, calibration: 0.85, ..base },
+        Perspective::Liberal => {
+            Lens { process: 1.1, soft: 1.1, threshold: 0.2, multi: Some(0.8), earliest: Some(0.6), ..base }
+        }
+        Perspective::DetailFocused => Lens { detail: 1.4, process: 0.8, soft: 0.9, calibration: 0.95, ..base },
+        Perspective::PatternFocused => Lens {
+            detail: 0.8,
+            process: 1.4,
+            failure: 1.1,
+            calibration: 0.95,
+            multi: Some(0.9),
+            accumulate: true,
+            ..base
+        },
+        Perspective::Skeptical => Lens {
+            failure: 0.8,
+            soft: 0.6,
+            threshold: 0.35,
+            calibration: 0.8,
+            earliest: Some(0.8),
+            consequence: true,
+            ..base
+        },
+        Perspective::General => Lens { multi: Some(0.95), ..base },
+    }
+}
+
+impl Lens {
+    fn factor(&self, s: Signal) -> f32 {
+        match s {
+            Signal::UnsourcedValue | Signal::WrongValueOrigin => self.detail,
+            Signal::PriorDeviation
+            | Signal::WrongDelegation
+            | Signal::PrematureAnswer
+            | Signal::RepeatedFailure
+            | Signal::IgnoredToolError => self.process,
+            Signal::FailedAction => self.failure,
+            Signal::Assumption => self.soft,
+            Signal::UserMarked => 1.0,
+        }
+    }
+
+    /// A step's score through the lens.
+    fn score(&self, ctx: &Context<'_>, i: usize) -> f32 {
+        let Some(findings) = recall(ctx, i) else { return 0.0 };
+        let weighed: Vec<Finding> = findings
+            .into_iter()
+            .map(|f| Finding { weight: (f.weight * self.factor(f.signal)).clamp(0.0, 1.0), ..f })
+            .collect();
+        let s = combine(&weighed);
+        if self.consequence && !has_consequence(ctx, i) { 0.6 * s } else { s }
+    }
+
+    /// The step this lens picks among `(step, score)` in step order.
+    fn pick(&self, scored: &[(usize, f32)]) -> Option<(usize, f32)> {
+        let best = first_max(scored.iter().copied())?;
+        match self.earliest {
+            Some(share) => scored.iter().copied().find(|(_, s)| *s > 0.0 && *s >= share * best.1),
+            None => Some(best),
+        }
+    }
+}
+
+/// Whether anything later builds on step `i`: a later step reuses a value first seen there, a
+/// protocol link leaves it, or it holds the final output.
+fn has_consequence(ctx: &Context<'_>, i: usize) -> bool {
+    let used = ctx.hierarchy.steps[i + 1..].iter().any(|s| s.uses.iter().any(|(_, o)| *o == Origin::Step(i)));
+    used || ctx.trajectory.links.iter().any(|l| l.from == i) || final_step(ctx) == Some(i)
+}
+
+/// Agents in order of first appearance among the steps.
+fn agent_order(ctx: &Context<'_>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &ctx.trajectory.steps {
+        if !out.iter().any(|a| a.eq_ignore_ascii_case(&s.agent)) {
+            out.push(s.agent.clone());
+        }
+    }
+    out
+}
+
+/// An ECHO analyst's analysis through its perspective's lens.
+fn analyse(ctx: &Context<'_>, p: Perspective, target: &VoteTarget) -> Analysis {
+    let l = lens(p);
+    let scored: Vec<(usize, f32)> = (0..ctx.trajectory.steps.len()).map(|i| (i, l.score(ctx, i))).collect();
+    match target {
+        VoteTarget::Agent => analyse_agents(ctx, p, &l, &scored),
+        VoteTarget::Step { agent } => analyse_steps(ctx, p, &l, &scored, agent),
+    }
+}
+
+fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)]) -> Analysis {
+    let steps = &ctx.trajectory.steps;
+    let mut evaluations: Vec<(String, f32)> = agent_order(ctx)
+        .into_iter()
+        .map(|a| {
+            let own: Vec<f32> =
+                scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s).collect();
+            let likelihood = if l.accumulate {
+                1.0 - own.iter().map(|s| 1.0 - s).product::<f32>()
+            } else {
+                own.iter().copied().fold(0.0, f32::max)
+            };
+            (a, round2(likelihood))
+        })
+        .collect();
+    // Stable sort: equal likelihoods keep the order of first appearance.
+    evaluations.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let Some((top, top_l)) = evaluations.first().cloned() else {
+        return no_fault(p, Vec::new(), None, evaluations);
+    };
+    let own: Vec<(usize, f32)> =
+        scored.iter().copied().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&top)).collect();
+    let step = l.pick(&own).map(|(i, _)| i);
+    if top_l < l.threshold {
+        return no_fault(p, vec![top], step, evaluations);
+    }
+    let mut agents = vec![top.clone()];
+    if let Some(m) = l.multi {
+        agents.extend(evaluations.iter().skip(1).filter(|(_, x)| *x >= m * top_l).map(|(a, _)| a.clone()));
+    }
+    let conclusion = if agents.len() > 1 { Conclusion::MultiAgent } else { Conclusion::SingleAgent };
+    let why = step.map(|s| evidence(ctx, s)).unwrap_or_default();
+    Analysis {
+        conclusion,
+        reasoning: text::clip(
+            &format!("{p}: {top} carries the strongest evidence (likelihood {top_l:.2}): {why}"),
+            300,
+        ),
+        agents,
+        step,
+        confidence: round2(l.calibration * top_l),
+        evaluations: evaluations.into_iter().filter(|(_, x)| *x > 0.0).collect(),
+    }
+}
+
+fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)], agent: &str) -> Analysis {
+    let steps = &ctx.trajectory.steps;
+    let own: Vec<(usize, f32)> =
+        scored.iter().copied().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(agent)).collect();
+    let likelihood = own.iter().map(|(_, s)| *s).fold(0.0, f32::max);
+    let evaluations = vec![(agent.to_string(), round2(likelihood))];
+    match l.pick(&own) {
+        Some((i, s)) if s >= l.threshold => Analysis {
+            conclusion: Conclusion::SingleAgent,
+            agents: vec![agent.to_string()],
+            step: Some(i),
+            confidence: round2(l.calibration * s),
+            reasoning: text::clip(&format!("{p}: step {i} of {agent}: {}", evidence(ctx, i)), 300),
+            evaluations,
+        },
+        picked => {
+            let first_turn = own.iter().map(|(i, _)| *i).find(|&i| acts(ctx, i)).or(own.first().map(|(i, _)| *i));
+            no_fault(p, vec![agent.to_string()], picked.map(|(i, _)| i).or(first_turn), evaluations)
+        }
+    }
+}
+
+/// Whether a step acts on the task (not a request, coordination, tool output or termination).
+fn acts(ctx: &Context<'_>, i: usize) -> bool {
+    !matches!(
+        ctx.hierarchy.steps[i].action,
+        Action::Request | Action::Coordinate | Action::ToolOutput | Action::Terminate
+    ) && ctx.trajectory.steps[i].content.trim().len() > 15
+}
+
+/// A no-clear-fault analysis; it still names the most likely agent and step. Its confidence
+/// (in the absence of a clear fault) is half of one minus the highest likelihood.
+fn no_fault(p: Perspective, agents: Vec<String>, step: Option<usize>, evaluations: Vec<(String, f32)>) -> Analysis {
+    let top = evaluations.first().map(|(_, x)| *x).unwrap_or(0.0);
+    Analysis {
+        conclusion: Conclusion::NoClearFault,
+        agents,
+        step,
+        confidence: round2(0.5 * (1.0 - top)),
+        reasoning: format!("{p}: no agent is clearly at fault (highest likelihood {top:.2})"),
+        evaluations: evaluations.into_iter().filter(|(_, x)| *x > 0.0).collect(),
+    }
+}
+
+fn round2(x: f32) -> f32 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The effect of a FALAT transition label in DeFA's terms (`no_influence`, `dead_end`: none).
+pub fn effect_of(t: Transition) -> Option<Effect> {
+    match t {
+        Transition::FollowUp | Transition::Redundancy => Some(Effect::Continued),
+        Transition::ErrorShift => Some(Effect::Amplified),
+        Transition::Correction => Some(Effect::Corrected),
+        Transition::NoInfluence | Transition::DeadEnd => None,
+    }
+}
+
+/// DeFA propagation: for each candidate, its sources (direct predecessors in the dependency graph
+/// that show findings of their own) and its effects (the steps its output reaches in one hop, or
+/// two through its own protocol children), each labelled by what the later step did.
+fn propagation(ctx: &Context<'_>, candidates: &[usize]) -> Vec<PropagationEdge> {
+    let Some(g) = ctx.graph else { return Vec::new() };
+    let mut out: Vec<PropagationEdge> = Vec::new();
+    for &c in candidates.iter().filter(|c| **c < g.len()) {
+        for (s, _) in g.incoming(c) {
+            if s < c && recall(ctx, s).is_some() {
+                out.extend(effect_of(label(ctx, s, c)).map(|effect| PropagationEdge { from: s, to: c, effect }));
+            }
+        }
+        for to in reach(g, c) {
+            out.extend(effect_of(label(ctx, c, to)).map(|effect| PropagationEdge { from: c, to, effect }));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Steps a step's output reaches in one hop, or two through its own protocol children.
+fn reach(g: &crate::graph::DepGraph, step: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for (to, e) in g.outgoing(step) {
+        out.push(to);
+        if matches!(e.kind, crate::graph::EdgeKind::Protocol(_)) {
+            out.extend(g.outgoing(to).into_iter().map(|(n, _)| n).filter(|n| *n > step));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.retain(|t| *t > step);
+    out
+}
+
+/// DeFA adjudication: every candidate's score, lowered when it only continues an earlier
+/// candidate's error ([`params::INHERITED`]), when a later step corrects it
+/// ([`params::CORRECTED`]) and when its effect does not reach the final output
+/// ([`params::UNREACHED`]); the earliest candidate within [`params::ADJUDICATION_SHARE`] of the
+/// best wins.
+fn adjudicate(ctx: &Context<'_>, candidates: &[usize], edges: &[PropagationEdge]) -> Answer {
+    let n = ctx.trajectory.steps.len();
+    let mut cands: Vec<usize> = candidates.iter().copied().filter(|c| *c < n).collect();
+    cands.sort_unstable();
+    cands.dedup();
+    let rated: Vec<(usize, f32)> = cands.iter().map(|&c| (c, adjudicated(ctx, c, &cands, edges))).collect();
+    let Some((_, best)) = first_max(rated.iter().copied()) else {
+        let step = cands.first().copied().or_else(|| default_step(ctx, &[])).unwrap_or(0);
+        return Answer::Adjudication {
+            step,
+            category: ErrorCategory::Other,
+            reason: format!("no candidate shows an error; step {step} is named by default"),
+            confidence: params::DEFAULT_CONFIDENCE,
+        };
+    };
+    let (step, value) =
+        rated.iter().copied().find(|(_, v)| *v > 0.0 && *v >= params::ADJUDICATION_SHARE * best).expect("best exists");
+    let reason = format!("step {step} is the earliest error whose effect reaches the outcome: {}", evidence(ctx, step));
+    Answer::Adjudication {
+        step,
+        category: category(ctx, step),
+        reason: text::clip(&reason, 300),
+        confidence: round2(value.clamp(0.0, 1.0)),
+    }
+}
+
+fn adjudicated(ctx: &Context<'_>, c: usize, cands: &[usize], edges: &[PropagationEdge]) -> f32 {
+    let findings = recall(ctx, c).unwrap_or_default();
+    let own = findings.iter().any(|f| is_own_signal(f.signal));
+    let inherits = !own
+        && edges.iter().any(|e| e.to == c && e.from < c && e.effect == Effect::Continued && cands.contains(&e.from));
+    let correctable = !findings.is_empty()
+        && findings
+            .iter()
+            .all(|f| matches!(f.signal, Signal::FailedAction | Signal::RepeatedFailure | Signal::IgnoredToolError));
+    let corrected = correctable && edges.iter().any(|e| e.from == c && e.effect == Effect::Corrected);
+    let mut v = combine(&findings);
+    if inherits {
+        v *= params::INHERITED;
+    }
+    if corrected {
+        v *= params::CORRECTED;
+    }
+    if !reaches_output(ctx, c, &findings) {
+        v *= params::UNREACHED;
+    }
+    v
+}
+
+/// Whether a candidate's effect reaches the final output: it is the final step, a dependency path
+/// leads there, or it changes the course of the run (a process finding).
+fn reaches_output(ctx: &Context<'_>, c: usize, findings: &[Finding]) -> bool {
+    let Some(end) = final_step(ctx) else { return false };
+    let process = findings.iter().any(|f| {
+        matches!(
+            f.signal,
+            Signal::PriorDeviation | Signal::WrongDelegation | Signal::PrematureAnswer | Signal::WrongValueOrigin
+        )
+    });
+    c >= end || process || ctx.graph.is_some_and(|g| g.path(c, end).is_some())
+}
+
+/// The taxonomy category of a step: a check that claims success without evidence is a
+/// verification failure; otherwise the category of its strongest finding.
+pub fn category(ctx: &Context<'_>, step: usize) -> ErrorCategory {
+    let findings = recall(ctx, step).unwrap_or_default();
+    let s = &ctx.hierarchy.steps[step];
+    let verifying = s.action == Action::Verify || s.flags.claims_verified;
+    if verifying && findings.iter().any(|f| f.signal == Signal::PrematureAnswer) {
+        return ErrorCategory::VerificationFailure;
+    }
+    findings
+        .iter()
+        .max_by(|a, b| a.weight.total_cmp(&b.weight))
+        .map_or(ErrorCategory::Other, |f| ErrorCategory::of_signal(f.signal))
+}

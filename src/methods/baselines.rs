@@ -1,0 +1,174 @@
+//! The Who&When baselines (Zhang et al., ICML 2025, the benchmark's reference methods) and the
+//! random floor. Each shows the judge the log with explicit step numbers ([`super::view`]).
+//!
+//! - [`all_at_once`]: the whole log, one question ([`Question::LocateError`]).
+//! - [`step_by_step`]: steps `0..=i` for `i = 0, 1, ...` until the judge says step `i` is decisive
+//!   ([`Question::IsDecisive`]).
+//! - [`binary_search`]: the judge names the half holding the error until one step is left
+//!   ([`Question::LocateInRange`], halves as in [`bisect`]).
+//! - [`random`]: a seeded uniform draw of a step.
+
+use std::ops::Range;
+
+use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, view};
+use crate::diagnosis::{Diagnosis, Role};
+use crate::hierarchy::{self, Hierarchy};
+use crate::judge::attribution::Half;
+use crate::judge::heuristic::default_step;
+use crate::judge::{Answer, Context, Judge, Question};
+use crate::model::Trajectory;
+use crate::text;
+
+fn context<'a>(t: &'a Trajectory, h: &'a Hierarchy, opts: &MethodOptions) -> Context<'a> {
+    Context { trajectory: t, hierarchy: h, prior: None, graph: None, ground_truth: opts.ground_truth }
+}
+
+/// The step named when the judge's answer is unusable: the first step acting on the task.
+fn fallback(ctx: &Context<'_>) -> usize {
+    default_step(ctx, &[]).unwrap_or(0)
+}
+
+/// All-at-once: one question over the whole log. A step outside the trajectory falls back to the
+/// first step acting on the task, with a warning.
+pub fn all_at_once(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let h = hierarchy::build(t);
+    let ctx = context(t, &h, opts);
+    let mut session = Session::new(judge);
+    let answer = session
+        .stage("all-at-once", |s| s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) }));
+    let (step, reason, confidence, named) = match answer {
+        Answer::Attribution { agent, step, reason, confidence } if step < t.steps.len() => {
+            (step, reason, confidence, agent)
+        }
+        _ => {
+            session.warnings.push("the judge named no step inside the trajectory; the default step is used".into());
+            (fallback(&ctx), "no usable answer".into(), 0.0, String::new())
+        }
+    };
+    let mut d = new_diagnosis(Method::AllAtOnce, t, judge, opts, Some(step));
+    d.reason = reason;
+    d.confidence = confidence;
+    d.roles = vec![(step, Role::RootCause)];
+    d.details.push(("judge's answer".into(), vec![format!("agent {named}, step {step}")]));
+    session.finish(&mut d);
+    d
+}
+
+/// Step-by-step: walks forward; the first step the judge calls decisive is named. When the judge
+/// never says yes, the step whose "no" was least confident is named, with a warning.
+pub fn step_by_step(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let h = hierarchy::build(t);
+    let ctx = context(t, &h, opts);
+    let mut session = Session::new(judge);
+    let mut lines = Vec::new();
+    let found = session.stage("step-by-step", |s| {
+        let mut shown = String::new();
+        let mut least_sure: Option<(usize, f32, String)> = None;
+        for i in 0..t.steps.len() {
+            if i > 0 {
+                shown.push_str("\n\n");
+            }
+            shown.push_str(&view::full(&t.steps[i]));
+            match s.ask(&ctx, &Question::IsDecisive { step: i, context: shown.clone() }) {
+                Answer::Verdict { decisive: true, reason, confidence } => {
+                    lines.push(format!("step {i}: decisive ({confidence:.2})"));
+                    return (i, reason, confidence, true);
+                }
+                Answer::Verdict { confidence, reason, .. } => {
+                    lines.push(format!("step {i}: not decisive ({confidence:.2})"));
+                    if least_sure.as_ref().is_none_or(|(_, c, _)| confidence < *c) {
+                        least_sure = Some((i, confidence, reason));
+                    }
+                }
+                _ => lines.push(format!("step {i}: no usable verdict")),
+            }
+        }
+        match least_sure {
+            Some((i, c, r)) => (i, r, 1.0 - c, false),
+            None => (fallback(&ctx), "no usable verdict".into(), 0.0, false),
+        }
+    });
+    let (step, reason, confidence, said_yes) = found;
+    if !said_yes {
+        session.warnings.push(format!("the judge called no step decisive; step {step} was its least certain \"no\""));
+    }
+    let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(step));
+    d.reason = reason;
+    d.confidence = confidence;
+    d.roles = vec![(step, Role::RootCause)];
+    d.details.push(("verdicts".into(), lines));
+    session.finish(&mut d);
+    d
+}
+
+/// One round of [`bisect`]: the range in question, the split, and the half the judge named.
+pub type Round = (Range<usize>, usize, Half);
+
+/// Binary search over `0..n` (`n > 0`): while more than one step is left, `range` splits at
+/// `start + ceil(len / 2)` (the first half takes the middle step, as Who&When's
+/// `mid = (start + end) // 2` with inclusive ends) and `choose` names the half. Returns the step
+/// left and the rounds, `ceil(log2 n)` of them.
+pub fn bisect(n: usize, mut choose: impl FnMut(Range<usize>, usize) -> Half) -> (usize, Vec<Round>) {
+    let mut range = 0..n;
+    let mut rounds = Vec::new();
+    while range.len() > 1 {
+        let split = range.start + range.len().div_ceil(2);
+        let half = choose(range.clone(), split);
+        rounds.push((range.clone(), split, half));
+        range = match half {
+            Half::First => range.start..split,
+            Half::Second => split..range.end,
+        };
+    }
+    (range.start, rounds)
+}
+
+/// Binary search: each round shows the range's steps with the split marked. An unusable answer
+/// counts as the first half, with a warning.
+pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let h = hierarchy::build(t);
+    let ctx = context(t, &h, opts);
+    let mut session = Session::new(judge);
+    let mut last_reason = String::new();
+    let (step, rounds) = session.stage("binary-search", |s| {
+        bisect(t.steps.len(), |range, split| {
+            let context = format!(
+                "{}\n\n--- split: the second half starts at step {split} ---\n\n{}",
+                view::log(t, range.start..split),
+                view::log(t, split..range.end)
+            );
+            match s.ask(&ctx, &Question::LocateInRange { range, split, context }) {
+                Answer::Half { half, reason } => {
+                    last_reason = reason;
+                    half
+                }
+                _ => {
+                    s.warnings.push(format!("no usable half for the split at step {split}; the first half is taken"));
+                    Half::First
+                }
+            }
+        })
+    });
+    let mut d = new_diagnosis(Method::BinarySearch, t, judge, opts, Some(step));
+    d.reason = text::clip(&format!("step {step} is left after {} halvings; last: {last_reason}", rounds.len()), 400);
+    d.confidence = 0.5_f32.powi(rounds.len().min(8) as i32).max(0.1);
+    d.roles = vec![(step, Role::RootCause)];
+    let lines = rounds
+        .iter()
+        .map(|(r, split, half)| format!("{}..{} split {split}: {}", r.start, r.end, half.as_str()))
+        .collect();
+    d.details.push(("rounds".into(), lines));
+    session.finish(&mut d);
+    d
+}
+
+/// Random: a uniform draw of a step from the seed and the trajectory id. No judge call.
+pub fn random(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let mut session = Session::new(judge);
+    let step = session.stage("draw", |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
+    let mut d = new_diagnosis(Method::Random, t, judge, opts, Some(step));
+    d.reason = format!("step {step} drawn uniformly from {} steps (seed {})", t.steps.len(), opts.seed);
+    d.confidence = 1.0 / t.steps.len() as f32;
+    session.finish(&mut d);
+    d
+}

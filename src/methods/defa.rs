@@ -1,0 +1,317 @@
+//! DeFA (`papers/001_*`): event dependency graph, segmentation, per-segment candidate recall,
+//! failure propagation graph and adjudication with an error category.
+//!
+//! 1. **Event dependency graph**: protocol and semantic edges ([`DepGraph`], shared with FALAT).
+//! 2. **Segmentation** ([`segments`]): trajectories longer than the segment length are cut into
+//!    segments, at boundaries that no protocol link crosses where possible; each segment is judged
+//!    in full with the others summarised ([`segment_view`]), original step numbers kept.
+//! 3. **Candidate recall** per segment ([`Question::SegmentRecall`]).
+//! 4. **Failure propagation** per segment ([`Question::TracePropagation`]): each candidate's
+//!    sources and effects (continued, amplified, corrected); sources join the graph's nodes.
+//! 5. **Adjudication** ([`Question::Adjudicate`]): the decisive step among the nodes and its
+//!    category in the [`ErrorCategory`] taxonomy.
+
+use std::ops::Range;
+
+use super::{Method, MethodOptions, Session, new_diagnosis, view};
+use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
+use crate::graph::DepGraph;
+use crate::hierarchy::{self, Hierarchy};
+use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
+use crate::judge::heuristic::{combine, default_step, final_step};
+use crate::judge::{Answer, Context, Judge, Question};
+use crate::model::{Link, Trajectory};
+use crate::prior;
+use crate::text;
+
+/// Default segment length in steps.
+pub const SEGMENT_LEN: usize = 24;
+/// Milestones listed per summarised segment.
+const SUMMARY_LINES: usize = 6;
+
+/// Whether a protocol link crosses the boundary before step `b` (one end before it, one at or
+/// after it).
+fn crosses(l: &Link, b: usize) -> bool {
+    l.from.min(l.to) < b && l.from.max(l.to) >= b
+}
+
+/// Cuts `0..n` into segments of at most `len` steps (`len` is at least 2). Each boundary is the
+/// latest step in `start + len/2 ..= start + len` that no protocol link crosses, or
+/// `start + len` when every candidate boundary is crossed; the rest after the last boundary is the
+/// last segment. A trajectory of at most `len` steps is one segment.
+pub fn segments(t: &Trajectory, len: usize) -> Vec<Range<usize>> {
+    let (n, len) = (t.steps.len(), len.max(2));
+    let mut out = Vec::new();
+    let mut start = 0;
+    while n - start > len {
+        let ideal = start + len;
+        let b = (start + len / 2..=ideal).rev().find(|&b| !t.links.iter().any(|l| crosses(l, b))).unwrap_or(ideal);
+        out.push(start..b);
+        start = b;
+    }
+    if start < n || out.is_empty() {
+        out.push(start..n);
+    }
+    out
+}
+
+/// The segment holding a step.
+pub fn segment_of(segments: &[Range<usize>], step: usize) -> Option<usize> {
+    segments.iter().position(|s| s.contains(&step))
+}
+
+/// A summary of a segment: its range, agents, steps with errors and up to six milestones.
+pub fn summary(t: &Trajectory, h: &Hierarchy, k: usize, r: &Range<usize>) -> String {
+    let mut agents: Vec<&str> = Vec::new();
+    for s in &t.steps[r.clone()] {
+        if !agents.contains(&s.agent.as_str()) {
+            agents.push(&s.agent);
+        }
+    }
+    let errors = r.clone().filter(|&i| h.steps[i].flags.error || h.steps[i].flags.failed_execution).count();
+    let mut marks: Vec<usize> = r.clone().filter(|&i| super::echo::is_milestone(h, i)).collect();
+    if marks.len() < 2 {
+        let extra: Vec<usize> = r.clone().filter(|i| !marks.contains(i)).take(2).collect();
+        marks.extend(extra);
+        marks.sort_unstable();
+    }
+    let lines: Vec<String> =
+        marks.iter().take(SUMMARY_LINES).map(|&i| format!("  {}", view::brief(t, h, i, 90))).collect();
+    format!(
+        "Segment {k} (steps {}-{}), agents {}, {errors} step(s) with errors:\n{}",
+        r.start,
+        r.end.saturating_sub(1),
+        agents.join(", "),
+        lines.join("\n")
+    )
+}
+
+/// The view of segment `k`: the other segments summarised, this one in full, original step numbers.
+pub fn segment_view(t: &Trajectory, h: &Hierarchy, segments: &[Range<usize>], k: usize) -> String {
+    let mut parts = Vec::new();
+    for (j, r) in segments.iter().enumerate() {
+        if j == k {
+            parts.push(format!(
+                "Segment {k} of {} (steps {}-{}), in full:\n{}",
+                segments.len(),
+                r.start,
+                r.end.saturating_sub(1),
+                view::log(t, r.clone())
+            ));
+        } else {
+            parts.push(summary(t, h, j, r));
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// The dependency edges touching the candidates, as lines (`[step 3] -> [step 5] semantic: 1234`).
+fn edge_lines(g: &DepGraph, candidates: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &c in candidates {
+        let edges = g
+            .incoming(c)
+            .into_iter()
+            .map(|(s, e)| (s, c, e))
+            .chain(g.outgoing(c).into_iter().map(|(to, e)| (c, to, e)));
+        for (from, to, e) in edges {
+            let shared = if e.shared.is_empty() { String::new() } else { format!(": {}", e.shared.join(", ")) };
+            out.push(format!("[step {from}] -> [step {to}] {}{shared}", e.kind.label()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The structure DeFA builds before adjudication.
+struct Recalled {
+    /// Candidates with findings, by step.
+    candidates: Vec<(usize, Vec<Finding>)>,
+    /// The failure propagation graph.
+    edges: Vec<PropagationEdge>,
+    /// Candidates and the sources propagation added, sorted.
+    nodes: Vec<usize>,
+}
+
+/// Runs DeFA on a trajectory.
+pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let h = hierarchy::build(t);
+    let p = prior::derive(&t.task, &t.agents);
+    let g = DepGraph::build(t, &h);
+    let ctx =
+        Context { trajectory: t, hierarchy: &h, prior: Some(&p), graph: Some(&g), ground_truth: opts.ground_truth };
+    let mut session = Session::new(judge);
+    let segs = session.stage("segmentation", |_| segments(t, opts.segment_len));
+    let views: Vec<String> = (0..segs.len()).map(|k| segment_view(t, &h, &segs, k)).collect();
+    let candidates = session.stage("recall", |s| recall(s, &ctx, &segs, &views));
+    let edges = session.stage("propagation", |s| propagate(s, &ctx, &g, &segs, &views, &candidates));
+    let mut nodes: Vec<usize> = candidates.iter().map(|(c, _)| *c).collect();
+    nodes.extend(edges.iter().filter(|e| nodes.contains(&e.to)).map(|e| e.from).collect::<Vec<_>>());
+    nodes.sort_unstable();
+    nodes.dedup();
+    let rec = Recalled { candidates, edges, nodes };
+    let (step, category, reason, confidence) = session.stage("adjudication", |s| adjudicate(s, &ctx, &rec));
+    let mut d = new_diagnosis(Method::Defa, t, judge, opts, Some(step));
+    d.category = category.as_str().into();
+    d.reason = reason;
+    d.confidence = confidence;
+    d.roles = roles(&ctx, &rec.edges, step);
+    d.path = final_step(&ctx).and_then(|e| g.path(step, e)).unwrap_or_else(|| vec![step]);
+    d.candidates = rec.candidates.iter().map(|(c, f)| candidate(t, *c, f)).collect();
+    d.details = details(&segs, &rec);
+    session.finish(&mut d);
+    d
+}
+
+fn recall(
+    s: &mut Session<'_>,
+    ctx: &Context<'_>,
+    segs: &[Range<usize>],
+    views: &[String],
+) -> Vec<(usize, Vec<Finding>)> {
+    let mut out = Vec::new();
+    for (seg, view) in segs.iter().zip(views) {
+        let q = Question::SegmentRecall { segment: seg.clone(), context: view.clone() };
+        match s.ask(ctx, &q) {
+            Answer::Candidates(found) => {
+                for (step, f) in found {
+                    if !seg.contains(&step) {
+                        s.warnings.push(format!("candidate step {step} is outside its segment {seg:?}; dropped"));
+                    } else if !f.is_empty() {
+                        out.push((step, f));
+                    }
+                }
+            }
+            _ => s.warnings.push(format!("no usable candidates for segment {seg:?}")),
+        }
+    }
+    out.sort_by_key(|(c, _)| *c);
+    out.dedup_by_key(|(c, _)| *c);
+    out
+}
+
+fn propagate(
+    s: &mut Session<'_>,
+    ctx: &Context<'_>,
+    g: &DepGraph,
+    segs: &[Range<usize>],
+    views: &[String],
+    candidates: &[(usize, Vec<Finding>)],
+) -> Vec<PropagationEdge> {
+    let n = ctx.trajectory.steps.len();
+    let mut out = Vec::new();
+    for (seg, view) in segs.iter().zip(views) {
+        let cands: Vec<usize> = candidates.iter().map(|(c, _)| *c).filter(|c| seg.contains(c)).collect();
+        if cands.is_empty() {
+            continue;
+        }
+        let context = format!("{view}\n\nDependency edges of the candidates:\n{}", edge_lines(g, &cands).join("\n"));
+        match s.ask(ctx, &Question::TracePropagation { candidates: cands, context }) {
+            Answer::Propagation { edges } => out.extend(edges.into_iter().filter(|e| e.from < e.to && e.to < n)),
+            _ => s.warnings.push(format!("no usable propagation for segment {seg:?}")),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn adjudication_context(ctx: &Context<'_>, rec: &Recalled) -> String {
+    let t = ctx.trajectory;
+    let mut lines = vec!["Candidates and sources:".to_string()];
+    for &c in &rec.nodes {
+        let found = rec.candidates.iter().find(|(s, _)| *s == c).map(|(_, f)| f.as_slice()).unwrap_or_default();
+        let why: Vec<String> = found.iter().map(|f| format!("{} ({})", f.evidence, f.signal.as_str())).collect();
+        let why = if why.is_empty() { "source found by propagation".to_string() } else { why.join("; ") };
+        lines.push(format!("{}\n  evidence: {why}", view::brief(t, ctx.hierarchy, c, 160)));
+    }
+    lines.push("Failure propagation graph:".into());
+    lines.extend(rec.edges.iter().map(|e| format!("[step {}] -> [step {}] {}", e.from, e.to, e.effect.as_str())));
+    if let Some(end) = final_step(ctx) {
+        lines.push(format!("Final output: {}", view::brief(t, ctx.hierarchy, end, 200)));
+    }
+    let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+    lines.push(format!("Categories: {}", categories.join(", ")));
+    lines.join("\n")
+}
+
+fn adjudicate(s: &mut Session<'_>, ctx: &Context<'_>, rec: &Recalled) -> (usize, ErrorCategory, String, f32) {
+    if rec.nodes.is_empty() {
+        let step = default_step(ctx, &[]).unwrap_or(0);
+        let reason = format!("no candidate was recalled; step {step} is the first to act on the task");
+        return (step, ErrorCategory::Other, reason, 0.15);
+    }
+    let q = Question::Adjudicate {
+        candidates: rec.nodes.clone(),
+        edges: rec.edges.clone(),
+        context: adjudication_context(ctx, rec),
+    };
+    match s.ask(ctx, &q) {
+        Answer::Adjudication { step, category, reason, confidence } if rec.nodes.contains(&step) => {
+            (step, category, reason, confidence)
+        }
+        _ => {
+            let (step, f) = strongest(rec);
+            s.warnings.push(format!("no usable adjudication; the strongest candidate (step {step}) is named"));
+            let category = f.map_or(ErrorCategory::Other, |f| ErrorCategory::of_signal(f.signal));
+            (step, category, "the strongest candidate".into(), 0.2)
+        }
+    }
+}
+
+/// The candidate with the highest score (the earliest on ties) and its strongest finding.
+fn strongest(rec: &Recalled) -> (usize, Option<Finding>) {
+    let best = rec.candidates.iter().fold(None, |b: Option<&(usize, Vec<Finding>)>, c| match b {
+        Some(x) if combine(&x.1) >= combine(&c.1) => b,
+        _ => Some(c),
+    });
+    match best {
+        Some((s, f)) => (*s, f.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).cloned()),
+        None => (rec.nodes[0], None),
+    }
+}
+
+/// Roles from the propagation graph: the decisive step is the root cause, its sources contribute,
+/// steps that continue or amplify it propagate it, and the final step it reaches is the symptom.
+fn roles(ctx: &Context<'_>, edges: &[PropagationEdge], step: usize) -> Vec<(usize, Role)> {
+    let mut out = vec![(step, Role::RootCause)];
+    for e in edges {
+        if e.to == step && !out.iter().any(|(s, _)| *s == e.from) {
+            out.push((e.from, Role::Contributing));
+        }
+        if e.from == step && e.effect != Effect::Corrected && !out.iter().any(|(s, _)| *s == e.to) {
+            let symptom = final_step(ctx) == Some(e.to);
+            out.push((e.to, if symptom { Role::Symptom } else { Role::Propagation }));
+        }
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out
+}
+
+fn candidate(t: &Trajectory, step: usize, findings: &[Finding]) -> Candidate {
+    Candidate {
+        step,
+        agent: t.steps[step].agent.clone(),
+        findings: findings.to_vec(),
+        score: combine(findings),
+        pruned: None,
+        verification: None,
+        origin: Origin::Machine,
+    }
+}
+
+fn details(segs: &[Range<usize>], rec: &Recalled) -> Vec<(String, Vec<String>)> {
+    let seg_lines = segs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let c: Vec<String> =
+                rec.candidates.iter().filter(|(s, _)| r.contains(s)).map(|(s, _)| s.to_string()).collect();
+            format!("segment {k}: steps {}-{}, candidates [{}]", r.start, r.end.saturating_sub(1), c.join(", "))
+        })
+        .collect();
+    let graph = rec.edges.iter().map(|e| format!("{} -> {} {}", e.from, e.to, e.effect.as_str())).collect();
+    let nodes = vec![text::clip(&format!("{:?}", rec.nodes), 400)];
+    vec![("segments".into(), seg_lines), ("propagation graph".into(), graph), ("adjudicated nodes".into(), nodes)]
+}

@@ -1,0 +1,343 @@
+//! ECHO (`papers/000_*`): hierarchical context per agent, a panel of analysts with distinct
+//! perspectives judging agent and step separately, and confidence-weighted consensus voting.
+//!
+//! 1. **Context** ([`levels`], [`render`]): for an agent, every step's distance to the nearest of
+//!    its turns sets its level: L1 (distance 0-1) in full, L2 (2-3) key decisions, L3 (4-7)
+//!    one-line summaries, L4 (8+) milestones only (plans, answers, errors, checks, the end).
+//! 2. **Panel** ([`draw_panel`]): `k` distinct perspectives drawn with the seed.
+//! 3. **Agent, then step**: each analyst attributes the failure to an agent over every agent's
+//!    context; the agent consensus fixes the agent; each analyst then names one of that agent's
+//!    steps over its context (ECHO's decoupled analysis).
+//! 4. **Voting** ([`vote`], ECHO A.7): analyses under [`MIN_CONFIDENCE`] are dropped; conclusion
+//!    types (single-agent, multi-agent, no clear fault) are weighed by summed confidence; the
+//!    winning type's analyses vote for agents and steps with their confidence; step votes outside
+//!    the trajectory are discarded; review is flagged when the confidence spread exceeds
+//!    [`MAX_SPREAD`] or more than two conclusion types got votes.
+
+use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, view};
+use crate::diagnosis::{Diagnosis, Role};
+use crate::hierarchy::{self, Action, Hierarchy};
+use crate::judge::attribution::{Analysis, Conclusion, Perspective, VoteTarget};
+use crate::judge::heuristic::default_step;
+use crate::judge::{Answer, Context, Judge, Question};
+use crate::model::Trajectory;
+use crate::text;
+
+/// Analyses under this confidence are dropped before voting (ECHO A.7).
+pub const MIN_CONFIDENCE: f32 = 0.3;
+/// A confidence spread above this flags the consensus for review (ECHO A.7).
+pub const MAX_SPREAD: f32 = 0.5;
+/// Steps at most this far from an agent's turn are L1 (full).
+pub const L1_DISTANCE: usize = 1;
+/// Steps at most this far are L2 (key decisions).
+pub const L2_DISTANCE: usize = 3;
+/// Steps at most this far are L3 (summaries); farther ones are L4 when they are milestones.
+pub const L3_DISTANCE: usize = 7;
+
+/// The four context levels of one agent: 0-based steps per level, in step order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Levels {
+    /// The agent the context is built for.
+    pub agent: String,
+    /// Its turns and their adjacent steps, shown in full.
+    pub l1: Vec<usize>,
+    /// Steps 2-3 away, shown as key decisions.
+    pub l2: Vec<usize>,
+    /// Steps 4-7 away, shown as one-line summaries.
+    pub l3: Vec<usize>,
+    /// Milestones 8 or more steps away.
+    pub l4: Vec<usize>,
+    /// Steps 8 or more away that are no milestone (left out).
+    pub omitted: usize,
+}
+
+/// Whether a step is a milestone: the first step, a plan, an answer, a check, the end, or a step
+/// with an error.
+pub fn is_milestone(h: &Hierarchy, i: usize) -> bool {
+    let s = &h.steps[i];
+    i == 0
+        || matches!(s.action, Action::Plan | Action::Answer | Action::Verify | Action::Terminate)
+        || s.flags.error
+        || s.flags.failed_execution
+        || s.flags.answer
+}
+
+/// The levels of `agent` (compared case-insensitively); an agent without turns has everything
+/// at L4 distance.
+pub fn levels(t: &Trajectory, h: &Hierarchy, agent: &str) -> Levels {
+    let turns: Vec<usize> = t.steps.iter().filter(|s| s.agent.eq_ignore_ascii_case(agent)).map(|s| s.index).collect();
+    let mut out = Levels { agent: agent.to_string(), ..Levels::default() };
+    for i in 0..t.steps.len() {
+        let d = turns.iter().map(|&j| i.abs_diff(j)).min().unwrap_or(usize::MAX);
+        match d {
+            d if d <= L1_DISTANCE => out.l1.push(i),
+            d if d <= L2_DISTANCE => out.l2.push(i),
+            d if d <= L3_DISTANCE => out.l3.push(i),
+            _ if is_milestone(h, i) => out.l4.push(i),
+            _ => out.omitted += 1,
+        }
+    }
+    out
+}
+
+/// The text of one agent's hierarchical context, in step order with each step's level marked.
+pub fn render(t: &Trajectory, h: &Hierarchy, l: &Levels) -> String {
+    let mut rows: Vec<(usize, String)> = Vec::new();
+    rows.extend(l.l1.iter().map(|&i| (i, format!("L1 {}", view::full(&t.steps[i])))));
+    rows.extend(l.l2.iter().map(|&i| (i, format!("L2 {}", view::decision(t, h, i)))));
+    rows.extend(l.l3.iter().map(|&i| (i, format!("L3 {}", view::brief(t, h, i, 100)))));
+    rows.extend(l.l4.iter().map(|&i| (i, format!("L4 milestone {}", view::brief(t, h, i, 80)))));
+    rows.sort_by_key(|(i, _)| *i);
+    let body: Vec<String> = rows.into_iter().map(|(_, r)| r).collect();
+    format!(
+        "Hierarchical context for {} (L1 full, L2 key decisions, L3 summaries, L4 milestones; {} distant steps left out):\n{}",
+        l.agent,
+        l.omitted,
+        body.join("\n")
+    )
+}
+
+/// `k` distinct perspectives (clamped to 1..=6) drawn from the six with the seed mixed with the
+/// trajectory id (a partial Fisher-Yates shuffle of [`Perspective::ALL`]).
+pub fn draw_panel(seed: u64, id: &str, k: usize) -> Vec<Perspective> {
+    let mut rng = SplitMix64::for_trajectory(seed, id);
+    let mut all = Perspective::ALL.to_vec();
+    let k = k.clamp(1, all.len());
+    for i in 0..k {
+        let j = i + rng.below(all.len() - i);
+        all.swap(i, j);
+    }
+    all.truncate(k);
+    all
+}
+
+/// The outcome of one consensus vote.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Consensus {
+    /// The winning conclusion type, if any analysis was kept.
+    pub conclusion: Option<Conclusion>,
+    /// The agent with the most weighted votes among the winning type's analyses.
+    pub agent: Option<String>,
+    /// The step with the most weighted votes among them, 0-based.
+    pub step: Option<usize>,
+    /// Summed confidence per conclusion type that got votes.
+    pub type_votes: Vec<(Conclusion, f32)>,
+    /// Weighted votes per agent, highest first.
+    pub agent_votes: Vec<(String, f32)>,
+    /// Weighted votes per step, highest first.
+    pub step_votes: Vec<(usize, f32)>,
+    /// Analyses dropped under [`MIN_CONFIDENCE`].
+    pub dropped: usize,
+    /// Step votes discarded because the step lies outside the trajectory.
+    pub out_of_range: usize,
+    /// Highest minus lowest confidence among the kept analyses.
+    pub spread: f32,
+    /// Whether the disagreement calls for review.
+    pub review: bool,
+    /// The synthesised reasoning (ECHO A.7).
+    pub reasoning: String,
+}
+
+/// Confidence-weighted consensus voting over analyses of a trajectory of `steps` steps (ECHO
+/// A.7). Ties: conclusion types in [`Conclusion::ALL`] order, agents by their place in
+/// `agent_order` (first appearance), steps by the earlier step.
+pub fn vote(analyses: &[Analysis], steps: usize, agent_order: &[String]) -> Consensus {
+    let kept: Vec<&Analysis> = analyses.iter().filter(|a| a.confidence >= MIN_CONFIDENCE).collect();
+    let mut c = Consensus { dropped: analyses.len() - kept.len(), ..Consensus::default() };
+    for t in Conclusion::ALL {
+        let sum: f32 = kept.iter().filter(|a| a.conclusion == t).map(|a| a.confidence).sum();
+        if kept.iter().any(|a| a.conclusion == t) {
+            c.type_votes.push((t, sum));
+        }
+    }
+    let confs = kept.iter().map(|a| a.confidence);
+    c.spread =
+        if kept.is_empty() { 0.0 } else { confs.clone().fold(f32::MIN, f32::max) - confs.fold(f32::MAX, f32::min) };
+    c.review = c.spread > MAX_SPREAD || c.type_votes.len() > 2;
+    // First maximum wins: the earlier type in `ALL` on a tie.
+    c.conclusion = c
+        .type_votes
+        .iter()
+        .fold(None, |best: Option<(Conclusion, f32)>, &(t, v)| match best {
+            Some((_, b)) if b >= v => best,
+            _ => Some((t, v)),
+        })
+        .map(|(t, _)| t);
+    let Some(winner) = c.conclusion else { return c };
+    let support: Vec<&Analysis> = kept.into_iter().filter(|a| a.conclusion == winner).collect();
+    c.agent_votes = agent_votes(&support, agent_order);
+    c.agent = c.agent_votes.first().map(|(a, _)| a.clone());
+    c.out_of_range = support.iter().filter(|a| a.step.is_some_and(|s| s >= steps)).count();
+    c.step_votes = step_votes(&support, steps);
+    c.step = c.step_votes.first().map(|(s, _)| *s);
+    c.reasoning = synthesise(winner, &support);
+    c
+}
+
+fn agent_votes(support: &[&Analysis], order: &[String]) -> Vec<(String, f32)> {
+    let mut votes: Vec<(String, f32)> = Vec::new();
+    for a in support {
+        for name in &a.agents {
+            match votes.iter_mut().find(|(v, _)| v.eq_ignore_ascii_case(name)) {
+                Some(v) => v.1 += a.confidence,
+                None => votes.push((name.clone(), a.confidence)),
+            }
+        }
+    }
+    let rank = |n: &str| order.iter().position(|o| o.eq_ignore_ascii_case(n)).unwrap_or(usize::MAX);
+    votes.sort_by(|a, b| b.1.total_cmp(&a.1).then(rank(&a.0).cmp(&rank(&b.0))));
+    votes
+}
+
+fn step_votes(support: &[&Analysis], steps: usize) -> Vec<(usize, f32)> {
+    let mut votes: Vec<(usize, f32)> = Vec::new();
+    for a in support {
+        if let Some(s) = a.step.filter(|s| *s < steps) {
+            match votes.iter_mut().find(|(v, _)| *v == s) {
+                Some(v) => v.1 += a.confidence,
+                None => votes.push((s, a.confidence)),
+            }
+        }
+    }
+    votes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    votes
+}
+
+/// ECHO A.7: the analyst count and average confidence, the first reasoning (clipped to 200
+/// characters when others support it too) and a note of the others.
+fn synthesise(winner: Conclusion, support: &[&Analysis]) -> String {
+    let n = support.len();
+    let avg = support.iter().map(|a| a.confidence).sum::<f32>() / n.max(1) as f32;
+    let first = support.first().map(|a| a.reasoning.as_str()).unwrap_or_default();
+    let first = if n > 1 { text::clip(first, 200) } else { first.to_string() };
+    let others = if n > 1 { format!(" ({} other analyses support it)", n - 1) } else { String::new() };
+    format!("{n} analyst(s) concluded {} with average confidence {avg:.2}: {first}{others}", winner.as_str())
+}
+
+/// Runs ECHO on a trajectory.
+pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let h = hierarchy::build(t);
+    let ctx = Context { trajectory: t, hierarchy: &h, prior: None, graph: None, ground_truth: opts.ground_truth };
+    let order = agent_order(t);
+    let panel = draw_panel(opts.seed, &t.id, opts.panel);
+    let mut session = Session::new(judge);
+    let all_context = session
+        .stage("context", |_| order.iter().map(|a| render(t, &h, &levels(t, &h, a))).collect::<Vec<_>>().join("\n\n"));
+    let agent_analyses =
+        session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &all_context));
+    let by_agent = vote(&agent_analyses, t.steps.len(), &order);
+    let agent = by_agent.agent.clone().unwrap_or_else(|| fallback_agent(&ctx));
+    let step_context = session.stage("context", |_| render(t, &h, &levels(t, &h, &agent)));
+    let target = VoteTarget::Step { agent: agent.clone() };
+    let step_analyses = session.stage("step-analysts", |s| ask_panel(s, &ctx, &panel, target, &step_context));
+    let by_step = vote(&step_analyses, t.steps.len(), &order);
+    let step =
+        by_step.step.or_else(|| first_turn(&ctx, &agent)).unwrap_or_else(|| default_step(&ctx, &[]).unwrap_or(0));
+    let mut d = new_diagnosis(Method::Echo, t, judge, opts, Some(step));
+    explain(&mut d, &by_agent, &by_step, &agent, panel.len());
+    d.roles = vec![(step, Role::RootCause)];
+    d.details.push(("panel".into(), panel.iter().map(|p| p.as_str().to_string()).collect()));
+    d.details.push(("agent analyses".into(), analysis_lines(&agent_analyses)));
+    d.details.push(("agent consensus".into(), consensus_lines(&by_agent)));
+    d.details.push(("step analyses".into(), analysis_lines(&step_analyses)));
+    d.details.push(("step consensus".into(), consensus_lines(&by_step)));
+    session.finish(&mut d);
+    d
+}
+
+fn ask_panel(
+    s: &mut Session<'_>,
+    ctx: &Context<'_>,
+    panel: &[Perspective],
+    target: VoteTarget,
+    context: &str,
+) -> Vec<Analysis> {
+    let mut out = Vec::new();
+    for &p in panel {
+        let q = Question::AnalystVote { perspective: p, target: target.clone(), context: context.to_string() };
+        match s.ask(ctx, &q) {
+            Answer::Analysis(a) => out.push(a),
+            _ => s.warnings.push(format!("the {p} analyst gave no usable analysis")),
+        }
+    }
+    out
+}
+
+fn agent_order(t: &Trajectory) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &t.steps {
+        if !out.iter().any(|a| a.eq_ignore_ascii_case(&s.agent)) {
+            out.push(s.agent.clone());
+        }
+    }
+    out
+}
+
+/// Without an agent consensus: the actor of the first step acting on the task.
+fn fallback_agent(ctx: &Context<'_>) -> String {
+    let t = ctx.trajectory;
+    t.steps[default_step(ctx, &[]).unwrap_or(0).min(t.steps.len() - 1)].agent.clone()
+}
+
+/// The agent's first turn with substance, else its first turn.
+fn first_turn(ctx: &Context<'_>, agent: &str) -> Option<usize> {
+    let t = ctx.trajectory;
+    let turns: Vec<usize> = t.steps.iter().filter(|s| s.agent.eq_ignore_ascii_case(agent)).map(|s| s.index).collect();
+    turns.iter().copied().find(|&i| t.steps[i].content.trim().len() > 15).or(turns.first().copied())
+}
+
+fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: &str, panel: usize) {
+    let basis = match (&by_agent.agent, by_step.step) {
+        (Some(_), Some(_)) => by_step.reasoning.clone(),
+        (None, _) => format!("no agent analysis reached confidence {MIN_CONFIDENCE}; {agent} acts first on the task"),
+        (Some(_), None) => {
+            format!("no step analysis reached confidence {MIN_CONFIDENCE}; {agent}'s first turn is named")
+        }
+    };
+    d.reason = text::clip(&format!("Agent: {}. Step: {basis}", by_agent.reasoning), 600);
+    // The winning step's weighted votes per analyst: three analysts agreeing at 0.6 give 0.6.
+    let support = by_step.step_votes.first().map_or(0.0, |(_, v)| *v);
+    let penalty = if by_agent.review || by_step.review { 0.7 } else { 1.0 };
+    d.confidence = ((support / panel.max(1) as f32).min(1.0) * penalty * 100.0).round() / 100.0;
+    if by_agent.review || by_step.review {
+        d.warnings.push(format!(
+            "the panel disagrees (confidence spread {:.2}/{:.2}, conclusion types {}/{}): review recommended",
+            by_agent.spread,
+            by_step.spread,
+            by_agent.type_votes.len(),
+            by_step.type_votes.len()
+        ));
+    }
+}
+
+fn analysis_lines(analyses: &[Analysis]) -> Vec<String> {
+    analyses
+        .iter()
+        .map(|a| {
+            let kept = if a.confidence >= MIN_CONFIDENCE { "" } else { " (dropped)" };
+            let step = a.step.map_or("-".to_string(), |s| s.to_string());
+            format!(
+                "{} {} step {step} confidence {:.2}{kept}: {}",
+                a.conclusion.as_str(),
+                a.agents.join("+"),
+                a.confidence,
+                text::clip(&a.reasoning, 160)
+            )
+        })
+        .collect()
+}
+
+fn consensus_lines(c: &Consensus) -> Vec<String> {
+    let types: Vec<String> = c.type_votes.iter().map(|(t, v)| format!("{} {v:.2}", t.as_str())).collect();
+    let agents: Vec<String> = c.agent_votes.iter().map(|(a, v)| format!("{a} {v:.2}")).collect();
+    let steps: Vec<String> = c.step_votes.iter().map(|(s, v)| format!("{s} {v:.2}")).collect();
+    vec![
+        format!("types: {}", types.join(", ")),
+        format!("agents: {}", agents.join(", ")),
+        format!("steps: {}", steps.join(", ")),
+        format!(
+            "dropped {} under {MIN_CONFIDENCE}, {} step votes out of range, spread {:.2}, review {}",
+            c.dropped, c.out_of_range, c.spread, c.review
+        ),
+    ]
+}

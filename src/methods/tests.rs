@@ -1,0 +1,1 @@
+//! Method tests on small hand-written trajectories.
