@@ -467,3 +467,143 @@ fn parse_edges(v: &Value, steps: usize) -> Result<Vec<PropagationEdge>, String> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(q: &Question, a: Answer, steps: usize) -> Result<Answer, String> {
+        parse_answer(q, &a.to_json(), steps).expect("an attribution question")
+    }
+
+    #[test]
+    fn questions_have_a_kind_and_their_fields() {
+        let q = Question::LocateInRange { range: 2..9, split: 6, context: "[step 2] A".into() };
+        assert_eq!(
+            q.to_json(),
+            json!({"kind": "locate_in_range", "from_step": 2, "to_step": 9, "split": 6, "context": "[step 2] A"})
+        );
+        let q = Question::AnalystVote {
+            perspective: Perspective::Skeptical,
+            target: VoteTarget::Step { agent: "WebSurfer".into() },
+            context: "ctx".into(),
+        };
+        let v = q.to_json();
+        assert_eq!(
+            (v["kind"].as_str(), v["target"].as_str(), v["agent"].as_str()),
+            (Some("analyst_vote"), Some("step"), Some("WebSurfer"))
+        );
+        assert_eq!(v["perspective"], "skeptical");
+        assert!(v["instruction"].as_str().unwrap().starts_with("Question every claim"));
+        let q = Question::Adjudicate {
+            candidates: vec![1, 4],
+            edges: vec![PropagationEdge { from: 1, to: 4, effect: Effect::Amplified }],
+            context: String::new(),
+        };
+        let v = q.to_json();
+        assert_eq!(v["edges"], json!([{"from": 1, "to": 4, "effect": "amplified"}]));
+        assert_eq!(v["categories"].as_array().unwrap().len(), ErrorCategory::ALL.len());
+        let kinds: Vec<&str> = [
+            Question::LocateError { context: String::new() },
+            Question::IsDecisive { step: 0, context: String::new() },
+            Question::SegmentRecall { segment: 0..1, context: String::new() },
+            Question::TracePropagation { candidates: vec![], context: String::new() },
+        ]
+        .iter()
+        .map(Question::kind)
+        .collect();
+        assert_eq!(kinds, vec!["locate_error", "is_decisive", "segment_recall", "trace_propagation"]);
+    }
+
+    #[test]
+    fn answers_round_trip_through_json() {
+        let q = Question::LocateError { context: String::new() };
+        let a = Answer::Attribution { agent: "A".into(), step: 3, reason: "r".into(), confidence: 0.5 };
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::IsDecisive { step: 2, context: String::new() };
+        let a = Answer::Verdict { decisive: true, reason: "r".into(), confidence: 0.75 };
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::LocateInRange { range: 0..4, split: 2, context: String::new() };
+        let a = Answer::Half { half: Half::Second, reason: "r".into() };
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::AnalystVote {
+            perspective: Perspective::General,
+            target: VoteTarget::Agent,
+            context: String::new(),
+        };
+        let a = Answer::Analysis(Analysis {
+            conclusion: Conclusion::MultiAgent,
+            agents: vec!["A".into(), "B".into()],
+            step: Some(4),
+            confidence: 0.5,
+            reasoning: "r".into(),
+            evaluations: vec![("A".into(), 0.5), ("B".into(), 0.25)],
+        });
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::SegmentRecall { segment: 2..4, context: String::new() };
+        let f = Finding { signal: Signal::Assumption, evidence: "assumed".into(), weight: 0.5 };
+        let a = Answer::Candidates(vec![(3, vec![f])]);
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::TracePropagation { candidates: vec![1], context: String::new() };
+        let a = Answer::Propagation { edges: vec![PropagationEdge { from: 1, to: 2, effect: Effect::Corrected }] };
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        let q = Question::Adjudicate { candidates: vec![1, 3], edges: vec![], context: String::new() };
+        let a = Answer::Adjudication {
+            step: 3,
+            category: ErrorCategory::VerificationFailure,
+            reason: "r".into(),
+            confidence: 0.25,
+        };
+        assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
+        assert!(parse_answer(&Question::Prior, &json!({}), 5).is_none());
+    }
+
+    #[test]
+    fn invalid_answers_are_named() {
+        let q = Question::LocateError { context: String::new() };
+        let bad = json!({"agent": "A", "step": 5, "reason": "r", "confidence": 0.5});
+        assert_eq!(parse_answer(&q, &bad, 5), Some(Err("step 5 is outside 0..5".into())));
+        let bad = json!({"agent": "A", "step": 1, "confidence": 1.5});
+        assert_eq!(parse_answer(&q, &bad, 5), Some(Err("\"confidence\" must be a number in 0..=1".into())));
+        let q = Question::LocateInRange { range: 0..4, split: 2, context: String::new() };
+        assert_eq!(
+            parse_answer(&q, &json!({"half": "upper"}), 5),
+            Some(Err("\"half\" must be first or second, not \"upper\"".into()))
+        );
+        let q = Question::SegmentRecall { segment: 2..4, context: String::new() };
+        let bad = json!({"candidates": [{"step": 4, "findings": []}]});
+        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("candidate step 4 is outside 2..4".into())));
+        let q = Question::TracePropagation { candidates: vec![1], context: String::new() };
+        let bad = json!({"edges": [{"from": 3, "to": 1, "effect": "continued"}]});
+        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("edge 3 -> 1 must go forward inside 0..9".into())));
+        let q = Question::Adjudicate { candidates: vec![1, 3], edges: vec![], context: String::new() };
+        let bad = json!({"step": 2, "category": "hallucination", "reason": "", "confidence": 0.5});
+        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("step 2 is not one of the candidates".into())));
+    }
+
+    #[test]
+    fn an_analyst_step_outside_the_trajectory_is_discarded_not_invalid() {
+        let q = Question::AnalystVote {
+            perspective: Perspective::General,
+            target: VoteTarget::Agent,
+            context: String::new(),
+        };
+        let v = json!({"conclusion": "single_agent", "agents": ["A"], "step": 40, "confidence": 0.5, "reasoning": "r"});
+        match parse_answer(&q, &v, 10) {
+            Some(Ok(Answer::Analysis(a))) => assert_eq!((a.step, a.agents), (None, vec!["A".to_string()])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_parse() {
+        for p in Perspective::ALL {
+            assert_eq!(Perspective::parse(p.as_str()), Some(p));
+        }
+        for c in ErrorCategory::ALL {
+            assert_eq!(ErrorCategory::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCategory::of_signal(Signal::FailedAction), ErrorCategory::ToolInvocationError);
+        assert_eq!(ErrorCategory::of_signal(Signal::UserMarked), ErrorCategory::Other);
+    }
+}

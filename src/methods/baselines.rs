@@ -172,3 +172,37 @@ pub fn random(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagno
     session.finish(&mut d);
     d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(rounds: &[Round]) -> Vec<(usize, usize, usize)> {
+        rounds.iter().map(|(r, s, _)| (r.start, r.end, *s)).collect()
+    }
+
+    #[test]
+    fn bisect_halves_with_the_middle_in_the_first_half() {
+        let (step, rounds) = bisect(10, |_, _| Half::First);
+        assert_eq!(step, 0);
+        assert_eq!(ranges(&rounds), vec![(0, 10, 5), (0, 5, 3), (0, 3, 2), (0, 2, 1)]);
+        let (step, rounds) = bisect(10, |_, _| Half::Second);
+        assert_eq!(step, 9);
+        assert_eq!(ranges(&rounds), vec![(0, 10, 5), (5, 10, 8), (8, 10, 9)]);
+        let (step, rounds) = bisect(9, |r, _| if r.start == 0 && r.end == 9 { Half::Second } else { Half::First });
+        assert_eq!(step, 5);
+        assert_eq!(ranges(&rounds), vec![(0, 9, 5), (5, 9, 7), (5, 7, 6)]);
+    }
+
+    #[test]
+    fn bisect_finds_any_step_in_ceil_log2_rounds() {
+        for n in 1..40 {
+            for target in 0..n {
+                let (step, rounds) = bisect(n, |_, split| if target < split { Half::First } else { Half::Second });
+                assert_eq!(step, target);
+                assert!(rounds.len() <= (n as f64).log2().ceil() as usize, "n {n}: {} rounds", rounds.len());
+            }
+        }
+        assert_eq!(bisect(1, |_, _| Half::Second), (0, Vec::new()));
+    }
+}

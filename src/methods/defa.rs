@@ -315,3 +315,84 @@ fn details(segs: &[Range<usize>], rec: &Recalled) -> Vec<(String, Vec<String>)> 
     let nodes = vec![text::clip(&format!("{:?}", rec.nodes), 400)];
     vec![("segments".into(), seg_lines), ("propagation graph".into(), graph), ("adjudicated nodes".into(), nodes)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::heuristic::HeuristicJudge;
+    use crate::model::{LinkKind, Step};
+
+    fn numbered(n: usize, links: &[(usize, usize)]) -> Trajectory {
+        let steps = (0..n)
+            .map(|i| Step {
+                index: i,
+                agent: format!("Agent{}", i % 3),
+                content: format!("Step number {i} reports on its part of the work."),
+                ..Step::default()
+            })
+            .collect();
+        let links = links.iter().map(|&(from, to)| Link { from, to, kind: LinkKind::ToolResult }).collect();
+        Trajectory { id: "seg".into(), steps, links, ..Trajectory::default() }
+    }
+
+    #[test]
+    fn segments_cut_at_the_length() {
+        assert_eq!(segments(&numbered(10, &[]), 4), vec![0..4, 4..8, 8..10]);
+        assert_eq!(segments(&numbered(8, &[]), 4), vec![0..4, 4..8]);
+        assert_eq!(segments(&numbered(4, &[]), 4), vec![0..4]);
+        assert_eq!(segments(&numbered(3, &[]), 24), vec![0..3]);
+        assert_eq!(segments(&numbered(5, &[]), 0), vec![0..2, 2..4, 4..5], "length at least 2");
+        assert_eq!(segments(&numbered(0, &[]), 4), vec![0..0]);
+    }
+
+    #[test]
+    fn segments_keep_linked_steps_together() {
+        // 3 -> 4 crosses the boundary at 4: the boundary moves back to 3.
+        assert_eq!(segments(&numbered(10, &[(3, 4)]), 4), vec![0..3, 3..7, 7..10]);
+        // 2 -> 5 crosses 3, 4 and 5: no boundary in 2..=4 is free but 2 itself.
+        assert_eq!(segments(&numbered(10, &[(2, 5)]), 4), vec![0..2, 2..6, 6..10]);
+        // A link spanning everything crosses every boundary: cut at the length.
+        assert_eq!(segments(&numbered(10, &[(0, 9)]), 4), vec![0..4, 4..8, 8..10]);
+    }
+
+    #[test]
+    fn segment_views_keep_original_step_numbers() {
+        let t = numbered(10, &[]);
+        let h = hierarchy::build(&t);
+        let segs = segments(&t, 4);
+        assert_eq!(segment_of(&segs, 0), Some(0));
+        assert_eq!(segment_of(&segs, 5), Some(1));
+        assert_eq!(segment_of(&segs, 9), Some(2));
+        assert_eq!(segment_of(&segs, 10), None);
+        let v = segment_view(&t, &h, &segs, 1);
+        assert!(v.contains("Segment 1 of 3 (steps 4-7), in full:\n[step 4] Agent1 (message):\nStep number 4 reports on its part of the work."));
+        assert!(v.contains("[step 7] Agent1 (message):\nStep number 7"));
+        assert!(v.contains(
+            "Segment 0 (steps 0-3), agents Agent0, Agent1, Agent2, 0 step(s) with errors:\n  [step 0] Agent0"
+        ));
+        assert!(v.contains("Segment 2 (steps 8-9)"));
+        assert!(!v.contains("[step 3]"), "other segments are summarised: milestones, else their first steps");
+    }
+
+    #[test]
+    fn recall_returns_original_indices_per_segment() {
+        let mut t = numbered(10, &[]);
+        t.steps[6].content = "Let's assume the value is 4,321 for now.".into();
+        let h = hierarchy::build(&t);
+        let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, ground_truth: false };
+        let segs = segments(&t, 4);
+        let views: Vec<String> = (0..segs.len()).map(|k| segment_view(&t, &h, &segs, k)).collect();
+        let mut s = Session::new(&HeuristicJudge);
+        let found = recall(&mut s, &ctx, &segs, &views);
+        assert!(found.iter().any(|(c, _)| *c == 6), "{found:?}");
+        for (c, _) in &found {
+            assert!(segs.iter().any(|r| r.contains(c)));
+        }
+        let costs: Vec<(&str, u64)> = s.costs.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
+        assert_eq!(costs, vec![("judge", 3)], "outside a stage, calls count for one `judge` stage");
+        let d = run(&t, &HeuristicJudge, &MethodOptions { segment_len: 4, ..MethodOptions::new(false) });
+        assert_eq!(d.decisive_step, Some(6));
+        assert_eq!(d.details[0].1[1], "segment 1: steps 4-7, candidates [6]");
+        assert_eq!(d.cost.iter().find(|c| c.stage == "recall").unwrap().cost.calls, 3, "one recall per segment");
+    }
+}

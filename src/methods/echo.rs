@@ -341,3 +341,209 @@ fn consensus_lines(c: &Consensus) -> Vec<String> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Step;
+
+    fn analysis(conclusion: Conclusion, agents: &[&str], step: Option<usize>, confidence: f32) -> Analysis {
+        Analysis {
+            conclusion,
+            agents: agents.iter().map(|a| a.to_string()).collect(),
+            step,
+            confidence,
+            reasoning: format!("{} {confidence}", agents.join("+")),
+            evaluations: Vec::new(),
+        }
+    }
+
+    fn order() -> Vec<String> {
+        vec!["A".into(), "B".into(), "C".into()]
+    }
+
+    #[test]
+    fn analyses_under_the_threshold_are_dropped() {
+        let v = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["B"], Some(4), 0.29),
+                analysis(Conclusion::SingleAgent, &["A"], Some(2), 0.3),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!(v.dropped, 1);
+        assert_eq!((v.agent.as_deref(), v.step), (Some("A"), Some(2)));
+        assert_eq!(v.agent_votes, vec![("A".to_string(), 0.3)]);
+        let none = vote(&[analysis(Conclusion::SingleAgent, &["B"], Some(4), 0.1)], 10, &order());
+        assert_eq!((none.conclusion, none.agent, none.step, none.dropped), (None, None, None, 1));
+    }
+
+    #[test]
+    fn votes_are_weighted_by_confidence() {
+        let v = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["B"], Some(7), 0.7),
+                analysis(Conclusion::SingleAgent, &["A"], Some(3), 0.4),
+                analysis(Conclusion::SingleAgent, &["A"], Some(5), 0.4),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!(v.agent_votes, vec![("A".to_string(), 0.8), ("B".to_string(), 0.7)]);
+        assert_eq!(v.agent.as_deref(), Some("A"));
+        // Step votes: 7 has 0.7, 3 and 5 have 0.4 each.
+        assert_eq!(v.step_votes, vec![(7, 0.7), (3, 0.4), (5, 0.4)]);
+        assert_eq!(v.step, Some(7));
+    }
+
+    #[test]
+    fn conclusion_types_are_weighed_first() {
+        let v = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.35),
+                analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.35),
+                analysis(Conclusion::MultiAgent, &["B", "C"], Some(6), 0.75),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!(v.conclusion, Some(Conclusion::MultiAgent));
+        assert_eq!(v.type_votes, vec![(Conclusion::SingleAgent, 0.7), (Conclusion::MultiAgent, 0.75)]);
+        // Only the winning type's analyses vote; both agents of the multi-agent one get its weight.
+        assert_eq!(v.agent_votes, vec![("B".to_string(), 0.75), ("C".to_string(), 0.75)]);
+        assert_eq!((v.agent.as_deref(), v.step), (Some("B"), Some(6)));
+    }
+
+    #[test]
+    fn ties_go_to_the_first_agent_the_earlier_step_and_single_agent() {
+        let v = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["C"], Some(5), 0.5),
+                analysis(Conclusion::SingleAgent, &["B"], Some(3), 0.5),
+                analysis(Conclusion::MultiAgent, &["A", "C"], Some(1), 1.0),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!(v.conclusion, Some(Conclusion::SingleAgent), "1.0 each: single-agent wins the tie");
+        assert_eq!(v.agent.as_deref(), Some("B"), "B appears before C");
+        assert_eq!(v.step, Some(3), "the earlier step");
+    }
+
+    #[test]
+    fn disagreement_flags_review() {
+        let spread = |lo: f32, hi: f32| {
+            vote(
+                &[
+                    analysis(Conclusion::SingleAgent, &["A"], Some(1), lo),
+                    analysis(Conclusion::SingleAgent, &["A"], Some(1), hi),
+                ],
+                10,
+                &order(),
+            )
+        };
+        let exact = spread(0.375, 0.875);
+        assert_eq!((exact.spread, exact.review), (0.5, false), "a spread of exactly 0.5 does not exceed it");
+        let wide = spread(0.3125, 0.875);
+        assert_eq!((wide.spread, wide.review), (0.5625, true));
+        let three = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.5),
+                analysis(Conclusion::MultiAgent, &["A", "B"], Some(1), 0.5),
+                analysis(Conclusion::NoClearFault, &["C"], None, 0.5),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!((three.type_votes.len(), three.spread, three.review), (3, 0.0, true));
+        let two = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.5),
+                analysis(Conclusion::MultiAgent, &["A", "B"], Some(1), 0.5),
+            ],
+            10,
+            &order(),
+        );
+        assert!(!two.review, "two conclusion types are not more than two");
+    }
+
+    #[test]
+    fn step_votes_outside_the_trajectory_are_discarded() {
+        let v = vote(
+            &[
+                analysis(Conclusion::SingleAgent, &["A"], Some(12), 0.875),
+                analysis(Conclusion::SingleAgent, &["A"], Some(10), 0.75),
+                analysis(Conclusion::SingleAgent, &["A"], Some(9), 0.375),
+            ],
+            10,
+            &order(),
+        );
+        assert_eq!(v.out_of_range, 2);
+        assert_eq!(v.step_votes, vec![(9, 0.375)]);
+        assert_eq!(v.step, Some(9));
+        assert_eq!(v.agent_votes, vec![("A".to_string(), 2.0)], "the agent vote still counts");
+    }
+
+    #[test]
+    fn reasoning_is_synthesised() {
+        let long = "x".repeat(300);
+        let mut a = analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.5);
+        a.reasoning = long;
+        let b = analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.7);
+        let v = vote(&[a, b], 10, &order());
+        assert!(v.reasoning.starts_with("2 analyst(s) concluded single_agent with average confidence 0.60: xxx"));
+        assert!(v.reasoning.ends_with("x… (1 other analyses support it)"), "{}", v.reasoning);
+    }
+
+    #[test]
+    fn panels_are_distinct_seeded_draws() {
+        let p = draw_panel(0, "t", 3);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p, draw_panel(0, "t", 3));
+        let mut sorted = p.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 3, "no perspective twice");
+        assert_eq!(draw_panel(0, "t", 9).len(), 6);
+        assert_eq!(draw_panel(0, "t", 0).len(), 1);
+        let panels: Vec<Vec<Perspective>> = (0..10).map(|s| draw_panel(s, "t", 3)).collect();
+        assert!(panels.iter().any(|q| *q != p), "seeds change the draw");
+        let mut all = draw_panel(7, "t", 6);
+        all.sort();
+        assert_eq!(all, Perspective::ALL.to_vec());
+    }
+
+    fn long_trajectory() -> Trajectory {
+        let mut steps: Vec<Step> = (0..16)
+            .map(|i| Step {
+                index: i,
+                agent: if i == 5 { "A".into() } else { "B".into() },
+                content: format!("Working on part {i} of the task with some detail."),
+                ..Step::default()
+            })
+            .collect();
+        steps[15].content = "TERMINATE".into();
+        Trajectory { id: "levels".into(), steps, ..Trajectory::default() }
+    }
+
+    #[test]
+    fn levels_follow_the_distance_to_the_agents_turns() {
+        let t = long_trajectory();
+        let h = hierarchy::build(&t);
+        let l = levels(&t, &h, "a");
+        assert_eq!(l.l1, vec![4, 5, 6]);
+        assert_eq!(l.l2, vec![2, 3, 7, 8]);
+        assert_eq!(l.l3, vec![0, 1, 9, 10, 11, 12]);
+        assert_eq!(l.l4, vec![15], "step 15 ends the run; 13 and 14 are no milestones");
+        assert_eq!(l.omitted, 2);
+        let text = render(&t, &h, &l);
+        assert!(text.contains("L1 [step 5] A (message):\nWorking on part 5"));
+        assert!(text.contains("L2 [step 2] B (message) discuss: Working on part 2"));
+        assert!(text.contains("L3 [step 12] B (message) discuss: Working on part 12"));
+        assert!(text.contains("L4 milestone [step 15] B (message) terminate: TERMINATE"));
+        assert!(text.find("[step 4]") < text.find("[step 5]"), "step order");
+        let busy = levels(&t, &h, "B");
+        assert_eq!(busy.l1.len(), 16, "an agent acting everywhere sees everything in full");
+    }
+}

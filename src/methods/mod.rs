@@ -287,6 +287,7 @@ impl<'j> Session<'j> {
             Some(i) => i,
             None => {
                 self.costs.push(StageCost { stage: "judge".into(), cost: Cost::default() });
+                self.current = Some(self.costs.len() - 1);
                 self.costs.len() - 1
             }
         };

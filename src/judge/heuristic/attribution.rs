@@ -122,7 +122,10 @@ fn locate_in_range(ctx: &Context<'_>, range: Range<usize>, split: usize) -> Answ
     Answer::Half { half, reason }
 }
 
-/// How an ECHO analyst of one perspective weighs the heuristic signals and decides.
+/// How an ECHO analyst of one perspective weighs the heuristic signals and decides. Every analyst
+/// looks for the decisive error, the earliest one that matters: it names the earliest step within
+/// its `earliest` share of its strongest step; perspectives differ in weights, thresholds and
+/// how far back they are willing to go.
 #[derive(Debug, Clone, Copy)]
 struct Lens {
     /// Factor for raw-evidence signals (unsourced values, wrong value origins).
@@ -139,8 +142,8 @@ struct Lens {
     calibration: f32,
     /// A runner-up agent within this share of the top one makes a multi-agent conclusion.
     multi: Option<f32>,
-    /// Pick the earliest step within this share of the best, instead of the best.
-    earliest: Option<f32>,
+    /// Name the earliest step within this share of the strongest one.
+    earliest: f32,
     /// An agent's likelihood is the noisy-or over its steps (patterns add up) instead of the max.
     accumulate: bool,
     /// Discount steps whose output nothing later uses.
@@ -157,14 +160,14 @@ fn lens(p: Perspective) -> Lens {
         threshold: 0.3,
         calibration: 1.0,
         multi: None,
-        earliest: None,
+        earliest: 1.0,
         accumulate: false,
         consequence: false,
     };
     match p {
         Perspective::Conservative => Lens { process: 0.9, soft: 0.8, threshold: 0.45, calibration: 0.85, ..base },
         Perspective::Liberal => {
-            Lens { process: 1.1, soft: 1.1, threshold: 0.2, multi: Some(0.8), earliest: Some(0.6), ..base }
+            Lens { process: 1.1, soft: 1.1, threshold: 0.2, multi: Some(0.8), earliest: 0.6, ..base }
         }
         Perspective::DetailFocused => Lens { detail: 1.4, process: 0.8, soft: 0.9, calibration: 0.95, ..base },
         Perspective::PatternFocused => Lens {
@@ -181,7 +184,7 @@ fn lens(p: Perspective) -> Lens {
             soft: 0.6,
             threshold: 0.35,
             calibration: 0.8,
-            earliest: Some(0.8),
+            earliest: 0.8,
             consequence: true,
             ..base
         },
@@ -215,13 +218,11 @@ impl Lens {
         if self.consequence && !has_consequence(ctx, i) { 0.6 * s } else { s }
     }
 
-    /// The step this lens picks among `(step, score)` in step order.
+    /// The step this lens picks among `(step, score)` in step order: the earliest within its
+    /// share of the best.
     fn pick(&self, scored: &[(usize, f32)]) -> Option<(usize, f32)> {
         let best = first_max(scored.iter().copied())?;
-        match self.earliest {
-            Some(share) => scored.iter().copied().find(|(_, s)| *s > 0.0 && *s >= share * best.1),
-            None => Some(best),
-        }
+        scored.iter().copied().find(|(_, s)| *s > 0.0 && *s >= self.earliest * best.1)
     }
 }
 
@@ -253,51 +254,48 @@ fn analyse(ctx: &Context<'_>, p: Perspective, target: &VoteTarget) -> Analysis {
     }
 }
 
+/// The agent analysis: per-agent likelihoods (the agent's strongest step, or the noisy-or of its
+/// steps for an accumulating lens); the attributed agent is the actor of the step the lens picks
+/// over the whole trajectory, joined by agents within the multi-agent share of its likelihood.
 fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)]) -> Analysis {
     let steps = &ctx.trajectory.steps;
     let mut evaluations: Vec<(String, f32)> = agent_order(ctx)
         .into_iter()
         .map(|a| {
-            let own: Vec<f32> =
-                scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s).collect();
-            let likelihood = if l.accumulate {
-                1.0 - own.iter().map(|s| 1.0 - s).product::<f32>()
-            } else {
-                own.iter().copied().fold(0.0, f32::max)
-            };
+            let own = scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s);
+            let likelihood =
+                if l.accumulate { 1.0 - own.map(|s| 1.0 - s).product::<f32>() } else { own.fold(0.0, f32::max) };
             (a, round2(likelihood))
         })
         .collect();
     // Stable sort: equal likelihoods keep the order of first appearance.
     evaluations.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let Some((top, top_l)) = evaluations.first().cloned() else {
-        return no_fault(p, Vec::new(), None, evaluations);
+    let Some((step, _)) = l.pick(scored) else {
+        return no_fault(ctx, p, None, evaluations);
     };
-    let own: Vec<(usize, f32)> =
-        scored.iter().copied().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&top)).collect();
-    let step = l.pick(&own).map(|(i, _)| i);
-    if top_l < l.threshold {
-        return no_fault(p, vec![top], step, evaluations);
+    let agent = steps[step].agent.clone();
+    let likelihood = evaluations.iter().find(|(a, _)| a.eq_ignore_ascii_case(&agent)).map_or(0.0, |(_, x)| *x);
+    if likelihood < l.threshold {
+        return no_fault(ctx, p, Some(step), evaluations);
     }
-    let mut agents = vec![top.clone()];
+    let mut agents = vec![agent.clone()];
     if let Some(m) = l.multi {
-        agents.extend(evaluations.iter().skip(1).filter(|(_, x)| *x >= m * top_l).map(|(a, _)| a.clone()));
+        let others = evaluations.iter().filter(|(a, x)| *a != agent && *x >= m * likelihood);
+        agents.extend(others.map(|(a, _)| a.clone()));
     }
     let conclusion = if agents.len() > 1 { Conclusion::MultiAgent } else { Conclusion::SingleAgent };
-    let why = step.map(|s| evidence(ctx, s)).unwrap_or_default();
+    let why = format!("{p}: {agent} made the decisive error at step {step}: {}", evidence(ctx, step));
     Analysis {
         conclusion,
-        reasoning: text::clip(
-            &format!("{p}: {top} carries the strongest evidence (likelihood {top_l:.2}): {why}"),
-            300,
-        ),
         agents,
-        step,
-        confidence: round2(l.calibration * top_l),
+        step: Some(step),
+        confidence: round2(l.calibration * likelihood),
+        reasoning: text::clip(&why, 300),
         evaluations: evaluations.into_iter().filter(|(_, x)| *x > 0.0).collect(),
     }
 }
 
+/// The step analysis: the step of `agent` the lens picks among the agent's turns.
 fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)], agent: &str) -> Analysis {
     let steps = &ctx.trajectory.steps;
     let own: Vec<(usize, f32)> =
@@ -315,7 +313,7 @@ fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, 
         },
         picked => {
             let first_turn = own.iter().map(|(i, _)| *i).find(|&i| acts(ctx, i)).or(own.first().map(|(i, _)| *i));
-            no_fault(p, vec![agent.to_string()], picked.map(|(i, _)| i).or(first_turn), evaluations)
+            no_fault(ctx, p, picked.map(|(i, _)| i).or(first_turn), evaluations)
         }
     }
 }
@@ -328,13 +326,15 @@ fn acts(ctx: &Context<'_>, i: usize) -> bool {
     ) && ctx.trajectory.steps[i].content.trim().len() > 15
 }
 
-/// A no-clear-fault analysis; it still names the most likely agent and step. Its confidence
-/// (in the absence of a clear fault) is half of one minus the highest likelihood.
-fn no_fault(p: Perspective, agents: Vec<String>, step: Option<usize>, evaluations: Vec<(String, f32)>) -> Analysis {
+/// A no-clear-fault analysis. It still names the most likely step (`step`, else the first step
+/// acting on the task) and its actor. Its confidence (in the absence of a clear fault) is half of
+/// one minus the highest likelihood.
+fn no_fault(ctx: &Context<'_>, p: Perspective, step: Option<usize>, evaluations: Vec<(String, f32)>) -> Analysis {
     let top = evaluations.first().map(|(_, x)| *x).unwrap_or(0.0);
+    let step = step.or_else(|| default_step(ctx, &[]));
     Analysis {
         conclusion: Conclusion::NoClearFault,
-        agents,
+        agents: step.map(|s| ctx.trajectory.steps[s].agent.clone()).into_iter().collect(),
         step,
         confidence: round2(0.5 * (1.0 - top)),
         reasoning: format!("{p}: no agent is clearly at fault (highest likelihood {top:.2})"),
@@ -472,4 +472,167 @@ pub fn category(ctx: &Context<'_>, step: usize) -> ErrorCategory {
         .iter()
         .max_by(|a, b| a.weight.total_cmp(&b.weight))
         .map_or(ErrorCategory::Other, |f| ErrorCategory::of_signal(f.signal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::DepGraph;
+    use crate::hierarchy;
+    use crate::model::{Link, LinkKind, Step, StepKind, Trajectory};
+
+    fn sales() -> Trajectory {
+        let step = |agent: &str, kind, content: &str| Step {
+            agent: agent.into(),
+            kind,
+            content: content.into(),
+            ..Step::default()
+        };
+        let m = StepKind::Message;
+        let r = StepKind::ToolResult;
+        let mut t = Trajectory {
+            task: "Compute the total of the attached sales figures.".into(),
+            steps: vec![
+                step("Planner", m, "Plan: compute the total of the attached sales figures and report it."),
+                step("Coder", m, "```python\nprint(sum(sales)\n```"),
+                step(
+                    "Computer_terminal",
+                    r,
+                    "exitcode: 1 (execution failed)\nCode output: SyntaxError: unexpected EOF",
+                ),
+                step("Coder", m, "Fixed the bracket.\n```python\nprint(sum(sales))\n```"),
+                step("Computer_terminal", r, "exitcode: 0 (execution succeeded)\nCode output: 4521"),
+                step("Coder", m, "Let's assume a discount applies to the 4521, so the total is 4,069."),
+                step("Reviewer", m, "The total is 4,069. TERMINATE"),
+            ],
+            links: vec![
+                Link { from: 1, to: 2, kind: LinkKind::Execution },
+                Link { from: 3, to: 4, kind: LinkKind::Execution },
+            ],
+            ..Trajectory::default()
+        };
+        for (i, s) in t.steps.iter_mut().enumerate() {
+            s.index = i;
+        }
+        t.refresh_agents();
+        t
+    }
+
+    fn with_ctx<T>(t: &Trajectory, f: impl FnOnce(&Context<'_>) -> T) -> T {
+        let h = hierarchy::build(t);
+        let g = DepGraph::build(t, &h);
+        f(&Context { trajectory: t, hierarchy: &h, prior: None, graph: Some(&g), ground_truth: false })
+    }
+
+    fn analysis(ctx: &Context<'_>, p: Perspective, target: VoteTarget) -> Analysis {
+        match answer(ctx, &Question::AnalystVote { perspective: p, target, context: String::new() }) {
+            Answer::Analysis(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn perspectives_weigh_the_same_evidence_differently() {
+        let t = sales();
+        with_ctx(&t, |ctx| {
+            // Step 1 (failed, then corrected) scores 0.4, step 5 (assumed discount) 0.56.
+            assert_eq!((round2(score(ctx, 1)), round2(score(ctx, 5))), (0.4, 0.56));
+            let liberal = analysis(ctx, Perspective::Liberal, VoteTarget::Agent);
+            assert_eq!((liberal.step, liberal.confidence), (Some(1), 0.6), "earliest within 0.6 of the best");
+            let detail = analysis(ctx, Perspective::DetailFocused, VoteTarget::Agent);
+            assert_eq!((detail.step, detail.confidence), (Some(5), 0.51));
+            let conservative = analysis(ctx, Perspective::Conservative, VoteTarget::Agent);
+            assert_eq!((conservative.step, conservative.confidence), (Some(5), 0.4));
+            let pattern = analysis(ctx, Perspective::PatternFocused, VoteTarget::Agent);
+            assert_eq!(pattern.evaluations, vec![("Coder".to_string(), 0.75)], "noisy-or over the coder's steps");
+            for a in [&liberal, &detail, &conservative, &pattern] {
+                assert_eq!(
+                    (a.conclusion, a.agents.as_slice()),
+                    (Conclusion::SingleAgent, ["Coder".to_string()].as_slice())
+                );
+            }
+            let step = analysis(ctx, Perspective::General, VoteTarget::Step { agent: "coder".into() });
+            assert_eq!((step.step, step.confidence), (Some(5), 0.56));
+            let nobody = analysis(ctx, Perspective::General, VoteTarget::Step { agent: "Planner".into() });
+            assert_eq!((nobody.conclusion, nobody.step, nobody.confidence), (Conclusion::NoClearFault, Some(0), 0.5));
+        });
+    }
+
+    #[test]
+    fn baseline_answers() {
+        let t = sales();
+        with_ctx(&t, |ctx| {
+            let verdict = |step| match answer(ctx, &Question::IsDecisive { step, context: String::new() }) {
+                Answer::Verdict { decisive, confidence, .. } => (decisive, confidence),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(verdict(1), (false, 0.6), "0.4 is under the step-by-step threshold");
+            assert_eq!(verdict(5), (true, 0.56));
+            let half = |range: Range<usize>, split| match answer(
+                ctx,
+                &Question::LocateInRange { range, split, context: String::new() },
+            ) {
+                Answer::Half { half, .. } => half,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(half(0..7, 4), Half::Second, "0.4 before step 4 against 0.56 after");
+            assert_eq!(half(2..5, 4), Half::First, "no evidence on either side: the first half");
+            match answer(ctx, &Question::LocateError { context: String::new() }) {
+                Answer::Attribution { agent, step, .. } => assert_eq!((agent.as_str(), step), ("Coder", 5)),
+                other => panic!("{other:?}"),
+            }
+        });
+    }
+
+    #[test]
+    fn propagation_and_adjudication() {
+        let t = sales();
+        with_ctx(&t, |ctx| {
+            let edges = propagation(ctx, &[1, 5]);
+            let e = |from, to, effect| PropagationEdge { from, to, effect };
+            assert_eq!(edges, vec![e(1, 2, Effect::Continued), e(1, 3, Effect::Corrected), e(5, 6, Effect::Continued)]);
+            // Step 1: 0.4 × 0.3 (corrected); step 5: 0.56 reaches the output.
+            assert_eq!(round2(adjudicated(ctx, 1, &[1, 5], &edges)), 0.12);
+            match answer(ctx, &Question::Adjudicate { candidates: vec![1, 5], edges, context: String::new() }) {
+                Answer::Adjudication { step, category, confidence, .. } => {
+                    assert_eq!((step, category, confidence), (5, ErrorCategory::UnsupportedAssumption, 0.56))
+                }
+                other => panic!("{other:?}"),
+            }
+            // Without the correction edge step 1 keeps its 0.4, still under 0.75 × 0.56.
+            assert_eq!(round2(adjudicated(ctx, 1, &[1, 5], &[])), 0.4);
+            match answer(ctx, &Question::Adjudicate { candidates: vec![1, 5], edges: vec![], context: String::new() }) {
+                Answer::Adjudication { step, .. } => assert_eq!(step, 5),
+                other => panic!("{other:?}"),
+            }
+            // A candidate with its own deviation is not discounted by an incoming edge.
+            assert_eq!(round2(adjudicated(ctx, 5, &[1, 5], &[e(1, 5, Effect::Continued)])), 0.56);
+        });
+    }
+
+    #[test]
+    fn a_candidate_that_only_continues_an_error_is_discounted() {
+        let mut t = sales();
+        t.steps.drain(0..1);
+        t.steps.truncate(3);
+        t.steps[1].content = "exitcode: 1 (execution failed)\nCode output: FileNotFoundError: sales.csv".into();
+        t.steps[2] = Step {
+            agent: "Analyst".into(),
+            content: "Great, the data is loaded and we can continue with the analysis.".into(),
+            ..Step::default()
+        };
+        for (i, s) in t.steps.iter_mut().enumerate() {
+            s.index = i;
+        }
+        t.links = vec![Link { from: 0, to: 1, kind: LinkKind::Execution }];
+        t.refresh_agents();
+        with_ctx(&t, |ctx| {
+            let f = recall(ctx, 2).unwrap();
+            assert_eq!(f.iter().map(|f| f.signal).collect::<Vec<_>>(), vec![Signal::IgnoredToolError]);
+            let e = PropagationEdge { from: 0, to: 2, effect: Effect::Continued };
+            assert_eq!(round2(adjudicated(ctx, 2, &[0, 2], &[])), 0.45);
+            assert_eq!(round2(adjudicated(ctx, 2, &[0, 2], &[e])), 0.18, "0.45 × 0.4");
+            assert_eq!(round2(adjudicated(ctx, 2, &[2], &[e])), 0.45, "the source is no candidate");
+        });
+    }
 }
