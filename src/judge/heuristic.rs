@@ -321,7 +321,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if s.content.len() < 40 || matches!(ctx.hierarchy.steps[i].action, Action::Coordinate | Action::Terminate) {
         return;
     }
-    let words = word_set(&s.content);
+    let words = words_of(ctx, i);
     for j in (0..i).rev().take(12) {
         let o = &ctx.trajectory.steps[j];
         if o.agent != s.agent || o.kind != s.kind {
@@ -330,7 +330,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         let failed = result_of(ctx, j).is_some_and(|r| {
             ctx.hierarchy.steps[r].flags.failed_execution || ctx.hierarchy.steps[r].flags.empty_result
         });
-        if failed && jaccard(&words, &word_set(&o.content)) > 0.8 {
+        if failed && jaccard(words, words_of(ctx, j)) > 0.8 {
             out.push(finding(
                 Signal::RepeatedFailure,
                 weights::REPEATED,
@@ -357,6 +357,14 @@ pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
 /// The step holding the final output: the last step with substance that is not a tool output,
 /// a ledger update or a bare `TERMINATE`.
 pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
+    *ctx.hierarchy.memo.final_step.get_or_init(|| compute_final_step(ctx))
+}
+
+fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
+    &ctx.hierarchy.memo.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
+}
+
+fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
     ctx.hierarchy
         .steps
         .iter()
@@ -446,6 +454,10 @@ fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
 
 /// The steps where the wrong items of the output originate (needs `o*`), with the item.
 pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
+    ctx.hierarchy.memo.wrong_value_origins[usize::from(ctx.ground_truth)].get_or_init(|| compute_origins(ctx)).clone()
+}
+
+fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
     let Some(expected) = ctx.expected() else { return Vec::new() };
     let mut out = Vec::new();
     for item in output_items(ctx) {
@@ -571,7 +583,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
             return Transition::Correction;
         }
     }
-    if b.agent == a.agent && jaccard(&word_set(&a.content), &word_set(&b.content)) > 0.8 {
+    if b.agent == a.agent && jaccard(words_of(ctx, from), words_of(ctx, to)) > 0.8 {
         return Transition::Redundancy;
     }
     if to != from
