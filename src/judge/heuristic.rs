@@ -215,7 +215,9 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let prev = &ctx.hierarchy.steps[i - 1];
     let s = &ctx.hierarchy.steps[i];
-    let failed = prev.kind == StepKind::ToolResult && (prev.flags.failed_execution || prev.flags.error);
+    // A "nothing to run" notice is not an error to react to.
+    let failed = prev.kind == StepKind::ToolResult
+        && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
     if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
         return;
     }
@@ -378,8 +380,8 @@ fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
 }
 
 /// The prior's default when nothing points anywhere: the first step that acts on the task (not a
-/// request, plan, coordination, delegation, tool output or termination), preferring agents `π`
-/// expects to provide a capability. Steps in `excluded` (the user's exclusions) are never named.
+/// request, plan, coordination, delegation, tool output or termination): by temporal precedence
+/// the earliest step that could have gone wrong. Steps in `excluded` (the user's exclusions) are never named.
 pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
     let acts = |s: &&StepSummary| {
         !excluded.contains(&s.index)
@@ -394,15 +396,8 @@ pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
             )
             && ctx.trajectory.steps[s.index].content.trim().len() > 15
     };
-    let expected: Vec<&str> =
-        ctx.prior.map(|p| p.requirements.iter().filter_map(|r| r.agent.as_deref()).collect()).unwrap_or_default();
     let steps = &ctx.hierarchy.steps;
-    steps
-        .iter()
-        .filter(acts)
-        .find(|s| expected.iter().any(|a| a.eq_ignore_ascii_case(&s.agent)))
-        .or_else(|| steps.iter().find(acts))
-        .map(|s| s.index)
+    steps.iter().find(acts).map(|s| s.index)
 }
 
 /// The items of the observed output: the final-answer text split at commas, semicolons and line
