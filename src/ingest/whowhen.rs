@@ -74,7 +74,9 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
             (h.as_slice(), Some(v))
         }
         _ => {
-            return Err("expected an object with \"history\" or an array of {role, content}".into());
+            return Err(
+                "expected an object with \"history\" or an array of {role, content}".into(),
+            );
         }
     };
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;
@@ -188,28 +190,28 @@ pub fn parse_hand_role(role: &str) -> (String, StepKind, Option<String>) {
 fn protocol_links(steps: &[Step]) -> Vec<Link> {
     let mut links = Vec::new();
     for (i, s) in steps.iter().enumerate() {
-        if let Some(target) = &s.delegate_to {
-            if let Some(j) = (i + 1..steps.len())
+        if let Some(target) = &s.delegate_to
+            && let Some(j) = (i + 1..steps.len())
                 .take(4)
                 .find(|&j| steps[j].agent.eq_ignore_ascii_case(target))
-            {
-                links.push(Link {
-                    from: i,
-                    to: j,
-                    kind: LinkKind::Delegation,
-                });
-            }
+        {
+            links.push(Link {
+                from: i,
+                to: j,
+                kind: LinkKind::Delegation,
+            });
         }
-        if s.kind == StepKind::ToolResult && i > 0 {
-            if let Some(j) = (0..i).rev().take(3).find(|&j| {
+        if s.kind == StepKind::ToolResult
+            && i > 0
+            && let Some(j) = (0..i).rev().take(3).find(|&j| {
                 steps[j].kind != StepKind::ToolResult && steps[j].content.contains("```")
-            }) {
-                links.push(Link {
-                    from: j,
-                    to: i,
-                    kind: LinkKind::Execution,
-                });
-            }
+            })
+        {
+            links.push(Link {
+                from: j,
+                to: i,
+                kind: LinkKind::Execution,
+            });
         }
     }
     links
