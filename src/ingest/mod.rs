@@ -5,8 +5,14 @@
 //! says whether it recognises the document and turns it into trajectories plus diagnostics. A bad
 //! record is skipped with a [`Diagnostic`]; only a document with no usable step is an error.
 
+pub mod anyagent;
 pub mod fs;
+pub mod messages;
 pub mod openai;
+pub mod openinference;
+pub mod otel;
+pub mod otlp;
+pub mod spantree;
 pub mod whowhen;
 
 use std::fmt;
@@ -254,6 +260,9 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
     match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::detect(doc) == Some(format),
         OpenAiChat | TauBench | FalatJsonl => openai::detect(doc) == Some(format),
+        OtelGenAi => otel::detect(doc),
+        OpenInference => openinference::detect(doc),
+        AnyAgent => anyagent::detect(doc),
         _ => false,
     }
 }
@@ -264,6 +273,9 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, L
     let res = match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::load(&name, doc, format),
         OpenAiChat | TauBench | FalatJsonl => openai::load(&name, doc, format),
+        OtelGenAi => otel::load(&name, doc),
+        OpenInference => openinference::load(&name, doc),
+        AnyAgent => anyagent::load(&name, doc),
         other => Err(format!("the {other} loader is not available in this build")),
     };
     res.map_err(|message| LoadError::Invalid {
