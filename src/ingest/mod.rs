@@ -7,6 +7,7 @@
 
 pub mod anyagent;
 pub mod claude;
+pub mod codex;
 pub mod fs;
 pub mod messages;
 pub mod openai;
@@ -292,6 +293,7 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
         OpenInference => openinference::detect(doc),
         AnyAgent => anyagent::detect(doc),
         ClaudeCode => claude::detect(doc),
+        Codex => codex::detect(doc),
         _ => false,
     }
 }
@@ -311,6 +313,7 @@ fn load_as(
         OpenInference => openinference::load(&name, doc),
         AnyAgent => anyagent::load(&name, doc),
         ClaudeCode => claude::load(&name, doc, related),
+        Codex => codex::load(&name, doc, related),
         other => Err(format!("the {other} loader is not available in this build")),
     };
     res.map_err(|message| LoadError::Invalid {
