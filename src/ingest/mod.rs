@@ -9,6 +9,8 @@ pub mod anyagent;
 pub mod claude;
 pub mod codex;
 pub mod fs;
+pub mod langfuse;
+pub mod langsmith;
 pub mod messages;
 pub mod openai;
 pub mod openinference;
@@ -294,7 +296,8 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
         AnyAgent => anyagent::detect(doc),
         ClaudeCode => claude::detect(doc),
         Codex => codex::detect(doc),
-        _ => false,
+        LangSmith => langsmith::detect(doc),
+        Langfuse => langfuse::detect(doc),
     }
 }
 
@@ -314,7 +317,8 @@ fn load_as(
         AnyAgent => anyagent::load(&name, doc),
         ClaudeCode => claude::load(&name, doc, related),
         Codex => codex::load(&name, doc, related),
-        other => Err(format!("the {other} loader is not available in this build")),
+        LangSmith => langsmith::load(&name, doc),
+        Langfuse => langfuse::load(&name, doc),
     };
     res.map_err(|message| LoadError::Invalid {
         path: path.to_string(),
