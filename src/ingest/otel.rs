@@ -14,7 +14,8 @@
 //!   `gen_ai.tool.call.arguments` (any-agent: `gen_ai.tool.args`), result in
 //!   `gen_ai.tool.call.result` (any-agent: `gen_ai.output`);
 //! - `create_agent`, `invoke_workflow`, `embeddings` and spans without GenAI attributes → scopes;
-//!   an unknown operation is a scope with a diagnostic.
+//!   an unknown operation is, with a diagnostic, a model call when it carries messages and a
+//!   scope otherwise.
 //!
 //! Tokens: `gen_ai.usage.input_tokens` / `output_tokens` (legacy `prompt_tokens` /
 //! `completion_tokens`). Errors: status code ERROR, `error.type`, `exception` events.
@@ -86,16 +87,7 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
         Some(o) if LLM_OPS.contains(&o) => Op::Llm,
         Some("execute_tool") => tool_op(span, &mut n),
         Some(o) if SCOPE_OPS.contains(&o) => Op::Scope,
-        Some(other) => {
-            diags.push(Diagnostic {
-                line: None,
-                message: format!(
-                    "{}: unknown gen_ai operation {other:?}; kept as a scope",
-                    span.place
-                ),
-            });
-            Op::Scope
-        }
+        Some(other) => unknown_op(span, other, diags),
         None => Op::Scope,
     };
     if matches!(n.op, Op::Llm | Op::Agent { .. }) {
@@ -103,6 +95,23 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
         n.output = output_messages(span);
     }
     n
+}
+
+/// An unknown operation: a model call when the span carries messages, else a scope.
+fn unknown_op(span: &RawSpan, op: &str, diags: &mut Vec<Diagnostic>) -> Op {
+    let has_messages = span.has_prefix("gen_ai.input.")
+        || span.has_prefix("gen_ai.output.")
+        || span.has_prefix("gen_ai.prompt.")
+        || span.has_prefix("gen_ai.completion.");
+    let (op_kind, read_as) = match has_messages {
+        true => (Op::Llm, "read as a model call because it carries messages"),
+        false => (Op::Scope, "kept as a scope"),
+    };
+    diags.push(Diagnostic {
+        line: None,
+        message: format!("{}: unknown gen_ai operation {op:?}; {read_as}", span.place),
+    });
+    op_kind
 }
 
 /// The operation: `gen_ai.operation.name`, else the first word of the span name when it is a
