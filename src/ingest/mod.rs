@@ -270,7 +270,7 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     Err(LoadError::NotJson {
         path: path.to_string(),
         line: whole_err.line(),
-        column: whole_err.column(),
+        column: whole_err.column().max(1),
         message: whole_err
             .to_string()
             .split(" at line")

@@ -373,9 +373,13 @@ pub fn sort_key(t: &str) -> String {
     }
 }
 
+/// Keys with more dot-separated segments than this are ignored by [`unflatten`] (no convention
+/// nests that deep; the cap bounds recursion on hostile input).
+const MAX_SEGMENTS: usize = 16;
+
 /// Rebuilds nested values from flattened keys under `prefix`: `p.0.message.role = "user"` →
 /// `[{message: {role: "user"}}]`. Numeric segments become array positions (0-based, gaps
-/// dropped); JSON held in leaf strings is left as text.
+/// dropped); JSON held in leaf strings is left as text; keys deeper than 16 segments are ignored.
 pub fn unflatten(attrs: &Attrs, prefix: &str) -> Value {
     let dotted = format!("{prefix}.");
     let mut root = Value::Object(Map::new());
@@ -383,6 +387,9 @@ pub fn unflatten(attrs: &Attrs, prefix: &str) -> Value {
         let Some(rest) = k.strip_prefix(&dotted) else {
             break;
         };
+        if rest.split('.').count() > MAX_SEGMENTS {
+            continue;
+        }
         insert_path(&mut root, rest.split('.'), v.clone());
     }
     arrays(root)
