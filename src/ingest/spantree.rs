@@ -155,7 +155,10 @@ pub fn build(nodes: &[Node]) -> Built {
         em.walk(nodes, &children, r, &mut visited);
     }
     // Nodes on a parent cycle are reachable from no root.
-    while let Some(i) = visited.iter().position(|v| !v) {
+    for i in 0..nodes.len() {
+        if visited[i] {
+            continue;
+        }
         diagnostics.push(Diagnostic {
             line: None,
             message: format!(
@@ -479,18 +482,18 @@ impl Emitter {
     }
 
     /// An earlier call step this tool execution answers: by call id, else the oldest open call
-    /// of the same tool.
+    /// of the same tool (only calls without an id when the execution has one).
     fn find_call(&mut self, tool: &str, call_id: Option<&str>) -> Option<usize> {
-        if let Some(id) = call_id {
-            if self.answered.contains(id) {
-                return None;
-            }
-            if let Some(&c) = self.calls.get(id) {
-                self.close(tool, c);
-                return Some(c);
-            }
+        if let Some(&c) = call_id.and_then(|id| self.calls.get(id)) {
+            self.close(tool, c);
+            return Some(c);
         }
-        let call = self.open.get_mut(tool)?.pop_front()?;
+        let queue = self.open.get_mut(tool)?;
+        let pos = match call_id {
+            Some(_) => queue.iter().position(|&s| self.steps[s].ids.refs.is_empty())?,
+            None => 0,
+        };
+        let call = queue.remove(pos)?;
         for id in &self.steps[call].ids.refs {
             self.answered.insert(id.clone());
         }
