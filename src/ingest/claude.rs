@@ -20,7 +20,8 @@
 //! `<stem>/subagents/agent-<id>.jsonl`, `subagents/agent-<id>.jsonl`, `agent-<id>.jsonl` and
 //! `<stem>_subagents_agent-<id>.jsonl` beside the session; its steps are placed right after the
 //! delegating step and act as `subagent_type`. Its first prompt, a copy of the `Task` prompt, is
-//! left out. A sidechain file opened on its own acts as `agent-<agentId>`.
+//! left out. A sidechain file opened on its own acts as `agent-<agentId>`, and so do sidechain
+//! lines inside a main session file (older CLI versions).
 //!
 //! The main agent is named [`MAIN_AGENT`]; tool results belong to the agent that called the tool.
 //! Tokens: per assistant message id, the last line's `usage` (input = `input_tokens` +
@@ -77,13 +78,13 @@ pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, 
     if !lines.iter().any(|(_, v)| v.get("message").is_some()) {
         return Err("expected JSON lines of type user/assistant with a \"message\"".into());
     }
-    let sidechain_id = lines
-        .iter()
-        .find(|(_, v)| v.get("isSidechain").and_then(Value::as_bool) == Some(true))
-        .and_then(|(_, v)| v.get("agentId").and_then(Value::as_str));
-    let agent = match sidechain_id {
-        Some(id) => format!("agent-{id}"),
-        None => MAIN_AGENT.to_string(),
+    // A sidechain file (a sub-agent opened on its own) starts with a sidechain turn.
+    let first_turn = lines.iter().find(|(_, v)| v.get("message").is_some());
+    let agent = match first_turn {
+        Some((_, v)) if v.get("isSidechain").and_then(Value::as_bool) == Some(true) => {
+            sidechain_name(v)
+        }
+        _ => MAIN_AGENT.to_string(),
     };
     let mut ctx = Ctx {
         stem: name,
@@ -306,16 +307,21 @@ impl Reader {
             .and_then(Value::as_str)
             .unwrap_or(ty)
             .to_string();
-        let speaker = if ty == "assistant" {
-            who.agent
-        } else {
-            who.user
+        // Older sessions keep sidechain lines in the main file: they act as the sub-agent.
+        let inline_sidechain = who.file.is_none()
+            && who.user == USER
+            && who.agent == MAIN_AGENT
+            && v.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let (agent, user) = match inline_sidechain {
+            true => (sidechain_name(v), who.agent.to_string()),
+            false => (who.agent.to_string(), who.user.to_string()),
         };
+        let speaker = if ty == "assistant" { &agent } else { &user };
         match msg.get("content") {
             Some(Value::String(s)) => self.text_step(v, &role, speaker, StepKind::Message, s),
             Some(Value::Array(blocks)) => {
                 for b in blocks {
-                    self.block(v, &role, speaker, who.agent, b);
+                    self.block(v, &role, speaker, &agent, b);
                 }
             }
             _ => {}
@@ -530,6 +536,14 @@ impl Reader {
     }
 }
 
+/// The agent name of a sidechain line: `agent-<agentId>`, or `sidechain` without an id.
+fn sidechain_name(v: &Value) -> String {
+    match v.get("agentId").and_then(Value::as_str) {
+        Some(id) => format!("agent-{id}"),
+        None => "sidechain".to_string(),
+    }
+}
+
 /// `agentId: a485154` in a Task result's text (CLI 2.0/2.1 append it).
 fn agent_id_in_text(text: &str) -> Option<String> {
     let rest = &text[text.find("agentId: ")? + "agentId: ".len()..];
@@ -626,4 +640,35 @@ fn last_text(steps: &[Step], agent: &str) -> Option<String> {
         .rev()
         .find(|s| s.agent == agent && s.kind == StepKind::Message)
         .map(|s| s.content.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::parse;
+
+    #[test]
+    fn agent_ids_in_result_text_are_read_and_unsafe_ids_refused() {
+        let text = "done\nagentId: a485154 (for resuming to continue this agent's work if needed)";
+        assert_eq!(agent_id_in_text(text).as_deref(), Some("a485154"));
+        assert_eq!(agent_id_in_text("agentId: ../../etc/passwd"), None);
+        assert!(!is_safe_id("a/b"));
+        assert!(is_safe_id("a485154"));
+    }
+
+    #[test]
+    fn inline_sidechain_lines_of_a_main_session_act_as_the_sub_agent() {
+        let lines = [
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"x","prompt":"look"}}]}}"#,
+            r#"{"type":"user","uuid":"s1","parentUuid":null,"isSidechain":true,"agentId":"abc","message":{"role":"user","content":"look"}}"#,
+            r#"{"type":"assistant","uuid":"s2","parentUuid":"s1","isSidechain":true,"agentId":"abc","message":{"role":"assistant","content":[{"type":"text","text":"found it"}]}}"#,
+        ];
+        let loaded = parse("s.jsonl", lines.join("\n").as_bytes(), None).unwrap();
+        let t = &loaded.trajectories[0];
+        let agents: Vec<&str> = t.steps.iter().map(|s| s.agent.as_str()).collect();
+        assert_eq!(agents, ["user", "claude", "claude", "agent-abc"]);
+        assert_eq!(t.steps[1].kind, StepKind::Delegation);
+        assert_eq!(t.task, "go");
+    }
 }

@@ -490,7 +490,9 @@ impl Emitter {
         }
         let queue = self.open.get_mut(tool)?;
         let pos = match call_id {
-            Some(_) => queue.iter().position(|&s| self.steps[s].ids.refs.is_empty())?,
+            Some(_) => queue
+                .iter()
+                .position(|&s| self.steps[s].ids.refs.is_empty())?,
             None => 0,
         };
         let call = queue.remove(pos)?;
