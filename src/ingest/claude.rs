@@ -570,41 +570,54 @@ fn sub_session(
     ctx: &mut Ctx<'_>,
     depth: usize,
 ) -> Option<Session> {
-    let line = who.file.map_or(String::new(), |f| format!(" in {f}"));
-    if !is_safe_id(agent_id) {
-        ctx.diagnostics.push(Diagnostic {
-            line: None,
-            message: format!("sub-agent id {agent_id:?}{line} is not a plain id; not followed"),
-        });
+    if depth >= MAX_DEPTH || ctx.visited.contains(agent_id) {
         return None;
     }
-    if depth >= MAX_DEPTH || !ctx.visited.insert(agent_id.to_string()) {
-        return None;
+    ctx.visited.insert(agent_id.to_string());
+    let (file, doc) = sub_document(t, agent_id, who, ctx)?;
+    let sub_who = Who {
+        agent: &t.subagent,
+        user: who.agent,
+        file: Some(&file),
+        skip_prompt: Some(&t.prompt),
+    };
+    Some(read_session(&lines_of(&doc), &sub_who, ctx, depth + 1))
+}
+
+/// Finds and parses a sub-agent's file: its name and document, or `None` with a diagnostic.
+fn sub_document(
+    t: &TaskCall,
+    agent_id: &str,
+    who: &Who<'_>,
+    ctx: &mut Ctx<'_>,
+) -> Option<(String, Document)> {
+    let place = who.file.map_or(String::new(), |f| format!(" in {f}"));
+    let mut fail = |message: String| {
+        ctx.diagnostics.push(Diagnostic {
+            line: None,
+            message,
+        });
+        None
+    };
+    if !is_safe_id(agent_id) {
+        return fail(format!(
+            "sub-agent id {agent_id:?}{place} is not a plain id; not followed"
+        ));
     }
     let names = candidates(ctx.stem, agent_id);
-    let Some((file, bytes)) = names
+    let found = names
         .iter()
-        .find_map(|n| (ctx.related)(n).map(|b| (n.clone(), b)))
-    else {
-        ctx.diagnostics.push(Diagnostic {
-            line: None,
-            message: format!(
-                "sub-agent {agent_id} of the Task call {}{line}: no file found (tried {}); its steps are missing",
-                t.id,
-                names.join(", ")
-            ),
-        });
-        return None;
+        .find_map(|n| (ctx.related)(n).map(|b| (n.clone(), b)));
+    let Some((file, bytes)) = found else {
+        return fail(format!(
+            "sub-agent {agent_id} of the Task call {}{place}: no file found (tried {}); its steps are missing",
+            t.id,
+            names.join(", ")
+        ));
     };
     let doc = match parse_document(&file, &bytes) {
         Ok(d) => d,
-        Err(e) => {
-            ctx.diagnostics.push(Diagnostic {
-                line: None,
-                message: format!("sub-agent {agent_id}: {e}; its steps are missing"),
-            });
-            return None;
-        }
+        Err(e) => return fail(format!("sub-agent {agent_id}: {e}; its steps are missing")),
     };
     if let Document::Lines { bad, .. } = &doc {
         for (l, msg) in bad {
@@ -614,13 +627,7 @@ fn sub_session(
             });
         }
     }
-    let sub_who = Who {
-        agent: &t.subagent,
-        user: who.agent,
-        file: Some(&file),
-        skip_prompt: Some(&t.prompt),
-    };
-    Some(read_session(&lines_of(&doc), &sub_who, ctx, depth + 1))
+    Some((file, doc))
 }
 
 /// File names a sub-agent's session may have, relative to the session's folder.

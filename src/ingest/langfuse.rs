@@ -139,9 +139,15 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     n.error = text("statusMessage");
     n.input_text = o.get("input").filter(|v| !v.is_null()).map(io_text);
     n.output_text = o.get("output").filter(|v| !v.is_null()).map(io_text);
-    let ty = text("type").unwrap_or_default().to_ascii_uppercase();
-    n.role = ty.clone();
-    n.op = match ty.as_str() {
+    n.role = text("type").unwrap_or_default().to_ascii_uppercase();
+    n.op = observation_op(o, &mut n, diags);
+    Some(n)
+}
+
+/// What an observation is, by `type` (see the module doc).
+fn observation_op(o: &Value, n: &mut Node, diags: &mut Vec<Diagnostic>) -> Op {
+    let name = n.name.clone();
+    match n.role.as_str() {
         "AGENT" => {
             // A string input is the delegated prompt: shown once, on the delegation step.
             if let Some(Value::String(s)) = o.get("input") {
@@ -149,7 +155,7 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
             }
             Op::Agent { name, role: None }
         }
-        "GENERATION" => generation(o, &mut n),
+        "GENERATION" => generation(o, n),
         t if TOOL_TYPES.contains(&t) => Op::Tool {
             name,
             call_id: o.pointer("/metadata/tool_call_id").map(value_text),
@@ -166,8 +172,7 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
             });
             Op::Scope
         }
-    };
-    Some(n)
+    }
 }
 
 fn generation(o: &Value, n: &mut Node) -> Op {

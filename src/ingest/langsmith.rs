@@ -134,18 +134,29 @@ fn node(run: &Value, parent: Option<String>, place: &str, diags: &mut Vec<Diagno
     n.timestamp = text("start_time");
     n.error = text("error");
     n.is_error = n.error.is_some() || text("status").as_deref() == Some("error");
-    let run_type = text("run_type").unwrap_or_default();
-    n.role = run_type.clone();
+    n.role = text("run_type").unwrap_or_default();
+    n.input_text = run.get("inputs").filter(|v| !v.is_null()).map(io_text);
+    n.output_text = run.get("outputs").filter(|v| !v.is_null()).map(io_text);
     let graph_node = run
         .pointer("/extra/metadata/langgraph_node")
         .and_then(Value::as_str);
-    n.input_text = run.get("inputs").filter(|v| !v.is_null()).map(io_text);
-    n.output_text = run.get("outputs").filter(|v| !v.is_null()).map(io_text);
-    n.op = match run_type.as_str() {
-        "llm" => llm(run, &mut n),
+    n.op = run_op(run, graph_node, &mut n, diags);
+    if !matches!(n.op, Op::Agent { .. }) {
+        n.agent = graph_node
+            .filter(|g| !NOT_AGENTS.contains(g))
+            .map(str::to_string);
+    }
+    n
+}
+
+/// What a run is, by `run_type` (see the module doc).
+fn run_op(run: &Value, graph_node: Option<&str>, n: &mut Node, diags: &mut Vec<Diagnostic>) -> Op {
+    let name = n.name.clone();
+    match n.role.as_str() {
+        "llm" => llm(run, n),
         "tool" => tool(run, &name),
         "retriever" | "embedding" => Op::Tool {
-            name: name.clone(),
+            name,
             call_id: None,
         },
         "chain" if n.parent.is_none() || is_agent_node(graph_node, &name) => {
@@ -153,10 +164,7 @@ fn node(run: &Value, parent: Option<String>, place: &str, diags: &mut Vec<Diagno
                 .pointer("/inputs/messages")
                 .map(msgs_from_value)
                 .unwrap_or_default();
-            Op::Agent {
-                name: name.clone(),
-                role: None,
-            }
+            Op::Agent { name, role: None }
         }
         "chain" | "prompt" | "parser" => Op::Scope,
         other => {
@@ -166,13 +174,7 @@ fn node(run: &Value, parent: Option<String>, place: &str, diags: &mut Vec<Diagno
             });
             Op::Scope
         }
-    };
-    if !matches!(n.op, Op::Agent { .. }) {
-        n.agent = graph_node
-            .filter(|g| !NOT_AGENTS.contains(g))
-            .map(str::to_string);
     }
-    n
 }
 
 fn is_agent_node(graph_node: Option<&str>, name: &str) -> bool {
