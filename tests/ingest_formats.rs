@@ -714,6 +714,15 @@ fn new_detectors_leave_who_and_when_openai_tau_and_falat_jsonl_alone() {
             );
         }
     }
+    // The Magentic-One corpus files still reach their own loader.
+    let t = one(
+        "corpus/autogen-magentic-one/agentrx_magentic_2dfc4c37-fec1-4518-84a7-10095d30ad75.json",
+        SourceFormat::MagenticLog,
+    );
+    assert_eq!(
+        t.agent_names(),
+        ["human", "Orchestrator", "WebSurfer", "Assistant"]
+    );
 }
 
 // ---------------------------------------------------------------- broken variants
