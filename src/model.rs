@@ -244,14 +244,14 @@ pub enum SourceFormat {
 }
 
 impl SourceFormat {
-    /// All formats, in the order auto-detection tries them.
+    /// All formats, in the order auto-detection tries them: formats recognised by a
+    /// distinctive structure (`history`, `resourceSpans`, `openinference.span.kind`, span lists,
+    /// Claude Code `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`)
+    /// before the generic message shapes (τ-bench, OpenAI chat, falat JSONL).
     pub const ALL: [SourceFormat; 13] = [
         SourceFormat::WhoWhenAlgorithm,
         SourceFormat::WhoWhenHand,
         SourceFormat::MagenticLog,
-        SourceFormat::TauBench,
-        SourceFormat::OpenAiChat,
-        SourceFormat::FalatJsonl,
         SourceFormat::OtelGenAi,
         SourceFormat::OpenInference,
         SourceFormat::AnyAgent,
@@ -259,6 +259,9 @@ impl SourceFormat {
         SourceFormat::Codex,
         SourceFormat::LangSmith,
         SourceFormat::Langfuse,
+        SourceFormat::TauBench,
+        SourceFormat::OpenAiChat,
+        SourceFormat::FalatJsonl,
     ];
 
     /// The name used by `--format` and in reports.

@@ -5,8 +5,19 @@
 //! says whether it recognises the document and turns it into trajectories plus diagnostics. A bad
 //! record is skipped with a [`Diagnostic`]; only a document with no usable step is an error.
 
+pub mod anyagent;
+pub mod claude;
+pub mod codex;
 pub mod fs;
+pub mod langfuse;
+pub mod langsmith;
+pub mod messages;
 pub mod openai;
+pub mod openinference;
+pub mod otel;
+pub mod otlp;
+pub mod spantree;
+pub mod splice;
 pub mod whowhen;
 
 use std::fmt;
@@ -117,12 +128,38 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// Reads a file related to the one being parsed, by a path relative to that file's folder.
+///
+/// The path uses `/` as separator and may end in a name with one `*` (any run of characters);
+/// the first match in name order is read. `None` when there is no such file. Loaders ask for
+/// names built only from validated ids (no `..`, no absolute paths): Claude Code sub-agent
+/// sessions and Codex sub-agent threads.
+pub type Related<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
+
 /// Parses `bytes` (named `path` in messages) as `format`, or detects the format when `None`.
+///
+/// Files that refer to sibling files (Claude Code sub-agents) load without them; use
+/// [`parse_with_related`] to resolve them.
 ///
 /// # Errors
 /// [`LoadError`] when the bytes are empty, not UTF-8, not JSON/JSONL, match no format, or hold no
 /// usable step.
 pub fn parse(path: &str, bytes: &[u8], format: Option<SourceFormat>) -> Result<Loaded, LoadError> {
+    parse_with_related(path, bytes, format, &|_| None)
+}
+
+/// Like [`parse`], with `related` reading files the trace refers to (see [`Related`]): a Claude
+/// Code session's sub-agent files, a Codex rollout's sub-agent threads. Pure: all IO is in
+/// `related` ([`fs::load_path`] reads beside the file).
+///
+/// # Errors
+/// As [`parse`]; a missing or broken related file is a diagnostic, not an error.
+pub fn parse_with_related(
+    path: &str,
+    bytes: &[u8],
+    format: Option<SourceFormat>,
+    related: Related<'_>,
+) -> Result<Loaded, LoadError> {
     let doc = parse_document(path, bytes)?;
     let format = match format {
         Some(f) => f,
@@ -132,7 +169,7 @@ pub fn parse(path: &str, bytes: &[u8], format: Option<SourceFormat>) -> Result<L
             found: describe(&doc),
         })?,
     };
-    let mut loaded = load_as(path, &doc, format)?;
+    let mut loaded = load_as(path, &doc, format, related)?;
     if let Document::Lines { bad, .. } = &doc {
         for (line, msg) in bad {
             loaded.diagnostics.push(Diagnostic { line: Some(*line), message: format!("skipped: not JSON: {msg}") });
@@ -201,7 +238,7 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     Err(LoadError::NotJson {
         path: path.to_string(),
         line: whole_err.line(),
-        column: whole_err.column(),
+        column: whole_err.column().max(1),
         message: whole_err.to_string().split(" at line").next().unwrap_or_default().to_string(),
     })
 }
@@ -217,17 +254,29 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
     match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::detect(doc) == Some(format),
         OpenAiChat | TauBench | FalatJsonl => openai::detect(doc) == Some(format),
-        _ => false,
+        OtelGenAi => otel::detect(doc),
+        OpenInference => openinference::detect(doc),
+        AnyAgent => anyagent::detect(doc),
+        ClaudeCode => claude::detect(doc),
+        Codex => codex::detect(doc),
+        LangSmith => langsmith::detect(doc),
+        Langfuse => langfuse::detect(doc),
     }
 }
 
-fn load_as(path: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, LoadError> {
+fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_>) -> Result<Loaded, LoadError> {
     use SourceFormat::*;
     let name = file_stem(path);
     let res = match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::load(&name, doc, format),
         OpenAiChat | TauBench | FalatJsonl => openai::load(&name, doc, format),
-        other => Err(format!("the {other} loader is not available in this build")),
+        OtelGenAi => otel::load(&name, doc),
+        OpenInference => openinference::load(&name, doc),
+        AnyAgent => anyagent::load(&name, doc),
+        ClaudeCode => claude::load(&name, doc, related),
+        Codex => codex::load(&name, doc, related),
+        LangSmith => langsmith::load(&name, doc),
+        Langfuse => langfuse::load(&name, doc),
     };
     res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
 }
