@@ -294,7 +294,7 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
-    if !(s.flags.answer || s.action == Action::Terminate) {
+    if !(s.flags.answer || s.action == Action::Terminate) || s.action == Action::Plan {
         return;
     }
     // Ends while the last tool output before it reports an error.
