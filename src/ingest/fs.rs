@@ -2,20 +2,32 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{LoadError, Loaded, parse};
+use super::{FormatChoice, LoadError, Loaded, SUPPORTED, parse_with};
 use crate::model::SourceFormat;
 
 /// Reads and parses one trace file; `format` overrides detection.
 ///
 /// # Errors
-/// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse`] returns.
+/// [`LoadError::Io`] when the file cannot be read, otherwise what [`super::parse`] returns.
 pub fn load_path(path: &Path, format: Option<SourceFormat>) -> Result<Loaded, LoadError> {
+    let choice = match format {
+        Some(f) => FormatChoice::Force(f),
+        None => FormatChoice::Detect(SUPPORTED.to_vec()),
+    };
+    load_path_with(path, &choice)
+}
+
+/// Reads and parses one trace file with the format chosen by `choice`.
+///
+/// # Errors
+/// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse_with`] returns.
+pub fn load_path_with(path: &Path, choice: &FormatChoice) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
         path: shown.clone(),
         message: e.to_string(),
     })?;
-    parse(&shown, &bytes, format)
+    parse_with(&shown, &bytes, choice)
 }
 
 /// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`).

@@ -14,13 +14,16 @@
 
 use serde_json::Value;
 
-use super::{Document, Loaded, str_field, value_text};
+use super::{Document, Loaded, content_text, describe_value, remap_index, str_field, value_text};
 use crate::model::{
     AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory,
 };
 
 /// The agent name of the code-execution tool in algorithm-generated runs.
 pub const TERMINAL_AGENT: &str = "Computer_terminal";
+
+/// The agent name of the code-execution tool in hand-crafted (Magentic-One) runs.
+pub const HAND_TERMINAL_AGENT: &str = "ComputerTerminal";
 
 /// Which Who&When / Magentic shape a document has, if any.
 pub fn detect(doc: &Document) -> Option<SourceFormat> {
@@ -58,6 +61,9 @@ fn is_magentic_role(role: &str) -> bool {
 
 /// Loads a Who&When file or a Magentic-One log named `name`.
 ///
+/// A history record that cannot be read is skipped with a diagnostic; the step keeps its history
+/// position in `ids.id` and the gold `mistake_step` is moved to the loaded index of that record.
+///
 /// # Errors
 /// A message when the document has no `history` array (or is no array for a Magentic log).
 pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, String> {
@@ -66,40 +72,44 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     };
     let (history, top) = match v {
         Value::Array(items) => (items.as_slice(), None),
-        Value::Object(_) => {
-            let h = v
-                .get("history")
-                .and_then(Value::as_array)
-                .ok_or("expected a \"history\" array")?;
-            (h.as_slice(), Some(v))
-        }
-        _ => {
-            return Err("expected an object with \"history\" or an array of {role, content}".into());
+        Value::Object(_) => match v.get("history") {
+            Some(Value::Array(h)) => (h.as_slice(), Some(v)),
+            Some(other) => {
+                return Err(format!(
+                    "\"history\" is {}, expected an array of messages",
+                    super::type_name(other)
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "expected a \"history\" array, found {}",
+                    describe_value(v)
+                ));
+            }
+        },
+        other => {
+            return Err(format!(
+                "expected an object with \"history\" or an array of {{role, content}}, found {}",
+                describe_value(other)
+            ));
         }
     };
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;
     let mut diagnostics = Vec::new();
     let mut steps = Vec::with_capacity(history.len());
+    let mut origin = Vec::with_capacity(history.len());
     for (i, item) in history.iter().enumerate() {
         match parse_step(item, algorithm) {
-            Ok(step) => steps.push(step),
-            Err(msg) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!("history[{i}] skipped: {msg}"),
-                });
-                // Keep indices aligned with the benchmark: a placeholder step keeps the numbering.
-                steps.push(Step {
-                    agent: "unknown".into(),
-                    role: String::new(),
-                    ..Step::default()
-                });
+            Ok(mut step) => {
+                step.ids.id = Some(i.to_string());
+                steps.push(step);
+                origin.push(i);
             }
+            Err(msg) => diagnostics.push(Diagnostic {
+                line: None,
+                message: format!("history[{i}]: {msg}; record skipped"),
+            }),
         }
-    }
-    for (i, s) in steps.iter_mut().enumerate() {
-        s.index = i;
-        s.ids.id = Some(i.to_string());
     }
     let mut t = Trajectory {
         id: name.to_string(),
@@ -109,7 +119,8 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     };
     t.links = protocol_links(&t.steps);
     if let Some(top) = top {
-        read_top(top, &mut t, &mut diagnostics);
+        read_top(top, &mut t);
+        read_gold(top, &mut t, &origin, history.len(), &mut diagnostics);
     } else if let Some(first) = t.steps.first().filter(|s| s.role == "human") {
         t.task = first.content.trim().to_string();
     }
@@ -122,41 +133,50 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
 }
 
 fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
-    let obj = item.as_object().ok_or("expected an object")?;
-    let content = obj
-        .get("content")
-        .map(value_text)
-        .ok_or("missing \"content\"")?;
-    let role = obj
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let obj = item
+        .as_object()
+        .ok_or_else(|| format!("expected an object, found {}", super::type_name(item)))?;
+    let content = match obj.get("content") {
+        None => return Err("missing \"content\"".into()),
+        Some(c) => content_text(Some(c))?,
+    };
+    let role = match obj.get("role") {
+        None => String::new(),
+        Some(Value::String(r)) => r.clone(),
+        Some(other) => {
+            return Err(format!(
+                "\"role\" is {}, expected a string",
+                super::type_name(other)
+            ));
+        }
+    };
     let mut step = Step {
         content,
-        role: role.clone(),
+        role,
         ..Step::default()
     };
     if algorithm {
-        let name = obj
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or("missing \"name\" (the agent)")?;
-        step.agent = name.to_string();
-        if name == TERMINAL_AGENT {
-            step.kind = StepKind::ToolResult;
-            step.tool_name = Some(name.to_string());
+        step.agent = match obj.get("name") {
+            Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
+            Some(Value::String(_)) => return Err("\"name\" (the agent) is empty".into()),
+            Some(other) => {
+                return Err(format!(
+                    "\"name\" (the agent) is {}, expected a string",
+                    super::type_name(other)
+                ));
+            }
+            None => return Err("missing \"name\" (the agent)".into()),
+        };
+    } else {
+        if step.role.trim().is_empty() {
+            return Err("missing \"role\" (the agent)".into());
         }
-        return Ok(step);
+        let (agent, kind, target) = parse_hand_role(&step.role);
+        step.agent = agent;
+        step.kind = kind;
+        step.delegate_to = target;
     }
-    if role.is_empty() {
-        return Err("missing \"role\"".into());
-    }
-    let (agent, kind, target) = parse_hand_role(&role);
-    step.agent = agent;
-    step.kind = kind;
-    step.delegate_to = target;
-    if step.agent == "ComputerTerminal" {
+    if step.agent == TERMINAL_AGENT || step.agent == HAND_TERMINAL_AGENT {
         step.kind = StepKind::ToolResult;
         step.tool_name = Some(step.agent.clone());
     }
@@ -215,9 +235,15 @@ fn protocol_links(steps: &[Step]) -> Vec<Link> {
     links
 }
 
-fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) {
+fn read_top(top: &Value, t: &mut Trajectory) {
     t.task = str_field(top, "question")
         .map(|s| s.trim().to_string())
+        .or_else(|| {
+            t.steps
+                .first()
+                .filter(|s| s.role == "human")
+                .map(|s| s.content.trim().to_string())
+        })
         .unwrap_or_default();
     t.expected_output = str_field(top, "ground_truth")
         .map(|s| s.trim().to_string())
@@ -238,38 +264,65 @@ fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) 
             });
         }
     }
+}
+
+/// Reads `mistake_agent` / `mistake_step` (0-based index into `history`, as a string) /
+/// `mistake_reason` / `labels` or `mistake_type` into `t.gold`, moving the step to its loaded
+/// index (`origin[k]` is the history index of step `k`; `len` the history length).
+fn read_gold(
+    top: &Value,
+    t: &mut Trajectory,
+    origin: &[usize],
+    len: usize,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let Some(agent) = str_field(top, "mistake_agent") else {
         return;
     };
+    let agent = agent.trim().to_string();
+    let mut note = |message: String| {
+        diagnostics.push(Diagnostic {
+            line: None,
+            message,
+        })
+    };
     let step = match str_field(top, "mistake_step") {
+        None => None,
         Some(s) => match s.trim().parse::<usize>() {
-            Ok(n) if n < t.steps.len() => Some(n),
-            Ok(n) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!(
-                        "mistake_step {n} is past the last step {}; gold step dropped",
-                        t.steps.len() - 1
-                    ),
-                });
+            Ok(n) if n >= len => {
+                note(format!(
+                    "mistake_step {n} is past the end of history ({len} records); gold step dropped"
+                ));
                 None
             }
+            Ok(n) => {
+                let step = remap_index(origin, n);
+                if step.is_none() {
+                    note(format!(
+                        "mistake_step {n} names a skipped record; gold step dropped"
+                    ));
+                }
+                step
+            }
             Err(_) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!("mistake_step {s:?} is not a step number; gold step dropped"),
-                });
+                note(format!(
+                    "mistake_step {s:?} is not a step number; gold step dropped"
+                ));
                 None
             }
         },
-        None => None,
     };
-    let category = str_field(top, "labels").map(|s| s.into_owned());
+    if !t.steps.iter().any(|s| s.agent.eq_ignore_ascii_case(&agent)) {
+        note(format!(
+            "mistake_agent {agent:?} acts at no step of the trajectory"
+        ));
+    }
+    let category = str_field(top, "labels").or_else(|| str_field(top, "mistake_type"));
     t.gold = Some(GoldLabel {
-        agent: agent.trim().to_string(),
+        agent,
         step,
-        reason: str_field(top, "mistake_reason").map(|s| s.into_owned()),
-        category,
+        reason: str_field(top, "mistake_reason").map(|s| s.trim().to_string()),
+        category: category.map(|s| s.trim().to_string()),
     });
 }
 
