@@ -493,7 +493,7 @@ fn format_override_reads_as_told() {
     let err = fs::load_path(&path, Some(SourceFormat::WhoWhenAlgorithm)).unwrap_err();
     assert!(
         err.to_string().ends_with(
-            "as who-and-when-algorithm: trajectory \"1\" has no usable step (history[0]: missing \"name\" (the agent); record skipped; 30 more)"
+            "as who-and-when-algorithm: trajectory \"1\" has no usable step (history[0]: missing \"name\" (the agent); record skipped; 28 more)"
         ),
         "{err}"
     );

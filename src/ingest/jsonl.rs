@@ -250,10 +250,7 @@ pub fn parse_step(v: &Value) -> Result<Step, String> {
     let obj = v
         .as_object()
         .ok_or_else(|| format!("expected an object, found {}", type_name(v)))?;
-    let agent = text(obj, "agent")?
-        .map(|a| a.trim().to_string())
-        .filter(|a| !a.is_empty())
-        .ok_or("missing \"agent\"")?;
+    let agent = required_name(obj, "agent")?;
     if !obj.contains_key("content") {
         return Err("missing \"content\"".into());
     }
@@ -290,6 +287,15 @@ pub fn parse_step(v: &Value) -> Result<Step, String> {
         },
         index: 0,
     })
+}
+
+/// A non-empty string field, trimmed.
+fn required_name(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match text(obj, key)? {
+        None => Err(format!("missing \"{key}\"")),
+        Some(a) if a.trim().is_empty() => Err(format!("\"{key}\" is empty")),
+        Some(a) => Ok(a.trim().to_string()),
+    }
 }
 
 /// A string field (`null` or absent → `None`).
@@ -361,10 +367,12 @@ fn tokens(obj: &Map<String, Value>) -> Result<Option<TokenCounts>, String> {
     let count = |key: &str| match t.get(key) {
         None | Some(Value::Null) => Ok(0),
         Some(v) => v.as_u64().ok_or_else(|| {
-            format!(
-                "\"tokens.{key}\" is {}, expected a non-negative integer",
-                type_name(v)
-            )
+            let found = if v.is_number() {
+                v.to_string()
+            } else {
+                type_name(v).to_string()
+            };
+            format!("\"tokens.{key}\" is {found}, expected a non-negative integer")
         }),
     };
     Ok(Some(TokenCounts {
@@ -378,10 +386,7 @@ fn gold(g: &Value) -> Result<GoldLabel, String> {
     let obj = g
         .as_object()
         .ok_or_else(|| format!("expected an object, found {}", type_name(g)))?;
-    let agent = text(obj, "agent")?
-        .map(|a| a.trim().to_string())
-        .filter(|a| !a.is_empty())
-        .ok_or("missing \"agent\"")?;
+    let agent = required_name(obj, "agent")?;
     let step = match obj.get("step") {
         None | Some(Value::Null) => None,
         Some(v) => Some(

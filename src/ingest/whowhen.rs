@@ -94,6 +94,9 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
             ));
         }
     };
+    if history.is_empty() {
+        return Err("the history is empty, expected at least one message".into());
+    }
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;
     let mut diagnostics = Vec::new();
     let mut steps = Vec::with_capacity(history.len());
@@ -120,7 +123,9 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     t.links = protocol_links(&t.steps);
     if let Some(top) = top {
         read_top(top, &mut t);
-        read_gold(top, &mut t, &origin, history.len(), &mut diagnostics);
+        if !t.steps.is_empty() {
+            read_gold(top, &mut t, &origin, history.len(), &mut diagnostics);
+        }
     } else if let Some(first) = t.steps.first().filter(|s| s.role == "human") {
         t.task = first.content.trim().to_string();
     }
