@@ -224,7 +224,16 @@ fn algorithm_generated_agents_carry_their_system_prompts() {
 }
 
 /// (file, step, role string, agent, kind, delegation target)
-const ROLE_PATTERNS: [(&str, usize, &str, &str, StepKind, Option<&str>); 11] = [
+type RolePattern = (
+    &'static str,
+    usize,
+    &'static str,
+    &'static str,
+    StepKind,
+    Option<&'static str>,
+);
+
+const ROLE_PATTERNS: [RolePattern; 11] = [
     ("1", 0, "human", "human", StepKind::Message, None),
     (
         "1",

@@ -53,7 +53,7 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
             }
         }
     }
-    out.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    out.sort_by_key(|a| natural_key(a));
     Ok(out)
 }
 

@@ -138,10 +138,10 @@ pub fn decode_message(item: &Value) -> Result<Cow<'_, Map<String, Value>>, Strin
     let mut out = obj.clone();
     for (key, v) in out.iter_mut() {
         let wanted = repr_role || key == "tool_calls" || key == "function_call";
-        if let (true, Value::String(s)) = (wanted, &*v) {
-            if let Some(decoded) = decode_text(s) {
-                *v = decoded;
-            }
+        if let (true, Value::String(s)) = (wanted, &*v)
+            && let Some(decoded) = decode_text(s)
+        {
+            *v = decoded;
         }
     }
     Ok(Cow::Owned(out))
@@ -149,10 +149,10 @@ pub fn decode_message(item: &Value) -> Result<Cow<'_, Map<String, Value>>, Strin
 
 fn decode_fields(mut m: Map<String, Value>) -> Map<String, Value> {
     for v in m.values_mut() {
-        if let Value::String(s) = &*v {
-            if let Some(decoded) = decode_text(s) {
-                *v = decoded;
-            }
+        if let Value::String(s) = &*v
+            && let Some(decoded) = decode_text(s)
+        {
+            *v = decoded;
         }
     }
     m

@@ -213,28 +213,28 @@ pub fn parse_hand_role(role: &str) -> (String, StepKind, Option<String>) {
 fn protocol_links(steps: &[Step]) -> Vec<Link> {
     let mut links = Vec::new();
     for (i, s) in steps.iter().enumerate() {
-        if let Some(target) = &s.delegate_to {
-            if let Some(j) = (i + 1..steps.len())
+        if let Some(target) = &s.delegate_to
+            && let Some(j) = (i + 1..steps.len())
                 .take(4)
                 .find(|&j| steps[j].agent.eq_ignore_ascii_case(target))
-            {
-                links.push(Link {
-                    from: i,
-                    to: j,
-                    kind: LinkKind::Delegation,
-                });
-            }
+        {
+            links.push(Link {
+                from: i,
+                to: j,
+                kind: LinkKind::Delegation,
+            });
         }
-        if s.kind == StepKind::ToolResult && i > 0 {
-            if let Some(j) = (0..i).rev().take(3).find(|&j| {
+        if s.kind == StepKind::ToolResult
+            && i > 0
+            && let Some(j) = (0..i).rev().take(3).find(|&j| {
                 steps[j].kind != StepKind::ToolResult && steps[j].content.contains("```")
-            }) {
-                links.push(Link {
-                    from: j,
-                    to: i,
-                    kind: LinkKind::Execution,
-                });
-            }
+            })
+        {
+            links.push(Link {
+                from: j,
+                to: i,
+                kind: LinkKind::Execution,
+            });
         }
     }
     links
