@@ -149,3 +149,13 @@ fn no_usable_step() {
         )
     );
 }
+
+#[test]
+fn bad_records_of_a_magentic_log() {
+    let text = r#"[
+        {"role": "human", "content": "q?"},
+        {"role": "Orchestrator (-> WebSurfer)"},
+        {"role": "WebSurfer", "content": "found it"}
+      ]"#;
+    insta::assert_snapshot!(diagnostics("log.json", text.as_bytes()));
+}

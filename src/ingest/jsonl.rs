@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{Document, Loaded, remap_index, type_name};
+use super::{DETECT_SAMPLE, Document, Loaded, remap_index, type_name};
 use crate::model::{
     AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepIds, StepKind,
     TokenCounts, Trajectory,
@@ -25,7 +25,8 @@ use crate::model::{
 pub const VERSION: u64 = 1;
 
 /// Whether a document is falat JSONL: a first line with a `falat` field, or more than half of
-/// the lines with a string `agent` and a `content`; a single such object is a one-step file.
+/// the (first [`DETECT_SAMPLE`]) lines with a string `agent` and a `content`; a single such
+/// object is a one-step file.
 pub fn detect(doc: &Document) -> bool {
     match doc {
         Document::Json(v) => v.get("falat").is_some() || is_step(v),
@@ -33,8 +34,9 @@ pub fn detect(doc: &Document) -> bool {
             let header = values
                 .first()
                 .is_some_and(|(_, v)| v.get("falat").is_some());
-            let steps = values.iter().filter(|(_, v)| is_step(v)).count();
-            header || steps * 2 > values.len()
+            let sample = &values[..values.len().min(DETECT_SAMPLE)];
+            let steps = sample.iter().filter(|(_, v)| is_step(v)).count();
+            header || steps * 2 > sample.len()
         }
     }
 }

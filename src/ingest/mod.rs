@@ -28,6 +28,10 @@ pub const SUPPORTED: [SourceFormat; 6] = [
     SourceFormat::FalatJsonl,
 ];
 
+/// How many records of a list detection looks at (the first ones), so detection stays cheap on
+/// 50,000-step files and tolerates a few bad records.
+pub const DETECT_SAMPLE: usize = 256;
+
 /// What a load produced: one or more trajectories (a τ-bench list is a data set) and diagnostics.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {

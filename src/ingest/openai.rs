@@ -15,7 +15,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{Document, Loaded, content_text, describe_value, pyrepr, str_field, type_name};
+use super::{
+    DETECT_SAMPLE, Document, Loaded, content_text, describe_value, pyrepr, str_field, type_name,
+};
 use crate::model::{
     AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory,
 };
@@ -31,16 +33,17 @@ pub const ROLES: [&str; 6] = [
 ];
 
 /// Whether a document is a chat message array: an array (or `{"messages": [...]}`) in which more
-/// than half of the items are objects with a Chat Completions role.
+/// than half of the (first [`DETECT_SAMPLE`]) items are objects with a Chat Completions role.
 pub fn detect(doc: &Document) -> bool {
     let Document::Json(v) = doc else { return false };
     messages_of(v).is_some_and(looks_like_messages)
 }
 
-/// Whether more than half of `items` have a Chat Completions role.
+/// Whether more than half of the first [`DETECT_SAMPLE`] `items` have a Chat Completions role.
 pub fn looks_like_messages(items: &[Value]) -> bool {
-    let known = items.iter().filter(|m| has_chat_role(m)).count();
-    known > 0 && known * 2 > items.len()
+    let sample = &items[..items.len().min(DETECT_SAMPLE)];
+    let known = sample.iter().filter(|m| has_chat_role(m)).count();
+    known > 0 && known * 2 > sample.len()
 }
 
 fn has_chat_role(m: &Value) -> bool {
@@ -224,19 +227,23 @@ impl Reader<'_> {
                 role: Some(base.content.clone()),
             });
         }
-        let calls = self.calls_of(m, place);
+        let calls: Vec<(Option<String>, String, Step)> = self
+            .calls_of(m, place)
+            .into_iter()
+            .map(|(id, name, args)| (id.clone(), name.clone(), call_step(&base, id, name, args)))
+            .collect();
         if calls.is_empty() || !base.content.trim().is_empty() {
-            self.t.steps.push(base.clone());
+            self.t.steps.push(base);
         }
-        for (id, name, args) in calls {
+        for (id, name, step) in calls {
             let at = self.t.steps.len();
-            match &id {
+            match id {
                 Some(id) => {
-                    self.calls.insert(id.clone(), at);
+                    self.calls.insert(id, at);
                 }
-                None => self.legacy.push((name.clone(), at)),
+                None => self.legacy.push((name, at)),
             }
-            self.t.steps.push(call_step(&base, id, name, args));
+            self.t.steps.push(step);
         }
     }
 

@@ -14,7 +14,10 @@
 
 use serde_json::Value;
 
-use super::{Document, Loaded, content_text, describe_value, remap_index, str_field, value_text};
+use super::{
+    DETECT_SAMPLE, Document, Loaded, content_text, describe_value, remap_index, str_field,
+    value_text,
+};
 use crate::model::{
     AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory,
 };
@@ -25,7 +28,9 @@ pub const TERMINAL_AGENT: &str = "Computer_terminal";
 /// The agent name of the code-execution tool in hand-crafted (Magentic-One) runs.
 pub const HAND_TERMINAL_AGENT: &str = "ComputerTerminal";
 
-/// Which Who&When / Magentic shape a document has, if any.
+/// Which Who&When / Magentic shape a document has, if any: an object with a `history` array
+/// (algorithm-generated when it has `system_prompt` or named messages), or an array whose first
+/// [`DETECT_SAMPLE`] items are mostly `{role, content}` with at least one Magentic-One role.
 pub fn detect(doc: &Document) -> Option<SourceFormat> {
     let Document::Json(v) = doc else { return None };
     match v {
@@ -38,10 +43,13 @@ pub fn detect(doc: &Document) -> Option<SourceFormat> {
             }
         }
         Value::Array(items) if !items.is_empty() => {
-            let magentic = items
+            let sample = &items[..items.len().min(DETECT_SAMPLE)];
+            let shaped = sample
                 .iter()
-                .all(|h| h.get("role").is_some() && h.get("content").is_some())
-                && items.iter().any(|h| {
+                .filter(|h| h.get("role").is_some() && h.get("content").is_some())
+                .count();
+            let magentic = shaped * 2 > sample.len()
+                && sample.iter().any(|h| {
                     h.get("role")
                         .and_then(Value::as_str)
                         .is_some_and(is_magentic_role)
@@ -98,6 +106,7 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
         return Err("the history is empty, expected at least one message".into());
     }
     let algorithm = format == SourceFormat::WhoWhenAlgorithm;
+    let label = if top.is_some() { "history" } else { "messages" };
     let mut diagnostics = Vec::new();
     let mut steps = Vec::with_capacity(history.len());
     let mut origin = Vec::with_capacity(history.len());
@@ -110,7 +119,7 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
             }
             Err(msg) => diagnostics.push(Diagnostic {
                 line: None,
-                message: format!("history[{i}]: {msg}; record skipped"),
+                message: format!("{label}[{i}]: {msg}; record skipped"),
             }),
         }
     }
