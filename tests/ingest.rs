@@ -507,3 +507,29 @@ fn format_override_reads_as_told() {
         "{err}"
     );
 }
+
+#[test]
+fn the_documented_jsonl_example_loads_as_described() {
+    let doc = std::fs::read_to_string(project("docs/FORMATS.md")).unwrap();
+    let start = doc.find("```json\n").expect("an example block") + "```json\n".len();
+    let example = &doc[start..start + doc[start..].find("```").unwrap()];
+    let loaded = ingest::parse("example.jsonl", example.as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::FalatJsonl);
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let t = only(&loaded);
+    assert_eq!(t.id, "run-7");
+    assert_eq!(t.steps.len(), 4);
+    let links: Vec<(usize, usize, LinkKind)> =
+        t.links.iter().map(|l| (l.from, l.to, l.kind)).collect();
+    assert_eq!(
+        links,
+        [
+            (0, 1, LinkKind::Delegation),
+            (1, 2, LinkKind::ToolResult),
+            (0, 3, LinkKind::Parent)
+        ]
+    );
+    let gold = t.gold.as_ref().unwrap();
+    assert_eq!((gold.agent.as_str(), gold.step), ("Coder", Some(3)));
+    assert_eq!(t.agent_role("planner"), Some("Plans and delegates."));
+}
