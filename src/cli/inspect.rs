@@ -3,7 +3,7 @@
 //! Text output: a header block (file, format, trajectory id, task, expected and observed output,
 //! agents, gold label, metadata), one line per step (`index  agent  kind  first line`, the gold
 //! step marked with `*`), then the diagnostics. Every piece of trace text is passed through
-//! [`text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
+//! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
 //! [`InspectReport`] instead; its serde types live here, at the edge, not in the model.
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! `role: "function"` pairs are matched by function name. The agent is `name` when given (AutoGen
 //! uses it for agent names), else the role. `ids.id` is the message's `index` field when present,
 //! else its 0-based position; `ids.refs` holds the call id. Fields written as Python `repr`
-//! strings (some τ-bench dumps) are decoded with [`pyrepr`](super::pyrepr).
+//! strings (some τ-bench dumps) are decoded with [`super::pyrepr`].
 
 use std::borrow::Cow;
 use std::collections::HashMap;
