@@ -84,12 +84,13 @@ impl FormatChoice {
             }
             _ => {}
         }
+        let names = FormatChoice::names().join(", ");
         match SourceFormat::parse(&lower) {
             Some(f) if SUPPORTED.contains(&f) => Ok(FormatChoice::Force(f)),
-            _ => Err(format!(
-                "unknown format {name:?}, expected one of: {}",
-                FormatChoice::names().join(", ")
+            Some(f) => Err(format!(
+                "format {f} has no loader in this build, expected one of: {names}"
             )),
+            None => Err(format!("unknown format {name:?}, expected one of: {names}")),
         }
     }
 
@@ -538,7 +539,12 @@ mod tests {
             Ok(FormatChoice::Force(SourceFormat::TauBench))
         );
         let msg = FormatChoice::parse("otel-genai").unwrap_err();
-        assert!(msg.starts_with("unknown format \"otel-genai\", expected one of: auto, who-and-when, who-and-when-algorithm"), "{msg}");
+        assert!(msg.starts_with("format otel-genai has no loader in this build, expected one of: auto, who-and-when, who-and-when-algorithm"), "{msg}");
+        let msg = FormatChoice::parse("otlp").unwrap_err();
+        assert!(
+            msg.starts_with("unknown format \"otlp\", expected one of: auto,"),
+            "{msg}"
+        );
     }
 
     #[test]
