@@ -311,10 +311,19 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
             path: path.to_string(),
         });
     }
-    let whole_err = match serde_json::from_str::<Value>(text) {
-        Ok(v) => return Ok(Document::Json(v)),
-        Err(e) => e,
-    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok(Document::Json(v)),
+        Err(whole_err) => parse_lines(path, text, &whole_err),
+    }
+}
+
+/// `text` as JSON Lines (see [`parse_document`]), or the error: at the first bad line when most
+/// lines fail, else `whole_err` (the error of parsing `text` as one value).
+fn parse_lines(
+    path: &str,
+    text: &str,
+    whole_err: &serde_json::Error,
+) -> Result<Document, LoadError> {
     let not_json = |line: usize, err: &serde_json::Error| LoadError::NotJson {
         path: path.to_string(),
         line,
@@ -324,24 +333,23 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     let mut values = Vec::new();
     let mut bad = Vec::new();
     let mut first_bad: Option<(usize, serde_json::Error)> = None;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         match serde_json::from_str::<Value>(line) {
             Ok(v) => values.push((i + 1, v)),
             Err(e) => {
-                bad.push((
-                    i + 1,
-                    format!("not JSON at column {}: {}", e.column(), error_message(&e)),
-                ));
+                let msg = format!("not JSON at column {}: {}", e.column(), error_message(&e));
+                bad.push((i + 1, msg));
                 first_bad.get_or_insert((i + 1, e));
             }
         }
     }
     let starts_ok = matches!((values.first(), bad.first()), (Some((ok, _)), b) if b.is_none_or(|(b, _)| ok < b));
     match first_bad {
-        _ if !starts_ok => Err(not_json(whole_err.line(), &whole_err)),
+        _ if !starts_ok => Err(not_json(whole_err.line(), whole_err)),
         Some((line, err)) if bad.len() > values.len() => Err(not_json(line, &err)),
         _ => Ok(Document::Lines { values, bad }),
     }

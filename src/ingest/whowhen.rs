@@ -75,54 +75,10 @@ fn is_magentic_role(role: &str) -> bool {
 /// # Errors
 /// A message when the document has no `history` array (or is no array for a Magentic log).
 pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, String> {
-    let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
-    };
-    let (history, top) = match v {
-        Value::Array(items) => (items.as_slice(), None),
-        Value::Object(_) => match v.get("history") {
-            Some(Value::Array(h)) => (h.as_slice(), Some(v)),
-            Some(other) => {
-                return Err(format!(
-                    "\"history\" is {}, expected an array of messages",
-                    super::type_name(other)
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "expected a \"history\" array, found {}",
-                    describe_value(v)
-                ));
-            }
-        },
-        other => {
-            return Err(format!(
-                "expected an object with \"history\" or an array of {{role, content}}, found {}",
-                describe_value(other)
-            ));
-        }
-    };
-    if history.is_empty() {
-        return Err("the history is empty, expected at least one message".into());
-    }
-    let algorithm = format == SourceFormat::WhoWhenAlgorithm;
+    let (history, top) = history_of(doc)?;
     let label = if top.is_some() { "history" } else { "messages" };
-    let mut diagnostics = Vec::new();
-    let mut steps = Vec::with_capacity(history.len());
-    let mut origin = Vec::with_capacity(history.len());
-    for (i, item) in history.iter().enumerate() {
-        match parse_step(item, algorithm) {
-            Ok(mut step) => {
-                step.ids.id = Some(i.to_string());
-                steps.push(step);
-                origin.push(i);
-            }
-            Err(msg) => diagnostics.push(Diagnostic {
-                line: None,
-                message: format!("{label}[{i}]: {msg}; record skipped"),
-            }),
-        }
-    }
+    let (steps, origin, mut diagnostics) =
+        read_history(history, format == SourceFormat::WhoWhenAlgorithm, label);
     let mut t = Trajectory {
         id: name.to_string(),
         source: format,
@@ -146,6 +102,65 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     })
 }
 
+/// The history records and, for a Who&When object, the object itself.
+fn history_of(doc: &Document) -> Result<(&[Value], Option<&Value>), String> {
+    let Document::Json(v) = doc else {
+        return Err("expected one JSON document, found JSON Lines".into());
+    };
+    let (history, top) = match v {
+        Value::Array(items) => (items.as_slice(), None),
+        Value::Object(_) => match v.get("history") {
+            Some(Value::Array(h)) => (h.as_slice(), Some(v)),
+            Some(other) => {
+                let found = super::type_name(other);
+                return Err(format!(
+                    "\"history\" is {found}, expected an array of messages"
+                ));
+            }
+            None => {
+                let found = describe_value(v);
+                return Err(format!("expected a \"history\" array, found {found}"));
+            }
+        },
+        other => {
+            return Err(format!(
+                "expected an object with \"history\" or an array of {{role, content}}, found {}",
+                describe_value(other)
+            ));
+        }
+    };
+    if history.is_empty() {
+        return Err("the history is empty, expected at least one message".into());
+    }
+    Ok((history, top))
+}
+
+/// The readable records as steps (with their history position in `ids.id`), `origin[k]` = the
+/// history position of step `k`, and a diagnostic per skipped record (named `label[i]`).
+fn read_history(
+    history: &[Value],
+    algorithm: bool,
+    label: &str,
+) -> (Vec<Step>, Vec<usize>, Vec<Diagnostic>) {
+    let mut steps = Vec::with_capacity(history.len());
+    let mut origin = Vec::with_capacity(history.len());
+    let mut diagnostics = Vec::new();
+    for (i, item) in history.iter().enumerate() {
+        match parse_step(item, algorithm) {
+            Ok(mut step) => {
+                step.ids.id = Some(i.to_string());
+                steps.push(step);
+                origin.push(i);
+            }
+            Err(msg) => diagnostics.push(Diagnostic {
+                line: None,
+                message: format!("{label}[{i}]: {msg}; record skipped"),
+            }),
+        }
+    }
+    (steps, origin, diagnostics)
+}
+
 fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
     let obj = item
         .as_object()
@@ -158,10 +173,8 @@ fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
         None => String::new(),
         Some(Value::String(r)) => r.clone(),
         Some(other) => {
-            return Err(format!(
-                "\"role\" is {}, expected a string",
-                super::type_name(other)
-            ));
+            let found = super::type_name(other);
+            return Err(format!("\"role\" is {found}, expected a string"));
         }
     };
     let mut step = Step {
@@ -170,31 +183,31 @@ fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
         ..Step::default()
     };
     if algorithm {
-        step.agent = match obj.get("name") {
-            Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
-            Some(Value::String(_)) => return Err("\"name\" (the agent) is empty".into()),
-            Some(other) => {
-                return Err(format!(
-                    "\"name\" (the agent) is {}, expected a string",
-                    super::type_name(other)
-                ));
-            }
-            None => return Err("missing \"name\" (the agent)".into()),
-        };
+        step.agent = agent_name(obj.get("name"))?;
     } else {
         if step.role.trim().is_empty() {
             return Err("missing \"role\" (the agent)".into());
         }
-        let (agent, kind, target) = parse_hand_role(&step.role);
-        step.agent = agent;
-        step.kind = kind;
-        step.delegate_to = target;
+        (step.agent, step.kind, step.delegate_to) = parse_hand_role(&step.role);
     }
     if step.agent == TERMINAL_AGENT || step.agent == HAND_TERMINAL_AGENT {
         step.kind = StepKind::ToolResult;
         step.tool_name = Some(step.agent.clone());
     }
     Ok(step)
+}
+
+/// The agent of an algorithm-generated record: its `name`, a non-empty string.
+fn agent_name(name: Option<&Value>) -> Result<String, String> {
+    match name {
+        Some(Value::String(n)) if !n.trim().is_empty() => Ok(n.trim().to_string()),
+        Some(Value::String(_)) => Err("\"name\" (the agent) is empty".into()),
+        Some(other) => Err(format!(
+            "\"name\" (the agent) is {}, expected a string",
+            super::type_name(other)
+        )),
+        None => Err("missing \"name\" (the agent)".into()),
+    }
 }
 
 /// Splits a Magentic-One role string into (agent, kind, delegation target).
@@ -294,43 +307,18 @@ fn read_gold(
         return;
     };
     let agent = agent.trim().to_string();
-    let mut note = |message: String| {
-        diagnostics.push(Diagnostic {
-            line: None,
-            message,
-        })
-    };
-    let step = match str_field(top, "mistake_step") {
-        None => None,
-        Some(s) => match s.trim().parse::<usize>() {
-            Ok(n) if n >= len => {
-                note(format!(
-                    "mistake_step {n} is past the end of history ({len} records); gold step dropped"
-                ));
-                None
-            }
-            Ok(n) => {
-                let step = remap_index(origin, n);
-                if step.is_none() {
-                    note(format!(
-                        "mistake_step {n} names a skipped record; gold step dropped"
-                    ));
-                }
-                step
-            }
-            Err(_) => {
-                note(format!(
-                    "mistake_step {s:?} is not a step number; gold step dropped"
-                ));
-                None
-            }
-        },
-    };
+    let mut notes = Vec::new();
+    let step = str_field(top, "mistake_step")
+        .and_then(|s| gold_step(&s, origin, len).map_err(|e| notes.push(e)).ok());
     if !t.steps.iter().any(|s| s.agent.eq_ignore_ascii_case(&agent)) {
-        note(format!(
+        notes.push(format!(
             "mistake_agent {agent:?} acts at no step of the trajectory"
         ));
     }
+    diagnostics.extend(notes.into_iter().map(|message| Diagnostic {
+        line: None,
+        message,
+    }));
     let category = str_field(top, "labels").or_else(|| str_field(top, "mistake_type"));
     t.gold = Some(GoldLabel {
         agent,
@@ -338,6 +326,24 @@ fn read_gold(
         reason: str_field(top, "mistake_reason").map(|s| s.trim().to_string()),
         category: category.map(|s| s.trim().to_string()),
     });
+}
+
+/// The loaded index of `mistake_step` text `s` (a history index below `len`).
+///
+/// # Errors
+/// Why the gold step is dropped: not a number, past the end, or a skipped record.
+fn gold_step(s: &str, origin: &[usize], len: usize) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("mistake_step {s:?} is not a step number; gold step dropped"))?;
+    if n >= len {
+        return Err(format!(
+            "mistake_step {n} is past the end of history ({len} records); gold step dropped"
+        ));
+    }
+    remap_index(origin, n)
+        .ok_or_else(|| format!("mistake_step {n} names a skipped record; gold step dropped"))
 }
 
 /// The run's final answer: a `FINAL ANSWER:` line, else the last Orchestrator / assistant message
