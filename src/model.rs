@@ -283,12 +283,12 @@ impl SourceFormat {
         }
     }
 
-    /// Parses a `--format` name (also accepts `who-and-when` for either Who&When subset).
+    /// Parses an exact format name as [`SourceFormat::as_str`] writes it (case-insensitive).
+    ///
+    /// Aliases that stand for several formats (`who-and-when` for either subset) are a `--format`
+    /// concern and live in `ingest::FormatChoice`.
     pub fn parse(s: &str) -> Option<SourceFormat> {
         let s = s.trim().to_ascii_lowercase();
-        if s == "who-and-when" || s == "whowhen" {
-            return Some(SourceFormat::WhoWhenAlgorithm);
-        }
         SourceFormat::ALL.into_iter().find(|f| f.as_str() == s)
     }
 }

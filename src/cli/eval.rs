@@ -6,8 +6,8 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use clap::Args;
@@ -107,7 +107,12 @@ fn subset_of(f: &Path) -> String {
 
 /// Diagnoses every item with every method on `jobs` threads; records come back in item order,
 /// then method order, whatever the scheduling.
-fn evaluate(items: &[Item], methods: &[&str], jobs: usize, diagnose: &(dyn Fn(&Trajectory, &str) -> Diagnosis + Sync)) -> Vec<Record> {
+fn evaluate(
+    items: &[Item],
+    methods: &[&str],
+    jobs: usize,
+    diagnose: &(dyn Fn(&Trajectory, &str) -> Diagnosis + Sync),
+) -> Vec<Record> {
     let total = items.len() * methods.len();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));

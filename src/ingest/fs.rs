@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{LoadError, Loaded, parse_with_related};
+use super::{FormatChoice, LoadError, Loaded, SUPPORTED, parse_with_related};
 use crate::model::SourceFormat;
 
 /// Reads and parses one trace file; `format` overrides detection.
@@ -13,10 +13,22 @@ use crate::model::SourceFormat;
 /// # Errors
 /// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse_with_related`] returns.
 pub fn load_path(path: &Path, format: Option<SourceFormat>) -> Result<Loaded, LoadError> {
+    let choice = match format {
+        Some(f) => FormatChoice::Force(f),
+        None => FormatChoice::Detect(SUPPORTED.to_vec()),
+    };
+    load_path_with(path, &choice)
+}
+
+/// Reads and parses one trace file with the format chosen by `choice`.
+///
+/// # Errors
+/// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse_with_related`] returns.
+pub fn load_path_with(path: &Path, choice: &FormatChoice) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: shown.clone(), message: e.to_string() })?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    parse_with_related(&shown, &bytes, format, &|rel| read_related(&dir, rel))
+    parse_with_related(&shown, &bytes, choice, &|rel| read_related(&dir, rel))
 }
 
 /// Reads `rel` (a `/`-separated path relative to `dir`, see [`super::Related`]); a last component
