@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use falat::ingest::fs::{load_path, read_related};
-use falat::ingest::{self, LoadError, Loaded, parse, parse_document, parse_with_related};
+use falat::ingest::{self, FormatChoice, LoadError, Loaded, SUPPORTED, parse, parse_document, parse_with_related};
 use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -240,7 +240,8 @@ fn claude_sub_agent_resolves_from_the_documented_subagents_folder() {
         asked.borrow_mut().push(rel.to_string());
         (rel == "e9fb405b/subagents/agent-a485154.jsonl").then(|| std::fs::read(&sub).unwrap())
     };
-    let loaded = parse_with_related("e9fb405b.jsonl", &bytes, None, &related).unwrap();
+    let loaded =
+        parse_with_related("e9fb405b.jsonl", &bytes, &FormatChoice::Detect(SUPPORTED.to_vec()), &related).unwrap();
     assert_eq!(loaded.trajectories[0].steps.len(), 66);
     assert_eq!(asked.borrow()[0], "e9fb405b/subagents/agent-a485154.jsonl");
 }
@@ -334,7 +335,8 @@ fn codex_spawned_thread_file_is_spliced_after_the_spawn() {
     let bytes = std::fs::read(fixture(CODEX_SPAWN)).unwrap();
     let dir = fixture("handbuilt/codex");
     let related = |rel: &str| read_related(&dir, rel);
-    let loaded = parse_with_related("spawn.jsonl", &bytes, None, &related).unwrap();
+    let loaded =
+        parse_with_related("spawn.jsonl", &bytes, &FormatChoice::Detect(SUPPORTED.to_vec()), &related).unwrap();
     let t = &loaded.trajectories[0];
     assert_eq!(t.steps.len(), 10);
     assert_eq!(t.agent_names(), ["user", "codex", "Darwin"]);

@@ -204,8 +204,8 @@ fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
     let content = &ctx.trajectory.steps[i].content;
     ctx.hierarchy.evidence[i]
         .iter()
-        .filter(|e| e.kind == EvidenceKind::ErrorLine)
-        .last()
+        .rev()
+        .find(|e| e.kind == EvidenceKind::ErrorLine)
         .map(|e| e.text(content).trim().to_string())
 }
 
@@ -643,15 +643,14 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
     }
-    if let Some(g) = ctx.graph {
-        if let Some((o, item)) =
+    if let Some(g) = ctx.graph
+        && let Some((o, item)) =
             wrong_value_origins(ctx).into_iter().find(|(o, _)| *o > step && g.path(step, *o).is_some())
-        {
-            return Criterion {
-                passed: true,
-                evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
-            };
-        }
+    {
+        return Criterion {
+            passed: true,
+            evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
+        };
     }
     let Some(end) = final_step(ctx) else {
         return Criterion { passed: false, evidence: "no final output".into() };
