@@ -419,7 +419,7 @@ pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
     };
     text.split([',', ';', '\n'])
         .map(|s| s.trim().trim_matches(['.', '"', '\'']).to_lowercase())
-        .filter(|s| s.chars().count() >= 2)
+        .filter(|s| s.chars().count() >= 3)
         .take(8)
         .collect()
 }
@@ -435,6 +435,15 @@ fn agrees(item: &str, expected: &str) -> bool {
     !n.is_empty() && evidence::extract_text(&exp).iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
 }
 
+/// Whether `needle` occurs in `hay` with no letter or digit right before or after it.
+fn contains_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(i, m)| {
+        let before = hay[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = hay[i + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
 /// The first step whose content states `item` (numbers compared normalised).
 fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
     let n = evidence::normalize_number(item);
@@ -442,7 +451,7 @@ fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
         if !n.is_empty() {
             ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
         } else {
-            ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+            contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
         }
     })
 }
@@ -515,7 +524,7 @@ fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
     let later = (o + 1..ctx.trajectory.steps.len())
         .find(|&j| {
             ctx.hierarchy.steps[j].action != Action::Plan
-                && ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+                && contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
         })
         .unwrap_or(o);
     producer(ctx, later)
