@@ -108,15 +108,16 @@ fn is_decisive(ctx: &Context<'_>, step: usize) -> Answer {
     Answer::Verdict { decisive, reason: text::clip(&reason, 300), confidence: if decisive { s } else { 1.0 - s } }
 }
 
-/// Binary search: the half with more suspicious evidence (the sum of its step scores); a tie goes
-/// to the first half, since an earlier error precedes its symptoms.
+/// Binary search: the half holding the most critical error (the Who&When prompt's question), i.e.
+/// the higher maximum step score; a tie, no evidence on either side included, goes to the first
+/// half, since an earlier error precedes its symptoms.
 fn locate_in_range(ctx: &Context<'_>, range: Range<usize>, split: usize) -> Answer {
     let n = ctx.trajectory.steps.len();
-    let mass = |r: Range<usize>| r.filter(|i| *i < n).map(|i| score(ctx, i)).sum::<f32>();
-    let (first, second) = (mass(range.start..split), mass(split..range.end));
+    let worst = |r: Range<usize>| r.filter(|i| *i < n).map(|i| score(ctx, i)).fold(0.0, f32::max);
+    let (first, second) = (worst(range.start..split), worst(split..range.end));
     let half = if first >= second { Half::First } else { Half::Second };
     let reason = format!(
-        "evidence in steps {}..{}: {first:.2}, in steps {split}..{}: {second:.2}",
+        "strongest error in steps {}..{}: {first:.2}, in steps {split}..{}: {second:.2}",
         range.start, split, range.end
     );
     Answer::Half { half, reason }
@@ -160,12 +161,14 @@ fn lens(p: Perspective) -> Lens {
         threshold: 0.3,
         calibration: 1.0,
         multi: None,
-        earliest: 1.0,
+        earliest: 0.8,
         accumulate: false,
         consequence: false,
     };
     match p {
-        Perspective::Conservative => Lens { process: 0.9, soft: 0.8, threshold: 0.45, calibration: 0.85, ..base },
+        Perspective::Conservative => {
+            Lens { process: 0.9, soft: 0.8, threshold: 0.45, calibration: 0.85, earliest: 0.9, ..base }
+        }
         Perspective::Liberal => {
             Lens { process: 1.1, soft: 1.1, threshold: 0.2, multi: Some(0.8), earliest: 0.6, ..base }
         }
@@ -542,7 +545,9 @@ mod tests {
             let detail = analysis(ctx, Perspective::DetailFocused, VoteTarget::Agent);
             assert_eq!((detail.step, detail.confidence), (Some(5), 0.51));
             let conservative = analysis(ctx, Perspective::Conservative, VoteTarget::Agent);
-            assert_eq!((conservative.step, conservative.confidence), (Some(5), 0.4));
+            assert_eq!((conservative.step, conservative.confidence), (Some(5), 0.4), "0.4 < 0.9 × 0.47");
+            let general = analysis(ctx, Perspective::General, VoteTarget::Agent);
+            assert_eq!(general.step, Some(5), "0.4 < 0.8 × 0.56");
             let pattern = analysis(ctx, Perspective::PatternFocused, VoteTarget::Agent);
             assert_eq!(pattern.evaluations, vec![("Coder".to_string(), 0.75)], "noisy-or over the coder's steps");
             for a in [&liberal, &detail, &conservative, &pattern] {
