@@ -1,0 +1,105 @@
+//! Accuracy floors of every method on the bundled Who&When development split
+//! (`data/who-and-when`, 76 algorithm-generated and 35 hand-crafted trajectories), offline with
+//! the heuristic judge, with ground truth, seed 0, panel 3.
+//!
+//! The floors are the hit counts measured when the methods were written: a method may improve,
+//! but a change that loses a single hit on any figure fails here. Raise the floors when a method
+//! improves. Counts, not percentages, so the comparison is exact.
+
+use std::sync::OnceLock;
+
+use falat::eval::Record;
+use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::{self, Case, Method, MethodOptions};
+
+/// Hit counts of one method on one subset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hits {
+    n: usize,
+    agent: usize,
+    step: usize,
+    within1: usize,
+    within3: usize,
+}
+
+fn cases() -> &'static [Case] {
+    static CASES: OnceLock<Vec<Case>> = OnceLock::new();
+    CASES.get_or_init(|| {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when");
+        methods::load_cases(&[dir]).expect("the bundled Who&When split loads")
+    })
+}
+
+fn hits(records: &[Record], subset: &str) -> Hits {
+    let rs: Vec<&Record> = records.iter().filter(|r| r.subset == subset).collect();
+    let within = |k: usize| {
+        rs.iter().filter(|r| matches!((r.pred_step, r.gold_step), (Some(p), Some(g)) if p.abs_diff(g) <= k)).count()
+    };
+    Hits {
+        n: rs.len(),
+        agent: rs.iter().filter(|r| r.agent_hit).count(),
+        step: rs.iter().filter(|r| r.step_hit).count(),
+        within1: within(1),
+        within3: within(3),
+    }
+}
+
+/// Runs `method` and checks its counts against the floors `[algorithm-generated, hand-crafted]`.
+fn check(method: Method, floors: [Hits; 2]) {
+    let records = methods::evaluate(&[method], cases(), &HeuristicJudge, &MethodOptions::new(true), 1);
+    let measured = [hits(&records, "Algorithm-Generated"), hits(&records, "Hand-Crafted")];
+    for (m, f) in measured.iter().zip(&floors) {
+        let ok = m.n == f.n
+            && m.agent >= f.agent
+            && m.step >= f.step
+            && m.within1 >= f.within1
+            && m.within3 >= f.within3;
+        assert!(ok, "{method}: measured {measured:?}, floors {floors:?}");
+    }
+}
+
+const fn h(n: usize, agent: usize, step: usize, within1: usize, within3: usize) -> Hits {
+    Hits { n, agent, step, within1, within3 }
+}
+
+#[test]
+fn the_split_has_76_and_35_labelled_trajectories() {
+    let ag = cases().iter().filter(|c| c.subset == "Algorithm-Generated").count();
+    let hc = cases().iter().filter(|c| c.subset == "Hand-Crafted").count();
+    assert_eq!((ag, hc), (76, 35));
+}
+
+#[test]
+fn falat() {
+    check(Method::Falat, [h(76, 47, 33, 44, 62), h(35, 21, 7, 11, 12)]);
+}
+
+#[test]
+fn echo() {
+    check(Method::Echo, [h(76, 46, 31, 46, 62), h(35, 20, 7, 11, 12)]);
+}
+
+#[test]
+fn defa() {
+    check(Method::Defa, [h(76, 43, 32, 42, 63), h(35, 22, 7, 11, 12)]);
+}
+
+#[test]
+fn all_at_once() {
+    check(Method::AllAtOnce, [h(76, 42, 31, 44, 59), h(35, 20, 7, 11, 12)]);
+}
+
+#[test]
+fn step_by_step() {
+    check(Method::StepByStep, [h(76, 45, 34, 44, 63), h(35, 20, 6, 10, 11)]);
+}
+
+#[test]
+fn binary_search() {
+    check(Method::BinarySearch, [h(76, 43, 33, 44, 59), h(35, 18, 6, 10, 11)]);
+}
+
+#[test]
+fn random_is_the_floor() {
+    check(Method::Random, [h(76, 29, 6, 22, 49), h(35, 15, 2, 4, 7)]);
+}
