@@ -49,11 +49,8 @@ fn check(method: Method, floors: [Hits; 2]) {
     let records = methods::evaluate(&[method], cases(), &HeuristicJudge, &MethodOptions::new(true), 1);
     let measured = [hits(&records, "Algorithm-Generated"), hits(&records, "Hand-Crafted")];
     for (m, f) in measured.iter().zip(&floors) {
-        let ok = m.n == f.n
-            && m.agent >= f.agent
-            && m.step >= f.step
-            && m.within1 >= f.within1
-            && m.within3 >= f.within3;
+        let ok =
+            m.n == f.n && m.agent >= f.agent && m.step >= f.step && m.within1 >= f.within1 && m.within3 >= f.within3;
         assert!(ok, "{method}: measured {measured:?}, floors {floors:?}");
     }
 }

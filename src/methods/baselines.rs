@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, view};
+use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
 use crate::hierarchy::{self, Hierarchy};
 use crate::judge::attribution::Half;
@@ -31,6 +31,9 @@ fn fallback(ctx: &Context<'_>) -> usize {
 /// All-at-once: one question over the whole log. A step outside the trajectory falls back to the
 /// first step acting on the task, with a warning.
 pub fn all_at_once(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::AllAtOnce, t, judge, opts);
+    }
     let h = hierarchy::build(t);
     let ctx = context(t, &h, opts);
     let mut session = Session::new(judge);
@@ -57,6 +60,9 @@ pub fn all_at_once(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> D
 /// Step-by-step: walks forward; the first step the judge calls decisive is named. When the judge
 /// never says yes, the step whose "no" was least confident is named, with a warning.
 pub fn step_by_step(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::StepByStep, t, judge, opts);
+    }
     let h = hierarchy::build(t);
     let ctx = context(t, &h, opts);
     let mut session = Session::new(judge);
@@ -126,6 +132,9 @@ pub fn bisect(n: usize, mut choose: impl FnMut(Range<usize>, usize) -> Half) -> 
 /// Binary search: each round shows the range's steps with the split marked. An unusable answer
 /// counts as the first half, with a warning.
 pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::BinarySearch, t, judge, opts);
+    }
     let h = hierarchy::build(t);
     let ctx = context(t, &h, opts);
     let mut session = Session::new(judge);
@@ -164,6 +173,9 @@ pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) ->
 
 /// Random: a uniform draw of a step from the seed and the trajectory id. No judge call.
 pub fn random(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::Random, t, judge, opts);
+    }
     let mut session = Session::new(judge);
     let step = session.stage("draw", |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
     let mut d = new_diagnosis(Method::Random, t, judge, opts, Some(step));

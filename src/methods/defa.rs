@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use super::{Method, MethodOptions, Session, new_diagnosis, view};
+use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::{self, Hierarchy};
@@ -136,6 +136,9 @@ struct Recalled {
 
 /// Runs DeFA on a trajectory.
 pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::Defa, t, judge, opts);
+    }
     let h = hierarchy::build(t);
     let p = prior::derive(&t.task, &t.agents);
     let g = DepGraph::build(t, &h);

@@ -5,16 +5,17 @@
 //!    its turns sets its level: L1 (distance 0-1) in full, L2 (2-3) key decisions, L3 (4-7)
 //!    one-line summaries, L4 (8+) milestones only (plans, answers, errors, checks, the end).
 //! 2. **Panel** ([`draw_panel`]): `k` distinct perspectives drawn with the seed.
-//! 3. **Agent, then step**: each analyst attributes the failure to an agent over every agent's
-//!    context; the agent consensus fixes the agent; each analyst then names one of that agent's
-//!    steps over its context (ECHO's decoupled analysis).
+//! 3. **Agent, then step**: each analyst attributes the failure to an agent over the conversation
+//!    summary and every agent's key decisions ([`render_overview`]); the agent consensus fixes the
+//!    agent; each analyst then names one of that agent's steps over its L1-L4 context (ECHO's
+//!    decoupled analysis: separate questions, separate contexts).
 //! 4. **Voting** ([`vote`], ECHO A.7): analyses under [`MIN_CONFIDENCE`] are dropped; conclusion
 //!    types (single-agent, multi-agent, no clear fault) are weighed by summed confidence; the
 //!    winning type's analyses vote for agents and steps with their confidence; step votes outside
 //!    the trajectory are discarded; review is flagged when the confidence spread exceeds
 //!    [`MAX_SPREAD`] or more than two conclusion types got votes.
 
-use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, view};
+use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
 use crate::hierarchy::{self, Action, Hierarchy};
 use crate::judge::attribution::{Analysis, Conclusion, Perspective, VoteTarget};
@@ -33,6 +34,9 @@ pub const L1_DISTANCE: usize = 1;
 pub const L2_DISTANCE: usize = 3;
 /// Steps at most this far are L3 (summaries); farther ones are L4 when they are milestones.
 pub const L3_DISTANCE: usize = 7;
+/// L1 steps are shown in full up to this many characters (a token budget for very long tool
+/// outputs; the cut is marked).
+pub const L1_MAX_CHARS: usize = 3000;
 
 /// The four context levels of one agent: 0-based steps per level, in step order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -83,7 +87,7 @@ pub fn levels(t: &Trajectory, h: &Hierarchy, agent: &str) -> Levels {
 /// The text of one agent's hierarchical context, in step order with each step's level marked.
 pub fn render(t: &Trajectory, h: &Hierarchy, l: &Levels) -> String {
     let mut rows: Vec<(usize, String)> = Vec::new();
-    rows.extend(l.l1.iter().map(|&i| (i, format!("L1 {}", view::full(&t.steps[i])))));
+    rows.extend(l.l1.iter().map(|&i| (i, format!("L1 {}", view::capped(&t.steps[i], L1_MAX_CHARS)))));
     rows.extend(l.l2.iter().map(|&i| (i, format!("L2 {}", view::decision(t, h, i)))));
     rows.extend(l.l3.iter().map(|&i| (i, format!("L3 {}", view::brief(t, h, i, 100)))));
     rows.extend(l.l4.iter().map(|&i| (i, format!("L4 milestone {}", view::brief(t, h, i, 80)))));
@@ -95,6 +99,29 @@ pub fn render(t: &Trajectory, h: &Hierarchy, l: &Levels) -> String {
         l.omitted,
         body.join("\n")
     )
+}
+
+/// The agent analysts' context (ECHO's conversation summary): every step as one line (the L3
+/// form, milestones marked `L4`), then each agent's own turns as key decisions (the L2 form).
+/// The step analysts then get the attributed agent's full L1-L4 context ([`render`]).
+pub fn render_overview(t: &Trajectory, h: &Hierarchy, agents: &[String]) -> String {
+    let summary: Vec<String> = (0..t.steps.len())
+        .map(|i| {
+            let mark = if is_milestone(h, i) { "L4 " } else { "" };
+            format!("{mark}{}", view::brief(t, h, i, 100))
+        })
+        .collect();
+    let mut out = format!("Conversation summary (every step, milestones marked L4):\n{}", summary.join("\n"));
+    for a in agents {
+        let turns: Vec<String> = t
+            .steps
+            .iter()
+            .filter(|s| s.agent.eq_ignore_ascii_case(a))
+            .map(|s| format!("  {}", view::decision(t, h, s.index)))
+            .collect();
+        out.push_str(&format!("\n\nKey decisions of {a} ({} turns):\n{}", turns.len(), turns.join("\n")));
+    }
+    out
 }
 
 /// `k` distinct perspectives (clamped to 1..=6) drawn from the six with the seed mixed with the
@@ -216,15 +243,16 @@ fn synthesise(winner: Conclusion, support: &[&Analysis]) -> String {
 
 /// Runs ECHO on a trajectory.
 pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    if t.steps.is_empty() {
+        return no_steps(Method::Echo, t, judge, opts);
+    }
     let h = hierarchy::build(t);
     let ctx = Context { trajectory: t, hierarchy: &h, prior: None, graph: None, ground_truth: opts.ground_truth };
     let order = agent_order(t);
     let panel = draw_panel(opts.seed, &t.id, opts.panel);
     let mut session = Session::new(judge);
-    let all_context = session
-        .stage("context", |_| order.iter().map(|a| render(t, &h, &levels(t, &h, a))).collect::<Vec<_>>().join("\n\n"));
-    let agent_analyses =
-        session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &all_context));
+    let overview = session.stage("context", |_| render_overview(t, &h, &order));
+    let agent_analyses = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &overview));
     let by_agent = vote(&agent_analyses, t.steps.len(), &order);
     let agent = by_agent.agent.clone().unwrap_or_else(|| fallback_agent(&ctx));
     let step_context = session.stage("context", |_| render(t, &h, &levels(t, &h, &agent)));
@@ -545,5 +573,20 @@ mod tests {
         assert!(text.find("[step 4]") < text.find("[step 5]"), "step order");
         let busy = levels(&t, &h, "B");
         assert_eq!(busy.l1.len(), 16, "an agent acting everywhere sees everything in full");
+        let overview = render_overview(&t, &h, &["B".to_string(), "A".to_string()]);
+        assert!(overview.starts_with("Conversation summary (every step, milestones marked L4):\nL4 [step 0] B"));
+        assert!(overview.contains("\n[step 1] B (message) discuss: Working on part 1"));
+        assert!(overview.ends_with("Key decisions of A (1 turns):\n  [step 5] A (message) discuss: Working on part 5 of the task with some detail."));
+    }
+
+    #[test]
+    fn long_l1_steps_are_capped_with_a_note() {
+        let mut t = long_trajectory();
+        t.steps[5].content = "y".repeat(L1_MAX_CHARS + 25);
+        let h = hierarchy::build(&t);
+        let text = render(&t, &h, &levels(&t, &h, "A"));
+        assert!(
+            text.contains(&format!("L1 [step 5] A (message):\n{}\n[… 25 more characters]", "y".repeat(L1_MAX_CHARS)))
+        );
     }
 }

@@ -144,9 +144,7 @@ impl Default for MethodOptions {
 /// decisive step and a warning.
 pub fn run(method: Method, t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
-        let mut d = new_diagnosis(method, t, judge, opts, None);
-        d.warnings.push("the trajectory has no steps".into());
-        return d;
+        return no_steps(method, t, judge, opts);
     }
     match method {
         Method::Falat => {
@@ -229,6 +227,13 @@ pub fn evaluate(
         }
     });
     slots.into_iter().map(|r| r.expect("every pair scored")).collect()
+}
+
+/// The diagnosis of an empty trajectory: no step, a warning.
+pub(crate) fn no_steps(method: Method, t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    let mut d = new_diagnosis(method, t, judge, opts, None);
+    d.warnings.push("the trajectory has no steps".into());
+    d
 }
 
 /// A diagnosis of `method` naming `step` (the agent is the actor recorded at that step).
@@ -329,8 +334,8 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    /// A number in `0..n` (`n > 0`).
+    /// A number in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        if n == 0 { 0 } else { (self.next_u64() % n as u64) as usize }
     }
 }

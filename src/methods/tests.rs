@@ -146,11 +146,21 @@ fn random_is_seeded_per_trajectory() {
 #[test]
 fn an_empty_trajectory_names_no_step() {
     let t = Trajectory { id: "empty".into(), ..Trajectory::default() };
+    let opts = MethodOptions::new(true);
     for m in Method::ALL {
         let d = run_on(m, &t);
         assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{m}");
         assert_eq!(d.warnings, vec!["the trajectory has no steps".to_string()]);
     }
+    let direct = [
+        echo::run(&t, &HeuristicJudge, &opts),
+        defa::run(&t, &HeuristicJudge, &opts),
+        baselines::all_at_once(&t, &HeuristicJudge, &opts),
+        baselines::step_by_step(&t, &HeuristicJudge, &opts),
+        baselines::binary_search(&t, &HeuristicJudge, &opts),
+        baselines::random(&t, &HeuristicJudge, &opts),
+    ];
+    assert!(direct.iter().all(|d| d.decisive_step.is_none() && d.warnings.len() == 1));
 }
 
 #[test]

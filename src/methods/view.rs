@@ -21,6 +21,18 @@ pub fn full(s: &Step) -> String {
     format!("{}:\n{}", header(s), text::sanitize(s.content.trim()))
 }
 
+/// A step in full up to `max` characters of content; a longer content is cut with a note of how
+/// much was left out.
+pub fn capped(s: &Step, max: usize) -> String {
+    let content = text::sanitize(s.content.trim());
+    let n = content.chars().count();
+    if n <= max {
+        return format!("{}:\n{content}", header(s));
+    }
+    let kept: String = content.chars().take(max).collect();
+    format!("{}:\n{kept}\n[… {} more characters]", header(s), n - max)
+}
+
 /// A step's key decision: header, action, the hierarchy's decision line, flags, and the values it
 /// introduces (ECHO L2).
 pub fn decision(t: &Trajectory, h: &Hierarchy, i: usize) -> String {
