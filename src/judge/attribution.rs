@@ -345,46 +345,53 @@ pub(super) fn answer_json(a: &Answer) -> Option<Value> {
 /// # Errors
 /// A message naming the first invalid field.
 pub fn parse_answer(q: &Question, v: &Value, steps: usize) -> Option<Result<Answer, String>> {
-    let in_range = |s: usize| if s < steps { Ok(s) } else { Err(format!("step {s} is outside 0..{steps}")) };
     Some(match q {
-        Question::LocateError { .. } => (|| {
-            Ok(Answer::Attribution {
-                agent: str_of(v, "agent")?,
-                step: in_range(usize_of(v, "step")?)?,
-                reason: str_of(v, "reason").unwrap_or_default(),
-                confidence: conf_of(v)?,
-            })
-        })(),
-        Question::IsDecisive { .. } => (|| {
-            let decisive = v.get("decisive").and_then(Value::as_bool).ok_or("\"decisive\" must be true or false")?;
-            Ok(Answer::Verdict { decisive, reason: str_of(v, "reason").unwrap_or_default(), confidence: conf_of(v)? })
-        })(),
-        Question::LocateInRange { .. } => (|| {
-            let half = match str_of(v, "half")?.as_str() {
-                "first" => Half::First,
-                "second" => Half::Second,
-                h => return Err(format!("\"half\" must be first or second, not {h:?}")),
-            };
-            Ok(Answer::Half { half, reason: str_of(v, "reason").unwrap_or_default() })
-        })(),
+        Question::LocateError { .. } => parse_attribution(v, steps),
+        Question::IsDecisive { .. } => parse_verdict(v),
+        Question::LocateInRange { .. } => parse_half(v),
         Question::AnalystVote { .. } => parse_analysis(v, steps).map(Answer::Analysis),
         Question::SegmentRecall { segment, .. } => parse_candidates(v, segment.clone()),
         Question::TracePropagation { .. } => parse_edges(v, steps).map(|edges| Answer::Propagation { edges }),
-        Question::Adjudicate { candidates, .. } => (|| {
-            let step = in_range(usize_of(v, "step")?)?;
-            if !candidates.is_empty() && !candidates.contains(&step) {
-                return Err(format!("step {step} is not one of the candidates"));
-            }
-            let category = ErrorCategory::parse(&str_of(v, "category")?).ok_or("unknown \"category\"")?;
-            Ok(Answer::Adjudication {
-                step,
-                category,
-                reason: str_of(v, "reason").unwrap_or_default(),
-                confidence: conf_of(v)?,
-            })
-        })(),
+        Question::Adjudicate { candidates, .. } => parse_adjudication(v, steps, candidates),
         _ => return None,
     })
+}
+
+fn in_range(s: usize, steps: usize) -> Result<usize, String> {
+    if s < steps { Ok(s) } else { Err(format!("step {s} is outside 0..{steps}")) }
+}
+
+fn parse_attribution(v: &Value, steps: usize) -> Result<Answer, String> {
+    Ok(Answer::Attribution {
+        agent: str_of(v, "agent")?,
+        step: in_range(usize_of(v, "step")?, steps)?,
+        reason: str_of(v, "reason").unwrap_or_default(),
+        confidence: conf_of(v)?,
+    })
+}
+
+fn parse_verdict(v: &Value) -> Result<Answer, String> {
+    let decisive = v.get("decisive").and_then(Value::as_bool).ok_or("\"decisive\" must be true or false")?;
+    Ok(Answer::Verdict { decisive, reason: str_of(v, "reason").unwrap_or_default(), confidence: conf_of(v)? })
+}
+
+fn parse_half(v: &Value) -> Result<Answer, String> {
+    let half = match str_of(v, "half")?.as_str() {
+        "first" => Half::First,
+        "second" => Half::Second,
+        h => return Err(format!("\"half\" must be first or second, not {h:?}")),
+    };
+    Ok(Answer::Half { half, reason: str_of(v, "reason").unwrap_or_default() })
+}
+
+fn parse_adjudication(v: &Value, steps: usize, candidates: &[usize]) -> Result<Answer, String> {
+    let step = in_range(usize_of(v, "step")?, steps)?;
+    if !candidates.is_empty() && !candidates.contains(&step) {
+        return Err(format!("step {step} is not one of the candidates"));
+    }
+    let category = ErrorCategory::parse(&str_of(v, "category")?).ok_or("unknown \"category\"")?;
+    let reason = str_of(v, "reason").unwrap_or_default();
+    Ok(Answer::Adjudication { step, category, reason, confidence: conf_of(v)? })
 }
 
 fn str_of(v: &Value, key: &str) -> Result<String, String> {

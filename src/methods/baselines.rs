@@ -66,45 +66,61 @@ pub fn step_by_step(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> 
     let h = hierarchy::build(t);
     let ctx = context(t, &h, opts);
     let mut session = Session::new(judge);
-    let mut lines = Vec::new();
-    let found = session.stage("step-by-step", |s| {
-        let mut shown = String::new();
-        let mut least_sure: Option<(usize, f32, String)> = None;
-        for i in 0..t.steps.len() {
-            if i > 0 {
-                shown.push_str("\n\n");
-            }
-            shown.push_str(&view::full(&t.steps[i]));
-            match s.ask(&ctx, &Question::IsDecisive { step: i, context: shown.clone() }) {
-                Answer::Verdict { decisive: true, reason, confidence } => {
-                    lines.push(format!("step {i}: decisive ({confidence:.2})"));
-                    return (i, reason, confidence, true);
-                }
-                Answer::Verdict { confidence, reason, .. } => {
-                    lines.push(format!("step {i}: not decisive ({confidence:.2})"));
-                    if least_sure.as_ref().is_none_or(|(_, c, _)| confidence < *c) {
-                        least_sure = Some((i, confidence, reason));
-                    }
-                }
-                _ => lines.push(format!("step {i}: no usable verdict")),
-            }
-        }
-        match least_sure {
-            Some((i, c, r)) => (i, r, 1.0 - c, false),
-            None => (fallback(&ctx), "no usable verdict".into(), 0.0, false),
-        }
-    });
-    let (step, reason, confidence, said_yes) = found;
-    if !said_yes {
+    let walk = session.stage("step-by-step", |s| walk(s, &ctx));
+    if !walk.said_yes {
+        let step = walk.step;
         session.warnings.push(format!("the judge called no step decisive; step {step} was its least certain \"no\""));
     }
-    let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(step));
-    d.reason = reason;
-    d.confidence = confidence;
-    d.roles = vec![(step, Role::RootCause)];
-    d.details.push(("verdicts".into(), lines));
+    let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(walk.step));
+    d.reason = walk.reason;
+    d.confidence = walk.confidence;
+    d.roles = vec![(walk.step, Role::RootCause)];
+    d.details.push(("verdicts".into(), walk.lines));
     session.finish(&mut d);
     d
+}
+
+/// The outcome of a step-by-step walk.
+struct Walk {
+    step: usize,
+    reason: String,
+    confidence: f32,
+    said_yes: bool,
+    /// One line per verdict.
+    lines: Vec<String>,
+}
+
+/// Asks about steps `0, 1, ...`, each with the log up to it, until a "yes".
+fn walk(s: &mut Session<'_>, ctx: &Context<'_>) -> Walk {
+    let t = ctx.trajectory;
+    let mut shown = String::new();
+    let mut least_sure: Option<(usize, f32, String)> = None;
+    let mut lines = Vec::new();
+    for i in 0..t.steps.len() {
+        if i > 0 {
+            shown.push_str("\n\n");
+        }
+        shown.push_str(&view::full(&t.steps[i]));
+        match s.ask(ctx, &Question::IsDecisive { step: i, context: shown.clone() }) {
+            Answer::Verdict { decisive: true, reason, confidence } => {
+                lines.push(format!("step {i}: decisive ({confidence:.2})"));
+                return Walk { step: i, reason, confidence, said_yes: true, lines };
+            }
+            Answer::Verdict { confidence, reason, .. } => {
+                lines.push(format!("step {i}: not decisive ({confidence:.2})"));
+                if least_sure.as_ref().is_none_or(|(_, c, _)| confidence < *c) {
+                    least_sure = Some((i, confidence, reason));
+                }
+            }
+            _ => lines.push(format!("step {i}: no usable verdict")),
+        }
+    }
+    match least_sure {
+        Some((step, c, reason)) => Walk { step, reason, confidence: 1.0 - c, said_yes: false, lines },
+        None => {
+            Walk { step: fallback(ctx), reason: "no usable verdict".into(), confidence: 0.0, said_yes: false, lines }
+        }
+    }
 }
 
 /// One round of [`bisect`]: the range in question, the split, and the half the judge named.
@@ -140,21 +156,14 @@ pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) ->
     let mut session = Session::new(judge);
     let mut last_reason = String::new();
     let (step, rounds) = session.stage("binary-search", |s| {
-        bisect(t.steps.len(), |range, split| {
-            let context = format!(
-                "{}\n\n--- split: the second half starts at step {split} ---\n\n{}",
-                view::log(t, range.start..split),
-                view::log(t, split..range.end)
-            );
-            match s.ask(&ctx, &Question::LocateInRange { range, split, context }) {
-                Answer::Half { half, reason } => {
-                    last_reason = reason;
-                    half
-                }
-                _ => {
-                    s.warnings.push(format!("no usable half for the split at step {split}; the first half is taken"));
-                    Half::First
-                }
+        bisect(t.steps.len(), |range, split| match ask_half(s, &ctx, range, split) {
+            Some((half, reason)) => {
+                last_reason = reason;
+                half
+            }
+            None => {
+                s.warnings.push(format!("no usable half for the split at step {split}; the first half is taken"));
+                Half::First
             }
         })
     });
@@ -169,6 +178,20 @@ pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) ->
     d.details.push(("rounds".into(), lines));
     session.finish(&mut d);
     d
+}
+
+/// One binary-search question: the range's steps in full with the split marked.
+fn ask_half(s: &mut Session<'_>, ctx: &Context<'_>, range: Range<usize>, split: usize) -> Option<(Half, String)> {
+    let t = ctx.trajectory;
+    let context = format!(
+        "{}\n\n--- split: the second half starts at step {split} ---\n\n{}",
+        view::log(t, range.start..split),
+        view::log(t, split..range.end)
+    );
+    match s.ask(ctx, &Question::LocateInRange { range, split, context }) {
+        Answer::Half { half, reason } => Some((half, reason)),
+        _ => None,
+    }
 }
 
 /// Random: a uniform draw of a step from the seed and the trajectory id. No judge call.

@@ -177,19 +177,9 @@ pub fn vote(analyses: &[Analysis], steps: usize, agent_order: &[String]) -> Cons
             c.type_votes.push((t, sum));
         }
     }
-    let confs = kept.iter().map(|a| a.confidence);
-    c.spread =
-        if kept.is_empty() { 0.0 } else { confs.clone().fold(f32::MIN, f32::max) - confs.fold(f32::MAX, f32::min) };
+    c.spread = spread(&kept);
     c.review = c.spread > MAX_SPREAD || c.type_votes.len() > 2;
-    // First maximum wins: the earlier type in `ALL` on a tie.
-    c.conclusion = c
-        .type_votes
-        .iter()
-        .fold(None, |best: Option<(Conclusion, f32)>, &(t, v)| match best {
-            Some((_, b)) if b >= v => best,
-            _ => Some((t, v)),
-        })
-        .map(|(t, _)| t);
+    c.conclusion = winning_type(&c.type_votes);
     let Some(winner) = c.conclusion else { return c };
     let support: Vec<&Analysis> = kept.into_iter().filter(|a| a.conclusion == winner).collect();
     c.agent_votes = agent_votes(&support, agent_order);
@@ -199,6 +189,24 @@ pub fn vote(analyses: &[Analysis], steps: usize, agent_order: &[String]) -> Cons
     c.step = c.step_votes.first().map(|(s, _)| *s);
     c.reasoning = synthesise(winner, &support);
     c
+}
+
+/// Highest minus lowest confidence (0 without analyses).
+fn spread(kept: &[&Analysis]) -> f32 {
+    let confs = kept.iter().map(|a| a.confidence);
+    if kept.is_empty() { 0.0 } else { confs.clone().fold(f32::MIN, f32::max) - confs.fold(f32::MAX, f32::min) }
+}
+
+/// The type with the most summed confidence; the first maximum wins (the earlier type in
+/// [`Conclusion::ALL`] on a tie).
+fn winning_type(votes: &[(Conclusion, f32)]) -> Option<Conclusion> {
+    votes
+        .iter()
+        .fold(None, |best: Option<(Conclusion, f32)>, &(t, v)| match best {
+            Some((_, b)) if b >= v => best,
+            _ => Some((t, v)),
+        })
+        .map(|(t, _)| t)
 }
 
 fn agent_votes(support: &[&Analysis], order: &[String]) -> Vec<(String, f32)> {

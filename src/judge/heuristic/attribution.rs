@@ -262,17 +262,7 @@ fn analyse(ctx: &Context<'_>, p: Perspective, target: &VoteTarget) -> Analysis {
 /// over the whole trajectory, joined by agents within the multi-agent share of its likelihood.
 fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)]) -> Analysis {
     let steps = &ctx.trajectory.steps;
-    let mut evaluations: Vec<(String, f32)> = agent_order(ctx)
-        .into_iter()
-        .map(|a| {
-            let own = scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s);
-            let likelihood =
-                if l.accumulate { 1.0 - own.map(|s| 1.0 - s).product::<f32>() } else { own.fold(0.0, f32::max) };
-            (a, round2(likelihood))
-        })
-        .collect();
-    // Stable sort: equal likelihoods keep the order of first appearance.
-    evaluations.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let evaluations = evaluate_agents(ctx, l, scored);
     let Some((step, _)) = l.pick(scored) else {
         return no_fault(ctx, p, None, evaluations);
     };
@@ -283,7 +273,7 @@ fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize,
     }
     let mut agents = vec![agent.clone()];
     if let Some(m) = l.multi {
-        let others = evaluations.iter().filter(|(a, x)| *a != agent && *x >= m * likelihood);
+        let others = evaluations.iter().filter(|(a, x)| !a.eq_ignore_ascii_case(&agent) && *x >= m * likelihood);
         agents.extend(others.map(|(a, _)| a.clone()));
     }
     let conclusion = if agents.len() > 1 { Conclusion::MultiAgent } else { Conclusion::SingleAgent };
@@ -319,6 +309,23 @@ fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, 
             no_fault(ctx, p, picked.map(|(i, _)| i).or(first_turn), evaluations)
         }
     }
+}
+
+/// Each agent's error likelihood through the lens, most likely first (equal ones in order of
+/// first appearance).
+fn evaluate_agents(ctx: &Context<'_>, l: &Lens, scored: &[(usize, f32)]) -> Vec<(String, f32)> {
+    let steps = &ctx.trajectory.steps;
+    let mut evaluations: Vec<(String, f32)> = agent_order(ctx)
+        .into_iter()
+        .map(|a| {
+            let own = scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s);
+            let likelihood =
+                if l.accumulate { 1.0 - own.map(|s| 1.0 - s).product::<f32>() } else { own.fold(0.0, f32::max) };
+            (a, round2(likelihood))
+        })
+        .collect();
+    evaluations.sort_by(|a, b| b.1.total_cmp(&a.1));
+    evaluations
 }
 
 /// Whether a step acts on the task (not a request, coordination, tool output or termination).
