@@ -1,7 +1,6 @@
 //! Messages for broken inputs, pinned with insta snapshots (`tests/snapshots/`): not JSON, empty,
 //! not UTF-8, unknown format, bad records (skipped with a diagnostic) and no usable step.
 
-
 use falat::ingest::{self, LoadError, Loaded};
 use falat::model::SourceFormat;
 

@@ -401,9 +401,15 @@ pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
                     | Action::Terminate
             )
             && ctx.trajectory.steps[s.index].content.trim().len() > 15
+            && !is_outside_agent(&ctx.trajectory.steps[s.index].agent)
     };
     let steps = &ctx.hierarchy.steps;
     steps.iter().find(acts).map(|s| s.index)
+}
+
+/// Whether an agent name stands for someone outside the agent system (the user, the system).
+fn is_outside_agent(agent: &str) -> bool {
+    matches!(agent.to_ascii_lowercase().as_str(), "user" | "human" | "system" | "developer")
 }
 
 /// The items of the observed output: the final-answer text split at commas, semicolons and line
