@@ -87,24 +87,25 @@ static CODE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_
 static EXIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)exit ?code:? *(-?\d+)").unwrap());
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)^.*(traceback \(most recent call last\)|\b[A-Z][a-zA-Z]*(Error|Exception)\b|\berror:|execution failed|\bfailed to\b|\bnot found\b|\b(404|403|401|429|500|502|503)\b[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|\bunable to\b|\bcannot (access|find|open|retrieve)|\bcould not\b|\bno (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out\b).*$",
+        r"(?i)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?-u:\b)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out(?-u:\b))",
     )
     .unwrap()
 });
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[^\w.])(\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|\$?-?\d+(?:\.\d+)?)(\s?(?:%|percent|km|kg|mi|miles|meters|m|minutes|min|hours|hrs|seconds|s|usd|dollars|years|feet|ft|lbs|g|cm|mm))?\b").unwrap()
+    Regex::new(r"(?i)(?:^|[^\w.])(\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|\$?-?\d+(?:\.\d+)?)(\s?(?:%|percent|km|kg|mi|miles|meters|m|minutes|min|hours|hrs|seconds|s|usd|dollars|years|feet|ft|lbs|g|cm|mm))?(?-u:\b)").unwrap()
 });
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{4}-\d{2}-\d{2}|\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december) \d{4})\b").unwrap()
+    Regex::new(r"(?i)(?-u:\b)((?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{4}-\d{2}-\d{2}|\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december) \d{4})(?-u:\b)").unwrap()
 });
 static URL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"https?://[^\s)\]>"'`]+"#).unwrap());
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s'(\x22])((?:/[\w.-]+)+|[\w-]+\.(?:csv|xlsx|xls|json|txt|py|pdf|docx|png|jpg|mp3|pptx|zip|md|jsonl|pdb|xml|html))\b").unwrap()
+    Regex::new(r"(?:^|[\s'(\x22])((?:/[\w.-]+)+|[\w-]+\.(?:csv|xlsx|xls|json|txt|py|pdf|docx|png|jpg|mp3|pptx|zip|md|jsonl|pdb|xml|html))(?-u:\b)").unwrap()
 });
 static QUOTED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""([^"\n]{2,80})"|'([^'\n]{3,80})'|“([^”\n]{2,80})”"#).unwrap());
 static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)\b").unwrap()
+    Regex::new(r"(?-u:\b)([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)(?-u:\b)")
+        .unwrap()
 });
 
 /// Extracts the evidence of one step, sorted by span start.
@@ -128,8 +129,15 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
             key: code.to_string(),
         });
     }
+    let mut last_line = usize::MAX;
     for m in ERROR_LINE.find_iter(text) {
-        out.push(Evidence { kind: EvidenceKind::ErrorLine, span: m.range(), key: String::new() });
+        let start = text[..m.start()].rfind('\n').map_or(0, |p| p + 1);
+        if start == last_line {
+            continue;
+        }
+        last_line = start;
+        let end = text[m.end()..].find('\n').map_or(text.len(), |p| m.end() + p);
+        out.push(Evidence { kind: EvidenceKind::ErrorLine, span: start..end, key: String::new() });
     }
     push_values(text, &mut out);
     out.sort_by_key(|e| (e.span.start, e.span.end));

@@ -212,6 +212,8 @@ pub struct Memo {
     pub wrong_value_origins: [std::sync::OnceLock<Vec<(usize, String)>>; 2],
     /// The step holding the final output.
     pub final_step: std::sync::OnceLock<Option<usize>>,
+    /// The lower-case content of each step.
+    pub lower: std::sync::OnceLock<Vec<String>>,
     /// The lower-case word set of each step's content.
     pub word_sets: std::sync::OnceLock<Vec<std::collections::HashSet<String>>>,
 }
@@ -230,10 +232,10 @@ impl Hierarchy {
 }
 
 static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(assum(e|ing|ption)|hypothetical(ly)?|placeholder|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(e|ed|ing)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimated?)\b").unwrap()
+    Regex::new(r"(?i)(?-u:\b)(assum(e|ing|ption)|hypothetical(ly)?|placeholder|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(e|ed|ing)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimated?)(?-u:\b)").unwrap()
 });
 static VERIFIED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(verified|confirmed|validated|has been (checked|verified)|is correct|are correct|accurate)\b")
+    Regex::new(r"(?i)(?-u:\b)(verified|confirmed|validated|has been (checked|verified)|is correct|are correct|accurate)(?-u:\b)")
         .unwrap()
 });
 static ANSWER: LazyLock<Regex> = LazyLock::new(|| {

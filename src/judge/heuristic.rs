@@ -162,7 +162,8 @@ fn in_code(content: &str, pos: usize) -> bool {
 }
 
 fn hedge_evidence(content: &str) -> String {
-    let low = content.to_lowercase();
+    // ASCII lower-casing keeps byte offsets valid for `content`.
+    let low = content.to_ascii_lowercase();
     for w in [
         "assum",
         "hypothetical",
@@ -224,7 +225,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
         return;
     }
-    let low = ctx.trajectory.steps[i].content.to_lowercase();
+    let low = lower_of(ctx, i);
     let acknowledges = ["error", "fail", "issue", "problem", "fix", "correct", "unable", "not work", "exception"]
         .iter()
         .any(|w| low.contains(w));
@@ -365,6 +366,11 @@ pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
     *ctx.hierarchy.memo.final_step.get_or_init(|| compute_final_step(ctx))
 }
 
+/// The lower-case content of step `i` (computed once per hierarchy).
+fn lower_of<'a>(ctx: &Context<'a>, i: usize) -> &'a str {
+    &ctx.hierarchy.memo.lower.get_or_init(|| ctx.trajectory.steps.iter().map(|s| s.content.to_lowercase()).collect())[i]
+}
+
 fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
     &ctx.hierarchy.memo.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
 }
@@ -398,9 +404,15 @@ pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
                     | Action::Terminate
             )
             && ctx.trajectory.steps[s.index].content.trim().len() > 15
+            && !is_outside_agent(&ctx.trajectory.steps[s.index].agent)
     };
     let steps = &ctx.hierarchy.steps;
     steps.iter().find(acts).map(|s| s.index)
+}
+
+/// Whether an agent name stands for someone outside the agent system (the user, the system).
+fn is_outside_agent(agent: &str) -> bool {
+    matches!(agent.to_ascii_lowercase().as_str(), "user" | "human" | "system" | "developer")
 }
 
 /// The items of the observed output: the final-answer text split at commas, semicolons and line
@@ -454,7 +466,7 @@ fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
         if !n.is_empty() {
             ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
         } else {
-            contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
+            contains_word(lower_of(ctx, j), item)
         }
     })
 }
@@ -498,7 +510,7 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let first_hit = (0..i).find(|&j| {
         matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
-            && ctx.trajectory.steps[j].content.to_lowercase().contains(&exp_low)
+            && lower_of(ctx, j).contains(&exp_low)
     });
     if let Some(j) = first_hit {
         let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
@@ -525,10 +537,7 @@ fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
         return producer(ctx, o);
     }
     let later = (o + 1..ctx.trajectory.steps.len())
-        .find(|&j| {
-            ctx.hierarchy.steps[j].action != Action::Plan
-                && contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
-        })
+        .find(|&j| ctx.hierarchy.steps[j].action != Action::Plan && contains_word(lower_of(ctx, j), item))
         .unwrap_or(o);
     producer(ctx, later)
 }
