@@ -1,4 +1,4 @@
-//! `falat diagnose TRACE... [--format md|json] [-o PATH] [--no-ground-truth]`: the diagnosis
+//! `falat diagnose TRACE... [--method M] [--format md|json] [-o PATH] [--no-ground-truth]`: the diagnosis
 //! report of each trajectory (Markdown for people, JSON `falat.diagnosis/v1` for programs, see
 //! `docs/REPORT_SCHEMA.md`).
 
@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use crate::diagnosis::Diagnosis;
 use crate::ingest::{FormatChoice, fs::load_path_with};
 use crate::judge::heuristic::HeuristicJudge;
+use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
-use crate::pipeline::{self, Options};
 use crate::report;
 
 /// Report formats.
@@ -42,9 +42,16 @@ pub struct DiagnoseArgs {
     /// The trace format (default: detected).
     #[arg(long = "trace-format", value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
     pub trace_format: FormatChoice,
-    /// Half-width of the local re-search window, in steps.
+    /// Half-width of the local re-search window, in steps (FALAT).
     #[arg(long, default_value_t = 3)]
     pub window: usize,
+    /// Methods to run, comma-separated: falat, echo, defa, all-at-once, step-by-step,
+    /// binary-search, random, or all; one report per trajectory and method.
+    #[arg(long, short = 'm', default_value = "falat", value_parser = Method::parse_list)]
+    pub method: std::vec::Vec<Method>,
+    /// Seed of the random baseline and of ECHO's analyst draw.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// Diagnoses every trajectory of every trace and writes the reports; returns exit code 0.
@@ -58,11 +65,12 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         for d in &loaded.diagnostics {
             tracing::warn!("{}: {d}", path.display());
         }
+        let opts = method_options(args);
         for t in loaded.trajectories {
-            let mut opts = Options::new(!args.no_ground_truth);
-            opts.window = args.window;
-            let d = pipeline::diagnose(&t, &HeuristicJudge, &opts);
-            results.push((t, d));
+            for m in &args.method {
+                let d = methods::run(*m, &t, &HeuristicJudge, &opts);
+                results.push((t.clone(), d));
+            }
         }
     }
     let text = render(&results, args.format)?;
@@ -74,6 +82,13 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         None => out.write_all(text.as_bytes())?,
     }
     Ok(0)
+}
+
+fn method_options(args: &DiagnoseArgs) -> MethodOptions {
+    let mut opts = MethodOptions::new(!args.no_ground_truth);
+    opts.pipeline.window = args.window;
+    opts.seed = args.seed;
+    opts
 }
 
 /// The reports of several diagnoses in one format: Markdown reports separated by a rule, or one

@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::diagnosis::Diagnosis;
 use crate::eval::{self, Record};
 use crate::ingest::fs::{dataset_files, load_path};
+use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 
 /// Arguments of `falat eval`.
@@ -37,6 +38,13 @@ pub struct EvalArgs {
     /// Write one JSON line per trajectory and method to this file.
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: Option<PathBuf>,
+    /// Methods to compare, comma-separated (falat, echo, defa, all-at-once, step-by-step,
+    /// binary-search, random) or all; one table row per method and subset.
+    #[arg(long, short = 'm', default_value = "falat", value_parser = Method::parse_list)]
+    pub method: std::vec::Vec<Method>,
+    /// Seed of the random baseline and of ECHO's analyst draw.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// One labelled trajectory to score.
@@ -57,11 +65,14 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         return Ok(1);
     }
     let gt = !args.no_ground_truth;
-    let methods = ["falat"];
-    let diagnose = |t: &Trajectory, _method: &str| {
-        crate::pipeline::diagnose(t, &crate::judge::heuristic::HeuristicJudge, &crate::pipeline::Options::new(gt))
+    let mut opts = MethodOptions::new(gt);
+    opts.seed = args.seed;
+    let names: Vec<&str> = args.method.iter().map(|m| m.as_str()).collect();
+    let diagnose = |t: &Trajectory, name: &str| {
+        let m = Method::parse(name).expect("a parsed method name");
+        methods::run(m, t, &crate::judge::heuristic::HeuristicJudge, &opts)
     };
-    let records = evaluate(&items, &methods, args.jobs, &diagnose);
+    let records = evaluate(&items, &names, args.jobs, &diagnose);
     if let Some(path) = &args.out {
         write_jsonl(path, &records)?;
     }
