@@ -93,3 +93,61 @@ fn check(got: &[(String, usize, usize, usize)], expected: &[(&str, usize, usize,
         assert!(st >= est, "{s}: step hits {st} < {est}");
     }
 }
+
+fn falat() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("falat").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+#[test]
+fn diagnose_command_writes_json_and_markdown() {
+    let out = falat()
+        .args(["diagnose", "--format", "json", "data/who-and-when/Algorithm-Generated/10.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "falat.diagnosis/v1");
+    assert_eq!(v["decisive_step"], 5);
+    assert_eq!(v["agent"], "Validation_Expert");
+    for key in ["trajectory", "method", "judge", "category", "reason", "confidence", "roles", "candidates", "cost"] {
+        assert!(v.get(key).is_some(), "{key} missing");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("report.md");
+    let out = falat()
+        .args(["diagnose", "-m", "falat,echo", "data/who-and-when/Algorithm-Generated/10.json", "-o"])
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("- method: falat (judge: heuristic)"));
+    assert!(text.contains("- method: echo (judge: heuristic)"));
+}
+
+#[test]
+fn eval_command_prints_a_row_per_method_and_writes_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("eval.jsonl");
+    let out = falat()
+        .args(["eval", "data/who-and-when/Hand-Crafted", "--method", "falat,random", "--tolerance", "0,1", "--out"])
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.starts_with("35 trajectories, ground truth used\n"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("falat ") && l.contains("Hand-Crafted")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("random ") && l.contains("Hand-Crafted")), "{table}");
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 70);
+    for key in
+        ["file", "subset", "method", "pred_agent", "pred_step", "gold_agent", "gold_step", "agent_hit", "step_hit"]
+    {
+        assert!(lines[0].get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 7);
+}
