@@ -1,0 +1,183 @@
+//! TUI performance on a generated 50,000-step trajectory: time from opening the file to the
+//! first frame, and the time a key press takes to be handled and redrawn (TestBackend 160x45).
+//! Run with `cargo bench --bench tui`; it prints the figures.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use falat::judge::heuristic::HeuristicJudge;
+use falat::tui::{self, App, TuiOptions};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+
+const STEPS: usize = 50_000;
+const AGENTS: [&str; 4] = ["Planner", "Data_Expert", "Computer_terminal", "Verification_Expert"];
+
+/// One step of a synthetic AG2-style run: plans, code, terminal output, JSON, prose.
+fn content(i: usize) -> String {
+    match i % 40 {
+        0 => {
+            format!("Here is the plan for part {i}: look up the population of City{i}, compute the totals and verify.")
+        }
+        k if k % 4 == 1 => format!(
+            "We compute the value for city {i}.\n```python\nimport pandas as pd\ndf = pd.read_csv('city_{i}.csv')\nprint(df['population'].sum() * {k})\n```\nThe value should be {}.",
+            i * 3
+        ),
+        k if k % 4 == 2 => {
+            if i % 7 == 0 {
+                format!(
+                    "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n  File \"x.py\", line 3\nKeyError: 'population_{i}'"
+                )
+            } else {
+                format!("exitcode: 0 (execution succeeded)\nCode output: {}", i * 3)
+            }
+        }
+        k if k % 4 == 3 => format!(
+            "Updated ledger:\n{{\n  \"is_request_satisfied\": {{\"reason\": \"step {i} is not verified\", \"answer\": false}},\n  \"next_speaker\": {{\"answer\": \"{}\"}}\n}}",
+            AGENTS[i % 4]
+        ),
+        _ => format!(
+            "I checked {} against the source \"Census Bureau {}\" and it looks right. See https://example.com/census/{i} for the table. {}",
+            i * 3,
+            i % 97,
+            "The numbers are consistent with the previous report. ".repeat(3)
+        ),
+    }
+}
+
+fn write_trace(path: &Path) {
+    let history: Vec<_> =
+        (0..STEPS).map(|i| json!({"content": content(i), "name": AGENTS[i % 4], "role": "assistant"})).collect();
+    let doc = json!({
+        "is_correct": false,
+        "question": "What is the total population of the listed cities in the 2020 census?",
+        "ground_truth": "123456",
+        "history": history,
+        "mistake_agent": "Data_Expert",
+        "mistake_step": "1",
+        "system_prompt": {"Planner": "You plan.", "Data_Expert": "You compute.", "Verification_Expert": "You check."},
+    });
+    std::fs::write(path, serde_json::to_vec(&doc).expect("json")).expect("write trace");
+}
+
+fn key(c: KeyCode) -> KeyEvent {
+    let mods = match c {
+        KeyCode::Char(ch) if ch.is_ascii_uppercase() => KeyModifiers::SHIFT,
+        _ => KeyModifiers::NONE,
+    };
+    KeyEvent::new(c, mods)
+}
+
+fn keys(s: &str) -> Vec<KeyCode> {
+    s.chars()
+        .map(|c| match c {
+            '\n' => KeyCode::Enter,
+            '\u{1b}' => KeyCode::Esc,
+            '\t' => KeyCode::Tab,
+            '>' => KeyCode::PageDown,
+            c => KeyCode::Char(c),
+        })
+        .collect()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn summary(name: &str, mut v: Vec<Duration>) {
+    v.sort();
+    let mean = v.iter().sum::<Duration>() / v.len() as u32;
+    let pct = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    println!(
+        "{name:<34} n={:<5} mean {:>7.3} ms  p50 {:>7.3} ms  p99 {:>7.3} ms  max {:>7.3} ms",
+        v.len(),
+        ms(mean),
+        ms(pct(0.5)),
+        ms(pct(0.99)),
+        ms(v[v.len() - 1])
+    );
+}
+
+fn open_first_frame(path: &Path, opts: &TuiOptions) -> (App, Terminal<TestBackend>, Duration, Duration) {
+    let start = Instant::now();
+    let app = tui::open(path, opts, Arc::new(HeuristicJudge)).expect("open");
+    let opened = start.elapsed();
+    let mut term = Terminal::new(TestBackend::new(160, 45)).expect("terminal");
+    term.draw(|f| tui::render(&app, f)).expect("draw");
+    (app, term, opened, start.elapsed())
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("synthetic-50k.json");
+    write_trace(&path);
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    println!("trace: {STEPS} steps, {:.1} MB (Who&When algorithm-generated format)", size as f64 / 1e6);
+    let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
+
+    let mut first = Vec::new();
+    let mut loaded = Vec::new();
+    let mut kept = None;
+    for _ in 0..3 {
+        let (app, term, opened, frame) = open_first_frame(&path, &opts);
+        loaded.push(opened);
+        first.push(frame);
+        kept = Some((app, term));
+    }
+    summary("open (load + hierarchy + app)", loaded);
+    summary("open to first frame", first);
+    let (mut app, mut term) = kept.expect("opened");
+    println!("phases: {}", app.phases().len());
+
+    let start = Instant::now();
+    let graph = falat::graph::DepGraph::build(&app.traj, &app.base_hierarchy());
+    println!(
+        "dependency graph (built in the background after the first frame): {:.0} ms, {} edges",
+        ms(start.elapsed()),
+        graph.graph.edge_count()
+    );
+    app.on_job(falat::tui::job::JobMsg::Graph(Arc::new(graph)));
+
+    let mut press = |app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode| -> Duration {
+        let t = Instant::now();
+        let effects = app.on_key(key(code));
+        assert!(effects.is_empty(), "no background work in the key benchmark");
+        term.draw(|f| tui::render(app, f)).expect("draw");
+        t.elapsed()
+    };
+    let mut run = |name: &str, app: &mut App, term: &mut Terminal<TestBackend>, seq: &str, reps: usize| {
+        let mut v = Vec::new();
+        for _ in 0..reps {
+            for k in keys(seq) {
+                v.push(press(app, term, k));
+            }
+        }
+        summary(name, v);
+    };
+    run("phases: j/k", &mut app, &mut term, "jjjjjjjjjjkkkkk", 40);
+    run("phases: G / g", &mut app, &mut term, "Gg", 50);
+    run("steps: j (fresh evidence each key)", &mut app, &mut term, "\njjjjjjjjjjjjjjjjjjjj", 20);
+    run("evidence: page down / up", &mut app, &mut term, "\n>>>kkk", 30);
+    run("pane cycle: tab", &mut app, &mut term, "\t", 100);
+    run("jump: :37519 enter", &mut app, &mut term, ":37519\n", 20);
+    run("search: /failed enter, n, N", &mut app, &mut term, "/failed\nnnN", 10);
+    run("views: 2 3 4 5 1", &mut app, &mut term, "23451", 20);
+    run("help: ? and close", &mut app, &mut term, "?j", 20);
+
+    let start = Instant::now();
+    let effects = app.on_key(key(KeyCode::Char('a')));
+    let mut copied = Vec::new();
+    tui::drive(&mut app, effects, &mut copied);
+    let d = app.diagnosis.as_ref().expect("diagnosis");
+    println!(
+        "whole pipeline (runs in the background in the TUI): {:.0} ms, {} candidates, decisive step {:?}",
+        ms(start.elapsed()),
+        d.candidates.len(),
+        d.decisive_step
+    );
+    run("after the run: steps j", &mut app, &mut term, "jjjjjjjjjj", 20);
+    run("after the run: candidates view j", &mut app, &mut term, "2jjjjjjjjjj1", 10);
+}
