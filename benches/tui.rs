@@ -118,6 +118,27 @@ fn main() {
     println!("trace: {STEPS} steps, {:.1} MB (Who&When algorithm-generated format)", size as f64 / 1e6);
     let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
 
+    let start = Instant::now();
+    let loaded = falat::ingest::fs::load_path(&path, None).expect("load");
+    let t_load = start.elapsed();
+    let traj = &loaded.trajectories[0];
+    let start = Instant::now();
+    let ev: Vec<_> = traj.steps.iter().map(falat::evidence::extract).collect();
+    let t_ev = start.elapsed();
+    let start = Instant::now();
+    let h = falat::hierarchy::build(traj);
+    let t_h = start.elapsed();
+    println!(
+        "breakdown: load {:.0} ms, hierarchy::build {:.0} ms (of which evidence extraction alone {:.0} ms), {} evidence items",
+        ms(t_load),
+        ms(t_h),
+        ms(t_ev),
+        ev.iter().map(Vec::len).sum::<usize>()
+    );
+    drop((h, ev, loaded));
+    if std::env::var_os("FALAT_BENCH_OPEN_ONLY").is_some() {
+        return;
+    }
     let mut first = Vec::new();
     let mut loaded = Vec::new();
     let mut kept = None;
@@ -141,14 +162,14 @@ fn main() {
     );
     app.on_job(falat::tui::job::JobMsg::Graph(Arc::new(graph)));
 
-    let mut press = |app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode| -> Duration {
+    let press = |app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode| -> Duration {
         let t = Instant::now();
         let effects = app.on_key(key(code));
         assert!(effects.is_empty(), "no background work in the key benchmark");
         term.draw(|f| tui::render(app, f)).expect("draw");
         t.elapsed()
     };
-    let mut run = |name: &str, app: &mut App, term: &mut Terminal<TestBackend>, seq: &str, reps: usize| {
+    let run = |name: &str, app: &mut App, term: &mut Terminal<TestBackend>, seq: &str, reps: usize| {
         let mut v = Vec::new();
         for _ in 0..reps {
             for k in keys(seq) {
@@ -167,17 +188,61 @@ fn main() {
     run("views: 2 3 4 5 1", &mut app, &mut term, "23451", 20);
     run("help: ? and close", &mut app, &mut term, "?j", 20);
 
+    cancel_latency(&app);
+    pipeline_on_prefix(&app, 2_000);
+}
+
+/// The whole pipeline on 50,000 steps takes long with the heuristic judge; in the TUI it runs in
+/// the background. This measures how fast a cancel (`x`) stops it.
+fn cancel_latency(app: &App) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let effects = {
+        let mut probe = tui::App::new(
+            app.trace.clone(),
+            (*app.traj).clone(),
+            Arc::new(HeuristicJudge),
+            tui::Config {
+                theme: app.theme.clone(),
+                keymap: app.keymap.clone(),
+                ground_truth: true,
+                notes: Vec::new(),
+                show_timings: false,
+            },
+        );
+        probe.on_key(key(KeyCode::Char('a')))
+    };
+    let Some(tui::Effect::Run(req)) = effects.into_iter().next() else { panic!("a run") };
+    let flag = Arc::new(AtomicBool::new(false));
+    let stage = Arc::new(std::sync::Mutex::new(String::new()));
+    let (f2, s2, traj) = (Arc::clone(&flag), Arc::clone(&stage), Arc::clone(&app.traj));
+    let progress: falat::pipeline::ProgressFn = Arc::new(move |st: &str, done: usize, total: usize| {
+        *s2.lock().expect("lock") = format!("{st} {done}/{total}");
+    });
+    let worker = std::thread::spawn(move || {
+        tui::job::execute(&req, &traj, &HeuristicJudge, f2, Some(progress));
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let at = stage.lock().expect("lock").clone();
     let start = Instant::now();
-    let effects = app.on_key(key(KeyCode::Char('a')));
-    let mut copied = Vec::new();
-    tui::drive(&mut app, effects, &mut copied);
-    let d = app.diagnosis.as_ref().expect("diagnosis");
+    flag.store(true, Ordering::SeqCst);
+    worker.join().expect("worker");
     println!(
-        "whole pipeline (runs in the background in the TUI): {:.0} ms, {} candidates, decisive step {:?}",
+        "whole pipeline on {STEPS} steps, cancelled after 3 s (at '{at}'): stopped {:.1} ms after x",
+        ms(start.elapsed())
+    );
+}
+
+/// The whole pipeline on the first `n` steps, as `a` runs it in the background.
+fn pipeline_on_prefix(app: &App, n: usize) {
+    let mut t = (*app.traj).clone();
+    t.steps.truncate(n);
+    t.links.retain(|l| l.from < n && l.to < n);
+    let start = Instant::now();
+    let d = falat::pipeline::diagnose(&t, &HeuristicJudge, &falat::pipeline::Options::new(true));
+    println!(
+        "whole pipeline on the first {n} steps: {:.0} ms, {} candidates, decisive step {:?}",
         ms(start.elapsed()),
         d.candidates.len(),
         d.decisive_step
     );
-    run("after the run: steps j", &mut app, &mut term, "jjjjjjjjjj", 20);
-    run("after the run: candidates view j", &mut app, &mut term, "2jjjjjjjjjj1", 10);
 }

@@ -708,3 +708,114 @@ fn a_new_run_while_running_cancels_and_follows() {
     let [tui::Effect::Run(req)] = next.as_slice() else { panic!("the queued run starts") };
     assert_eq!(req.target, RunTarget::Stage(falat::pipeline::Stage::Dependencies));
 }
+
+/// A TestBackend the test can read while the event loop draws on it.
+#[derive(Clone)]
+struct SharedBackend(Arc<Mutex<TestBackend>>);
+
+impl SharedBackend {
+    fn text(&self) -> String {
+        self.0.lock().expect("backend").to_string()
+    }
+}
+
+impl ratatui::backend::Backend for SharedBackend {
+    type Error = std::convert::Infallible;
+
+    fn draw<'a, I>(&mut self, content: I) -> Result<(), Self::Error>
+    where
+        I: Iterator<Item = (u16, u16, &'a ratatui::buffer::Cell)>,
+    {
+        self.0.lock().expect("backend").draw(content)
+    }
+    fn hide_cursor(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").hide_cursor()
+    }
+    fn show_cursor(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").show_cursor()
+    }
+    fn get_cursor_position(&mut self) -> Result<ratatui::layout::Position, Self::Error> {
+        self.0.lock().expect("backend").get_cursor_position()
+    }
+    fn set_cursor_position<P: Into<ratatui::layout::Position>>(&mut self, p: P) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").set_cursor_position(p)
+    }
+    fn clear(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").clear()
+    }
+    fn clear_region(&mut self, t: ratatui::backend::ClearType) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").clear_region(t)
+    }
+    fn size(&self) -> Result<ratatui::layout::Size, Self::Error> {
+        self.0.lock().expect("backend").size()
+    }
+    fn window_size(&mut self) -> Result<ratatui::backend::WindowSize, Self::Error> {
+        self.0.lock().expect("backend").window_size()
+    }
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").flush()
+    }
+}
+
+/// The heuristic judge, slowed down.
+struct SleepyJudge {
+    per_call: Duration,
+    calls: AtomicUsize,
+}
+
+impl Judge for SleepyJudge {
+    fn name(&self) -> String {
+        "sleepy".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.per_call);
+        HeuristicJudge.ask(ctx, q)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_judge_runs_in_the_background_while_the_screen_stays_live() {
+    let f = Fixture::new(HAND);
+    let judge = Arc::new(SleepyJudge { per_call: Duration::from_millis(80), calls: AtomicUsize::new(0) });
+    let mut app = f.open_with(judge.clone());
+    let backend = SharedBackend(Arc::new(Mutex::new(TestBackend::new(120, 40))));
+    let view = backend.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    let ui = tokio::spawn(async move {
+        let mut term = Terminal::new(backend).expect("terminal");
+        let mut copy = |_: &str| Ok(());
+        tui::event_loop::run(&mut term, &mut app, events, &mut copy).await.expect("loop");
+        app
+    });
+    wait_for("the first frame", || view.text().contains(" Phases ")).await;
+    tx.send(event(KeyCode::Char('a'))).expect("send");
+    wait_for("the run to start", || view.text().contains("running all stages")).await;
+    tx.send(event(KeyCode::Char('G'))).expect("send");
+    // The key is drawn while the judge is still working.
+    wait_for("the key to be drawn during the run", || {
+        let s = view.text();
+        s.contains("3 of 3") && s.contains("running all stages")
+    })
+    .await;
+    wait_for("progress in the status line", || view.text().contains("verification")).await;
+    wait_for("the verdict", || view.text().contains("finished all stages: decisive step 12 by WebSurfer")).await;
+    tx.send(event(KeyCode::Char('q'))).expect("send");
+    let app = tokio::time::timeout(Duration::from_secs(5), ui).await.expect("quit").expect("join");
+    assert!(judge.calls.load(Ordering::SeqCst) >= 10, "the slow judge answered every question");
+    assert_eq!(app.diagnosis.expect("diagnosis").decisive_step, Some(12));
+}
+
+#[test]
+fn a_missing_or_unreadable_trace_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = TuiOptions { config_dir: Some(dir.path().into()), ..TuiOptions::default() };
+    let Err(e) = tui::open(&dir.path().join("nope.json"), &opts, Arc::new(HeuristicJudge)) else { panic!("an error") };
+    assert!(format!("{e:#}").contains("cannot read"), "{e:#}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").expect("write");
+    let Err(e) = tui::open(&bad, &opts, Arc::new(HeuristicJudge)) else { panic!("an error") };
+    assert!(format!("{e:#}").contains("not JSON"), "{e:#}");
+}

@@ -256,6 +256,7 @@ pub struct App {
     /// The last search query.
     pub query: Option<String>,
     search_re: Option<Regex>,
+    search_total: usize,
     /// The run in progress.
     pub running: Option<Running>,
     pending: Option<RunTarget>,
@@ -317,6 +318,7 @@ impl App {
             mode: Mode::Normal,
             query: None,
             search_re: None,
+            search_total: 0,
             running: None,
             pending: None,
             next_id: 1,
@@ -785,6 +787,10 @@ impl App {
             return;
         }
         self.search_re = RegexBuilder::new(&regex::escape(&q)).case_insensitive(true).build().ok();
+        self.search_total = match &self.search_re {
+            Some(re) => self.traj.steps.iter().filter(|st| re.is_match(&st.content)).count(),
+            None => 0,
+        };
         self.query = Some(q);
         self.search_again(true);
     }
@@ -802,7 +808,7 @@ impl App {
                 self.select_step(s);
                 self.view = View::Hierarchy;
                 self.scroll_to_match(&q);
-                let total = self.traj.steps.iter().filter(|st| re.is_match(&st.content)).count();
+                let total = self.search_total;
                 self.set_status(Level::Info, format!("'{}' found in step {s} ({total} steps match)", clean(&q)));
             }
             None => self.set_status(Level::Warn, format!("no step contains '{}'", clean(&q))),

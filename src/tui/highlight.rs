@@ -20,6 +20,15 @@ use crate::text;
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
 
+/// Loads the syntax and theme sets on another thread, so the first highlighted step does not
+/// wait for them.
+pub fn warm_up() {
+    std::thread::spawn(|| {
+        LazyLock::force(&SYNTAXES);
+        LazyLock::force(&THEMES);
+    });
+}
+
 /// Content longer than this is shown without syntax highlighting (it would take too long).
 const HIGHLIGHT_LIMIT: usize = 200_000;
 

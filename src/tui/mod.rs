@@ -106,6 +106,7 @@ pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>
 /// When the trace cannot be loaded or holds no trajectory, or an explicitly given theme or key
 /// map is unusable.
 pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<App> {
+    highlight::warm_up();
     let loaded = crate::ingest::fs::load_path(path, opts.format)?;
     let count = loaded.trajectories.len();
     let traj = loaded.trajectories.into_iter().next().context("the trace holds no trajectory")?;
