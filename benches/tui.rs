@@ -27,7 +27,7 @@ fn content(i: usize) -> String {
             i * 3
         ),
         k if k % 4 == 2 => {
-            if i % 7 == 0 {
+            if i.is_multiple_of(7) {
                 format!(
                     "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n  File \"x.py\", line 3\nKeyError: 'population_{i}'"
                 )

@@ -147,6 +147,11 @@ fn the_binary_runs_the_whole_pipeline_by_keys_and_quits() {
     assert!(s.contains("gold label (data set): step 12 by WebSurfer (same step)"), "{s}");
     t.send(":12\r");
     t.wait_for(&["#12 WebSurfer", "ROOT_CAUSE"]);
+    t.send("y");
+    t.wait_for(&["copied step 12"]);
+    // OSC 52 with the base64 of "step 12 (WebSur...".
+    let raw = String::from_utf8_lossy(&t.raw.lock().expect("raw")).into_owned();
+    assert!(raw.contains("\u{1b}]52;c;c3RlcCAxMiAoV2ViU3Vy"), "no OSC 52 copy in the output");
     t.send("q");
     let status = t.wait_exit();
     assert!(status.success(), "exit status {status:?}");

@@ -525,7 +525,7 @@ impl App {
                     }
                 }
                 Pane::Steps => {
-                    let range = self.phases()[self.phase].range.clone();
+                    let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
                     let s = range.start + self.ui.step_offset.get() + row;
                     if s < range.end {
                         self.select_step(s);
@@ -654,8 +654,9 @@ impl App {
             Action::Enter => self.focus = Pane::Evidence,
             Action::Back => self.focus = Pane::Phases,
             Action::Top | Action::Bottom => {
-                let r = self.phases()[self.phase].range.clone();
-                self.select_step(if a == Action::Top { r.start } else { r.end - 1 });
+                if let Some(r) = self.phases().get(self.phase).map(|p| p.range.clone()) {
+                    self.select_step(if a == Action::Top { r.start } else { r.end.saturating_sub(1) });
+                }
             }
             _ => {
                 let s = self.moved(self.step, self.n_steps(), a);
@@ -886,7 +887,7 @@ impl App {
         self.running = Some(Running {
             id,
             target,
-            stage: String::new(),
+            stage: self.first_stage(target).as_str().to_string(),
             done: 0,
             total: 0,
             started: Instant::now(),
@@ -895,6 +896,19 @@ impl App {
         self.dirty = true;
         let req = RunRequest { id, target, pipeline: self.pipeline.clone(), opts: self.options() };
         Effect::Run(Box::new(req))
+    }
+
+    /// The stage a run starts with (shown until its first progress report).
+    fn first_stage(&self, target: RunTarget) -> Stage {
+        let next = match self.pipeline.last_stage() {
+            None => Stage::SearchSpace,
+            Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
+        };
+        match target {
+            RunTarget::All => Stage::SearchSpace,
+            RunTarget::Stage(s) => s.min(next),
+            RunTarget::Rerun { from, .. } => from,
+        }
     }
 
     fn cancel(&mut self) -> Vec<Effect> {

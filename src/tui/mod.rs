@@ -110,6 +110,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let loaded = crate::ingest::fs::load_path(path, opts.format)?;
     let count = loaded.trajectories.len();
     let traj = loaded.trajectories.into_iter().next().context("the trace holds no trajectory")?;
+    anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
     let mut notes = Vec::new();
     if count > 1 {
         notes.push(format!("the file holds {count} trajectories; showing the first ({})", app::clean(&traj.id)));

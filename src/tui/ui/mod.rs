@@ -44,8 +44,8 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
         "terminal too small: {}x{}, falat needs at least {}x{} (q quits)",
         area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
     );
-    let y = area.height / 2;
-    let row = Rect { y: area.y + y, height: 1.min(area.height), ..area };
+    let height = 3.min(area.height);
+    let row = Rect { y: area.y + (area.height - height) / 2, height, ..area };
     f.render_widget(Paragraph::new(msg).style(app.theme.warn).wrap(Wrap { trim: true }).centered(), row);
 }
 
