@@ -363,6 +363,7 @@ fn exclude_mark_and_undo() {
     press(&mut app, ":5<enter>m");
     let d = app.diagnosis.clone().expect("diagnosis");
     assert_eq!(d.candidate(5).expect("marked candidate").origin, Origin::User);
+    assert_eq!(d.decisive_step, Some(16), "a mark adds a candidate; it does not outrank a verified one");
     assert_eq!(app.overrides.marked, vec![5]);
     assert_eq!(app.overrides.excluded, vec![12]);
     press(&mut app, "u");
@@ -398,6 +399,19 @@ fn override_from_the_candidates_view_targets_the_selected_candidate() {
     assert_eq!(app.overrides.excluded, vec![target]);
     let s = screen(&app);
     assert!(s.contains("excluded"), "{s}");
+}
+
+#[test]
+fn snapshot_candidates_with_user_overrides() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a:12<enter>X:5<enter>m2");
+    let d = app.diagnosis.clone().expect("diagnosis");
+    let row = d.candidates.iter().position(|c| c.step == 12).expect("excluded candidate listed");
+    app.list_sel = row;
+    let s = screen(&app);
+    assert!(s.contains("excluded by the user") && s.contains("user"), "{s}");
+    insta::assert_snapshot!("hand-crafted-1-candidates-with-overrides", s);
 }
 
 #[test]

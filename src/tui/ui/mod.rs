@@ -271,7 +271,7 @@ fn selected(mut line: Line<'static>, style: Style, width: u16) -> Line<'static> 
     line
 }
 
-/// A column cell: clipped to `w` characters and padded.
+/// A column cell `w` wide: clipped so that at least one space separates it from the next.
 fn col(s: &str, w: usize) -> String {
-    format!("{:<w$}", text::clip(s, w))
+    format!("{:<w$}", text::clip(s, w.saturating_sub(1)))
 }

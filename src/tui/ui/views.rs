@@ -337,7 +337,11 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         let note = if agree { " (same step)" } else { "" };
         lines.push(kv(app, "gold label (data set)", &format!("step {step} by {}{note}", clean(&g.agent)), t.dim));
     }
-    let calls: Vec<String> = d.cost.iter().map(|c| format!("{} {} calls", c.stage, c.cost.calls)).collect();
+    let calls: Vec<String> = d
+        .cost
+        .iter()
+        .map(|c| format!("{} {} call{}", c.stage, c.cost.calls, if c.cost.calls == 1 { "" } else { "s" }))
+        .collect();
     lines.push(kv(app, "judge calls", &calls.join(" · "), t.dim));
     for w in &d.warnings {
         lines.push(kv(app, "warning", &clean(w), t.warn));
