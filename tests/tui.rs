@@ -464,7 +464,7 @@ fn export_writes_both_reports_beside_the_trace() {
 #[test]
 fn escape_sequences_in_the_trace_never_reach_the_screen() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let trace = dir.path().join("evil.json");
+    let trace = dir.path().join("evil\u{1b}[2J\u{7}name.json");
     let evil = "ALERT\u{1b}[2J\u{1b}[31m red \u{1b}]0;pwned\u{7} title \u{1b}]52;c;ZXZpbA==\u{1b}\\ clip \u{9b}31m c1 \u{7}bell\r\nnext";
     let doc = serde_json::json!({
         "question": format!("task {evil}"),
@@ -480,7 +480,8 @@ fn escape_sequences_in_the_trace_never_reach_the_screen() {
     let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
     let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
     app.show_timings = false;
-    press(&mut app, "a");
+    press(&mut app, "ae");
+    assert!(app.status.clone().expect("status").text.contains("exported"));
     for step in 0..3 {
         press(&mut app, &format!(":{step}<enter>/pwned<enter>"));
         for v in View::ALL {

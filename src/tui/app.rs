@@ -425,8 +425,9 @@ impl App {
     }
 
     /// Sets the status message.
+    /// The text is sanitised: it may quote trace content or file names.
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
-        self.status = Some(Status { text: text.into(), level });
+        self.status = Some(Status { text: clean(&text.into()), level });
         self.dirty = true;
     }
 

@@ -81,7 +81,7 @@ impl Key {
 fn parse_code(s: &str) -> Option<KeyCode> {
     let mut chars = s.chars();
     if let (Some(c), None) = (chars.next(), chars.next()) {
-        return Some(KeyCode::Char(c));
+        return (!c.is_control()).then_some(KeyCode::Char(c));
     }
     let lower = s.to_ascii_lowercase();
     let code = match lower.as_str() {
@@ -294,6 +294,7 @@ mod tests {
         assert_eq!(Key::parse("-").expect("key").code, KeyCode::Char('-'));
         assert!(Key::parse("hyper-q").is_err());
         assert!(Key::parse("f13").is_err());
+        assert!(Key::parse("\u{1b}").is_err(), "control characters are no keys");
     }
 
     #[test]

@@ -347,7 +347,7 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         lines.push(kv(app, "warning", &clean(w), t.warn));
     }
     if let Some(e) = &app.exported {
-        lines.push(kv(app, "exported", &format!("{} · {}", e.markdown.display(), e.json.display()), t.ok));
+        lines.push(kv(app, "exported", &clean(&format!("{} · {}", e.markdown.display(), e.json.display())), t.ok));
     } else {
         lines.push(kv(
             app,
