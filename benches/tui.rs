@@ -151,16 +151,26 @@ fn main() {
     summary("open (load + hierarchy + app)", loaded);
     summary("open to first frame", first);
     let (mut app, mut term) = kept.expect("opened");
-    println!("phases: {}", app.phases().len());
 
-    let start = Instant::now();
-    let graph = falat::graph::DepGraph::build(&app.traj, &app.base_hierarchy());
     println!(
-        "dependency graph (built in the background after the first frame): {:.0} ms, {} edges",
+        "first frame shows {} of {STEPS} steps, {} phases; the rest is indexed in the background",
+        app.n_steps(),
+        app.phases().len()
+    );
+    let start = Instant::now();
+    let full = Arc::new(falat::hierarchy::build(&app.traj));
+    let t_full = start.elapsed();
+    let start = Instant::now();
+    let graph = falat::graph::DepGraph::build(&app.traj, &full);
+    println!(
+        "background indexing after the first frame: full hierarchy {:.0} ms, dependency graph {:.0} ms ({} edges)",
+        ms(t_full),
         ms(start.elapsed()),
         graph.graph.edge_count()
     );
+    app.on_job(falat::tui::job::JobMsg::Hierarchy(full));
     app.on_job(falat::tui::job::JobMsg::Graph(Arc::new(graph)));
+    println!("after indexing: {} steps, {} phases", app.n_steps(), app.phases().len());
 
     let press = |app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode| -> Duration {
         let t = Instant::now();

@@ -660,7 +660,7 @@ async fn a_background_run_reports_progress_and_its_result() {
                 assert!(d.diagnosis.expect("diagnosis").decisive_step.is_some());
                 break;
             }
-            JobMsg::Graph(_) => {}
+            JobMsg::Graph(_) | JobMsg::Hierarchy(_) => {}
         }
     }
     assert!(progress > 0, "progress was reported");
@@ -833,4 +833,45 @@ fn a_missing_or_unreadable_trace_is_an_error() {
     std::fs::write(&bad, "{ not json").expect("write");
     let Err(e) = tui::open(&bad, &opts, Arc::new(HeuristicJudge)) else { panic!("an error") };
     assert!(format!("{e:#}").contains("not JSON"), "{e:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_trace_opens_on_its_first_steps_and_indexes_the_rest_in_the_background() {
+    let n = tui::app::SYNC_STEPS + 1_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("large.json");
+    let history: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let (name, content) = match i % 3 {
+                0 => ("Planner", format!("Step {i}: look up City{i}.")),
+                1 => ("Coder", format!("```python\nprint({i} * 2)\n```")),
+                _ => ("Computer_terminal", format!("exitcode: 0 (execution succeeded)\nCode output: {}", i * 2)),
+            };
+            serde_json::json!({"name": name, "role": "assistant", "content": content})
+        })
+        .collect();
+    let doc = serde_json::json!({"question": "total?", "ground_truth": "1", "history": history, "system_prompt": {}});
+    std::fs::write(&trace, serde_json::to_vec(&doc).expect("json")).expect("write");
+    let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
+    let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    assert!(app.indexing);
+    assert_eq!((app.n_steps(), app.total_steps()), (tui::app::SYNC_STEPS, n));
+    assert!(app.graph().is_none());
+    let s = screen(&app);
+    assert!(s.contains(&format!("{n} steps")) && s.contains("building the dependency graph"), "{s}");
+    press(&mut app, &format!(":{}<enter>", n - 1));
+    assert_eq!(app.step, 0);
+    assert!(app.status.clone().expect("status").text.contains("not indexed yet"));
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    job::spawn_index(Arc::clone(&app.traj), tx);
+    for _ in 0..2 {
+        let msg = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await.expect("indexed").expect("message");
+        app.on_job(msg);
+    }
+    assert!(!app.indexing && app.graph().is_some());
+    assert_eq!(app.n_steps(), n);
+    press(&mut app, &format!(":{}<enter>", n - 1));
+    assert_eq!(app.step, n - 1);
+    assert!(screen(&app).contains(&format!("#{} Computer_terminal", n - 1)));
 }

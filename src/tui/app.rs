@@ -225,6 +225,9 @@ pub struct App {
     pub ground_truth: bool,
     base: Arc<Hierarchy>,
     base_graph: Option<Arc<DepGraph>>,
+    /// The cheap hierarchy covers only the first [`SYNC_STEPS`] steps while the full one is
+    /// built in the background.
+    pub indexing: bool,
     /// The stages run so far.
     pub pipeline: Pipeline,
     /// The diagnosis of the last finished run.
@@ -279,16 +282,26 @@ pub struct App {
 /// Half-width of the re-search window (the pipeline's default).
 pub const ROLE_WINDOW: usize = 3;
 
-/// Traces with more steps build their dependency graph in the background.
-pub const GRAPH_SYNC_LIMIT: usize = 5_000;
+/// Traces with more steps open on the hierarchy of their first this-many steps; the full
+/// hierarchy and the dependency graph are built in the background (see [`App::indexing`]).
+pub const SYNC_STEPS: usize = 5_000;
 
 impl App {
     /// An app on a loaded trajectory; restores the overrides saved beside `trace`.
     pub fn new(trace: PathBuf, traj: Trajectory, judge: Arc<dyn Judge>, config: Config) -> App {
-        let base = Arc::new(crate::hierarchy::build(&traj));
-        let base_graph = (traj.steps.len() <= GRAPH_SYNC_LIMIT).then(|| Arc::new(DepGraph::build(&traj, &base)));
-        let restored = store::load_overrides(&trace, traj.steps.len());
+        let total = traj.steps.len();
+        let indexing = total > SYNC_STEPS;
+        let base = Arc::new(if indexing {
+            crate::hierarchy::build(&prefix(&traj, SYNC_STEPS))
+        } else {
+            crate::hierarchy::build(&traj)
+        });
+        let base_graph = (!indexing).then(|| Arc::new(DepGraph::build(&traj, &base)));
+        let restored = store::load_overrides(&trace, total);
         let mut notes = config.notes;
+        if indexing {
+            notes.push(format!("indexing {total} steps in the background; the first {SYNC_STEPS} are shown"));
+        }
         if !restored.overrides.is_empty() {
             notes.push(format!("restored your overrides from {}", store::overrides_path(&trace).display()));
         }
@@ -301,6 +314,7 @@ impl App {
             ground_truth: config.ground_truth,
             base,
             base_graph,
+            indexing,
             pipeline: Pipeline::default(),
             diagnosis: None,
             marks: HashMap::new(),
@@ -354,11 +368,6 @@ impl App {
         self.pipeline.deps.as_ref().map(|d| &d.graph).or(self.base_graph.as_deref())
     }
 
-    /// Whether the cheap graph still has to be built.
-    pub fn needs_graph(&self) -> bool {
-        self.base_graph.is_none()
-    }
-
     /// What the diagnosis says about a step.
     pub fn marks(&self, step: usize) -> StepMarks {
         self.marks.get(&step).copied().unwrap_or_default()
@@ -375,8 +384,13 @@ impl App {
         phases.partition_point(|p| p.range.end <= step).min(phases.len().saturating_sub(1))
     }
 
-    /// The number of steps.
+    /// The number of steps that can be shown (all of them once indexing is done).
     pub fn n_steps(&self) -> usize {
+        self.hierarchy().steps.len()
+    }
+
+    /// The number of steps in the trajectory.
+    pub fn total_steps(&self) -> usize {
         self.traj.steps.len()
     }
 
@@ -775,9 +789,11 @@ impl App {
                 }
                 self.set_status(Level::Info, format!("step {n}"));
             }
+            Ok(n) if n < self.total_steps() => self
+                .set_status(Level::Info, format!("step {n} is not indexed yet: indexing {} steps", self.total_steps())),
             _ => self.set_status(
                 Level::Warn,
-                format!("no step '{}': steps are 0 to {}", text::clip(buf, 20), self.n_steps().saturating_sub(1)),
+                format!("no step '{}': steps are 0 to {}", text::clip(buf, 20), self.total_steps().saturating_sub(1)),
             ),
         }
     }
@@ -943,6 +959,16 @@ impl App {
                 self.base_graph = Some(g);
                 Vec::new()
             }
+            JobMsg::Hierarchy(h) => {
+                self.base = h;
+                self.indexing = false;
+                self.ui.evidence.borrow_mut().clear();
+                self.phase = self.phase_of(self.step);
+                if self.running.is_none() {
+                    self.set_status(Level::Info, format!("indexed all {} steps", self.total_steps()));
+                }
+                Vec::new()
+            }
             JobMsg::Done(d) => self.finish(*d),
         }
     }
@@ -1069,6 +1095,18 @@ impl App {
         let o = &self.overrides;
         (o.marked.contains(&s), o.excluded.contains(&s), o.pinned == Some(s))
     }
+}
+
+/// The first `n` steps of a trajectory, with the links among them.
+fn prefix(t: &Trajectory, n: usize) -> Trajectory {
+    let mut p = Trajectory::default();
+    p.id.clone_from(&t.id);
+    p.source = t.source;
+    p.task.clone_from(&t.task);
+    p.agents.clone_from(&t.agents);
+    p.steps = t.steps[..n.min(t.steps.len())].to_vec();
+    p.links = t.links.iter().filter(|l| l.from < n && l.to < n).copied().collect();
+    p
 }
 
 /// Adds `s` to the list or removes it; true when it was added.

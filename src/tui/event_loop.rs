@@ -37,8 +37,8 @@ where
     let mut input = forward(events);
     let (tx, mut rx) = mpsc::unbounded_channel::<JobMsg>();
     let mut job: Option<JobHandle> = None;
-    if app.needs_graph() {
-        job::spawn_graph(Arc::clone(&app.traj), app.base_hierarchy(), tx.clone());
+    if app.indexing {
+        job::spawn_index(Arc::clone(&app.traj), tx.clone());
     }
     let mut tick = tokio::time::interval(TICK);
     let mut signals = Signals::new();

@@ -393,6 +393,11 @@ pub struct EvidenceCache {
 impl EvidenceCache {
     const CAPACITY: usize = 32;
 
+    /// Forgets every entry.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// The cached lines for `(step, width)`, built with `build` when missing.
     pub fn get_or_build(
         &mut self,

@@ -88,6 +88,8 @@ pub enum JobMsg {
     /// The dependency graph of the cheap hierarchy is ready (large traces build it in the
     /// background).
     Graph(Arc<DepGraph>),
+    /// The full hierarchy of a large trace is ready.
+    Hierarchy(Arc<Hierarchy>),
 }
 
 /// Runs a request synchronously.
@@ -150,10 +152,13 @@ pub fn spawn(req: RunRequest, t: Arc<Trajectory>, judge: Arc<dyn Judge>, tx: Unb
     JobHandle { id, cancel }
 }
 
-/// Builds the dependency graph of the cheap hierarchy on the blocking pool.
-pub fn spawn_graph(t: Arc<Trajectory>, h: Arc<Hierarchy>, tx: UnboundedSender<JobMsg>) {
+/// Builds the full hierarchy of a large trace, then its dependency graph, on the blocking pool.
+pub fn spawn_index(t: Arc<Trajectory>, tx: UnboundedSender<JobMsg>) {
     tokio::task::spawn_blocking(move || {
-        let g = DepGraph::build(&t, &h);
-        let _ = tx.send(JobMsg::Graph(Arc::new(g)));
+        let h = Arc::new(crate::hierarchy::build(&t));
+        if tx.send(JobMsg::Hierarchy(Arc::clone(&h))).is_ok() {
+            let g = DepGraph::build(&t, &h);
+            let _ = tx.send(JobMsg::Graph(Arc::new(g)));
+        }
     });
 }

@@ -81,7 +81,7 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     let range = app.phases().get(app.phase).map(|p| p.range.clone()).unwrap_or(0..0);
     let focused = app.focus == Pane::Steps;
     let right =
-        format!("phase {} · steps {}-{} of {}", app.phase, range.start, range.end.saturating_sub(1), app.n_steps());
+        format!("phase {} · steps {}-{} of {}", app.phase, range.start, range.end.saturating_sub(1), app.total_steps());
     let block = pane(app, "Steps", focused, right);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -89,7 +89,7 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     let h = inner.height as usize;
     let sel = app.step.saturating_sub(range.start);
     let off = scroll_offset(&app.ui.step_offset, sel, range.len(), h);
-    let digits = app.n_steps().saturating_sub(1).to_string().len();
+    let digits = app.total_steps().saturating_sub(1).to_string().len();
     let lines: Vec<Line> = (range.start + off..range.end)
         .take(h)
         .map(|s| row(app, step_row(app, s, digits, inner.width), s == app.step, focused, inner.width))

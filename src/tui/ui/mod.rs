@@ -60,7 +60,8 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
     }
     let tabs = Line::from(spans);
     let name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
-    let long = format!("{name} · {} · {} steps · judge {} ", app.traj.source, app.n_steps(), clean(&app.judge.name()));
+    let long =
+        format!("{name} · {} · {} steps · judge {} ", app.traj.source, app.total_steps(), clean(&app.judge.name()));
     let room = (area.width as usize).saturating_sub(tabs.width() + 1);
     let info = [long, format!("{name} "), String::new()].into_iter().find(|i| i.chars().count() <= room);
     f.render_widget(Paragraph::new(tabs), area);
