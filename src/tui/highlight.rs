@@ -20,12 +20,20 @@ use crate::text;
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 static THEMES: LazyLock<ThemeSet> = LazyLock::new(ThemeSet::load_defaults);
 
-/// Loads the syntax and theme sets on another thread, so the first highlighted step does not
-/// wait for them.
+/// Loads the syntax and theme sets and compiles the common syntaxes on another thread, so the
+/// first highlighted step does not wait for them.
 pub fn warm_up() {
     std::thread::spawn(|| {
-        LazyLock::force(&SYNTAXES);
-        LazyLock::force(&THEMES);
+        // Syntect compiles a syntax's patterns on first use: do it for the common ones here.
+        let theme = &THEMES.themes["base16-ocean.dark"];
+        for (lang, sample) in
+            [("python", "import x\nprint(f'{x}')\n"), ("json", "{\"a\": [1]}\n"), ("sh", "ls -l | wc\n")]
+        {
+            let mut h = HighlightLines::new(syntax_for(lang), theme);
+            for line in LinesWithEndings::from(sample) {
+                let _ = h.highlight_line(line, &SYNTAXES);
+            }
+        }
     });
 }
 

@@ -44,6 +44,8 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let h = inner.height as usize;
     let off = scroll_offset(&app.ui.phase_offset, app.phase, phases.len(), h);
     let scored = app.pipeline.space.is_some();
+    let id_w = phases.len().saturating_sub(1).to_string().len().max(2);
+    let range_w = 2 * app.total_steps().saturating_sub(1).to_string().len() + 2;
     let lines: Vec<Line> = phases
         .iter()
         .enumerate()
@@ -58,8 +60,8 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
             };
             let range = format!("{}-{}", p.range.start, p.range.end.saturating_sub(1));
             let line = Line::from(vec![
-                Span::styled(format!("{i:>2} "), t.dim),
-                Span::styled(col(&range, 11), t.text),
+                Span::styled(format!("{i:>id_w$} "), t.dim),
+                Span::styled(col(&range, range_w.max(6)), t.text),
                 Span::styled(susp, t.suspicion),
                 Span::styled(clean(&p.summary), t.text),
             ]);
