@@ -138,7 +138,7 @@ fn step_row(app: &App, s: usize, digits: usize, width: u16) -> Line<'static> {
 }
 
 /// A four-letter role tag for lists.
-pub fn short_role(r: Role) -> &'static str {
+fn short_role(r: Role) -> &'static str {
     match r {
         Role::RootCause => "ROOT",
         Role::Propagation => "PROP",

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::hierarchy::{self, short_role};
+use super::hierarchy;
 use super::{col, pane, scroll_offset, selected};
 use crate::diagnosis::{Candidate, Criterion, Origin};
 use crate::text;
@@ -218,7 +218,6 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
             let line = Line::from(vec![
                 Span::styled(format!("{s:>5}  "), t.text),
                 Span::styled(format!("{name:<13}"), style),
-                Span::styled(format!(" {:<4} ", r.map_or("", short_role)), t.dim),
                 Span::styled(col(&clean(&sum.agent), 16), t.text),
                 Span::styled(clean(&sum.decision), t.dim),
             ]);
