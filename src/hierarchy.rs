@@ -249,8 +249,16 @@ static EMPTY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Builds `M_lo` and `M_mid` for a trajectory, and the phases of `M_hi` (without suspicion).
+///
+/// The per-step work (evidence, flags, action, decision line) runs on all cores; value
+/// provenance, which depends on step order, runs after it in order.
 pub fn build(t: &Trajectory) -> Hierarchy {
-    let evidence: Vec<Vec<Evidence>> = t.steps.iter().map(evidence::extract).collect();
+    let local: Vec<(Vec<Evidence>, StepSummary)> = par_map(&t.steps, |step| {
+        let ev = evidence::extract(step);
+        let summary = summarize(step, &ev, Vec::new(), Vec::new());
+        (ev, summary)
+    });
+    let (evidence, mut steps): (Vec<Vec<Evidence>>, Vec<StepSummary>) = local.into_iter().unzip();
     let mut first_seen: HashMap<String, Origin> = HashMap::new();
     let mut given = t.task.clone();
     for a in &t.agents {
@@ -267,13 +275,26 @@ pub fn build(t: &Trajectory) -> Hierarchy {
         }
     }
     let given_lower = given.to_lowercase();
-    let mut steps = Vec::with_capacity(t.steps.len());
-    for (i, step) in t.steps.iter().enumerate() {
+    for (i, summary) in steps.iter_mut().enumerate() {
         let (uses, introduces) = provenance(i, &evidence[i], &mut first_seen, &given_lower);
-        steps.push(summarize(step, &evidence[i], uses, introduces));
+        summary.uses = uses;
+        summary.introduces = introduces;
     }
     let phases = phases(t, &steps);
     Hierarchy { evidence, steps, phases, first_seen, memo: Memo::default() }
+}
+
+/// `items.iter().map(f)` on all cores, in order (large inputs only).
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || items.len() < 2_000 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("hierarchy worker panicked")).collect()
+    })
 }
 
 fn provenance(
@@ -520,6 +541,12 @@ mod tests {
         assert_eq!(h.steps[0].introduces, vec!["737015".to_string()]);
         assert_eq!(h.steps[1].uses, vec![("737015".to_string(), Origin::Step(0))]);
         assert_eq!(h.steps[1].introduces, vec!["4965".to_string(), "732050".to_string()]);
+    }
+
+    #[test]
+    fn par_map_keeps_order() {
+        let items: Vec<usize> = (0..5_000).collect();
+        assert_eq!(par_map(&items, |x| x * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
     }
 
     #[test]

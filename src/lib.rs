@@ -18,3 +18,4 @@ pub mod pipeline;
 pub mod prior;
 pub mod report;
 pub mod text;
+pub mod tui;

@@ -5,8 +5,13 @@ use std::io::Write;
 use clap::Parser;
 
 fn main() {
-    let cli = falat::cli::Cli::parse();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let cli = falat::cli::Cli::parse_from(falat::cli::normalize_args(std::env::args_os().collect()));
+    // The TUI owns the terminal: it must not find stdout locked by this thread's writer.
+    let mut out: Box<dyn Write> = if cli.is_interactive() {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    };
     let result = falat::cli::run(cli, &mut out).and_then(|code| {
         out.flush()?;
         Ok(code)

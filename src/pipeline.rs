@@ -538,7 +538,12 @@ pub fn verify(
     }
     // Valid: passes both criteria and is strong in absolute terms and relative to the strongest
     // live candidate (so one strong signal is not beaten by an earlier trace of noise).
-    let best = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.score).fold(0.0, f32::max);
+    // A user's mark (weight 1) must not raise the bar for the machine's own candidates.
+    let best = candidates
+        .iter()
+        .filter(|c| c.pruned.is_none() && c.origin == Origin::Machine)
+        .map(|c| c.score)
+        .fold(0.0, f32::max);
     let floor = weights::VALID.max(weights::RELATIVE * best);
     let valid = |c: &Candidate, ind: &Criterion, suf: &Criterion| {
         ind.passed && suf.passed && (c.score >= floor || c.origin == Origin::User)

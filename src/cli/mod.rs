@@ -8,6 +8,7 @@
 pub mod diagnose;
 pub mod eval;
 pub mod inspect;
+pub mod open;
 
 use std::io::Write;
 
@@ -28,6 +29,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open a trace in the terminal debugger (also `falat TRACE`).
+    Open(open::OpenArgs),
     /// Show a trajectory as loaded: format, task, agents, one line per step, gold label and
     /// diagnostics.
     Inspect(inspect::InspectArgs),
@@ -37,6 +40,30 @@ pub enum Command {
     /// Score methods on labelled benchmark folders (Who&When layout): agent- and step-level
     /// accuracy per subset.
     Eval(eval::EvalArgs),
+}
+
+impl Cli {
+    /// Whether the command takes over the terminal (the TUI) rather than writing to stdout.
+    pub fn is_interactive(&self) -> bool {
+        matches!(self.command, Command::Open(_))
+    }
+}
+
+/// The command line with `open` inserted when the first argument is a trace rather than a
+/// command (`falat TRACE` is `falat open TRACE`).
+pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let Some(first) = args.get(1).and_then(|a| a.to_str()) else { return args };
+    let cmd = Cli::command();
+    let known = first.starts_with('-')
+        || first == "help"
+        || cmd.get_subcommands().any(|s| s.get_name() == first || s.get_all_aliases().any(|a| a == first));
+    if known {
+        return args;
+    }
+    let mut out = args;
+    out.insert(1, "open".into());
+    out
 }
 
 /// Runs a parsed command line, writing its output to `out`.
@@ -49,6 +76,7 @@ pub enum Command {
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect::run(&args, out),
+        Command::Open(args) => open::run(&args, out),
         Command::Diagnose(args) => diagnose::run(&args, out),
         Command::Eval(args) => eval::run(&args, out),
     }

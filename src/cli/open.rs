@@ -1,0 +1,49 @@
+//! `falat TRACE` / `falat open TRACE [--theme NAME] [--format F] [--keymap FILE]`: the TUI.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::ingest::FormatChoice;
+use crate::tui::{self, TuiOptions};
+
+/// Arguments of `falat open`.
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// The trace file to open (its first trajectory).
+    pub trace: PathBuf,
+    /// Colour theme: dark, light, high-contrast, or a theme file (default: the config file's
+    /// `theme`, else dark). `NO_COLOR` turns colours off.
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
+    /// The trace format (default: detected); names as for `falat inspect --format`.
+    #[arg(long, short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
+    pub format: FormatChoice,
+    /// A key map file (default: `keys.toml` in the config folder when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub keymap: Option<PathBuf>,
+    /// Do not give the expected output `o*` to the analysis.
+    #[arg(long)]
+    pub no_ground_truth: bool,
+}
+
+/// Runs the TUI until the user quits; returns exit code 0.
+///
+/// # Errors
+/// The trace cannot be loaded, or the terminal cannot be set up.
+pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = match &args.format {
+        FormatChoice::Force(f) => Some(*f),
+        FormatChoice::Detect(_) => None,
+    };
+    let opts = TuiOptions {
+        theme: args.theme.clone(),
+        format,
+        keymap: args.keymap.clone(),
+        ground_truth: !args.no_ground_truth,
+        config_dir: None,
+    };
+    tui::run(&args.trace, opts)?;
+    Ok(0)
+}

@@ -1,0 +1,1132 @@
+//! The app state and its update logic: selection, panes, views, input modes, pipeline runs,
+//! overrides and export. Nothing here draws; [`super::ui::render`] reads an `&App`.
+//!
+//! Input enters through [`App::on_event`] / [`App::on_key`] / [`App::apply`], background results
+//! through [`App::on_job`]. Work the app cannot do itself (start or cancel a run, copy to the
+//! clipboard, quit) comes back as [`Effect`]s for the event loop to carry out.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+use ratatui::text::Line;
+use regex::{Regex, RegexBuilder};
+
+use super::action::Action;
+use super::highlight::{self, EvidenceCache};
+use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
+use super::keymap::KeyMap;
+use super::store::{self, Exported};
+use super::theme::Theme;
+use crate::diagnosis::{Diagnosis, Overrides, Role};
+use crate::graph::DepGraph;
+use crate::hierarchy::{Hierarchy, Phase};
+use crate::judge::Judge;
+use crate::model::Trajectory;
+use crate::pipeline::{Options, Pipeline, Stage};
+use crate::text;
+
+/// The views; each has its own render function in `ui::views`. To add a view: add a variant
+/// here and to [`View::ALL`], an [`Action`] with a key, and a render function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    /// Phases, steps, evidence and dependencies.
+    Hierarchy,
+    /// Candidates, pruned or kept, with their verification.
+    Candidates,
+    /// Roles around the decisive step.
+    Roles,
+    /// The task-conditioned prior π.
+    Prior,
+    /// The verdict.
+    Verdict,
+}
+
+impl View {
+    /// All views in tab order.
+    pub const ALL: [View; 5] = [View::Hierarchy, View::Candidates, View::Roles, View::Prior, View::Verdict];
+
+    /// The tab title.
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Hierarchy => "Hierarchy",
+            View::Candidates => "Candidates",
+            View::Roles => "Roles",
+            View::Prior => "Prior",
+            View::Verdict => "Verdict",
+        }
+    }
+
+    /// The action that opens the view.
+    pub fn action(self) -> Action {
+        match self {
+            View::Hierarchy => Action::ViewHierarchy,
+            View::Candidates => Action::ViewCandidates,
+            View::Roles => Action::ViewRoles,
+            View::Prior => Action::ViewPrior,
+            View::Verdict => Action::ViewVerdict,
+        }
+    }
+
+    fn index(self) -> usize {
+        View::ALL.iter().position(|v| *v == self).unwrap_or(0)
+    }
+}
+
+/// The panes of the hierarchy view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// `M_hi`.
+    Phases,
+    /// `M_mid`.
+    Steps,
+    /// `M_lo`.
+    Evidence,
+    /// The selected step's dependency edges.
+    Edges,
+}
+
+impl Pane {
+    /// Focus order.
+    pub const ALL: [Pane; 4] = [Pane::Phases, Pane::Steps, Pane::Evidence, Pane::Edges];
+
+    fn index(self) -> usize {
+        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+}
+
+/// Where key presses go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Keys go through the key map.
+    Normal,
+    /// Typing a search query.
+    Search(String),
+    /// Typing a step number.
+    Jump(String),
+    /// The help overlay is open.
+    Help,
+}
+
+/// How a status message looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Information.
+    Info,
+    /// Done.
+    Ok,
+    /// Something to look at.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// The message in the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// Lowercase text.
+    pub text: String,
+    /// How it looks.
+    pub level: Level,
+}
+
+/// A run in progress.
+#[derive(Debug, Clone)]
+pub struct Running {
+    /// The run's id.
+    pub id: u64,
+    /// What it does.
+    pub target: RunTarget,
+    /// The current stage.
+    pub stage: String,
+    /// Judge calls done in the stage.
+    pub done: usize,
+    /// Judge calls expected in the stage.
+    pub total: usize,
+    /// When it started.
+    pub started: Instant,
+    /// Cancel was asked.
+    pub cancelling: bool,
+}
+
+/// Something the event loop must do for the app.
+pub enum Effect {
+    /// Start a run in the background.
+    Run(Box<RunRequest>),
+    /// Cancel the running run.
+    Cancel,
+    /// Put text on the clipboard (OSC 52).
+    Copy(String),
+    /// Leave.
+    Quit,
+}
+
+/// What a step carries from the diagnosis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StepMarks {
+    /// `Some(true)` kept candidate, `Some(false)` pruned candidate.
+    pub candidate: Option<bool>,
+    /// Its role around the decisive step.
+    pub role: Option<Role>,
+    /// It is the decisive step.
+    pub decisive: bool,
+}
+
+/// Settings an [`App`] starts with.
+pub struct Config {
+    /// Colours.
+    pub theme: Theme,
+    /// Keys.
+    pub keymap: KeyMap,
+    /// Use the expected output `o*` when the trace has one.
+    pub ground_truth: bool,
+    /// Messages to show at start (load diagnostics, restored overrides, config problems).
+    pub notes: Vec<String>,
+    /// Show timings in the status line (off in tests, so screens are deterministic).
+    pub show_timings: bool,
+}
+
+/// Layout facts the last frame recorded, for paging, scrolling and mouse hits.
+#[derive(Debug, Default)]
+pub struct UiState {
+    /// Wrapped evidence lines per (step, width).
+    pub evidence: RefCell<EvidenceCache>,
+    /// First visible row of the phases list.
+    pub phase_offset: Cell<usize>,
+    /// First visible row of the steps list (relative to the phase's first step).
+    pub step_offset: Cell<usize>,
+    /// First visible row of the dependencies list.
+    pub edge_offset: Cell<usize>,
+    /// First visible row of the candidates / roles list.
+    pub list_offset: Cell<usize>,
+    /// Inner size of the evidence text area (width, height).
+    pub evidence_size: Cell<(u16, u16)>,
+    /// Height of the focused list's inner area.
+    pub list_height: Cell<u16>,
+    /// Pane areas of the hierarchy view (phases, steps, evidence, edges).
+    pub rects: Cell<[Rect; 4]>,
+    /// The list area of the candidates and roles views.
+    pub view_list: Cell<Rect>,
+}
+
+/// The TUI's state.
+pub struct App {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The trajectory shown.
+    pub traj: Arc<Trajectory>,
+    /// The judge for pipeline runs.
+    pub judge: Arc<dyn Judge>,
+    /// Use the expected output.
+    pub ground_truth: bool,
+    base: Arc<Hierarchy>,
+    base_graph: Option<Arc<DepGraph>>,
+    /// The cheap hierarchy covers only the first [`SYNC_STEPS`] steps while the full one is
+    /// built in the background.
+    pub indexing: bool,
+    /// The stages run so far.
+    pub pipeline: Pipeline,
+    /// The diagnosis of the last finished run.
+    pub diagnosis: Option<Diagnosis>,
+    marks: HashMap<usize, StepMarks>,
+    /// The user's overrides.
+    pub overrides: Overrides,
+    undo: Vec<Overrides>,
+    /// Colours.
+    pub theme: Theme,
+    /// Keys.
+    pub keymap: KeyMap,
+    /// The current view.
+    pub view: View,
+    /// The focused pane of the hierarchy view.
+    pub focus: Pane,
+    /// The selected phase.
+    pub phase: usize,
+    /// The selected step.
+    pub step: usize,
+    /// First visible evidence line.
+    pub evidence_scroll: usize,
+    /// The selected edge in the dependencies pane.
+    pub edge: usize,
+    /// The selected row of the candidates / roles view.
+    pub list_sel: usize,
+    /// Where keys go.
+    pub mode: Mode,
+    /// The last search query.
+    pub query: Option<String>,
+    search_re: Option<Regex>,
+    search_total: usize,
+    /// The run in progress.
+    pub running: Option<Running>,
+    pending: Option<RunTarget>,
+    next_id: u64,
+    /// The status message.
+    pub status: Option<Status>,
+    /// The files of the last export.
+    pub exported: Option<Exported>,
+    /// Set when the app should end.
+    pub quit: bool,
+    /// Show timings.
+    pub show_timings: bool,
+    /// Frames of the spinner drawn so far.
+    pub ticks: u64,
+    dirty: bool,
+    /// Layout memo of the last frame.
+    pub ui: UiState,
+}
+
+/// Half-width of the re-search window (the pipeline's default).
+pub const ROLE_WINDOW: usize = 3;
+
+/// Traces with more steps open on the hierarchy of their first this-many steps; the full
+/// hierarchy and the dependency graph are built in the background (see [`App::indexing`]).
+pub const SYNC_STEPS: usize = 5_000;
+
+impl App {
+    /// An app on a loaded trajectory; restores the overrides saved beside `trace`.
+    pub fn new(trace: PathBuf, traj: Trajectory, judge: Arc<dyn Judge>, config: Config) -> App {
+        let total = traj.steps.len();
+        let indexing = total > SYNC_STEPS;
+        let base = Arc::new(if indexing {
+            crate::hierarchy::build(&prefix(&traj, SYNC_STEPS))
+        } else {
+            crate::hierarchy::build(&traj)
+        });
+        let base_graph = (!indexing).then(|| Arc::new(DepGraph::build(&traj, &base)));
+        let restored = store::load_overrides(&trace, total);
+        let mut notes = config.notes;
+        if indexing {
+            notes.push(format!("indexing {total} steps in the background; the first {SYNC_STEPS} are shown"));
+        }
+        if !restored.overrides.is_empty() {
+            notes.push(format!("restored your overrides from {}", store::overrides_path(&trace).display()));
+        }
+        notes.extend(restored.problems.iter().cloned());
+        let level = if restored.problems.is_empty() { Level::Info } else { Level::Warn };
+        let mut app = App {
+            trace,
+            traj: Arc::new(traj),
+            judge,
+            ground_truth: config.ground_truth,
+            base,
+            base_graph,
+            indexing,
+            pipeline: Pipeline::default(),
+            diagnosis: None,
+            marks: HashMap::new(),
+            overrides: restored.overrides,
+            undo: Vec::new(),
+            theme: config.theme,
+            keymap: config.keymap,
+            view: View::Hierarchy,
+            focus: Pane::Phases,
+            phase: 0,
+            step: 0,
+            evidence_scroll: 0,
+            edge: 0,
+            list_sel: 0,
+            mode: Mode::Normal,
+            query: None,
+            search_re: None,
+            search_total: 0,
+            running: None,
+            pending: None,
+            next_id: 1,
+            status: None,
+            exported: None,
+            quit: false,
+            show_timings: config.show_timings,
+            ticks: 0,
+            dirty: true,
+            ui: UiState::default(),
+        };
+        if !notes.is_empty() {
+            app.set_status(level, notes.join("; "));
+        }
+        app
+    }
+
+    // ----- read access for the views -----
+
+    /// The hierarchy: stage 1's (with suspicion) once it ran, else the cheap one.
+    pub fn hierarchy(&self) -> &Hierarchy {
+        self.pipeline.space.as_ref().map_or(&self.base, |s| &s.hierarchy)
+    }
+
+    /// The cheap hierarchy built at open.
+    pub fn base_hierarchy(&self) -> Arc<Hierarchy> {
+        Arc::clone(&self.base)
+    }
+
+    /// The dependency graph: stage 2's (with transition labels) once it ran, else the cheap one
+    /// (`None` while a large trace's graph is still being built).
+    pub fn graph(&self) -> Option<&DepGraph> {
+        self.pipeline.deps.as_ref().map(|d| &d.graph).or(self.base_graph.as_deref())
+    }
+
+    /// What the diagnosis says about a step.
+    pub fn marks(&self, step: usize) -> StepMarks {
+        self.marks.get(&step).copied().unwrap_or_default()
+    }
+
+    /// The phases.
+    pub fn phases(&self) -> &[Phase] {
+        &self.hierarchy().phases
+    }
+
+    /// The index of the phase holding `step` (binary search: phases are contiguous).
+    pub fn phase_of(&self, step: usize) -> usize {
+        let phases = self.phases();
+        phases.partition_point(|p| p.range.end <= step).min(phases.len().saturating_sub(1))
+    }
+
+    /// The number of steps that can be shown (all of them once indexing is done).
+    pub fn n_steps(&self) -> usize {
+        self.hierarchy().steps.len()
+    }
+
+    /// The number of steps in the trajectory.
+    pub fn total_steps(&self) -> usize {
+        self.traj.steps.len()
+    }
+
+    /// The selected step's edges: `(incoming?, other step, edge)`, incoming first.
+    pub fn edges(&self) -> Vec<(bool, usize, &crate::graph::DepEdge)> {
+        let Some(g) = self.graph() else { return Vec::new() };
+        let inc = g.incoming(self.step).into_iter().map(|(s, e)| (true, s, e));
+        inc.chain(g.outgoing(self.step).into_iter().map(|(s, e)| (false, s, e))).collect()
+    }
+
+    /// The rows of the roles view: every step in the re-search window around the decisive step
+    /// and every step with a role, by step, with its role if it has one.
+    pub fn role_rows(&self) -> Vec<(usize, Option<Role>)> {
+        let Some(d) = self.diagnosis.as_ref().filter(|d| !d.roles.is_empty()) else { return Vec::new() };
+        let mut steps: std::collections::BTreeSet<usize> = d.roles.iter().map(|(s, _)| *s).collect();
+        if let Some(s) = d.decisive_step {
+            steps.extend(s.saturating_sub(ROLE_WINDOW)..=(s + ROLE_WINDOW).min(self.n_steps().saturating_sub(1)));
+        }
+        steps.into_iter().map(|s| (s, d.role_of(s))).collect()
+    }
+
+    /// The number of candidates in the diagnosis.
+    pub fn n_candidates(&self) -> usize {
+        self.diagnosis.as_ref().map_or(0, |d| d.candidates.len())
+    }
+
+    /// The wrapped evidence lines of a step at a width, from the cache.
+    pub fn evidence_lines(&self, step: usize, width: u16) -> Arc<Vec<Line<'static>>> {
+        let key = (step, width as usize);
+        self.ui.evidence.borrow_mut().get_or_build(key, || {
+            let content = &self.traj.steps[step].content;
+            let ev = self.base.evidence.get(step).map_or(&[][..], Vec::as_slice);
+            let lines = highlight::content_lines(content, ev, &self.theme);
+            highlight::wrap(&lines, width as usize, &self.theme)
+        })
+    }
+
+    /// Whether a redraw is due; clears the flag.
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Asks for a redraw.
+    pub fn touch(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Sets the status message.
+    /// The text is sanitised: it may quote trace content or file names.
+    pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some(Status { text: clean(&text.into()), level });
+        self.dirty = true;
+    }
+
+    // ----- input -----
+
+    /// Handles a terminal event.
+    pub fn on_event(&mut self, ev: Event) -> Vec<Effect> {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
+            Event::Mouse(m) => self.on_mouse(m),
+            Event::Resize(..) | Event::FocusGained => {
+                self.dirty = true;
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Handles a key press according to the mode.
+    pub fn on_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        self.dirty = true;
+        match self.mode.clone() {
+            Mode::Normal => self.keymap.action(&k).map(|a| self.apply(a)).unwrap_or_default(),
+            Mode::Help => {
+                self.mode = Mode::Normal;
+                if self.keymap.action(&k) == Some(Action::Quit) { vec![Effect::Quit] } else { Vec::new() }
+            }
+            Mode::Search(buf) => self.edit_input(k, buf, true),
+            Mode::Jump(buf) => self.edit_input(k, buf, false),
+        }
+    }
+
+    fn edit_input(&mut self, k: KeyEvent, mut buf: String, search: bool) -> Vec<Effect> {
+        match k.code {
+            KeyCode::Esc => self.mode = Mode::Normal,
+            KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                if search {
+                    self.start_search(buf)
+                } else {
+                    self.jump(&buf)
+                }
+                return Vec::new();
+            }
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Char('c') if k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
+                self.mode = Mode::Normal;
+                return Vec::new();
+            }
+            KeyCode::Char(c) if search || c.is_ascii_digit() => buf.push(c),
+            _ => {}
+        }
+        if self.mode != Mode::Normal {
+            self.mode = if search { Mode::Search(buf) } else { Mode::Jump(buf) };
+        }
+        Vec::new()
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        let pos = Position::new(m.column, m.row);
+        let pane = if self.view == View::Hierarchy {
+            Pane::ALL.into_iter().zip(self.ui.rects.get()).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
+        } else {
+            None
+        };
+        match m.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let down = m.kind == MouseEventKind::ScrollDown;
+                if let Some(p) = pane {
+                    self.focus = p;
+                }
+                let n = if self.view == View::Hierarchy && self.focus == Pane::Evidence { 3 } else { 1 };
+                for _ in 0..n {
+                    self.apply(if down { Action::Down } else { Action::Up });
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) => self.click(pane, pos),
+            _ => return Vec::new(),
+        }
+        self.dirty = true;
+        Vec::new()
+    }
+
+    fn click(&mut self, pane: Option<Pane>, pos: Position) {
+        if let Some(p) = pane {
+            self.focus = p;
+            let r = self.ui.rects.get()[p.index()];
+            let row = pos.y.saturating_sub(r.y + 1) as usize;
+            match p {
+                Pane::Phases => {
+                    let row = row + self.ui.phase_offset.get();
+                    if row < self.phases().len() {
+                        self.select_phase(row);
+                    }
+                }
+                Pane::Steps => {
+                    let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
+                    let s = range.start + self.ui.step_offset.get() + row;
+                    if s < range.end {
+                        self.select_step(s);
+                    }
+                }
+                Pane::Edges => {
+                    self.edge = (row + self.ui.edge_offset.get()).min(self.edges().len().saturating_sub(1));
+                }
+                Pane::Evidence => {}
+            }
+        } else if self.view != View::Hierarchy {
+            let r = self.ui.view_list.get();
+            if r.contains(pos) {
+                self.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.ui.list_offset.get();
+                self.clamp_list();
+            }
+        }
+    }
+
+    /// Carries out an action.
+    pub fn apply(&mut self, a: Action) -> Vec<Effect> {
+        self.dirty = true;
+        match a {
+            Action::Quit => return vec![Effect::Quit],
+            Action::Help => self.mode = Mode::Help,
+            Action::Search => self.mode = Mode::Search(String::new()),
+            Action::JumpToStep => self.mode = Mode::Jump(String::new()),
+            Action::SearchNext => self.search_again(true),
+            Action::SearchPrev => self.search_again(false),
+            Action::Copy => return self.copy(),
+            Action::Export => self.export(),
+            Action::RunAll => return self.request(RunTarget::All),
+            Action::RunPrior => return self.request(RunTarget::Stage(Stage::SearchSpace)),
+            Action::RunDependencies => return self.request(RunTarget::Stage(Stage::Dependencies)),
+            Action::RunVerification => return self.request(RunTarget::Stage(Stage::Verification)),
+            Action::RunResearch => return self.request(RunTarget::Stage(Stage::ReSearch)),
+            Action::Cancel => return self.cancel(),
+            Action::Mark | Action::Exclude | Action::Pin => return self.toggle_override(a),
+            Action::Undo => return self.undo(),
+            Action::ViewHierarchy
+            | Action::ViewCandidates
+            | Action::ViewRoles
+            | Action::ViewPrior
+            | Action::ViewVerdict => self.set_view(View::ALL.into_iter().find(|v| v.action() == a)),
+            Action::NextView => self.set_view(View::ALL.get((self.view.index() + 1) % View::ALL.len()).copied()),
+            Action::PrevView => {
+                self.set_view(View::ALL.get((self.view.index() + View::ALL.len() - 1) % View::ALL.len()).copied())
+            }
+            _ => self.navigate(a),
+        }
+        Vec::new()
+    }
+
+    fn set_view(&mut self, v: Option<View>) {
+        if let Some(v) = v
+            && v != self.view
+        {
+            self.view = v;
+            self.list_sel = self.initial_list_sel();
+            self.ui.list_offset.set(0);
+        }
+    }
+
+    /// In the candidates view start on the decisive step's candidate, in roles on ROOT_CAUSE.
+    fn initial_list_sel(&self) -> usize {
+        let decisive = self.diagnosis.as_ref().and_then(|d| d.decisive_step);
+        match (self.view, decisive) {
+            (View::Candidates, Some(s)) => {
+                self.diagnosis.as_ref().and_then(|d| d.candidates.iter().position(|c| c.step == s)).unwrap_or(0)
+            }
+            (View::Roles, Some(s)) => self.role_rows().iter().position(|(st, _)| *st == s).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    // ----- navigation -----
+
+    fn navigate(&mut self, a: Action) {
+        if self.view != View::Hierarchy {
+            return self.navigate_list(a);
+        }
+        match self.focus {
+            Pane::Phases => self.nav_phases(a),
+            Pane::Steps => self.nav_steps(a),
+            Pane::Evidence => self.nav_evidence(a),
+            Pane::Edges => self.nav_edges(a),
+        }
+        match a {
+            Action::NextPane => self.focus = Pane::ALL[(self.focus.index() + 1) % 4],
+            Action::PrevPane => self.focus = Pane::ALL[(self.focus.index() + 3) % 4],
+            _ => {}
+        }
+    }
+
+    fn page(&self) -> usize {
+        (self.ui.list_height.get() as usize).max(2) - 1
+    }
+
+    fn moved(&self, cur: usize, len: usize, a: Action) -> usize {
+        let last = len.saturating_sub(1);
+        match a {
+            Action::Up => cur.saturating_sub(1),
+            Action::Down => (cur + 1).min(last),
+            Action::PageUp => cur.saturating_sub(self.page()),
+            Action::PageDown => (cur + self.page()).min(last),
+            Action::Top => 0,
+            Action::Bottom => last,
+            _ => cur,
+        }
+    }
+
+    fn nav_phases(&mut self, a: Action) {
+        match a {
+            Action::Enter => self.focus = Pane::Steps,
+            _ => {
+                let p = self.moved(self.phase, self.phases().len(), a);
+                if p != self.phase {
+                    self.select_phase(p);
+                }
+            }
+        }
+    }
+
+    fn nav_steps(&mut self, a: Action) {
+        match a {
+            Action::Enter => self.focus = Pane::Evidence,
+            Action::Back => self.focus = Pane::Phases,
+            Action::Top | Action::Bottom => {
+                if let Some(r) = self.phases().get(self.phase).map(|p| p.range.clone()) {
+                    self.select_step(if a == Action::Top { r.start } else { r.end.saturating_sub(1) });
+                }
+            }
+            _ => {
+                let s = self.moved(self.step, self.n_steps(), a);
+                self.select_step(s);
+            }
+        }
+    }
+
+    fn nav_evidence(&mut self, a: Action) {
+        let (w, h) = self.ui.evidence_size.get();
+        let total = if w > 0 { self.evidence_lines(self.step, w).len() } else { 0 };
+        let max = total.saturating_sub(h as usize);
+        let page = (h as usize).max(2) - 1;
+        self.evidence_scroll = match a {
+            Action::Enter => {
+                self.focus = Pane::Edges;
+                self.evidence_scroll
+            }
+            Action::Back => {
+                self.focus = Pane::Steps;
+                self.evidence_scroll
+            }
+            Action::Up => self.evidence_scroll.saturating_sub(1),
+            Action::Down => self.evidence_scroll + 1,
+            Action::PageUp => self.evidence_scroll.saturating_sub(page),
+            Action::PageDown => self.evidence_scroll + page,
+            Action::Top => 0,
+            Action::Bottom => max,
+            _ => self.evidence_scroll,
+        }
+        .min(max);
+    }
+
+    fn nav_edges(&mut self, a: Action) {
+        let edges: Vec<usize> = self.edges().into_iter().map(|(_, s, _)| s).collect();
+        match a {
+            Action::Enter => {
+                if let Some(&s) = edges.get(self.edge) {
+                    self.select_step(s);
+                    self.focus = Pane::Steps;
+                    self.set_status(Level::Info, format!("jumped to step {s}"));
+                }
+            }
+            Action::Back => self.focus = Pane::Evidence,
+            _ => self.edge = self.moved(self.edge, edges.len(), a),
+        }
+    }
+
+    fn navigate_list(&mut self, a: Action) {
+        let len = match self.view {
+            View::Candidates => self.n_candidates(),
+            View::Roles => self.role_rows().len(),
+            _ => 0,
+        };
+        match a {
+            Action::Enter => {
+                let target = match self.view {
+                    View::Candidates => {
+                        self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step)
+                    }
+                    View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
+                    _ => None,
+                };
+                if let Some(s) = target {
+                    self.select_step(s);
+                    self.view = View::Hierarchy;
+                    self.focus = Pane::Steps;
+                }
+            }
+            Action::Back => self.view = View::Hierarchy,
+            _ => self.list_sel = self.moved(self.list_sel, len, a),
+        }
+    }
+
+    fn clamp_list(&mut self) {
+        let len = match self.view {
+            View::Candidates => self.n_candidates(),
+            View::Roles => self.role_rows().len(),
+            _ => 0,
+        };
+        self.list_sel = self.list_sel.min(len.saturating_sub(1));
+    }
+
+    /// Selects a phase and its first step.
+    pub fn select_phase(&mut self, p: usize) {
+        let Some(start) = self.phases().get(p).map(|ph| ph.range.start) else { return };
+        self.phase = p;
+        self.set_step(start);
+    }
+
+    /// Selects a step (and its phase).
+    pub fn select_step(&mut self, s: usize) {
+        if s >= self.n_steps() {
+            return;
+        }
+        self.phase = self.phase_of(s);
+        self.set_step(s);
+    }
+
+    fn set_step(&mut self, s: usize) {
+        if s != self.step {
+            self.evidence_scroll = 0;
+            self.edge = 0;
+        }
+        self.step = s;
+    }
+
+    fn jump(&mut self, buf: &str) {
+        match buf.trim().parse::<usize>() {
+            Ok(n) if n < self.n_steps() => {
+                self.select_step(n);
+                self.view = View::Hierarchy;
+                if self.focus == Pane::Phases {
+                    self.focus = Pane::Steps;
+                }
+                self.set_status(Level::Info, format!("step {n}"));
+            }
+            Ok(n) if n < self.total_steps() => self
+                .set_status(Level::Info, format!("step {n} is not indexed yet: indexing {} steps", self.total_steps())),
+            _ => self.set_status(
+                Level::Warn,
+                format!("no step '{}': steps are 0 to {}", text::clip(buf, 20), self.total_steps().saturating_sub(1)),
+            ),
+        }
+    }
+
+    // ----- search -----
+
+    fn start_search(&mut self, q: String) {
+        if q.is_empty() {
+            return;
+        }
+        self.search_re = RegexBuilder::new(&regex::escape(&q)).case_insensitive(true).build().ok();
+        self.search_total = match &self.search_re {
+            Some(re) => self.traj.steps.iter().filter(|st| re.is_match(&st.content)).count(),
+            None => 0,
+        };
+        self.query = Some(q);
+        self.search_again(true);
+    }
+
+    fn search_again(&mut self, forward: bool) {
+        let (Some(re), Some(q)) = (self.search_re.clone(), self.query.clone()) else {
+            return self.set_status(Level::Info, "no search yet: press / to search");
+        };
+        let n = self.n_steps();
+        let found = (1..=n)
+            .map(|k| if forward { (self.step + k) % n } else { (self.step + n * 2 - k) % n })
+            .find(|&s| re.is_match(&self.traj.steps[s].content));
+        match found {
+            Some(s) => {
+                self.select_step(s);
+                self.view = View::Hierarchy;
+                self.scroll_to_match(&q);
+                let total = self.search_total;
+                self.set_status(Level::Info, format!("'{}' found in step {s} ({total} steps match)", clean(&q)));
+            }
+            None => self.set_status(Level::Warn, format!("no step contains '{}'", clean(&q))),
+        }
+    }
+
+    fn scroll_to_match(&mut self, q: &str) {
+        let (w, _) = self.ui.evidence_size.get();
+        if w == 0 {
+            return;
+        }
+        let q = q.to_lowercase();
+        let lines = self.evidence_lines(self.step, w);
+        let hit = lines.iter().position(|l| {
+            let t: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            t.to_lowercase().contains(&q)
+        });
+        self.evidence_scroll = hit.map_or(0, |h| h.saturating_sub(2));
+    }
+
+    // ----- clipboard and export -----
+
+    fn target_step(&self) -> Option<usize> {
+        match self.view {
+            View::Hierarchy => Some(self.step),
+            View::Candidates => self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step),
+            View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
+            _ => None,
+        }
+    }
+
+    fn copy(&mut self) -> Vec<Effect> {
+        let s = self.step;
+        let st = &self.traj.steps[s];
+        let body = format!("step {s} ({})\n{}", text::sanitize(&st.agent), text::sanitize(&st.content));
+        let chars = body.chars().count();
+        self.set_status(Level::Ok, format!("copied step {s} ({chars} chars) to the clipboard with osc 52"));
+        vec![Effect::Copy(body)]
+    }
+
+    fn export(&mut self) {
+        let Some(d) = &self.diagnosis else {
+            return self.set_status(Level::Warn, "nothing to export yet: run the pipeline first (press a)");
+        };
+        match store::export(&self.trace, &self.traj, d) {
+            Ok(e) => {
+                let msg = format!("exported {} and {}", e.markdown.display(), e.json.display());
+                self.exported = Some(e);
+                self.set_status(Level::Ok, msg);
+            }
+            Err(e) => self.set_status(Level::Error, format!("export failed: {e:#}")),
+        }
+    }
+
+    // ----- pipeline runs -----
+
+    fn options(&self) -> Options {
+        Options { overrides: self.overrides.clone(), window: ROLE_WINDOW, ..Options::new(self.ground_truth) }
+    }
+
+    /// Starts a run, or queues it behind the running one (which is cancelled: the latest wins).
+    pub fn request(&mut self, target: RunTarget) -> Vec<Effect> {
+        if let Some(r) = &mut self.running {
+            r.cancelling = true;
+            self.pending = Some(target);
+            self.set_status(Level::Info, format!("restarting: {}", target.label()));
+            return vec![Effect::Cancel];
+        }
+        vec![self.start(target)]
+    }
+
+    fn start(&mut self, target: RunTarget) -> Effect {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.running = Some(Running {
+            id,
+            target,
+            stage: self.first_stage(target).as_str().to_string(),
+            done: 0,
+            total: 0,
+            started: Instant::now(),
+            cancelling: false,
+        });
+        self.dirty = true;
+        let req = RunRequest { id, target, pipeline: self.pipeline.clone(), opts: self.options() };
+        Effect::Run(Box::new(req))
+    }
+
+    /// The stage a run starts with (shown until its first progress report).
+    fn first_stage(&self, target: RunTarget) -> Stage {
+        let next = match self.pipeline.last_stage() {
+            None => Stage::SearchSpace,
+            Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
+        };
+        match target {
+            RunTarget::All => Stage::SearchSpace,
+            RunTarget::Stage(s) => s.min(next),
+            RunTarget::Rerun { from, .. } => from,
+        }
+    }
+
+    fn cancel(&mut self) -> Vec<Effect> {
+        match &mut self.running {
+            Some(r) => {
+                r.cancelling = true;
+                self.pending = None;
+                self.set_status(Level::Info, "cancelling…");
+                vec![Effect::Cancel]
+            }
+            None => {
+                self.set_status(Level::Info, "nothing is running");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Takes a message from background work.
+    pub fn on_job(&mut self, msg: JobMsg) -> Vec<Effect> {
+        self.dirty = true;
+        match msg {
+            JobMsg::Progress { id, stage, done, total } => {
+                if let Some(r) = self.running.as_mut().filter(|r| r.id == id) {
+                    r.stage = stage;
+                    r.done = done;
+                    r.total = total;
+                }
+                Vec::new()
+            }
+            JobMsg::Graph(g) => {
+                self.base_graph = Some(g);
+                Vec::new()
+            }
+            JobMsg::Hierarchy(h) => {
+                self.base = h;
+                self.indexing = false;
+                self.ui.evidence.borrow_mut().clear();
+                self.phase = self.phase_of(self.step);
+                if self.running.is_none() {
+                    self.set_status(Level::Info, format!("indexed all {} steps", self.total_steps()));
+                }
+                Vec::new()
+            }
+            JobMsg::Done(d) => self.finish(*d),
+        }
+    }
+
+    fn finish(&mut self, d: JobDone) -> Vec<Effect> {
+        let Some(run) = self.running.take_if(|r| r.id == d.id) else { return Vec::new() };
+        match d.outcome {
+            Ok(()) => {
+                self.pipeline = d.pipeline;
+                self.diagnosis = d.diagnosis;
+                self.refresh_marks();
+                self.clamp_list();
+                let took = if self.show_timings { format!(" in {}", ms(d.elapsed)) } else { String::new() };
+                let verdict = self.verdict_line();
+                self.set_status(Level::Ok, format!("finished {}{took}{verdict}", run.target.label()));
+            }
+            Err(_) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
+        }
+        match self.pending.take() {
+            Some(t) => vec![self.start(t)],
+            None => Vec::new(),
+        }
+    }
+
+    fn verdict_line(&self) -> String {
+        match self.diagnosis.as_ref().and_then(|d| d.decisive_step.map(|s| (s, d))) {
+            Some((s, d)) => format!(
+                ": decisive step {s} by {} (confidence {:.2})",
+                clean(d.agent.as_deref().unwrap_or("?")),
+                d.confidence
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn refresh_marks(&mut self) {
+        self.marks.clear();
+        let Some(d) = &self.diagnosis else { return };
+        for c in &d.candidates {
+            self.marks.entry(c.step).or_default().candidate = Some(c.pruned.is_none());
+        }
+        for (s, r) in &d.roles {
+            self.marks.entry(*s).or_default().role = Some(*r);
+        }
+        if let Some(s) = d.decisive_step {
+            self.marks.entry(s).or_default().decisive = true;
+        }
+    }
+
+    // ----- overrides -----
+
+    fn toggle_override(&mut self, a: Action) -> Vec<Effect> {
+        let Some(s) = self.target_step() else {
+            self.set_status(Level::Info, "select a step first (hierarchy, candidates or roles view)");
+            return Vec::new();
+        };
+        let mut o = self.overrides.clone();
+        let msg = match a {
+            Action::Mark if toggle(&mut o.marked, s) => format!("marked step {s} as a candidate"),
+            Action::Mark => format!("unmarked step {s}"),
+            Action::Exclude if toggle(&mut o.excluded, s) => format!("excluded step {s}"),
+            Action::Exclude => format!("included step {s} again"),
+            _ if o.pinned == Some(s) => {
+                o.pinned = None;
+                format!("unpinned step {s}")
+            }
+            _ => {
+                o.pinned = Some(s);
+                format!("pinned step {s} as the decisive step")
+            }
+        };
+        if a == Action::Mark {
+            o.excluded.retain(|&x| x != s);
+        } else if a == Action::Exclude {
+            o.marked.retain(|&x| x != s);
+            if o.pinned == Some(s) && o.excluded.contains(&s) {
+                o.pinned = None;
+            }
+        } else if o.pinned == Some(s) {
+            o.excluded.retain(|&x| x != s);
+        }
+        let before = std::mem::replace(&mut self.overrides, o);
+        self.undo.push(before);
+        self.overrides_changed(msg)
+    }
+
+    fn undo(&mut self) -> Vec<Effect> {
+        match self.undo.pop() {
+            Some(prev) => {
+                self.overrides = prev;
+                self.overrides_changed("undid the last override".into())
+            }
+            None => {
+                self.set_status(Level::Info, "nothing to undo");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Saves the overrides at once and re-runs the stages downstream of them.
+    fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
+        let saved = store::save_overrides(&self.trace, &self.traj.id, &self.overrides);
+        let rerun = match (&self.running, self.pipeline.last_stage()) {
+            (Some(r), _) => Some(r.target),
+            (None, Some(last)) if last >= Stage::Dependencies => {
+                Some(RunTarget::Rerun { from: Stage::Dependencies, to: last })
+            }
+            _ => None,
+        };
+        let (level, mut text) = match saved {
+            Ok(p) => (Level::Ok, format!("{msg}; saved to {}", p.display())),
+            Err(e) => (Level::Error, format!("{msg}; could not save the overrides: {e:#}")),
+        };
+        if rerun.is_none() {
+            text.push_str("; press a to run the pipeline with them");
+        }
+        let effects = rerun.map(|t| self.request(t)).unwrap_or_default();
+        self.set_status(level, text);
+        effects
+    }
+
+    /// Whether a step is marked, excluded or pinned by the user: `(marked, excluded, pinned)`.
+    pub fn user_marks(&self, s: usize) -> (bool, bool, bool) {
+        let o = &self.overrides;
+        (o.marked.contains(&s), o.excluded.contains(&s), o.pinned == Some(s))
+    }
+}
+
+/// The first `n` steps of a trajectory, with the links among them.
+fn prefix(t: &Trajectory, n: usize) -> Trajectory {
+    let mut p = Trajectory::default();
+    p.id.clone_from(&t.id);
+    p.source = t.source;
+    p.task.clone_from(&t.task);
+    p.agents.clone_from(&t.agents);
+    p.steps = t.steps[..n.min(t.steps.len())].to_vec();
+    p.links = t.links.iter().filter(|l| l.from < n && l.to < n).copied().collect();
+    p
+}
+
+/// Adds `s` to the list or removes it; true when it was added.
+fn toggle(list: &mut Vec<usize>, s: usize) -> bool {
+    if let Some(i) = list.iter().position(|&x| x == s) {
+        list.remove(i);
+        false
+    } else {
+        list.push(s);
+        list.sort_unstable();
+        true
+    }
+}
+
+/// Trace text made safe and single-line for the screen.
+pub fn clean(s: &str) -> String {
+    text::sanitize(s).replace('\n', " ")
+}
+
+/// A duration as milliseconds for the status line.
+pub fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}

@@ -1,0 +1,257 @@
+//! The terminal debugger (DESIGN §6): the FALAT hierarchy as drill-down panes (`Phases` →
+//! `Steps` → `Evidence`), the selected step's typed dependency edges, pipeline stages run in the
+//! background with progress and cancel, views for candidates, roles, the prior and the verdict,
+//! manual overrides saved beside the trace, and export of the reports.
+//!
+//! Layout of the module, after gitui and television:
+//! - [`app`]: the state and its update logic (pure apart from the files beside the trace);
+//! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`;
+//! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
+//! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
+//! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
+//! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
+//! - [`store`]: the overrides file and the exported reports.
+//!
+//! Every string from the trace passes through [`crate::text::sanitize`] before it is drawn.
+
+pub mod action;
+pub mod app;
+pub mod event_loop;
+pub mod highlight;
+pub mod job;
+pub mod keymap;
+pub mod store;
+pub mod theme;
+pub mod ui;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use serde::Deserialize;
+
+pub use app::{App, Config, Effect, Mode, Pane, View};
+pub use ui::render;
+
+use crate::judge::Judge;
+use crate::judge::heuristic::HeuristicJudge;
+use crate::model::SourceFormat;
+
+/// How to open the TUI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TuiOptions {
+    /// A built-in theme (`dark`, `light`, `high-contrast`) or a theme file; `None` uses the
+    /// config file's `theme`, else `dark`.
+    pub theme: Option<String>,
+    /// Read the trace as this format instead of detecting it.
+    pub format: Option<SourceFormat>,
+    /// A key map file; `None` uses `keys.toml` in the config folder when it exists.
+    pub keymap: Option<PathBuf>,
+    /// Give the expected output `o*` to the analysis when the trace has one (default true).
+    pub ground_truth: bool,
+    /// The folder of `config.toml` and `keys.toml`; `None` is `$XDG_CONFIG_HOME/falat` or
+    /// `~/.config/falat`.
+    pub config_dir: Option<PathBuf>,
+}
+
+impl Default for TuiOptions {
+    fn default() -> TuiOptions {
+        TuiOptions { theme: None, format: None, keymap: None, ground_truth: true, config_dir: None }
+    }
+}
+
+/// Opens the TUI on the first trajectory of a trace file and runs it until the user quits.
+/// Builds its own tokio runtime: call it from synchronous code (use [`run_async`] inside a
+/// runtime).
+///
+/// # Errors
+/// When the trace cannot be loaded, the theme or key map is unusable, or the terminal fails.
+pub fn run(path: &Path, opts: TuiOptions) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = rt.block_on(run_async(path, opts));
+    // A cancelled run ends at its next judge call; do not let a slow judge hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    result
+}
+
+/// [`run`] inside an existing tokio runtime.
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_async(path: &Path, opts: TuiOptions) -> anyhow::Result<()> {
+    run_with_judge(path, opts, Arc::new(HeuristicJudge)).await
+}
+
+/// [`run_async`] with another judge (an LLM judge, or a slow one in tests).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<()> {
+    let mut app = open(path, &opts, judge)?;
+    let mut term = TerminalGuard::enter()?;
+    let mut copy =
+        |text: &str| crossterm::execute!(io::stdout(), crossterm::clipboard::CopyToClipboard::to_clipboard_from(text));
+    let result = event_loop::run(&mut term.terminal, &mut app, EventStream::new(), &mut copy).await;
+    drop(term);
+    result
+}
+
+/// Loads the trace, theme, key map and saved overrides into an [`App`] (no terminal needed).
+///
+/// # Errors
+/// When the trace cannot be loaded or holds no trajectory, or an explicitly given theme or key
+/// map is unusable.
+pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<App> {
+    highlight::warm_up();
+    let loaded = crate::ingest::fs::load_path(path, opts.format)?;
+    let count = loaded.trajectories.len();
+    let traj = loaded.trajectories.into_iter().next().context("the trace holds no trajectory")?;
+    anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
+    let mut notes = Vec::new();
+    if count > 1 {
+        notes.push(format!("the file holds {count} trajectories; showing the first ({})", app::clean(&traj.id)));
+    }
+    if let Some(first) = loaded.diagnostics.first() {
+        notes.push(format!("{} load warnings, first: {}", loaded.diagnostics.len(), app::clean(&first.to_string())));
+    }
+    let dir = opts.config_dir.clone().or_else(config_dir);
+    let settings = Settings::load(dir.as_deref(), &mut notes);
+    let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
+    let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
+    let config = Config { theme, keymap, ground_truth: opts.ground_truth, notes, show_timings: true };
+    Ok(App::new(path.to_path_buf(), traj, judge, config))
+}
+
+/// The user's config folder: `$XDG_CONFIG_HOME/falat` or `~/.config/falat`.
+pub fn config_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("falat"))
+}
+
+/// The TUI's part of `config.toml` (other keys belong to other commands and are ignored).
+#[derive(Debug, Default, Deserialize)]
+struct Settings {
+    theme: Option<String>,
+}
+
+impl Settings {
+    fn load(dir: Option<&Path>, notes: &mut Vec<String>) -> Settings {
+        let Some(path) = dir.map(|d| d.join("config.toml")).filter(|p| p.is_file()) else {
+            return Settings::default();
+        };
+        match std::fs::read_to_string(&path).map_err(anyhow::Error::from).and_then(|t| Ok(toml::from_str(&t)?)) {
+            Ok(s) => s,
+            Err(e) => {
+                notes.push(format!("ignored {}: {e:#}", path.display()));
+                Settings::default()
+            }
+        }
+    }
+}
+
+fn resolve_theme(option: Option<&str>, config: Option<&str>, notes: &mut Vec<String>) -> anyhow::Result<theme::Theme> {
+    let theme = match (option, config) {
+        (Some(spec), _) => theme::Theme::resolve(spec)?,
+        (None, Some(spec)) => theme::Theme::resolve(spec).unwrap_or_else(|e| {
+            notes.push(format!("config theme ignored: {e:#}"));
+            theme::Theme::builtin("dark").expect("built-in dark theme")
+        }),
+        (None, None) => theme::Theme::builtin("dark")?,
+    };
+    Ok(if theme::no_color_requested() { theme.monochrome() } else { theme })
+}
+
+fn resolve_keymap(
+    option: Option<&Path>,
+    dir: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<keymap::KeyMap> {
+    let (map, problems) = match (option, dir.map(|d| d.join("keys.toml")).filter(|p| p.is_file())) {
+        (Some(p), _) => keymap::KeyMap::with_user_file(p)?,
+        (None, Some(p)) => keymap::KeyMap::with_user_file(&p)
+            .unwrap_or_else(|e| (keymap::KeyMap::default_map(), vec![format!("{e:#}")])),
+        (None, None) => (keymap::KeyMap::default_map(), Vec::new()),
+    };
+    if !problems.is_empty() {
+        notes.push(format!("key map: {}", problems.join(", ")));
+    }
+    Ok(map)
+}
+
+/// Whether the terminal is in TUI mode (so it is restored exactly once: restoring twice moves the
+/// cursor back to where the alternate screen was entered, over what was printed since).
+static TUI_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Ends mouse capture, raw mode and the alternate screen, once.
+fn restore_terminal() {
+    if TUI_ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(io::stdout(), DisableMouseCapture);
+        ratatui::restore();
+    }
+}
+
+/// The terminal in TUI mode: raw mode, alternate screen, mouse capture. Dropping it restores the
+/// terminal; a panic restores it before the panic message is printed.
+pub struct TerminalGuard {
+    /// The terminal to draw on.
+    pub terminal: ratatui::DefaultTerminal,
+}
+
+impl TerminalGuard {
+    /// Enters TUI mode.
+    ///
+    /// # Errors
+    /// When the terminal cannot be set up (it is restored before returning).
+    pub fn enter() -> anyhow::Result<TerminalGuard> {
+        // ratatui installs its own restoring hook; ours runs first and makes the restore
+        // idempotent for the guard's drop during unwinding.
+        let terminal = ratatui::try_init();
+        TUI_ACTIVE.store(true, Ordering::SeqCst);
+        let terminal = match terminal {
+            Ok(t) => t,
+            Err(e) => {
+                restore_terminal();
+                return Err(e).context("cannot set up the terminal");
+            }
+        };
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+        let guard = TerminalGuard { terminal };
+        crossterm::execute!(io::stdout(), EnableMouseCapture)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Carries out effects synchronously: runs the pipeline on this thread and feeds the result
+/// back; copies go to `copied`. For tests and headless use.
+pub fn drive(app: &mut App, effects: Vec<Effect>, copied: &mut Vec<String>) {
+    let mut queue: std::collections::VecDeque<Effect> = effects.into();
+    while let Some(e) = queue.pop_front() {
+        match e {
+            Effect::Run(req) => {
+                let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let done = job::execute(&req, &app.traj, app.judge.as_ref(), flag, None);
+                queue.extend(app.on_job(job::JobMsg::Done(Box::new(done))));
+            }
+            Effect::Copy(t) => copied.push(t),
+            Effect::Quit => app.quit = true,
+            Effect::Cancel => {}
+        }
+    }
+}

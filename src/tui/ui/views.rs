@@ -1,0 +1,359 @@
+//! The views other than the hierarchy: candidates, roles, prior and verdict. [`render_view`] is
+//! the one place a new view (for example methods side by side) is wired in.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::hierarchy;
+use super::{col, pane, scroll_offset, selected};
+use crate::diagnosis::{Candidate, Criterion, Origin};
+use crate::text;
+use crate::tui::action::Action;
+use crate::tui::app::{App, View, clean};
+
+/// Draws the current view into `area`.
+pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
+    match app.view {
+        View::Hierarchy => hierarchy::render(app, f, area),
+        View::Candidates => render_candidates(app, f, area),
+        View::Roles => render_roles(app, f, area),
+        View::Prior => render_prior(app, f, area),
+        View::Verdict => render_verdict(app, f, area),
+    }
+}
+
+fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    vec![
+        Line::raw(""),
+        Line::styled(format!("no {what} yet."), t.text),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("press ", t.dim),
+            Span::styled(app.keymap.hint(Action::RunAll), t.key),
+            Span::styled(" to run the whole pipeline, or ", t.dim),
+            Span::styled(app.keymap.hint(stage_key), t.key),
+            Span::styled(format!(" for the stage that computes the {what}."), t.dim),
+        ]),
+    ]
+}
+
+fn list_rows(app: &App, area: Rect, len: usize) -> (usize, usize) {
+    app.ui.view_list.set(area);
+    app.ui.list_height.set(area.height.saturating_sub(2));
+    let h = area.height.saturating_sub(2) as usize;
+    (scroll_offset(&app.ui.list_offset, app.list_sel, len, h), h)
+}
+
+// ----- candidates -----
+
+fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
+    let cands = app.diagnosis.as_ref().map_or(&[][..], |d| d.candidates.as_slice());
+    if cands.is_empty() {
+        let block = pane(app, "Candidates", true, String::new());
+        let lines = if app.diagnosis.is_some() {
+            vec![Line::styled("no candidate was found.", app.theme.text)]
+        } else {
+            not_run(app, "candidates", Action::RunDependencies)
+        };
+        return f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    }
+    let [list, detail] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+    let kept = cands.iter().filter(|c| c.pruned.is_none()).count();
+    let block = pane(app, "Candidates", true, format!("{} kept · {} pruned", kept, cands.len() - kept));
+    let inner = block.inner(list);
+    f.render_widget(block, list);
+    let (off, h) = list_rows(app, list, cands.len());
+    let lines: Vec<Line> = cands
+        .iter()
+        .enumerate()
+        .skip(off)
+        .take(h)
+        .map(|(i, c)| {
+            let line = candidate_row(app, c);
+            if i == app.list_sel { selected(line, app.theme.selection, inner.width) } else { line }
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+    if let Some(c) = cands.get(app.list_sel) {
+        render_candidate_detail(app, f, detail, c);
+    }
+}
+
+fn candidate_row(app: &App, c: &Candidate) -> Line<'static> {
+    let t = &app.theme;
+    let decisive = app.diagnosis.as_ref().and_then(|d| d.decisive_step) == Some(c.step);
+    let (state, style) = match (&c.pruned, c.origin) {
+        (Some(p), _) if p.reason.contains("user") => ("excluded", t.excluded),
+        (Some(_), _) => ("pruned", t.pruned),
+        (None, Origin::User) => ("user", t.marked),
+        (None, Origin::Machine) => ("kept", t.candidate),
+    };
+    let signal = c.main_signal().map_or("-", |s| s.as_str());
+    let why = match &c.pruned {
+        Some(p) => format!("{}: {}", p.transition, p.reason),
+        None => c.findings.first().map(|f| f.evidence.clone()).unwrap_or_default(),
+    };
+    let checks = c.verification.as_ref().map_or("   ".to_string(), |v| {
+        [&v.independence, &v.sufficiency, &v.precedence].iter().map(|c| if c.passed { '✓' } else { '✗' }).collect()
+    });
+    Line::from(vec![
+        Span::styled(if decisive { "▶ " } else { "  " }, t.root_cause),
+        Span::styled(format!("{:>4} ", c.step), t.text),
+        Span::styled(col(&clean(&c.agent), 16), t.text),
+        Span::styled(format!("{:.2} ", c.score), t.dim),
+        Span::styled(col(state, 9), style),
+        Span::styled(format!("{checks} "), t.info),
+        Span::styled(col(signal, 19), t.warn),
+        Span::styled(clean(&why), t.dim),
+    ])
+}
+
+fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) {
+    let t = &app.theme;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("step {} ", c.step), t.title_focus),
+        Span::styled(clean(&c.agent), t.text),
+        Span::styled(
+            format!(
+                " · score {:.2} · {}",
+                c.score,
+                if c.origin == Origin::User { "added by you" } else { "found by the method" }
+            ),
+            t.dim,
+        ),
+    ])];
+    lines.push(Line::styled("findings", t.title));
+    for fi in &c.findings {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {:<20}", fi.signal.as_str()), t.warn),
+            Span::styled(format!("{:.2}  ", fi.weight), t.dim),
+            Span::styled(clean(&fi.evidence), t.text),
+        ]));
+    }
+    lines.push(Line::styled("pruning", t.title));
+    lines.push(match &c.pruned {
+        Some(p) => {
+            let by = p.by_step.map_or(String::new(), |s| format!(" (by step {s})"));
+            Line::from(vec![
+                Span::styled(format!("  pruned: {}{by} · ", p.transition), t.pruned),
+                Span::styled(clean(&p.reason), t.text),
+            ])
+        }
+        None => Line::styled("  kept: its effect can reach the final output", t.ok),
+    });
+    lines.push(Line::styled("verification", t.title));
+    match &c.verification {
+        Some(v) => {
+            for (name, cr) in [
+                ("error independence", &v.independence),
+                ("counterfactual sufficiency", &v.sufficiency),
+                ("temporal precedence", &v.precedence),
+            ] {
+                lines.push(criterion_line(app, name, cr));
+            }
+        }
+        None if c.pruned.is_some() => lines.push(Line::styled("  not checked: pruned before verification", t.dim)),
+        None => lines.push(Line::styled(
+            format!("  not checked yet: press {} to run verification", app.keymap.hint(Action::RunVerification)),
+            t.dim,
+        )),
+    }
+    let block = pane(app, "Candidate", false, String::new());
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn criterion_line(app: &App, name: &str, c: &Criterion) -> Line<'static> {
+    let t = &app.theme;
+    let (mark, style) = if c.passed { ("✓ pass", t.ok) } else { ("✗ fail", t.error) };
+    Line::from(vec![
+        Span::styled(format!("  {mark} "), style),
+        Span::styled(format!("{name:<27}"), t.text),
+        Span::styled(clean(&c.evidence), t.dim),
+    ])
+}
+
+// ----- roles -----
+
+fn render_roles(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let rows = app.role_rows();
+    if rows.is_empty() {
+        let block = pane(app, "Roles", true, String::new());
+        return f.render_widget(
+            Paragraph::new(not_run(app, "roles", Action::RunResearch)).block(block).wrap(Wrap { trim: false }),
+            area,
+        );
+    }
+    let d = app.diagnosis.as_ref();
+    let decisive = d.and_then(|d| d.decisive_step);
+    let reason = app.pipeline.research.as_ref().map(|r| clean(&r.reason)).unwrap_or_default();
+    let path = d.map(|d| d.path.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" → ")).unwrap_or_default();
+    let head = vec![
+        Line::from(vec![
+            Span::styled("around the decisive step ", t.dim),
+            Span::styled(decisive.map_or("-".into(), |s| s.to_string()), t.title_focus),
+            Span::styled(format!(" (window ±{}) · re-search: ", crate::tui::app::ROLE_WINDOW), t.dim),
+            Span::styled(reason, t.text),
+        ]),
+        Line::from(vec![Span::styled("dependency path to the final output: ", t.dim), Span::styled(path, t.text)]),
+    ];
+    let [top, list] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
+    f.render_widget(Paragraph::new(head).wrap(Wrap { trim: false }), top);
+    let block = pane(app, "Roles", true, format!("{} steps", rows.len()));
+    let inner = block.inner(list);
+    f.render_widget(block, list);
+    let (off, h) = list_rows(app, list, rows.len());
+    let lines: Vec<Line> = rows
+        .iter()
+        .enumerate()
+        .skip(off)
+        .take(h)
+        .map(|(i, (s, r))| {
+            let sum = &app.hierarchy().steps[*s];
+            let (name, style) = r.map_or(("·", t.dim), |r| (r.as_str(), t.role(r)));
+            let line = Line::from(vec![
+                Span::styled(format!("{s:>5}  "), t.text),
+                Span::styled(format!("{name:<13}"), style),
+                Span::styled(col(&clean(&sum.agent), 16), t.text),
+                Span::styled(clean(&sum.decision), t.dim),
+            ]);
+            if i == app.list_sel { selected(line, t.selection, inner.width) } else { line }
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+// ----- prior -----
+
+fn render_prior(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let tr = &app.traj;
+    let mut lines = vec![Line::styled("task", t.title)];
+    for l in text::sanitize(tr.task.trim()).lines().take(8) {
+        lines.push(Line::styled(format!("  {l}"), t.text));
+    }
+    let gt = if app.ground_truth { "used" } else { "not used" };
+    if let Some(e) = &tr.expected_output {
+        lines.push(kv(app, &format!("expected output o* ({gt})"), &clean(e), t.ok));
+    }
+    if let Some(o) = &tr.observed_output {
+        lines.push(kv(app, "observed output ô", &text::clip(&clean(o), 300), t.warn));
+    }
+    lines.push(Line::raw(""));
+    match &app.pipeline.space {
+        None => lines.extend(not_run(app, "prior π", Action::RunPrior)),
+        Some(s) => {
+            let p = &s.prior;
+            lines.push(Line::styled("prior π (from the task and the agents' roles only)", t.title));
+            lines.push(kv(app, "answer type", p.answer_type.map_or("unknown", |a| a.as_str()), t.text));
+            let constraints =
+                if p.constraints.is_empty() { "none found".into() } else { clean(&p.constraints.join("; ")) };
+            lines.push(kv(app, "constraints", &constraints, t.text));
+            lines.push(Line::styled("  requirements", t.dim));
+            for r in &p.requirements {
+                let who = r.agent.as_deref().map_or("no agent named".to_string(), clean);
+                lines.push(Line::from(vec![
+                    Span::styled(format!("    {:<14}", r.capability.as_str()), t.info),
+                    Span::styled(format!("→ {who}"), t.text),
+                ]));
+            }
+            lines.push(kv(app, "key terms", &clean(&p.key_terms.join(", ")), t.value));
+        }
+    }
+    let block = pane(app, "Prior", true, String::new());
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
+    Line::from(vec![Span::styled(format!("  {k}: "), app.theme.dim), Span::styled(v.to_string(), style)])
+}
+
+// ----- verdict -----
+
+fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
+    let block = pane(app, "Verdict", true, String::new());
+    let lines = match &app.diagnosis {
+        None => not_run(app, "verdict", Action::RunResearch),
+        Some(_) => verdict_lines(app),
+    };
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn verdict_lines(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let Some(d) = &app.diagnosis else { return Vec::new() };
+    let mut lines = Vec::new();
+    match d.decisive_step {
+        Some(s) => {
+            let bar = "█".repeat((d.confidence * 10.0).round() as usize);
+            lines.push(Line::from(vec![
+                Span::styled(" ROOT_CAUSE ", t.root_cause),
+                Span::styled(format!("  decisive step {s}"), t.title_focus),
+                Span::styled(format!(" · agent {}", clean(d.agent.as_deref().unwrap_or("?"))), t.text),
+                Span::styled(format!(" · {}", clean(&d.category)), t.warn),
+            ]));
+            lines.push(Line::from(vec![
+                Span::styled("  confidence ", t.dim),
+                Span::styled(format!("{:.2} {bar:<10}", d.confidence), t.info),
+                Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
+            ]));
+        }
+        None => lines.push(Line::styled(
+            format!(
+                "no decisive step named yet: stages so far leave it open; press {}",
+                app.keymap.hint(Action::RunAll)
+            ),
+            t.warn,
+        )),
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("why", t.title));
+    lines.push(Line::styled(format!("  {}", clean(&d.reason)), t.text));
+    lines.push(Line::raw(""));
+    if !d.path.is_empty() {
+        let p: Vec<String> = d.path.iter().map(|s| s.to_string()).collect();
+        lines.push(kv(app, "dependency path to the final output", &p.join(" → "), t.text));
+    }
+    let o = &d.overrides;
+    let ov = if o.is_empty() {
+        "none".to_string()
+    } else {
+        format!(
+            "marked {:?} · excluded {:?} · pinned {}",
+            o.marked,
+            o.excluded,
+            o.pinned.map_or("none".into(), |p| p.to_string())
+        )
+    };
+    lines.push(kv(app, "your overrides", &ov, t.marked));
+    if let Some(g) = &app.traj.gold {
+        let step = g.step.map_or("?".into(), |s| s.to_string());
+        let agree = d.decisive_step.is_some() && d.decisive_step == g.step;
+        let note = if agree { " (same step)" } else { "" };
+        lines.push(kv(app, "gold label (data set)", &format!("step {step} by {}{note}", clean(&g.agent)), t.dim));
+    }
+    let calls: Vec<String> = d
+        .cost
+        .iter()
+        .map(|c| format!("{} {} call{}", c.stage, c.cost.calls, if c.cost.calls == 1 { "" } else { "s" }))
+        .collect();
+    lines.push(kv(app, "judge calls", &calls.join(" · "), t.dim));
+    for w in &d.warnings {
+        lines.push(kv(app, "warning", &clean(w), t.warn));
+    }
+    if let Some(e) = &app.exported {
+        lines.push(kv(app, "exported", &clean(&format!("{} · {}", e.markdown.display(), e.json.display())), t.ok));
+    } else {
+        lines.push(kv(
+            app,
+            "export",
+            &format!("press {} to write the reports beside the trace", app.keymap.hint(Action::Export)),
+            t.dim,
+        ));
+    }
+    lines
+}

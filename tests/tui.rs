@@ -1,0 +1,877 @@
+//! TUI tests on real Who&When samples (`tests/fixtures/tui/`): TestBackend snapshots of every
+//! view before and after the pipeline ran, key-driven navigation, overrides (re-run, saved,
+//! restored), export, hostile trace content, and the event loop with a blocked judge.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use falat::diagnosis::{Origin, Role};
+use falat::judge::heuristic::HeuristicJudge;
+use falat::judge::{Context, Judge, Judged, Question};
+use falat::tui::app::{Level, Mode, Pane, View};
+use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
+use falat::tui::{self, App, TuiOptions, store};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::{Color, Modifier};
+
+const HAND: &str = "hand-crafted-1.json";
+const ALGO: &str = "algorithm-generated-1.json";
+
+/// A copy of a fixture in a fresh folder (overrides and reports go beside it), with an empty
+/// config folder so the user's own key map and theme never leak into the tests.
+struct Fixture {
+    dir: tempfile::TempDir,
+    trace: PathBuf,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join(name);
+        std::fs::copy(Path::new("tests/fixtures/tui").join(name), &trace).expect("copy fixture");
+        Fixture { dir, trace }
+    }
+
+    fn opts(&self) -> TuiOptions {
+        TuiOptions {
+            theme: Some("dark".into()),
+            config_dir: Some(self.dir.path().join("config")),
+            ..TuiOptions::default()
+        }
+    }
+
+    fn open(&self) -> App {
+        self.open_with(Arc::new(HeuristicJudge))
+    }
+
+    fn open_with(&self, judge: Arc<dyn Judge>) -> App {
+        let mut app = tui::open(&self.trace, &self.opts(), judge).expect("open");
+        app.show_timings = false;
+        app
+    }
+}
+
+fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    term.draw(|f| tui::render(app, f)).expect("draw");
+    term
+}
+
+fn screen(app: &App) -> String {
+    draw(app, 120, 40).backend().to_string()
+}
+
+fn key_event(code: KeyCode) -> KeyEvent {
+    let mods = match code {
+        KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
+        _ => KeyModifiers::NONE,
+    };
+    KeyEvent::new(code, mods)
+}
+
+/// Presses keys given as text (`<enter>`, `<esc>`, `<tab>` for named keys) and carries out the
+/// effects synchronously; returns what was copied.
+fn press(app: &mut App, keys: &str) -> Vec<String> {
+    let mut copied = Vec::new();
+    for code in parse_keys(keys) {
+        let effects = app.on_key(key_event(code));
+        tui::drive(app, effects, &mut copied);
+        // Like the event loop: the layout of the last frame guides paging and scrolling.
+        draw(app, 120, 40);
+    }
+    copied
+}
+
+fn parse_keys(keys: &str) -> Vec<KeyCode> {
+    let mut out = Vec::new();
+    let mut rest = keys;
+    while let Some(c) = rest.chars().next() {
+        if let Some(end) = rest.strip_prefix('<').and_then(|r| r.find('>')) {
+            let name = &rest[1..end + 1];
+            out.push(match name {
+                "enter" => KeyCode::Enter,
+                "esc" => KeyCode::Esc,
+                "tab" => KeyCode::Tab,
+                "backtab" => KeyCode::BackTab,
+                "down" => KeyCode::Down,
+                "up" => KeyCode::Up,
+                "pgdn" => KeyCode::PageDown,
+                other => panic!("unknown key name {other}"),
+            });
+            rest = &rest[end + 2..];
+        } else {
+            out.push(KeyCode::Char(c));
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+// ----- snapshots -----
+
+fn snapshot_views(fixture: &str, label: &str) {
+    let f = Fixture::new(fixture);
+    let mut app = f.open();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_suffix(format!("{}-{label}", fixture.trim_end_matches(".json")));
+    settings.set_prepend_module_to_snapshot(false);
+    if label == "after" {
+        press(&mut app, "a");
+        let decisive = app.diagnosis.clone().expect("the pipeline ran").decisive_step.expect("a decisive step");
+        // Show the decisive step with its markers in the hierarchy view.
+        press(&mut app, &format!(":{decisive}<enter>"));
+    }
+    settings.bind(|| {
+        for v in View::ALL {
+            app.view = v;
+            insta::assert_snapshot!(v.title().to_lowercase(), screen(&app));
+        }
+    });
+}
+
+#[test]
+fn snapshots_hand_crafted_before_run() {
+    snapshot_views(HAND, "before");
+}
+
+#[test]
+fn snapshots_hand_crafted_after_run() {
+    snapshot_views(HAND, "after");
+}
+
+#[test]
+fn snapshots_algorithm_generated_before_run() {
+    snapshot_views(ALGO, "before");
+}
+
+#[test]
+fn snapshots_algorithm_generated_after_run() {
+    snapshot_views(ALGO, "after");
+}
+
+#[test]
+fn snapshot_evidence_with_code_and_dependencies() {
+    // Algorithm-generated step 2 holds a python block; step 3 is the terminal's output.
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, "a:2<enter><enter>");
+    assert_eq!((app.step, app.focus), (2, Pane::Evidence));
+    press(&mut app, "<pgdn>");
+    assert!(app.evidence_scroll > 0, "the evidence scrolls");
+    insta::assert_snapshot!("algorithm-generated-1-evidence-step-2", screen(&app));
+}
+
+#[test]
+fn snapshot_help_overlay_and_running_status() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "?");
+    assert_eq!(app.mode, Mode::Help);
+    insta::assert_snapshot!("hand-crafted-1-help", screen(&app));
+    press(&mut app, "j");
+    assert_eq!(app.mode, Mode::Normal, "any key closes the help");
+    // A run in progress, as the background job reports it.
+    let effects = app.on_key(key_event(KeyCode::Char('a')));
+    assert!(matches!(effects.as_slice(), [tui::Effect::Run(_)]));
+    let id = app.running.as_ref().expect("running").id;
+    app.on_job(JobMsg::Progress { id, stage: "verification".into(), done: 3, total: 8 });
+    insta::assert_snapshot!("hand-crafted-1-running", screen(&app));
+}
+
+// ----- navigation -----
+
+#[test]
+fn drill_down_and_back_up() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    assert_eq!((app.view, app.focus, app.phase, app.step), (View::Hierarchy, Pane::Phases, 0, 0));
+    let s = screen(&app);
+    for title in [" Phases ", " Steps ", " Evidence ", " Dependencies "] {
+        assert!(s.contains(title), "pane {title} missing:\n{s}");
+    }
+    press(&mut app, "G");
+    let last = app.phases().len() - 1;
+    assert_eq!(app.phase, last);
+    assert_eq!(app.step, app.phases()[last].range.start, "a phase selects its first step");
+    press(&mut app, "<enter>");
+    assert_eq!(app.focus, Pane::Steps);
+    press(&mut app, "jj");
+    assert_eq!(app.step, app.phases()[last].range.start + 2);
+    press(&mut app, "<enter>");
+    assert_eq!(app.focus, Pane::Evidence);
+    press(&mut app, "<esc><esc>");
+    assert_eq!(app.focus, Pane::Phases);
+    press(&mut app, "g");
+    assert_eq!((app.phase, app.step), (0, 0));
+    press(&mut app, "<tab><tab><tab>");
+    assert_eq!(app.focus, Pane::Edges);
+    press(&mut app, "<tab>");
+    assert_eq!(app.focus, Pane::Phases);
+    press(&mut app, "<backtab>");
+    assert_eq!(app.focus, Pane::Edges);
+}
+
+#[test]
+fn steps_move_across_phases_and_jump_by_number() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "<enter>jjjj");
+    assert_eq!(app.step, 4);
+    assert_eq!(app.phase, app.phase_of(4));
+    assert!(screen(&app).contains("#4 "), "evidence header shows the step");
+    press(&mut app, ":27<enter>");
+    assert_eq!(app.step, 27);
+    press(&mut app, ":999<enter>");
+    assert_eq!(app.step, 27, "out of range keeps the selection");
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.level, Level::Warn);
+    assert!(status.text.contains("steps are 0 to 28"), "{}", status.text);
+    press(&mut app, ":<esc>");
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn search_finds_steps_and_cycles() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "/jidokwan<enter>");
+    let first = app.step;
+    assert!(app.traj.steps[first].content.to_lowercase().contains("jidokwan"));
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("'jidokwan' found in step"), "{status}");
+    press(&mut app, "n");
+    let second = app.step;
+    assert!(second != first && app.traj.steps[second].content.to_lowercase().contains("jidokwan"));
+    press(&mut app, "N");
+    assert_eq!(app.step, first);
+    press(&mut app, "/no such needle anywhere<enter>");
+    assert_eq!(app.step, first);
+    assert_eq!(app.status.clone().expect("status").level, Level::Warn);
+}
+
+#[test]
+fn an_edge_jumps_to_the_other_step() {
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, ":1<enter>");
+    let edges: Vec<(bool, usize)> = app.edges().into_iter().map(|(i, s, _)| (i, s)).collect();
+    assert!(!edges.is_empty(), "step 1 has dependency edges");
+    let s = screen(&app);
+    assert!(s.contains("protocol:") || s.contains("semantic"), "edge kinds shown:\n{s}");
+    press(&mut app, "<tab><tab>");
+    assert_eq!(app.focus, Pane::Edges);
+    let target = edges[edges.len() - 1].1;
+    press(&mut app, "G<enter>");
+    assert_eq!(app.step, target);
+    assert_eq!(app.focus, Pane::Steps);
+}
+
+#[test]
+fn views_switch_and_jump_back_to_the_hierarchy() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2");
+    assert_eq!(app.view, View::Candidates);
+    let d = app.diagnosis.clone().expect("diagnosis");
+    let decisive = d.decisive_step.expect("decisive step");
+    assert_eq!(d.candidates[app.list_sel].step, decisive, "the candidates view opens on the decisive step");
+    press(&mut app, "<enter>");
+    assert_eq!((app.view, app.step), (View::Hierarchy, decisive));
+    press(&mut app, "3");
+    assert_eq!(app.view, View::Roles);
+    assert_eq!(app.role_rows()[app.list_sel], (decisive, Some(Role::RootCause)));
+    press(&mut app, "]]");
+    assert_eq!(app.view, View::Verdict);
+    press(&mut app, "]");
+    assert_eq!(app.view, View::Hierarchy);
+    press(&mut app, "[");
+    assert_eq!(app.view, View::Verdict);
+    let s = screen(&app);
+    assert!(s.contains("ROOT_CAUSE") && s.contains(&format!("decisive step {decisive}")), "{s}");
+}
+
+#[test]
+fn copy_sends_the_sanitised_step() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let copied = press(&mut app, ":12<enter>y");
+    assert_eq!(copied.len(), 1);
+    assert!(copied[0].starts_with("step 12 (WebSurfer)"), "{}", copied[0]);
+    assert!(app.status.clone().expect("status").text.contains("osc 52"));
+}
+
+#[test]
+fn mouse_scroll_moves_the_pane_under_the_pointer() {
+    use crossterm::event::{MouseEvent, MouseEventKind};
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "G");
+    let steps = app.ui.rects.get()[1];
+    let ev =
+        |kind| Event::Mouse(MouseEvent { kind, column: steps.x + 3, row: steps.y + 2, modifiers: KeyModifiers::NONE });
+    app.on_event(ev(MouseEventKind::ScrollDown));
+    assert_eq!(app.focus, Pane::Steps);
+    assert_eq!(app.step, app.phases()[app.phase].range.start + 1);
+    app.on_event(ev(MouseEventKind::ScrollUp));
+    assert_eq!(app.step, app.phases()[app.phase].range.start);
+}
+
+// ----- overrides -----
+
+#[test]
+fn pin_reruns_saves_and_is_restored_on_reopen() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a");
+    let before = app.diagnosis.clone().expect("diagnosis").decisive_step;
+    assert_eq!(before, Some(12));
+    press(&mut app, ":16<enter>p");
+    let d = app.diagnosis.clone().expect("re-run diagnosis");
+    assert_eq!(d.decisive_step, Some(16), "downstream stages re-ran with the pin");
+    assert_eq!(d.overrides.pinned, Some(16));
+    assert_eq!(d.category, "user_pinned");
+    let path = store::overrides_path(&f.trace);
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("saved")).expect("json");
+    assert_eq!(saved["pinned"], 16);
+    assert_eq!(saved["schema"], store::OVERRIDES_SCHEMA);
+    assert!(screen(&app).contains("★"), "the pinned step is marked");
+
+    let mut again = f.open();
+    assert_eq!(again.overrides.pinned, Some(16), "restored on reopen");
+    let status = again.status.clone().expect("status").text;
+    assert!(status.contains("restored your overrides"), "{status}");
+    press(&mut again, "a");
+    assert_eq!(again.diagnosis.clone().expect("diagnosis").decisive_step, Some(16));
+    press(&mut again, "e");
+    let md = std::fs::read_to_string(store::beside(&f.trace, ".falat.md")).expect("markdown");
+    assert!(md.contains("User overrides: marked [], excluded [], pinned 16"), "{md}");
+}
+
+#[test]
+fn exclude_mark_and_undo() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a:12<enter>X");
+    let d = app.diagnosis.clone().expect("diagnosis");
+    assert_ne!(d.decisive_step, Some(12), "an excluded step is never named");
+    let c12 = d.candidate(12).expect("still listed");
+    assert!(c12.pruned.as_ref().expect("pruned").reason.contains("excluded by the user"));
+    press(&mut app, ":5<enter>m");
+    let d = app.diagnosis.clone().expect("diagnosis");
+    assert_eq!(d.candidate(5).expect("marked candidate").origin, Origin::User);
+    assert_eq!(d.decisive_step, Some(16), "a mark adds a candidate; it does not outrank a verified one");
+    assert_eq!(app.overrides.marked, vec![5]);
+    assert_eq!(app.overrides.excluded, vec![12]);
+    press(&mut app, "u");
+    assert!(app.overrides.marked.is_empty());
+    assert!(app.diagnosis.clone().expect("diagnosis").candidate(5).is_none_or(|c| c.origin == Origin::Machine));
+    press(&mut app, "u");
+    assert!(app.overrides.is_empty());
+    assert_eq!(app.diagnosis.clone().expect("diagnosis").decisive_step, Some(12), "undo restores the verdict");
+    let restored = store::load_overrides(&f.trace, app.n_steps());
+    assert!(restored.overrides.is_empty(), "undo is saved too");
+    press(&mut app, "u");
+    assert_eq!(app.status.clone().expect("status").text, "nothing to undo");
+}
+
+#[test]
+fn overrides_before_any_run_are_saved_and_used_by_the_next_run() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, ":16<enter>p");
+    assert!(app.diagnosis.is_none());
+    assert!(app.status.clone().expect("status").text.contains("press a to run the pipeline with them"));
+    press(&mut app, "a");
+    assert_eq!(app.diagnosis.clone().expect("diagnosis").decisive_step, Some(16));
+}
+
+#[test]
+fn override_from_the_candidates_view_targets_the_selected_candidate() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2j");
+    let target = app.diagnosis.clone().expect("diagnosis").candidates[app.list_sel].step;
+    press(&mut app, "X");
+    assert_eq!(app.overrides.excluded, vec![target]);
+    let s = screen(&app);
+    assert!(s.contains("excluded"), "{s}");
+}
+
+#[test]
+fn snapshot_candidates_with_user_overrides() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a:12<enter>X:5<enter>m2");
+    let d = app.diagnosis.clone().expect("diagnosis");
+    let row = d.candidates.iter().position(|c| c.step == 12).expect("excluded candidate listed");
+    app.list_sel = row;
+    let s = screen(&app);
+    assert!(s.contains("excluded by the user") && s.contains("user"), "{s}");
+    insta::assert_snapshot!("hand-crafted-1-candidates-with-overrides", s);
+}
+
+#[test]
+fn a_corrupt_overrides_file_is_kept_and_reported() {
+    let f = Fixture::new(HAND);
+    let path = store::overrides_path(&f.trace);
+    std::fs::write(&path, "{\"schema\": \"falat.overrides/v1\", \"pinned\": ").expect("write");
+    let mut app = f.open();
+    assert!(app.overrides.is_empty());
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.level, Level::Warn);
+    assert!(status.text.contains("kept a backup at"), "{}", status.text);
+    let backup = store::beside(&path, ".bak");
+    assert_eq!(std::fs::read_to_string(&backup).expect("backup"), "{\"schema\": \"falat.overrides/v1\", \"pinned\": ");
+    press(&mut app, "p");
+    assert_eq!(store::load_overrides(&f.trace, app.n_steps()).overrides.pinned, Some(0));
+    assert!(backup.exists(), "the backup survives the next save");
+}
+
+// ----- export -----
+
+#[test]
+fn export_writes_both_reports_beside_the_trace() {
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, "e");
+    assert_eq!(app.status.clone().expect("status").level, Level::Warn, "nothing to export before a run");
+    assert!(!store::beside(&f.trace, ".falat.md").exists());
+    press(&mut app, "a:3<enter>m");
+    press(&mut app, "e");
+    let md_path = store::beside(&f.trace, ".falat.md");
+    let json_path = store::beside(&f.trace, ".falat.report.json");
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains(&md_path.display().to_string()) && status.contains(&json_path.display().to_string()));
+    let md = std::fs::read_to_string(&md_path).expect("markdown");
+    assert!(md.starts_with("# falat diagnosis"));
+    assert!(md.contains("User overrides: marked [3]"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json")).expect("valid");
+    assert_eq!(json["schema"], "falat.diagnosis/v1");
+    assert_eq!(json["overrides"]["marked"], serde_json::json!([3]));
+    let d = app.diagnosis.clone().expect("diagnosis");
+    assert_eq!(json["decisive_step"], serde_json::json!(d.decisive_step));
+    press(&mut app, "5");
+    assert!(screen(&app).contains("exported"), "the verdict view shows the exported files");
+}
+
+// ----- hostile content -----
+
+#[test]
+fn escape_sequences_in_the_trace_never_reach_the_screen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("evil\u{1b}[2J\u{7}name.json");
+    let evil = "ALERT\u{1b}[2J\u{1b}[31m red \u{1b}]0;pwned\u{7} title \u{1b}]52;c;ZXZpbA==\u{1b}\\ clip \u{9b}31m c1 \u{7}bell\r\nnext";
+    let doc = serde_json::json!({
+        "question": format!("task {evil}"),
+        "ground_truth": "x\u{1b}[5m",
+        "history": [
+            {"name": "Agent\u{1b}[41m", "role": "assistant", "content": evil},
+            {"name": "Computer_terminal", "role": "user", "content": format!("exitcode: 1 (execution failed)\nCode output: Error {evil}")},
+            {"name": "Agent\u{1b}[41m", "role": "assistant", "content": format!("```python\nprint('{evil}')\n```\nThe answer is 42. {evil}")},
+        ],
+        "system_prompt": {"Agent\u{1b}[41m": format!("role {evil}")},
+    });
+    std::fs::write(&trace, serde_json::to_vec(&doc).expect("json")).expect("write");
+    let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
+    let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    app.show_timings = false;
+    press(&mut app, "ae");
+    assert!(app.status.clone().expect("status").text.contains("exported"));
+    for step in 0..3 {
+        press(&mut app, &format!(":{step}<enter>/pwned<enter>"));
+        for v in View::ALL {
+            app.view = v;
+            let term = draw(&app, 120, 40);
+            let buf = term.backend().buffer();
+            for cell in buf.content() {
+                assert!(
+                    !cell.symbol().chars().any(|c| c.is_control()),
+                    "control character {:?} on screen",
+                    cell.symbol()
+                );
+            }
+        }
+        app.view = View::Hierarchy;
+    }
+    let s = screen(&app);
+    assert!(s.contains("ALERT") && s.contains("title"), "the printable text stays:\n{s}");
+}
+
+// ----- theme, keys, small terminal -----
+
+#[test]
+fn a_terminal_too_small_shows_a_message() {
+    let f = Fixture::new(HAND);
+    let app = f.open();
+    let s = draw(&app, 50, 10).backend().to_string();
+    assert!(s.contains("terminal too small: 50x10"), "{s}");
+    assert!(!s.contains("Phases"));
+}
+
+#[test]
+fn the_key_map_file_rebinds_and_the_help_follows() {
+    let f = Fixture::new(HAND);
+    let keys = f.dir.path().join("keys.toml");
+    std::fs::write(&keys, "[keys]\nrun_all = [\"r\"]\nhelp = [\"f2\"]\nno_such_action = [\"z\"]\n").expect("write");
+    let opts = TuiOptions { keymap: Some(keys), ..f.opts() };
+    let mut app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    assert!(app.status.clone().expect("status").text.contains("unknown action 'no_such_action'"));
+    press(&mut app, "a");
+    assert!(app.diagnosis.is_none(), "a is unbound now");
+    press(&mut app, "r");
+    assert!(app.diagnosis.is_some());
+    app.on_key(KeyEvent::new(KeyCode::F(2), KeyModifiers::NONE));
+    let s = screen(&app);
+    assert!(s.contains(&format!("{:<19}run the whole pipeline", "r")), "{s}");
+    assert!(s.contains(&format!("{:<19}this help", "f2")), "{s}");
+}
+
+#[test]
+fn themes_load_by_name_or_file_and_monochrome_keeps_the_selection_visible() {
+    let f = Fixture::new(HAND);
+    let file = f.dir.path().join("mine.toml");
+    std::fs::write(&file, "base = \"light\"\n[styles]\nselection = { bg = \"#123456\" }\n").expect("write");
+    let app = tui::open(
+        &f.trace,
+        &TuiOptions { theme: Some(file.display().to_string()), ..f.opts() },
+        Arc::new(HeuristicJudge),
+    )
+    .expect("open");
+    assert_eq!(app.theme.selection.bg, Some(Color::Rgb(0x12, 0x34, 0x56)));
+    let bad = tui::open(&f.trace, &TuiOptions { theme: Some("nope".into()), ..f.opts() }, Arc::new(HeuristicJudge));
+    assert!(bad.is_err(), "an unknown theme given explicitly is an error");
+
+    let mut app = f.open();
+    app.theme = falat::tui::theme::Theme::builtin("high-contrast").expect("theme").monochrome();
+    let term = draw(&app, 120, 40);
+    let buf = term.backend().buffer();
+    assert!(buf.content().iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset), "no colour under NO_COLOR");
+    let phases = app.ui.rects.get()[0];
+    let sel = &buf[(phases.x + 2, phases.y + 1)];
+    assert!(sel.modifier.contains(Modifier::REVERSED), "the selected row is reversed");
+}
+
+// ----- background runs -----
+
+/// A judge that blocks every call until released, counting calls.
+struct GateJudge {
+    open: Mutex<bool>,
+    cv: Condvar,
+    calls: AtomicUsize,
+}
+
+impl GateJudge {
+    fn new() -> Arc<GateJudge> {
+        Arc::new(GateJudge { open: Mutex::new(false), cv: Condvar::new(), calls: AtomicUsize::new(0) })
+    }
+
+    fn release(&self) {
+        *self.open.lock().expect("lock") = true;
+        self.cv.notify_all();
+    }
+}
+
+impl Judge for GateJudge {
+    fn name(&self) -> String {
+        "gate".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let mut open = self.open.lock().expect("lock");
+        while !*open {
+            open = self.cv.wait(open).expect("wait");
+        }
+        HeuristicJudge.ask(ctx, q)
+    }
+}
+
+fn event(code: KeyCode) -> std::io::Result<Event> {
+    Ok(Event::Key(key_event(code)))
+}
+
+async fn wait_for(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ui_keeps_handling_keys_while_the_judge_is_stuck() {
+    let f = Fixture::new(HAND);
+    let judge = GateJudge::new();
+    let mut app = f.open_with(judge.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    let ui = tokio::spawn(async move {
+        let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+        let mut copy = |_: &str| Ok(());
+        tui::event_loop::run(&mut term, &mut app, events, &mut copy).await.expect("loop");
+        (app, term)
+    });
+    tx.send(event(KeyCode::Char('a'))).expect("send");
+    wait_for("the judge to be asked", || judge.calls.load(Ordering::SeqCst) > 0).await;
+    // The judge is blocked inside its first call; the loop must still take these keys.
+    for code in [KeyCode::Char('G'), KeyCode::Enter, KeyCode::Char('j'), KeyCode::Char('x'), KeyCode::Char('q')] {
+        tx.send(event(code)).expect("send");
+    }
+    let (app, term) =
+        tokio::time::timeout(Duration::from_secs(5), ui).await.expect("quit while the judge is stuck").expect("join");
+    assert_eq!(judge.calls.load(Ordering::SeqCst), 1, "the judge never got past its first call");
+    assert_eq!(app.focus, Pane::Steps);
+    assert_eq!(app.phase, app.phases().len() - 1);
+    assert_eq!(app.step, app.phases()[app.phase].range.start + 1);
+    assert!(app.running.as_ref().is_some_and(|r| r.cancelling), "cancel was asked");
+    assert!(term.backend().to_string().contains(" Steps "), "frames were drawn");
+    assert!(screen(&app).contains("cancelling all stages"), "{}", screen(&app));
+    judge.release();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_reports_progress_and_its_result() {
+    let f = Fixture::new(ALGO);
+    let app = f.open();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let req = RunRequest {
+        id: 7,
+        target: RunTarget::All,
+        pipeline: app.pipeline.clone(),
+        opts: falat::pipeline::Options::new(true),
+    };
+    job::spawn(req, Arc::clone(&app.traj), Arc::new(HeuristicJudge), tx);
+    let mut progress = 0;
+    loop {
+        let msg =
+            tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("message").expect("open channel");
+        match msg {
+            JobMsg::Progress { id, .. } => {
+                assert_eq!(id, 7);
+                progress += 1;
+            }
+            JobMsg::Done(d) => {
+                assert!(d.outcome.is_ok());
+                assert!(d.diagnosis.expect("diagnosis").decisive_step.is_some());
+                break;
+            }
+            JobMsg::Graph(_) | JobMsg::Hierarchy(_) => {}
+        }
+    }
+    assert!(progress > 0, "progress was reported");
+}
+
+/// A judge that cancels the run it serves after a few calls.
+struct CancellingJudge {
+    flag: Arc<AtomicBool>,
+    calls: AtomicUsize,
+}
+
+impl Judge for CancellingJudge {
+    fn name(&self) -> String {
+        "cancelling".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+        HeuristicJudge.ask(ctx, q)
+    }
+}
+
+#[test]
+fn a_cancelled_run_stops_early_and_leaves_the_results_unchanged() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let flag = Arc::new(AtomicBool::new(false));
+    let judge = CancellingJudge { flag: Arc::clone(&flag), calls: AtomicUsize::new(0) };
+    let effects = app.on_key(key_event(KeyCode::Char('a')));
+    let [tui::Effect::Run(req)] = effects.as_slice() else { panic!("a run") };
+    let done = job::execute(req, &app.traj, &judge, flag, None);
+    assert!(done.outcome.is_err(), "cancelled");
+    assert!(judge.calls.load(Ordering::SeqCst) <= 4, "stopped at the next check");
+    app.on_job(JobMsg::Done(Box::new(done)));
+    assert!(app.running.is_none());
+    assert!(app.pipeline.last_stage().is_none() && app.diagnosis.is_none());
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.text, "cancelled all stages; results unchanged");
+}
+
+#[test]
+fn a_new_run_while_running_cancels_and_follows() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let first = app.on_key(key_event(KeyCode::Char('a')));
+    let [tui::Effect::Run(req)] = first.as_slice() else { panic!("a run") };
+    let id = req.id;
+    let second = app.on_key(key_event(KeyCode::Char('D')));
+    assert!(matches!(second.as_slice(), [tui::Effect::Cancel]), "the running one is cancelled first");
+    let cancelled = job::JobDone {
+        id,
+        pipeline: app.pipeline.clone(),
+        outcome: Err(falat::pipeline::Cancelled),
+        diagnosis: None,
+        elapsed: Duration::ZERO,
+    };
+    let next = app.on_job(JobMsg::Done(Box::new(cancelled)));
+    let [tui::Effect::Run(req)] = next.as_slice() else { panic!("the queued run starts") };
+    assert_eq!(req.target, RunTarget::Stage(falat::pipeline::Stage::Dependencies));
+}
+
+/// A TestBackend the test can read while the event loop draws on it.
+#[derive(Clone)]
+struct SharedBackend(Arc<Mutex<TestBackend>>);
+
+impl SharedBackend {
+    fn text(&self) -> String {
+        self.0.lock().expect("backend").to_string()
+    }
+}
+
+impl ratatui::backend::Backend for SharedBackend {
+    type Error = std::convert::Infallible;
+
+    fn draw<'a, I>(&mut self, content: I) -> Result<(), Self::Error>
+    where
+        I: Iterator<Item = (u16, u16, &'a ratatui::buffer::Cell)>,
+    {
+        self.0.lock().expect("backend").draw(content)
+    }
+    fn hide_cursor(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").hide_cursor()
+    }
+    fn show_cursor(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").show_cursor()
+    }
+    fn get_cursor_position(&mut self) -> Result<ratatui::layout::Position, Self::Error> {
+        self.0.lock().expect("backend").get_cursor_position()
+    }
+    fn set_cursor_position<P: Into<ratatui::layout::Position>>(&mut self, p: P) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").set_cursor_position(p)
+    }
+    fn clear(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").clear()
+    }
+    fn clear_region(&mut self, t: ratatui::backend::ClearType) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").clear_region(t)
+    }
+    fn size(&self) -> Result<ratatui::layout::Size, Self::Error> {
+        self.0.lock().expect("backend").size()
+    }
+    fn window_size(&mut self) -> Result<ratatui::backend::WindowSize, Self::Error> {
+        self.0.lock().expect("backend").window_size()
+    }
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        self.0.lock().expect("backend").flush()
+    }
+}
+
+/// The heuristic judge, slowed down.
+struct SleepyJudge {
+    per_call: Duration,
+    calls: AtomicUsize,
+}
+
+impl Judge for SleepyJudge {
+    fn name(&self) -> String {
+        "sleepy".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.per_call);
+        HeuristicJudge.ask(ctx, q)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_judge_runs_in_the_background_while_the_screen_stays_live() {
+    let f = Fixture::new(HAND);
+    let judge = Arc::new(SleepyJudge { per_call: Duration::from_millis(80), calls: AtomicUsize::new(0) });
+    let mut app = f.open_with(judge.clone());
+    let backend = SharedBackend(Arc::new(Mutex::new(TestBackend::new(120, 40))));
+    let view = backend.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    let ui = tokio::spawn(async move {
+        let mut term = Terminal::new(backend).expect("terminal");
+        let mut copy = |_: &str| Ok(());
+        tui::event_loop::run(&mut term, &mut app, events, &mut copy).await.expect("loop");
+        app
+    });
+    wait_for("the first frame", || view.text().contains(" Phases ")).await;
+    tx.send(event(KeyCode::Char('a'))).expect("send");
+    wait_for("the run to start", || view.text().contains("running all stages")).await;
+    tx.send(event(KeyCode::Char('G'))).expect("send");
+    // The key is drawn while the judge is still working.
+    wait_for("the key to be drawn during the run", || {
+        let s = view.text();
+        s.contains("3 of 3") && s.contains("running all stages")
+    })
+    .await;
+    wait_for("progress in the status line", || view.text().contains("verification")).await;
+    wait_for("the verdict", || view.text().contains("finished all stages: decisive step 12 by WebSurfer")).await;
+    tx.send(event(KeyCode::Char('q'))).expect("send");
+    let app = tokio::time::timeout(Duration::from_secs(5), ui).await.expect("quit").expect("join");
+    assert!(judge.calls.load(Ordering::SeqCst) >= 10, "the slow judge answered every question");
+    assert_eq!(app.diagnosis.expect("diagnosis").decisive_step, Some(12));
+}
+
+#[test]
+fn a_missing_or_unreadable_trace_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = TuiOptions { config_dir: Some(dir.path().into()), ..TuiOptions::default() };
+    let Err(e) = tui::open(&dir.path().join("nope.json"), &opts, Arc::new(HeuristicJudge)) else { panic!("an error") };
+    assert!(format!("{e:#}").contains("cannot read"), "{e:#}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").expect("write");
+    let Err(e) = tui::open(&bad, &opts, Arc::new(HeuristicJudge)) else { panic!("an error") };
+    assert!(format!("{e:#}").contains("not JSON"), "{e:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_trace_opens_on_its_first_steps_and_indexes_the_rest_in_the_background() {
+    let n = tui::app::SYNC_STEPS + 1_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("large.json");
+    let history: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let (name, content) = match i % 3 {
+                0 => ("Planner", format!("Step {i}: look up City{i}.")),
+                1 => ("Coder", format!("```python\nprint({i} * 2)\n```")),
+                _ => ("Computer_terminal", format!("exitcode: 0 (execution succeeded)\nCode output: {}", i * 2)),
+            };
+            serde_json::json!({"name": name, "role": "assistant", "content": content})
+        })
+        .collect();
+    let doc = serde_json::json!({"question": "total?", "ground_truth": "1", "history": history, "system_prompt": {}});
+    std::fs::write(&trace, serde_json::to_vec(&doc).expect("json")).expect("write");
+    let opts = TuiOptions { config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
+    let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    assert!(app.indexing);
+    assert_eq!((app.n_steps(), app.total_steps()), (tui::app::SYNC_STEPS, n));
+    assert!(app.graph().is_none());
+    let s = screen(&app);
+    assert!(s.contains(&format!("{n} steps")) && s.contains("building the dependency graph"), "{s}");
+    press(&mut app, &format!(":{}<enter>", n - 1));
+    assert_eq!(app.step, 0);
+    assert!(app.status.clone().expect("status").text.contains("not indexed yet"));
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    job::spawn_index(Arc::clone(&app.traj), tx);
+    for _ in 0..2 {
+        let msg = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await.expect("indexed").expect("message");
+        app.on_job(msg);
+    }
+    assert!(!app.indexing && app.graph().is_some());
+    assert_eq!(app.n_steps(), n);
+    press(&mut app, &format!(":{}<enter>", n - 1));
+    assert_eq!(app.step, n - 1);
+    assert!(screen(&app).contains(&format!("#{} Computer_terminal", n - 1)));
+}

@@ -1,0 +1,203 @@
+//! End to end in a real pseudo-terminal (portable-pty + vt100): the `falat` binary opens a
+//! bundled Who&When sample, runs the whole pipeline by keys and quits; Ctrl-C and a panic
+//! restore the terminal too. Waits poll the screen with a timeout (no fixed sleeps).
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+
+const ROWS: u16 = 45;
+const COLS: u16 = 160;
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Term {
+    parser: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Term {
+    /// Runs `program args` in a fresh pty with a private config folder.
+    fn spawn(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Term {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pty = native_pty_system()
+            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .expect("openpty");
+        let mut cmd = CommandBuilder::new(program);
+        cmd.args(args);
+        cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("HOME", dir.path());
+        cmd.env("XDG_CONFIG_HOME", dir.path());
+        cmd.env_remove("NO_COLOR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pty.slave.spawn_command(cmd).expect("spawn");
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("reader");
+        let writer = pty.master.take_writer().expect("writer");
+        let rows = NonZeroU16::new(ROWS).expect("rows");
+        let cols = NonZeroU16::new(COLS).expect("cols");
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let (p, r) = (Arc::clone(&parser), Arc::clone(&raw));
+        let reader = std::thread::spawn(move || {
+            let _master = pty.master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                p.lock().expect("parser").process(&buf[..n]);
+                r.lock().expect("raw").extend_from_slice(&buf[..n]);
+            }
+        });
+        Term { parser, raw, writer, child, reader: Some(reader), _dir: dir }
+    }
+
+    fn screen(&self) -> String {
+        self.parser.lock().expect("parser").screen().contents()
+    }
+
+    fn send(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).expect("write");
+        self.writer.flush().expect("flush");
+    }
+
+    /// Polls the screen until every text is on it.
+    fn wait_for(&self, texts: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if texts.iter().all(|t| s.contains(t)) {
+                return s;
+            }
+            assert!(start.elapsed() < TIMEOUT, "timed out waiting for {texts:?}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Polls until the child exits; returns its exit status.
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // The reader ends when the pty closes: every byte is parsed then.
+                if let Some(r) = self.reader.take() {
+                    r.join().expect("reader thread");
+                }
+                return status;
+            }
+            assert!(start.elapsed() < TIMEOUT, "timed out waiting for exit; screen:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asserts the terminal was given back: main screen, no mouse capture, cursor shown.
+    fn assert_restored(&self) {
+        let p = self.parser.lock().expect("parser");
+        let screen = p.screen();
+        assert!(!screen.alternate_screen(), "still on the alternate screen");
+        assert_eq!(screen.mouse_protocol_mode(), vt100::MouseProtocolMode::None, "mouse capture left on");
+        assert!(!screen.hide_cursor(), "cursor left hidden");
+        let raw = self.raw.lock().expect("raw");
+        let text = String::from_utf8_lossy(&raw);
+        let enter = text.find("\u{1b}[?1049h").expect("entered the alternate screen");
+        let leave = text.rfind("\u{1b}[?1049l").expect("left the alternate screen");
+        assert!(leave > enter);
+    }
+}
+
+fn fixture_copy(name: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::copy(Path::new("tests/fixtures/tui").join(name), &path).expect("copy");
+    let shown = path.display().to_string();
+    (dir, shown)
+}
+
+fn falat() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_falat"))
+}
+
+/// The test binary itself, running one of its ignored child tests in the pty (the library's
+/// entry point in a real terminal, independent of which `falat` binary sits in the target folder).
+fn child(name: &str, env: &[(&str, &str)]) -> Term {
+    let me = std::env::current_exe().expect("current exe");
+    Term::spawn(&me, &["--exact", name, "--ignored", "--nocapture", "--test-threads=1"], env)
+}
+
+#[test]
+fn the_binary_runs_the_whole_pipeline_by_keys_and_quits() {
+    let (_trace_dir, trace) = fixture_copy("hand-crafted-1.json");
+    let mut t = Term::spawn(falat(), &["open", &trace], &[]);
+    t.wait_for(&[" Phases ", " Steps ", " Evidence ", " Dependencies ", "ready · a runs the whole pipeline"]);
+    t.send("a");
+    t.wait_for(&["finished all stages", "decisive step 12 by WebSurfer"]);
+    t.send("5");
+    let s = t.wait_for(&["ROOT_CAUSE", "decisive step 12", "agent WebSurfer"]);
+    assert!(s.contains("gold label (data set): step 12 by WebSurfer (same step)"), "{s}");
+    t.send(":12\r");
+    t.wait_for(&["#12 WebSurfer", "ROOT_CAUSE"]);
+    t.send("y");
+    t.wait_for(&["copied step 12"]);
+    // OSC 52 with the base64 of "step 12 (WebSur...".
+    let raw = String::from_utf8_lossy(&t.raw.lock().expect("raw")).into_owned();
+    assert!(raw.contains("\u{1b}]52;c;c3RlcCAxMiAoV2ViU3Vy"), "no OSC 52 copy in the output");
+    t.send("q");
+    let status = t.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    t.assert_restored();
+}
+
+#[test]
+fn the_library_entry_runs_the_pipeline_and_ctrl_c_quits() {
+    let (_trace_dir, trace) = fixture_copy("algorithm-generated-1.json");
+    let mut t = child("tui_child", &[("FALAT_TUI_CHILD_TRACE", &trace)]);
+    t.wait_for(&[" Phases ", "algorithm-generated-1.json"]);
+    t.send("a");
+    t.wait_for(&["finished all stages", "decisive step"]);
+    t.send("3");
+    t.wait_for(&["ROOT_CAUSE", "around the decisive step"]);
+    t.send("\u{3}");
+    let status = t.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    t.assert_restored();
+    t.wait_for(&["test tui_child ... ok"]);
+}
+
+#[test]
+fn a_panic_restores_the_terminal_before_the_message() {
+    let mut t = child("panic_child", &[("FALAT_PANIC_CHILD", "1")]);
+    let status = t.wait_exit();
+    assert!(!status.success(), "the child panicked");
+    let s = t.wait_for(&["panicked", "boom inside the tui"]);
+    t.assert_restored();
+    assert!(!s.contains("drawn"), "the TUI screen is gone:\n{s}");
+}
+
+/// Runs the TUI on `$FALAT_TUI_CHILD_TRACE`; run inside a pty by the tests above.
+#[test]
+#[ignore = "run inside a pty by the_library_entry_runs_the_pipeline_and_ctrl_c_quits"]
+fn tui_child() {
+    let trace = std::env::var("FALAT_TUI_CHILD_TRACE").expect("only inside the pty test");
+    falat::tui::run(Path::new(&trace), falat::tui::TuiOptions::default()).expect("tui");
+}
+
+/// Enters TUI mode and panics; run inside a pty by `a_panic_restores_the_terminal_before_the_message`.
+#[test]
+#[ignore = "run inside a pty by a_panic_restores_the_terminal_before_the_message"]
+fn panic_child() {
+    assert_eq!(std::env::var("FALAT_PANIC_CHILD").as_deref(), Ok("1"), "only inside the pty test");
+    let mut guard = falat::tui::TerminalGuard::enter().expect("terminal");
+    guard.terminal.draw(|f| f.render_widget(ratatui::widgets::Paragraph::new("drawn"), f.area())).expect("draw");
+    panic!("boom inside the tui");
+}
