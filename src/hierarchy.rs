@@ -485,7 +485,16 @@ pub fn phase_summary(range: &Range<usize>, purpose: Purpose, agent: &str, steps:
     let n_err = steps[range.clone()].iter().filter(|s| s.flags.error || s.flags.failed_execution).count();
     let errs = if n_err > 0 { format!(", {n_err} with errors") } else { String::new() };
     text::clip(
-        &format!("{} by {} (steps {}-{}{}): {}", purpose.as_str(), agent, range.start, range.end - 1, errs, first),
+        &format!(
+            "{} {} {} (steps {}-{}{}): {}",
+            purpose.as_str(),
+            if purpose == Purpose::Delegated { "to" } else { "by" },
+            agent,
+            range.start,
+            range.end - 1,
+            errs,
+            first
+        ),
         200,
     )
 }
