@@ -6,6 +6,7 @@
 //! deterministically from the structure ([`Context`]).
 
 pub mod heuristic;
+pub mod llm;
 
 use std::ops::Range;
 

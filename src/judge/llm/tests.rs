@@ -1,0 +1,1 @@
+//! Unit tests of the LLM judge against a loopback mock server.
