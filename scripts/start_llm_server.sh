@@ -48,7 +48,7 @@ falat_llm_spawn() {
         kill "$(cat "$pidfile")" 2>/dev/null
         sleep 1
     fi
-    nohup "$venv/bin/python" "$here/llm_server.py" "$port" "$@" >"$venv/server-$port.log" 2>&1 &
+    OMP_WAIT_POLICY=PASSIVE nohup "$venv/bin/python" "$here/llm_server.py" "$port" "$@" >"$venv/server-$port.log" 2>&1 &
     echo $! >"$pidfile"
 }
 
