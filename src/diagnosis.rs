@@ -119,6 +119,20 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// Signals from the one that best names a root error to the one that least does.
+    pub const PRIORITY: [Signal; 10] = [
+        Signal::UserMarked,
+        Signal::UnsourcedValue,
+        Signal::WrongValueOrigin,
+        Signal::Assumption,
+        Signal::WrongDelegation,
+        Signal::PriorDeviation,
+        Signal::IgnoredToolError,
+        Signal::PrematureAnswer,
+        Signal::FailedAction,
+        Signal::RepeatedFailure,
+    ];
+
     /// The snake_case name used in reports.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -248,9 +262,14 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// The strongest finding's signal.
+    /// The signal that best names the error: by [`Signal::PRIORITY`] (what a step invents or
+    /// assumes outranks how its actions fail), ties broken by weight.
     pub fn main_signal(&self) -> Option<Signal> {
-        self.findings.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).map(|f| f.signal)
+        let rank = |s: Signal| Signal::PRIORITY.iter().position(|p| *p == s).unwrap_or(usize::MAX);
+        self.findings
+            .iter()
+            .min_by(|a, b| rank(a.signal).cmp(&rank(b.signal)).then(b.weight.total_cmp(&a.weight)))
+            .map(|f| f.signal)
     }
 }
 

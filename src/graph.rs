@@ -77,10 +77,10 @@ impl DepGraph {
                 && l.from < t.steps.len()
             {
                 let caller = &t.steps[l.from].agent;
-                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller) {
-                    if g.find(l.to, next).is_none() {
-                        g.add(l.to, next, EdgeKind::Protocol(LinkKind::ToolResult), Vec::new(), 1.0);
-                    }
+                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller)
+                    && g.find(l.to, next).is_none()
+                {
+                    g.add(l.to, next, EdgeKind::Protocol(LinkKind::ToolResult), Vec::new(), 1.0);
                 }
             }
         }
@@ -88,10 +88,10 @@ impl DepGraph {
         let mut semantic: HashMap<(usize, usize), Vec<String>> = HashMap::new();
         for s in &h.steps {
             for (key, origin) in &s.uses {
-                if let Origin::Step(i) = origin {
-                    if *i != s.index {
-                        semantic.entry((*i, s.index)).or_default().push(key.clone());
-                    }
+                if let Origin::Step(i) = origin
+                    && *i != s.index
+                {
+                    semantic.entry((*i, s.index)).or_default().push(key.clone());
                 }
             }
         }

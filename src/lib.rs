@@ -4,6 +4,7 @@
 //! method and the ECHO, DeFA and Who&When baselines on one substrate. See `docs/ARCHITECTURE.md`
 //! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
 
+pub mod cli;
 pub mod diagnosis;
 pub mod eval;
 pub mod evidence;

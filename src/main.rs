@@ -1,5 +1,24 @@
 //! The `falat` binary: a thin shell over the library (see `falat::cli`).
 
+use std::io::Write;
+
+use clap::Parser;
+
 fn main() {
-    std::process::exit(0);
+    let cli = falat::cli::Cli::parse();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = falat::cli::run(cli, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    let code = match result {
+        Ok(code) => code,
+        Err(err) if falat::cli::is_broken_pipe(&err) => 0,
+        Err(err) => {
+            eprintln!("falat: {err:#}");
+            2
+        }
+    };
+    drop(out);
+    std::process::exit(code);
 }

@@ -244,14 +244,14 @@ pub enum SourceFormat {
 }
 
 impl SourceFormat {
-    /// All formats, in the order auto-detection tries them.
+    /// All formats, in the order auto-detection tries them: formats recognised by a
+    /// distinctive structure (`history`, `resourceSpans`, `openinference.span.kind`, span lists,
+    /// Claude Code `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`)
+    /// before the generic message shapes (τ-bench, OpenAI chat, falat JSONL).
     pub const ALL: [SourceFormat; 13] = [
         SourceFormat::WhoWhenAlgorithm,
         SourceFormat::WhoWhenHand,
         SourceFormat::MagenticLog,
-        SourceFormat::TauBench,
-        SourceFormat::OpenAiChat,
-        SourceFormat::FalatJsonl,
         SourceFormat::OtelGenAi,
         SourceFormat::OpenInference,
         SourceFormat::AnyAgent,
@@ -259,6 +259,9 @@ impl SourceFormat {
         SourceFormat::Codex,
         SourceFormat::LangSmith,
         SourceFormat::Langfuse,
+        SourceFormat::TauBench,
+        SourceFormat::OpenAiChat,
+        SourceFormat::FalatJsonl,
     ];
 
     /// The name used by `--format` and in reports.
@@ -280,12 +283,12 @@ impl SourceFormat {
         }
     }
 
-    /// Parses a `--format` name (also accepts `who-and-when` for either Who&When subset).
+    /// Parses an exact format name as [`SourceFormat::as_str`] writes it (case-insensitive).
+    ///
+    /// Aliases that stand for several formats (`who-and-when` for either subset) are a `--format`
+    /// concern and live in `ingest::FormatChoice`.
     pub fn parse(s: &str) -> Option<SourceFormat> {
         let s = s.trim().to_ascii_lowercase();
-        if s == "who-and-when" || s == "whowhen" {
-            return Some(SourceFormat::WhoWhenAlgorithm);
-        }
         SourceFormat::ALL.into_iter().find(|f| f.as_str() == s)
     }
 }

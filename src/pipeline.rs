@@ -679,11 +679,11 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         let end = heuristic::final_step(&ctx);
         d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
         explain(&mut d, t, step, p.research.as_ref());
-        if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone()) {
-            if d.candidate(step).is_none() {
-                d.reason = format!("{r}.");
-                d.confidence = 0.15;
-            }
+        if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())
+            && d.candidate(step).is_none()
+        {
+            d.reason = format!("{r}.");
+            d.confidence = 0.15;
         }
     }
     d

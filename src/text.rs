@@ -40,7 +40,7 @@ fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
         }
         Some(c) if ('\u{20}'..='\u{2f}').contains(c) => {
             // ESC + intermediates + final byte (charset selection and the like).
-            while let Some(c) = chars.next() {
+            for c in chars.by_ref() {
                 if ('\u{30}'..='\u{7e}').contains(&c) {
                     break;
                 }

@@ -5,8 +5,22 @@
 //! says whether it recognises the document and turns it into trajectories plus diagnostics. A bad
 //! record is skipped with a [`Diagnostic`]; only a document with no usable step is an error.
 
+pub mod anyagent;
+pub mod claude;
+pub mod codex;
 pub mod fs;
+pub mod jsonl;
+pub mod langfuse;
+pub mod langsmith;
+pub mod messages;
 pub mod openai;
+pub mod openinference;
+pub mod otel;
+pub mod otlp;
+pub mod pyrepr;
+pub mod spantree;
+pub mod splice;
+pub mod tau;
 pub mod whowhen;
 
 use std::fmt;
@@ -15,6 +29,13 @@ use serde_json::Value;
 
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
+/// The formats this build can load, in the order auto-detection tries them.
+pub const SUPPORTED: [SourceFormat; 13] = SourceFormat::ALL;
+
+/// How many records of a list detection looks at (the first ones), so detection stays cheap on
+/// 50,000-step files and tolerates a few bad records.
+pub const DETECT_SAMPLE: usize = 256;
+
 /// What a load produced: one or more trajectories (a τ-bench list is a data set) and diagnostics.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
@@ -22,7 +43,7 @@ pub struct Loaded {
     pub format: SourceFormat,
     /// The trajectories, in document order.
     pub trajectories: Vec<Trajectory>,
-    /// Problems that did not stop the load.
+    /// Problems that did not stop the load, ordered by line where lines are known.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -35,9 +56,49 @@ pub enum Document {
     Lines {
         /// `(line number, value)` of each parsed line, 1-based.
         values: Vec<(usize, Value)>,
-        /// `(line number, error message)` of each line that is not JSON.
+        /// `(line number, error message naming the column)` of each line that is not JSON.
         bad: Vec<(usize, String)>,
     },
+}
+
+/// How the format of a document is chosen: detected among some formats, or forced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormatChoice {
+    /// Try these formats in order and take the first that matches.
+    Detect(Vec<SourceFormat>),
+    /// Read the document as this format, whatever it looks like.
+    Force(SourceFormat),
+}
+
+impl FormatChoice {
+    /// Parses a `--format` value: `auto`, `who-and-when` (either subset, detected), or an exact
+    /// name of a [`SUPPORTED`] format.
+    ///
+    /// # Errors
+    /// A message listing the accepted names.
+    pub fn parse(name: &str) -> Result<FormatChoice, String> {
+        let lower = name.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "auto" => return Ok(FormatChoice::Detect(SUPPORTED.to_vec())),
+            "who-and-when" => {
+                return Ok(FormatChoice::Detect(vec![SourceFormat::WhoWhenAlgorithm, SourceFormat::WhoWhenHand]));
+            }
+            _ => {}
+        }
+        let names = FormatChoice::names().join(", ");
+        match SourceFormat::parse(&lower) {
+            Some(f) if SUPPORTED.contains(&f) => Ok(FormatChoice::Force(f)),
+            Some(f) => Err(format!("format {f} has no loader in this build, expected one of: {names}")),
+            None => Err(format!("unknown format {name:?}, expected one of: {names}")),
+        }
+    }
+
+    /// Every name [`FormatChoice::parse`] accepts.
+    pub fn names() -> Vec<&'static str> {
+        let mut names = vec!["auto", "who-and-when"];
+        names.extend(SUPPORTED.iter().map(|f| f.as_str()));
+        names
+    }
 }
 
 /// Why a file could not be loaded at all.
@@ -104,7 +165,7 @@ impl fmt::Display for LoadError {
                 write!(f, "{path}:{line}: not UTF-8 (invalid byte at offset {offset}), expected a JSON or JSONL trace")
             }
             LoadError::NotJson { path, line, column, message } => {
-                write!(f, "{path}:{line}:{column}: not JSON: {message}")
+                write!(f, "{path}:{line}:{column}: not JSON: {message}; expected a JSON or JSONL trace")
             }
             LoadError::UnknownFormat { path, tried, found } => {
                 let names: Vec<&str> = tried.iter().map(|t| t.as_str()).collect();
@@ -117,51 +178,111 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Parses `bytes` (named `path` in messages) as `format`, or detects the format when `None`.
+/// Reads a file related to the one being parsed, by a path relative to that file's folder.
+///
+/// The path uses `/` as separator and may end in a name with one `*` (any run of characters);
+/// the first match in name order is read. `None` when there is no such file. Loaders ask for
+/// names built only from validated ids (no `..`, no absolute paths): Claude Code sub-agent
+/// sessions and Codex sub-agent threads.
+pub type Related<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
+
+/// Parses `bytes` (named `path` in messages) as `format`, or detects it among [`SUPPORTED`] when
+/// `None`.
 ///
 /// # Errors
 /// [`LoadError`] when the bytes are empty, not UTF-8, not JSON/JSONL, match no format, or hold no
 /// usable step.
 pub fn parse(path: &str, bytes: &[u8], format: Option<SourceFormat>) -> Result<Loaded, LoadError> {
-    let doc = parse_document(path, bytes)?;
-    let format = match format {
-        Some(f) => f,
-        None => detect(&doc).ok_or_else(|| LoadError::UnknownFormat {
-            path: path.to_string(),
-            tried: SourceFormat::ALL.to_vec(),
-            found: describe(&doc),
-        })?,
+    let choice = match format {
+        Some(f) => FormatChoice::Force(f),
+        None => FormatChoice::Detect(SUPPORTED.to_vec()),
     };
-    let mut loaded = load_as(path, &doc, format)?;
-    if let Document::Lines { bad, .. } = &doc {
-        for (line, msg) in bad {
-            loaded.diagnostics.push(Diagnostic { line: Some(*line), message: format!("skipped: not JSON: {msg}") });
+    parse_with(path, bytes, &choice)
+}
+
+/// Parses `bytes` (named `path` in messages) with the format chosen by `choice`.
+///
+/// Steps of every trajectory returned are numbered `0..n` and its agents are in order of first
+/// appearance.
+///
+/// # Errors
+/// As [`parse`]; [`LoadError::UnknownFormat`] lists the formats of a [`FormatChoice::Detect`].
+pub fn parse_with(path: &str, bytes: &[u8], choice: &FormatChoice) -> Result<Loaded, LoadError> {
+    parse_with_related(path, bytes, choice, &|_| None)
+}
+
+/// Like [`parse_with`], with `related` reading files the trace refers to (see [`Related`]): a
+/// Claude Code session's sub-agent files, a Codex rollout's sub-agent threads. Pure: all IO is in
+/// `related` ([`fs::load_path`] reads beside the file).
+///
+/// # Errors
+/// As [`parse`]; a missing or broken related file is a diagnostic, not an error.
+pub fn parse_with_related(
+    path: &str,
+    bytes: &[u8],
+    choice: &FormatChoice,
+    related: Related<'_>,
+) -> Result<Loaded, LoadError> {
+    let doc = parse_document(path, bytes)?;
+    let format = match choice {
+        FormatChoice::Force(f) => *f,
+        FormatChoice::Detect(candidates) => {
+            candidates.iter().copied().find(|f| matches(&doc, *f)).ok_or_else(|| LoadError::UnknownFormat {
+                path: path.to_string(),
+                tried: candidates.clone(),
+                found: describe(&doc),
+            })?
         }
+    };
+    let mut loaded = load_as(path, &doc, format, related)?;
+    if let Document::Lines { bad, .. } = &doc {
+        loaded
+            .diagnostics
+            .extend(bad.iter().map(|(line, msg)| Diagnostic { line: Some(*line), message: format!("skipped: {msg}") }));
     }
+    loaded.diagnostics.sort_by_key(|d| d.line);
+    loaded.format = format;
+    finish(path, loaded)
+}
+
+/// Checks that every trajectory has a step, numbers the steps and orders the agents.
+fn finish(path: &str, mut loaded: Loaded) -> Result<Loaded, LoadError> {
+    let invalid = |message: String| LoadError::Invalid { path: path.to_string(), format: loaded.format, message };
+    let why = first_reason(&loaded.diagnostics);
     if loaded.trajectories.is_empty() {
-        return Err(LoadError::Invalid { path: path.to_string(), format, message: "no trajectory found".into() });
+        return Err(invalid(format!("no usable trajectory{why}")));
+    }
+    if let Some(t) = loaded.trajectories.iter().find(|t| t.steps.is_empty()) {
+        return Err(invalid(format!("trajectory {:?} has no usable step{why}", t.id)));
     }
     for t in &mut loaded.trajectories {
-        if t.steps.is_empty() {
-            return Err(LoadError::Invalid {
-                path: path.to_string(),
-                format,
-                message: format!("trajectory {:?} has no usable step", t.id),
-            });
-        }
         for (i, s) in t.steps.iter_mut().enumerate() {
             s.index = i;
         }
+        let n = t.steps.len();
+        t.links.retain(|l| l.from < n && l.to < n);
         t.refresh_agents();
     }
-    loaded.format = format;
     Ok(loaded)
+}
+
+/// `" (first diagnostic; N more)"`, or empty when there is none: the reason a load came up empty.
+fn first_reason(diagnostics: &[Diagnostic]) -> String {
+    match diagnostics {
+        [] => String::new(),
+        [one] => format!(" ({one})"),
+        [first, rest @ ..] => format!(" ({first}; {} more)", rest.len()),
+    }
 }
 
 /// Splits the bytes into a [`Document`].
 ///
+/// A document is JSON Lines when it is not one JSON value, its first non-empty line is a JSON
+/// value on its own, and at least as many lines parse as fail.
+///
 /// # Errors
-/// Empty, non-UTF-8 and non-JSON inputs (a JSONL file where no line parses is non-JSON).
+/// Empty, non-UTF-8 and non-JSON inputs; [`LoadError::NotJson`] names the 1-based line and column
+/// of the first error.
 pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
@@ -172,43 +293,54 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     if text.trim().is_empty() {
         return Err(LoadError::Empty { path: path.to_string() });
     }
-    let whole_err = match serde_json::from_str::<Value>(text) {
-        Ok(v) => return Ok(Document::Json(v)),
-        Err(e) => e,
-    };
-    // JSON Lines: only when the first non-empty line is a complete JSON value on its own.
-    let mut values = Vec::new();
-    let mut bad = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) => values.push((i + 1, v)),
-            Err(e) => bad.push((i + 1, e.to_string())),
-        }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok(Document::Json(v)),
+        Err(whole_err) => parse_lines(path, text, &whole_err),
     }
-    let first_ok = values.first().map(|(l, _)| *l);
-    let first_bad = bad.first().map(|(l, _)| *l);
-    let lines_ok = match (first_ok, first_bad) {
-        (Some(ok), Some(b)) => ok < b && values.len() > 1,
-        (Some(_), None) => true,
-        _ => false,
-    };
-    if lines_ok {
-        return Ok(Document::Lines { values, bad });
-    }
-    Err(LoadError::NotJson {
-        path: path.to_string(),
-        line: whole_err.line(),
-        column: whole_err.column(),
-        message: whole_err.to_string().split(" at line").next().unwrap_or_default().to_string(),
-    })
 }
 
-/// The format a document most likely is, or `None`.
+/// `text` as JSON Lines (see [`parse_document`]), or the error: at the first bad line when most
+/// lines fail, else `whole_err` (the error of parsing `text` as one value).
+fn parse_lines(path: &str, text: &str, whole_err: &serde_json::Error) -> Result<Document, LoadError> {
+    let not_json = |line: usize, err: &serde_json::Error| LoadError::NotJson {
+        path: path.to_string(),
+        line,
+        column: err.column().max(1),
+        message: error_message(err),
+    };
+    let mut values = Vec::new();
+    let mut bad = Vec::new();
+    let mut first_bad: Option<(usize, serde_json::Error)> = None;
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => values.push((i + 1, v)),
+            Err(e) => {
+                let msg = format!("not JSON at column {}: {}", e.column(), error_message(&e));
+                bad.push((i + 1, msg));
+                first_bad.get_or_insert((i + 1, e));
+            }
+        }
+    }
+    let starts_ok = matches!((values.first(), bad.first()), (Some((ok, _)), b) if b.is_none_or(|(b, _)| ok < b));
+    match first_bad {
+        _ if !starts_ok => Err(not_json(whole_err.line(), whole_err)),
+        Some((line, err)) if bad.len() > values.len() => Err(not_json(line, &err)),
+        _ => Ok(Document::Lines { values, bad }),
+    }
+}
+
+/// serde_json's message without its " at line L column C" suffix.
+fn error_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(pos) => text[..pos].to_string(),
+        None => text,
+    }
+}
+
+/// The first [`SUPPORTED`] format a document looks like, or `None`.
 pub fn detect(doc: &Document) -> Option<SourceFormat> {
-    SourceFormat::ALL.into_iter().find(|f| matches(doc, *f))
+    SUPPORTED.into_iter().find(|f| matches(doc, *f))
 }
 
 /// Whether `doc` looks like `format`.
@@ -216,18 +348,34 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
     use SourceFormat::*;
     match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::detect(doc) == Some(format),
-        OpenAiChat | TauBench | FalatJsonl => openai::detect(doc) == Some(format),
-        _ => false,
+        TauBench => tau::detect(doc),
+        OpenAiChat => openai::detect(doc),
+        FalatJsonl => jsonl::detect(doc),
+        OtelGenAi => otel::detect(doc),
+        OpenInference => openinference::detect(doc),
+        AnyAgent => anyagent::detect(doc),
+        ClaudeCode => claude::detect(doc),
+        Codex => codex::detect(doc),
+        LangSmith => langsmith::detect(doc),
+        Langfuse => langfuse::detect(doc),
     }
 }
 
-fn load_as(path: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, LoadError> {
+fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_>) -> Result<Loaded, LoadError> {
     use SourceFormat::*;
     let name = file_stem(path);
     let res = match format {
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::load(&name, doc, format),
-        OpenAiChat | TauBench | FalatJsonl => openai::load(&name, doc, format),
-        other => Err(format!("the {other} loader is not available in this build")),
+        TauBench => tau::load(&name, doc),
+        OpenAiChat => openai::load(&name, doc),
+        FalatJsonl => jsonl::load(&name, doc),
+        OtelGenAi => otel::load(&name, doc),
+        OpenInference => openinference::load(&name, doc),
+        AnyAgent => anyagent::load(&name, doc),
+        ClaudeCode => claude::load(&name, doc, related),
+        Codex => codex::load(&name, doc, related),
+        LangSmith => langsmith::load(&name, doc),
+        Langfuse => langfuse::load(&name, doc),
     };
     res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
 }
@@ -252,11 +400,13 @@ pub fn describe(doc: &Document) -> String {
     }
 }
 
-fn describe_value(v: &Value) -> String {
+/// A short description of a JSON value: its type, and the first keys of an object.
+pub fn describe_value(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let keys: Vec<&str> = m.keys().take(8).map(String::as_str).collect();
-            format!("an object with keys [{}]", keys.join(", "))
+            let more = if m.len() > 8 { ", ..." } else { "" };
+            format!("an object with keys [{}{more}]", keys.join(", "))
         }
         Value::Array(a) => match a.first() {
             Some(first) => format!("an array of {} items, the first {}", a.len(), describe_value(first)),
@@ -269,7 +419,19 @@ fn describe_value(v: &Value) -> String {
     }
 }
 
-/// Text of a JSON value for step content: strings as they are, `null` as empty, others as JSON.
+/// The JSON type of a value with its article, for "expected X, found Y" messages.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "an object",
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+    }
+}
+
+/// Text of a JSON value for display: strings as they are, `null` as empty, others as JSON.
 pub fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -278,12 +440,95 @@ pub fn value_text(v: &Value) -> String {
     }
 }
 
-/// A string field of an object, also accepting numbers (`"12"` and `12` alike).
+/// Step content from a `content` field: a string, `null` (empty), or a list of parts whose
+/// `text` fields are joined by newlines (other parts show as `[type]`).
+///
+/// # Errors
+/// `"content" is <type>, expected a string` for numbers, booleans and objects.
+pub fn content_text(v: Option<&Value>) -> Result<String, String> {
+    match v {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => Ok(parts.iter().map(part_text).collect::<Vec<_>>().join("\n")),
+        Some(other) => Err(format!("\"content\" is {}, expected a string", type_name(other))),
+    }
+}
+
+fn part_text(part: &Value) -> String {
+    if let Some(s) = part.as_str() {
+        return s.to_string();
+    }
+    if let Some(t) = part.get("text").and_then(Value::as_str) {
+        return t.to_string();
+    }
+    let kind = part.get("type").and_then(Value::as_str).unwrap_or("part");
+    format!("[{kind}]")
+}
+
+/// A string field of an object, also accepting numbers and booleans (`"12"` and `12` alike).
 pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<std::borrow::Cow<'a, str>> {
     match v.get(key)? {
         Value::String(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
         Value::Number(n) => Some(std::borrow::Cow::Owned(n.to_string())),
         Value::Bool(b) => Some(std::borrow::Cow::Owned(b.to_string())),
         _ => None,
+    }
+}
+
+/// The loaded index of the record that was number `original` in the file, given `origin[k]` =
+/// the original number of loaded step `k` (increasing). `None` when that record was skipped.
+pub fn remap_index(origin: &[usize], original: usize) -> Option<usize> {
+    origin.binary_search(&original).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(bytes: &[u8]) -> String {
+        parse("t.json", bytes, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn broken_json_names_line_and_column() {
+        assert_eq!(
+            err(b"{\n  \"a\": 1,\n  \"b\": ]\n}"),
+            "t.json:3:8: not JSON: expected value; expected a JSON or JSONL trace"
+        );
+    }
+
+    #[test]
+    fn jsonl_with_more_bad_lines_than_good_is_not_json() {
+        assert_eq!(
+            err(b"{\"agent\":\"a\",\"content\":\"x\"}\nnope\nnope again\n"),
+            "t.json:2:2: not JSON: expected ident; expected a JSON or JSONL trace"
+        );
+    }
+
+    #[test]
+    fn format_choice_accepts_aliases_and_rejects_unknown_names() {
+        assert_eq!(
+            FormatChoice::parse("Who-And-When"),
+            Ok(FormatChoice::Detect(vec![SourceFormat::WhoWhenAlgorithm, SourceFormat::WhoWhenHand]))
+        );
+        assert_eq!(FormatChoice::parse("tau-bench"), Ok(FormatChoice::Force(SourceFormat::TauBench)));
+        assert_eq!(FormatChoice::parse("otel-genai"), Ok(FormatChoice::Force(SourceFormat::OtelGenAi)));
+        let msg = FormatChoice::parse("otlp").unwrap_err();
+        assert!(msg.starts_with("unknown format \"otlp\", expected one of: auto,"), "{msg}");
+    }
+
+    #[test]
+    fn remap_finds_kept_records_only() {
+        let origin = [0, 1, 3, 4];
+        assert_eq!(remap_index(&origin, 3), Some(2));
+        assert_eq!(remap_index(&origin, 2), None);
+    }
+
+    #[test]
+    fn content_accepts_strings_null_and_parts() {
+        let parts = serde_json::json!([{"type": "text", "text": "a"}, {"type": "image_url"}]);
+        assert_eq!(content_text(Some(&parts)), Ok("a\n[image_url]".into()));
+        assert_eq!(content_text(None), Ok(String::new()));
+        assert_eq!(content_text(Some(&serde_json::json!(3))), Err("\"content\" is a number, expected a string".into()));
     }
 }

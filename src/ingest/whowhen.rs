@@ -14,13 +14,18 @@
 
 use serde_json::Value;
 
-use super::{Document, Loaded, str_field, value_text};
+use super::{DETECT_SAMPLE, Document, Loaded, content_text, describe_value, remap_index, str_field, value_text};
 use crate::model::{AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory};
 
 /// The agent name of the code-execution tool in algorithm-generated runs.
 pub const TERMINAL_AGENT: &str = "Computer_terminal";
 
-/// Which Who&When / Magentic shape a document has, if any.
+/// The agent name of the code-execution tool in hand-crafted (Magentic-One) runs.
+pub const HAND_TERMINAL_AGENT: &str = "ComputerTerminal";
+
+/// Which Who&When / Magentic shape a document has, if any: an object with a `history` array
+/// (algorithm-generated when it has `system_prompt` or named messages), or an array whose first
+/// [`DETECT_SAMPLE`] items are mostly `{role, content}` with at least one Magentic-One role.
 pub fn detect(doc: &Document) -> Option<SourceFormat> {
     let Document::Json(v) = doc else { return None };
     match v {
@@ -33,8 +38,10 @@ pub fn detect(doc: &Document) -> Option<SourceFormat> {
             }
         }
         Value::Array(items) if !items.is_empty() => {
-            let magentic = items.iter().all(|h| h.get("role").is_some() && h.get("content").is_some())
-                && items.iter().any(|h| h.get("role").and_then(Value::as_str).is_some_and(is_magentic_role));
+            let sample = &items[..items.len().min(DETECT_SAMPLE)];
+            let shaped = sample.iter().filter(|h| h.get("role").is_some() && h.get("content").is_some()).count();
+            let magentic = shaped * 2 > sample.len()
+                && sample.iter().any(|h| h.get("role").and_then(Value::as_str).is_some_and(is_magentic_role));
             magentic.then_some(SourceFormat::MagenticLog)
         }
         _ => None,
@@ -47,43 +54,22 @@ fn is_magentic_role(role: &str) -> bool {
 
 /// Loads a Who&When file or a Magentic-One log named `name`.
 ///
+/// A history record that cannot be read is skipped with a diagnostic; the step keeps its history
+/// position in `ids.id` and the gold `mistake_step` is moved to the loaded index of that record.
+///
 /// # Errors
 /// A message when the document has no `history` array (or is no array for a Magentic log).
 pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, String> {
-    let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
-    };
-    let (history, top) = match v {
-        Value::Array(items) => (items.as_slice(), None),
-        Value::Object(_) => {
-            let h = v.get("history").and_then(Value::as_array).ok_or("expected a \"history\" array")?;
-            (h.as_slice(), Some(v))
-        }
-        _ => {
-            return Err("expected an object with \"history\" or an array of {role, content}".into());
-        }
-    };
-    let algorithm = format == SourceFormat::WhoWhenAlgorithm;
-    let mut diagnostics = Vec::new();
-    let mut steps = Vec::with_capacity(history.len());
-    for (i, item) in history.iter().enumerate() {
-        match parse_step(item, algorithm) {
-            Ok(step) => steps.push(step),
-            Err(msg) => {
-                diagnostics.push(Diagnostic { line: None, message: format!("history[{i}] skipped: {msg}") });
-                // Keep indices aligned with the benchmark: a placeholder step keeps the numbering.
-                steps.push(Step { agent: "unknown".into(), role: String::new(), ..Step::default() });
-            }
-        }
-    }
-    for (i, s) in steps.iter_mut().enumerate() {
-        s.index = i;
-        s.ids.id = Some(i.to_string());
-    }
+    let (history, top) = history_of(doc)?;
+    let label = if top.is_some() { "history" } else { "messages" };
+    let (steps, origin, mut diagnostics) = read_history(history, format == SourceFormat::WhoWhenAlgorithm, label);
     let mut t = Trajectory { id: name.to_string(), source: format, steps, ..Trajectory::default() };
     t.links = protocol_links(&t.steps);
     if let Some(top) = top {
-        read_top(top, &mut t, &mut diagnostics);
+        read_top(top, &mut t);
+        if !t.steps.is_empty() {
+            read_gold(top, &mut t, &origin, history.len(), &mut diagnostics);
+        }
     } else if let Some(first) = t.steps.first().filter(|s| s.role == "human") {
         t.task = first.content.trim().to_string();
     }
@@ -91,32 +77,96 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
     Ok(Loaded { format, trajectories: vec![t], diagnostics })
 }
 
-fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
-    let obj = item.as_object().ok_or("expected an object")?;
-    let content = obj.get("content").map(value_text).ok_or("missing \"content\"")?;
-    let role = obj.get("role").and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut step = Step { content, role: role.clone(), ..Step::default() };
-    if algorithm {
-        let name = obj.get("name").and_then(Value::as_str).ok_or("missing \"name\" (the agent)")?;
-        step.agent = name.to_string();
-        if name == TERMINAL_AGENT {
-            step.kind = StepKind::ToolResult;
-            step.tool_name = Some(name.to_string());
+/// The history records and, for a Who&When object, the object itself.
+fn history_of(doc: &Document) -> Result<(&[Value], Option<&Value>), String> {
+    let Document::Json(v) = doc else {
+        return Err("expected one JSON document, found JSON Lines".into());
+    };
+    let (history, top) = match v {
+        Value::Array(items) => (items.as_slice(), None),
+        Value::Object(_) => match v.get("history") {
+            Some(Value::Array(h)) => (h.as_slice(), Some(v)),
+            Some(other) => {
+                let found = super::type_name(other);
+                return Err(format!("\"history\" is {found}, expected an array of messages"));
+            }
+            None => {
+                let found = describe_value(v);
+                return Err(format!("expected a \"history\" array, found {found}"));
+            }
+        },
+        other => {
+            return Err(format!(
+                "expected an object with \"history\" or an array of {{role, content}}, found {}",
+                describe_value(other)
+            ));
         }
-        return Ok(step);
+    };
+    if history.is_empty() {
+        return Err("the history is empty, expected at least one message".into());
     }
-    if role.is_empty() {
-        return Err("missing \"role\"".into());
+    Ok((history, top))
+}
+
+/// The readable records as steps (with their history position in `ids.id`), `origin[k]` = the
+/// history position of step `k`, and a diagnostic per skipped record (named `label[i]`).
+fn read_history(history: &[Value], algorithm: bool, label: &str) -> (Vec<Step>, Vec<usize>, Vec<Diagnostic>) {
+    let mut steps = Vec::with_capacity(history.len());
+    let mut origin = Vec::with_capacity(history.len());
+    let mut diagnostics = Vec::new();
+    for (i, item) in history.iter().enumerate() {
+        match parse_step(item, algorithm) {
+            Ok(mut step) => {
+                step.ids.id = Some(i.to_string());
+                steps.push(step);
+                origin.push(i);
+            }
+            Err(msg) => {
+                diagnostics.push(Diagnostic { line: None, message: format!("{label}[{i}]: {msg}; record skipped") })
+            }
+        }
     }
-    let (agent, kind, target) = parse_hand_role(&role);
-    step.agent = agent;
-    step.kind = kind;
-    step.delegate_to = target;
-    if step.agent == "ComputerTerminal" {
+    (steps, origin, diagnostics)
+}
+
+fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
+    let obj = item.as_object().ok_or_else(|| format!("expected an object, found {}", super::type_name(item)))?;
+    let content = match obj.get("content") {
+        None => return Err("missing \"content\"".into()),
+        Some(c) => content_text(Some(c))?,
+    };
+    let role = match obj.get("role") {
+        None => String::new(),
+        Some(Value::String(r)) => r.clone(),
+        Some(other) => {
+            let found = super::type_name(other);
+            return Err(format!("\"role\" is {found}, expected a string"));
+        }
+    };
+    let mut step = Step { content, role, ..Step::default() };
+    if algorithm {
+        step.agent = agent_name(obj.get("name"))?;
+    } else {
+        if step.role.trim().is_empty() {
+            return Err("missing \"role\" (the agent)".into());
+        }
+        (step.agent, step.kind, step.delegate_to) = parse_hand_role(&step.role);
+    }
+    if step.agent == TERMINAL_AGENT || step.agent == HAND_TERMINAL_AGENT {
         step.kind = StepKind::ToolResult;
         step.tool_name = Some(step.agent.clone());
     }
     Ok(step)
+}
+
+/// The agent of an algorithm-generated record: its `name`, a non-empty string.
+fn agent_name(name: Option<&Value>) -> Result<String, String> {
+    match name {
+        Some(Value::String(n)) if !n.trim().is_empty() => Ok(n.trim().to_string()),
+        Some(Value::String(_)) => Err("\"name\" (the agent) is empty".into()),
+        Some(other) => Err(format!("\"name\" (the agent) is {}, expected a string", super::type_name(other))),
+        None => Err("missing \"name\" (the agent)".into()),
+    }
 }
 
 /// Splits a Magentic-One role string into (agent, kind, delegation target).
@@ -140,26 +190,29 @@ pub fn parse_hand_role(role: &str) -> (String, StepKind, Option<String>) {
 fn protocol_links(steps: &[Step]) -> Vec<Link> {
     let mut links = Vec::new();
     for (i, s) in steps.iter().enumerate() {
-        if let Some(target) = &s.delegate_to {
-            if let Some(j) = (i + 1..steps.len()).take(4).find(|&j| steps[j].agent.eq_ignore_ascii_case(target)) {
-                links.push(Link { from: i, to: j, kind: LinkKind::Delegation });
-            }
+        if let Some(target) = &s.delegate_to
+            && let Some(j) = (i + 1..steps.len()).take(4).find(|&j| steps[j].agent.eq_ignore_ascii_case(target))
+        {
+            links.push(Link { from: i, to: j, kind: LinkKind::Delegation });
         }
-        if s.kind == StepKind::ToolResult && i > 0 {
-            if let Some(j) = (0..i)
+        if s.kind == StepKind::ToolResult
+            && i > 0
+            && let Some(j) = (0..i)
                 .rev()
                 .take(3)
                 .find(|&j| steps[j].kind != StepKind::ToolResult && steps[j].content.contains("```"))
-            {
-                links.push(Link { from: j, to: i, kind: LinkKind::Execution });
-            }
+        {
+            links.push(Link { from: j, to: i, kind: LinkKind::Execution });
         }
     }
     links
 }
 
-fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) {
-    t.task = str_field(top, "question").map(|s| s.trim().to_string()).unwrap_or_default();
+fn read_top(top: &Value, t: &mut Trajectory) {
+    t.task = str_field(top, "question")
+        .map(|s| s.trim().to_string())
+        .or_else(|| t.steps.first().filter(|s| s.role == "human").map(|s| s.content.trim().to_string()))
+        .unwrap_or_default();
     t.expected_output = str_field(top, "ground_truth").map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     if let Some(id) = str_field(top, "question_ID") {
         t.metadata.push(("question_id".into(), id.into_owned()));
@@ -174,36 +227,42 @@ fn read_top(top: &Value, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) 
             t.agents.push(AgentInfo { name: agent.clone(), role: Some(value_text(prompt)) });
         }
     }
+}
+
+/// Reads `mistake_agent` / `mistake_step` (0-based index into `history`, as a string) /
+/// `mistake_reason` / `labels` or `mistake_type` into `t.gold`, moving the step to its loaded
+/// index (`origin[k]` is the history index of step `k`; `len` the history length).
+fn read_gold(top: &Value, t: &mut Trajectory, origin: &[usize], len: usize, diagnostics: &mut Vec<Diagnostic>) {
     let Some(agent) = str_field(top, "mistake_agent") else {
         return;
     };
-    let step = match str_field(top, "mistake_step") {
-        Some(s) => match s.trim().parse::<usize>() {
-            Ok(n) if n < t.steps.len() => Some(n),
-            Ok(n) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!("mistake_step {n} is past the last step {}; gold step dropped", t.steps.len() - 1),
-                });
-                None
-            }
-            Err(_) => {
-                diagnostics.push(Diagnostic {
-                    line: None,
-                    message: format!("mistake_step {s:?} is not a step number; gold step dropped"),
-                });
-                None
-            }
-        },
-        None => None,
-    };
-    let category = str_field(top, "labels").map(|s| s.into_owned());
+    let agent = agent.trim().to_string();
+    let mut notes = Vec::new();
+    let step = str_field(top, "mistake_step").and_then(|s| gold_step(&s, origin, len).map_err(|e| notes.push(e)).ok());
+    if !t.steps.iter().any(|s| s.agent.eq_ignore_ascii_case(&agent)) {
+        notes.push(format!("mistake_agent {agent:?} acts at no step of the trajectory"));
+    }
+    diagnostics.extend(notes.into_iter().map(|message| Diagnostic { line: None, message }));
+    let category = str_field(top, "labels").or_else(|| str_field(top, "mistake_type"));
     t.gold = Some(GoldLabel {
-        agent: agent.trim().to_string(),
+        agent,
         step,
-        reason: str_field(top, "mistake_reason").map(|s| s.into_owned()),
-        category,
+        reason: str_field(top, "mistake_reason").map(|s| s.trim().to_string()),
+        category: category.map(|s| s.trim().to_string()),
     });
+}
+
+/// The loaded index of `mistake_step` text `s` (a history index below `len`).
+///
+/// # Errors
+/// Why the gold step is dropped: not a number, past the end, or a skipped record.
+fn gold_step(s: &str, origin: &[usize], len: usize) -> Result<usize, String> {
+    let n: usize =
+        s.trim().parse().map_err(|_| format!("mistake_step {s:?} is not a step number; gold step dropped"))?;
+    if n >= len {
+        return Err(format!("mistake_step {n} is past the end of history ({len} records); gold step dropped"));
+    }
+    remap_index(origin, n).ok_or_else(|| format!("mistake_step {n} names a skipped record; gold step dropped"))
 }
 
 /// The run's final answer: a `FINAL ANSWER:` line, else the last Orchestrator / assistant message

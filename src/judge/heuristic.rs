@@ -204,8 +204,8 @@ fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
     let content = &ctx.trajectory.steps[i].content;
     ctx.hierarchy.evidence[i]
         .iter()
-        .filter(|e| e.kind == EvidenceKind::ErrorLine)
-        .last()
+        .rev()
+        .find(|e| e.kind == EvidenceKind::ErrorLine)
         .map(|e| e.text(content).trim().to_string())
 }
 
@@ -215,7 +215,9 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let prev = &ctx.hierarchy.steps[i - 1];
     let s = &ctx.hierarchy.steps[i];
-    let failed = prev.kind == StepKind::ToolResult && (prev.flags.failed_execution || prev.flags.error);
+    // A "nothing to run" notice is not an error to react to.
+    let failed = prev.kind == StepKind::ToolResult
+        && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
     if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
         return;
     }
@@ -292,7 +294,7 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
-    if !(s.flags.answer || s.action == Action::Terminate) {
+    if !(s.flags.answer || s.action == Action::Terminate) || s.action == Action::Plan {
         return;
     }
     // Ends while the last tool output before it reports an error.
@@ -321,7 +323,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if s.content.len() < 40 || matches!(ctx.hierarchy.steps[i].action, Action::Coordinate | Action::Terminate) {
         return;
     }
-    let words = word_set(&s.content);
+    let words = words_of(ctx, i);
     for j in (0..i).rev().take(12) {
         let o = &ctx.trajectory.steps[j];
         if o.agent != s.agent || o.kind != s.kind {
@@ -330,7 +332,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         let failed = result_of(ctx, j).is_some_and(|r| {
             ctx.hierarchy.steps[r].flags.failed_execution || ctx.hierarchy.steps[r].flags.empty_result
         });
-        if failed && jaccard(&words, &word_set(&o.content)) > 0.8 {
+        if failed && jaccard(words, words_of(ctx, j)) > 0.8 {
             out.push(finding(
                 Signal::RepeatedFailure,
                 weights::REPEATED,
@@ -357,6 +359,14 @@ pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
 /// The step holding the final output: the last step with substance that is not a tool output,
 /// a ledger update or a bare `TERMINATE`.
 pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
+    *ctx.hierarchy.memo.final_step.get_or_init(|| compute_final_step(ctx))
+}
+
+fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
+    &ctx.hierarchy.memo.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
+}
+
+fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
     ctx.hierarchy
         .steps
         .iter()
@@ -370,8 +380,8 @@ pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
 }
 
 /// The prior's default when nothing points anywhere: the first step that acts on the task (not a
-/// request, plan, coordination, delegation, tool output or termination), preferring agents `π`
-/// expects to provide a capability. Steps in `excluded` (the user's exclusions) are never named.
+/// request, plan, coordination, delegation, tool output or termination): by temporal precedence
+/// the earliest step that could have gone wrong. Steps in `excluded` (the user's exclusions) are never named.
 pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
     let acts = |s: &&StepSummary| {
         !excluded.contains(&s.index)
@@ -386,15 +396,8 @@ pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
             )
             && ctx.trajectory.steps[s.index].content.trim().len() > 15
     };
-    let expected: Vec<&str> =
-        ctx.prior.map(|p| p.requirements.iter().filter_map(|r| r.agent.as_deref()).collect()).unwrap_or_default();
     let steps = &ctx.hierarchy.steps;
-    steps
-        .iter()
-        .filter(acts)
-        .find(|s| expected.iter().any(|a| a.eq_ignore_ascii_case(&s.agent)))
-        .or_else(|| steps.iter().find(acts))
-        .map(|s| s.index)
+    steps.iter().find(acts).map(|s| s.index)
 }
 
 /// The items of the observed output: the final-answer text split at commas, semicolons and line
@@ -416,7 +419,7 @@ pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
     };
     text.split([',', ';', '\n'])
         .map(|s| s.trim().trim_matches(['.', '"', '\'']).to_lowercase())
-        .filter(|s| s.chars().count() >= 2)
+        .filter(|s| s.chars().count() >= 3)
         .take(8)
         .collect()
 }
@@ -432,6 +435,15 @@ fn agrees(item: &str, expected: &str) -> bool {
     !n.is_empty() && evidence::extract_text(&exp).iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
 }
 
+/// Whether `needle` occurs in `hay` with no letter or digit right before or after it.
+fn contains_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(i, m)| {
+        let before = hay[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = hay[i + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
 /// The first step whose content states `item` (numbers compared normalised).
 fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
     let n = evidence::normalize_number(item);
@@ -439,13 +451,17 @@ fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
         if !n.is_empty() {
             ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
         } else {
-            ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+            contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
         }
     })
 }
 
 /// The steps where the wrong items of the output originate (needs `o*`), with the item.
 pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
+    ctx.hierarchy.memo.wrong_value_origins[usize::from(ctx.ground_truth)].get_or_init(|| compute_origins(ctx)).clone()
+}
+
+fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
     let Some(expected) = ctx.expected() else { return Vec::new() };
     let mut out = Vec::new();
     for item in output_items(ctx) {
@@ -508,7 +524,7 @@ fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
     let later = (o + 1..ctx.trajectory.steps.len())
         .find(|&j| {
             ctx.hierarchy.steps[j].action != Action::Plan
-                && ctx.trajectory.steps[j].content.to_lowercase().contains(item)
+                && contains_word(&ctx.trajectory.steps[j].content.to_lowercase(), item)
         })
         .unwrap_or(o);
     producer(ctx, later)
@@ -571,7 +587,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
             return Transition::Correction;
         }
     }
-    if b.agent == a.agent && jaccard(&word_set(&a.content), &word_set(&b.content)) > 0.8 {
+    if b.agent == a.agent && jaccard(words_of(ctx, from), words_of(ctx, to)) > 0.8 {
         return Transition::Redundancy;
     }
     if to != from
@@ -636,15 +652,14 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
     }
-    if let Some(g) = ctx.graph {
-        if let Some((o, item)) =
+    if let Some(g) = ctx.graph
+        && let Some((o, item)) =
             wrong_value_origins(ctx).into_iter().find(|(o, _)| *o > step && g.path(step, *o).is_some())
-        {
-            return Criterion {
-                passed: true,
-                evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
-            };
-        }
+    {
+        return Criterion {
+            passed: true,
+            evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
+        };
     }
     let Some(end) = final_step(ctx) else {
         return Criterion { passed: false, evidence: "no final output".into() };

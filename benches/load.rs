@@ -1,0 +1,179 @@
+//! Load benchmark: `cargo bench --bench load`.
+//!
+//! Times `ingest::parse` (format detection + loader + checks) on the largest bundled Who&When file
+//! and on generated 50,000-step trajectories (falat JSONL and OpenAI chat), next to a plain
+//! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
+//! `Vec` like a loaded document), and prints the figures.
+//! Each case runs for about a second after a warm-up; the median and the fastest run are shown.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use falat::ingest::{self, fs};
+use serde_json::{Value, json};
+
+/// Steps of the generated trajectories.
+const STEPS: usize = 50_000;
+
+fn main() {
+    let largest = largest_who_and_when();
+    let bytes = std::fs::read(&largest).expect("read the largest Who&When file");
+    let name = largest.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&largest).display().to_string();
+    println!("load benchmark (median / fastest of repeated runs; ingest = detect + load + checks)");
+    println!(
+        "{:<44} {:>9} {:>7} {:>20} {:>20} {:>7}",
+        "input", "size", "steps", "ingest::parse", "serde_json::Value", "ratio"
+    );
+    compare(&name, &bytes, parse_whole);
+    compare("generated falat JSONL (50,000 steps)", &falat_jsonl(STEPS), parse_lines);
+    compare("generated OpenAI chat (50,000 steps)", &openai_chat(STEPS), parse_whole);
+}
+
+fn largest_who_and_when() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when");
+    fs::dataset_files(&dir)
+        .expect("list data/who-and-when")
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("data/who-and-when has files")
+}
+
+/// Times ingest against the plain parse `baseline` and prints one row.
+fn compare(name: &str, bytes: &[u8], baseline: fn(&[u8]) -> usize) {
+    let loaded = ingest::parse(name, bytes, None).expect("the input loads");
+    let steps: usize = loaded.trajectories.iter().map(|t| t.steps.len()).sum();
+    let ingest_times = time(|| {
+        let l = ingest::parse(name, bytes, None).unwrap();
+        l.trajectories.len()
+    });
+    let plain_times = time(|| baseline(bytes));
+    let (im, imin) = stats(&ingest_times);
+    let (pm, pmin) = stats(&plain_times);
+    println!(
+        "{:<44} {:>9} {:>7} {:>20} {:>20} {:>6.2}x",
+        name,
+        size(bytes.len()),
+        steps,
+        format!("{} / {}", ms(im), ms(imin)),
+        format!("{} / {}", ms(pm), ms(pmin)),
+        im.as_secs_f64() / pm.as_secs_f64()
+    );
+    println!(
+        "{:<44} {:>9} {:>7} {:>20} {:>20}",
+        "",
+        "",
+        "",
+        format!("{:.0} MB/s", mb_per_s(bytes.len(), im)),
+        format!("{:.0} MB/s", mb_per_s(bytes.len(), pm))
+    );
+}
+
+fn parse_whole(bytes: &[u8]) -> usize {
+    let v: Value = serde_json::from_slice(bytes).unwrap();
+    black_box(&v);
+    1
+}
+
+/// Every non-blank line parsed into a `Value`, all held until the end (as a loaded document is).
+fn parse_lines(bytes: &[u8]) -> usize {
+    let text = std::str::from_utf8(bytes).unwrap();
+    let values: Vec<Value> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|line| serde_json::from_str(line).unwrap()).collect();
+    black_box(&values);
+    values.len()
+}
+
+/// Runs `f` for a warm-up, then for about a second (at least 5 runs); returns each run's time.
+fn time(mut f: impl FnMut() -> usize) -> Vec<Duration> {
+    for _ in 0..2 {
+        black_box(f());
+    }
+    let mut runs = Vec::new();
+    let start = Instant::now();
+    while runs.len() < 5 || (start.elapsed() < Duration::from_secs(1) && runs.len() < 1000) {
+        let t = Instant::now();
+        black_box(f());
+        runs.push(t.elapsed());
+    }
+    runs
+}
+
+/// (median, fastest)
+fn stats(runs: &[Duration]) -> (Duration, Duration) {
+    let mut sorted = runs.to_vec();
+    sorted.sort();
+    (sorted[sorted.len() / 2], sorted[0])
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn size(bytes: usize) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)
+    } else {
+        format!("{:.0} kB", bytes as f64 / 1024.0)
+    }
+}
+
+fn mb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / (1 << 20) as f64 / d.as_secs_f64()
+}
+
+/// A line of plausible step text (~150 bytes) that varies with `i`.
+fn prose(i: usize) -> String {
+    format!(
+        "Step {i}: checked source #{} for the value of item {}; the table lists {} rows and the total is {}.",
+        i % 97,
+        i % 13,
+        i % 211,
+        i * 7 % 1000
+    )
+}
+
+/// A falat JSONL trajectory: a header, then `steps` lines cycling through delegation, tool call,
+/// tool result and message, with ids and refs so links are built.
+fn falat_jsonl(steps: usize) -> Vec<u8> {
+    let mut out = json!({"falat": 1, "task": "Sum the table.", "expected_output": "42",
+        "gold": {"agent": "Coder", "step": steps / 2}})
+    .to_string();
+    out.push('\n');
+    for i in 0..steps {
+        let line = match i % 4 {
+            0 => json!({"agent": "Planner", "kind": "delegation", "delegate_to": "Coder",
+                "id": format!("d{i}"), "content": prose(i)}),
+            1 => json!({"agent": "Coder", "kind": "tool_call", "tool_name": "python",
+                "id": format!("c{i}"), "refs": [format!("d{}", i - 1)], "content": prose(i)}),
+            2 => json!({"agent": "python", "kind": "tool_result", "refs": [format!("c{}", i - 1)],
+                "content": prose(i), "tokens": {"input": 120, "output": 30}}),
+            _ => json!({"agent": "Coder", "content": prose(i), "parent": format!("d{}", i - 3)}),
+        };
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// An OpenAI chat message array of `steps` messages: a user turn, then assistant tool calls each
+/// answered by a tool message, with an assistant text reply now and then.
+fn openai_chat(steps: usize) -> Vec<u8> {
+    let mut messages = vec![json!({"role": "user", "content": "Sum the table."})];
+    let mut i = 1;
+    while messages.len() < steps {
+        if i % 10 == 0 {
+            messages.push(json!({"role": "assistant", "content": prose(i)}));
+        } else {
+            let id = format!("call_{i}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function",
+                 "function": {"name": "lookup", "arguments": format!("{{\"row\":{i}}}")}}]}));
+            if messages.len() < steps {
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": prose(i)}));
+            }
+        }
+        i += 1;
+    }
+    serde_json::to_vec(&Value::Array(messages)).unwrap()
+}

@@ -1,0 +1,108 @@
+//! `falat diagnose TRACE... [--format md|json] [-o PATH] [--no-ground-truth]`: the diagnosis
+//! report of each trajectory (Markdown for people, JSON `falat.diagnosis/v1` for programs, see
+//! `docs/REPORT_SCHEMA.md`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use crate::diagnosis::Diagnosis;
+use crate::ingest::{FormatChoice, fs::load_path_with};
+use crate::judge::heuristic::HeuristicJudge;
+use crate::model::Trajectory;
+use crate::pipeline::{self, Options};
+use crate::report;
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown, for people.
+    Md,
+    /// JSON (`falat.diagnosis/v1`), for programs.
+    Json,
+}
+
+/// Arguments of `falat diagnose`.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Trace files (JSON or JSONL); a file holding several trajectories gives several reports.
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of standard output (written atomically).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Do not give the expected output `o*` to the analysis, even when the trace has one.
+    #[arg(long)]
+    pub no_ground_truth: bool,
+    /// The trace format (default: detected).
+    #[arg(long = "trace-format", value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
+    pub trace_format: FormatChoice,
+    /// Half-width of the local re-search window, in steps.
+    #[arg(long, default_value_t = 3)]
+    pub window: usize,
+}
+
+/// Diagnoses every trajectory of every trace and writes the reports; returns exit code 0.
+///
+/// # Errors
+/// A trace that cannot be loaded (naming the file and place), or a failed write.
+pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let mut results: Vec<(Trajectory, Diagnosis)> = Vec::new();
+    for path in &args.traces {
+        let loaded = load_path_with(path, &args.trace_format)?;
+        for d in &loaded.diagnostics {
+            tracing::warn!("{}: {d}", path.display());
+        }
+        for t in loaded.trajectories {
+            let mut opts = Options::new(!args.no_ground_truth);
+            opts.window = args.window;
+            let d = pipeline::diagnose(&t, &HeuristicJudge, &opts);
+            results.push((t, d));
+        }
+    }
+    let text = render(&results, args.format)?;
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, text.as_bytes())?;
+            writeln!(out, "wrote {}", path.display())?;
+        }
+        None => out.write_all(text.as_bytes())?,
+    }
+    Ok(0)
+}
+
+/// The reports of several diagnoses in one format: Markdown reports separated by a rule, or one
+/// JSON object (one diagnosis) or array (several).
+///
+/// # Errors
+/// Serialisation failure (not expected).
+pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyhow::Result<String> {
+    Ok(match format {
+        ReportFormat::Md => {
+            let parts: Vec<String> = results.iter().map(|(t, d)| report::to_markdown(t, d)).collect();
+            parts.join("\n---\n\n")
+        }
+        ReportFormat::Json => {
+            let values: Vec<serde_json::Value> = results.iter().map(|(t, d)| report::to_json(t, d)).collect();
+            let v = if values.len() == 1 { values.into_iter().next().expect("one") } else { values.into() };
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+    })
+}
+
+/// Writes a file atomically: a temporary file beside it, then a rename.
+///
+/// # Errors
+/// The folder cannot be written.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! `falat eval DIR... [--method a,b] [--no-ground-truth] [--tolerance 0,1,3,5] [--jobs N]
+//! [--out FILE.jsonl]`: diagnoses every labelled trajectory of benchmark folders (Who&When layout:
+//! one JSON file per trajectory, the subset is the file's folder) and prints, per method and
+//! subset, agent-level accuracy, step-level accuracy exact and within each tolerance, and mean
+//! calls, tokens and time (see [`crate::eval`] for the exact scoring).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::diagnosis::Diagnosis;
+use crate::eval::{self, Record};
+use crate::ingest::fs::{dataset_files, load_path};
+use crate::model::Trajectory;
+
+/// Arguments of `falat eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Benchmark folders (searched recursively for .json/.jsonl files).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Do not give the expected output `o*` to the analysis.
+    #[arg(long)]
+    pub no_ground_truth: bool,
+    /// Step tolerances k for the ±k columns (0 is the exact column, always shown).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,3,5")]
+    pub tolerance: Vec<usize>,
+    /// Trajectories diagnosed in parallel.
+    #[arg(long, short = 'j', default_value_t = 2)]
+    pub jobs: usize,
+    /// Write one JSON line per trajectory and method to this file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub out: Option<PathBuf>,
+}
+
+/// One labelled trajectory to score.
+struct Item {
+    file: String,
+    subset: String,
+    trajectory: Trajectory,
+}
+
+/// Runs the evaluation and prints the table; returns exit code 0 (1 when nothing was scored).
+///
+/// # Errors
+/// An unreadable folder or output file.
+pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let items = load_items(&args.dirs)?;
+    if items.is_empty() {
+        writeln!(out, "no labelled trajectory found in {}", show_dirs(&args.dirs))?;
+        return Ok(1);
+    }
+    let gt = !args.no_ground_truth;
+    let methods = ["falat"];
+    let diagnose = |t: &Trajectory, _method: &str| {
+        crate::pipeline::diagnose(t, &crate::judge::heuristic::HeuristicJudge, &crate::pipeline::Options::new(gt))
+    };
+    let records = evaluate(&items, &methods, args.jobs, &diagnose);
+    if let Some(path) = &args.out {
+        write_jsonl(path, &records)?;
+    }
+    let summaries = eval::summarize(&records, &args.tolerance);
+    writeln!(out, "{} trajectories, ground truth {}", items.len(), if gt { "used" } else { "not used" })?;
+    out.write_all(eval::render_table(&summaries).as_bytes())?;
+    Ok(0)
+}
+
+fn show_dirs(dirs: &[PathBuf]) -> String {
+    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Loads every labelled trajectory; files that fail to load or carry no label are reported on
+/// stderr and skipped.
+fn load_items(dirs: &[PathBuf]) -> anyhow::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for dir in dirs {
+        let files = dataset_files(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+        for f in files {
+            let subset = subset_of(&f);
+            match load_path(&f, None) {
+                Ok(loaded) => {
+                    for t in loaded.trajectories {
+                        if t.gold.as_ref().is_some_and(|g| g.step.is_some()) {
+                            items.push(Item { file: f.display().to_string(), subset: subset.clone(), trajectory: t });
+                        } else {
+                            eprintln!("falat: {}: no gold label with a step; skipped", f.display());
+                        }
+                    }
+                }
+                Err(e) => eprintln!("falat: {e}; skipped"),
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// The subset of a file: the name of its folder.
+fn subset_of(f: &Path) -> String {
+    f.parent().and_then(|p| p.file_name()).map_or_else(|| ".".into(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Diagnoses every item with every method on `jobs` threads; records come back in item order,
+/// then method order, whatever the scheduling.
+fn evaluate(
+    items: &[Item],
+    methods: &[&str],
+    jobs: usize,
+    diagnose: &(dyn Fn(&Trajectory, &str) -> Diagnosis + Sync),
+) -> Vec<Record> {
+    let total = items.len() * methods.len();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Record>>> = Mutex::new(vec![None; total]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= total {
+                        break;
+                    }
+                    let (item, method) = (&items[k / methods.len()], methods[k % methods.len()]);
+                    let d = diagnose(&item.trajectory, method);
+                    let gold = item.trajectory.gold.as_ref().expect("labelled");
+                    let r = eval::score(&item.file, &item.subset, &d, gold);
+                    slots.lock().expect("no poisoned lock")[k] = Some(r);
+                    bar.set_message(format!("{method} {}", item.file));
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    slots.into_inner().expect("no poisoned lock").into_iter().flatten().collect()
+}
+
+fn write_jsonl(path: &Path, records: &[Record]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for r in records {
+        let line = json!({
+            "file": r.file,
+            "subset": r.subset,
+            "method": r.method,
+            "pred_agent": r.pred_agent,
+            "pred_step": r.pred_step,
+            "gold_agent": r.gold_agent,
+            "gold_step": r.gold_step,
+            "agent_hit": r.agent_hit,
+            "step_hit": r.step_hit,
+            "calls": r.calls,
+            "tokens": r.tokens,
+            "prompt_tokens": r.prompt_tokens,
+            "wall_ms": (r.millis * 1000.0).round() / 1000.0,
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    super::diagnose::write_atomic(path, text.as_bytes())
+}

@@ -1,0 +1,544 @@
+//! Claude Code session JSONL (`~/.claude/projects/<cwd>/<sessionId>.jsonl`) and its sub-agent
+//! (sidechain) files.
+//!
+//! No official schema; the shape follows `TRACE_FORMATS.md` row 10a (checked against CLI 2.1.x
+//! files). Each line is `{type, uuid, parentUuid, isSidechain, agentId?, sessionId, timestamp,
+//! message?, toolUseResult?, ...}`:
+//! - `user` / `assistant` lines are expanded per `message.content` block, one step each: `text` →
+//!   message, `thinking` → thought, `tool_use` → tool call (`Task` / `Agent` → delegation to
+//!   `input.subagent_type`), `tool_result` → tool result (`is_error` kept); a string content is
+//!   one message. `isMeta` user lines are injected context and left out.
+//! - `progress`, `system`, `summary`, `file-history-snapshot`, `queue-operation`, `attachment` and
+//!   other lines are not steps; `parentUuid` chains through them.
+//! - Links: `parentUuid` → [`LinkKind::Parent`]; `tool_use.id` ↔ `tool_result.tool_use_id` →
+//!   [`LinkKind::ToolResult`]; a `Task` call → the first step of its sub-agent →
+//!   [`LinkKind::Delegation`].
+//!
+//! Sub-agents: the `Task` call's result line carries `toolUseResult.agentId` (older files: the
+//! text `agentId: <id>` in the result; running sessions: `progress.data.agentId` with
+//! `parentToolUseID`). The sub-agent's file is read through [`Related`], trying
+//! `<stem>/subagents/agent-<id>.jsonl`, `subagents/agent-<id>.jsonl`, `agent-<id>.jsonl` and
+//! `<stem>_subagents_agent-<id>.jsonl` beside the session; its steps are placed right after the
+//! delegating step and act as `subagent_type`. Its first prompt, a copy of the `Task` prompt, is
+//! left out. A sidechain file opened on its own acts as `agent-<agentId>`, and so do sidechain
+//! lines inside a main session file (older CLI versions).
+//!
+//! The main agent is named [`MAIN_AGENT`]; tool results belong to the agent that called the tool.
+//! Tokens: per assistant message id, the last line's `usage` (input = `input_tokens` +
+//! `cache_creation_input_tokens` + `cache_read_input_tokens`) on the message's last step.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::messages::block_text;
+use super::spantree::USER;
+use super::splice::{Thread, splice};
+use super::{Document, Loaded, Related, parse_document, value_text};
+use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
+
+/// The name of the main session's agent.
+pub const MAIN_AGENT: &str = "claude";
+/// How deep sub-agents of sub-agents are followed.
+const MAX_DEPTH: usize = 4;
+/// Tool names that spawn a sub-agent.
+const TASK_TOOLS: [&str; 2] = ["Task", "Agent"];
+
+/// Whether `doc` is a Claude Code session: JSON lines with a `user` or `assistant` line holding a
+/// `message` object and a `uuid`, and no Codex `payload` lines.
+pub fn detect(doc: &Document) -> bool {
+    let lines = lines_of(doc);
+    let is_turn = |v: &Value| {
+        matches!(v.get("type").and_then(Value::as_str), Some("user" | "assistant"))
+            && v.get("message").is_some_and(Value::is_object)
+            && v.get("uuid").is_some_and(Value::is_string)
+    };
+    lines.iter().any(|(_, v)| is_turn(v)) && !lines.iter().any(|(_, v)| v.get("payload").is_some())
+}
+
+/// The `(line, value)` pairs of a document; a one-line file parses as one JSON value.
+fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
+    match doc {
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (*l, v)).collect(),
+        Document::Json(v @ Value::Object(_)) => vec![(1, v)],
+        Document::Json(_) => Vec::new(),
+    }
+}
+
+/// Loads a session named `name` (the file stem), following sub-agent files through `related`.
+///
+/// # Errors
+/// A message when the document has no user or assistant line.
+pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
+    let lines = lines_of(doc);
+    if !lines.iter().any(|(_, v)| v.get("message").is_some()) {
+        return Err("expected JSON lines of type user/assistant with a \"message\"".into());
+    }
+    // A sidechain file (a sub-agent opened on its own) starts with a sidechain turn.
+    let first_turn = lines.iter().find(|(_, v)| v.get("message").is_some());
+    let agent = match first_turn {
+        Some((_, v)) if v.get("isSidechain").and_then(Value::as_bool) == Some(true) => sidechain_name(v),
+        _ => MAIN_AGENT.to_string(),
+    };
+    let mut ctx = Ctx { stem: name, related, visited: HashSet::new(), diagnostics: Vec::new() };
+    let who = Who { agent: &agent, user: USER, file: None, skip_prompt: None };
+    let session = read_session(&lines, &who, &mut ctx, 0);
+    let mut t = Trajectory {
+        id: name.to_string(),
+        source: SourceFormat::ClaudeCode,
+        task: session.task.unwrap_or_default(),
+        observed_output: last_text(&session.thread.steps, &agent),
+        steps: session.thread.steps,
+        links: session.thread.links,
+        metadata: session.metadata,
+        ..Trajectory::default()
+    };
+    t.refresh_agents();
+    Ok(Loaded { format: SourceFormat::ClaudeCode, trajectories: vec![t], diagnostics: ctx.diagnostics })
+}
+
+/// State shared across a session and its sub-agent files.
+struct Ctx<'a> {
+    stem: &'a str,
+    related: Related<'a>,
+    visited: HashSet<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Who acts in the file being read.
+struct Who<'a> {
+    /// The agent of assistant lines and tool results.
+    agent: &'a str,
+    /// The speaker of user text (the delegating agent in a sub-agent file).
+    user: &'a str,
+    /// The related file name, for diagnostics (`None` for the file being loaded).
+    file: Option<&'a str>,
+    /// A prompt to leave out (the sub-agent's copy of the `Task` prompt).
+    skip_prompt: Option<&'a str>,
+}
+
+impl Who<'_> {
+    fn diag(&self, line: usize, message: String) -> Diagnostic {
+        match self.file {
+            Some(f) => Diagnostic { line: None, message: format!("{f}:{line}: {message}") },
+            None => Diagnostic { line: Some(line), message },
+        }
+    }
+}
+
+/// The steps and links of one file, sub-agents spliced in.
+struct Session {
+    thread: Thread,
+    task: Option<String>,
+    metadata: Vec<(String, String)>,
+}
+
+/// A `Task` call seen in a file: its step, call id, sub-agent type and prompt.
+struct TaskCall {
+    step: usize,
+    id: String,
+    subagent: String,
+    prompt: String,
+}
+
+fn read_session(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Session {
+    let mut r = Reader::default();
+    for &(no, v) in lines {
+        r.line(no, v, who, ctx);
+    }
+    r.finish_tokens();
+    let links = r.links();
+    let roots = r.roots();
+    let subs = r.sub_sessions(who, ctx, depth);
+    let main = Thread { steps: std::mem::take(&mut r.steps), links, roots };
+    Session { thread: splice(main, subs), task: r.task, metadata: r.metadata }
+}
+
+/// Reads the lines of one file into steps.
+#[derive(Default)]
+struct Reader {
+    steps: Vec<Step>,
+    /// uuid → (first, last) step of the line, for lines with steps.
+    by_uuid: HashMap<String, (usize, usize)>,
+    /// uuid → parentUuid for every line (noise lines included).
+    parent_of: HashMap<String, Option<String>>,
+    /// (first step, parentUuid) of every line with steps.
+    line_parents: Vec<(usize, Option<String>)>,
+    calls: HashMap<String, usize>,
+    results: Vec<(usize, String)>,
+    tasks: Vec<TaskCall>,
+    /// Task call id → sub-agent id.
+    agent_ids: HashMap<String, String>,
+    /// Assistant message id → (last step, usage of its last line).
+    usage: HashMap<String, (usize, Option<TokenCounts>)>,
+    task: Option<String>,
+    skipped: Vec<(String, usize)>,
+    metadata: Vec<(String, String)>,
+    prompt_skipped: bool,
+}
+
+impl Reader {
+    fn line(&mut self, no: usize, v: &Value, who: &Who<'_>, ctx: &mut Ctx<'_>) {
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_string);
+        let parent = v.get("parentUuid").and_then(Value::as_str).map(str::to_string);
+        if let Some(u) = &uuid {
+            self.parent_of.insert(u.clone(), parent.clone());
+        }
+        self.note_agent_id(v);
+        let is_turn = matches!(ty, "user" | "assistant");
+        let is_meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+        if !is_turn || is_meta {
+            self.note_skipped(ty, v);
+            return;
+        }
+        let Some(msg) = v.get("message").filter(|m| m.is_object()) else {
+            ctx.diagnostics.push(who.diag(no, format!("{ty} line without a \"message\" object skipped")));
+            return;
+        };
+        if self.is_skipped_prompt(ty, msg, who) {
+            return;
+        }
+        let first = self.steps.len();
+        self.blocks(v, msg, ty, who);
+        if self.steps.len() > first {
+            let last = self.steps.len() - 1;
+            if let Some(u) = uuid {
+                self.by_uuid.insert(u, (first, last));
+            }
+            self.line_parents.push((first, parent));
+        }
+    }
+
+    fn note_skipped(&mut self, ty: &str, v: &Value) {
+        if ty == "summary"
+            && let Some(s) = v.get("summary").and_then(Value::as_str)
+        {
+            self.metadata.push(("summary".into(), s.to_string()));
+        }
+        let name = if ty.is_empty() { "untyped" } else { ty };
+        match self.skipped.iter_mut().find(|(t, _)| t == name) {
+            Some((_, n)) => *n += 1,
+            None => self.skipped.push((name.to_string(), 1)),
+        }
+    }
+
+    /// Sub-agent ids from `toolUseResult.agentId` or a running session's `progress` line.
+    fn note_agent_id(&mut self, v: &Value) {
+        let from_result = v.pointer("/toolUseResult/agentId").and_then(Value::as_str);
+        if let Some(id) = from_result {
+            let call = v
+                .pointer("/message/content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find_map(|b| b.get("tool_use_id").and_then(Value::as_str));
+            if let Some(c) = call {
+                self.agent_ids.insert(c.to_string(), id.to_string());
+            }
+        }
+        let progress = v.pointer("/data/agentId").and_then(Value::as_str);
+        let parent_call = v.get("parentToolUseID").and_then(Value::as_str);
+        if let (Some(id), Some(c)) = (progress, parent_call) {
+            self.agent_ids.entry(c.to_string()).or_insert_with(|| id.to_string());
+        }
+    }
+
+    fn is_skipped_prompt(&mut self, ty: &str, msg: &Value, who: &Who<'_>) -> bool {
+        let (Some(skip), false) = (who.skip_prompt, self.prompt_skipped) else {
+            return false;
+        };
+        let text = msg.get("content").map(block_text).unwrap_or_default();
+        let hit = ty == "user" && text.trim() == skip.trim();
+        self.prompt_skipped |= hit;
+        hit
+    }
+
+    fn blocks(&mut self, v: &Value, msg: &Value, ty: &str, who: &Who<'_>) {
+        let role = msg.get("role").and_then(Value::as_str).unwrap_or(ty).to_string();
+        // Older sessions keep sidechain lines in the main file: they act as the sub-agent.
+        let inline_sidechain = who.file.is_none()
+            && who.user == USER
+            && who.agent == MAIN_AGENT
+            && v.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let (agent, user) = match inline_sidechain {
+            true => (sidechain_name(v), who.agent.to_string()),
+            false => (who.agent.to_string(), who.user.to_string()),
+        };
+        let speaker = if ty == "assistant" { &agent } else { &user };
+        match msg.get("content") {
+            Some(Value::String(s)) => self.text_step(v, &role, speaker, StepKind::Message, s),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    self.block(v, &role, speaker, &agent, b);
+                }
+            }
+            _ => {}
+        }
+        if ty == "assistant" {
+            self.note_usage(v, msg);
+        }
+    }
+
+    fn block(&mut self, v: &Value, role: &str, speaker: &str, agent: &str, b: &Value) {
+        let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
+        let text = |k: &str| b.get(k).map(value_text).unwrap_or_default();
+        match ty {
+            "text" => self.text_step(v, role, speaker, StepKind::Message, &text("text")),
+            "thinking" => self.text_step(v, role, speaker, StepKind::Thought, &text("thinking")),
+            "tool_use" => self.tool_use(v, role, agent, b),
+            "tool_result" => self.tool_result(v, role, agent, b),
+            "redacted_thinking" => {}
+            other => self.text_step(v, role, speaker, StepKind::Message, &format!("[{other}]")),
+        }
+    }
+
+    fn text_step(&mut self, v: &Value, role: &str, speaker: &str, kind: StepKind, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if speaker == USER && kind == StepKind::Message && self.task.is_none() {
+            self.task = Some(text.trim().to_string());
+        }
+        self.push(v, role, speaker, kind, text.to_string());
+    }
+
+    fn tool_use(&mut self, v: &Value, role: &str, agent: &str, b: &Value) {
+        let name = b.get("name").map(value_text).unwrap_or_default();
+        let id = b.get("id").map(value_text).unwrap_or_default();
+        let input = b.get("input").cloned().unwrap_or(Value::Null);
+        let is_task = TASK_TOOLS.contains(&name.as_str());
+        let prompt = input.get("prompt").map(value_text);
+        let content = match (&prompt, is_task) {
+            (Some(p), true) => p.clone(),
+            _ => value_text(&input),
+        };
+        let kind = if is_task { StepKind::Delegation } else { StepKind::ToolCall };
+        let s = self.push(v, role, agent, kind, content);
+        self.steps[s].tool_name = Some(name);
+        self.steps[s].ids.refs.push(id.clone());
+        if is_task {
+            let subagent = input.get("subagent_type").map(value_text).unwrap_or_else(|| "subagent".into());
+            self.steps[s].delegate_to = Some(subagent.clone());
+            self.tasks.push(TaskCall { step: s, id: id.clone(), subagent, prompt: prompt.unwrap_or_default() });
+        }
+        self.calls.insert(id, s);
+    }
+
+    fn tool_result(&mut self, v: &Value, role: &str, agent: &str, b: &Value) {
+        let id = b.get("tool_use_id").map(value_text).unwrap_or_default();
+        let text = b.get("content").map(block_text).unwrap_or_default();
+        if let Some(agent_id) = agent_id_in_text(&text) {
+            self.agent_ids.entry(id.clone()).or_insert(agent_id);
+        }
+        let s = self.push(v, role, agent, StepKind::ToolResult, text);
+        self.steps[s].is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+        self.steps[s].ids.refs.push(id.clone());
+        self.results.push((s, id));
+    }
+
+    fn push(&mut self, v: &Value, role: &str, agent: &str, kind: StepKind, content: String) -> usize {
+        let api_error = v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+        self.steps.push(Step {
+            index: self.steps.len(),
+            agent: agent.to_string(),
+            role: role.to_string(),
+            kind,
+            content,
+            ids: StepIds {
+                id: v.get("uuid").and_then(Value::as_str).map(str::to_string),
+                parent: v.get("parentUuid").and_then(Value::as_str).map(str::to_string),
+                refs: Vec::new(),
+            },
+            timestamp: v.get("timestamp").and_then(Value::as_str).map(str::to_string),
+            is_error: api_error,
+            ..Step::default()
+        });
+        self.steps.len() - 1
+    }
+
+    fn note_usage(&mut self, v: &Value, msg: &Value) {
+        let Some(last) = self.steps.len().checked_sub(1) else {
+            return;
+        };
+        let id = msg
+            .get("id")
+            .and_then(Value::as_str)
+            .or_else(|| v.get("uuid").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_string();
+        let usage = msg.get("usage").map(|u| {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            TokenCounts {
+                input: n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
+                output: n("output_tokens"),
+            }
+        });
+        self.usage.insert(id, (last, usage));
+    }
+
+    fn finish_tokens(&mut self) {
+        for (step, usage) in self.usage.values() {
+            if let Some(u) = usage {
+                self.steps[*step].tokens = Some(*u);
+            }
+        }
+        if !self.skipped.is_empty() {
+            let list: Vec<String> = self.skipped.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            self.metadata.push(("lines_not_steps".into(), list.join(", ")));
+        }
+    }
+
+    /// The nearest ancestor line with steps, through lines without steps.
+    fn resolve(&self, parent: Option<&str>) -> Option<usize> {
+        let mut cur = parent.map(str::to_string);
+        for _ in 0..self.parent_of.len() + 1 {
+            let u = cur?;
+            if let Some(&(_, last)) = self.by_uuid.get(&u) {
+                return Some(last);
+            }
+            cur = self.parent_of.get(&u).cloned().flatten();
+        }
+        None
+    }
+
+    fn links(&self) -> Vec<Link> {
+        let mut links = Vec::new();
+        for (first, parent) in &self.line_parents {
+            if let Some(p) = self.resolve(parent.as_deref()).filter(|p| p != first) {
+                links.push(Link { from: p, to: *first, kind: LinkKind::Parent });
+            }
+        }
+        for (s, id) in &self.results {
+            if let Some(&c) = self.calls.get(id) {
+                links.push(Link { from: c, to: *s, kind: LinkKind::ToolResult });
+            }
+        }
+        links
+    }
+
+    fn roots(&self) -> Vec<usize> {
+        self.line_parents.iter().filter(|(_, p)| self.resolve(p.as_deref()).is_none()).map(|(f, _)| *f).collect()
+    }
+
+    /// Loads the sub-agent file of each `Task` call that has one.
+    fn sub_sessions(&self, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> HashMap<usize, Thread> {
+        let mut out = HashMap::new();
+        for t in &self.tasks {
+            let Some(agent_id) = self.agent_ids.get(&t.id) else {
+                continue;
+            };
+            if let Some(s) = sub_session(t, agent_id, who, ctx, depth) {
+                out.insert(t.step, s.thread);
+            }
+        }
+        out
+    }
+}
+
+/// The agent name of a sidechain line: `agent-<agentId>`, or `sidechain` without an id.
+fn sidechain_name(v: &Value) -> String {
+    match v.get("agentId").and_then(Value::as_str) {
+        Some(id) => format!("agent-{id}"),
+        None => "sidechain".to_string(),
+    }
+}
+
+/// `agentId: a485154` in a Task result's text (CLI 2.0/2.1 append it).
+fn agent_id_in_text(text: &str) -> Option<String> {
+    let rest = &text[text.find("agentId: ")? + "agentId: ".len()..];
+    let id: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+    is_safe_id(&id).then_some(id)
+}
+
+/// Ids that may be used in file names: 1 to 64 ASCII letters, digits, `-` or `_`.
+fn is_safe_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn sub_session(t: &TaskCall, agent_id: &str, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Option<Session> {
+    if depth >= MAX_DEPTH || ctx.visited.contains(agent_id) {
+        return None;
+    }
+    ctx.visited.insert(agent_id.to_string());
+    let (file, doc) = sub_document(t, agent_id, who, ctx)?;
+    let sub_who = Who { agent: &t.subagent, user: who.agent, file: Some(&file), skip_prompt: Some(&t.prompt) };
+    Some(read_session(&lines_of(&doc), &sub_who, ctx, depth + 1))
+}
+
+/// Finds and parses a sub-agent's file: its name and document, or `None` with a diagnostic.
+fn sub_document(t: &TaskCall, agent_id: &str, who: &Who<'_>, ctx: &mut Ctx<'_>) -> Option<(String, Document)> {
+    let place = who.file.map_or(String::new(), |f| format!(" in {f}"));
+    let mut fail = |message: String| {
+        ctx.diagnostics.push(Diagnostic { line: None, message });
+        None
+    };
+    if !is_safe_id(agent_id) {
+        return fail(format!("sub-agent id {agent_id:?}{place} is not a plain id; not followed"));
+    }
+    let names = candidates(ctx.stem, agent_id);
+    let found = names.iter().find_map(|n| (ctx.related)(n).map(|b| (n.clone(), b)));
+    let Some((file, bytes)) = found else {
+        return fail(format!(
+            "sub-agent {agent_id} of the Task call {}{place}: no file found (tried {}); its steps are missing",
+            t.id,
+            names.join(", ")
+        ));
+    };
+    let doc = match parse_document(&file, &bytes) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("sub-agent {agent_id}: {e}; its steps are missing")),
+    };
+    if let Document::Lines { bad, .. } = &doc {
+        for (l, msg) in bad {
+            ctx.diagnostics.push(Diagnostic { line: None, message: format!("{file}:{l}: skipped: not JSON: {msg}") });
+        }
+    }
+    Some((file, doc))
+}
+
+/// File names a sub-agent's session may have, relative to the session's folder.
+fn candidates(stem: &str, id: &str) -> Vec<String> {
+    vec![
+        format!("{stem}/subagents/agent-{id}.jsonl"),
+        format!("subagents/agent-{id}.jsonl"),
+        format!("agent-{id}.jsonl"),
+        format!("{stem}_subagents_agent-{id}.jsonl"),
+    ]
+}
+
+/// The last text message of `agent`: the session's answer.
+fn last_text(steps: &[Step], agent: &str) -> Option<String> {
+    steps.iter().rev().find(|s| s.agent == agent && s.kind == StepKind::Message).map(|s| s.content.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::parse;
+
+    #[test]
+    fn agent_ids_in_result_text_are_read_and_unsafe_ids_refused() {
+        let text = "done\nagentId: a485154 (for resuming to continue this agent's work if needed)";
+        assert_eq!(agent_id_in_text(text).as_deref(), Some("a485154"));
+        assert_eq!(agent_id_in_text("agentId: ../../etc/passwd"), None);
+        assert!(!is_safe_id("a/b"));
+        assert!(is_safe_id("a485154"));
+    }
+
+    #[test]
+    fn inline_sidechain_lines_of_a_main_session_act_as_the_sub_agent() {
+        let lines = [
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"x","prompt":"look"}}]}}"#,
+            r#"{"type":"user","uuid":"s1","parentUuid":null,"isSidechain":true,"agentId":"abc","message":{"role":"user","content":"look"}}"#,
+            r#"{"type":"assistant","uuid":"s2","parentUuid":"s1","isSidechain":true,"agentId":"abc","message":{"role":"assistant","content":[{"type":"text","text":"found it"}]}}"#,
+        ];
+        let loaded = parse("s.jsonl", lines.join("\n").as_bytes(), None).unwrap();
+        let t = &loaded.trajectories[0];
+        let agents: Vec<&str> = t.steps.iter().map(|s| s.agent.as_str()).collect();
+        assert_eq!(agents, ["user", "claude", "claude", "agent-abc"]);
+        assert_eq!(t.steps[1].kind, StepKind::Delegation);
+        assert_eq!(t.task, "go");
+    }
+}

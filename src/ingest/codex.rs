@@ -1,0 +1,569 @@
+//! Codex CLI rollout JSONL (`~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`).
+//!
+//! Shape per `TRACE_FORMATS.md` row 10b (codex-rs `protocol.rs` `RolloutLine`): each line is
+//! `{timestamp, type, payload}` with `type` ∈ `session_meta`, `turn_context`, `response_item`,
+//! `event_msg`, `compacted`. Steps come from `response_item` payloads:
+//! - `message`: `user` → message by the user, `assistant` → message by the agent (`content[]`
+//!   `input_text` / `output_text` parts joined); `developer` / `system` → the agent's role text;
+//! - `reasoning` → thought (`summary[].text`, then `content[].text`; encrypted-only items, with no
+//!   readable text, are left out);
+//! - `function_call` (`name`, `arguments` JSON text, `call_id`), `custom_tool_call` (`input`),
+//!   `local_shell_call` (`action.command`), `web_search_call` (`action.query`) → tool call;
+//!   `function_call spawn_agent` → delegation to `arguments.agent_type`;
+//! - `*_output` (`call_id`, `output`) → tool result; a JSON output `{output, metadata: {exit_code}}`
+//!   is unwrapped and a non-zero exit code (also `Exit code: N` text) marks an error.
+//!
+//! `event_msg` lines duplicate messages; `user_message`, `agent_message` and `agent_reasoning` are
+//! steps only when no `response_item` carries the same text. `collab_agent_spawn_end{call_id,
+//! new_thread_id, new_agent_role}` and `collab_waiting_end{call_id, agent_statuses}` answer the
+//! `spawn_agent` / `wait_agent` calls when no `*_output` does; the wait result that names a spawned
+//! thread is linked from the spawn as the delegate's reply ([`LinkKind::Delegation`]).
+//! `token_count.info.last_token_usage` goes on the latest agent step; `error` events are error
+//! steps; `task_complete.last_agent_message` is the observed output.
+//!
+//! Sub-agent threads: a spawned thread's own rollout (`*<new_thread_id>.jsonl` beside the file,
+//! read through [`Related`]) is placed right after the spawn step and acts as its nickname / role.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::spantree::USER;
+use super::splice::{Thread, splice};
+use super::{Document, Loaded, Related, parse_document, value_text};
+use crate::model::{
+    AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
+};
+
+/// The name of the main session's agent when the session names none.
+pub const MAIN_AGENT: &str = "codex";
+/// How deep spawned threads of spawned threads are followed.
+const MAX_DEPTH: usize = 4;
+const LINE_TYPES: [&str; 5] = ["session_meta", "turn_context", "response_item", "event_msg", "compacted"];
+
+/// Whether `doc` is a Codex rollout: JSON lines of `{type, payload}` with a rollout line type.
+pub fn detect(doc: &Document) -> bool {
+    let lines = lines_of(doc);
+    let is_rollout = |v: &Value| {
+        v.get("payload").is_some_and(Value::is_object)
+            && v.get("type").and_then(Value::as_str).is_some_and(|t| LINE_TYPES.contains(&t))
+    };
+    lines.iter().any(|(_, v)| is_rollout(v))
+}
+
+fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
+    match doc {
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (*l, v)).collect(),
+        Document::Json(v @ Value::Object(_)) => vec![(1, v)],
+        Document::Json(_) => Vec::new(),
+    }
+}
+
+/// Loads a rollout named `name`, following spawned threads through `related`.
+///
+/// # Errors
+/// A message when no line is a `{type, payload}` rollout line.
+pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
+    let lines = lines_of(doc);
+    if !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
+        return Err("expected JSON lines of {timestamp, type, payload}".into());
+    }
+    let mut ctx = Ctx { related, diagnostics: Vec::new(), visited: Vec::new() };
+    let agent = session_agent(&lines).unwrap_or_else(|| MAIN_AGENT.to_string());
+    let who = Who { agent: &agent, user: USER, file: None, skip_prompt: None };
+    let r = read_thread(&lines, &who, &mut ctx, 0);
+    let observed = r.observed.clone().or_else(|| last_text(&r.thread.steps, &agent));
+    let mut t = Trajectory {
+        id: name.to_string(),
+        source: SourceFormat::Codex,
+        task: r.task.unwrap_or_default(),
+        observed_output: observed,
+        steps: r.thread.steps,
+        links: r.thread.links,
+        agents: r.roles,
+        metadata: r.metadata,
+        ..Trajectory::default()
+    };
+    t.refresh_agents();
+    Ok(Loaded { format: SourceFormat::Codex, trajectories: vec![t], diagnostics: ctx.diagnostics })
+}
+
+/// The agent a rollout names in `session_meta`: `agent_nickname`, `agent_role`, or the spawn's
+/// nickname / role under `source.subagent.thread_spawn`.
+fn session_agent(lines: &[(usize, &Value)]) -> Option<String> {
+    let meta =
+        lines.iter().find(|(_, v)| v.get("type").and_then(Value::as_str) == Some("session_meta"))?.1.get("payload")?;
+    let spawn = meta.pointer("/source/subagent/thread_spawn");
+    [
+        meta.get("agent_nickname"),
+        meta.get("agent_role"),
+        spawn.and_then(|s| s.get("agent_nickname")),
+        spawn.and_then(|s| s.get("agent_role")),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_string))
+}
+
+struct Ctx<'a> {
+    related: Related<'a>,
+    diagnostics: Vec<Diagnostic>,
+    visited: Vec<String>,
+}
+
+struct Who<'a> {
+    agent: &'a str,
+    user: &'a str,
+    file: Option<&'a str>,
+    skip_prompt: Option<&'a str>,
+}
+
+impl Who<'_> {
+    fn diag(&self, line: usize, message: String) -> Diagnostic {
+        match self.file {
+            Some(f) => Diagnostic { line: None, message: format!("{f}:{line}: {message}") },
+            None => Diagnostic { line: Some(line), message },
+        }
+    }
+}
+
+/// What reading one rollout gave.
+struct Read {
+    thread: Thread,
+    task: Option<String>,
+    observed: Option<String>,
+    roles: Vec<AgentInfo>,
+    metadata: Vec<(String, String)>,
+}
+
+/// Texts carried by `response_item`s, to drop the `event_msg` copies.
+#[derive(Default)]
+struct Dupes {
+    counts: HashMap<(String, String), usize>,
+    outputs: Vec<String>,
+}
+
+impl Dupes {
+    fn scan(lines: &[(usize, &Value)]) -> Dupes {
+        let mut d = Dupes::default();
+        for (_, v) in lines {
+            if v.get("type").and_then(Value::as_str) != Some("response_item") {
+                continue;
+            }
+            let Some(p) = v.get("payload") else { continue };
+            let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+            match ty {
+                "message" => {
+                    let role = p.get("role").and_then(Value::as_str).unwrap_or_default();
+                    d.add(role, &message_text(p));
+                }
+                "reasoning" => d.add("reasoning", &reasoning_text(p)),
+                t if t.ends_with("_output") => {
+                    d.outputs.push(p.get("call_id").map(value_text).unwrap_or_default());
+                }
+                _ => {}
+            }
+        }
+        d
+    }
+
+    fn add(&mut self, kind: &str, text: &str) {
+        *self.counts.entry((kind.to_string(), text.trim().to_string())).or_default() += 1;
+    }
+
+    /// Whether an event's text is a copy of a response item (each item absorbs one copy).
+    fn take(&mut self, kind: &str, text: &str) -> bool {
+        let key = (kind.to_string(), text.trim().to_string());
+        match self.counts.get_mut(&key) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Reader {
+    steps: Vec<Step>,
+    links: Vec<Link>,
+    calls: HashMap<String, usize>,
+    /// Spawned thread id → spawn step.
+    spawns: HashMap<String, usize>,
+    task: Option<String>,
+    observed: Option<String>,
+    roles: Vec<AgentInfo>,
+    metadata: Vec<(String, String)>,
+    prompt_skipped: bool,
+    /// The 1-based line being read, kept as each step's id.
+    line: usize,
+}
+
+fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Read {
+    let mut dupes = Dupes::scan(lines);
+    let mut r = Reader::default();
+    for &(no, v) in lines {
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
+        let Some(p) = v.get("payload").filter(|p| p.is_object()) else {
+            ctx.diagnostics.push(who.diag(no, "line without a \"payload\" object skipped".into()));
+            continue;
+        };
+        let ts = v.get("timestamp").and_then(Value::as_str);
+        r.line = no;
+        match ty {
+            "response_item" => r.response_item(p, ts, who),
+            "event_msg" => r.event(p, ts, who, &mut dupes),
+            "session_meta" => r.session_meta(p, who),
+            "compacted" => r.metadata.push(("compacted".into(), p.get("message").map(value_text).unwrap_or_default())),
+            _ => {}
+        }
+    }
+    let subs = r.sub_threads(who, ctx, depth);
+    let roots = (!r.steps.is_empty()).then_some(0).into_iter().collect();
+    let main = Thread { steps: std::mem::take(&mut r.steps), links: std::mem::take(&mut r.links), roots };
+    Read { thread: splice(main, subs), task: r.task, observed: r.observed, roles: r.roles, metadata: r.metadata }
+}
+
+impl Reader {
+    fn session_meta(&mut self, p: &Value, who: &Who<'_>) {
+        let instructions = p
+            .get("instructions")
+            .or_else(|| p.pointer("/base_instructions/text"))
+            .map(value_text)
+            .filter(|t| !t.trim().is_empty());
+        if let Some(text) = instructions {
+            self.add_role(who.agent, &text);
+        }
+        for key in ["id", "cli_version", "originator", "cwd"] {
+            if let Some(val) = p.get(key).and_then(Value::as_str) {
+                self.metadata.push((format!("session_{key}"), val.to_string()));
+            }
+        }
+    }
+
+    fn add_role(&mut self, agent: &str, text: &str) {
+        match self.roles.iter_mut().find(|a| a.name == agent) {
+            Some(a) => {
+                let r = a.role.get_or_insert_with(String::new);
+                if !r.is_empty() {
+                    r.push_str("\n\n");
+                }
+                r.push_str(text);
+            }
+            None => self.roles.push(AgentInfo { name: agent.to_string(), role: Some(text.to_string()) }),
+        }
+    }
+
+    fn response_item(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>) {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        match ty {
+            "message" => self.message(p, ts, who),
+            "reasoning" => {
+                let text = reasoning_text(p);
+                if !text.trim().is_empty() {
+                    self.push(ts, who.agent, "reasoning", StepKind::Thought, text);
+                }
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call" => {
+                self.call(p, ty, ts, who.agent)
+            }
+            t if t.ends_with("_output") => self.output(p, ts, who.agent),
+            _ => {}
+        }
+    }
+
+    fn message(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>) {
+        let role = p.get("role").and_then(Value::as_str).unwrap_or("user");
+        let text = message_text(p);
+        match role {
+            "developer" | "system" => self.add_role(who.agent, &text),
+            "assistant" => {
+                self.push(ts, who.agent, role, StepKind::Message, text);
+            }
+            _ => self.user_text(ts, who, role, text, false),
+        }
+    }
+
+    /// A user message; the task when it is the first real prompt (not injected context).
+    fn user_text(&mut self, ts: Option<&str>, who: &Who<'_>, role: &str, text: String, event: bool) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let skip = who.skip_prompt.is_some_and(|s| s.trim() == text.trim());
+        if skip && !self.prompt_skipped {
+            self.prompt_skipped = true;
+            return;
+        }
+        let injected = text.trim_start().starts_with('<') || text.starts_with("# AGENTS.md");
+        if self.task.is_none() && who.user == USER && (event || !injected) {
+            self.task = Some(text.trim().to_string());
+        }
+        self.push(ts, who.user, role, StepKind::Message, text);
+    }
+
+    fn call(&mut self, p: &Value, ty: &str, ts: Option<&str>, agent: &str) {
+        let (name, content) = call_name_and_input(p, ty);
+        let call_id = p.get("call_id").or_else(|| p.get("id")).map(value_text).unwrap_or_default();
+        let spawn = name == "spawn_agent";
+        let kind = if spawn { StepKind::Delegation } else { StepKind::ToolCall };
+        let args = serde_json::from_str::<Value>(&content).unwrap_or(Value::Null);
+        let content = match (spawn, args.get("message")) {
+            (true, Some(m)) => value_text(m),
+            _ => content,
+        };
+        let s = self.push(ts, agent, ty, kind, content);
+        self.steps[s].tool_name = Some(name);
+        self.steps[s].ids.refs.push(call_id.clone());
+        if spawn {
+            let role = ["agent_type", "agent_role", "role"].iter().find_map(|k| args.get(*k).and_then(Value::as_str));
+            self.steps[s].delegate_to = Some(role.unwrap_or("subagent").to_string());
+        }
+        self.calls.insert(call_id, s);
+    }
+
+    fn output(&mut self, p: &Value, ts: Option<&str>, agent: &str) {
+        let call_id = p.get("call_id").map(value_text).unwrap_or_default();
+        let (text, is_error) = output_text(p.get("output").unwrap_or(&Value::Null));
+        self.result(ts, agent, &call_id, text, is_error);
+    }
+
+    fn result(&mut self, ts: Option<&str>, agent: &str, call_id: &str, text: String, is_error: bool) -> usize {
+        let ty = "function_call_output";
+        let s = self.push(ts, agent, ty, StepKind::ToolResult, text);
+        self.steps[s].is_error = is_error;
+        self.steps[s].ids.refs.push(call_id.to_string());
+        if let Some(&c) = self.calls.get(call_id) {
+            self.steps[s].tool_name = self.steps[c].tool_name.clone();
+            self.links.push(Link { from: c, to: s, kind: LinkKind::ToolResult });
+        }
+        s
+    }
+
+    fn event(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>, dupes: &mut Dupes) {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        let msg = || p.get("message").map(value_text).unwrap_or_default();
+        match ty {
+            "user_message" if !dupes.take("user", &msg()) => self.user_text(ts, who, "user", msg(), true),
+            "user_message" if self.task.is_none() && who.user == USER => self.task = Some(msg().trim().to_string()),
+            "agent_message" if !dupes.take("assistant", &msg()) => {
+                self.push(ts, who.agent, "assistant", StepKind::Message, msg());
+            }
+            "agent_reasoning" => {
+                let text = p.get("text").map(value_text).unwrap_or_default();
+                if !dupes.take("reasoning", &text) {
+                    self.push(ts, who.agent, "reasoning", StepKind::Thought, text);
+                }
+            }
+            "token_count" => self.tokens(p, who.agent),
+            "collab_agent_spawn_end" => self.spawned(p, ts, who.agent, dupes),
+            "collab_waiting_end" => self.waited(p, ts, who.agent, dupes),
+            "error" | "stream_error" => {
+                let s = self.push(ts, who.agent, ty, StepKind::Message, msg());
+                self.steps[s].is_error = true;
+            }
+            "turn_aborted" => {
+                let reason = p.get("reason").map(value_text).unwrap_or_default();
+                let s = self.push(ts, who.agent, ty, StepKind::Message, format!("turn aborted: {reason}"));
+                self.steps[s].is_error = true;
+            }
+            "task_complete" => {
+                if let Some(m) = p.get("last_agent_message").and_then(Value::as_str) {
+                    self.observed = Some(m.trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `last_token_usage` on the latest agent step that has no counts yet.
+    fn tokens(&mut self, p: &Value, agent: &str) {
+        let Some(u) = p.pointer("/info/last_token_usage") else {
+            return;
+        };
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let last = self.steps.iter().rposition(|s| s.agent == agent && s.kind != StepKind::ToolResult);
+        if let Some(i) = last.filter(|&i| self.steps[i].tokens.is_none()) {
+            self.steps[i].tokens = Some(TokenCounts { input: n("input_tokens"), output: n("output_tokens") });
+        }
+    }
+
+    fn spawned(&mut self, p: &Value, ts: Option<&str>, agent: &str, dupes: &Dupes) {
+        let call_id = p.get("call_id").map(value_text).unwrap_or_default();
+        let thread = p.get("new_thread_id").map(value_text).unwrap_or_default();
+        let role = p.get("new_agent_role").and_then(Value::as_str);
+        if let Some(&c) = self.calls.get(&call_id) {
+            if let Some(r) = role {
+                self.steps[c].delegate_to = Some(r.to_string());
+            }
+            if !thread.is_empty() {
+                self.steps[c].ids.refs.push(thread.clone());
+                self.spawns.insert(thread.clone(), c);
+            }
+        }
+        if !dupes.outputs.contains(&call_id) {
+            let text = format!("spawned {} thread {thread}", role.unwrap_or("agent"));
+            self.result(ts, agent, &call_id, text, false);
+        }
+    }
+
+    fn waited(&mut self, p: &Value, ts: Option<&str>, agent: &str, dupes: &Dupes) {
+        let call_id = p.get("call_id").map(value_text).unwrap_or_default();
+        let statuses = p.get("agent_statuses").or_else(|| p.get("statuses"));
+        if dupes.outputs.contains(&call_id) {
+            return;
+        }
+        let text = statuses.map(value_text).unwrap_or_default();
+        let s = self.result(ts, agent, &call_id, text, false);
+        let threads = statuses
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|st| st.get("thread_id").and_then(Value::as_str));
+        for t in threads {
+            if let Some(&spawn) = self.spawns.get(t) {
+                self.links.push(Link { from: spawn, to: s, kind: LinkKind::Delegation });
+            }
+        }
+    }
+
+    fn push(&mut self, ts: Option<&str>, agent: &str, role: &str, kind: StepKind, content: String) -> usize {
+        self.steps.push(Step {
+            index: self.steps.len(),
+            agent: agent.to_string(),
+            role: role.to_string(),
+            kind,
+            content,
+            ids: StepIds { id: Some(self.line.to_string()), ..StepIds::default() },
+            timestamp: ts.map(str::to_string),
+            ..Step::default()
+        });
+        self.steps.len() - 1
+    }
+
+    /// Reads the rollout of each spawned thread that has one beside the file; the spawn step then
+    /// delegates to the thread's agent name.
+    fn sub_threads(&mut self, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> HashMap<usize, Thread> {
+        let mut out = HashMap::new();
+        let mut spawns: Vec<(String, usize)> = self.spawns.iter().map(|(t, s)| (t.clone(), *s)).collect();
+        spawns.sort_by_key(|(_, s)| *s);
+        for (thread, step) in spawns {
+            if depth >= MAX_DEPTH || !is_safe_id(&thread) || ctx.visited.contains(&thread) {
+                continue;
+            }
+            ctx.visited.push(thread.clone());
+            let pattern = format!("*{thread}.jsonl");
+            let Some(bytes) = (ctx.related)(&pattern) else {
+                continue;
+            };
+            let delegate = self.steps[step].delegate_to.clone().unwrap_or_default();
+            let prompt = self.steps[step].content.clone();
+            if let Some((agent, t)) = sub_thread(&pattern, &bytes, &delegate, &prompt, who, ctx, depth) {
+                self.steps[step].delegate_to = Some(agent);
+                out.insert(step, t);
+            }
+        }
+        out
+    }
+}
+
+fn sub_thread(
+    file: &str,
+    bytes: &[u8],
+    delegate: &str,
+    prompt: &str,
+    who: &Who<'_>,
+    ctx: &mut Ctx<'_>,
+    depth: usize,
+) -> Option<(String, Thread)> {
+    let doc = match parse_document(file, bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            ctx.diagnostics
+                .push(Diagnostic { line: None, message: format!("spawned thread: {e}; its steps are missing") });
+            return None;
+        }
+    };
+    let lines = lines_of(&doc);
+    let agent = session_agent(&lines).unwrap_or_else(|| delegate.to_string());
+    let sub_who = Who { agent: &agent, user: who.agent, file: Some(file), skip_prompt: Some(prompt) };
+    let thread = read_thread(&lines, &sub_who, ctx, depth + 1).thread;
+    Some((agent, thread))
+}
+
+/// Thread ids that may be used in file names: ASCII letters, digits, `-` and `_`, at most 80.
+fn is_safe_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 80 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// The tool name and input text of a call item.
+fn call_name_and_input(p: &Value, ty: &str) -> (String, String) {
+    let text = |k: &str| p.get(k).map(value_text).unwrap_or_default();
+    match ty {
+        "custom_tool_call" => (text("name"), text("input")),
+        "local_shell_call" => {
+            let cmd = p.pointer("/action/command");
+            let joined = match cmd {
+                Some(Value::Array(parts)) => parts.iter().map(value_text).collect::<Vec<_>>().join(" "),
+                Some(other) => value_text(other),
+                None => text("action"),
+            };
+            ("local_shell".into(), joined)
+        }
+        "web_search_call" => {
+            let q = p.pointer("/action/query").map(value_text).unwrap_or_else(|| text("action"));
+            ("web_search".into(), q)
+        }
+        _ => (text("name"), text("arguments")),
+    }
+}
+
+/// A tool output's text and error flag: JSON `{output, metadata: {exit_code}}` unwrapped,
+/// `{content, success}` read, `Exit code: N` text checked.
+fn output_text(out: &Value) -> (String, bool) {
+    let parsed = match out {
+        Value::String(s) => serde_json::from_str::<Value>(s).unwrap_or(Value::Null),
+        other => other.clone(),
+    };
+    if let Some(inner) = parsed.get("output").or_else(|| parsed.get("content")) {
+        let code = parsed.pointer("/metadata/exit_code").and_then(Value::as_i64);
+        let failed = parsed.get("success").and_then(Value::as_bool) == Some(false);
+        return (value_text(inner), failed || code.is_some_and(|c| c != 0));
+    }
+    let text = value_text(out);
+    let code = text.lines().find_map(|l| l.strip_prefix("Exit code: ")).and_then(|c| c.trim().parse::<i64>().ok());
+    (text.clone(), code.is_some_and(|c| c != 0))
+}
+
+/// The text parts of a `message` item joined by blank lines (images as `[input_image]`).
+fn message_text(p: &Value) -> String {
+    let parts = p.get("content").and_then(Value::as_array);
+    parts
+        .into_iter()
+        .flatten()
+        .map(|c| match c.get("text") {
+            Some(t) => value_text(t),
+            None => format!("[{}]", c.get("type").map(value_text).unwrap_or_default()),
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The readable text of a `reasoning` item: summary texts, then content texts.
+fn reasoning_text(p: &Value) -> String {
+    let texts = |k: &str| -> Vec<String> {
+        p.get(k).and_then(Value::as_array).into_iter().flatten().filter_map(|s| s.get("text").map(value_text)).collect()
+    };
+    let mut all = texts("summary");
+    all.extend(texts("content"));
+    all.join("\n\n")
+}
+
+/// The last message of `agent`.
+fn last_text(steps: &[Step], agent: &str) -> Option<String> {
+    steps
+        .iter()
+        .rev()
+        .find(|s| s.agent == agent && s.kind == StepKind::Message && !s.is_error)
+        .map(|s| s.content.trim().to_string())
+}

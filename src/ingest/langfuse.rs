@@ -1,0 +1,191 @@
+//! Langfuse trace exports (`TraceWithFullDetails`, `GET /api/public/traces/{id}`).
+//!
+//! Schema: langfuse/langfuse-python@c3c6a09 `langfuse/api/commons/types/*.py` (`TRACE_FORMATS.md`
+//! row 7b). A trace is `{id, timestamp, name, input, output, sessionId, userId, metadata, tags,
+//! observations: [...], scores: [...]}`; an observation is `{id, traceId, type, name, startTime,
+//! endTime, parentObservationId, input, output, model, usageDetails | usage, level,
+//! statusMessage, metadata}`. Each observation becomes a [`spantree`] node, siblings ordered by
+//! `startTime`:
+//! - `AGENT` → an agent invocation named `name`; descendants act as it;
+//! - `GENERATION` → a model call: `input` (chat messages, `{messages}`, or a prompt string) and
+//!   `output` (an assistant message with `tool_calls`, or text); tokens from `usageDetails.
+//!   {input, output}` (legacy `usage.{input, output}`, `promptTokens` / `completionTokens`);
+//! - `TOOL` (and `RETRIEVER`, `EMBEDDING`, `EVALUATOR`, `GUARDRAIL`) → a tool execution: `input`
+//!   arguments, `output` result, call id from `metadata.tool_call_id`;
+//! - `EVENT` → a message; `SPAN`, `CHAIN` → scopes; another type → a scope with a diagnostic;
+//! - `level: ERROR` → error, with `statusMessage`.
+//!
+//! The trace's `input` / `output` are the task and observed output. Layouts: one trace, a list of
+//! traces (one trajectory each), `{data: [...]}`, or `{trace, observations}`.
+
+use serde_json::Value;
+
+use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
+use super::spantree::{self, Node, Op};
+use super::{Document, Loaded, value_text};
+use crate::model::{Diagnostic, SourceFormat, TokenCounts};
+
+const TOOL_TYPES: [&str; 5] = ["TOOL", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"];
+
+/// Whether `doc` is a Langfuse export: a trace object with an `observations` array of objects
+/// with `id` and `type` (also in a list or under `data`).
+pub fn detect(doc: &Document) -> bool {
+    let Document::Json(v) = doc else {
+        return false;
+    };
+    !traces(v).is_empty()
+}
+
+fn is_trace(v: &Value) -> bool {
+    v.get("observations")
+        .and_then(Value::as_array)
+        .is_some_and(|obs| obs.iter().any(|o| o.get("id").is_some() && o.get("type").is_some()))
+}
+
+/// The traces of a document, each with its observations list holder.
+fn traces(v: &Value) -> Vec<&Value> {
+    let list = match v {
+        Value::Array(items) => Some(items),
+        Value::Object(m) => m.get("data").and_then(Value::as_array),
+        _ => None,
+    };
+    match list {
+        Some(items) => items.iter().filter(|t| is_trace(t)).collect(),
+        None if is_trace(v) => vec![v],
+        None => Vec::new(),
+    }
+}
+
+/// Loads a Langfuse export named `name`; one trajectory per trace.
+///
+/// # Errors
+/// A message when no trace with observations is found.
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+    let Document::Json(v) = doc else {
+        return Err("expected one JSON trace export, found JSON Lines".into());
+    };
+    let found = traces(v);
+    if found.is_empty() {
+        return Err("expected a trace with an \"observations\" array of {id, type}".into());
+    }
+    let mut diags = Vec::new();
+    let mut groups = Vec::new();
+    for (ti, t) in found.iter().enumerate() {
+        let header = t.get("trace").unwrap_or(t);
+        let obs = t.get("observations").and_then(Value::as_array);
+        let nodes = obs
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, o)| node(o, &format!("traces[{ti}].observations[{i}]"), &mut diags))
+            .collect();
+        groups.push((header.get("id").map(value_text), nodes));
+    }
+    let mut loaded = spantree::load_groups(name, SourceFormat::Langfuse, groups, diags);
+    for (traj, t) in loaded.trajectories.iter_mut().zip(&found) {
+        apply_header(traj, t.get("trace").unwrap_or(t));
+    }
+    Ok(loaded)
+}
+
+/// Task and observed output from the trace's `input` / `output`; name, session and user as
+/// metadata.
+fn apply_header(t: &mut crate::model::Trajectory, header: &Value) {
+    if let Some(input) = header.get("input").filter(|v| !v.is_null()) {
+        let first_user = msgs_from_value(input).into_iter().find(|m| m.role == "user");
+        let task = first_user.map(|m| m.text()).unwrap_or_else(|| io_text(input));
+        t.task = task.trim().to_string();
+    }
+    if let Some(out) = header.get("output").filter(|v| !v.is_null()).map(io_text) {
+        t.observed_output = Some(out.trim().to_string());
+    }
+    for (key, field) in [("name", "name"), ("session_id", "sessionId"), ("user_id", "userId")] {
+        if let Some(v) = header.get(field).and_then(Value::as_str) {
+            t.metadata.push((key.into(), v.to_string()));
+        }
+    }
+}
+
+fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
+    let text = |k: &str| o.get(k).filter(|v| !v.is_null()).map(value_text);
+    let Some(id) = text("id") else {
+        diags.push(Diagnostic { line: None, message: format!("{place} skipped: missing \"id\"") });
+        return None;
+    };
+    let name = text("name").unwrap_or_default();
+    let mut n = Node::new(id, text("parentObservationId"), name.clone(), format!("observation {place} ({name})"));
+    n.sort_key = text("startTime");
+    n.timestamp = text("startTime");
+    n.is_error = text("level").as_deref() == Some("ERROR");
+    n.error = text("statusMessage");
+    n.input_text = o.get("input").filter(|v| !v.is_null()).map(io_text);
+    n.output_text = o.get("output").filter(|v| !v.is_null()).map(io_text);
+    n.role = text("type").unwrap_or_default().to_ascii_uppercase();
+    n.op = observation_op(o, &mut n, diags);
+    Some(n)
+}
+
+/// What an observation is, by `type` (see the module doc).
+fn observation_op(o: &Value, n: &mut Node, diags: &mut Vec<Diagnostic>) -> Op {
+    let name = n.name.clone();
+    match n.role.as_str() {
+        "AGENT" => {
+            // A string input is the delegated prompt: shown once, on the delegation step.
+            if let Some(Value::String(s)) = o.get("input") {
+                n.input = vec![text_msg("user", s)];
+            }
+            Op::Agent { name, role: None }
+        }
+        "GENERATION" => generation(o, n),
+        t if TOOL_TYPES.contains(&t) => Op::Tool { name, call_id: o.pointer("/metadata/tool_call_id").map(value_text) },
+        "EVENT" => Op::Event,
+        "SPAN" | "CHAIN" => Op::Scope,
+        other => {
+            diags.push(Diagnostic {
+                line: None,
+                message: format!("{}: unknown observation type {other:?}; kept as a scope", n.place),
+            });
+            Op::Scope
+        }
+    }
+}
+
+fn generation(o: &Value, n: &mut Node) -> Op {
+    n.input = match o.get("input") {
+        Some(Value::String(s)) => vec![text_msg("user", s)],
+        Some(v) => msgs_from_value(v),
+        None => Vec::new(),
+    };
+    n.output = match o.get("output") {
+        Some(Value::String(s)) => vec![text_msg("assistant", s)],
+        Some(v) => msg_from_value(v).or_else(|| msgs_from_value(v).into_iter().last()).into_iter().collect(),
+        None => Vec::new(),
+    };
+    n.tokens = tokens(o);
+    Op::Llm
+}
+
+fn text_msg(role: &str, s: &str) -> Msg {
+    Msg { role: role.into(), name: None, parts: vec![Part::Text(s.to_string())] }
+}
+
+fn tokens(o: &Value) -> Option<TokenCounts> {
+    let get = |path: &str| o.pointer(path).and_then(Value::as_u64);
+    let input = get("/usageDetails/input").or_else(|| get("/usage/input")).or_else(|| get("/promptTokens"));
+    let output = get("/usageDetails/output").or_else(|| get("/usage/output")).or_else(|| get("/completionTokens"));
+    (input.is_some() || output.is_some())
+        .then(|| TokenCounts { input: input.unwrap_or(0), output: output.unwrap_or(0) })
+}
+
+/// Text of an `input` / `output`: strings as they are, a message's text, a one-field object's
+/// value, else JSON.
+fn io_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(m) if m.len() == 1 => m.values().next().map(io_text).unwrap_or_default(),
+        _ => match msg_from_value(v) {
+            Some(msg) if !msg.text().is_empty() => msg.text(),
+            _ => value_text(v),
+        },
+    }
+}

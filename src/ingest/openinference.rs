@@ -1,0 +1,187 @@
+//! OpenInference spans (Arize Phoenix), as OTLP/JSON, as a span list, or as one bare attribute map.
+//!
+//! Source: Arize-ai/openinference@1fe497f `spec/semantic_conventions.md`, `spec/traces.md`
+//! (`TRACE_FORMATS.md` row 3). Attributes are flattened; `openinference.span.kind` (or a span
+//! list item's `span_kind`) decides the node:
+//! - `AGENT` → an agent invocation named `agent.name` (else `graph.node.name`, else the span
+//!   name); `input.value` / `output.value` are its input and answer;
+//! - `LLM` → a model call: `llm.input_messages.N.message.{role, content, name, tool_call_id,
+//!   contents.M.message_content.{type, text}, tool_calls.K.tool_call.{id, function.name,
+//!   function.arguments}}` and `llm.output_messages.*` (N, M, K 0-based); without them the
+//!   OpenAI request / response in `input.value` / `output.value`;
+//! - `TOOL` (and `RETRIEVER`, `RERANKER`, `EMBEDDING`, `GUARDRAIL`, `EVALUATOR`) → a tool execution:
+//!   `tool.name` (else the span name), call id `tool.id` / `tool_call.id`, arguments
+//!   `input.value` (else `tool_call.function.arguments`; `tool.parameters` is the schema, not the
+//!   call), result `output.value`;
+//! - `CHAIN`, `PROMPT` → scopes (a root chain's `input.value` / `output.value` are the task and
+//!   answer); any other kind → a scope with a diagnostic.
+//!
+//! `agent.name` on a non-AGENT span names the agent acting there. Tokens:
+//! `llm.token_count.prompt` / `completion`.
+//!
+//! Layouts: OTLP/JSON (see [`super::otlp`]); a span list `[{name, context: {trace_id, span_id},
+//! parent_id, span_kind, start_time, status_code, attributes, ...}]` bare or under `spans` / `data`;
+//! an attribute map `{"openinference.span.kind": ..., ...}` (one span, as Arize's test fixtures).
+
+use serde_json::Value;
+
+use super::messages::{Msg, msg_from_value, msgs_from_value};
+use super::otlp::{self, RawSpan};
+use super::spantree::{self, Node, Op};
+use super::{Document, Loaded};
+use crate::model::{Diagnostic, SourceFormat, TokenCounts};
+
+/// The attribute naming the span kind.
+pub const KIND_KEY: &str = "openinference.span.kind";
+
+const TOOL_KINDS: [&str; 6] = ["TOOL", "RETRIEVER", "RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR"];
+
+/// Whether `doc` is OpenInference in one of the three layouts of the module doc.
+pub fn detect(doc: &Document) -> bool {
+    if otlp::is_otlp(doc) {
+        return otlp::is_openinference(doc);
+    }
+    let Document::Json(v) = doc else {
+        return false;
+    };
+    v.get(KIND_KEY).is_some_and(Value::is_string) || span_list(v).is_some_and(|l| is_oi_list(l))
+}
+
+fn span_list(v: &Value) -> Option<&Vec<Value>> {
+    match v {
+        Value::Array(items) => Some(items),
+        Value::Object(m) => m.get("spans").or_else(|| m.get("data")).and_then(Value::as_array),
+        _ => None,
+    }
+}
+
+fn is_oi_list(items: &[Value]) -> bool {
+    let has_id = |s: &Value| s.pointer("/context/span_id").is_some() || s.get("span_id").is_some();
+    let is_oi = |s: &Value| s.get("span_kind").is_some() || s.get("attributes").and_then(|a| a.get(KIND_KEY)).is_some();
+    items.iter().any(|s| has_id(s) && is_oi(s))
+}
+
+/// Loads an OpenInference document named `name`; one trajectory per trace id.
+///
+/// # Errors
+/// A message when the document holds no readable span.
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+    let mut diags = Vec::new();
+    let spans = spans(doc, &mut diags)?;
+    if spans.is_empty() {
+        return Err("expected OpenInference spans, found none".into());
+    }
+    let groups = otlp::by_trace(spans)
+        .into_iter()
+        .map(|(t, spans)| (t, spans.iter().map(|s| node(s, &mut diags)).collect()))
+        .collect();
+    Ok(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
+}
+
+fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, String> {
+    if otlp::is_otlp(doc) {
+        return Ok(otlp::otlp_spans(doc, diags));
+    }
+    let Document::Json(v) = doc else {
+        return Err("expected OTLP/JSON, a span list or an attribute map, found JSON Lines".into());
+    };
+    if v.get(KIND_KEY).is_some() {
+        return Ok(vec![RawSpan {
+            span_id: "0".into(),
+            name: v.get("llm.model_name").map(super::value_text).unwrap_or_default(),
+            attrs: otlp::attr_object(v),
+            place: "the attribute map".into(),
+            ..RawSpan::default()
+        }]);
+    }
+    let items = span_list(v).ok_or("expected a span list")?;
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match otlp::list_span(item, &format!("spans[{i}]")) {
+            Ok(mut s) => {
+                if let Some(k) = item.get("span_kind").filter(|_| !s.attrs.contains_key(KIND_KEY)) {
+                    s.attrs.insert(KIND_KEY.into(), k.clone());
+                }
+                out.push(s);
+            }
+            Err(msg) => diags.push(Diagnostic { line: None, message: format!("spans[{i}] skipped: {msg}") }),
+        }
+    }
+    Ok(out)
+}
+
+/// Maps one OpenInference span to a [`Node`].
+pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
+    let mut n = Node::new(span.span_id.clone(), span.parent_id.clone(), span.name.clone(), span.place.clone());
+    n.sort_key = span.sort_key.clone();
+    n.timestamp = span.start.clone();
+    n.is_error = span.is_error;
+    n.error = span.error.clone();
+    n.input_text = span.str("input.value");
+    n.output_text = span.str("output.value");
+    let kind = span.str(KIND_KEY).unwrap_or_default().to_ascii_uppercase();
+    n.role = kind.clone();
+    n.op = match kind.as_str() {
+        "AGENT" => agent_op(span),
+        "LLM" => llm(span, &mut n),
+        k if TOOL_KINDS.contains(&k) => tool_op(span, &mut n),
+        "CHAIN" | "PROMPT" | "" => Op::Scope,
+        other => {
+            diags.push(Diagnostic {
+                line: None,
+                message: format!("{}: unknown openinference.span.kind {other:?}; kept as a scope", span.place),
+            });
+            Op::Scope
+        }
+    };
+    if !matches!(n.op, Op::Agent { .. }) {
+        n.agent = span.str("agent.name");
+    }
+    n
+}
+
+fn agent_op(span: &RawSpan) -> Op {
+    let name = span.str("agent.name").or_else(|| span.str("graph.node.name")).unwrap_or_else(|| span.name.clone());
+    Op::Agent { name, role: None }
+}
+
+fn llm(span: &RawSpan, n: &mut Node) -> Op {
+    n.input = messages(span, "llm.input_messages");
+    n.output = messages(span, "llm.output_messages");
+    if n.input.is_empty() {
+        n.input = span.attrs.get("input.value").map(io_msgs).unwrap_or_default();
+    }
+    if n.output.is_empty() {
+        n.output = span.attrs.get("output.value").map(io_msgs).unwrap_or_default();
+    }
+    let prompt = span.uint("llm.token_count.prompt");
+    let completion = span.uint("llm.token_count.completion");
+    n.tokens = (prompt.is_some() || completion.is_some())
+        .then(|| TokenCounts { input: prompt.unwrap_or(0), output: completion.unwrap_or(0) });
+    Op::Llm
+}
+
+/// The flattened `prefix.N.message.*` messages, in index order.
+fn messages(span: &RawSpan, prefix: &str) -> Vec<Msg> {
+    let nested = otlp::unflatten(&span.attrs, prefix);
+    nested.as_array().into_iter().flatten().filter_map(msg_from_value).collect()
+}
+
+/// Messages from `input.value` / `output.value` when no flattened messages exist: an OpenAI
+/// request (`messages`) or response (`choices[].message`).
+fn io_msgs(v: &Value) -> Vec<Msg> {
+    let parsed = otlp::parsed_json(v);
+    if let Some(choices) = parsed.get("choices").and_then(Value::as_array) {
+        return choices.iter().filter_map(|c| c.get("message")).filter_map(msg_from_value).collect();
+    }
+    msgs_from_value(&parsed)
+}
+
+fn tool_op(span: &RawSpan, n: &mut Node) -> Op {
+    if n.input_text.is_none() {
+        n.input_text = span.str("tool_call.function.arguments");
+    }
+    let name = span.str("tool.name").unwrap_or_else(|| span.name.clone());
+    let call_id = span.str("tool.id").or_else(|| span.str("tool_call.id"));
+    Op::Tool { name, call_id }
+}

@@ -1,0 +1,508 @@
+//! OTLP/JSON and span-list envelopes, shared by the OTel GenAI, OpenInference and any-agent
+//! loaders.
+//!
+//! OTLP/JSON (OpenTelemetry protocol spec, "JSON Protobuf Encoding"): an
+//! `ExportTraceServiceRequest` `{resourceSpans: [{resource, scopeSpans: [{scope: {name}, spans:
+//! [...]}]}]}`, one per file or one per line (the file exporter's NDJSON). A span is `{traceId,
+//! spanId, parentSpanId, name, kind, startTimeUnixNano, endTimeUnixNano, attributes: [{key,
+//! value: AnyValue}], events: [{timeUnixNano, name, attributes}], status: {code, message}}`.
+//! Real exporters differ from the spec (`TRACE_FORMATS.md` §2), and all variants are accepted:
+//! ids in hex, base64 or decimal; `kind` and `status.code` as integers or enum names
+//! (`SPAN_KIND_CLIENT`, `STATUS_CODE_ERROR`); `intValue` as a string or a number; JSON held in
+//! string attributes (parsed where a loader expects structure).
+//!
+//! Span lists: the OpenInference spec's JSON span `{name, context: {trace_id, span_id},
+//! parent_id, span_kind, start_time, end_time, status_code, status_message, attributes: {...},
+//! events}` and any-agent's dump of OTel SDK spans (`parent: {span_id}`, `status: {status_code,
+//! description}`, decimal ids), both with a plain attribute object.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use super::{Document, value_text};
+use crate::model::Diagnostic;
+
+/// Span attributes by key, values decoded from `AnyValue`.
+pub type Attrs = BTreeMap<String, Value>;
+
+/// A span read from any envelope, before a dialect gives it meaning.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawSpan {
+    /// The trace id (normalised like `span_id`), when given.
+    pub trace_id: Option<String>,
+    /// The span id, normalised to lowercase hex where it was hex, base64 or an integer.
+    pub span_id: String,
+    /// The parent span id (normalised like `span_id`); `None` for a root.
+    pub parent_id: Option<String>,
+    /// The span name.
+    pub name: String,
+    /// The span kind in lowercase (`client`, `internal`), when given and known.
+    pub kind: Option<String>,
+    /// The start time as written (unix nanoseconds or ISO 8601).
+    pub start: Option<String>,
+    /// A sort key for the start: unix nanoseconds zero-padded to 24 digits, or the text as is.
+    pub sort_key: Option<String>,
+    /// The status is ERROR.
+    pub is_error: bool,
+    /// The status message, or the message of an `exception` event.
+    pub error: Option<String>,
+    /// The attributes.
+    pub attrs: Attrs,
+    /// The instrumentation scope name (`openinference.instrumentation.openai`).
+    pub scope: Option<String>,
+    /// Where the span is, for diagnostics (`span 03491beea3cb073d (chat gpt-4o-mini)`).
+    pub place: String,
+}
+
+impl RawSpan {
+    /// A string attribute (numbers and booleans written out).
+    pub fn str(&self, key: &str) -> Option<String> {
+        match self.attrs.get(key)? {
+            Value::Null => None,
+            v => Some(value_text(v)),
+        }
+    }
+
+    /// An unsigned integer attribute (`"412"` and `412` alike).
+    pub fn uint(&self, key: &str) -> Option<u64> {
+        match self.attrs.get(key)? {
+            Value::Number(n) => n.as_u64().or_else(|| n.as_f64().map(|f| f as u64)),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// Whether any attribute key starts with `prefix`.
+    pub fn has_prefix(&self, prefix: &str) -> bool {
+        self.attrs.keys().any(|k| k.starts_with(prefix))
+    }
+}
+
+/// Whether `doc` is OTLP/JSON: an object with `resourceSpans`, or JSON Lines of such objects.
+pub fn is_otlp(doc: &Document) -> bool {
+    match doc {
+        Document::Json(v) => v.get("resourceSpans").is_some_and(Value::is_array),
+        Document::Lines { values, .. } => {
+            !values.is_empty() && values.iter().all(|(_, v)| v.get("resourceSpans").is_some_and(Value::is_array))
+        }
+    }
+}
+
+/// All spans of an OTLP/JSON document, in document order; bad spans become diagnostics.
+pub fn otlp_spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Vec<RawSpan> {
+    let mut out = Vec::new();
+    match doc {
+        Document::Json(v) => request_spans(v, None, &mut out, diags),
+        Document::Lines { values, .. } => {
+            for (line, v) in values {
+                request_spans(v, Some(*line), &mut out, diags);
+            }
+        }
+    }
+    out
+}
+
+fn request_spans(v: &Value, line: Option<usize>, out: &mut Vec<RawSpan>, diags: &mut Vec<Diagnostic>) {
+    let resource_spans = v.get("resourceSpans").and_then(Value::as_array);
+    for (r, rs) in resource_spans.into_iter().flatten().enumerate() {
+        let scope_spans =
+            rs.get("scopeSpans").or_else(|| rs.get("instrumentationLibrarySpans")).and_then(Value::as_array);
+        for (s, ss) in scope_spans.into_iter().flatten().enumerate() {
+            let scope = ss
+                .get("scope")
+                .or_else(|| ss.get("instrumentationLibrary"))
+                .and_then(|sc| sc.get("name"))
+                .and_then(Value::as_str);
+            let spans = ss.get("spans").and_then(Value::as_array);
+            for (k, sp) in spans.into_iter().flatten().enumerate() {
+                let at = format!("resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
+                match otlp_span(sp, &at) {
+                    Ok(mut span) => {
+                        span.scope = scope.map(str::to_string);
+                        out.push(span);
+                    }
+                    Err(msg) => diags.push(Diagnostic { line, message: format!("{at} skipped: {msg}") }),
+                }
+            }
+        }
+    }
+}
+
+fn otlp_span(v: &Value, at: &str) -> Result<RawSpan, String> {
+    let obj = v.as_object().ok_or("expected a span object")?;
+    let span_id = obj.get("spanId").and_then(norm_id).ok_or("missing \"spanId\"")?;
+    let name = obj.get("name").map(value_text).unwrap_or_default();
+    let start = obj.get("startTimeUnixNano").map(value_text);
+    let mut span = RawSpan {
+        trace_id: obj.get("traceId").and_then(norm_id),
+        parent_id: obj.get("parentSpanId").and_then(norm_id),
+        kind: obj.get("kind").and_then(kind_name),
+        sort_key: start.as_deref().map(sort_key),
+        start,
+        attrs: obj.get("attributes").map(attr_list).unwrap_or_default(),
+        place: format!("span {span_id} ({name}) at {at}"),
+        span_id,
+        name,
+        ..RawSpan::default()
+    };
+    if let Some(st) = obj.get("status") {
+        span.is_error = st.get("code").is_some_and(is_error_code);
+        span.error = st.get("message").map(value_text).filter(|m| !m.is_empty());
+    }
+    read_events(obj.get("events"), &mut span);
+    Ok(span)
+}
+
+/// Reads a span of a span list (OpenInference spec JSON span or any-agent dump).
+///
+/// # Errors
+/// When the item is not an object or has no span id in `context.span_id` / `span_id`.
+pub fn list_span(v: &Value, at: &str) -> Result<RawSpan, String> {
+    let obj = v.as_object().ok_or("expected a span object")?;
+    let ctx = obj.get("context");
+    let span_id = ctx
+        .and_then(|c| c.get("span_id"))
+        .or_else(|| obj.get("span_id"))
+        .and_then(norm_id)
+        .ok_or("missing \"context.span_id\"")?;
+    let parent_id = obj
+        .get("parent_id")
+        .or_else(|| obj.get("parent_span_id"))
+        .or_else(|| obj.get("parent").and_then(|p| p.get("span_id")))
+        .and_then(norm_id);
+    let name = obj.get("name").map(value_text).unwrap_or_default();
+    let start = obj.get("start_time").map(value_text);
+    let mut span = RawSpan {
+        trace_id: ctx.and_then(|c| c.get("trace_id")).or_else(|| obj.get("trace_id")).and_then(norm_id),
+        parent_id,
+        kind: obj.get("kind").and_then(kind_name),
+        sort_key: start.as_deref().map(sort_key),
+        start,
+        attrs: obj.get("attributes").map(attr_object).unwrap_or_default(),
+        place: format!("span {span_id} ({name}) at {at}"),
+        span_id,
+        name,
+        ..RawSpan::default()
+    };
+    let status = obj.get("status");
+    let code = obj
+        .get("status_code")
+        .or_else(|| status.and_then(|s| s.get("status_code")))
+        .or_else(|| status.and_then(|s| s.get("code")));
+    span.is_error = code.is_some_and(is_error_code);
+    span.error = obj
+        .get("status_message")
+        .or_else(|| status.and_then(|s| s.get("description")))
+        .filter(|m| !m.is_null())
+        .map(value_text)
+        .filter(|m| !m.is_empty());
+    read_events(obj.get("events"), &mut span);
+    Ok(span)
+}
+
+fn read_events(events: Option<&Value>, span: &mut RawSpan) {
+    for ev in events.and_then(Value::as_array).into_iter().flatten() {
+        if ev.get("name").and_then(Value::as_str) != Some("exception") {
+            continue;
+        }
+        let attrs = match ev.get("attributes") {
+            Some(a @ Value::Array(_)) => attr_list(a),
+            Some(a) => attr_object(a),
+            None => Attrs::new(),
+        };
+        let text = |k: &str| attrs.get(k).map(value_text).unwrap_or_default();
+        let msg = format!("{}: {}", text("exception.type"), text("exception.message"));
+        span.is_error = true;
+        span.error.get_or_insert(msg.trim_matches([' ', ':']).to_string());
+    }
+}
+
+/// Decodes an OTLP `[{key, value: AnyValue}]` list into [`Attrs`]; later keys win.
+pub fn attr_list(v: &Value) -> Attrs {
+    let mut out = Attrs::new();
+    for kv in v.as_array().into_iter().flatten() {
+        if let (Some(k), Some(val)) = (kv.get("key").and_then(Value::as_str), kv.get("value")) {
+            out.insert(k.to_string(), any_value(val));
+        }
+    }
+    out
+}
+
+/// A plain attribute object (span lists, the bare OpenInference attribute map) as [`Attrs`].
+pub fn attr_object(v: &Value) -> Attrs {
+    match v {
+        Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        Value::Array(_) => attr_list(v),
+        _ => Attrs::new(),
+    }
+}
+
+/// Decodes an OTLP `AnyValue` (`stringValue`, `intValue` as string or number, `doubleValue`,
+/// `boolValue`, `arrayValue.values`, `kvlistValue.values`, `bytesValue` kept as base64 text).
+pub fn any_value(v: &Value) -> Value {
+    let Some(obj) = v.as_object() else {
+        return v.clone();
+    };
+    if let Some(s) = obj.get("stringValue") {
+        return s.clone();
+    }
+    if let Some(i) = obj.get("intValue") {
+        return match i {
+            Value::String(s) => s.parse::<i64>().map(Value::from).unwrap_or_else(|_| i.clone()),
+            other => other.clone(),
+        };
+    }
+    for key in ["doubleValue", "boolValue", "bytesValue"] {
+        if let Some(x) = obj.get(key) {
+            return x.clone();
+        }
+    }
+    if let Some(a) = obj.get("arrayValue") {
+        let vals = a.get("values").and_then(Value::as_array);
+        return Value::Array(vals.into_iter().flatten().map(any_value).collect());
+    }
+    if let Some(kv) = obj.get("kvlistValue") {
+        return Value::Object(attr_list(kv.get("values").unwrap_or(&Value::Null)).into_iter().collect());
+    }
+    Value::Null
+}
+
+/// Normalises a trace or span id: 16/32-digit hex lowercased (a `0x` prefix, as Phoenix writes,
+/// dropped), base64 of 8/16 bytes turned into hex, integers written as 16-digit hex, other strings
+/// kept. Empty and all-zero ids are `None`.
+pub fn norm_id(v: &Value) -> Option<String> {
+    let id = match v {
+        Value::String(s) => {
+            let s = s.trim();
+            norm_id_str(s.strip_prefix("0x").unwrap_or(s))?
+        }
+        Value::Number(n) => match n.as_u64() {
+            Some(u) => format!("{u:016x}"),
+            None => n.to_string(),
+        },
+        _ => return None,
+    };
+    (!id.is_empty() && id.chars().any(|c| c != '0')).then_some(id)
+}
+
+fn norm_id_str(s: &str) -> Option<String> {
+    let is_hex = s.chars().all(|c| c.is_ascii_hexdigit());
+    if is_hex && matches!(s.len(), 16 | 32) {
+        return Some(s.to_ascii_lowercase());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.decode(s).ok();
+    if let Some(bytes) = b64.filter(|b| matches!(b.len(), 8 | 16)) {
+        return Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+    }
+    Some(s.to_string())
+}
+
+/// Whether a status code means ERROR: `2`, `"2"`, `STATUS_CODE_ERROR`, `ERROR`, `error`.
+pub fn is_error_code(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.as_u64() == Some(2),
+        Value::String(s) => s == "2" || s.to_ascii_uppercase().ends_with("ERROR"),
+        _ => false,
+    }
+}
+
+/// The span kind as a lowercase name, from an integer (0-5, OTLP enum order) or an enum name
+/// (`SPAN_KIND_CLIENT`, `internal`); `None` when unknown.
+pub fn kind_name(v: &Value) -> Option<String> {
+    const NAMES: [&str; 6] = ["unspecified", "internal", "server", "client", "producer", "consumer"];
+    let name = match v {
+        Value::Number(n) => NAMES.get(n.as_u64()? as usize)?.to_string(),
+        Value::String(s) => {
+            let lower = s.to_ascii_lowercase();
+            let bare = lower.trim_start_matches("span_kind_").trim_start_matches("spankind.").to_string();
+            match bare.parse::<usize>() {
+                Ok(i) => NAMES.get(i)?.to_string(),
+                Err(_) => bare,
+            }
+        }
+        _ => return None,
+    };
+    NAMES.contains(&name.as_str()).then_some(name)
+}
+
+/// A sort key for a start time: digits zero-padded to 24 places, anything else unchanged.
+pub fn sort_key(t: &str) -> String {
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) { format!("{t:0>24}") } else { t.to_string() }
+}
+
+/// Keys with more dot-separated segments than this are ignored by [`unflatten`] (no convention
+/// nests that deep; the cap bounds recursion on hostile input).
+const MAX_SEGMENTS: usize = 16;
+
+/// Rebuilds nested values from flattened keys under `prefix`: `p.0.message.role = "user"` →
+/// `[{message: {role: "user"}}]`. Numeric segments become array positions (0-based, gaps
+/// dropped); JSON held in leaf strings is left as text; keys deeper than 16 segments are ignored.
+pub fn unflatten(attrs: &Attrs, prefix: &str) -> Value {
+    let dotted = format!("{prefix}.");
+    let mut root = Value::Object(Map::new());
+    for (k, v) in attrs.range(dotted.clone()..) {
+        let Some(rest) = k.strip_prefix(&dotted) else {
+            break;
+        };
+        if rest.split('.').count() > MAX_SEGMENTS {
+            continue;
+        }
+        insert_path(&mut root, rest.split('.'), v.clone());
+    }
+    arrays(root)
+}
+
+fn insert_path<'a>(node: &mut Value, mut segs: impl Iterator<Item = &'a str>, leaf: Value) {
+    let Some(seg) = segs.next() else {
+        return;
+    };
+    let Value::Object(map) = node else {
+        return;
+    };
+    let rest: Vec<&str> = segs.collect();
+    if rest.is_empty() {
+        map.insert(seg.to_string(), leaf);
+        return;
+    }
+    let child = map.entry(seg.to_string()).or_insert_with(|| Value::Object(Map::new()));
+    if !child.is_object() {
+        *child = Value::Object(Map::new());
+    }
+    insert_path(child, rest.into_iter(), leaf);
+}
+
+/// Objects whose keys are all integers become arrays ordered by those integers.
+fn arrays(v: Value) -> Value {
+    let Value::Object(map) = v else {
+        return v;
+    };
+    let numeric = !map.is_empty() && map.keys().all(|k| k.parse::<usize>().is_ok());
+    if numeric {
+        let mut items: Vec<(usize, Value)> =
+            map.into_iter().map(|(k, v)| (k.parse().unwrap_or(usize::MAX), arrays(v))).collect();
+        items.sort_by_key(|(i, _)| *i);
+        return Value::Array(items.into_iter().map(|(_, v)| v).collect());
+    }
+    Value::Object(map.into_iter().map(|(k, v)| (k, arrays(v))).collect())
+}
+
+/// Whether an OTLP/JSON document carries OpenInference spans: an instrumentation scope named
+/// `openinference.*` or an `openinference.span.kind` attribute.
+pub fn is_openinference(doc: &Document) -> bool {
+    let requests: Vec<&Value> = match doc {
+        Document::Json(v) => vec![v],
+        Document::Lines { values, .. } => values.iter().map(|(_, v)| v).collect(),
+    };
+    let scope_spans = requests
+        .into_iter()
+        .filter_map(|r| r.get("resourceSpans").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|rs| rs.get("scopeSpans").and_then(Value::as_array))
+        .flatten();
+    for ss in scope_spans {
+        let scope = ss.pointer("/scope/name").and_then(Value::as_str);
+        if scope.is_some_and(|s| s.starts_with("openinference")) {
+            return true;
+        }
+        let spans = ss.get("spans").and_then(Value::as_array).into_iter().flatten();
+        let mut keys = spans
+            .filter_map(|sp| sp.get("attributes").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|kv| kv.get("key").and_then(Value::as_str));
+        if keys.any(|k| k == "openinference.span.kind") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Groups spans by trace id, traces in order of first appearance (spans without one join the
+/// first trace).
+pub fn by_trace(spans: Vec<RawSpan>) -> Vec<(Option<String>, Vec<RawSpan>)> {
+    let mut groups: Vec<(Option<String>, Vec<RawSpan>)> = Vec::new();
+    for s in spans {
+        let at = match &s.trace_id {
+            Some(t) => groups.iter().position(|(g, _)| g.as_ref() == Some(t)),
+            None => (!groups.is_empty()).then_some(0),
+        };
+        match at {
+            Some(i) => groups[i].1.push(s),
+            None => groups.push((s.trace_id.clone(), vec![s])),
+        }
+    }
+    groups
+}
+
+/// A value with JSON held in a string parsed (`"[{...}]"` → array); other values unchanged.
+pub fn parsed_json(v: &Value) -> Value {
+    if let Value::String(s) = v {
+        let t = s.trim_start();
+        if (t.starts_with('{') || t.starts_with('['))
+            && let Ok(inner) = serde_json::from_str::<Value>(s)
+        {
+            return inner;
+        }
+    }
+    v.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ids_in_hex_base64_and_decimal_normalise_to_hex() {
+        assert_eq!(norm_id(&json!("03491BEEA3CB073D")).unwrap(), "03491beea3cb073d");
+        assert_eq!(norm_id(&json!("A0kb7qPLBz0=")).unwrap(), "03491beea3cb073d");
+        assert_eq!(norm_id(&json!("0xD9BDEDF0DF0B7208")).unwrap(), "d9bdedf0df0b7208");
+        assert_eq!(norm_id(&json!(236_999_999_999u64)).unwrap(), "000000372e4d01ff");
+        assert_eq!(norm_id(&json!("")), None);
+        assert_eq!(norm_id(&json!("0000000000000000")), None);
+    }
+
+    #[test]
+    fn enums_are_read_as_names_or_integers() {
+        assert_eq!(kind_name(&json!(3)).unwrap(), "client");
+        assert_eq!(kind_name(&json!("SPAN_KIND_CLIENT")).unwrap(), "client");
+        assert_eq!(kind_name(&json!("SpanKind.INTERNAL")).unwrap(), "internal");
+        assert_eq!(kind_name(&json!("SPAN_KIND_WEIRD")), None);
+        assert!(is_error_code(&json!(2)));
+        assert!(is_error_code(&json!("STATUS_CODE_ERROR")));
+        assert!(is_error_code(&json!("error")));
+        assert!(!is_error_code(&json!("STATUS_CODE_OK")));
+    }
+
+    #[test]
+    fn any_values_decode_including_string_ints_and_nested_lists() {
+        assert_eq!(any_value(&json!({"intValue": "412"})), json!(412));
+        assert_eq!(
+            any_value(&json!({"arrayValue": {"values": [{"stringValue": "a"}, {"boolValue": true}]}})),
+            json!(["a", true])
+        );
+        assert_eq!(
+            any_value(&json!({"kvlistValue": {"values": [{"key": "k", "value": {"doubleValue": 0.5}}]}})),
+            json!({"k": 0.5})
+        );
+    }
+
+    #[test]
+    fn flattened_keys_unflatten_into_arrays() {
+        let attrs: Attrs = [
+            ("p.1.message.role".to_string(), json!("tool")),
+            ("p.0.message.role".to_string(), json!("user")),
+            ("p.0.message.tool_calls.0.tool_call.id".to_string(), json!("c")),
+            ("q.0.x".to_string(), json!(1)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            unflatten(&attrs, "p"),
+            json!([{"message": {"role": "user", "tool_calls": [{"tool_call": {"id": "c"}}]}},
+                   {"message": {"role": "tool"}}])
+        );
+    }
+}

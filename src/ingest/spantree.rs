@@ -1,0 +1,769 @@
+//! Turning a tree of spans (or runs, or observations) into ordered steps and protocol links.
+//!
+//! The span formats differ in their envelopes but agree on the shape of a run: a tree whose
+//! nodes are agent invocations, LLM calls, tool executions and plain scopes. Each loader maps its
+//! records to [`Node`]s; [`build`] then
+//! - orders the tree depth-first, siblings by start time (then document order);
+//! - emits steps per node: an agent node is a [`StepKind::Delegation`] by its caller, an LLM node
+//!   its new input messages and all its output messages (one step per part), a tool node a call
+//!   and a result (only the result when an earlier LLM output already holds the call);
+//! - gives every step the agent of the nearest agent ancestor (`TRACE_FORMATS.md` §2: "propagate
+//!   it down from the nearest `invoke_agent`/AGENT ancestor");
+//! - links parent node → child node ([`LinkKind::Parent`], first step to first step), tool call
+//!   → result ([`LinkKind::ToolResult`], by call id, else the oldest open call of that tool), and
+//!   delegation → the delegate's first step ([`LinkKind::Delegation`]).
+//!
+//! LLM calls repeat the whole conversation in their input; an input message is new when it occurs
+//! more often in this input (up to its position) than it has already been shown (by any agent:
+//! multi-agent graphs pass one conversation along). A node whose
+//! parent is missing, or that sits on a parent cycle, becomes a root with a [`Diagnostic`].
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::Loaded;
+use super::messages::{Msg, Part};
+use crate::model::{
+    AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
+};
+
+/// The agent name used when no agent span names one.
+pub const DEFAULT_AGENT: &str = "assistant";
+/// The agent name of user messages and of the caller of a root agent.
+pub const USER: &str = "user";
+
+/// What a node stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// An agent invocation (`invoke_agent`, OpenInference AGENT, Langfuse AGENT): a delegation to
+    /// `name`, whose descendants act as `name`.
+    Agent {
+        /// The agent's name.
+        name: String,
+        /// Its description or instructions, when given.
+        role: Option<String>,
+    },
+    /// A model call: input and output messages.
+    Llm,
+    /// A tool execution: arguments in `input_text`, result in `output_text`.
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// The call id the execution answers, when given.
+        call_id: Option<String>,
+    },
+    /// A hand-off to another agent (`transfer_to_<agent>` tools): a delegation step that answers
+    /// the model's call of the hand-off tool and links to the target's next step.
+    Handoff {
+        /// The agent handed to.
+        to: String,
+        /// The call id of the hand-off tool call, when given.
+        call_id: Option<String>,
+    },
+    /// A point event shown as a message (Langfuse EVENT).
+    Event,
+    /// A grouping span with no step of its own (chains, workflows, unknown kinds).
+    Scope,
+}
+
+/// One span / run / observation, mapped from its format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// The node's id (normalised span id, run id, observation id).
+    pub id: String,
+    /// The parent's id, when it has one.
+    pub parent: Option<String>,
+    /// The span or run name.
+    pub name: String,
+    /// What the node is.
+    pub op: Op,
+    /// The agent acting in this node and its descendants when the node itself names one without
+    /// being an agent invocation (OpenInference `agent.name` on an LLM span); `None` inherits.
+    pub agent: Option<String>,
+    /// The raw role/kind string for [`Step::role`] (`chat`, `execute_tool`, `LLM`, `tool`).
+    pub role: String,
+    /// Input messages (LLM and agent nodes).
+    pub input: Vec<Msg>,
+    /// Output messages (LLM and agent nodes).
+    pub output: Vec<Msg>,
+    /// Raw input text (tool arguments, chain input), when there are no input messages.
+    pub input_text: Option<String>,
+    /// Raw output text (tool result, chain output), when there are no output messages.
+    pub output_text: Option<String>,
+    /// Sorts siblings: zero-padded unix nanoseconds, an ISO time or a LangSmith `dotted_order`.
+    pub sort_key: Option<String>,
+    /// The start time as the format writes it.
+    pub timestamp: Option<String>,
+    /// Token counts of the node, put on its first output step.
+    pub tokens: Option<TokenCounts>,
+    /// The node ended in error (span status ERROR, an exception event, `level: ERROR`).
+    pub is_error: bool,
+    /// The error message, when given.
+    pub error: Option<String>,
+    /// Where the node is in the file, for diagnostics (`span 03491beea3cb073d`, `runs[2]`).
+    pub place: String,
+}
+
+impl Node {
+    /// A scope node with only an id, parent, name and place set.
+    pub fn new(id: String, parent: Option<String>, name: String, place: String) -> Node {
+        Node {
+            id,
+            parent,
+            name,
+            op: Op::Scope,
+            agent: None,
+            role: String::new(),
+            input: Vec::new(),
+            output: Vec::new(),
+            input_text: None,
+            output_text: None,
+            sort_key: None,
+            timestamp: None,
+            tokens: None,
+            is_error: false,
+            error: None,
+            place,
+        }
+    }
+}
+
+/// What [`build`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    /// The steps in tree order (`index` set).
+    pub steps: Vec<Step>,
+    /// Parent, tool-result and delegation links between the steps.
+    pub links: Vec<Link>,
+    /// Agents with role text (system messages, agent descriptions).
+    pub agents: Vec<AgentInfo>,
+    /// Missing parents, cycles, duplicate ids.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Input text of the first root: the run's task when the format keeps it there.
+    pub root_input: Option<String>,
+    /// Output text of the last root: the run's answer when the format keeps it there.
+    pub root_output: Option<String>,
+}
+
+/// Orders `nodes` as a tree and emits steps and links (see the module doc).
+pub fn build(nodes: &[Node]) -> Built {
+    let mut diagnostics = Vec::new();
+    let (roots, children) = tree(nodes, &mut diagnostics);
+    let mut em = Emitter::default();
+    let mut visited = vec![false; nodes.len()];
+    for &r in &roots {
+        em.walk(nodes, &children, r, &mut visited);
+    }
+    // Nodes on a parent cycle are reachable from no root.
+    for i in 0..nodes.len() {
+        if visited[i] {
+            continue;
+        }
+        diagnostics.push(Diagnostic {
+            line: None,
+            message: format!("{}: its parent chain loops back to itself; loaded as a root", nodes[i].place),
+        });
+        em.walk(nodes, &children, i, &mut visited);
+    }
+    em.diagnostics.append(&mut diagnostics);
+    em.finish(nodes, &roots)
+}
+
+/// Roots and child lists, each sorted by `(sort_key, document order)`.
+fn tree(nodes: &[Node], diagnostics: &mut Vec<Diagnostic>) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if by_id.contains_key(n.id.as_str()) {
+            diagnostics.push(Diagnostic {
+                line: None,
+                message: format!("{}: id {:?} is used twice; the first holds", n.place, n.id),
+            });
+        } else {
+            by_id.insert(n.id.as_str(), i);
+        }
+    }
+    let mut roots = Vec::new();
+    let mut children = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        match n.parent.as_deref().filter(|p| !p.is_empty()) {
+            None => roots.push(i),
+            Some(p) => match by_id.get(p) {
+                Some(&j) if j != i => children[j].push(i),
+                _ => {
+                    diagnostics.push(Diagnostic {
+                        line: None,
+                        message: format!("{}: parent {p:?} is not in the trace; loaded as a root", n.place),
+                    });
+                    roots.push(i);
+                }
+            },
+        }
+    }
+    let key = |i: &usize| (nodes[*i].sort_key.clone(), *i);
+    roots.sort_by_key(key);
+    for c in &mut children {
+        c.sort_by_key(key);
+    }
+    (roots, children)
+}
+
+/// Walk frames: enter a node, or leave an agent node (to emit its output after its children).
+enum Frame {
+    Enter { node: usize, agent: Option<String>, anchor: Option<usize> },
+    Leave { node: usize, agent: String, delegation: Option<usize> },
+}
+
+#[derive(Default)]
+struct Emitter {
+    steps: Vec<Step>,
+    links: Vec<Link>,
+    agents: Vec<AgentInfo>,
+    diagnostics: Vec<Diagnostic>,
+    /// How often each message key has been shown (across agents: a conversation passed from
+    /// one agent to the next is shown once).
+    seen: HashMap<String, usize>,
+    /// Tool call id → its call step.
+    calls: HashMap<String, usize>,
+    /// Call ids that already have a result step.
+    answered: HashSet<String>,
+    /// Per tool name: call steps still waiting for a result, oldest first.
+    open: HashMap<String, VecDeque<usize>>,
+    /// Hand-off steps and their target agent, linked once all steps exist.
+    handoffs: Vec<(usize, String)>,
+}
+
+impl Emitter {
+    fn walk(&mut self, nodes: &[Node], children: &[Vec<usize>], root: usize, visited: &mut [bool]) {
+        let mut stack = vec![Frame::Enter { node: root, agent: None, anchor: None }];
+        while let Some(frame) = stack.pop() {
+            match frame {
+                Frame::Enter { node, agent, anchor } => {
+                    if std::mem::replace(&mut visited[node], true) {
+                        continue;
+                    }
+                    self.enter(nodes, children, node, agent, anchor, &mut stack);
+                }
+                Frame::Leave { node, agent, delegation } => self.leave(&nodes[node], &agent, delegation),
+            }
+        }
+    }
+
+    fn enter(
+        &mut self,
+        nodes: &[Node],
+        children: &[Vec<usize>],
+        i: usize,
+        inherited: Option<String>,
+        anchor: Option<usize>,
+        stack: &mut Vec<Frame>,
+    ) {
+        let n = &nodes[i];
+        let first = self.steps.len();
+        let named = match &n.op {
+            Op::Agent { name, .. } => Some(name.clone()),
+            _ => n.agent.clone(),
+        };
+        let agent = named.clone().or_else(|| inherited.clone()).unwrap_or_else(|| DEFAULT_AGENT.to_string());
+        let delegation = self.emit_node(n, &agent, inherited.as_deref());
+        let own = (self.steps.len() > first).then_some(first);
+        if let (Some(a), Some(f)) = (anchor, own) {
+            self.link(a, f, LinkKind::Parent);
+        }
+        if matches!(n.op, Op::Agent { .. }) {
+            stack.push(Frame::Leave { node: i, agent: agent.clone(), delegation });
+        }
+        let child_agent = named.or(inherited).map(|_| agent);
+        for &c in children[i].iter().rev() {
+            stack.push(Frame::Enter { node: c, agent: child_agent.clone(), anchor: own.or(anchor) });
+        }
+    }
+
+    /// Emits the node's own steps; returns the delegation step of an agent node.
+    fn emit_node(&mut self, n: &Node, agent: &str, caller: Option<&str>) -> Option<usize> {
+        match &n.op {
+            Op::Agent { name, role } => {
+                if let Some(r) = role.as_deref().filter(|r| !r.trim().is_empty()) {
+                    self.add_role(name, r);
+                }
+                Some(self.emit_agent_start(n, name, caller))
+            }
+            Op::Llm => {
+                self.emit_llm(n, agent);
+                None
+            }
+            Op::Tool { name, call_id } => {
+                self.emit_tool(n, agent, name, call_id.as_deref());
+                None
+            }
+            Op::Handoff { to, call_id } => {
+                self.emit_handoff(n, agent, to, call_id.as_deref());
+                None
+            }
+            Op::Event => {
+                let text = n.output_text.clone().or_else(|| n.input_text.clone()).unwrap_or_else(|| n.name.clone());
+                self.push(n, agent, StepKind::Message, text);
+                None
+            }
+            Op::Scope => None,
+        }
+    }
+
+    fn emit_handoff(&mut self, n: &Node, agent: &str, to: &str, call_id: Option<&str>) {
+        let call = self.find_call(&n.name, call_id);
+        let text =
+            n.output_text.clone().or_else(|| n.input_text.clone()).unwrap_or_else(|| format!("hand off to {to}"));
+        let s = self.push(n, agent, StepKind::Delegation, text);
+        self.steps[s].delegate_to = Some(to.to_string());
+        self.steps[s].tool_name = Some(n.name.clone());
+        if let Some(id) = call_id {
+            self.steps[s].ids.refs.push(id.to_string());
+            self.answered.insert(id.to_string());
+        }
+        if let Some(c) = call {
+            self.link(c, s, LinkKind::ToolResult);
+        }
+        self.handoffs.push((s, to.to_string()));
+    }
+
+    fn emit_agent_start(&mut self, n: &Node, name: &str, caller: Option<&str>) -> usize {
+        let caller = caller.unwrap_or(USER);
+        let fresh: Vec<String> = self
+            .new_msgs(&n.input)
+            .into_iter()
+            .filter(|m| !matches!(m.role.as_str(), "system" | "developer"))
+            .map(Msg::text)
+            .filter(|t| !t.trim().is_empty())
+            .collect();
+        let text = match (n.input.is_empty(), &n.input_text) {
+            (false, _) if !fresh.is_empty() => fresh.join("\n\n"),
+            (true, Some(t)) => t.clone(),
+            _ => format!("invoke agent {name}"),
+        };
+        for m in &n.input {
+            if matches!(m.role.as_str(), "system" | "developer") {
+                self.add_role(name, &m.text());
+            }
+        }
+        for m in self.new_msgs(&n.input).into_iter().cloned().collect::<Vec<_>>() {
+            self.note_seen(&m);
+        }
+        let s = self.push(n, caller, StepKind::Delegation, text);
+        self.steps[s].delegate_to = Some(name.to_string());
+        s
+    }
+
+    fn leave(&mut self, n: &Node, agent: &str, delegation: Option<usize>) {
+        for m in &n.output {
+            if self.seen_count(&m.key()) == 0 {
+                self.emit_msg(n, agent, m);
+            }
+        }
+        if let Some(d) = delegation {
+            let reply = (d + 1..self.steps.len()).find(|&j| self.steps[j].agent == agent);
+            if let Some(j) = reply {
+                self.link(d, j, LinkKind::Delegation);
+            }
+        }
+    }
+
+    fn emit_llm(&mut self, n: &Node, agent: &str) {
+        for m in self.new_msgs(&n.input) {
+            self.emit_msg(n, agent, m);
+        }
+        let before = self.steps.len();
+        for m in &n.output {
+            self.emit_msg(n, agent, m);
+        }
+        if n.output.is_empty() {
+            if let Some(t) = n.output_text.as_deref().filter(|t| !t.trim().is_empty()) {
+                self.push(n, agent, StepKind::Message, t.to_string());
+            } else if n.is_error {
+                let text = n.error.clone().unwrap_or_else(|| format!("{} failed", n.name));
+                self.push(n, agent, StepKind::Message, text);
+            }
+        }
+        let target = if self.steps.len() > before { Some(before) } else { self.steps.len().checked_sub(1) };
+        if let (Some(t), Some(tok)) = (target, n.tokens)
+            && self.steps[t].tokens.is_none()
+        {
+            self.steps[t].tokens = Some(tok);
+        }
+        if n.is_error
+            && let Some(last) = self.steps.len().checked_sub(1).filter(|&l| l >= before)
+        {
+            self.steps[last].is_error = true;
+        }
+    }
+
+    fn emit_tool(&mut self, n: &Node, agent: &str, tool: &str, call_id: Option<&str>) {
+        let call = self.find_call(tool, call_id);
+        let call = match call {
+            Some(c) => c,
+            None => {
+                let args = n.input_text.clone().unwrap_or_default();
+                let c = self.push(n, agent, StepKind::ToolCall, args);
+                self.steps[c].tool_name = Some(tool.to_string());
+                if let Some(id) = call_id {
+                    self.steps[c].ids.refs.push(id.to_string());
+                }
+                c
+            }
+        };
+        let text = match (&n.output_text, &n.error) {
+            (Some(t), _) => t.clone(),
+            (None, Some(e)) => e.clone(),
+            (None, None) => String::new(),
+        };
+        let r = self.push(n, agent, StepKind::ToolResult, text);
+        self.steps[r].tool_name = Some(tool.to_string());
+        self.steps[r].is_error = n.is_error;
+        self.steps[r].tokens = n.tokens;
+        if let Some(id) = call_id {
+            self.steps[r].ids.refs.push(id.to_string());
+            self.answered.insert(id.to_string());
+        }
+        self.link(call, r, LinkKind::ToolResult);
+    }
+
+    /// An earlier call step this tool execution answers: by call id, else the oldest open call
+    /// of the same tool (only calls without an id when the execution has one).
+    fn find_call(&mut self, tool: &str, call_id: Option<&str>) -> Option<usize> {
+        if let Some(&c) = call_id.and_then(|id| self.calls.get(id)) {
+            self.close(tool, c);
+            return Some(c);
+        }
+        let queue = self.open.get_mut(tool)?;
+        let pos = match call_id {
+            Some(_) => queue.iter().position(|&s| self.steps[s].ids.refs.is_empty())?,
+            None => 0,
+        };
+        let call = queue.remove(pos)?;
+        for id in &self.steps[call].ids.refs {
+            self.answered.insert(id.clone());
+        }
+        Some(call)
+    }
+
+    fn close(&mut self, tool: &str, step: usize) {
+        if let Some(q) = self.open.get_mut(tool) {
+            q.retain(|&s| s != step);
+        }
+    }
+
+    fn emit_msg(&mut self, n: &Node, agent: &str, m: &Msg) {
+        self.note_seen(m);
+        let speaker = match m.role.as_str() {
+            "system" | "developer" => {
+                self.add_role(agent, &m.text());
+                return;
+            }
+            "user" => m.name.clone().unwrap_or_else(|| USER.to_string()),
+            "assistant" => m.name.clone().unwrap_or_else(|| agent.to_string()),
+            _ => agent.to_string(),
+        };
+        for p in &m.parts {
+            self.emit_part(n, &speaker, &m.role, p);
+        }
+    }
+
+    fn emit_part(&mut self, n: &Node, speaker: &str, role: &str, p: &Part) {
+        match p {
+            Part::Text(t) if t.trim().is_empty() => {}
+            Part::Text(t) => {
+                let s = self.push(n, speaker, StepKind::Message, t.clone());
+                self.steps[s].role = role.to_string();
+            }
+            Part::Reasoning(t) if t.trim().is_empty() => {}
+            Part::Reasoning(t) => {
+                let s = self.push(n, speaker, StepKind::Thought, t.clone());
+                self.steps[s].role = role.to_string();
+            }
+            Part::ToolCall { id, name, args } => self.emit_call_part(n, speaker, role, id, name, args),
+            Part::ToolResponse { id, text, is_error } => {
+                self.emit_response_part(n, speaker, role, id.as_deref(), text, *is_error)
+            }
+        }
+    }
+
+    fn emit_call_part(&mut self, n: &Node, speaker: &str, role: &str, id: &Option<String>, name: &str, args: &str) {
+        if id.as_ref().is_some_and(|i| self.calls.contains_key(i)) {
+            return;
+        }
+        let s = self.push(n, speaker, StepKind::ToolCall, args.to_string());
+        self.steps[s].role = role.to_string();
+        self.steps[s].tool_name = Some(name.to_string());
+        if let Some(i) = id {
+            self.steps[s].ids.refs.push(i.clone());
+            self.calls.insert(i.clone(), s);
+        }
+        self.open.entry(name.to_string()).or_default().push_back(s);
+    }
+
+    fn emit_response_part(
+        &mut self,
+        n: &Node,
+        speaker: &str,
+        role: &str,
+        id: Option<&str>,
+        text: &str,
+        is_error: bool,
+    ) {
+        if id.is_some_and(|i| self.answered.contains(i)) {
+            return;
+        }
+        let call = match id {
+            Some(i) => self.calls.get(i).copied(),
+            None => self.oldest_open(),
+        };
+        let s = self.push(n, speaker, StepKind::ToolResult, text.to_string());
+        self.steps[s].role = role.to_string();
+        self.steps[s].is_error = is_error;
+        if let Some(i) = id {
+            self.steps[s].ids.refs.push(i.to_string());
+            self.answered.insert(i.to_string());
+        }
+        if let Some(c) = call {
+            let tool = self.steps[c].tool_name.clone().unwrap_or_default();
+            self.close(&tool, c);
+            self.steps[s].tool_name = Some(tool);
+            self.link(c, s, LinkKind::ToolResult);
+        }
+    }
+
+    fn oldest_open(&mut self) -> Option<usize> {
+        let (tool, step) =
+            self.open.iter().filter_map(|(t, q)| q.front().map(|&s| (t.clone(), s))).min_by_key(|(_, s)| *s)?;
+        self.close(&tool, step);
+        Some(step)
+    }
+
+    fn push(&mut self, n: &Node, agent: &str, kind: StepKind, content: String) -> usize {
+        let index = self.steps.len();
+        self.steps.push(Step {
+            index,
+            agent: agent.to_string(),
+            role: n.role.clone(),
+            kind,
+            content,
+            ids: StepIds { id: Some(n.id.clone()), parent: n.parent.clone(), refs: Vec::new() },
+            timestamp: n.timestamp.clone(),
+            ..Step::default()
+        });
+        index
+    }
+
+    fn link(&mut self, from: usize, to: usize, kind: LinkKind) {
+        let l = Link { from, to, kind };
+        if from != to && !self.links.contains(&l) {
+            self.links.push(l);
+        }
+    }
+
+    fn note_seen(&mut self, m: &Msg) {
+        *self.seen.entry(m.key()).or_default() += 1;
+    }
+
+    fn seen_count(&self, key: &str) -> usize {
+        self.seen.get(key).copied().unwrap_or(0)
+    }
+
+    /// The messages of `msgs` not shown yet: a message is new when it occurs more often in
+    /// `msgs` up to its position than it has been shown.
+    fn new_msgs<'m>(&self, msgs: &'m [Msg]) -> Vec<&'m Msg> {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        for m in msgs {
+            let key = m.key();
+            let c = counts.entry(key.clone()).or_default();
+            *c += 1;
+            if *c > self.seen_count(&key) {
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    fn add_role(&mut self, agent: &str, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        match self.agents.iter_mut().find(|a| a.name == agent) {
+            Some(a) if a.role.as_deref().is_some_and(|r| r.contains(text)) => {}
+            Some(a) => {
+                let joined = match a.role.take() {
+                    Some(r) => format!("{r}\n\n{text}"),
+                    None => text.to_string(),
+                };
+                a.role = Some(joined);
+            }
+            None => self.agents.push(AgentInfo { name: agent.to_string(), role: Some(text.to_string()) }),
+        }
+    }
+
+    /// Links each hand-off to the target agent's next step.
+    fn link_handoffs(&mut self) {
+        for (s, to) in std::mem::take(&mut self.handoffs) {
+            let next = (s + 1..self.steps.len()).find(|&j| self.steps[j].agent == to);
+            if let Some(j) = next {
+                self.link(s, j, LinkKind::Delegation);
+            }
+        }
+    }
+
+    fn finish(mut self, nodes: &[Node], roots: &[usize]) -> Built {
+        self.link_handoffs();
+        let root_input = roots.first().and_then(|&r| {
+            let n = &nodes[r];
+            let from_msgs = n.input.iter().find(|m| m.role == "user").map(Msg::text);
+            from_msgs.or_else(|| n.input_text.clone())
+        });
+        let root_output = roots.last().and_then(|&r| {
+            let n = &nodes[r];
+            let from_msgs = n.output.iter().rev().map(Msg::text).find(|t| !t.is_empty());
+            match n.op {
+                // A model call's raw output is a response object, not an answer.
+                Op::Llm => from_msgs,
+                _ => from_msgs.or_else(|| n.output_text.clone()),
+            }
+        });
+        Built {
+            steps: self.steps,
+            links: self.links,
+            agents: self.agents,
+            diagnostics: self.diagnostics,
+            root_input,
+            root_output,
+        }
+    }
+}
+
+/// A trajectory from built steps: task from the root input or the first user message, observed
+/// output from the root output or the last agent message; agents keep their role text.
+pub fn into_trajectory(id: String, source: SourceFormat, built: Built) -> Trajectory {
+    let task =
+        built.root_input.filter(|t| !t.trim().is_empty()).or_else(|| first_user_text(&built.steps)).unwrap_or_default();
+    let observed = built.root_output.filter(|t| !t.trim().is_empty()).or_else(|| last_agent_text(&built.steps));
+    Trajectory {
+        id,
+        source,
+        task: task.trim().to_string(),
+        observed_output: observed.map(|o| o.trim().to_string()),
+        steps: built.steps,
+        agents: built.agents,
+        links: built.links,
+        ..Trajectory::default()
+    }
+}
+
+/// One trajectory per group of nodes (one group per trace id): ids are `name` for a single
+/// group, else `name#<trace id>`; each trace's diagnostics are prefixed with its id.
+pub fn load_groups(
+    name: &str,
+    source: SourceFormat,
+    groups: Vec<(Option<String>, Vec<Node>)>,
+    mut diagnostics: Vec<Diagnostic>,
+) -> Loaded {
+    let single = groups.len() == 1;
+    let mut trajectories = Vec::new();
+    for (trace, nodes) in groups {
+        let mut built = build(&nodes);
+        let id = match (&trace, single) {
+            (Some(t), false) => format!("{name}#{t}"),
+            _ => name.to_string(),
+        };
+        for mut d in built.diagnostics.drain(..) {
+            if !single {
+                d.message = format!("trace {id}: {}", d.message);
+            }
+            diagnostics.push(d);
+        }
+        let mut t = into_trajectory(id, source, built);
+        if let Some(tr) = trace {
+            t.metadata.push(("trace_id".into(), tr));
+        }
+        trajectories.push(t);
+    }
+    Loaded { format: source, trajectories, diagnostics }
+}
+
+/// The first user message of the steps, for formats that keep the task nowhere else.
+pub fn first_user_text(steps: &[Step]) -> Option<String> {
+    steps.iter().find(|s| s.agent == USER && s.kind == StepKind::Message).map(|s| s.content.trim().to_string())
+}
+
+/// The last message not spoken by the user: the run's answer when no output is recorded.
+pub fn last_agent_text(steps: &[Step]) -> Option<String> {
+    steps
+        .iter()
+        .rev()
+        .find(|s| s.agent != USER && s.kind == StepKind::Message && !s.content.trim().is_empty())
+        .map(|s| s.content.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: &str, parent: Option<&str>, op: Op) -> Node {
+        let mut n = Node::new(id.into(), parent.map(Into::into), id.into(), id.into());
+        n.op = op;
+        n
+    }
+
+    fn text(role: &str, t: &str) -> Msg {
+        Msg { role: role.into(), name: None, parts: vec![Part::Text(t.into())] }
+    }
+
+    #[test]
+    fn agent_names_propagate_to_descendants_and_repeated_input_is_shown_once() {
+        let agent = Op::Agent { name: "planner".into(), role: None };
+        let mut llm1 = node("b", Some("a"), Op::Llm);
+        llm1.sort_key = Some("1".into());
+        llm1.input = vec![text("user", "q")];
+        llm1.output = vec![text("assistant", "thinking aloud")];
+        let mut llm2 = node("c", Some("a"), Op::Llm);
+        llm2.sort_key = Some("2".into());
+        llm2.input = vec![text("user", "q"), text("assistant", "thinking aloud")];
+        llm2.output = vec![text("assistant", "done")];
+        let built = build(&[llm2, node("a", None, agent), llm1]);
+        let got: Vec<(&str, StepKind, &str)> =
+            built.steps.iter().map(|s| (s.agent.as_str(), s.kind, s.content.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("user", StepKind::Delegation, "invoke agent planner"),
+                ("user", StepKind::Message, "q"),
+                ("planner", StepKind::Message, "thinking aloud"),
+                ("planner", StepKind::Message, "done"),
+            ]
+        );
+        assert!(built.links.contains(&Link { from: 0, to: 2, kind: LinkKind::Delegation }));
+        assert!(built.links.contains(&Link { from: 0, to: 1, kind: LinkKind::Parent }));
+    }
+
+    #[test]
+    fn tool_node_answers_the_earlier_call_part_by_id() {
+        let mut llm = node("a", None, Op::Llm);
+        llm.output = vec![Msg {
+            role: "assistant".into(),
+            name: None,
+            parts: vec![Part::ToolCall { id: Some("c1".into()), name: "f".into(), args: "{}".into() }],
+        }];
+        let mut tool = node("b", None, Op::Tool { name: "f".into(), call_id: Some("c1".into()) });
+        tool.sort_key = Some("2".into());
+        tool.output_text = Some("42".into());
+        let built = build(&[llm, tool]);
+        assert_eq!(built.steps.len(), 2);
+        assert_eq!(built.links, vec![Link { from: 0, to: 1, kind: LinkKind::ToolResult }]);
+    }
+
+    #[test]
+    fn missing_parent_and_cycles_become_roots_with_diagnostics() {
+        let a = node("a", Some("zz"), Op::Event);
+        let b = node("b", Some("c"), Op::Event);
+        let c = node("c", Some("b"), Op::Event);
+        let built = build(&[a, b, c]);
+        assert_eq!(built.steps.len(), 3);
+        assert_eq!(built.diagnostics.len(), 2, "{:?}", built.diagnostics);
+        assert!(built.diagnostics[0].message.contains("parent \"zz\""));
+    }
+}

@@ -1,0 +1,150 @@
+//! The `falat` binary end to end: `inspect` on the bundled samples (text and `--json`), the
+//! format override, error exits, `--help` and `--version`.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use falat::ingest::FormatChoice;
+use serde_json::Value;
+
+const HAND: &str = "sample_traces/who-and-when-hand-crafted-47.json";
+const ALGO: &str = "sample_traces/who-and-when-algorithm-generated-30.json";
+const TAU: &str = "sample_traces/tau-bench-retail-task2.json";
+
+fn falat() -> Command {
+    let mut cmd = Command::cargo_bin("falat").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = falat().args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a failing command; returns stderr after checking exit code 2 and an empty stdout.
+fn stderr_of(args: &[&str]) -> String {
+    let out = falat().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn inspect_hand_crafted_sample() {
+    let text = stdout_of(&["inspect", HAND]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("file        {HAND}"));
+    assert_eq!(lines[1], "format      who-and-when-hand");
+    assert_eq!(lines[6], "agents      human, Orchestrator, WebSurfer, FileSurfer, ComputerTerminal, Assistant");
+    assert_eq!(lines[7], "gold        Orchestrator, step 51: The Orchestrator writes incorrect code.");
+    assert_eq!(lines[9], "steps       67");
+    let steps: Vec<&str> = lines[11..11 + 67].to_vec();
+    assert!(steps[0].starts_with("      0  human             message      According to the World Bank"));
+    assert!(
+        steps[3].starts_with("      3  Orchestrator      delegation   -> WebSurfer: Please navigate to the World Bank")
+    );
+    assert!(steps[51] == "*    51  Orchestrator      thought      New plan:");
+    assert_eq!(steps.iter().filter(|l| l.starts_with('*')).count(), 1);
+    assert_eq!(lines[11 + 67], "diagnostics none");
+    assert_eq!(lines.len(), 11 + 67 + 1);
+}
+
+#[test]
+fn inspect_algorithm_generated_and_tau_samples() {
+    let text = stdout_of(&["inspect", ALGO]);
+    assert!(text.contains("\nformat      who-and-when-algorithm\n"));
+    assert!(text.contains("\ngold        Culinary_Expert, step 3 [Factual_Error]: "));
+    assert!(text.contains("\n      1  Computer_terminal                 tool_result  "));
+
+    let text = stdout_of(&["inspect", TAU]);
+    assert!(text.contains("\nformat      tau-bench\ntrajectory  task-2-trial-2\n"));
+    assert!(text.contains("\nexpected    10\n"));
+    assert!(text.contains("\n     10  assistant  tool_call    find_user_id_by_name_zip({\"first_name\":\"Yusuf\""));
+    assert!(text.contains("\n     11  tool       tool_result  yusuf_rossi_9620\n"));
+}
+
+#[test]
+fn inspect_json_carries_steps_links_and_label() {
+    let text = stdout_of(&["inspect", "--json", HAND]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["format"], "who-and-when-hand");
+    let t = &v["trajectories"][0];
+    assert_eq!(t["steps"].as_array().unwrap().len(), 67);
+    assert_eq!(t["gold"]["agent"], "Orchestrator");
+    assert_eq!(t["gold"]["step"], 51);
+    assert_eq!(t["steps"][3]["kind"], "delegation");
+    assert_eq!(t["steps"][3]["delegate_to"], "WebSurfer");
+    assert_eq!(t["metadata"]["level"], "2");
+    let raw: Value =
+        serde_json::from_slice(&std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(HAND)).unwrap()).unwrap();
+    assert_eq!(t["steps"][51]["content"], raw["history"][51]["content"]);
+    assert_eq!(v["diagnostics"], Value::Array(vec![]));
+
+    let v: Value = serde_json::from_str(&stdout_of(&["inspect", "--json", TAU])).unwrap();
+    let links = v["trajectories"][0]["links"].as_array().unwrap();
+    assert_eq!(links.len(), 10);
+    assert_eq!(links[0], serde_json::json!({"from": 2, "to": 3, "kind": "tool_result"}));
+}
+
+#[test]
+fn format_override() {
+    let text = stdout_of(&["inspect", "--format", "who-and-when", HAND]);
+    assert!(text.contains("\nformat      who-and-when-hand\n"));
+    let text = stdout_of(&["inspect", "-f", "magentic-one", HAND]);
+    assert!(text.contains("\nformat      magentic-one\n"));
+
+    let err = stderr_of(&["inspect", "--format", "tau-bench", HAND]);
+    assert_eq!(
+        err,
+        format!("falat: {HAND}: as tau-bench: no usable trajectory (record: missing \"traj\"; record skipped)\n")
+    );
+    let err = stderr_of(&["inspect", "--format", "otlp", HAND]);
+    assert!(
+        err.contains("unknown format \"otlp\", expected one of: auto, who-and-when, who-and-when-algorithm, who-and-when-hand, magentic-one, otel-genai, openinference, any-agent, claude-code, codex, langsmith, langfuse, tau-bench, openai-chat, falat-jsonl"),
+        "{err}"
+    );
+}
+
+#[test]
+fn broken_inputs_exit_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "[\n  {\"role\": \"user\" \"content\": 1}\n]").unwrap();
+    let err = stderr_of(&["inspect", broken.to_str().unwrap()]);
+    assert_eq!(
+        err,
+        format!("falat: {}:2:19: not JSON: expected `,` or `}}`; expected a JSON or JSONL trace\n", broken.display())
+    );
+    let err = stderr_of(&["inspect", "no/such/file.json"]);
+    assert!(err.starts_with("falat: no/such/file.json: cannot read: "), "{err}");
+}
+
+#[test]
+fn trace_text_cannot_reach_the_terminal_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.jsonl");
+    let jsonl = "{\"falat\": 1, \"task\": \"\\u001b]52;c;SGVsbG8=\\u0007steal\"}\n\
+                 {\"agent\": \"a\\u001b[2J\", \"content\": \"\\u001b[31mred\\u009b1mx\\r\\n\"}\n\
+                 {\"agent\": \"b\", \"content\": \"ok\"}\n";
+    std::fs::write(&path, jsonl).unwrap();
+    let text = stdout_of(&["inspect", path.to_str().unwrap()]);
+    assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+    assert!(text.contains("\ntask        steal\n"));
+    assert!(text.contains("\n      0  a      message      redx\n"));
+}
+
+#[test]
+fn help_and_version() {
+    let help = stdout_of(&["--help"]);
+    assert!(help.contains("inspect"), "{help}");
+    assert!(help.contains("Usage: falat"), "{help}");
+    let inspect_help = stdout_of(&["inspect", "--help"]);
+    for name in FormatChoice::names() {
+        assert!(inspect_help.contains(name), "{name} missing from {inspect_help}");
+    }
+    assert_eq!(stdout_of(&["--version"]), format!("falat {}\n", env!("CARGO_PKG_VERSION")));
+    let out = falat().output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,154 @@
+//! Messages for broken inputs, pinned with insta snapshots (`tests/snapshots/`): not JSON, empty,
+//! not UTF-8, unknown format, bad records (skipped with a diagnostic) and no usable step.
+
+use std::path::Path;
+
+use falat::ingest::{self, LoadError, Loaded};
+use falat::model::SourceFormat;
+
+fn error(name: &str, bytes: &[u8], format: Option<SourceFormat>) -> String {
+    match ingest::parse(name, bytes, format) {
+        Ok(l) => panic!("{name} loaded: {:?}", l.trajectories),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The diagnostics of a load that succeeds, one per line.
+fn diagnostics(name: &str, bytes: &[u8]) -> String {
+    let loaded: Loaded = ingest::parse(name, bytes, None).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    format!(
+        "format: {}\nsteps: {}\n{}",
+        loaded.format,
+        loaded.trajectories.iter().map(|t| t.steps.len().to_string()).collect::<Vec<_>>().join(", "),
+        lines.join("\n")
+    )
+}
+
+#[test]
+fn not_json() {
+    let text = "{\"history\": [\n  {\"role\": \"human\", \"content\": \"hi\"},\n  {\"role\": \"WebSurfer\" \"content\": \"x\"}\n]}\n";
+    insta::assert_snapshot!(error("run.json", text.as_bytes(), None));
+}
+
+#[test]
+fn not_json_lines() {
+    let text = "{\"agent\": \"a\", \"content\": \"x\"}\n{\"agent\": \"b\", content: \"y\"}\n{\"agent\": \"c\"\n";
+    insta::assert_snapshot!(error("run.jsonl", text.as_bytes(), None));
+}
+
+#[test]
+fn plain_text() {
+    insta::assert_snapshot!(error("notes.txt", b"Agent run failed at step 3\n", None));
+}
+
+#[test]
+fn empty() {
+    insta::assert_snapshot!(error("empty.json", b"", None));
+    assert!(matches!(ingest::parse("blank.json", b" \n\t\n", None), Err(LoadError::Empty { .. })));
+}
+
+#[test]
+fn not_utf8() {
+    let bytes = b"[{\"role\": \"user\", \"content\": \"ok\"},\n {\"role\": \"user\", \"content\": \"caf\xe9\"}]";
+    insta::assert_snapshot!(error("latin1.json", bytes, None));
+}
+
+#[test]
+fn unknown_format() {
+    let rel = "tests/fixtures/corpus/otel-genai/genai-interlingua_raw_in.otlp.json";
+    let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap();
+    insta::assert_snapshot!(error(rel, &bytes, None));
+}
+
+#[test]
+fn unknown_format_of_a_list() {
+    insta::assert_snapshot!(error("numbers.json", b"[1, 2, 3]", None));
+}
+
+#[test]
+fn forced_format_that_does_not_fit() {
+    insta::assert_snapshot!(error(
+        "chat.json",
+        br#"[{"role": "user", "content": "hi"}]"#,
+        Some(SourceFormat::TauBench)
+    ));
+}
+
+#[test]
+fn bad_records_of_who_and_when() {
+    let text = r#"{"question": "q?", "ground_truth": "4", "mistake_agent": "WebSurfer", "mistake_step": "3",
+      "history": [
+        {"role": "human", "content": "q?"},
+        {"role": "Orchestrator (-> WebSurfer)", "content": 12},
+        {"content": "no role"},
+        {"role": "WebSurfer", "content": "found 5"},
+        "just a string"
+      ]}"#;
+    insta::assert_snapshot!(diagnostics("hand.json", text.as_bytes()));
+}
+
+#[test]
+fn bad_records_of_openai_chat() {
+    let text = r#"{"messages": [
+        {"role": "user", "content": "q?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c9", "content": "result"},
+        {"role": "assistant", "content": true},
+        {"content": "no role"}
+      ]}"#;
+    insta::assert_snapshot!(diagnostics("chat.json", text.as_bytes()));
+}
+
+#[test]
+fn bad_records_of_a_tau_bench_set() {
+    let text = r#"[
+        {"task_id": 1, "reward": 0.0, "info": "{'task': {'instruction': 'Buy a lamp.'", "traj": [
+            {"role": "user", "content": "I want a lamp"}, {"role": "assistant", "content": "Done."}]},
+        {"task_id": 2, "reward": 0.0, "traj": {"role": "user"}},
+        {"task_id": 3, "reward": 1.0, "traj": []}
+      ]"#;
+    insta::assert_snapshot!(diagnostics("set.json", text.as_bytes()));
+}
+
+#[test]
+fn bad_records_of_falat_jsonl() {
+    let text = r#"{"falat": 1, "task": "t", "gold": {"agent": "b", "step": "two"}}
+{"agent": "a", "content": "start", "id": "s1"}
+{"agent": "", "content": "nobody"}
+{"agent": "b", "content": "x", "kind": "answer"}
+{"agent": "b", "content": "y", "tokens": {"input": -1}}
+{"agent": "b", "content": "z", "parent": "s0", "is_error": "yes"}
+{"agent": "b", "content": "z", "parent": "s0"}
+not json at all
+"#;
+    insta::assert_snapshot!(diagnostics("run.jsonl", text.as_bytes()));
+}
+
+#[test]
+fn no_usable_step() {
+    let text =
+        "{\"falat\": 1, \"task\": \"t\"}\n{\"agent\": 3, \"content\": \"x\"}\n{\"who\": \"b\", \"content\": \"y\"}\n";
+    insta::assert_snapshot!(error("run.jsonl", text.as_bytes(), None));
+    insta::assert_snapshot!(
+        "no_usable_step_who_and_when",
+        error(
+            "empty-history.json",
+            br#"{"question": "q", "history": [], "mistake_agent": "A", "mistake_step": "0"}"#,
+            None
+        )
+    );
+}
+
+#[test]
+fn bad_records_of_a_magentic_log() {
+    let text = r#"[
+        {"role": "human", "content": "q?"},
+        {"role": "Orchestrator (-> WebSurfer)"},
+        {"role": "WebSurfer", "content": "found it"}
+      ]"#;
+    insta::assert_snapshot!(diagnostics("log.json", text.as_bytes()));
+}

@@ -1,0 +1,688 @@
+//! Loading every trace format beyond Who&When from the project's fixtures: step counts, agents,
+//! kinds and protocol links measured on the corpus (`tests/fixtures/corpus`, real files) and on
+//! the hand-built fixtures (`tests/fixtures/handbuilt`, see its NOTE.md); broken variants load
+//! with diagnostics or fail with a message naming the place; mutated files never panic.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use falat::ingest::fs::{load_path, read_related};
+use falat::ingest::{self, FormatChoice, LoadError, Loaded, SUPPORTED, parse, parse_document, parse_with_related};
+use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+}
+
+fn load(rel: &str) -> Loaded {
+    load_path(&fixture(rel), None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The single trajectory of a fixture, checking the detected format.
+fn one(rel: &str, format: SourceFormat) -> Trajectory {
+    let loaded = load(rel);
+    assert_eq!(loaded.format, format, "{rel}");
+    assert_eq!(loaded.trajectories.len(), 1, "{rel}");
+    loaded.trajectories.into_iter().next().unwrap()
+}
+
+fn kinds(t: &Trajectory) -> Vec<StepKind> {
+    t.steps.iter().map(|s| s.kind).collect()
+}
+
+fn step_agents(t: &Trajectory) -> Vec<&str> {
+    t.steps.iter().map(|s| s.agent.as_str()).collect()
+}
+
+fn has(t: &Trajectory, from: usize, to: usize, kind: LinkKind) -> bool {
+    t.links.contains(&Link { from, to, kind })
+}
+
+fn count(t: &Trajectory, kind: LinkKind) -> usize {
+    t.links.iter().filter(|l| l.kind == kind).count()
+}
+
+fn tokens(t: &Trajectory, i: usize) -> Option<(u64, u64)> {
+    t.steps[i].tokens.map(|k| (k.input, k.output))
+}
+
+// ---------------------------------------------------------------- OTel GenAI
+
+#[test]
+fn otel_genai_single_chat_span_yields_user_message_and_tool_call() {
+    let t = one("corpus/otel-genai/genai-interlingua_raw_in.otlp.json", SourceFormat::OtelGenAi);
+    assert_eq!(kinds(&t), [Message, ToolCall]);
+    assert_eq!(t.agent_names(), ["user", "assistant"]);
+    assert_eq!(t.task, "Where is order A-1187?");
+    let call = &t.steps[1];
+    assert_eq!(call.tool_name.as_deref(), Some("lookup_order"));
+    assert_eq!(call.ids.refs, ["call_9RtYbK2mXqLp"]);
+    assert_eq!(call.ids.id.as_deref(), Some("03491beea3cb073d"));
+    assert_eq!(tokens(&t, 1), Some((412, 27)));
+    assert!(t.agent_role("assistant").unwrap().contains("support agent"));
+    assert!(t.links.is_empty());
+}
+
+#[test]
+fn otel_genai_ndjson_with_nested_agents_legacy_attributes_and_base64_ids() {
+    let t = one("handbuilt/otel/travel_agents.otlp.jsonl", SourceFormat::OtelGenAi);
+    assert_eq!(kinds(&t), [Delegation, ToolCall, ToolResult, Delegation, Thought, ToolCall, ToolResult, Message]);
+    assert_eq!(
+        step_agents(&t),
+        [
+            "user",
+            "travel_planner",
+            "travel_planner",
+            "travel_planner",
+            "booking_agent",
+            "booking_agent",
+            "booking_agent",
+            "booking_agent"
+        ]
+    );
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("booking_agent"));
+    // The legacy indexed completion's call is answered by the execute_tool span's call id.
+    assert!(has(&t, 1, 2, LinkKind::ToolResult));
+    assert!(has(&t, 5, 6, LinkKind::ToolResult));
+    assert!(has(&t, 0, 1, LinkKind::Delegation));
+    assert!(has(&t, 3, 4, LinkKind::Delegation));
+    // Base64 parent ids on line 2 resolve to the hex span ids of line 1.
+    assert!(has(&t, 0, 3, LinkKind::Parent));
+    assert!(has(&t, 3, 6, LinkKind::Parent));
+    assert_eq!(t.steps[3].ids.id.as_deref(), Some("4444444444444444"));
+    assert!(t.steps[6].is_error);
+    assert!(t.steps[6].content.contains("date format invalid"));
+    assert_eq!(tokens(&t, 1), Some((50, 12)));
+    assert_eq!(tokens(&t, 4), Some((80, 20)));
+    assert_eq!(t.task, "Find a hotel in Oslo for May 3");
+    assert_eq!(t.observed_output.as_deref(), Some("Booked Hotel Nord for May 3."));
+    assert!(t.agent_role("travel_planner").unwrap().contains("Search before"));
+    assert!(t.agent_role("booking_agent").unwrap().contains("book_room"));
+}
+
+// ---------------------------------------------------------------- OpenInference
+
+#[test]
+fn openinference_otlp_reads_flattened_messages_and_token_counts() {
+    let t = one("corpus/openinference/genai-interlingua_openinference_in.otlp.json", SourceFormat::OpenInference);
+    assert_eq!(kinds(&t), [Message, ToolCall]);
+    assert_eq!(t.agent_names(), ["user", "assistant"]);
+    assert_eq!(t.steps[1].tool_name.as_deref(), Some("lookup_order"));
+    assert_eq!(t.steps[1].ids.refs, ["call_9RtYbK2mXqLp"]);
+    assert_eq!(t.steps[1].content, r#"{"order_id": "A-1187"}"#);
+    assert_eq!(tokens(&t, 1), Some((412, 27)));
+    assert_eq!(t.observed_output, None, "a tool call is not an answer");
+}
+
+#[test]
+fn openinference_bare_attribute_map_links_tool_call_to_tool_message() {
+    let t =
+        one("corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json", SourceFormat::OpenInference);
+    assert_eq!(kinds(&t), [Message, Message, ToolCall, ToolResult, Message]);
+    assert_eq!(step_agents(&t), ["user", "assistant", "assistant", "assistant", "assistant"]);
+    assert_eq!(t.links, [Link { from: 2, to: 3, kind: LinkKind::ToolResult }]);
+    assert_eq!(t.steps[3].content, "rainy, 57°F");
+    assert_eq!(tokens(&t, 4), Some((97, 52)));
+    assert_eq!(t.task, "Weather in Paris?");
+    assert!(t.observed_output.clone().unwrap().contains("rainy"));
+}
+
+#[test]
+fn openinference_span_list_with_agent_and_tool_kinds() {
+    let spans = json!([
+        {"name": "agent", "context": {"trace_id": "0x6c80880dbeb609e2ed41e06a6397a0dd", "span_id": "0xd9bdedf0df0b7208"},
+         "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": "2024-05-08T21:46:11.000000Z",
+         "status": {"status_code": "OK"},
+         "attributes": {"openinference.span.kind": "AGENT", "agent.name": "researcher",
+                        "input.value": "find the capital of Norway", "output.value": "Oslo"}},
+        {"name": "search", "context": {"trace_id": "0x6c80880dbeb609e2ed41e06a6397a0dd", "span_id": "0x7eb5df0046c77cd2"},
+         "parent_id": "0xd9bdedf0df0b7208", "start_time": "2024-05-08T21:46:12.000000Z",
+         "span_kind": "TOOL", "status_code": "ERROR", "status_message": "timeout",
+         "attributes": {"tool.name": "web_search", "input.value": "{\"q\": \"capital of Norway\"}"}}
+    ]);
+    let loaded = parse("spans.json", spans.to_string().as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::OpenInference);
+    let t = &loaded.trajectories[0];
+    assert_eq!(kinds(t), [Delegation, ToolCall, ToolResult]);
+    assert_eq!(step_agents(t), ["user", "researcher", "researcher"]);
+    assert!(has(t, 1, 2, LinkKind::ToolResult));
+    assert!(has(t, 0, 1, LinkKind::Parent));
+    assert!(t.steps[2].is_error);
+    assert_eq!(t.steps[2].content, "timeout");
+    assert_eq!(t.task, "find the capital of Norway");
+    assert_eq!(t.observed_output.as_deref(), Some("Oslo"));
+}
+
+// ---------------------------------------------------------------- any-agent
+
+#[test]
+fn any_agent_openai_dump_inherits_the_agent_and_matches_tools_by_name() {
+    let t = one("corpus/otel-genai/any-agent_OPENAI_trace.json", SourceFormat::AnyAgent);
+    assert_eq!(kinds(&t), [Delegation, Message, ToolCall, ToolResult, ToolCall, ToolResult, Message]);
+    assert_eq!(t.agent_names(), ["user", "any_agent"]);
+    assert_eq!(&step_agents(&t)[2..], ["any_agent"; 5]);
+    assert!(has(&t, 2, 3, LinkKind::ToolResult));
+    assert!(has(&t, 4, 5, LinkKind::ToolResult));
+    assert!(has(&t, 0, 2, LinkKind::Delegation));
+    assert!(has(&t, 0, 6, LinkKind::Parent));
+    assert_eq!(t.steps[3].tool_name.as_deref(), Some("get_current_time"));
+    assert_eq!(tokens(&t, 2), Some((269, 16)));
+    assert!(t.task.starts_with("Find what year it is"));
+    assert!(t.observed_output.clone().unwrap().contains("Write the year to a file"));
+    assert_eq!(t.agent_role("any_agent"), Some("Use the available tools to answer."));
+}
+
+#[test]
+fn any_agent_smolagents_dump_ends_with_the_final_answer_tool() {
+    let t = one("corpus/otel-genai/any-agent_SMOLAGENTS_trace.json", SourceFormat::AnyAgent);
+    assert_eq!(t.steps.len(), 8);
+    assert_eq!(kinds(&t), [Delegation, Message, ToolCall, ToolResult, ToolCall, ToolResult, ToolCall, ToolResult]);
+    assert_eq!(t.agent_names(), ["user", "any_agent"]);
+    assert!(has(&t, 6, 7, LinkKind::ToolResult));
+    assert_eq!(t.steps[7].tool_name.as_deref(), Some("final_answer"));
+    assert_eq!(count(&t, LinkKind::ToolResult), 3);
+    assert_eq!(count(&t, LinkKind::Parent), 6);
+}
+
+// ---------------------------------------------------------------- Claude Code
+
+const CLAUDE_SESSION: &str = "corpus/claude-code/codemie_incremental-subagents_turn-1.jsonl";
+
+#[test]
+fn claude_session_with_sub_agent_is_one_trajectory_hung_under_the_task_call() {
+    let t = one(CLAUDE_SESSION, SourceFormat::ClaudeCode);
+    assert_eq!(t.steps.len(), 66);
+    assert_eq!(t.agent_names(), ["user", "claude", "solution-architect"]);
+    let task = &t.steps[3];
+    assert_eq!(task.kind, Delegation);
+    assert_eq!(task.tool_name.as_deref(), Some("Task"));
+    assert_eq!(task.delegate_to.as_deref(), Some("solution-architect"));
+    // The sub-agent's 43 steps come right after the delegating step (its copy of the prompt
+    // is left out), then the Task result.
+    assert!(t.steps[4..=46].iter().all(|s| s.agent == "solution-architect"));
+    assert_eq!(t.steps[47].agent, "claude");
+    assert_eq!(t.steps[47].kind, ToolResult);
+    assert!(has(&t, 3, 4, LinkKind::Delegation));
+    assert!(has(&t, 3, 4, LinkKind::Parent));
+    assert!(has(&t, 3, 47, LinkKind::ToolResult));
+    assert!(has(&t, 0, 1, LinkKind::Parent));
+    // Inside the sub-agent: Read (step 7) → its result (step 9), a failing Read (33 → 36).
+    assert!(has(&t, 7, 9, LinkKind::ToolResult));
+    assert!(has(&t, 33, 36, LinkKind::ToolResult));
+    assert!(t.steps[36].is_error);
+    assert_eq!(count(&t, LinkKind::ToolResult), 26);
+    assert!(t.task.starts_with("@\"solution-architect (agent)\" analyze"));
+    assert!(t.observed_output.clone().unwrap().starts_with("The solution-architect agent has completed"));
+    assert_eq!(tokens(&t, 3), Some((29377, 511)));
+}
+
+#[test]
+fn claude_session_without_its_sub_agent_file_says_which_file_is_missing() {
+    let bytes = std::fs::read(fixture(CLAUDE_SESSION)).unwrap();
+    let loaded = parse("turn-1.jsonl", &bytes, None).unwrap();
+    let t = &loaded.trajectories[0];
+    assert_eq!(t.steps.len(), 23);
+    let d = &loaded.diagnostics[0];
+    assert!(d.message.contains("sub-agent a485154"), "{d}");
+    assert!(d.message.contains("subagents/agent-a485154.jsonl"), "{d}");
+}
+
+#[test]
+fn claude_sub_agent_resolves_from_the_documented_subagents_folder() {
+    let bytes = std::fs::read(fixture(CLAUDE_SESSION)).unwrap();
+    let sub = fixture("corpus/claude-code/codemie_incremental-subagents_turn-1_subagents_agent-a485154.jsonl");
+    let asked = std::cell::RefCell::new(Vec::new());
+    let related = |rel: &str| {
+        asked.borrow_mut().push(rel.to_string());
+        (rel == "e9fb405b/subagents/agent-a485154.jsonl").then(|| std::fs::read(&sub).unwrap())
+    };
+    let loaded =
+        parse_with_related("e9fb405b.jsonl", &bytes, &FormatChoice::Detect(SUPPORTED.to_vec()), &related).unwrap();
+    assert_eq!(loaded.trajectories[0].steps.len(), 66);
+    assert_eq!(asked.borrow()[0], "e9fb405b/subagents/agent-a485154.jsonl");
+}
+
+#[test]
+fn claude_short_session_keeps_noise_lines_out_and_chains_parents_through_them() {
+    let t = one("corpus/claude-code/spotter_short.jsonl", SourceFormat::ClaudeCode);
+    assert_eq!(kinds(&t), [Message, Thought, Message, ToolCall, ToolCall, ToolResult, ToolResult, Message]);
+    assert_eq!(step_agents(&t), ["user", "claude", "claude", "claude", "claude", "claude", "claude", "user"]);
+    assert!(has(&t, 3, 5, LinkKind::ToolResult));
+    assert!(has(&t, 4, 6, LinkKind::ToolResult));
+    // Step 4's parent line is a progress line whose parent is step 3.
+    assert!(has(&t, 3, 4, LinkKind::Parent));
+    assert!(has(&t, 6, 7, LinkKind::Parent));
+    assert!(t.steps[5].is_error && t.steps[6].is_error);
+    assert_eq!(t.task, "mix phx.server doesnt seem to start");
+    let noise = t.metadata.iter().find(|(k, _)| k == "lines_not_steps").unwrap();
+    assert_eq!(noise.1, "file-history-snapshot 1, progress 3, system 2");
+}
+
+#[test]
+fn claude_sidechain_files_load_on_their_own() {
+    let t = one("corpus/claude-code/spotter_ae4a77f8_subagents_agent-aac57f5.jsonl", SourceFormat::ClaudeCode);
+    assert_eq!(t.steps.len(), 28);
+    assert_eq!(t.agent_names(), ["user", "agent-aac57f5"]);
+    assert_eq!(count(&t, LinkKind::ToolResult), 12);
+    assert!(has(&t, 2, 8, LinkKind::ToolResult));
+    assert!(has(&t, 6, 12, LinkKind::ToolResult));
+    assert!(t.task.starts_with("Search hex.pm"));
+
+    let t = one(
+        "corpus/claude-code/codemie_incremental-subagents_turn-1_subagents_agent-a485154.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    assert_eq!(t.steps.len(), 44);
+    assert_eq!(t.agent_names(), ["user", "agent-a485154"]);
+    assert_eq!(count(&t, LinkKind::ToolResult), 20);
+}
+
+// ---------------------------------------------------------------- Codex
+
+#[test]
+fn codex_drops_event_copies_of_messages() {
+    let t = one("corpus/codex-cli/agent-history_real_sessions_codex_session-01.jsonl", SourceFormat::Codex);
+    assert_eq!(kinds(&t), [Message, Message, Message]);
+    assert_eq!(step_agents(&t), ["user", "user", "codex"]);
+    assert_eq!(t.task, "[REDACTED_PROMPT]");
+    assert_eq!(t.observed_output.as_deref(), Some("[REDACTED_ASSISTANT_TEXT]"));
+    assert_eq!(tokens(&t, 2), Some((22539, 10)));
+    assert_eq!(t.agent_role("codex"), Some("[REDACTED_BASE_INSTRUCTIONS]\n\n[REDACTED_DEVELOPER_CONTEXT]"));
+}
+
+#[test]
+fn codex_rollout_links_function_calls_to_outputs() {
+    let t = one(
+        "corpus/codex-cli/codemie_rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl",
+        SourceFormat::Codex,
+    );
+    assert_eq!(
+        kinds(&t),
+        [Message, Message, Message, ToolCall, ToolResult, ToolCall, ToolResult, Thought, ToolCall, ToolResult]
+    );
+    assert_eq!(t.agent_names(), ["user", "codex"]);
+    assert!(has(&t, 3, 4, LinkKind::ToolResult));
+    assert!(has(&t, 5, 6, LinkKind::ToolResult));
+    assert!(has(&t, 8, 9, LinkKind::ToolResult));
+    assert_eq!(t.steps[4].content.lines().next(), Some("_bmad"));
+    assert_eq!(t.steps[3].tool_name.as_deref(), Some("shell"));
+    assert_eq!(tokens(&t, 3), Some((7266, 115)));
+    assert_eq!(t.task, "what is current repository about? summarize purpuse and explain goals");
+    assert!(t.steps[7].content.starts_with("**Clarifying documentation"));
+}
+
+const CODEX_SPAWN: &str = "corpus/codex-cli/codemie_turn-spawn-skill.HANDBUILT.jsonl";
+
+#[test]
+fn codex_spawn_agent_is_a_delegation_linked_to_the_wait_result() {
+    let t = one(CODEX_SPAWN, SourceFormat::Codex);
+    assert_eq!(kinds(&t), [Message, ToolCall, ToolResult, Delegation, ToolResult, ToolCall, ToolResult]);
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("explorer"));
+    assert_eq!(t.steps[3].ids.refs, ["call_spawn1", "child-thread-uuid"]);
+    assert!(has(&t, 1, 2, LinkKind::ToolResult));
+    assert!(has(&t, 3, 4, LinkKind::ToolResult));
+    assert!(has(&t, 5, 6, LinkKind::ToolResult));
+    assert!(has(&t, 3, 6, LinkKind::Delegation));
+    assert_eq!(t.task, "run a review");
+}
+
+#[test]
+fn codex_spawned_thread_file_is_spliced_after_the_spawn() {
+    let bytes = std::fs::read(fixture(CODEX_SPAWN)).unwrap();
+    let dir = fixture("handbuilt/codex");
+    let related = |rel: &str| read_related(&dir, rel);
+    let loaded =
+        parse_with_related("spawn.jsonl", &bytes, &FormatChoice::Detect(SUPPORTED.to_vec()), &related).unwrap();
+    let t = &loaded.trajectories[0];
+    assert_eq!(t.steps.len(), 10);
+    assert_eq!(t.agent_names(), ["user", "codex", "Darwin"]);
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("Darwin"));
+    assert_eq!(step_agents(t)[4..7], ["Darwin", "Darwin", "Darwin"]);
+    assert_eq!(kinds(t)[4..7], [ToolCall, ToolResult, Message]);
+    assert!(t.steps[5].is_error, "exit code 128 is an error");
+    assert!(has(t, 3, 4, LinkKind::Delegation));
+    assert!(has(t, 4, 5, LinkKind::ToolResult));
+    assert!(has(t, 3, 9, LinkKind::Delegation));
+}
+
+// ---------------------------------------------------------------- LangSmith and Langfuse
+
+#[test]
+fn langsmith_flat_export_orders_by_dotted_order_and_follows_hand_offs() {
+    let t = one("handbuilt/langsmith/supervisor_runs.flat.json", SourceFormat::LangSmith);
+    assert_eq!(t.steps.len(), 17);
+    assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "researcher", "math_expert"]);
+    assert_eq!(
+        kinds(&t)[..8],
+        [Delegation, Delegation, ToolCall, Delegation, Delegation, ToolCall, ToolResult, Message]
+    );
+    // transfer_to_researcher: the model's call (2) is answered by the hand-off (3), which leads
+    // to the researcher's first step (5).
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("researcher"));
+    assert!(has(&t, 2, 3, LinkKind::ToolResult));
+    assert!(has(&t, 3, 5, LinkKind::Delegation));
+    assert!(has(&t, 5, 6, LinkKind::ToolResult));
+    assert!(has(&t, 0, 1, LinkKind::Delegation));
+    // The failing multiply run answers the first call by tool name; the retry by call id.
+    assert!(has(&t, 12, 13, LinkKind::ToolResult));
+    assert!(t.steps[13].is_error);
+    assert!(t.steps[13].content.starts_with("TypeError"));
+    assert!(has(&t, 14, 15, LinkKind::ToolResult));
+    assert_eq!(tokens(&t, 2), Some((118, 14)));
+    assert_eq!(t.task, "What was the population of Paris in 2023, doubled?");
+    assert!(t.observed_output.clone().unwrap().ends_with("4,205,300."));
+    assert!(t.agent_role("researcher").unwrap().contains("Do not do math"));
+}
+
+#[test]
+fn langsmith_nested_child_runs_load_like_the_flat_list() {
+    let flat = one("handbuilt/langsmith/supervisor_runs.flat.json", SourceFormat::LangSmith);
+    let nested = one("handbuilt/langsmith/supervisor_run.nested.json", SourceFormat::LangSmith);
+    let view = |t: &Trajectory| -> Vec<(String, StepKind, String)> {
+        t.steps.iter().map(|s| (s.agent.clone(), s.kind, s.content.clone())).collect()
+    };
+    assert_eq!(view(&flat), view(&nested));
+    let mut a = flat.links.clone();
+    let mut b = nested.links.clone();
+    a.sort_by_key(|l| (l.from, l.to, l.kind));
+    b.sort_by_key(|l| (l.from, l.to, l.kind));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn langfuse_observations_nest_agents_and_mark_error_levels() {
+    let t = one("handbuilt/langfuse/trip_planner_trace.json", SourceFormat::Langfuse);
+    assert_eq!(
+        kinds(&t),
+        [Delegation, ToolCall, ToolResult, Delegation, ToolCall, ToolResult, Message, Message, Message]
+    );
+    assert_eq!(
+        step_agents(&t),
+        ["user", "planner", "planner", "planner", "budget_agent", "budget_agent", "budget_agent", "planner", "planner"]
+    );
+    assert!(has(&t, 1, 2, LinkKind::ToolResult));
+    assert!(has(&t, 4, 5, LinkKind::ToolResult));
+    assert!(has(&t, 3, 4, LinkKind::Delegation));
+    assert!(has(&t, 0, 3, LinkKind::Parent));
+    assert!(has(&t, 3, 6, LinkKind::Parent));
+    assert!(t.steps[5].is_error);
+    assert_eq!(t.steps[5].content, "HTTP 503 from the prices API");
+    assert_eq!(tokens(&t, 4), Some((150, 21)), "legacy usage");
+    assert_eq!(tokens(&t, 8), Some((402, 41)));
+    assert_eq!(t.task, "Plan a day in Lyon for under 50 EUR, indoors if it rains.");
+    assert!(t.observed_output.clone().unwrap().starts_with("Morning: Musée"));
+    assert!(t.metadata.contains(&("session_id".into(), "sess-42".into())));
+}
+
+// ---------------------------------------------------------------- detection
+
+/// Every corpus and hand-built file, with the format it must be detected as.
+const ALL_FIXTURES: [(&str, SourceFormat); 16] = [
+    ("corpus/otel-genai/genai-interlingua_raw_in.otlp.json", SourceFormat::OtelGenAi),
+    ("handbuilt/otel/travel_agents.otlp.jsonl", SourceFormat::OtelGenAi),
+    ("corpus/otel-genai/any-agent_OPENAI_trace.json", SourceFormat::AnyAgent),
+    ("corpus/otel-genai/any-agent_SMOLAGENTS_trace.json", SourceFormat::AnyAgent),
+    ("corpus/openinference/genai-interlingua_openinference_in.otlp.json", SourceFormat::OpenInference),
+    ("corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json", SourceFormat::OpenInference),
+    (CLAUDE_SESSION, SourceFormat::ClaudeCode),
+    ("corpus/claude-code/codemie_incremental-subagents_turn-1_subagents_agent-a485154.jsonl", SourceFormat::ClaudeCode),
+    ("corpus/claude-code/spotter_ae4a77f8_subagents_agent-aac57f5.jsonl", SourceFormat::ClaudeCode),
+    ("corpus/claude-code/spotter_short.jsonl", SourceFormat::ClaudeCode),
+    ("corpus/codex-cli/agent-history_real_sessions_codex_session-01.jsonl", SourceFormat::Codex),
+    (
+        "corpus/codex-cli/codemie_rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl",
+        SourceFormat::Codex,
+    ),
+    (CODEX_SPAWN, SourceFormat::Codex),
+    ("handbuilt/codex/rollout-2026-05-12T10-00-03-child-thread-uuid.jsonl", SourceFormat::Codex),
+    ("handbuilt/langsmith/supervisor_runs.flat.json", SourceFormat::LangSmith),
+    ("handbuilt/langfuse/trip_planner_trace.json", SourceFormat::Langfuse),
+];
+
+/// The formats this file's loaders add.
+const NEW_FORMATS: [SourceFormat; 7] = [
+    SourceFormat::OtelGenAi,
+    SourceFormat::OpenInference,
+    SourceFormat::AnyAgent,
+    SourceFormat::ClaudeCode,
+    SourceFormat::Codex,
+    SourceFormat::LangSmith,
+    SourceFormat::Langfuse,
+];
+
+fn doc(rel: &str) -> ingest::Document {
+    let bytes = std::fs::read(fixture(rel)).unwrap();
+    parse_document(rel, &bytes).unwrap()
+}
+
+#[test]
+fn each_fixture_matches_exactly_one_of_the_new_formats() {
+    for (rel, format) in ALL_FIXTURES {
+        let d = doc(rel);
+        assert_eq!(ingest::detect(&d), Some(format), "{rel}");
+        let claimed: Vec<SourceFormat> = NEW_FORMATS.into_iter().filter(|f| ingest::matches(&d, *f)).collect();
+        assert_eq!(claimed, [format], "{rel}");
+    }
+}
+
+#[test]
+fn new_detectors_leave_who_and_when_openai_tau_and_falat_jsonl_alone() {
+    let mut docs = vec![
+        doc("corpus/openai-chat/agentrx_tau_failed_task2.json"),
+        doc("corpus/autogen-magentic-one/agentrx_magentic_42576abe-0deb-4869-8c63-225c2d75a95a.json"),
+        doc("corpus/autogen-magentic-one/agentrx_magentic_2dfc4c37-fec1-4518-84a7-10095d30ad75.json"),
+    ];
+    let inline = [
+        // OpenAI chat messages.
+        r#"[{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+             "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "r"}]"#,
+        // A τ-bench record.
+        r#"{"task_id": 2, "reward": 0.0, "info": {}, "traj": [{"role": "user", "content": "q"}]}"#,
+        // Who&When algorithm-generated.
+        r#"{"question": "q", "ground_truth": "a", "history": [{"name": "A", "role": "user",
+            "content": "c"}], "mistake_agent": "A", "mistake_step": "0"}"#,
+        // falat JSONL.
+        "{\"agent\": \"planner\", \"kind\": \"message\", \"content\": \"hi\"}\n\
+         {\"agent\": \"coder\", \"kind\": \"tool_call\", \"content\": \"ls\", \"id\": \"1\"}\n",
+    ];
+    for text in inline {
+        docs.push(parse_document("inline", text.as_bytes()).unwrap());
+    }
+    for d in &docs {
+        for f in NEW_FORMATS {
+            assert!(!ingest::matches(d, f), "{f} claimed {}", ingest::describe(d));
+        }
+    }
+    // The Magentic-One corpus files still reach their own loader.
+    let t = one(
+        "corpus/autogen-magentic-one/agentrx_magentic_2dfc4c37-fec1-4518-84a7-10095d30ad75.json",
+        SourceFormat::MagenticLog,
+    );
+    assert_eq!(t.agent_names(), ["human", "Orchestrator", "WebSurfer", "Assistant"]);
+}
+
+// ---------------------------------------------------------------- broken variants
+
+fn text(rel: &str) -> String {
+    std::fs::read_to_string(fixture(rel)).unwrap()
+}
+
+#[test]
+fn truncated_jsonl_line_is_skipped_with_its_line_number() {
+    let full = text("corpus/claude-code/spotter_short.jsonl");
+    let lines: Vec<&str> = full.lines().collect();
+    let mut broken: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    broken[9] = lines[9][..lines[9].len() / 2].to_string(); // the Glob call, line 10
+    let loaded = parse("short.jsonl", broken.join("\n").as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::ClaudeCode);
+    let t = &loaded.trajectories[0];
+    assert_eq!(t.steps.len(), 7);
+    let d = &loaded.diagnostics[0];
+    assert_eq!(d.line, Some(10));
+    assert!(d.to_string().starts_with("line 10: skipped: not JSON"), "{d}");
+
+    let codex = text(CODEX_SPAWN);
+    let cut = &codex[..codex.len() - 40];
+    let loaded = parse("spawn.jsonl", cut.as_bytes(), None).unwrap();
+    assert_eq!(loaded.diagnostics[0].line, Some(12));
+}
+
+#[test]
+fn truncated_json_document_fails_naming_line_and_column() {
+    let full = text("corpus/otel-genai/genai-interlingua_raw_in.otlp.json");
+    let err = parse("raw.json", &full.as_bytes()[..2000], None).unwrap_err();
+    let LoadError::NotJson { line, column, .. } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!((*line, *column), (74, 1));
+    assert!(err.to_string().starts_with(&format!("raw.json:{line}:{column}: not JSON")));
+}
+
+/// The raw OTel corpus file with one attribute of its span replaced.
+fn otel_with(edit: impl Fn(&mut Value)) -> Vec<u8> {
+    let mut v: Value = serde_json::from_str(&text("corpus/otel-genai/genai-interlingua_raw_in.otlp.json")).unwrap();
+    edit(&mut v["resourceSpans"][0]["scopeSpans"][0]["spans"][0]);
+    v.to_string().into_bytes()
+}
+
+#[test]
+fn unknown_operation_and_missing_parent_load_with_diagnostics() {
+    let bytes = otel_with(|span| {
+        span["parentSpanId"] = json!("ffffffffffffffff");
+        span["attributes"][0]["value"] = json!({"stringValue": "frobnicate"});
+    });
+    let loaded = parse("raw.json", &bytes, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.trajectories[0].steps.len(), 2, "its messages are still read");
+    let msgs: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("span 03491beea3cb073d") && m.contains("unknown gen_ai operation \"frobnicate\"")),
+        "{msgs:?}"
+    );
+    assert!(msgs.iter().any(|m| m.contains("parent \"ffffffffffffffff\" is not in the trace")), "{msgs:?}");
+}
+
+#[test]
+fn unknown_openinference_kind_is_a_scope_with_a_diagnostic() {
+    let mut v: Value =
+        serde_json::from_str(&text("corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json"))
+            .unwrap();
+    v["openinference.span.kind"] = json!("TELEPORTER");
+    let err = parse("attrs.json", v.to_string().as_bytes(), None).unwrap_err();
+    // A single span of an unknown kind leaves no step: the load fails and says why.
+    assert!(err.to_string().contains("has no usable step"), "{err}");
+
+    let mut spans: Value = json!([
+        {"name": "a", "context": {"span_id": "0x01"}, "span_kind": "AGENT",
+         "attributes": {"agent.name": "x", "input.value": "go"}},
+        {"name": "b", "context": {"span_id": "0x02"}, "parent_id": "0x01", "span_kind": "TELEPORTER",
+         "attributes": {}}
+    ]);
+    spans[1]["attributes"]["output.value"] = json!("zap");
+    let loaded = parse("spans.json", spans.to_string().as_bytes(), None).unwrap();
+    let d = loaded.diagnostics[0].to_string();
+    assert!(d.contains("unknown openinference.span.kind \"TELEPORTER\""), "{d}");
+    assert!(d.contains("span 02 (b)"), "{d}");
+}
+
+#[test]
+fn langfuse_observation_with_missing_parent_becomes_a_root() {
+    let mut v: Value = serde_json::from_str(&text("handbuilt/langfuse/trip_planner_trace.json")).unwrap();
+    let obs = v["observations"].as_array_mut().unwrap();
+    let budget = obs.iter_mut().find(|o| o["id"] == "obs-04").unwrap();
+    budget["parentObservationId"] = json!("obs-99");
+    let loaded = parse("trace.json", v.to_string().as_bytes(), None).unwrap();
+    let d = loaded.diagnostics[0].to_string();
+    assert!(d.contains("observations[4] (budget_agent)"), "{d}");
+    assert!(d.contains("parent \"obs-99\" is not in the trace; loaded as a root"), "{d}");
+    let t = &loaded.trajectories[0];
+    assert_eq!(t.steps.len(), 9);
+    let to_budget = t.steps.iter().find(|s| s.delegate_to.as_deref() == Some("budget_agent")).unwrap();
+    assert_eq!(to_budget.agent, "user", "a root agent is invoked by the user");
+}
+
+// ---------------------------------------------------------------- mutated files never panic
+
+/// Every fixture's bytes, read once.
+static FILES: LazyLock<Vec<(String, Vec<u8>)>> = LazyLock::new(|| {
+    let mut out: Vec<(String, Vec<u8>)> =
+        ALL_FIXTURES.iter().map(|(rel, _)| (rel.to_string(), std::fs::read(fixture(rel)).unwrap())).collect();
+    out.push(("nested.json".into(), std::fs::read(fixture("handbuilt/langsmith/supervisor_run.nested.json")).unwrap()));
+    out
+});
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    /// Cut the file at this fraction of its length.
+    Truncate(f64),
+    /// Drop the line at this fraction of the line count.
+    DropLine(f64),
+    /// Overwrite an ASCII byte at this fraction of the length with this character.
+    Replace(f64, char),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let ch = prop::sample::select(vec!['{', '}', '[', ']', '"', ',', ':', '0', 'x', ' ', '\n']);
+    prop_oneof![
+        (0.0..1.0f64).prop_map(Mutation::Truncate),
+        (0.0..1.0f64).prop_map(Mutation::DropLine),
+        (0.0..1.0f64, ch).prop_map(|(f, c)| Mutation::Replace(f, c)),
+    ]
+}
+
+fn apply(bytes: &[u8], m: &Mutation) -> Vec<u8> {
+    let at = |f: f64, len: usize| ((len as f64) * f) as usize;
+    match *m {
+        Mutation::Truncate(f) => bytes[..at(f, bytes.len())].to_vec(),
+        Mutation::DropLine(f) => {
+            let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+            let skip = at(f, lines.len());
+            let kept: Vec<&[u8]> = lines.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, l)| *l).collect();
+            kept.join(&b'\n')
+        }
+        Mutation::Replace(f, c) => {
+            let mut out = bytes.to_vec();
+            let i = at(f, out.len()).min(out.len().saturating_sub(1));
+            if out.get(i).is_some_and(u8::is_ascii) {
+                out[i] = c as u8;
+            }
+            out
+        }
+    }
+}
+
+/// What must hold for any successful load.
+fn check(loaded: &Loaded) {
+    for t in &loaded.trajectories {
+        for (i, s) in t.steps.iter().enumerate() {
+            assert_eq!(s.index, i);
+        }
+        for l in &t.links {
+            assert!(l.from < t.steps.len() && l.to < t.steps.len(), "{l:?}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_fixtures_load_or_fail_without_panicking(
+        file in 0..17usize,
+        m in mutation(),
+        forced in prop::option::of(prop::sample::select(NEW_FORMATS.to_vec())),
+    ) {
+        let (name, bytes) = &FILES[file % FILES.len()];
+        let mutated = apply(bytes, &m);
+        match parse(name, &mutated, forced) {
+            Ok(loaded) => check(&loaded),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
