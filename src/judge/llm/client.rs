@@ -363,7 +363,8 @@ impl Client {
         })
         .retry(backoff)
         .when(|a: &Attempt| a.error.is_transient())
-        .adjust(|a: &Attempt, d| a.retry_after.map(|r| r.min(Duration::from_secs(60))).or(d))
+        // `d` is `None` once the retries are used up: keep it so, whatever `Retry-After` says.
+        .adjust(|a: &Attempt, d| d.map(|d| a.retry_after.map_or(d, |r| r.min(Duration::from_secs(60)))))
         .notify(|a: &Attempt, d| tracing::warn!("llm call failed ({}), retrying in {d:?}", a.error.kind()))
         .await;
         result.map_err(|a| match a.error {

@@ -252,6 +252,18 @@ fn retry_after_is_honoured_on_429() {
 }
 
 #[test]
+fn retries_stop_after_the_limit_even_with_retry_after() {
+    let m = mock(|_, _| (429, vec![("Retry-After", "0".into())], "{}".into()));
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.retries = 2;
+    let judge = LlmJudge::with_api_key(cfg, None).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("rate limited by the LLM server (HTTP 429) after 3 attempts"), "{w}");
+    assert_eq!(m.count(), 3);
+}
+
+#[test]
 fn unauthorized_warns_once_per_question_and_stops_calling() {
     let m = mock(|_, _| error(401, "Invalid API Key", "authentication_error"));
     let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
