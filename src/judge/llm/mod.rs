@@ -648,6 +648,11 @@ impl LlmJudge {
                 format!("llm judge: no prompt for question kind `{}`; the heuristic judge answered instead", q.kind());
             return Memo { answer: heuristic::answer(ctx, q), warning: Some(warning) };
         };
+        if !in_range(ctx, q) {
+            // Nothing to send (or to ask the heuristic) about steps the trajectory does not have.
+            let warning = format!("llm judge: {} names steps or phases the trajectory does not have", describe(q));
+            return Memo { answer: neutral(q), warning: Some(warning) };
+        }
         let (known, fatal) = {
             let st = self.lock();
             (st.known.get(traj).cloned().unwrap_or_default(), st.fatal.clone())
@@ -724,6 +729,37 @@ impl Judge for LlmJudge {
             cost.wall = start.elapsed();
         }
         Judged { answer: m.answer, cost, warning: m.warning }
+    }
+}
+
+/// Whether every step and phase a question names exists.
+fn in_range(ctx: &Context<'_>, q: &Question) -> bool {
+    let n = ctx.trajectory.steps.len();
+    match q {
+        Question::PhaseSummary { phase } => *phase < ctx.hierarchy.phases.len(),
+        Question::RecallCandidates { range } => range.start < n,
+        Question::LabelTransition { from, to } => *from < n && *to < n,
+        Question::Verify { step, others, .. } => *step < n && others.iter().all(|o| *o < n),
+        Question::Roles { window, chosen } => window.end <= n && window.contains(chosen),
+        _ => true,
+    }
+}
+
+/// The answer that claims nothing, for a question about steps that do not exist.
+fn neutral(q: &Question) -> Answer {
+    match q {
+        Question::PhaseSummary { .. } => Answer::PhaseSummary { summary: String::new(), suspicion: 0.0 },
+        Question::LabelTransition { .. } => Answer::Transition(crate::diagnosis::Transition::NoInfluence),
+        Question::Verify { step, .. } => Answer::Criterion(crate::diagnosis::Criterion {
+            passed: false,
+            evidence: format!("step {step} is not in the trajectory"),
+        }),
+        Question::Roles { chosen, .. } => Answer::Roles {
+            roles: Vec::new(),
+            decisive: *chosen,
+            reason: "the window is outside the trajectory".into(),
+        },
+        _ => Answer::Candidates(Vec::new()),
     }
 }
 

@@ -403,6 +403,24 @@ fn context_overflow_trims_the_prompt_or_falls_back() {
 }
 
 #[test]
+fn questions_outside_the_trajectory_are_not_sent() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    for q in [
+        Question::PhaseSummary { phase: 99 },
+        Question::LabelTransition { from: 1, to: 99 },
+        Question::Roles { window: 3..12, chosen: 4 },
+        Question::Verify { step: 50, criterion: CriterionKind::Independence, others: vec![] },
+    ] {
+        let j = judge.ask(&f.ctx(), &q);
+        assert!(j.warning.unwrap().contains("does not have"));
+        assert_eq!(j.answer, neutral(&q));
+    }
+    assert_eq!(m.count(), 0);
+}
+
+#[test]
 fn spent_budget_falls_back_without_calling() {
     let m = mock(schema_reply);
     let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
