@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example llm_eval -- [--url URL] [--model NAME] [--jobs N] [--limit N]
-//!     [--record DIR] [--replay DIR] [--dry-run] [--no-ground-truth] DIR...
+//!     [--record DIR] [--replay DIR] [--dry-run] [--no-ground-truth] DIR_OR_FILE...
 //! ```
 //! The URL defaults to `$FALAT_TEST_LLM_URL`, then `$OPENAI_BASE_URL`; the model to
 //! `smollm2-135m`. Until `falat eval --judge llm` is wired, this is the way to measure the judge.
@@ -51,7 +51,8 @@ fn parse_args() -> Args {
 fn load_all(dirs: &[PathBuf], limit: Option<usize>) -> Vec<(String, String, Trajectory)> {
     let mut out = Vec::new();
     for dir in dirs {
-        for f in dataset_files(dir).expect("readable data folder") {
+        let files = if dir.is_file() { vec![dir.clone()] } else { dataset_files(dir).expect("readable data folder") };
+        for f in files {
             let subset =
                 f.parent().and_then(Path::file_name).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let Ok(loaded) = load_path(&f, None) else { continue };

@@ -309,6 +309,7 @@ struct State {
     known: HashMap<String, Known>,
     spent: HashMap<String, u64>,
     fatal: Option<CallError>,
+    fatal_warned: std::collections::HashSet<String>,
     format: Option<FormatMode>,
     stats: Stats,
     dry: Vec<DryRunCall>,
@@ -633,11 +634,25 @@ impl LlmJudge {
         first.into_iter().zip(second).map(|(a, b)| a.or_else(|_| b.map_err(Failure::Invalid))).collect()
     }
 
-    fn fallback(&self, ctx: &Context<'_>, q: &Question, failure: &Failure) -> Memo {
-        let warning = failure.warning(&describe(q));
+    /// The heuristic's answer with the failure's warning. A fatal failure (unreachable server,
+    /// rejected key, unknown model) warns once per trajectory, then its later fallbacks are quiet.
+    fn fallback(&self, ctx: &Context<'_>, traj: &str, q: &Question, failure: &Failure) -> Memo {
+        let mut warning = failure.warning(&describe(q));
+        let mut st = self.lock();
         if warning.is_some() {
-            self.lock().stats.fallbacks += 1;
+            st.stats.fallbacks += 1;
         }
+        if let Failure::Call(e) = failure
+            && e.is_fatal()
+            && !st.fatal_warned.insert(traj.to_string())
+        {
+            warning = None;
+        } else if let (Failure::Call(e), Some(w)) = (failure, warning.as_mut())
+            && e.is_fatal()
+        {
+            w.push_str(" (the judge stops calling: every later question is answered by the heuristic judge)");
+        }
+        drop(st);
         Memo { answer: heuristic::answer(ctx, q), warning }
     }
 
@@ -661,7 +676,7 @@ impl LlmJudge {
             return Memo { answer, warning: None };
         }
         if let Some(e) = fatal {
-            return self.fallback(ctx, q, &Failure::Call(e));
+            return self.fallback(ctx, traj, q, &Failure::Call(e));
         }
         let batch: Vec<Question> = {
             let st = self.lock();
@@ -677,7 +692,7 @@ impl LlmJudge {
         for (b, r) in batch.iter().zip(results) {
             let m = match r {
                 Ok(answer) => Memo { answer, warning: None },
-                Err(f) => self.fallback(ctx, b, &f),
+                Err(f) => self.fallback(ctx, traj, b, &f),
             };
             self.learn(traj, b, &m.answer);
             if b == q {

@@ -264,7 +264,7 @@ fn retries_stop_after_the_limit_even_with_retry_after() {
 }
 
 #[test]
-fn unauthorized_warns_once_per_question_and_stops_calling() {
+fn unauthorized_warns_once_per_trajectory_and_stops_calling() {
     let m = mock(|_, _| error(401, "Invalid API Key", "authentication_error"));
     let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
     cfg.api_key_env = "FALAT_TEST_KEY_VAR".into();
@@ -274,9 +274,16 @@ fn unauthorized_warns_once_per_question_and_stops_calling() {
     let w = j.warning.unwrap();
     assert!(w.contains("rejected the API key (HTTP 401)") && w.contains("$FALAT_TEST_KEY_VAR"), "{w}");
     assert_eq!(j.answer, heuristic::answer(&f.ctx(), &Question::Prior));
+    assert!(w.contains("the judge stops calling"), "{w}");
     let j = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
-    assert!(j.warning.unwrap().contains("HTTP 401"));
+    assert_eq!(j.warning, None, "one warning per trajectory for a fatal error");
     assert_eq!(m.count(), 1, "a fatal error stops further calls");
+    let d = pipeline::diagnose(&f.t, &judge, &Options::new(true));
+    assert_eq!(d.warnings.len(), 1, "the memoised prior keeps its warning: {:?}", d.warnings);
+    let other = fixture("algorithm-generated-10.json");
+    let d = pipeline::diagnose(&other.t, &judge, &Options::new(true));
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    assert_eq!(m.count(), 1);
     assert!(matches!(judge.check(), Err(CallError::Unauthorized { status: 401, .. })));
 }
 
