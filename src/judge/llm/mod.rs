@@ -778,9 +778,16 @@ fn neutral(q: &Question) -> Answer {
     }
 }
 
-/// Identifies a trajectory across calls: id, step count and task length.
+/// Identifies a trajectory across calls: id, step count and a hash of the task and the steps'
+/// agents and lengths (two data sets may both have a trajectory `1`).
 fn traj_key(t: &Trajectory) -> String {
-    format!("{}#{}#{}", t.id, t.steps.len(), t.task.len())
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.task.hash(&mut h);
+    for s in &t.steps {
+        (&s.agent, s.content.len()).hash(&mut h);
+    }
+    format!("{}#{}#{:016x}", t.id, t.steps.len(), h.finish())
 }
 
 fn memo_key(q: &Question) -> String {
