@@ -322,7 +322,7 @@ impl Kind for PhaseKind {
                     "type": "object",
                     "properties": {
                         "phase": steps_enum(ids.iter().copied()),
-                        "summary": short_string(100),
+                        "summary": short_string(60),
                         "suspicion": {"type": "integer", "minimum": 0, "maximum": 10},
                     },
                     "required": ["phase", "summary", "suspicion"],
@@ -334,7 +334,8 @@ impl Kind for PhaseKind {
         })
     }
     fn max_tokens(&self, batch: &[Question]) -> u32 {
-        (30 + 40 * batch.len() as u32).min(1000)
+        // Room for the longest answer the schema allows (60-character summaries).
+        40 + 45 * batch.len() as u32
     }
     fn parse(
         &self,
@@ -445,7 +446,7 @@ impl Kind for RecallKind {
                     "properties": {
                         "step": steps_enum(RecallKind::shown(ctx, batch, d)),
                         "signal": {"type": "string", "enum": signals},
-                        "evidence": short_string(120),
+                        "evidence": short_string(80),
                         "severity": {"type": "integer", "minimum": 1, "maximum": 3},
                     },
                     "required": ["step", "signal", "evidence", "severity"],
@@ -457,7 +458,8 @@ impl Kind for RecallKind {
         })
     }
     fn max_tokens(&self, _: &[Question]) -> u32 {
-        60 + 60 * MAX_CANDIDATES as u32
+        // Room for the longest answer the schema allows (80-character evidence per candidate).
+        60 + 80 * MAX_CANDIDATES as u32
     }
     fn parse(
         &self,
