@@ -688,6 +688,7 @@ impl LlmJudge {
                 .collect()
         };
         let results = self.answer_batch(ctx, kind, &batch, &known, cost);
+        *self.lock().known.entry(traj.to_string()).or_default().calls.entry(kind.name().to_string()).or_default() += 1;
         let mut mine = None;
         for (b, r) in batch.iter().zip(results) {
             let m = match r {

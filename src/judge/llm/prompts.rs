@@ -14,7 +14,7 @@
 //!
 //! A question whose kind has no entry is answered by the heuristic judge with a warning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
@@ -43,6 +43,9 @@ const MAX_TARGETS: usize = 6;
 const MAX_EDGES: usize = 16;
 /// Most candidates verified by one call.
 const MAX_VERIFY: usize = 6;
+/// Most calls per trajectory for labels and for verification; later questions of the kind get
+/// the heuristic's answer (many candidates come from a heuristic fallback of the recall).
+pub const MAX_CALLS_PER_KIND: u32 = 2;
 
 /// How much raw text a prompt may carry. It shrinks when the server says the prompt is longer
 /// than the model's context.
@@ -79,6 +82,15 @@ pub struct Known {
     pub recall_done: bool,
     /// Candidates whose edges were labelled by a call.
     pub labelled: BTreeSet<usize>,
+    /// Calls made per question kind.
+    pub calls: BTreeMap<String, u32>,
+}
+
+impl Known {
+    /// Whether the kind has used up its calls for this trajectory.
+    fn spent(&self, kind: &str) -> bool {
+        self.calls.get(kind).copied().unwrap_or(0) >= MAX_CALLS_PER_KIND
+    }
 }
 
 /// A question kind the LLM judge can ask.
@@ -507,7 +519,7 @@ impl Kind for LabelKind {
     }
     fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
         match q {
-            Question::LabelTransition { from, to } if known.labelled.contains(from) => {
+            Question::LabelTransition { from, to } if known.labelled.contains(from) || known.spent(self.name()) => {
                 Some(Answer::Transition(heuristic::label(ctx, *from, *to)))
             }
             _ => None,
@@ -630,6 +642,9 @@ impl Kind for VerifyKind {
             }
         }
         out
+    }
+    fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
+        known.spent(self.name()).then(|| heuristic::answer(ctx, q))
     }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], known: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let live = batch.first().map(VerifyKind::live).unwrap_or_default();
