@@ -428,6 +428,23 @@ fn questions_outside_the_trajectory_are_not_sent() {
 }
 
 #[test]
+fn label_calls_per_trajectory_are_bounded() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("algorithm-generated-10.json");
+    let mut asked = 0;
+    for from in 0..f.t.steps.len() {
+        for to in prompts::effect_targets(&f.g, from) {
+            let j = judge.ask(&f.ctx(), &Question::LabelTransition { from, to });
+            assert!(matches!(j.answer, Answer::Transition(_)) && j.warning.is_none());
+            asked += 1;
+        }
+    }
+    assert!(asked > 3, "{asked} edges");
+    assert_eq!(m.count() as u32, prompts::MAX_CALLS_PER_KIND.min(asked));
+}
+
+#[test]
 fn spent_budget_falls_back_without_calling() {
     let m = mock(schema_reply);
     let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
