@@ -7,6 +7,7 @@
 
 pub mod attribution;
 pub mod heuristic;
+pub mod llm;
 
 use std::ops::Range;
 

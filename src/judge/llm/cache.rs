@@ -1,0 +1,195 @@
+//! Record and replay of LLM exchanges, so runs are reproducible and shareable.
+//!
+//! # Format
+//! A cache is a folder with one or more `*.jsonl` files; the judge appends to
+//! `exchanges.jsonl`. Each line is one exchange:
+//! `{"v": 1, "key": HEX, "kind": QUESTION_KIND, "request": BODY, "response": {"content", "finish_reason", "usage"}}`
+//! or, for a refusal that is a property of the request (context too long, body refused),
+//! `{..., "error": {"kind": "context_too_long", "message": ...}}`.
+//! `key` is the SHA-256 of the request body (model, messages, temperature, seed, max_tokens,
+//! response_format) serialised as JSON. The body is exactly what was sent; it holds no
+//! credentials (the API key travels only in an HTTP header, and headers are never stored).
+//! Transient failures (unreachable, timeouts, 429, 5xx, 401) are never recorded.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::client::{CallError, Completion};
+
+/// The file new exchanges are appended to.
+pub const FILE: &str = "exchanges.jsonl";
+
+/// The cache key of a request body: lower-case hex SHA-256 of its JSON text.
+pub fn key(body: &Value) -> String {
+    let digest = Sha256::digest(body.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A recorded outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// The server answered.
+    Answer(Completion),
+    /// The server refused the request for a reason that replays (context too long, bad body).
+    Refusal(CallError),
+}
+
+/// Replay store (read at start) and record sink (append-only).
+#[derive(Debug, Default)]
+pub struct Cache {
+    replay: HashMap<String, Recorded>,
+    record: Option<Mutex<File>>,
+    record_path: Option<PathBuf>,
+}
+
+impl Cache {
+    /// Opens the caches: loads every `*.jsonl` of `replay` and opens `record/exchanges.jsonl` for
+    /// appending (creating the folder).
+    ///
+    /// # Errors
+    /// A message naming the folder or file that could not be read or created.
+    pub fn open(replay: Option<&Path>, record: Option<&Path>) -> Result<Cache, String> {
+        let mut cache = Cache::default();
+        if let Some(dir) = replay {
+            cache.replay = load(dir)?;
+        }
+        if let Some(dir) = record {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create record folder {}: {e}", dir.display()))?;
+            let path = dir.join(FILE);
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            cache.record = Some(Mutex::new(f));
+            cache.record_path = Some(path);
+        }
+        Ok(cache)
+    }
+
+    /// The recorded outcome of a request key.
+    pub fn get(&self, key: &str) -> Option<&Recorded> {
+        self.replay.get(key)
+    }
+
+    /// Number of replayable exchanges.
+    pub fn len(&self) -> usize {
+        self.replay.len()
+    }
+
+    /// Whether nothing can be replayed.
+    pub fn is_empty(&self) -> bool {
+        self.replay.is_empty()
+    }
+
+    /// Appends an exchange when recording; refusals are kept only when they replay (context too
+    /// long, refused body). Write errors are logged, never fatal.
+    pub fn put(&self, kind: &str, body: &Value, outcome: &Result<Completion, CallError>) {
+        let Some(file) = &self.record else { return };
+        let mut line = json!({"v": 1, "key": key(body), "kind": kind, "request": body});
+        match outcome {
+            Ok(c) => line["response"] = c.to_json(),
+            Err(e @ (CallError::ContextTooLong { .. } | CallError::Refused { .. })) => {
+                line["error"] = json!({"kind": e.kind(), "message": e.to_string(), "status": status_of(e)});
+            }
+            Err(_) => return,
+        }
+        let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = writeln!(f, "{line}") {
+            tracing::warn!("cannot record an llm exchange to {:?}: {e}", self.record_path);
+        }
+    }
+}
+
+fn status_of(e: &CallError) -> u16 {
+    match e {
+        CallError::Refused { status, .. } => *status,
+        _ => 400,
+    }
+}
+
+fn load(dir: &Path) -> Result<HashMap<String, Recorded>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read replay folder {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("replay folder {} has no *.jsonl exchanges", dir.display()));
+    }
+    let mut out = HashMap::new();
+    for path in files {
+        let f = File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        for (n, line) in BufReader::new(f).lines().enumerate() {
+            let line = line.map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match parse_line(&line) {
+                Some((k, r)) => {
+                    out.insert(k, r);
+                }
+                None => tracing::warn!("{}: line {}: not a recorded exchange, skipped", path.display(), n + 1),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_line(line: &str) -> Option<(String, Recorded)> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    let key = v.get("key")?.as_str()?.to_string();
+    if let Some(r) = v.get("response") {
+        return Some((key, Recorded::Answer(Completion::from_cached(r).ok()?)));
+    }
+    let e = v.get("error")?;
+    let detail = e.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+    let err = match e.get("kind").and_then(Value::as_str)? {
+        "context_too_long" => CallError::ContextTooLong { detail },
+        _ => {
+            let status = e.get("status").and_then(Value::as_u64).unwrap_or(400) as u16;
+            CallError::Refused { status, detail }
+        }
+    };
+    Some((key, Recorded::Refusal(err)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::llm::client::Usage;
+
+    #[test]
+    fn record_then_replay_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "q"}]});
+        let other = json!({"model": "m", "messages": [{"role": "user", "content": "long"}]});
+        let ok = Completion {
+            content: "{\"a\":1}".into(),
+            finish_reason: Some("stop".into()),
+            usage: Some(Usage { prompt_tokens: 7, completion_tokens: 3 }),
+        };
+        {
+            let c = Cache::open(None, Some(dir.path())).unwrap();
+            c.put("prior", &body, &Ok(ok.clone()));
+            c.put("prior", &other, &Err(CallError::ContextTooLong { detail: "5031 > 4096".into() }));
+            c.put("prior", &other, &Err(CallError::Timeout { secs: 1 }));
+        }
+        let c = Cache::open(Some(dir.path()), None).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get(&key(&body)), Some(&Recorded::Answer(ok)));
+        assert!(matches!(c.get(&key(&other)), Some(Recorded::Refusal(CallError::ContextTooLong { .. }))));
+        assert_ne!(key(&body), key(&other));
+    }
+
+    #[test]
+    fn empty_replay_folder_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Cache::open(Some(dir.path()), None).unwrap_err().contains("no *.jsonl"));
+    }
+}

@@ -1,0 +1,856 @@
+//! The LLM judge (DESIGN §4): any OpenAI-compatible chat-completions server answers the stages'
+//! questions; every exchange can be recorded and replayed; invalid answers get one repair request
+//! and then fall back to the heuristic judge with a visible warning.
+//!
+//! - [`client`]: the HTTP client (reqwest + rustls, backon retries, `Retry-After`).
+//! - [`prompts`]: one prompt file and [`prompts::Kind`] per question kind, built from the hierarchy.
+//! - [`validate`]: JSON extraction and strict per-kind validation.
+//! - [`cache`]: record/replay JSONL keyed by SHA-256 of the request body.
+//!
+//! # Sync over async
+//! [`Judge::ask`] is synchronous. The judge owns a small multi-thread tokio runtime (2 workers)
+//! and hands each request to it with `Runtime::spawn`, then waits on a `std::sync::mpsc` channel.
+//! This works from plain threads (eval), from `tokio::task::spawn_blocking` threads (TUI) and
+//! from a thread of any other runtime, because the caller never enters our runtime (no
+//! `block_on`, so no "cannot start a runtime from within a runtime" panic) and our runtime never
+//! waits on the caller's. Do not call `ask` from inside an async task: it blocks that worker.
+//! Dropping the judge shuts the runtime down in the background, which is allowed anywhere.
+//! Concurrency across threads is bounded by a semaphore of `jobs` permits.
+//!
+//! # Batching
+//! The pipeline asks one question at a time; the judge answers several with one call and keeps
+//! the rest for when they are asked (memo per trajectory): all phase summaries in one call, the
+//! most suspicious phases' candidates in one call (phases not sent are not examined), all edges
+//! leaving the recalled candidates in one call, both verification criteria of every live
+//! candidate in one call. Answers served from the memo cost nothing; the call's cost is carried
+//! by the question that triggered it, so stage costs still sum to the server's `usage`.
+
+pub mod cache;
+pub mod client;
+pub mod prompts;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use self::cache::{Cache, Recorded};
+use self::client::{CallError, ChatRequest, Client, Completion, FormatMode, Message};
+use self::prompts::{Detail, Kind, Known};
+use super::{Answer, Context, Judge, Judged, Question, heuristic};
+use crate::diagnosis::Cost;
+use crate::model::Trajectory;
+use crate::pipeline;
+
+/// The environment variable holding the API key unless configured otherwise.
+pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The environment variable naming a config file (TOML with an `[llm]` table).
+pub const CONFIG_ENV: &str = "FALAT_CONFIG";
+
+/// How the LLM judge reaches and uses a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmConfig {
+    /// Base URL of the OpenAI-compatible API (e.g. `http://127.0.0.1:8080/v1`); `None` only in
+    /// replay or dry-run mode.
+    pub base_url: Option<String>,
+    /// The environment variable the API key is read from (the key itself is never stored here).
+    pub api_key_env: String,
+    /// The model name sent in every request.
+    pub model: String,
+    /// Timeout of one HTTP request.
+    pub timeout: Duration,
+    /// Retries after a transient failure (connection, timeout, 429, 5xx).
+    pub retries: usize,
+    /// Most requests in flight at once, across threads.
+    pub jobs: usize,
+    /// Most prompt + completion tokens spent on one trajectory; then the heuristic answers.
+    pub token_budget: Option<u64>,
+    /// Append every exchange to `DIR/exchanges.jsonl`.
+    pub record_dir: Option<PathBuf>,
+    /// Answer only from the exchanges recorded in `DIR` (no network).
+    pub replay_dir: Option<PathBuf>,
+    /// Send nothing; record what would be sent (see [`dry_run`]).
+    pub dry_run: bool,
+}
+
+impl LlmConfig {
+    /// A config for `base_url` and `model` with the defaults: key from `OPENAI_API_KEY`, 180 s
+    /// timeout, 3 retries, 2 jobs, a budget of 60,000 tokens per trajectory.
+    pub fn new(base_url: Option<&str>, model: &str) -> LlmConfig {
+        LlmConfig {
+            base_url: base_url.map(str::to_string),
+            api_key_env: DEFAULT_KEY_ENV.into(),
+            model: model.into(),
+            timeout: Duration::from_secs(180),
+            retries: 3,
+            jobs: 2,
+            token_budget: Some(60_000),
+            record_dir: None,
+            replay_dir: None,
+            dry_run: false,
+        }
+    }
+
+    /// Builds the config from command-line values, then the environment (`OPENAI_BASE_URL`,
+    /// [`CONFIG_ENV`]), then the config file's `[llm]` table (`base_url`, `model`, `api_key_env`,
+    /// `timeout_secs`, `retries`, `jobs`, `token_budget`), then the defaults of [`LlmConfig::new`].
+    /// `env` reads an environment variable (pass `|k| std::env::var(k).ok()`).
+    ///
+    /// # Errors
+    /// [`LlmError::NoUrl`] without a base URL (unless replaying or dry-running),
+    /// [`LlmError::BadUrl`], [`LlmError::NoModel`], [`LlmError::ConfigFile`].
+    pub fn from_env_and_args(args: &LlmArgs, env: impl Fn(&str) -> Option<String>) -> Result<LlmConfig, LlmError> {
+        let file_path = args.config_file.clone().or_else(|| env(CONFIG_ENV).map(PathBuf::from));
+        let file = match &file_path {
+            Some(p) => read_config_file(p)?,
+            None => toml::Table::new(),
+        };
+        let fs = |k: &str| file.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let fi = |k: &str| file.get(k).and_then(|v| v.as_integer()).and_then(|i| u64::try_from(i).ok());
+        let base_url = args.llm_url.clone().or_else(|| env("OPENAI_BASE_URL")).or_else(|| fs("base_url"));
+        if let Some(u) = &base_url {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(LlmError::BadUrl(u.clone()));
+            }
+        } else if args.replay.is_none() && !args.dry_run {
+            return Err(LlmError::NoUrl);
+        }
+        let model = args.model.clone().or_else(|| fs("model")).ok_or(LlmError::NoModel)?;
+        let mut cfg = LlmConfig::new(base_url.as_deref(), &model);
+        cfg.api_key_env = args.api_key_env.clone().or_else(|| fs("api_key_env")).unwrap_or(cfg.api_key_env);
+        if let Some(t) = args.timeout_secs.or_else(|| fi("timeout_secs")) {
+            cfg.timeout = Duration::from_secs(t.max(1));
+        }
+        cfg.retries = args.retries.or_else(|| fi("retries").map(|r| r as usize)).unwrap_or(cfg.retries);
+        cfg.jobs = args.jobs.or_else(|| fi("jobs").map(|j| j as usize)).unwrap_or(cfg.jobs).max(1);
+        cfg.token_budget = args.token_budget.or_else(|| fi("token_budget")).or(cfg.token_budget).filter(|b| *b > 0);
+        cfg.record_dir = args.record.clone();
+        cfg.replay_dir = args.replay.clone();
+        cfg.dry_run = args.dry_run;
+        Ok(cfg)
+    }
+}
+
+fn read_config_file(p: &Path) -> Result<toml::Table, LlmError> {
+    let err = |message: String| LlmError::ConfigFile { path: p.display().to_string(), message };
+    let text = std::fs::read_to_string(p).map_err(|e| err(e.to_string()))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    match table.get("llm") {
+        Some(toml::Value::Table(t)) => Ok(t.clone()),
+        Some(_) => Err(err("[llm] must be a table".into())),
+        None => Ok(toml::Table::new()),
+    }
+}
+
+/// The command-line values the CLI passes to [`LlmConfig::from_env_and_args`] (all optional).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmArgs {
+    /// `--llm-url`.
+    pub llm_url: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--api-key-env NAME`: read the key from `$NAME` instead of `OPENAI_API_KEY`.
+    pub api_key_env: Option<String>,
+    /// `--jobs`.
+    pub jobs: Option<usize>,
+    /// Request timeout in seconds.
+    pub timeout_secs: Option<u64>,
+    /// Retries after transient failures.
+    pub retries: Option<usize>,
+    /// Tokens per trajectory.
+    pub token_budget: Option<u64>,
+    /// `--record DIR`.
+    pub record: Option<PathBuf>,
+    /// `--replay DIR`.
+    pub replay: Option<PathBuf>,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--config FILE`.
+    pub config_file: Option<PathBuf>,
+}
+
+/// A configuration the LLM judge cannot start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmError {
+    /// No base URL anywhere.
+    #[error(
+        "no LLM server configured: pass --llm-url URL (e.g. http://127.0.0.1:8080/v1), set OPENAI_BASE_URL, or set base_url in the [llm] table of the config file"
+    )]
+    NoUrl,
+    /// The base URL is not http(s).
+    #[error("the LLM server URL `{0}` must start with http:// or https://")]
+    BadUrl(String),
+    /// No model name anywhere.
+    #[error("no model configured: pass --model NAME or set model in the [llm] table of the config file")]
+    NoModel,
+    /// The config file could not be read.
+    #[error("config file {path}: {message}")]
+    ConfigFile {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The record or replay folder could not be used.
+    #[error("{0}")]
+    Cache(String),
+    /// The HTTP client or the runtime could not be set up.
+    #[error("cannot start the LLM client: {0}")]
+    Setup(String),
+}
+
+/// Counters of one judge (over all trajectories it answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Requests sent or replayed (including repairs and refused ones).
+    pub calls: u64,
+    /// Repair requests after an invalid answer.
+    pub repairs: u64,
+    /// Questions answered by the heuristic judge with a warning.
+    pub fallbacks: u64,
+    /// Prompts the server found longer than the model's context.
+    pub context_overflows: u64,
+    /// Exchanges served from the replay cache.
+    pub replayed: u64,
+    /// Prompt tokens (from `usage`, else counted).
+    pub prompt_tokens: u64,
+    /// Completion tokens (from `usage`, else counted).
+    pub completion_tokens: u64,
+}
+
+/// One request a dry run would send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DryRunCall {
+    /// The question kind.
+    pub kind: String,
+    /// Questions the call answers.
+    pub questions: usize,
+    /// Prompt tokens counted with `o200k_base`.
+    pub prompt_tokens: u64,
+    /// The request's `max_tokens`.
+    pub max_completion_tokens: u32,
+    /// The messages.
+    pub messages: Vec<Message>,
+}
+
+/// What [`dry_run`] found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DryRunReport {
+    /// The model named in the requests.
+    pub model: String,
+    /// The requests in order.
+    pub calls: Vec<DryRunCall>,
+}
+
+impl DryRunReport {
+    /// Sum of prompt tokens.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.calls.iter().map(|c| c.prompt_tokens).sum()
+    }
+
+    /// A plain-text table: one row per request, then the total.
+    pub fn render(&self) -> String {
+        let mut out = format!("dry run for model {}: nothing was sent\n", self.model);
+        out.push_str(&format!(
+            "{:<4} {:<18} {:>9} {:>13} {:>10}\n",
+            "#", "kind", "questions", "prompt tok", "max compl"
+        ));
+        for (i, c) in self.calls.iter().enumerate() {
+            out.push_str(&format!(
+                "{:<4} {:<18} {:>9} {:>13} {:>10}\n",
+                i + 1,
+                c.kind,
+                c.questions,
+                c.prompt_tokens,
+                c.max_completion_tokens
+            ));
+        }
+        out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
+        out
+    }
+}
+
+/// Runs the FALAT pipeline with a judge that sends nothing and reports every request it would
+/// send, with its prompt tokens (the heuristic judge answers meanwhile, so later prompts are the
+/// ones that follow heuristic answers; repair requests are not included).
+///
+/// # Errors
+/// An [`LlmError`] from setting up the judge.
+pub fn dry_run(t: &Trajectory, cfg: &LlmConfig, opts: &pipeline::Options) -> Result<DryRunReport, LlmError> {
+    let cfg = LlmConfig { dry_run: true, record_dir: None, replay_dir: None, ..cfg.clone() };
+    let judge = LlmJudge::with_api_key(cfg, None)?;
+    let _ = pipeline::diagnose(t, &judge, opts);
+    let calls = judge.lock().dry.clone();
+    Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
+}
+
+/// Prompt tokens of a message list, counted with `o200k_base` (+4 per message, +3 per reply).
+pub fn count_tokens(messages: &[Message]) -> u64 {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    messages.iter().map(|m| bpe.encode_ordinary(&m.content).len() as u64 + 4).sum::<u64>() + 3
+}
+
+fn count_text(s: &str) -> u64 {
+    tiktoken_rs::o200k_base_singleton().encode_ordinary(s).len() as u64
+}
+
+#[derive(Debug, Clone)]
+struct Memo {
+    answer: Answer,
+    warning: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    memo: HashMap<(String, String), Memo>,
+    known: HashMap<String, Known>,
+    spent: HashMap<String, u64>,
+    fatal: Option<CallError>,
+    fatal_warned: std::collections::HashSet<String>,
+    format: Option<FormatMode>,
+    stats: Stats,
+    dry: Vec<DryRunCall>,
+}
+
+struct Inner {
+    client: Option<Client>,
+    sem: tokio::sync::Semaphore,
+}
+
+/// The LLM judge. Cheap to share across threads (`&LlmJudge` is `Sync`).
+pub struct LlmJudge {
+    cfg: LlmConfig,
+    inner: Arc<Inner>,
+    cache: Cache,
+    state: Mutex<State>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for LlmJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmJudge").field("cfg", &self.cfg).field("client", &self.inner.client).finish()
+    }
+}
+
+impl Drop for LlmJudge {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Why one request did not give usable answers.
+enum Failure {
+    /// A call failed; the message says why.
+    Call(CallError),
+    /// The answer stayed invalid after the repair request.
+    Invalid(String),
+    /// The trajectory's token budget is spent.
+    Budget(u64),
+}
+
+impl Failure {
+    fn warning(&self, what: &str) -> Option<String> {
+        let why = match self {
+            Failure::Call(CallError::DryRun) => return None,
+            Failure::Call(e) => e.to_string(),
+            Failure::Invalid(e) => format!("invalid answer after one repair request ({e})"),
+            Failure::Budget(b) => format!("the token budget of {b} tokens for this trajectory is spent"),
+        };
+        Some(format!("llm judge: {what}: {why}; the heuristic judge answered instead"))
+    }
+}
+
+impl LlmJudge {
+    /// A judge reading its API key from `$cfg.api_key_env` (absent is fine for local servers).
+    ///
+    /// # Errors
+    /// [`LlmError::NoUrl`] without a URL outside replay and dry-run mode; [`LlmError::Cache`]
+    /// when the replay folder has no exchanges or the record folder cannot be created;
+    /// [`LlmError::Setup`] when the HTTP client or runtime cannot start.
+    pub fn new(cfg: LlmConfig) -> Result<LlmJudge, LlmError> {
+        let key = std::env::var(&cfg.api_key_env).ok().filter(|k| !k.is_empty());
+        LlmJudge::with_api_key(cfg, key)
+    }
+
+    /// A judge with an explicit API key (for embedding and tests); the key lives only in the
+    /// HTTP client.
+    ///
+    /// # Errors
+    /// As [`LlmJudge::new`].
+    pub fn with_api_key(cfg: LlmConfig, key: Option<String>) -> Result<LlmJudge, LlmError> {
+        let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref()).map_err(LlmError::Cache)?;
+        let online = cfg.replay_dir.is_none() && !cfg.dry_run;
+        let (client, rt) = if online {
+            let url = cfg.base_url.as_deref().ok_or(LlmError::NoUrl)?;
+            let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries).map_err(LlmError::Setup)?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("falat-llm")
+                .enable_all()
+                .build()
+                .map_err(|e| LlmError::Setup(e.to_string()))?;
+            (Some(client), Some(rt))
+        } else {
+            (None, None)
+        };
+        let inner = Arc::new(Inner { client, sem: tokio::sync::Semaphore::new(cfg.jobs.max(1)) });
+        Ok(LlmJudge { cfg, inner, cache, state: Mutex::new(State::default()), rt })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LlmConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        self.lock().stats
+    }
+
+    /// Sends a one-token request to check the server, key and model before a long run.
+    ///
+    /// # Errors
+    /// The [`CallError`] a real question would get (unreachable, 401, unknown model...).
+    pub fn check(&self) -> Result<(), CallError> {
+        let req = ChatRequest {
+            model: self.cfg.model.clone(),
+            messages: vec![Message { role: "user", content: "Reply with {}".into() }],
+            max_tokens: 1,
+            schema: Value::Null,
+            format: FormatMode::Plain,
+        };
+        match &self.inner.client {
+            Some(_) => self.send(req).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs a request on the judge's runtime and waits for it on this thread.
+    fn send(&self, req: ChatRequest) -> Result<Completion, CallError> {
+        let (Some(rt), Some(_)) = (&self.rt, &self.inner.client) else { return Err(CallError::DryRun) };
+        let inner = Arc::clone(&self.inner);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let client = inner.client.as_ref().expect("online judge has a client");
+            let result = match inner.sem.acquire().await {
+                Ok(_permit) => client.send(&req).await,
+                Err(_) => Err(CallError::BadResponse("the judge is shutting down".into())),
+            };
+            let _ = tx.send(result);
+        });
+        rx.recv().unwrap_or_else(|_| Err(CallError::BadResponse("the request task ended without an answer".into())))
+    }
+
+    /// One exchange with the server (or the cache), with cost accounting and the response-format
+    /// fallback (json_schema, then json_object, then plain text).
+    fn call(
+        &self,
+        kind: &str,
+        traj: &str,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: u32,
+        cost: &mut Cost,
+    ) -> Result<Completion, CallError> {
+        loop {
+            let format = self.lock().format.unwrap_or(FormatMode::JsonSchema);
+            let req = ChatRequest {
+                model: self.cfg.model.clone(),
+                messages: messages.to_vec(),
+                max_tokens,
+                schema: schema.clone(),
+                format,
+            };
+            let body = req.body();
+            let t0 = Instant::now();
+            let result = self.exchange(kind, &body, req);
+            self.account(traj, messages, &result, t0.elapsed(), cost);
+            match &result {
+                Err(e) if e.is_format_refusal() && format.weaker().is_some() => {
+                    tracing::info!("llm server refused response_format {format:?}; trying a weaker one");
+                    self.lock().format = format.weaker();
+                }
+                _ => return result,
+            }
+        }
+    }
+
+    fn exchange(&self, kind: &str, body: &Value, req: ChatRequest) -> Result<Completion, CallError> {
+        if self.cfg.replay_dir.is_some() {
+            let hit = self.cache.get(&cache::key(body)).cloned();
+            self.lock().stats.replayed += u64::from(hit.is_some());
+            return match hit {
+                Some(Recorded::Answer(c)) => Ok(c),
+                Some(Recorded::Refusal(e)) => Err(e),
+                None => Err(CallError::ReplayMiss),
+            };
+        }
+        if self.cfg.dry_run {
+            let call = DryRunCall {
+                kind: kind.to_string(),
+                questions: 0,
+                prompt_tokens: count_tokens(&req.messages),
+                max_completion_tokens: req.max_tokens,
+                messages: req.messages,
+            };
+            self.lock().dry.push(call);
+            return Err(CallError::DryRun);
+        }
+        let result = self.send(req);
+        self.cache.put(kind, body, &result);
+        result
+    }
+
+    fn account(
+        &self,
+        traj: &str,
+        messages: &[Message],
+        result: &Result<Completion, CallError>,
+        wall: Duration,
+        cost: &mut Cost,
+    ) {
+        let (p, c) = match result {
+            Ok(done) => match done.usage {
+                Some(u) => (u.prompt_tokens, u.completion_tokens),
+                None => (count_tokens(messages), count_text(&done.content)),
+            },
+            Err(CallError::ContextTooLong { .. } | CallError::Refused { .. }) => (0, 0),
+            Err(_) => return,
+        };
+        cost.calls += 1;
+        cost.prompt_tokens += p;
+        cost.completion_tokens += c;
+        cost.wall += wall;
+        let mut st = self.lock();
+        st.stats.calls += 1;
+        st.stats.prompt_tokens += p;
+        st.stats.completion_tokens += c;
+        *st.spent.entry(traj.to_string()).or_default() += p + c;
+        if matches!(result, Err(CallError::ContextTooLong { .. })) {
+            st.stats.context_overflows += 1;
+        }
+    }
+
+    /// Answers a batch: prompt, call, validate, repair once; splits the batch or trims the prompt
+    /// when it does not fit the model's context. One result per question.
+    fn answer_batch(
+        &self,
+        ctx: &Context<'_>,
+        kind: &dyn Kind,
+        batch: &[Question],
+        known: &Known,
+        cost: &mut Cost,
+    ) -> Vec<Result<Answer, Failure>> {
+        let traj = traj_key(ctx.trajectory);
+        let mut d = Detail::FULL;
+        loop {
+            let user = prompts::render(kind.template(), &kind.fill(ctx, batch, known, d));
+            let messages = vec![
+                Message { role: "system", content: prompts::render(prompts::SYSTEM, &[]) },
+                Message { role: "user", content: user },
+            ];
+            let schema = kind.schema(ctx, batch, d);
+            let max_tokens = kind.max_tokens(batch);
+            if let Some(b) = self.cfg.token_budget {
+                let spent = self.lock().spent.get(&traj).copied().unwrap_or(0);
+                if spent + count_tokens(&messages) + u64::from(max_tokens) > b {
+                    return batch.iter().map(|_| Err(Failure::Budget(b))).collect();
+                }
+            }
+            match self.call(kind.name(), &traj, &messages, &schema, max_tokens, cost) {
+                Ok(c) => return self.validate(ctx, kind, batch, d, &traj, messages, &schema, &c, cost),
+                Err(CallError::ContextTooLong { detail }) => {
+                    if let Some(mid) = split_point(batch) {
+                        tracing::info!(
+                            "{} prompt too long ({detail}); splitting {} questions",
+                            kind.name(),
+                            batch.len()
+                        );
+                        let mut out = self.answer_batch(ctx, kind, &batch[..mid], known, cost);
+                        out.extend(self.answer_batch(ctx, kind, &batch[mid..], known, cost));
+                        return out;
+                    }
+                    match d.shrink() {
+                        Some(smaller) => d = smaller,
+                        None => {
+                            return fail_all(batch, || {
+                                Failure::Call(CallError::ContextTooLong { detail: detail.clone() })
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    if let (CallError::DryRun, Some(last)) = (&e, self.lock().dry.last_mut()) {
+                        last.questions = batch.len();
+                    }
+                    if e.is_fatal() {
+                        self.lock().fatal.get_or_insert(e.clone());
+                    }
+                    return fail_all(batch, || Failure::Call(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// Validates an answer; on any problem sends one repair request and keeps, per question, the
+    /// first valid answer of the two.
+    #[allow(clippy::too_many_arguments)]
+    fn validate(
+        &self,
+        ctx: &Context<'_>,
+        kind: &dyn Kind,
+        batch: &[Question],
+        d: Detail,
+        traj: &str,
+        mut messages: Vec<Message>,
+        schema: &Value,
+        c: &Completion,
+        cost: &mut Cost,
+    ) -> Vec<Result<Answer, Failure>> {
+        let first = parse_reply(ctx, kind, batch, d, c);
+        let errors = problems(&first);
+        if errors.is_empty() {
+            return first.into_iter().map(|r| r.map_err(Failure::Invalid)).collect();
+        }
+        self.lock().stats.repairs += 1;
+        tracing::debug!("{} answer invalid: {}", kind.name(), errors.join("; "));
+        messages.push(Message { role: "assistant", content: crate::text::clip(&c.content, 3000) });
+        let list: Vec<String> = errors.iter().take(8).map(|e| format!("- {e}")).collect();
+        messages
+            .push(Message { role: "user", content: prompts::render(prompts::REPAIR, &[("errors", list.join("\n"))]) });
+        let second = match self.call(kind.name(), traj, &messages, schema, kind.max_tokens(batch), cost) {
+            Ok(c2) => parse_reply(ctx, kind, batch, d, &c2),
+            Err(e) => batch.iter().map(|_| Err(e.to_string())).collect(),
+        };
+        first.into_iter().zip(second).map(|(a, b)| a.or_else(|_| b.map_err(Failure::Invalid))).collect()
+    }
+
+    /// The heuristic's answer with the failure's warning. A fatal failure (unreachable server,
+    /// rejected key, unknown model) warns once per trajectory, then its later fallbacks are quiet.
+    fn fallback(&self, ctx: &Context<'_>, traj: &str, q: &Question, failure: &Failure) -> Memo {
+        let mut warning = failure.warning(&describe(q));
+        let mut st = self.lock();
+        if warning.is_some() {
+            st.stats.fallbacks += 1;
+        }
+        if let Failure::Call(e) = failure
+            && e.is_fatal()
+            && !st.fatal_warned.insert(traj.to_string())
+        {
+            warning = None;
+        } else if let (Failure::Call(e), Some(w)) = (failure, warning.as_mut())
+            && e.is_fatal()
+        {
+            w.push_str(" (the judge stops calling: every later question is answered by the heuristic judge)");
+        }
+        drop(st);
+        Memo { answer: heuristic::answer(ctx, q), warning }
+    }
+
+    fn ask_uncached(&self, ctx: &Context<'_>, q: &Question, traj: &str, cost: &mut Cost) -> Memo {
+        let Some(kind) = prompts::kind(q.kind()) else {
+            self.lock().stats.fallbacks += 1;
+            let warning =
+                format!("llm judge: no prompt for question kind `{}`; the heuristic judge answered instead", q.kind());
+            return Memo { answer: heuristic::answer(ctx, q), warning: Some(warning) };
+        };
+        if !in_range(ctx, q) {
+            // Nothing to send (or to ask the heuristic) about steps the trajectory does not have.
+            let warning = format!("llm judge: {} names steps or phases the trajectory does not have", describe(q));
+            return Memo { answer: neutral(q), warning: Some(warning) };
+        }
+        let (known, fatal) = {
+            let st = self.lock();
+            (st.known.get(traj).cloned().unwrap_or_default(), st.fatal.clone())
+        };
+        if let Some(answer) = kind.skip(ctx, q, &known) {
+            return Memo { answer, warning: None };
+        }
+        if let Some(e) = fatal {
+            return self.fallback(ctx, traj, q, &Failure::Call(e));
+        }
+        let batch: Vec<Question> = {
+            let st = self.lock();
+            let all = kind.batch(ctx, q, &known);
+            all.into_iter()
+                .enumerate()
+                .filter(|(i, b)| *i == 0 || !st.memo.contains_key(&(traj.to_string(), memo_key(b))))
+                .map(|(_, b)| b)
+                .collect()
+        };
+        let results = self.answer_batch(ctx, kind, &batch, &known, cost);
+        *self.lock().known.entry(traj.to_string()).or_default().calls.entry(kind.name().to_string()).or_default() += 1;
+        let mut mine = None;
+        for (b, r) in batch.iter().zip(results) {
+            let m = match r {
+                Ok(answer) => Memo { answer, warning: None },
+                Err(f) => self.fallback(ctx, traj, b, &f),
+            };
+            self.learn(traj, b, &m.answer);
+            if b == q {
+                mine = Some(m.clone());
+            }
+            self.lock().memo.insert((traj.to_string(), memo_key(b)), m);
+        }
+        mine.unwrap_or_else(|| Memo { answer: heuristic::answer(ctx, q), warning: None })
+    }
+
+    /// Notes what batching later questions needs: recalled candidates, labelled candidates.
+    fn learn(&self, traj: &str, q: &Question, a: &Answer) {
+        let mut st = self.lock();
+        let known = st.known.entry(traj.to_string()).or_default();
+        match (q, a) {
+            (Question::RecallCandidates { .. }, Answer::Candidates(found)) => {
+                known.recall_done = true;
+                for (s, f) in found {
+                    let what: Vec<String> =
+                        f.iter().map(|f| format!("{}: {}", f.signal.as_str(), f.evidence)).collect();
+                    known.recalled.push((*s, what.join("; ")));
+                }
+                known.recalled.sort_by_key(|(s, _)| *s);
+            }
+            (Question::LabelTransition { from, .. }, _) => {
+                known.labelled.insert(*from);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Judge for LlmJudge {
+    fn name(&self) -> String {
+        format!("llm:{}", self.cfg.model)
+    }
+
+    fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {
+        let start = Instant::now();
+        let traj = traj_key(ctx.trajectory);
+        let key = (traj.clone(), memo_key(question));
+        let memo = self.lock().memo.get(&key).cloned();
+        let mut cost = Cost::default();
+        let m = match memo {
+            Some(m) => m,
+            None => self.ask_uncached(ctx, question, &traj, &mut cost),
+        };
+        if cost.calls == 0 {
+            cost.wall = start.elapsed();
+        }
+        Judged { answer: m.answer, cost, warning: m.warning }
+    }
+}
+
+/// Whether every step and phase a question names exists.
+fn in_range(ctx: &Context<'_>, q: &Question) -> bool {
+    let n = ctx.trajectory.steps.len();
+    match q {
+        Question::PhaseSummary { phase } => *phase < ctx.hierarchy.phases.len(),
+        Question::RecallCandidates { range } => range.start < n,
+        Question::LabelTransition { from, to } => *from < n && *to < n,
+        Question::Verify { step, others, .. } => *step < n && others.iter().all(|o| *o < n),
+        Question::Roles { window, chosen } => window.end <= n && window.contains(chosen),
+        _ => true,
+    }
+}
+
+/// The answer that claims nothing, for a question about steps that do not exist.
+fn neutral(q: &Question) -> Answer {
+    match q {
+        Question::PhaseSummary { .. } => Answer::PhaseSummary { summary: String::new(), suspicion: 0.0 },
+        Question::LabelTransition { .. } => Answer::Transition(crate::diagnosis::Transition::NoInfluence),
+        Question::Verify { step, .. } => Answer::Criterion(crate::diagnosis::Criterion {
+            passed: false,
+            evidence: format!("step {step} is not in the trajectory"),
+        }),
+        Question::Roles { chosen, .. } => Answer::Roles {
+            roles: Vec::new(),
+            decisive: *chosen,
+            reason: "the window is outside the trajectory".into(),
+        },
+        _ => Answer::Candidates(Vec::new()),
+    }
+}
+
+/// Identifies a trajectory across calls: id, step count and a hash of the task and the steps'
+/// agents and lengths (two data sets may both have a trajectory `1`).
+fn traj_key(t: &Trajectory) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.task.hash(&mut h);
+    for s in &t.steps {
+        (&s.agent, s.content.len()).hash(&mut h);
+    }
+    format!("{}#{}#{:016x}", t.id, t.steps.len(), h.finish())
+}
+
+fn memo_key(q: &Question) -> String {
+    q.to_json().to_string()
+}
+
+fn fail_all(batch: &[Question], f: impl Fn() -> Failure) -> Vec<Result<Answer, Failure>> {
+    batch.iter().map(|_| Err(f())).collect()
+}
+
+/// Where to split a batch that does not fit: the middle (between candidates for `verify`, whose
+/// questions come in pairs); `None` for a single question.
+fn split_point(batch: &[Question]) -> Option<usize> {
+    let pairs = batch.iter().all(|q| matches!(q, Question::Verify { .. }));
+    let mid = if pairs { (batch.len() / 4) * 2 } else { batch.len() / 2 };
+    (mid > 0 && mid < batch.len()).then_some(mid)
+}
+
+fn parse_reply(
+    ctx: &Context<'_>,
+    kind: &dyn Kind,
+    batch: &[Question],
+    d: Detail,
+    c: &Completion,
+) -> Vec<Result<Answer, String>> {
+    let parsed = validate::extract_json(&c.content).and_then(|v| kind.parse(ctx, batch, d, &v));
+    match parsed {
+        Ok(each) => each,
+        Err(e) => {
+            let e =
+                if c.finish_reason.as_deref() == Some("length") { format!("{e} (stopped at max_tokens)") } else { e };
+            batch.iter().map(|_| Err(e.clone())).collect()
+        }
+    }
+}
+
+/// The distinct problems of a parsed batch.
+fn problems(results: &[Result<Answer, String>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in results.iter().filter_map(|r| r.as_ref().err()) {
+        if !out.contains(e) {
+            out.push(e.clone());
+        }
+    }
+    out
+}
+
+/// A question in words, for warnings.
+fn describe(q: &Question) -> String {
+    match q {
+        Question::Prior => "prior".into(),
+        Question::PhaseSummary { phase } => format!("summary of phase {phase}"),
+        Question::RecallCandidates { range } => {
+            format!("candidates in steps {}-{}", range.start, range.end.saturating_sub(1))
+        }
+        Question::LabelTransition { from, to } => format!("transition {from}->{to}"),
+        Question::Verify { step, criterion, .. } => format!("{} of step {step}", criterion.as_str()),
+        Question::Roles { chosen, .. } => format!("roles around step {chosen}"),
+        #[allow(unreachable_patterns)]
+        other => other.kind().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

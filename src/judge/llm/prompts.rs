@@ -1,0 +1,764 @@
+//! The prompt of every question kind, built from the hierarchy so that only what a question needs
+//! is sent: phase summaries first, raw evidence only for the steps under examination, step numbers
+//! always written out.
+//!
+//! Each kind is a [`Kind`]: a prompt file under `src/judge/llm/prompts/` (loaded with
+//! `include_str!`), the values of its placeholders, the JSON schema of the answer, how many
+//! questions one call answers (batching), and the validation of the answer (in [`super::validate`]).
+//!
+//! # Adding a question kind
+//! 1. Write `prompts/<kind>.md` (a leading `<!-- ... -->` comment documents it and is not sent;
+//!    `{{name}}` placeholders are filled by [`Kind::fill`]).
+//! 2. Implement [`Kind`] for a unit struct (usually `batch` keeps its default: one question per
+//!    call) with a parser in `validate.rs`, and add it to `KINDS`.
+//!
+//! A question whose kind has no entry is answered by the heuristic judge with a warning.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::validate;
+use crate::diagnosis::Transition;
+use crate::graph::{DepGraph, EdgeKind};
+use crate::hierarchy::Action;
+use crate::judge::{Answer, Context, CriterionKind, Question, heuristic};
+use crate::model::StepKind;
+use crate::text;
+
+/// The system message of every call.
+pub const SYSTEM: &str = include_str!("prompts/system.md");
+/// The follow-up message of a repair request (`{{errors}}`).
+pub const REPAIR: &str = include_str!("prompts/repair.md");
+
+/// Most phases one `phase_summary` call covers.
+const MAX_PHASES: usize = 24;
+/// Most phases one `recall_candidates` call covers (the most suspicious first).
+const MAX_RECALL_PHASES: usize = 3;
+/// Most candidates named by one recall.
+pub const MAX_CANDIDATES: usize = 4;
+/// Most edges labelled per candidate (the nearest later steps).
+const MAX_TARGETS: usize = 6;
+/// Most edges labelled by one call.
+const MAX_EDGES: usize = 16;
+/// Most candidates verified by one call.
+const MAX_VERIFY: usize = 6;
+/// Most calls per trajectory for labels and for verification; later questions of the kind get
+/// the heuristic's answer (many candidates come from a heuristic fallback of the recall).
+pub const MAX_CALLS_PER_KIND: u32 = 2;
+
+/// How much raw text a prompt may carry. It shrinks when the server says the prompt is longer
+/// than the model's context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detail {
+    /// Characters of raw text per examined step.
+    pub step_chars: usize,
+    /// Characters per one-line summary.
+    pub line_chars: usize,
+    /// Most steps shown with raw text.
+    pub max_steps: usize,
+}
+
+impl Detail {
+    /// The first try.
+    pub const FULL: Detail = Detail { step_chars: 560, line_chars: 110, max_steps: 10 };
+
+    /// Half the raw text, fewer steps; `None` below a useful minimum.
+    pub fn shrink(self) -> Option<Detail> {
+        (self.step_chars > 140).then(|| Detail {
+            step_chars: self.step_chars / 2,
+            line_chars: (self.line_chars * 3 / 4).max(50),
+            max_steps: (self.max_steps * 2 / 3).max(3),
+        })
+    }
+}
+
+/// What the judge has learnt about one trajectory so far (used to batch questions).
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// Candidates its recall named, with a short description of their findings.
+    pub recalled: Vec<(usize, String)>,
+    /// Whether a recall call was made (later phases are not examined).
+    pub recall_done: bool,
+    /// Candidates whose edges were labelled by a call.
+    pub labelled: BTreeSet<usize>,
+    /// Calls made per question kind.
+    pub calls: BTreeMap<String, u32>,
+}
+
+impl Known {
+    /// Whether the kind has used up its calls for this trajectory.
+    fn spent(&self, kind: &str) -> bool {
+        self.calls.get(kind).copied().unwrap_or(0) >= MAX_CALLS_PER_KIND
+    }
+}
+
+/// A question kind the LLM judge can ask.
+pub trait Kind: Sync {
+    /// The [`Question::kind`] it serves.
+    fn name(&self) -> &'static str;
+    /// The prompt file's text.
+    fn template(&self) -> &'static str;
+    /// The questions answered by the same call as `q`, `q` first.
+    fn batch(&self, _ctx: &Context<'_>, q: &Question, _known: &Known) -> Vec<Question> {
+        vec![q.clone()]
+    }
+    /// The answer, without a call, of a question outside what this judge examines once the
+    /// kind's calls were made (phases not sent for recall, edges beyond the per-candidate limit).
+    fn skip(&self, _ctx: &Context<'_>, _q: &Question, _known: &Known) -> Option<Answer> {
+        None
+    }
+    /// Values of the template's placeholders.
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], known: &Known, d: Detail) -> Vec<(&'static str, String)>;
+    /// The JSON schema of the answer.
+    fn schema(&self, ctx: &Context<'_>, batch: &[Question], d: Detail) -> Value;
+    /// Upper bound on completion tokens.
+    fn max_tokens(&self, batch: &[Question]) -> u32;
+    /// Validates an answer: one result per question of the batch, or an error for the whole.
+    ///
+    /// # Errors
+    /// A sentence per problem that concerns the whole answer (wrong shape, unknown steps).
+    fn parse(
+        &self,
+        ctx: &Context<'_>,
+        batch: &[Question],
+        d: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String>;
+}
+
+static KINDS: &[&dyn Kind] = &[&PriorKind, &PhaseKind, &RecallKind, &LabelKind, &VerifyKind, &RolesKind];
+
+/// The kind serving a question kind name, if there is a prompt for it.
+pub fn kind(name: &str) -> Option<&'static dyn Kind> {
+    KINDS.iter().copied().find(|k| k.name() == name)
+}
+
+/// The names of every kind with a prompt.
+pub fn kinds() -> Vec<&'static str> {
+    KINDS.iter().map(|k| k.name()).collect()
+}
+
+/// Fills `{{name}}` placeholders and drops the template's leading `<!-- -->` comment.
+pub fn render(template: &str, vars: &[(&str, String)]) -> String {
+    let mut body = template.trim_start();
+    if body.starts_with("<!--")
+        && let Some(end) = body.find("-->")
+    {
+        body = body[end + 3..].trim_start();
+    }
+    let mut out = body.trim_end().to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{{{k}}}}}"), v);
+    }
+    out
+}
+
+/// `Task: ...` (the first line of every prompt, so servers can reuse the cached prefix).
+fn task(ctx: &Context<'_>) -> String {
+    format!("Task: {}", text::clip(&text::sanitize(ctx.trajectory.task.trim()), 900))
+}
+
+/// The expected answer (with ground truth only) and the answer the run gave.
+fn outcome(ctx: &Context<'_>) -> String {
+    let mut out = Vec::new();
+    if let Some(e) = ctx.expected() {
+        out.push(format!("Correct answer: {}", text::clip(&text::sanitize(e.trim()), 200)));
+    }
+    let given = ctx
+        .trajectory
+        .observed_output
+        .clone()
+        .or_else(|| heuristic::final_step(ctx).map(|i| text::first_line(&ctx.trajectory.steps[i].content, 200)));
+    if let Some(g) = given {
+        out.push(format!("Answer given by the run: {}", text::clip(&text::sanitize(g.trim()), 200)));
+    }
+    out.join("\n")
+}
+
+/// The one-line summary of a step: `step 3 WebSurfer search: ... [error]`.
+fn step_line(ctx: &Context<'_>, i: usize, chars: usize) -> String {
+    let s = &ctx.hierarchy.steps[i];
+    let flags = s.flags.names();
+    let tail = if flags.is_empty() { String::new() } else { format!(" [{}]", flags.join(", ")) };
+    format!("step {i} {} {}: {}{tail}", s.agent, s.action.as_str(), text::clip(&s.decision, chars))
+}
+
+/// The raw text of a step, clipped to `chars` keeping its start and end (errors are often last).
+fn step_raw(ctx: &Context<'_>, i: usize, chars: usize) -> String {
+    let step = &ctx.trajectory.steps[i];
+    let content = text::sanitize(step.content.trim());
+    let n = content.chars().count();
+    let body = if n <= chars {
+        content
+    } else {
+        let head: String = content.chars().take(chars * 2 / 3).collect();
+        let tail: String = content.chars().skip(n - chars / 3).collect();
+        format!("{head} [...] {tail}")
+    };
+    format!("--- step {i} ({}, {}):\n{body}", step.agent, step.kind.as_str())
+}
+
+fn steps_enum(steps: impl IntoIterator<Item = usize>) -> Value {
+    json!({"type": "integer", "enum": steps.into_iter().collect::<Vec<_>>()})
+}
+
+fn short_string(max: usize) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
+/// The steps a candidate's output reaches in one hop, or in two through its own protocol
+/// children (the same targets the pipeline asks about).
+pub fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for (to, e) in graph.outgoing(step) {
+        out.push(to);
+        if matches!(e.kind, EdgeKind::Protocol(_)) {
+            out.extend(graph.outgoing(to).into_iter().map(|(n, _)| n).filter(|n| *n != step));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+struct PriorKind;
+
+impl Kind for PriorKind {
+    fn name(&self) -> &'static str {
+        "prior"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/prior.md")
+    }
+    fn fill(&self, ctx: &Context<'_>, _: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let agents: Vec<String> = ctx
+            .trajectory
+            .agents
+            .iter()
+            .map(|a| match &a.role {
+                Some(r) => format!("- {}: {}", a.name, text::clip(&text::sanitize(r).replace('\n', " "), d.line_chars)),
+                None => format!("- {}", a.name),
+            })
+            .collect();
+        vec![("task", task(ctx)), ("agents", agents.join("\n"))]
+    }
+    fn schema(&self, ctx: &Context<'_>, _: &[Question], _: Detail) -> Value {
+        let types = ["number", "date", "name", "list", "url", "text"];
+        let caps = ["web-lookup", "file-reading", "computation", "verification"];
+        let mut agents: Vec<Value> = ctx.trajectory.agents.iter().map(|a| json!(a.name)).collect();
+        agents.push(Value::Null);
+        json!({
+            "type": "object",
+            "properties": {
+                "answer_type": {"type": "string", "enum": types},
+                "constraints": {"type": "array", "items": short_string(80), "maxItems": 4},
+                "requirements": {"type": "array", "maxItems": 4, "items": {
+                    "type": "object",
+                    "properties": {"capability": {"type": "string", "enum": caps}, "agent": {"enum": agents}},
+                    "required": ["capability", "agent"],
+                    "additionalProperties": false,
+                }},
+                "key_terms": {"type": "array", "items": short_string(30), "maxItems": 8},
+            },
+            "required": ["answer_type", "constraints", "requirements", "key_terms"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, _: &[Question]) -> u32 {
+        // Room for the longest answer the schema allows (4 constraints, 4 requirements, 8 terms).
+        400
+    }
+    fn parse(
+        &self,
+        ctx: &Context<'_>,
+        _: &[Question],
+        _: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        validate::prior(ctx, v).map(|p| vec![Ok(Answer::Prior(p))])
+    }
+}
+
+struct PhaseKind;
+
+impl PhaseKind {
+    fn phase_text(ctx: &Context<'_>, phase: usize, d: Detail) -> String {
+        let p = &ctx.hierarchy.phases[phase];
+        let mut s = format!(
+            "phase {phase} (steps {}-{}, {} by {}): {}",
+            p.range.start,
+            p.range.end.saturating_sub(1),
+            p.purpose.as_str(),
+            p.agent,
+            text::clip(&p.summary, d.line_chars)
+        );
+        let flagged = p.range.clone().filter(|&i| {
+            let f = ctx.hierarchy.steps[i].flags;
+            f.error || f.failed_execution || f.hedged || f.answer || f.empty_result
+        });
+        for i in flagged.take(2) {
+            s.push_str(&format!("\n  - {}", step_line(ctx, i, d.line_chars / 2)));
+        }
+        s
+    }
+}
+
+impl Kind for PhaseKind {
+    fn name(&self) -> &'static str {
+        "phase_summary"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/phase_summary.md")
+    }
+    fn batch(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Vec<Question> {
+        let Question::PhaseSummary { phase } = q else { return vec![q.clone()] };
+        let n = ctx.hierarchy.phases.len();
+        let mut out = vec![q.clone()];
+        out.extend((0..n).filter(|p| p != phase).map(|p| Question::PhaseSummary { phase: p }));
+        out.truncate(MAX_PHASES);
+        out
+    }
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let phases: Vec<String> = phase_ids(batch).into_iter().map(|p| PhaseKind::phase_text(ctx, p, d)).collect();
+        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("phases", phases.join("\n"))]
+    }
+    fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
+        let ids = phase_ids(batch);
+        json!({
+            "type": "object",
+            "properties": {"phases": {
+                "type": "array",
+                "minItems": ids.len(),
+                "maxItems": ids.len(),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "phase": steps_enum(ids.iter().copied()),
+                        "summary": short_string(60),
+                        "suspicion": {"type": "integer", "minimum": 0, "maximum": 10},
+                    },
+                    "required": ["phase", "summary", "suspicion"],
+                    "additionalProperties": false,
+                },
+            }},
+            "required": ["phases"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, batch: &[Question]) -> u32 {
+        // Room for the longest answer the schema allows (60-character summaries).
+        40 + 45 * batch.len() as u32
+    }
+    fn parse(
+        &self,
+        ctx: &Context<'_>,
+        batch: &[Question],
+        _: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        let ids = phase_ids(batch);
+        let got = validate::phases(ctx, &ids, v)?;
+        Ok(ids
+            .iter()
+            .map(|p| {
+                got.iter().find(|(q, _)| q == p).map(|(_, a)| a.clone()).ok_or_else(|| format!("phase {p} is missing"))
+            })
+            .collect())
+    }
+}
+
+/// Phase numbers of a batch of `PhaseSummary` questions, in batch order.
+fn phase_ids(batch: &[Question]) -> Vec<usize> {
+    batch.iter().filter_map(|q| if let Question::PhaseSummary { phase } = q { Some(*phase) } else { None }).collect()
+}
+
+struct RecallKind;
+
+impl RecallKind {
+    /// The steps shown with raw text: steps with heuristic findings first (strongest first), then
+    /// other agent steps, at most `d.max_steps`, in step order.
+    pub fn shown(ctx: &Context<'_>, batch: &[Question], d: Detail) -> Vec<usize> {
+        let mut pool: Vec<(f32, usize)> = Vec::new();
+        for q in batch {
+            let Question::RecallCandidates { range } = q else { continue };
+            for i in range.clone().filter(|&i| i < ctx.hierarchy.steps.len()) {
+                let s = &ctx.hierarchy.steps[i];
+                if matches!(s.action, Action::Request | Action::Coordinate)
+                    || s.kind == StepKind::ToolResult && s.action == Action::ToolOutput && !s.flags.error
+                {
+                    continue;
+                }
+                let score = heuristic::recall(ctx, i).map_or(0.0, |f| 1.0 + heuristic::combine(&f));
+                pool.push((score, i));
+            }
+        }
+        pool.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut out: Vec<usize> = pool.into_iter().take(d.max_steps).map(|(_, i)| i).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+impl Kind for RecallKind {
+    fn name(&self) -> &'static str {
+        "recall_candidates"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/recall_candidates.md")
+    }
+    fn batch(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Vec<Question> {
+        let Question::RecallCandidates { range } = q else { return vec![q.clone()] };
+        let mut phases: Vec<_> =
+            ctx.hierarchy.phases.iter().filter(|p| p.suspicion > 0.0 && p.range != *range).collect();
+        phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
+        let mut out = vec![q.clone()];
+        out.extend(phases.into_iter().map(|p| Question::RecallCandidates { range: p.range.clone() }));
+        out.truncate(MAX_RECALL_PHASES);
+        out
+    }
+    fn skip(&self, _: &Context<'_>, _: &Question, known: &Known) -> Option<Answer> {
+        known.recall_done.then(|| Answer::Candidates(Vec::new()))
+    }
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let overview: Vec<String> = ctx
+            .hierarchy
+            .phases
+            .iter()
+            .map(|p| {
+                format!(
+                    "phase {} (steps {}-{}, suspicion {:.0}/10): {}",
+                    p.id,
+                    p.range.start,
+                    p.range.end.saturating_sub(1),
+                    p.suspicion * 10.0,
+                    text::clip(&p.summary, d.line_chars * 2 / 3)
+                )
+            })
+            .collect();
+        let steps: Vec<String> =
+            RecallKind::shown(ctx, batch, d).into_iter().map(|i| step_raw(ctx, i, d.step_chars)).collect();
+        vec![
+            ("task", task(ctx)),
+            ("outcome", outcome(ctx)),
+            ("overview", overview.join("\n")),
+            ("steps", steps.join("\n")),
+            ("max", MAX_CANDIDATES.to_string()),
+        ]
+    }
+    fn schema(&self, ctx: &Context<'_>, batch: &[Question], d: Detail) -> Value {
+        let signals: Vec<&str> = validate::LLM_SIGNALS.iter().map(|s| s.as_str()).collect();
+        json!({
+            "type": "object",
+            "properties": {"candidates": {
+                "type": "array",
+                "maxItems": MAX_CANDIDATES,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "step": steps_enum(RecallKind::shown(ctx, batch, d)),
+                        "signal": {"type": "string", "enum": signals},
+                        "evidence": short_string(80),
+                        "severity": {"type": "integer", "minimum": 1, "maximum": 3},
+                    },
+                    "required": ["step", "signal", "evidence", "severity"],
+                    "additionalProperties": false,
+                },
+            }},
+            "required": ["candidates"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, _: &[Question]) -> u32 {
+        // Room for the longest answer the schema allows (80-character evidence per candidate).
+        60 + 80 * MAX_CANDIDATES as u32
+    }
+    fn parse(
+        &self,
+        ctx: &Context<'_>,
+        batch: &[Question],
+        d: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        let shown = RecallKind::shown(ctx, batch, d);
+        let found = validate::candidates(&shown, v)?;
+        Ok(batch
+            .iter()
+            .map(|q| {
+                let Question::RecallCandidates { range } = q else { return Err("not a recall question".into()) };
+                Ok(Answer::Candidates(found.iter().filter(|(s, _)| range.contains(s)).cloned().collect()))
+            })
+            .collect())
+    }
+}
+
+struct LabelKind;
+
+impl Kind for LabelKind {
+    fn name(&self) -> &'static str {
+        "label_transition"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/label_transition.md")
+    }
+    fn batch(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Vec<Question> {
+        let (Question::LabelTransition { from, .. }, Some(g)) = (q, ctx.graph) else { return vec![q.clone()] };
+        let mut cands = vec![*from];
+        cands.extend(known.recalled.iter().map(|(s, _)| *s).filter(|s| s > from && !known.labelled.contains(s)));
+        cands.dedup();
+        let mut out = vec![q.clone()];
+        for c in cands {
+            for to in effect_targets(g, c).into_iter().take(MAX_TARGETS) {
+                let e = Question::LabelTransition { from: c, to };
+                if out.len() < MAX_EDGES && !out.contains(&e) {
+                    out.push(e);
+                }
+            }
+        }
+        out
+    }
+    fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
+        match q {
+            Question::LabelTransition { from, to } if known.labelled.contains(from) || known.spent(self.name()) => {
+                Some(Answer::Transition(heuristic::label(ctx, *from, *to)))
+            }
+            _ => None,
+        }
+    }
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        for (from, tos) in edges_by_candidate(batch) {
+            out.push(format!("Candidate {}", step_raw(ctx, from, d.step_chars / 2)));
+            for to in tos {
+                out.push(format!("  {from}>{to}: {}", step_line(ctx, to, d.line_chars)));
+            }
+        }
+        vec![("task", task(ctx)), ("edges", out.join("\n"))]
+    }
+    fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
+        let labels: Vec<&str> = Transition::ALL.iter().map(|t| t.as_str()).collect();
+        let keys = edge_keys(batch);
+        let props: serde_json::Map<String, Value> =
+            keys.iter().map(|k| (k.clone(), json!({"type": "string", "enum": labels}))).collect();
+        json!({
+            "type": "object",
+            "properties": {"labels": {"type": "object", "properties": props, "required": keys, "additionalProperties": false}},
+            "required": ["labels"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, batch: &[Question]) -> u32 {
+        20 + 14 * batch.len() as u32
+    }
+    fn parse(
+        &self,
+        _: &Context<'_>,
+        batch: &[Question],
+        _: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        let keys = edge_keys(batch);
+        let got = validate::labels(&keys, v)?;
+        Ok(got.into_iter().map(|r| r.map(Answer::Transition)).collect())
+    }
+}
+
+/// `"from>to"` per `LabelTransition` question, in batch order.
+fn edge_keys(batch: &[Question]) -> Vec<String> {
+    batch
+        .iter()
+        .map(|q| match q {
+            Question::LabelTransition { from, to } => format!("{from}>{to}"),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+fn edges_by_candidate(batch: &[Question]) -> Vec<(usize, Vec<usize>)> {
+    let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+    for q in batch {
+        let Question::LabelTransition { from, to } = q else { continue };
+        match out.iter_mut().find(|(f, _)| f == from) {
+            Some((_, tos)) => tos.push(*to),
+            None => out.push((*from, vec![*to])),
+        }
+    }
+    out
+}
+
+struct VerifyKind;
+
+impl VerifyKind {
+    /// The live candidates of a verify question: the step and the others, in step order.
+    fn live(q: &Question) -> Vec<usize> {
+        let Question::Verify { step, others, .. } = q else { return Vec::new() };
+        let mut live: Vec<usize> = others.iter().copied().chain([*step]).collect();
+        live.sort_unstable();
+        live.dedup();
+        live
+    }
+
+    fn describe(ctx: &Context<'_>, c: usize, live: &[usize], known: &Known, d: Detail) -> String {
+        let mut s = format!("- {}", step_line(ctx, c, d.line_chars));
+        if let Some((_, f)) = known.recalled.iter().find(|(s, _)| *s == c) {
+            s.push_str(&format!("\n  found: {}", text::clip(f, d.line_chars)));
+        }
+        if let Some(g) = ctx.graph {
+            let feeds: Vec<String> =
+                live.iter().filter(|&&o| o < c && g.path(o, c).is_some()).map(|o| format!("step {o}")).collect();
+            let feeds = if feeds.is_empty() { "none".to_string() } else { feeds.join(", ") };
+            let end = heuristic::final_step(ctx);
+            let reaches = end.is_some_and(|e| c >= e || g.path(c, e).is_some());
+            s.push_str(&format!(
+                "\n  earlier candidates feeding it: {feeds}; its output reaches the final answer: {}",
+                if reaches { "yes" } else { "no" }
+            ));
+        }
+        s
+    }
+}
+
+impl Kind for VerifyKind {
+    fn name(&self) -> &'static str {
+        "verify"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/verify.md")
+    }
+    fn batch(&self, _: &Context<'_>, q: &Question, _: &Known) -> Vec<Question> {
+        let Question::Verify { step, .. } = q else { return vec![q.clone()] };
+        let live = VerifyKind::live(q);
+        let mut order: Vec<usize> = vec![*step];
+        order.extend(live.iter().copied().filter(|s| s != step));
+        order.truncate(MAX_VERIFY);
+        let mut out = vec![q.clone()];
+        for c in order {
+            let others: Vec<usize> = live.iter().copied().filter(|&s| s != c).collect();
+            for criterion in [CriterionKind::Independence, CriterionKind::Sufficiency] {
+                let v = Question::Verify { step: c, criterion, others: others.clone() };
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
+    fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
+        known.spent(self.name()).then(|| heuristic::answer(ctx, q))
+    }
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], known: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let live = batch.first().map(VerifyKind::live).unwrap_or_default();
+        let cands: Vec<String> =
+            verify_steps(batch).into_iter().map(|c| VerifyKind::describe(ctx, c, &live, known, d)).collect();
+        let fin = heuristic::final_step(ctx)
+            .map(|e| format!("Final output: {}", step_line(ctx, e, d.line_chars)))
+            .unwrap_or_default();
+        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("final", fin), ("candidates", cands.join("\n"))]
+    }
+    fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
+        let keys: Vec<String> = verify_steps(batch).iter().map(|s| s.to_string()).collect();
+        let verdict = json!({
+            "type": "object",
+            "properties": {"independent": {"type": "boolean"}, "sufficient": {"type": "boolean"}, "why": short_string(140)},
+            "required": ["independent", "sufficient", "why"],
+            "additionalProperties": false,
+        });
+        let props: serde_json::Map<String, Value> = keys.iter().map(|k| (k.clone(), verdict.clone())).collect();
+        json!({
+            "type": "object",
+            "properties": {"verdicts": {"type": "object", "properties": props, "required": keys, "additionalProperties": false}},
+            "required": ["verdicts"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, batch: &[Question]) -> u32 {
+        // Room for the longest answer the schema allows (a 140-character reason per candidate).
+        30 + 80 * verify_steps(batch).len() as u32
+    }
+    fn parse(
+        &self,
+        _: &Context<'_>,
+        batch: &[Question],
+        _: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        let steps = verify_steps(batch);
+        let verdicts = validate::verdicts(&steps, v)?;
+        Ok(batch
+            .iter()
+            .map(|q| {
+                let Question::Verify { step, criterion, .. } = q else { return Err("not a verify question".into()) };
+                let k = steps.iter().position(|s| s == step).expect("batch step");
+                verdicts[k].clone().map(|(ind, suf)| {
+                    Answer::Criterion(if *criterion == CriterionKind::Independence { ind } else { suf })
+                })
+            })
+            .collect())
+    }
+}
+
+/// The distinct candidate steps of a batch of `Verify` questions, in batch order.
+fn verify_steps(batch: &[Question]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for q in batch {
+        if let Question::Verify { step, .. } = q
+            && !out.contains(step)
+        {
+            out.push(*step);
+        }
+    }
+    out
+}
+
+struct RolesKind;
+
+impl Kind for RolesKind {
+    fn name(&self) -> &'static str {
+        "roles"
+    }
+    fn template(&self) -> &'static str {
+        include_str!("prompts/roles.md")
+    }
+    fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
+        let Some(Question::Roles { window, chosen }) = batch.first() else { return Vec::new() };
+        let per_step = (d.step_chars * 3 / 5).max(80);
+        let steps: Vec<String> = window.clone().map(|i| step_raw(ctx, i, per_step)).collect();
+        vec![
+            ("task", task(ctx)),
+            ("outcome", outcome(ctx)),
+            ("chosen", chosen.to_string()),
+            ("steps", steps.join("\n")),
+        ]
+    }
+    fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
+        let Some(Question::Roles { window, .. }) = batch.first() else { return json!({}) };
+        let roles = ["ROOT_CAUSE", "PROPAGATION", "SYMPTOM", "CONTRIBUTING", "NONE"];
+        let keys: Vec<String> = window.clone().map(|i| i.to_string()).collect();
+        let props: serde_json::Map<String, Value> =
+            keys.iter().map(|k| (k.clone(), json!({"type": "string", "enum": roles}))).collect();
+        json!({
+            "type": "object",
+            "properties": {
+                "roles": {"type": "object", "properties": props, "required": keys, "additionalProperties": false},
+                "decisive_step": steps_enum(window.clone()),
+                "reason": short_string(180),
+            },
+            "required": ["roles", "decisive_step", "reason"],
+            "additionalProperties": false,
+        })
+    }
+    fn max_tokens(&self, _: &[Question]) -> u32 {
+        200
+    }
+    fn parse(
+        &self,
+        _: &Context<'_>,
+        batch: &[Question],
+        _: Detail,
+        v: &Value,
+    ) -> Result<Vec<Result<Answer, String>>, String> {
+        let Some(Question::Roles { window, .. }) = batch.first() else { return Err("not a roles question".into()) };
+        validate::roles(window.clone(), v).map(|a| vec![Ok(a)])
+    }
+}

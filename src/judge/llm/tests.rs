@@ -1,0 +1,629 @@
+//! Unit tests of the LLM judge against a loopback mock server (a plain `TcpListener` on
+//! 127.0.0.1 that answers from a closure): retries, errors, repair, fallback, context overflow,
+//! budget, record/replay, dry run, secrets, and calls from blocking threads of a runtime.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::graph::DepGraph;
+use crate::hierarchy::{self, Hierarchy};
+use crate::judge::CriterionKind;
+use crate::model::{Step, StepKind};
+use crate::pipeline::{Options, Stage};
+
+type Reply = (u16, Vec<(&'static str, String)>, String);
+
+#[derive(Debug, Clone)]
+struct Seen {
+    head: String,
+    body: Value,
+}
+
+struct Mock {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Mock {
+    fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+    fn bodies(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().iter().map(|s| s.body.clone()).collect()
+    }
+}
+
+/// A server on 127.0.0.1 answering each request with `f(body, n)` (n counts from 0).
+fn mock(f: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Mock {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten() {
+            let Some((head, body)) = read_request(&stream) else { continue };
+            let n = {
+                let mut s = log.lock().unwrap();
+                s.push(Seen { head, body: body.clone() });
+                s.len() - 1
+            };
+            let (status, headers, text) = f(&body, n);
+            write_response(stream, status, &headers, &text);
+        }
+    });
+    Mock { url, seen }
+}
+
+fn read_request(mut s: &TcpStream) -> Option<(String, Value)> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 16384];
+    loop {
+        let n = s.read(&mut tmp).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&buf[..p]).to_string();
+        let len = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+            .unwrap_or(0usize);
+        while buf.len() < p + 4 + len {
+            let n = s.read(&mut tmp).ok()?;
+            if n == 0 {
+                return None;
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        return Some((head, serde_json::from_slice(&buf[p + 4..p + 4 + len]).unwrap_or(Value::Null)));
+    }
+}
+
+fn write_response(mut s: TcpStream, status: u16, headers: &[(&str, String)], body: &str) {
+    let mut out = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.push_str(body);
+    let _ = s.write_all(out.as_bytes());
+}
+
+/// A 200 answer whose content is `content`, with usage `(100 + n, 7)`.
+fn ok(content: &str, n: usize) -> Reply {
+    let body = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100 + n, "completion_tokens": 7},
+    });
+    (200, vec![], body.to_string())
+}
+
+fn error(status: u16, message: &str, kind: &str) -> Reply {
+    (status, vec![], json!({"error": {"code": status, "message": message, "type": kind}}).to_string())
+}
+
+/// A minimal valid instance of a JSON schema (`i` picks enum values, so array items differ).
+fn instance(s: &Value, i: usize) -> Value {
+    if let Some(e) = s.get("enum").and_then(Value::as_array) {
+        let vals: Vec<&Value> = e.iter().filter(|v| !v.is_null()).collect();
+        return vals.get(i % vals.len().max(1)).map_or(Value::Null, |v| (*v).clone());
+    }
+    match s.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut o = serde_json::Map::new();
+            for k in s.get("required").and_then(Value::as_array).into_iter().flatten() {
+                let k = k.as_str().unwrap();
+                o.insert(k.into(), instance(&s["properties"][k], i));
+            }
+            Value::Object(o)
+        }
+        Some("array") => {
+            let n = s.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+            Value::Array((0..n).map(|k| instance(&s["items"], k)).collect())
+        }
+        Some("integer") => json!(s.get("minimum").and_then(Value::as_u64).unwrap_or(0) + 1),
+        Some("boolean") => json!(true),
+        _ => json!("a short answer"),
+    }
+}
+
+/// Answers every request with a valid instance of the request's schema.
+fn schema_reply(body: &Value, n: usize) -> Reply {
+    let schema = &body["response_format"]["json_schema"]["schema"];
+    ok(&instance(schema, 0).to_string(), n)
+}
+
+struct Fx {
+    t: Trajectory,
+    h: Hierarchy,
+    g: DepGraph,
+}
+
+impl Fx {
+    fn ctx(&self) -> Context<'_> {
+        Context { trajectory: &self.t, hierarchy: &self.h, prior: None, graph: Some(&self.g), ground_truth: true }
+    }
+}
+
+fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm").join(name)
+}
+
+fn fixture(name: &str) -> Fx {
+    let t = crate::ingest::fs::load_path(&fixture_path(name), None).unwrap().trajectories.remove(0);
+    fx(t)
+}
+
+fn fx(t: Trajectory) -> Fx {
+    let h = hierarchy::build(&t);
+    let g = DepGraph::build(&t, &h);
+    Fx { t, h, g }
+}
+
+/// A synthetic trajectory with long steps and several phases.
+fn long_trajectory() -> Fx {
+    let filler = "The agent reports details of its work on the census table. ".repeat(40);
+    let texts = [
+        ("Planner", StepKind::Message, format!("Here is the plan: look up both towns. {filler}")),
+        ("WebSurfer", StepKind::Message, format!("I typed 'Seattle population' into the search bar. {filler}")),
+        ("Coder", StepKind::Message, format!("```python\nprint(737015 - 4965)\n```\n{filler}")),
+        ("Computer_terminal", StepKind::ToolResult, "exitcode: 0 (execution succeeded)\nCode output: 732050".into()),
+        ("Verifier", StepKind::Message, format!("I verified the result 732,050 is correct. {filler}")),
+        ("Planner", StepKind::Message, "The final answer is 732,050. TERMINATE".into()),
+    ];
+    let mut t = Trajectory {
+        id: "long".into(),
+        task: "What is the population difference between Seattle and Colville in the 2020 census?".into(),
+        expected_output: Some("732,000".into()),
+        ..Trajectory::default()
+    };
+    for (i, (a, k, c)) in texts.into_iter().enumerate() {
+        t.steps.push(Step { index: i, agent: a.into(), kind: k, content: c, ..Step::default() });
+    }
+    t.refresh_agents();
+    fx(t)
+}
+
+fn judge_for(url: &str) -> LlmJudge {
+    let mut cfg = LlmConfig::new(Some(url), "test-model");
+    cfg.retries = 0;
+    cfg.timeout = Duration::from_secs(20);
+    LlmJudge::with_api_key(cfg, None).unwrap()
+}
+
+fn zero_walls(mut d: crate::diagnosis::Diagnosis) -> crate::diagnosis::Diagnosis {
+    for s in &mut d.cost {
+        s.cost.wall = Duration::ZERO;
+    }
+    d
+}
+
+#[test]
+fn whole_diagnosis_costs_match_usage_and_replays_identically() {
+    let m = mock(schema_reply);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.record_dir = Some(dir.path().to_path_buf());
+    let f = fixture("algorithm-generated-10.json");
+    let opts = Options::new(true);
+    let judge = LlmJudge::with_api_key(cfg.clone(), None).unwrap();
+    let d = pipeline::diagnose(&f.t, &judge, &opts);
+    assert!(d.decisive_step.is_some());
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    let total = d.total_cost();
+    let n = m.count() as u64;
+    assert_eq!(total.calls, n);
+    assert_eq!(total.prompt_tokens, (0..n).map(|k| 100 + k).sum::<u64>());
+    assert_eq!(total.completion_tokens, 7 * n);
+    assert!(n <= 8, "{n} calls");
+    drop(judge);
+    let replay = LlmConfig { base_url: None, record_dir: None, replay_dir: Some(dir.path().to_path_buf()), ..cfg };
+    let judge = LlmJudge::with_api_key(replay, None).unwrap();
+    let again = pipeline::diagnose(&f.t, &judge, &opts);
+    assert_eq!(zero_walls(again), zero_walls(d));
+    assert_eq!(judge.stats().replayed, n);
+    assert_eq!(m.count() as u64, n, "replay sent nothing");
+}
+
+#[test]
+fn retry_after_is_honoured_on_429() {
+    let m =
+        mock(|b, n| if n == 0 { (429, vec![("Retry-After", "1".into())], "{}".into()) } else { schema_reply(b, n) });
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.retries = 2;
+    let judge = LlmJudge::with_api_key(cfg, None).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let t0 = Instant::now();
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    assert!(t0.elapsed() >= Duration::from_millis(950));
+    assert_eq!(m.count(), 2);
+    assert_eq!(j.warning, None);
+    assert_eq!((j.cost.calls, j.cost.prompt_tokens), (1, 101));
+}
+
+#[test]
+fn retries_stop_after_the_limit_even_with_retry_after() {
+    let m = mock(|_, _| (429, vec![("Retry-After", "0".into())], "{}".into()));
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.retries = 2;
+    let judge = LlmJudge::with_api_key(cfg, None).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("rate limited by the LLM server (HTTP 429) after 3 attempts"), "{w}");
+    assert_eq!(m.count(), 3);
+}
+
+#[test]
+fn unauthorized_warns_once_per_trajectory_and_stops_calling() {
+    let m = mock(|_, _| error(401, "Invalid API Key", "authentication_error"));
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.api_key_env = "FALAT_TEST_KEY_VAR".into();
+    let judge = LlmJudge::with_api_key(cfg, Some("wrong".into())).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    let w = j.warning.unwrap();
+    assert!(w.contains("rejected the API key (HTTP 401)") && w.contains("$FALAT_TEST_KEY_VAR"), "{w}");
+    assert_eq!(j.answer, heuristic::answer(&f.ctx(), &Question::Prior));
+    assert!(w.contains("the judge stops calling"), "{w}");
+    let j = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    assert_eq!(j.warning, None, "one warning per trajectory for a fatal error");
+    assert_eq!(m.count(), 1, "a fatal error stops further calls");
+    let d = pipeline::diagnose(&f.t, &judge, &Options::new(true));
+    assert_eq!(d.warnings.len(), 1, "the memoised prior keeps its warning: {:?}", d.warnings);
+    let other = fixture("algorithm-generated-10.json");
+    let d = pipeline::diagnose(&other.t, &judge, &Options::new(true));
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    assert_eq!(m.count(), 1);
+    assert!(matches!(judge.check(), Err(CallError::Unauthorized { status: 401, .. })));
+}
+
+#[test]
+fn unreachable_server_is_reported_with_what_to_do() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let judge = judge_for(&format!("http://127.0.0.1:{port}/v1"));
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("cannot reach the LLM server") && w.contains("--llm-url"), "{w}");
+    assert!(matches!(judge.check(), Err(CallError::Unreachable { .. })));
+}
+
+#[test]
+fn unknown_model_is_reported() {
+    let m = mock(|_, _| error(404, "The model `gpt-9` does not exist", "invalid_request_error"));
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("does not serve the model `test-model`"), "{w}");
+}
+
+#[test]
+fn invalid_answer_gets_one_repair_then_falls_back_with_a_warning() {
+    let bad = "Sure! The answer is:\n{\"candidates\": [{\"step\": 99, \"signal\": \"assumption\", \"evidence\": \"a guess\", \"severity\": 2}]}\nThanks.";
+    let m = mock(move |_, n| ok(bad, n));
+    let judge = judge_for(&m.url);
+    let f = fixture("algorithm-generated-10.json");
+    let q = Question::RecallCandidates { range: 0..f.t.steps.len() };
+    let j = judge.ask(&f.ctx(), &q);
+    let w = j.warning.unwrap();
+    assert!(w.contains("invalid answer after one repair request") && w.contains("step 99"), "{w}");
+    assert_eq!(j.answer, heuristic::answer(&f.ctx(), &q));
+    assert_eq!(m.count(), 2);
+    let repair = &m.bodies()[1]["messages"];
+    assert_eq!(repair.as_array().unwrap().len(), 4);
+    assert_eq!(repair[2]["role"], "assistant");
+    assert!(repair[3]["content"].as_str().unwrap().contains("step 99 is not one of the steps given"));
+    assert_eq!((j.cost.calls, judge.stats().repairs, judge.stats().fallbacks), (2, 1, 1));
+}
+
+#[test]
+fn a_repair_can_succeed() {
+    let m = mock(|b, n| if n == 0 { ok("{\"answer_type\": \"number\", \"constr", n) } else { schema_reply(b, n) });
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    assert_eq!(j.warning, None);
+    assert!(matches!(j.answer, Answer::Prior(_)));
+    assert_eq!((j.cost.calls, j.cost.prompt_tokens, judge.stats().repairs), (2, 201, 1));
+    let repair = m.bodies()[1]["messages"][3]["content"].as_str().unwrap().to_string();
+    assert!(repair.contains("truncated JSON"), "{repair}");
+}
+
+#[test]
+fn refused_json_schema_falls_back_to_json_object() {
+    let prior = r#"{"answer_type": "number", "constraints": [], "requirements": [], "key_terms": ["tizin"]}"#;
+    let m = mock(move |b, n| match b["response_format"]["type"].as_str() {
+        Some("json_schema") => error(400, "response_format json_schema is not supported", "invalid_request_error"),
+        _ => ok(prior, n),
+    });
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    assert_eq!(j.warning, None);
+    let b = m.bodies();
+    assert_eq!(b[1]["response_format"]["type"], "json_object");
+    let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    assert_eq!(m.bodies()[2]["response_format"]["type"], "json_object", "the weaker format is kept");
+}
+
+#[test]
+fn context_overflow_splits_the_batch() {
+    // Any request with more than one phase is "too long": the batch is split down to single phases.
+    let m = mock(|b, n| {
+        let ids = &b["response_format"]["json_schema"]["schema"]["properties"]["phases"]["items"]["properties"]["phase"]
+            ["enum"];
+        if ids.as_array().is_some_and(|a| a.len() > 1) {
+            error(
+                400,
+                "request (5031 tokens) exceeds the available context size (4096 tokens)",
+                "exceed_context_size_error",
+            )
+        } else {
+            schema_reply(b, n)
+        }
+    });
+    let judge = judge_for(&m.url);
+    let f = long_trajectory();
+    let phases = f.h.phases.len();
+    assert!(phases > 1);
+    for p in 0..phases {
+        let j = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: p });
+        assert_eq!(j.warning, None);
+        assert!(matches!(j.answer, Answer::PhaseSummary { .. }));
+    }
+    let s = judge.stats();
+    assert!(s.context_overflows >= 1);
+    assert_eq!(s.calls - s.context_overflows, phases as u64);
+}
+
+#[test]
+fn context_overflow_trims_the_prompt_or_falls_back() {
+    let limit = Arc::new(Mutex::new(2500usize));
+    let l = Arc::clone(&limit);
+    let m = mock(move |b, n| {
+        if b.to_string().len() > *l.lock().unwrap() {
+            error(400, "the request exceeds the available context size", "exceed_context_size_error")
+        } else {
+            schema_reply(b, n)
+        }
+    });
+    let judge = judge_for(&m.url);
+    let f = long_trajectory();
+    let q = Question::Roles { window: 1..6, chosen: 2 };
+    let j = judge.ask(&f.ctx(), &q);
+    assert_eq!(j.warning, None);
+    assert!(judge.stats().context_overflows >= 1);
+    *limit.lock().unwrap() = 10;
+    let q = Question::Roles { window: 0..5, chosen: 1 };
+    let j = judge.ask(&f.ctx(), &q);
+    assert!(j.warning.unwrap().contains("longer than the model's context"));
+    assert_eq!(j.answer, heuristic::answer(&f.ctx(), &q));
+}
+
+#[test]
+fn questions_outside_the_trajectory_are_not_sent() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    for q in [
+        Question::PhaseSummary { phase: 99 },
+        Question::LabelTransition { from: 1, to: 99 },
+        Question::Roles { window: 3..12, chosen: 4 },
+        Question::Verify { step: 50, criterion: CriterionKind::Independence, others: vec![] },
+    ] {
+        let j = judge.ask(&f.ctx(), &q);
+        assert!(j.warning.unwrap().contains("does not have"));
+        assert_eq!(j.answer, neutral(&q));
+    }
+    assert_eq!(m.count(), 0);
+}
+
+#[test]
+fn label_calls_per_trajectory_are_bounded() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("algorithm-generated-10.json");
+    let mut asked = 0;
+    for from in 0..f.t.steps.len() {
+        for to in prompts::effect_targets(&f.g, from) {
+            let j = judge.ask(&f.ctx(), &Question::LabelTransition { from, to });
+            assert!(matches!(j.answer, Answer::Transition(_)) && j.warning.is_none());
+            asked += 1;
+        }
+    }
+    assert!(asked > 3, "{asked} edges");
+    assert_eq!(m.count() as u32, prompts::MAX_CALLS_PER_KIND.min(asked));
+}
+
+#[test]
+fn spent_budget_falls_back_without_calling() {
+    let m = mock(schema_reply);
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.token_budget = Some(50);
+    let judge = LlmJudge::with_api_key(cfg, None).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("token budget of 50 tokens"), "{w}");
+    assert_eq!(m.count(), 0);
+}
+
+#[test]
+fn replay_miss_falls_back_and_never_connects() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.jsonl"), "{\"key\": \"0\", \"response\": {\"content\": \"{}\"}}\n").unwrap();
+    let mut cfg = LlmConfig::new(None, "test-model");
+    cfg.replay_dir = Some(dir.path().to_path_buf());
+    let judge = LlmJudge::with_api_key(cfg, None).unwrap();
+    let f = fixture("hand-crafted-24.json");
+    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    assert!(w.contains("not in the replay cache"), "{w}");
+}
+
+/// Everything logged by any test of this binary (TRACE level, all threads).
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let b = Arc::clone(&buf);
+        let sub = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || Sink(Arc::clone(&b)))
+            .finish();
+        let _ = tracing::subscriber::set_global_default(sub);
+        buf
+    })
+    .clone()
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_api_key_never_reaches_cache_logs_or_reports() {
+    const KEY: &str = "sk-falat-SECRET-0123456789abcdef";
+    let logs = captured_logs();
+    // A 429 first (a retry is logged), then invalid answers (repairs and fallback warnings).
+    let m = mock(|b, n| match n {
+        0 => (429, vec![("Retry-After", "0".into())], "{}".into()),
+        _ if n % 3 == 0 => ok("not json", n),
+        _ => schema_reply(b, n),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
+    cfg.record_dir = Some(dir.path().to_path_buf());
+    let judge = LlmJudge::with_api_key(cfg, Some(KEY.into())).unwrap();
+    let f = fixture("algorithm-generated-10.json");
+    let d = pipeline::diagnose(&f.t, &judge, &Options::new(true));
+    assert!(m.seen.lock().unwrap().iter().all(|s| s.head.contains(&format!("Bearer {KEY}"))), "the key was sent");
+    let mut everything = std::fs::read_to_string(dir.path().join(cache::FILE)).unwrap();
+    assert!(everything.lines().count() > 3);
+    everything.push_str(&crate::report::to_json(&f.t, &d).to_string());
+    everything.push_str(&crate::report::to_markdown(&f.t, &d));
+    everything.push_str(&format!("{judge:?} {:?} {:?}", judge.config(), d.warnings));
+    everything.push_str(&String::from_utf8_lossy(&logs.lock().unwrap()));
+    assert!(String::from_utf8_lossy(&logs.lock().unwrap()).contains("retrying"), "logs were captured");
+    assert!(!everything.contains(KEY) && !everything.contains("SECRET"));
+    assert!(!everything.to_lowercase().contains("authorization"));
+}
+
+#[test]
+fn dry_run_reports_prompts_without_sending() {
+    let m = mock(schema_reply);
+    let f = fixture("hand-crafted-24.json");
+    let r = dry_run(&f.t, &LlmConfig::new(Some(&m.url), "test-model"), &Options::new(true)).unwrap();
+    assert_eq!(m.count(), 0);
+    assert!(r.calls.len() >= 4, "{}", r.render());
+    assert!(r.calls.iter().all(|c| c.prompt_tokens == count_tokens(&c.messages) && c.questions >= 1));
+    assert_eq!(r.calls[0].kind, "prior");
+    assert!(r.render().contains(&format!("{} prompt tokens", r.prompt_tokens())));
+}
+
+#[test]
+fn prompts_send_only_what_the_question_needs() {
+    let f = long_trajectory();
+    let known = Known::default();
+    let prior = prompts::kind("prior").unwrap();
+    let text = prompts::render(prior.template(), &prior.fill(&f.ctx(), &[Question::Prior], &known, Detail::FULL));
+    assert!(text.contains("Seattle") && !text.contains("I typed") && !text.contains("{{"), "{text}");
+    let recall = prompts::kind("recall_candidates").unwrap();
+    let q = Question::RecallCandidates { range: 2..4 };
+    let text = prompts::render(recall.template(), &recall.fill(&f.ctx(), &[q], &known, Detail::FULL));
+    assert!(text.contains("--- step 2 (Coder, message)") && !text.contains("--- step 1 "), "{text}");
+    assert!(text.contains("phase 0 (steps 0-"), "phase summaries come first: {text}");
+    let v = prompts::kind("verify").unwrap();
+    let q = Question::Verify { step: 2, criterion: CriterionKind::Sufficiency, others: vec![4] };
+    let batch = v.batch(&f.ctx(), &q, &known);
+    assert_eq!(batch.len(), 4, "both criteria of both candidates");
+    assert!(prompts::kind("echo_vote").is_none());
+    for k in ["prior", "phase_summary", "recall_candidates", "label_transition", "verify", "roles"] {
+        assert!(prompts::kinds().contains(&k));
+    }
+}
+
+#[test]
+fn asks_from_blocking_threads_of_a_runtime_and_drops_inside_one() {
+    let m = mock(schema_reply);
+    let judge = Arc::new(judge_for(&m.url));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let j = Arc::clone(&judge);
+    let answer = rt.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let f = fixture("hand-crafted-24.json");
+            j.ask(&f.ctx(), &Question::Prior)
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(answer.warning, None);
+    rt.block_on(async move { drop(judge) });
+}
+
+#[test]
+fn config_comes_from_args_then_env_then_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("falat.toml");
+    std::fs::write(
+        &file,
+        "[llm]\nbase_url = \"http://file/v1\"\nmodel = \"file-model\"\njobs = 3\ntoken_budget = 9000\n",
+    )
+    .unwrap();
+    let env = |k: &str| (k == "FALAT_CONFIG").then(|| file.display().to_string());
+    let cfg = LlmConfig::from_env_and_args(&LlmArgs::default(), env).unwrap();
+    assert_eq!((cfg.base_url.as_deref(), cfg.model.as_str(), cfg.jobs), (Some("http://file/v1"), "file-model", 3));
+    assert_eq!(cfg.token_budget, Some(9000));
+    let env2 = |k: &str| match k {
+        "FALAT_CONFIG" => Some(file.display().to_string()),
+        "OPENAI_BASE_URL" => Some("http://env/v1".to_string()),
+        _ => None,
+    };
+    let args = LlmArgs { model: Some("arg-model".into()), ..LlmArgs::default() };
+    let cfg = LlmConfig::from_env_and_args(&args, env2).unwrap();
+    assert_eq!((cfg.base_url.as_deref(), cfg.model.as_str()), (Some("http://env/v1"), "arg-model"));
+    let none = |_: &str| None;
+    let e = LlmConfig::from_env_and_args(&LlmArgs { model: Some("m".into()), ..LlmArgs::default() }, none);
+    assert_eq!(e, Err(LlmError::NoUrl));
+    assert!(LlmError::NoUrl.to_string().contains("--llm-url"));
+    let bad = LlmArgs { llm_url: Some("127.0.0.1:8080".into()), model: Some("m".into()), ..LlmArgs::default() };
+    assert!(matches!(LlmConfig::from_env_and_args(&bad, none), Err(LlmError::BadUrl(_))));
+    let nomodel = LlmArgs { llm_url: Some("http://x/v1".into()), ..LlmArgs::default() };
+    assert_eq!(LlmConfig::from_env_and_args(&nomodel, none), Err(LlmError::NoModel));
+    let replay = LlmArgs { replay: Some(dir.path().into()), model: Some("m".into()), ..LlmArgs::default() };
+    assert!(LlmConfig::from_env_and_args(&replay, none).is_ok());
+    assert!(matches!(LlmJudge::new(LlmConfig::from_env_and_args(&replay, none).unwrap()), Err(LlmError::Cache(_))));
+}
+
+#[test]
+fn stage_costs_sum_per_stage() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let opts = Options::new(true);
+    let mut p = pipeline::Pipeline::default();
+    let mut before = 0;
+    for stage in Stage::ALL {
+        p.run(&f.t, &judge, &opts, stage).unwrap();
+        let sent = m.count();
+        let c = p.costs.iter().find(|c| c.stage == stage.as_str()).unwrap().cost;
+        assert_eq!(c.calls as usize, sent - before, "{}", stage.as_str());
+        assert_eq!(c.prompt_tokens, (before..sent).map(|k| 100 + k as u64).sum::<u64>());
+        before = sent;
+    }
+}
