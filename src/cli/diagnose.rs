@@ -10,7 +10,6 @@ use clap::{Args, ValueEnum};
 
 use crate::diagnosis::Diagnosis;
 use crate::ingest::{FormatChoice, fs::load_path_with};
-use crate::judge::heuristic::HeuristicJudge;
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::report;
@@ -52,6 +51,13 @@ pub struct DiagnoseArgs {
     /// Seed of the random baseline and of ECHO's analyst draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// With `--judge llm`: show what would be sent to the server and its token count, send
+    /// nothing (FALAT).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The judge.
+    #[command(flatten)]
+    pub judge: super::judge::JudgeArgs,
 }
 
 /// Diagnoses every trajectory of every trace and writes the reports; returns exit code 0.
@@ -59,6 +65,10 @@ pub struct DiagnoseArgs {
 /// # Errors
 /// A trace that cannot be loaded (naming the file and place), or a failed write.
 pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if args.dry_run {
+        return dry_run(args, out);
+    }
+    let judge = args.judge.build()?;
     let mut results: Vec<(Trajectory, Diagnosis)> = Vec::new();
     for path in &args.traces {
         let loaded = load_path_with(path, &args.trace_format)?;
@@ -68,7 +78,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let opts = method_options(args);
         for t in loaded.trajectories {
             for m in &args.method {
-                let d = methods::run(*m, &t, &HeuristicJudge, &opts);
+                let d = methods::run(*m, &t, judge.as_ref(), &opts);
                 results.push((t.clone(), d));
             }
         }
@@ -80,6 +90,20 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             writeln!(out, "wrote {}", path.display())?;
         }
         None => out.write_all(text.as_bytes())?,
+    }
+    Ok(0)
+}
+
+/// `--dry-run`: the requests the LLM judge would send for each trajectory, with token counts.
+fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let cfg = args.judge.llm_config(true)?;
+    for path in &args.traces {
+        let loaded = load_path_with(path, &args.trace_format)?;
+        for t in &loaded.trajectories {
+            let report = crate::judge::llm::dry_run(t, &cfg, &method_options(args).pipeline)?;
+            writeln!(out, "# {} ({})", crate::text::sanitize(&t.id), path.display())?;
+            out.write_all(report.render().as_bytes())?;
+        }
     }
     Ok(0)
 }

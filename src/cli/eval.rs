@@ -45,6 +45,9 @@ pub struct EvalArgs {
     /// Seed of the random baseline and of ECHO's analyst draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The judge.
+    #[command(flatten)]
+    pub judge: super::judge::JudgeArgs,
 }
 
 /// One labelled trajectory to score.
@@ -65,19 +68,26 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         return Ok(1);
     }
     let gt = !args.no_ground_truth;
+    let judge = args.judge.build()?;
     let mut opts = MethodOptions::new(gt);
     opts.seed = args.seed;
     let names: Vec<&str> = args.method.iter().map(|m| m.as_str()).collect();
     let diagnose = |t: &Trajectory, name: &str| {
         let m = Method::parse(name).expect("a parsed method name");
-        methods::run(m, t, &crate::judge::heuristic::HeuristicJudge, &opts)
+        methods::run(m, t, judge.as_ref(), &opts)
     };
     let records = evaluate(&items, &names, args.jobs, &diagnose);
     if let Some(path) = &args.out {
         write_jsonl(path, &records)?;
     }
     let summaries = eval::summarize(&records, &args.tolerance);
-    writeln!(out, "{} trajectories, ground truth {}", items.len(), if gt { "used" } else { "not used" })?;
+    writeln!(
+        out,
+        "{} trajectories, ground truth {}, judge {}",
+        items.len(),
+        if gt { "used" } else { "not used" },
+        judge.name()
+    )?;
     out.write_all(eval::render_table(&summaries).as_bytes())?;
     Ok(0)
 }

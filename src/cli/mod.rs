@@ -8,6 +8,7 @@
 pub mod diagnose;
 pub mod eval;
 pub mod inspect;
+pub mod judge;
 pub mod open;
 
 use std::io::Write;

@@ -26,6 +26,9 @@ pub struct OpenArgs {
     /// Do not give the expected output `o*` to the analysis.
     #[arg(long)]
     pub no_ground_truth: bool,
+    /// The judge.
+    #[command(flatten)]
+    pub judge: super::judge::JudgeArgs,
 }
 
 /// Runs the TUI until the user quits; returns exit code 0.
@@ -44,6 +47,11 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
         ground_truth: !args.no_ground_truth,
         config_dir: None,
     };
-    tui::run(&args.trace, opts)?;
+    let judge = args.judge.build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = rt.block_on(tui::run_with_judge(&args.trace, opts, judge));
+    // A cancelled run ends at its next judge call; do not let a slow judge hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_millis(500));
+    result?;
     Ok(0)
 }

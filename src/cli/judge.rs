@@ -1,0 +1,86 @@
+//! The judge options shared by `diagnose`, `eval` and `open`: `--judge heuristic|llm` and the LLM
+//! server settings (see `docs/LLM_JUDGE.md`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+
+use crate::judge::Judge;
+use crate::judge::heuristic::HeuristicJudge;
+use crate::judge::llm::{LlmArgs, LlmConfig, LlmJudge};
+
+/// Which judge answers the methods' questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JudgeChoice {
+    /// The built-in offline judge (no network, deterministic).
+    Heuristic,
+    /// An OpenAI-compatible chat-completions server.
+    Llm,
+}
+
+/// Judge options.
+#[derive(Debug, Clone, Args)]
+pub struct JudgeArgs {
+    /// The judge: heuristic (offline, default) or llm (an OpenAI-compatible server).
+    #[arg(long, value_enum, default_value = "heuristic")]
+    pub judge: JudgeChoice,
+    /// Base URL of the LLM server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL or
+    /// the config file).
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Model name sent to the LLM server.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Read the API key from this environment variable instead of OPENAI_API_KEY.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Record every LLM exchange to this folder (JSONL, no keys).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Replay LLM exchanges from this folder, with no network.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Prompt plus completion tokens allowed per trajectory.
+    #[arg(long, value_name = "TOKENS")]
+    pub token_budget: Option<u64>,
+    /// Concurrent LLM requests.
+    #[arg(long, value_name = "N")]
+    pub llm_jobs: Option<usize>,
+    /// A config file with an [llm] table (base_url, model, api_key_env, ...).
+    #[arg(long, value_name = "FILE")]
+    pub llm_config: Option<PathBuf>,
+}
+
+impl JudgeArgs {
+    /// The LLM settings from these options and the environment.
+    ///
+    /// # Errors
+    /// No server URL, no model, or a bad config file.
+    pub fn llm_config(&self, dry_run: bool) -> anyhow::Result<LlmConfig> {
+        let args = LlmArgs {
+            llm_url: self.llm_url.clone(),
+            model: self.model.clone(),
+            api_key_env: self.api_key_env.clone(),
+            jobs: self.llm_jobs,
+            token_budget: self.token_budget,
+            record: self.record.clone(),
+            replay: self.replay.clone(),
+            dry_run,
+            config_file: self.llm_config.clone(),
+            ..LlmArgs::default()
+        };
+        Ok(LlmConfig::from_env_and_args(&args, |k| std::env::var(k).ok())?)
+    }
+
+    /// The judge these options select.
+    ///
+    /// # Errors
+    /// An LLM judge that cannot be set up (no URL, no model, bad config).
+    pub fn build(&self) -> anyhow::Result<Arc<dyn Judge>> {
+        match self.judge {
+            JudgeChoice::Heuristic => Ok(Arc::new(HeuristicJudge)),
+            JudgeChoice::Llm => Ok(Arc::new(LlmJudge::new(self.llm_config(false)?)?)),
+        }
+    }
+}
