@@ -261,6 +261,17 @@ pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis 
     }
 }
 
+/// The judge context once stage 2 has run: trajectory, hierarchy, prior and graph.
+fn full_context<'a>(
+    t: &'a Trajectory,
+    h: &'a Hierarchy,
+    prior: &'a Prior,
+    graph: &'a DepGraph,
+    opts: &Options,
+) -> Context<'a> {
+    Context { trajectory: t, hierarchy: h, prior: Some(prior), graph: Some(graph), ground_truth: opts.ground_truth }
+}
+
 /// Asks the judge and adds its cost and warning.
 fn ask(judge: &dyn Judge, ctx: &Context<'_>, q: &Question, cost: &mut Cost, warnings: &mut Vec<String>) -> Answer {
     let j = judge.ask(ctx, q);
@@ -333,13 +344,7 @@ pub fn dependencies(
     let mut graph = DepGraph::build(t, &space.hierarchy);
     let mut candidates = recall_candidates(t, space, &graph, judge, opts, &mut cost, warnings)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &space.hierarchy,
-        prior: Some(&space.prior),
-        graph: Some(&graph),
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = full_context(t, &space.hierarchy, &space.prior, &graph, opts);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         opts.check()?;
@@ -384,13 +389,7 @@ fn recall_candidates(
     cost: &mut Cost,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Candidate>, Cancelled> {
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &space.hierarchy,
-        prior: Some(&space.prior),
-        graph: Some(graph),
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = full_context(t, &space.hierarchy, &space.prior, graph, opts);
     // Coarse to fine: suspicious phases first (ties in step order).
     let mut phases: Vec<_> = space.hierarchy.phases.iter().collect();
     phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
@@ -477,17 +476,7 @@ fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], gr
             });
             continue;
         }
-        let own = c.findings.iter().any(|f| {
-            matches!(
-                f.signal,
-                Signal::UnsourcedValue
-                    | Signal::Assumption
-                    | Signal::FailedAction
-                    | Signal::PriorDeviation
-                    | Signal::WrongValueOrigin
-                    | Signal::WrongDelegation
-            )
-        });
+        let own = c.findings.iter().any(|f| f.signal != Signal::UserMarked && heuristic::is_own_signal(f.signal));
         if !own {
             let inherited = labels
                 .iter()
@@ -517,13 +506,7 @@ pub fn verify(
 ) -> Result<(Verified, Cost), Cancelled> {
     let start = Instant::now();
     let mut cost = Cost::default();
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &space.hierarchy,
-        prior: Some(&space.prior),
-        graph: Some(&deps.graph),
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
     let mut candidates = deps.candidates.clone();
     let live: Vec<usize> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
     let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
@@ -618,13 +601,7 @@ pub fn research(
         return Ok((None, cost));
     };
     opts.check()?;
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &space.hierarchy,
-        prior: Some(&space.prior),
-        graph: Some(&deps.graph),
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
     let out = match ask(judge, &ctx, &Question::Roles { window: window.clone(), chosen }, &mut cost, warnings) {
         Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
@@ -674,13 +651,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         ..Diagnosis::default()
     };
     if let (Some(step), Some(space), Some(deps)) = (decisive, &p.space, &p.deps) {
-        let ctx = Context {
-            trajectory: t,
-            hierarchy: &space.hierarchy,
-            prior: Some(&space.prior),
-            graph: Some(&deps.graph),
-            ground_truth: opts.ground_truth,
-        };
+        let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
         let end = heuristic::final_step(&ctx);
         d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
         explain(&mut d, t, step, p.research.as_ref());
