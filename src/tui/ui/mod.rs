@@ -69,7 +69,9 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
         clean(&app.judge.name())
     );
     let room = (area.width as usize).saturating_sub(tabs.width() + 1);
-    let info = [long, format!("{name} "), String::new()].into_iter().find(|i| i.chars().count() <= room);
+    let info = [long, format!("{name}{method} "), format!("{name} "), String::new()]
+        .into_iter()
+        .find(|i| i.chars().count() <= room);
     f.render_widget(Paragraph::new(tabs), area);
     f.render_widget(Paragraph::new(info.unwrap_or_default()).style(t.header).right_aligned(), area);
 }
