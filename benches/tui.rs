@@ -217,6 +217,7 @@ fn cancel_latency(app: &App) {
                 ground_truth: true,
                 notes: Vec::new(),
                 show_timings: false,
+                method: falat::methods::Method::Falat,
             },
         );
         probe.on_key(key(KeyCode::Char('a')))

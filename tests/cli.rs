@@ -148,3 +148,14 @@ fn help_and_version() {
     let out = falat().output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn open_rejects_an_unknown_method_before_touching_the_terminal() {
+    let err = stderr_of(&["open", "--method", "oracle", HAND]);
+    assert!(
+        err.contains(
+            "unknown method \"oracle\"; one of falat, echo, defa, all-at-once, step-by-step, binary-search, random"
+        ),
+        "{err}"
+    );
+}

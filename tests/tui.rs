@@ -11,6 +11,7 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use falat::diagnosis::{Origin, Role};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::judge::{Context, Judge, Judged, Question};
+use falat::methods::Method;
 use falat::tui::app::{Level, Mode, Pane, View};
 use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
 use falat::tui::{self, App, TuiOptions, store};
@@ -182,6 +183,92 @@ fn snapshot_help_overlay_and_running_status() {
     insta::assert_snapshot!("hand-crafted-1-running", screen(&app));
 }
 
+// ----- methods -----
+
+fn snapshot_methods_after_running_all(fixture: &str) {
+    let f = Fixture::new(fixture);
+    let mut app = f.open();
+    press(&mut app, "6");
+    assert_eq!(app.view, View::Methods);
+    assert!(screen(&app).contains("press M to run all 7 methods"), "{}", screen(&app));
+    press(&mut app, "M");
+    assert!(app.running.is_none());
+    assert_eq!(app.method_results.len(), Method::ALL.len(), "every method ran");
+    assert!(app.diagnosis.is_none(), "running all methods leaves the pipeline's verdict alone");
+    let name = format!("{}-methods-all-run", fixture.trim_end_matches(".json"));
+    insta::assert_snapshot!(name, screen(&app));
+}
+
+#[test]
+fn snapshot_methods_view_after_running_all_methods_hand_crafted() {
+    snapshot_methods_after_running_all(HAND);
+}
+
+#[test]
+fn snapshot_methods_view_after_running_all_methods_algorithm_generated() {
+    snapshot_methods_after_running_all(ALGO);
+}
+
+#[test]
+fn selecting_the_echo_row_shows_the_analysts_votes_and_the_review_flag() {
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, "6Mj");
+    assert_eq!(app.selected_method(), Method::Echo);
+    let s = screen(&app);
+    for part in [" echo details ", "panel", "agent consensus", "step consensus", "review"] {
+        assert!(s.contains(part), "{part} missing:\n{s}");
+    }
+    let echo = app.method_results.get(&Method::Echo).expect("echo ran");
+    let analyst = &echo.details.iter().find(|(k, _)| k == "panel").expect("panel").1[0];
+    assert!(s.contains(analyst.as_str()), "the analysts are listed:\n{s}");
+    // DeFA's row shows its propagation graph.
+    press(&mut app, "j");
+    assert_eq!(app.selected_method(), Method::Defa);
+    assert!(screen(&app).contains("propagation graph"), "{}", screen(&app));
+    // Enter goes to the step the selected method named.
+    let step = app.method_results[&Method::Defa].decisive_step.expect("defa names a step");
+    press(&mut app, "<enter>");
+    assert_eq!((app.view, app.step), (View::Hierarchy, step));
+}
+
+#[test]
+fn another_method_runs_on_a_and_fills_the_verdict_view() {
+    let f = Fixture::new(HAND);
+    let opts = TuiOptions { method: Method::Echo, ..f.opts() };
+    let mut app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    app.show_timings = false;
+    press(&mut app, "a");
+    let d = app.diagnosis.clone().expect("echo ran");
+    assert_eq!(d.method, "echo");
+    assert!(app.pipeline.last_stage().is_none(), "the staged pipeline did not run");
+    assert!(app.method_results.contains_key(&Method::Echo));
+    press(&mut app, "5");
+    let s = screen(&app);
+    assert!(s.contains("method echo selected (--method)"), "{s}");
+    assert!(s.contains("overrides apply to falat only"), "{s}");
+    assert!(s.contains("method echo · judge heuristic"), "{s}");
+    press(&mut app, "6");
+    assert_eq!(app.selected_method(), Method::Echo, "the methods view starts on the selected method");
+}
+
+#[test]
+fn a_cancelled_methods_run_keeps_no_results() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let flag = Arc::new(AtomicBool::new(false));
+    let judge = CancellingJudge { flag: Arc::clone(&flag), calls: AtomicUsize::new(0) };
+    let effects = app.on_key(key_event(KeyCode::Char('M')));
+    let [tui::Effect::Run(req)] = effects.as_slice() else { panic!("a run") };
+    assert_eq!(req.target, RunTarget::AllMethods);
+    let done = job::execute(req, &app.traj, &judge, flag, None);
+    assert!(done.outcome.is_err() && done.methods.is_empty(), "cancelled");
+    assert!(judge.calls.load(Ordering::SeqCst) <= 4, "the real judge is not asked after cancel");
+    app.on_job(JobMsg::Done(Box::new(done)));
+    assert!(app.running.is_none() && app.method_results.is_empty());
+    assert_eq!(app.status.clone().expect("status").text, "cancelled all methods; results unchanged");
+}
+
 // ----- navigation -----
 
 #[test]
@@ -287,8 +374,10 @@ fn views_switch_and_jump_back_to_the_hierarchy() {
     press(&mut app, "]]");
     assert_eq!(app.view, View::Verdict);
     press(&mut app, "]");
+    assert_eq!(app.view, View::Methods);
+    press(&mut app, "]");
     assert_eq!(app.view, View::Hierarchy);
-    press(&mut app, "[");
+    press(&mut app, "[[");
     assert_eq!(app.view, View::Verdict);
     let s = screen(&app);
     assert!(s.contains("ROOT_CAUSE") && s.contains(&format!("decisive step {decisive}")), "{s}");
@@ -717,6 +806,7 @@ fn a_new_run_while_running_cancels_and_follows() {
         pipeline: app.pipeline.clone(),
         outcome: Err(falat::pipeline::Cancelled),
         diagnosis: None,
+        methods: Vec::new(),
         elapsed: Duration::ZERO,
     };
     let next = app.on_job(JobMsg::Done(Box::new(cancelled)));

@@ -1,4 +1,5 @@
-//! `falat TRACE` / `falat open TRACE [--theme NAME] [--format F] [--keymap FILE]`: the TUI.
+//! `falat TRACE` / `falat open TRACE [--theme NAME] [--format F] [--keymap FILE] [--method M]`: the
+//! TUI.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::ingest::FormatChoice;
+use crate::methods::Method;
 use crate::tui::{self, TuiOptions};
 
 /// Arguments of `falat open`.
@@ -29,6 +31,17 @@ pub struct OpenArgs {
     /// The judge.
     #[command(flatten)]
     pub judge: super::judge::JudgeArgs,
+    /// The method `a` runs for the verdict, roles and candidates views: falat, echo, defa,
+    /// all-at-once, step-by-step, binary-search or random (overrides apply to falat only).
+    #[arg(long, short = 'm', value_name = "M", default_value = "falat", value_parser = parse_method)]
+    pub method: Method,
+}
+
+fn parse_method(s: &str) -> Result<Method, String> {
+    Method::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        format!("unknown method {:?}; one of {}", s.trim(), names.join(", "))
+    })
 }
 
 /// Runs the TUI until the user quits; returns exit code 0.
@@ -45,6 +58,7 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
         format,
         keymap: args.keymap.clone(),
         ground_truth: !args.no_ground_truth,
+        method: args.method,
         config_dir: None,
     };
     let judge = args.judge.build()?;

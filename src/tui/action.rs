@@ -51,6 +51,8 @@ pub enum Action {
     RunVerification,
     /// Run stage 4: local re-search.
     RunResearch,
+    /// Run every method (FALAT, ECHO, DeFA, the baselines) on the trajectory.
+    RunMethods,
     /// Cancel the running stage.
     Cancel,
     /// Mark or unmark the selected step as a candidate.
@@ -73,6 +75,8 @@ pub enum Action {
     ViewPrior,
     /// The verdict view.
     ViewVerdict,
+    /// The methods view.
+    ViewMethods,
     /// The next view.
     NextView,
     /// The previous view.
@@ -109,7 +113,7 @@ impl Group {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 35] = [
+    pub const ALL: [Action; 37] = [
         Action::Up,
         Action::Down,
         Action::PageUp,
@@ -129,6 +133,7 @@ impl Action {
         Action::ViewRoles,
         Action::ViewPrior,
         Action::ViewVerdict,
+        Action::ViewMethods,
         Action::NextView,
         Action::PrevView,
         Action::RunAll,
@@ -136,6 +141,7 @@ impl Action {
         Action::RunDependencies,
         Action::RunVerification,
         Action::RunResearch,
+        Action::RunMethods,
         Action::Cancel,
         Action::Mark,
         Action::Exclude,
@@ -173,6 +179,7 @@ impl Action {
             RunDependencies => "run_dependencies",
             RunVerification => "run_verification",
             RunResearch => "run_research",
+            RunMethods => "run_methods",
             Cancel => "cancel",
             Mark => "mark",
             Exclude => "exclude",
@@ -184,6 +191,7 @@ impl Action {
             ViewRoles => "view_roles",
             ViewPrior => "view_prior",
             ViewVerdict => "view_verdict",
+            ViewMethods => "view_methods",
             NextView => "next_view",
             PrevView => "prev_view",
         }
@@ -215,6 +223,7 @@ impl Action {
             RunDependencies => "run dependencies + pruning",
             RunVerification => "run verification",
             RunResearch => "run local re-search",
+            RunMethods => "run all methods",
             Cancel => "cancel the run",
             Mark => "mark / unmark candidate",
             Exclude => "exclude / include step",
@@ -226,6 +235,7 @@ impl Action {
             ViewRoles => "roles",
             ViewPrior => "prior",
             ViewVerdict => "verdict",
+            ViewMethods => "methods side by side",
             NextView => "next view",
             PrevView => "previous view",
         }
@@ -237,8 +247,11 @@ impl Action {
         match self {
             Up | Down | PageUp | PageDown | Top | Bottom | Enter | Back | NextPane | PrevPane | Search | SearchNext
             | SearchPrev | JumpToStep => Group::Navigate,
-            ViewHierarchy | ViewCandidates | ViewRoles | ViewPrior | ViewVerdict | NextView | PrevView => Group::Views,
-            RunAll | RunPrior | RunDependencies | RunVerification | RunResearch | Cancel => Group::Pipeline,
+            ViewHierarchy | ViewCandidates | ViewRoles | ViewPrior | ViewVerdict | ViewMethods | NextView
+            | PrevView => Group::Views,
+            RunAll | RunPrior | RunDependencies | RunVerification | RunResearch | RunMethods | Cancel => {
+                Group::Pipeline
+            }
             Mark | Exclude | Pin | Undo => Group::Overrides,
             Export | Copy | Help | Quit => Group::General,
         }

@@ -26,6 +26,7 @@ use crate::diagnosis::{Diagnosis, Overrides, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::{Hierarchy, Phase};
 use crate::judge::Judge;
+use crate::methods::Method;
 use crate::model::Trajectory;
 use crate::pipeline::{Options, Pipeline, Stage};
 use crate::text;
@@ -44,11 +45,14 @@ pub enum View {
     Prior,
     /// The verdict.
     Verdict,
+    /// Every method's verdict side by side, with the selected method's details.
+    Methods,
 }
 
 impl View {
     /// All views in tab order.
-    pub const ALL: [View; 5] = [View::Hierarchy, View::Candidates, View::Roles, View::Prior, View::Verdict];
+    pub const ALL: [View; 6] =
+        [View::Hierarchy, View::Candidates, View::Roles, View::Prior, View::Verdict, View::Methods];
 
     /// The tab title.
     pub fn title(self) -> &'static str {
@@ -58,6 +62,7 @@ impl View {
             View::Roles => "Roles",
             View::Prior => "Prior",
             View::Verdict => "Verdict",
+            View::Methods => "Methods",
         }
     }
 
@@ -69,6 +74,7 @@ impl View {
             View::Roles => Action::ViewRoles,
             View::Prior => Action::ViewPrior,
             View::Verdict => Action::ViewVerdict,
+            View::Methods => Action::ViewMethods,
         }
     }
 
@@ -188,6 +194,8 @@ pub struct Config {
     pub notes: Vec<String>,
     /// Show timings in the status line (off in tests, so screens are deterministic).
     pub show_timings: bool,
+    /// The method `a` runs (falat runs the staged pipeline).
+    pub method: Method,
 }
 
 /// Layout facts the last frame recorded, for paging, scrolling and mouse hits.
@@ -232,6 +240,12 @@ pub struct App {
     pub pipeline: Pipeline,
     /// The diagnosis of the last finished run.
     pub diagnosis: Option<Diagnosis>,
+    /// The method `a` runs: falat runs the staged pipeline (with overrides), another method runs
+    /// through [`crate::methods::run`].
+    pub method: Method,
+    /// The last diagnosis of each method run from the methods view (or by `a` with another
+    /// method), for the methods view.
+    pub method_results: std::collections::BTreeMap<Method, Diagnosis>,
     marks: HashMap<usize, StepMarks>,
     /// The user's overrides.
     pub overrides: Overrides,
@@ -317,6 +331,8 @@ impl App {
             indexing,
             pipeline: Pipeline::default(),
             diagnosis: None,
+            method: config.method,
+            method_results: std::collections::BTreeMap::new(),
             marks: HashMap::new(),
             overrides: restored.overrides,
             undo: Vec::new(),
@@ -572,7 +588,9 @@ impl App {
             Action::SearchPrev => self.search_again(false),
             Action::Copy => return self.copy(),
             Action::Export => self.export(),
-            Action::RunAll => return self.request(RunTarget::All),
+            Action::RunAll if self.method == Method::Falat => return self.request(RunTarget::All),
+            Action::RunAll => return self.request(RunTarget::Method(self.method)),
+            Action::RunMethods => return self.request(RunTarget::AllMethods),
             Action::RunPrior => return self.request(RunTarget::Stage(Stage::SearchSpace)),
             Action::RunDependencies => return self.request(RunTarget::Stage(Stage::Dependencies)),
             Action::RunVerification => return self.request(RunTarget::Stage(Stage::Verification)),
@@ -584,7 +602,8 @@ impl App {
             | Action::ViewCandidates
             | Action::ViewRoles
             | Action::ViewPrior
-            | Action::ViewVerdict => self.set_view(View::ALL.into_iter().find(|v| v.action() == a)),
+            | Action::ViewVerdict
+            | Action::ViewMethods => self.set_view(View::ALL.into_iter().find(|v| v.action() == a)),
             Action::NextView => self.set_view(View::ALL.get((self.view.index() + 1) % View::ALL.len()).copied()),
             Action::PrevView => {
                 self.set_view(View::ALL.get((self.view.index() + View::ALL.len() - 1) % View::ALL.len()).copied())
@@ -612,6 +631,7 @@ impl App {
                 self.diagnosis.as_ref().and_then(|d| d.candidates.iter().position(|c| c.step == s)).unwrap_or(0)
             }
             (View::Roles, Some(s)) => self.role_rows().iter().position(|(st, _)| *st == s).unwrap_or(0),
+            (View::Methods, _) => Method::ALL.iter().position(|m| *m == self.method).unwrap_or(0),
             _ => 0,
         }
     }
@@ -721,11 +741,7 @@ impl App {
     }
 
     fn navigate_list(&mut self, a: Action) {
-        let len = match self.view {
-            View::Candidates => self.n_candidates(),
-            View::Roles => self.role_rows().len(),
-            _ => 0,
-        };
+        let len = self.list_len();
         match a {
             Action::Enter => {
                 let target = match self.view {
@@ -733,6 +749,7 @@ impl App {
                         self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step)
                     }
                     View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
+                    View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
                     _ => None,
                 };
                 if let Some(s) = target {
@@ -746,12 +763,27 @@ impl App {
         }
     }
 
-    fn clamp_list(&mut self) {
-        let len = match self.view {
+    fn list_len(&self) -> usize {
+        match self.view {
             View::Candidates => self.n_candidates(),
             View::Roles => self.role_rows().len(),
+            View::Methods => Method::ALL.len(),
             _ => 0,
-        };
+        }
+    }
+
+    /// The method of the selected row of the methods view.
+    pub fn selected_method(&self) -> Method {
+        Method::ALL[self.list_sel.min(Method::ALL.len() - 1)]
+    }
+
+    /// The diagnosis of the selected row of the methods view, once that method ran.
+    pub fn selected_method_result(&self) -> Option<&Diagnosis> {
+        self.method_results.get(&self.selected_method())
+    }
+
+    fn clamp_list(&mut self) {
+        let len = self.list_len();
         self.list_sel = self.list_sel.min(len.saturating_sub(1));
     }
 
@@ -854,6 +886,7 @@ impl App {
             View::Hierarchy => Some(self.step),
             View::Candidates => self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step),
             View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
+            View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
             _ => None,
         }
     }
@@ -901,10 +934,15 @@ impl App {
     fn start(&mut self, target: RunTarget) -> Effect {
         let id = self.next_id;
         self.next_id += 1;
+        let stage = match target {
+            RunTarget::Method(m) => m.as_str(),
+            RunTarget::AllMethods => Method::ALL[0].as_str(),
+            _ => self.first_stage(target).as_str(),
+        };
         self.running = Some(Running {
             id,
             target,
-            stage: self.first_stage(target).as_str().to_string(),
+            stage: stage.to_string(),
             done: 0,
             total: 0,
             started: Instant::now(),
@@ -925,6 +963,7 @@ impl App {
             RunTarget::All => Stage::SearchSpace,
             RunTarget::Stage(s) => s.min(next),
             RunTarget::Rerun { from, .. } => from,
+            RunTarget::Method(_) | RunTarget::AllMethods => Stage::SearchSpace,
         }
     }
 
@@ -975,17 +1014,41 @@ impl App {
 
     fn finish(&mut self, d: JobDone) -> Vec<Effect> {
         let Some(run) = self.running.take_if(|r| r.id == d.id) else { return Vec::new() };
-        match d.outcome {
-            Ok(()) => {
+        let took = if self.show_timings { format!(" in {}", ms(d.elapsed)) } else { String::new() };
+        match (d.outcome, run.target) {
+            (Ok(()), RunTarget::AllMethods) => {
+                let n = d.methods.len();
+                for m in d.methods {
+                    if let Some(k) = Method::parse(&m.method) {
+                        self.method_results.insert(k, m);
+                    }
+                }
+                let see = if self.view == View::Methods {
+                    String::new()
+                } else {
+                    format!("; press {} for the methods view", self.keymap.hint(Action::ViewMethods))
+                };
+                self.set_status(Level::Ok, format!("finished all methods{took}: {n} verdicts{see}"));
+            }
+            (Ok(()), RunTarget::Method(m)) => {
+                if let Some(r) = d.methods.into_iter().next() {
+                    self.method_results.insert(m, r);
+                }
+                self.diagnosis = d.diagnosis;
+                self.refresh_marks();
+                self.clamp_list();
+                let verdict = self.verdict_line();
+                self.set_status(Level::Ok, format!("finished method {m}{took}{verdict}"));
+            }
+            (Ok(()), _) => {
                 self.pipeline = d.pipeline;
                 self.diagnosis = d.diagnosis;
                 self.refresh_marks();
                 self.clamp_list();
-                let took = if self.show_timings { format!(" in {}", ms(d.elapsed)) } else { String::new() };
                 let verdict = self.verdict_line();
                 self.set_status(Level::Ok, format!("finished {}{took}{verdict}", run.target.label()));
             }
-            Err(_) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
+            (Err(_), _) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
         }
         match self.pending.take() {
             Some(t) => vec![self.start(t)],
@@ -1072,7 +1135,8 @@ impl App {
     fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
         let saved = store::save_overrides(&self.trace, &self.traj.id, &self.overrides);
         let rerun = match (&self.running, self.pipeline.last_stage()) {
-            (Some(r), _) => Some(r.target),
+            (Some(r), _) if r.target.is_pipeline() || r.target == RunTarget::AllMethods => Some(r.target),
+            (Some(_), _) => None,
             (None, Some(last)) if last >= Stage::Dependencies => {
                 Some(RunTarget::Rerun { from: Stage::Dependencies, to: last })
             }
@@ -1082,7 +1146,9 @@ impl App {
             Ok(p) => (Level::Ok, format!("{msg}; saved to {}", p.display())),
             Err(e) => (Level::Error, format!("{msg}; could not save the overrides: {e:#}")),
         };
-        if rerun.is_none() {
+        if self.method != Method::Falat {
+            text.push_str(&format!("; overrides apply to falat only (method {} is selected)", self.method));
+        } else if rerun.is_none() {
             text.push_str("; press a to run the pipeline with them");
         }
         let effects = rerun.map(|t| self.request(t)).unwrap_or_default();

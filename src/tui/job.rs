@@ -1,6 +1,11 @@
-//! Pipeline runs off the UI thread: a [`RunRequest`] is executed on tokio's blocking pool with
-//! the pipeline's cancel flag and a throttled progress callback; results come back as
+//! Pipeline and method runs off the UI thread: a [`RunRequest`] is executed on tokio's blocking
+//! pool with the pipeline's cancel flag and a throttled progress callback; results come back as
 //! [`JobMsg`]s. [`execute`] is the same run done synchronously (tests, headless use).
+//!
+//! Method runs ([`RunTarget::Method`], [`RunTarget::AllMethods`]) go through
+//! [`crate::methods::run`]; the methods other than FALAT do not look at the cancel flag, so their
+//! judge is wrapped: once cancel is asked, its remaining questions get the offline heuristic
+//! judge's instant answers and the run's results are dropped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +16,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::diagnosis::Diagnosis;
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
-use crate::judge::Judge;
+use crate::judge::heuristic::HeuristicJudge;
+use crate::judge::{Context, Judge, Judged, Question};
+use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::pipeline::{Cancelled, Options, Pipeline, ProgressFn, Stage};
 
@@ -29,6 +36,11 @@ pub enum RunTarget {
         /// The last stage to run.
         to: Stage,
     },
+    /// One method through [`crate::methods::run`] (the `--method` of `falat open`, when it is not
+    /// falat).
+    Method(Method),
+    /// Every method of [`Method::ALL`], one after the other (the methods view).
+    AllMethods,
 }
 
 impl RunTarget {
@@ -39,7 +51,14 @@ impl RunTarget {
             RunTarget::Stage(s) => s.as_str().into(),
             RunTarget::Rerun { from, to } if from == to => format!("{} with overrides", from.as_str()),
             RunTarget::Rerun { from, to } => format!("{} to {} with overrides", from.as_str(), to.as_str()),
+            RunTarget::Method(m) => format!("method {m}"),
+            RunTarget::AllMethods => "all methods".into(),
         }
+    }
+
+    /// Whether the run is made of FALAT pipeline stages (rather than methods).
+    pub fn is_pipeline(self) -> bool {
+        !matches!(self, RunTarget::Method(_) | RunTarget::AllMethods)
     }
 }
 
@@ -64,8 +83,11 @@ pub struct JobDone {
     pub pipeline: Pipeline,
     /// Finished or cancelled.
     pub outcome: Result<(), Cancelled>,
-    /// The diagnosis of the finished run, with the overrides it ran with.
+    /// The diagnosis of the finished run, with the overrides it ran with (of the one method, for
+    /// [`RunTarget::Method`]; `None` for [`RunTarget::AllMethods`]).
     pub diagnosis: Option<Diagnosis>,
+    /// The diagnoses of a method run, in [`Method::ALL`] order (empty for pipeline runs).
+    pub methods: Vec<Diagnosis>,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -100,6 +122,9 @@ pub fn execute(
     cancel: Arc<AtomicBool>,
     progress: Option<ProgressFn>,
 ) -> JobDone {
+    if !req.target.is_pipeline() {
+        return execute_methods(req, t, judge, cancel, progress);
+    }
     let start = Instant::now();
     let mut p = req.pipeline.clone();
     let opts = Options { cancel: Some(cancel), progress, ..req.opts.clone() };
@@ -109,9 +134,71 @@ pub fn execute(
         RunTarget::Rerun { from, to } => {
             p.run(t, judge, &opts, from).and_then(|()| if to > from { p.run(t, judge, &opts, to) } else { Ok(()) })
         }
+        RunTarget::Method(_) | RunTarget::AllMethods => unreachable!("method runs are handled above"),
     };
     let diagnosis = outcome.is_ok().then(|| p.diagnosis(t, judge, &opts));
-    JobDone { id: req.id, pipeline: p, outcome, diagnosis, elapsed: start.elapsed() }
+    JobDone { id: req.id, pipeline: p, outcome, diagnosis, methods: Vec::new(), elapsed: start.elapsed() }
+}
+
+/// The options of a method run: the request's ground truth, window and overrides (FALAT applies
+/// them), the default seed, panel and segment length, and the cancel flag for FALAT's stages.
+pub fn method_options(opts: &Options, cancel: Option<Arc<AtomicBool>>) -> MethodOptions {
+    let pipeline = Options { cancel, progress: None, ..opts.clone() };
+    MethodOptions { pipeline, ..MethodOptions::new(opts.ground_truth) }
+}
+
+/// Runs one method or all of them; progress reports the method about to run and how many are
+/// done.
+fn execute_methods(
+    req: &RunRequest,
+    t: &Trajectory,
+    judge: &dyn Judge,
+    cancel: Arc<AtomicBool>,
+    progress: Option<ProgressFn>,
+) -> JobDone {
+    let start = Instant::now();
+    let list: Vec<Method> = match req.target {
+        RunTarget::Method(m) => vec![m],
+        _ => Method::ALL.to_vec(),
+    };
+    let guarded = CancelJudge { inner: judge, cancel: Arc::clone(&cancel) };
+    let mopts = method_options(&req.opts, Some(Arc::clone(&cancel)));
+    let mut out = Vec::new();
+    for (i, m) in list.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(p) = &progress {
+            p(m.as_str(), i, list.len());
+        }
+        out.push(methods::run(*m, t, &guarded, &mopts));
+    }
+    let outcome = if cancel.load(Ordering::Relaxed) { Err(Cancelled) } else { Ok(()) };
+    if outcome.is_err() {
+        out.clear();
+    }
+    let diagnosis = match req.target {
+        RunTarget::Method(_) => out.first().cloned(),
+        _ => None,
+    };
+    JobDone { id: req.id, pipeline: req.pipeline.clone(), outcome, diagnosis, methods: out, elapsed: start.elapsed() }
+}
+
+/// A judge that stops asking the real one once the run is cancelled: later questions get the
+/// heuristic judge's instant answers, so a method without cancel checks ends quickly.
+struct CancelJudge<'a> {
+    inner: &'a dyn Judge,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Judge for CancelJudge<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        if self.cancel.load(Ordering::Relaxed) { HeuristicJudge.ask(ctx, q) } else { self.inner.ask(ctx, q) }
+    }
 }
 
 /// A run in the background.

@@ -1,7 +1,7 @@
 //! The terminal debugger (DESIGN §6): the FALAT hierarchy as drill-down panes (`Phases` →
 //! `Steps` → `Evidence`), the selected step's typed dependency edges, pipeline stages run in the
-//! background with progress and cancel, views for candidates, roles, the prior and the verdict,
-//! manual overrides saved beside the trace, and export of the reports.
+//! background with progress and cancel, views for candidates, roles, the prior, the verdict and
+//! every method side by side, manual overrides saved beside the trace, and export of the reports.
 //!
 //! Layout of the module, after gitui and television:
 //! - [`app`]: the state and its update logic (pure apart from the files beside the trace);
@@ -53,6 +53,9 @@ pub struct TuiOptions {
     pub keymap: Option<PathBuf>,
     /// Give the expected output `o*` to the analysis when the trace has one (default true).
     pub ground_truth: bool,
+    /// The method `a` runs for the verdict, roles and candidates views: falat (default) runs the
+    /// staged pipeline with overrides; another method runs through [`crate::methods::run`].
+    pub method: crate::methods::Method,
     /// The folder of `config.toml` and `keys.toml`; `None` is `$XDG_CONFIG_HOME/falat` or
     /// `~/.config/falat`.
     pub config_dir: Option<PathBuf>,
@@ -60,7 +63,14 @@ pub struct TuiOptions {
 
 impl Default for TuiOptions {
     fn default() -> TuiOptions {
-        TuiOptions { theme: None, format: None, keymap: None, ground_truth: true, config_dir: None }
+        TuiOptions {
+            theme: None,
+            format: None,
+            keymap: None,
+            ground_truth: true,
+            method: crate::methods::Method::Falat,
+            config_dir: None,
+        }
     }
 }
 
@@ -122,7 +132,8 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let settings = Settings::load(dir.as_deref(), &mut notes);
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
-    let config = Config { theme, keymap, ground_truth: opts.ground_truth, notes, show_timings: true };
+    let config =
+        Config { theme, keymap, ground_truth: opts.ground_truth, notes, show_timings: true, method: opts.method };
     Ok(App::new(path.to_path_buf(), traj, judge, config))
 }
 

@@ -60,10 +60,18 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
     }
     let tabs = Line::from(spans);
     let name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
-    let long =
-        format!("{name} · {} · {} steps · judge {} ", app.traj.source, app.total_steps(), clean(&app.judge.name()));
+    let method =
+        if app.method == crate::methods::Method::Falat { String::new() } else { format!(" · method {}", app.method) };
+    let long = format!(
+        "{name} · {} · {} steps · judge {}{method} ",
+        app.traj.source,
+        app.total_steps(),
+        clean(&app.judge.name())
+    );
     let room = (area.width as usize).saturating_sub(tabs.width() + 1);
-    let info = [long, format!("{name} "), String::new()].into_iter().find(|i| i.chars().count() <= room);
+    let info = [long, format!("{name}{method} "), format!("{name} "), String::new()]
+        .into_iter()
+        .find(|i| i.chars().count() <= room);
     f.render_widget(Paragraph::new(tabs), area);
     f.render_widget(Paragraph::new(info.unwrap_or_default()).style(t.header).right_aligned(), area);
 }
@@ -73,9 +81,9 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     f.render_widget(Block::new().style(t.status), area);
     let mut spans = vec![Span::raw(" ")];
-    let running_stage = app.running.as_ref().map(|r| stage_of(&r.stage));
+    let running_stage = app.running.as_ref().filter(|r| r.target.is_pipeline()).map(|r| stage_of(&r.stage));
     for (s, name) in Stage::ALL.into_iter().zip(["prior", "deps", "verify", "re-search"]) {
-        let (mark, style) = if app.running.is_some() && running_stage == Some(s) {
+        let (mark, style) = if running_stage == Some(s) {
             (spinner(app.ticks), t.info)
         } else if stage_done(app, s) {
             ("✓", t.ok)
@@ -166,6 +174,9 @@ fn hint_actions(app: &App) -> Vec<(Action, &'static str)> {
     let mut v = match app.view {
         View::Hierarchy => vec![(Action::Enter, "drill"), (Action::Back, "back"), (Action::NextPane, "pane")],
         View::Candidates | View::Roles => vec![(Action::Enter, "go to step"), (Action::Back, "back")],
+        View::Methods => {
+            vec![(Action::RunMethods, "run all methods"), (Action::Enter, "go to step"), (Action::Back, "back")]
+        }
         _ => vec![(Action::Back, "back")],
     };
     v.extend([

@@ -1,5 +1,5 @@
-//! The views other than the hierarchy: candidates, roles, prior and verdict. [`render_view`] is
-//! the one place a new view (for example methods side by side) is wired in.
+//! The views other than the hierarchy: candidates, roles, prior, verdict and methods side by
+//! side. [`render_view`] is the one place a new view is wired in.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,7 +9,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::hierarchy;
 use super::{col, pane, scroll_offset, selected};
-use crate::diagnosis::{Candidate, Criterion, Origin};
+use crate::diagnosis::{Candidate, Criterion, Diagnosis, Origin};
+use crate::methods::Method;
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, View, clean};
@@ -22,6 +23,7 @@ pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
         View::Roles => render_roles(app, f, area),
         View::Prior => render_prior(app, f, area),
         View::Verdict => render_verdict(app, f, area),
+        View::Methods => render_methods(app, f, area),
     }
 }
 
@@ -276,10 +278,18 @@ fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
 
 fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
     let block = pane(app, "Verdict", true, String::new());
-    let lines = match &app.diagnosis {
+    let mut lines = match &app.diagnosis {
         None => not_run(app, "verdict", Action::RunResearch),
         Some(_) => verdict_lines(app),
     };
+    if app.method != Method::Falat {
+        let note = format!(
+            "method {} selected (--method): {} runs it; overrides apply to falat only",
+            app.method,
+            app.keymap.hint(Action::RunAll)
+        );
+        lines.insert(0, Line::styled(note, app.theme.warn));
+    }
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
@@ -356,4 +366,171 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         ));
     }
     lines
+}
+
+// ----- methods -----
+
+/// Whether a method's verdict agrees with another: `✓` same step, `≈` same agent at another
+/// step, `✗` neither, `·` nothing to compare.
+fn agreement(d: &Diagnosis, step: Option<usize>, agent: Option<&str>) -> &'static str {
+    let same_agent =
+        matches!((d.agent.as_deref(), agent), (Some(a), Some(b)) if a.trim().eq_ignore_ascii_case(b.trim()));
+    match (d.decisive_step, step) {
+        (_, None) if agent.is_none() => "·",
+        (Some(a), Some(b)) if a == b => "✓",
+        _ if same_agent => "≈",
+        _ => "✗",
+    }
+}
+
+fn render_methods(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let rows = Method::ALL.len() as u16;
+    let [list, detail] = Layout::vertical([Constraint::Length(rows + 3), Constraint::Min(3)]).areas(area);
+    let ran = app.method_results.len();
+    let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
+    let block = pane(app, "Methods", true, right);
+    let inner = block.inner(list);
+    f.render_widget(block, list);
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    app.ui.view_list.set(Rect { y: body.y.saturating_sub(1), height: body.height + 2, ..body });
+    app.ui.list_height.set(body.height);
+    let header = format!(
+        "  {}{}{}{}{}{}{:<7}{}",
+        col("method", 15),
+        col("step", 6),
+        col("agent", 24),
+        col("category", 31),
+        col("conf", 6),
+        col("calls", 7),
+        "falat",
+        "gold"
+    );
+    f.render_widget(Paragraph::new(Line::styled(header, t.dim)), head);
+    let falat = app.method_results.get(&Method::Falat);
+    let gold = app.traj.gold.as_ref();
+    let lines: Vec<Line> = Method::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mark = if *m == app.method { "▶ " } else { "  " };
+            let mut spans = vec![Span::styled(mark, t.root_cause), Span::styled(col(m.as_str(), 15), t.text)];
+            match app.method_results.get(m) {
+                None => spans.push(Span::styled("not run", t.dim)),
+                Some(d) => {
+                    let step = d.decisive_step.map_or("-".to_string(), |s| s.to_string());
+                    let vs_falat = match falat {
+                        Some(fd) if *m != Method::Falat => agreement(d, fd.decisive_step, fd.agent.as_deref()),
+                        _ => "·",
+                    };
+                    let vs_gold = gold.map_or("·", |g| agreement(d, g.step, Some(g.agent.as_str())));
+                    spans.extend([
+                        Span::styled(col(&step, 6), t.title_focus),
+                        Span::styled(col(&clean(d.agent.as_deref().unwrap_or("-")), 24), t.text),
+                        Span::styled(col(&clean(&d.category), 31), t.warn),
+                        Span::styled(format!("{:<6}", format!("{:.2}", d.confidence)), t.info),
+                        Span::styled(format!("{:<7}", d.total_cost().calls), t.dim),
+                        Span::styled(format!("{vs_falat:<7}"), agree_style(app, vs_falat)),
+                        Span::styled(vs_gold.to_string(), agree_style(app, vs_gold)),
+                    ]);
+                }
+            }
+            let line = Line::from(spans);
+            if i == app.list_sel { selected(line, t.selection, body.width) } else { line }
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), body);
+    render_method_detail(app, f, detail);
+}
+
+fn agree_style(app: &App, mark: &str) -> Style {
+    match mark {
+        "✓" => app.theme.ok,
+        "≈" => app.theme.warn,
+        "✗" => app.theme.error,
+        _ => app.theme.dim,
+    }
+}
+
+fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let m = app.selected_method();
+    let mut lines = Vec::new();
+    if app.method != Method::Falat {
+        lines.push(Line::styled(
+            format!(
+                "{} runs method {} for the verdict, roles and candidates views (--method); overrides apply to falat only",
+                app.keymap.hint(Action::RunAll),
+                app.method
+            ),
+            t.warn,
+        ));
+    }
+    match app.method_results.get(&m) {
+        None => {
+            lines.push(Line::styled(format!("{m} has not run on this trajectory yet."), t.text));
+            lines.push(Line::from(vec![
+                Span::styled("press ", t.dim),
+                Span::styled(app.keymap.hint(Action::RunMethods), t.key),
+                Span::styled(
+                    format!(
+                        " to run all {} methods in the background with the judge {} ({} cancels); ",
+                        Method::ALL.len(),
+                        clean(&app.judge.name()),
+                        app.keymap.hint(Action::Cancel)
+                    ),
+                    t.dim,
+                ),
+                Span::styled("✓ same step, ≈ same agent, ✗ neither.", t.dim),
+            ]));
+        }
+        Some(d) => method_detail_lines(app, m, d, &mut lines),
+    }
+    let title = format!("{m} details");
+    let block = pane(app, &title, false, String::new());
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line<'static>>) {
+    let t = &app.theme;
+    let step = d.decisive_step.map_or("no step".to_string(), |s| format!("step {s}"));
+    lines.push(Line::from(vec![
+        Span::styled(format!("{step} "), t.title_focus),
+        Span::styled(clean(d.agent.as_deref().unwrap_or("?")), t.text),
+        Span::styled(
+            format!(" · {} · confidence {:.2} · judge {}", clean(&d.category), d.confidence, clean(&d.judge)),
+            t.dim,
+        ),
+    ]));
+    lines.push(Line::styled(format!("  {}", text::clip(&clean(&d.reason), 240)), t.text));
+    if m == Method::Echo {
+        let review = d
+            .details
+            .iter()
+            .filter(|(k, _)| k.ends_with("consensus"))
+            .flat_map(|(_, v)| v.iter())
+            .any(|l| l.ends_with("review true"));
+        let (text, style) = if review {
+            ("review flagged: the panel disagrees (confidence spread or conclusion types)", t.warn)
+        } else {
+            ("review not flagged: the panel agrees", t.ok)
+        };
+        lines.push(Line::styled(text, style));
+    }
+    // The votes and the propagation graph first: they are what the view is for.
+    let key = |k: &str| !(k.ends_with("consensus") || k == "propagation graph");
+    let mut details: Vec<&(String, Vec<String>)> = d.details.iter().collect();
+    details.sort_by_key(|(k, _)| key(k));
+    for (title, body) in details {
+        lines.push(Line::styled(clean(title), t.title));
+        if body.is_empty() {
+            lines.push(Line::styled("  none", t.dim));
+        }
+        for l in body {
+            lines.push(Line::styled(format!("  {}", clean(l)), t.text));
+        }
+    }
+    for w in &d.warnings {
+        lines.push(kv(app, "warning", &clean(w), t.warn));
+    }
 }
