@@ -310,6 +310,7 @@ struct State {
     spent: HashMap<String, u64>,
     fatal: Option<CallError>,
     fatal_warned: std::collections::HashSet<String>,
+    kind_warned: std::collections::HashSet<(String, String)>,
     format: Option<FormatMode>,
     stats: Stats,
     dry: Vec<DryRunCall>,
@@ -658,10 +659,15 @@ impl LlmJudge {
 
     fn ask_uncached(&self, ctx: &Context<'_>, q: &Question, traj: &str, cost: &mut Cost) -> Memo {
         let Some(kind) = prompts::kind(q.kind()) else {
-            self.lock().stats.fallbacks += 1;
-            let warning =
-                format!("llm judge: no prompt for question kind `{}`; the heuristic judge answered instead", q.kind());
-            return Memo { answer: heuristic::answer(ctx, q), warning: Some(warning) };
+            // Warn once per trajectory and kind, not once per question.
+            let mut st = self.lock();
+            st.stats.fallbacks += 1;
+            let first = st.kind_warned.insert((traj.to_string(), q.kind().to_string()));
+            drop(st);
+            let warning = first.then(|| {
+                format!("llm judge: no prompt for question kind `{}`; the heuristic judge answers these", q.kind())
+            });
+            return Memo { answer: heuristic::answer(ctx, q), warning };
         };
         if !in_range(ctx, q) {
             // Nothing to send (or to ask the heuristic) about steps the trajectory does not have.

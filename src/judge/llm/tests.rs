@@ -445,6 +445,19 @@ fn label_calls_per_trajectory_are_bounded() {
 }
 
 #[test]
+fn kinds_without_a_prompt_fall_back_and_warn_once_per_trajectory() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("algorithm-generated-10.json");
+    let q = |step| Question::IsDecisive { step, context: format!("[step {step}] ...") };
+    let first = judge.ask(&f.ctx(), &q(1));
+    assert!(first.warning.unwrap().contains("no prompt for question kind `is_decisive`"));
+    assert_eq!(first.answer, heuristic::answer(&f.ctx(), &q(1)));
+    assert_eq!(judge.ask(&f.ctx(), &q(2)).warning, None);
+    assert_eq!(m.count(), 0);
+}
+
+#[test]
 fn spent_budget_falls_back_without_calling() {
     let m = mock(schema_reply);
     let mut cfg = LlmConfig::new(Some(&m.url), "test-model");
