@@ -71,15 +71,26 @@ impl Judge for HeuristicJudge {
 
 /// Answers a question (the heuristic judge's logic, usable by other judges as their fallback).
 pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
+    // Step numbers come from callers (and from LLM answers): never index past the trajectory.
+    let n = ctx.trajectory.steps.len();
     match question {
         Question::Prior => Answer::Prior(prior::derive(&ctx.trajectory.task, &ctx.trajectory.agents)),
         Question::PhaseSummary { phase } => phase_summary(ctx, *phase),
         Question::RecallCandidates { range } => {
             Answer::Candidates(range.clone().filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect())
         }
+        Question::LabelTransition { from, to } if *from >= n || *to >= n => Answer::Transition(Transition::NoInfluence),
         Question::LabelTransition { from, to } => Answer::Transition(label(ctx, *from, *to)),
+        Question::Verify { step, .. } if *step >= n => {
+            Answer::Criterion(Criterion { passed: false, evidence: format!("step {step} is not in the trajectory") })
+        }
         Question::Verify { step, criterion, others } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
-        Question::Roles { window, chosen } => roles(ctx, window.clone(), *chosen),
+        Question::Roles { chosen, .. } if *chosen >= n => Answer::Roles {
+            roles: Vec::new(),
+            decisive: *chosen,
+            reason: format!("step {chosen} is not in the trajectory"),
+        },
+        Question::Roles { window, chosen } => roles(ctx, window.start.min(n)..window.end.min(n), *chosen),
         q => attribution::answer(ctx, q),
     }
 }
@@ -742,4 +753,32 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> An
     }
     roles.sort_by_key(|(s, _)| *s);
     Answer::Roles { roles, decisive, reason }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+    use crate::hierarchy;
+    use crate::model::{Step, Trajectory};
+
+    #[test]
+    fn out_of_range_steps_get_neutral_answers_not_panics() {
+        let t = Trajectory {
+            steps: vec![Step { agent: "a".into(), content: "hello there".into(), ..Step::default() }],
+            ..Trajectory::default()
+        };
+        let h = hierarchy::build(&t);
+        let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, ground_truth: false };
+        assert_eq!(
+            answer(&ctx, &Question::LabelTransition { from: 0, to: 9 }),
+            Answer::Transition(Transition::NoInfluence)
+        );
+        let q = Question::Verify { step: 5, criterion: CriterionKind::Sufficiency, others: vec![] };
+        assert!(matches!(answer(&ctx, &q), Answer::Criterion(Criterion { passed: false, .. })));
+        let q = Question::Roles { window: 0..9, chosen: 7 };
+        assert!(matches!(answer(&ctx, &q), Answer::Roles { decisive: 7, ref roles, .. } if roles.is_empty()));
+        let q = Question::Roles { window: 0..9, chosen: 0 };
+        assert!(matches!(answer(&ctx, &q), Answer::Roles { decisive: 0, .. }));
+        assert_eq!(answer(&ctx, &Question::RecallCandidates { range: 3..8 }), Answer::Candidates(vec![]));
+    }
 }
