@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use super::messages::block_text;
 use super::spantree::USER;
-use super::splice::{Thread, splice};
+use super::splice::{Thread, Who, splice};
 use super::{Document, Loaded, Related, parse_document, value_text};
 use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
 
@@ -103,27 +103,6 @@ struct Ctx<'a> {
     related: Related<'a>,
     visited: HashSet<String>,
     diagnostics: Vec<Diagnostic>,
-}
-
-/// Who acts in the file being read.
-struct Who<'a> {
-    /// The agent of assistant lines and tool results.
-    agent: &'a str,
-    /// The speaker of user text (the delegating agent in a sub-agent file).
-    user: &'a str,
-    /// The related file name, for diagnostics (`None` for the file being loaded).
-    file: Option<&'a str>,
-    /// A prompt to leave out (the sub-agent's copy of the `Task` prompt).
-    skip_prompt: Option<&'a str>,
-}
-
-impl Who<'_> {
-    fn diag(&self, line: usize, message: String) -> Diagnostic {
-        match self.file {
-            Some(f) => Diagnostic { line: None, message: format!("{f}:{line}: {message}") },
-            None => Diagnostic { line: Some(line), message },
-        }
-    }
 }
 
 /// The steps and links of one file, sub-agents spliced in.

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::spantree::USER;
-use super::splice::{Thread, splice};
+use super::splice::{Thread, Who, splice};
 use super::{Document, Loaded, Related, parse_document, value_text};
 use crate::model::{
     AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
@@ -109,22 +109,6 @@ struct Ctx<'a> {
     related: Related<'a>,
     diagnostics: Vec<Diagnostic>,
     visited: Vec<String>,
-}
-
-struct Who<'a> {
-    agent: &'a str,
-    user: &'a str,
-    file: Option<&'a str>,
-    skip_prompt: Option<&'a str>,
-}
-
-impl Who<'_> {
-    fn diag(&self, line: usize, message: String) -> Diagnostic {
-        match self.file {
-            Some(f) => Diagnostic { line: None, message: format!("{f}:{line}: {message}") },
-            None => Diagnostic { line: Some(line), message },
-        }
-    }
 }
 
 /// What reading one rollout gave.

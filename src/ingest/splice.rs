@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Link, LinkKind, Step};
+use crate::model::{Diagnostic, Link, LinkKind, Step};
 
 /// The steps and links of one thread (0-based indices local to `steps`).
 #[derive(Debug, Clone, Default)]
@@ -43,6 +43,29 @@ pub fn splice(main: Thread, mut subs: HashMap<usize, Thread>) -> Thread {
     }
     links.extend(main.links.iter().map(|l| Link { from: new_index[l.from], to: new_index[l.to], kind: l.kind }));
     Thread { steps, links, roots: main.roots.iter().map(|&r| new_index[r]).collect() }
+}
+
+/// Who acts in the file being read (a session or one of its sub-agent files); shared by the
+/// Claude Code and Codex loaders.
+pub struct Who<'a> {
+    /// The agent of assistant lines and tool results.
+    pub agent: &'a str,
+    /// The speaker of user text (the delegating agent in a sub-agent file).
+    pub user: &'a str,
+    /// The related file name, for diagnostics (`None` for the file being loaded).
+    pub file: Option<&'a str>,
+    /// A prompt to leave out (the sub-agent's copy of the `Task` prompt).
+    pub skip_prompt: Option<&'a str>,
+}
+
+impl Who<'_> {
+    /// A diagnostic at `line` of the file being read (named when it is a related file).
+    pub fn diag(&self, line: usize, message: String) -> Diagnostic {
+        match self.file {
+            Some(f) => Diagnostic { line: None, message: format!("{f}:{line}: {message}") },
+            None => Diagnostic { line: Some(line), message },
+        }
+    }
 }
 
 #[cfg(test)]
