@@ -6,7 +6,8 @@
 //!     [--record DIR] [--replay DIR] [--dry-run] [--no-ground-truth] DIR_OR_FILE...
 //! ```
 //! The URL defaults to `$FALAT_TEST_LLM_URL`, then `$OPENAI_BASE_URL`; the model to
-//! `smollm2-135m`. Until `falat eval --judge llm` is wired, this is the way to measure the judge.
+//! `smollm2-135m`. `falat eval --judge llm` gives the same table for real runs (with median
+//! calls and prompt tokens); this example adds `--dry-run` over a whole set and `--limit`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -38,6 +38,9 @@ pub struct Record {
     pub prompt_tokens: u64,
     /// Wall time in milliseconds.
     pub millis: f64,
+    /// Warnings the diagnosis carries (for an LLM judge, mostly answers that fell back to the
+    /// heuristic judge).
+    pub warnings: usize,
 }
 
 /// Scores a diagnosis against a gold label.
@@ -59,6 +62,7 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         tokens: cost.prompt_tokens + cost.completion_tokens,
         prompt_tokens: cost.prompt_tokens,
         millis: cost.wall.as_secs_f64() * 1000.0,
+        warnings: d.warnings.len(),
     }
 }
 
@@ -84,6 +88,8 @@ pub struct Summary {
     pub within: Vec<(usize, f64)>,
     /// Mean judge calls per trajectory.
     pub calls: f64,
+    /// Median judge calls per trajectory.
+    pub median_calls: f64,
     /// Mean tokens per trajectory.
     pub tokens: f64,
     /// Median prompt tokens per trajectory.
@@ -132,13 +138,6 @@ fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> 
             (k, pct(hits))
         })
         .collect();
-    let mut prompts: Vec<u64> = rs.iter().map(|r| r.prompt_tokens).collect();
-    prompts.sort_unstable();
-    let median = match prompts.len() {
-        0 => 0.0,
-        l if l % 2 == 1 => prompts[l / 2] as f64,
-        l => (prompts[l / 2 - 1] + prompts[l / 2]) as f64 / 2.0,
-    };
     Summary {
         subset: subset.to_string(),
         method: method.to_string(),
@@ -147,9 +146,21 @@ fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> 
         step: pct(rs.iter().filter(|r| r.step_hit).count()),
         within,
         calls: rs.iter().map(|r| r.calls as f64).sum::<f64>() / n,
+        median_calls: median(rs.iter().map(|r| r.calls)),
         tokens: rs.iter().map(|r| r.tokens as f64).sum::<f64>() / n,
-        median_prompt_tokens: median,
+        median_prompt_tokens: median(rs.iter().map(|r| r.prompt_tokens)),
         millis: rs.iter().map(|r| r.millis).sum::<f64>() / n,
+    }
+}
+
+/// The median of some counts (the mean of the middle two for an even number; 0 for none).
+fn median(values: impl Iterator<Item = u64>) -> f64 {
+    let mut v: Vec<u64> = values.collect();
+    v.sort_unstable();
+    match v.len() {
+        0 => 0.0,
+        l if l % 2 == 1 => v[l / 2] as f64,
+        l => (v[l / 2 - 1] + v[l / 2]) as f64 / 2.0,
     }
 }
 
@@ -160,14 +171,17 @@ pub fn render_table(summaries: &[Summary]) -> String {
     for k in &tol {
         header.push_str(&format!(" {:>7}", format!("±{k}%")));
     }
-    header.push_str(&format!(" {:>7} {:>9} {:>9} {:>9}", "calls", "tokens", "med.prompt", "ms"));
+    header.push_str(&format!(" {:>7} {:>9} {:>9} {:>10} {:>9}", "calls", "med.calls", "tokens", "med.prompt", "ms"));
     let mut out = vec![header];
     for s in summaries {
         let mut row = format!("{:<14} {:<20} {:>4} {:>7.1} {:>7.1}", s.method, s.subset, s.n, s.agent, s.step);
         for (_, v) in &s.within {
             row.push_str(&format!(" {v:>7.1}"));
         }
-        row.push_str(&format!(" {:>7.1} {:>9.0} {:>9.0} {:>9.2}", s.calls, s.tokens, s.median_prompt_tokens, s.millis));
+        row.push_str(&format!(
+            " {:>7.1} {:>9.1} {:>9.0} {:>10.0} {:>9.2}",
+            s.calls, s.median_calls, s.tokens, s.median_prompt_tokens, s.millis
+        ));
         out.push(row);
     }
     out.join("\n") + "\n"
@@ -192,6 +206,7 @@ mod tests {
             tokens: 0,
             prompt_tokens: 0,
             millis: 1.0,
+            warnings: 0,
         }
     }
 
@@ -219,5 +234,21 @@ mod tests {
         assert_eq!(s[0].within, vec![(1, 50.0), (3, 100.0)]);
         assert_eq!((s[2].subset.as_str(), s[2].n, s[2].step), ("all", 4, 25.0));
         assert_eq!(s[2].within, vec![(1, 25.0), (3, 50.0)]);
+    }
+
+    #[test]
+    fn medians_of_calls_and_prompt_tokens() {
+        let mut rs: Vec<Record> = [(3, 900), (9, 100), (5, 500)]
+            .into_iter()
+            .map(|(calls, prompt_tokens)| Record { calls, prompt_tokens, ..rec("A", Some(1), 1, true) })
+            .collect();
+        let s = summarize(&rs, &[0]);
+        assert_eq!((s[0].median_calls, s[0].median_prompt_tokens, s[0].calls), (5.0, 500.0, 17.0 / 3.0));
+        rs.push(Record { calls: 6, prompt_tokens: 600, ..rec("A", Some(1), 1, true) });
+        let s = summarize(&rs, &[0]);
+        assert_eq!((s[0].median_calls, s[0].median_prompt_tokens), (5.5, 550.0));
+        let table = render_table(&s);
+        assert!(table.lines().next().unwrap().contains("med.calls"), "{table}");
+        assert!(table.lines().nth(1).unwrap().contains("      5.5 "), "{table}");
     }
 }

@@ -164,3 +164,45 @@ fn a_prompt_longer_than_the_context_is_split_or_trimmed() {
     // Either a trimmed prompt fitted, or the heuristic answered with a warning saying why.
     assert!(stats.calls > stats.context_overflows || j.warning.is_some_and(|w| w.contains("context")));
 }
+
+#[test]
+fn every_method_asks_the_server_with_its_own_prompts_then_replays() {
+    use falat::methods::{self, Method, MethodOptions};
+    let Some(url) = env("FALAT_TEST_LLM_URL", "every_method") else { return };
+    let t = fixture("hand-crafted-24.json");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&url);
+    cfg.record_dir = Some(dir.path().to_path_buf());
+    let judge = LlmJudge::new(cfg.clone()).unwrap();
+    let opts = MethodOptions::new(true);
+    let names = ["all-at-once", "binary-search", "step-by-step", "echo", "defa"];
+    let mut done = Vec::new();
+    for name in names {
+        let d = methods::run(Method::parse(name).unwrap(), &t, &judge, &opts);
+        eprintln!(
+            "{name}: step {:?} agent {:?} calls {} warnings {:?}",
+            d.decisive_step,
+            d.agent,
+            d.total_cost().calls,
+            d.warnings
+        );
+        assert!(d.decisive_step.is_some_and(|s| s < t.steps.len()), "{name}");
+        assert!(d.total_cost().calls > 0, "{name} asked the server nothing");
+        assert!(d.warnings.iter().all(|w| !w.contains("no prompt")), "{name}: {:?}", d.warnings);
+        done.push(d);
+    }
+    let text = std::fs::read_to_string(dir.path().join(cache::FILE)).unwrap();
+    let kinds: std::collections::BTreeSet<String> =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+    for k in ["locate_error", "locate_in_range", "is_decisive", "analyst_vote", "segment_recall"] {
+        assert!(kinds.contains(k), "no `{k}` exchange recorded: {kinds:?}");
+    }
+    drop(judge);
+
+    let replay = LlmConfig { base_url: None, record_dir: None, replay_dir: Some(dir.path().to_path_buf()), ..cfg };
+    let judge = LlmJudge::new(replay).unwrap();
+    for (name, d) in names.into_iter().zip(done) {
+        let again = methods::run(Method::parse(name).unwrap(), &t, &judge, &opts);
+        assert_eq!(zero_walls(again), zero_walls(d), "{name}");
+    }
+}

@@ -35,7 +35,9 @@ pub struct EvalArgs {
     /// Trajectories diagnosed in parallel.
     #[arg(long, short = 'j', default_value_t = 2)]
     pub jobs: usize,
-    /// Write one JSON line per trajectory and method to this file.
+    /// Write one JSON line per trajectory and method to this file. Lines are appended as
+    /// trajectories finish (so a long run stopped half-way keeps what it did), then the file is
+    /// rewritten in file and method order at the end.
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: Option<PathBuf>,
     /// Methods to compare, comma-separated (falat, echo, defa, all-at-once, step-by-step,
@@ -76,7 +78,13 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let m = Method::parse(name).expect("a parsed method name");
         methods::run(m, t, judge.as_ref(), &opts)
     };
-    let records = evaluate(&items, &names, args.jobs, &diagnose);
+    let sink = match &args.out {
+        Some(path) => {
+            Some(Mutex::new(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?))
+        }
+        None => None,
+    };
+    let records = evaluate(&items, &names, args.jobs, &diagnose, sink.as_ref());
     if let Some(path) = &args.out {
         write_jsonl(path, &records)?;
     }
@@ -127,12 +135,14 @@ fn subset_of(f: &Path) -> String {
 }
 
 /// Diagnoses every item with every method on `jobs` threads; records come back in item order,
-/// then method order, whatever the scheduling.
+/// then method order, whatever the scheduling. Each record is also appended to `sink` as soon as
+/// it is scored (a failed write is reported once and the run goes on).
 fn evaluate(
     items: &[Item],
     methods: &[&str],
     jobs: usize,
     diagnose: &(dyn Fn(&Trajectory, &str) -> Diagnosis + Sync),
+    sink: Option<&Mutex<std::fs::File>>,
 ) -> Vec<Record> {
     let total = items.len() * methods.len();
     let bar = ProgressBar::new(total as u64);
@@ -151,6 +161,12 @@ fn evaluate(
                     let d = diagnose(&item.trajectory, method);
                     let gold = item.trajectory.gold.as_ref().expect("labelled");
                     let r = eval::score(&item.file, &item.subset, &d, gold);
+                    if let Some(f) = sink {
+                        let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Err(e) = writeln!(f, "{}", record_json(&r)).and_then(|()| f.flush()) {
+                            bar.println(format!("falat: cannot append to the --out file: {e}"));
+                        }
+                    }
                     slots.lock().expect("no poisoned lock")[k] = Some(r);
                     bar.set_message(format!("{method} {}", item.file));
                     bar.inc(1);
@@ -165,7 +181,15 @@ fn evaluate(
 fn write_jsonl(path: &Path, records: &[Record]) -> anyhow::Result<()> {
     let mut text = String::new();
     for r in records {
-        let line = json!({
+        text.push_str(&record_json(r).to_string());
+        text.push('\n');
+    }
+    super::diagnose::write_atomic(path, text.as_bytes())
+}
+
+/// One line of the `--out` file.
+fn record_json(r: &Record) -> serde_json::Value {
+    json!({
             "file": r.file,
             "subset": r.subset,
             "method": r.method,
@@ -179,9 +203,6 @@ fn write_jsonl(path: &Path, records: &[Record]) -> anyhow::Result<()> {
             "tokens": r.tokens,
             "prompt_tokens": r.prompt_tokens,
             "wall_ms": (r.millis * 1000.0).round() / 1000.0,
-        });
-        text.push_str(&line.to_string());
-        text.push('\n');
-    }
-    super::diagnose::write_atomic(path, text.as_bytes())
+            "warnings": r.warnings,
+    })
 }

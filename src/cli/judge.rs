@@ -38,7 +38,8 @@ pub struct JudgeArgs {
     /// Record every LLM exchange to this folder (JSONL, no keys).
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
-    /// Replay LLM exchanges from this folder, with no network.
+    /// Replay LLM exchanges from this folder, with no network. With --record too, resume: recorded
+    /// questions are replayed, the others sent to the server and recorded.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
     /// Prompt plus completion tokens allowed per trajectory.

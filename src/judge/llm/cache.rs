@@ -50,23 +50,32 @@ pub struct Cache {
 
 impl Cache {
     /// Opens the caches: loads every `*.jsonl` of `replay` and opens `record/exchanges.jsonl` for
-    /// appending (creating the folder).
+    /// appending (creating the folder). When both are given (resuming a run), a replay folder that
+    /// does not exist yet or holds no exchanges is an empty cache, not an error.
     ///
     /// # Errors
     /// A message naming the folder or file that could not be read or created.
     pub fn open(replay: Option<&Path>, record: Option<&Path>) -> Result<Cache, String> {
         let mut cache = Cache::default();
         if let Some(dir) = replay {
-            cache.replay = load(dir)?;
+            let fresh = record.is_some() && (!dir.exists() || jsonl_files(dir)?.is_empty());
+            if !fresh {
+                cache.replay = load(dir)?;
+            }
         }
         if let Some(dir) = record {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create record folder {}: {e}", dir.display()))?;
             let path = dir.join(FILE);
-            let f = OpenOptions::new()
+            let mut f = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)
                 .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            // A run killed mid-write leaves a cut-off last line; end it so the next exchange
+            // starts on a line of its own.
+            if ends_mid_line(&path) {
+                let _ = writeln!(f);
+            }
             cache.record = Some(Mutex::new(f));
             cache.record_path = Some(path);
         }
@@ -114,11 +123,25 @@ fn status_of(e: &CallError) -> u16 {
     }
 }
 
-fn load(dir: &Path) -> Result<HashMap<String, Recorded>, String> {
+/// Whether a file exists, is not empty and does not end with a newline.
+fn ends_mid_line(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else { return false };
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::End(-1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] != b'\n'
+}
+
+/// The `*.jsonl` files of a folder, sorted by name.
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read replay folder {}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> =
         entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
     files.sort();
+    Ok(files)
+}
+
+fn load(dir: &Path) -> Result<HashMap<String, Recorded>, String> {
+    let files = jsonl_files(dir)?;
     if files.is_empty() {
         return Err(format!("replay folder {} has no *.jsonl exchanges", dir.display()));
     }
@@ -191,5 +214,32 @@ mod tests {
     fn empty_replay_folder_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         assert!(Cache::open(Some(dir.path()), None).unwrap_err().contains("no *.jsonl"));
+    }
+
+    #[test]
+    fn resuming_starts_from_an_empty_or_missing_folder_and_reads_what_was_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("run");
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "q"}]});
+        let ok = Completion { content: "{}".into(), finish_reason: Some("stop".into()), usage: None };
+        {
+            let c = Cache::open(Some(&sub), Some(&sub)).unwrap();
+            assert!(c.is_empty());
+            c.put("prior", &body, &Ok(ok.clone()));
+        }
+        // A run killed mid-write leaves a cut-off last line: it is skipped, the rest replays.
+        let mut f = OpenOptions::new().append(true).open(sub.join(FILE)).unwrap();
+        write!(f, "{{\"v\": 1, \"key\": \"ab").unwrap();
+        drop(f);
+        let other = json!({"model": "m", "messages": [{"role": "user", "content": "r"}]});
+        {
+            let c = Cache::open(Some(&sub), Some(&sub)).unwrap();
+            assert_eq!(c.len(), 1);
+            assert_eq!(c.get(&key(&body)), Some(&Recorded::Answer(ok.clone())));
+            c.put("prior", &other, &Ok(ok.clone()));
+        }
+        let c = Cache::open(Some(&sub), None).unwrap();
+        assert_eq!(c.len(), 2, "the exchange after the cut-off line is kept");
+        assert_eq!(c.get(&key(&other)), Some(&Recorded::Answer(ok)));
     }
 }

@@ -40,6 +40,7 @@ use serde_json::Value;
 use self::cache::{Cache, Recorded};
 use self::client::{CallError, ChatRequest, Client, Completion, FormatMode, Message};
 use self::prompts::{Detail, Kind, Known};
+use super::attribution::{ErrorCategory, Half};
 use super::{Answer, Context, Judge, Judged, Question, heuristic};
 use crate::diagnosis::Cost;
 use crate::model::Trajectory;
@@ -70,13 +71,22 @@ pub struct LlmConfig {
     pub token_budget: Option<u64>,
     /// Append every exchange to `DIR/exchanges.jsonl`.
     pub record_dir: Option<PathBuf>,
-    /// Answer only from the exchanges recorded in `DIR` (no network).
+    /// Answer from the exchanges recorded in `DIR`. Alone, nothing else is asked (no network; a
+    /// question never recorded gets the heuristic's answer with a warning). With
+    /// [`LlmConfig::record_dir`] too, the run resumes: recorded questions are answered from
+    /// `DIR`, the others are sent to the server and recorded.
     pub replay_dir: Option<PathBuf>,
     /// Send nothing; record what would be sent (see [`dry_run`]).
     pub dry_run: bool,
 }
 
 impl LlmConfig {
+    /// Whether questions may be sent to the server: not in dry-run mode, and not when replaying
+    /// without recording.
+    pub fn online(&self) -> bool {
+        !self.dry_run && (self.replay_dir.is_none() || self.record_dir.is_some())
+    }
+
     /// A config for `base_url` and `model` with the defaults: key from `OPENAI_API_KEY`, 180 s
     /// timeout, 3 retries, 2 jobs, a budget of 60,000 tokens per trajectory.
     pub fn new(base_url: Option<&str>, model: &str) -> LlmConfig {
@@ -100,7 +110,8 @@ impl LlmConfig {
     /// `env` reads an environment variable (pass `|k| std::env::var(k).ok()`).
     ///
     /// # Errors
-    /// [`LlmError::NoUrl`] without a base URL (unless replaying or dry-running),
+    /// [`LlmError::NoUrl`] without a base URL (unless replaying without recording, or
+    /// dry-running),
     /// [`LlmError::BadUrl`], [`LlmError::NoModel`], [`LlmError::ConfigFile`].
     pub fn from_env_and_args(args: &LlmArgs, env: impl Fn(&str) -> Option<String>) -> Result<LlmConfig, LlmError> {
         let file_path = args.config_file.clone().or_else(|| env(CONFIG_ENV).map(PathBuf::from));
@@ -115,7 +126,7 @@ impl LlmConfig {
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 return Err(LlmError::BadUrl(u.clone()));
             }
-        } else if args.replay.is_none() && !args.dry_run {
+        } else if (args.replay.is_none() || args.record.is_some()) && !args.dry_run {
             return Err(LlmError::NoUrl);
         }
         let model = args.model.clone().or_else(|| fs("model")).ok_or(LlmError::NoModel)?;
@@ -385,8 +396,7 @@ impl LlmJudge {
     /// As [`LlmJudge::new`].
     pub fn with_api_key(cfg: LlmConfig, key: Option<String>) -> Result<LlmJudge, LlmError> {
         let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref()).map_err(LlmError::Cache)?;
-        let online = cfg.replay_dir.is_none() && !cfg.dry_run;
-        let (client, rt) = if online {
+        let (client, rt) = if cfg.online() {
             let url = cfg.base_url.as_deref().ok_or(LlmError::NoUrl)?;
             let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries).map_err(LlmError::Setup)?;
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -489,11 +499,12 @@ impl LlmJudge {
         if self.cfg.replay_dir.is_some() {
             let hit = self.cache.get(&cache::key(body)).cloned();
             self.lock().stats.replayed += u64::from(hit.is_some());
-            return match hit {
-                Some(Recorded::Answer(c)) => Ok(c),
-                Some(Recorded::Refusal(e)) => Err(e),
-                None => Err(CallError::ReplayMiss),
-            };
+            match hit {
+                Some(Recorded::Answer(c)) => return Ok(c),
+                Some(Recorded::Refusal(e)) => return Err(e),
+                None if !self.cfg.online() => return Err(CallError::ReplayMiss),
+                None => {}
+            }
         }
         if self.cfg.dry_run {
             let call = DryRunCall {
@@ -763,7 +774,13 @@ fn in_range(ctx: &Context<'_>, q: &Question) -> bool {
         Question::LabelTransition { from, to } => *from < n && *to < n,
         Question::Verify { step, others, .. } => *step < n && others.iter().all(|o| *o < n),
         Question::Roles { window, chosen } => window.end <= n && window.contains(chosen),
-        _ => true,
+        Question::IsDecisive { step, .. } => *step < n,
+        Question::LocateInRange { range, split, .. } => range.end <= n && range.start < *split && *split < range.end,
+        Question::SegmentRecall { segment, .. } => segment.start < n,
+        Question::TracePropagation { candidates, .. } | Question::Adjudicate { candidates, .. } => {
+            candidates.iter().all(|c| *c < n)
+        }
+        Question::Prior | Question::LocateError { .. } | Question::AnalystVote { .. } => true,
     }
 }
 
@@ -781,7 +798,27 @@ fn neutral(q: &Question) -> Answer {
             decisive: *chosen,
             reason: "the window is outside the trajectory".into(),
         },
-        _ => Answer::Candidates(Vec::new()),
+        Question::IsDecisive { step, .. } => Answer::Verdict {
+            decisive: false,
+            reason: format!("step {step} is not in the trajectory"),
+            confidence: 0.0,
+        },
+        Question::LocateInRange { .. } => {
+            Answer::Half { half: Half::First, reason: "the range is outside the trajectory".into() }
+        }
+        Question::TracePropagation { .. } => Answer::Propagation { edges: Vec::new() },
+        Question::Adjudicate { .. } => Answer::Adjudication {
+            step: 0,
+            category: ErrorCategory::Other,
+            reason: "the candidates are outside the trajectory".into(),
+            confidence: 0.0,
+        },
+        // Always in range (no step numbers), or a list of candidates that may be empty.
+        Question::Prior
+        | Question::RecallCandidates { .. }
+        | Question::SegmentRecall { .. }
+        | Question::LocateError { .. }
+        | Question::AnalystVote { .. } => Answer::Candidates(Vec::new()),
     }
 }
 
@@ -853,8 +890,22 @@ fn describe(q: &Question) -> String {
         Question::LabelTransition { from, to } => format!("transition {from}->{to}"),
         Question::Verify { step, criterion, .. } => format!("{} of step {step}", criterion.as_str()),
         Question::Roles { chosen, .. } => format!("roles around step {chosen}"),
-        #[allow(unreachable_patterns)]
-        other => other.kind().to_string(),
+        Question::LocateError { .. } => "all-at-once attribution".into(),
+        Question::IsDecisive { step, .. } => format!("step-by-step verdict on step {step}"),
+        Question::LocateInRange { range, .. } => {
+            format!("binary search over steps {}-{}", range.start, range.end.saturating_sub(1))
+        }
+        Question::AnalystVote { perspective, target, .. } => match target {
+            crate::judge::attribution::VoteTarget::Agent => format!("{perspective} analyst's agent vote"),
+            crate::judge::attribution::VoteTarget::Step { agent } => {
+                format!("{perspective} analyst's step vote for {agent}")
+            }
+        },
+        Question::SegmentRecall { segment, .. } => {
+            format!("candidates in segment {}-{}", segment.start, segment.end.saturating_sub(1))
+        }
+        Question::TracePropagation { candidates, .. } => format!("propagation of steps {candidates:?}"),
+        Question::Adjudicate { .. } => "adjudication".into(),
     }
 }
 

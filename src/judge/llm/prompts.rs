@@ -12,11 +12,16 @@
 //! 2. Implement [`Kind`] for a unit struct (usually `batch` keeps its default: one question per
 //!    call) with a parser in `validate.rs`, and add it to `KINDS`.
 //!
+//! The attribution questions of ECHO, DeFA and the Who&When baselines carry their method's view
+//! of the run and share one implementation, in [`attribution`].
+//!
 //! A question whose kind has no entry is answered by the heuristic judge with a warning.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
+
+pub mod attribution;
 
 use super::validate;
 use crate::diagnosis::Transition;
@@ -131,12 +136,12 @@ static KINDS: &[&dyn Kind] = &[&PriorKind, &PhaseKind, &RecallKind, &LabelKind, 
 
 /// The kind serving a question kind name, if there is a prompt for it.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().copied().find(|k| k.name() == name)
+    KINDS.iter().chain(attribution::KINDS.iter()).copied().find(|k| k.name() == name)
 }
 
 /// The names of every kind with a prompt.
 pub fn kinds() -> Vec<&'static str> {
-    KINDS.iter().map(|k| k.name()).collect()
+    KINDS.iter().chain(attribution::KINDS.iter()).map(|k| k.name()).collect()
 }
 
 /// Fills `{{name}}` placeholders and drops the template's leading `<!-- -->` comment.

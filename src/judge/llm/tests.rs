@@ -118,6 +118,9 @@ fn instance(s: &Value, i: usize) -> Value {
         let vals: Vec<&Value> = e.iter().filter(|v| !v.is_null()).collect();
         return vals.get(i % vals.len().max(1)).map_or(Value::Null, |v| (*v).clone());
     }
+    if let Some(first) = s.get("anyOf").and_then(|a| a.get(0)) {
+        return instance(first, i);
+    }
     match s.get("type").and_then(Value::as_str) {
         Some("object") => {
             let mut o = serde_json::Map::new();
@@ -133,6 +136,8 @@ fn instance(s: &Value, i: usize) -> Value {
         }
         Some("integer") => json!(s.get("minimum").and_then(Value::as_u64).unwrap_or(0) + 1),
         Some("boolean") => json!(true),
+        Some("number") => json!(0.5),
+        Some("null") => Value::Null,
         _ => json!("a short answer"),
     }
 }
@@ -445,16 +450,121 @@ fn label_calls_per_trajectory_are_bounded() {
 }
 
 #[test]
-fn kinds_without_a_prompt_fall_back_and_warn_once_per_trajectory() {
+fn every_question_kind_has_a_prompt() {
+    let mut all = prompts::kinds();
+    all.sort_unstable();
+    let mut expected = vec![
+        "prior",
+        "phase_summary",
+        "recall_candidates",
+        "label_transition",
+        "verify",
+        "roles",
+        "locate_error",
+        "is_decisive",
+        "locate_in_range",
+        "analyst_vote",
+        "segment_recall",
+        "trace_propagation",
+        "adjudicate",
+    ];
+    expected.sort_unstable();
+    assert_eq!(all, expected);
+}
+
+/// The user message of a request.
+fn user_text(body: &Value) -> String {
+    body["messages"][1]["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn attribution_questions_send_their_view_and_map_the_answer() {
+    use crate::judge::attribution::{ErrorCategory, Half, Perspective, VoteTarget};
     let m = mock(schema_reply);
     let judge = judge_for(&m.url);
     let f = fixture("algorithm-generated-10.json");
-    let q = |step| Question::IsDecisive { step, context: format!("[step {step}] ...") };
-    let first = judge.ask(&f.ctx(), &q(1));
-    assert!(first.warning.unwrap().contains("no prompt for question kind `is_decisive`"));
-    assert_eq!(first.answer, heuristic::answer(&f.ctx(), &q(1)));
-    assert_eq!(judge.ask(&f.ctx(), &q(2)).warning, None);
-    assert_eq!(m.count(), 0);
+    let n = f.t.steps.len();
+    let first_agent = f.t.agents[0].name.clone();
+    let view = |r: std::ops::Range<usize>| crate::methods::view::log(&f.t, r);
+    let halves = format!("second half, steps {}-{}", n / 2, n - 1);
+    let cases: Vec<(Question, Answer, &str)> = vec![
+        (
+            Question::LocateError { context: view(0..n) },
+            Answer::Attribution {
+                agent: first_agent.clone(),
+                step: 0,
+                reason: "a short answer".into(),
+                confidence: 0.5,
+            },
+            "Which agent made the mistake",
+        ),
+        (
+            Question::IsDecisive { step: 2, context: view(0..3) },
+            Answer::Verdict { decisive: true, reason: "a short answer".into(), confidence: 0.5 },
+            "Is step 2 (by",
+        ),
+        (
+            Question::LocateInRange { range: 0..n, split: n / 2, context: view(0..n) },
+            Answer::Half { half: Half::First, reason: "a short answer".into() },
+            &halves,
+        ),
+        (
+            Question::SegmentRecall { segment: 1..4, context: view(1..4) },
+            Answer::Candidates(Vec::new()),
+            "Which of steps 1-3 may be the decisive error?",
+        ),
+        (
+            Question::TracePropagation { candidates: vec![1, 3], context: view(1..4) },
+            Answer::Propagation { edges: Vec::new() },
+            "Candidates for the decisive error: step 1, step 3.",
+        ),
+        (
+            Question::Adjudicate { candidates: vec![3, 1], edges: Vec::new(), context: view(1..4) },
+            Answer::Adjudication {
+                step: 3,
+                category: ErrorCategory::Hallucination,
+                reason: "a short answer".into(),
+                confidence: 0.5,
+            },
+            "Classify it as one of: hallucination, tool_invocation_error",
+        ),
+    ];
+    for (k, (q, expected, phrase)) in cases.iter().enumerate() {
+        let got = judge.ask(&f.ctx(), q);
+        assert_eq!((&got.answer, &got.warning), (expected, &None), "{}", q.kind());
+        assert_eq!(got.cost.calls, 1, "{}", q.kind());
+        let sent = user_text(&m.bodies()[k]);
+        assert!(sent.contains(phrase), "{}: {phrase:?} not in\n{sent}", q.kind());
+        assert!(sent.contains("[step 1] "), "{}: the view is sent", q.kind());
+        assert!(sent.starts_with("Task: "), "{}", q.kind());
+    }
+    let q = Question::AnalystVote {
+        perspective: Perspective::Skeptical,
+        target: VoteTarget::Step { agent: first_agent.clone() },
+        context: view(0..n),
+    };
+    let got = judge.ask(&f.ctx(), &q);
+    let Answer::Analysis(a) = got.answer else { panic!("{:?}", got.answer) };
+    assert_eq!((a.step, a.confidence, got.warning), (Some(0), 0.5, None));
+    let sent = user_text(m.bodies().last().unwrap());
+    assert!(sent.contains("You are the skeptical analyst"), "{sent}");
+    assert!(sent.contains(&format!("The panel found {first_agent} responsible")), "{sent}");
+}
+
+#[test]
+fn a_long_method_view_is_trimmed_to_fit() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = long_trajectory();
+    let huge: String = (0..400)
+        .map(|i| format!("[step {}] A (message):\n{}", i % f.t.steps.len(), "word ".repeat(200)))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let got = judge.ask(&f.ctx(), &Question::LocateError { context: huge.clone() });
+    assert_eq!(got.warning, None);
+    let sent = user_text(&m.bodies()[0]);
+    assert!(huge.len() > 400_000 && sent.len() < 30_000, "{} characters sent", sent.len());
+    assert!(sent.contains("steps left out to fit the model's context"));
 }
 
 #[test]
