@@ -591,6 +591,33 @@ fn replay_miss_falls_back_and_never_connects() {
     assert!(w.contains("not in the replay cache"), "{w}");
 }
 
+#[test]
+fn record_with_replay_resumes_asking_only_what_was_not_recorded() {
+    let m = mock(schema_reply);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let resume = |url: &str| {
+        let mut cfg = LlmConfig::new(Some(url), "test-model");
+        (cfg.record_dir, cfg.replay_dir) = (Some(run.clone()), Some(run.clone()));
+        LlmJudge::with_api_key(cfg, None).unwrap()
+    };
+    let f = fixture("hand-crafted-24.json");
+    let first = resume(&m.url).ask(&f.ctx(), &Question::Prior);
+    assert_eq!((m.count(), first.warning.as_deref()), (1, None), "a fresh folder starts empty");
+    let judge = resume(&m.url);
+    let again = judge.ask(&f.ctx(), &Question::Prior);
+    assert_eq!((m.count(), judge.stats().replayed), (1, 1), "the recorded question is not sent again");
+    assert_eq!(again.answer, first.answer);
+    judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    assert_eq!(m.count(), 2, "a new question goes to the server");
+    drop(judge);
+    let lines = std::fs::read_to_string(run.join(cache::FILE)).unwrap().lines().count();
+    assert_eq!(lines, 2, "each exchange is recorded once");
+    // Without a server URL, resuming is refused up front (replay alone needs none).
+    let args = LlmArgs { model: Some("m".into()), record: Some(run.clone()), replay: Some(run), ..LlmArgs::default() };
+    assert_eq!(LlmConfig::from_env_and_args(&args, |_| None), Err(LlmError::NoUrl));
+}
+
 /// Everything logged by any test of this binary (TRACE level, all threads).
 fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
