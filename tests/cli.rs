@@ -159,3 +159,29 @@ fn open_rejects_an_unknown_method_before_touching_the_terminal() {
         "{err}"
     );
 }
+
+#[test]
+fn dry_run_lists_each_methods_own_questions_without_a_server() {
+    let text = stdout_of(&[
+        "diagnose",
+        "--judge",
+        "llm",
+        "--model",
+        "any-model",
+        "--dry-run",
+        "--method",
+        "echo,all-at-once,defa",
+        ALGO,
+    ]);
+    let sections: Vec<&str> = text.split("\n# ").collect();
+    assert_eq!(sections.len(), 3, "{text}");
+    for (section, method, kind) in
+        [(0, "echo", "analyst_vote"), (1, "all-at-once", "locate_error"), (2, "defa", "segment_recall")]
+    {
+        let s = sections[section];
+        assert!(s.lines().next().unwrap().ends_with(&format!("method {method}")), "{s}");
+        assert!(s.contains("dry run for model any-model: nothing was sent"), "{s}");
+        assert!(s.contains(kind), "{method}: no {kind} question in\n{s}");
+        assert!(!s.contains("recall_candidates"), "{method} asks FALAT's questions:\n{s}");
+    }
+}

@@ -100,9 +100,14 @@ fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for path in &args.traces {
         let loaded = load_path_with(path, &args.trace_format)?;
         for t in &loaded.trajectories {
-            let report = crate::judge::llm::dry_run(t, &cfg, &method_options(args).pipeline)?;
-            writeln!(out, "# {} ({})", crate::text::sanitize(&t.id), path.display())?;
-            out.write_all(report.render().as_bytes())?;
+            for m in &args.method {
+                let opts = method_options(args);
+                let report = crate::judge::llm::dry_run_with(&cfg, |judge| {
+                    methods::run(*m, t, judge, &opts);
+                })?;
+                writeln!(out, "# {} ({}), method {}", crate::text::sanitize(&t.id), path.display(), m.as_str())?;
+                out.write_all(report.render().as_bytes())?;
+            }
         }
     }
     Ok(0)

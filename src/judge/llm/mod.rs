@@ -291,9 +291,20 @@ impl DryRunReport {
 /// # Errors
 /// An [`LlmError`] from setting up the judge.
 pub fn dry_run(t: &Trajectory, cfg: &LlmConfig, opts: &pipeline::Options) -> Result<DryRunReport, LlmError> {
+    dry_run_with(cfg, |judge| {
+        let _ = pipeline::diagnose(t, judge, opts);
+    })
+}
+
+/// [`dry_run`] for any method: `run` diagnoses with the dry-run judge it is given (for example
+/// `|j| { methods::run(Method::Echo, t, j, &opts); }`), and the report lists what it would send.
+///
+/// # Errors
+/// An [`LlmError`] from setting up the judge.
+pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<DryRunReport, LlmError> {
     let cfg = LlmConfig { dry_run: true, record_dir: None, replay_dir: None, ..cfg.clone() };
     let judge = LlmJudge::with_api_key(cfg, None)?;
-    let _ = pipeline::diagnose(t, &judge, opts);
+    run(&judge);
     let calls = judge.lock().dry.clone();
     Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
 }
