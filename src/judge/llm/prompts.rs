@@ -227,6 +227,32 @@ pub fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
     out
 }
 
+/// The schema of a candidate recall (`recall_candidates`, `segment_recall`): at most `max`
+/// candidates among `steps`, each with a signal, evidence and a severity 1..=3.
+fn candidates_schema(steps: Vec<usize>, max: usize) -> Value {
+    let signals: Vec<&str> = validate::LLM_SIGNALS.iter().map(|s| s.as_str()).collect();
+    json!({
+        "type": "object",
+        "properties": {"candidates": {
+            "type": "array",
+            "maxItems": max,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "step": steps_enum(steps),
+                    "signal": {"type": "string", "enum": signals},
+                    "evidence": short_string(80),
+                    "severity": {"type": "integer", "minimum": 1, "maximum": 3},
+                },
+                "required": ["step", "signal", "evidence", "severity"],
+                "additionalProperties": false,
+            },
+        }},
+        "required": ["candidates"],
+        "additionalProperties": false,
+    })
+}
+
 struct PriorKind;
 
 impl Kind for PriorKind {
@@ -453,27 +479,7 @@ impl Kind for RecallKind {
         ]
     }
     fn schema(&self, ctx: &Context<'_>, batch: &[Question], d: Detail) -> Value {
-        let signals: Vec<&str> = validate::LLM_SIGNALS.iter().map(|s| s.as_str()).collect();
-        json!({
-            "type": "object",
-            "properties": {"candidates": {
-                "type": "array",
-                "maxItems": MAX_CANDIDATES,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "step": steps_enum(RecallKind::shown(ctx, batch, d)),
-                        "signal": {"type": "string", "enum": signals},
-                        "evidence": short_string(80),
-                        "severity": {"type": "integer", "minimum": 1, "maximum": 3},
-                    },
-                    "required": ["step", "signal", "evidence", "severity"],
-                    "additionalProperties": false,
-                },
-            }},
-            "required": ["candidates"],
-            "additionalProperties": false,
-        })
+        candidates_schema(RecallKind::shown(ctx, batch, d), MAX_CANDIDATES)
     }
     fn max_tokens(&self, _: &[Question]) -> u32 {
         // Room for the longest answer the schema allows (80-character evidence per candidate).

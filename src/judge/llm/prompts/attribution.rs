@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Detail, Kind, Known, short_string, steps_enum, task};
+use super::{Detail, Kind, Known, candidates_schema, short_string, steps_enum, task};
 use crate::judge::attribution::{self, ErrorCategory, VoteTarget};
 use crate::judge::llm::validate;
 use crate::judge::{Answer, Context, Question};
@@ -337,29 +337,7 @@ impl Kind for Attribution {
                 "required": ["conclusion", "agents", "step", "confidence", "reasoning", "evaluations"],
                 "additionalProperties": false,
             }),
-            Question::SegmentRecall { .. } => {
-                let signals: Vec<&str> = validate::LLM_SIGNALS.iter().map(|s| s.as_str()).collect();
-                json!({
-                    "type": "object",
-                    "properties": {"candidates": {
-                        "type": "array",
-                        "maxItems": MAX_SEGMENT_CANDIDATES,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "step": steps_enum(segment_steps(ctx, q)),
-                                "signal": {"type": "string", "enum": signals},
-                                "evidence": short_string(80),
-                                "severity": {"type": "integer", "minimum": 1, "maximum": 3},
-                            },
-                            "required": ["step", "signal", "evidence", "severity"],
-                            "additionalProperties": false,
-                        },
-                    }},
-                    "required": ["candidates"],
-                    "additionalProperties": false,
-                })
-            }
+            Question::SegmentRecall { .. } => candidates_schema(segment_steps(ctx, q), MAX_SEGMENT_CANDIDATES),
             Question::TracePropagation { .. } => json!({
                 "type": "object",
                 "properties": {"edges": {
