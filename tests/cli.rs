@@ -173,12 +173,21 @@ fn dry_run_lists_each_methods_own_questions_without_a_server() {
         "echo,all-at-once,defa",
         ALGO,
     ]);
-    let sections: Vec<&str> = text.split("\n# ").collect();
+    // A section starts at its `# TRAJECTORY (FILE), method M` line (the table header is `#    kind`).
+    let mut sections: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# ") && !line.starts_with("#  ") {
+            sections.push(String::new());
+        }
+        let last = sections.last_mut().expect("output starts with a section line");
+        last.push_str(line);
+        last.push('\n');
+    }
     assert_eq!(sections.len(), 3, "{text}");
     for (section, method, kind) in
         [(0, "echo", "analyst_vote"), (1, "all-at-once", "locate_error"), (2, "defa", "segment_recall")]
     {
-        let s = sections[section];
+        let s = &sections[section];
         assert!(s.lines().next().unwrap().ends_with(&format!("method {method}")), "{s}");
         assert!(s.contains("dry run for model any-model: nothing was sent"), "{s}");
         assert!(s.contains(kind), "{method}: no {kind} question in\n{s}");
