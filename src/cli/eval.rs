@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
@@ -137,6 +138,9 @@ fn subset_of(f: &Path) -> String {
 /// Diagnoses every item with every method on `jobs` threads; records come back in item order,
 /// then method order, whatever the scheduling. Each record is also appended to `sink` as soon as
 /// it is scored (a failed write is reported once and the run goes on).
+/// How often a run without a terminal reports its progress on stderr.
+const PLAIN_PROGRESS: Duration = Duration::from_secs(30);
+
 fn evaluate(
     items: &[Item],
     methods: &[&str],
@@ -149,6 +153,10 @@ fn evaluate(
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Record>>> = Mutex::new(vec![None; total]);
+    // Without a terminal the bar is hidden: a long run (an LLM judge) then says how far it got
+    // on stderr every PLAIN_PROGRESS, and messages go to stderr directly.
+    let last_said = Mutex::new(Instant::now());
+    let say = |msg: String| if bar.is_hidden() { eprintln!("{msg}") } else { bar.println(msg) };
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| {
@@ -164,12 +172,17 @@ fn evaluate(
                     if let Some(f) = sink {
                         let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
                         if let Err(e) = writeln!(f, "{}", record_json(&r)).and_then(|()| f.flush()) {
-                            bar.println(format!("falat: cannot append to the --out file: {e}"));
+                            say(format!("falat: cannot append to the --out file: {e}"));
                         }
                     }
                     slots.lock().expect("no poisoned lock")[k] = Some(r);
                     bar.set_message(format!("{method} {}", item.file));
                     bar.inc(1);
+                    let mut last = last_said.lock().unwrap_or_else(|p| p.into_inner());
+                    if bar.is_hidden() && last.elapsed() >= PLAIN_PROGRESS {
+                        *last = Instant::now();
+                        say(format!("falat eval: {}/{total} done ({method} {})", bar.position(), item.file));
+                    }
                 }
             });
         }
