@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Detail, Kind, Known, candidates_schema, short_string, steps_enum, task};
+use super::{Detail, Kind, Known, candidates_schema, outcome, short_string, steps_enum, task};
 use crate::judge::attribution::{self, ErrorCategory, VoteTarget};
 use crate::judge::llm::validate;
 use crate::judge::{Answer, Context, Question};
@@ -89,16 +89,7 @@ fn view(q: &Question) -> &str {
     }
 }
 
-/// The outcome lines: the correct answer (with ground truth) and the answer the run gave.
-fn outcome(ctx: &Context<'_>) -> String {
-    super::outcome(ctx)
-}
-
-/// The agents of the trajectory, comma-separated.
-fn agents(ctx: &Context<'_>) -> String {
-    agent_names(ctx).join(", ")
-}
-
+/// The trajectory's agents, then any other agent that acts in a step, in order of appearance.
 fn agent_names(ctx: &Context<'_>) -> Vec<String> {
     let mut names: Vec<String> = ctx.trajectory.agents.iter().map(|a| a.name.clone()).collect();
     for s in &ctx.trajectory.steps {
@@ -290,7 +281,7 @@ impl Kind for Attribution {
         let mut vars = vec![
             ("task", task(ctx)),
             ("outcome", outcome(ctx)),
-            ("agents", agents(ctx)),
+            ("agents", agent_names(ctx).join(", ")),
             ("context", fit(&text::sanitize(view(q)), budget)),
         ];
         vars.extend(self.specific(ctx, q));
