@@ -61,6 +61,24 @@ pub enum Document {
     },
 }
 
+impl Drop for Document {
+    /// Takes nested arrays and objects apart without recursion, so dropping a document nested
+    /// [`MAX_NESTING`] deep cannot overflow the stack of any thread.
+    fn drop(&mut self) {
+        let mut stack: Vec<Value> = match self {
+            Document::Json(v) => vec![std::mem::take(v)],
+            Document::Lines { values, .. } => values.drain(..).map(|(_, v)| v).collect(),
+        };
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// How the format of a document is chosen: detected among some formats, or forced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FormatChoice {
@@ -125,6 +143,23 @@ pub enum LoadError {
         /// 0-based byte offset of the first invalid byte.
         offset: usize,
     },
+    /// The file starts with a byte-order mark (or the NUL pattern of UTF-16/32 JSON) but its bytes
+    /// are not valid in that encoding.
+    BadEncoding {
+        /// The file.
+        path: String,
+        /// The encoding recognised (`UTF-16LE with BOM`, `UTF-16BE`, `UTF-32LE with BOM`...).
+        encoding: String,
+        /// 0-based byte offset of the first invalid code unit.
+        offset: usize,
+    },
+    /// The JSON nests arrays and objects deeper than [`MAX_NESTING`].
+    TooDeep {
+        /// The file.
+        path: String,
+        /// 1-based line where the limit was passed.
+        line: usize,
+    },
     /// The file is neither JSON nor JSON Lines.
     NotJson {
         /// The file.
@@ -164,6 +199,15 @@ impl fmt::Display for LoadError {
             LoadError::NotUtf8 { path, line, offset } => {
                 write!(f, "{path}:{line}: not UTF-8 (invalid byte at offset {offset}), expected a JSON or JSONL trace")
             }
+            LoadError::BadEncoding { path, encoding, offset } => {
+                write!(
+                    f,
+                    "{path}: invalid {encoding} (bad code unit at byte offset {offset}), expected a JSON or JSONL trace"
+                )
+            }
+            LoadError::TooDeep { path, line } => {
+                write!(f, "{path}:{line}: JSON nested deeper than {MAX_NESTING} levels, the most falat reads")
+            }
             LoadError::NotJson { path, line, column, message } => {
                 write!(f, "{path}:{line}:{column}: not JSON: {message}; expected a JSON or JSONL trace")
             }
@@ -184,7 +228,7 @@ impl std::error::Error for LoadError {}
 /// the first match in name order is read. `None` when there is no such file. Loaders ask for
 /// names built only from validated ids (no `..`, no absolute paths): Claude Code sub-agent
 /// sessions and Codex sub-agent threads.
-pub type Related<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
+pub type Related<'a> = &'a (dyn Fn(&str) -> Option<Vec<u8>> + Sync);
 
 /// Parses `bytes` (named `path` in messages) as `format`, or detects it among [`SUPPORTED`] when
 /// `None`.
@@ -223,6 +267,28 @@ pub fn parse_with_related(
     choice: &FormatChoice,
     related: Related<'_>,
 ) -> Result<Loaded, LoadError> {
+    // Deeply nested documents recurse in the parser, the loaders and `Drop`: all of that runs on a
+    // thread whose stack fits `MAX_NESTING` levels (reserved, only touched pages are committed).
+    std::thread::scope(|s| {
+        let worker = std::thread::Builder::new()
+            .name("falat-load".into())
+            .stack_size(LOAD_STACK_BYTES)
+            .spawn_scoped(s, || load_document(path, bytes, choice, related));
+        match worker {
+            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: load here (documents of ordinary depth need no big stack).
+            Err(_) => load_document(path, bytes, choice, related),
+        }
+    })
+}
+
+/// How deep arrays and objects may nest (serde_json's own default limit is 128).
+pub const MAX_NESTING: usize = 20_000;
+/// The stack of the loading thread: room for [`MAX_NESTING`] levels of recursion in the parser,
+/// the loaders and `Drop`, in unoptimised builds too.
+const LOAD_STACK_BYTES: usize = 512 << 20;
+
+fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
     let doc = parse_document(path, bytes)?;
     let format = match choice {
         FormatChoice::Force(f) => *f,
@@ -284,18 +350,107 @@ fn first_reason(diagnostics: &[Diagnostic]) -> String {
 /// Empty, non-UTF-8 and non-JSON inputs; [`LoadError::NotJson`] names the 1-based line and column
 /// of the first error.
 pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let offset = e.valid_up_to();
-        let line = bytes[..offset].iter().filter(|b| **b == b'\n').count() + 1;
-        LoadError::NotUtf8 { path: path.to_string(), line, offset }
-    })?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = decode(path, bytes)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         return Err(LoadError::Empty { path: path.to_string() });
     }
-    match serde_json::from_str::<Value>(text) {
+    if let Some(line) = too_deep_at(text) {
+        return Err(LoadError::TooDeep { path: path.to_string(), line });
+    }
+    match from_str(text) {
         Ok(v) => Ok(Document::Json(v)),
         Err(whole_err) => parse_lines(path, text, &whole_err),
+    }
+}
+
+/// One JSON value without serde_json's recursion limit; the stack grows on the heap as needed.
+fn from_str(text: &str) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
+
+/// The 1-based line where arrays and objects first nest deeper than [`MAX_NESTING`], if they do
+/// (brackets inside strings are skipped).
+fn too_deep_at(text: &str) -> Option<usize> {
+    let (mut depth, mut line, mut in_string, mut escaped) = (0usize, 1usize, false, false);
+    for b in text.bytes() {
+        match (in_string, b) {
+            (_, b'\n') => line += 1,
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') | (false, b'"') => in_string = !in_string,
+            (false, b'[' | b'{') => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(line);
+                }
+            }
+            (false, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The bytes as text: UTF-8 (with or without a byte-order mark), or UTF-16 / UTF-32 recognised
+/// by their byte-order mark or, without one, by the NUL bytes around the first ASCII character
+/// (RFC 4627 §3), as Windows PowerShell's `Out-File` and `>` write them.
+///
+/// # Errors
+/// [`LoadError::NotUtf8`] naming the first invalid byte; [`LoadError::BadEncoding`] naming the
+/// encoding recognised and the first invalid code unit.
+fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, LoadError> {
+    let Some((encoding, bom, unit, big_endian)) = wide_encoding(bytes) else {
+        return std::str::from_utf8(bytes).map(std::borrow::Cow::Borrowed).map_err(|e| {
+            let offset = e.valid_up_to();
+            let line = bytes[..offset].iter().filter(|b| **b == b'\n').count() + 1;
+            LoadError::NotUtf8 { path: path.to_string(), line, offset }
+        });
+    };
+    let bad = |offset: usize| LoadError::BadEncoding { path: path.to_string(), encoding: encoding.clone(), offset };
+    let body = &bytes[bom..];
+    if body.len() % unit != 0 {
+        return Err(bad(bytes.len() - body.len() % unit));
+    }
+    let word = |c: &[u8]| -> u32 {
+        let v = c.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b));
+        if big_endian { v } else { c.iter().rev().fold(0u32, |acc, b| (acc << 8) | u32::from(*b)) }
+    };
+    let mut out = String::with_capacity(body.len() / unit);
+    if unit == 2 {
+        let units = body.chunks_exact(2).map(|c| word(c) as u16);
+        for (i, ch) in char::decode_utf16(units).enumerate() {
+            out.push(ch.map_err(|_| bad(bom + 2 * i))?);
+        }
+    } else {
+        for (i, c) in body.chunks_exact(4).enumerate() {
+            out.push(char::from_u32(word(c)).ok_or_else(|| bad(bom + 4 * i))?);
+        }
+    }
+    Ok(std::borrow::Cow::Owned(out))
+}
+
+/// `(name, BOM length, code unit size, big-endian)` of a UTF-16 / UTF-32 document, or `None` for
+/// UTF-8.
+fn wide_encoding(b: &[u8]) -> Option<(String, usize, usize, bool)> {
+    let named = |n: &str, bom: usize, unit: usize, be: bool| {
+        let with = if bom > 0 { " with BOM" } else { " (no BOM)" };
+        Some((format!("{n}{with}"), bom, unit, be))
+    };
+    match b {
+        [0xFF, 0xFE, 0, 0, ..] => named("UTF-32LE", 4, 4, false),
+        [0, 0, 0xFE, 0xFF, ..] => named("UTF-32BE", 4, 4, true),
+        [0xFF, 0xFE, ..] => named("UTF-16LE", 2, 2, false),
+        [0xFE, 0xFF, ..] => named("UTF-16BE", 2, 2, true),
+        [a, 0, 0, 0, ..] if *a != 0 => named("UTF-32LE", 0, 4, false),
+        [0, 0, 0, a, ..] if *a != 0 => named("UTF-32BE", 0, 4, true),
+        [a, 0, c, 0, ..] if *a != 0 && *c != 0 => named("UTF-16LE", 0, 2, false),
+        [0, a, 0, c, ..] if *a != 0 && *c != 0 => named("UTF-16BE", 0, 2, true),
+        _ => None,
     }
 }
 
@@ -312,7 +467,7 @@ fn parse_lines(path: &str, text: &str, whole_err: &serde_json::Error) -> Result<
     let mut bad = Vec::new();
     let mut first_bad: Option<(usize, serde_json::Error)> = None;
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str::<Value>(line) {
+        match from_str(line) {
             Ok(v) => values.push((i + 1, v)),
             Err(e) => {
                 let msg = format!("not JSON at column {}: {}", e.column(), error_message(&e));
