@@ -84,7 +84,17 @@ impl Evidence {
 }
 
 static CODE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```").unwrap());
-static EXIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)exit ?code:? *(-?\d+)").unwrap());
+static EXIT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(?:exit ?code|exited with code|exit status):? *(-?\d+)").unwrap());
+/// Plumbing fields: ids, timeouts, yield and wall times, token counts of the harness, written as
+/// JSON members (`"yield_time_ms": 10000`) or header lines (`Chunk ID: 5f2a`). Their values are
+/// settings of the harness, never evidence of what the agent did.
+static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?im)"(?:id|[a-z_]*_id|[a-z_]*timeout[a-z_]*|[a-z_]*_ms|yield_time[a-z_]*|duration[a-z_]*|ordinal|max_output_tokens)"\s*:\s*(?:"[^"\n]*"|-?\d+(?:\.\d+)?)|^(?:chunk id|wall time|original token count):[^\n]*$"#,
+    )
+    .unwrap()
+});
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?-u:\b)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out(?-u:\b))",
@@ -140,6 +150,8 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
         out.push(Evidence { kind: EvidenceKind::ErrorLine, span: start..end, key: String::new() });
     }
     push_values(text, &mut out);
+    let plumbing: Vec<Range<usize>> = PLUMBING.find_iter(text).map(|m| m.range()).collect();
+    out.retain(|e| !e.kind.is_value() || !plumbing.iter().any(|p| p.start <= e.span.start && e.span.end <= p.end));
     out.sort_by_key(|e| (e.span.start, e.span.end));
     out
 }
@@ -257,6 +269,34 @@ mod tests {
         assert!(k.contains(&("quoted".into(), "Blue Whale".into())));
         assert_eq!(normalize_number("737,015"), "737015");
         assert_eq!(normalize_number("$12.50"), "12.5");
+    }
+
+    #[test]
+    fn every_wording_of_a_failed_exit_is_an_exit_code() {
+        for t in ["Exit code: 2", "Process exited with code 101", "exit status 1", "(exit status: 101)"] {
+            let codes: Vec<i32> = extract_text(t)
+                .iter()
+                .filter_map(|e| match e.kind {
+                    EvidenceKind::ExitCode(c) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(codes.len(), 1, "{t}");
+            assert!(codes[0] > 0, "{t}");
+        }
+    }
+
+    #[test]
+    fn plumbing_fields_are_not_values() {
+        let t = "{\"cmd\":\"cargo test\",\"yield_time_ms\":10000,\"call_id\":\"call_x1\"}\nChunk ID: 5f2a\nWall time: 5.8 seconds\nOutput: 42 tests";
+        let k = kinds(t);
+        assert!(
+            !k.iter()
+                .any(|(_, v)| v.contains("10000") || v.contains("call_x1") || v.contains("5.8") || v.contains("5f2a")),
+            "{k:?}"
+        );
+        assert!(k.contains(&("quoted".into(), "cargo test".into())), "{k:?}");
+        assert!(k.contains(&("number".into(), "42".into())), "{k:?}");
     }
 
     #[test]

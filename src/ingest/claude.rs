@@ -7,9 +7,15 @@
 //! - `user` / `assistant` lines are expanded per `message.content` block, one step each: `text` →
 //!   message, `thinking` → thought, `tool_use` → tool call (`Task` / `Agent` → delegation to
 //!   `input.subagent_type`), `tool_result` → tool result (`is_error` kept); a string content is
-//!   one message. `isMeta` user lines are injected context and left out.
+//!   one message. `isMeta` user lines are injected context and left out. `image`, `document` and
+//!   `audio` blocks become placeholders (`[image image/png, 146 KB]`) joined to the line's text
+//!   (the task is the text); `redacted_thinking` is a thought `[redacted thinking]`.
 //! - `progress`, `system`, `summary`, `file-history-snapshot`, `queue-operation`, `attachment` and
-//!   other lines are not steps; `parentUuid` chains through them.
+//!   other lines are not steps (counted in the `lines_not_steps` metadata); `parentUuid` chains
+//!   through them. Compaction (CLI 2.x): a `system` line with `subtype: compact_boundary` has
+//!   `parentUuid: null` and names the line it continues in `logicalParentUuid`, which the chain
+//!   follows; the next `user` line with `isCompactSummary` is the summary the harness wrote, a
+//!   message by [`HARNESS`].
 //! - Links: `parentUuid` → [`LinkKind::Parent`]; `tool_use.id` ↔ `tool_result.tool_use_id` →
 //!   [`LinkKind::ToolResult`]; a `Task` call → the first step of its sub-agent →
 //!   [`LinkKind::Delegation`].
@@ -31,7 +37,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::messages::block_text;
+use super::messages::{REDACTED_THINKING, block_text, placeholder};
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
 use super::{Document, Loaded, Related, parse_document, value_text};
@@ -39,6 +45,10 @@ use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, Step
 
 /// The name of the main session's agent.
 pub const MAIN_AGENT: &str = "claude";
+/// The speaker of text the harness writes into the session (the summary of a compaction).
+pub const HARNESS: &str = "harness";
+/// Content blocks that are media, shown as placeholders.
+const MEDIA_BLOCKS: [&str; 3] = ["image", "document", "audio"];
 /// How deep sub-agents of sub-agents are followed.
 const MAX_DEPTH: usize = 4;
 /// Tool names that spawn a sub-agent.
@@ -160,7 +170,13 @@ impl Reader {
     fn line(&mut self, no: usize, v: &Value, who: &Who<'_>, ctx: &mut Ctx<'_>) {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
         let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_string);
-        let parent = v.get("parentUuid").and_then(Value::as_str).map(str::to_string);
+        // A compaction boundary starts a new chain (`parentUuid: null`) but names the line it
+        // continues in `logicalParentUuid`: the chain goes on through it.
+        let parent = v
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .or_else(|| v.get("logicalParentUuid").and_then(Value::as_str))
+            .map(str::to_string);
         if let Some(u) = &uuid {
             self.parent_of.insert(u.clone(), parent.clone());
         }
@@ -244,12 +260,37 @@ impl Reader {
             true => (sidechain_name(v), who.agent.to_string()),
             false => (who.agent.to_string(), who.user.to_string()),
         };
-        let speaker = if ty == "assistant" { &agent } else { &user };
+        // The summary written when a session is compacted is the harness's text, not the user's.
+        let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+        let (speaker, role) = match (ty, summary) {
+            (_, true) => (HARNESS, "compact_summary".to_string()),
+            ("assistant", _) => (agent.as_str(), role),
+            _ => (user.as_str(), role),
+        };
         match msg.get("content") {
             Some(Value::String(s)) => self.text_step(v, &role, speaker, StepKind::Message, s),
             Some(Value::Array(blocks)) => {
+                // Media blocks join the text of the same line, so a prompt `[image, text]` is one
+                // message whose text (not the placeholder) is the task.
+                let mut media = Vec::new();
                 for b in blocks {
+                    let bty = b.get("type").and_then(Value::as_str).unwrap_or("");
+                    if MEDIA_BLOCKS.contains(&bty) {
+                        media.push(placeholder(b));
+                        continue;
+                    }
+                    if bty == "text" && !media.is_empty() {
+                        let text = b.get("text").map(value_text).unwrap_or_default();
+                        self.task_from(speaker, &text);
+                        let joined = format!("{}\n{text}", media.join("\n"));
+                        media.clear();
+                        self.text_step(v, &role, speaker, StepKind::Message, &joined);
+                        continue;
+                    }
                     self.block(v, &role, speaker, &agent, b);
+                }
+                if !media.is_empty() {
+                    self.push(v, &role, speaker, StepKind::Message, media.join("\n"));
                 }
             }
             _ => {}
@@ -267,8 +308,12 @@ impl Reader {
             "thinking" => self.text_step(v, role, speaker, StepKind::Thought, &text("thinking")),
             "tool_use" => self.tool_use(v, role, agent, b),
             "tool_result" => self.tool_result(v, role, agent, b),
-            "redacted_thinking" => {}
-            other => self.text_step(v, role, speaker, StepKind::Message, &format!("[{other}]")),
+            "redacted_thinking" => {
+                self.push(v, role, speaker, StepKind::Thought, REDACTED_THINKING.to_string());
+            }
+            _ => {
+                self.push(v, role, speaker, StepKind::Message, placeholder(b));
+            }
         }
     }
 
@@ -276,10 +321,17 @@ impl Reader {
         if text.trim().is_empty() {
             return;
         }
-        if speaker == USER && kind == StepKind::Message && self.task.is_none() {
-            self.task = Some(text.trim().to_string());
+        if kind == StepKind::Message {
+            self.task_from(speaker, text);
         }
         self.push(v, role, speaker, kind, text.to_string());
+    }
+
+    /// The first text the user writes is the task.
+    fn task_from(&mut self, speaker: &str, text: &str) {
+        if speaker == USER && self.task.is_none() && !text.trim().is_empty() {
+            self.task = Some(text.trim().to_string());
+        }
     }
 
     fn tool_use(&mut self, v: &Value, role: &str, agent: &str, b: &Value) {

@@ -5,13 +5,19 @@
 //! `event_msg`, `compacted`. Steps come from `response_item` payloads:
 //! - `message`: `user` → message by the user, `assistant` → message by the agent (`content[]`
 //!   `input_text` / `output_text` parts joined); `developer` / `system` → the agent's role text;
-//! - `reasoning` → thought (`summary[].text`, then `content[].text`; encrypted-only items, with no
-//!   readable text, are left out);
+//! - `reasoning` → thought (`summary[].text`, then `content[].text`; an encrypted-only item, with
+//!   no readable text, is the thought [`ENCRYPTED_REASONING`]);
 //! - `function_call` (`name`, `arguments` JSON text, `call_id`), `custom_tool_call` (`input`),
 //!   `local_shell_call` (`action.command`), `web_search_call` (`action.query`) → tool call;
 //!   `function_call spawn_agent` → delegation to `arguments.agent_type`;
 //! - `*_output` (`call_id`, `output`) → tool result; a JSON output `{output, metadata: {exit_code}}`
-//!   is unwrapped and a non-zero exit code (also `Exit code: N` text) marks an error.
+//!   is unwrapped and a non-zero exit code marks an error, as does a failed exit in the text in any
+//!   wording ([`failed_exit`]: `Exit code: N`, `Process exited with code N`, `exit status N`).
+//!
+//! Versions: the envelope and `ordinal` (CLI 0.3x–0.15x, 2025–2026; `world_state` lines, which are
+//! not steps, are counted in `lines_not_steps`), and the rollouts written before the envelope
+//! (mid-2025): a bare `{id, timestamp, instructions, git}` header, `{record_type: "state"}` markers
+//! and bare response items, read as if enveloped.
 //!
 //! `event_msg` lines duplicate messages; `user_message`, `agent_message` and `agent_reasoning` are
 //! steps only when no `response_item` carries the same text. `collab_agent_spawn_end{call_id,
@@ -28,9 +34,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::messages::placeholder;
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, Loaded, Related, parse_document, value_text};
+use super::{Document, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{
     AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
 };
@@ -40,15 +47,68 @@ pub const MAIN_AGENT: &str = "codex";
 /// How deep spawned threads of spawned threads are followed.
 const MAX_DEPTH: usize = 4;
 const LINE_TYPES: [&str; 5] = ["session_meta", "turn_context", "response_item", "event_msg", "compacted"];
+/// The content of a thought whose reasoning the rollout only holds encrypted.
+pub const ENCRYPTED_REASONING: &str = "[encrypted reasoning]";
+/// `response_item` payload types, which rollouts before the envelope (mid-2025) wrote bare.
+const ITEM_TYPES: [&str; 9] = [
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "web_search_call",
+];
 
 /// Whether `doc` is a Codex rollout: JSON lines of `{type, payload}` with a rollout line type.
+///
+/// Also a rollout written before the envelope: a bare `{id, timestamp, instructions?, git?}`
+/// header line, `{record_type: "state"}` markers and bare response items.
 pub fn detect(doc: &Document) -> bool {
     let lines = lines_of(doc);
     let is_rollout = |v: &Value| {
         v.get("payload").is_some_and(Value::is_object)
             && v.get("type").and_then(Value::as_str).is_some_and(|t| LINE_TYPES.contains(&t))
     };
-    lines.iter().any(|(_, v)| is_rollout(v))
+    lines.iter().any(|(_, v)| is_rollout(v)) || is_legacy(&lines)
+}
+
+/// A rollout before the `{timestamp, type, payload}` envelope: its first line is a header
+/// `{id, timestamp}` without `type`, and a later line is a `record_type` marker or a bare
+/// response item.
+fn is_legacy(lines: &[(usize, &Value)]) -> bool {
+    let Some((_, first)) = lines.first() else {
+        return false;
+    };
+    let header = first.get("id").is_some()
+        && first.get("timestamp").is_some()
+        && first.get("type").is_none()
+        && (first.get("instructions").is_some() || first.get("git").is_some());
+    let bare_item = |v: &Value| {
+        v.get("payload").is_none() && v.get("type").and_then(Value::as_str).is_some_and(|t| ITEM_TYPES.contains(&t))
+    };
+    header && lines.iter().skip(1).any(|(_, v)| v.get("record_type").is_some() || bare_item(v))
+}
+
+/// The rollout's lines, with a pre-envelope rollout's lines wrapped in the envelope: the header as
+/// `session_meta`, bare items as `response_item`, `record_type` markers as their own line type.
+fn envelope(lines: &[(usize, &Value)]) -> Vec<(usize, Value)> {
+    let ts = lines.first().and_then(|(_, v)| v.get("timestamp")).cloned().unwrap_or(Value::Null);
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, (no, v))| {
+            let ty = match (i, v.get("record_type").and_then(Value::as_str)) {
+                (0, _) => "session_meta".to_string(),
+                (_, Some(record)) => format!("record_{record}"),
+                _ => "response_item".to_string(),
+            };
+            let wrapped = serde_json::json!({"timestamp": v.get("timestamp").unwrap_or(&ts), "type": ty, "payload": v});
+            (*no, wrapped)
+        })
+        .collect()
 }
 
 fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
@@ -65,8 +125,17 @@ fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
 /// A message when no line is a `{type, payload}` rollout line.
 pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
     let lines = lines_of(doc);
+    let wrapped;
+    let lines = if is_legacy(&lines) && !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
+        wrapped = envelope(&lines);
+        wrapped.iter().map(|(l, v)| (*l, v)).collect()
+    } else {
+        lines
+    };
     if !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
-        return Err("expected JSON lines of {timestamp, type, payload}".into());
+        return Err("expected JSON lines of {timestamp, type, payload} (the rollout envelope), or a rollout \
+                    from before it: a {id, timestamp, instructions, git} header line then bare response items"
+            .into());
     }
     let mut ctx = Ctx { related, diagnostics: Vec::new(), visited: Vec::new() };
     let agent = session_agent(&lines).unwrap_or_else(|| MAIN_AGENT.to_string());
@@ -180,6 +249,8 @@ struct Reader {
     roles: Vec<AgentInfo>,
     metadata: Vec<(String, String)>,
     prompt_skipped: bool,
+    /// Line types that are not steps (`turn_context`, `world_state`, state markers), with counts.
+    skipped: Vec<(String, usize)>,
     /// The 1-based line being read, kept as each step's id.
     line: usize,
 }
@@ -200,8 +271,12 @@ fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, dept
             "event_msg" => r.event(p, ts, who, &mut dupes),
             "session_meta" => r.session_meta(p, who),
             "compacted" => r.metadata.push(("compacted".into(), p.get("message").map(value_text).unwrap_or_default())),
-            _ => {}
+            other => r.not_step(if other.is_empty() { "untyped" } else { other }),
         }
+    }
+    if !r.skipped.is_empty() {
+        let list: Vec<String> = r.skipped.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        r.metadata.push(("lines_not_steps".into(), list.join(", ")));
     }
     let subs = r.sub_threads(who, ctx, depth);
     let roots = (!r.steps.is_empty()).then_some(0).into_iter().collect();
@@ -210,6 +285,13 @@ fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, dept
 }
 
 impl Reader {
+    fn not_step(&mut self, ty: &str) {
+        match self.skipped.iter_mut().find(|(t, _)| t == ty) {
+            Some((_, n)) => *n += 1,
+            None => self.skipped.push((ty.to_string(), 1)),
+        }
+    }
+
     fn session_meta(&mut self, p: &Value, who: &Who<'_>) {
         let instructions = p
             .get("instructions")
@@ -247,6 +329,8 @@ impl Reader {
                 let text = reasoning_text(p);
                 if !text.trim().is_empty() {
                     self.push(ts, who.agent, "reasoning", StepKind::Thought, text);
+                } else if p.get("encrypted_content").is_some_and(|e| !e.is_null()) {
+                    self.push(ts, who.agent, "reasoning", StepKind::Thought, ENCRYPTED_REASONING.into());
                 }
             }
             "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call" => {
@@ -515,8 +599,8 @@ fn output_text(out: &Value) -> (String, bool) {
         return (value_text(inner), failed || code.is_some_and(|c| c != 0));
     }
     let text = value_text(out);
-    let code = text.lines().find_map(|l| l.strip_prefix("Exit code: ")).and_then(|c| c.trim().parse::<i64>().ok());
-    (text.clone(), code.is_some_and(|c| c != 0))
+    let code = parsed.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0).or_else(|| failed_exit(&text));
+    (text, code.is_some())
 }
 
 /// The text parts of a `message` item joined by blank lines (images as `[input_image]`).
@@ -525,9 +609,9 @@ fn message_text(p: &Value) -> String {
     parts
         .into_iter()
         .flatten()
-        .map(|c| match c.get("text") {
+        .map(|c| match c.get("text").or_else(|| c.get("refusal")) {
             Some(t) => value_text(t),
-            None => format!("[{}]", c.get("type").map(value_text).unwrap_or_default()),
+            None => placeholder(c),
         })
         .collect::<Vec<_>>()
         .join("\n\n")

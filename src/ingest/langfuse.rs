@@ -16,7 +16,11 @@
 //! - `level: ERROR` → error, with `statusMessage`.
 //!
 //! The trace's `input` / `output` are the task and observed output. Layouts: one trace, a list of
-//! traces (one trajectory each), `{data: [...]}`, or `{trace, observations}`.
+//! traces (one trajectory each), `{data: [...]}`, or `{trace, observations}`; and a page of the
+//! observations API (`GET /api/public/observations`, `{data: [observation...], meta: {page,
+//! limit, totalItems, totalPages}}`), whose observations are grouped by `traceId` into one
+//! trajectory each (no trace header: task and answer come from the messages). An observation whose
+//! parent was never ingested is attached at the trace root, with a diagnostic.
 
 use serde_json::Value;
 
@@ -28,7 +32,8 @@ use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 const TOOL_TYPES: [&str; 5] = ["TOOL", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"];
 
 /// Whether `doc` is a Langfuse export: a trace object with an `observations` array of objects
-/// with `id` and `type` (also in a list or under `data`).
+/// with `id` and `type` (also in a list or under `data`), or a page of the observations API
+/// (`{data: [observation...], meta}`, observations with `id`, `traceId` and `type`).
 pub fn detect(doc: &Document) -> bool {
     let Document::Json(v) = doc else {
         return false;
@@ -42,18 +47,56 @@ fn is_trace(v: &Value) -> bool {
         .is_some_and(|obs| obs.iter().any(|o| o.get("id").is_some() && o.get("type").is_some()))
 }
 
-/// The traces of a document, each with its observations list holder.
-fn traces(v: &Value) -> Vec<&Value> {
+/// An observation of the observations API: `{id, traceId, type, ...}`, not a trace.
+fn is_observation(v: &Value) -> bool {
+    v.get("id").is_some()
+        && v.get("traceId").is_some_and(Value::is_string)
+        && v.get("type").is_some_and(Value::is_string)
+        && v.get("observations").is_none()
+}
+
+/// One trace of a document: its header (the trace object, when the document has one), its id and
+/// its observations.
+struct TraceGroup<'a> {
+    header: Option<&'a Value>,
+    id: Option<String>,
+    /// `(index in the document's list, observation)`.
+    observations: Vec<(usize, &'a Value)>,
+}
+
+/// The traces of a document: trace objects (one, a list, or under `data`), else the
+/// observations of an observations API page grouped by `traceId` in order of first appearance.
+fn traces(v: &Value) -> Vec<TraceGroup<'_>> {
     let list = match v {
         Value::Array(items) => Some(items),
         Value::Object(m) => m.get("data").and_then(Value::as_array),
         _ => None,
     };
-    match list {
-        Some(items) => items.iter().filter(|t| is_trace(t)).collect(),
-        None if is_trace(v) => vec![v],
-        None => Vec::new(),
+    fn whole(t: &Value) -> TraceGroup<'_> {
+        let header = t.get("trace").unwrap_or(t);
+        let observations = t.get("observations").and_then(Value::as_array).map(|o| o.iter().enumerate().collect());
+        TraceGroup {
+            header: Some(header),
+            id: header.get("id").map(value_text),
+            observations: observations.unwrap_or_default(),
+        }
     }
+    let Some(items) = list else {
+        return if is_trace(v) { vec![whole(v)] } else { Vec::new() };
+    };
+    let found: Vec<TraceGroup<'_>> = items.iter().filter(|t| is_trace(t)).map(whole).collect();
+    if !found.is_empty() || !items.iter().any(is_observation) {
+        return found;
+    }
+    let mut groups: Vec<TraceGroup<'_>> = Vec::new();
+    for (i, o) in items.iter().enumerate().filter(|(_, o)| is_observation(o)) {
+        let id = o.get("traceId").map(value_text);
+        match groups.iter_mut().find(|g| g.id == id) {
+            Some(g) => g.observations.push((i, o)),
+            None => groups.push(TraceGroup { header: None, id, observations: vec![(i, o)] }),
+        }
+    }
+    groups
 }
 
 /// Loads a Langfuse export named `name`; one trajectory per trace.
@@ -66,24 +109,31 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     };
     let found = traces(v);
     if found.is_empty() {
-        return Err("expected a trace with an \"observations\" array of {id, type}".into());
+        return Err("expected a trace with an \"observations\" array of {id, type}, or an observations API page \
+                    {data: [{id, traceId, type}], meta}"
+            .into());
     }
     let mut diags = Vec::new();
     let mut groups = Vec::new();
     for (ti, t) in found.iter().enumerate() {
-        let header = t.get("trace").unwrap_or(t);
-        let obs = t.get("observations").and_then(Value::as_array);
-        let nodes = obs
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .filter_map(|(i, o)| node(o, &format!("traces[{ti}].observations[{i}]"), &mut diags))
+        let nodes = t
+            .observations
+            .iter()
+            .filter_map(|&(i, o)| {
+                let place = match t.header {
+                    Some(_) => format!("traces[{ti}].observations[{i}]"),
+                    None => format!("data[{i}]"),
+                };
+                node(o, &place, &mut diags)
+            })
             .collect();
-        groups.push((header.get("id").map(value_text), nodes));
+        groups.push((t.id.clone(), nodes));
     }
     let mut loaded = spantree::load_groups(name, SourceFormat::Langfuse, groups, diags);
     for (traj, t) in loaded.trajectories.iter_mut().zip(&found) {
-        apply_header(traj, t.get("trace").unwrap_or(t));
+        if let Some(h) = t.header {
+            apply_header(traj, h);
+        }
     }
     Ok(loaded)
 }

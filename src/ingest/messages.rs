@@ -208,7 +208,8 @@ fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
         "text" | "input_text" | "output_text" => Part::Text(text("text")),
         "thinking" => Part::Reasoning(text("thinking")),
         "reasoning" => Part::Reasoning(text("text")),
-        "redacted_thinking" => return None,
+        "redacted_thinking" => Part::Reasoning(REDACTED_THINKING.into()),
+        "refusal" => Part::Text(text("refusal")),
         "tool_use" => Part::ToolCall {
             id: id_text(b.get("id")),
             name: text("name"),
@@ -219,8 +220,40 @@ fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
             text: b.get("content").map(block_text).unwrap_or_default(),
             is_error: b.get("is_error").and_then(Value::as_bool) == Some(true),
         },
-        other => Part::Text(format!("[{other}]")),
+        _ => Part::Text(placeholder(b)),
     })
+}
+
+/// The content of a thought whose reasoning the trace holds only redacted or encrypted.
+pub const REDACTED_THINKING: &str = "[redacted thinking]";
+
+/// A placeholder for a content block that is not text, so nothing vanishes silently: `[image
+/// image/png, 150 KB]`, `[audio wav]`, `[document application/pdf]`, or `[type]`. Sizes are of the
+/// decoded bytes of an inline base64 payload.
+pub fn placeholder(b: &Value) -> String {
+    let ty = b.get("type").and_then(Value::as_str).unwrap_or("part");
+    let kind = match ty {
+        "image" | "input_image" | "image_url" | "image_file" => "image",
+        "audio" | "input_audio" | "output_audio" => "audio",
+        "document" | "file" | "input_file" => "document",
+        other => other,
+    };
+    let source = b.get("source").or_else(|| b.get(ty)).unwrap_or(b);
+    let media = ["media_type", "mime_type", "mimeType", "format"]
+        .iter()
+        .find_map(|k| source.get(*k).or_else(|| b.get(*k)).and_then(Value::as_str));
+    let data = ["data", "base64", "image_url", "url"].iter().find_map(|k| source.get(*k).and_then(Value::as_str));
+    let size = data.filter(|d| !d.starts_with("http")).map(|d| {
+        let d = d.rsplit(',').next().unwrap_or(d);
+        let bytes = d.len() / 4 * 3;
+        if bytes >= 1024 { format!("{} KB", bytes / 1024) } else { format!("{bytes} bytes") }
+    });
+    let url = data.filter(|d| d.starts_with("http"));
+    let details: Vec<&str> = [media, size.as_deref(), url].into_iter().flatten().collect();
+    match details.is_empty() {
+        true => format!("[{kind}]"),
+        false => format!("[{kind} {}]", details.join(", ")),
+    }
 }
 
 /// The text of a tool_result `content`: a string, or the text blocks of a list joined.
@@ -230,7 +263,7 @@ pub fn block_text(c: &Value) -> String {
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
                 Some("text") => b.get("text").map(value_text).unwrap_or_default(),
-                Some(other) => format!("[{other}]"),
+                Some(_) => placeholder(b),
                 None => value_text(b),
             })
             .collect::<Vec<_>>()

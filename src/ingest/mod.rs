@@ -595,6 +595,17 @@ pub fn value_text(v: &Value) -> String {
     }
 }
 
+/// The non-zero exit code a tool output reports, in any common wording: `Exit code: N`,
+/// `Process exited with code N`, `exit status N` (also cargo's `(exit status: N)`), `exitcode: N`.
+/// `None` when the output reports none or reports 0.
+pub fn failed_exit(text: &str) -> Option<i64> {
+    static EXIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:exit ?code|exited with code|exit status)\s*:?\s*(-?\d+)").expect("valid regex")
+    });
+    let code = EXIT.captures(text)?.get(1)?.as_str().parse::<i64>().ok()?;
+    (code != 0).then_some(code)
+}
+
 /// Step content from a `content` field: a string, `null` (empty), or a list of parts whose
 /// `text` fields are joined by newlines (other parts show as `[type]`).
 ///
