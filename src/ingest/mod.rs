@@ -5,6 +5,7 @@
 //! says whether it recognises the document and turns it into trajectories plus diagnostics. A bad
 //! record is skipped with a [`Diagnostic`]; only a document with no usable step is an error.
 
+pub mod agentchat;
 pub mod anyagent;
 pub mod claude;
 pub mod codex;
@@ -502,7 +503,8 @@ pub fn detect(doc: &Document) -> Option<SourceFormat> {
 pub fn matches(doc: &Document, format: SourceFormat) -> bool {
     use SourceFormat::*;
     match format {
-        WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::detect(doc) == Some(format),
+        MagenticLog => whowhen::detect(doc) == Some(format) || agentchat::messages_of(doc).is_some(),
+        WhoWhenAlgorithm | WhoWhenHand => whowhen::detect(doc) == Some(format),
         TauBench => tau::detect(doc),
         OpenAiChat => openai::detect(doc),
         FalatJsonl => jsonl::detect(doc),
@@ -520,6 +522,7 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
     use SourceFormat::*;
     let name = file_stem(path);
     let res = match format {
+        MagenticLog if agentchat::messages_of(doc).is_some() => agentchat::load(&name, doc),
         WhoWhenAlgorithm | WhoWhenHand | MagenticLog => whowhen::load(&name, doc, format),
         TauBench => tau::load(&name, doc),
         OpenAiChat => openai::load(&name, doc),

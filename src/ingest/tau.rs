@@ -1,5 +1,6 @@
 //! τ-bench result records `{task_id, reward, info, traj, trial?, ...}`; a JSON array of records is
-//! a data set (one trajectory per record).
+//! a data set (one trajectory per record). τ²-bench results `{info, tasks, simulations}` are read
+//! too, one trajectory per simulation (see [`load_tau2`]).
 //!
 //! `traj` is an OpenAI chat message array (read by [`openai::read_messages`]). `info` holds the
 //! task: `info.task.instruction` (the simulated user's goal, taken as the task text),
@@ -14,12 +15,21 @@ use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
 /// Whether a document is a τ-bench record or a list of them (judged by its first item): an object
 /// with `traj` and one of `task_id`, `reward`, `info`.
+///
+/// Also τ²-bench results: an object with a `simulations` array of `{messages}` objects and
+/// `tasks` or `info`.
 pub fn detect(doc: &Document) -> bool {
     let Document::Json(v) = doc else { return false };
     match v {
         Value::Array(items) => items.first().is_some_and(is_record),
-        other => is_record(other),
+        other => is_record(other) || is_tau2(other),
     }
+}
+
+fn is_tau2(v: &Value) -> bool {
+    let sims = v.get("simulations").and_then(Value::as_array);
+    sims.is_some_and(|s| s.iter().any(|x| x.get("messages").is_some()))
+        && (v.get("tasks").is_some() || v.get("info").is_some())
 }
 
 fn is_record(v: &Value) -> bool {
@@ -35,6 +45,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     let Document::Json(v) = doc else {
         return Err("expected one JSON document, found JSON Lines".into());
     };
+    if v.get("simulations").is_some() {
+        return load_tau2(name, v);
+    }
     let (records, single) = match v {
         Value::Array(items) => (items.as_slice(), false),
         Value::Object(_) => (std::slice::from_ref(v), true),
@@ -88,6 +101,141 @@ fn read_record(
     }
     t.observed_output = openai::last_answer(&t);
     Ok(t)
+}
+
+/// Loads τ²-bench results `{timestamp, info, tasks, simulations}` (sierra-research/tau2-bench,
+/// `Results`, 2025): one trajectory per simulation.
+///
+/// A simulation is `{id, task_id, trial, termination_reason, reward_info: {reward, ...},
+/// messages}`; a message is `{role: assistant|user|tool, content, tool_calls: [{id, name,
+/// arguments, requestor}], turn_idx, timestamp}`, and a tool message answers the call whose `id` it
+/// carries, with `error: true` on failure. Both the agent and the simulated user call tools
+/// (`requestor`); calls are attributed to whoever made them. The task text is the user scenario's
+/// instructions from the `tasks` entry with the simulation's `task_id` (its `description.purpose`
+/// kept as metadata).
+fn load_tau2(name: &str, v: &Value) -> Result<Loaded, String> {
+    let sims = v
+        .get("simulations")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "τ²-bench results: \"simulations\" is not an array of {task_id, messages}".to_string())?;
+    let tasks = v.get("tasks").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let mut diagnostics = Vec::new();
+    let mut trajectories = Vec::new();
+    for (i, sim) in sims.iter().enumerate() {
+        let place = format!("simulations[{i}]");
+        let Some(messages) = sim.get("messages").and_then(Value::as_array) else {
+            let msg = format!("{place}: missing \"messages\" array; simulation skipped");
+            diagnostics.push(Diagnostic { line: None, message: msg });
+            continue;
+        };
+        let openai_msgs: Vec<Value> = messages.iter().map(tau2_message).collect();
+        let id = match (str_field(sim, "task_id"), str_field(sim, "trial")) {
+            (Some(task), Some(trial)) => format!("task-{task}-trial-{trial}"),
+            (Some(task), None) => format!("task-{task}"),
+            _ => format!("{name}[{i}]"),
+        };
+        let mut t = Trajectory { id, source: SourceFormat::TauBench, ..Trajectory::default() };
+        openai::read_messages(&openai_msgs, &format!("{place}.messages"), &mut t, &mut diagnostics);
+        if t.steps.is_empty() {
+            let msg = format!("{place}: no usable message; simulation skipped");
+            diagnostics.push(Diagnostic { line: None, message: msg });
+            continue;
+        }
+        mark_tool_errors(messages, &mut t);
+        let task_id = str_field(sim, "task_id").map(|s| s.into_owned());
+        for key in ["task_id", "trial", "termination_reason"] {
+            if let Some(val) = str_field(sim, key) {
+                t.metadata.push((key.into(), val.into_owned()));
+            }
+        }
+        if let Some(r) = sim.pointer("/reward_info/reward").filter(|r| !r.is_null()) {
+            t.metadata.push(("reward".into(), value_text(r)));
+        }
+        let task = tasks.iter().find(|tk| str_field(tk, "id").map(|s| s.into_owned()) == task_id);
+        match task {
+            Some(tk) => apply_tau2_task(tk, &mut t),
+            None if task_id.is_some() => diagnostics.push(Diagnostic {
+                line: None,
+                message: format!(
+                    "{place}: task {:?} is not in \"tasks\"; the task is the first user message",
+                    task_id.unwrap_or_default()
+                ),
+            }),
+            None => {}
+        }
+        if t.task.is_empty() {
+            t.task = openai::first_text(&t, "user").unwrap_or_default();
+        }
+        t.observed_output = openai::last_answer(&t);
+        trajectories.push(t);
+    }
+    if trajectories.is_empty() && sims.is_empty() {
+        return Err("τ²-bench results: \"simulations\" is empty".into());
+    }
+    Ok(Loaded { format: SourceFormat::TauBench, trajectories, diagnostics })
+}
+
+/// A τ²-bench message in the OpenAI chat shape: calls `{id, name, arguments}` under `function`,
+/// a tool message's `id` as `tool_call_id`.
+fn tau2_message(m: &Value) -> Value {
+    let mut out = m.clone();
+    let Some(obj) = out.as_object_mut() else { return out };
+    if let Some(Value::Array(calls)) = obj.get_mut("tool_calls") {
+        for c in calls.iter_mut() {
+            if c.get("function").is_some() {
+                continue;
+            }
+            let args = c.get("arguments").map(|a| match a {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            let function = serde_json::json!({"name": c.get("name").cloned().unwrap_or(Value::Null), "arguments": args.unwrap_or_default()});
+            if let Some(co) = c.as_object_mut() {
+                co.insert("function".into(), function);
+                co.entry("type").or_insert_with(|| "function".into());
+            }
+        }
+    }
+    if obj.get("role").and_then(Value::as_str) == Some("tool") && obj.get("tool_call_id").is_none() {
+        if let Some(id) = obj.get("id").cloned() {
+            obj.insert("tool_call_id".into(), id);
+        }
+    }
+    out
+}
+
+/// Tool results whose τ²-bench message has `error: true` are errors (matched by call id).
+fn mark_tool_errors(messages: &[Value], t: &mut Trajectory) {
+    let failed: Vec<String> = messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .filter(|m| m.get("error").and_then(Value::as_bool) == Some(true))
+        .filter_map(|m| str_field(m, "id").map(|s| s.into_owned()))
+        .collect();
+    for s in &mut t.steps {
+        if s.kind == crate::model::StepKind::ToolResult && s.ids.refs.iter().any(|r| failed.contains(r)) {
+            s.is_error = true;
+        }
+    }
+}
+
+/// The task text of a τ²-bench task: `user_scenario.instructions` (a string, or its structured
+/// fields `reason_for_call`, `known_info`, `unknown_info`, `task_instructions` joined by lines).
+fn apply_tau2_task(task: &Value, t: &mut Trajectory) {
+    let instructions = task.pointer("/user_scenario/instructions");
+    t.task = match instructions {
+        Some(Value::Object(fields)) => ["reason_for_call", "known_info", "unknown_info", "task_instructions"]
+            .iter()
+            .filter_map(|k| fields.get(*k).filter(|v| !v.is_null()).map(value_text))
+            .filter(|s| !s.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(other) => value_text(other).trim().to_string(),
+        None => String::new(),
+    };
+    if let Some(purpose) = task.pointer("/description/purpose").filter(|p| !p.is_null()) {
+        t.metadata.push(("purpose".into(), value_text(purpose)));
+    }
 }
 
 /// `task-<task_id>[-trial-<trial>]`, or `fallback` without a task id.

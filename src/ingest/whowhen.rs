@@ -92,7 +92,10 @@ fn history_of(doc: &Document) -> Result<(&[Value], Option<&Value>), String> {
             }
             None => {
                 let found = describe_value(v);
-                return Err(format!("expected a \"history\" array, found {found}"));
+                return Err(format!(
+                    "expected a Who&When \"history\" array, a Magentic-One log [{{role, content}}] or an AutoGen \
+                     AgentChat TaskResult {{messages: [{{source, type, content}}]}}, found {found}"
+                ));
             }
         },
         other => {
