@@ -99,18 +99,39 @@ fn unknown_op(span: &RawSpan, op: &str, diags: &mut Vec<Diagnostic>) -> Op {
 }
 
 /// The operation: `gen_ai.operation.name`, else the first word of the span name when it is a
-/// known operation, else `chat` when the span has legacy prompt/completion attributes.
+/// known operation, else `chat` when the span has legacy prompt/completion attributes or GenAI
+/// content events. Names of older or vendor conventions are mapped to the current ones
+/// ([`normalize_op`]).
 fn operation(span: &RawSpan) -> Option<String> {
     if let Some(op) = span.str("gen_ai.operation.name") {
-        return Some(op);
+        return Some(normalize_op(&op));
     }
-    let first = span.name.split_whitespace().next().unwrap_or_default();
-    let known = first == "invoke_agent" || first == "execute_tool" || LLM_OPS.contains(&first);
+    let first = normalize_op(span.name.split_whitespace().next().unwrap_or_default());
+    let known = first == "invoke_agent" || first == "execute_tool" || LLM_OPS.contains(&first.as_str());
     if known {
-        return Some(first.to_string());
+        return Some(first);
     }
-    let legacy = span.has_prefix("gen_ai.prompt.") || span.has_prefix("gen_ai.completion.");
-    (legacy || span.attrs.contains_key("gen_ai.input.messages")).then(|| "chat".to_string())
+    let legacy = span.has_prefix("gen_ai.prompt") || span.has_prefix("gen_ai.completion");
+    let events = !span.genai_events.is_empty();
+    (legacy || events || span.attrs.contains_key("gen_ai.input.messages")).then(|| "chat".to_string())
+}
+
+/// Operation names of older conventions and SDKs mapped to semconv names: `chat.completions`,
+/// `chat_completions`, `ChatCompletion` (Semantic Kernel, OpenAI SDK instrumentations) → `chat`;
+/// `text.completions`, `completions` → `text_completion`; `embedding` → `embeddings`; `tool`,
+/// `execute_function` → `execute_tool`; `agent`, `invoke` `agent` spellings → `invoke_agent`.
+pub fn normalize_op(op: &str) -> String {
+    let lower = op.trim().to_ascii_lowercase().replace(['.', '-', ' '], "_");
+    match lower.as_str() {
+        "chat_completions" | "chat_completion" | "chatcompletion" | "chatcompletions" | "chat_completions_create" => {
+            "chat".into()
+        }
+        "text_completions" | "completions" | "textcompletion" => "text_completion".into(),
+        "embedding" | "embed" => "embeddings".into(),
+        "tool" | "execute_function" | "tool_call" => "execute_tool".into(),
+        "agent" | "invoke_agents" | "agent_run" => "invoke_agent".into(),
+        _ => lower,
+    }
 }
 
 fn agent_op(span: &RawSpan) -> Op {
@@ -156,10 +177,119 @@ fn input_messages(span: &RawSpan) -> Vec<Msg> {
         }
     }
     match span.attrs.get("gen_ai.input.messages") {
-        Some(v) => out.extend(msgs_from_value(&otlp::parsed_json(v))),
+        Some(v) => out.extend(msgs_from_value(&deep_json(v))),
         None => out.extend(msgs_from_value(&otlp::unflatten(&span.attrs, "gen_ai.prompt"))),
     }
+    if let Some(Value::String(p)) = span.attrs.get("gen_ai.prompt") {
+        out.extend(msgs_or_text(p, "user"));
+    }
+    if out.iter().all(|m| m.role == "system") {
+        out.extend(event_messages(span, false));
+    }
     out
+}
+
+/// A JSON string holding JSON (possibly encoded twice, as some exporters do) decoded; other values
+/// as [`otlp::parsed_json`].
+fn deep_json(v: &Value) -> Value {
+    let mut cur = otlp::parsed_json(v);
+    for _ in 0..3 {
+        match &cur {
+            Value::String(s) if s.trim_start().starts_with(['[', '{', '"']) => match serde_json::from_str::<Value>(s) {
+                Ok(inner) => cur = inner,
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    cur
+}
+
+/// Messages held in a string (JSON, possibly encoded twice), or the string as one message of
+/// `role` when it is plain text.
+fn msgs_or_text(s: &str, role: &str) -> Vec<Msg> {
+    let decoded = deep_json(&Value::String(s.to_string()));
+    match &decoded {
+        Value::String(text) if !text.trim().is_empty() => {
+            vec![Msg { role: role.into(), name: None, parts: vec![Part::Text(text.clone())] }]
+        }
+        Value::String(_) => Vec::new(),
+        other => {
+            let msgs = msgs_from_value(other);
+            match msgs.is_empty() {
+                true => vec![Msg { role: role.into(), name: None, parts: vec![Part::Text(value_text(other))] }],
+                false => msgs,
+            }
+        }
+    }
+}
+
+/// Messages from the span's GenAI content events: inputs (`output == false`) from
+/// `gen_ai.content.prompt` and `gen_ai.{system,user,assistant,tool}.message`, outputs from
+/// `gen_ai.content.completion` and `gen_ai.choice`.
+fn event_messages(span: &RawSpan, output: bool) -> Vec<Msg> {
+    let mut out = Vec::new();
+    for ev in &span.genai_events {
+        let p = &ev.payload;
+        let body = p.get("body").filter(|b| !b.is_null());
+        match (ev.name.as_str(), output) {
+            ("gen_ai.content.prompt", false) => {
+                let v = p.get("gen_ai.prompt").or(body).cloned().unwrap_or(Value::Null);
+                out.extend(msgs_or_text(&value_or_text(&v), "user"));
+            }
+            ("gen_ai.content.completion", true) => {
+                let v = p.get("gen_ai.completion").or(body).cloned().unwrap_or(Value::Null);
+                out.extend(msgs_or_text(&value_or_text(&v), "assistant"));
+            }
+            ("gen_ai.choice", true) => {
+                let b = body.unwrap_or(p);
+                let msg = b.get("message").unwrap_or(b);
+                out.extend(role_message(msg, "assistant"));
+            }
+            (name, false) if name.ends_with(".message") => {
+                let role = name.trim_start_matches("gen_ai.").trim_end_matches(".message");
+                out.extend(role_message(body.unwrap_or(p), role));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A string value as is, other JSON written out.
+fn value_or_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One event body `{content, tool_calls, id}` as a message of `role` (the body's own `role`
+/// wins); a tool message's `id` is the call it answers.
+fn role_message(body: &Value, role: &str) -> Option<Msg> {
+    let mut obj = match deep_json(body) {
+        Value::Object(m) => m,
+        Value::String(s) => {
+            let mut m = serde_json::Map::new();
+            m.insert("content".into(), Value::String(s));
+            m
+        }
+        _ => return None,
+    };
+    obj.entry("role").or_insert_with(|| Value::String(role.to_string()));
+    if role == "tool"
+        && !obj.contains_key("tool_call_id")
+        && let Some(id) = obj.get("id").cloned()
+    {
+        obj.insert("tool_call_id".into(), id);
+    }
+    if let Some(Value::String(c)) = obj.get("content").cloned() {
+        let inner = deep_json(&Value::String(c));
+        if inner.is_array() || inner.is_object() {
+            obj.insert("content".into(), inner);
+        }
+    }
+    super::messages::msg_from_value(&Value::Object(obj))
 }
 
 /// `gen_ai.system_instructions`: a list of parts or plain text.
@@ -178,11 +308,21 @@ fn system_text(v: &Value) -> String {
 /// `gen_ai.output` (a JSON list of `{tool.name, tool.args}` calls, or the answer text).
 fn output_messages(span: &RawSpan) -> Vec<Msg> {
     if let Some(v) = span.attrs.get("gen_ai.output.messages") {
-        return msgs_from_value(&otlp::parsed_json(v));
+        return match deep_json(v) {
+            Value::String(text) => msgs_or_text(&text, "assistant"),
+            other => msgs_from_value(&other),
+        };
     }
     let legacy = msgs_from_value(&otlp::unflatten(&span.attrs, "gen_ai.completion"));
     if !legacy.is_empty() {
         return legacy;
+    }
+    if let Some(Value::String(c)) = span.attrs.get("gen_ai.completion") {
+        return msgs_or_text(c, "assistant");
+    }
+    let events = event_messages(span, true);
+    if !events.is_empty() {
+        return events;
     }
     match span.attrs.get("gen_ai.output") {
         Some(v) => vec![any_agent_output(v)],

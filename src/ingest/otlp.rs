@@ -54,6 +54,20 @@ pub struct RawSpan {
     pub scope: Option<String>,
     /// Where the span is, for diagnostics (`span 03491beea3cb073d (chat gpt-4o-mini)`).
     pub place: String,
+    /// GenAI content events of the span, in order: span events and log records named
+    /// `gen_ai.content.prompt` / `gen_ai.content.completion` (semconv before 1.27) or
+    /// `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` (1.27–1.36).
+    pub genai_events: Vec<GenAiEvent>,
+}
+
+/// One GenAI content event: its name and payload (the `body` of a log record, or the attributes
+/// of a span event as an object).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GenAiEvent {
+    /// The event name (`gen_ai.user.message`, `gen_ai.content.prompt`).
+    pub name: String,
+    /// The body or the attributes.
+    pub payload: Value,
 }
 
 impl RawSpan {
@@ -81,27 +95,101 @@ impl RawSpan {
 }
 
 /// Whether `doc` is OTLP/JSON: an object with `resourceSpans`, or JSON Lines of such objects.
+///
+/// OTLP logs (`resourceLogs`) count when they carry GenAI events (log-based GenAI semconv).
 pub fn is_otlp(doc: &Document) -> bool {
+    let genai_logs = |v: &Value| {
+        v.get("resourceLogs").and_then(Value::as_array).is_some_and(|rl| {
+            rl.iter()
+                .filter_map(|r| r.get("scopeLogs").and_then(Value::as_array))
+                .flatten()
+                .filter_map(|sl| sl.get("logRecords").and_then(Value::as_array))
+                .flatten()
+                .any(|rec| {
+                    let named = rec.get("eventName").and_then(Value::as_str);
+                    let attr = rec.get("attributes").map(attr_list).and_then(|a| a.get("event.name").map(value_text));
+                    named.map(str::to_string).or(attr).is_some_and(|n| n.starts_with("gen_ai."))
+                })
+        })
+    };
+    let is_request = |v: &Value| v.get("resourceSpans").is_some_and(Value::is_array) || genai_logs(v);
     match doc {
-        Document::Json(v) => v.get("resourceSpans").is_some_and(Value::is_array),
-        Document::Lines { values, .. } => {
-            !values.is_empty() && values.iter().all(|(_, v)| v.get("resourceSpans").is_some_and(Value::is_array))
-        }
+        Document::Json(v) => is_request(v),
+        Document::Lines { values, .. } => !values.is_empty() && values.iter().all(|(_, v)| is_request(v)),
     }
 }
 
 /// All spans of an OTLP/JSON document, in document order; bad spans become diagnostics.
+///
+/// GenAI events sent as log records (`resourceLogs`, in the same document) are attached to their
+/// spans, see [`GenAiEvent`].
 pub fn otlp_spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Vec<RawSpan> {
     let mut out = Vec::new();
-    match doc {
-        Document::Json(v) => request_spans(v, None, &mut out, diags),
-        Document::Lines { values, .. } => {
-            for (line, v) in values {
-                request_spans(v, Some(*line), &mut out, diags);
+    let values: Vec<(Option<usize>, &Value)> = match doc {
+        Document::Json(v) => vec![(None, v)],
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (Some(*l), v)).collect(),
+    };
+    for (line, v) in &values {
+        request_spans(v, *line, &mut out, diags);
+    }
+    attach_logs(&values, &mut out);
+    out
+}
+
+/// GenAI events sent as OTLP log records (`resourceLogs[].scopeLogs[].logRecords[]`, the event
+/// name in `eventName` or the `event.name` attribute, the content in `body`), attached to the span
+/// of their `spanId`. Records whose span is not in the document make a `chat` span of their own
+/// per span id (or per trace when they carry no span id).
+fn attach_logs(doc_values: &[(Option<usize>, &Value)], out: &mut Vec<RawSpan>) {
+    for (_, v) in doc_values {
+        let resource_logs = v.get("resourceLogs").and_then(Value::as_array);
+        for (r, rl) in resource_logs.into_iter().flatten().enumerate() {
+            let scope_logs = rl.get("scopeLogs").and_then(Value::as_array);
+            for (s, sl) in scope_logs.into_iter().flatten().enumerate() {
+                let records = sl.get("logRecords").and_then(Value::as_array);
+                for (k, rec) in records.into_iter().flatten().enumerate() {
+                    let attrs = rec.get("attributes").map(attr_list).unwrap_or_default();
+                    let name = rec
+                        .get("eventName")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .or_else(|| attrs.get("event.name").map(value_text))
+                        .unwrap_or_default();
+                    if !name.starts_with("gen_ai.") {
+                        continue;
+                    }
+                    let mut payload: serde_json::Map<String, Value> = attrs.into_iter().collect();
+                    payload.insert("body".into(), rec.get("body").map(any_value).unwrap_or(Value::Null));
+                    let event = GenAiEvent { name, payload: Value::Object(payload) };
+                    let span_id = rec.get("spanId").and_then(norm_id);
+                    let trace_id = rec.get("traceId").and_then(norm_id);
+                    let key = span_id.clone().or_else(|| trace_id.clone()).unwrap_or_else(|| "log".into());
+                    match out.iter_mut().find(|sp| sp.span_id == key) {
+                        Some(sp) => sp.genai_events.push(event),
+                        None => {
+                            let time =
+                                rec.get("timeUnixNano").or_else(|| rec.get("observedTimeUnixNano")).map(value_text);
+                            let mut attrs = Attrs::new();
+                            attrs.insert("gen_ai.operation.name".into(), Value::from("chat"));
+                            out.push(RawSpan {
+                                trace_id,
+                                place: format!(
+                                    "log records of span {key} at resourceLogs[{r}].scopeLogs[{s}].logRecords[{k}]"
+                                ),
+                                span_id: key,
+                                name: "chat".into(),
+                                sort_key: time.as_deref().map(sort_key),
+                                start: time,
+                                attrs,
+                                genai_events: vec![event],
+                                ..RawSpan::default()
+                            });
+                        }
+                    }
+                }
             }
         }
     }
-    out
 }
 
 fn request_spans(v: &Value, line: Option<usize>, out: &mut Vec<RawSpan>, diags: &mut Vec<Diagnostic>) {
@@ -204,14 +292,23 @@ pub fn list_span(v: &Value, at: &str) -> Result<RawSpan, String> {
 
 fn read_events(events: Option<&Value>, span: &mut RawSpan) {
     for ev in events.and_then(Value::as_array).into_iter().flatten() {
-        if ev.get("name").and_then(Value::as_str) != Some("exception") {
-            continue;
-        }
+        let name = ev.get("name").and_then(Value::as_str).unwrap_or_default();
         let attrs = match ev.get("attributes") {
             Some(a @ Value::Array(_)) => attr_list(a),
             Some(a) => attr_object(a),
             None => Attrs::new(),
         };
+        if name.starts_with("gen_ai.") {
+            let mut payload: serde_json::Map<String, Value> = attrs.into_iter().collect();
+            if let Some(body) = ev.get("body") {
+                payload.insert("body".into(), any_value(body));
+            }
+            span.genai_events.push(GenAiEvent { name: name.to_string(), payload: Value::Object(payload) });
+            continue;
+        }
+        if name != "exception" {
+            continue;
+        }
         let text = |k: &str| attrs.get(k).map(value_text).unwrap_or_default();
         let msg = format!("{}: {}", text("exception.type"), text("exception.message"));
         span.is_error = true;
