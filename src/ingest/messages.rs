@@ -215,6 +215,17 @@ fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
             name: text("name"),
             args: b.get("input").map(args_text).unwrap_or_default(),
         },
+        // Vercel AI SDK message parts.
+        "tool-call" => Part::ToolCall {
+            id: id_text(b.get("toolCallId")),
+            name: text("toolName"),
+            args: b.get("args").or_else(|| b.get("input")).map(args_text).unwrap_or_default(),
+        },
+        "tool-result" => Part::ToolResponse {
+            id: id_text(b.get("toolCallId")),
+            text: b.get("result").or_else(|| b.get("output")).map(value_text).unwrap_or_default(),
+            is_error: b.get("isError").and_then(Value::as_bool) == Some(true),
+        },
         "tool_result" => Part::ToolResponse {
             id: id_text(b.get("tool_use_id")),
             text: b.get("content").map(block_text).unwrap_or_default(),

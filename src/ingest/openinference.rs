@@ -21,7 +21,9 @@
 //!
 //! Layouts: OTLP/JSON (see [`super::otlp`]); a span list `[{name, context: {trace_id, span_id},
 //! parent_id, span_kind, start_time, status_code, attributes, ...}]` bare or under `spans` / `data`;
-//! an attribute map `{"openinference.span.kind": ..., ...}` (one span, as Arize's test fixtures).
+//! an attribute map `{"openinference.span.kind": ..., ...}` (one span, as Arize's test fixtures);
+//! a TRAIL trace `{trace_id, spans: [tree]}` whose spans nest in `child_spans` and keep their
+//! flattened attributes in `span_attributes` (TRAIL benchmark, Patronus AI 2025).
 
 use serde_json::Value;
 
@@ -57,8 +59,49 @@ fn span_list(v: &Value) -> Option<&Vec<Value>> {
 
 fn is_oi_list(items: &[Value]) -> bool {
     let has_id = |s: &Value| s.pointer("/context/span_id").is_some() || s.get("span_id").is_some();
-    let is_oi = |s: &Value| s.get("span_kind").is_some() || s.get("attributes").and_then(|a| a.get(KIND_KEY)).is_some();
+    let is_oi = |s: &Value| {
+        s.get("span_kind").is_some()
+            || s.get("attributes").and_then(|a| a.get(KIND_KEY)).is_some()
+            || s.get("span_attributes").and_then(|a| a.get(KIND_KEY)).is_some()
+            || s.get("child_spans").is_some_and(Value::is_array)
+    };
     items.iter().any(|s| has_id(s) && is_oi(s))
+}
+
+/// A TRAIL trace (Patronus, 2025: `{trace_id, spans: [tree]}`, each span `{span_id,
+/// parent_span_id, span_name, span_kind?, span_attributes, timestamp, duration, status_code,
+/// status_message, logs, child_spans: [...]}`) flattened, depth first, into span-list items of the
+/// OpenInference JSON shape. Spans of other lists are returned as they are. Iterative, so nesting
+/// depth does not matter.
+fn flatten_tree(items: &[Value], trace_id: Option<&Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(&Value, Option<Value>)> = items.iter().rev().map(|s| (s, None)).collect();
+    while let Some((span, parent)) = stack.pop() {
+        if span.get("span_attributes").is_none() && span.get("child_spans").is_none() {
+            out.push(span.clone());
+            continue;
+        }
+        let id = span.get("span_id").cloned().unwrap_or(Value::Null);
+        let parent = span.get("parent_span_id").filter(|p| !p.is_null()).cloned().or(parent);
+        let mut item = serde_json::Map::new();
+        let field = |k: &str| span.get(k).cloned().unwrap_or(Value::Null);
+        item.insert("name".into(), span.get("span_name").or_else(|| span.get("name")).cloned().unwrap_or_default());
+        let trace = span.get("trace_id").or(trace_id).cloned().unwrap_or(Value::Null);
+        item.insert("context".into(), serde_json::json!({"trace_id": trace, "span_id": id}));
+        item.insert("parent_id".into(), parent.unwrap_or(Value::Null));
+        item.insert("start_time".into(), field("timestamp"));
+        item.insert("status_code".into(), field("status_code"));
+        item.insert("status_message".into(), field("status_message"));
+        item.insert("attributes".into(), span.get("span_attributes").cloned().unwrap_or_else(|| serde_json::json!({})));
+        if let Some(k) = span.get("span_kind") {
+            item.insert("span_kind".into(), k.clone());
+        }
+        out.push(Value::Object(item));
+        for child in span.get("child_spans").and_then(Value::as_array).into_iter().flatten().rev() {
+            stack.push((child, Some(id.clone())));
+        }
+    }
+    out
 }
 
 /// Loads an OpenInference document named `name`; one trajectory per trace id.
@@ -95,6 +138,7 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, St
         }]);
     }
     let items = span_list(v).ok_or("expected a span list")?;
+    let items = &flatten_tree(items, v.get("trace_id"));
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match otlp::list_span(item, &format!("spans[{i}]")) {

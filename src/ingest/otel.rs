@@ -19,6 +19,22 @@
 //!
 //! Tokens: `gen_ai.usage.input_tokens` / `output_tokens` (legacy `prompt_tokens` /
 //! `completion_tokens`). Errors: status code ERROR, `error.type`, `exception` events.
+//!
+//! Generations of the conventions, all read: the JSON `gen_ai.input.messages` /
+//! `gen_ai.output.messages` attributes (semconv 1.37+, 2025; also written doubly encoded or as a
+//! plain string); span events or log records `gen_ai.{system,user,assistant,tool}.message` and
+//! `gen_ai.choice` (1.27–1.36, 2024–2025); the indexed `gen_ai.prompt.N.*` /
+//! `gen_ai.completion.N.*` attributes and the `gen_ai.content.prompt` / `gen_ai.content.completion`
+//! events with a JSON `gen_ai.prompt` / `gen_ai.completion` (before 1.27: OpenLLMetry, Semantic
+//! Kernel). Operation names of those conventions (`chat.completions`) are mapped by
+//! [`normalize_op`].
+//!
+//! Vercel AI SDK spans (`ai.operationId`, AI SDK 3.3–5): `ai.generateText.doGenerate` /
+//! `ai.streamText.doStream` (and the `Object` variants) are model calls with `ai.prompt.messages`
+//! in and `ai.response.text` / `ai.response.toolCalls` out; `ai.toolCall` is a tool execution
+//! (`ai.toolCall.{name, id, args | input, result | output}`); the outer `ai.generateText` and
+//! other operations are scopes. Tokens: `ai.usage.{promptTokens, completionTokens}` or
+//! `{inputTokens, outputTokens}`.
 
 use serde_json::Value;
 
@@ -64,6 +80,10 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
     n.is_error = span.is_error || span.attrs.contains_key("error.type");
     n.error = span.error.clone().or_else(|| span.str("error.type"));
     n.tokens = tokens(span);
+    if span.attrs.contains_key("ai.operationId") {
+        vercel(span, &mut n);
+        return n;
+    }
     let op = operation(span);
     n.role = op.clone().unwrap_or_else(|| span.name.clone());
     n.op = match op.as_deref() {
@@ -177,7 +197,10 @@ fn input_messages(span: &RawSpan) -> Vec<Msg> {
         }
     }
     match span.attrs.get("gen_ai.input.messages") {
-        Some(v) => out.extend(msgs_from_value(&deep_json(v))),
+        Some(v) => match deep_json(v) {
+            Value::String(text) => out.extend(msgs_or_text(&text, "user")),
+            other => out.extend(msgs_from_value(&other)),
+        },
         None => out.extend(msgs_from_value(&otlp::unflatten(&span.attrs, "gen_ai.prompt"))),
     }
     if let Some(Value::String(p)) = span.attrs.get("gen_ai.prompt") {
@@ -348,4 +371,64 @@ fn any_agent_output(v: &Value) -> Msg {
         .collect();
     let parts = if calls.is_empty() { vec![Part::Text(value_text(v))] } else { calls };
     Msg { role: "assistant".into(), name: None, parts }
+}
+
+/// A Vercel AI SDK span (see the module doc) as a node.
+fn vercel(span: &RawSpan, n: &mut Node) {
+    let op = span.str("ai.operationId").unwrap_or_default();
+    n.role = op.clone();
+    let usage = |a: &str, b: &str| span.uint(a).or_else(|| span.uint(b));
+    let input = usage("ai.usage.promptTokens", "ai.usage.inputTokens");
+    let output = usage("ai.usage.completionTokens", "ai.usage.outputTokens");
+    if input.is_some() || output.is_some() {
+        n.tokens = Some(TokenCounts { input: input.unwrap_or(0), output: output.unwrap_or(0) });
+    }
+    if op == "ai.toolCall" {
+        let name = span.str("ai.toolCall.name").unwrap_or_default();
+        n.input_text = span.str("ai.toolCall.args").or_else(|| span.str("ai.toolCall.input"));
+        n.output_text = span.str("ai.toolCall.result").or_else(|| span.str("ai.toolCall.output"));
+        n.op = Op::Tool { name, call_id: span.str("ai.toolCall.id") };
+        return;
+    }
+    if !(op.ends_with(".doGenerate") || op.ends_with(".doStream")) {
+        n.op = Op::Scope;
+        return;
+    }
+    n.op = Op::Llm;
+    n.input = match span.attrs.get("ai.prompt.messages") {
+        Some(v) => msgs_from_value(&deep_json(v)),
+        None => span.attrs.get("ai.prompt").map(|p| vercel_prompt(&deep_json(p))).unwrap_or_default(),
+    };
+    let mut parts = Vec::new();
+    if let Some(text) = span.str("ai.response.text").filter(|t| !t.is_empty()) {
+        parts.push(Part::Text(text));
+    }
+    for call in
+        deep_json(span.attrs.get("ai.response.toolCalls").unwrap_or(&Value::Null)).as_array().into_iter().flatten()
+    {
+        let args = call.get("args").or_else(|| call.get("input")).map(value_text).unwrap_or_default();
+        parts.push(Part::ToolCall {
+            id: call.get("toolCallId").map(value_text),
+            name: call.get("toolName").map(value_text).unwrap_or_default(),
+            args,
+        });
+    }
+    if !parts.is_empty() {
+        n.output = vec![Msg { role: "assistant".into(), name: None, parts }];
+    }
+}
+
+/// The outer `ai.prompt` `{system?, prompt?, messages?}` as messages.
+fn vercel_prompt(p: &Value) -> Vec<Msg> {
+    let mut out = Vec::new();
+    if let Some(system) = p.get("system").and_then(Value::as_str) {
+        out.push(Msg { role: "system".into(), name: None, parts: vec![Part::Text(system.to_string())] });
+    }
+    if let Some(prompt) = p.get("prompt").and_then(Value::as_str) {
+        out.push(Msg { role: "user".into(), name: None, parts: vec![Part::Text(prompt.to_string())] });
+    }
+    if let Some(m) = p.get("messages") {
+        out.extend(msgs_from_value(m));
+    }
+    out
 }
