@@ -2,7 +2,8 @@
 //!
 //! Text output: a header block (file, format, trajectory id, task, expected and observed output,
 //! agents, gold label, metadata), one line per step (`index  agent  kind  first line`, the gold
-//! step marked with `*`), then the diagnostics. Every piece of trace text is passed through
+//! step marked with `*`), then, when anything was, how much was skipped (records dropped with a
+//! diagnostic, lines that are not steps by design) and the diagnostics. Every piece of trace text is passed through
 //! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
 //! [`InspectReport`] instead; its serde types live here, at the edge, not in the model.
 
@@ -14,7 +15,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::ingest::{FormatChoice, Loaded, fs::load_path_with};
+use crate::ingest::{FormatChoice, Loaded, Skipped, fs::load_path_with};
 use crate::model::{Diagnostic, Step, StepKind, Trajectory};
 use crate::text::{clip, first_line, sanitize};
 
@@ -64,6 +65,12 @@ pub fn render_text(path: &str, loaded: &Loaded) -> String {
     field(&mut s, "format", loaded.format.as_str());
     for t in &loaded.trajectories {
         render_trajectory(&mut s, t);
+    }
+    let skipped = loaded.skipped();
+    if skipped != Skipped::default() {
+        let text =
+            format!("{} records (see diagnostics), {} lines that are not steps", skipped.records, skipped.not_steps);
+        field(&mut s, "skipped", &text);
     }
     render_diagnostics(&mut s, &loaded.diagnostics);
     s
@@ -158,8 +165,20 @@ pub struct InspectReport<'a> {
     pub format: &'static str,
     /// The trajectories, in file order.
     pub trajectories: Vec<TrajectoryReport<'a>>,
+    /// What did not become steps: records dropped with a diagnostic, and lines or messages of
+    /// the format that are not steps by design.
+    pub skipped: SkippedReport,
     /// Problems that did not stop the load.
     pub diagnostics: Vec<DiagnosticReport>,
+}
+
+/// The `skipped` counts of the JSON report.
+#[derive(Debug, Serialize)]
+pub struct SkippedReport {
+    /// Records dropped with a diagnostic (unreadable, or sent twice and loaded once).
+    pub records: usize,
+    /// Lines or messages that are not steps by design (counted per type in the metadata).
+    pub not_steps: usize,
 }
 
 impl<'a> InspectReport<'a> {
@@ -169,6 +188,10 @@ impl<'a> InspectReport<'a> {
             file,
             format: loaded.format.as_str(),
             trajectories: loaded.trajectories.iter().map(TrajectoryReport::new).collect(),
+            skipped: {
+                let k = loaded.skipped();
+                SkippedReport { records: k.records, not_steps: k.not_steps }
+            },
             diagnostics: loaded
                 .diagnostics
                 .iter()

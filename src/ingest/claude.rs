@@ -149,6 +149,8 @@ struct Reader {
     steps: Vec<Step>,
     /// uuid → (first, last) step of the line, for lines with steps.
     by_uuid: HashMap<String, (usize, usize)>,
+    /// uuid → the 1-based line that first carried it.
+    line_of: HashMap<String, usize>,
     /// uuid → parentUuid for every line (noise lines included).
     parent_of: HashMap<String, Option<String>>,
     /// (first step, parentUuid) of every line with steps.
@@ -177,6 +179,18 @@ impl Reader {
             .and_then(Value::as_str)
             .or_else(|| v.get("logicalParentUuid").and_then(Value::as_str))
             .map(str::to_string);
+        if let Some(u) = &uuid {
+            if parent.as_deref() == Some(u.as_str()) {
+                ctx.diagnostics.push(who.diag(no, format!("line {u:?} is its own parent; read as a root")));
+            }
+            if let Some(&first) = self.line_of.get(u) {
+                // The same record written twice (a resumed or retried session): one step.
+                ctx.diagnostics.push(who.diag(no, format!("line repeats uuid {u:?} of line {first}; loaded once")));
+                return;
+            }
+            self.line_of.insert(u.clone(), no);
+        }
+        let parent = parent.filter(|p| Some(p) != uuid.as_ref());
         if let Some(u) = &uuid {
             self.parent_of.insert(u.clone(), parent.clone());
         }

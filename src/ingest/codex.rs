@@ -258,8 +258,18 @@ struct Reader {
 fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Read {
     let mut dupes = Dupes::scan(lines);
     let mut r = Reader::default();
+    let mut sent: HashMap<String, usize> = HashMap::new();
     for &(no, v) in lines {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
+        // A record written twice (same time, type and payload) is one step.
+        if ty == "response_item" && v.get("timestamp").is_some() {
+            let key = v.to_string();
+            if let Some(first) = sent.get(&key) {
+                ctx.diagnostics.push(who.diag(no, format!("line repeats line {first}; loaded once")));
+                continue;
+            }
+            sent.insert(key, no);
+        }
         let Some(p) = v.get("payload").filter(|p| p.is_object()) else {
             ctx.diagnostics.push(who.diag(no, "line without a \"payload\" object skipped".into()));
             continue;

@@ -333,6 +333,41 @@ fn finish(path: &str, mut loaded: Loaded) -> Result<Loaded, LoadError> {
     Ok(loaded)
 }
 
+/// What a load left out, for `inspect`: records dropped with a diagnostic (unreadable, or sent
+/// twice and loaded once) and lines or messages of the format that are not steps by design
+/// (Claude Code `progress` lines, Codex `turn_context`, AgentChat speaker selections), counted in
+/// the `*_not_steps` metadata of each trajectory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Skipped {
+    /// Records dropped with a diagnostic naming them.
+    pub records: usize,
+    /// Lines or messages that are not steps by design.
+    pub not_steps: usize,
+}
+
+impl Loaded {
+    /// How much of the document did not become steps (see [`Skipped`]).
+    pub fn skipped(&self) -> Skipped {
+        let records = self
+            .diagnostics
+            .iter()
+            .filter(|d| {
+                let m = &d.message;
+                (m.contains("skipped") && !m.contains("names a skipped")) || m.contains("loaded once")
+            })
+            .count();
+        let not_steps = self
+            .trajectories
+            .iter()
+            .flat_map(|t| &t.metadata)
+            .filter(|(k, _)| k.ends_with("_not_steps"))
+            .flat_map(|(_, v)| v.split(", "))
+            .filter_map(|part| part.rsplit(' ').next()?.parse::<usize>().ok())
+            .sum();
+        Skipped { records, not_steps }
+    }
+}
+
 /// `" (first diagnostic; N more)"`, or empty when there is none: the reason a load came up empty.
 fn first_reason(diagnostics: &[Diagnostic]) -> String {
     match diagnostics {

@@ -205,13 +205,17 @@ fn request_spans(v: &Value, line: Option<usize>, out: &mut Vec<RawSpan>, diags: 
                 .and_then(Value::as_str);
             let spans = ss.get("spans").and_then(Value::as_array);
             for (k, sp) in spans.into_iter().flatten().enumerate() {
-                let at = format!("resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
+                let path = format!("resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
+                let at = match line {
+                    Some(l) => format!("line {l} {path}"),
+                    None => path.clone(),
+                };
                 match otlp_span(sp, &at) {
                     Ok(mut span) => {
                         span.scope = scope.map(str::to_string);
                         out.push(span);
                     }
-                    Err(msg) => diags.push(Diagnostic { line, message: format!("{at} skipped: {msg}") }),
+                    Err(msg) => diags.push(Diagnostic { line, message: format!("{path} skipped: {msg}") }),
                 }
             }
         }

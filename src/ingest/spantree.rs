@@ -149,7 +149,8 @@ pub fn build(nodes: &[Node]) -> Built {
     let mut diagnostics = Vec::new();
     let (roots, children) = tree(nodes, &mut diagnostics);
     let mut em = Emitter::default();
-    let mut visited = vec![false; nodes.len()];
+    // Repeated nodes (a span sent twice) are neither roots nor children: mark them done.
+    let mut visited: Vec<bool> = repeated(nodes);
     for &r in &roots {
         em.walk(nodes, &children, r, &mut visited);
     }
@@ -171,24 +172,36 @@ pub fn build(nodes: &[Node]) -> Built {
 /// Roots and child lists, each sorted by `(sort_key, document order)`.
 fn tree(nodes: &[Node], diagnostics: &mut Vec<Diagnostic>) -> (Vec<usize>, Vec<Vec<usize>>) {
     let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let skip = repeated(nodes);
     for (i, n) in nodes.iter().enumerate() {
-        if by_id.contains_key(n.id.as_str()) {
-            diagnostics.push(Diagnostic {
+        match by_id.get(n.id.as_str()) {
+            Some(&first) => diagnostics.push(Diagnostic {
                 line: None,
-                message: format!("{}: id {:?} is used twice; the first holds", n.place, n.id),
-            });
-        } else {
-            by_id.insert(n.id.as_str(), i);
+                message: format!(
+                    "{}: id {:?} was sent twice (first at {}); loaded once, the first holds",
+                    n.place, n.id, nodes[first].place
+                ),
+            }),
+            None => {
+                by_id.insert(n.id.as_str(), i);
+            }
         }
     }
     let mut roots = Vec::new();
     let mut children = vec![Vec::new(); nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, n) in nodes.iter().enumerate().filter(|(i, _)| !skip[*i]) {
         match n.parent.as_deref().filter(|p| !p.is_empty()) {
             None => roots.push(i),
             Some(p) => match by_id.get(p) {
                 Some(&j) if j != i => children[j].push(i),
-                _ => {
+                Some(_) => {
+                    diagnostics.push(Diagnostic {
+                        line: None,
+                        message: format!("{}: is its own parent; loaded as a root", n.place),
+                    });
+                    roots.push(i);
+                }
+                None => {
                     diagnostics.push(Diagnostic {
                         line: None,
                         message: format!("{}: parent {p:?} is not in the trace; loaded as a root", n.place),
@@ -204,6 +217,12 @@ fn tree(nodes: &[Node], diagnostics: &mut Vec<Diagnostic>) -> (Vec<usize>, Vec<V
         c.sort_by_key(key);
     }
     (roots, children)
+}
+
+/// `true` for each node whose id an earlier node already has (a span or record sent twice).
+fn repeated(nodes: &[Node]) -> Vec<bool> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    nodes.iter().map(|n| !seen.insert(n.id.as_str())).collect()
 }
 
 /// Walk frames: enter a node, or leave an agent node (to emit its output after its children).
@@ -765,5 +784,19 @@ mod tests {
         assert_eq!(built.steps.len(), 3);
         assert_eq!(built.diagnostics.len(), 2, "{:?}", built.diagnostics);
         assert!(built.diagnostics[0].message.contains("parent \"zz\""));
+        assert!(built.diagnostics[1].message.contains("parent chain loops back to itself"));
+    }
+
+    #[test]
+    fn a_node_sent_twice_is_one_step_and_a_self_parent_is_reported() {
+        let a = node("a", None, Op::Event);
+        let again = node("a", None, Op::Event);
+        let own = node("s", Some("s"), Op::Event);
+        let built = build(&[a, again, own]);
+        assert_eq!(built.steps.len(), 2);
+        let msgs: Vec<&str> = built.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(msgs[0].contains("was sent twice"), "{msgs:?}");
+        assert!(msgs[1].ends_with("is its own parent; loaded as a root"), "{msgs:?}");
     }
 }
