@@ -198,7 +198,8 @@ impl Reader {
             let text = r.get("content").map(value_text).unwrap_or_default();
             let s = self.push(m, source, "ToolCallExecutionEvent", StepKind::ToolResult, text);
             self.steps[s].tool_name = r.get("name").and_then(Value::as_str).map(str::to_string);
-            self.steps[s].is_error = r.get("is_error").and_then(Value::as_bool) == Some(true);
+            self.steps[s].is_error = r.get("is_error").and_then(Value::as_bool) == Some(true)
+                || failed_exit(&self.steps[s].content).is_some();
             if let Some(id) = r.get("call_id").map(value_text).filter(|i| !i.is_empty()) {
                 if let Some(&c) = self.calls.get(&id) {
                     self.links.push(Link { from: c, to: s, kind: LinkKind::ToolResult });

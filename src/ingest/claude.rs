@@ -40,7 +40,7 @@ use serde_json::Value;
 use super::messages::{REDACTED_THINKING, block_text, placeholder};
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, Loaded, Related, parse_document, value_text};
+use super::{Document, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
 
 /// The name of the main session's agent.
@@ -377,7 +377,8 @@ impl Reader {
             self.agent_ids.entry(id.clone()).or_insert(agent_id);
         }
         let s = self.push(v, role, agent, StepKind::ToolResult, text);
-        self.steps[s].is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+        self.steps[s].is_error =
+            b.get("is_error").and_then(Value::as_bool) == Some(true) || failed_exit(&self.steps[s].content).is_some();
         self.steps[s].ids.refs.push(id.clone());
         self.results.push((s, id));
     }

@@ -636,11 +636,18 @@ pub fn value_text(v: &Value) -> String {
 /// The non-zero exit code a tool output reports, in any common wording: `Exit code: N`,
 /// `Process exited with code N`, `exit status N` (also cargo's `(exit status: N)`), `exitcode: N`.
 /// `None` when the output reports none or reports 0.
+///
+/// The wording must start a line (after spaces or list marks), or be cargo's parenthesised
+/// `(exit status: N)`, so that prose mentioning an exit code in passing is not an error.
 pub fn failed_exit(text: &str) -> Option<i64> {
     static EXIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)(?:exit ?code|exited with code|exit status)\s*:?\s*(-?\d+)").expect("valid regex")
+        regex::Regex::new(
+            r"(?im)^[\s>*#-]*(?:process |command )?(?:exit ?code|exited with code|exit status)\s*:?\s*(-?\d+)|\(exit (?:code|status):?\s*(-?\d+)\)",
+        )
+        .expect("valid regex")
     });
-    let code = EXIT.captures(text)?.get(1)?.as_str().parse::<i64>().ok()?;
+    let caps = EXIT.captures(text)?;
+    let code = caps.get(1).or_else(|| caps.get(2))?.as_str().parse::<i64>().ok()?;
     (code != 0).then_some(code)
 }
 
@@ -719,6 +726,60 @@ mod tests {
         assert_eq!(FormatChoice::parse("otel-genai"), Ok(FormatChoice::Force(SourceFormat::OtelGenAi)));
         let msg = FormatChoice::parse("otlp").unwrap_err();
         assert!(msg.starts_with("unknown format \"otlp\", expected one of: auto,"), "{msg}");
+    }
+
+    #[test]
+    fn failed_exits_in_every_wording() {
+        assert_eq!(failed_exit("Exit code: 2\nWall time: 1s"), Some(2));
+        assert_eq!(failed_exit("Chunk ID: 5f2a\nProcess exited with code 101\nOutput:"), Some(101));
+        assert_eq!(failed_exit("exit status 1"), Some(1));
+        assert_eq!(failed_exit("error: process didn't exit successfully: `x` (exit status: 101)"), Some(101));
+        assert_eq!(failed_exit("exitcode: 1 (execution failed)"), Some(1));
+        assert_eq!(failed_exit("Process exited with code 0"), None);
+        assert_eq!(failed_exit("the docs say exit code 3 means busy"), None);
+    }
+
+    #[test]
+    fn utf16_and_utf32_with_or_without_bom_decode() {
+        let json = "{\"messages\":[{\"role\":\"user\",\"content\":\"é 17\"}]}";
+        let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(json.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let be: Vec<u8> = [0xFE, 0xFF].into_iter().chain(json.encode_utf16().flat_map(u16::to_be_bytes)).collect();
+        let bare_le: Vec<u8> = json.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let utf32: Vec<u8> =
+            [0xFF, 0xFE, 0, 0].into_iter().chain(json.chars().flat_map(|c| (c as u32).to_le_bytes())).collect();
+        let bom8: Vec<u8> = [0xEF, 0xBB, 0xBF].into_iter().chain(json.bytes()).collect();
+        for bytes in [le, be, bare_le, utf32, bom8] {
+            let t = &parse("w.json", &bytes, None).unwrap().trajectories[0];
+            assert_eq!(t.task, "é 17");
+        }
+        let mut odd = vec![0xFF, 0xFE];
+        odd.extend(json.encode_utf16().flat_map(u16::to_le_bytes));
+        odd.push(b'x');
+        assert_eq!(
+            parse("w.json", &odd, None).unwrap_err().to_string(),
+            format!(
+                "w.json: invalid UTF-16LE with BOM (bad code unit at byte offset {}), expected a JSON or JSONL trace",
+                odd.len() - 1
+            )
+        );
+        let lone: Vec<u8> = vec![0xFF, 0xFE, b'[', 0, 0x00, 0xD8, b']', 0];
+        assert!(
+            parse("w.json", &lone, None)
+                .unwrap_err()
+                .to_string()
+                .contains("invalid UTF-16LE with BOM (bad code unit at byte offset 4)")
+        );
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_named() {
+        let deep = format!("{}{}", "[".repeat(MAX_NESTING + 1), "]".repeat(MAX_NESTING + 1));
+        assert_eq!(
+            parse("d.json", deep.as_bytes(), None).unwrap_err().to_string(),
+            format!("d.json:1: JSON nested deeper than {MAX_NESTING} levels, the most falat reads")
+        );
+        // Brackets inside strings do not count.
+        assert_eq!(too_deep_at(&format!("\"{}\"", "[".repeat(MAX_NESTING + 5))), None);
     }
 
     #[test]

@@ -228,6 +228,7 @@ impl Reader<'_> {
 
     fn tool_result(&mut self, m: &Map<String, Value>, mut step: Step, place: &str) {
         step.kind = StepKind::ToolResult;
+        step.is_error = super::failed_exit(&step.content).is_some();
         step.agent = "tool".into();
         step.tool_name = m.get("name").and_then(Value::as_str).map(str::to_owned);
         let to = self.t.steps.len();

@@ -410,6 +410,9 @@ impl Emitter {
             && let Some(last) = self.steps.len().checked_sub(1).filter(|&l| l >= before)
         {
             self.steps[last].is_error = true;
+            if let Some(e) = n.error.as_deref().filter(|e| !self.steps[last].content.contains(*e)) {
+                self.steps[last].content.push_str(&format!("\n[error] {e}"));
+            }
         }
     }
 
@@ -428,13 +431,15 @@ impl Emitter {
             }
         };
         let text = match (&n.output_text, &n.error) {
+            (Some(t), Some(e)) if n.is_error && !t.contains(e.as_str()) => format!("{t}\n[error] {e}"),
             (Some(t), _) => t.clone(),
             (None, Some(e)) => e.clone(),
             (None, None) => String::new(),
         };
+        let failed = super::failed_exit(&text).is_some();
         let r = self.push(n, agent, StepKind::ToolResult, text);
         self.steps[r].tool_name = Some(tool.to_string());
-        self.steps[r].is_error = n.is_error;
+        self.steps[r].is_error = n.is_error || failed;
         self.steps[r].tokens = n.tokens;
         if let Some(id) = call_id {
             self.steps[r].ids.refs.push(id.to_string());
@@ -535,7 +540,7 @@ impl Emitter {
         };
         let s = self.push(n, speaker, StepKind::ToolResult, text.to_string());
         self.steps[s].role = role.to_string();
-        self.steps[s].is_error = is_error;
+        self.steps[s].is_error = is_error || super::failed_exit(text).is_some();
         if let Some(i) = id {
             self.steps[s].ids.refs.push(i.to_string());
             self.answered.insert(i.to_string());
