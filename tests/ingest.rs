@@ -346,3 +346,324 @@ fn the_documented_jsonl_example_loads_as_described() {
     assert_eq!((gold.agent.as_str(), gold.step), ("Coder", Some(3)));
     assert_eq!(t.agent_role("planner"), Some("Plans and delegates."));
 }
+
+// ---- Variants of claimed formats (tests/fixtures/variants, see its README) ----
+
+const VARIANTS: &str = "tests/fixtures/variants";
+
+fn variant(name: &str) -> Loaded {
+    load(&format!("{VARIANTS}/{name}"))
+}
+
+/// `(agent, kind)` of every step.
+fn shape(t: &Trajectory) -> Vec<(&str, StepKind)> {
+    t.steps.iter().map(|s| (s.agent.as_str(), s.kind)).collect()
+}
+
+fn links(t: &Trajectory) -> Vec<(usize, usize, LinkKind)> {
+    t.links.iter().map(|l| (l.from, l.to, l.kind)).collect()
+}
+
+fn errors(t: &Trajectory) -> Vec<usize> {
+    t.steps.iter().filter(|s| s.is_error).map(|s| s.index).collect()
+}
+
+use StepKind::{Delegation as D, Message as M, Thought as Th, ToolCall as C, ToolResult as R};
+
+#[test]
+fn codex_rollout_from_before_the_envelope_loads_as_codex() {
+    let l = variant("01-codex-legacy-pre-envelope.jsonl");
+    assert_eq!(l.format, SourceFormat::Codex);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    let t = only(&l);
+    assert_eq!(t.task, "Count the Rust source files under src/ and tell me the number.");
+    assert_eq!(
+        shape(t),
+        [("user", M), ("user", M), ("codex", Th), ("codex", C), ("codex", R), ("codex", C), ("codex", R), ("codex", M)]
+    );
+    assert!(t.steps[0].content.starts_with("<environment_context>"));
+    assert_eq!(t.steps[4].content, "14\n");
+    assert_eq!(links(t), [(3, 4, LinkKind::ToolResult), (5, 6, LinkKind::ToolResult)]);
+    assert_eq!(errors(t), [6]);
+    assert_eq!(t.observed_output.as_deref(), Some("There are 41 Rust source files under src/."));
+    assert!(t.metadata.contains(&("lines_not_steps".into(), "record_state 4".into())));
+    assert_eq!(l.skipped(), ingest::Skipped { records: 0, not_steps: 4 });
+}
+
+#[test]
+fn recent_codex_rollout_flags_every_failed_exit_and_keeps_encrypted_reasoning() {
+    let l = variant("18-codex-ordinal-world-state-custom-tool.jsonl");
+    assert_eq!(l.format, SourceFormat::Codex);
+    let t = only(&l);
+    assert_eq!(
+        shape(t),
+        [("user", M), ("codex", Th), ("codex", C), ("codex", R), ("codex", C), ("codex", R), ("codex", M)]
+    );
+    assert_eq!(t.steps[1].content, "[encrypted reasoning]");
+    assert_eq!(t.steps[2].tool_name.as_deref(), Some("apply_patch"));
+    assert_eq!(links(t), [(2, 3, LinkKind::ToolResult), (4, 5, LinkKind::ToolResult)]);
+    // "Process exited with code 101" is a failed exit like "Exit code: 101".
+    assert_eq!(errors(t), [5]);
+    assert!(t.metadata.contains(&("lines_not_steps".into(), "world_state 2, turn_context 1".into())));
+    // The harness's settings are not evidence; the command and the error are.
+    let call = falat::evidence::extract(&t.steps[4]);
+    assert!(!call.iter().any(|e| e.key.contains("10000") || e.key.contains("yield")), "{call:?}");
+    let result = falat::evidence::extract(&t.steps[5]);
+    assert!(result.iter().any(|e| e.kind == falat::evidence::EvidenceKind::ExitCode(101)));
+    assert!(!result.iter().any(|e| e.key == "5f2a" || e.key == "5.8" || e.key == "120"), "{result:?}");
+}
+
+#[test]
+fn claude_code_compaction_keeps_the_chain_and_the_summary_is_the_harness() {
+    let l = variant("02-claude-code-compact-boundary.jsonl");
+    assert_eq!(l.format, SourceFormat::ClaudeCode);
+    let t = only(&l);
+    assert_eq!(
+        shape(t),
+        [
+            ("user", M),
+            ("claude", C),
+            ("claude", R),
+            ("claude", M),
+            ("harness", M),
+            ("claude", C),
+            ("claude", R),
+            ("claude", M)
+        ]
+    );
+    assert_eq!(t.agent_names(), ["user", "claude", "harness"]);
+    assert_eq!(t.steps[4].role, "compact_summary");
+    assert!(t.steps[4].content.starts_with("This session is being continued"));
+    let parents: Vec<(usize, usize)> =
+        t.links.iter().filter(|l| l.kind == LinkKind::Parent).map(|l| (l.from, l.to)).collect();
+    // One unbroken chain: the boundary's logicalParentUuid joins step 3 to the summary.
+    assert_eq!(parents, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)]);
+    assert_eq!(errors(t), [2]);
+    assert_eq!(t.task, "Fix the failing unit test in parser.rs and run the tests.");
+}
+
+#[test]
+fn claude_code_images_and_redacted_thinking_are_placeholders() {
+    let l = variant("14-claude-code-images-redacted-thinking.jsonl");
+    let t = only(&l);
+    assert_eq!(t.task, "The header in this screenshot overlaps the menu. Fix the CSS.");
+    assert_eq!(shape(t), [("user", M), ("claude", Th), ("claude", Th), ("claude", C), ("claude", R), ("claude", M)]);
+    assert_eq!(
+        t.steps[0].content,
+        "[image image/png, 146 KB]\nThe header in this screenshot overlaps the menu. Fix the CSS."
+    );
+    assert_eq!(t.steps[2].content, "[redacted thinking]");
+    assert_eq!(t.steps[4].content, "[image image/png, 146 KB]");
+    assert_eq!(links(t).iter().filter(|l| l.2 == LinkKind::ToolResult).count(), 1);
+    assert!(l.diagnostics.is_empty());
+}
+
+#[test]
+fn otel_span_events_of_older_conventions_are_read() {
+    let l = variant("04-otel-semantic-kernel-span-events.otlp.json");
+    assert_eq!(l.format, SourceFormat::OtelGenAi);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", M), ("assistant", C), ("assistant", R), ("assistant", M)]);
+    assert_eq!(t.steps[1].tool_name.as_deref(), Some("FlightPlugin-search_flights"));
+    assert_eq!(t.steps[1].ids.refs, ["call_f1"]);
+    assert_eq!(links(t), [(1, 2, LinkKind::ToolResult)]);
+    assert_eq!(t.observed_output.as_deref(), Some("I booked flight XX100 for 210 EUR, the cheapest option."));
+    assert_eq!(t.steps[0].content, "Book the cheapest flight from Lisbon to Oslo on 12 June.");
+}
+
+#[test]
+fn otel_semconv_events_logs_and_encodings_of_every_generation() {
+    let l = variant("22-otel-semconv-1.28-span-events.otlp.json");
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", D), ("user", M), ("weather", C), ("weather", R), ("weather", M)]);
+    assert_eq!(errors(t), [3]);
+    assert_eq!(t.steps[3].content, "upstream 503: forecast service unavailable");
+    assert_eq!(t.steps[2].ids.refs, ["call_w1"]);
+    assert!(links(t).contains(&(2, 3, LinkKind::ToolResult)));
+    assert_eq!(t.agent_role("weather"), Some("You report the weather."));
+
+    let l = variant("23-otel-log-events-and-double-encoded-messages.otlp.json");
+    let t = only(&l);
+    let texts: Vec<&str> = t.steps.iter().map(|s| s.content.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "Summarise the ticket #812.",
+            "Ticket 812: login fails after password reset.",
+            "Is the fix deployed?",
+            "Not yet: it ships on Friday."
+        ]
+    );
+    assert_eq!(shape(t), [("user", M), ("assistant", M), ("user", M), ("assistant", M)]);
+
+    let l = variant("24-otel-indexed-prompt-and-plain-string-messages.otlp.json");
+    let t = only(&l);
+    let texts: Vec<&str> = t.steps.iter().map(|s| s.content.as_str()).collect();
+    assert_eq!(texts, ["Translate 'bonjour'.", "Hello.", "And 'merci'?", "Thank you."]);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+}
+
+#[test]
+fn vercel_ai_sdk_spans_are_model_calls_and_tool_calls() {
+    let l = variant("21-vercel-ai-sdk-generate-text.otlp.json");
+    assert_eq!(l.format, SourceFormat::OtelGenAi);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", M), ("assistant", C), ("assistant", R), ("assistant", M)]);
+    assert_eq!(t.steps[1].tool_name.as_deref(), Some("convert"));
+    assert_eq!(t.steps[2].content, "{\"eur\": 110.4}");
+    assert_eq!(links(t), [(1, 2, LinkKind::ToolResult)]);
+    assert_eq!(t.steps[1].tokens.map(|k| (k.input, k.output)), Some((50, 12)));
+    assert_eq!(t.steps[3].tokens.map(|k| (k.input, k.output)), Some((80, 9)));
+    assert_eq!(t.observed_output.as_deref(), Some("120 USD is 110.40 EUR."));
+}
+
+#[test]
+fn langfuse_observations_api_page_is_one_trajectory_per_trace() {
+    let l = variant("06-langfuse-observations-api-list.json");
+    assert_eq!(l.format, SourceFormat::Langfuse);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", D), ("user", M), ("billing_agent", C), ("billing_agent", R), ("billing_agent", M)]);
+    assert_eq!(t.task, "Why was I charged twice in June?");
+    assert!(t.metadata.contains(&("trace_id".into(), "tr-7f1d2c3b".into())));
+    assert!(links(t).contains(&(2, 3, LinkKind::ToolResult)));
+    // The agent's parent was never ingested: it hangs at the trace root, reported.
+    let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "observation data[0] (billing_agent): parent \"fastapi-span-never-ingested\" is not in the trace; loaded as a root"
+        ]
+    );
+    // Two traces on one page are two trajectories.
+    let raw: Value = serde_json::from_slice(
+        &std::fs::read(project(&format!("{VARIANTS}/06-langfuse-observations-api-list.json"))).unwrap(),
+    )
+    .unwrap();
+    let mut page = raw.clone();
+    let mut other = raw["data"][3].clone();
+    other["traceId"] = "tr-second".into();
+    other["id"] = "obs-x".into();
+    page["data"].as_array_mut().unwrap().push(other);
+    let two = ingest::parse("page.json", page.to_string().as_bytes(), None).unwrap();
+    let ids: Vec<&str> = two.trajectories.iter().map(|t| t.metadata[0].1.as_str()).collect();
+    assert_eq!(ids, ["tr-7f1d2c3b", "tr-second"]);
+}
+
+#[test]
+fn tau2_bench_results_attribute_user_tool_calls_to_the_user() {
+    let l = variant("09-tau2-bench-simulations.json");
+    assert_eq!(l.format, SourceFormat::TauBench);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    let t = only(&l);
+    assert_eq!(t.id, "task-[mobile_data_issue]airplane_mode_on-trial-0");
+    assert_eq!(
+        shape(t),
+        [
+            ("assistant", M),
+            ("user", M),
+            ("assistant", C),
+            ("tool", R),
+            ("assistant", M),
+            ("user", C),
+            ("tool", R),
+            ("user", M),
+            ("assistant", C),
+            ("tool", R),
+            ("assistant", M),
+            ("user", M)
+        ]
+    );
+    assert_eq!(t.steps[5].tool_name.as_deref(), Some("check_network_status"));
+    assert_eq!(links(t), [(2, 3, LinkKind::ToolResult), (5, 6, LinkKind::ToolResult), (8, 9, LinkKind::ToolResult)]);
+    assert_eq!(errors(t), [9]);
+    assert_eq!(t.task, "No mobile data.\nPhone number 555-0100\nFollow the agent's instructions.");
+    assert!(t.metadata.contains(&("reward".into(), "0.0".into())));
+    assert!(
+        t.metadata.contains(&("purpose".into(), "User cannot use mobile data because airplane mode is on.".into()))
+    );
+}
+
+#[test]
+fn autogen_agentchat_task_result_loads_with_agents_from_source() {
+    let l = variant("12-autogen-agentchat-taskresult.json");
+    assert_eq!(l.format, SourceFormat::MagenticLog);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    let t = only(&l);
+    let (o, w) = ("MagenticOneOrchestrator", "WebSurfer");
+    assert_eq!(shape(t), [("user", M), (o, M), (o, M), (w, C), (w, R), (w, M), (o, M), (w, Th), (w, M), (o, M)]);
+    assert_eq!(links(t), [(3, 4, LinkKind::ToolResult)]);
+    assert!(t.steps[5].content.ends_with("France won; capital Paris.\n[image]"), "{}", t.steps[5].content);
+    assert_eq!(t.steps[1].tokens.map(|k| (k.input, k.output)), Some((400, 120)));
+    assert_eq!(t.observed_output.as_deref(), Some("2,165,423"));
+    assert!(t.task.starts_with("What is the population of the capital"));
+    assert!(t.metadata.contains(&("stop_reason".into(), "The task was completed.".into())));
+}
+
+#[test]
+fn trail_trace_with_nested_child_spans_loads_in_tree_order() {
+    let l = variant("25-trail-nested-child-spans.json");
+    assert_eq!(l.format, SourceFormat::OpenInference);
+    let t = only(&l);
+    let a = "CodeAgent.run";
+    assert_eq!(shape(t), [("user", D), ("user", M), (a, M), (a, C), (a, R), (a, C), (a, R)]);
+    assert_eq!(t.steps[3].tool_name.as_deref(), Some("web_search"));
+    assert_eq!(errors(t), [6]);
+    assert!(t.steps[6].content.contains("answer contradicts the observation"), "{}", t.steps[6].content);
+    assert!(links(t).contains(&(3, 4, LinkKind::ToolResult)) && links(t).contains(&(5, 6, LinkKind::ToolResult)));
+}
+
+#[test]
+fn utf16_export_from_powershell_is_decoded() {
+    let l = variant("15-openai-chat-utf16le-powershell.json");
+    assert_eq!(l.format, SourceFormat::OpenAiChat);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", M), ("assistant", M)]);
+    assert_eq!(t.task, "What is 17 * 3?");
+    assert_eq!(t.observed_output.as_deref(), Some("17 * 3 = 41."));
+}
+
+#[test]
+fn a_thousand_level_nested_export_loads() {
+    let deep = format!("{}\"x\"{}", "[".repeat(1000), "]".repeat(1000));
+    let doc = format!(
+        "{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"a\", \"extra\": {deep}}}]}}"
+    );
+    // On a small stack too: the loader parses on a thread of its own.
+    let loaded = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || ingest::parse("deep.json", doc.as_bytes(), None).map(|l| l.trajectories[0].steps.len()))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(loaded, Ok(2));
+    // A document kept by the caller is dropped without recursion.
+    let doc = ingest::parse_document("deep.json", format!("{}1{}", "[".repeat(5000), "]".repeat(5000)).as_bytes());
+    std::thread::Builder::new().stack_size(256 * 1024).spawn(move || drop(doc)).unwrap().join().unwrap();
+}
+
+/// Every trace fixture of the project is detected as exactly one format: no other loader claims
+/// it too (an ambiguous file would load differently depending on detection order).
+#[test]
+fn every_fixture_is_claimed_by_exactly_one_format() {
+    let mut files = Vec::new();
+    for dir in
+        ["tests/fixtures/corpus", "tests/fixtures/handbuilt", VARIANTS, "tests/fixtures/tui", "data/who-and-when"]
+    {
+        files.extend(fs::dataset_files(&project(dir)).unwrap());
+    }
+    assert!(files.len() >= 147, "{}", files.len());
+    let mut problems = Vec::new();
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
+        let doc = ingest::parse_document(&path.display().to_string(), &bytes).unwrap();
+        let claims: Vec<SourceFormat> = ingest::SUPPORTED.into_iter().filter(|f| ingest::matches(&doc, *f)).collect();
+        // A Who&When Hand-Crafted file is, by design, also a labelled Magentic-One log.
+        let allowed = [SourceFormat::WhoWhenHand, SourceFormat::MagenticLog];
+        let ok = claims.len() == 1 || claims == allowed;
+        if !ok {
+            problems.push(format!("{}: {claims:?}", path.display()));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
