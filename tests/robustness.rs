@@ -10,24 +10,63 @@ use falat::ingest::{self, FormatChoice, SUPPORTED};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-const FIXTURES: [&str; 5] = [
+const FIXTURES: [&str; 18] = [
     "data/who-and-when/Hand-Crafted/24.json",
     "data/who-and-when/Algorithm-Generated/1.json",
     "tests/fixtures/corpus/openai-chat/agentrx_tau_failed_task2.json",
     "tests/fixtures/corpus/autogen-magentic-one/agentrx_magentic_42576abe-0deb-4869-8c63-225c2d75a95a.json",
     "sample_traces/who-and-when-algorithm-generated-30.json",
+    // Variants of claimed formats (tests/fixtures/variants/README.md); JSON Lines files are
+    // mutated line by line.
+    "tests/fixtures/variants/01-codex-legacy-pre-envelope.jsonl",
+    "tests/fixtures/variants/02-claude-code-compact-boundary.jsonl",
+    "tests/fixtures/variants/04-otel-semantic-kernel-span-events.otlp.json",
+    "tests/fixtures/variants/06-langfuse-observations-api-list.json",
+    "tests/fixtures/variants/09-tau2-bench-simulations.json",
+    "tests/fixtures/variants/12-autogen-agentchat-taskresult.json",
+    "tests/fixtures/variants/18-codex-ordinal-world-state-custom-tool.jsonl",
+    "tests/fixtures/variants/21-vercel-ai-sdk-generate-text.otlp.json",
+    "tests/fixtures/variants/22-otel-semconv-1.28-span-events.otlp.json",
+    "tests/fixtures/variants/23-otel-log-events-and-double-encoded-messages.otlp.json",
+    "tests/fixtures/variants/24-otel-indexed-prompt-and-plain-string-messages.otlp.json",
+    "tests/fixtures/variants/25-trail-nested-child-spans.json",
+    "tests/fixtures/variants/15-openai-chat-utf16le-powershell.json",
 ];
+
+/// Fixtures that are UTF-8 JSON or JSON Lines (all but the UTF-16 one), for structural mutation.
+const STRUCTURED: usize = FIXTURES.len() - 1;
+
+/// Cases per property: `PROPTEST_CASES` when set, else 10,000.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(10_000)
+}
+
+/// A fixture as one value: the document, or its JSON lines as an array (`true`).
+fn as_value(bytes: &[u8]) -> (Value, bool) {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => (v, false),
+        Err(_) => {
+            let text = std::str::from_utf8(bytes).unwrap();
+            let lines = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap());
+            (Value::Array(lines.collect()), true)
+        }
+    }
+}
 
 const JSONL: &str = r#"{"falat": 1, "task": "t", "gold": {"agent": "b", "step": 1}}
 {"agent": "a", "kind": "tool_call", "id": "c1", "content": "f()"}
 {"agent": "b", "kind": "tool_result", "refs": ["c1"], "parent": "c1", "content": "ok"}
 "#;
 
-fn fixtures() -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut all: Vec<Vec<u8>> = FIXTURES.iter().map(|f| std::fs::read(root.join(f)).unwrap()).collect();
-    all.push(JSONL.as_bytes().to_vec());
-    all
+/// The fixtures' bytes (read once), then the JSONL example.
+fn fixtures() -> &'static [Vec<u8>] {
+    static ALL: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut all: Vec<Vec<u8>> = FIXTURES.iter().map(|f| std::fs::read(root.join(f)).unwrap()).collect();
+        all.push(JSONL.as_bytes().to_vec());
+        all
+    })
 }
 
 /// Parses `bytes` with detection, each supported format forced and the Who&When alias; checks
@@ -63,7 +102,30 @@ fn check_loaded(loaded: &ingest::Loaded) {
 }
 
 /// Keys the loaders look at, so random objects reach deep into them.
-const KEYS: [&str; 40] = [
+const KEYS: &[&str] = &[
+    "source",
+    "simulations",
+    "tasks",
+    "traceId",
+    "parentObservationId",
+    "level",
+    "statusMessage",
+    "data",
+    "child_spans",
+    "span_attributes",
+    "span_id",
+    "events",
+    "payload",
+    "record_type",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "isCompactSummary",
+    "message",
+    "timestamp",
+    "requestor",
+    "error",
+    "models_usage",
     "role",
     "content",
     "name",
@@ -139,6 +201,32 @@ fn arb_string() -> impl Strategy<Value = String> {
             "FINAL ANSWER: 4",
             "```py\nx\n```",
             "\u{1b}[2J\u{9b}x\r",
+            "TextMessage",
+            "ToolCallRequestEvent",
+            "ToolCallExecutionEvent",
+            "ThoughtEvent",
+            "MultiModalMessage",
+            "<image>",
+            "GENERATION",
+            "AGENT",
+            "TOOL",
+            "ERROR",
+            "response_item",
+            "function_call",
+            "function_call_output",
+            "reasoning",
+            "state",
+            "compact_boundary",
+            "gen_ai.content.prompt",
+            "gen_ai.user.message",
+            "gen_ai.choice",
+            "chat.completions",
+            "ai.generateText.doGenerate",
+            "ai.toolCall",
+            "Process exited with code 101",
+            "exit status 2",
+            "[{\"role\": \"user\", \"content\": \"hi\"}]",
+            "\"[{\\\"role\\\": \\\"user\\\"}]\"",
         ])
         .prop_map(str::to_string),
         ".{0,12}",
@@ -156,7 +244,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(6, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..8)
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..8)
                 .prop_map(|kvs| Value::Object(kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
         ]
     })
@@ -412,8 +500,108 @@ fn shaped(messages: Vec<Value>, steps: Vec<Value>, shape: usize, gold: Value) ->
     }
 }
 
+/// A document in one of the shapes of the newer loaders, with `items` (random JSON) where the
+/// messages, observations, spans or lines go.
+fn new_shape(items: Vec<Value>, shape: usize, pick: Value) -> Vec<u8> {
+    use serde_json::json;
+    let lines = |header: Value, items: &[Value]| {
+        let all: Vec<String> = std::iter::once(header).chain(items.iter().cloned()).map(|v| v.to_string()).collect();
+        all.join("\n").into_bytes()
+    };
+    let kv = |k: &str, v: &Value| json!({"key": k, "value": {"stringValue": v.to_string()}});
+    match shape {
+        // AutoGen AgentChat TaskResult: items become messages with a source and a type.
+        0 => {
+            let msgs: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| json!({"source": (["user", "WebSurfer", "MagenticOneOrchestrator"][i % 3]),
+                    "type": (["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ThoughtEvent",
+                             "MultiModalMessage", "SelectSpeakerEvent", "CodeExecutionEvent", "Other"][i % 8]),
+                    "content": c, "models_usage": pick}))
+                .collect();
+            json!({"messages": msgs, "stop_reason": pick}).to_string().into_bytes()
+        }
+        // τ²-bench results.
+        1 => json!({"info": {}, "tasks": [{"id": "t1", "user_scenario": {"instructions": pick}}],
+            "simulations": [{"task_id": "t1", "trial": 0, "messages": items}, {"task_id": pick, "messages": pick}]})
+        .to_string()
+        .into_bytes(),
+        // Langfuse observations page.
+        2 => {
+            let obs: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .map(|(i, o)| json!({"id": format!("o{i}"), "traceId": (["t1", "t2"][i % 2]),
+                    "type": (["GENERATION", "TOOL", "AGENT", "SPAN", "EVENT"][i % 5]),
+                    "parentObservationId": ([json!(null), json!("o0"), json!(format!("o{i}")), pick.clone()][i % 4]),
+                    "input": o, "output": o, "level": (["DEFAULT", "ERROR"][i % 2]), "statusMessage": pick}))
+                .collect();
+            json!({"data": obs, "meta": {"page": 1}}).to_string().into_bytes()
+        }
+        // OTLP spans with GenAI events, Vercel attributes, log records.
+        3 => {
+            let spans: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| json!({"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": format!("{:016x}", i % 4 + 1),
+                    "parentSpanId": format!("{:016x}", (i + 1) % 5), "name": "chat.completions",
+                    "attributes": [kv("gen_ai.operation.name", &json!((["chat.completions", "execute_tool", "invoke_agent"][i % 3]))),
+                                   kv((["gen_ai.input.messages", "ai.operationId", "ai.prompt.messages", "gen_ai.prompt"][i % 4]), v)],
+                    "events": [{"name": (["gen_ai.content.prompt", "gen_ai.choice", "gen_ai.tool.message"][i % 3]),
+                                "attributes": [kv("gen_ai.prompt", v), kv("message", v)]}],
+                    "status": {"code": i % 3, "message": pick}}))
+                .collect();
+            let logs = json!([{"scopeLogs": [{"logRecords": [{"eventName": "gen_ai.user.message",
+                "spanId": "0000000000000009", "body": {"stringValue": pick.to_string()}}]}]}]);
+            json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}], "resourceLogs": logs}).to_string().into_bytes()
+        }
+        // TRAIL nested spans.
+        4 => {
+            let mut tree = json!({"span_id": "root", "span_attributes": {"openinference.span.kind": "AGENT"}, "child_spans": []});
+            for (i, v) in items.iter().enumerate() {
+                let child = json!({"span_id": format!("s{i}"), "span_attributes": {"openinference.span.kind": (["LLM", "TOOL", "CHAIN"][i % 3]),
+                    "input.value": v, "output.value": v}, "status_code": pick, "child_spans": [v]});
+                tree["child_spans"].as_array_mut().unwrap().push(child);
+            }
+            json!({"trace_id": "t", "spans": [tree]}).to_string().into_bytes()
+        }
+        // Codex rollout before the envelope.
+        5 => lines(json!({"id": "x", "timestamp": "2025-08-20T00:00:00Z", "instructions": pick, "git": {}}), &items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match i % 3 {
+                0 => json!({"record_type": "state"}),
+                1 => json!({"type": (["message", "function_call", "function_call_output", "reasoning"][i % 4]), "call_id": "c1", "output": v, "content": v}),
+                _ => v.clone(),
+            })
+            .collect::<Vec<_>>()),
+        // Claude Code session with a compaction boundary.
+        _ => lines(
+            json!({"type": "user", "uuid": "u0", "parentUuid": null, "message": {"role": "user", "content": pick}}),
+            &items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| json!({"type": (["assistant", "user", "system"][i % 3]), "uuid": format!("u{}", i % 4),
+                    "parentUuid": if i % 2 == 0 { json!(null) } else { json!(format!("u{}", i / 2)) },
+                    "logicalParentUuid": format!("u{}", (i + 1) % 4), "subtype": "compact_boundary",
+                    "isCompactSummary": i % 5 == 0, "message": {"role": "assistant", "content": v}}))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn new_loader_shapes_never_panic(
+        items in prop::collection::vec(arb_json(), 0..8),
+        shape in 0usize..7,
+        pick in arb_json(),
+    ) {
+        check_all(&new_shape(items, shape, pick));
+    }
 
     #[test]
     fn random_json_never_panics(v in arb_json(), lines in any::<bool>()) {
@@ -452,7 +640,7 @@ proptest! {
         which in 0usize..FIXTURES.len() + 1,
         edits in prop::collection::vec(arb_edit(), 1..4),
     ) {
-        let mut bytes = fixtures().swap_remove(which);
+        let mut bytes = fixtures()[which].clone();
         for e in &edits {
             apply(&mut bytes, e);
         }
@@ -461,19 +649,19 @@ proptest! {
 
     #[test]
     fn structurally_mutated_real_files_never_panic(
-        which in 0usize..FIXTURES.len(),
+        which in 0usize..STRUCTURED,
         picks in prop::collection::vec(any::<usize>(), 1..6),
         new in arb_json(),
         remove in any::<bool>(),
     ) {
-        let bytes = fixtures().swap_remove(which);
-        let mut v: Value = serde_json::from_slice(&bytes).unwrap();
+        let bytes = fixtures()[which].clone();
+        let (mut v, lines) = as_value(&bytes);
         if remove {
             remove_at(&mut v, &picks);
         } else {
             replace_at(&mut v, &picks, new);
         }
-        check_all(v.to_string().as_bytes());
+        check_all(&to_bytes(&v, lines));
     }
 }
 

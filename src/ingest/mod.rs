@@ -270,6 +270,10 @@ pub fn parse_with_related(
 ) -> Result<Loaded, LoadError> {
     // Deeply nested documents recurse in the parser, the loaders and `Drop`: all of that runs on a
     // thread whose stack fits `MAX_NESTING` levels (reserved, only touched pages are committed).
+    // Documents of ordinary depth load on the caller's thread.
+    if wide_encoding(bytes).is_none() && !nests_deeper(bytes, SHALLOW_NESTING) {
+        return load_document(path, bytes, choice, related);
+    }
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("falat-load".into())
@@ -285,6 +289,8 @@ pub fn parse_with_related(
 
 /// How deep arrays and objects may nest (serde_json's own default limit is 128).
 pub const MAX_NESTING: usize = 20_000;
+/// Nesting any thread's stack holds while loading (a test thread has 2 MiB).
+const SHALLOW_NESTING: usize = 128;
 /// The stack of the loading thread: room for [`MAX_NESTING`] levels of recursion in the parser,
 /// the loaders and `Drop`, in unoptimised builds too.
 const LOAD_STACK_BYTES: usize = 512 << 20;
@@ -409,19 +415,33 @@ fn from_str(text: &str) -> Result<Value, serde_json::Error> {
     Ok(value)
 }
 
+/// Whether UTF-8 `bytes` nest arrays and objects deeper than `limit` (see [`deeper_at`]).
+fn nests_deeper(bytes: &[u8], limit: usize) -> bool {
+    deeper_at(bytes, limit).is_some()
+}
+
 /// The 1-based line where arrays and objects first nest deeper than [`MAX_NESTING`], if they do
 /// (brackets inside strings are skipped).
 fn too_deep_at(text: &str) -> Option<usize> {
+    deeper_at(text.as_bytes(), MAX_NESTING)
+}
+
+/// The 1-based line where UTF-8 JSON first nests deeper than `limit`, if it does.
+fn deeper_at(bytes: &[u8], limit: usize) -> Option<usize> {
     let (mut depth, mut line, mut in_string, mut escaped) = (0usize, 1usize, false, false);
-    for b in text.bytes() {
+    for &b in bytes {
         match (in_string, b) {
-            (_, b'\n') => line += 1,
+            // A JSON string holds no raw line break: a new line is outside any string.
+            (_, b'\n') => {
+                line += 1;
+                (in_string, escaped) = (false, false);
+            }
             (true, _) if escaped => escaped = false,
             (true, b'\\') => escaped = true,
             (true, b'"') | (false, b'"') => in_string = !in_string,
             (false, b'[' | b'{') => {
                 depth += 1;
-                if depth > MAX_NESTING {
+                if depth > limit {
                     return Some(line);
                 }
             }
