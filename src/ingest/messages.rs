@@ -142,6 +142,9 @@ fn with_role(v: &Value, role: &str) -> Msg {
     if let Some(c) = v.get("content") {
         content_parts(c, &role, v, &mut parts);
     }
+    if let Some(r) = v.get("refusal").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+        parts.push(Part::Text(r.to_string()));
+    }
     for key in ["tool_calls", "function_call"] {
         if let Some(calls) = v.get(key) {
             parts.extend(tool_calls(calls));
@@ -172,7 +175,7 @@ fn genai_part(p: &Value) -> Option<Part> {
             text: p.get("response").or_else(|| p.get("result")).map(value_text).unwrap_or_default(),
             is_error: false,
         },
-        other => Part::Text(format!("[{other}]")),
+        _ => Part::Text(placeholder(p)),
     })
 }
 
@@ -244,6 +247,10 @@ pub const REDACTED_THINKING: &str = "[redacted thinking]";
 pub fn placeholder(b: &Value) -> String {
     let ty = b.get("type").and_then(Value::as_str).unwrap_or("part");
     let kind = match ty {
+        // GenAI semconv `blob` / `uri` / `file` parts name their `modality`.
+        "blob" | "uri" | "file" if b.get("modality").is_some_and(Value::is_string) => {
+            b.get("modality").and_then(Value::as_str).unwrap_or(ty)
+        }
         "image" | "input_image" | "image_url" | "image_file" => "image",
         "audio" | "input_audio" | "output_audio" => "audio",
         "document" | "file" | "input_file" => "document",
@@ -367,6 +374,32 @@ mod tests {
         assert_eq!(m.role, "assistant");
         assert_eq!(m.parts[0], Part::Text("hi".into()));
         assert_eq!(m.parts[1], Part::ToolCall { id: Some("c1".into()), name: "f".into(), args: "{\"a\":1}".into() });
+    }
+
+    #[test]
+    fn media_refusals_and_redacted_reasoning_are_never_dropped() {
+        let m = msg_from_value(&json!({"role": "assistant", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA".repeat(512)}},
+            {"type": "redacted_thinking", "data": "x"},
+            {"type": "refusal", "refusal": "I can't help with that."},
+            {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            m.parts,
+            [
+                Part::Text("[image image/png, 1 KB]".into()),
+                Part::Reasoning(REDACTED_THINKING.into()),
+                Part::Text("I can't help with that.".into()),
+                Part::Text("[audio wav, 3 bytes]".into()),
+            ]
+        );
+        let g = msg_from_value(
+            &json!({"role": "user", "parts": [{"type": "blob", "modality": "image", "mime_type": "image/jpeg"}]}),
+        );
+        assert_eq!(g.unwrap().parts, [Part::Text("[image image/jpeg]".into())]);
+        let r = msg_from_value(&json!({"role": "assistant", "content": null, "refusal": "No."}));
+        assert_eq!(r.unwrap().parts, [Part::Text("No.".into())]);
     }
 
     #[test]

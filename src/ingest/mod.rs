@@ -672,7 +672,8 @@ pub fn failed_exit(text: &str) -> Option<i64> {
 }
 
 /// Step content from a `content` field: a string, `null` (empty), or a list of parts whose
-/// `text` fields are joined by newlines (other parts show as `[type]`).
+/// `text` (or `refusal`) fields are joined by newlines (other parts show as placeholders,
+/// `[image_url]`, `[audio wav]`, see [`messages::placeholder`]).
 ///
 /// # Errors
 /// `"content" is <type>, expected a string` for numbers, booleans and objects.
@@ -689,11 +690,10 @@ fn part_text(part: &Value) -> String {
     if let Some(s) = part.as_str() {
         return s.to_string();
     }
-    if let Some(t) = part.get("text").and_then(Value::as_str) {
+    if let Some(t) = part.get("text").or_else(|| part.get("refusal")).and_then(Value::as_str) {
         return t.to_string();
     }
-    let kind = part.get("type").and_then(Value::as_str).unwrap_or("part");
-    format!("[{kind}]")
+    messages::placeholder(part)
 }
 
 /// A string field of an object, also accepting numbers and booleans (`"12"` and `12` alike).
@@ -812,7 +812,7 @@ mod tests {
     #[test]
     fn content_accepts_strings_null_and_parts() {
         let parts = serde_json::json!([{"type": "text", "text": "a"}, {"type": "image_url"}]);
-        assert_eq!(content_text(Some(&parts)), Ok("a\n[image_url]".into()));
+        assert_eq!(content_text(Some(&parts)), Ok("a\n[image]".into()));
         assert_eq!(content_text(None), Ok(String::new()));
         assert_eq!(content_text(Some(&serde_json::json!(3))), Err("\"content\" is a number, expected a string".into()));
     }

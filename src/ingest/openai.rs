@@ -156,6 +156,8 @@ impl Reader<'_> {
             None => return self.note(format!("{place}: missing \"role\"; record skipped")),
         };
         let content = match content_text(m.get("content")) {
+            // A refusal is what the model said instead of content.
+            Ok(c) if c.is_empty() => m.get("refusal").and_then(Value::as_str).map(str::to_string).unwrap_or(c),
             Ok(c) => c,
             Err(e) => return self.note(format!("{place}: {e}; record skipped")),
         };
