@@ -629,7 +629,7 @@ fn a_thousand_level_nested_export_loads() {
     let doc = format!(
         "{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"a\", \"extra\": {deep}}}]}}"
     );
-    // On a small stack too: the loader parses on a thread of its own.
+    // On a small stack too: a deep document loads on a stack of its own.
     let loaded = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(move || ingest::parse("deep.json", doc.as_bytes(), None).map(|l| l.trajectories[0].steps.len()))

@@ -300,19 +300,24 @@ fn codex_rollout_links_function_calls_to_outputs() {
         "corpus/codex-cli/codemie_rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl",
         SourceFormat::Codex,
     );
+    // Encrypted-only reasoning items are placeholder thoughts (steps 3 and 6), not dropped.
     assert_eq!(
         kinds(&t),
-        [Message, Message, Message, ToolCall, ToolResult, ToolCall, ToolResult, Thought, ToolCall, ToolResult]
+        [
+            Message, Message, Message, Thought, ToolCall, ToolResult, Thought, ToolCall, ToolResult, Thought, ToolCall,
+            ToolResult
+        ]
     );
+    assert_eq!(t.steps[3].content, "[encrypted reasoning]");
     assert_eq!(t.agent_names(), ["user", "codex"]);
-    assert!(has(&t, 3, 4, LinkKind::ToolResult));
-    assert!(has(&t, 5, 6, LinkKind::ToolResult));
-    assert!(has(&t, 8, 9, LinkKind::ToolResult));
-    assert_eq!(t.steps[4].content.lines().next(), Some("_bmad"));
-    assert_eq!(t.steps[3].tool_name.as_deref(), Some("shell"));
-    assert_eq!(tokens(&t, 3), Some((7266, 115)));
+    assert!(has(&t, 4, 5, LinkKind::ToolResult));
+    assert!(has(&t, 7, 8, LinkKind::ToolResult));
+    assert!(has(&t, 10, 11, LinkKind::ToolResult));
+    assert_eq!(t.steps[5].content.lines().next(), Some("_bmad"));
+    assert_eq!(t.steps[4].tool_name.as_deref(), Some("shell"));
+    assert_eq!(tokens(&t, 4), Some((7266, 115)));
     assert_eq!(t.task, "what is current repository about? summarize purpuse and explain goals");
-    assert!(t.steps[7].content.starts_with("**Clarifying documentation"));
+    assert!(t.steps[9].content.starts_with("**Clarifying documentation"));
 }
 
 const CODEX_SPAWN: &str = "corpus/codex-cli/codemie_turn-spawn-skill.HANDBUILT.jsonl";

@@ -547,7 +547,7 @@ fn new_shape(items: Vec<Value>, shape: usize, pick: Value) -> Vec<u8> {
                 .map(|(i, v)| json!({"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": format!("{:016x}", i % 4 + 1),
                     "parentSpanId": format!("{:016x}", (i + 1) % 5), "name": "chat.completions",
                     "attributes": [kv("gen_ai.operation.name", &json!((["chat.completions", "execute_tool", "invoke_agent"][i % 3]))),
-                                   kv((["gen_ai.input.messages", "ai.operationId", "ai.prompt.messages", "gen_ai.prompt"][i % 4]), v)],
+                                   kv(["gen_ai.input.messages", "ai.operationId", "ai.prompt.messages", "gen_ai.prompt"][i % 4], v)],
                     "events": [{"name": (["gen_ai.content.prompt", "gen_ai.choice", "gen_ai.tool.message"][i % 3]),
                                 "attributes": [kv("gen_ai.prompt", v), kv("message", v)]}],
                     "status": {"code": i % 3, "message": pick}}))

@@ -229,7 +229,7 @@ impl std::error::Error for LoadError {}
 /// the first match in name order is read. `None` when there is no such file. Loaders ask for
 /// names built only from validated ids (no `..`, no absolute paths): Claude Code sub-agent
 /// sessions and Codex sub-agent threads.
-pub type Related<'a> = &'a (dyn Fn(&str) -> Option<Vec<u8>> + Sync);
+pub type Related<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
 
 /// Parses `bytes` (named `path` in messages) as `format`, or detects it among [`SUPPORTED`] when
 /// `None`.
@@ -269,30 +269,20 @@ pub fn parse_with_related(
     related: Related<'_>,
 ) -> Result<Loaded, LoadError> {
     // Deeply nested documents recurse in the parser, the loaders and `Drop`: all of that runs on a
-    // thread whose stack fits `MAX_NESTING` levels (reserved, only touched pages are committed).
-    // Documents of ordinary depth load on the caller's thread.
+    // stack that fits `MAX_NESTING` levels (reserved, only touched pages are committed).
+    // Documents of ordinary depth load on the caller's stack.
     if wide_encoding(bytes).is_none() && !nests_deeper(bytes, SHALLOW_NESTING) {
         return load_document(path, bytes, choice, related);
     }
-    std::thread::scope(|s| {
-        let worker = std::thread::Builder::new()
-            .name("falat-load".into())
-            .stack_size(LOAD_STACK_BYTES)
-            .spawn_scoped(s, || load_document(path, bytes, choice, related));
-        match worker {
-            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: load here (documents of ordinary depth need no big stack).
-            Err(_) => load_document(path, bytes, choice, related),
-        }
-    })
+    stacker::grow(LOAD_STACK_BYTES, || load_document(path, bytes, choice, related))
 }
 
 /// How deep arrays and objects may nest (serde_json's own default limit is 128).
 pub const MAX_NESTING: usize = 20_000;
 /// Nesting any thread's stack holds while loading (a test thread has 2 MiB).
 const SHALLOW_NESTING: usize = 128;
-/// The stack of the loading thread: room for [`MAX_NESTING`] levels of recursion in the parser,
-/// the loaders and `Drop`, in unoptimised builds too.
+/// The stack a deep document loads on: room for [`MAX_NESTING`] levels of recursion in the
+/// parser, the loaders and `Drop`, in unoptimised builds too.
 const LOAD_STACK_BYTES: usize = 512 << 20;
 
 fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
@@ -469,7 +459,7 @@ fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, 
     };
     let bad = |offset: usize| LoadError::BadEncoding { path: path.to_string(), encoding: encoding.clone(), offset };
     let body = &bytes[bom..];
-    if body.len() % unit != 0 {
+    if !body.len().is_multiple_of(unit) {
         return Err(bad(bytes.len() - body.len() % unit));
     }
     let word = |c: &[u8]| -> u32 {

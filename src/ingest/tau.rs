@@ -196,10 +196,11 @@ fn tau2_message(m: &Value) -> Value {
             }
         }
     }
-    if obj.get("role").and_then(Value::as_str) == Some("tool") && obj.get("tool_call_id").is_none() {
-        if let Some(id) = obj.get("id").cloned() {
-            obj.insert("tool_call_id".into(), id);
-        }
+    if obj.get("role").and_then(Value::as_str) == Some("tool")
+        && obj.get("tool_call_id").is_none()
+        && let Some(id) = obj.get("id").cloned()
+    {
+        obj.insert("tool_call_id".into(), id);
     }
     out
 }
