@@ -293,7 +293,7 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
             candidates.iter().copied().find(|f| matches(&doc, *f)).ok_or_else(|| LoadError::UnknownFormat {
                 path: path.to_string(),
                 tried: candidates.clone(),
-                found: describe(&doc),
+                found: describe_with_hint(&doc),
             })?
         }
     };
@@ -592,6 +592,60 @@ pub fn file_stem(path: &str) -> String {
     }
 }
 
+/// [`describe`], followed by the variant the document resembles and what it lacks, when its keys
+/// are those of a known variant (so that an unreadable variant is named, not just refused).
+pub fn describe_with_hint(doc: &Document) -> String {
+    match near_miss(doc) {
+        Some(hint) => format!("{}; {hint}", describe(doc)),
+        None => describe(doc),
+    }
+}
+
+/// The variant whose distinctive keys a document has although no loader claims it, and what is
+/// missing for it to load.
+fn near_miss(doc: &Document) -> Option<String> {
+    let first_items = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).and_then(|a| a.first().cloned());
+    match doc {
+        Document::Json(v) => {
+            if v.get("simulations").is_some() {
+                return Some("it looks like τ²-bench results, which need \"simulations\": [{task_id, messages}] and \"tasks\" or \"info\"".into());
+            }
+            if first_items(v, "data").is_some_and(|o| o.get("traceId").is_some()) {
+                return Some(
+                    "it looks like a Langfuse observations page, whose items need \"id\", \"traceId\" and \"type\""
+                        .into(),
+                );
+            }
+            if first_items(v, "messages").is_some_and(|m| m.get("source").is_some()) {
+                return Some("it looks like an AutoGen AgentChat TaskResult, whose messages need \"source\" and a known \"type\" (TextMessage, ToolCallRequestEvent, ...)".into());
+            }
+            if v.get("resourceLogs").is_some() {
+                return Some(
+                    "it looks like OTLP logs, which falat reads only when their records are GenAI events (gen_ai.*)"
+                        .into(),
+                );
+            }
+            if first_items(v, "spans").is_some_and(|s| s.get("child_spans").is_some() || s.get("span_id").is_some()) {
+                return Some("it looks like a span list, whose spans need a span id and an OpenInference kind or gen_ai.* attributes".into());
+            }
+            None
+        }
+        Document::Lines { values, .. } => {
+            let any = |f: &dyn Fn(&Value) -> bool| values.iter().any(|(_, v)| f(v));
+            if any(&|v| v.get("record_type").is_some()) {
+                return Some("it looks like a Codex rollout from before the envelope, which needs a first line {id, timestamp, instructions, git}".into());
+            }
+            if any(&|v| v.get("payload").is_some()) {
+                return Some("it looks like a Codex rollout, whose lines need \"type\" session_meta, turn_context, response_item, event_msg or compacted".into());
+            }
+            if any(&|v| v.get("uuid").is_some() && v.get("parentUuid").is_some()) {
+                return Some("it looks like a Claude Code session, which needs a user or assistant line with a \"message\" object".into());
+            }
+            None
+        }
+    }
+}
+
 /// A short description of a document, for "found ... instead" messages.
 pub fn describe(doc: &Document) -> String {
     match doc {
@@ -779,6 +833,14 @@ mod tests {
                 .to_string()
                 .contains("invalid UTF-16LE with BOM (bad code unit at byte offset 4)")
         );
+    }
+
+    #[test]
+    fn an_unreadable_variant_is_named_with_what_it_lacks() {
+        let e = err(br#"{"info": {}, "simulations": []}"#);
+        assert!(e.ends_with("found an object with keys [info, simulations]; it looks like τ²-bench results, which need \"simulations\": [{task_id, messages}] and \"tasks\" or \"info\""), "{e}");
+        let e = err(b"{\"record_type\":\"state\"}\n{\"type\":\"message\",\"role\":\"user\"}\n");
+        assert!(e.ends_with("it looks like a Codex rollout from before the envelope, which needs a first line {id, timestamp, instructions, git}"), "{e}");
     }
 
     #[test]
