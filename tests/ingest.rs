@@ -667,3 +667,91 @@ fn every_fixture_is_claimed_by_exactly_one_format() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+fn parse_str(name: &str, text: &str) -> Loaded {
+    ingest::parse(name, text.as_bytes(), None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn records_sent_twice_are_one_step_and_their_lines_are_named() {
+    // Claude Code: the same uuid written twice.
+    let line = r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#;
+    let answer = r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"text","text":"done"}]}}"#;
+    let l = parse_str("s.jsonl", &[line, answer, line, answer].join("\n"));
+    assert_eq!(shape(only(&l)), [("user", M), ("claude", M)]);
+    let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "line 3: line repeats uuid \"u1\" of line 1; loaded once",
+            "line 4: line repeats uuid \"a1\" of line 2; loaded once"
+        ]
+    );
+    assert_eq!(l.skipped(), ingest::Skipped { records: 2, not_steps: 0 });
+
+    // Codex: an enveloped line written twice.
+    let call = r#"{"timestamp":"t1","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}}"#;
+    let out = r#"{"timestamp":"t2","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"exit status 3"}}"#;
+    let l = parse_str("r.jsonl", &[call, call, out].join("\n"));
+    let t = only(&l);
+    assert_eq!(shape(t), [("codex", C), ("codex", R)]);
+    assert_eq!(errors(t), [1]);
+    assert_eq!(l.diagnostics[0].to_string(), "line 2: line repeats line 1; loaded once");
+
+    // OTLP JSON Lines: a span exported twice, a span that is its own parent.
+    let span = |id: &str, parent: &str| {
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"{id}","parentSpanId":"{parent}","name":"execute_tool f","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"f"}}}}]}}]}}]}}]}}"#
+        )
+    };
+    let text =
+        [span("1111111111111111", ""), span("1111111111111111", ""), span("2222222222222222", "2222222222222222")];
+    let l = parse_str("t.otlp.jsonl", &text.join("\n"));
+    assert_eq!(shape(only(&l)), [("assistant", C), ("assistant", R), ("assistant", C), ("assistant", R)]);
+    let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs[0].starts_with("span 1111111111111111 (execute_tool f) at line 2 resourceSpans[0]"), "{msgs:?}");
+    assert!(msgs[0].ends_with("was sent twice (first at span 1111111111111111 (execute_tool f) at line 1 resourceSpans[0].scopeSpans[0].spans[0]); loaded once, the first holds"), "{msgs:?}");
+    assert!(
+        msgs[1].ends_with("at line 3 resourceSpans[0].scopeSpans[0].spans[0]: is its own parent; loaded as a root"),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn a_failed_scope_whose_children_report_nothing_is_an_error_step() {
+    let doc = r#"{"id": "t", "observations": [
+        {"id": "a", "type": "AGENT", "name": "planner", "startTime": "1", "input": "plan"},
+        {"id": "s", "type": "SPAN", "name": "fetch", "parentObservationId": "a", "startTime": "2",
+         "level": "ERROR", "statusMessage": "connection reset by peer"},
+        {"id": "g", "type": "GENERATION", "name": "llm", "parentObservationId": "a", "startTime": "3",
+         "output": "I could not fetch the page.", "level": "ERROR", "statusMessage": "rate limited"}]}"#;
+    let l = parse_str("lf.json", doc);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", D), ("planner", M), ("planner", M)]);
+    assert_eq!(t.steps[0].content, "plan");
+    assert_eq!(t.steps[1].content, "connection reset by peer");
+    assert_eq!(t.steps[2].content, "I could not fetch the page.\n[error] rate limited");
+    assert_eq!(errors(t), [1, 2]);
+}
+
+#[test]
+fn agentchat_messages_as_json_lines_load_with_the_stop_reason() {
+    let lines = [
+        r#"{"source": "user", "type": "TextMessage", "content": "2+2?"}"#,
+        r#"{"source": "coder", "type": "CodeGenerationEvent", "content": "print(2+2)", "code_blocks": [{"code": "print(2+2)", "language": "python"}]}"#,
+        r#"{"source": "executor", "type": "CodeExecutionEvent", "content": "", "result": {"exit_code": 1, "output": "NameError"}}"#,
+        r#"{"source": "coder", "type": "HandoffMessage", "content": "over to you", "target": "checker"}"#,
+        r#"{"source": "checker", "type": "StopMessage", "content": "4"}"#,
+        r#"{"messages": [], "stop_reason": "Text 'TERMINATE' mentioned"}"#,
+    ];
+    let l = parse_str("stream.jsonl", &lines.join("\n"));
+    assert_eq!(l.format, SourceFormat::MagenticLog);
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", M), ("coder", C), ("executor", R), ("coder", D), ("checker", M)]);
+    assert_eq!(errors(t), [2]);
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("checker"));
+    assert_eq!(links(t), [(1, 2, LinkKind::Execution)]);
+    assert!(t.metadata.contains(&("stop_reason".into(), "Text 'TERMINATE' mentioned".into())));
+    assert!(t.metadata.contains(&("messages_not_steps".into(), "TaskResult 1".into())));
+}

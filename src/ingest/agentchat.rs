@@ -1,6 +1,6 @@
 //! AutoGen AgentChat message logs (autogen-agentchat 0.4 and later, 2025): a team's `TaskResult`
-//! `{messages: [...], stop_reason}`, or a bare array of its messages (what `run_stream` yields,
-//! dumped with `model_dump`).
+//! `{messages: [...], stop_reason}`, a bare array of its messages, or JSON Lines of them (what
+//! `run_stream` yields, dumped with `model_dump`).
 //!
 //! A message is `{id?, source, type, content, models_usage: {prompt_tokens, completion_tokens}?,
 //! metadata, created_at?}`; `source` is the agent (`user` is the user, `MagenticOneOrchestrator`
@@ -51,24 +51,25 @@ const TYPES: [&str; 16] = [
     "SelectorEvent",
 ];
 
-/// The messages of a document when it is an AgentChat log: `{messages: [...]}` or a bare array
+/// The messages of a document when it is an AgentChat log, with their 1-based line in a JSON
+/// Lines file: `{messages: [...]}`, a bare array, or one message per line (a `run_stream` dump),
 /// whose sampled items are mostly `{source, type}` with a known `type`.
-pub fn messages_of(doc: &Document) -> Option<&[Value]> {
-    let Document::Json(v) = doc else { return None };
-    let list = match v {
-        Value::Object(m) => m.get("messages")?.as_array()?,
-        Value::Array(items) => items,
-        _ => return None,
+pub fn messages_of(doc: &Document) -> Option<Vec<(Option<usize>, &Value)>> {
+    let list: Vec<(Option<usize>, &Value)> = match doc {
+        Document::Json(Value::Object(m)) => m.get("messages")?.as_array()?.iter().map(|v| (None, v)).collect(),
+        Document::Json(Value::Array(items)) => items.iter().map(|v| (None, v)).collect(),
+        Document::Json(_) => return None,
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (Some(*l), v)).collect(),
     };
     let sample = &list[..list.len().min(DETECT_SAMPLE)];
     let shaped = sample
         .iter()
-        .filter(|m| {
+        .filter(|(_, m)| {
             m.get("source").is_some_and(Value::is_string)
                 && m.get("type").and_then(Value::as_str).is_some_and(|t| TYPES.contains(&t))
         })
         .count();
-    (!sample.is_empty() && shaped * 2 > sample.len()).then_some(list.as_slice())
+    (!sample.is_empty() && shaped * 2 > sample.len()).then_some(list)
 }
 
 /// Loads an AgentChat log named `name`.
@@ -81,8 +82,11 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
          such messages",
     )?;
     let mut r = Reader::default();
-    for (i, m) in messages.iter().enumerate() {
-        r.message(m, &format!("messages[{i}]"));
+    for (i, (line, m)) in messages.iter().enumerate() {
+        match line {
+            Some(l) => r.message(m, &format!("line {l}")),
+            None => r.message(m, &format!("messages[{i}]")),
+        }
     }
     let mut t = Trajectory {
         id: name.to_string(),
@@ -93,10 +97,12 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         links: r.links,
         ..Trajectory::default()
     };
-    if let Document::Json(v) = doc
-        && let Some(stop) = v.get("stop_reason").filter(|s| !s.is_null())
-    {
-        t.metadata.push(("stop_reason".into(), value_text(stop)));
+    let stop = match doc {
+        Document::Json(v) => v.get("stop_reason").filter(|s| !s.is_null()).map(value_text),
+        Document::Lines { .. } => r.stop_reason.clone(),
+    };
+    if let Some(stop) = stop {
+        t.metadata.push(("stop_reason".into(), stop));
     }
     if !r.skipped.is_empty() {
         let list: Vec<String> = r.skipped.iter().map(|(t, n)| format!("{t} {n}")).collect();
@@ -114,10 +120,19 @@ struct Reader {
     task: Option<String>,
     skipped: Vec<(String, usize)>,
     diagnostics: Vec<Diagnostic>,
+    /// The stop reason of a `TaskResult` line of a JSON Lines dump.
+    stop_reason: Option<String>,
 }
 
 impl Reader {
     fn message(&mut self, m: &Value, place: &str) {
+        // The `TaskResult` a `run_stream` dump ends with repeats the messages: only its stop reason
+        // is new.
+        if m.get("source").is_none() && m.get("messages").is_some() {
+            self.stop_reason = m.get("stop_reason").filter(|s| !s.is_null()).map(value_text);
+            self.not_step("TaskResult");
+            return;
+        }
         let Some(source) = m.get("source").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()) else {
             self.note(format!("{place}: missing \"source\"; record skipped"));
             return;

@@ -76,8 +76,8 @@ pub fn detect(doc: &Document) -> bool {
 }
 
 /// A rollout before the `{timestamp, type, payload}` envelope: its first line is a header
-/// `{id, timestamp}` without `type`, and a later line is a `record_type` marker or a bare
-/// response item.
+/// `{id, timestamp, instructions?, git?}` without `type`, and a later line is a `record_type`
+/// marker or a bare response item.
 fn is_legacy(lines: &[(usize, &Value)]) -> bool {
     let Some((_, first)) = lines.first() else {
         return false;
@@ -85,7 +85,7 @@ fn is_legacy(lines: &[(usize, &Value)]) -> bool {
     let header = first.get("id").is_some()
         && first.get("timestamp").is_some()
         && first.get("type").is_none()
-        && (first.get("instructions").is_some() || first.get("git").is_some());
+        && first.get("payload").is_none();
     let bare_item = |v: &Value| {
         v.get("payload").is_none() && v.get("type").and_then(Value::as_str).is_some_and(|t| ITEM_TYPES.contains(&t))
     };
@@ -95,7 +95,6 @@ fn is_legacy(lines: &[(usize, &Value)]) -> bool {
 /// The rollout's lines, with a pre-envelope rollout's lines wrapped in the envelope: the header as
 /// `session_meta`, bare items as `response_item`, `record_type` markers as their own line type.
 fn envelope(lines: &[(usize, &Value)]) -> Vec<(usize, Value)> {
-    let ts = lines.first().and_then(|(_, v)| v.get("timestamp")).cloned().unwrap_or(Value::Null);
     lines
         .iter()
         .enumerate()
@@ -105,7 +104,8 @@ fn envelope(lines: &[(usize, &Value)]) -> Vec<(usize, Value)> {
                 (_, Some(record)) => format!("record_{record}"),
                 _ => "response_item".to_string(),
             };
-            let wrapped = serde_json::json!({"timestamp": v.get("timestamp").unwrap_or(&ts), "type": ty, "payload": v});
+            let ts = v.get("timestamp").cloned().unwrap_or(Value::Null);
+            let wrapped = serde_json::json!({"timestamp": ts, "type": ty, "payload": v});
             (*no, wrapped)
         })
         .collect()
@@ -262,7 +262,7 @@ fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, dept
     for &(no, v) in lines {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
         // A record written twice (same time, type and payload) is one step.
-        if ty == "response_item" && v.get("timestamp").is_some() {
+        if v.get("timestamp").is_some_and(Value::is_string) && v.get("payload").is_some() {
             let key = v.to_string();
             if let Some(first) = sent.get(&key) {
                 ctx.diagnostics.push(who.diag(no, format!("line repeats line {first}; loaded once")));

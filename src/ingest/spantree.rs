@@ -219,6 +219,22 @@ fn tree(nodes: &[Node], diagnostics: &mut Vec<Diagnostic>) -> (Vec<usize>, Vec<V
     (roots, children)
 }
 
+/// Whether a node below `i` is an error (iterative, so deep trees are fine).
+fn descendant_failed(nodes: &[Node], children: &[Vec<usize>], i: usize) -> bool {
+    let mut stack: Vec<usize> = children[i].clone();
+    let mut seen = HashSet::new();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        if nodes[c].is_error {
+            return true;
+        }
+        stack.extend(children[c].iter().copied());
+    }
+    false
+}
+
 /// `true` for each node whose id an earlier node already has (a span or record sent twice).
 fn repeated(nodes: &[Node]) -> Vec<bool> {
     let mut seen: HashSet<&str> = HashSet::new();
@@ -283,6 +299,13 @@ impl Emitter {
         };
         let agent = named.clone().or_else(|| inherited.clone()).unwrap_or_else(|| DEFAULT_AGENT.to_string());
         let delegation = self.emit_node(n, &agent, inherited.as_deref());
+        // A failed scope (a chain, a plain span) whose failure no descendant reports would lose
+        // its error: it becomes an error step of its own.
+        if matches!(n.op, Op::Scope) && n.is_error && !descendant_failed(nodes, children, i) {
+            let text = n.error.clone().unwrap_or_else(|| format!("{} failed", n.name));
+            let s = self.push(n, &agent, StepKind::Message, text);
+            self.steps[s].is_error = true;
+        }
         let own = (self.steps.len() > first).then_some(first);
         if let (Some(a), Some(f)) = (anchor, own) {
             self.link(a, f, LinkKind::Parent);
