@@ -150,3 +150,32 @@ fn bad_records_of_a_magentic_log() {
       ]"#;
     insta::assert_snapshot!(diagnostics("log.json", text.as_bytes()));
 }
+
+#[test]
+fn variants_that_cannot_be_read_are_named_with_what_they_lack() {
+    let cases: [(&str, &[u8], Option<SourceFormat>); 6] = [
+        ("results.json", br#"{"info": {}, "simulations": [{"task_id": "t"}]}"#, None),
+        ("page.json", br#"{"data": [{"traceId": "t1", "name": "x"}], "meta": {"page": 1}}"#, None),
+        ("team.json", br#"{"messages": [{"source": "a", "type": "NewKindOfMessage"}], "stop_reason": null}"#, None),
+        ("rollout.jsonl", b"{\"record_type\":\"state\"}\n{\"type\":\"message\",\"role\":\"user\"}\n", None),
+        ("rollout.jsonl", b"{\"id\":\"x\",\"timestamp\":\"t\"}\n{\"role\":\"user\"}\n", Some(SourceFormat::Codex)),
+        ("obs.json", br#"{"data": [{"name": "x"}]}"#, Some(SourceFormat::Langfuse)),
+    ];
+    let all: Vec<String> = cases.iter().map(|(name, bytes, f)| error(name, bytes, *f)).collect();
+    insta::assert_snapshot!(all.join("\n"));
+}
+
+#[test]
+fn encodings_and_nesting_limits_are_named() {
+    let mut odd_utf16 = vec![0xFF, 0xFE];
+    odd_utf16.extend("[1]".encode_utf16().flat_map(u16::to_le_bytes));
+    odd_utf16.push(0x20);
+    let lone_surrogate = [0xFE, 0xFF, 0x00, b'[', 0xD8, 0x00, 0x00, b']'];
+    let deep = format!("{}{}", "{\"a\":".repeat(20_001), "}".repeat(20_001));
+    let all = [
+        error("ps.json", &odd_utf16, None),
+        error("be.json", &lone_surrogate, None),
+        error("deep.json", format!("\n{deep}").as_bytes(), None),
+    ];
+    insta::assert_snapshot!(all.join("\n"));
+}
