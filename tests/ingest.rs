@@ -755,3 +755,28 @@ fn agentchat_messages_as_json_lines_load_with_the_stop_reason() {
     assert!(t.metadata.contains(&("stop_reason".into(), "Text 'TERMINATE' mentioned".into())));
     assert!(t.metadata.contains(&("messages_not_steps".into(), "TaskResult 1".into())));
 }
+
+#[test]
+fn errors_reported_beside_the_step_reach_it() {
+    // Claude Code: an API error recorded as a `system` line is the harness's error step.
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+        r#"{"type":"system","subtype":"api_error","level":"error","uuid":"s1","parentUuid":"u1","content":"API Error: 529 overloaded"}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"s1","message":{"role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+    ];
+    let l = parse_str("s.jsonl", &lines.join("\n"));
+    let t = only(&l);
+    assert_eq!(shape(t), [("user", M), ("harness", M), ("claude", M)]);
+    assert_eq!(errors(t), [1]);
+    assert_eq!(t.steps[1].content, "API Error: 529 overloaded");
+    assert_eq!(links(t), [(0, 1, LinkKind::Parent), (1, 2, LinkKind::Parent)]);
+
+    // Codex: the exec event's exit code marks the call's result, whatever the output says.
+    let lines = [
+        r#"{"timestamp":"t1","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}}"#,
+        r#"{"timestamp":"t2","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c1","exit_code":2,"stdout":""}}"#,
+        r#"{"timestamp":"t3","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"no such file"}}"#,
+    ];
+    let l = parse_str("r.jsonl", &lines.join("\n"));
+    assert_eq!(errors(only(&l)), [1]);
+}

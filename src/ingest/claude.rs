@@ -15,7 +15,8 @@
 //!   through them. Compaction (CLI 2.x): a `system` line with `subtype: compact_boundary` has
 //!   `parentUuid: null` and names the line it continues in `logicalParentUuid`, which the chain
 //!   follows; the next `user` line with `isCompactSummary` is the summary the harness wrote, a
-//!   message by [`HARNESS`].
+//!   message by [`HARNESS`]. A `system` line that reports an error (`level: error`, `subtype:
+//!   api_error`) is an error message by [`HARNESS`].
 //! - Links: `parentUuid` → [`LinkKind::Parent`]; `tool_use.id` ↔ `tool_result.tool_use_id` →
 //!   [`LinkKind::ToolResult`]; a `Task` call → the first step of its sub-agent →
 //!   [`LinkKind::Delegation`].
@@ -197,6 +198,25 @@ impl Reader {
         self.note_agent_id(v);
         let is_turn = matches!(ty, "user" | "assistant");
         let is_meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+        // A `system` line that reports an error (an API error, `level: error`) is the harness's
+        // error step, so the failure it records is not lost.
+        let system_error = ty == "system"
+            && (v.get("level").and_then(Value::as_str) == Some("error")
+                || v.get("subtype").and_then(Value::as_str) == Some("api_error"));
+        if system_error {
+            let text = ["content", "error", "cause"]
+                .iter()
+                .find_map(|k| v.get(*k).filter(|x| !x.is_null()).map(value_text))
+                .unwrap_or_else(|| "API error".into());
+            let first = self.steps.len();
+            let s = self.push(v, "system", HARNESS, StepKind::Message, text);
+            self.steps[s].is_error = true;
+            if let Some(u) = uuid {
+                self.by_uuid.insert(u, (first, s));
+            }
+            self.line_parents.push((first, parent));
+            return;
+        }
         if !is_turn || is_meta {
             self.note_skipped(ty, v);
             return;

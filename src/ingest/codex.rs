@@ -12,7 +12,9 @@
 //!   `function_call spawn_agent` → delegation to `arguments.agent_type`;
 //! - `*_output` (`call_id`, `output`) → tool result; a JSON output `{output, metadata: {exit_code}}`
 //!   is unwrapped and a non-zero exit code marks an error, as does a failed exit in the text in any
-//!   wording ([`failed_exit`]: `Exit code: N`, `Process exited with code N`, `exit status N`).
+//!   wording ([`failed_exit`]: `Exit code: N`, `Process exited with code N`, `exit status N`),
+//!   or an `exec_command_end` (non-zero `exit_code`) / `patch_apply_end` (`success: false`) event
+//!   for its call id.
 //!
 //! Versions: the envelope and `ordinal` (CLI 0.3x–0.15x, 2025–2026; `world_state` lines, which are
 //! not steps, are counted in `lines_not_steps`), and the rollouts written before the envelope
@@ -249,6 +251,8 @@ struct Reader {
     roles: Vec<AgentInfo>,
     metadata: Vec<(String, String)>,
     prompt_skipped: bool,
+    /// Call ids whose `exec_command_end` / `patch_apply_end` event reports a failure.
+    failed_calls: Vec<String>,
     /// Line types that are not steps (`turn_context`, `world_state`, state markers), with counts.
     skipped: Vec<(String, usize)>,
     /// The 1-based line being read, kept as each step's id.
@@ -287,6 +291,11 @@ fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, dept
     if !r.skipped.is_empty() {
         let list: Vec<String> = r.skipped.iter().map(|(t, n)| format!("{t} {n}")).collect();
         r.metadata.push(("lines_not_steps".into(), list.join(", ")));
+    }
+    for step in r.steps.iter_mut().filter(|s| s.kind == StepKind::ToolResult) {
+        if step.ids.refs.iter().any(|c| !c.is_empty() && r.failed_calls.contains(c)) {
+            step.is_error = true;
+        }
     }
     let subs = r.sub_threads(who, ctx, depth);
     let roots = (!r.steps.is_empty()).then_some(0).into_iter().collect();
@@ -439,6 +448,14 @@ impl Reader {
             "error" | "stream_error" => {
                 let s = self.push(ts, who.agent, ty, StepKind::Message, msg());
                 self.steps[s].is_error = true;
+            }
+            // The exec and patch events report how a call ended; their failure marks its result.
+            "exec_command_end" | "patch_apply_end" => {
+                let code = p.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0);
+                let failed = p.get("success").and_then(Value::as_bool) == Some(false);
+                if code.is_some() || failed {
+                    self.failed_calls.push(p.get("call_id").map(value_text).unwrap_or_default());
+                }
             }
             "turn_aborted" => {
                 let reason = p.get("reason").map(value_text).unwrap_or_default();
