@@ -610,6 +610,11 @@ fn near_miss(doc: &Document) -> Option<String> {
             if v.get("simulations").is_some() {
                 return Some("it looks like τ²-bench results, which need \"simulations\": [{task_id, messages}] and \"tasks\" or \"info\"".into());
             }
+            if first_items(v, "data").is_some_and(|t| {
+                t.get("observations").is_some_and(|o| o.as_array().is_some_and(|o| o.iter().all(Value::is_string)))
+            }) {
+                return Some("it looks like a Langfuse traces list, which holds only observation ids: export each trace with GET /api/public/traces/{id}, or its observations with GET /api/public/observations?traceId=...".into());
+            }
             if first_items(v, "data").is_some_and(|o| o.get("traceId").is_some()) {
                 return Some(
                     "it looks like a Langfuse observations page, whose items need \"id\", \"traceId\" and \"type\""
