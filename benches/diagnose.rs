@@ -1,19 +1,54 @@
-//! Diagnosis benchmark: `cargo bench --bench diagnose`.
+//! Diagnosis benchmark: `cargo bench --bench diagnose [-- --sizes 1000,5000 --methods falat --timeout 60]`.
 //!
-//! Times the whole offline FALAT pipeline (heuristic judge, with ground truth) on the largest
-//! bundled Who&When trajectory and on every bundled Who&When trajectory in turn, loading
-//! excluded, and prints the median, fastest and slowest of repeated runs.
+//! Two parts, both offline (heuristic judge, ground truth on):
+//!
+//! 1. The bundled Who&When set: the largest trajectory and the whole set, loading excluded
+//!    (median, fastest and slowest of repeated runs).
+//! 2. Scaling: generated falat JSONL traces of 1,000, 5,000, 10,000 and 50,000 steps (four agents
+//!    cycling message, tool call, tool result and message; numbers in every step, some of them
+//!    new and unsourced; a failing tool result with an error line about every 50 steps; an
+//!    ignored error and a wrong final answer), diagnosed by every method. Each run is a child
+//!    process (this binary with `--child`) so that its peak resident memory (`VmHWM` from
+//!    `/proc/self/status`, Linux) is its own; a run past the timeout (default 120 s) is killed
+//!    and reported as such. The table gives wall time of the diagnosis (loading excluded), peak
+//!    memory of the process, candidates, and the growth exponent `log(t2/t1)/log(n2/n1)` between
+//!    consecutive sizes (1 is linear, 3 is cubic).
 
 use std::hint::black_box;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use falat::ingest::fs::{dataset_files, load_path};
+use falat::ingest::parse;
 use falat::judge::heuristic::HeuristicJudge;
-use falat::model::Trajectory;
-use falat::pipeline::{Options, diagnose};
+use falat::methods::{self, Method, MethodOptions};
+use falat::model::{SourceFormat, Trajectory};
+
+const SIZES: [usize; 4] = [1_000, 5_000, 10_000, 50_000];
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        child(&args[i + 1], args[i + 2].parse().expect("size"));
+        return;
+    }
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let sizes: Vec<usize> = value("--sizes")
+        .map(|s| s.split(',').map(|x| x.parse().expect("--sizes takes numbers")).collect())
+        .unwrap_or_else(|| SIZES.to_vec());
+    let methods = value("--methods")
+        .map(|s| Method::parse_list(&s).expect("--methods takes method names"))
+        .unwrap_or_else(|| Method::ALL.to_vec());
+    let timeout = Duration::from_secs(value("--timeout").map(|s| s.parse().expect("seconds")).unwrap_or(120));
+    if !args.iter().any(|a| a == "--skip-bundled") {
+        bundled();
+    }
+    scaling(&sizes, &methods, timeout);
+}
+
+/// Part 1: the bundled Who&When set.
+fn bundled() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when");
     let files = dataset_files(&dir).expect("list data/who-and-when");
     let all: Vec<(u64, Trajectory)> = files
@@ -24,18 +59,187 @@ fn main() {
         })
         .collect();
     let (size, largest) = all.iter().max_by_key(|(s, _)| *s).expect("files");
-    let opts = Options::new(true);
-    println!("diagnose benchmark (heuristic judge, ground truth on; median / fastest / slowest)");
+    let opts = MethodOptions::new(true);
+    println!("bundled Who&When, FALAT (heuristic judge, ground truth on; median / fastest / slowest)");
     let times = repeat(|| {
-        black_box(diagnose(largest, &HeuristicJudge, &opts));
+        black_box(methods::run(Method::Falat, largest, &HeuristicJudge, &opts));
     });
     report(&format!("largest trajectory {} ({} steps, {} kB)", largest.id, largest.steps.len(), size / 1000), &times);
     let times = repeat(|| {
         for (_, t) in &all {
-            black_box(diagnose(t, &HeuristicJudge, &opts));
+            black_box(methods::run(Method::Falat, t, &HeuristicJudge, &opts));
         }
     });
     report(&format!("whole bundled set ({} trajectories)", all.len()), &times);
+    println!();
+}
+
+/// Part 2: every method on generated traces of growing size, one child process per run.
+fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
+    let exe = std::env::current_exe().expect("own path");
+    println!("generated traces, one process per run, timeout {} s", timeout.as_secs());
+    println!(
+        "{:<14} {:>7} {:>10} {:>10} {:>11} {:>9}  decisive",
+        "method", "steps", "wall", "peak RSS", "candidates", "exponent"
+    );
+    for m in methods {
+        let mut last: Option<(usize, f64)> = None;
+        for &n in sizes {
+            let started = Instant::now();
+            let mut child = Command::new(&exe)
+                .args(["--child", m.as_str(), &n.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn child");
+            let finished = loop {
+                if child.try_wait().expect("wait").is_some() {
+                    break true;
+                }
+                if started.elapsed() > timeout {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            if !finished {
+                println!("{:<14} {n:>7} {:>10} {:>10} {:>11} {:>9}", m.as_str(), "timeout", "-", "-", "-");
+                last = None;
+                continue;
+            }
+            let out = child.wait_with_output().expect("child output");
+            let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 4 {
+                println!("{:<14} {n:>7} child failed: {line}", m.as_str());
+                last = None;
+                continue;
+            }
+            let secs: f64 = f[0].parse().expect("secs");
+            let kb: u64 = f[1].parse().expect("kB");
+            let exponent = match last {
+                Some((n0, t0)) if t0 > 0.0 && secs > 0.0 => {
+                    format!("{:.2}", (secs / t0).ln() / (n as f64 / n0 as f64).ln())
+                }
+                _ => "-".into(),
+            };
+            println!(
+                "{:<14} {n:>7} {:>8.3} s {:>7} MB {:>11} {exponent:>9}  {}",
+                m.as_str(),
+                secs,
+                kb / 1024,
+                f[2],
+                f[3]
+            );
+            last = Some((n, secs));
+        }
+    }
+}
+
+/// One run in a child process: prints `seconds peak_kB candidates decisive`.
+fn child(method: &str, steps: usize) {
+    let m = Method::parse(method).expect("method");
+    let bytes = generated_trace(steps);
+    let mut loaded = parse("generated.jsonl", &bytes, Some(SourceFormat::FalatJsonl)).expect("parses");
+    let t = loaded.trajectories.remove(0);
+    drop(bytes);
+    let opts = MethodOptions::new(true);
+    let start = Instant::now();
+    let d = methods::run(m, &t, &HeuristicJudge, &opts);
+    let secs = start.elapsed().as_secs_f64();
+    let decisive = d.decisive_step.map_or("-".to_string(), |s| s.to_string());
+    println!("{secs:.4} {} {} {decisive}", peak_kb(), d.candidates.len());
+}
+
+/// The process's peak resident set in kB (`VmHWM`), 0 where `/proc` is missing.
+fn peak_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// A deterministic pseudo-random stream (SplitMix64), so every run sees the same trace.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A falat JSONL trajectory of `steps` steps with the mix long agent runs have: a planner
+/// delegating, a coder calling a tool and reading results, a reviewer commenting; numbers in every
+/// step (half carried over from an earlier step, half new and unsourced); a failing tool result
+/// with a traceback about every 50 steps, sometimes ignored; a wrong final answer.
+fn generated_trace(steps: usize) -> Vec<u8> {
+    use std::fmt::Write;
+    let mut rng = Rng(steps as u64);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"{{"falat": 1, "id": "generated-{steps}", "task": "Compute the total revenue of the 2023 sales table and report it in USD.", "expected_output": "48213", "observed_output": "51377", "gold": {{"agent": "Coder", "step": {}}}, "agents": [{{"name": "Planner", "role": "plans and delegates"}}, {{"name": "Coder", "role": "writes and runs code"}}, {{"name": "python", "role": "tool"}}, {{"name": "Reviewer", "role": "checks results"}}]}}"#,
+        steps / 3
+    );
+    let mut seen: Vec<u64> = vec![2023];
+    for i in 0..steps {
+        let carried = seen[rng.below(seen.len() as u64) as usize];
+        let fresh = 1000 + rng.below(90_000);
+        if seen.len() < 4096 {
+            seen.push(fresh);
+        } else {
+            let k = rng.below(seen.len() as u64) as usize;
+            seen[k] = fresh;
+        }
+        let last = i + 1 == steps;
+        let line = match i % 4 {
+            0 if last => {
+                format!(r#"{{"agent": "Planner", "content": "FINAL ANSWER: the total revenue is {} USD."}}"#, 51377)
+            }
+            0 => format!(
+                r#"{{"agent": "Planner", "kind": "delegation", "delegate_to": "Coder", "id": "d{i}", "content": "Next, sum region {} using the value {carried} from before; I assume the rate is {fresh}."}}"#,
+                i % 17
+            ),
+            1 => format!(
+                r#"{{"agent": "Coder", "kind": "tool_call", "tool_name": "python", "id": "c{i}", "refs": ["d{}"], "content": "total = sum(rows[{}:{}]) * {carried} / {fresh}"}}"#,
+                i - 1,
+                i % 211,
+                i % 211 + 40
+            ),
+            2 if rng.below(50) == 0 => format!(
+                r#"{{"agent": "python", "kind": "tool_result", "refs": ["c{}"], "is_error": true, "content": "Traceback (most recent call last):\n  File \"main.py\", line {}, in <module>\nKeyError: 'region_{}'"}}"#,
+                i - 1,
+                i % 90,
+                i % 17
+            ),
+            2 => format!(
+                r#"{{"agent": "python", "kind": "tool_result", "refs": ["c{}"], "content": "{fresh}.{}"}}"#,
+                i - 1,
+                rng.below(100)
+            ),
+            _ => format!(
+                r#"{{"agent": "{}", "content": "The subtotal is {fresh}; it matches {carried}, so we continue with region {}."}}"#,
+                if i % 8 == 3 { "Reviewer" } else { "Coder" },
+                (i + 1) % 17
+            ),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.into_bytes()
 }
 
 /// Runs `f` after one warm-up until about two seconds have passed (at least 5 runs).
