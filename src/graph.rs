@@ -70,14 +70,19 @@ impl DepGraph {
                 g.add(l.from, l.to, EdgeKind::Protocol(l.kind), Vec::new(), 1.0);
             }
         }
-        // A tool result goes back to its caller: the caller's next step reads it.
+        // A tool result goes back to its caller: the caller's next step reads it (found in the
+        // caller's own steps, indexed once, not by a scan per link).
+        let mut by_agent: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, s) in t.steps.iter().enumerate() {
+            by_agent.entry(s.agent.as_str()).or_default().push(i);
+        }
         for l in &t.links {
             if matches!(l.kind, LinkKind::ToolResult | LinkKind::Execution)
                 && l.to < t.steps.len()
                 && l.from < t.steps.len()
             {
-                let caller = &t.steps[l.from].agent;
-                if let Some(next) = (l.to + 1..t.steps.len()).find(|&j| &t.steps[j].agent == caller)
+                let own = by_agent.get(t.steps[l.from].agent.as_str()).map_or(&[][..], Vec::as_slice);
+                if let Some(&next) = own.get(own.partition_point(|&j| j <= l.to))
                     && g.find(l.to, next).is_none()
                 {
                     g.add(l.to, next, EdgeKind::Protocol(LinkKind::ToolResult), Vec::new(), 1.0);
@@ -211,6 +216,63 @@ impl DepGraph {
             }
         }
         None
+    }
+}
+
+impl DepGraph {
+    /// For every step, whether it reaches `target` along edges forward (`target` itself included):
+    /// one backward walk from `target`, O(steps + edges). `result[s]` equals
+    /// `self.path(s, target).is_some()`.
+    pub fn ancestors(&self, target: usize) -> Vec<bool> {
+        let mut seen = vec![false; self.len()];
+        if target >= self.len() {
+            return seen;
+        }
+        seen[target] = true;
+        let mut stack = vec![target];
+        while let Some(s) = stack.pop() {
+            for e in self.graph.edges_directed(NodeIndex::new(s), Direction::Incoming) {
+                let from = self.graph[e.source()];
+                if !seen[from] {
+                    seen[from] = true;
+                    stack.push(from);
+                }
+            }
+        }
+        seen
+    }
+
+    /// For every step `s`, the smallest of `sources` that reaches `s` by at least one edge, or
+    /// `None`. One walk per source over steps not yet reached by a smaller one, so O(steps +
+    /// edges) in all: a step reached from an earlier source passes everything it reaches on to
+    /// that source. `sources` need not be sorted.
+    pub fn earliest_reaching(&self, sources: &[usize]) -> Vec<Option<usize>> {
+        let mut sorted: Vec<usize> = sources.iter().copied().filter(|&s| s < self.len()).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut out: Vec<Option<usize>> = vec![None; self.len()];
+        let mut expanded = vec![false; self.len()];
+        let mut stack = Vec::new();
+        for src in sorted {
+            if expanded[src] {
+                continue;
+            }
+            expanded[src] = true;
+            stack.push(src);
+            while let Some(s) = stack.pop() {
+                for e in self.graph.edges_directed(NodeIndex::new(s), Direction::Outgoing) {
+                    let to = self.graph[e.target()];
+                    if out[to].is_none() {
+                        out[to] = Some(src);
+                    }
+                    if !expanded[to] {
+                        expanded[to] = true;
+                        stack.push(to);
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

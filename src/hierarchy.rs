@@ -200,28 +200,6 @@ pub struct Hierarchy {
     pub phases: Vec<Phase>,
     /// Where each value key was first seen.
     pub first_seen: HashMap<String, Origin>,
-    /// Lazily computed facts that judges derive from the hierarchy (see [`Memo`]).
-    pub memo: Memo,
-}
-
-/// A cache of facts derived once from a hierarchy and a trajectory (not part of its value:
-/// compares equal to any other memo). Index 0 holds the result without ground truth, 1 with.
-#[derive(Debug, Clone, Default)]
-pub struct Memo {
-    /// The wrong output items and the steps they originate at, per ground-truth setting.
-    pub wrong_value_origins: [std::sync::OnceLock<Vec<(usize, String)>>; 2],
-    /// The step holding the final output.
-    pub final_step: std::sync::OnceLock<Option<usize>>,
-    /// The lower-case content of each step.
-    pub lower: std::sync::OnceLock<Vec<String>>,
-    /// The lower-case word set of each step's content.
-    pub word_sets: std::sync::OnceLock<Vec<std::collections::HashSet<String>>>,
-}
-
-impl PartialEq for Memo {
-    fn eq(&self, _: &Memo) -> bool {
-        true
-    }
 }
 
 impl Hierarchy {
@@ -281,7 +259,7 @@ pub fn build(t: &Trajectory) -> Hierarchy {
         summary.introduces = introduces;
     }
     let phases = phases(t, &steps);
-    Hierarchy { evidence, steps, phases, first_seen, memo: Memo::default() }
+    Hierarchy { evidence, steps, phases, first_seen }
 }
 
 /// `items.iter().map(f)` on all cores, in order (large inputs only).

@@ -17,5 +17,6 @@ pub mod model;
 pub mod pipeline;
 pub mod prior;
 pub mod report;
+pub mod substrate;
 pub mod text;
 pub mod tui;

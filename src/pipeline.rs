@@ -19,11 +19,12 @@ use crate::diagnosis::{
     Verification,
 };
 use crate::graph::DepGraph;
-use crate::hierarchy::{self, Hierarchy};
+use crate::hierarchy::Hierarchy;
 use crate::judge::heuristic::{self, combine, weights};
 use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
 use crate::model::Trajectory;
 use crate::prior::Prior;
+use crate::substrate::Substrate;
 use crate::text;
 
 /// Progress callback: `(stage name, done, total)`.
@@ -144,9 +145,12 @@ pub struct ReSearch {
     pub reason: String,
 }
 
-/// The state of a run: each stage's output once it has run, costs and warnings.
+/// The state of a run: the trajectory's substrate, each stage's output once it has run, costs and
+/// warnings.
 #[derive(Debug, Clone, Default)]
 pub struct Pipeline {
+    /// The substrate the stages read (built on the first run when not given by [`Pipeline::new`]).
+    pub substrate: Option<Arc<Substrate>>,
     /// Stage 1.
     pub space: Option<SearchSpace>,
     /// Stage 2.
@@ -162,27 +166,39 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// A pipeline over a substrate already built for the trajectory it will run on.
+    pub fn new(substrate: Arc<Substrate>) -> Pipeline {
+        Pipeline { substrate: Some(substrate), ..Pipeline::default() }
+    }
+
+    /// The substrate, built from `t` if none was given.
+    fn substrate(&mut self, t: &Trajectory) -> Arc<Substrate> {
+        Arc::clone(self.substrate.get_or_insert_with(|| Substrate::shared(t)))
+    }
+
     /// Runs `stage` and every stage before it that has not run; clears stages after it.
     ///
     /// # Errors
     /// [`Cancelled`] when the options' cancel flag is set during the run.
     pub fn run(&mut self, t: &Trajectory, judge: &dyn Judge, opts: &Options, stage: Stage) -> Result<(), Cancelled> {
+        let sub = self.substrate(t);
+        let sub = sub.as_ref();
         if self.space.is_none() || stage == Stage::SearchSpace {
-            let (s, cost) = search_space(t, judge, opts, &mut self.warnings)?;
+            let (s, cost) = search_space(t, sub, judge, opts, &mut self.warnings)?;
             self.space = Some(s);
             record(&mut self.costs, Stage::SearchSpace, cost);
             self.deps = None;
         }
         if stage > Stage::SearchSpace && (self.deps.is_none() || stage == Stage::Dependencies) {
             let space = self.space.as_ref().expect("stage 1 ran");
-            let (d, cost) = dependencies(t, space, judge, opts, &mut self.warnings)?;
+            let (d, cost) = dependencies(t, sub, space, judge, opts, &mut self.warnings)?;
             self.deps = Some(d);
             record(&mut self.costs, Stage::Dependencies, cost);
             self.verified = None;
         }
         if stage > Stage::Dependencies && (self.verified.is_none() || stage == Stage::Verification) {
             let (space, deps) = (self.space.as_ref().expect("stage 1 ran"), self.deps.as_ref().expect("stage 2 ran"));
-            let (v, cost) = verify(t, space, deps, judge, opts, &mut self.warnings)?;
+            let (v, cost) = verify(t, sub, space, deps, judge, opts, &mut self.warnings)?;
             self.verified = Some(v);
             record(&mut self.costs, Stage::Verification, cost);
             self.research = None;
@@ -191,7 +207,7 @@ impl Pipeline {
             let space = self.space.as_ref().expect("stage 1 ran");
             let deps = self.deps.as_ref().expect("stage 2 ran");
             let verified = self.verified.as_ref().expect("stage 3 ran");
-            let (r, cost) = research(t, space, deps, verified, judge, opts, &mut self.warnings)?;
+            let (r, cost) = research(t, sub, space, deps, verified, judge, opts, &mut self.warnings)?;
             self.research = r;
             record(&mut self.costs, Stage::ReSearch, cost);
         }
@@ -204,7 +220,7 @@ impl Pipeline {
     /// # Errors
     /// [`Cancelled`] when cancelled.
     pub fn run_all(&mut self, t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Result<(), Cancelled> {
-        *self = Pipeline::default();
+        *self = Pipeline { substrate: self.substrate.take(), ..Pipeline::default() };
         self.run(t, judge, opts, Stage::ReSearch)
     }
 
@@ -248,9 +264,14 @@ fn record(costs: &mut Vec<StageCost>, stage: Stage, cost: Cost) {
     }
 }
 
-/// Runs the whole FALAT pipeline on a trajectory.
+/// Runs the whole FALAT pipeline on a trajectory, building its substrate first.
 pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis {
-    let mut p = Pipeline::default();
+    diagnose_on(t, &Arc::new(Substrate::build(t)), judge, opts)
+}
+
+/// Runs the whole FALAT pipeline on a trajectory and its substrate.
+pub fn diagnose_on(t: &Trajectory, sub: &Arc<Substrate>, judge: &dyn Judge, opts: &Options) -> Diagnosis {
+    let mut p = Pipeline::new(Arc::clone(sub));
     match p.run_all(t, judge, opts) {
         Ok(()) => p.diagnosis(t, judge, opts),
         Err(Cancelled) => {
@@ -264,12 +285,19 @@ pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis 
 /// The judge context once stage 2 has run: trajectory, hierarchy, prior and graph.
 fn full_context<'a>(
     t: &'a Trajectory,
-    h: &'a Hierarchy,
-    prior: &'a Prior,
+    sub: &'a Substrate,
+    space: &'a SearchSpace,
     graph: &'a DepGraph,
     opts: &Options,
 ) -> Context<'a> {
-    Context { trajectory: t, hierarchy: h, prior: Some(prior), graph: Some(graph), ground_truth: opts.ground_truth }
+    Context {
+        trajectory: t,
+        hierarchy: &space.hierarchy,
+        prior: Some(&space.prior),
+        graph: Some(graph),
+        facts: &sub.facts,
+        ground_truth: opts.ground_truth,
+    }
 }
 
 /// Asks the judge and adds its cost and warning.
@@ -288,18 +316,25 @@ fn ask(judge: &dyn Judge, ctx: &Context<'_>, q: &Question, cost: &mut Cost, warn
 /// [`Cancelled`].
 pub fn search_space(
     t: &Trajectory,
+    sub: &Substrate,
     judge: &dyn Judge,
     opts: &Options,
     warnings: &mut Vec<String>,
 ) -> Result<(SearchSpace, Cost), Cancelled> {
     let start = Instant::now();
     let mut cost = Cost::default();
-    let mut hierarchy = hierarchy::build(t);
-    let ctx =
-        Context { trajectory: t, hierarchy: &hierarchy, prior: None, graph: None, ground_truth: opts.ground_truth };
+    let mut hierarchy = sub.hierarchy.clone();
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &sub.hierarchy,
+        prior: None,
+        graph: None,
+        facts: &sub.facts,
+        ground_truth: opts.ground_truth,
+    };
     let prior = match ask(judge, &ctx, &Question::Prior, &mut cost, warnings) {
         Answer::Prior(p) => p,
-        _ => crate::prior::derive(&t.task, &t.agents),
+        _ => sub.prior.clone(),
     };
     let n = hierarchy.phases.len();
     let mut summaries = Vec::with_capacity(n);
@@ -334,6 +369,7 @@ pub fn search_space(
 /// [`Cancelled`].
 pub fn dependencies(
     t: &Trajectory,
+    sub: &Substrate,
     space: &SearchSpace,
     judge: &dyn Judge,
     opts: &Options,
@@ -341,10 +377,10 @@ pub fn dependencies(
 ) -> Result<(Dependencies, Cost), Cancelled> {
     let start = Instant::now();
     let mut cost = Cost::default();
-    let mut graph = DepGraph::build(t, &space.hierarchy);
-    let mut candidates = recall_candidates(t, space, &graph, judge, opts, &mut cost, warnings)?;
+    let mut graph = sub.graph.clone();
+    let mut candidates = recall_candidates(t, sub, space, &graph, judge, opts, &mut cost, warnings)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
-    let ctx = full_context(t, &space.hierarchy, &space.prior, &graph, opts);
+    let ctx = full_context(t, sub, space, &graph, opts);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         opts.check()?;
@@ -380,8 +416,10 @@ fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn recall_candidates(
     t: &Trajectory,
+    sub: &Substrate,
     space: &SearchSpace,
     graph: &DepGraph,
     judge: &dyn Judge,
@@ -389,7 +427,7 @@ fn recall_candidates(
     cost: &mut Cost,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Candidate>, Cancelled> {
-    let ctx = full_context(t, &space.hierarchy, &space.prior, graph, opts);
+    let ctx = full_context(t, sub, space, graph, opts);
     // Coarse to fine: suspicious phases first (ties in step order).
     let mut phases: Vec<_> = space.hierarchy.phases.iter().collect();
     phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
@@ -441,7 +479,14 @@ fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides
 /// step corrects it, when its output is never used (dead end) and it has no process effect, or
 /// when it only inherits an earlier candidate's error (reached by `follow_up`, no own deviation).
 fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], graph: &DepGraph, o: &Overrides) {
-    let steps: Vec<usize> = candidates.iter().map(|c| c.step).collect();
+    let steps: std::collections::HashSet<usize> = candidates.iter().map(|c| c.step).collect();
+    // Labels by their source and by their target, each in label order.
+    let mut by_from: std::collections::HashMap<usize, Vec<&(usize, usize, Transition)>> = Default::default();
+    let mut by_to: std::collections::HashMap<usize, Vec<&(usize, usize, Transition)>> = Default::default();
+    for l in labels {
+        by_from.entry(l.0).or_default().push(l);
+        by_to.entry(l.1).or_default().push(l);
+    }
     for c in candidates.iter_mut() {
         if o.excluded.contains(&c.step) {
             c.pruned = Some(Pruning {
@@ -454,7 +499,7 @@ fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], gr
         if c.origin == Origin::User {
             continue;
         }
-        let out: Vec<&(usize, usize, Transition)> = labels.iter().filter(|(f, _, _)| *f == c.step).collect();
+        let out: &[&(usize, usize, Transition)] = by_from.get(&c.step).map_or(&[], Vec::as_slice);
         let correctable = c
             .findings
             .iter()
@@ -478,9 +523,11 @@ fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], gr
         }
         let own = c.findings.iter().any(|f| f.signal != Signal::UserMarked && heuristic::is_own_signal(f.signal));
         if !own {
-            let inherited = labels
-                .iter()
-                .find(|(f, to, l)| *to == c.step && *l == Transition::FollowUp && steps.contains(f) && *f < c.step);
+            let inherited = by_to
+                .get(&c.step)
+                .into_iter()
+                .flatten()
+                .find(|(f, _, l)| *l == Transition::FollowUp && steps.contains(f) && *f < c.step);
             if let Some((f, _, _)) = inherited {
                 c.pruned = Some(Pruning {
                     transition: Transition::FollowUp,
@@ -498,6 +545,7 @@ fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], gr
 /// [`Cancelled`].
 pub fn verify(
     t: &Trajectory,
+    sub: &Substrate,
     space: &SearchSpace,
     deps: &Dependencies,
     judge: &dyn Judge,
@@ -506,14 +554,15 @@ pub fn verify(
 ) -> Result<(Verified, Cost), Cancelled> {
     let start = Instant::now();
     let mut cost = Cost::default();
-    let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
+    let ctx = full_context(t, sub, space, &deps.graph, opts);
     let mut candidates = deps.candidates.clone();
-    let live: Vec<usize> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
+    let live: Arc<[usize]> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
+    // Candidates are sorted by step: find one by binary search.
+    let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
     let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
     for (k, &step) in live.iter().enumerate() {
         opts.check()?;
-        let others: Vec<usize> = live.iter().copied().filter(|&s| s != step).collect();
-        let q = |criterion| Question::Verify { step, criterion, others: others.clone() };
+        let q = |criterion| Question::Verify { step, criterion, live: live.clone() };
         let ind = as_criterion(ask(judge, &ctx, &q(CriterionKind::Independence), &mut cost, warnings));
         let suf = as_criterion(ask(judge, &ctx, &q(CriterionKind::Sufficiency), &mut cost, warnings));
         checks.push((step, ind, suf));
@@ -536,7 +585,7 @@ pub fn verify(
         chosen = Some(p);
     }
     for (step, ind, suf) in &checks {
-        let c = candidates.iter().find(|c| c.step == *step).expect("live candidate");
+        let c = &candidates[at(&candidates, *step).expect("live candidate")];
         if chosen.is_none() && valid(c, ind, suf) {
             chosen = Some(*step);
         }
@@ -559,7 +608,8 @@ pub fn verify(
         });
     }
     for (step, ind, suf) in checks {
-        let c = candidates.iter_mut().find(|c| c.step == step).expect("live candidate");
+        let k = at(&candidates, step).expect("live candidate");
+        let c = &mut candidates[k];
         let ok = valid(c, &ind, &suf);
         let precedence = match chosen {
             Some(ch) if ch == step => Criterion { passed: true, evidence: "the earliest valid candidate".into() },
@@ -586,8 +636,10 @@ fn as_criterion(a: Answer) -> Criterion {
 ///
 /// # Errors
 /// [`Cancelled`].
+#[allow(clippy::too_many_arguments)]
 pub fn research(
     t: &Trajectory,
+    sub: &Substrate,
     space: &SearchSpace,
     deps: &Dependencies,
     verified: &Verified,
@@ -601,7 +653,7 @@ pub fn research(
         return Ok((None, cost));
     };
     opts.check()?;
-    let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
+    let ctx = full_context(t, sub, space, &deps.graph, opts);
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
     let out = match ask(judge, &ctx, &Question::Roles { window: window.clone(), chosen }, &mut cost, warnings) {
         Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
@@ -650,8 +702,8 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         overrides: opts.overrides.clone(),
         ..Diagnosis::default()
     };
-    if let (Some(step), Some(space), Some(deps)) = (decisive, &p.space, &p.deps) {
-        let ctx = full_context(t, &space.hierarchy, &space.prior, &deps.graph, opts);
+    if let (Some(step), Some(space), Some(deps), Some(sub)) = (decisive, &p.space, &p.deps, &p.substrate) {
+        let ctx = full_context(t, sub, space, &deps.graph, opts);
         let end = heuristic::final_step(&ctx);
         d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
         explain(&mut d, t, step, p.research.as_ref());

@@ -128,7 +128,14 @@ fn a_wrong_key_gets_401_and_the_key_is_never_recorded() {
     };
     let t = fixture("hand-crafted-24.json");
     let h = hierarchy::build(&t);
-    let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, ground_truth: true };
+    let ctx = Context {
+        trajectory: &t,
+        hierarchy: &h,
+        prior: None,
+        graph: None,
+        facts: &falat::substrate::Facts::default(),
+        ground_truth: true,
+    };
     let wrong = LlmJudge::with_api_key(config(&url), Some("sk-wrong-key".into())).unwrap();
     assert!(matches!(wrong.check(), Err(CallError::Unauthorized { status: 401, .. })), "{:?}", wrong.check());
     let w = wrong.ask(&ctx, &Question::Prior).warning.unwrap();
@@ -154,7 +161,14 @@ fn a_prompt_longer_than_the_context_is_split_or_trimmed() {
     let t = fixture("algorithm-generated-10.json");
     let h = hierarchy::build(&t);
     let g = DepGraph::build(&t, &h);
-    let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: Some(&g), ground_truth: true };
+    let ctx = Context {
+        trajectory: &t,
+        hierarchy: &h,
+        prior: None,
+        graph: Some(&g),
+        facts: &falat::substrate::Facts::default(),
+        ground_truth: true,
+    };
     let judge = LlmJudge::with_api_key(config(&url), Some(key)).unwrap();
     let j = judge.ask(&ctx, &Question::RecallCandidates { range: 0..t.steps.len() });
     let stats = judge.stats();

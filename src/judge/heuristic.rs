@@ -18,6 +18,7 @@ use crate::graph::EdgeKind;
 use crate::hierarchy::{Action, Origin, StepSummary};
 use crate::model::{LinkKind, StepKind};
 use crate::prior::{self, AnswerType};
+use crate::substrate::{LinkIndex, Upstream};
 use crate::text;
 
 /// The weights of the heuristic signals, 0..=1. A candidate's score is the noisy-or of its
@@ -84,7 +85,7 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
         Question::Verify { step, .. } if *step >= n => {
             Answer::Criterion(Criterion { passed: false, evidence: format!("step {step} is not in the trajectory") })
         }
-        Question::Verify { step, criterion, others } => Answer::Criterion(verify(ctx, *step, *criterion, others)),
+        Question::Verify { step, criterion, live } => Answer::Criterion(verify(ctx, *step, *criterion, live)),
         Question::Roles { chosen, .. } if *chosen >= n => Answer::Roles {
             roles: Vec::new(),
             decisive: *chosen,
@@ -199,11 +200,52 @@ fn hedge_evidence(content: &str) -> String {
 
 /// The tool output that executed step `i`'s code or answered its call, if any.
 fn result_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
-    ctx.trajectory
-        .links
-        .iter()
-        .find(|l| l.from == i && matches!(l.kind, LinkKind::Execution | LinkKind::ToolResult))
-        .map(|l| l.to)
+    links(ctx).result_of.get(i).copied().flatten()
+}
+
+/// The trajectory's links indexed by step (built once per hierarchy).
+fn links<'a>(ctx: &Context<'a>) -> &'a LinkIndex {
+    ctx.facts.links.get_or_init(|| LinkIndex::build(ctx.trajectory))
+}
+
+/// Whether step `step` reaches the final step in the dependency graph (one backward walk from
+/// the final step per hierarchy, instead of one path search per step).
+pub fn reaches_final(ctx: &Context<'_>, step: usize) -> bool {
+    let (Some(g), Some(end)) = (ctx.graph, final_step(ctx)) else { return false };
+    ctx.facts.reaches_final.get_or_init(|| g.ancestors(end)).get(step).copied().unwrap_or(false)
+}
+
+/// The first wrong-value origin after `step` that `step` reaches, with its item.
+fn reached_origin(ctx: &Context<'_>, step: usize) -> Option<(usize, String)> {
+    let g = ctx.graph?;
+    let origins = wrong_value_origins(ctx);
+    let reach = ctx
+        .facts
+        .reaches_origin
+        .get(ctx.ground_truth)
+        .get_or_init(|| origins.iter().map(|(o, _)| g.ancestors(*o)).collect());
+    origins
+        .into_iter()
+        .zip(reach)
+        .find(|((o, _), r)| *o > step && r.get(step).copied().unwrap_or(false))
+        .map(|(o, _)| o)
+}
+
+/// The earliest of the `live` candidates (in step order) that reaches `step` by at least one
+/// edge and comes before it. One forward sweep per live set, shared by every candidate's question.
+fn earliest_upstream(ctx: &Context<'_>, step: usize, live: &std::sync::Arc<[usize]>) -> Option<usize> {
+    let g = ctx.graph?;
+    let mut slot = ctx.facts.upstream.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let earliest = match slot.as_ref() {
+        Some(u) if std::sync::Arc::ptr_eq(&u.live, live) => u.earliest.clone(),
+        _ => {
+            let earliest = std::sync::Arc::new(g.earliest_reaching(live));
+            *slot = Some(Upstream { live: live.clone(), earliest: earliest.clone() });
+            earliest
+        }
+    };
+    drop(slot);
+    earliest.get(step).copied().flatten().filter(|&o| o < step)
 }
 
 fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
@@ -293,8 +335,7 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if step.kind != StepKind::Delegation {
         return;
     }
-    let Some(reply) = ctx.trajectory.links.iter().find(|l| l.from == i && l.kind == LinkKind::Delegation).map(|l| l.to)
-    else {
+    let Some(reply) = links(ctx).reply_to.get(i).copied().flatten() else {
         return;
     };
     let r = &ctx.hierarchy.steps[reply];
@@ -374,16 +415,16 @@ pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
 /// The step holding the final output: the last step with substance that is not a tool output,
 /// a ledger update or a bare `TERMINATE`.
 pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
-    *ctx.hierarchy.memo.final_step.get_or_init(|| compute_final_step(ctx))
+    *ctx.facts.final_step.get_or_init(|| compute_final_step(ctx))
 }
 
 /// The lower-case content of step `i` (computed once per hierarchy).
 fn lower_of<'a>(ctx: &Context<'a>, i: usize) -> &'a str {
-    &ctx.hierarchy.memo.lower.get_or_init(|| ctx.trajectory.steps.iter().map(|s| s.content.to_lowercase()).collect())[i]
+    &ctx.facts.lower.get_or_init(|| ctx.trajectory.steps.iter().map(|s| s.content.to_lowercase()).collect())[i]
 }
 
 fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
-    &ctx.hierarchy.memo.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
+    &ctx.facts.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
 }
 
 fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
@@ -484,7 +525,7 @@ fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
 
 /// The steps where the wrong items of the output originate (needs `o*`), with the item.
 pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
-    ctx.hierarchy.memo.wrong_value_origins[usize::from(ctx.ground_truth)].get_or_init(|| compute_origins(ctx)).clone()
+    ctx.facts.wrong_value_origins.get(ctx.ground_truth).get_or_init(|| compute_origins(ctx)).clone()
 }
 
 fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
@@ -519,15 +560,21 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if exp_low.len() < 2 || output_items(ctx).iter().any(|k| agrees(k, expected)) {
         return;
     }
-    let first_hit = (0..i).find(|&j| {
-        matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
-            && lower_of(ctx, j).contains(&exp_low)
-    });
-    if let Some(j) = first_hit {
-        let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
-            !matches!(ctx.hierarchy.steps[k].action, Action::ToolOutput | Action::Coordinate)
-                && ctx.trajectory.steps[k].kind != StepKind::ToolResult
+    // The first output showing the expected value and its next reader, found once per hierarchy.
+    let seen = *ctx.facts.expected_seen.get(ctx.ground_truth).get_or_init(|| {
+        let first_hit = (0..ctx.trajectory.steps.len()).find(|&j| {
+            matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
+                && lower_of(ctx, j).contains(&exp_low)
         });
+        first_hit.map(|j| {
+            let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
+                !matches!(ctx.hierarchy.steps[k].action, Action::ToolOutput | Action::Coordinate)
+                    && ctx.trajectory.steps[k].kind != StepKind::ToolResult
+            });
+            (j, next_reader)
+        })
+    });
+    if let Some((j, next_reader)) = seen.filter(|(j, _)| *j < i) {
         if next_reader == Some(i) {
             out.push(finding(
                 Signal::IgnoredToolError,
@@ -559,11 +606,7 @@ pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
     if ctx.trajectory.steps[o].kind != StepKind::ToolResult {
         return o;
     }
-    ctx.trajectory
-        .links
-        .iter()
-        .find(|l| l.to == o && matches!(l.kind, LinkKind::Execution | LinkKind::ToolResult | LinkKind::Delegation))
-        .map_or(o, |l| l.from)
+    links(ctx).produced_by.get(o).copied().flatten().unwrap_or(o)
 }
 
 fn answer_type(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
@@ -626,19 +669,16 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     Transition::FollowUp
 }
 
-fn verify(ctx: &Context<'_>, step: usize, criterion: CriterionKind, others: &[usize]) -> Criterion {
+fn verify(ctx: &Context<'_>, step: usize, criterion: CriterionKind, live: &std::sync::Arc<[usize]>) -> Criterion {
     let findings = recall(ctx, step).unwrap_or_default();
     match criterion {
-        CriterionKind::Independence => independence(ctx, step, &findings, others),
+        CriterionKind::Independence => independence(ctx, step, &findings, live),
         CriterionKind::Sufficiency => sufficiency(ctx, step, &findings),
     }
 }
 
-fn independence(ctx: &Context<'_>, step: usize, findings: &[Finding], others: &[usize]) -> Criterion {
-    let upstream: Vec<usize> = match ctx.graph {
-        Some(g) => others.iter().copied().filter(|&o| o < step && g.path(o, step).is_some()).collect(),
-        None => Vec::new(),
-    };
+fn independence(ctx: &Context<'_>, step: usize, findings: &[Finding], live: &std::sync::Arc<[usize]>) -> Criterion {
+    let upstream: Vec<usize> = earliest_upstream(ctx, step, live).into_iter().collect();
     // Where the wrong value only surfaces here but an earlier candidate feeds this step, the value is
     // inherited: the error was introduced upstream (FALAT: trace back by backward dependencies).
     let own = findings.iter().any(|f| match f.signal {
@@ -675,10 +715,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
     }
-    if let Some(g) = ctx.graph
-        && let Some((o, item)) =
-            wrong_value_origins(ctx).into_iter().find(|(o, _)| *o > step && g.path(step, *o).is_some())
-    {
+    if let Some((o, item)) = reached_origin(ctx, step) {
         return Criterion {
             passed: true,
             evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
@@ -687,7 +724,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     let Some(end) = final_step(ctx) else {
         return Criterion { passed: false, evidence: "no final output".into() };
     };
-    let reaches = step >= end || ctx.graph.and_then(|g| g.path(step, end)).is_some();
+    let reaches = step >= end || reaches_final(ctx, step);
     if reaches {
         return Criterion { passed: true, evidence: format!("its effect reaches the final output at step {end}") };
     }
@@ -768,12 +805,19 @@ mod bounds_tests {
             ..Trajectory::default()
         };
         let h = hierarchy::build(&t);
-        let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, ground_truth: false };
+        let ctx = Context {
+            trajectory: &t,
+            hierarchy: &h,
+            prior: None,
+            graph: None,
+            facts: &crate::substrate::Facts::default(),
+            ground_truth: false,
+        };
         assert_eq!(
             answer(&ctx, &Question::LabelTransition { from: 0, to: 9 }),
             Answer::Transition(Transition::NoInfluence)
         );
-        let q = Question::Verify { step: 5, criterion: CriterionKind::Sufficiency, others: vec![] };
+        let q = Question::Verify { step: 5, criterion: CriterionKind::Sufficiency, live: vec![].into() };
         assert!(matches!(answer(&ctx, &q), Answer::Criterion(Criterion { passed: false, .. })));
         let q = Question::Roles { window: 0..9, chosen: 7 };
         assert!(matches!(answer(&ctx, &q), Answer::Roles { decisive: 7, ref roles, .. } if roles.is_empty()));

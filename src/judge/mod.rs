@@ -18,6 +18,7 @@ use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::model::Trajectory;
 use crate::prior::Prior;
+use crate::substrate::Facts;
 use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
 /// What a judge may look at when answering: the trajectory and the structure built so far.
@@ -31,6 +32,8 @@ pub struct Context<'a> {
     pub prior: Option<&'a Prior>,
     /// The dependency graph, once stage 2 has built it.
     pub graph: Option<&'a DepGraph>,
+    /// Facts derived once per trajectory (the substrate's, [`crate::substrate::Facts`]).
+    pub facts: &'a Facts,
     /// Whether the expected output `o*` may be used.
     pub ground_truth: bool,
 }
@@ -89,8 +92,9 @@ pub enum Question {
         step: usize,
         /// The criterion.
         criterion: CriterionKind,
-        /// The other unpruned candidates, for comparison.
-        others: Vec<usize>,
+        /// The unpruned candidates in step order, `step` among them (shared by every verify
+        /// question of one run, so a judge can index them once); the JSON form lists the others.
+        live: std::sync::Arc<[usize]>,
     },
     /// Re-judge a window around the chosen step: roles, and possibly a better decisive step.
     Roles {
@@ -198,7 +202,8 @@ impl Question {
                 json!({ "from_step": range.start, "to_step": range.end })
             }
             Question::LabelTransition { from, to } => json!({ "from": from, "to": to }),
-            Question::Verify { step, criterion, others } => {
+            Question::Verify { step, criterion, live } => {
+                let others: Vec<usize> = live.iter().copied().filter(|o| o != step).collect();
                 json!({ "step": step, "criterion": criterion.as_str(), "others": others })
             }
             Question::Roles { window, chosen } => {

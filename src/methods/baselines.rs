@@ -12,15 +12,22 @@ use std::ops::Range;
 
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
-use crate::hierarchy::{self, Hierarchy};
 use crate::judge::attribution::Half;
 use crate::judge::heuristic::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
+use crate::substrate::Substrate;
 use crate::text;
 
-fn context<'a>(t: &'a Trajectory, h: &'a Hierarchy, opts: &MethodOptions) -> Context<'a> {
-    Context { trajectory: t, hierarchy: h, prior: None, graph: None, ground_truth: opts.ground_truth }
+fn context<'a>(t: &'a Trajectory, sub: &'a Substrate, opts: &MethodOptions) -> Context<'a> {
+    Context {
+        trajectory: t,
+        hierarchy: &sub.hierarchy,
+        prior: None,
+        graph: None,
+        facts: &sub.facts,
+        ground_truth: opts.ground_truth,
+    }
 }
 
 /// The step named when the judge's answer is unusable: the first step acting on the task.
@@ -30,12 +37,11 @@ fn fallback(ctx: &Context<'_>) -> usize {
 
 /// All-at-once: one question over the whole log. A step outside the trajectory falls back to the
 /// first step acting on the task, with a warning.
-pub fn all_at_once(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::AllAtOnce, t, judge, opts);
     }
-    let h = hierarchy::build(t);
-    let ctx = context(t, &h, opts);
+    let ctx = context(t, sub, opts);
     let mut session = Session::new(judge);
     let answer = session
         .stage("all-at-once", |s| s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) }));
@@ -59,12 +65,11 @@ pub fn all_at_once(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> D
 
 /// Step-by-step: walks forward; the first step the judge calls decisive is named. When the judge
 /// never says yes, the step whose "no" was least confident is named, with a warning.
-pub fn step_by_step(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::StepByStep, t, judge, opts);
     }
-    let h = hierarchy::build(t);
-    let ctx = context(t, &h, opts);
+    let ctx = context(t, sub, opts);
     let mut session = Session::new(judge);
     let walk = session.stage("step-by-step", |s| walk(s, &ctx));
     if !walk.said_yes {
@@ -147,12 +152,11 @@ pub fn bisect(n: usize, mut choose: impl FnMut(Range<usize>, usize) -> Half) -> 
 
 /// Binary search: each round shows the range's steps with the split marked. An unusable answer
 /// counts as the first half, with a warning.
-pub fn binary_search(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn binary_search(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::BinarySearch, t, judge, opts);
     }
-    let h = hierarchy::build(t);
-    let ctx = context(t, &h, opts);
+    let ctx = context(t, sub, opts);
     let mut session = Session::new(judge);
     let mut last_reason = String::new();
     let (step, rounds) = session.stage("binary-search", |s| {
@@ -195,7 +199,7 @@ fn ask_half(s: &mut Session<'_>, ctx: &Context<'_>, range: Range<usize>, split: 
 }
 
 /// Random: a uniform draw of a step from the seed and the trajectory id. No judge call.
-pub fn random(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn random(t: &Trajectory, _sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::Random, t, judge, opts);
     }

@@ -16,24 +16,21 @@ use std::ops::Range;
 use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
 use crate::graph::DepGraph;
-use crate::hierarchy::{self, Hierarchy};
+use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
 use crate::judge::heuristic::{combine, default_step, final_step};
 use crate::judge::{Answer, Context, Judge, Question};
-use crate::model::{Link, Trajectory};
-use crate::prior;
+use crate::model::Trajectory;
+use crate::substrate::Substrate;
 use crate::text;
 
 /// Default segment length in steps.
 pub const SEGMENT_LEN: usize = 24;
 /// Milestones listed per summarised segment.
 const SUMMARY_LINES: usize = 6;
-
-/// Whether a protocol link crosses the boundary before step `b` (one end before it, one at or
-/// after it).
-fn crosses(l: &Link, b: usize) -> bool {
-    l.from.min(l.to) < b && l.from.max(l.to) >= b
-}
+/// Summarised segments shown around the segment in full (the nearest ones, before and after);
+/// the rest are counted, so a view stays bounded on long trajectories.
+pub const MAX_SUMMARISED: usize = 40;
 
 /// Cuts `0..n` into segments of at most `len` steps (`len` is at least 2). Each boundary is the
 /// latest step in `start + len/2 ..= start + len` that no protocol link crosses, or
@@ -41,11 +38,28 @@ fn crosses(l: &Link, b: usize) -> bool {
 /// last segment. A trajectory of at most `len` steps is one segment.
 pub fn segments(t: &Trajectory, len: usize) -> Vec<Range<usize>> {
     let (n, len) = (t.steps.len(), len.max(2));
+    // How many links cross the boundary before each step, counted once for all boundaries: a link
+    // crosses every boundary `b` with `min < b <= max`
+    // (one end before the boundary, one at or after it).
+    let mut delta = vec![0i64; n + 2];
+    for l in &t.links {
+        let (lo, hi) = (l.from.min(l.to), l.from.max(l.to));
+        if lo < hi {
+            delta[(lo + 1).min(n + 1)] += 1;
+            delta[(hi + 1).min(n + 1)] -= 1;
+        }
+    }
+    let mut crossing = Vec::with_capacity(n + 1);
+    let mut open = 0i64;
+    for d in &delta[..=n] {
+        open += d;
+        crossing.push(open);
+    }
     let mut out = Vec::new();
     let mut start = 0;
     while n - start > len {
         let ideal = start + len;
-        let b = (start + len / 2..=ideal).rev().find(|&b| !t.links.iter().any(|l| crosses(l, b))).unwrap_or(ideal);
+        let b = (start + len / 2..=ideal).rev().find(|&b| crossing[b] == 0).unwrap_or(ideal);
         out.push(start..b);
         start = b;
     }
@@ -87,9 +101,18 @@ pub fn summary(t: &Trajectory, h: &Hierarchy, k: usize, r: &Range<usize>) -> Str
 }
 
 /// The view of segment `k`: the other segments summarised, this one in full, original step numbers.
-pub fn segment_view(t: &Trajectory, h: &Hierarchy, segments: &[Range<usize>], k: usize) -> String {
+/// Summaries come from `summaries` (one per segment, [`summary`]); at most [`MAX_SUMMARISED`] of
+/// them, the nearest to `k`, are shown, with a line counting those left out.
+pub fn segment_view(t: &Trajectory, segments: &[Range<usize>], summaries: &[String], k: usize) -> String {
+    let half = MAX_SUMMARISED / 2;
+    let mut lo = k.saturating_sub(half);
+    let hi = (lo + MAX_SUMMARISED + 1).min(segments.len());
+    lo = hi.saturating_sub(MAX_SUMMARISED + 1).min(lo);
     let mut parts = Vec::new();
-    for (j, r) in segments.iter().enumerate() {
+    if lo > 0 {
+        parts.push(format!("({lo} earlier segment(s), steps 0-{}, left out)", segments[lo].start.saturating_sub(1)));
+    }
+    for (j, r) in segments.iter().enumerate().take(hi).skip(lo) {
         if j == k {
             parts.push(format!(
                 "Segment {k} of {} (steps {}-{}), in full:\n{}",
@@ -99,8 +122,16 @@ pub fn segment_view(t: &Trajectory, h: &Hierarchy, segments: &[Range<usize>], k:
                 view::log(t, r.clone())
             ));
         } else {
-            parts.push(summary(t, h, j, r));
+            parts.push(summaries[j].clone());
         }
+    }
+    if hi < segments.len() {
+        let last = segments[segments.len() - 1].end.saturating_sub(1);
+        parts.push(format!(
+            "({} later segment(s), steps {}-{last}, left out)",
+            segments.len() - hi,
+            segments[hi].start
+        ));
     }
     parts.join("\n\n")
 }
@@ -124,6 +155,20 @@ fn edge_lines(g: &DepGraph, candidates: &[usize]) -> Vec<String> {
     out
 }
 
+/// The segment views, built one at a time when a question needs one (a view of every segment at
+/// once would hold the trajectory's text once per segment).
+struct Views<'a> {
+    trajectory: &'a Trajectory,
+    segments: &'a [Range<usize>],
+    summaries: &'a [String],
+}
+
+impl Views<'_> {
+    fn view(&self, k: usize) -> String {
+        segment_view(self.trajectory, self.segments, self.summaries, k)
+    }
+}
+
 /// The structure DeFA builds before adjudication.
 struct Recalled {
     /// Candidates with findings, by step.
@@ -135,22 +180,27 @@ struct Recalled {
 }
 
 /// Runs DeFA on a trajectory.
-pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::Defa, t, judge, opts);
     }
-    let h = hierarchy::build(t);
-    let p = prior::derive(&t.task, &t.agents);
-    let g = DepGraph::build(t, &h);
-    let ctx =
-        Context { trajectory: t, hierarchy: &h, prior: Some(&p), graph: Some(&g), ground_truth: opts.ground_truth };
+    let (h, g) = (&sub.hierarchy, &sub.graph);
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: h,
+        prior: Some(&sub.prior),
+        graph: Some(g),
+        facts: &sub.facts,
+        ground_truth: opts.ground_truth,
+    };
     let mut session = Session::new(judge);
     let segs = session.stage("segmentation", |_| segments(t, opts.segment_len));
-    let views: Vec<String> = (0..segs.len()).map(|k| segment_view(t, &h, &segs, k)).collect();
+    let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(t, h, k, r)).collect();
+    let views = Views { trajectory: t, segments: &segs, summaries: &summaries };
     let candidates = session.stage("recall", |s| recall(s, &ctx, &segs, &views));
-    let edges = session.stage("propagation", |s| propagate(s, &ctx, &g, &segs, &views, &candidates));
+    let edges = session.stage("propagation", |s| propagate(s, &ctx, g, &segs, &views, &candidates));
     let mut nodes: Vec<usize> = candidates.iter().map(|(c, _)| *c).collect();
-    nodes.extend(edges.iter().filter(|e| nodes.contains(&e.to)).map(|e| e.from).collect::<Vec<_>>());
+    nodes.extend(edges.iter().filter(|e| nodes.binary_search(&e.to).is_ok()).map(|e| e.from).collect::<Vec<_>>());
     nodes.sort_unstable();
     nodes.dedup();
     let rec = Recalled { candidates, edges, nodes };
@@ -171,11 +221,11 @@ fn recall(
     s: &mut Session<'_>,
     ctx: &Context<'_>,
     segs: &[Range<usize>],
-    views: &[String],
+    views: &Views<'_>,
 ) -> Vec<(usize, Vec<Finding>)> {
     let mut out = Vec::new();
-    for (seg, view) in segs.iter().zip(views) {
-        let q = Question::SegmentRecall { segment: seg.clone(), context: view.clone() };
+    for (k, seg) in segs.iter().enumerate() {
+        let q = Question::SegmentRecall { segment: seg.clone(), context: views.view(k) };
         match s.ask(ctx, &q) {
             Answer::Candidates(found) => {
                 for (step, f) in found {
@@ -199,17 +249,21 @@ fn propagate(
     ctx: &Context<'_>,
     g: &DepGraph,
     segs: &[Range<usize>],
-    views: &[String],
+    views: &Views<'_>,
     candidates: &[(usize, Vec<Finding>)],
 ) -> Vec<PropagationEdge> {
     let n = ctx.trajectory.steps.len();
     let mut out = Vec::new();
-    for (seg, view) in segs.iter().zip(views) {
-        let cands: Vec<usize> = candidates.iter().map(|(c, _)| *c).filter(|c| seg.contains(c)).collect();
+    for (k, seg) in segs.iter().enumerate() {
+        // Candidates are sorted by step: this segment's are one slice.
+        let from = candidates.partition_point(|(c, _)| *c < seg.start);
+        let to = candidates.partition_point(|(c, _)| *c < seg.end);
+        let cands: Vec<usize> = candidates[from..to].iter().map(|(c, _)| *c).collect();
         if cands.is_empty() {
             continue;
         }
-        let context = format!("{view}\n\nDependency edges of the candidates:\n{}", edge_lines(g, &cands).join("\n"));
+        let context =
+            format!("{}\n\nDependency edges of the candidates:\n{}", views.view(k), edge_lines(g, &cands).join("\n"));
         match s.ask(ctx, &Question::TracePropagation { candidates: cands, context }) {
             Answer::Propagation { edges } => out.extend(edges.into_iter().filter(|e| e.from < e.to && e.to < n)),
             _ => s.warnings.push(format!("no usable propagation for segment {seg:?}")),
@@ -224,7 +278,11 @@ fn adjudication_context(ctx: &Context<'_>, rec: &Recalled) -> String {
     let t = ctx.trajectory;
     let mut lines = vec!["Candidates and sources:".to_string()];
     for &c in &rec.nodes {
-        let found = rec.candidates.iter().find(|(s, _)| *s == c).map(|(_, f)| f.as_slice()).unwrap_or_default();
+        let found = rec
+            .candidates
+            .binary_search_by_key(&c, |(s, _)| *s)
+            .map(|k| rec.candidates[k].1.as_slice())
+            .unwrap_or_default();
         let why: Vec<String> = found.iter().map(|f| format!("{} ({})", f.evidence, f.signal.as_str())).collect();
         let why = if why.is_empty() { "source found by propagation".to_string() } else { why.join("; ") };
         lines.push(format!("{}\n  evidence: {why}", view::brief(t, ctx.hierarchy, c, 160)));
@@ -322,8 +380,9 @@ fn details(segs: &[Range<usize>], rec: &Recalled) -> Vec<(String, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hierarchy;
     use crate::judge::heuristic::HeuristicJudge;
-    use crate::model::{LinkKind, Step};
+    use crate::model::{Link, LinkKind, Step};
 
     fn numbered(n: usize, links: &[(usize, usize)]) -> Trajectory {
         let steps = (0..n)
@@ -367,7 +426,8 @@ mod tests {
         assert_eq!(segment_of(&segs, 5), Some(1));
         assert_eq!(segment_of(&segs, 9), Some(2));
         assert_eq!(segment_of(&segs, 10), None);
-        let v = segment_view(&t, &h, &segs, 1);
+        let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(&t, &h, k, r)).collect();
+        let v = segment_view(&t, &segs, &summaries, 1);
         assert!(v.contains("Segment 1 of 3 (steps 4-7), in full:\n[step 4] Agent1 (message):\nStep number 4 reports on its part of the work."));
         assert!(v.contains("[step 7] Agent1 (message):\nStep number 7"));
         assert!(v.contains(
@@ -378,13 +438,33 @@ mod tests {
     }
 
     #[test]
+    fn long_views_summarise_only_the_nearest_segments() {
+        let t = numbered(200, &[]);
+        let h = hierarchy::build(&t);
+        let segs = segments(&t, 2);
+        assert_eq!(segs.len(), 100);
+        let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(&t, &h, k, r)).collect();
+        let v = segment_view(&t, &segs, &summaries, 50);
+        assert!(v.starts_with("(30 earlier segment(s), steps 0-59, left out)\n\nSegment 30 (steps 60-61)"), "{v}");
+        assert!(v.contains("Segment 50 of 100 (steps 100-101), in full:"));
+        assert!(v.ends_with("(29 later segment(s), steps 142-199, left out)"), "{v}");
+        assert_eq!(v.matches("\n\nSegment ").count(), MAX_SUMMARISED + 1);
+        let first = segment_view(&t, &segs, &summaries, 0);
+        assert!(first.starts_with("Segment 0 of 100 (steps 0-1), in full:"));
+        assert!(first.ends_with("(59 later segment(s), steps 82-199, left out)"), "{first}");
+    }
+
+    #[test]
     fn recall_returns_original_indices_per_segment() {
         let mut t = numbered(10, &[]);
         t.steps[6].content = "Let's assume the value is 4,321 for now.".into();
         let h = hierarchy::build(&t);
-        let ctx = Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, ground_truth: false };
+        let facts = crate::substrate::Facts::default();
+        let ctx =
+            Context { trajectory: &t, hierarchy: &h, prior: None, graph: None, facts: &facts, ground_truth: false };
         let segs = segments(&t, 4);
-        let views: Vec<String> = (0..segs.len()).map(|k| segment_view(&t, &h, &segs, k)).collect();
+        let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(&t, &h, k, r)).collect();
+        let views = Views { trajectory: &t, segments: &segs, summaries: &summaries };
         let mut s = Session::new(&HeuristicJudge);
         let found = recall(&mut s, &ctx, &segs, &views);
         assert!(found.iter().any(|(c, _)| *c == 6), "{found:?}");
@@ -393,7 +473,12 @@ mod tests {
         }
         let costs: Vec<(&str, u64)> = s.costs.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
         assert_eq!(costs, vec![("judge", 3)], "outside a stage, calls count for one `judge` stage");
-        let d = run(&t, &HeuristicJudge, &MethodOptions { segment_len: 4, ..MethodOptions::new(false) });
+        let d = run(
+            &t,
+            &Substrate::build(&t),
+            &HeuristicJudge,
+            &MethodOptions { segment_len: 4, ..MethodOptions::new(false) },
+        );
         assert_eq!(d.decisive_step, Some(6));
         assert_eq!(d.details[0].1[1], "segment 1: steps 4-7, candidates [6]");
         assert_eq!(d.cost.iter().find(|c| c.stage == "recall").unwrap().cost.calls, 3, "one recall per segment");

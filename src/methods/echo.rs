@@ -17,11 +17,12 @@
 
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
-use crate::hierarchy::{self, Action, Hierarchy};
+use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Analysis, Conclusion, Perspective, VoteTarget};
 use crate::judge::heuristic::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
+use crate::substrate::Substrate;
 use crate::text;
 
 /// Analyses under this confidence are dropped before voting (ECHO A.7).
@@ -69,10 +70,20 @@ pub fn is_milestone(h: &Hierarchy, i: usize) -> bool {
 /// The levels of `agent` (compared case-insensitively); an agent without turns has everything
 /// at L4 distance.
 pub fn levels(t: &Trajectory, h: &Hierarchy, agent: &str) -> Levels {
-    let turns: Vec<usize> = t.steps.iter().filter(|s| s.agent.eq_ignore_ascii_case(agent)).map(|s| s.index).collect();
+    let mut turns: Vec<usize> =
+        t.steps.iter().filter(|s| s.agent.eq_ignore_ascii_case(agent)).map(|s| s.index).collect();
+    turns.sort_unstable();
     let mut out = Levels { agent: agent.to_string(), ..Levels::default() };
     for i in 0..t.steps.len() {
-        let d = turns.iter().map(|&j| i.abs_diff(j)).min().unwrap_or(usize::MAX);
+        // The nearest turn is the first at or after `i` or the one before it.
+        let k = turns.partition_point(|&j| j < i);
+        let d = [k.checked_sub(1), Some(k)]
+            .into_iter()
+            .flatten()
+            .filter_map(|k| turns.get(k))
+            .map(|&j| i.abs_diff(j))
+            .min()
+            .unwrap_or(usize::MAX);
         match d {
             d if d <= L1_DISTANCE => out.l1.push(i),
             d if d <= L2_DISTANCE => out.l2.push(i),
@@ -250,12 +261,19 @@ fn synthesise(winner: Conclusion, support: &[&Analysis]) -> String {
 }
 
 /// Runs ECHO on a trajectory.
-pub fn run(t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(Method::Echo, t, judge, opts);
     }
-    let h = hierarchy::build(t);
-    let ctx = Context { trajectory: t, hierarchy: &h, prior: None, graph: None, ground_truth: opts.ground_truth };
+    let h = &sub.hierarchy;
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: h,
+        prior: None,
+        graph: None,
+        facts: &sub.facts,
+        ground_truth: opts.ground_truth,
+    };
     let order = agent_order(t);
     let panel = draw_panel(opts.seed, &t.id, opts.panel);
     let mut session = Session::new(judge);
@@ -381,6 +399,7 @@ fn consensus_lines(c: &Consensus) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hierarchy;
     use crate::model::Step;
 
     fn analysis(conclusion: Conclusion, agents: &[&str], step: Option<usize>, confidence: f32) -> Analysis {

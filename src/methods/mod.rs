@@ -24,6 +24,7 @@ mod tests;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::diagnosis::{Cost, Diagnosis, StageCost};
@@ -33,6 +34,7 @@ use crate::ingest::fs::{dataset_files, load_path};
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::pipeline;
+use crate::substrate::Substrate;
 
 /// An attribution method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,23 +142,35 @@ impl Default for MethodOptions {
     }
 }
 
-/// Runs one method on a trajectory. Never fails: an empty trajectory gives a diagnosis without a
-/// decisive step and a warning.
+/// Runs one method on a trajectory, building its [`Substrate`] first. Never fails: an empty
+/// trajectory gives a diagnosis without a decisive step and a warning. To run several methods on
+/// one trajectory, build the substrate once and call [`run_on`].
 pub fn run(method: Method, t: &Trajectory, judge: &dyn Judge, opts: &MethodOptions) -> Diagnosis {
+    run_on(method, t, &Substrate::shared(t), judge, opts)
+}
+
+/// Runs one method on a trajectory and its substrate (built by [`Substrate::build`] from `t`).
+pub fn run_on(
+    method: Method,
+    t: &Trajectory,
+    sub: &Arc<Substrate>,
+    judge: &dyn Judge,
+    opts: &MethodOptions,
+) -> Diagnosis {
     if t.steps.is_empty() {
         return no_steps(method, t, judge, opts);
     }
     match method {
         Method::Falat => {
             let popts = pipeline::Options { ground_truth: opts.ground_truth, ..opts.pipeline.clone() };
-            pipeline::diagnose(t, judge, &popts)
+            pipeline::diagnose_on(t, sub, judge, &popts)
         }
-        Method::Echo => echo::run(t, judge, opts),
-        Method::Defa => defa::run(t, judge, opts),
-        Method::AllAtOnce => baselines::all_at_once(t, judge, opts),
-        Method::StepByStep => baselines::step_by_step(t, judge, opts),
-        Method::BinarySearch => baselines::binary_search(t, judge, opts),
-        Method::Random => baselines::random(t, judge, opts),
+        Method::Echo => echo::run(t, sub, judge, opts),
+        Method::Defa => defa::run(t, sub, judge, opts),
+        Method::AllAtOnce => baselines::all_at_once(t, sub, judge, opts),
+        Method::StepByStep => baselines::step_by_step(t, sub, judge, opts),
+        Method::BinarySearch => baselines::binary_search(t, sub, judge, opts),
+        Method::Random => baselines::random(t, sub, judge, opts),
     }
 }
 
@@ -194,7 +208,8 @@ pub fn load_cases<P: AsRef<Path>>(dirs: &[P]) -> Result<Vec<Case>, LoadError> {
 }
 
 /// Runs every method on every case and scores it: records in method order, then case order.
-/// `jobs` threads share the cases (1 runs everything on the calling thread).
+/// Each case's [`Substrate`] is built once and shared by its methods. `jobs` threads share the
+/// cases (1 runs everything on the calling thread).
 pub fn evaluate(
     methods: &[Method],
     cases: &[Case],
@@ -202,31 +217,39 @@ pub fn evaluate(
     opts: &MethodOptions,
     jobs: usize,
 ) -> Vec<Record> {
-    let pairs: Vec<(Method, &Case)> = methods.iter().flat_map(|&m| cases.iter().map(move |c| (m, c))).collect();
-    let score = |&(m, c): &(Method, &Case)| {
-        let d = run(m, &c.trajectory, judge, opts);
+    let score_case = |c: &Case| -> Vec<Record> {
+        let sub = Substrate::shared(&c.trajectory);
         let gold = c.trajectory.gold.clone().unwrap_or_default();
-        eval::score(&c.file, &c.subset, &d, &gold)
+        methods
+            .iter()
+            .map(|&m| eval::score(&c.file, &c.subset, &run_on(m, &c.trajectory, &sub, judge, opts), &gold))
+            .collect()
     };
-    let jobs = jobs.clamp(1, pairs.len().max(1));
+    let jobs = jobs.clamp(1, cases.len().max(1));
+    let mut per_case: Vec<Option<Vec<Record>>> = vec![None; cases.len()];
     if jobs == 1 {
-        return pairs.iter().map(score).collect();
-    }
-    let mut slots: Vec<Option<Record>> = vec![None; pairs.len()];
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|k| {
-                let (pairs, score) = (&pairs, &score);
-                s.spawn(move || (k..pairs.len()).step_by(jobs).map(|i| (i, score(&pairs[i]))).collect::<Vec<_>>())
-            })
-            .collect();
-        for h in handles {
-            for (i, r) in h.join().expect("evaluation thread") {
-                slots[i] = Some(r);
-            }
+        for (slot, c) in per_case.iter_mut().zip(cases) {
+            *slot = Some(score_case(c));
         }
-    });
-    slots.into_iter().map(|r| r.expect("every pair scored")).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..jobs)
+                .map(|k| {
+                    let score_case = &score_case;
+                    s.spawn(move || {
+                        (k..cases.len()).step_by(jobs).map(|i| (i, score_case(&cases[i]))).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                for (i, r) in h.join().expect("evaluation thread") {
+                    per_case[i] = Some(r);
+                }
+            }
+        });
+    }
+    let per_case: Vec<Vec<Record>> = per_case.into_iter().map(|r| r.expect("every case scored")).collect();
+    (0..methods.len()).flat_map(|m| per_case.iter().map(move |rs| rs[m].clone())).collect()
 }
 
 /// The diagnosis of an empty trajectory: no step, a warning.

@@ -152,13 +152,14 @@ fn an_empty_trajectory_names_no_step() {
         assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{m}");
         assert_eq!(d.warnings, vec!["the trajectory has no steps".to_string()]);
     }
+    let sub = crate::substrate::Substrate::build(&t);
     let direct = [
-        echo::run(&t, &HeuristicJudge, &opts),
-        defa::run(&t, &HeuristicJudge, &opts),
-        baselines::all_at_once(&t, &HeuristicJudge, &opts),
-        baselines::step_by_step(&t, &HeuristicJudge, &opts),
-        baselines::binary_search(&t, &HeuristicJudge, &opts),
-        baselines::random(&t, &HeuristicJudge, &opts),
+        echo::run(&t, &sub, &HeuristicJudge, &opts),
+        defa::run(&t, &sub, &HeuristicJudge, &opts),
+        baselines::all_at_once(&t, &sub, &HeuristicJudge, &opts),
+        baselines::step_by_step(&t, &sub, &HeuristicJudge, &opts),
+        baselines::binary_search(&t, &sub, &HeuristicJudge, &opts),
+        baselines::random(&t, &sub, &HeuristicJudge, &opts),
     ];
     assert!(direct.iter().all(|d| d.decisive_step.is_none() && d.warnings.len() == 1));
 }

@@ -164,6 +164,7 @@ fn execute_methods(
     let guarded = CancelJudge { inner: judge, cancel: Arc::clone(&cancel) };
     let mopts = method_options(&req.opts, Some(Arc::clone(&cancel)));
     let mut out = Vec::new();
+    let substrate = crate::substrate::Substrate::shared(t);
     for (i, m) in list.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -171,7 +172,7 @@ fn execute_methods(
         if let Some(p) = &progress {
             p(m.as_str(), i, list.len());
         }
-        out.push(methods::run(*m, t, &guarded, &mopts));
+        out.push(methods::run_on(*m, t, &substrate, &guarded, &mopts));
     }
     let outcome = if cancel.load(Ordering::Relaxed) { Err(Cancelled) } else { Ok(()) };
     if outcome.is_err() {

@@ -232,8 +232,26 @@ impl Lens {
 /// Whether anything later builds on step `i`: a later step reuses a value first seen there, a
 /// protocol link leaves it, or it holds the final output.
 fn has_consequence(ctx: &Context<'_>, i: usize) -> bool {
-    let used = ctx.hierarchy.steps[i + 1..].iter().any(|s| s.uses.iter().any(|(_, o)| *o == Origin::Step(i)));
-    used || ctx.trajectory.links.iter().any(|l| l.from == i) || final_step(ctx) == Some(i)
+    let used_later = ctx.facts.used_later.get_or_init(|| {
+        let n = ctx.hierarchy.steps.len();
+        let mut used = vec![false; n];
+        for (k, s) in ctx.hierarchy.steps.iter().enumerate() {
+            for (_, o) in &s.uses {
+                if let Origin::Step(j) = *o
+                    && j < k
+                {
+                    used[j] = true;
+                }
+            }
+        }
+        for l in &ctx.trajectory.links {
+            if l.from < n {
+                used[l.from] = true;
+            }
+        }
+        used
+    });
+    used_later.get(i).copied().unwrap_or(false) || final_step(ctx) == Some(i)
 }
 
 /// Agents in order of first appearance among the steps.
@@ -412,7 +430,8 @@ fn adjudicate(ctx: &Context<'_>, candidates: &[usize], edges: &[PropagationEdge]
     let mut cands: Vec<usize> = candidates.iter().copied().filter(|c| *c < n).collect();
     cands.sort_unstable();
     cands.dedup();
-    let rated: Vec<(usize, f32)> = cands.iter().map(|&c| (c, adjudicated(ctx, c, &cands, edges))).collect();
+    let index = EdgeIndex::new(&cands, edges);
+    let rated: Vec<(usize, f32)> = cands.iter().map(|&c| (c, adjudicated(ctx, c, &index))).collect();
     let Some((_, best)) = first_max(rated.iter().copied()) else {
         let step = cands.first().copied().or_else(|| default_step(ctx, &[])).unwrap_or(0);
         return Answer::Adjudication {
@@ -433,16 +452,35 @@ fn adjudicate(ctx: &Context<'_>, candidates: &[usize], edges: &[PropagationEdge]
     }
 }
 
-fn adjudicated(ctx: &Context<'_>, c: usize, cands: &[usize], edges: &[PropagationEdge]) -> f32 {
+/// The propagation edges indexed once for adjudication: the steps into which an edge continues an
+/// earlier candidate's error, and the steps a later step corrects.
+struct EdgeIndex {
+    continued: std::collections::HashSet<usize>,
+    corrected: std::collections::HashSet<usize>,
+}
+
+impl EdgeIndex {
+    /// `cands` sorted and deduplicated.
+    fn new(cands: &[usize], edges: &[PropagationEdge]) -> EdgeIndex {
+        let continued = edges
+            .iter()
+            .filter(|e| e.from < e.to && e.effect == Effect::Continued && cands.binary_search(&e.from).is_ok())
+            .map(|e| e.to)
+            .collect();
+        let corrected = edges.iter().filter(|e| e.effect == Effect::Corrected).map(|e| e.from).collect();
+        EdgeIndex { continued, corrected }
+    }
+}
+
+fn adjudicated(ctx: &Context<'_>, c: usize, index: &EdgeIndex) -> f32 {
     let findings = recall(ctx, c).unwrap_or_default();
     let own = findings.iter().any(|f| is_own_signal(f.signal));
-    let inherits = !own
-        && edges.iter().any(|e| e.to == c && e.from < c && e.effect == Effect::Continued && cands.contains(&e.from));
+    let inherits = !own && index.continued.contains(&c);
     let correctable = !findings.is_empty()
         && findings
             .iter()
             .all(|f| matches!(f.signal, Signal::FailedAction | Signal::RepeatedFailure | Signal::IgnoredToolError));
-    let corrected = correctable && edges.iter().any(|e| e.from == c && e.effect == Effect::Corrected);
+    let corrected = correctable && index.corrected.contains(&c);
     let mut v = combine(&findings);
     if inherits {
         v *= params::INHERITED;
@@ -466,7 +504,7 @@ fn reaches_output(ctx: &Context<'_>, c: usize, findings: &[Finding]) -> bool {
             Signal::PriorDeviation | Signal::WrongDelegation | Signal::PrematureAnswer | Signal::WrongValueOrigin
         )
     });
-    c >= end || process || ctx.graph.is_some_and(|g| g.path(c, end).is_some())
+    c >= end || process || super::reaches_final(ctx, c)
 }
 
 /// The taxonomy category of a step: a check that claims success without evidence is a
@@ -531,7 +569,14 @@ mod tests {
     fn with_ctx<T>(t: &Trajectory, f: impl FnOnce(&Context<'_>) -> T) -> T {
         let h = hierarchy::build(t);
         let g = DepGraph::build(t, &h);
-        f(&Context { trajectory: t, hierarchy: &h, prior: None, graph: Some(&g), ground_truth: false })
+        f(&Context {
+            trajectory: t,
+            hierarchy: &h,
+            prior: None,
+            graph: Some(&g),
+            facts: &crate::substrate::Facts::default(),
+            ground_truth: false,
+        })
     }
 
     fn analysis(ctx: &Context<'_>, p: Perspective, target: VoteTarget) -> Analysis {
@@ -604,7 +649,7 @@ mod tests {
             let e = |from, to, effect| PropagationEdge { from, to, effect };
             assert_eq!(edges, vec![e(1, 2, Effect::Continued), e(1, 3, Effect::Corrected), e(5, 6, Effect::Continued)]);
             // Step 1: 0.4 × 0.3 (corrected); step 5: 0.56 reaches the output.
-            assert_eq!(round2(adjudicated(ctx, 1, &[1, 5], &edges)), 0.12);
+            assert_eq!(round2(adjudicated(ctx, 1, &EdgeIndex::new(&[1, 5], &edges))), 0.12);
             match answer(ctx, &Question::Adjudicate { candidates: vec![1, 5], edges, context: String::new() }) {
                 Answer::Adjudication { step, category, confidence, .. } => {
                     assert_eq!((step, category, confidence), (5, ErrorCategory::UnsupportedAssumption, 0.56))
@@ -612,13 +657,13 @@ mod tests {
                 other => panic!("{other:?}"),
             }
             // Without the correction edge step 1 keeps its 0.4, still under 0.75 × 0.56.
-            assert_eq!(round2(adjudicated(ctx, 1, &[1, 5], &[])), 0.4);
+            assert_eq!(round2(adjudicated(ctx, 1, &EdgeIndex::new(&[1, 5], &[]))), 0.4);
             match answer(ctx, &Question::Adjudicate { candidates: vec![1, 5], edges: vec![], context: String::new() }) {
                 Answer::Adjudication { step, .. } => assert_eq!(step, 5),
                 other => panic!("{other:?}"),
             }
             // A candidate with its own deviation is not discounted by an incoming edge.
-            assert_eq!(round2(adjudicated(ctx, 5, &[1, 5], &[e(1, 5, Effect::Continued)])), 0.56);
+            assert_eq!(round2(adjudicated(ctx, 5, &EdgeIndex::new(&[1, 5], &[e(1, 5, Effect::Continued)]))), 0.56);
         });
     }
 
@@ -642,9 +687,9 @@ mod tests {
             let f = recall(ctx, 2).unwrap();
             assert_eq!(f.iter().map(|f| f.signal).collect::<Vec<_>>(), vec![Signal::IgnoredToolError]);
             let e = PropagationEdge { from: 0, to: 2, effect: Effect::Continued };
-            assert_eq!(round2(adjudicated(ctx, 2, &[0, 2], &[])), 0.45);
-            assert_eq!(round2(adjudicated(ctx, 2, &[0, 2], &[e])), 0.18, "0.45 × 0.4");
-            assert_eq!(round2(adjudicated(ctx, 2, &[2], &[e])), 0.45, "the source is no candidate");
+            assert_eq!(round2(adjudicated(ctx, 2, &EdgeIndex::new(&[0, 2], &[]))), 0.45);
+            assert_eq!(round2(adjudicated(ctx, 2, &EdgeIndex::new(&[0, 2], &[e]))), 0.18, "0.45 × 0.4");
+            assert_eq!(round2(adjudicated(ctx, 2, &EdgeIndex::new(&[2], &[e]))), 0.45, "the source is no candidate");
         });
     }
 }

@@ -783,7 +783,7 @@ fn in_range(ctx: &Context<'_>, q: &Question) -> bool {
         Question::PhaseSummary { phase } => *phase < ctx.hierarchy.phases.len(),
         Question::RecallCandidates { range } => range.start < n,
         Question::LabelTransition { from, to } => *from < n && *to < n,
-        Question::Verify { step, others, .. } => *step < n && others.iter().all(|o| *o < n),
+        Question::Verify { step, live, .. } => *step < n && live.iter().all(|o| *o < n),
         Question::Roles { window, chosen } => window.end <= n && window.contains(chosen),
         Question::IsDecisive { step, .. } => *step < n,
         Question::LocateInRange { range, split, .. } => range.end <= n && range.start < *split && *split < range.end,

@@ -603,8 +603,8 @@ struct VerifyKind;
 impl VerifyKind {
     /// The live candidates of a verify question: the step and the others, in step order.
     fn live(q: &Question) -> Vec<usize> {
-        let Question::Verify { step, others, .. } = q else { return Vec::new() };
-        let mut live: Vec<usize> = others.iter().copied().chain([*step]).collect();
+        let Question::Verify { step, live, .. } = q else { return Vec::new() };
+        let mut live: Vec<usize> = live.iter().copied().chain([*step]).collect();
         live.sort_unstable();
         live.dedup();
         live
@@ -640,14 +640,14 @@ impl Kind for VerifyKind {
     fn batch(&self, _: &Context<'_>, q: &Question, _: &Known) -> Vec<Question> {
         let Question::Verify { step, .. } = q else { return vec![q.clone()] };
         let live = VerifyKind::live(q);
+        let shared: std::sync::Arc<[usize]> = live.clone().into();
         let mut order: Vec<usize> = vec![*step];
         order.extend(live.iter().copied().filter(|s| s != step));
         order.truncate(MAX_VERIFY);
         let mut out = vec![q.clone()];
         for c in order {
-            let others: Vec<usize> = live.iter().copied().filter(|&s| s != c).collect();
             for criterion in [CriterionKind::Independence, CriterionKind::Sufficiency] {
-                let v = Question::Verify { step: c, criterion, others: others.clone() };
+                let v = Question::Verify { step: c, criterion, live: shared.clone() };
                 if !out.contains(&v) {
                     out.push(v);
                 }

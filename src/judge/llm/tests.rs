@@ -152,11 +152,19 @@ struct Fx {
     t: Trajectory,
     h: Hierarchy,
     g: DepGraph,
+    facts: crate::substrate::Facts,
 }
 
 impl Fx {
     fn ctx(&self) -> Context<'_> {
-        Context { trajectory: &self.t, hierarchy: &self.h, prior: None, graph: Some(&self.g), ground_truth: true }
+        Context {
+            trajectory: &self.t,
+            hierarchy: &self.h,
+            prior: None,
+            graph: Some(&self.g),
+            facts: &self.facts,
+            ground_truth: true,
+        }
     }
 }
 
@@ -172,7 +180,7 @@ fn fixture(name: &str) -> Fx {
 fn fx(t: Trajectory) -> Fx {
     let h = hierarchy::build(&t);
     let g = DepGraph::build(&t, &h);
-    Fx { t, h, g }
+    Fx { t, h, g, facts: crate::substrate::Facts::default() }
 }
 
 /// A synthetic trajectory with long steps and several phases.
@@ -423,7 +431,7 @@ fn questions_outside_the_trajectory_are_not_sent() {
         Question::PhaseSummary { phase: 99 },
         Question::LabelTransition { from: 1, to: 99 },
         Question::Roles { window: 3..12, chosen: 4 },
-        Question::Verify { step: 50, criterion: CriterionKind::Independence, others: vec![] },
+        Question::Verify { step: 50, criterion: CriterionKind::Independence, live: vec![].into() },
     ] {
         let j = judge.ask(&f.ctx(), &q);
         assert!(j.warning.unwrap().contains("does not have"));
@@ -699,7 +707,7 @@ fn prompts_send_only_what_the_question_needs() {
     assert!(text.contains("--- step 2 (Coder, message)") && !text.contains("--- step 1 "), "{text}");
     assert!(text.contains("phase 0 (steps 0-"), "phase summaries come first: {text}");
     let v = prompts::kind("verify").unwrap();
-    let q = Question::Verify { step: 2, criterion: CriterionKind::Sufficiency, others: vec![4] };
+    let q = Question::Verify { step: 2, criterion: CriterionKind::Sufficiency, live: vec![2, 4].into() };
     let batch = v.batch(&f.ctx(), &q, &known);
     assert_eq!(batch.len(), 4, "both criteria of both candidates");
     assert!(prompts::kind("echo_vote").is_none());

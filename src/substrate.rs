@@ -1,0 +1,187 @@
+//! The substrate every method shares (`docs/ARCHITECTURE.md`, "One substrate"): the structure of
+//! one trajectory built once by code and passed to the FALAT pipeline, every other method, `eval`
+//! and the TUI.
+//!
+//! - [`Substrate::hierarchy`]: `M` (evidence, step summaries, phases), [`crate::hierarchy::build`].
+//! - [`Substrate::graph`]: the dependency graph without transition labels, [`DepGraph::build`].
+//! - [`Substrate::prior`]: the prior `π` derived from the task and roles by code,
+//!   [`crate::prior::derive`] (a judge may write its own in FALAT stage 1).
+//! - [`Substrate::facts`]: [`Facts`] judges derive from these lazily, once (indexes of links,
+//!   reachability, lower-case text), so that no question costs a scan of the whole trajectory.
+//!
+//! Building is linear in the steps and links (the hierarchy's evidence extraction dominates).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::graph::DepGraph;
+use crate::hierarchy::{self, Hierarchy};
+use crate::model::{LinkKind, Trajectory};
+use crate::prior::{self, Prior};
+
+/// The structure of one trajectory, built once ([`Substrate::build`]).
+#[derive(Debug, Clone)]
+pub struct Substrate {
+    /// The hierarchy `M` as built by code (phases without judged summaries or suspicion).
+    pub hierarchy: Hierarchy,
+    /// The dependency graph, without transition labels.
+    pub graph: DepGraph,
+    /// The prior `π` derived by code.
+    pub prior: Prior,
+    /// Facts derived lazily from the above and the trajectory.
+    pub facts: Facts,
+}
+
+impl Substrate {
+    /// Builds the hierarchy, the graph and the prior of `t`.
+    pub fn build(t: &Trajectory) -> Substrate {
+        let hierarchy = hierarchy::build(t);
+        let graph = DepGraph::build(t, &hierarchy);
+        let prior = prior::derive(&t.task, &t.agents);
+        Substrate { hierarchy, graph, prior, facts: Facts::default() }
+    }
+
+    /// [`Substrate::build`] behind an `Arc`, for sharing across threads and runs.
+    pub fn shared(t: &Trajectory) -> Arc<Substrate> {
+        Arc::new(Substrate::build(t))
+    }
+}
+
+/// One value per ground-truth setting: the facts that read the expected output `o*` differ with
+/// and without it.
+#[derive(Debug, Clone, Default)]
+pub struct ByTruth<T> {
+    /// Computed without the expected output.
+    pub without: OnceLock<T>,
+    /// Computed with the expected output.
+    pub with: OnceLock<T>,
+}
+
+impl<T> ByTruth<T> {
+    /// The cell for a ground-truth setting.
+    pub fn get(&self, ground_truth: bool) -> &OnceLock<T> {
+        if ground_truth { &self.with } else { &self.without }
+    }
+}
+
+/// Facts judges derive from a trajectory's substrate, each computed once on first use. They are
+/// a cache, not part of the substrate's value; every one of them is a pure function of the
+/// trajectory, the hierarchy and the graph's edges (transition labels do not change them).
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// The wrong output items and the steps they originate at.
+    pub wrong_value_origins: ByTruth<Vec<(usize, String)>>,
+    /// The step holding the final output.
+    pub final_step: OnceLock<Option<usize>>,
+    /// The lower-case content of each step.
+    pub lower: OnceLock<Vec<String>>,
+    /// The lower-case word set of each step's content.
+    pub word_sets: OnceLock<Vec<HashSet<String>>>,
+    /// The trajectory's links indexed by step.
+    pub links: OnceLock<LinkIndex>,
+    /// Per step, whether it reaches the final step in the dependency graph.
+    pub reaches_final: OnceLock<Vec<bool>>,
+    /// Per wrong-value origin (in the order of `wrong_value_origins`), which steps reach it.
+    pub reaches_origin: ByTruth<Vec<Vec<bool>>>,
+    /// The first tool output showing the expected value and the next agent step after it.
+    pub expected_seen: ByTruth<Option<(usize, Option<usize>)>>,
+    /// Per step, whether a later step reuses a value first seen there or a link leaves it.
+    pub used_later: OnceLock<Vec<bool>>,
+    /// For the last set of live candidates asked about, the earliest of them reaching each step.
+    pub upstream: Mutex<Option<Upstream>>,
+}
+
+impl Clone for Facts {
+    /// Copies what is computed, except the per-run [`Upstream`] cache.
+    fn clone(&self) -> Facts {
+        Facts {
+            wrong_value_origins: self.wrong_value_origins.clone(),
+            final_step: self.final_step.clone(),
+            lower: self.lower.clone(),
+            word_sets: self.word_sets.clone(),
+            links: self.links.clone(),
+            reaches_final: self.reaches_final.clone(),
+            reaches_origin: self.reaches_origin.clone(),
+            expected_seen: self.expected_seen.clone(),
+            used_later: self.used_later.clone(),
+            upstream: Mutex::new(None),
+        }
+    }
+}
+
+/// The earliest live candidate reaching each step, for the live set it was computed for.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// The live candidates (compared by identity: one run's verification shares one set).
+    pub live: Arc<[usize]>,
+    /// Per step, the earliest live candidate that reaches it by at least one edge.
+    pub earliest: Arc<Vec<Option<usize>>>,
+}
+
+/// The trajectory's links indexed by step (the first link of each kind, in link order).
+#[derive(Debug, Clone, Default)]
+pub struct LinkIndex {
+    /// The tool output that executed a step's code or answered its call.
+    pub result_of: Vec<Option<usize>>,
+    /// The reply to a delegation.
+    pub reply_to: Vec<Option<usize>>,
+    /// The step that produced a tool output or delegated to it (an execution, tool result or
+    /// delegation link ending here).
+    pub produced_by: Vec<Option<usize>>,
+}
+
+impl LinkIndex {
+    /// Indexes `t.links`; links naming a step outside the trajectory are left out.
+    pub fn build(t: &Trajectory) -> LinkIndex {
+        let n = t.steps.len();
+        let mut x = LinkIndex { result_of: vec![None; n], reply_to: vec![None; n], produced_by: vec![None; n] };
+        for l in &t.links {
+            if l.from >= n || l.to >= n {
+                continue;
+            }
+            let result = matches!(l.kind, LinkKind::Execution | LinkKind::ToolResult);
+            if result && x.result_of[l.from].is_none() {
+                x.result_of[l.from] = Some(l.to);
+            }
+            if l.kind == LinkKind::Delegation && x.reply_to[l.from].is_none() {
+                x.reply_to[l.from] = Some(l.to);
+            }
+            if (result || l.kind == LinkKind::Delegation) && x.produced_by[l.to].is_none() {
+                x.produced_by[l.to] = Some(l.from);
+            }
+        }
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Link, Step, StepKind};
+
+    #[test]
+    fn links_are_indexed_by_step() {
+        let steps =
+            (0..4).map(|i| Step { index: i, agent: "A".into(), kind: StepKind::Message, ..Step::default() }).collect();
+        let t = Trajectory {
+            steps,
+            links: vec![
+                Link { from: 0, to: 1, kind: LinkKind::Delegation },
+                Link { from: 1, to: 2, kind: LinkKind::ToolResult },
+                Link { from: 1, to: 3, kind: LinkKind::ToolResult },
+                Link { from: 2, to: 9, kind: LinkKind::ToolResult },
+            ],
+            ..Trajectory::default()
+        };
+        let x = LinkIndex::build(&t);
+        assert_eq!(x.result_of, vec![None, Some(2), None, None], "first link wins; out of range left out");
+        assert_eq!(x.reply_to, vec![Some(1), None, None, None]);
+        assert_eq!(x.produced_by, vec![None, Some(0), Some(1), Some(1)]);
+        let s = Substrate::build(&t);
+        assert_eq!(s.graph.len(), 4);
+        assert_eq!(s.hierarchy.steps.len(), 4);
+        let both: ByTruth<u8> = ByTruth::default();
+        both.get(true).get_or_init(|| 1);
+        assert_eq!((both.with.get(), both.without.get()), (Some(&1), None));
+    }
+}
