@@ -10,9 +10,10 @@
 //!    ignored error and a wrong final answer), diagnosed by every method. Each run is a child
 //!    process (this binary with `--child`) so that its peak resident memory (`VmHWM` from
 //!    `/proc/self/status`, Linux) is its own; a run past the timeout (default 120 s) is killed
-//!    and reported as such. The table gives wall time of the diagnosis (loading excluded), peak
-//!    memory of the process, candidates, and the growth exponent `log(t2/t1)/log(n2/n1)` between
-//!    consecutive sizes (1 is linear, 3 is cubic).
+//!    and reported as such. The table gives wall and CPU time of the diagnosis (loading excluded;
+//!    CPU time from `/proc/self/stat`, all threads), peak memory of the process, candidates, and
+//!    the growth exponent `log(c2/c1)/log(n2/n1)` of CPU time between consecutive sizes (1 is
+//!    linear, 3 is cubic; CPU time is steadier than wall time on a busy machine).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -79,8 +80,8 @@ fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
     let exe = std::env::current_exe().expect("own path");
     println!("generated traces, one process per run, timeout {} s", timeout.as_secs());
     println!(
-        "{:<14} {:>7} {:>10} {:>10} {:>11} {:>9}  decisive",
-        "method", "steps", "wall", "peak RSS", "candidates", "exponent"
+        "{:<14} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9}  decisive",
+        "method", "steps", "wall", "cpu", "peak RSS", "candidates", "exponent"
     );
     for m in methods {
         let mut last: Option<(usize, f64)> = None;
@@ -104,40 +105,42 @@ fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
                 std::thread::sleep(Duration::from_millis(20));
             };
             if !finished {
-                println!("{:<14} {n:>7} {:>10} {:>10} {:>11} {:>9}", m.as_str(), "timeout", "-", "-", "-");
+                println!("{:<14} {n:>7} {:>10} {:>10} {:>10} {:>11} {:>9}", m.as_str(), "timeout", "-", "-", "-", "-");
                 last = None;
                 continue;
             }
             let out = child.wait_with_output().expect("child output");
             let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
             let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 4 {
+            if f.len() < 5 {
                 println!("{:<14} {n:>7} child failed: {line}", m.as_str());
                 last = None;
                 continue;
             }
             let secs: f64 = f[0].parse().expect("secs");
-            let kb: u64 = f[1].parse().expect("kB");
+            let cpu: f64 = f[1].parse().expect("cpu secs");
+            let kb: u64 = f[2].parse().expect("kB");
             let exponent = match last {
-                Some((n0, t0)) if t0 > 0.0 && secs > 0.0 => {
-                    format!("{:.2}", (secs / t0).ln() / (n as f64 / n0 as f64).ln())
+                Some((n0, c0)) if c0 > 0.0 && cpu > 0.0 => {
+                    format!("{:.2}", (cpu / c0).ln() / (n as f64 / n0 as f64).ln())
                 }
                 _ => "-".into(),
             };
             println!(
-                "{:<14} {n:>7} {:>8.3} s {:>7} MB {:>11} {exponent:>9}  {}",
+                "{:<14} {n:>7} {:>8.3} s {:>8.2} s {:>7} MB {:>11} {exponent:>9}  {}",
                 m.as_str(),
                 secs,
+                cpu,
                 kb / 1024,
-                f[2],
-                f[3]
+                f[3],
+                f[4]
             );
-            last = Some((n, secs));
+            last = Some((n, cpu));
         }
     }
 }
 
-/// One run in a child process: prints `seconds peak_kB candidates decisive`.
+/// One run in a child process: prints `wall_seconds cpu_seconds peak_kB candidates decisive`.
 fn child(method: &str, steps: usize) {
     let m = Method::parse(method).expect("method");
     let bytes = generated_trace(steps);
@@ -145,11 +148,22 @@ fn child(method: &str, steps: usize) {
     let t = loaded.trajectories.remove(0);
     drop(bytes);
     let opts = MethodOptions::new(true);
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_seconds());
     let d = methods::run(m, &t, &HeuristicJudge, &opts);
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     let decisive = d.decisive_step.map_or("-".to_string(), |s| s.to_string());
-    println!("{secs:.4} {} {} {decisive}", peak_kb(), d.candidates.len());
+    println!("{secs:.4} {cpu:.4} {} {} {decisive}", peak_kb(), d.candidates.len());
+}
+
+/// User plus system CPU time of the process so far, in seconds (`/proc/self/stat` fields 14 and
+/// 15, in clock ticks of 1/100 s), 0 where `/proc` is missing.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The process's peak resident set in kB (`VmHWM`), 0 where `/proc` is missing.

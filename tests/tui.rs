@@ -792,6 +792,45 @@ fn a_cancelled_run_stops_early_and_leaves_the_results_unchanged() {
     assert_eq!(status.text, "cancelled all stages; results unchanged");
 }
 
+/// Sets the cancel flag when verification asks its first question.
+struct CancelAtVerify {
+    flag: Arc<AtomicBool>,
+}
+
+impl Judge for CancelAtVerify {
+    fn name(&self) -> String {
+        "heuristic".into()
+    }
+    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
+        if matches!(q, Question::Verify { .. }) {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+        HeuristicJudge.ask(ctx, q)
+    }
+}
+
+#[test]
+fn a_cancelled_run_keeps_the_stages_it_finished() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let flag = Arc::new(AtomicBool::new(false));
+    let judge = CancelAtVerify { flag: Arc::clone(&flag) };
+    let effects = app.on_key(key_event(KeyCode::Char('a')));
+    let [tui::Effect::Run(req)] = effects.as_slice() else { panic!("a run") };
+    let done = job::execute(req, &app.traj, &judge, flag, None);
+    assert!(done.outcome.is_err(), "cancelled");
+    app.on_job(JobMsg::Done(Box::new(done)));
+    assert_eq!(app.pipeline.last_stage(), Some(falat::pipeline::Stage::Dependencies));
+    assert!(app.pipeline.verified.is_none() && app.pipeline.research.is_none());
+    let d = app.diagnosis.as_ref().expect("a partial diagnosis");
+    assert_eq!(d.decisive_step, None, "no stage chose a step yet");
+    assert!(!d.candidates.is_empty(), "stage 2's candidates are kept");
+    assert_eq!(
+        app.status.clone().expect("status").text,
+        "cancelled all stages; kept the stages through dependencies+pruning"
+    );
+}
+
 #[test]
 fn a_new_run_while_running_cancels_and_follows() {
     let f = Fixture::new(HAND);

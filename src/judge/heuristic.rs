@@ -574,17 +574,15 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             (j, next_reader)
         })
     });
-    if let Some((j, next_reader)) = seen.filter(|(j, _)| *j < i) {
-        if next_reader == Some(i) {
-            out.push(finding(
-                Signal::IgnoredToolError,
-                weights::MISREAD,
-                format!(
-                    "step {j} shows the expected {}, but this step does not carry it on",
-                    text::clip(expected.trim(), 60)
-                ),
-            ));
-        }
+    if let Some((j, _)) = seen.filter(|(j, next_reader)| *j < i && *next_reader == Some(i)) {
+        out.push(finding(
+            Signal::IgnoredToolError,
+            weights::MISREAD,
+            format!(
+                "step {j} shows the expected {}, but this step does not carry it on",
+                text::clip(expected.trim(), 60)
+            ),
+        ));
     }
 }
 

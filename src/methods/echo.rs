@@ -277,11 +277,11 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     let order = agent_order(t);
     let panel = draw_panel(opts.seed, &t.id, opts.panel);
     let mut session = Session::new(judge);
-    let overview = session.stage("context", |_| render_overview(t, &h, &order));
+    let overview = session.stage("context", |_| render_overview(t, h, &order));
     let agent_analyses = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &overview));
     let by_agent = vote(&agent_analyses, t.steps.len(), &order);
     let agent = by_agent.agent.clone().unwrap_or_else(|| fallback_agent(&ctx));
-    let step_context = session.stage("context", |_| render(t, &h, &levels(t, &h, &agent)));
+    let step_context = session.stage("context", |_| render(t, h, &levels(t, h, &agent)));
     let target = VoteTarget::Step { agent: agent.clone() };
     let step_analyses = session.stage("step-analysts", |s| ask_panel(s, &ctx, &panel, target, &step_context));
     let by_step = vote(&step_analyses, t.steps.len(), &order);

@@ -1048,6 +1048,15 @@ impl App {
                 let verdict = self.verdict_line();
                 self.set_status(Level::Ok, format!("finished {}{took}{verdict}", run.target.label()));
             }
+            // A cancelled pipeline run keeps the stages it finished.
+            (Err(_), target) if target.is_pipeline() && d.pipeline.last_stage().is_some() => {
+                let kept = d.pipeline.last_stage().map_or("", |s| s.as_str());
+                self.pipeline = d.pipeline;
+                self.diagnosis = d.diagnosis;
+                self.refresh_marks();
+                self.clamp_list();
+                self.set_status(Level::Warn, format!("cancelled {}; kept the stages through {kept}", target.label()));
+            }
             (Err(_), _) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
         }
         match self.pending.take() {

@@ -136,7 +136,8 @@ pub fn execute(
         }
         RunTarget::Method(_) | RunTarget::AllMethods => unreachable!("method runs are handled above"),
     };
-    let diagnosis = outcome.is_ok().then(|| p.diagnosis(t, judge, &opts));
+    // A cancelled run still reports what its finished stages found.
+    let diagnosis = (outcome.is_ok() || p.last_stage().is_some()).then(|| p.diagnosis(t, judge, &opts));
     JobDone { id: req.id, pipeline: p, outcome, diagnosis, methods: Vec::new(), elapsed: start.elapsed() }
 }
 
