@@ -11,7 +11,7 @@
 //! stage 2 and 3, so re-running downstream stages honours them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use crate::diagnosis::{
@@ -21,14 +21,13 @@ use crate::diagnosis::{
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::heuristic::{self, combine, weights};
+use crate::judge::session::Session;
+pub use crate::judge::session::{Cancelled, ProgressFn};
 use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
 use crate::model::Trajectory;
 use crate::prior::Prior;
 use crate::substrate::Substrate;
 use crate::text;
-
-/// Progress callback: `(stage name, done, total)`.
-pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
 
 /// How to run the pipeline.
 #[derive(Clone, Default)]
@@ -51,31 +50,11 @@ impl Options {
         Options { ground_truth, window: 3, ..Options::default() }
     }
 
-    fn check(&self) -> Result<(), Cancelled> {
-        match &self.cancel {
-            Some(c) if c.load(Ordering::Relaxed) => Err(Cancelled),
-            _ => Ok(()),
-        }
-    }
-
-    fn tick(&self, stage: &str, done: usize, total: usize) {
-        if let Some(p) = &self.progress {
-            p(stage, done, total);
-        }
+    /// A judge session with these options' cancel flag and progress callback.
+    pub fn session<'j>(&self, judge: &'j dyn Judge) -> Session<'j> {
+        Session::controlled(judge, self.cancel.clone(), self.progress.clone())
     }
 }
-
-/// A stage stopped because [`Options::cancel`] was set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
 
 /// The stages, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -300,16 +279,6 @@ fn full_context<'a>(
     }
 }
 
-/// Asks the judge and adds its cost and warning.
-fn ask(judge: &dyn Judge, ctx: &Context<'_>, q: &Question, cost: &mut Cost, warnings: &mut Vec<String>) -> Answer {
-    let j = judge.ask(ctx, q);
-    cost.add(&j.cost);
-    if let Some(w) = j.warning {
-        warnings.push(w);
-    }
-    j.answer
-}
-
 /// Stage 1: the prior `π` (from the task and roles only) and the hierarchy with phase suspicion.
 ///
 /// # Errors
@@ -322,7 +291,7 @@ pub fn search_space(
     warnings: &mut Vec<String>,
 ) -> Result<(SearchSpace, Cost), Cancelled> {
     let start = Instant::now();
-    let mut cost = Cost::default();
+    let mut s = opts.session(judge);
     let mut hierarchy = sub.hierarchy.clone();
     let ctx = Context {
         trajectory: t,
@@ -332,7 +301,7 @@ pub fn search_space(
         facts: &sub.facts,
         ground_truth: opts.ground_truth,
     };
-    let prior = match ask(judge, &ctx, &Question::Prior, &mut cost, warnings) {
+    let prior = match s.ask(&ctx, &Question::Prior) {
         Answer::Prior(p) => p,
         _ => sub.prior.clone(),
     };
@@ -341,15 +310,13 @@ pub fn search_space(
     {
         let ctx = Context { prior: Some(&prior), ..ctx };
         for phase in 0..n {
-            opts.check()?;
-            if let Answer::PhaseSummary { summary, suspicion } =
-                ask(judge, &ctx, &Question::PhaseSummary { phase }, &mut cost, warnings)
-            {
+            s.check()?;
+            if let Answer::PhaseSummary { summary, suspicion } = s.ask(&ctx, &Question::PhaseSummary { phase }) {
                 summaries.push((summary, suspicion));
             } else {
                 summaries.push((hierarchy.phases[phase].summary.clone(), 0.0));
             }
-            opts.tick(Stage::SearchSpace.as_str(), phase + 1, n);
+            s.tick(Stage::SearchSpace.as_str(), phase + 1, n);
         }
     }
     for (p, (summary, suspicion)) in hierarchy.phases.iter_mut().zip(summaries) {
@@ -358,7 +325,7 @@ pub fn search_space(
         }
         p.suspicion = suspicion.clamp(0.0, 1.0);
     }
-    cost.wall = start.elapsed();
+    let cost = s.close(start, warnings);
     Ok((SearchSpace { prior, hierarchy }, cost))
 }
 
@@ -376,28 +343,26 @@ pub fn dependencies(
     warnings: &mut Vec<String>,
 ) -> Result<(Dependencies, Cost), Cancelled> {
     let start = Instant::now();
-    let mut cost = Cost::default();
+    let mut s = opts.session(judge);
     let mut graph = sub.graph.clone();
-    let mut candidates = recall_candidates(t, sub, space, &graph, judge, opts, &mut cost, warnings)?;
+    let mut candidates = recall_candidates(t, sub, space, &graph, opts, &mut s)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
     let ctx = full_context(t, sub, space, &graph, opts);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
-        opts.check()?;
+        s.check()?;
         for to in effect_targets(&graph, c.step) {
-            if let Answer::Transition(l) =
-                ask(judge, &ctx, &Question::LabelTransition { from: c.step, to }, &mut cost, warnings)
-            {
+            if let Answer::Transition(l) = s.ask(&ctx, &Question::LabelTransition { from: c.step, to }) {
                 labels.push((c.step, to, l));
             }
         }
-        opts.tick(Stage::Dependencies.as_str(), k + 1, candidates.len());
+        s.tick(Stage::Dependencies.as_str(), k + 1, candidates.len());
     }
     for (from, to, l) in &labels {
         graph.set_label(*from, *to, *l);
     }
     prune(&mut candidates, &labels, &graph, &opts.overrides);
-    cost.wall = start.elapsed();
+    let cost = s.close(start, warnings);
     Ok((Dependencies { graph, candidates }, cost))
 }
 
@@ -416,16 +381,13 @@ fn effect_targets(graph: &DepGraph, step: usize) -> Vec<usize> {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
 fn recall_candidates(
     t: &Trajectory,
     sub: &Substrate,
     space: &SearchSpace,
     graph: &DepGraph,
-    judge: &dyn Judge,
     opts: &Options,
-    cost: &mut Cost,
-    warnings: &mut Vec<String>,
+    s: &mut Session<'_>,
 ) -> Result<Vec<Candidate>, Cancelled> {
     let ctx = full_context(t, sub, space, graph, opts);
     // Coarse to fine: suspicious phases first (ties in step order).
@@ -434,18 +396,16 @@ fn recall_candidates(
     let mut out: Vec<Candidate> = Vec::new();
     let total = phases.len();
     for (k, p) in phases.into_iter().enumerate() {
-        opts.check()?;
+        s.check()?;
         if p.suspicion <= 0.0 {
             continue;
         }
-        if let Answer::Candidates(found) =
-            ask(judge, &ctx, &Question::RecallCandidates { range: p.range.clone() }, cost, warnings)
-        {
+        if let Answer::Candidates(found) = s.ask(&ctx, &Question::RecallCandidates { range: p.range.clone() }) {
             for (step, findings) in found.into_iter().filter(|(s, f)| *s < t.steps.len() && !f.is_empty()) {
                 out.push(new_candidate(t, step, findings, Origin::Machine));
             }
         }
-        opts.tick("recall", k + 1, total);
+        s.tick("recall", k + 1, total);
     }
     out.sort_by_key(|c| c.step);
     out.dedup_by_key(|c| c.step);
@@ -553,7 +513,7 @@ pub fn verify(
     warnings: &mut Vec<String>,
 ) -> Result<(Verified, Cost), Cancelled> {
     let start = Instant::now();
-    let mut cost = Cost::default();
+    let mut s = opts.session(judge);
     let ctx = full_context(t, sub, space, &deps.graph, opts);
     let mut candidates = deps.candidates.clone();
     let live: Arc<[usize]> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
@@ -561,12 +521,12 @@ pub fn verify(
     let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
     let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
     for (k, &step) in live.iter().enumerate() {
-        opts.check()?;
+        s.check()?;
         let q = |criterion| Question::Verify { step, criterion, live: live.clone() };
-        let ind = as_criterion(ask(judge, &ctx, &q(CriterionKind::Independence), &mut cost, warnings));
-        let suf = as_criterion(ask(judge, &ctx, &q(CriterionKind::Sufficiency), &mut cost, warnings));
+        let ind = as_criterion(s.ask(&ctx, &q(CriterionKind::Independence)));
+        let suf = as_criterion(s.ask(&ctx, &q(CriterionKind::Sufficiency)));
         checks.push((step, ind, suf));
-        opts.tick(Stage::Verification.as_str(), k + 1, live.len());
+        s.tick(Stage::Verification.as_str(), k + 1, live.len());
     }
     // Valid: passes both criteria and is strong in absolute terms and relative to the strongest
     // live candidate (so one strong signal is not beaten by an earlier trace of noise).
@@ -621,7 +581,7 @@ pub fn verify(
         };
         c.verification = Some(Verification { independence: ind, sufficiency: suf, precedence });
     }
-    cost.wall = start.elapsed();
+    let cost = s.close(start, warnings);
     Ok((Verified { candidates, chosen, default_reason }, cost))
 }
 
@@ -648,14 +608,14 @@ pub fn research(
     warnings: &mut Vec<String>,
 ) -> Result<(Option<ReSearch>, Cost), Cancelled> {
     let start = Instant::now();
-    let mut cost = Cost::default();
+    let mut s = opts.session(judge);
     let Some(chosen) = verified.chosen else {
-        return Ok((None, cost));
+        return Ok((None, Cost::default()));
     };
-    opts.check()?;
+    s.check()?;
     let ctx = full_context(t, sub, space, &deps.graph, opts);
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
-    let out = match ask(judge, &ctx, &Question::Roles { window: window.clone(), chosen }, &mut cost, warnings) {
+    let out = match s.ask(&ctx, &Question::Roles { window: window.clone(), chosen }) {
         Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
             let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&decisive);
             let decisive = if keep { chosen } else { decisive };
@@ -669,8 +629,8 @@ pub fn research(
             reason: "the judge gave no usable roles".into(),
         },
     };
-    opts.tick(Stage::ReSearch.as_str(), 1, 1);
-    cost.wall = start.elapsed();
+    s.tick(Stage::ReSearch.as_str(), 1, 1);
+    let cost = s.close(start, warnings);
     Ok((Some(out), cost))
 }
 

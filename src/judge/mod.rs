@@ -8,6 +8,7 @@
 pub mod attribution;
 pub mod heuristic;
 pub mod llm;
+pub mod session;
 
 use std::ops::Range;
 

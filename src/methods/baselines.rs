@@ -42,7 +42,7 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
         return no_steps(Method::AllAtOnce, t, judge, opts);
     }
     let ctx = context(t, sub, opts);
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let answer = session
         .stage("all-at-once", |s| s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) }));
     let (step, reason, confidence, named) = match answer {
@@ -70,7 +70,7 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
         return no_steps(Method::StepByStep, t, judge, opts);
     }
     let ctx = context(t, sub, opts);
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let walk = session.stage("step-by-step", |s| walk(s, &ctx));
     if !walk.said_yes {
         let step = walk.step;
@@ -157,7 +157,7 @@ pub fn binary_search(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &
         return no_steps(Method::BinarySearch, t, judge, opts);
     }
     let ctx = context(t, sub, opts);
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let mut last_reason = String::new();
     let (step, rounds) = session.stage("binary-search", |s| {
         bisect(t.steps.len(), |range, split| match ask_half(s, &ctx, range, split) {
@@ -203,7 +203,7 @@ pub fn random(t: &Trajectory, _sub: &Substrate, judge: &dyn Judge, opts: &Method
     if t.steps.is_empty() {
         return no_steps(Method::Random, t, judge, opts);
     }
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let step = session.stage("draw", |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
     let mut d = new_diagnosis(Method::Random, t, judge, opts, Some(step));
     d.reason = format!("step {step} drawn uniformly from {} steps (seed {})", t.steps.len(), opts.seed);

@@ -193,7 +193,7 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
         facts: &sub.facts,
         ground_truth: opts.ground_truth,
     };
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let segs = session.stage("segmentation", |_| segments(t, opts.segment_len));
     let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(t, h, k, r)).collect();
     let views = Views { trajectory: t, segments: &segs, summaries: &summaries };

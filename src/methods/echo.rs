@@ -276,7 +276,7 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     };
     let order = agent_order(t);
     let panel = draw_panel(opts.seed, &t.id, opts.panel);
-    let mut session = Session::new(judge);
+    let mut session = super::session(judge, opts);
     let overview = session.stage("context", |_| render_overview(t, h, &order));
     let agent_analyses = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &overview));
     let by_agent = vote(&agent_analyses, t.steps.len(), &order);

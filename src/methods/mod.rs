@@ -25,13 +25,13 @@ mod tests;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
-use crate::diagnosis::{Cost, Diagnosis, StageCost};
+use crate::diagnosis::Diagnosis;
 use crate::eval::{self, Record};
 use crate::ingest::LoadError;
 use crate::ingest::fs::{dataset_files, load_path};
-use crate::judge::{Answer, Context, Judge, Question};
+use crate::judge::Judge;
+pub(crate) use crate::judge::session::Session;
 use crate::model::Trajectory;
 use crate::pipeline;
 use crate::substrate::Substrate;
@@ -280,60 +280,9 @@ pub(crate) fn new_diagnosis(
     }
 }
 
-/// Asks a judge and records calls, tokens and time per named stage.
-pub(crate) struct Session<'j> {
-    judge: &'j dyn Judge,
-    /// Cost per stage, in the order the stages ran.
-    pub costs: Vec<StageCost>,
-    /// Judge warnings and the method's own.
-    pub warnings: Vec<String>,
-    current: Option<usize>,
-}
-
-impl<'j> Session<'j> {
-    pub(crate) fn new(judge: &'j dyn Judge) -> Session<'j> {
-        Session { judge, costs: Vec::new(), warnings: Vec::new(), current: None }
-    }
-
-    /// Runs `f` as the stage `name`: the judge calls inside count for it, and its wall time is the
-    /// time `f` took.
-    pub(crate) fn stage<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
-        let start = Instant::now();
-        self.costs.push(StageCost { stage: name.into(), cost: Cost::default() });
-        let (idx, outer) = (self.costs.len() - 1, self.current);
-        self.current = Some(idx);
-        let out = f(self);
-        self.current = outer;
-        self.costs[idx].cost.wall = start.elapsed();
-        out
-    }
-
-    /// Asks one question; its calls and tokens count for the current stage.
-    pub(crate) fn ask(&mut self, ctx: &Context<'_>, q: &Question) -> Answer {
-        let j = self.judge.ask(ctx, q);
-        let idx = match self.current {
-            Some(i) => i,
-            None => {
-                self.costs.push(StageCost { stage: "judge".into(), cost: Cost::default() });
-                self.current = Some(self.costs.len() - 1);
-                self.costs.len() - 1
-            }
-        };
-        let c = &mut self.costs[idx].cost;
-        c.calls += j.cost.calls;
-        c.prompt_tokens += j.cost.prompt_tokens;
-        c.completion_tokens += j.cost.completion_tokens;
-        if let Some(w) = j.warning {
-            self.warnings.push(w);
-        }
-        j.answer
-    }
-
-    /// Moves the costs and warnings into a diagnosis.
-    pub(crate) fn finish(self, d: &mut Diagnosis) {
-        d.cost = self.costs;
-        d.warnings.extend(self.warnings);
-    }
+/// A judge session for a method run: the pipeline options' cancel flag and progress callback.
+pub(crate) fn session<'j>(judge: &'j dyn Judge, opts: &MethodOptions) -> Session<'j> {
+    opts.pipeline.session(judge)
 }
 
 /// A small portable pseudo-random generator (SplitMix64): the same numbers on every platform and
