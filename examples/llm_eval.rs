@@ -99,7 +99,10 @@ fn main() {
     let opts = Options::new(args.ground_truth);
     if cfg.dry_run {
         for (file, subset, t) in &items {
-            let r = llm::dry_run(t, &cfg, &opts).expect("dry-run judge");
+            let r = llm::dry_run_with(&cfg, |j| {
+                let _ = pipeline::diagnose(t, j, &opts);
+            })
+            .expect("dry-run judge");
             println!("{subset}\t{file}\tcalls {}\tprompt tokens {}", r.calls.len(), r.prompt_tokens());
         }
         return;

@@ -286,7 +286,7 @@ pub(crate) fn session<'j>(judge: &'j dyn Judge, opts: &MethodOptions) -> Session
 }
 
 /// A small portable pseudo-random generator (SplitMix64): the same numbers on every platform and
-/// with every version of the `rand` crate, so seeded results are stable.
+/// with every version of any random-number crate, so seeded results are stable.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 

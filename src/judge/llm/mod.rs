@@ -44,7 +44,6 @@ use super::attribution::{ErrorCategory, Half};
 use super::{Answer, Context, Judge, Judged, Question, heuristic};
 use crate::diagnosis::Cost;
 use crate::model::Trajectory;
-use crate::pipeline;
 
 /// The environment variable holding the API key unless configured otherwise.
 pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -284,20 +283,11 @@ impl DryRunReport {
     }
 }
 
-/// Runs the FALAT pipeline with a judge that sends nothing and reports every request it would
-/// send, with its prompt tokens (the heuristic judge answers meanwhile, so later prompts are the
-/// ones that follow heuristic answers; repair requests are not included).
-///
-/// # Errors
-/// An [`LlmError`] from setting up the judge.
-pub fn dry_run(t: &Trajectory, cfg: &LlmConfig, opts: &pipeline::Options) -> Result<DryRunReport, LlmError> {
-    dry_run_with(cfg, |judge| {
-        let _ = pipeline::diagnose(t, judge, opts);
-    })
-}
-
-/// [`dry_run`] for any method: `run` diagnoses with the dry-run judge it is given (for example
-/// `|j| { methods::run(Method::Echo, t, j, &opts); }`), and the report lists what it would send.
+/// A dry run: `run` diagnoses with a judge that sends nothing (for example
+/// `|j| { methods::run(Method::Echo, t, j, &opts); }`), and the report lists every request it
+/// would send, with its prompt tokens (the heuristic judge answers meanwhile, so later prompts are
+/// the ones that follow heuristic answers; repair requests are not included). The command line
+/// chooses what runs (`falat diagnose --dry-run`), so the judge needs no method or pipeline.
 ///
 /// # Errors
 /// An [`LlmError`] from setting up the judge.

@@ -15,6 +15,7 @@ use crate::graph::DepGraph;
 use crate::hierarchy::{self, Hierarchy};
 use crate::judge::CriterionKind;
 use crate::model::{Step, StepKind};
+use crate::pipeline;
 use crate::pipeline::{Options, Stage};
 
 type Reply = (u16, Vec<(&'static str, String)>, String);
@@ -686,7 +687,10 @@ fn the_api_key_never_reaches_cache_logs_or_reports() {
 fn dry_run_reports_prompts_without_sending() {
     let m = mock(schema_reply);
     let f = fixture("hand-crafted-24.json");
-    let r = dry_run(&f.t, &LlmConfig::new(Some(&m.url), "test-model"), &Options::new(true)).unwrap();
+    let r = dry_run_with(&LlmConfig::new(Some(&m.url), "test-model"), |j| {
+        let _ = pipeline::diagnose(&f.t, j, &Options::new(true));
+    })
+    .unwrap();
     assert_eq!(m.count(), 0);
     assert!(r.calls.len() >= 4, "{}", r.render());
     assert!(r.calls.iter().all(|c| c.prompt_tokens == count_tokens(&c.messages) && c.questions >= 1));
