@@ -1,9 +1,14 @@
 //! The task-conditioned prior `π` of FALAT stage 1: how the task should be solved, derived only
 //! from the task text, the agents' names and roles (system prompts), never from the steps.
 //!
-//! The prior gives the expected answer type and constraints, and the capabilities the task needs
-//! with the agent expected to provide each. The heuristic judge computes it lexically
-//! ([`derive`]); the LLM judge asks a model and returns the same type.
+//! The prior gives the expected answer type and constraints, the capabilities the task needs
+//! with the agent expected to provide each, the tools the team has, and the expected procedure:
+//! the ordered steps a correct run would take (FALAT, "task-conditioned prior": an external
+//! expectation of how the task should be solved, built from the task specification, agent roles,
+//! system prompts and available tools). Later FALAT stages compare the run against it: recall
+//! (deviations from the procedure or the constraints), transition labelling, verification and
+//! re-search all see it. The heuristic judge computes it lexically ([`derive`]); the LLM judge
+//! asks a model and returns the same type.
 
 use std::sync::LazyLock;
 
@@ -99,6 +104,17 @@ pub struct Requirement {
     pub agent: Option<String>,
 }
 
+/// One step of the expected procedure: what should be done and which agent should do it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedStep {
+    /// The capability the step exercises (`None` for the final answer).
+    pub capability: Option<Capability>,
+    /// The agent expected to do it, when one fits.
+    pub agent: Option<String>,
+    /// What the step does, one short line.
+    pub action: String,
+}
+
 /// The task-conditioned prior `π`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Prior {
@@ -110,6 +126,51 @@ pub struct Prior {
     pub requirements: Vec<Requirement>,
     /// Key terms of the task (lower case), used to judge relevance of what the agents do.
     pub key_terms: Vec<String>,
+    /// The tools the team has, each with the agent that holds it (`code execution (Computer_terminal)`),
+    /// from the agents' names and roles.
+    pub tools: Vec<String>,
+    /// The expected procedure, in order: gather (web, files), compute, verify against the
+    /// constraints, answer in the expected form.
+    pub procedure: Vec<ExpectedStep>,
+}
+
+impl Prior {
+    /// The agent expected to provide a capability, if any.
+    pub fn agent_for(&self, c: Capability) -> Option<&str> {
+        self.requirements.iter().find(|r| r.capability == c).and_then(|r| r.agent.as_deref())
+    }
+
+    /// Whether the task needs a capability.
+    pub fn needs(&self, c: Capability) -> bool {
+        self.requirements.iter().any(|r| r.capability == c)
+    }
+
+    /// `π` as text for a judge's prompt: answer type, constraints, procedure, tools, key terms.
+    pub fn describe(&self) -> String {
+        let mut out = vec![format!("expected answer: {}", self.answer_type.map_or("unknown", AnswerType::as_str))];
+        if !self.constraints.is_empty() {
+            out.push(format!("constraints: {}", self.constraints.join("; ")));
+        }
+        if !self.procedure.is_empty() {
+            let steps: Vec<String> = self
+                .procedure
+                .iter()
+                .enumerate()
+                .map(|(k, s)| match &s.agent {
+                    Some(a) => format!("{}. {} ({a})", k + 1, s.action),
+                    None => format!("{}. {}", k + 1, s.action),
+                })
+                .collect();
+            out.push(format!("expected procedure: {}", steps.join("; ")));
+        }
+        if !self.tools.is_empty() {
+            out.push(format!("tools: {}", self.tools.join(", ")));
+        }
+        if !self.key_terms.is_empty() {
+            out.push(format!("key terms: {}", self.key_terms.join(", ")));
+        }
+        out.join("\n")
+    }
 }
 
 static CONSTRAINT: LazyLock<Regex> = LazyLock::new(|| {
@@ -195,8 +256,47 @@ pub fn derive(task: &str, agents: &[AgentInfo]) -> Prior {
         caps.push(Capability::Computation);
     }
     caps.push(Capability::Verification);
-    let requirements = caps.into_iter().map(|c| Requirement { capability: c, agent: best_agent(c, agents) }).collect();
-    Prior { answer_type, constraints, requirements, key_terms: key_terms(task) }
+    let requirements: Vec<Requirement> =
+        caps.into_iter().map(|c| Requirement { capability: c, agent: best_agent(c, agents) }).collect();
+    let mut p = Prior { answer_type, constraints, requirements, key_terms: key_terms(task), ..Prior::default() };
+    p.tools = tools(agents);
+    p.procedure = procedure(&p);
+    p
+}
+
+/// The tools the team holds: an agent whose name or role names a tool-backed capability
+/// (browsing, file reading, code execution) holds that tool.
+pub fn tools(agents: &[AgentInfo]) -> Vec<String> {
+    let kinds = [
+        (Capability::WebLookup, "web browser"),
+        (Capability::FileReading, "file reader"),
+        (Capability::Computation, "code execution"),
+    ];
+    kinds.iter().filter_map(|(c, name)| best_agent(*c, agents).map(|a| format!("{name} ({a})"))).collect()
+}
+
+/// The expected procedure from the requirements: every needed capability in the order a run uses
+/// them (gather, compute, verify), then the answer in the expected form under the constraints.
+pub fn procedure(p: &Prior) -> Vec<ExpectedStep> {
+    let mut out = Vec::new();
+    let topic = p.key_terms.iter().take(4).cloned().collect::<Vec<_>>().join(" ");
+    for r in &p.requirements {
+        let action = match r.capability {
+            Capability::WebLookup => format!("look up {topic} from an authoritative source"),
+            Capability::FileReading => "read the provided file".to_string(),
+            Capability::Computation => "compute the answer from the gathered values".to_string(),
+            Capability::Verification => "check the result against the task and its constraints".to_string(),
+        };
+        out.push(ExpectedStep { capability: Some(r.capability), agent: r.agent.clone(), action });
+    }
+    let form = p.answer_type.map_or("the answer", AnswerType::as_str);
+    let action = if p.constraints.is_empty() {
+        format!("answer with a {form}")
+    } else {
+        format!("answer with a {form} that meets: {}", p.constraints.join("; "))
+    };
+    out.push(ExpectedStep { capability: None, agent: None, action });
+    out
 }
 
 fn answer_type(lower: &str) -> Option<AnswerType> {
@@ -301,5 +401,35 @@ mod tests {
             ]
         );
         assert!(p.key_terms.contains(&"mercedes".to_string()));
+        assert_eq!(
+            p.tools,
+            vec!["web browser (WebSurfer)".to_string(), "code execution (ComputerTerminal)".to_string()]
+        );
+        let procedure: Vec<(Option<Capability>, Option<&str>, &str)> =
+            p.procedure.iter().map(|s| (s.capability, s.agent.as_deref(), s.action.as_str())).collect();
+        assert_eq!(
+            procedure,
+            vec![
+                (
+                    Some(Capability::WebLookup),
+                    Some("WebSurfer"),
+                    "look up studio albums published mercedes from an authoritative source"
+                ),
+                (
+                    Some(Capability::Computation),
+                    Some("ComputerTerminal"),
+                    "compute the answer from the gathered values"
+                ),
+                (
+                    Some(Capability::Verification),
+                    Some("Verification_Expert"),
+                    "check the result against the task and its constraints"
+                ),
+                (None, None, "answer with a number that meets: between 2000 and 2009 according to Wikipedia"),
+            ]
+        );
+        assert_eq!(p.agent_for(Capability::Computation), Some("ComputerTerminal"));
+        assert!(!p.needs(Capability::FileReading));
+        assert!(p.describe().contains("expected procedure: 1. look up studio albums published mercedes"));
     }
 }

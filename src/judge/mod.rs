@@ -302,6 +302,8 @@ impl Answer {
                 "constraints": p.constraints,
                 "requirements": p.requirements.iter().map(|r| json!({"capability": r.capability.as_str(), "agent": r.agent})).collect::<Vec<_>>(),
                 "key_terms": p.key_terms,
+                "tools": p.tools,
+                "procedure": p.procedure.iter().map(|s| json!({"action": s.action, "agent": s.agent})).collect::<Vec<_>>(),
             }),
             Answer::PhaseSummary { summary, suspicion } => {
                 json!({ "summary": summary, "suspicion": suspicion })

@@ -291,14 +291,22 @@ impl Kind for PriorKind {
                     "additionalProperties": false,
                 }},
                 "key_terms": {"type": "array", "items": short_string(30), "maxItems": 8},
+                "tools": {"type": "array", "items": short_string(40), "maxItems": 4},
+                "procedure": {"type": "array", "maxItems": 6, "items": {
+                    "type": "object",
+                    "properties": {"action": short_string(60), "agent": {"enum": agents}},
+                    "required": ["action", "agent"],
+                    "additionalProperties": false,
+                }},
             },
-            "required": ["answer_type", "constraints", "requirements", "key_terms"],
+            "required": ["answer_type", "constraints", "requirements", "key_terms", "tools", "procedure"],
             "additionalProperties": false,
         })
     }
     fn max_tokens(&self, _: &[Question]) -> u32 {
-        // Room for the longest answer the schema allows (4 constraints, 4 requirements, 8 terms).
-        400
+        // Room for the longest answer the schema allows (4 constraints, 4 requirements, 8 terms,
+        // 4 tools, 6 procedure steps).
+        700
     }
     fn parse(
         &self,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnosis::{Criterion, Finding, Role, Signal, Transition};
 use crate::judge::{Answer, Context};
-use crate::prior::{AnswerType, Capability, Prior, Requirement};
+use crate::prior::{AnswerType, Capability, ExpectedStep, Prior, Requirement};
 use crate::text;
 
 /// The signals a model may name (not `user_marked`).
@@ -128,7 +128,8 @@ fn list(xs: &[usize]) -> String {
     if xs.len() > 12 { format!("{}, ...", shown.join(", ")) } else { shown.join(", ") }
 }
 
-/// The prior `π`: answer type, constraints, requirements with known agents, key terms.
+/// The prior `π`: answer type, constraints, requirements with known agents, key terms, and
+/// optionally tools and the expected procedure (each step with a known agent or null).
 ///
 /// # Errors
 /// Unknown answer type, capability or agent; wrong types; missing fields.
@@ -151,7 +152,33 @@ pub fn prior(ctx: &Context<'_>, v: &Value) -> Result<Prior, String> {
         };
         requirements.push(Requirement { capability, agent });
     }
-    Ok(Prior { answer_type: Some(answer_type), constraints, requirements, key_terms })
+    let mut p = Prior { answer_type: Some(answer_type), constraints, requirements, key_terms, ..Prior::default() };
+    // Tools and the procedure are optional in an answer: when missing they follow from the
+    // agents and the requirements, as the heuristic prior does.
+    p.tools = match v.get("tools") {
+        Some(t) => strings(t, "tools")?,
+        None => crate::prior::tools(&ctx.trajectory.agents),
+    };
+    p.procedure = match v.get("procedure") {
+        Some(steps) => {
+            let mut out = Vec::new();
+            for s in array(steps, "procedure")? {
+                let action = string(field(s, "action")?, "action")?;
+                let agent = match s.get("agent") {
+                    None | Some(Value::Null) => None,
+                    Some(a) => {
+                        let name = string(a, "agent")?;
+                        let known = ctx.trajectory.agents.iter().find(|x| x.name.eq_ignore_ascii_case(&name));
+                        Some(known.ok_or_else(|| format!("unknown agent \"{name}\""))?.name.clone())
+                    }
+                };
+                out.push(ExpectedStep { capability: None, agent, action });
+            }
+            out
+        }
+        None => crate::prior::procedure(&p),
+    };
+    Ok(p)
 }
 
 fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
