@@ -13,6 +13,10 @@ use serde_json::{Value, json};
 use super::{Answer, Question};
 use crate::diagnosis::{Finding, Signal};
 
+/// Candidates one DeFA segment recall names at most (the same budget for every judge, so that
+/// segmentation decides what each recall can name).
+pub const SEGMENT_CANDIDATES: usize = 4;
+
 /// The six analyst perspectives of the ECHO panel (`papers/000_*`, §3.2 and A.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Perspective {
@@ -87,16 +91,55 @@ impl fmt::Display for Perspective {
     }
 }
 
-/// What an ECHO analyst is asked to attribute (ECHO judges agent and step separately).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an ECHO analyst is asked to attribute. ECHO's decoupled analysis (`papers/000_*`, A.1 and
+/// "The Question of Unifying or Decoupling Objective Analyses") asks the agent and the step in
+/// separate, independent analyses: a step analyst is not told which agent the agent analysts
+/// found. [`VoteTarget::Both`] is the unified analysis the paper compares against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VoteTarget {
     /// Which agent is responsible.
     Agent,
-    /// Which of this agent's steps is the decisive error.
-    Step {
-        /// The agent the panel attributed the failure to.
-        agent: String,
-    },
+    /// Which step is the decisive error (any agent's).
+    Step,
+    /// Agent and step in one analysis (the unified variant).
+    Both,
+}
+
+impl VoteTarget {
+    /// `agent`, `step`, `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VoteTarget::Agent => "agent",
+            VoteTarget::Step => "step",
+            VoteTarget::Both => "both",
+        }
+    }
+}
+
+/// One agent's evaluation by an analyst (ECHO A.5: "individual agent evaluations with error
+/// likelihoods and evidence").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The agent.
+    pub agent: String,
+    /// Likelihood in 0..=1 that it made the decisive error.
+    pub likelihood: f32,
+    /// The evidence for it, one line (empty when the analyst gave none).
+    pub evidence: String,
+}
+
+/// An alternative hypothesis of an analyst (ECHO A.5 output schema): another agent and step that
+/// might be responsible, with its likelihood.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternative {
+    /// The agent of the alternative.
+    pub agent: String,
+    /// Its step, 0-based, when named.
+    pub step: Option<usize>,
+    /// Likelihood in 0..=1.
+    pub likelihood: f32,
+    /// Why, one line.
+    pub reason: String,
 }
 
 /// The conclusion type of an ECHO analysis (consensus votes per type first, ECHO A.7).
@@ -142,8 +185,10 @@ pub struct Analysis {
     pub confidence: f32,
     /// Why, in a few sentences.
     pub reasoning: String,
-    /// Error likelihood per agent, 0..=1, most likely first.
-    pub evaluations: Vec<(String, f32)>,
+    /// Error likelihood and evidence per agent, most likely first.
+    pub evaluations: Vec<Evaluation>,
+    /// Alternative hypotheses, most likely first.
+    pub alternatives: Vec<Alternative>,
 }
 
 /// What a later step did with a candidate's effect (DeFA failure propagation, `papers/001_*` §3.4).
@@ -204,13 +249,17 @@ impl Half {
     }
 }
 
-/// The error taxonomy of DeFA's adjudication (aligned with the Who&When Pro failure modes the
-/// paper uses, `papers/001_*` §3.1). Names are the snake_case forms in [`ErrorCategory::as_str`].
+/// The error taxonomy of DeFA's adjudication. DeFA (§3.1) classifies the decisive step in the
+/// Who&When Pro failure-mode taxonomy, of which the paper names hallucination and tool parameter
+/// or invocation error; those two keep the paper's names here. The others are falat's own
+/// categories for the failure kinds its signals detect (`docs/METHODS.md` says which). Names are
+/// the snake_case forms in [`ErrorCategory::as_str`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCategory {
     /// Values, facts or sources stated with nothing behind them.
     Hallucination,
-    /// A tool or code called with wrong parameters, or a call that fails.
+    /// A tool or code called with wrong parameters, or a call that fails (the paper's "tool
+    /// parameter or invocation error").
     ToolInvocationError,
     /// A tool output read wrongly, or an error in it ignored.
     MisreadToolOutput,
@@ -249,7 +298,7 @@ impl ErrorCategory {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::Hallucination => "hallucination",
-            ErrorCategory::ToolInvocationError => "tool_invocation_error",
+            ErrorCategory::ToolInvocationError => "tool_parameter_or_invocation_error",
             ErrorCategory::MisreadToolOutput => "misread_tool_output",
             ErrorCategory::InstructionOrPlanDeviation => "instruction_or_plan_deviation",
             ErrorCategory::WrongDelegation => "wrong_delegation",
@@ -280,19 +329,12 @@ pub(super) fn question_fields(q: &Question) -> Option<Value> {
         Question::LocateInRange { range, split, context } => json!({
             "from_step": range.start, "to_step": range.end, "split": split, "context": context,
         }),
-        Question::AnalystVote { perspective, target, context } => {
-            let (target, agent) = match target {
-                VoteTarget::Agent => ("agent", None),
-                VoteTarget::Step { agent } => ("step", Some(agent)),
-            };
-            json!({
-                "perspective": perspective.as_str(),
-                "instruction": perspective.instruction(),
-                "target": target,
-                "agent": agent,
-                "context": context,
-            })
-        }
+        Question::AnalystVote { perspective, target, context } => json!({
+            "perspective": perspective.as_str(),
+            "instruction": perspective.instruction(),
+            "target": target.as_str(),
+            "context": context,
+        }),
         Question::SegmentRecall { segment, context } => {
             json!({ "from_step": segment.start, "to_step": segment.end, "context": context })
         }
@@ -327,7 +369,8 @@ pub(super) fn answer_json(a: &Answer) -> Option<Value> {
             "step": x.step,
             "confidence": x.confidence,
             "reasoning": x.reasoning,
-            "evaluations": x.evaluations.iter().map(|(a, l)| json!({ "agent": a, "likelihood": l })).collect::<Vec<_>>(),
+            "evaluations": x.evaluations.iter().map(|e| json!({ "agent": e.agent, "likelihood": e.likelihood, "evidence": e.evidence })).collect::<Vec<_>>(),
+            "alternatives": x.alternatives.iter().map(|a| json!({ "agent": a.agent, "step": a.step, "likelihood": a.likelihood, "reason": a.reason })).collect::<Vec<_>>(),
         }),
         Answer::Propagation { edges } => json!({ "edges": edges_json(edges) }),
         Answer::Adjudication { step, category, reason, confidence } => json!({
@@ -424,16 +467,48 @@ fn parse_analysis(v: &Value, steps: usize) -> Result<Analysis, String> {
         None | Some(Value::Null) => None,
         Some(s) => Some(s.as_u64().ok_or("\"step\" must be a step number or null")? as usize).filter(|s| *s < steps),
     };
+    let text_of = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     let evaluations = v
         .get("evaluations")
         .and_then(Value::as_array)
         .map(|xs| {
             xs.iter()
-                .filter_map(|e| Some((e.get("agent")?.as_str()?.to_string(), e.get("likelihood")?.as_f64()? as f32)))
+                .filter_map(|e| {
+                    Some(Evaluation {
+                        agent: e.get("agent")?.as_str()?.to_string(),
+                        likelihood: (e.get("likelihood")?.as_f64()? as f32).clamp(0.0, 1.0),
+                        evidence: text_of(e, "evidence"),
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Analysis { conclusion, agents, step, confidence: conf_of(v)?, reasoning: str_of(v, "reasoning")?, evaluations })
+    // Alternatives are optional; one with a step outside the trajectory keeps its agent only.
+    let alternatives = v
+        .get("alternatives")
+        .and_then(Value::as_array)
+        .map(|xs| {
+            xs.iter()
+                .filter_map(|a| {
+                    Some(Alternative {
+                        agent: a.get("agent")?.as_str()?.to_string(),
+                        step: a.get("step").and_then(Value::as_u64).map(|s| s as usize).filter(|s| *s < steps),
+                        likelihood: (a.get("likelihood").and_then(Value::as_f64).unwrap_or(0.0) as f32).clamp(0.0, 1.0),
+                        reason: text_of(a, "reason"),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Analysis {
+        conclusion,
+        agents,
+        step,
+        confidence: conf_of(v)?,
+        reasoning: str_of(v, "reasoning")?,
+        evaluations,
+        alternatives,
+    })
 }
 
 fn parse_candidates(v: &Value, segment: std::ops::Range<usize>) -> Result<Answer, String> {
@@ -492,14 +567,12 @@ mod tests {
         );
         let q = Question::AnalystVote {
             perspective: Perspective::Skeptical,
-            target: VoteTarget::Step { agent: "WebSurfer".into() },
+            target: VoteTarget::Step,
             context: "ctx".into(),
         };
         let v = q.to_json();
-        assert_eq!(
-            (v["kind"].as_str(), v["target"].as_str(), v["agent"].as_str()),
-            (Some("analyst_vote"), Some("step"), Some("WebSurfer"))
-        );
+        assert_eq!((v["kind"].as_str(), v["target"].as_str()), (Some("analyst_vote"), Some("step")));
+        assert!(v.get("agent").is_none(), "a step analyst is not told the agent consensus");
         assert_eq!(v["perspective"], "skeptical");
         assert!(v["instruction"].as_str().unwrap().starts_with("Question every claim"));
         let q = Question::Adjudicate {
@@ -544,7 +617,11 @@ mod tests {
             step: Some(4),
             confidence: 0.5,
             reasoning: "r".into(),
-            evaluations: vec![("A".into(), 0.5), ("B".into(), 0.25)],
+            evaluations: vec![
+                Evaluation { agent: "A".into(), likelihood: 0.5, evidence: "step 4 states 12 unsourced".into() },
+                Evaluation { agent: "B".into(), likelihood: 0.25, evidence: String::new() },
+            ],
+            alternatives: vec![Alternative { agent: "B".into(), step: Some(2), likelihood: 0.25, reason: "r".into() }],
         });
         assert_eq!(round_trip(&q, a.clone(), 5), Ok(a));
         let q = Question::SegmentRecall { segment: 2..4, context: String::new() };

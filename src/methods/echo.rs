@@ -1,24 +1,34 @@
-//! ECHO (`papers/000_*`): hierarchical context per agent, a panel of analysts with distinct
-//! perspectives judging agent and step separately, and confidence-weighted consensus voting.
+//! ECHO (`papers/000_*`, "Where Did It All Go Wrong? A Hierarchical Look into Multi-Agent Error
+//! Attribution"): hierarchical context, a panel of analysts with distinct perspectives judging
+//! agent and step in separate analyses, and confidence-weighted consensus voting.
 //!
-//! 1. **Context** ([`levels`], [`render`]): for an agent, every step's distance to the nearest of
-//!    its turns sets its level: L1 (distance 0-1) in full, L2 (2-3) key decisions, L3 (4-7)
-//!    one-line summaries, L4 (8+) milestones only (plans, answers, errors, checks, the end).
-//! 2. **Panel** ([`draw_panel`]): `k` distinct perspectives drawn with the seed.
-//! 3. **Agent, then step**: each analyst attributes the failure to an agent over the conversation
-//!    summary and every agent's key decisions ([`render_overview`]); the agent consensus fixes the
-//!    agent; each analyst then names one of that agent's steps over its L1-L4 context (ECHO's
-//!    decoupled analysis: separate questions, separate contexts).
-//! 4. **Voting** ([`vote`], ECHO A.7): analyses under [`MIN_CONFIDENCE`] are dropped; conclusion
-//!    types (single-agent, multi-agent, no clear fault) are weighed by summed confidence; the
-//!    winning type's analyses vote for agents and steps with their confidence; step votes outside
-//!    the trajectory are discarded; review is flagged when the confidence spread exceeds
-//!    [`MAX_SPREAD`] or more than two conclusion types got votes.
+//! 1. **Context** (§3.1, A.3; [`levels`], [`render`], [`render_hierarchical`]): for an agent,
+//!    every step's distance to the nearest of its turns sets its level: L1 (distance 0-1) in full,
+//!    L2 (2-3) key decisions, L3 (4 and more) one-line summaries, L4 the milestones of the rest of
+//!    the trace (plans, answers, errors, checks, the end). Every analyst sees the conversation
+//!    summary (each step at L3, milestones at L4, original step numbers, agents and roles) and each
+//!    agent's L1 and L2 context (A.5). With [`Component::Hierarchy`] off, the analysts see the
+//!    fixed ±1-turn window of A.2 instead ([`render_fixed_window`]).
+//! 2. **Panel** (§3.2, [`draw_panel`]): `k` distinct perspectives drawn with the seed.
+//! 3. **Decoupled analysis** (A.1): each analyst answers the agent question and, separately and
+//!    independently, the step question (a step analyst is not told what the agent analysts
+//!    found). Each analysis gives a conclusion type, agents, a step, a confidence, reasoning,
+//!    per-agent likelihoods with evidence and alternative hypotheses (A.5). With
+//!    [`Component::Decoupling`] off, one unified analysis names both.
+//! 4. **Voting** ([`vote`], §3.3 and A.7): analyses under [`MIN_CONFIDENCE`] are dropped;
+//!    conclusion types (single-agent, multi-agent, no clear fault) are weighed by summed
+//!    confidence; the winning type's analyses vote for agents and steps with their confidence;
+//!    step votes outside the trajectory are discarded; agent evaluations and alternatives are
+//!    aggregated; review is flagged when the confidence spread exceeds [`MAX_SPREAD`] or more than
+//!    two conclusion types got votes. The agent comes from the agent vote and the step from the
+//!    step vote, as the paper scores them; when they disagree (the step's actor is another agent)
+//!    the diagnosis says so. With [`Component::Consensus`] off, one general analyst decides.
 
+use super::ablation::Component;
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
 use crate::hierarchy::{Action, Hierarchy};
-use crate::judge::attribution::{Analysis, Conclusion, Perspective, VoteTarget};
+use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
 use crate::judge::heuristic::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
@@ -31,15 +41,15 @@ pub const MIN_CONFIDENCE: f32 = 0.3;
 pub const MAX_SPREAD: f32 = 0.5;
 /// Steps at most this far from an agent's turn are L1 (full).
 pub const L1_DISTANCE: usize = 1;
-/// Steps at most this far are L2 (key decisions).
+/// Steps at most this far are L2 (key decisions); farther ones are L3 summaries, or L4 when they
+/// are milestones.
 pub const L2_DISTANCE: usize = 3;
-/// Steps at most this far are L3 (summaries); farther ones are L4 when they are milestones.
-pub const L3_DISTANCE: usize = 7;
 /// L1 steps are shown in full up to this many characters (a token budget for very long tool
-/// outputs; the cut is marked).
+/// outputs; the cut is marked). A departure from the paper, which shows L1 turns whole.
 pub const L1_MAX_CHARS: usize = 3000;
 
-/// The four context levels of one agent: 0-based steps per level, in step order.
+/// The four context levels of one agent: 0-based steps per level, in step order. Every step of
+/// the trajectory is at exactly one level.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Levels {
     /// The agent the context is built for.
@@ -48,12 +58,10 @@ pub struct Levels {
     pub l1: Vec<usize>,
     /// Steps 2-3 away, shown as key decisions.
     pub l2: Vec<usize>,
-    /// Steps 4-7 away, shown as one-line summaries.
+    /// Steps 4 or more away that are no milestone, shown as one-line summaries.
     pub l3: Vec<usize>,
-    /// Milestones 8 or more steps away.
+    /// Milestones 4 or more steps away.
     pub l4: Vec<usize>,
-    /// Steps 8 or more away that are no milestone (left out).
-    pub omitted: usize,
 }
 
 /// Whether a step is a milestone: the first step, a plan, an answer, a check, the end, or a step
@@ -68,7 +76,7 @@ pub fn is_milestone(h: &Hierarchy, i: usize) -> bool {
 }
 
 /// The levels of `agent` (compared case-insensitively); an agent without turns has everything
-/// at L4 distance.
+/// at L3/L4.
 pub fn levels(t: &Trajectory, h: &Hierarchy, agent: &str) -> Levels {
     let mut turns: Vec<usize> =
         t.steps.iter().filter(|s| s.agent.eq_ignore_ascii_case(agent)).map(|s| s.index).collect();
@@ -87,9 +95,8 @@ pub fn levels(t: &Trajectory, h: &Hierarchy, agent: &str) -> Levels {
         match d {
             d if d <= L1_DISTANCE => out.l1.push(i),
             d if d <= L2_DISTANCE => out.l2.push(i),
-            d if d <= L3_DISTANCE => out.l3.push(i),
             _ if is_milestone(h, i) => out.l4.push(i),
-            _ => out.omitted += 1,
+            _ => out.l3.push(i),
         }
     }
     out
@@ -105,34 +112,54 @@ pub fn render(t: &Trajectory, h: &Hierarchy, l: &Levels) -> String {
     rows.sort_by_key(|(i, _)| *i);
     let body: Vec<String> = rows.into_iter().map(|(_, r)| r).collect();
     format!(
-        "Hierarchical context for {} (L1 full, L2 key decisions, L3 summaries, L4 milestones; {} distant steps left out):\n{}",
+        "Hierarchical context for {} (L1 full, L2 key decisions, L3 summaries, L4 milestones):\n{}",
         l.agent,
-        l.omitted,
         body.join("\n")
     )
 }
 
-/// The agent analysts' context (ECHO's conversation summary): every step as one line (the L3
-/// form, milestones marked `L4`), then each agent's own turns as key decisions (the L2 form).
-/// The step analysts then get the attributed agent's full L1-L4 context ([`render`]).
-pub fn render_overview(t: &Trajectory, h: &Hierarchy, agents: &[String]) -> String {
+/// The analysts' context (ECHO A.5): the conversation summary (every step as one line, the L3
+/// form, milestones marked `L4`), then for each agent its L1 steps in full and its L2 steps as
+/// key decisions. Farther steps are in the summary, so nothing is repeated at a coarser level.
+pub fn render_hierarchical(t: &Trajectory, h: &Hierarchy, agents: &[String]) -> String {
     let summary: Vec<String> = (0..t.steps.len())
         .map(|i| {
-            let mark = if is_milestone(h, i) { "L4 " } else { "" };
+            let mark = if is_milestone(h, i) { "L4 " } else { "L3 " };
             format!("{mark}{}", view::brief(t, h, i, 100))
         })
         .collect();
-    let mut out = format!("Conversation summary (every step, milestones marked L4):\n{}", summary.join("\n"));
+    let mut out = format!(
+        "Conversation summary (every step; L3 summary, L4 milestone):\n{}\n\nHierarchical context per agent (L1 its turns and the adjacent steps in full, L2 key decisions 2-3 steps away):",
+        summary.join("\n")
+    );
     for a in agents {
-        let turns: Vec<String> = t
-            .steps
-            .iter()
-            .filter(|s| s.agent.eq_ignore_ascii_case(a))
-            .map(|s| format!("  {}", view::decision(t, h, s.index)))
-            .collect();
-        out.push_str(&format!("\n\nKey decisions of {a} ({} turns):\n{}", turns.len(), turns.join("\n")));
+        let l = levels(t, h, a);
+        let mut rows: Vec<(usize, String)> = Vec::new();
+        rows.extend(l.l1.iter().map(|&i| (i, format!("L1 {}", view::capped(&t.steps[i], L1_MAX_CHARS)))));
+        rows.extend(l.l2.iter().map(|&i| (i, format!("L2 {}", view::decision(t, h, i)))));
+        rows.sort_by_key(|(i, _)| *i);
+        let body: Vec<String> = rows.into_iter().map(|(_, r)| r).collect();
+        out.push_str(&format!("\n\n== {a} ==\n{}", body.join("\n")));
     }
     out
+}
+
+/// The fixed-window context of ECHO A.2 (the baseline the hierarchy is compared with): every step
+/// in full with the previous and the next turn as one line each (`None` at the ends).
+pub fn render_fixed_window(t: &Trajectory, h: &Hierarchy) -> String {
+    let n = t.steps.len();
+    let line = |j: Option<usize>| j.map_or_else(|| "None".to_string(), |j| view::brief(t, h, j, 100));
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "previous: {}\ncurrent: {}\nnext: {}",
+                line(i.checked_sub(1)),
+                view::capped(&t.steps[i], L1_MAX_CHARS),
+                line((i + 1 < n).then_some(i + 1))
+            )
+        })
+        .collect();
+    format!("Fixed-window context (each turn with the previous and the next):\n{}", rows.join("\n\n"))
 }
 
 /// `k` distinct perspectives (clamped to 1..=6) drawn from the six with the seed mixed with the
@@ -174,6 +201,13 @@ pub struct Consensus {
     pub review: bool,
     /// The synthesised reasoning (ECHO A.7).
     pub reasoning: String,
+    /// Agent evaluations aggregated over the kept analyses: mean likelihood (an analysis that
+    /// does not evaluate an agent counts 0 for it) and the evidence of the highest likelihood,
+    /// most likely first.
+    pub evaluations: Vec<Evaluation>,
+    /// Alternative hypotheses of the kept analyses, merged by agent and step, each weighted by
+    /// the sum of confidence × likelihood, strongest first; the winning attribution is left out.
+    pub alternatives: Vec<Alternative>,
 }
 
 /// Confidence-weighted consensus voting over analyses of a trajectory of `steps` steps (ECHO
@@ -199,7 +233,63 @@ pub fn vote(analyses: &[Analysis], steps: usize, agent_order: &[String]) -> Cons
     c.step_votes = step_votes(&support, steps);
     c.step = c.step_votes.first().map(|(s, _)| *s);
     c.reasoning = synthesise(winner, &support);
+    c.evaluations = aggregate_evaluations(analyses, agent_order);
+    c.alternatives = aggregate_alternatives(analyses, c.agent.as_deref(), c.step);
     c
+}
+
+fn aggregate_evaluations(analyses: &[Analysis], order: &[String]) -> Vec<Evaluation> {
+    let kept: Vec<&Analysis> = analyses.iter().filter(|a| a.confidence >= MIN_CONFIDENCE).collect();
+    let mut out: Vec<Evaluation> = Vec::new();
+    for e in kept.iter().flat_map(|a| &a.evaluations) {
+        match out.iter_mut().find(|x| x.agent.eq_ignore_ascii_case(&e.agent)) {
+            Some(x) => {
+                if e.likelihood > x.likelihood && !e.evidence.is_empty() {
+                    x.evidence = e.evidence.clone();
+                }
+                x.likelihood += e.likelihood;
+            }
+            None => out.push(e.clone()),
+        }
+    }
+    // Evidence goes with the highest single likelihood; the sum becomes the mean.
+    for x in &mut out {
+        let best = kept
+            .iter()
+            .flat_map(|a| &a.evaluations)
+            .filter(|e| e.agent.eq_ignore_ascii_case(&x.agent) && !e.evidence.is_empty())
+            .max_by(|a, b| a.likelihood.total_cmp(&b.likelihood));
+        if let Some(b) = best {
+            x.evidence = b.evidence.clone();
+        }
+        x.likelihood = ((x.likelihood / kept.len().max(1) as f32) * 100.0).round() / 100.0;
+    }
+    let rank = |n: &str| order.iter().position(|o| o.eq_ignore_ascii_case(n)).unwrap_or(usize::MAX);
+    out.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood).then(rank(&a.agent).cmp(&rank(&b.agent))));
+    out
+}
+
+fn aggregate_alternatives(analyses: &[Analysis], agent: Option<&str>, step: Option<usize>) -> Vec<Alternative> {
+    let mut out: Vec<Alternative> = Vec::new();
+    for a in analyses.iter().filter(|a| a.confidence >= MIN_CONFIDENCE) {
+        for alt in &a.alternatives {
+            let winner = step.is_some() && alt.step == step
+                || step.is_none() && agent.is_some_and(|w| w.eq_ignore_ascii_case(&alt.agent));
+            if winner {
+                continue;
+            }
+            let w = a.confidence * alt.likelihood;
+            match out.iter_mut().find(|x| x.agent.eq_ignore_ascii_case(&alt.agent) && x.step == alt.step) {
+                Some(x) => x.likelihood += w,
+                None => out.push(Alternative { likelihood: w, ..alt.clone() }),
+            }
+        }
+    }
+    for x in &mut out {
+        x.likelihood = (x.likelihood * 100.0).round() / 100.0;
+    }
+    out.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood).then(a.step.cmp(&b.step)));
+    out
 }
 
 /// Highest minus lowest confidence (0 without analyses).
@@ -275,26 +365,50 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
         ground_truth: opts.ground_truth,
     };
     let order = agent_order(t);
-    let panel = draw_panel(opts.seed, &t.id, opts.panel);
+    let off = |c| opts.ablations.off(c);
+    let panel =
+        if off(Component::Consensus) { vec![Perspective::General] } else { draw_panel(opts.seed, &t.id, opts.panel) };
     let mut session = super::session(judge, opts);
-    let overview = session.stage("context", |_| render_overview(t, h, &order));
-    let agent_analyses = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &overview));
+    let context = session.stage("context", |_| {
+        if off(Component::Hierarchy) { render_fixed_window(t, h) } else { render_hierarchical(t, h, &order) }
+    });
+    let (agent_analyses, step_analyses) = if off(Component::Decoupling) {
+        let both = session.stage("analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Both, &context));
+        (both.clone(), both)
+    } else {
+        let agents = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &context));
+        let steps = session.stage("step-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Step, &context));
+        (agents, steps)
+    };
     let by_agent = vote(&agent_analyses, t.steps.len(), &order);
-    let agent = by_agent.agent.clone().unwrap_or_else(|| fallback_agent(&ctx));
-    let step_context = session.stage("context", |_| render(t, h, &levels(t, h, &agent)));
-    let target = VoteTarget::Step { agent: agent.clone() };
-    let step_analyses = session.stage("step-analysts", |s| ask_panel(s, &ctx, &panel, target, &step_context));
     let by_step = vote(&step_analyses, t.steps.len(), &order);
+    let agent = by_agent
+        .agent
+        .clone()
+        .or_else(|| by_step.step.map(|s| t.steps[s].agent.clone()))
+        .unwrap_or_else(|| fallback_agent(&ctx));
     let step =
         by_step.step.or_else(|| first_turn(&ctx, &agent)).unwrap_or_else(|| default_step(&ctx, &[]).unwrap_or(0));
     let mut d = new_diagnosis(Method::Echo, t, judge, opts, Some(step));
+    // ECHO scores the agent and the step of separate analyses: the agent is the agent vote's.
+    d.agent = Some(agent.clone());
     explain(&mut d, &by_agent, &by_step, &agent, panel.len());
+    if !t.steps[step].agent.eq_ignore_ascii_case(&agent) {
+        d.warnings.push(format!(
+            "the agent analysts name {agent} while step {step} was taken by {}: agent and step come from separate analyses",
+            t.steps[step].agent
+        ));
+    }
     d.roles = vec![(step, Role::RootCause)];
     d.details.push(("panel".into(), panel.iter().map(|p| p.as_str().to_string()).collect()));
     d.details.push(("agent analyses".into(), analysis_lines(&agent_analyses)));
     d.details.push(("agent consensus".into(), consensus_lines(&by_agent)));
-    d.details.push(("step analyses".into(), analysis_lines(&step_analyses)));
-    d.details.push(("step consensus".into(), consensus_lines(&by_step)));
+    if !off(Component::Decoupling) {
+        d.details.push(("step analyses".into(), analysis_lines(&step_analyses)));
+        d.details.push(("step consensus".into(), consensus_lines(&by_step)));
+    }
+    d.details.push(("agent evidence".into(), evidence_lines(&by_agent)));
+    d.details.push(("alternatives".into(), alternative_lines(&by_agent, &by_step)));
     session.finish(&mut d);
     d
 }
@@ -308,7 +422,7 @@ fn ask_panel(
 ) -> Vec<Analysis> {
     let mut out = Vec::new();
     for &p in panel {
-        let q = Question::AnalystVote { perspective: p, target: target.clone(), context: context.to_string() };
+        let q = Question::AnalystVote { perspective: p, target, context: context.to_string() };
         match s.ask(ctx, &q) {
             Answer::Analysis(a) => out.push(a),
             _ => s.warnings.push(format!("the {p} analyst gave no usable analysis")),
@@ -381,6 +495,33 @@ fn analysis_lines(analyses: &[Analysis]) -> Vec<String> {
         .collect()
 }
 
+/// Per-agent likelihood and evidence, aggregated over the agent analysts (ECHO A.5, A.7).
+fn evidence_lines(c: &Consensus) -> Vec<String> {
+    c.evaluations
+        .iter()
+        .map(|e| {
+            let ev = if e.evidence.is_empty() { "no evidence given".to_string() } else { text::clip(&e.evidence, 200) };
+            format!("{} likelihood {:.2}: {ev}", e.agent, e.likelihood)
+        })
+        .collect()
+}
+
+/// Alternative hypotheses of both votes, strongest first.
+fn alternative_lines(by_agent: &Consensus, by_step: &Consensus) -> Vec<String> {
+    let mut all: Vec<&Alternative> = by_agent.alternatives.iter().chain(&by_step.alternatives).collect();
+    all.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood).then(a.step.cmp(&b.step)));
+    all.dedup_by(|a, b| a.agent.eq_ignore_ascii_case(&b.agent) && a.step == b.step);
+    if all.is_empty() {
+        return vec!["none".into()];
+    }
+    all.iter()
+        .map(|a| {
+            let step = a.step.map_or("-".to_string(), |s| s.to_string());
+            format!("{} step {step} weight {:.2}: {}", a.agent, a.likelihood, text::clip(&a.reason, 160))
+        })
+        .collect()
+}
+
 fn consensus_lines(c: &Consensus) -> Vec<String> {
     let types: Vec<String> = c.type_votes.iter().map(|(t, v)| format!("{} {v:.2}", t.as_str())).collect();
     let agents: Vec<String> = c.agent_votes.iter().map(|(a, v)| format!("{a} {v:.2}")).collect();
@@ -410,6 +551,7 @@ mod tests {
             confidence,
             reasoning: format!("{} {confidence}", agents.join("+")),
             evaluations: Vec::new(),
+            alternatives: Vec::new(),
         }
     }
 
@@ -589,21 +731,26 @@ mod tests {
         let l = levels(&t, &h, "a");
         assert_eq!(l.l1, vec![4, 5, 6]);
         assert_eq!(l.l2, vec![2, 3, 7, 8]);
-        assert_eq!(l.l3, vec![0, 1, 9, 10, 11, 12]);
-        assert_eq!(l.l4, vec![15], "step 15 ends the run; 13 and 14 are no milestones");
-        assert_eq!(l.omitted, 2);
+        assert_eq!(l.l3, vec![1, 9, 10, 11, 12, 13, 14], "every farther step is summarised");
+        assert_eq!(l.l4, vec![0, 15], "the first step and the end are milestones");
         let text = render(&t, &h, &l);
         assert!(text.contains("L1 [step 5] A (message):\nWorking on part 5"));
         assert!(text.contains("L2 [step 2] B (message) discuss: Working on part 2"));
         assert!(text.contains("L3 [step 12] B (message) discuss: Working on part 12"));
+        assert!(text.contains("L3 [step 14] B (message) discuss: Working on part 14"));
         assert!(text.contains("L4 milestone [step 15] B (message) terminate: TERMINATE"));
         assert!(text.find("[step 4]") < text.find("[step 5]"), "step order");
         let busy = levels(&t, &h, "B");
         assert_eq!(busy.l1.len(), 16, "an agent acting everywhere sees everything in full");
-        let overview = render_overview(&t, &h, &["B".to_string(), "A".to_string()]);
-        assert!(overview.starts_with("Conversation summary (every step, milestones marked L4):\nL4 [step 0] B"));
-        assert!(overview.contains("\n[step 1] B (message) discuss: Working on part 1"));
-        assert!(overview.ends_with("Key decisions of A (1 turns):\n  [step 5] A (message) discuss: Working on part 5 of the task with some detail."));
+        let all = render_hierarchical(&t, &h, &["B".to_string(), "A".to_string()]);
+        assert!(all.starts_with("Conversation summary (every step; L3 summary, L4 milestone):\nL4 [step 0] B"));
+        assert!(all.contains("\nL3 [step 1] B (message) discuss: Working on part 1"));
+        assert!(all.contains("\n\n== A ==\nL2 [step 2] B (message) discuss: Working on part 2"));
+        assert!(all.contains("L1 [step 5] A (message):\nWorking on part 5 of the task with some detail.\nL1 [step 6]"));
+        assert!(all.ends_with("L2 [step 8] B (message) discuss: Working on part 8 of the task with some detail."));
+        let fixed = render_fixed_window(&t, &h);
+        assert!(fixed.contains("previous: None\ncurrent: [step 0] B (message):\nWorking on part 0"));
+        assert!(fixed.contains("current: [step 15] B (message):\nTERMINATE\nnext: None"));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::{combine, default_step, final_step, is_own_signal, label, recall};
 use crate::diagnosis::{Finding, Signal, Transition};
 use crate::hierarchy::{Action, Origin};
 use crate::judge::attribution::{
-    Analysis, Conclusion, Effect, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget,
+    Alternative, Analysis, Conclusion, Effect, ErrorCategory, Evaluation, Half, Perspective, PropagationEdge,
+    SEGMENT_CANDIDATES, VoteTarget,
 };
 use crate::judge::{Answer, Context, Question};
 use crate::text;
@@ -33,6 +34,8 @@ pub mod params {
     pub const UNREACHED: f32 = 0.6;
     /// Confidence given when nothing points anywhere and a default step is named.
     pub const DEFAULT_CONFIDENCE: f32 = 0.15;
+    /// Alternative hypotheses an ECHO analyst gives at most.
+    pub const ALTERNATIVES: usize = 2;
 }
 
 /// Answers an attribution question (the other kinds are answered by the parent module).
@@ -41,15 +44,25 @@ pub(super) fn answer(ctx: &Context<'_>, q: &Question) -> Answer {
         Question::LocateError { .. } => locate_error(ctx),
         Question::IsDecisive { step, .. } => is_decisive(ctx, *step),
         Question::LocateInRange { range, split, .. } => locate_in_range(ctx, range.clone(), *split),
-        Question::AnalystVote { perspective, target, .. } => Answer::Analysis(analyse(ctx, *perspective, target)),
-        Question::SegmentRecall { segment, .. } => {
-            Answer::Candidates(segment.clone().filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect())
-        }
+        Question::AnalystVote { perspective, target, .. } => Answer::Analysis(analyse(ctx, *perspective, *target)),
+        Question::SegmentRecall { segment, .. } => Answer::Candidates(segment_recall(ctx, segment.clone())),
         Question::TracePropagation { candidates, .. } => Answer::Propagation { edges: propagation(ctx, candidates) },
         Question::Adjudicate { candidates, edges, .. } => adjudicate(ctx, candidates, edges),
         // Not reached: the parent answers the FALAT kinds before delegating here.
         _ => Answer::Candidates(Vec::new()),
     }
+}
+
+/// DeFA recall in one segment: the [`SEGMENT_CANDIDATES`] strongest steps of the segment (the
+/// earlier on ties), in step order.
+fn segment_recall(ctx: &Context<'_>, segment: Range<usize>) -> Vec<(usize, Vec<Finding>)> {
+    let n = ctx.trajectory.steps.len();
+    let mut found: Vec<(usize, Vec<Finding>)> =
+        segment.filter(|i| *i < n).filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect();
+    found.sort_by(|a, b| combine(&b.1).total_cmp(&combine(&a.1)).then(a.0.cmp(&b.0)));
+    found.truncate(SEGMENT_CANDIDATES);
+    found.sort_by_key(|(i, _)| *i);
+    found
 }
 
 /// The score of one step: the noisy-or of its findings, 0 without any.
@@ -265,14 +278,46 @@ fn agent_order(ctx: &Context<'_>) -> Vec<String> {
     out
 }
 
-/// An ECHO analyst's analysis through its perspective's lens.
-fn analyse(ctx: &Context<'_>, p: Perspective, target: &VoteTarget) -> Analysis {
+/// An ECHO analyst's analysis through its perspective's lens. The agent, step and unified
+/// questions are answered independently of each other: the step analysis looks at every step,
+/// whatever agent the agent analysts may have found.
+fn analyse(ctx: &Context<'_>, p: Perspective, target: VoteTarget) -> Analysis {
     let l = lens(p);
     let scored: Vec<(usize, f32)> = (0..ctx.trajectory.steps.len()).map(|i| (i, l.score(ctx, i))).collect();
-    match target {
-        VoteTarget::Agent => analyse_agents(ctx, p, &l, &scored),
-        VoteTarget::Step { agent } => analyse_steps(ctx, p, &l, &scored, agent),
+    let mut a = match target {
+        VoteTarget::Agent | VoteTarget::Both => analyse_agents(ctx, p, &l, &scored),
+        VoteTarget::Step => analyse_steps(ctx, p, &l, &scored),
+    };
+    a.alternatives = alternatives(ctx, &scored, &a, target);
+    a
+}
+
+/// Up to [`params::ALTERNATIVES`] alternative hypotheses: for the agent question the other agents'
+/// strongest steps, for the step question the next strongest steps, each with its lens score.
+fn alternatives(ctx: &Context<'_>, scored: &[(usize, f32)], a: &Analysis, target: VoteTarget) -> Vec<Alternative> {
+    let steps = &ctx.trajectory.steps;
+    let mut ranked: Vec<(usize, f32)> =
+        scored.iter().copied().filter(|(i, s)| *s > 0.0 && Some(*i) != a.step).collect();
+    ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    let mut out: Vec<Alternative> = Vec::new();
+    for (i, s) in ranked {
+        let agent = &steps[i].agent;
+        let named = a.agents.iter().any(|x| x.eq_ignore_ascii_case(agent));
+        let seen = out.iter().any(|x| x.agent.eq_ignore_ascii_case(agent));
+        if target != VoteTarget::Step && (named || seen) {
+            continue;
+        }
+        out.push(Alternative {
+            agent: agent.clone(),
+            step: Some(i),
+            likelihood: round2(s),
+            reason: text::clip(&evidence(ctx, i), 160),
+        });
+        if out.len() == params::ALTERNATIVES {
+            break;
+        }
     }
+    out
 }
 
 /// The agent analysis: per-agent likelihoods (the agent's strongest step, or the noisy-or of its
@@ -285,14 +330,15 @@ fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize,
         return no_fault(ctx, p, None, evaluations);
     };
     let agent = steps[step].agent.clone();
-    let likelihood = evaluations.iter().find(|(a, _)| a.eq_ignore_ascii_case(&agent)).map_or(0.0, |(_, x)| *x);
+    let likelihood = evaluations.iter().find(|e| e.agent.eq_ignore_ascii_case(&agent)).map_or(0.0, |e| e.likelihood);
     if likelihood < l.threshold {
         return no_fault(ctx, p, Some(step), evaluations);
     }
     let mut agents = vec![agent.clone()];
     if let Some(m) = l.multi {
-        let others = evaluations.iter().filter(|(a, x)| !a.eq_ignore_ascii_case(&agent) && *x >= m * likelihood);
-        agents.extend(others.map(|(a, _)| a.clone()));
+        let others =
+            evaluations.iter().filter(|e| !e.agent.eq_ignore_ascii_case(&agent) && e.likelihood >= m * likelihood);
+        agents.extend(others.map(|e| e.agent.clone()));
     }
     let conclusion = if agents.len() > 1 { Conclusion::MultiAgent } else { Conclusion::SingleAgent };
     let why = format!("{p}: {agent} made the decisive error at step {step}: {}", evidence(ctx, step));
@@ -302,63 +348,60 @@ fn analyse_agents(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize,
         step: Some(step),
         confidence: round2(l.calibration * likelihood),
         reasoning: text::clip(&why, 300),
-        evaluations: evaluations.into_iter().filter(|(_, x)| *x > 0.0).collect(),
+        evaluations: evaluations.into_iter().filter(|e| e.likelihood > 0.0).collect(),
+        alternatives: Vec::new(),
     }
 }
 
-/// The step analysis: the step of `agent` the lens picks among the agent's turns.
-fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)], agent: &str) -> Analysis {
+/// The step analysis: the step the lens picks over the whole trajectory (any agent's); the
+/// attributed agent is its actor.
+fn analyse_steps(ctx: &Context<'_>, p: Perspective, l: &Lens, scored: &[(usize, f32)]) -> Analysis {
     let steps = &ctx.trajectory.steps;
-    let own: Vec<(usize, f32)> =
-        scored.iter().copied().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(agent)).collect();
-    let likelihood = own.iter().map(|(_, s)| *s).fold(0.0, f32::max);
-    let evaluations = vec![(agent.to_string(), round2(likelihood))];
-    match l.pick(&own) {
+    let evaluations = evaluate_agents(ctx, l, scored);
+    match l.pick(scored) {
         Some((i, s)) if s >= l.threshold => Analysis {
             conclusion: Conclusion::SingleAgent,
-            agents: vec![agent.to_string()],
+            agents: vec![steps[i].agent.clone()],
             step: Some(i),
             confidence: round2(l.calibration * s),
-            reasoning: text::clip(&format!("{p}: step {i} of {agent}: {}", evidence(ctx, i)), 300),
-            evaluations,
+            reasoning: text::clip(&format!("{p}: step {i} ({}): {}", steps[i].agent, evidence(ctx, i)), 300),
+            evaluations: evaluations.into_iter().filter(|e| e.likelihood > 0.0).collect(),
+            alternatives: Vec::new(),
         },
-        picked => {
-            let first_turn = own.iter().map(|(i, _)| *i).find(|&i| acts(ctx, i)).or(own.first().map(|(i, _)| *i));
-            no_fault(ctx, p, picked.map(|(i, _)| i).or(first_turn), evaluations)
-        }
+        picked => no_fault(ctx, p, picked.map(|(i, _)| i), evaluations),
     }
 }
 
-/// Each agent's error likelihood through the lens, most likely first (equal ones in order of
-/// first appearance).
-fn evaluate_agents(ctx: &Context<'_>, l: &Lens, scored: &[(usize, f32)]) -> Vec<(String, f32)> {
+/// Each agent's error likelihood through the lens with the evidence of its strongest step, most
+/// likely first (equal ones in order of first appearance).
+fn evaluate_agents(ctx: &Context<'_>, l: &Lens, scored: &[(usize, f32)]) -> Vec<Evaluation> {
     let steps = &ctx.trajectory.steps;
-    let mut evaluations: Vec<(String, f32)> = agent_order(ctx)
+    let mut evaluations: Vec<Evaluation> = agent_order(ctx)
         .into_iter()
         .map(|a| {
-            let own = scored.iter().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).map(|(_, s)| *s);
-            let likelihood =
-                if l.accumulate { 1.0 - own.map(|s| 1.0 - s).product::<f32>() } else { own.fold(0.0, f32::max) };
-            (a, round2(likelihood))
+            let own: Vec<(usize, f32)> =
+                scored.iter().copied().filter(|(i, _)| steps[*i].agent.eq_ignore_ascii_case(&a)).collect();
+            let likelihood = if l.accumulate {
+                1.0 - own.iter().map(|(_, s)| 1.0 - s).product::<f32>()
+            } else {
+                own.iter().map(|(_, s)| *s).fold(0.0, f32::max)
+            };
+            let evidence = match first_max(own.iter().copied()) {
+                Some((i, _)) => text::clip(&format!("step {i}: {}", evidence(ctx, i)), 200),
+                None => String::new(),
+            };
+            Evaluation { agent: a, likelihood: round2(likelihood), evidence }
         })
         .collect();
-    evaluations.sort_by(|a, b| b.1.total_cmp(&a.1));
+    evaluations.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood));
     evaluations
-}
-
-/// Whether a step acts on the task (not a request, coordination, tool output or termination).
-fn acts(ctx: &Context<'_>, i: usize) -> bool {
-    !matches!(
-        ctx.hierarchy.steps[i].action,
-        Action::Request | Action::Coordinate | Action::ToolOutput | Action::Terminate
-    ) && ctx.trajectory.steps[i].content.trim().len() > 15
 }
 
 /// A no-clear-fault analysis. It still names the most likely step (`step`, else the first step
 /// acting on the task) and its actor. Its confidence (in the absence of a clear fault) is half of
 /// one minus the highest likelihood.
-fn no_fault(ctx: &Context<'_>, p: Perspective, step: Option<usize>, evaluations: Vec<(String, f32)>) -> Analysis {
-    let top = evaluations.first().map(|(_, x)| *x).unwrap_or(0.0);
+fn no_fault(ctx: &Context<'_>, p: Perspective, step: Option<usize>, evaluations: Vec<Evaluation>) -> Analysis {
+    let top = evaluations.first().map(|e| e.likelihood).unwrap_or(0.0);
     let step = step.or_else(|| default_step(ctx, &[]));
     Analysis {
         conclusion: Conclusion::NoClearFault,
@@ -366,7 +409,8 @@ fn no_fault(ctx: &Context<'_>, p: Perspective, step: Option<usize>, evaluations:
         step,
         confidence: round2(0.5 * (1.0 - top)),
         reasoning: format!("{p}: no agent is clearly at fault (highest likelihood {top:.2})"),
-        evaluations: evaluations.into_iter().filter(|(_, x)| *x > 0.0).collect(),
+        evaluations: evaluations.into_iter().filter(|e| e.likelihood > 0.0).collect(),
+        alternatives: Vec::new(),
     }
 }
 
@@ -601,17 +645,26 @@ mod tests {
             let general = analysis(ctx, Perspective::General, VoteTarget::Agent);
             assert_eq!(general.step, Some(5), "0.4 < 0.8 × 0.56");
             let pattern = analysis(ctx, Perspective::PatternFocused, VoteTarget::Agent);
-            assert_eq!(pattern.evaluations, vec![("Coder".to_string(), 0.75)], "noisy-or over the coder's steps");
+            let likelihoods: Vec<(&str, f32)> =
+                pattern.evaluations.iter().map(|e| (e.agent.as_str(), e.likelihood)).collect();
+            assert_eq!(likelihoods, vec![("Coder", 0.75)], "noisy-or over the coder's steps");
+            assert!(pattern.evaluations[0].evidence.starts_with("step 5: "), "{:?}", pattern.evaluations);
             for a in [&liberal, &detail, &conservative, &pattern] {
                 assert_eq!(
                     (a.conclusion, a.agents.as_slice()),
                     (Conclusion::SingleAgent, ["Coder".to_string()].as_slice())
                 );
             }
-            let step = analysis(ctx, Perspective::General, VoteTarget::Step { agent: "coder".into() });
-            assert_eq!((step.step, step.confidence), (Some(5), 0.56));
-            let nobody = analysis(ctx, Perspective::General, VoteTarget::Step { agent: "Planner".into() });
-            assert_eq!((nobody.conclusion, nobody.step, nobody.confidence), (Conclusion::NoClearFault, Some(0), 0.5));
+            // The step analysis is independent of the agent vote: it looks at every step.
+            let step = analysis(ctx, Perspective::General, VoteTarget::Step);
+            assert_eq!(
+                (step.step, step.confidence, step.agents.as_slice()),
+                (Some(5), 0.56, ["Coder".to_string()].as_slice())
+            );
+            let alts: Vec<(Option<usize>, f32)> = step.alternatives.iter().map(|a| (a.step, a.likelihood)).collect();
+            assert_eq!(alts, vec![(Some(1), 0.4)], "the next strongest step is the alternative");
+            let liberal_step = analysis(ctx, Perspective::Liberal, VoteTarget::Step);
+            assert_eq!(liberal_step.step, Some(1), "the liberal analyst goes further back");
         });
     }
 

@@ -896,12 +896,9 @@ fn describe(q: &Question) -> String {
         Question::LocateInRange { range, .. } => {
             format!("binary search over steps {}-{}", range.start, range.end.saturating_sub(1))
         }
-        Question::AnalystVote { perspective, target, .. } => match target {
-            crate::judge::attribution::VoteTarget::Agent => format!("{perspective} analyst's agent vote"),
-            crate::judge::attribution::VoteTarget::Step { agent } => {
-                format!("{perspective} analyst's step vote for {agent}")
-            }
-        },
+        Question::AnalystVote { perspective, target, .. } => {
+            format!("{perspective} analyst's {} vote", target.as_str())
+        }
         Question::SegmentRecall { segment, .. } => {
             format!("candidates in segment {}-{}", segment.start, segment.end.saturating_sub(1))
         }

@@ -535,7 +535,7 @@ fn attribution_questions_send_their_view_and_map_the_answer() {
                 reason: "a short answer".into(),
                 confidence: 0.5,
             },
-            "Classify it as one of: hallucination, tool_invocation_error",
+            "Classify it as one of: hallucination, tool_parameter_or_invocation_error",
         ),
     ];
     for (k, (q, expected, phrase)) in cases.iter().enumerate() {
@@ -547,17 +547,15 @@ fn attribution_questions_send_their_view_and_map_the_answer() {
         assert!(sent.contains("[step 1] "), "{}: the view is sent", q.kind());
         assert!(sent.starts_with("Task: "), "{}", q.kind());
     }
-    let q = Question::AnalystVote {
-        perspective: Perspective::Skeptical,
-        target: VoteTarget::Step { agent: first_agent.clone() },
-        context: view(0..n),
-    };
+    let q =
+        Question::AnalystVote { perspective: Perspective::Skeptical, target: VoteTarget::Step, context: view(0..n) };
     let got = judge.ask(&f.ctx(), &q);
     let Answer::Analysis(a) = got.answer else { panic!("{:?}", got.answer) };
     assert_eq!((a.step, a.confidence, got.warning), (Some(0), 0.5, None));
     let sent = user_text(m.bodies().last().unwrap());
     assert!(sent.contains("You are the skeptical analyst"), "{sent}");
-    assert!(sent.contains(&format!("The panel found {first_agent} responsible")), "{sent}");
+    assert!(sent.contains("At which step was the decisive error made"), "{sent}");
+    assert!(!sent.contains(&format!("found {first_agent}")), "the step analyst is not told the agent vote: {sent}");
 }
 
 #[test]

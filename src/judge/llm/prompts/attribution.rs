@@ -27,7 +27,7 @@ const VIEW_CHARS_PER_STEP_CHAR: usize = 40;
 /// Characters of body every step shown keeps at least when a view is trimmed.
 const MIN_BODY: usize = 60;
 /// Most candidates named by one DeFA segment recall.
-const MAX_SEGMENT_CANDIDATES: usize = 4;
+const MAX_SEGMENT_CANDIDATES: usize = attribution::SEGMENT_CANDIDATES;
 /// Most propagation edges asked for in one call.
 const MAX_EDGES: usize = 12;
 /// Steps listed in a step-number enum of a schema; longer trajectories get a plain integer with
@@ -60,7 +60,7 @@ impl Attribution {
     const LOCATE_IN_RANGE: Attribution =
         Attribution { name: "locate_in_range", template: include_str!("locate_in_range.md"), max_tokens: 100 };
     const ANALYST_VOTE: Attribution =
-        Attribution { name: "analyst_vote", template: include_str!("analyst_vote.md"), max_tokens: 320 };
+        Attribution { name: "analyst_vote", template: include_str!("analyst_vote.md"), max_tokens: 520 };
     const SEGMENT_RECALL: Attribution = Attribution {
         name: "segment_recall",
         template: include_str!("segment_recall.md"),
@@ -214,21 +214,11 @@ impl Attribution {
             ],
             Question::AnalystVote { perspective, target, .. } => {
                 let question = match target {
-                    VoteTarget::Agent => "Which agent is responsible for the failure? conclusion: single_agent, multi_agent or no_clear_fault. agents: the responsible agents, most responsible first. step: the decisive step if you can name it, else null.".to_string(),
-                    VoteTarget::Step { agent } => {
-                        let own: Vec<String> = ctx
-                            .trajectory
-                            .steps
-                            .iter()
-                            .filter(|s| &s.agent == agent)
-                            .map(|s| s.index.to_string())
-                            .collect();
-                        format!(
-                            "The panel found {agent} responsible. Which step of {agent} is the decisive error (the earliest whose correction would have led to the correct answer)? Its steps: {}. conclusion: single_agent. agents: [\"{agent}\"]. step: that step.",
-                            text::clip(&own.join(", "), 400)
-                        )
-                    }
-                };
+                    VoteTarget::Agent => "Which agent made the decisive error (the earliest mistake whose correction would have led to the correct answer)? Consider that no single agent may be clearly at fault. conclusion: single_agent, multi_agent or no_clear_fault. agents: the responsible agents, most responsible first. step: the decisive step if you can name it, else null.",
+                    VoteTarget::Step => "At which step was the decisive error made (the earliest mistake whose correction would have led to the correct answer, not where the failure became visible)? Judge every step, whoever took it. conclusion: single_agent, multi_agent or no_clear_fault. agents: the agent of that step first. step: that step.",
+                    VoteTarget::Both => "Which agent made the decisive error, and at which step (the earliest mistake whose correction would have led to the correct answer)? conclusion: single_agent, multi_agent or no_clear_fault. agents: the responsible agents, most responsible first. step: the decisive step.",
+                }
+                .to_string();
                 vec![
                     ("perspective", perspective.as_str().to_string()),
                     ("instruction", perspective.instruction().to_string()),
@@ -320,12 +310,23 @@ impl Kind for Attribution {
                     "reasoning": short_string(300),
                     "evaluations": {"type": "array", "maxItems": 4, "items": {
                         "type": "object",
-                        "properties": {"agent": agent_schema(ctx), "likelihood": confidence()},
-                        "required": ["agent", "likelihood"],
+                        "properties": {"agent": agent_schema(ctx), "likelihood": confidence(), "evidence": short_string(160)},
+                        "required": ["agent", "likelihood", "evidence"],
+                        "additionalProperties": false,
+                    }},
+                    "alternatives": {"type": "array", "maxItems": 2, "items": {
+                        "type": "object",
+                        "properties": {
+                            "agent": agent_schema(ctx),
+                            "step": {"anyOf": [step_schema(0..n), {"type": "null"}]},
+                            "likelihood": confidence(),
+                            "reason": short_string(160),
+                        },
+                        "required": ["agent", "step", "likelihood", "reason"],
                         "additionalProperties": false,
                     }},
                 },
-                "required": ["conclusion", "agents", "step", "confidence", "reasoning", "evaluations"],
+                "required": ["conclusion", "agents", "step", "confidence", "reasoning", "evaluations", "alternatives"],
                 "additionalProperties": false,
             }),
             Question::SegmentRecall { .. } => candidates_schema(segment_steps(ctx, q), MAX_SEGMENT_CANDIDATES),
