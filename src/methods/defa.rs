@@ -1,18 +1,29 @@
-//! DeFA (`papers/001_*`): event dependency graph, segmentation, per-segment candidate recall,
-//! failure propagation graph and adjudication with an error category.
+//! DeFA (`papers/001_*`, "DeFA: Dependency-Guided Failure Attribution for LLM Agents"): event
+//! dependency graph, segmentation, per-segment candidate recall, failure propagation graph and
+//! adjudication with an error category.
 //!
-//! 1. **Event dependency graph**: protocol and semantic edges ([`DepGraph`], shared with FALAT).
-//! 2. **Segmentation** ([`segments`]): trajectories longer than the segment length are cut into
-//!    segments, at boundaries that no protocol link crosses where possible; each segment is judged
-//!    in full with the others summarised ([`segment_view`]), original step numbers kept.
-//! 3. **Candidate recall** per segment ([`Question::SegmentRecall`]).
-//! 4. **Failure propagation** per segment ([`Question::TracePropagation`]): each candidate's
+//! 1. **Event dependency graph** (§3.2): protocol and semantic edges ([`DepGraph`], shared with
+//!    FALAT).
+//! 2. **Segmentation** (§3.2, [`segments`]): trajectories longer than the segment length are cut
+//!    into segments, at boundaries that no protocol link crosses where possible; each segment is
+//!    judged in full with the others summarised ([`segment_view`]), original step numbers kept.
+//! 3. **Candidate recall** per segment (§3.3, [`Question::SegmentRecall`]): the task's
+//!    requirements, the segment view and the graph relations touching the segment
+//!    ([`relation_lines`]); each recall names at most
+//!    [`SEGMENT_CANDIDATES`](crate::judge::attribution::SEGMENT_CANDIDATES) steps of its segment,
+//!    so what a recall sees decides what it names.
+//! 4. **Failure propagation** per segment (§3.4, [`Question::TracePropagation`]): each candidate's
 //!    sources and effects (continued, amplified, corrected); sources join the graph's nodes.
-//! 5. **Adjudication** ([`Question::Adjudicate`]): the decisive step among the nodes and its
+//! 5. **Adjudication** (§3.5, [`Question::Adjudicate`]): the decisive step among the nodes and its
 //!    category in the [`ErrorCategory`] taxonomy.
+//!
+//! Ablations (§4.6): [`Component::Segmentation`] judges the whole trajectory as one segment,
+//! [`Component::Graph`] withholds the event dependency graph from recall and propagation, and
+//! [`Component::Propagation`] adjudicates the recalled candidates without a propagation graph.
 
 use std::ops::Range;
 
+use super::ablation::Component;
 use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
 use crate::graph::DepGraph;
@@ -136,6 +147,33 @@ pub fn segment_view(t: &Trajectory, segments: &[Range<usize>], summaries: &[Stri
     parts.join("\n\n")
 }
 
+/// The event-graph relations touching the steps of `segment` (DeFA §3.3: recall sees the
+/// relevant graph relations), one line each, `[step 3] -> [step 5] semantic: 1234`; edges
+/// reaching into another segment keep the other end's original step number. At most
+/// [`MAX_RELATIONS`] lines, the strongest (protocol first, then by weight) kept, in step order.
+pub fn relation_lines(g: &DepGraph, segment: &Range<usize>) -> Vec<String> {
+    let mut edges: Vec<(usize, usize, f32, String)> = Vec::new();
+    for i in segment.clone().filter(|i| *i < g.len()) {
+        for (to, e) in g.outgoing(i) {
+            let shared = if e.shared.is_empty() { String::new() } else { format!(": {}", e.shared.join(", ")) };
+            let w = if matches!(e.kind, crate::graph::EdgeKind::Protocol(_)) { 2.0 } else { e.weight };
+            edges.push((i, to, w, format!("[step {i}] -> [step {to}] {}{shared}", e.kind.label())));
+        }
+        for (from, e) in g.incoming(i).into_iter().filter(|(f, _)| !segment.contains(f)) {
+            let shared = if e.shared.is_empty() { String::new() } else { format!(": {}", e.shared.join(", ")) };
+            let w = if matches!(e.kind, crate::graph::EdgeKind::Protocol(_)) { 2.0 } else { e.weight };
+            edges.push((from, i, w, format!("[step {from}] -> [step {i}] {}{shared}", e.kind.label())));
+        }
+    }
+    edges.sort_by(|a, b| b.2.total_cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+    edges.truncate(MAX_RELATIONS);
+    edges.sort_by_key(|e| (e.0, e.1));
+    edges.into_iter().map(|e| e.3).collect()
+}
+
+/// The relations listed per recall at most (a prompt budget).
+pub const MAX_RELATIONS: usize = 40;
+
 /// The dependency edges touching the candidates, as lines (`[step 3] -> [step 5] semantic: 1234`).
 fn edge_lines(g: &DepGraph, candidates: &[usize]) -> Vec<String> {
     let mut out = Vec::new();
@@ -167,6 +205,25 @@ impl Views<'_> {
     fn view(&self, k: usize) -> String {
         segment_view(self.trajectory, self.segments, self.summaries, k)
     }
+
+    /// What recall in segment `k` sees (DeFA §3.3): the task's requirements from `π`, the
+    /// segment view, and the event-graph relations touching the segment (none without the graph).
+    fn recall_view(&self, ctx: &Context<'_>, k: usize) -> String {
+        let mut out = self.view(k);
+        if let Some(p) = ctx.prior {
+            out = format!("Task requirements:\n{}\n\n{out}", p.describe());
+        }
+        if let Some(g) = ctx.graph {
+            let rel = relation_lines(g, &self.segments[k]);
+            if !rel.is_empty() {
+                out.push_str(&format!(
+                    "\n\nRelations of the event dependency graph touching these steps:\n{}",
+                    rel.join("\n")
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// The structure DeFA builds before adjudication.
@@ -184,21 +241,28 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     if t.steps.is_empty() {
         return no_steps(Method::Defa, t, judge, opts);
     }
+    let off = |c| opts.ablations.off(c);
     let (h, g) = (&sub.hierarchy, &sub.graph);
+    let graph = (!off(Component::Graph)).then_some(g);
     let ctx = Context {
         trajectory: t,
         hierarchy: h,
         prior: Some(&sub.prior),
-        graph: Some(g),
+        graph,
         facts: &sub.facts,
         ground_truth: opts.ground_truth,
     };
     let mut session = super::session(judge, opts);
-    let segs = session.stage("segmentation", |_| segments(t, opts.segment_len));
+    let len = if off(Component::Segmentation) { t.steps.len().max(2) } else { opts.segment_len };
+    let segs = session.stage("segmentation", |_| segments(t, len));
     let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(t, h, k, r)).collect();
     let views = Views { trajectory: t, segments: &segs, summaries: &summaries };
     let candidates = session.stage("recall", |s| recall(s, &ctx, &segs, &views));
-    let edges = session.stage("propagation", |s| propagate(s, &ctx, g, &segs, &views, &candidates));
+    let edges = if off(Component::Propagation) {
+        Vec::new()
+    } else {
+        session.stage("propagation", |s| propagate(s, &ctx, &segs, &views, &candidates))
+    };
     let mut nodes: Vec<usize> = candidates.iter().map(|(c, _)| *c).collect();
     nodes.extend(edges.iter().filter(|e| nodes.binary_search(&e.to).is_ok()).map(|e| e.from).collect::<Vec<_>>());
     nodes.sort_unstable();
@@ -225,7 +289,7 @@ fn recall(
 ) -> Vec<(usize, Vec<Finding>)> {
     let mut out = Vec::new();
     for (k, seg) in segs.iter().enumerate() {
-        let q = Question::SegmentRecall { segment: seg.clone(), context: views.view(k) };
+        let q = Question::SegmentRecall { segment: seg.clone(), context: views.recall_view(ctx, k) };
         match s.ask(ctx, &q) {
             Answer::Candidates(found) => {
                 for (step, f) in found {
@@ -247,7 +311,6 @@ fn recall(
 fn propagate(
     s: &mut Session<'_>,
     ctx: &Context<'_>,
-    g: &DepGraph,
     segs: &[Range<usize>],
     views: &Views<'_>,
     candidates: &[(usize, Vec<Finding>)],
@@ -262,8 +325,12 @@ fn propagate(
         if cands.is_empty() {
             continue;
         }
-        let context =
-            format!("{}\n\nDependency edges of the candidates:\n{}", views.view(k), edge_lines(g, &cands).join("\n"));
+        let context = match ctx.graph {
+            Some(g) => {
+                format!("{}\n\nDependency edges of the candidates:\n{}", views.view(k), edge_lines(g, &cands).join("\n"))
+            }
+            None => views.view(k),
+        };
         match s.ask(ctx, &Question::TracePropagation { candidates: cands, context }) {
             Answer::Propagation { edges } => out.extend(edges.into_iter().filter(|e| e.from < e.to && e.to < n)),
             _ => s.warnings.push(format!("no usable propagation for segment {seg:?}")),

@@ -14,6 +14,7 @@
 //! [`evaluate`] runs a list of methods over labelled trajectories and scores them
 //! ([`crate::eval::Record`]); [`load_cases`] reads benchmark folders for it.
 
+pub mod ablation;
 pub mod baselines;
 pub mod defa;
 pub mod echo;
@@ -121,6 +122,8 @@ pub struct MethodOptions {
     pub segment_len: usize,
     /// The FALAT pipeline's options (its `ground_truth` is replaced by the one above).
     pub pipeline: pipeline::Options,
+    /// Components switched off (ablations); empty runs each method as its paper gives it.
+    pub ablations: ablation::Ablations,
 }
 
 impl MethodOptions {
@@ -132,6 +135,7 @@ impl MethodOptions {
             panel: 3,
             segment_len: defa::SEGMENT_LEN,
             pipeline: pipeline::Options::new(ground_truth),
+            ablations: ablation::Ablations::none(),
         }
     }
 }
