@@ -173,7 +173,7 @@ impl Signal {
         match self {
             Signal::UnsourcedValue | Signal::WrongValueOrigin => "hallucination",
             Signal::Assumption => "unsupported_assumption",
-            Signal::FailedAction => "tool_invocation_error",
+            Signal::FailedAction => "tool_parameter_or_invocation_error",
             Signal::IgnoredToolError => "misread_tool_output",
             Signal::PriorDeviation => "instruction_or_plan_deviation",
             Signal::WrongDelegation => "wrong_delegation",
@@ -336,7 +336,7 @@ pub struct Diagnosis {
     pub decisive_step: Option<usize>,
     /// The agent recorded at the decisive step.
     pub agent: Option<String>,
-    /// Error category (DeFA taxonomy names: `hallucination`, `tool_invocation_error`...).
+    /// Error category (DeFA taxonomy names: `hallucination`, `tool_parameter_or_invocation_error`...).
     pub category: String,
     /// Why, in a few sentences.
     pub reason: String,
