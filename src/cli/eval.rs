@@ -1,8 +1,12 @@
-//! `falat eval DIR... [--method a,b] [--no-ground-truth] [--tolerance 0,1,3,5] [--jobs N]
-//! [--out FILE.jsonl]`: diagnoses every labelled trajectory of benchmark folders (Who&When layout:
-//! one JSON file per trajectory, the subset is the file's folder) and prints, per method and
-//! subset, agent-level accuracy, step-level accuracy exact and within each tolerance, and mean
-//! calls, tokens and time (see [`crate::eval`] for the exact scoring).
+//! `falat eval DIR... [--method a,b] [--ablate c,d] [--no-ground-truth] [--tolerance 0,1,3,5]
+//! [--jobs N] [--out FILE.jsonl]`: diagnoses every labelled trajectory of benchmark folders
+//! (Who&When layout: one JSON file per trajectory, the subset is the file's folder) and prints,
+//! per method and subset, agent-level accuracy, step-level accuracy exact and within each
+//! tolerance, and mean calls, tokens and time (see [`crate::eval`] for the exact scoring).
+//!
+//! With `--ablate`, each method runs once as its paper gives it (`falat`) and once more per listed
+//! component it has, with that component off (`falat-hierarchy`), every row on the same
+//! trajectories with the same judge: the papers' ablation tables.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +22,7 @@ use serde_json::json;
 use crate::diagnosis::Diagnosis;
 use crate::eval::{self, Record};
 use crate::ingest::fs::{dataset_files, load_path};
+use crate::methods::ablation::{self, Ablations, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 
@@ -45,6 +50,11 @@ pub struct EvalArgs {
     /// binary-search, random) or all; one table row per method and subset.
     #[arg(long, short = 'm', default_value = "falat", value_parser = Method::parse_list)]
     pub method: std::vec::Vec<Method>,
+    /// Components to switch off one at a time, comma-separated: hierarchy, prior, pruning,
+    /// verification, research (FALAT), hierarchy, decoupling, consensus (ECHO), segmentation,
+    /// graph, propagation (DeFA). Adds one row per method and component it has.
+    #[arg(long, value_name = "COMPONENTS", value_parser = Component::parse_list)]
+    pub ablate: Option<std::vec::Vec<Component>>,
     /// Seed of the random baseline and of ECHO's analyst draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -74,10 +84,14 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let judge = args.judge.build()?;
     let mut opts = MethodOptions::new(gt);
     opts.seed = args.seed;
-    let names: Vec<&str> = args.method.iter().map(|m| m.as_str()).collect();
+    let rows = variants(&args.method, args.ablate.as_deref().unwrap_or_default());
+    let names: Vec<&str> = rows.iter().map(|(n, _, _)| n.as_str()).collect();
     let diagnose = |t: &Trajectory, name: &str| {
-        let m = Method::parse(name).expect("a parsed method name");
-        methods::run(m, t, judge.as_ref(), &opts)
+        let (_, m, ablations) = rows.iter().find(|(n, _, _)| n == name).expect("a listed variant");
+        let opts = MethodOptions { ablations: ablations.clone(), ..opts.clone() };
+        let mut d = methods::run(*m, t, judge.as_ref(), &opts);
+        d.method = name.to_string();
+        d
     };
     let sink = match &args.out {
         Some(path) => {
@@ -99,6 +113,19 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     )?;
     out.write_all(eval::render_table(&summaries).as_bytes())?;
     Ok(0)
+}
+
+/// The table rows: each method as its paper gives it (named after the method), then, per listed
+/// component the method has, the method with that component off (`falat-hierarchy`).
+fn variants(methods: &[Method], components: &[Component]) -> Vec<(String, Method, Ablations)> {
+    let mut out = Vec::new();
+    for &m in methods {
+        for a in ablation::rows(m, components) {
+            let name = if a.is_empty() { m.as_str().to_string() } else { format!("{m}{}", a.label()) };
+            out.push((name, m, a));
+        }
+    }
+    out
 }
 
 fn show_dirs(dirs: &[PathBuf]) -> String {
