@@ -5,6 +5,7 @@
 //! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
 
 pub mod cli;
+pub mod decision;
 pub mod diagnosis;
 pub mod eval;
 pub mod evidence;

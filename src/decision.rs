@@ -1,0 +1,405 @@
+//! FALAT's decision rules (`papers/002_*`, "FALAT": §2 typed dependencies and pruning, §3
+//! dependency-guided search and verification, §4 local re-search), as pure functions over the
+//! judge's answers: which candidates pruning removes, which candidate is decisive, and whether
+//! re-search moves the decision. The stages in [`crate::pipeline`] ask the judge; these rules
+//! decide, so the same rules hold whatever judge answered.
+//!
+//! Where falat departs from the paper it is a named field of [`FalatOptions`] whose default is
+//! the paper's behaviour (or, where the paper is silent, a documented choice), listed by
+//! [`FalatOptions::departures`] in reports.
+
+use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Pruning, Transition};
+
+/// What FALAT does when no candidate passes both verification criteria (the paper does not
+/// say). Either way the report marks the verdict as unverified with low confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Fallback {
+    /// The live candidate with the highest recall score (the earlier on ties); the first step
+    /// acting on the task when no candidate is live.
+    #[default]
+    StrongestLive,
+    /// The first step acting on the task.
+    FirstActing,
+}
+
+impl Fallback {
+    /// `strongest-live`, `first-acting`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fallback::StrongestLive => "strongest-live",
+            Fallback::FirstActing => "first-acting",
+        }
+    }
+
+    /// Parses [`Fallback::as_str`].
+    pub fn parse(s: &str) -> Option<Fallback> {
+        [Fallback::StrongestLive, Fallback::FirstActing].into_iter().find(|f| f.as_str() == s.trim())
+    }
+}
+
+/// FALAT's options. [`FalatOptions::default`] follows the paper.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FalatOptions {
+    /// A valid candidate must also score at least `max(floor, 0.7 × best live score)`. Off by
+    /// default (the paper: a candidate passing both criteria is valid). A departure when set.
+    pub score_floor: Option<f32>,
+    /// What to name when no candidate is valid (the paper is silent).
+    pub fallback: Fallback,
+    /// Half-width of the re-search window in steps. The paper says "a bounded neighbourhood"
+    /// without a size; 3 is falat's choice.
+    pub window: usize,
+    /// A phase of `M_hi` is searched when its suspicion (0..=1) reaches this. The paper zooms
+    /// into "suspicious phases" without a threshold; 0.2 is falat's choice.
+    pub phase_threshold: f32,
+}
+
+impl Default for FalatOptions {
+    fn default() -> FalatOptions {
+        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, window: 3, phase_threshold: 0.2 }
+    }
+}
+
+/// The relative part of the optional score floor: a valid candidate scores at least this share
+/// of the best live machine candidate.
+pub const FLOOR_RELATIVE: f32 = 0.7;
+
+impl FalatOptions {
+    /// Each option that departs from the paper, or fills in what the paper leaves open, as
+    /// `name = value (why)`. Empty never: the window and the phase threshold are always listed.
+    pub fn departures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(f) = self.score_floor {
+            out.push(format!(
+                "score_floor = {f} (departure: a valid candidate must also score ≥ max({f}, {FLOOR_RELATIVE} × best))"
+            ));
+        }
+        out.push(format!(
+            "fallback = {} (the paper does not say what to name when no candidate is valid)",
+            self.fallback.as_str()
+        ));
+        out.push(format!("window = ±{} steps (the paper bounds the re-search window without a size)", self.window));
+        out.push(format!(
+            "phase_threshold = {} (the paper searches suspicious phases without a threshold)",
+            self.phase_threshold
+        ));
+        out
+    }
+}
+
+/// Whether a transition carries the candidate's effect forward (FALAT §2: `follow_up` adopts
+/// it, `error_shift` transforms it, `redundancy` repeats it); `no_influence`, `dead_end` and
+/// `correction` stop it.
+pub fn carries(t: Transition) -> bool {
+    matches!(t, Transition::FollowUp | Transition::ErrorShift | Transition::Redundancy)
+}
+
+/// Pruning by transition labels (FALAT §2). `labels` are `(from, to, label)` on edges leaving
+/// candidates; a candidate whose output no later step uses carries one label to the final output
+/// (`dead_end`, or a carrying label when it changes the course of the run). A candidate is
+/// pruned when
+/// - the user excluded it;
+/// - its effect cannot reach the final output: every label on its outgoing edges stops it
+///   (`no_influence`, `dead_end`, `correction`), unless it is the final step itself;
+/// - it is only a symptom of an earlier candidate: an earlier candidate reaches it by
+///   `follow_up` (it adopts that error) or `redundancy` (it repeats it), and no earlier candidate
+///   reaches it by `error_shift` (which would make it introduce a deviation of its own).
+///
+/// User-marked candidates are never pruned by the machine. Each pruned candidate keeps its reason.
+pub fn prune(
+    candidates: &mut [Candidate],
+    labels: &[(usize, usize, Transition)],
+    final_step: Option<usize>,
+    o: &Overrides,
+) {
+    let steps: Vec<usize> = candidates.iter().map(|c| c.step).collect();
+    for c in candidates.iter_mut() {
+        c.pruned = None;
+        if o.excluded.contains(&c.step) {
+            c.pruned = Some(Pruning {
+                transition: Transition::NoInfluence,
+                by_step: None,
+                reason: "excluded by the user".into(),
+            });
+            continue;
+        }
+        if c.origin == Origin::User {
+            continue;
+        }
+        let incoming: Vec<&(usize, usize, Transition)> =
+            labels.iter().filter(|(f, to, _)| *to == c.step && *f < c.step && steps.contains(f)).collect();
+        let shifted = incoming.iter().any(|(_, _, l)| *l == Transition::ErrorShift);
+        let adopted = incoming.iter().find(|(_, _, l)| matches!(l, Transition::FollowUp | Transition::Redundancy));
+        if let (false, Some((f, _, l))) = (shifted, adopted) {
+            let reason = match l {
+                Transition::Redundancy => format!("it repeats candidate step {f} without new evidence"),
+                _ => format!("it adopts the error of candidate step {f}"),
+            };
+            c.pruned = Some(Pruning { transition: *l, by_step: Some(*f), reason });
+            continue;
+        }
+        let out: Vec<&(usize, usize, Transition)> = labels.iter().filter(|(f, _, _)| *f == c.step).collect();
+        let is_final = final_step.is_some_and(|e| c.step >= e);
+        if !is_final && !out.is_empty() && !out.iter().any(|(_, _, l)| carries(*l)) {
+            let (_, to, l) =
+                out.iter().find(|(_, _, l)| *l == Transition::Correction).or(out.first()).expect("non-empty");
+            let reason = match l {
+                Transition::Correction => format!("step {to} corrects it, and nothing else carries its effect"),
+                Transition::DeadEnd => "its output is never used again".to_string(),
+                _ => "no later step uses its output".to_string(),
+            };
+            let by_step = (*l != Transition::DeadEnd).then_some(*to);
+            c.pruned = Some(Pruning { transition: *l, by_step, reason });
+        }
+    }
+}
+
+/// The two verification criteria of one candidate, as the judge answered them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The candidate step.
+    pub step: usize,
+    /// Error independence: it introduces the error rather than inheriting it.
+    pub independence: Criterion,
+    /// Counterfactual sufficiency: correcting it alone would restore `o*`.
+    pub sufficiency: Criterion,
+}
+
+impl Checked {
+    /// Whether it passes both criteria.
+    pub fn passes(&self) -> bool {
+        self.independence.passed && self.sufficiency.passed
+    }
+}
+
+/// How stage 3 reached its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The user pinned the step.
+    Pinned(usize),
+    /// The earliest valid candidate (FALAT §3, temporal precedence).
+    Valid(usize),
+    /// No candidate was valid; the fallback named this step (or nothing, when no candidate is
+    /// live and the caller must name the first acting step).
+    Fallback(Option<usize>, Fallback),
+}
+
+impl Verdict {
+    /// The chosen step, if any.
+    pub fn step(self) -> Option<usize> {
+        match self {
+            Verdict::Pinned(s) | Verdict::Valid(s) => Some(s),
+            Verdict::Fallback(s, _) => s,
+        }
+    }
+
+    /// Whether the step passed verification (or was pinned by the user).
+    pub fn verified(self) -> bool {
+        !matches!(self, Verdict::Fallback(..))
+    }
+}
+
+/// Whether a checked candidate is valid under the options: both criteria pass and, when the
+/// score floor is on, it scores enough (user marks are exempt from the floor).
+pub fn is_valid(c: &Candidate, check: &Checked, best: f32, opts: &FalatOptions) -> bool {
+    let floor_ok = match opts.score_floor {
+        None => true,
+        Some(f) => c.origin == Origin::User || c.score >= f.max(FLOOR_RELATIVE * best),
+    };
+    check.passes() && floor_ok
+}
+
+/// Stage 3's decision (FALAT §3): the pinned step; else the earliest valid candidate; else the
+/// fallback. `checks` holds every unpruned candidate's criteria.
+pub fn decide(candidates: &[Candidate], checks: &[Checked], opts: &FalatOptions, pinned: Option<usize>) -> Verdict {
+    if let Some(p) = pinned {
+        return Verdict::Pinned(p);
+    }
+    let best = best_live_score(candidates);
+    let mut valid: Vec<usize> = checks
+        .iter()
+        .filter(|k| candidates.iter().find(|c| c.step == k.step).is_some_and(|c| is_valid(c, k, best, opts)))
+        .map(|k| k.step)
+        .collect();
+    valid.sort_unstable();
+    if let Some(&s) = valid.first() {
+        return Verdict::Valid(s);
+    }
+    let step = match opts.fallback {
+        Fallback::StrongestLive => candidates
+            .iter()
+            .filter(|c| c.pruned.is_none())
+            .max_by(|a, b| a.score.total_cmp(&b.score).then(b.step.cmp(&a.step)))
+            .map(|c| c.step),
+        Fallback::FirstActing => None,
+    };
+    Verdict::Fallback(step, opts.fallback)
+}
+
+/// The highest score among live machine candidates (a user's mark must not raise the floor).
+pub fn best_live_score(candidates: &[Candidate]) -> f32 {
+    candidates.iter().filter(|c| c.pruned.is_none() && c.origin == Origin::Machine).map(|c| c.score).fold(0.0, f32::max)
+}
+
+/// The temporal-precedence record of one checked candidate given the verdict.
+pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
+    match verdict {
+        Verdict::Valid(ch) | Verdict::Pinned(ch) if ch == step => {
+            Criterion { passed: true, evidence: "the earliest valid candidate".into() }
+        }
+        Verdict::Valid(ch) | Verdict::Pinned(ch) if valid && step > ch => {
+            Criterion { passed: false, evidence: format!("step {ch} is an earlier valid candidate") }
+        }
+        Verdict::Valid(ch) | Verdict::Pinned(ch) => {
+            Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") }
+        }
+        Verdict::Fallback(Some(ch), f) if ch == step => Criterion {
+            passed: false,
+            evidence: format!("no candidate passed both criteria; named by the {} fallback, unverified", f.as_str()),
+        },
+        Verdict::Fallback(..) => Criterion { passed: false, evidence: "no candidate passed both criteria".into() },
+    }
+}
+
+/// Stage 4's decision (FALAT §4): the judge compared the window's steps without being told the
+/// current choice and named `pick` as the root cause; every step of the window had its own
+/// counterfactual check (`checks`). The decision moves to `pick` (forward or backward) when `pick`
+/// passes both criteria; otherwise it stays. Returns the decisive step and why.
+pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, String) {
+    if pick == chosen {
+        return (chosen, format!("the blind comparison also names step {chosen}"));
+    }
+    match checks.iter().find(|k| k.step == pick) {
+        Some(k) if k.passes() => {
+            let dir = if pick < chosen { "back" } else { "forward" };
+            (
+                pick,
+                format!(
+                    "moved {dir} from step {chosen} to step {pick}: the blind comparison names it and its counterfactual check passes ({}; {})",
+                    k.independence.evidence, k.sufficiency.evidence
+                ),
+            )
+        }
+        Some(k) => {
+            let failed = if k.independence.passed { &k.sufficiency.evidence } else { &k.independence.evidence };
+            (
+                chosen,
+                format!(
+                    "kept step {chosen}: the blind comparison names step {pick}, but its counterfactual check fails ({failed})"
+                ),
+            )
+        }
+        None => (chosen, format!("kept step {chosen}: step {pick} was not checked")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnosis::{Finding, Signal};
+
+    fn cand(step: usize, score: f32) -> Candidate {
+        Candidate {
+            step,
+            agent: "A".into(),
+            findings: vec![Finding { signal: Signal::UnsourcedValue, evidence: String::new(), weight: score }],
+            score,
+            pruned: None,
+            verification: None,
+            origin: Origin::Machine,
+        }
+    }
+
+    fn crit(passed: bool) -> Criterion {
+        Criterion { passed, evidence: if passed { "yes".into() } else { "no".into() } }
+    }
+
+    fn check(step: usize, ind: bool, suf: bool) -> Checked {
+        Checked { step, independence: crit(ind), sufficiency: crit(suf) }
+    }
+
+    #[test]
+    fn the_earliest_valid_candidate_wins_without_a_floor() {
+        let cands = vec![cand(2, 0.2), cand(5, 0.9), cand(8, 0.5)];
+        let checks = vec![check(2, true, true), check(5, true, true), check(8, false, true)];
+        let v = decide(&cands, &checks, &FalatOptions::default(), None);
+        assert_eq!(v, Verdict::Valid(2), "a weak but valid earlier candidate is decisive");
+        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() };
+        assert_eq!(decide(&cands, &checks, &floor, None), Verdict::Valid(5), "the floor (0.7 × 0.9) rules step 2 out");
+        assert_eq!(decide(&cands, &checks, &FalatOptions::default(), Some(8)), Verdict::Pinned(8));
+        assert_eq!(precedence(5, true, Verdict::Valid(2)).evidence, "step 2 is an earlier valid candidate");
+        assert_eq!(precedence(8, false, Verdict::Valid(2)).evidence, "not valid; step 2 was chosen");
+    }
+
+    #[test]
+    fn without_a_valid_candidate_the_named_fallback_decides() {
+        let cands = vec![cand(2, 0.2), cand(5, 0.9), cand(7, 0.9)];
+        let checks = vec![check(2, false, true), check(5, true, false), check(7, true, false)];
+        let v = decide(&cands, &checks, &FalatOptions::default(), None);
+        assert_eq!(v, Verdict::Fallback(Some(5), Fallback::StrongestLive), "strongest, the earlier on ties");
+        assert!(!v.verified());
+        assert!(precedence(5, false, v).evidence.contains("strongest-live fallback, unverified"));
+        let first = FalatOptions { fallback: Fallback::FirstActing, ..FalatOptions::default() };
+        assert_eq!(decide(&cands, &checks, &first, None), Verdict::Fallback(None, Fallback::FirstActing));
+        assert_eq!(Fallback::parse("first-acting"), Some(Fallback::FirstActing));
+    }
+
+    #[test]
+    fn pruning_follows_the_transition_labels() {
+        use Transition::*;
+        let mut cands = vec![cand(1, 0.5), cand(3, 0.5), cand(5, 0.5), cand(7, 0.5), cand(9, 0.5), cand(11, 0.5)];
+        let labels = vec![
+            (1, 3, FollowUp), // 3 adopts 1's error
+            (1, 4, FollowUp), // 1 reaches the output through 4
+            (3, 4, NoInfluence),
+            (3, 6, DeadEnd),    // 3's own effect stops here, but it is a symptom of 1 anyway
+            (5, 6, Correction), // 5 is corrected and carries nothing
+            (5, 7, ErrorShift), // 7 transforms 5's error: 7 stays (it shifts, so 5 is not pruned either)
+            (7, 12, FollowUp),
+            (9, 10, Redundancy),
+            (7, 9, Redundancy), // 9 repeats 7
+            (11, 12, DeadEnd),
+        ];
+        prune(&mut cands, &labels, Some(12), &Overrides::default());
+        let got: Vec<(usize, Option<Transition>)> =
+            cands.iter().map(|c| (c.step, c.pruned.as_ref().map(|p| p.transition))).collect();
+        assert_eq!(
+            got,
+            vec![(1, None), (3, Some(FollowUp)), (5, None), (7, None), (9, Some(Redundancy)), (11, Some(DeadEnd))]
+        );
+        assert_eq!(cands[1].pruned.as_ref().unwrap().reason, "it adopts the error of candidate step 1");
+        assert_eq!(cands[5].pruned.as_ref().unwrap().reason, "its output is never used again");
+        // Only a correction, nothing carried: pruned as corrected.
+        let mut one = vec![cand(5, 0.5)];
+        prune(&mut one, &[(5, 6, Correction)], Some(12), &Overrides::default());
+        assert_eq!(one[0].pruned.as_ref().unwrap().reason, "step 6 corrects it, and nothing else carries its effect");
+        // The final step is never pruned for not reaching the output; user marks never.
+        let mut last = vec![cand(12, 0.5), Candidate { origin: Origin::User, ..cand(13, 0.1) }];
+        prune(&mut last, &[(12, 13, NoInfluence), (12, 13, NoInfluence)], Some(12), &Overrides::default());
+        assert!(last.iter().all(|c| c.pruned.is_none()));
+        let o = Overrides { excluded: vec![12], ..Overrides::default() };
+        prune(&mut last, &[], Some(12), &o);
+        assert_eq!(last[0].pruned.as_ref().unwrap().reason, "excluded by the user");
+    }
+
+    #[test]
+    fn research_moves_either_way_only_on_a_passing_check() {
+        let checks = vec![check(4, true, true), check(6, true, false), check(8, true, true)];
+        assert_eq!(research_move(6, 6, &checks).0, 6);
+        let (back, why) = research_move(6, 4, &checks);
+        assert_eq!(back, 4);
+        assert!(why.starts_with("moved back from step 6 to step 4"), "{why}");
+        assert_eq!(research_move(6, 8, &checks).0, 8, "forward too");
+        let (kept, why) = research_move(4, 6, &checks);
+        assert_eq!(kept, 4);
+        assert!(why.contains("its counterfactual check fails (no)"), "{why}");
+    }
+
+    #[test]
+    fn departures_are_listed() {
+        let d = FalatOptions::default().departures();
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert!(d[0].starts_with("fallback = strongest-live"));
+        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() }.departures();
+        assert!(floor[0].starts_with("score_floor = 0.3 (departure"));
+    }
+}
