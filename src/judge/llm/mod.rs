@@ -728,7 +728,6 @@ impl LlmJudge {
         let known = st.known.entry(traj.to_string()).or_default();
         match (q, a) {
             (Question::RecallCandidates { .. }, Answer::Candidates(found)) => {
-                known.recall_done = true;
                 for (s, f) in found {
                     let what: Vec<String> =
                         f.iter().map(|f| format!("{}: {}", f.signal.as_str(), f.evidence)).collect();

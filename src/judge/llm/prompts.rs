@@ -38,19 +38,14 @@ pub const REPAIR: &str = include_str!("prompts/repair.md");
 
 /// Most phases one `phase_summary` call covers.
 const MAX_PHASES: usize = 24;
-/// Most phases one `recall_candidates` call covers (the most suspicious first).
-const MAX_RECALL_PHASES: usize = 3;
 /// Most candidates named by one recall.
 pub const MAX_CANDIDATES: usize = 4;
-/// Most edges labelled per candidate (the nearest later steps).
-const MAX_TARGETS: usize = 6;
-/// Most edges labelled by one call.
+/// Edges of later candidates added to a label call while it has room (every edge of the asked
+/// candidate is always in its call).
 const MAX_EDGES: usize = 16;
-/// Most candidates verified by one call.
+/// Candidates verified per call (a batching size: every live candidate is verified, in as many
+/// calls as it takes).
 const MAX_VERIFY: usize = 6;
-/// Most calls per trajectory for labels and for verification; later questions of the kind get
-/// the heuristic's answer (many candidates come from a heuristic fallback of the recall).
-pub const MAX_CALLS_PER_KIND: u32 = 2;
 
 /// How much raw text a prompt may carry. It shrinks when the server says the prompt is longer
 /// than the model's context.
@@ -83,19 +78,10 @@ impl Detail {
 pub struct Known {
     /// Candidates its recall named, with a short description of their findings.
     pub recalled: Vec<(usize, String)>,
-    /// Whether a recall call was made (later phases are not examined).
-    pub recall_done: bool,
     /// Candidates whose edges were labelled by a call.
     pub labelled: BTreeSet<usize>,
     /// Calls made per question kind.
     pub calls: BTreeMap<String, u32>,
-}
-
-impl Known {
-    /// Whether the kind has used up its calls for this trajectory.
-    fn spent(&self, kind: &str) -> bool {
-        self.calls.get(kind).copied().unwrap_or(0) >= MAX_CALLS_PER_KIND
-    }
 }
 
 /// A question kind the LLM judge can ask.
@@ -162,6 +148,14 @@ pub fn render(template: &str, vars: &[(&str, String)]) -> String {
 /// `Task: ...` (the first line of every prompt, so servers can reuse the cached prefix).
 fn task(ctx: &Context<'_>) -> String {
     format!("Task: {}", text::clip(&text::sanitize(ctx.trajectory.task.trim()), 900))
+}
+
+/// The task-conditioned prior `π` as the later FALAT stages see it (recall, labelling,
+/// verification, re-search), or nothing before stage 1 has produced it.
+fn prior(ctx: &Context<'_>) -> String {
+    ctx.prior.map_or_else(String::new, |p| {
+        format!("Expected way to solve the task (prior):\n{}", text::sanitize(&p.describe()))
+    })
 }
 
 /// The expected answer (with ground truth only) and the answer the run gave.
@@ -415,10 +409,11 @@ fn phase_ids(batch: &[Question]) -> Vec<usize> {
 struct RecallKind;
 
 impl RecallKind {
-    /// The steps shown with raw text: steps with heuristic findings first (strongest first), then
-    /// other agent steps, at most `d.max_steps`, in step order.
-    pub fn shown(ctx: &Context<'_>, batch: &[Question], d: Detail) -> Vec<usize> {
-        let mut pool: Vec<(f32, usize)> = Vec::new();
+    /// The steps of the batch's ranges that may be named (coarse to fine: the model sees every
+    /// step of the suspicious phase as an `M_mid` summary line); agent steps only (not requests,
+    /// coordination or plain tool outputs), in step order.
+    pub fn shown(ctx: &Context<'_>, batch: &[Question], _d: Detail) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
         for q in batch {
             let Question::RecallCandidates { range } = q else { continue };
             for i in range.clone().filter(|&i| i < ctx.hierarchy.steps.len()) {
@@ -428,15 +423,27 @@ impl RecallKind {
                 {
                     continue;
                 }
-                let score = heuristic::recall(ctx, i).map_or(0.0, |f| 1.0 + heuristic::combine(&f));
-                pool.push((score, i));
+                out.push(i);
             }
         }
-        pool.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut out: Vec<usize> = pool.into_iter().take(d.max_steps).map(|(_, i)| i).collect();
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The steps whose raw evidence (`M_lo`) is shown: the shown steps the summaries flag (an
+    /// error, a failed run, a hedge, an answer, new values), at most `d.max_steps`, in step order.
+    /// A structural choice from `M_mid`, not a judgement.
+    pub fn evidence(ctx: &Context<'_>, shown: &[usize], d: Detail) -> Vec<usize> {
+        shown
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let s = &ctx.hierarchy.steps[i];
+                !s.flags.names().is_empty() || !s.introduces.is_empty()
+            })
+            .take(d.max_steps)
+            .collect()
     }
 }
 
@@ -446,19 +453,6 @@ impl Kind for RecallKind {
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/recall_candidates.md")
-    }
-    fn batch(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Vec<Question> {
-        let Question::RecallCandidates { range } = q else { return vec![q.clone()] };
-        let mut phases: Vec<_> =
-            ctx.hierarchy.phases.iter().filter(|p| p.suspicion > 0.0 && p.range != *range).collect();
-        phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
-        let mut out = vec![q.clone()];
-        out.extend(phases.into_iter().map(|p| Question::RecallCandidates { range: p.range.clone() }));
-        out.truncate(MAX_RECALL_PHASES);
-        out
-    }
-    fn skip(&self, _: &Context<'_>, _: &Question, known: &Known) -> Option<Answer> {
-        known.recall_done.then(|| Answer::Candidates(Vec::new()))
     }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let overview: Vec<String> = ctx
@@ -476,13 +470,17 @@ impl Kind for RecallKind {
                 )
             })
             .collect();
-        let steps: Vec<String> =
-            RecallKind::shown(ctx, batch, d).into_iter().map(|i| step_raw(ctx, i, d.step_chars)).collect();
+        let shown = RecallKind::shown(ctx, batch, d);
+        let summaries: Vec<String> = shown.iter().map(|&i| step_line(ctx, i, d.line_chars)).collect();
+        let evidence: Vec<String> =
+            RecallKind::evidence(ctx, &shown, d).into_iter().map(|i| step_raw(ctx, i, d.step_chars)).collect();
         vec![
             ("task", task(ctx)),
             ("outcome", outcome(ctx)),
+            ("prior", prior(ctx)),
             ("overview", overview.join("\n")),
-            ("steps", steps.join("\n")),
+            ("summaries", summaries.join("\n")),
+            ("steps", evidence.join("\n")),
             ("max", MAX_CANDIDATES.to_string()),
         ]
     }
@@ -523,23 +521,29 @@ impl Kind for LabelKind {
     }
     fn batch(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Vec<Question> {
         let (Question::LabelTransition { from, .. }, Some(g)) = (q, ctx.graph) else { return vec![q.clone()] };
-        let mut cands = vec![*from];
-        cands.extend(known.recalled.iter().map(|(s, _)| *s).filter(|s| s > from && !known.labelled.contains(s)));
-        cands.dedup();
+        // Every edge of the asked candidate (so none is left to a fallback), then edges of later
+        // recalled candidates while the call has room.
         let mut out = vec![q.clone()];
-        for c in cands {
-            for to in effect_targets(g, c).into_iter().take(MAX_TARGETS) {
-                let e = Question::LabelTransition { from: c, to };
-                if out.len() < MAX_EDGES && !out.contains(&e) {
-                    out.push(e);
-                }
+        for to in effect_targets(g, *from) {
+            let e = Question::LabelTransition { from: *from, to };
+            if !out.contains(&e) {
+                out.push(e);
             }
+        }
+        let later = known.recalled.iter().map(|(s, _)| *s).filter(|s| s > from && !known.labelled.contains(s));
+        for c in later {
+            let edges: Vec<Question> =
+                effect_targets(g, c).into_iter().map(|to| Question::LabelTransition { from: c, to }).collect();
+            if out.len() + edges.len() > MAX_EDGES {
+                break;
+            }
+            out.extend(edges);
         }
         out
     }
     fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
         match q {
-            Question::LabelTransition { from, to } if known.labelled.contains(from) || known.spent(self.name()) => {
+            Question::LabelTransition { from, to } if known.labelled.contains(from) => {
                 Some(Answer::Transition(heuristic::label(ctx, *from, *to)))
             }
             _ => None,
@@ -553,7 +557,7 @@ impl Kind for LabelKind {
                 out.push(format!("  {from}>{to}: {}", step_line(ctx, to, d.line_chars)));
             }
         }
-        vec![("task", task(ctx)), ("edges", out.join("\n"))]
+        vec![("task", task(ctx)), ("prior", prior(ctx)), ("edges", out.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let labels: Vec<&str> = Transition::ALL.iter().map(|t| t.as_str()).collect();
@@ -623,16 +627,13 @@ impl VerifyKind {
         if let Some((_, f)) = known.recalled.iter().find(|(s, _)| *s == c) {
             s.push_str(&format!("\n  found: {}", text::clip(f, d.line_chars)));
         }
+        // Backward dependencies only (FALAT traces error independence through them); whether the
+        // output reaches the final answer is the model's to judge.
         if let Some(g) = ctx.graph {
             let feeds: Vec<String> =
                 live.iter().filter(|&&o| o < c && g.path(o, c).is_some()).map(|o| format!("step {o}")).collect();
             let feeds = if feeds.is_empty() { "none".to_string() } else { feeds.join(", ") };
-            let end = heuristic::final_step(ctx);
-            let reaches = end.is_some_and(|e| c >= e || g.path(c, e).is_some());
-            s.push_str(&format!(
-                "\n  earlier candidates feeding it: {feeds}; its output reaches the final answer: {}",
-                if reaches { "yes" } else { "no" }
-            ));
+            s.push_str(&format!("\n  earlier candidates it depends on: {feeds}"));
         }
         s
     }
@@ -663,9 +664,6 @@ impl Kind for VerifyKind {
         }
         out
     }
-    fn skip(&self, ctx: &Context<'_>, q: &Question, known: &Known) -> Option<Answer> {
-        known.spent(self.name()).then(|| heuristic::answer(ctx, q))
-    }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], known: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let live = batch.first().map(VerifyKind::live).unwrap_or_default();
         let cands: Vec<String> =
@@ -673,7 +671,13 @@ impl Kind for VerifyKind {
         let fin = heuristic::final_step(ctx)
             .map(|e| format!("Final output: {}", step_line(ctx, e, d.line_chars)))
             .unwrap_or_default();
-        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("final", fin), ("candidates", cands.join("\n"))]
+        vec![
+            ("task", task(ctx)),
+            ("outcome", outcome(ctx)),
+            ("prior", prior(ctx)),
+            ("final", fin),
+            ("candidates", cands.join("\n")),
+        ]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let keys: Vec<String> = verify_steps(batch).iter().map(|s| s.to_string()).collect();
@@ -740,15 +744,11 @@ impl Kind for RolesKind {
         include_str!("prompts/roles.md")
     }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
-        let Some(Question::Roles { window, chosen }) = batch.first() else { return Vec::new() };
+        let Some(Question::Roles { window, .. }) = batch.first() else { return Vec::new() };
         let per_step = (d.step_chars * 3 / 5).max(80);
         let steps: Vec<String> = window.clone().map(|i| step_raw(ctx, i, per_step)).collect();
-        vec![
-            ("task", task(ctx)),
-            ("outcome", outcome(ctx)),
-            ("chosen", chosen.to_string()),
-            ("steps", steps.join("\n")),
-        ]
+        // Blind: the step chosen so far is not named (FALAT §4 re-search resists anchoring).
+        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("prior", prior(ctx)), ("steps", steps.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let Some(Question::Roles { window, .. }) = batch.first() else { return json!({}) };
