@@ -45,9 +45,6 @@ pub struct FalatOptions {
     pub score_floor: Option<f32>,
     /// What to name when no candidate is valid (the paper is silent).
     pub fallback: Fallback,
-    /// Half-width of the re-search window in steps. The paper says "a bounded neighbourhood"
-    /// without a size; 3 is falat's choice.
-    pub window: usize,
     /// A phase of `M_hi` is searched when its suspicion (0..=1) reaches this. The paper zooms
     /// into "suspicious phases" without a threshold; 0.2 is falat's choice.
     pub phase_threshold: f32,
@@ -55,7 +52,7 @@ pub struct FalatOptions {
 
 impl Default for FalatOptions {
     fn default() -> FalatOptions {
-        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, window: 3, phase_threshold: 0.2 }
+        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, phase_threshold: 0.2 }
     }
 }
 
@@ -65,8 +62,9 @@ pub const FLOOR_RELATIVE: f32 = 0.7;
 
 impl FalatOptions {
     /// Each option that departs from the paper, or fills in what the paper leaves open, as
-    /// `name = value (why)`. Empty never: the window and the phase threshold are always listed.
-    pub fn departures(&self) -> Vec<String> {
+    /// `name = value (why)`, with the re-search window's half-width `window` (the paper says "a
+    /// bounded neighbourhood" without a size). Never empty.
+    pub fn departures(&self, window: usize) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(f) = self.score_floor {
             out.push(format!(
@@ -77,7 +75,7 @@ impl FalatOptions {
             "fallback = {} (the paper does not say what to name when no candidate is valid)",
             self.fallback.as_str()
         ));
-        out.push(format!("window = ±{} steps (the paper bounds the re-search window without a size)", self.window));
+        out.push(format!("window = ±{window} steps (the paper bounds the re-search window without a size)"));
         out.push(format!(
             "phase_threshold = {} (the paper searches suspicious phases without a threshold)",
             self.phase_threshold
@@ -99,7 +97,8 @@ pub fn carries(t: Transition) -> bool {
 /// pruned when
 /// - the user excluded it;
 /// - its effect cannot reach the final output: every label on its outgoing edges stops it
-///   (`no_influence`, `dead_end`, `correction`), unless it is the final step itself;
+///   (`no_influence`, `dead_end`, `correction`), or a later step corrects it and nothing after
+///   the correction carries it, unless it is the final step itself;
 /// - it is only a symptom of an earlier candidate: an earlier candidate reaches it by
 ///   `follow_up` (it adopts that error) or `redundancy` (it repeats it), and no earlier candidate
 ///   reaches it by `error_shift` (which would make it introduce a deviation of its own).
@@ -139,7 +138,11 @@ pub fn prune(
         }
         let out: Vec<&(usize, usize, Transition)> = labels.iter().filter(|(f, _, _)| *f == c.step).collect();
         let is_final = final_step.is_some_and(|e| c.step >= e);
-        if !is_final && !out.is_empty() && !out.iter().any(|(_, _, l)| carries(*l)) {
+        // A correction repairs the deviation: what the candidate passed on before the repair
+        // (its own tool output, say) does not carry it to the final output.
+        let repaired = out.iter().filter(|(_, _, l)| *l == Transition::Correction).map(|(_, to, _)| *to).min();
+        let carried = out.iter().any(|(_, to, l)| carries(*l) && repaired.is_none_or(|r| *to > r));
+        if !is_final && !out.is_empty() && !carried {
             let (_, to, l) =
                 out.iter().find(|(_, _, l)| *l == Transition::Correction).or(out.first()).expect("non-empty");
             let reason = match l {
@@ -262,23 +265,35 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
 
 /// Stage 4's decision (FALAT §4): the judge compared the window's steps without being told the
 /// current choice and named `pick` as the root cause; every step of the window had its own
-/// counterfactual check (`checks`). The decision moves to `pick` (forward or backward) when `pick`
-/// passes both criteria; otherwise it stays. Returns the decisive step and why.
+/// counterfactual check (`checks`, both criteria). The decision moves to `pick` when `pick`
+/// passes both and temporal precedence allows it: `pick` is earlier than `chosen`, or `chosen`
+/// itself fails its check in the comparison (then the move may go forward). Otherwise it stays.
+/// Returns the decisive step and why.
 pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, String) {
     if pick == chosen {
         return (chosen, format!("the blind comparison also names step {chosen}"));
     }
+    let own = checks.iter().find(|k| k.step == chosen);
+    let chosen_holds = own.is_none_or(Checked::passes);
     match checks.iter().find(|k| k.step == pick) {
-        Some(k) if k.passes() => {
+        Some(k) if k.passes() && (pick < chosen || !chosen_holds) => {
             let dir = if pick < chosen { "back" } else { "forward" };
-            (
-                pick,
-                format!(
-                    "moved {dir} from step {chosen} to step {pick}: the blind comparison names it and its counterfactual check passes ({}; {})",
-                    k.independence.evidence, k.sufficiency.evidence
-                ),
-            )
+            let why = if pick < chosen {
+                "it is earlier and its counterfactual check passes".to_string()
+            } else {
+                let failed = own.map_or(String::new(), |o| {
+                    if o.independence.passed { o.sufficiency.evidence.clone() } else { o.independence.evidence.clone() }
+                });
+                format!("its counterfactual check passes and step {chosen}'s fails ({failed})")
+            };
+            (pick, format!("moved {dir} from step {chosen} to step {pick}: the blind comparison names it and {why}"))
         }
+        Some(k) if k.passes() => (
+            chosen,
+            format!(
+                "kept step {chosen}: the blind comparison names the later step {pick}, but step {chosen} still passes both criteria and comes first"
+            ),
+        ),
         Some(k) => {
             let failed = if k.independence.passed { &k.sufficiency.evidence } else { &k.independence.evidence };
             (
@@ -368,8 +383,10 @@ mod tests {
         );
         assert_eq!(cands[1].pruned.as_ref().unwrap().reason, "it adopts the error of candidate step 1");
         assert_eq!(cands[5].pruned.as_ref().unwrap().reason, "its output is never used again");
-        // Only a correction, nothing carried: pruned as corrected.
+        // Corrected at step 6; what it passed on before the repair does not count.
         let mut one = vec![cand(5, 0.5)];
+        prune(&mut one, &[(5, 6, Correction), (5, 6, FollowUp)], Some(12), &Overrides::default());
+        assert!(one[0].pruned.is_some());
         prune(&mut one, &[(5, 6, Correction)], Some(12), &Overrides::default());
         assert_eq!(one[0].pruned.as_ref().unwrap().reason, "step 6 corrects it, and nothing else carries its effect");
         // The final step is never pruned for not reaching the output; user marks never.
@@ -388,7 +405,12 @@ mod tests {
         let (back, why) = research_move(6, 4, &checks);
         assert_eq!(back, 4);
         assert!(why.starts_with("moved back from step 6 to step 4"), "{why}");
-        assert_eq!(research_move(6, 8, &checks).0, 8, "forward too");
+        let (fwd, why) = research_move(6, 8, &checks);
+        assert_eq!(fwd, 8, "forward when the chosen step fails its own check");
+        assert!(why.contains("step 6's fails (no)"), "{why}");
+        let (kept, why) = research_move(4, 8, &checks);
+        assert_eq!(kept, 4, "temporal precedence: a still valid earlier step stays");
+        assert!(why.contains("still passes both criteria"), "{why}");
         let (kept, why) = research_move(4, 6, &checks);
         assert_eq!(kept, 4);
         assert!(why.contains("its counterfactual check fails (no)"), "{why}");
@@ -396,10 +418,10 @@ mod tests {
 
     #[test]
     fn departures_are_listed() {
-        let d = FalatOptions::default().departures();
+        let d = FalatOptions::default().departures(3);
         assert_eq!(d.len(), 3, "{d:?}");
         assert!(d[0].starts_with("fallback = strongest-live"));
-        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() }.departures();
+        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() }.departures(3);
         assert!(floor[0].starts_with("score_floor = 0.3 (departure"));
     }
 }

@@ -14,16 +14,18 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use crate::decision::{self, Checked, FalatOptions, Verdict};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Pruning, Role, Signal, StageCost, Transition,
+    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Role, Signal, StageCost, Transition,
     Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
-use crate::judge::heuristic::{self, combine, weights};
+use crate::judge::heuristic::{self, combine};
 use crate::judge::session::Session;
 pub use crate::judge::session::{Cancelled, ProgressFn};
 use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
+use crate::methods::ablation::{Ablations, Component};
 use crate::model::Trajectory;
 use crate::prior::Prior;
 use crate::substrate::Substrate;
@@ -42,6 +44,11 @@ pub struct Options {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Called after each judge call.
     pub progress: Option<ProgressFn>,
+    /// FALAT's decision options (score floor, fallback, phase threshold); the defaults follow
+    /// the paper.
+    pub falat: FalatOptions,
+    /// Components switched off (hierarchy, prior, pruning, verification, research).
+    pub ablations: Ablations,
 }
 
 impl Options {
@@ -111,6 +118,8 @@ pub struct Verified {
     pub chosen: Option<usize>,
     /// Set when no candidate was left and the chosen step is the prior's default.
     pub default_reason: Option<String>,
+    /// How the step was chosen: pinned, the earliest valid candidate, or a fallback (unverified).
+    pub verdict: Option<Verdict>,
 }
 
 /// Stage 4 output.
@@ -122,6 +131,8 @@ pub struct ReSearch {
     pub roles: Vec<(usize, Role)>,
     /// Why the decision stayed or moved.
     pub reason: String,
+    /// The counterfactual check of each step of the window (both criteria), in step order.
+    pub checks: Vec<Checked>,
 }
 
 /// The state of a run: the trajectory's substrate, each stage's output once it has run, costs and
@@ -301,9 +312,14 @@ pub fn search_space(
         facts: &sub.facts,
         ground_truth: opts.ground_truth,
     };
-    let prior = match s.ask(&ctx, &Question::Prior) {
-        Answer::Prior(p) => p,
-        _ => sub.prior.clone(),
+    let prior = if opts.ablations.off(Component::Prior) {
+        // Withheld: later stages see an empty π (no answer type, constraints, terms or procedure).
+        Prior::default()
+    } else {
+        match s.ask(&ctx, &Question::Prior) {
+            Answer::Prior(p) => p,
+            _ => sub.prior.clone(),
+        }
     };
     let n = hierarchy.phases.len();
     let mut summaries = Vec::with_capacity(n);
@@ -348,10 +364,19 @@ pub fn dependencies(
     let mut candidates = recall_candidates(t, sub, space, &graph, opts, &mut s)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
     let ctx = full_context(t, sub, space, &graph, opts);
+    let end = heuristic::final_step(&ctx);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         s.check()?;
-        for to in effect_targets(&graph, c.step) {
+        let mut targets = effect_targets(&graph, c.step);
+        // A candidate whose output no later step uses gets one label on its edge to the final
+        // output: dead_end, or a carrying label when it changes the course of the run.
+        if targets.is_empty()
+            && let Some(e) = end.filter(|e| *e > c.step)
+        {
+            targets.push(e);
+        }
+        for to in targets {
             if let Answer::Transition(l) = s.ask(&ctx, &Question::LabelTransition { from: c.step, to }) {
                 labels.push((c.step, to, l));
             }
@@ -361,7 +386,8 @@ pub fn dependencies(
     for (from, to, l) in &labels {
         graph.set_label(*from, *to, *l);
     }
-    prune(&mut candidates, &labels, &graph, &opts.overrides);
+    let kept: &[(usize, usize, Transition)] = if opts.ablations.off(Component::Pruning) { &[] } else { &labels };
+    decision::prune(&mut candidates, kept, end, &opts.overrides);
     let cost = s.close(start, warnings);
     Ok((Dependencies { graph, candidates }, cost))
 }
@@ -390,16 +416,21 @@ fn recall_candidates(
     s: &mut Session<'_>,
 ) -> Result<Vec<Candidate>, Cancelled> {
     let ctx = full_context(t, sub, space, graph, opts);
-    // Coarse to fine: suspicious phases first (ties in step order).
-    let mut phases: Vec<_> = space.hierarchy.phases.iter().collect();
+    // Coarse to fine (FALAT §1): the phases M_hi judged suspicious, most suspicious first (ties
+    // in step order); their steps are then examined with M_mid summaries and M_lo evidence.
+    // Without the hierarchy every phase is examined.
+    let flat = opts.ablations.off(Component::Hierarchy);
+    let mut phases: Vec<_> = space
+        .hierarchy
+        .phases
+        .iter()
+        .filter(|p| flat || p.suspicion >= opts.falat.phase_threshold && p.suspicion > 0.0)
+        .collect();
     phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
     let mut out: Vec<Candidate> = Vec::new();
     let total = phases.len();
     for (k, p) in phases.into_iter().enumerate() {
         s.check()?;
-        if p.suspicion <= 0.0 {
-            continue;
-        }
         if let Answer::Candidates(found) = s.ask(&ctx, &Question::RecallCandidates { range: p.range.clone() }) {
             for (step, findings) in found.into_iter().filter(|(s, f)| *s < t.steps.len() && !f.is_empty()) {
                 out.push(new_candidate(t, step, findings, Origin::Machine));
@@ -435,70 +466,6 @@ fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides
     candidates.sort_by_key(|c| c.step);
 }
 
-/// Pruning (DESIGN §2 stage 2): a candidate is pruned when the user excluded it, when a later
-/// step corrects it, when its output is never used (dead end) and it has no process effect, or
-/// when it only inherits an earlier candidate's error (reached by `follow_up`, no own deviation).
-fn prune(candidates: &mut [Candidate], labels: &[(usize, usize, Transition)], graph: &DepGraph, o: &Overrides) {
-    let steps: std::collections::HashSet<usize> = candidates.iter().map(|c| c.step).collect();
-    // Labels by their source and by their target, each in label order.
-    let mut by_from: std::collections::HashMap<usize, Vec<&(usize, usize, Transition)>> = Default::default();
-    let mut by_to: std::collections::HashMap<usize, Vec<&(usize, usize, Transition)>> = Default::default();
-    for l in labels {
-        by_from.entry(l.0).or_default().push(l);
-        by_to.entry(l.1).or_default().push(l);
-    }
-    for c in candidates.iter_mut() {
-        if o.excluded.contains(&c.step) {
-            c.pruned = Some(Pruning {
-                transition: Transition::NoInfluence,
-                by_step: None,
-                reason: "excluded by the user".into(),
-            });
-            continue;
-        }
-        if c.origin == Origin::User {
-            continue;
-        }
-        let out: &[&(usize, usize, Transition)] = by_from.get(&c.step).map_or(&[], Vec::as_slice);
-        let correctable = c
-            .findings
-            .iter()
-            .all(|f| matches!(f.signal, Signal::FailedAction | Signal::RepeatedFailure | Signal::IgnoredToolError));
-        if let Some((_, to, _)) = out.iter().find(|(_, _, l)| *l == Transition::Correction).filter(|_| correctable) {
-            c.pruned = Some(Pruning {
-                transition: Transition::Correction,
-                by_step: Some(*to),
-                reason: format!("step {to} corrects it"),
-            });
-            continue;
-        }
-        let value_only = c.findings.iter().all(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction));
-        if value_only && graph.outgoing(c.step).is_empty() {
-            c.pruned = Some(Pruning {
-                transition: Transition::DeadEnd,
-                by_step: None,
-                reason: "its output is never used again".into(),
-            });
-            continue;
-        }
-        let own = c.findings.iter().any(|f| f.signal != Signal::UserMarked && heuristic::is_own_signal(f.signal));
-        if !own {
-            let inherited = by_to
-                .get(&c.step)
-                .into_iter()
-                .flatten()
-                .find(|(f, _, l)| *l == Transition::FollowUp && steps.contains(f) && *f < c.step);
-            if let Some((f, _, _)) = inherited {
-                c.pruned = Some(Pruning {
-                    transition: Transition::FollowUp,
-                    by_step: Some(*f),
-                    reason: format!("it only follows up on candidate step {f}"),
-                });
-            }
-        }
-    }
-}
-
 /// Stage 3: verification of the unpruned candidates; the earliest valid one is chosen.
 ///
 /// # Errors
@@ -517,72 +484,40 @@ pub fn verify(
     let ctx = full_context(t, sub, space, &deps.graph, opts);
     let mut candidates = deps.candidates.clone();
     let live: Arc<[usize]> = candidates.iter().filter(|c| c.pruned.is_none()).map(|c| c.step).collect();
-    // Candidates are sorted by step: find one by binary search.
-    let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
-    let mut checks: Vec<(usize, Criterion, Criterion)> = Vec::new();
-    for (k, &step) in live.iter().enumerate() {
-        s.check()?;
-        let q = |criterion| Question::Verify { step, criterion, live: live.clone() };
-        let ind = as_criterion(s.ask(&ctx, &q(CriterionKind::Independence)));
-        let suf = as_criterion(s.ask(&ctx, &q(CriterionKind::Sufficiency)));
-        checks.push((step, ind, suf));
-        s.tick(Stage::Verification.as_str(), k + 1, live.len());
-    }
-    // Valid: passes both criteria and is strong in absolute terms and relative to the strongest
-    // live candidate (so one strong signal is not beaten by an earlier trace of noise).
-    // A user's mark (weight 1) must not raise the bar for the machine's own candidates.
-    let best = candidates
-        .iter()
-        .filter(|c| c.pruned.is_none() && c.origin == Origin::Machine)
-        .map(|c| c.score)
-        .fold(0.0, f32::max);
-    let floor = weights::VALID.max(weights::RELATIVE * best);
-    let valid = |c: &Candidate, ind: &Criterion, suf: &Criterion| {
-        ind.passed && suf.passed && (c.score >= floor || c.origin == Origin::User)
-    };
-    let mut chosen = None;
-    if let Some(p) = opts.overrides.pinned.filter(|p| *p < t.steps.len()) {
-        chosen = Some(p);
-    }
-    for (step, ind, suf) in &checks {
-        let c = &candidates[at(&candidates, *step).expect("live candidate")];
-        if chosen.is_none() && valid(c, ind, suf) {
-            chosen = Some(*step);
+    let pinned = opts.overrides.pinned.filter(|p| *p < t.steps.len());
+    let mut checks: Vec<Checked> = Vec::new();
+    if !opts.ablations.off(Component::Verification) {
+        // Every unpruned candidate, both criteria (FALAT §3): no cap, no shortcut.
+        for (k, &step) in live.iter().enumerate() {
+            s.check()?;
+            let q = |criterion| Question::Verify { step, criterion, live: live.clone() };
+            let independence = as_criterion(s.ask(&ctx, &q(CriterionKind::Independence)));
+            let sufficiency = as_criterion(s.ask(&ctx, &q(CriterionKind::Sufficiency)));
+            checks.push(Checked { step, independence, sufficiency });
+            s.tick(Stage::Verification.as_str(), k + 1, live.len());
         }
     }
-    // No valid candidate: fall back to the strongest live one, else to the prior's default.
-    if chosen.is_none() {
-        chosen = candidates
-            .iter()
-            .filter(|c| c.pruned.is_none())
-            .max_by(|a, b| a.score.total_cmp(&b.score).then(b.step.cmp(&a.step)))
-            .map(|c| c.step);
-    }
+    let verdict = decision::decide(&candidates, &checks, &opts.falat, pinned);
+    let mut chosen = verdict.step();
     let mut default_reason = None;
     if chosen.is_none() {
         chosen = heuristic::default_step(&ctx, &opts.overrides.excluded);
         default_reason = chosen.map(|s| {
-            format!(
-                "no candidate survived; by temporal precedence the first step acting on the task (step {s}) is named"
-            )
+            format!("no candidate passed verification; the first step acting on the task (step {s}) is named")
         });
     }
-    for (step, ind, suf) in checks {
-        let k = at(&candidates, step).expect("live candidate");
-        let c = &mut candidates[k];
-        let ok = valid(c, &ind, &suf);
-        let precedence = match chosen {
-            Some(ch) if ch == step => Criterion { passed: true, evidence: "the earliest valid candidate".into() },
-            Some(ch) if ok && step > ch => {
-                Criterion { passed: false, evidence: format!("step {ch} is an earlier valid candidate") }
-            }
-            Some(ch) => Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") },
-            None => Criterion { passed: false, evidence: "no candidate was chosen".into() },
-        };
-        c.verification = Some(Verification { independence: ind, sufficiency: suf, precedence });
+    // Candidates are sorted by step: find one by binary search.
+    let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
+    let best = decision::best_live_score(&candidates);
+    for k in checks {
+        let i = at(&candidates, k.step).expect("live candidate");
+        let c = &mut candidates[i];
+        let valid = decision::is_valid(c, &k, best, &opts.falat);
+        let precedence = decision::precedence(k.step, valid, verdict);
+        c.verification = Some(Verification { independence: k.independence, sufficiency: k.sufficiency, precedence });
     }
     let cost = s.close(start, warnings);
-    Ok((Verified { candidates, chosen, default_reason }, cost))
+    Ok((Verified { candidates, chosen, default_reason, verdict: Some(verdict) }, cost))
 }
 
 fn as_criterion(a: Answer) -> Criterion {
@@ -612,21 +547,43 @@ pub fn research(
     let Some(chosen) = verified.chosen else {
         return Ok((None, Cost::default()));
     };
+    if opts.ablations.off(Component::Research) {
+        let reason = "re-search is switched off".to_string();
+        let out = ReSearch { decisive: chosen, roles: vec![(chosen, Role::RootCause)], reason, checks: Vec::new() };
+        return Ok((Some(out), s.close(start, warnings)));
+    }
     s.check()?;
     let ctx = full_context(t, sub, space, &deps.graph, opts);
     let window = chosen.saturating_sub(opts.window)..(chosen + opts.window + 1).min(t.steps.len());
-    let out = match s.ask(&ctx, &Question::Roles { window: window.clone(), chosen }) {
-        Answer::Roles { roles, decisive, reason } if window.contains(&decisive) => {
-            let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&decisive);
-            let decisive = if keep { chosen } else { decisive };
+    // Blind comparison (FALAT §4): the judge is not told which step was chosen.
+    let answer = s.ask(&ctx, &Question::Roles { window: window.clone() });
+    // A counterfactual check of every step of the window, both criteria.
+    let steps: Arc<[usize]> = window.clone().collect();
+    let mut checks = Vec::with_capacity(steps.len());
+    for &step in steps.iter() {
+        s.check()?;
+        let q = |criterion| Question::Verify { step, criterion, live: steps.clone() };
+        let independence = as_criterion(s.ask(&ctx, &q(CriterionKind::Independence)));
+        let sufficiency = as_criterion(s.ask(&ctx, &q(CriterionKind::Sufficiency)));
+        checks.push(Checked { step, independence, sufficiency });
+    }
+    let out = match answer {
+        Answer::Roles { roles, decisive: pick, reason } if window.contains(&pick) => {
+            let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&pick);
+            let (decisive, why) = if keep {
+                (chosen, format!("kept step {chosen}: the user's overrides decide"))
+            } else {
+                decision::research_move(chosen, pick, &checks)
+            };
             let mut roles = roles;
             normalise_roles(&mut roles, decisive);
-            ReSearch { decisive, roles, reason }
+            ReSearch { decisive, roles, reason: format!("{why}; the comparison: {reason}"), checks }
         }
         _ => ReSearch {
             decisive: chosen,
             roles: vec![(chosen, Role::RootCause)],
             reason: "the judge gave no usable roles".into(),
+            checks,
         },
     };
     s.tick(Stage::ReSearch.as_str(), 1, 1);
@@ -673,6 +630,37 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             d.reason = format!("{r}.");
             d.confidence = 0.15;
         }
+        if let Some(Verdict::Fallback(_, rule)) = p.verified.as_ref().and_then(|v| v.verdict) {
+            // Re-search may have moved the decision to a step that passes its own check.
+            let moved =
+                p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
+            if !moved {
+                d.warnings.push(format!(
+                    "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback",
+                    rule.as_str()
+                ));
+                d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), d.reason);
+                d.confidence = d.confidence.min(0.2);
+            }
+        }
+    }
+    d.details.push(("options".into(), opts.falat.departures(opts.window)));
+    crate::methods::offline_note(&mut d, judge);
+    if !opts.ablations.is_empty() {
+        d.details.push(("ablated".into(), opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
+    }
+    if let Some(r) = &p.research
+        && !r.checks.is_empty()
+    {
+        let lines = r
+            .checks
+            .iter()
+            .map(|k| {
+                let v = |c: &Criterion| if c.passed { "pass" } else { "fail" };
+                format!("step {}: independence {}, sufficiency {}", k.step, v(&k.independence), v(&k.sufficiency))
+            })
+            .collect();
+        d.details.push(("re-search checks".into(), lines));
     }
     d
 }

@@ -78,10 +78,16 @@ fn accuracy(gt: bool) -> Vec<(String, usize, usize, usize)> {
 fn who_and_when_accuracy_does_not_regress() {
     // Measured with the heuristic judge; see the README's accuracy table.
     let with_gt = accuracy(true);
-    let expected = [("Algorithm-Generated", 47, 33, 76), ("Hand-Crafted", 21, 7, 35)];
+    // FALAT as the paper gives it (earliest valid candidate, no score floor, pruning by labels,
+    // blind re-search) with the offline judge: algorithm-generated 47 -> 49 agent and 33 -> 35
+    // step hits; hand-crafted 21 -> 16 agent and 7 -> 6 step hits (the offline criteria pass
+    // early weak candidates, such as the first plan, that the floor used to rule out).
+    let expected = [("Algorithm-Generated", 49, 35, 76), ("Hand-Crafted", 16, 6, 35)];
     check(&with_gt, &expected);
     let without = accuracy(false);
-    let expected = [("Algorithm-Generated", 45, 32, 76), ("Hand-Crafted", 20, 3, 35)];
+    // Without o*: algorithm-generated 45 -> 50 agent and 32 -> 37 step hits; hand-crafted
+    // 20 -> 15 agent and 3 -> 1 step hits.
+    let expected = [("Algorithm-Generated", 50, 37, 76), ("Hand-Crafted", 15, 1, 35)];
     check(&without, &expected);
 }
 
@@ -149,5 +155,5 @@ fn eval_command_prints_a_row_per_method_and_writes_jsonl() {
     {
         assert!(lines[0].get(key).is_some(), "{key} missing");
     }
-    assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 7);
+    assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 6);
 }

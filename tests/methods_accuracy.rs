@@ -68,12 +68,18 @@ fn the_split_has_76_and_35_labelled_trajectories() {
 
 #[test]
 fn falat() {
-    check(Method::Falat, [h(76, 47, 33, 44, 62), h(35, 21, 7, 11, 12)]);
+    // FALAT as the paper gives it (the earliest candidate passing both criteria with no score
+    // floor, pruning by transition labels, blind re-search) with the offline judge: on
+    // algorithm-generated runs +2 agent, +2 step, 0 ±1, -3 ±3 hits; on hand-crafted runs -5 agent,
+    // -1 step, -2 ±1 hits. The offline criteria pass early weak candidates (often the first
+    // plan) that the floor used to rule out.
+    check(Method::Falat, [h(76, 49, 35, 44, 59), h(35, 16, 6, 9, 12)]);
 }
 
 #[test]
 fn echo() {
-    check(Method::Echo, [h(76, 46, 31, 46, 62), h(35, 20, 7, 11, 12)]);
+    // Independent step analysts (not told the agent vote) gained a step hit and cost two ±1 hits.
+    check(Method::Echo, [h(76, 46, 32, 44, 62), h(35, 20, 7, 11, 12)]);
 }
 
 #[test]

@@ -48,10 +48,16 @@ pub mod weights {
     pub const WRONG_VALUE: f32 = 0.6;
     /// The expected value was in a tool output and this step, the next to read it, lost it.
     pub const MISREAD: f32 = 0.5;
-    /// The minimum score for a candidate to be valid in stage 3.
-    pub const VALID: f32 = 0.3;
-    /// A valid candidate also scores at least this share of the strongest live candidate.
-    pub const RELATIVE: f32 = 0.7;
+    /// Phase suspicion (from `M_hi`): a step of the phase reports an error, failure or nothing.
+    pub const PHASE_ERROR: f32 = 0.5;
+    /// Phase suspicion: a step of the phase hedges.
+    pub const PHASE_HEDGE: f32 = 0.4;
+    /// Phase suspicion: an agent of the phase introduces values of its own.
+    pub const PHASE_VALUES: f32 = 0.3;
+    /// Phase suspicion: the phase answers or claims a verified result.
+    pub const PHASE_ANSWER: f32 = 0.3;
+    /// Phase suspicion: the phase's agent is none of those the prior expects.
+    pub const PHASE_PRIOR: f32 = 0.2;
 }
 
 /// The heuristic judge.
@@ -86,12 +92,12 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
             Answer::Criterion(Criterion { passed: false, evidence: format!("step {step} is not in the trajectory") })
         }
         Question::Verify { step, criterion, live } => Answer::Criterion(verify(ctx, *step, *criterion, live)),
-        Question::Roles { chosen, .. } if *chosen >= n => Answer::Roles {
+        Question::Roles { window } if window.start >= n || window.is_empty() => Answer::Roles {
             roles: Vec::new(),
-            decisive: *chosen,
-            reason: format!("step {chosen} is not in the trajectory"),
+            decisive: window.start,
+            reason: format!("steps {}..{} are not in the trajectory", window.start, window.end),
         },
-        Question::Roles { window, chosen } => roles(ctx, window.start.min(n)..window.end.min(n), *chosen),
+        Question::Roles { window } => roles(ctx, window.start..window.end.min(n)),
         q => attribution::answer(ctx, q),
     }
 }
@@ -101,11 +107,38 @@ pub fn combine(findings: &[Finding]) -> f32 {
     1.0 - findings.iter().map(|f| 1.0 - f.weight.clamp(0.0, 1.0)).product::<f32>()
 }
 
+/// A phase's suspicion from `M_hi`-level facts only (FALAT's coarse level: no step is examined
+/// for evidence here): the noisy-or of [`weights::PHASE_ERROR`] when a step of the phase reports
+/// an error, a failed run or an empty result, [`weights::PHASE_HEDGE`] when one hedges,
+/// [`weights::PHASE_VALUES`] when an agent (not a tool) introduces values of its own,
+/// [`weights::PHASE_ANSWER`] when the phase answers or claims a verified result, and
+/// [`weights::PHASE_PRIOR`] when the phase's agent is none of those `π` expects.
 fn phase_summary(ctx: &Context<'_>, phase: usize) -> Answer {
     let Some(p) = ctx.hierarchy.phases.get(phase) else {
         return Answer::PhaseSummary { summary: String::new(), suspicion: 0.0 };
     };
-    let suspicion = p.range.clone().filter_map(|i| recall(ctx, i)).map(|f| combine(&f)).fold(0.0, f32::max);
+    let steps =
+        &ctx.hierarchy.steps[p.range.start.min(ctx.hierarchy.steps.len())..p.range.end.min(ctx.hierarchy.steps.len())];
+    let mut w: Vec<f32> = Vec::new();
+    if steps.iter().any(|s| s.flags.error || s.flags.failed_execution || s.flags.empty_result) {
+        w.push(weights::PHASE_ERROR);
+    }
+    if steps.iter().any(|s| s.flags.hedged) {
+        w.push(weights::PHASE_HEDGE);
+    }
+    if steps.iter().any(|s| s.kind != StepKind::ToolResult && !s.introduces.is_empty() && s.action != Action::Request) {
+        w.push(weights::PHASE_VALUES);
+    }
+    if steps.iter().any(|s| s.flags.answer || s.flags.claims_verified) {
+        w.push(weights::PHASE_ANSWER);
+    }
+    if let Some(prior) = ctx.prior {
+        let expected: Vec<&str> = prior.requirements.iter().filter_map(|r| r.agent.as_deref()).collect();
+        if !expected.is_empty() && !expected.iter().any(|a| a.eq_ignore_ascii_case(&p.agent)) {
+            w.push(weights::PHASE_PRIOR);
+        }
+    }
+    let suspicion = 1.0 - w.iter().map(|x| 1.0 - x).product::<f32>();
     Answer::PhaseSummary { summary: p.summary.clone(), suspicion }
 }
 
@@ -315,7 +348,12 @@ fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     let Some(target) = browse_target(&ctx.trajectory.steps[s.index].content) else {
         return;
     };
-    let mut terms: HashSet<String> = prior::key_terms(&ctx.trajectory.task).into_iter().collect();
+    // The key terms of π (FALAT: recall compares the run with the prior); the task's own when no
+    // stage has produced π.
+    let mut terms: HashSet<String> = match ctx.prior {
+        Some(p) => p.key_terms.iter().cloned().collect(),
+        None => prior::key_terms(&ctx.trajectory.task).into_iter().collect(),
+    };
     if let Some(instr) = (0..s.index).rev().take(4).find(|&j| ctx.trajectory.steps[j].kind == StepKind::Delegation) {
         terms.extend(prior::key_terms(&ctx.trajectory.steps[instr].content));
     }
@@ -639,12 +677,28 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
             label: None,
         })
     }) else {
+        // The pipeline asks about the final step for a candidate whose output no step uses:
+        // a dead end, unless the candidate steers the run (a deviation from π, a delegation, a
+        // premature answer) and so reaches the output without passing values.
+        if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
+            let steers = recall(ctx, from).is_some_and(|f| {
+                f.iter().any(|f| {
+                    matches!(f.signal, Signal::PriorDeviation | Signal::WrongDelegation | Signal::PrematureAnswer)
+                })
+            });
+            return if steers { Transition::FollowUp } else { Transition::DeadEnd };
+        }
         return Transition::NoInfluence;
     };
     let a = &ctx.trajectory.steps[from];
     let b = &ctx.trajectory.steps[to];
     let from_failed = result_of(ctx, from).is_some_and(|r| ctx.hierarchy.steps[r].flags.failed_execution);
-    if from_failed && b.agent == a.agent && ctx.hierarchy.steps[to].action == Action::WriteCode {
+    // A fixed run repairs the candidate only when the failed run is all that is wrong with it; an
+    // invented value or an assumption survives the fix and is carried on.
+    let only_failure = recall(ctx, from).is_none_or(|f| {
+        f.iter().all(|f| matches!(f.signal, Signal::FailedAction | Signal::RepeatedFailure | Signal::IgnoredToolError))
+    });
+    if from_failed && only_failure && b.agent == a.agent && ctx.hierarchy.steps[to].action == Action::WriteCode {
         let ok = result_of(ctx, to)
             .is_some_and(|r| !ctx.hierarchy.steps[r].flags.failed_execution && !ctx.hierarchy.steps[r].flags.error);
         if ok {
@@ -746,23 +800,41 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     Criterion { passed: false, evidence: format!("no dependency path leads from it to the final output at step {end}") }
 }
 
-fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>, chosen: usize) -> Answer {
-    let mut decisive = chosen;
-    let mut reason = format!("step {chosen} remains the earliest step that introduces the error");
-    if ctx.trajectory.steps[chosen].kind == StepKind::ToolResult && !is_agent_output(ctx, chosen) {
-        let p = producer(ctx, chosen);
-        if p != chosen {
+/// The blind comparison of a window (FALAT §4): the strongest step of the window is the first
+/// guess (a tool output that only shows an error hands it to the step that produced it); an
+/// earlier step of the window with the same kind of error that it builds on, nearly as strong,
+/// generates it instead. Without any finding in the window the first step is named, weakly.
+fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
+    let scored: Vec<(usize, f32)> =
+        window.clone().map(|j| (j, recall(ctx, j).map(|f| combine(&f)).unwrap_or(0.0))).collect();
+    let strongest = scored.iter().copied().fold(None, |best: Option<(usize, f32)>, (j, v)| match best {
+        Some((_, b)) if b >= v => best,
+        _ if v > 0.0 => Some((j, v)),
+        _ => best,
+    });
+    let Some((mut decisive, _)) = strongest else {
+        let first = window.start;
+        return Answer::Roles {
+            roles: vec![(first, Role::RootCause)],
+            decisive: first,
+            reason: format!("no step of {}..{} shows an error", window.start, window.end),
+        };
+    };
+    let mut reason = format!("step {decisive} shows the strongest error of the window");
+    if ctx.trajectory.steps[decisive].kind == StepKind::ToolResult && !is_agent_output(ctx, decisive) {
+        let p = producer(ctx, decisive);
+        if p != decisive && window.contains(&p) {
+            reason = format!("step {decisive} is a tool output that only shows the error; step {p} produced it");
             decisive = p;
-            reason = format!("step {chosen} is a tool output that only shows the error; step {p} produced it");
         }
     }
     if let Some(g) = ctx.graph {
-        let chosen_score = recall(ctx, decisive).map(|f| combine(&f)).unwrap_or(0.0);
+        let decisive_score = recall(ctx, decisive).map(|f| combine(&f)).unwrap_or(0.0);
         for j in window.start..decisive {
             let Some(f) = recall(ctx, j) else { continue };
             let same_kind =
                 recall(ctx, decisive).unwrap_or_default().iter().any(|c| f.iter().any(|x| x.signal == c.signal));
-            if same_kind && g.find(j, decisive).is_some() && combine(&f) >= 0.8 * chosen_score {
+            if same_kind && g.find(j, decisive).is_some() && combine(&f) >= 0.8 * decisive_score {
                 reason = format!("step {j} already shows the same kind of error and step {decisive} builds on it");
                 decisive = j;
                 break;
@@ -817,9 +889,9 @@ mod bounds_tests {
         );
         let q = Question::Verify { step: 5, criterion: CriterionKind::Sufficiency, live: vec![].into() };
         assert!(matches!(answer(&ctx, &q), Answer::Criterion(Criterion { passed: false, .. })));
-        let q = Question::Roles { window: 0..9, chosen: 7 };
+        let q = Question::Roles { window: 7..9 };
         assert!(matches!(answer(&ctx, &q), Answer::Roles { decisive: 7, ref roles, .. } if roles.is_empty()));
-        let q = Question::Roles { window: 0..9, chosen: 0 };
+        let q = Question::Roles { window: 0..9 };
         assert!(matches!(answer(&ctx, &q), Answer::Roles { decisive: 0, .. }));
         assert_eq!(answer(&ctx, &Question::RecallCandidates { range: 3..8 }), Answer::Candidates(vec![]));
     }

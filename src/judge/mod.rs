@@ -97,12 +97,12 @@ pub enum Question {
         /// question of one run, so a judge can index them once); the JSON form lists the others.
         live: std::sync::Arc<[usize]>,
     },
-    /// Re-judge a window around the chosen step: roles, and possibly a better decisive step.
+    /// Re-judge a window of steps comparatively (FALAT §4): a role per step and the step that
+    /// generates the error. Blind: the question does not say which step was chosen so far, so
+    /// the judge cannot anchor on it.
     Roles {
         /// The window, end exclusive.
         window: Range<usize>,
-        /// The step chosen so far.
-        chosen: usize,
     },
     /// Who&When all-at-once: the whole log in one question; name the agent and the step of the
     /// decisive error. `context` is the full log, every step headed `[step i] agent (kind)`.
@@ -207,9 +207,7 @@ impl Question {
                 let others: Vec<usize> = live.iter().copied().filter(|o| o != step).collect();
                 json!({ "step": step, "criterion": criterion.as_str(), "others": others })
             }
-            Question::Roles { window, chosen } => {
-                json!({ "from_step": window.start, "to_step": window.end, "chosen": chosen })
-            }
+            Question::Roles { window } => json!({ "from_step": window.start, "to_step": window.end }),
             q => attribution::question_fields(q).unwrap_or_else(|| json!({})),
         };
         v["kind"] = json!(self.kind());

@@ -171,6 +171,15 @@ pub fn relation_lines(g: &DepGraph, segment: &Range<usize>) -> Vec<String> {
     edges.into_iter().map(|e| e.3).collect()
 }
 
+/// DeFA's options that fill in or depart from the paper, for reports.
+pub fn departures(opts: &MethodOptions) -> Vec<String> {
+    vec![
+        format!("segments of {} steps (the paper does not fix a length)", opts.segment_len),
+        format!("at most {MAX_RELATIONS} graph relations per recall (a prompt budget)"),
+        "error categories beyond the two the paper names are falat's own".into(),
+    ]
+}
+
 /// The relations listed per recall at most (a prompt budget).
 pub const MAX_RELATIONS: usize = 40;
 
@@ -327,7 +336,11 @@ fn propagate(
         }
         let context = match ctx.graph {
             Some(g) => {
-                format!("{}\n\nDependency edges of the candidates:\n{}", views.view(k), edge_lines(g, &cands).join("\n"))
+                format!(
+                    "{}\n\nDependency edges of the candidates:\n{}",
+                    views.view(k),
+                    edge_lines(g, &cands).join("\n")
+                )
             }
             None => views.view(k),
         };

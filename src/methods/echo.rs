@@ -162,6 +162,14 @@ pub fn render_fixed_window(t: &Trajectory, h: &Hierarchy) -> String {
     format!("Fixed-window context (each turn with the previous and the next):\n{}", rows.join("\n\n"))
 }
 
+/// ECHO's options that depart from the paper, for reports.
+pub fn departures() -> Vec<String> {
+    vec![
+        format!("L1 turns cut at {L1_MAX_CHARS} characters (the paper shows them whole)"),
+        "panel drawn with a seed from the six perspectives (the paper drew three at random)".into(),
+    ]
+}
+
 /// `k` distinct perspectives (clamped to 1..=6) drawn from the six with the seed mixed with the
 /// trajectory id (a partial Fisher-Yates shuffle of [`Perspective::ALL`]).
 pub fn draw_panel(seed: u64, id: &str, k: usize) -> Vec<Perspective> {

@@ -166,15 +166,39 @@ pub fn run_on(
     }
     match method {
         Method::Falat => {
-            let popts = pipeline::Options { ground_truth: opts.ground_truth, ..opts.pipeline.clone() };
+            let popts = pipeline::Options {
+                ground_truth: opts.ground_truth,
+                ablations: opts.ablations.clone(),
+                ..opts.pipeline.clone()
+            };
             pipeline::diagnose_on(t, sub, judge, &popts)
         }
-        Method::Echo => echo::run(t, sub, judge, opts),
-        Method::Defa => defa::run(t, sub, judge, opts),
+        Method::Echo => with_notes(echo::run(t, sub, judge, opts), judge, &echo::departures()),
+        Method::Defa => with_notes(defa::run(t, sub, judge, opts), judge, &defa::departures(opts)),
         Method::AllAtOnce => baselines::all_at_once(t, sub, judge, opts),
         Method::StepByStep => baselines::step_by_step(t, sub, judge, opts),
         Method::BinarySearch => baselines::binary_search(t, sub, judge, opts),
         Method::Random => baselines::random(t, sub, judge, opts),
+    }
+}
+
+/// Adds the method's options that depart from its paper and, with the offline judge, a note that
+/// its answers stand in for the model's judgement the paper uses.
+fn with_notes(mut d: Diagnosis, judge: &dyn Judge, departures: &[String]) -> Diagnosis {
+    d.details.push(("options".into(), departures.to_vec()));
+    offline_note(&mut d, judge);
+    d
+}
+
+/// With the heuristic judge, a detail saying so (DESIGN §4: a stand-in for the model).
+pub fn offline_note(d: &mut Diagnosis, judge: &dyn Judge) {
+    if judge.name() == "heuristic" {
+        d.details.push((
+            "judge".into(),
+            vec![
+                "offline heuristic judge: lexical and structural signals stand in for the model the paper uses".into(),
+            ],
+        ));
     }
 }
 

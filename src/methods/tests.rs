@@ -86,7 +86,7 @@ fn judge_calls_are_counted_per_method() {
     assert_eq!(calls(Method::Random), 0);
     let d = run_on(Method::Echo, &t);
     let stages: Vec<(&str, u64)> = d.cost.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
-    assert_eq!(stages, vec![("context", 0), ("agent-analysts", 3), ("context", 0), ("step-analysts", 3)]);
+    assert_eq!(stages, vec![("context", 0), ("agent-analysts", 3), ("step-analysts", 3)]);
     assert!(d.cost.iter().all(|c| c.cost.prompt_tokens == 0 && c.cost.completion_tokens == 0));
 }
 

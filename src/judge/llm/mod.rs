@@ -773,7 +773,7 @@ fn in_range(ctx: &Context<'_>, q: &Question) -> bool {
         Question::RecallCandidates { range } => range.start < n,
         Question::LabelTransition { from, to } => *from < n && *to < n,
         Question::Verify { step, live, .. } => *step < n && live.iter().all(|o| *o < n),
-        Question::Roles { window, chosen } => window.end <= n && window.contains(chosen),
+        Question::Roles { window } => window.end <= n && !window.is_empty(),
         Question::IsDecisive { step, .. } => *step < n,
         Question::LocateInRange { range, split, .. } => range.end <= n && range.start < *split && *split < range.end,
         Question::SegmentRecall { segment, .. } => segment.start < n,
@@ -793,9 +793,9 @@ fn neutral(q: &Question) -> Answer {
             passed: false,
             evidence: format!("step {step} is not in the trajectory"),
         }),
-        Question::Roles { chosen, .. } => Answer::Roles {
+        Question::Roles { window } => Answer::Roles {
             roles: Vec::new(),
-            decisive: *chosen,
+            decisive: window.start,
             reason: "the window is outside the trajectory".into(),
         },
         Question::IsDecisive { step, .. } => Answer::Verdict {
@@ -889,7 +889,7 @@ fn describe(q: &Question) -> String {
         }
         Question::LabelTransition { from, to } => format!("transition {from}->{to}"),
         Question::Verify { step, criterion, .. } => format!("{} of step {step}", criterion.as_str()),
-        Question::Roles { chosen, .. } => format!("roles around step {chosen}"),
+        Question::Roles { window } => format!("roles in steps {}-{}", window.start, window.end.saturating_sub(1)),
         Question::LocateError { .. } => "all-at-once attribution".into(),
         Question::IsDecisive { step, .. } => format!("step-by-step verdict on step {step}"),
         Question::LocateInRange { range, .. } => {
