@@ -2,7 +2,7 @@
 //! prints the accuracy table plus, with `-v`, per-file predictions.
 //!
 //! `cargo run --example quick_eval -- data/who-and-when [--method falat,echo|all] [--seed N]
-//! [--panel K] [--jobs N] [--no-ground-truth] [-v]`
+//! [--panel K] [--jobs N] [--phase-threshold X] [--score-floor X] [--no-ground-truth] [-v]`
 use falat::eval;
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::{self, Method, MethodOptions};
@@ -20,7 +20,13 @@ fn main() {
     opts.seed = value(&args, "--seed").map_or(0, |s| s.parse().expect("--seed N"));
     opts.panel = value(&args, "--panel").map_or(3, |s| s.parse().expect("--panel K"));
     let jobs = value(&args, "--jobs").map_or(2, |s| s.parse().expect("--jobs N"));
-    let flags_with_value = ["--method", "--seed", "--panel", "--jobs"];
+    if let Some(x) = value(&args, "--phase-threshold") {
+        opts.pipeline.falat.phase_threshold = x.parse().expect("--phase-threshold X");
+    }
+    if let Some(x) = value(&args, "--score-floor") {
+        opts.pipeline.falat.score_floor = Some(x.parse().expect("--score-floor X"));
+    }
+    let flags_with_value = ["--method", "--seed", "--panel", "--jobs", "--phase-threshold", "--score-floor"];
     let dirs: Vec<&String> = args
         .iter()
         .enumerate()
