@@ -246,6 +246,17 @@ pub struct DryRunCall {
     pub messages: Vec<Message>,
 }
 
+impl DryRunCall {
+    /// The question the request asks: the last paragraph of the user message before the
+    /// `JSON:` answer format, on one line.
+    pub fn question(&self) -> Option<String> {
+        let user = self.messages.iter().rev().find(|m| m.role == "user")?;
+        let head = user.content.rsplit_once("\nJSON:").map_or(user.content.as_str(), |(h, _)| h);
+        let para = head.trim_end().rsplit("\n\n").next()?.trim();
+        (!para.is_empty()).then(|| crate::text::sanitize(&para.split_whitespace().collect::<Vec<_>>().join(" ")))
+    }
+}
+
 /// What [`dry_run`] found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DryRunReport {
@@ -261,7 +272,8 @@ impl DryRunReport {
         self.calls.iter().map(|c| c.prompt_tokens).sum()
     }
 
-    /// A plain-text table: one row per request, then the total.
+    /// A plain-text table: one row per request with, beneath it, the question it asks (the
+    /// paragraph before the answer format, cut at 200 characters), then the total.
     pub fn render(&self) -> String {
         let mut out = format!("dry run for model {}: nothing was sent\n", self.model);
         out.push_str(&format!(
@@ -277,6 +289,9 @@ impl DryRunReport {
                 c.prompt_tokens,
                 c.max_completion_tokens
             ));
+            if let Some(q) = c.question() {
+                out.push_str(&format!("     asks: {}\n", crate::text::clip(&q, 200)));
+            }
         }
         out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
         out

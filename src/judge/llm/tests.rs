@@ -699,6 +699,24 @@ fn dry_run_reports_prompts_without_sending() {
     assert!(r.calls.iter().all(|c| c.prompt_tokens == count_tokens(&c.messages) && c.questions >= 1));
     assert_eq!(r.calls[0].kind, "prior");
     assert!(r.render().contains(&format!("{} prompt tokens", r.prompt_tokens())));
+    // The listing shows the question each request asks, and FALAT's questions in the paper's
+    // order: prior, phases, recall, labels, verification, blind re-search with per-step checks.
+    let kinds: Vec<&str> = r.calls.iter().map(|c| c.kind.as_str()).collect();
+    let first = |k: &str| kinds.iter().position(|x| *x == k).unwrap_or(usize::MAX);
+    assert!(
+        first("prior") < first("phase_summary") && first("phase_summary") < first("recall_candidates"),
+        "{kinds:?}"
+    );
+    assert!(first("recall_candidates") < first("roles") && kinds.last() == Some(&"verify"), "{kinds:?}");
+    let roles = r.calls.iter().find(|c| c.kind == "roles").expect("a re-search request");
+    let asks = roles.question().unwrap();
+    assert!(asks.starts_with("Compare the steps with each other"), "{asks}");
+    let sent: String = roles.messages.iter().map(|m| m.content.as_str()).collect();
+    for hint in ["was chosen", "chosen so far", "keep step", "current choice"] {
+        assert!(!sent.contains(hint), "the re-search prompt hints at the current choice ({hint}): {sent}");
+    }
+    assert!(sent.contains("Expected way to solve the task (prior)"), "π reaches re-search");
+    assert!(r.render().contains("     asks: Compare the steps with each other"), "{}", r.render());
 }
 
 #[test]
