@@ -264,6 +264,13 @@ fn render_prior(app: &App, f: &mut Frame, area: Rect) {
                 ]));
             }
             lines.push(kv(app, "key terms", &clean(&p.key_terms.join(", ")), t.value));
+            let tools = if p.tools.is_empty() { "none found".into() } else { clean(&p.tools.join(", ")) };
+            lines.push(kv(app, "tools", &tools, t.text));
+            lines.push(Line::styled("  expected procedure", t.dim));
+            for (k, e) in p.procedure.iter().enumerate() {
+                let who = e.agent.as_deref().map_or(String::new(), |a| format!(" ({})", clean(a)));
+                lines.push(Line::styled(format!("    {}. {}{who}", k + 1, clean(&e.action)), t.text));
+            }
         }
     }
     let block = pane(app, "Prior", true, String::new());
