@@ -157,3 +157,29 @@ fn eval_command_prints_a_row_per_method_and_writes_jsonl() {
     }
     assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 6);
 }
+
+#[test]
+fn eval_ablate_adds_one_row_per_component_on_the_same_data() {
+    let out = falat()
+        .args([
+            "eval",
+            "data/who-and-when/Hand-Crafted",
+            "-m",
+            "falat,defa",
+            "--ablate",
+            "pruning,segmentation,consensus",
+        ])
+        .args(["--tolerance", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> =
+        table.lines().filter(|l| l.contains("Hand-Crafted")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    // ECHO's component is listed but ECHO is not run; each method gets only its own components.
+    assert_eq!(rows, ["falat", "falat-pruning", "defa", "defa-segmentation"], "{table}");
+    assert!(table.lines().all(|l| !l.contains("Hand-Crafted") || l.contains(" 35 ")), "same data: {table}");
+    let bad = falat().args(["eval", "data/who-and-when/Hand-Crafted", "--ablate", "nope"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown component \"nope\""));
+}

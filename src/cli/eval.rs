@@ -86,10 +86,21 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     opts.seed = args.seed;
     let rows = variants(&args.method, args.ablate.as_deref().unwrap_or_default());
     let names: Vec<&str> = rows.iter().map(|(n, _, _)| n.as_str()).collect();
+    // An ablation row gets a judge of its own: a judge remembers its answers per trajectory and
+    // question, and a row with a component off must not reuse the full method's answers.
+    let extra: Vec<std::sync::Arc<dyn crate::judge::Judge>> =
+        rows.iter().filter(|(_, _, a)| !a.is_empty()).map(|_| args.judge.build()).collect::<Result<_, _>>()?;
+    let judge_of = |name: &str| -> &dyn crate::judge::Judge {
+        let k = rows.iter().filter(|(_, _, a)| !a.is_empty()).position(|(n, _, _)| n == name);
+        match k {
+            Some(k) => extra[k].as_ref(),
+            None => judge.as_ref(),
+        }
+    };
     let diagnose = |t: &Trajectory, name: &str| {
         let (_, m, ablations) = rows.iter().find(|(n, _, _)| n == name).expect("a listed variant");
         let opts = MethodOptions { ablations: ablations.clone(), ..opts.clone() };
-        let mut d = methods::run(*m, t, judge.as_ref(), &opts);
+        let mut d = methods::run(*m, t, judge_of(name), &opts);
         d.method = name.to_string();
         d
     };
