@@ -46,8 +46,9 @@ pub struct FalatOptions {
     /// What to name when no candidate is valid (the paper is silent).
     pub fallback: Fallback,
     /// A phase of `M_hi` is searched when its suspicion (0..=1) reaches this. The paper zooms
-    /// into "suspicious phases" without a threshold; 0.5 is falat's choice (chosen on the tune part of
-    /// the bundled data: with the offline judge it examines phases with an error, or several risks).
+    /// into "suspicious phases" without a threshold; 0.5 is falat's choice: with the offline judge
+    /// it examines phases with an error, a failed run or an agent's own values, or several lesser
+    /// risks, and skips phases that only answer or whose agent `π` did not expect.
     pub phase_threshold: f32,
 }
 

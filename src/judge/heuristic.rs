@@ -52,8 +52,9 @@ pub mod weights {
     pub const PHASE_ERROR: f32 = 0.5;
     /// Phase suspicion: a step of the phase hedges.
     pub const PHASE_HEDGE: f32 = 0.4;
-    /// Phase suspicion: an agent of the phase introduces values of its own.
-    pub const PHASE_VALUES: f32 = 0.3;
+    /// Phase suspicion: an agent of the phase introduces values of its own (the way invented
+    /// figures enter a run, so as strong as an error).
+    pub const PHASE_VALUES: f32 = 0.5;
     /// Phase suspicion: the phase answers or claims a verified result.
     pub const PHASE_ANSWER: f32 = 0.3;
     /// Phase suspicion: the phase's agent is none of those the prior expects.
