@@ -8,6 +8,8 @@
 //! the paper's behaviour (or, where the paper is silent, a documented choice), listed by
 //! [`FalatOptions::departures`] in reports.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Pruning, Transition};
 
 /// What FALAT does when no candidate passes both verification criteria (the paper does not
@@ -112,7 +114,14 @@ pub fn prune(
     final_step: Option<usize>,
     o: &Overrides,
 ) {
-    let steps: Vec<usize> = candidates.iter().map(|c| c.step).collect();
+    let steps: HashSet<usize> = candidates.iter().map(|c| c.step).collect();
+    // Labels by their source and by their target, each in label order (linear in the labels).
+    let mut by_from: HashMap<usize, Vec<&(usize, usize, Transition)>> = HashMap::new();
+    let mut by_to: HashMap<usize, Vec<&(usize, usize, Transition)>> = HashMap::new();
+    for l in labels {
+        by_from.entry(l.0).or_default().push(l);
+        by_to.entry(l.1).or_default().push(l);
+    }
     for c in candidates.iter_mut() {
         c.pruned = None;
         if o.excluded.contains(&c.step) {
@@ -126,8 +135,13 @@ pub fn prune(
         if c.origin == Origin::User {
             continue;
         }
-        let incoming: Vec<&(usize, usize, Transition)> =
-            labels.iter().filter(|(f, to, _)| *to == c.step && *f < c.step && steps.contains(f)).collect();
+        let incoming: Vec<&(usize, usize, Transition)> = by_to
+            .get(&c.step)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|(f, _, _)| *f < c.step && steps.contains(f))
+            .collect();
         let shifted = incoming.iter().any(|(_, _, l)| *l == Transition::ErrorShift);
         let adopted = incoming.iter().find(|(_, _, l)| matches!(l, Transition::FollowUp | Transition::Redundancy));
         if let (false, Some((f, _, l))) = (shifted, adopted) {
@@ -138,7 +152,7 @@ pub fn prune(
             c.pruned = Some(Pruning { transition: *l, by_step: Some(*f), reason });
             continue;
         }
-        let out: Vec<&(usize, usize, Transition)> = labels.iter().filter(|(f, _, _)| *f == c.step).collect();
+        let out: &[&(usize, usize, Transition)] = by_from.get(&c.step).map_or(&[], Vec::as_slice);
         let is_final = final_step.is_some_and(|e| c.step >= e);
         // A correction repairs the deviation: what the candidate passed on before the repair
         // (its own tool output, say) does not carry it to the final output.
@@ -220,9 +234,10 @@ pub fn decide(candidates: &[Candidate], checks: &[Checked], opts: &FalatOptions,
         return Verdict::Pinned(p);
     }
     let best = best_live_score(candidates);
+    let by_step: HashMap<usize, &Candidate> = candidates.iter().map(|c| (c.step, c)).collect();
     let mut valid: Vec<usize> = checks
         .iter()
-        .filter(|k| candidates.iter().find(|c| c.step == k.step).is_some_and(|c| is_valid(c, k, best, opts)))
+        .filter(|k| by_step.get(&k.step).is_some_and(|c| is_valid(c, k, best, opts)))
         .map(|k| k.step)
         .collect();
     valid.sort_unstable();
