@@ -83,7 +83,10 @@ impl Evidence {
     }
 }
 
-static CODE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```").unwrap());
+/// A fenced code block: both fences start a line (up to three spaces of indent, as in
+/// CommonMark), so a sentence that mentions "```python code blocks" opens no block.
+static CODE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?ms)^ {0,3}```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^ {0,3}```").unwrap());
 static EXIT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(?:exit ?code|exited with code|exit status):? *(-?\d+)").unwrap());
 /// Plumbing fields: ids, timeouts, yield and wall times, token counts of the harness, written as
@@ -258,6 +261,16 @@ mod tests {
         assert!(
             ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.text(t) == "Traceback (most recent call last):")
         );
+    }
+
+    #[test]
+    fn a_fence_opens_only_at_the_start_of_a_line() {
+        let t = "Runs scripts (quoted in ```python code blocks) or ```sh blocks.\n\n```sh\nls /tmp\n```\nDone.";
+        let blocks: Vec<_> =
+            extract_text(t).into_iter().filter(|e| matches!(e.kind, EvidenceKind::CodeBlock(_))).collect();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].kind, EvidenceKind::CodeBlock(Some("sh".into())));
+        assert_eq!(blocks[0].text(t), "```sh\nls /tmp\n```");
     }
 
     #[test]

@@ -31,9 +31,14 @@ struct Fixture {
 
 impl Fixture {
     fn new(name: &str) -> Fixture {
+        Fixture::copy(&Path::new("tests/fixtures/tui").join(name))
+    }
+
+    /// A copy of any trace file (the bundled Who&When runs live in `data/who-and-when`).
+    fn copy(source: &Path) -> Fixture {
         let dir = tempfile::tempdir().expect("tempdir");
-        let trace = dir.path().join(name);
-        std::fs::copy(Path::new("tests/fixtures/tui").join(name), &trace).expect("copy fixture");
+        let trace = dir.path().join(source.file_name().expect("a file name"));
+        std::fs::copy(source, &trace).expect("copy fixture");
         Fixture { dir, trace }
     }
 
@@ -1003,4 +1008,30 @@ async fn a_large_trace_opens_on_its_first_steps_and_indexes_the_rest_in_the_back
     press(&mut app, &format!(":{}<enter>", n - 1));
     assert_eq!(app.step, n - 1);
     assert!(screen(&app).contains(&format!("#{} Computer_terminal", n - 1)));
+}
+
+// ----- evidence -----
+
+/// The text of a drawn line.
+fn line_text(l: &ratatui::text::Line) -> String {
+    l.spans.iter().map(|s| s.content.as_ref()).collect()
+}
+
+#[test]
+fn a_fence_in_the_middle_of_a_sentence_opens_no_code_block() {
+    // Hand-crafted 47, step 51: the team description mentions "```python code blocks" mid-line;
+    // the real block is the `sh` script further down.
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
+    let mut app = f.open();
+    press(&mut app, ":51<enter><enter>");
+    assert_eq!((app.step, app.focus), (51, Pane::Evidence));
+    let lines = app.evidence_lines(51, 200);
+    let find = |needle: &str| {
+        lines.iter().map(line_text).find(|t| t.contains(needle)).unwrap_or_else(|| panic!("no line with {needle}"))
+    };
+    assert!(find("ComputerTerminal: A computer terminal").starts_with("  "), "prose keeps the plain gutter");
+    assert!(find("We are working to address").starts_with("  "));
+    assert!(find("unzip /workspace/API_NY").starts_with("│ "), "the sh block is code");
+    assert!(find("ls /workspace/unzipped_data").starts_with("│ "));
+    assert!(find("Run this script to extract").starts_with("  "), "the block ends at its closing fence");
 }
