@@ -128,8 +128,8 @@ fn snapshot_views(fixture: &str, label: &str) {
     if label == "after" {
         press(&mut app, "a");
         let decisive = app.diagnosis.clone().expect("the pipeline ran").decisive_step.expect("a decisive step");
-        // Show the decisive step with its markers in the hierarchy view.
-        press(&mut app, &format!(":{decisive}<enter>"));
+        // The run itself selects the decisive step: no key needed to see it.
+        assert_eq!(app.step, decisive);
     }
     settings.bind(|| {
         for v in View::ALL {
@@ -1034,4 +1034,53 @@ fn a_fence_in_the_middle_of_a_sentence_opens_no_code_block() {
     assert!(find("unzip /workspace/API_NY").starts_with("│ "), "the sh block is code");
     assert!(find("ls /workspace/unzipped_data").starts_with("│ "));
     assert!(find("Run this script to extract").starts_with("  "), "the block ends at its closing fence");
+}
+
+// ----- the verdict is reachable -----
+
+#[test]
+fn after_a_run_the_decisive_step_is_selected_and_its_phase_marked() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    assert_eq!((app.step, app.phase), (0, 0));
+    press(&mut app, "a");
+    let d = app.decisive_step().expect("a decisive step");
+    assert_eq!((app.view, app.focus, app.step), (View::Hierarchy, Pane::Steps, d));
+    assert_eq!(app.phase, app.phase_of(d));
+    let screen = screen(&app);
+    // The phase row holding the verdict carries ▶, and the selected step row is on screen.
+    let marked: Vec<&str> = screen.lines().filter(|l| l.contains("│▶")).collect();
+    assert_eq!(marked.len(), 1, "{screen}");
+    assert!(marked[0].contains(&format!("▶{:>2} ", app.phase)), "{screen}");
+    assert!(screen.contains(&format!("#{d} ")), "the evidence header shows the step: {screen}");
+}
+
+#[test]
+fn one_key_goes_to_the_decisive_step_from_every_view() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "d");
+    assert!(app.status.as_ref().expect("status").text.contains("no verdict yet"));
+    press(&mut app, "a");
+    let d = app.decisive_step().expect("a decisive step");
+    for v in ["1", "2", "3", "4", "5", "6"] {
+        press(&mut app, &format!(":0<enter>{v}d"));
+        assert_eq!((app.view, app.step), (View::Hierarchy, d), "from view {v}");
+    }
+}
+
+#[test]
+fn enter_on_a_step_number_in_the_verdict_view_jumps_to_it() {
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, "a:0<enter>5");
+    let d = app.decisive_step().expect("a decisive step");
+    let links = app.verdict_links();
+    assert_eq!(links[0], d, "the decisive step comes first");
+    press(&mut app, "<enter>");
+    assert_eq!((app.view, app.step), (View::Hierarchy, d));
+    if links.len() > 1 {
+        press(&mut app, "5j<enter>");
+        assert_eq!((app.view, app.step), (View::Hierarchy, links[1]));
+    }
 }

@@ -31,7 +31,7 @@ pub enum Action {
     NextPane,
     /// Focus the previous pane.
     PrevPane,
-    /// Search step content.
+    /// Search step content; in the candidates view, filter the candidates.
     Search,
     /// Next search match.
     SearchNext,
@@ -39,6 +39,10 @@ pub enum Action {
     SearchPrev,
     /// Jump to a step by number.
     JumpToStep,
+    /// Select the decisive step in the hierarchy view, from any view.
+    GoToDecisive,
+    /// Sort the candidates by the next key (score, step, agent, state).
+    Sort,
     /// Copy the selected step to the clipboard (OSC 52).
     Copy,
     /// Run the whole pipeline.
@@ -113,7 +117,7 @@ impl Group {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 37] = [
+    pub const ALL: [Action; 39] = [
         Action::Up,
         Action::Down,
         Action::PageUp,
@@ -128,6 +132,8 @@ impl Action {
         Action::SearchNext,
         Action::SearchPrev,
         Action::JumpToStep,
+        Action::GoToDecisive,
+        Action::Sort,
         Action::ViewHierarchy,
         Action::ViewCandidates,
         Action::ViewRoles,
@@ -173,6 +179,8 @@ impl Action {
             SearchNext => "search_next",
             SearchPrev => "search_prev",
             JumpToStep => "jump_to_step",
+            GoToDecisive => "go_to_decisive",
+            Sort => "sort",
             Copy => "copy",
             RunAll => "run_all",
             RunPrior => "run_prior",
@@ -213,10 +221,12 @@ impl Action {
             Back => "back up",
             NextPane => "next pane",
             PrevPane => "previous pane",
-            Search => "search step content",
+            Search => "search steps / filter candidates",
             SearchNext => "next match",
             SearchPrev => "previous match",
             JumpToStep => "jump to step number",
+            GoToDecisive => "go to the decisive step",
+            Sort => "sort candidates (score, step, agent, state)",
             Copy => "copy step (osc 52)",
             RunAll => "run the whole pipeline",
             RunPrior => "run prior + hierarchy",
@@ -246,7 +256,7 @@ impl Action {
         use Action::*;
         match self {
             Up | Down | PageUp | PageDown | Top | Bottom | Enter | Back | NextPane | PrevPane | Search | SearchNext
-            | SearchPrev | JumpToStep => Group::Navigate,
+            | SearchPrev | JumpToStep | GoToDecisive | Sort => Group::Navigate,
             ViewHierarchy | ViewCandidates | ViewRoles | ViewPrior | ViewVerdict | ViewMethods | NextView
             | PrevView => Group::Views,
             RunAll | RunPrior | RunDependencies | RunVerification | RunResearch | RunMethods | Cancel => {

@@ -584,6 +584,7 @@ impl App {
             Action::Help => self.mode = Mode::Help,
             Action::Search => self.mode = Mode::Search(String::new()),
             Action::JumpToStep => self.mode = Mode::Jump(String::new()),
+            Action::GoToDecisive => self.go_to_decisive(),
             Action::SearchNext => self.search_again(true),
             Action::SearchPrev => self.search_again(false),
             Action::Copy => return self.copy(),
@@ -750,6 +751,7 @@ impl App {
                     }
                     View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
                     View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
+                    View::Verdict => self.verdict_links().get(self.list_sel).copied(),
                     _ => None,
                 };
                 if let Some(s) = target {
@@ -768,6 +770,7 @@ impl App {
             View::Candidates => self.n_candidates(),
             View::Roles => self.role_rows().len(),
             View::Methods => Method::ALL.len(),
+            View::Verdict => self.verdict_links().len(),
             _ => 0,
         }
     }
@@ -887,6 +890,7 @@ impl App {
             View::Candidates => self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step),
             View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
             View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
+            View::Verdict => self.verdict_links().get(self.list_sel).copied(),
             _ => None,
         }
     }
@@ -1034,7 +1038,9 @@ impl App {
                 if let Some(r) = d.methods.into_iter().next() {
                     self.method_results.insert(m, r);
                 }
+                let before = self.decisive_step();
                 self.diagnosis = d.diagnosis;
+                self.follow_verdict(before);
                 self.refresh_marks();
                 self.clamp_list();
                 let verdict = self.verdict_line();
@@ -1042,7 +1048,9 @@ impl App {
             }
             (Ok(()), _) => {
                 self.pipeline = d.pipeline;
+                let before = self.decisive_step();
                 self.diagnosis = d.diagnosis;
+                self.follow_verdict(before);
                 self.refresh_marks();
                 self.clamp_list();
                 let verdict = self.verdict_line();
@@ -1063,6 +1071,54 @@ impl App {
             Some(t) => vec![self.start(t)],
             None => Vec::new(),
         }
+    }
+
+    /// The decisive step of the current diagnosis.
+    pub fn decisive_step(&self) -> Option<usize> {
+        self.diagnosis.as_ref().and_then(|d| d.decisive_step)
+    }
+
+    /// After a run: when the verdict names a new decisive step, select it so that the hierarchy
+    /// view shows it without further keys (a re-run that keeps the verdict leaves the selection).
+    fn follow_verdict(&mut self, before: Option<usize>) {
+        let Some(s) = self.decisive_step().filter(|s| Some(*s) != before) else { return };
+        self.select_step(s);
+        if self.focus == Pane::Phases {
+            self.focus = Pane::Steps;
+        }
+    }
+
+    /// Selects the decisive step in the hierarchy view, from any view.
+    fn go_to_decisive(&mut self) {
+        match self.decisive_step() {
+            Some(s) if s < self.n_steps() => {
+                self.select_step(s);
+                self.view = View::Hierarchy;
+                if self.focus == Pane::Phases {
+                    self.focus = Pane::Steps;
+                }
+                self.set_status(Level::Info, format!("step {s}: the decisive step"));
+            }
+            Some(s) => self.set_status(Level::Info, format!("decisive step {s} is not indexed yet")),
+            None if self.diagnosis.is_some() => self.set_status(Level::Info, "the verdict names no decisive step"),
+            None => self.set_status(
+                Level::Info,
+                format!("no verdict yet: press {} to run the pipeline", self.keymap.hint(Action::RunAll)),
+            ),
+        }
+    }
+
+    /// The step numbers the verdict view lists, in the order its selection moves through them:
+    /// the decisive step, the dependency path to the final output, the gold step.
+    pub fn verdict_links(&self) -> Vec<usize> {
+        let Some(d) = &self.diagnosis else { return Vec::new() };
+        let mut out: Vec<usize> = d.decisive_step.into_iter().collect();
+        for s in d.path.iter().copied().chain(self.traj.gold.as_ref().and_then(|g| g.step)) {
+            if !out.contains(&s) && s < self.total_steps() {
+                out.push(s);
+            }
+        }
+        out
     }
 
     fn verdict_line(&self) -> String {

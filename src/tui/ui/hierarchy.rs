@@ -37,7 +37,7 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let phases = app.phases();
     let focused = app.focus == Pane::Phases;
-    let block = pane(app, "Phases", focused, format!("{} of {}", app.phase + 1, phases.len()));
+    let block = pane(app, "Phases", focused, format!("phase {} · {} phases", app.phase, phases.len()));
     let inner = block.inner(area);
     f.render_widget(block, area);
     focus_height(app, Pane::Phases, inner);
@@ -46,6 +46,9 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let scored = app.pipeline.space.is_some();
     let id_w = phases.len().saturating_sub(1).to_string().len().max(2);
     let range_w = 2 * app.total_steps().saturating_sub(1).to_string().len() + 2;
+    // The phase that holds the decisive step: its bar may not be the highest (the verdict weighs
+    // more than the phase score), so it is marked on its own.
+    let verdict_phase = app.decisive_step().filter(|s| *s < app.n_steps()).map(|s| app.phase_of(s));
     let lines: Vec<Line> = phases
         .iter()
         .enumerate()
@@ -59,8 +62,10 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
                 "  -       ".to_string()
             };
             let range = format!("{}-{}", p.range.start, p.range.end.saturating_sub(1));
+            let here = verdict_phase == Some(i);
             let line = Line::from(vec![
-                Span::styled(format!("{i:>id_w$} "), t.dim),
+                Span::styled(if here { "▶" } else { " " }, t.root_cause),
+                Span::styled(format!("{i:>id_w$} "), if here { t.title_focus } else { t.dim }),
                 Span::styled(col(&range, range_w.max(6)), t.text),
                 Span::styled(susp, t.suspicion),
                 Span::styled(clean(&p.summary), t.text),

@@ -173,7 +173,9 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
 fn hint_actions(app: &App) -> Vec<(Action, &'static str)> {
     let mut v = match app.view {
         View::Hierarchy => vec![(Action::Enter, "drill"), (Action::Back, "back"), (Action::NextPane, "pane")],
-        View::Candidates | View::Roles => vec![(Action::Enter, "go to step"), (Action::Back, "back")],
+        View::Candidates | View::Roles | View::Verdict => {
+            vec![(Action::Enter, "go to step"), (Action::Back, "back")]
+        }
         View::Methods => {
             vec![(Action::RunMethods, "run all methods"), (Action::Enter, "go to step"), (Action::Back, "back")]
         }

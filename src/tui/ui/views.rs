@@ -300,6 +300,12 @@ fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
+/// A step number the verdict view links to: shown selected when the view's selection is on it.
+fn step_link(app: &App, s: usize, style: Style) -> Span<'static> {
+    let sel = app.verdict_links().get(app.list_sel) == Some(&s);
+    Span::styled(s.to_string(), if sel { app.theme.selection } else { style })
+}
+
 fn verdict_lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
     let Some(d) = &app.diagnosis else { return Vec::new() };
@@ -309,7 +315,8 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
             let bar = "█".repeat((d.confidence * 10.0).round() as usize);
             lines.push(Line::from(vec![
                 Span::styled(" ROOT_CAUSE ", t.root_cause),
-                Span::styled(format!("  decisive step {s}"), t.title_focus),
+                Span::styled("  decisive step ", t.title_focus),
+                step_link(app, s, t.title_focus),
                 Span::styled(format!(" · agent {}", clean(d.agent.as_deref().unwrap_or("?"))), t.text),
                 Span::styled(format!(" · {}", clean(&d.category)), t.warn),
             ]));
@@ -332,8 +339,14 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
     lines.push(Line::styled(format!("  {}", clean(&d.reason)), t.text));
     lines.push(Line::raw(""));
     if !d.path.is_empty() {
-        let p: Vec<String> = d.path.iter().map(|s| s.to_string()).collect();
-        lines.push(kv(app, "dependency path to the final output", &p.join(" → "), t.text));
+        let mut spans = vec![Span::styled("  dependency path to the final output: ", t.dim)];
+        for (i, s) in d.path.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" → ", t.dim));
+            }
+            spans.push(step_link(app, *s, t.text));
+        }
+        lines.push(Line::from(spans));
     }
     let o = &d.overrides;
     let ov = if o.is_empty() {
@@ -348,10 +361,15 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
     };
     lines.push(kv(app, "your overrides", &ov, t.marked));
     if let Some(g) = &app.traj.gold {
-        let step = g.step.map_or("?".into(), |s| s.to_string());
+        let step = g.step.map_or(Span::styled("?", t.dim), |s| step_link(app, s, t.dim));
         let agree = d.decisive_step.is_some() && d.decisive_step == g.step;
         let note = if agree { " (same step)" } else { "" };
-        lines.push(kv(app, "gold label (data set)", &format!("step {step} by {}{note}", clean(&g.agent)), t.dim));
+        lines.push(Line::from(vec![
+            Span::styled("  gold label (data set): ", t.dim),
+            Span::styled("step ", t.dim),
+            step,
+            Span::styled(format!(" by {}{note}", clean(&g.agent)), t.dim),
+        ]));
     }
     let calls: Vec<String> = d
         .cost
