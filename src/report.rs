@@ -11,6 +11,32 @@ use crate::text;
 /// The JSON report schema identifier; bump the version on any incompatible change.
 pub const SCHEMA: &str = "falat.diagnosis/v1";
 
+/// The JSON report of the machine's verdict with the user's decision beside it: `machine` is the
+/// diagnosis without overrides, `user` the one with the user's overrides (see
+/// `docs/REPORT_SCHEMA.md`, `user_decision`). The verdict fields, the confidence and the
+/// candidates are always the machine's.
+pub fn to_json_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> Value {
+    let mut v = to_json(t, machine);
+    if let Some(u) = user {
+        v["overrides"] = overrides_json(&u.overrides);
+        v["user_decision"] = json!({
+            "decisive_step": u.decisive_step,
+            "agent": u.agent,
+            "category": u.category,
+            "reason": u.reason,
+            "roles": u.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
+            "path": u.path,
+        });
+    } else {
+        v["user_decision"] = Value::Null;
+    }
+    v
+}
+
+fn overrides_json(o: &crate::diagnosis::Overrides) -> Value {
+    json!({"marked": o.marked, "excluded": o.excluded, "pinned": o.pinned})
+}
+
 /// The JSON report of one diagnosis (see `docs/REPORT_SCHEMA.md`).
 pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
     let total = d.total_cost();
@@ -51,11 +77,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
                 "wall_ms": ms(total.wall),
             },
         },
-        "overrides": {
-            "marked": d.overrides.marked,
-            "excluded": d.overrides.excluded,
-            "pinned": d.overrides.pinned,
-        },
+        "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
         "details": d.details.iter().map(|(title, lines)| json!({"title": title, "lines": lines})).collect::<Vec<_>>(),
         "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
@@ -88,6 +110,41 @@ fn candidate_json(c: &Candidate) -> Value {
             "temporal_precedence": {"passed": v.precedence.passed, "evidence": v.precedence.evidence},
         })),
     })
+}
+
+/// [`to_markdown`] of the machine's verdict, with a "Your decision" section after the verdict
+/// when the user overrode it (`user` is the diagnosis with the overrides). The verdict, its
+/// confidence and the candidates stay the machine's.
+pub fn to_markdown_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> String {
+    let md = to_markdown(t, machine);
+    let Some(u) = user else { return md };
+    let mut section = String::from("\n## Your decision\n\n");
+    let o = &u.overrides;
+    let list = |v: &[usize]| if v.is_empty() { "none".to_string() } else { steps(v) };
+    section.push_str(&format!(
+        "You overrode the machine: marked {}, excluded {}, pinned {}.\n\n",
+        list(&o.marked),
+        list(&o.excluded),
+        o.pinned.map_or("none".to_string(), |p| p.to_string())
+    ));
+    match u.decisive_step {
+        Some(s) => section.push_str(&format!(
+            "With your overrides the decisive step is **step {s}** by **{}** ({}). The machine's verdict above is unchanged.\n",
+            cell(u.agent.as_deref().unwrap_or("?")),
+            u.category
+        )),
+        None => section.push_str("With your overrides no decisive step can be named. The machine's verdict above is unchanged.\n"),
+    }
+    section.push_str(&format!("\n{}\n", text::sanitize(&u.reason)));
+    // After the verdict's own section, before the roles.
+    let at = ["\n## Roles\n", "\n## Candidates\n"].iter().find_map(|h| md.find(h)).unwrap_or(md.len());
+    let mut out = md;
+    out.insert_str(at, &section);
+    out
+}
+
+fn steps(v: &[usize]) -> String {
+    v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// The Markdown report a person reads: task, verdict, why, roles, candidates, path, cost.

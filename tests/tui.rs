@@ -440,9 +440,59 @@ fn pin_reruns_saves_and_is_restored_on_reopen() {
     assert!(status.contains("restored your overrides"), "{status}");
     press(&mut again, "a");
     assert_eq!(again.diagnosis.clone().expect("diagnosis").decisive_step, Some(16));
+    // Restored overrides: the run also finds the machine's own verdict to show beside them.
+    assert_eq!(again.machine_verdict().expect("machine verdict").decisive_step, Some(12));
     press(&mut again, "e");
     let md = std::fs::read_to_string(store::beside(&f.trace, ".falat.md")).expect("markdown");
-    assert!(md.contains("User overrides: marked [], excluded [], pinned 16"), "{md}");
+    assert!(md.contains("**Decisive step 12**"), "{md}");
+    assert!(md.contains("You overrode the machine: marked none, excluded none, pinned 16."), "{md}");
+}
+
+#[test]
+fn an_override_is_the_users_decision_beside_the_machines_unchanged_verdict() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a");
+    let machine = app.diagnosis.clone().expect("diagnosis");
+    assert_eq!(machine.decisive_step, Some(12));
+    // Pin the task statement (step 0), whose own checks fail.
+    press(&mut app, ":0<enter>p");
+    let user = app.user_decision().cloned().expect("a user decision");
+    assert_eq!((user.decisive_step, user.overrides.pinned), (Some(0), Some(0)));
+    let m = app.machine_verdict().expect("machine verdict");
+    assert_eq!(
+        (m.decisive_step, m.confidence, m.category.as_str()),
+        (Some(12), machine.confidence, machine.category.as_str())
+    );
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("pinned step 0"), "{status}");
+    press(&mut app, "5");
+    let verdict = screen(&app);
+    assert!(verdict.contains("decisive step 12"), "{verdict}");
+    assert!(verdict.contains(&format!("confidence {:.2}", machine.confidence)), "{verdict}");
+    assert!(verdict.contains("YOUR DECISION   step 0"), "{verdict}");
+    assert!(!verdict.contains("confidence 1.00"), "the pin's confidence is not shown as the machine's: {verdict}");
+    // The methods view compares machine verdicts: the falat row keeps step 12.
+    press(&mut app, "6M");
+    assert_eq!(app.method_results[&Method::Falat].decisive_step, Some(12));
+    // The export carries both, the machine's verdict in the verdict fields.
+    press(&mut app, "e");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(store::beside(&f.trace, ".falat.report.json")).expect("json"))
+            .expect("valid");
+    assert_eq!(json["decisive_step"], 12);
+    assert_eq!(json["category"], serde_json::json!(machine.category));
+    assert_eq!(json["user_decision"]["decisive_step"], 0);
+    assert_eq!(json["user_decision"]["category"], "user_pinned");
+    assert_eq!(json["overrides"]["pinned"], 0);
+    let md = std::fs::read_to_string(store::beside(&f.trace, ".falat.md")).expect("markdown");
+    assert!(md.contains("**Decisive step 12** by **WebSurfer**"), "{md}");
+    assert!(md.contains("## Your decision"), "{md}");
+    assert!(md.contains("With your overrides the decisive step is **step 0**"), "{md}");
+    // Undo: no decision of the user's any more.
+    press(&mut app, "u");
+    assert!(app.user_decision().is_none());
+    assert_eq!(app.decisive_step(), Some(12));
 }
 
 #[test]
@@ -542,7 +592,7 @@ fn export_writes_both_reports_beside_the_trace() {
     assert!(status.contains(&md_path.display().to_string()) && status.contains(&json_path.display().to_string()));
     let md = std::fs::read_to_string(&md_path).expect("markdown");
     assert!(md.starts_with("# falat diagnosis"));
-    assert!(md.contains("User overrides: marked [3]"), "{md}");
+    assert!(md.contains("You overrode the machine: marked 3, excluded none, pinned none."), "{md}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json")).expect("valid");
     assert_eq!(json["schema"], "falat.diagnosis/v1");
@@ -738,6 +788,7 @@ async fn a_background_run_reports_progress_and_its_result() {
         target: RunTarget::All,
         pipeline: app.pipeline.clone(),
         opts: falat::pipeline::Options::new(true),
+        machine: false,
     };
     job::spawn(req, Arc::clone(&app.traj), Arc::new(HeuristicJudge), tx);
     let mut progress = 0;
@@ -851,6 +902,7 @@ fn a_new_run_while_running_cancels_and_follows() {
         outcome: Err(falat::pipeline::Cancelled),
         diagnosis: None,
         methods: Vec::new(),
+        machine: None,
         elapsed: Duration::ZERO,
     };
     let next = app.on_job(JobMsg::Done(Box::new(cancelled)));

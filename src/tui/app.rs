@@ -238,8 +238,12 @@ pub struct App {
     pub indexing: bool,
     /// The stages run so far.
     pub pipeline: Pipeline,
-    /// The diagnosis of the last finished run.
+    /// The diagnosis of the last finished run, with the user's overrides applied (the user's
+    /// decision when there are overrides).
     pub diagnosis: Option<Diagnosis>,
+    /// The machine's verdict of the same stages without the overrides, kept while
+    /// [`App::diagnosis`] carries overrides (see [`App::machine_verdict`]).
+    pub machine: Option<Diagnosis>,
     /// The method `a` runs: falat runs the staged pipeline (with overrides), another method runs
     /// through [`crate::methods::run`].
     pub method: Method,
@@ -277,6 +281,8 @@ pub struct App {
     /// The run in progress.
     pub running: Option<Running>,
     pending: Option<RunTarget>,
+    /// What the last override did, for the status line once its re-run is done.
+    override_note: Option<(Level, String)>,
     next_id: u64,
     /// The status message.
     pub status: Option<Status>,
@@ -331,6 +337,7 @@ impl App {
             indexing,
             pipeline: Pipeline::default(),
             diagnosis: None,
+            machine: None,
             method: config.method,
             method_results: std::collections::BTreeMap::new(),
             marks: HashMap::new(),
@@ -351,6 +358,7 @@ impl App {
             search_total: 0,
             running: None,
             pending: None,
+            override_note: None,
             next_id: 1,
             status: None,
             exported: None,
@@ -908,7 +916,16 @@ impl App {
         let Some(d) = &self.diagnosis else {
             return self.set_status(Level::Warn, "nothing to export yet: run the pipeline first (press a)");
         };
-        match store::export(&self.trace, &self.traj, d) {
+        let Some(machine) = self.machine_verdict() else {
+            let _ = d;
+            let key = self.keymap.hint(Action::RunAll);
+            return self.set_status(
+                Level::Warn,
+                format!("the machine's verdict without your overrides is not known yet: press {key}, then export"),
+            );
+        };
+        let user = self.user_decision();
+        match store::export(&self.trace, &self.traj, machine, user) {
             Ok(e) => {
                 let msg = format!("exported {} and {}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
@@ -953,7 +970,16 @@ impl App {
             cancelling: false,
         });
         self.dirty = true;
-        let req = RunRequest { id, target, pipeline: self.pipeline.clone(), opts: self.options() };
+        let mut opts = self.options();
+        if !target.is_pipeline() {
+            // The methods view compares machine verdicts: the user's overrides stay out of it.
+            opts.overrides = Overrides::default();
+        }
+        // An override re-run keeps the machine verdict already known; any other run asks anew.
+        let machine = target.is_pipeline()
+            && !opts.overrides.is_empty()
+            && (self.machine_verdict().is_none() || !matches!(target, RunTarget::Rerun { .. }));
+        let req = RunRequest { id, target, pipeline: self.pipeline.clone(), opts, machine };
         Effect::Run(Box::new(req))
     }
 
@@ -1049,12 +1075,19 @@ impl App {
             (Ok(()), _) => {
                 self.pipeline = d.pipeline;
                 let before = self.decisive_step();
-                self.diagnosis = d.diagnosis;
+                let previous = std::mem::replace(&mut self.diagnosis, d.diagnosis);
+                self.keep_machine_verdict(previous, d.machine);
                 self.follow_verdict(before);
                 self.refresh_marks();
                 self.clamp_list();
                 let verdict = self.verdict_line();
-                self.set_status(Level::Ok, format!("finished {}{took}{verdict}", run.target.label()));
+                let (level, done) = match (self.override_note.take(), run.target) {
+                    (Some((level, note)), RunTarget::Rerun { .. }) => {
+                        (level, format!("{note}; re-ran {}", run.target.label()))
+                    }
+                    _ => (Level::Ok, format!("finished {}", run.target.label())),
+                };
+                self.set_status(level, format!("{done}{took}{verdict}"));
             }
             // A cancelled pipeline run keeps the stages it finished.
             (Err(_), target) if target.is_pipeline() && d.pipeline.last_stage().is_some() => {
@@ -1073,9 +1106,41 @@ impl App {
         }
     }
 
-    /// The decisive step of the current diagnosis.
+    /// The machine's verdict: the diagnosis itself when it carries no override, else the one
+    /// computed without them (`None` before any run, or while it is unknown).
+    pub fn machine_verdict(&self) -> Option<&Diagnosis> {
+        match &self.diagnosis {
+            Some(d) if d.overrides.is_empty() => Some(d),
+            Some(_) => self.machine.as_ref(),
+            None => None,
+        }
+    }
+
+    /// The user's decision: the diagnosis with the overrides, when there are any.
+    pub fn user_decision(&self) -> Option<&Diagnosis> {
+        self.diagnosis.as_ref().filter(|d| !d.overrides.is_empty())
+    }
+
+    /// After a pipeline run: which machine verdict stands beside the new diagnosis.
+    fn keep_machine_verdict(&mut self, previous: Option<Diagnosis>, computed: Option<Diagnosis>) {
+        let with_overrides = self.diagnosis.as_ref().is_some_and(|d| !d.overrides.is_empty());
+        self.machine = match (computed, previous) {
+            _ if !with_overrides => None,
+            (Some(m), _) => Some(m),
+            (None, Some(p)) if p.overrides.is_empty() => Some(p),
+            (None, _) => self.machine.take(),
+        };
+        // The methods view's falat row is the machine's verdict of a full run.
+        if self.pipeline.research.is_some()
+            && let Some(m) = self.machine_verdict().cloned()
+        {
+            self.method_results.insert(Method::Falat, m);
+        }
+    }
+
+    /// The decisive step of the machine's verdict (of the diagnosis while that is unknown).
     pub fn decisive_step(&self) -> Option<usize> {
-        self.diagnosis.as_ref().and_then(|d| d.decisive_step)
+        self.machine_verdict().or(self.diagnosis.as_ref()).and_then(|d| d.decisive_step)
     }
 
     /// After a run: when the verdict names a new decisive step, select it so that the hierarchy
@@ -1109,11 +1174,15 @@ impl App {
     }
 
     /// The step numbers the verdict view lists, in the order its selection moves through them:
-    /// the decisive step, the dependency path to the final output, the gold step.
+    /// the machine's decisive step, the user's decision, the dependency path to the final
+    /// output, the gold step.
     pub fn verdict_links(&self) -> Vec<usize> {
-        let Some(d) = &self.diagnosis else { return Vec::new() };
-        let mut out: Vec<usize> = d.decisive_step.into_iter().collect();
-        for s in d.path.iter().copied().chain(self.traj.gold.as_ref().and_then(|g| g.step)) {
+        let Some(d) = self.machine_verdict().or(self.diagnosis.as_ref()) else { return Vec::new() };
+        let machine = self.machine_verdict().and_then(|m| m.decisive_step);
+        let user = self.user_decision().and_then(|u| u.decisive_step);
+        let mut out = Vec::new();
+        let path = d.path.iter().copied();
+        for s in machine.into_iter().chain(user).chain(path).chain(self.traj.gold.as_ref().and_then(|g| g.step)) {
             if !out.contains(&s) && s < self.total_steps() {
                 out.push(s);
             }
@@ -1122,13 +1191,18 @@ impl App {
     }
 
     fn verdict_line(&self) -> String {
-        match self.diagnosis.as_ref().and_then(|d| d.decisive_step.map(|s| (s, d))) {
+        let machine = match self.machine_verdict().and_then(|d| d.decisive_step.map(|s| (s, d))) {
             Some((s, d)) => format!(
                 ": decisive step {s} by {} (confidence {:.2})",
                 clean(d.agent.as_deref().unwrap_or("?")),
                 d.confidence
             ),
+            None if self.machine_verdict().is_some() => ": no decisive step named".into(),
             None => String::new(),
+        };
+        match self.user_decision() {
+            Some(u) => format!("{machine}; your decision: {}", user_decision_text(u)),
+            None => machine,
         }
     }
 
@@ -1216,6 +1290,7 @@ impl App {
         } else if rerun.is_none() {
             text.push_str("; press a to run the pipeline with them");
         }
+        self.override_note = rerun.is_some().then(|| (level, text.clone()));
         let effects = rerun.map(|t| self.request(t)).unwrap_or_default();
         self.set_status(level, text);
         effects
@@ -1238,6 +1313,19 @@ fn prefix(t: &Trajectory, n: usize) -> Trajectory {
     p.steps = t.steps[..n.min(t.steps.len())].to_vec();
     p.links = t.links.iter().filter(|l| l.from < n && l.to < n).copied().collect();
     p
+}
+
+/// The user's decision in a few words: `step 4 (pinned)` or `step 7 with your marks`.
+pub fn user_decision_text(u: &Diagnosis) -> String {
+    let how = if u.overrides.pinned.is_some() && u.overrides.pinned == u.decisive_step {
+        "pinned"
+    } else {
+        "with your overrides"
+    };
+    match u.decisive_step {
+        Some(s) => format!("step {s} ({how})"),
+        None => "no step (with your overrides)".into(),
+    }
 }
 
 /// Adds `s` to the list or removes it; true when it was added.

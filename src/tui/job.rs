@@ -73,6 +73,9 @@ pub struct RunRequest {
     pub pipeline: Pipeline,
     /// Ground truth, window and overrides (cancel and progress are set by the runner).
     pub opts: Options,
+    /// Also compute the machine's verdict without the overrides (the app has none for this
+    /// pipeline state yet), so that the user's decision is shown beside it, never in its place.
+    pub machine: bool,
 }
 
 /// The result of a run.
@@ -88,6 +91,9 @@ pub struct JobDone {
     pub diagnosis: Option<Diagnosis>,
     /// The diagnoses of a method run, in [`Method::ALL`] order (empty for pipeline runs).
     pub methods: Vec<Diagnosis>,
+    /// The verdict of the same stages without the user's overrides, when the request asked for
+    /// it and the overrides are not empty.
+    pub machine: Option<Diagnosis>,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -138,7 +144,24 @@ pub fn execute(
     };
     // A cancelled run still reports what its finished stages found.
     let diagnosis = (outcome.is_ok() || p.last_stage().is_some()).then(|| p.diagnosis(t, judge, &opts));
-    JobDone { id: req.id, pipeline: p, outcome, diagnosis, methods: Vec::new(), elapsed: start.elapsed() }
+    let machine = (req.machine && outcome.is_ok() && !opts.overrides.is_empty())
+        .then(|| machine_verdict(&p, t, judge, &opts))
+        .flatten();
+    JobDone { id: req.id, pipeline: p, outcome, diagnosis, methods: Vec::new(), machine, elapsed: start.elapsed() }
+}
+
+/// The verdict of the stages `p` ran, re-run from stage 2 (where overrides enter) without the
+/// overrides; `None` when cancelled.
+fn machine_verdict(p: &Pipeline, t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Option<Diagnosis> {
+    let o = Options { overrides: Default::default(), ..opts.clone() };
+    let mut m = p.clone();
+    if let Some(last) = p.last_stage().filter(|s| *s >= Stage::Dependencies) {
+        m.run(t, judge, &o, Stage::Dependencies).ok()?;
+        if last > Stage::Dependencies {
+            m.run(t, judge, &o, last).ok()?;
+        }
+    }
+    Some(m.diagnosis(t, judge, &o))
 }
 
 /// The options of a method run: the request's ground truth, window and overrides (FALAT applies
@@ -183,7 +206,15 @@ fn execute_methods(
         RunTarget::Method(_) => out.first().cloned(),
         _ => None,
     };
-    JobDone { id: req.id, pipeline: req.pipeline.clone(), outcome, diagnosis, methods: out, elapsed: start.elapsed() }
+    JobDone {
+        id: req.id,
+        pipeline: req.pipeline.clone(),
+        outcome,
+        diagnosis,
+        methods: out,
+        machine: None,
+        elapsed: start.elapsed(),
+    }
 }
 
 /// A judge that stops asking the real one once the run is cancelled: later questions get the

@@ -144,15 +144,16 @@ pub struct Exported {
     pub json: PathBuf,
 }
 
-/// Writes the Markdown and JSON reports of `d` beside `trace`.
+/// Writes the Markdown and JSON reports beside `trace`: the machine's verdict, and the user's
+/// decision (the diagnosis with the overrides) beside it when there is one.
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn export(trace: &Path, t: &Trajectory, d: &Diagnosis) -> anyhow::Result<Exported> {
+pub fn export(trace: &Path, t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> anyhow::Result<Exported> {
     let markdown = beside(trace, ".falat.md");
     let json = beside(trace, ".falat.report.json");
-    write_atomic(&markdown, report::to_markdown(t, d).as_bytes())?;
-    let value = report::to_json(t, d);
+    write_atomic(&markdown, report::to_markdown_with(t, machine, user).as_bytes())?;
+    let value = report::to_json_with(t, machine, user);
     write_atomic(&json, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())?;
     Ok(Exported { markdown, json })
 }

@@ -308,10 +308,19 @@ fn step_link(app: &App, s: usize, style: Style) -> Span<'static> {
 
 fn verdict_lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let Some(d) = &app.diagnosis else { return Vec::new() };
+    let Some(current) = &app.diagnosis else { return Vec::new() };
+    let machine = app.machine_verdict();
+    let d = machine.unwrap_or(current);
     let mut lines = Vec::new();
-    match d.decisive_step {
-        Some(s) => {
+    match (machine, d.decisive_step) {
+        (None, _) => lines.push(Line::styled(
+            format!(
+                "the machine's verdict without your overrides is not known yet: press {}",
+                app.keymap.hint(Action::RunAll)
+            ),
+            t.warn,
+        )),
+        (Some(_), Some(s)) => {
             let bar = "█".repeat((d.confidence * 10.0).round() as usize);
             lines.push(Line::from(vec![
                 Span::styled(" ROOT_CAUSE ", t.root_cause),
@@ -326,13 +335,29 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
                 Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
             ]));
         }
-        None => lines.push(Line::styled(
+        (Some(_), None) => lines.push(Line::styled(
             format!(
                 "no decisive step named yet: stages so far leave it open; press {}",
                 app.keymap.hint(Action::RunAll)
             ),
             t.warn,
         )),
+    }
+    if let Some(u) = app.user_decision() {
+        lines.push(Line::raw(""));
+        let mut head = vec![Span::styled(" YOUR DECISION ", t.pinned.reversed())];
+        match u.decisive_step {
+            Some(s) => {
+                head.push(Span::styled("  step ", t.title_focus));
+                head.push(step_link(app, s, t.title_focus));
+                head.push(Span::styled(format!(" · agent {}", clean(u.agent.as_deref().unwrap_or("?"))), t.text));
+                head.push(Span::styled(format!(" · {}", clean(&u.category)), t.warn));
+            }
+            None => head.push(Span::styled("  no step can be named with your overrides", t.title_focus)),
+        }
+        lines.push(Line::from(head));
+        lines.push(Line::styled("  yours, not the machine's: its verdict and confidence above are unchanged", t.dim));
+        lines.push(Line::styled(format!("  {}", clean(&u.reason)), t.text));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("why", t.title));
