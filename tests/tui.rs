@@ -135,6 +135,10 @@ fn snapshot_views(fixture: &str, label: &str) {
         for v in View::ALL {
             app.view = v;
             insta::assert_snapshot!(v.title().to_lowercase(), screen(&app));
+            for (w, h) in [(80, 24), (200, 60)] {
+                let name = format!("{}-{w}x{h}", v.title().to_lowercase());
+                insta::assert_snapshot!(name, draw(&app, w, h).backend().to_string());
+            }
         }
     });
 }
@@ -179,7 +183,9 @@ fn snapshot_help_overlay_and_running_status() {
     assert_eq!(app.mode, Mode::Help);
     insta::assert_snapshot!("hand-crafted-1-help", screen(&app));
     press(&mut app, "j");
-    assert_eq!(app.mode, Mode::Normal, "any key closes the help");
+    assert_eq!((app.mode.clone(), app.help_scroll), (Mode::Help, 1), "j scrolls the help, it stays open");
+    press(&mut app, "<esc>");
+    assert_eq!(app.mode, Mode::Normal, "esc closes the help");
     // A run in progress, as the background job reports it.
     let effects = app.on_key(key_event(KeyCode::Char('a')));
     assert!(matches!(effects.as_slice(), [tui::Effect::Run(_)]));
@@ -353,7 +359,9 @@ fn an_edge_jumps_to_the_other_step() {
     let edges: Vec<(bool, usize)> = app.edges().into_iter().map(|(i, s, _)| (i, s)).collect();
     assert!(!edges.is_empty(), "step 1 has dependency edges");
     let s = screen(&app);
-    assert!(s.contains("protocol:") || s.contains("semantic"), "edge kinds shown:\n{s}");
+    assert!(s.contains("← #0   runs the code  1.00"), "edge kinds shown in plain words:\n{s}");
+    assert!(s.contains("  step link           strength transition"), "the dependencies have column headers:\n{s}");
+    assert!(s.contains("no dependency path from step 1 to the final output (step 5)"), "{s}");
     press(&mut app, "<tab><tab>");
     assert_eq!(app.focus, Pane::Edges);
     let target = edges[edges.len() - 1].1;
@@ -670,8 +678,11 @@ fn the_key_map_file_rebinds_and_the_help_follows() {
     press(&mut app, "r");
     assert!(app.diagnosis.is_some());
     app.on_key(KeyEvent::new(KeyCode::F(2), KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
     let s = screen(&app);
     assert!(s.contains(&format!("{:<19}run the whole pipeline", "r")), "{s}");
+    app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    let s = screen(&app);
     assert!(s.contains(&format!("{:<19}this help", "f2")), "{s}");
 }
 
@@ -1135,4 +1146,80 @@ fn enter_on_a_step_number_in_the_verdict_view_jumps_to_it() {
         press(&mut app, "5j<enter>");
         assert_eq!((app.view, app.step), (View::Hierarchy, links[1]));
     }
+}
+
+// ----- 80×24 -----
+
+#[test]
+fn at_80_by_24_the_help_scrolls_to_every_key_and_the_footer_keeps_export_and_copy() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let small = |app: &App| draw(app, 80, 24).backend().to_string();
+    let footer = small(&app).lines().last().expect("footer").to_string();
+    for hint in ["e export", "y copy", "? help", "q quit", "a run"] {
+        assert!(footer.contains(hint), "{hint} in {footer}");
+    }
+    app.on_key(key_event(KeyCode::Char('?')));
+    let first = small(&app);
+    assert!(first.contains("navigate") && !first.contains("undo last override"), "{first}");
+    // Scrolling (at the 80×24 height) reaches the overrides and general keys.
+    let mut seen = String::new();
+    for _ in 0..3 {
+        app.on_key(key_event(KeyCode::PageDown));
+        seen.push_str(&small(&app));
+    }
+    assert!(seen.contains("undo last override") && seen.contains("export reports"), "{seen}");
+    app.on_key(key_event(KeyCode::Char('G')));
+    let end = small(&app);
+    assert!(end.contains("dead end") && end.contains("(dead_end)"), "the legend ends the help: {end}");
+    insta::assert_snapshot!("hand-crafted-1-help-80x24-end", end);
+    app.on_key(key_event(KeyCode::Char('?')));
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn at_80_by_24_titles_never_collide_and_cut_text_ends_in_an_ellipsis() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a");
+    for v in View::ALL {
+        app.view = v;
+        let screen = draw(&app, 80, 24).backend().to_string();
+        for line in screen.lines() {
+            // A pane title is followed by its rule, never by another title's text.
+            for title in [" Phases ", " Steps ", " Evidence ", " Dependencies ", " Candidates ", " Roles "] {
+                if let Some(at) = line.find(&format!("┌{title}")) {
+                    let after = &line[at + "┌".len() + title.len()..];
+                    assert!(after.starts_with('─'), "{title} collides in {line}");
+                }
+            }
+        }
+    }
+    app.view = View::Hierarchy;
+    let screen = draw(&app, 80, 24).backend().to_string();
+    // The steps list: the agent names are whole and the decision is cut with an ellipsis.
+    let row = screen.lines().find(|l| l.contains(" 12 WebSurfer")).expect("step 12 row");
+    assert!(row.contains("…│"), "{row}");
+    let status = screen.lines().rev().nth(1).expect("status").trim_matches('"');
+    assert!(status.ends_with('…'), "a long status is cut with an ellipsis: {status}");
+}
+
+#[test]
+fn wrapped_lines_keep_their_indent_and_agent_names_use_the_width() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2");
+    let screen = draw(&app, 80, 24).backend().to_string();
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines.iter().position(|l| l.contains("prior_deviation     0.40")).expect("finding row");
+    // The continuation starts under the evidence text (after "  prior_deviation     0.40  ").
+    assert!(lines[at + 1].starts_with(&format!("\"│{}", " ".repeat(28))), "{}", lines[at + 1]);
+    assert!(!lines[at + 1][4 + 28..].starts_with(' '), "{}", lines[at + 1]);
+    // Agent names are whole when there is room (BusinessLogic_Expert has 20 characters).
+    let g = Fixture::new(ALGO);
+    let mut app = g.open();
+    press(&mut app, ":3<enter>");
+    let wide = draw(&app, 160, 40).backend().to_string();
+    assert!(wide.contains(" 2 BusinessLogic_Expert    "), "{wide}");
+    assert!(wide.contains(" 4 DataVerification_Expert "), "{wide}");
 }

@@ -23,7 +23,7 @@ use super::keymap::KeyMap;
 use super::store::{self, Exported};
 use super::theme::Theme;
 use crate::diagnosis::{Diagnosis, Overrides, Role};
-use crate::graph::DepGraph;
+use crate::graph::{DepEdge, DepGraph, EdgeKind};
 use crate::hierarchy::{Hierarchy, Phase};
 use crate::judge::Judge;
 use crate::methods::Method;
@@ -219,6 +219,8 @@ pub struct UiState {
     pub rects: Cell<[Rect; 4]>,
     /// The list area of the candidates and roles views.
     pub view_list: Cell<Rect>,
+    /// Visible lines of the help overlay.
+    pub help_height: Cell<u16>,
 }
 
 /// The TUI's state.
@@ -274,6 +276,8 @@ pub struct App {
     pub list_sel: usize,
     /// Where keys go.
     pub mode: Mode,
+    /// First visible line of the help overlay.
+    pub help_scroll: usize,
     /// The last search query.
     pub query: Option<String>,
     search_re: Option<Regex>,
@@ -353,6 +357,7 @@ impl App {
             edge: 0,
             list_sel: 0,
             mode: Mode::Normal,
+            help_scroll: 0,
             query: None,
             search_re: None,
             search_total: 0,
@@ -418,11 +423,35 @@ impl App {
         self.traj.steps.len()
     }
 
-    /// The selected step's edges: `(incoming?, other step, edge)`, incoming first.
-    pub fn edges(&self) -> Vec<(bool, usize, &crate::graph::DepEdge)> {
+    /// The selected step's edges as the dependencies pane lists them: `(incoming?, other step,
+    /// edge)`, incoming first, each side strongest first; edges that share nothing but small
+    /// numbers are left out (see [`App::weak_edges`]).
+    pub fn edges(&self) -> Vec<(bool, usize, &DepEdge)> {
+        self.all_edges().into_iter().filter(|(_, _, e)| !number_only(e)).collect()
+    }
+
+    /// The selected step's edges that share nothing but small numbers (a count, a year, "89"):
+    /// such values recur by chance, so these links say little about where a value came from.
+    pub fn weak_edges(&self) -> Vec<(bool, usize, &DepEdge)> {
+        self.all_edges().into_iter().filter(|(_, _, e)| number_only(e)).collect()
+    }
+
+    fn all_edges(&self) -> Vec<(bool, usize, &DepEdge)> {
         let Some(g) = self.graph() else { return Vec::new() };
-        let inc = g.incoming(self.step).into_iter().map(|(s, e)| (true, s, e));
-        inc.chain(g.outgoing(self.step).into_iter().map(|(s, e)| (false, s, e))).collect()
+        let mut inc = g.incoming(self.step);
+        let mut out = g.outgoing(self.step);
+        for v in [&mut inc, &mut out] {
+            v.sort_by(|a, b| b.1.weight.total_cmp(&a.1.weight).then(a.0.cmp(&b.0)));
+        }
+        let inc = inc.into_iter().map(|(s, e)| (true, s, e));
+        inc.chain(out.into_iter().map(|(s, e)| (false, s, e))).collect()
+    }
+
+    /// A dependency path from the selected step to the final output (the last step), both
+    /// included; `None` when its effect does not reach it.
+    pub fn path_to_output(&self) -> Option<Vec<usize>> {
+        let last = self.n_steps().checked_sub(1)?;
+        self.graph()?.path(self.step, last)
     }
 
     /// The rows of the roles view: every step in the re-search window around the decisive step
@@ -489,13 +518,34 @@ impl App {
         self.dirty = true;
         match self.mode.clone() {
             Mode::Normal => self.keymap.action(&k).map(|a| self.apply(a)).unwrap_or_default(),
-            Mode::Help => {
-                self.mode = Mode::Normal;
-                if self.keymap.action(&k) == Some(Action::Quit) { vec![Effect::Quit] } else { Vec::new() }
-            }
+            Mode::Help => self.on_help_key(k),
             Mode::Search(buf) => self.edit_input(k, buf, true),
             Mode::Jump(buf) => self.edit_input(k, buf, false),
         }
+    }
+
+    /// Keys while the help is open: the moving keys scroll it, help or back close it, quit
+    /// quits; other keys do nothing (so a stray key does not close it).
+    fn on_help_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let height = (self.ui.help_height.get() as usize).max(1);
+        let max = super::ui::help_lines(self).len().saturating_sub(height);
+        let page = height.saturating_sub(1).max(1);
+        self.help_scroll = match self.keymap.action(&k) {
+            Some(Action::Quit) => return vec![Effect::Quit],
+            Some(Action::Help | Action::Back) => {
+                self.mode = Mode::Normal;
+                0
+            }
+            Some(Action::Up) => self.help_scroll.saturating_sub(1),
+            Some(Action::Down) => self.help_scroll + 1,
+            Some(Action::PageUp) => self.help_scroll.saturating_sub(page),
+            Some(Action::PageDown) => self.help_scroll + page,
+            Some(Action::Top) => 0,
+            Some(Action::Bottom) => max,
+            _ => self.help_scroll,
+        }
+        .min(max);
+        Vec::new()
     }
 
     fn edit_input(&mut self, k: KeyEvent, mut buf: String, search: bool) -> Vec<Effect> {
@@ -870,7 +920,8 @@ impl App {
                 self.view = View::Hierarchy;
                 self.scroll_to_match(&q);
                 let total = self.search_total;
-                self.set_status(Level::Info, format!("'{}' found in step {s} ({total} steps match)", clean(&q)));
+                let steps = if total == 1 { "step matches" } else { "steps match" };
+                self.set_status(Level::Info, format!("'{}' found in step {s} ({total} {steps})", clean(&q)));
             }
             None => self.set_status(Level::Warn, format!("no step contains '{}'", clean(&q))),
         }
@@ -1301,6 +1352,15 @@ impl App {
         let o = &self.overrides;
         (o.marked.contains(&s), o.excluded.contains(&s), o.pinned == Some(s))
     }
+}
+
+/// Whether a semantic edge shares nothing but small numbers (at most four digits).
+pub fn number_only(e: &DepEdge) -> bool {
+    let small = |k: &str| {
+        let digits: String = k.chars().filter(|c| !matches!(c, '.' | '-' | '%' | '$')).collect();
+        !digits.is_empty() && digits.len() <= 4 && digits.chars().all(|c| c.is_ascii_digit())
+    };
+    e.kind == EdgeKind::Semantic && !e.shared.is_empty() && e.shared.iter().all(|k| small(k))
 }
 
 /// The first `n` steps of a trajectory, with the links among them.

@@ -6,11 +6,11 @@ use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
 
-use super::{col, pane, scroll_offset, selected};
-use crate::diagnosis::Role;
-use crate::graph::EdgeKind;
+use super::{col, fit, pane, scroll_offset, selected};
+use crate::diagnosis::{Role, Transition};
+use crate::graph::{DepEdge, EdgeKind};
 use crate::hierarchy::Origin;
-use crate::model::StepKind;
+use crate::model::{LinkKind, StepKind};
 use crate::text;
 use crate::tui::app::{App, Pane, clean};
 use crate::tui::highlight;
@@ -37,7 +37,8 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let phases = app.phases();
     let focused = app.focus == Pane::Phases;
-    let block = pane(app, "Phases", focused, format!("phase {} · {} phases", app.phase, phases.len()));
+    let info = [format!("phase {} · {} phases", app.phase, phases.len()), format!("{}/{}", app.phase, phases.len())];
+    let block = pane(app, "Phases", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
     focus_height(app, Pane::Phases, inner);
@@ -70,7 +71,7 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(susp, t.suspicion),
                 Span::styled(clean(&p.summary), t.text),
             ]);
-            row(app, line, i == app.phase, focused, inner.width)
+            row(app, fit(line, inner.width), i == app.phase, focused, inner.width)
         })
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
@@ -87,25 +88,53 @@ fn row(app: &App, line: Line<'static>, is_sel: bool, focused: bool, width: u16) 
 fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     let range = app.phases().get(app.phase).map(|p| p.range.clone()).unwrap_or(0..0);
     let focused = app.focus == Pane::Steps;
-    let right =
-        format!("phase {} · steps {}-{} of {}", app.phase, range.start, range.end.saturating_sub(1), app.total_steps());
-    let block = pane(app, "Steps", focused, right);
+    let (first, last, total) = (range.start, range.end.saturating_sub(1), app.total_steps());
+    let info = [
+        format!("phase {} · steps {first}-{last} of {total}", app.phase),
+        format!("steps {first}-{last} of {total}"),
+        format!("{first}-{last}"),
+    ];
+    let block = pane(app, "Steps", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
     focus_height(app, Pane::Steps, inner);
     let h = inner.height as usize;
     let sel = app.step.saturating_sub(range.start);
     let off = scroll_offset(&app.ui.step_offset, sel, range.len(), h);
-    let digits = app.total_steps().saturating_sub(1).to_string().len();
+    let cols = StepColumns::new(app, inner.width);
     let lines: Vec<Line> = (range.start + off..range.end)
         .take(h)
-        .map(|s| row(app, step_row(app, s, digits, inner.width), s == app.step, focused, inner.width))
+        .map(|s| row(app, fit(step_row(app, s, &cols), inner.width), s == app.step, focused, inner.width))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The columns of a step row at a width: a column that does not fit is left out and its room
+/// goes to the decision text; the agent column is as wide as the longest agent name allows.
+struct StepColumns {
+    digits: usize,
+    agent: usize,
+    kind: bool,
+    role: bool,
+}
+
+impl StepColumns {
+    fn new(app: &App, width: u16) -> StepColumns {
+        let width = width as usize;
+        let digits = app.total_steps().saturating_sub(1).to_string().len();
+        let longest = app.traj.agents.iter().map(|a| clean(&a.name).chars().count()).max().unwrap_or(5).max(5);
+        // Markers and number; the decision keeps at least a third of the row.
+        let fixed = 2 + digits + 2;
+        let kind = width >= 70;
+        let role = app.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty()) && width >= 50;
+        let extra = if kind { 8 } else { 0 } + if role { 5 } else { 0 };
+        let room = width.saturating_sub(fixed + extra + width / 3);
+        StepColumns { digits, agent: (longest + 1).min(room.max(6)), kind, role }
+    }
+}
+
 /// `★◆ 12 WebSurfer      msg    ROOT I typed ...`
-fn step_row(app: &App, s: usize, digits: usize, width: u16) -> Line<'static> {
+fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
     let t = &app.theme;
     let sum = &app.hierarchy().steps[s];
     let (marked, excluded, pinned) = app.user_marks(s);
@@ -122,22 +151,22 @@ fn step_row(app: &App, s: usize, digits: usize, width: u16) -> Line<'static> {
         None if sum.flags.error || sum.flags.failed_execution => Span::styled("!", t.error),
         None => Span::raw(" "),
     };
-    let role = match m.role {
-        Some(r) => Span::styled(format!("{:<5}", short_role(r)), t.role(r)),
-        None => Span::raw("     "),
-    };
+    let digits = cols.digits;
     let mut spans = vec![
         user,
         cand,
         Span::styled(format!(" {s:>digits$} "), t.dim),
-        Span::styled(col(&clean(&sum.agent), 14), t.text),
-        Span::raw(" "),
+        Span::styled(col(&clean(&sum.agent), cols.agent), t.text),
     ];
-    if width >= 60 {
-        spans.push(Span::styled(col(short_kind(sum.kind), 7), t.dim));
+    if cols.kind {
+        spans.push(Span::styled(col(short_kind(sum.kind), 8), t.dim));
     }
-    spans.push(role);
-    spans.push(Span::raw(" "));
+    if cols.role {
+        spans.push(match m.role {
+            Some(r) => Span::styled(format!("{:<5}", short_role(r)), t.role(r)),
+            None => Span::raw("     "),
+        });
+    }
     spans.push(Span::styled(clean(&sum.decision), t.text));
     Line::from(spans)
 }
@@ -164,7 +193,7 @@ fn short_kind(k: StepKind) -> &'static str {
 
 fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Evidence;
-    let probe = pane(app, "Evidence", focused, String::new());
+    let probe = pane(app, "Evidence", focused, &[], area.width);
     let inner = probe.inner(area);
     let [head, body] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
     let text_area = Rect { width: body.width.saturating_sub(1), ..body };
@@ -172,15 +201,11 @@ fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
     let lines = if text_area.width > 0 { app.evidence_lines(app.step, text_area.width) } else { Default::default() };
     let h = text_area.height as usize;
     let scroll = app.evidence_scroll.min(lines.len().saturating_sub(h));
-    let right = format!(
-        "step {} · lines {}-{} of {}",
-        app.step,
-        (scroll + 1).min(lines.len()),
-        (scroll + h).min(lines.len()),
-        lines.len()
-    );
-    f.render_widget(pane(app, "Evidence", focused, right), area);
-    f.render_widget(Paragraph::new(evidence_header(app, head.width)), head);
+    let (from, to, n) = ((scroll + 1).min(lines.len()), (scroll + h).min(lines.len()), lines.len());
+    let info = [format!("step {} · lines {from}-{to} of {n}", app.step), format!("{from}-{to} of {n}")];
+    f.render_widget(pane(app, "Evidence", focused, &info, area.width), area);
+    let header: Vec<Line> = evidence_header(app, head.width).into_iter().map(|l| fit(l, head.width)).collect();
+    f.render_widget(Paragraph::new(header), head);
     let q = app.query.as_deref().filter(|q| !q.is_empty());
     let visible: Vec<Line> = lines
         .iter()
@@ -274,39 +299,138 @@ fn render_edges(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Edges;
     let edges = app.edges();
     let n_in = edges.iter().filter(|e| e.0).count();
-    let right = format!("step {} · {} in · {} out", app.step, n_in, edges.len() - n_in);
-    let block = pane(app, "Dependencies", focused, right);
+    let (s, n_out) = (app.step, edges.len() - n_in);
+    let info = [format!("step {s} · {n_in} in · {n_out} out"), format!("{n_in} in · {n_out} out")];
+    let block = pane(app, "Dependencies", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    focus_height(app, Pane::Edges, inner);
     if app.graph().is_none() {
         return f.render_widget(Paragraph::new("building the dependency graph…").style(t.dim), inner);
     }
+    let [path_row, head, list] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    f.render_widget(Paragraph::new(fit(path_line(app), inner.width)), path_row);
+    let weak = app.weak_edges();
     if edges.is_empty() {
-        return f.render_widget(Paragraph::new("no dependency edges for this step").style(t.dim), inner);
+        let msg = if weak.is_empty() {
+            "no dependency edges for this step".to_string()
+        } else {
+            format!("no dependency edges for this step but {} through small numbers only", weak.len())
+        };
+        return f.render_widget(Paragraph::new(fit(Line::styled(msg, t.dim), inner.width)), head);
     }
-    let h = inner.height as usize;
+    let cols = EdgeColumns::new(app);
+    f.render_widget(Paragraph::new(fit(Line::styled(cols.header(), t.dim), inner.width)), head);
+    focus_height(app, Pane::Edges, list);
+    let h = list.height as usize;
     let off = scroll_offset(&app.ui.edge_offset, app.edge, edges.len(), h);
-    let lines: Vec<Line> = edges
+    let mut lines: Vec<Line> = edges
         .iter()
         .enumerate()
         .skip(off)
         .take(h)
         .map(|(i, (incoming, other, e))| {
-            let kind_style = if e.kind == EdgeKind::Semantic { t.edge_semantic } else { t.edge_protocol };
-            let label = e.label.map_or("·".to_string(), |l| l.as_str().to_string());
-            let shared = text::clip(&e.shared.iter().map(|k| clean(k)).collect::<Vec<_>>().join(", "), 22);
-            let sum = &app.hierarchy().steps[*other];
-            let line = Line::from(vec![
-                Span::styled(if *incoming { "← " } else { "→ " }, t.key),
-                Span::styled(format!("#{other:<5}"), t.text),
-                Span::styled(col(&e.kind.label(), 21), kind_style),
-                Span::styled(col(&label, 13), t.candidate),
-                Span::styled(col(&shared, 23), t.value),
-                Span::styled(format!("{}: {}", clean(&sum.agent), clean(&sum.decision)), t.dim),
-            ]);
-            row(app, line, i == app.edge, focused, inner.width)
+            let line = fit(edge_row(app, &cols, *incoming, *other, e), list.width);
+            row(app, line, i == app.edge, focused, list.width)
         })
         .collect();
-    f.render_widget(Paragraph::new(lines), inner);
+    if !weak.is_empty() && lines.len() < h {
+        let values: Vec<String> = weak.iter().flat_map(|(_, _, e)| e.shared.iter().map(|k| clean(k))).collect();
+        let note = format!("+{} links through small numbers only ({}), left out", weak.len(), values.join(", "));
+        lines.push(fit(Line::styled(note, t.dim), list.width));
+    }
+    f.render_widget(Paragraph::new(lines), list);
+}
+
+/// The widths of the dependency columns: the step column fits the largest step number.
+struct EdgeColumns {
+    step: usize,
+}
+
+impl EdgeColumns {
+    fn new(app: &App) -> EdgeColumns {
+        EdgeColumns { step: (app.total_steps().saturating_sub(1).to_string().len() + 2).max(5) }
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "  {}{}{}{}{}{}",
+            col("step", self.step),
+            col("link", 15),
+            col("strength", 9),
+            col("transition", 17),
+            col("shared values", 23),
+            "agent: decision"
+        )
+    }
+}
+
+fn edge_row(app: &App, cols: &EdgeColumns, incoming: bool, other: usize, e: &DepEdge) -> Line<'static> {
+    let t = &app.theme;
+    let kind_style = if e.kind == EdgeKind::Semantic { t.edge_semantic } else { t.edge_protocol };
+    let label = e.label.map_or("", plain_transition);
+    let shared = text::clip(&e.shared.iter().map(|k| clean(k)).collect::<Vec<_>>().join(", "), 22);
+    let sum = &app.hierarchy().steps[other];
+    Line::from(vec![
+        Span::styled(if incoming { "← " } else { "→ " }, t.key),
+        Span::styled(col(&format!("#{other}"), cols.step), t.text),
+        Span::styled(col(&plain_kind(&e.kind), 15), kind_style),
+        Span::styled(col(&format!("{:.2}", e.weight), 9), t.dim),
+        Span::styled(col(label, 17), t.candidate),
+        Span::styled(col(&shared, 23), t.value),
+        Span::styled(format!("{}: {}", clean(&sum.agent), clean(&sum.decision)), t.dim),
+    ])
+}
+
+/// The path from the selected step to the final output, or why there is none.
+fn path_line(app: &App) -> Line<'static> {
+    let t = &app.theme;
+    let last = app.n_steps().saturating_sub(1);
+    if app.step == last {
+        return Line::styled("this is the final step: it gives the output", t.dim);
+    }
+    match app.path_to_output() {
+        Some(p) => {
+            let mut spans = vec![Span::styled("to the output: ", t.dim)];
+            for (i, s) in p.iter().enumerate() {
+                if i > 0 {
+                    spans.push(Span::styled(" → ", t.dim));
+                }
+                let style = if *s == app.step { t.title_focus } else { t.text };
+                spans.push(Span::styled(format!("#{s}"), style));
+            }
+            let hops = p.len() - 1;
+            spans.push(Span::styled(format!(" ({hops} {})", if hops == 1 { "hop" } else { "hops" }), t.dim));
+            Line::from(spans)
+        }
+        None => {
+            Line::styled(format!("no dependency path from step {} to the final output (step {last})", app.step), t.dim)
+        }
+    }
+}
+
+/// An edge kind in plain words (the paper's term is in the help).
+pub fn plain_kind(k: &EdgeKind) -> String {
+    match k {
+        EdgeKind::Semantic => "reuses values".into(),
+        EdgeKind::Protocol(l) => match l {
+            LinkKind::ToolResult => "tool result",
+            LinkKind::Delegation => "delegation",
+            LinkKind::Parent => "parent",
+            LinkKind::Execution => "runs the code",
+        }
+        .into(),
+    }
+}
+
+/// A transition label in plain words (the paper's term is in the help).
+pub fn plain_transition(l: Transition) -> &'static str {
+    match l {
+        Transition::FollowUp => "follows it",
+        Transition::Redundancy => "repeats it",
+        Transition::NoInfluence => "not influenced",
+        Transition::ErrorShift => "changes the error",
+        Transition::Correction => "corrects it",
+        Transition::DeadEnd => "dead end",
+    }
 }

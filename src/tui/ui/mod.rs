@@ -17,6 +17,7 @@ use super::action::{Action, Group};
 use super::app::{App, Level, Mode, View, clean};
 use crate::pipeline::Stage;
 use crate::text;
+use unicode_width::UnicodeWidthChar;
 
 /// The smallest terminal the layout works in.
 pub const MIN_SIZE: (u16, u16) = (60, 15);
@@ -82,7 +83,10 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Block::new().style(t.status), area);
     let mut spans = vec![Span::raw(" ")];
     let running_stage = app.running.as_ref().filter(|r| r.target.is_pipeline()).map(|r| stage_of(&r.stage));
-    for (s, name) in Stage::ALL.into_iter().zip(["prior", "deps", "verify", "re-search"]) {
+    // Narrow terminals get one-letter stage chips, leaving the room to the message.
+    let names = if area.width >= 110 { ["prior", "deps", "verify", "re-search"] } else { ["P", "D", "V", "R"] };
+    let gap = if area.width >= 110 { "  " } else { " " };
+    for (s, name) in Stage::ALL.into_iter().zip(names) {
         let (mark, style) = if running_stage == Some(s) {
             (spinner(app.ticks), t.info)
         } else if stage_done(app, s) {
@@ -90,7 +94,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
         } else {
             ("·", t.dim)
         };
-        spans.push(Span::styled(format!("{name} {mark}  "), style));
+        spans.push(Span::styled(format!("{name}{}{mark}{gap}", if name.len() > 1 { " " } else { "" }), style));
     }
     spans.push(Span::styled("│ ", t.dim));
     match (&app.running, &app.status) {
@@ -110,7 +114,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
         (None, None) => spans
             .push(Span::styled(format!("ready · {} runs the whole pipeline", app.keymap.hint(Action::RunAll)), t.dim)),
     }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    f.render_widget(Paragraph::new(fit(Line::from(spans), area.width)), area);
 }
 
 fn stage_done(app: &App, s: Stage) -> bool {
@@ -151,48 +155,75 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
     let line = match &app.mode {
         Mode::Search(q) => input_line(app, "/", q, "search step content"),
         Mode::Jump(n) => input_line(app, ":", n, "jump to step number"),
-        _ => {
+        Mode::Help => Line::from(vec![
+            Span::raw(" "),
+            Span::styled(app.keymap.hint(Action::Down), t.key),
+            Span::styled("/", t.dim),
+            Span::styled(app.keymap.hint(Action::Up), t.key),
+            Span::styled(" scroll  ", t.dim),
+            Span::styled(app.keymap.hint(Action::Back), t.key),
+            Span::styled(" close  ", t.dim),
+            Span::styled(app.keymap.hint(Action::Quit), t.key),
+            Span::styled(" quit", t.dim),
+        ]),
+        Mode::Normal => {
+            // The most useful hints that fit, shown in their usual order.
+            let hints = hint_actions(app);
+            let cost =
+                |(a, label, _): &(Action, &str, u8)| app.keymap.hint(*a).chars().count() + label.chars().count() + 3;
+            let mut keep: Vec<bool> = vec![true; hints.len()];
+            let mut width: usize = 1 + hints.iter().map(&cost).sum::<usize>();
+            let mut by_priority: Vec<usize> = (0..hints.len()).collect();
+            by_priority.sort_by_key(|&i| std::cmp::Reverse(hints[i].2));
+            while width > area.width as usize {
+                let Some(i) = by_priority.pop() else { break };
+                keep[i] = false;
+                width -= cost(&hints[i]);
+            }
             let mut spans = vec![Span::raw(" ")];
-            let mut width = 1;
-            for (a, label) in hint_actions(app) {
-                let key = app.keymap.hint(a);
-                let label = format!(" {label}  ");
-                width += key.chars().count() + label.chars().count();
-                if width > area.width as usize {
-                    break;
-                }
-                spans.push(Span::styled(key, t.key));
-                spans.push(Span::styled(label, t.dim));
+            for ((a, label, _), _) in hints.iter().zip(&keep).filter(|(_, k)| **k) {
+                spans.push(Span::styled(app.keymap.hint(*a), t.key));
+                spans.push(Span::styled(format!(" {label}  "), t.dim));
             }
             Line::from(spans)
         }
     };
-    f.render_widget(Paragraph::new(line), area);
+    f.render_widget(Paragraph::new(fit(line, area.width)), area);
 }
 
-fn hint_actions(app: &App) -> Vec<(Action, &'static str)> {
+/// The footer's hints with a priority (higher stays longer on a narrow terminal).
+fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
     let mut v = match app.view {
-        View::Hierarchy => vec![(Action::Enter, "drill"), (Action::Back, "back"), (Action::NextPane, "pane")],
-        View::Candidates | View::Roles | View::Verdict => {
-            vec![(Action::Enter, "go to step"), (Action::Back, "back")]
-        }
-        View::Methods => {
-            vec![(Action::RunMethods, "run all methods"), (Action::Enter, "go to step"), (Action::Back, "back")]
-        }
-        _ => vec![(Action::Back, "back")],
+        View::Hierarchy => vec![(Action::Enter, "drill", 6), (Action::Back, "back", 3), (Action::NextPane, "pane", 2)],
+        View::Candidates => vec![
+            (Action::Enter, "go to step", 6),
+            (Action::Search, "filter", 5),
+            (Action::Sort, "sort", 5),
+            (Action::Back, "back", 2),
+        ],
+        View::Roles | View::Verdict => vec![(Action::Enter, "go to step", 6), (Action::Back, "back", 2)],
+        View::Methods => vec![
+            (Action::RunMethods, "run all methods", 7),
+            (Action::Enter, "go to step", 6),
+            (Action::Back, "back", 2),
+        ],
+        View::Prior => vec![(Action::Back, "back", 2)],
     };
+    if app.view != View::Candidates {
+        v.push((Action::Search, "search", 4));
+    }
     v.extend([
-        (Action::RunAll, "run all"),
-        (Action::Help, "help"),
-        (Action::Quit, "quit"),
-        (Action::Search, "search"),
-        (Action::JumpToStep, "step"),
-        (Action::Mark, "mark"),
-        (Action::Exclude, "exclude"),
-        (Action::Pin, "pin"),
-        (Action::Undo, "undo"),
-        (Action::Export, "export"),
-        (Action::Copy, "copy"),
+        (Action::RunAll, "run", 8),
+        (Action::GoToDecisive, "verdict", 7),
+        (Action::JumpToStep, "step", 3),
+        (Action::Mark, "mark", 4),
+        (Action::Exclude, "exclude", 1),
+        (Action::Pin, "pin", 4),
+        (Action::Undo, "undo", 1),
+        (Action::Export, "export", 8),
+        (Action::Copy, "copy", 8),
+        (Action::Help, "help", 10),
+        (Action::Quit, "quit", 9),
     ]);
     v
 }
@@ -207,53 +238,203 @@ fn input_line(app: &App, prompt: &str, text: &str, what: &str) -> Line<'static> 
     ])
 }
 
-/// The help overlay, generated from the key map, in two columns.
+/// The lines of the help overlay, generated from the key map: every action by group, then the
+/// legend of the markers and of the paper's terms behind the plain labels.
+pub(crate) fn help_lines(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut lines = Vec::new();
+    for g in [Group::Navigate, Group::Views, Group::Pipeline, Group::Overrides, Group::General] {
+        lines.push(Line::styled(g.title().to_string(), t.title_focus));
+        for a in Action::ALL.into_iter().filter(|a| a.group() == g) {
+            let keys = text::clip(&app.keymap.all_keys(a), 18);
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {keys:<19}"), t.key),
+                Span::styled(a.describe().to_string(), t.text),
+            ]));
+        }
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled("markers", t.title_focus));
+    for (mark, what) in [
+        ("▶", "the phase / candidate holding the machine's verdict"),
+        ("◆ ◇", "candidate kept / pruned"),
+        ("!", "a step with an error or a failed execution"),
+        ("★ + ✗", "pinned / marked / excluded by you"),
+        ("✓ ≈ ✗", "methods: same step / same agent / neither"),
+    ] {
+        lines.push(term_line(app, mark, what));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("dependencies (paper terms in brackets)", t.title_focus));
+    for (label, what) in [
+        ("reuses values", "a later step reuses a value of the earlier one (semantic edge)"),
+        ("tool result…", "tool result, delegation, parent, runs the code: set by the framework (protocol edge)"),
+        ("strength", "0-1: protocol 1; semantic by how rare the shared values are"),
+        ("follows it", "the later step adopts its output (follow_up)"),
+        ("repeats it", "repeats it without new evidence (redundancy)"),
+        ("not influenced", "does not use its output (no_influence)"),
+        ("changes the error", "brings a new deviation (error_shift)"),
+        ("corrects it", "repairs the deviation (correction)"),
+        ("dead end", "its output is never used again (dead_end)"),
+    ] {
+        lines.push(term_line(app, label, what));
+    }
+    lines
+}
+
+fn term_line(app: &App, term: &str, what: &str) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("  {term:<19}"), app.theme.key),
+        Span::styled(what.to_string(), app.theme.text),
+    ])
+}
+
+/// The help overlay: one scrollable column of [`help_lines`], centred over the body.
 fn render_help(app: &App, f: &mut Frame, body: Rect) {
     let t = &app.theme;
-    let groups = [Group::Navigate, Group::Views, Group::Pipeline, Group::Overrides, Group::General];
-    let col = |gs: &[Group]| -> Vec<Line<'static>> {
-        let mut lines = Vec::new();
-        for g in gs {
-            lines.push(Line::styled(g.title().to_string(), t.title_focus));
-            for a in Action::ALL.into_iter().filter(|a| a.group() == *g) {
-                let keys = text::clip(&app.keymap.all_keys(a), 18);
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {keys:<19}"), t.key),
-                    Span::styled(a.describe().to_string(), t.text),
-                ]));
-            }
-            lines.push(Line::raw(""));
-        }
-        lines
-    };
-    let left = col(&groups[..1]);
-    let right = col(&groups[1..]);
-    let height = (left.len().max(right.len()) as u16 + 2).min(body.height);
-    let width = 96.min(body.width);
+    let lines = help_lines(app);
+    let width = 100.min(body.width);
+    let height = (lines.len() as u16 + 2).min(body.height);
     let area = Rect { x: body.x + (body.width - width) / 2, y: body.y + (body.height - height) / 2, width, height };
     f.render_widget(Clear, area);
+    let visible = height.saturating_sub(2);
+    app.ui.help_height.set(visible);
+    let max = lines.len().saturating_sub(visible as usize);
+    let off = app.help_scroll.min(max);
+    let pos = format!(" lines {}-{} of {} ", off + 1, (off + visible as usize).min(lines.len()), lines.len());
     let block = Block::bordered()
         .border_style(t.border_focus)
         .title(Line::styled(" Help ", t.title_focus))
-        .title_bottom(Line::styled(" any key closes · keys from the key map ", t.dim).right_aligned())
+        .title(Line::styled(pos, t.dim).right_aligned())
+        .title_bottom(
+            Line::styled(
+                format!(
+                    " {}/{} scroll · {} or {} closes ",
+                    app.keymap.hint(Action::Down),
+                    app.keymap.hint(Action::Up),
+                    app.keymap.hint(Action::Back),
+                    app.keymap.hint(Action::Help)
+                ),
+                t.dim,
+            )
+            .right_aligned(),
+        )
         .style(t.text);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
-    f.render_widget(Paragraph::new(left), l);
-    f.render_widget(Paragraph::new(right), r);
+    let shown: Vec<Line> = lines.into_iter().skip(off).take(visible as usize).map(|l| fit(l, inner.width)).collect();
+    f.render_widget(Paragraph::new(shown), inner);
 }
 
-/// A bordered pane with an exact title and optional right-aligned information.
-fn pane<'a>(app: &App, title: &'a str, focused: bool, right: String) -> Block<'a> {
+/// A bordered pane `width` columns wide with an exact title and right-aligned information: the
+/// first of `right` (longest first) that fits beside the title, else the last one cut with an
+/// ellipsis, so that the two never run into each other.
+fn pane<'a>(app: &App, title: &'a str, focused: bool, right: &[String], width: u16) -> Block<'a> {
     let t = &app.theme;
     let mut b = Block::bordered()
         .border_style(if focused { t.border_focus } else { t.border })
         .title(Line::styled(format!(" {title} "), if focused { t.title_focus } else { t.title }));
-    if !right.is_empty() {
-        b = b.title_top(Line::styled(format!(" {right} "), t.dim).right_aligned());
+    // Corners, the title with its spaces, one rule between, the info's spaces.
+    let room = (width as usize).saturating_sub(title.chars().count() + 2 + 2 + 1 + 2);
+    let info = right
+        .iter()
+        .find(|r| r.chars().count() <= room)
+        .cloned()
+        .or_else(|| right.last().filter(|_| room >= 4).map(|r| text::clip(r, room)));
+    if let Some(info) = info.filter(|i| !i.is_empty()) {
+        b = b.title_top(Line::styled(format!(" {info} "), t.dim).right_aligned());
     }
     b
+}
+
+/// A line cut to `width` columns, ending in `…` when something was cut.
+pub(crate) fn fit(line: Line<'static>, width: u16) -> Line<'static> {
+    let width = width as usize;
+    if line.width() <= width {
+        return line;
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    for span in line.spans {
+        let mut content = String::new();
+        for c in span.content.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w + 1 > width {
+                break;
+            }
+            used += w;
+            content.push(c);
+        }
+        let full = content.chars().count() == span.content.chars().count();
+        out.push(Span::styled(content, span.style));
+        if !full {
+            break;
+        }
+    }
+    let style = out.last().map(|s| s.style).unwrap_or_default();
+    out.push(Span::styled("…", style));
+    Line { spans: out, style: line.style, alignment: line.alignment }
+}
+
+/// Word-wraps lines to `width` columns with a hanging indent: a continuation starts under the
+/// line's last span (the value after a label, the evidence after a signal), or under its
+/// leading spaces when it is one span; a hang wider than half the width falls back to that.
+pub(crate) fn wrap_hanging(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
+    let width = width as usize;
+    let mut out = Vec::new();
+    for line in lines {
+        if line.width() <= width || width < 8 {
+            out.push(line);
+            continue;
+        }
+        let lead = |s: &str| s.chars().take_while(|c| *c == ' ').count();
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        let before_last: usize = line.spans.iter().rev().skip(1).map(|s| s.width()).sum();
+        let hang = if line.spans.len() > 1 && before_last <= width / 2 {
+            before_last + line.spans.last().map_or(0, |s| lead(&s.content))
+        } else {
+            lead(&text)
+        };
+        let hang = if hang > width / 2 { lead(&text).min(width / 2) } else { hang };
+        // Characters with their styles, laid out greedily; breaks at the last space that fits.
+        let cells: Vec<(char, ratatui::style::Style)> =
+            line.spans.iter().flat_map(|s| s.content.chars().map(move |c| (c, s.style))).collect();
+        let mut start = 0;
+        let mut first = true;
+        while start < cells.len() {
+            let avail = if first { width } else { width - hang };
+            let (mut end, mut used, mut brk) = (start, 0, None);
+            while end < cells.len() {
+                let w = cells[end].0.width().unwrap_or(0);
+                if used + w > avail {
+                    break;
+                }
+                if cells[end].0 == ' ' && end > start {
+                    brk = Some(end);
+                }
+                used += w;
+                end += 1;
+            }
+            let cut = if end < cells.len() { brk.filter(|b| *b > start).unwrap_or(end.max(start + 1)) } else { end };
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (c, st) in &cells[start..cut] {
+                match spans.last_mut() {
+                    Some(last) if last.style == *st => last.content.to_mut().push(*c),
+                    _ => spans.push(Span::styled(c.to_string(), *st)),
+                }
+            }
+            if !first {
+                spans.insert(0, Span::raw(" ".repeat(hang)));
+            }
+            out.push(Line { spans, style: line.style, alignment: line.alignment });
+            start = cut;
+            while start < cells.len() && cells[start].0 == ' ' {
+                start += 1;
+            }
+            first = false;
+        }
+    }
+    out
 }
 
 /// Keeps the selected row visible: updates and returns the list's first visible row.

@@ -5,10 +5,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 use super::hierarchy;
-use super::{col, pane, scroll_offset, selected};
+use super::{col, fit, pane, scroll_offset, selected, wrap_hanging};
 use crate::diagnosis::{Candidate, Criterion, Diagnosis, Origin};
 use crate::methods::Method;
 use crate::text;
@@ -55,17 +55,18 @@ fn list_rows(app: &App, area: Rect, len: usize) -> (usize, usize) {
 fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     let cands = app.diagnosis.as_ref().map_or(&[][..], |d| d.candidates.as_slice());
     if cands.is_empty() {
-        let block = pane(app, "Candidates", true, String::new());
+        let block = pane(app, "Candidates", true, &[], area.width);
         let lines = if app.diagnosis.is_some() {
             vec![Line::styled("no candidate was found.", app.theme.text)]
         } else {
             not_run(app, "candidates", Action::RunDependencies)
         };
-        return f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+        return wrapped(f, area, block, lines);
     }
     let [list, detail] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
     let kept = cands.iter().filter(|c| c.pruned.is_none()).count();
-    let block = pane(app, "Candidates", true, format!("{} kept · {} pruned", kept, cands.len() - kept));
+    let info = [format!("{} kept · {} pruned", kept, cands.len() - kept)];
+    let block = pane(app, "Candidates", true, &info, list.width);
     let inner = block.inner(list);
     f.render_widget(block, list);
     let (off, h) = list_rows(app, list, cands.len());
@@ -75,7 +76,7 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
         .skip(off)
         .take(h)
         .map(|(i, c)| {
-            let line = candidate_row(app, c);
+            let line = fit(candidate_row(app, c, inner.width), inner.width);
             if i == app.list_sel { selected(line, app.theme.selection, inner.width) } else { line }
         })
         .collect();
@@ -85,7 +86,7 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     }
 }
 
-fn candidate_row(app: &App, c: &Candidate) -> Line<'static> {
+fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
     let t = &app.theme;
     let decisive = app.diagnosis.as_ref().and_then(|d| d.decisive_step) == Some(c.step);
     let (state, style) = match (&c.pruned, c.origin) {
@@ -102,10 +103,13 @@ fn candidate_row(app: &App, c: &Candidate) -> Line<'static> {
     let checks = c.verification.as_ref().map_or("   ".to_string(), |v| {
         [&v.independence, &v.sufficiency, &v.precedence].iter().map(|c| if c.passed { '✓' } else { '✗' }).collect()
     });
+    let digits = app.total_steps().saturating_sub(1).to_string().len().max(4);
     Line::from(vec![
-        Span::styled(if decisive { "▶ " } else { "  " }, t.root_cause),
-        Span::styled(format!("{:>4} ", c.step), t.text),
-        Span::styled(col(&clean(&c.agent), 16), t.text),
+        // Only the decisive step's row carries a mark: the others have a plain gutter.
+        if decisive { Span::styled("▶", t.root_cause) } else { Span::raw(" ") },
+        Span::raw(" "),
+        Span::styled(format!("{:>digits$} ", c.step), t.text),
+        Span::styled(col(&clean(&c.agent), agent_width(app, width)), t.text),
         Span::styled(format!("{:.2} ", c.score), t.dim),
         Span::styled(col(state, 9), style),
         Span::styled(format!("{checks} "), t.info),
@@ -164,8 +168,21 @@ fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) 
             t.dim,
         )),
     }
-    let block = pane(app, "Candidate", false, String::new());
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let block = pane(app, "Candidate", false, &[], area.width);
+    wrapped(f, area, block, lines);
+}
+
+/// Draws lines in a pane, word-wrapped with hanging indents (see [`wrap_hanging`]).
+fn wrapped(f: &mut Frame, area: Rect, block: ratatui::widgets::Block<'_>, lines: Vec<Line<'static>>) {
+    let inner = block.inner(area);
+    f.render_widget(Paragraph::new(wrap_hanging(lines, inner.width)).block(block), area);
+}
+
+/// The agent column of a list `width` wide: the longest agent name when there is room, at most
+/// a quarter of the row.
+fn agent_width(app: &App, width: u16) -> usize {
+    let longest = app.traj.agents.iter().map(|a| clean(&a.name).chars().count()).max().unwrap_or(5).max(5);
+    (longest + 1).min((width as usize / 4).max(8))
 }
 
 fn criterion_line(app: &App, name: &str, c: &Criterion) -> Line<'static> {
@@ -184,11 +201,8 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let rows = app.role_rows();
     if rows.is_empty() {
-        let block = pane(app, "Roles", true, String::new());
-        return f.render_widget(
-            Paragraph::new(not_run(app, "roles", Action::RunResearch)).block(block).wrap(Wrap { trim: false }),
-            area,
-        );
+        let block = pane(app, "Roles", true, &[], area.width);
+        return wrapped(f, area, block, not_run(app, "roles", Action::RunResearch));
     }
     let d = app.diagnosis.as_ref();
     let decisive = d.and_then(|d| d.decisive_step);
@@ -204,8 +218,8 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
         Line::from(vec![Span::styled("dependency path to the final output: ", t.dim), Span::styled(path, t.text)]),
     ];
     let [top, list] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
-    f.render_widget(Paragraph::new(head).wrap(Wrap { trim: false }), top);
-    let block = pane(app, "Roles", true, format!("{} steps", rows.len()));
+    f.render_widget(Paragraph::new(wrap_hanging(head, top.width)), top);
+    let block = pane(app, "Roles", true, &[format!("{} steps", rows.len())], list.width);
     let inner = block.inner(list);
     f.render_widget(block, list);
     let (off, h) = list_rows(app, list, rows.len());
@@ -220,9 +234,10 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
             let line = Line::from(vec![
                 Span::styled(format!("{s:>5}  "), t.text),
                 Span::styled(format!("{name:<13}"), style),
-                Span::styled(col(&clean(&sum.agent), 16), t.text),
+                Span::styled(col(&clean(&sum.agent), agent_width(app, inner.width)), t.text),
                 Span::styled(clean(&sum.decision), t.dim),
             ]);
+            let line = fit(line, inner.width);
             if i == app.list_sel { selected(line, t.selection, inner.width) } else { line }
         })
         .collect();
@@ -273,8 +288,8 @@ fn render_prior(app: &App, f: &mut Frame, area: Rect) {
             }
         }
     }
-    let block = pane(app, "Prior", true, String::new());
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let block = pane(app, "Prior", true, &[], area.width);
+    wrapped(f, area, block, lines);
 }
 
 fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
@@ -284,7 +299,7 @@ fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
 // ----- verdict -----
 
 fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
-    let block = pane(app, "Verdict", true, String::new());
+    let block = pane(app, "Verdict", true, &[], area.width);
     let mut lines = match &app.diagnosis {
         None => not_run(app, "verdict", Action::RunResearch),
         Some(_) => verdict_lines(app),
@@ -297,7 +312,7 @@ fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
         );
         lines.insert(0, Line::styled(note, app.theme.warn));
     }
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    wrapped(f, area, block, lines);
 }
 
 /// A step number the verdict view links to: shown selected when the view's selection is on it.
@@ -439,7 +454,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Length(rows + 3), Constraint::Min(3)]).areas(area);
     let ran = app.method_results.len();
     let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
-    let block = pane(app, "Methods", true, right);
+    let block = pane(app, "Methods", true, &[right], list.width);
     let inner = block.inner(list);
     f.render_widget(block, list);
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
@@ -537,8 +552,8 @@ fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
         Some(d) => method_detail_lines(app, m, d, &mut lines),
     }
     let title = format!("{m} details");
-    let block = pane(app, &title, false, String::new());
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    let block = pane(app, &title, false, &[], area.width);
+    wrapped(f, area, block, lines);
 }
 
 fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line<'static>>) {
