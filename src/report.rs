@@ -58,7 +58,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "agent": d.agent,
         "category": d.category,
         "reason": d.reason,
-        "confidence": d.confidence,
+        "confidence": round3(d.confidence),
         "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
         "path": d.path,
         "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
@@ -93,10 +93,10 @@ fn candidate_json(c: &Candidate) -> Value {
         "step": c.step,
         "agent": c.agent,
         "origin": match c.origin { crate::diagnosis::Origin::Machine => "machine", crate::diagnosis::Origin::User => "user" },
-        "score": (c.score * 1000.0).round() / 1000.0,
+        "score": round3(c.score),
         "findings": c.findings.iter().map(|f| json!({
             "signal": f.signal.as_str(),
-            "weight": f.weight,
+            "weight": round3(f.weight),
             "evidence": f.evidence,
         })).collect::<Vec<_>>(),
         "pruned": c.pruned.as_ref().map(|p| json!({
@@ -200,7 +200,9 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         None => out.push_str("No decisive step could be named.\n"),
     }
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
-        out.push_str(&format!("\n> {}\n", text::first_line(&s.content, 200).replace('|', "\\|")));
+        // The whole step, quoted: the reader of a ticket sees what the verdict is about.
+        out.push('\n');
+        out.push_str(&quote_all(&s.content));
     }
     out.push_str(&format!("\n### Why\n\n{}\n", text::sanitize(&d.reason)));
     if !d.overrides.is_empty() {
@@ -293,6 +295,21 @@ fn cell(s: &str) -> String {
 
 fn inline(s: &str) -> String {
     text::clip(&cell(s), 200).replace('`', "'")
+}
+
+/// Every line of `s`, sanitised, as a Markdown block quote (blank lines kept as `>`).
+fn quote_all(s: &str) -> String {
+    let body: Vec<String> = text::sanitize(s.trim_end())
+        .lines()
+        .map(|l| if l.trim().is_empty() { ">".to_string() } else { format!("> {}", l.trim_end()) })
+        .collect();
+    body.join("\n") + "\n"
+}
+
+/// A number in 0..=1 from an `f32` rounded to three decimals, without the float noise of the
+/// conversion (`0.4000000059604645` becomes `0.4`).
+fn round3(x: f32) -> f64 {
+    (f64::from(x) * 1000.0).round() / 1000.0
 }
 
 fn quote(s: &str) -> String {

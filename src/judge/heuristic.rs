@@ -550,6 +550,16 @@ fn contains_word(hay: &str, needle: &str) -> bool {
     })
 }
 
+/// `item` as step `j` writes it: a number's own text there, else `item`.
+fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
+    let n = evidence::normalize_number(item);
+    let content = &ctx.trajectory.steps[j].content;
+    ctx.hierarchy.evidence[j]
+        .iter()
+        .find(|e| !n.is_empty() && e.kind == EvidenceKind::Number && e.key == n)
+        .map_or_else(|| item.to_string(), |e| e.text(content).trim().to_string())
+}
+
 /// The first step whose content states `item` (numbers compared normalised).
 fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
     let n = evidence::normalize_number(item);
@@ -587,10 +597,22 @@ fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
 fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(expected) = ctx.expected() else { return };
     if let Some((_, item)) = wrong_value_origins(ctx).into_iter().find(|(s, _)| *s == i) {
+        // Say where the value is first stated: here, earlier (adopted here), or in the output
+        // of what this step ran.
+        let first = first_statement(ctx, &item);
+        let place = match first {
+            Some(f) if f < i => format!("stated first at step {f}, is adopted here"),
+            Some(f) if f > i => format!("first appears at step {f}, in the output of this step"),
+            _ => "first appears here".to_string(),
+        };
+        // A number as the step writes it ("$445,000" for the output's 445000), so that a search
+        // for the quoted text finds it.
+        let written = first.map_or_else(|| item.clone(), |f| as_written(ctx, f, &item));
+        let shown = if written == item { format!("\"{item}\"") } else { format!("\"{item}\" (written \"{written}\")") };
         out.push(finding(
             Signal::WrongValueOrigin,
             weights::WRONG_VALUE,
-            format!("the output's \"{item}\" first appears here; expected {}", text::clip(expected.trim(), 60)),
+            format!("the output's {shown} {place}; expected {}", text::clip(expected.trim(), 60)),
         ));
         return;
     }

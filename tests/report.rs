@@ -1,0 +1,131 @@
+//! Reports a user pastes into a ticket must agree with themselves: for every bundled Who&When
+//! trajectory (`data/who-and-when`), the Markdown and JSON reports name the same verdict, quote
+//! the decisive step whole, give precedence texts that match the chosen step, say "first appears
+//! here" only of the earliest step holding the value, and print no float noise.
+
+use std::path::Path;
+
+use falat::diagnosis::Diagnosis;
+use falat::ingest::fs::{dataset_files, load_path};
+use falat::judge::heuristic::HeuristicJudge;
+use falat::model::Trajectory;
+use falat::pipeline::{Options, diagnose};
+use falat::{report, text};
+use serde_json::Value;
+
+fn bundled() -> Vec<(String, Trajectory, Diagnosis)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when");
+    let files = dataset_files(&dir).expect("the bundled data set");
+    assert!(files.len() > 100, "{} files", files.len());
+    files
+        .iter()
+        .map(|f| {
+            let t = load_path(f, None).expect("loads").trajectories.remove(0);
+            let d = diagnose(&t, &HeuristicJudge, &Options::new(true));
+            (f.display().to_string(), t, d)
+        })
+        .collect()
+}
+
+/// Every number in the JSON with more than three decimals (`0.4000000059604645`).
+fn noisy_numbers(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let s = n.to_string();
+            if s.split_once('.').is_some_and(|(_, frac)| frac.len() > 3) || s.contains('e') {
+                out.push(format!("{at} = {s}"));
+            }
+        }
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| noisy_numbers(x, &format!("{at}[{i}]"), out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| noisy_numbers(x, &format!("{at}.{k}"), out)),
+        _ => {}
+    }
+}
+
+/// Whether `needle` occurs in `hay` as a whole word (not inside a longer word or number).
+fn has_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(i, m)| {
+        let before = hay[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = hay[i + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// The step a precedence text names (`step 51 was chosen`, `step 51 is an earlier ...`).
+fn named_step(evidence: &str) -> Option<usize> {
+    let rest = evidence.split("step ").nth(1)?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+#[test]
+fn reports_of_every_bundled_trajectory_agree_with_themselves() {
+    let mut problems = Vec::new();
+    for (file, t, d) in bundled() {
+        let md = report::to_markdown(&t, &d);
+        let json = report::to_json(&t, &d);
+        let mut p = |msg: String| problems.push(format!("{file}: {msg}"));
+
+        // The same verdict in both.
+        assert_eq!(json["decisive_step"], serde_json::json!(d.decisive_step));
+        if let Some(s) = d.decisive_step {
+            if !md.contains(&format!("**Decisive step {s}**")) {
+                p(format!("markdown does not name decisive step {s}"));
+            }
+            // The decisive step is quoted whole, every line of it.
+            let content = text::sanitize(&t.steps[s].content);
+            for line in content.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+                if !md.contains(&format!("> {line}")) {
+                    p(format!("markdown quote of step {s} lacks the line {line:?}"));
+                    break;
+                }
+            }
+        }
+
+        // No float noise.
+        let mut noisy = Vec::new();
+        noisy_numbers(&json, "$", &mut noisy);
+        if !noisy.is_empty() {
+            p(format!("float noise: {}", noisy.join(", ")));
+        }
+
+        // Precedence: at most one candidate passes it, and every text names that step.
+        let verified: Vec<_> = d.candidates.iter().filter_map(|c| c.verification.as_ref().map(|v| (c, v))).collect();
+        let passed: Vec<usize> = verified.iter().filter(|(_, v)| v.precedence.passed).map(|(c, _)| c.step).collect();
+        if passed.len() > 1 {
+            p(format!("several candidates pass precedence: {passed:?}"));
+        }
+        for (c, v) in &verified {
+            let e = &v.precedence.evidence;
+            if let (Some(n), Some(chosen)) = (named_step(e), passed.first())
+                && n != *chosen
+            {
+                p(format!("step {}: precedence {e:?} names step {n}, the chosen one is {chosen}", c.step));
+            }
+            // A candidate passing both checks is "valid" unless the text says why not.
+            let both = v.independence.passed && v.sufficiency.passed;
+            if both && !v.precedence.passed && e.starts_with("not valid") {
+                p(format!("step {} passes both checks but its precedence says {e:?}", c.step));
+            }
+        }
+
+        // "first appears here": the value is in that step and in no earlier one, as a search
+        // for it would find.
+        for c in &d.candidates {
+            for f in &c.findings {
+                if !f.evidence.contains("first appears here") {
+                    continue;
+                }
+                // The quoted value, or how the step writes it when that differs.
+                let quoted: Vec<&str> = f.evidence.split('"').skip(1).step_by(2).collect();
+                let item = if f.evidence.contains("(written \"") { quoted[1] } else { quoted[0] };
+                let item = item.to_lowercase();
+                let here = t.steps[c.step].content.to_lowercase();
+                let earlier = t.steps[..c.step].iter().position(|s| has_word(&s.content.to_lowercase(), &item));
+                if !here.contains(&item) || earlier.is_some() {
+                    p(format!("step {}: {:?} but a search finds it first at {earlier:?}", c.step, f.evidence));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
