@@ -218,6 +218,7 @@ fn cancel_latency(app: &App) {
                 notes: Vec::new(),
                 show_timings: false,
                 method: falat::methods::Method::Falat,
+                places: app.places.clone(),
             },
         );
         probe.on_key(key(KeyCode::Char('a')))

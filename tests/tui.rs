@@ -67,6 +67,14 @@ fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     term
 }
 
+/// The screen with temporary folder names replaced by `[TMP]`, for stable snapshots.
+fn redact_tmp(screen: &str) -> String {
+    let tmp = std::env::temp_dir().display().to_string();
+    let re =
+        regex::Regex::new(&format!(r"{}/\.tmp[A-Za-z0-9]*", regex::escape(tmp.trim_end_matches('/')))).expect("re");
+    re.replace_all(screen, "[TMP]").into_owned()
+}
+
 fn screen(app: &App) -> String {
     draw(app, 120, 40).backend().to_string()
 }
@@ -563,7 +571,7 @@ fn snapshot_candidates_with_user_overrides() {
     app.list_sel = row;
     let s = screen(&app);
     assert!(s.contains("excluded by the user") && s.contains("user"), "{s}");
-    insta::assert_snapshot!("hand-crafted-1-candidates-with-overrides", s);
+    insta::assert_snapshot!("hand-crafted-1-candidates-with-overrides", redact_tmp(&s));
 }
 
 #[test]
@@ -1222,4 +1230,119 @@ fn wrapped_lines_keep_their_indent_and_agent_names_use_the_width() {
     let wide = draw(&app, 160, 40).backend().to_string();
     assert!(wide.contains(" 2 BusinessLogic_Expert    "), "{wide}");
     assert!(wide.contains(" 4 DataVerification_Expert "), "{wide}");
+}
+
+// ----- a trace in a folder that cannot be written -----
+
+/// A trace in a folder this process cannot write, and a writable fallback root. As an ordinary
+/// user the folder is read-only; as root, where permissions do not stop writes, folders stand
+/// where the overrides and reports beside the trace would go, so writing them fails all the
+/// same (both are done: whichever applies).
+struct ReadOnly {
+    _dir: tempfile::TempDir,
+    folder: PathBuf,
+    trace: PathBuf,
+    home: PathBuf,
+}
+
+impl ReadOnly {
+    fn new(name: &str) -> ReadOnly {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("shared-dataset");
+        std::fs::create_dir(&folder).expect("folder");
+        let trace = folder.join(name);
+        std::fs::copy(Path::new("tests/fixtures/tui").join(name), &trace).expect("copy");
+        for suffix in [".falat.json", ".falat.md", ".falat.report.json"] {
+            std::fs::create_dir(store::beside(&trace, suffix)).expect("blocker");
+        }
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        let home = dir.path().join("home");
+        ReadOnly { _dir: dir, folder, trace, home }
+    }
+
+    fn opts(&self) -> TuiOptions {
+        TuiOptions {
+            theme: Some("dark".into()),
+            config_dir: Some(self.home.join("config")),
+            fallback_dir: Some(self.home.clone()),
+            ..TuiOptions::default()
+        }
+    }
+
+    fn open(&self, opts: &TuiOptions) -> App {
+        let mut app = tui::open(&self.trace, opts, Arc::new(HeuristicJudge)).expect("open");
+        app.show_timings = false;
+        app
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.folder, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+#[test]
+fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders() {
+    let ro = ReadOnly::new(HAND);
+    let mut app = ro.open(&ro.opts());
+    press(&mut app, "a:16<enter>p");
+    let key = store::trace_key(&ro.trace);
+    let saved = ro.home.join("state/falat/traces").join(&key).join("overrides.falat.json");
+    let status = app.status.clone().expect("status");
+    assert!(status.text.contains(&format!("saved to {}", saved.display())), "{}", status.text);
+    assert!(status.text.contains("cannot be written"), "{}", status.text);
+    assert_eq!(status.level, Level::Warn);
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).expect("saved")).expect("json");
+    assert_eq!(file["pinned"], 16);
+
+    // Reopened, the mark is still there, and the status says where it came from.
+    let mut again = ro.open(&ro.opts());
+    assert_eq!(again.overrides.pinned, Some(16));
+    let status = again.status.clone().expect("status").text;
+    assert!(status.contains(&format!("restored your overrides from {}", saved.display())), "{status}");
+
+    // The reports go to the data folder, and the status says so.
+    press(&mut again, "ae");
+    let reports = ro.home.join("data/falat/reports").join(&key);
+    let md = reports.join(format!("{HAND}.falat.md"));
+    let status = again.status.clone().expect("status");
+    assert_eq!(status.level, Level::Ok, "{}", status.text);
+    assert!(
+        status.text.contains(&md.display().to_string()) && status.text.contains("cannot be written"),
+        "{}",
+        status.text
+    );
+    assert!(std::fs::read_to_string(&md).expect("markdown").contains("## Your decision"));
+    assert!(reports.join(format!("{HAND}.falat.report.json")).is_file());
+
+    // --export-dir chooses the folder.
+    let chosen = ro.home.join("tickets");
+    let opts = TuiOptions { export_dir: Some(chosen.clone()), ..ro.opts() };
+    let mut third = ro.open(&opts);
+    press(&mut third, "ae");
+    assert!(chosen.join(format!("{HAND}.falat.md")).is_file(), "{:?}", third.status);
+    assert!(chosen.join(format!("{HAND}.falat.report.json")).is_file());
+}
+
+#[test]
+fn a_save_that_fails_everywhere_is_an_error_on_screen() {
+    let ro = ReadOnly::new(HAND);
+    // The fallback root lies under a regular file: no folder can be made there, even as root.
+    std::fs::create_dir_all(&ro.home).expect("home");
+    let blocked = ro.home.join("a-file");
+    std::fs::write(&blocked, "not a folder").expect("file");
+    let opts = TuiOptions { fallback_dir: Some(blocked.join("below")), ..ro.opts() };
+    let mut app = ro.open(&opts);
+    press(&mut app, "a:16<enter>m");
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.level, Level::Error, "{}", status.text);
+    assert!(status.text.contains("could not save the overrides"), "{}", status.text);
+    assert!(screen(&app).contains("could not save the overrides"));
+    press(&mut app, "e");
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.level, Level::Error, "{}", status.text);
+    assert!(status.text.contains("export failed"), "{}", status.text);
 }

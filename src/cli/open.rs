@@ -35,6 +35,10 @@ pub struct OpenArgs {
     /// all-at-once, step-by-step, binary-search or random (overrides apply to falat only).
     #[arg(long, short = 'm', value_name = "M", default_value = "falat", value_parser = parse_method)]
     pub method: Method,
+    /// The folder `e` writes the reports into (default: beside the trace, or the user's data
+    /// folder when the trace's folder cannot be written).
+    #[arg(long, value_name = "DIR")]
+    pub export_dir: Option<PathBuf>,
 }
 
 fn parse_method(s: &str) -> Result<Method, String> {
@@ -60,6 +64,8 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
         ground_truth: !args.no_ground_truth,
         method: args.method,
         config_dir: None,
+        export_dir: args.export_dir.clone(),
+        fallback_dir: None,
     };
     let judge = args.judge.build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

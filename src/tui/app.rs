@@ -196,6 +196,8 @@ pub struct Config {
     pub show_timings: bool,
     /// The method `a` runs (falat runs the staged pipeline).
     pub method: Method,
+    /// Where the overrides and reports go.
+    pub places: store::Places,
 }
 
 /// Layout facts the last frame recorded, for paging, scrolling and mouse hits.
@@ -227,6 +229,8 @@ pub struct UiState {
 pub struct App {
     /// The trace file.
     pub trace: PathBuf,
+    /// Where the overrides and reports go (beside the trace, or the fallback folders).
+    pub places: store::Places,
     /// The trajectory shown.
     pub traj: Arc<Trajectory>,
     /// The judge for pipeline runs.
@@ -321,18 +325,19 @@ impl App {
             crate::hierarchy::build(&traj)
         });
         let base_graph = (!indexing).then(|| Arc::new(DepGraph::build(&traj, &base)));
-        let restored = store::load_overrides(&trace, total);
+        let (restored, from) = store::load_places(&config.places, total);
         let mut notes = config.notes;
         if indexing {
             notes.push(format!("indexing {total} steps in the background; the first {SYNC_STEPS} are shown"));
         }
-        if !restored.overrides.is_empty() {
-            notes.push(format!("restored your overrides from {}", store::overrides_path(&trace).display()));
+        if let Some(from) = from.filter(|_| !restored.overrides.is_empty()) {
+            notes.push(format!("restored your overrides from {}", from.display()));
         }
         notes.extend(restored.problems.iter().cloned());
         let level = if restored.problems.is_empty() { Level::Info } else { Level::Warn };
         let mut app = App {
             trace,
+            places: config.places,
             traj: Arc::new(traj),
             judge,
             ground_truth: config.ground_truth,
@@ -976,9 +981,10 @@ impl App {
             );
         };
         let user = self.user_decision();
-        match store::export(&self.trace, &self.traj, machine, user) {
+        match store::export_places(&self.places, &self.traj, machine, user) {
             Ok(e) => {
-                let msg = format!("exported {} and {}", e.markdown.display(), e.json.display());
+                let why = if e.fallback.is_some() { " (the trace's folder cannot be written)" } else { "" };
+                let msg = format!("exported {} and {}{why}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
                 self.set_status(Level::Ok, msg);
             }
@@ -1323,7 +1329,7 @@ impl App {
 
     /// Saves the overrides at once and re-runs the stages downstream of them.
     fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
-        let saved = store::save_overrides(&self.trace, &self.traj.id, &self.overrides);
+        let saved = store::save_places(&self.places, &self.traj.id, &self.overrides);
         let rerun = match (&self.running, self.pipeline.last_stage()) {
             (Some(r), _) if r.target.is_pipeline() || r.target == RunTarget::AllMethods => Some(r.target),
             (Some(_), _) => None,
@@ -1333,7 +1339,10 @@ impl App {
             _ => None,
         };
         let (level, mut text) = match saved {
-            Ok(p) => (Level::Ok, format!("{msg}; saved to {}", p.display())),
+            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("{msg}; saved to {}", path.display())),
+            Ok(store::Saved { path, fallback: Some(_) }) => {
+                (Level::Warn, format!("{msg}; saved to {} (the trace's folder cannot be written)", path.display()))
+            }
             Err(e) => (Level::Error, format!("{msg}; could not save the overrides: {e:#}")),
         };
         if self.method != Method::Falat {

@@ -59,6 +59,12 @@ pub struct TuiOptions {
     /// The folder of `config.toml` and `keys.toml`; `None` is `$XDG_CONFIG_HOME/falat` or
     /// `~/.config/falat`.
     pub config_dir: Option<PathBuf>,
+    /// The folder `e` writes the reports into; `None` writes them beside the trace (or, when its
+    /// folder cannot be written, into the data folder).
+    pub export_dir: Option<PathBuf>,
+    /// Replaces the XDG state and data folders used when the trace's folder cannot be written
+    /// (see [`store::Places`]); `None` uses them.
+    pub fallback_dir: Option<PathBuf>,
 }
 
 impl Default for TuiOptions {
@@ -70,6 +76,8 @@ impl Default for TuiOptions {
             ground_truth: true,
             method: crate::methods::Method::Falat,
             config_dir: None,
+            export_dir: None,
+            fallback_dir: None,
         }
     }
 }
@@ -132,8 +140,16 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let settings = Settings::load(dir.as_deref(), &mut notes);
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
-    let config =
-        Config { theme, keymap, ground_truth: opts.ground_truth, notes, show_timings: true, method: opts.method };
+    let places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    let config = Config {
+        theme,
+        keymap,
+        ground_truth: opts.ground_truth,
+        notes,
+        show_timings: true,
+        method: opts.method,
+        places,
+    };
     Ok(App::new(path.to_path_buf(), traj, judge, config))
 }
 

@@ -2,6 +2,13 @@
 //! change and restored on open) and the exported reports (`TRACE.falat.md`,
 //! `TRACE.falat.report.json`).
 //!
+//! When the trace's folder cannot be written (a shared data set, a mounted volume, installed
+//! samples), the overrides go to the user's state folder (`$XDG_STATE_HOME/falat/traces/KEY`,
+//! else `~/.local/state/...`) and the reports to the data folder (`$XDG_DATA_HOME/falat/
+//! reports/KEY`, else `~/.local/share/...`), where KEY is the trace's file name and a hash of
+//! its path and content ([`Places`]); callers say where the files went. `--export-dir` chooses
+//! the reports' folder instead.
+//!
 //! A corrupt overrides file is never overwritten silently: it is copied to a backup first and the
 //! problem is reported.
 
@@ -14,6 +21,75 @@ use serde::{Deserialize, Serialize};
 use crate::diagnosis::{Diagnosis, Overrides};
 use crate::model::Trajectory;
 use crate::report;
+
+/// Where the files of one trace go: beside it, or the fallback folders (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Places {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The folder the user chose for exports (`--export-dir`); `None` writes beside the trace.
+    pub export_dir: Option<PathBuf>,
+    /// The overrides' fallback folder (state), `None` when no home folder is known.
+    pub state: Option<PathBuf>,
+    /// The reports' fallback folder (data), `None` when no home folder is known.
+    pub data: Option<PathBuf>,
+}
+
+impl Places {
+    /// The places of `trace`; `root` replaces the XDG state and data folders (tests, portable
+    /// use): overrides then go to `root/state/KEY` and reports to `root/data/KEY`.
+    pub fn new(trace: &Path, export_dir: Option<PathBuf>, root: Option<&Path>) -> Places {
+        let key = trace_key(trace);
+        let (state, data) = match root {
+            Some(r) => (Some(r.join("state")), Some(r.join("data"))),
+            None => (xdg_dir("XDG_STATE_HOME", ".local/state"), xdg_dir("XDG_DATA_HOME", ".local/share")),
+        };
+        Places {
+            trace: trace.to_path_buf(),
+            export_dir,
+            state: state.map(|d| d.join("falat").join("traces").join(&key)),
+            data: data.map(|d| d.join("falat").join("reports").join(&key)),
+        }
+    }
+
+    /// The fallback overrides file.
+    pub fn fallback_overrides(&self) -> Option<PathBuf> {
+        self.state.as_ref().map(|d| d.join("overrides.falat.json"))
+    }
+}
+
+/// `$VAR` when set and absolute, else `$HOME/default`.
+fn xdg_dir(var: &str, default: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(default)))
+}
+
+/// `NAME-HASH`: the trace's file name and 16 hex digits of a SHA-256 over its absolute path and
+/// its content, so that two traces of the same name, or a trace that changed, never share
+/// overrides.
+pub fn trace_key(trace: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let abs = std::path::absolute(trace).unwrap_or_else(|_| trace.to_path_buf());
+    let mut h = Sha256::new();
+    h.update(abs.as_os_str().as_encoded_bytes());
+    h.update([0]);
+    if let Ok(bytes) = std::fs::read(trace) {
+        h.update(Sha256::digest(&bytes));
+    }
+    let hex: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let name: String = trace
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .map(|c| if c.is_alphanumeric() || "._-".contains(c) { c } else { '_' })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{name}-{hex}")
+}
 
 /// The schema name of the overrides file.
 pub const OVERRIDES_SCHEMA: &str = "falat.overrides/v1";
@@ -52,11 +128,28 @@ pub struct Restored {
     pub problems: Vec<String>,
 }
 
-/// Loads the overrides beside `trace` for a trajectory of `n_steps` steps. A missing file gives
-/// empty overrides. An unreadable or corrupt file is copied to a backup (`.bak`, `.bak.1`...) and
-/// reported; steps out of range are dropped and reported.
+/// Loads the overrides of a trace: beside it, else from the fallback folder (see
+/// [`load_overrides_at`]); returns where they were found.
+pub fn load_places(places: &Places, n_steps: usize) -> (Restored, Option<PathBuf>) {
+    let candidates = std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides());
+    for path in candidates {
+        if path.is_file() {
+            return (load_overrides_at(&path, n_steps), Some(path));
+        }
+    }
+    (Restored::default(), None)
+}
+
+/// Loads the overrides beside `trace` (see [`load_overrides_at`]).
 pub fn load_overrides(trace: &Path, n_steps: usize) -> Restored {
-    let path = overrides_path(trace);
+    load_overrides_at(&overrides_path(trace), n_steps)
+}
+
+/// Loads an overrides file for a trajectory of `n_steps` steps. A missing file gives empty
+/// overrides. An unreadable or corrupt file is copied to a backup (`.bak`, `.bak.1`...) and
+/// reported; steps out of range are dropped and reported.
+pub fn load_overrides_at(path: &Path, n_steps: usize) -> Restored {
+    let path = path.to_path_buf();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Restored::default(),
@@ -122,6 +215,48 @@ pub fn save_overrides(trace: &Path, trajectory: &str, o: &Overrides) -> anyhow::
     Ok(path)
 }
 
+/// Where a file was written, and whether that is the fallback folder because the trace's own
+/// folder could not be written (`why` says what failed there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    /// The file written.
+    pub path: PathBuf,
+    /// Why the first choice failed, when the fallback was used.
+    pub fallback: Option<String>,
+}
+
+/// Saves the overrides beside the trace, else in the fallback state folder.
+///
+/// # Errors
+/// When neither can be written (the message names both).
+pub fn save_places(places: &Places, trajectory: &str, o: &Overrides) -> anyhow::Result<Saved> {
+    let first = match save_overrides(&places.trace, trajectory, o) {
+        Ok(path) => return Ok(Saved { path, fallback: None }),
+        Err(e) => format!("{e:#}"),
+    };
+    let Some(path) = places.fallback_overrides() else {
+        anyhow::bail!("{first}; and no home folder is known for a fallback");
+    };
+    let file = OverridesFile {
+        schema: OVERRIDES_SCHEMA.into(),
+        trajectory: trajectory.into(),
+        marked: o.marked.clone(),
+        excluded: o.excluded.clone(),
+        pinned: o.pinned,
+    };
+    let text = serde_json::to_string_pretty(&file)? + "\n";
+    write_creating(&path, text.as_bytes()).with_context(|| format!("{first}; and the fallback"))?;
+    Ok(Saved { path, fallback: Some(first) })
+}
+
+/// [`write_atomic`] after creating the folder.
+fn write_creating(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    write_atomic(path, bytes)
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
 ///
 /// # Errors
@@ -142,6 +277,36 @@ pub struct Exported {
     pub markdown: PathBuf,
     /// The JSON report.
     pub json: PathBuf,
+    /// Why the reports are not beside the trace, when they went to the fallback folder.
+    pub fallback: Option<String>,
+}
+
+/// Writes the reports into the folder chosen with `--export-dir`, else beside the trace, else
+/// into the fallback data folder.
+///
+/// # Errors
+/// When the chosen folder, or both the trace's folder and the fallback, cannot be written.
+pub fn export_places(
+    places: &Places,
+    t: &Trajectory,
+    machine: &Diagnosis,
+    user: Option<&Diagnosis>,
+) -> anyhow::Result<Exported> {
+    let name = places.trace.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "trace".into());
+    if let Some(dir) = &places.export_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        return export(&dir.join(&name), t, machine, user);
+    }
+    let first = match export(&places.trace, t, machine, user) {
+        Ok(e) => return Ok(e),
+        Err(e) => format!("{e:#}"),
+    };
+    let Some(dir) = &places.data else {
+        anyhow::bail!("{first}; and no home folder is known for a fallback (use --export-dir)");
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("{first}; and cannot create {}", dir.display()))?;
+    let e = export(&dir.join(&name), t, machine, user).with_context(|| format!("{first}; and the fallback"))?;
+    Ok(Exported { fallback: Some(first), ..e })
 }
 
 /// Writes the Markdown and JSON reports beside `trace`: the machine's verdict, and the user's
@@ -155,7 +320,7 @@ pub fn export(trace: &Path, t: &Trajectory, machine: &Diagnosis, user: Option<&D
     write_atomic(&markdown, report::to_markdown_with(t, machine, user).as_bytes())?;
     let value = report::to_json_with(t, machine, user);
     write_atomic(&json, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())?;
-    Ok(Exported { markdown, json })
+    Ok(Exported { markdown, json, fallback: None })
 }
 
 #[cfg(test)]
