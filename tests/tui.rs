@@ -1346,3 +1346,43 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
     assert_eq!(status.level, Level::Error, "{}", status.text);
     assert!(status.text.contains("export failed"), "{}", status.text);
 }
+
+// ----- large runs -----
+
+#[test]
+fn twenty_five_thousand_candidates_filter_as_you_type_and_sort() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2");
+    let mut d = app.diagnosis.clone().expect("diagnosis");
+    let template = d.candidates[0].clone();
+    d.candidates = (0..25_000)
+        .map(|i| falat::diagnosis::Candidate {
+            step: i,
+            agent: if i % 2 == 0 { "WebSurfer".into() } else { "Orchestrator".into() },
+            score: (i % 97) as f32 / 100.0,
+            ..template.clone()
+        })
+        .collect();
+    app.diagnosis = Some(d);
+    press(&mut app, "/or");
+    assert_eq!(app.mode, Mode::Filter("or".into()));
+    press(&mut app, "ch");
+    assert_eq!(app.cands.rows().len(), 12_500, "the list narrows as you type");
+    press(&mut app, "<enter>");
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.selected_candidate().map(|c| c.step), Some(1));
+    press(&mut app, "jj");
+    assert_eq!(app.selected_candidate().map(|c| c.step), Some(5));
+    press(&mut app, "s");
+    assert_eq!(app.cands.sort.name(), "score");
+    assert_eq!(app.selected_candidate().map(|c| c.step), Some(5), "the selection stays on its candidate");
+    let top = app.cands.get(app.diagnosis.as_ref(), 0).expect("first row");
+    assert_eq!((top.score, top.agent.as_str()), (0.96, "Orchestrator"));
+    let s = screen(&app);
+    assert!(s.contains("12500 of 25000 match 'orch' · sort score"), "{s}");
+    press(&mut app, "/<esc>");
+    assert_eq!((app.cands.filter.as_str(), app.cands.rows().len()), ("", 25_000));
+    press(&mut app, "/zzz<enter>");
+    assert!(screen(&app).contains("no candidate matches 'zzz'"));
+}

@@ -17,6 +17,7 @@ use ratatui::text::Line;
 use regex::{Regex, RegexBuilder};
 
 use super::action::Action;
+use super::candidates::CandidateList;
 use super::highlight::{self, EvidenceCache};
 use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
 use super::keymap::KeyMap;
@@ -114,8 +115,18 @@ pub enum Mode {
     Search(String),
     /// Typing a step number.
     Jump(String),
+    /// Typing the candidates filter (the list narrows as you type).
+    Filter(String),
     /// The help overlay is open.
     Help,
+}
+
+/// What a line of input is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    Search,
+    Jump,
+    Filter,
 }
 
 /// How a status message looks.
@@ -278,6 +289,8 @@ pub struct App {
     pub edge: usize,
     /// The selected row of the candidates / roles view.
     pub list_sel: usize,
+    /// The candidates view's filter and sort.
+    pub cands: CandidateList,
     /// Where keys go.
     pub mode: Mode,
     /// First visible line of the help overlay.
@@ -361,6 +374,7 @@ impl App {
             evidence_scroll: 0,
             edge: 0,
             list_sel: 0,
+            cands: CandidateList::default(),
             mode: Mode::Normal,
             help_scroll: 0,
             query: None,
@@ -524,8 +538,9 @@ impl App {
         match self.mode.clone() {
             Mode::Normal => self.keymap.action(&k).map(|a| self.apply(a)).unwrap_or_default(),
             Mode::Help => self.on_help_key(k),
-            Mode::Search(buf) => self.edit_input(k, buf, true),
-            Mode::Jump(buf) => self.edit_input(k, buf, false),
+            Mode::Search(buf) => self.edit_input(k, buf, Input::Search),
+            Mode::Jump(buf) => self.edit_input(k, buf, Input::Jump),
+            Mode::Filter(buf) => self.edit_input(k, buf, Input::Filter),
         }
     }
 
@@ -553,32 +568,80 @@ impl App {
         Vec::new()
     }
 
-    fn edit_input(&mut self, k: KeyEvent, mut buf: String, search: bool) -> Vec<Effect> {
+    fn edit_input(&mut self, k: KeyEvent, mut buf: String, input: Input) -> Vec<Effect> {
+        let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL);
         match k.code {
-            KeyCode::Esc => self.mode = Mode::Normal,
+            KeyCode::Esc => {
+                self.mode = Mode::Normal;
+                if input == Input::Filter {
+                    self.set_filter(String::new());
+                }
+                return Vec::new();
+            }
+            _ if ctrl_c => {
+                self.mode = Mode::Normal;
+                return Vec::new();
+            }
             KeyCode::Enter => {
                 self.mode = Mode::Normal;
-                if search {
-                    self.start_search(buf)
-                } else {
-                    self.jump(&buf)
+                match input {
+                    Input::Search => self.start_search(buf),
+                    Input::Jump => self.jump(&buf),
+                    Input::Filter => self.set_filter(buf),
                 }
                 return Vec::new();
             }
             KeyCode::Backspace => {
                 buf.pop();
             }
-            KeyCode::Char('c') if k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
-                self.mode = Mode::Normal;
-                return Vec::new();
-            }
-            KeyCode::Char(c) if search || c.is_ascii_digit() => buf.push(c),
+            KeyCode::Char(c) if input != Input::Jump || c.is_ascii_digit() => buf.push(c),
             _ => {}
         }
-        if self.mode != Mode::Normal {
-            self.mode = if search { Mode::Search(buf) } else { Mode::Jump(buf) };
+        if input == Input::Filter {
+            self.set_filter(buf.clone());
         }
+        self.mode = match input {
+            Input::Search => Mode::Search(buf),
+            Input::Jump => Mode::Jump(buf),
+            Input::Filter => Mode::Filter(buf),
+        };
         Vec::new()
+    }
+
+    /// Sets the candidates filter and keeps the selection on the same candidate when it is
+    /// still shown.
+    fn set_filter(&mut self, filter: String) {
+        let step = self.selected_candidate().map(|c| c.step);
+        self.cands.filter = filter;
+        self.refresh_candidates(step);
+        if !self.cands.filter.is_empty() {
+            let (n, total) = (self.cands.rows().len(), self.cands.total());
+            self.set_status(Level::Info, format!("filter '{}': {n} of {total} candidates", clean(&self.cands.filter)));
+        }
+    }
+
+    /// Cycles the candidates' sort key.
+    fn cycle_sort(&mut self) {
+        if self.view != View::Candidates {
+            return self.set_status(Level::Info, "s sorts the candidates view (press 2)");
+        }
+        let step = self.selected_candidate().map(|c| c.step);
+        self.cands.sort = self.cands.sort.next();
+        self.refresh_candidates(step);
+        self.set_status(Level::Info, format!("candidates sorted by {}", self.cands.sort.name()));
+    }
+
+    /// Recomputes the candidates rows; the selection follows `step` when it is still shown.
+    fn refresh_candidates(&mut self, step: Option<usize>) {
+        self.cands.refresh(self.diagnosis.as_ref());
+        if self.view == View::Candidates {
+            self.list_sel = step.and_then(|s| self.cands.row_of(self.diagnosis.as_ref(), s)).unwrap_or(0);
+        }
+    }
+
+    /// The candidate selected in the candidates view.
+    pub fn selected_candidate(&self) -> Option<&crate::diagnosis::Candidate> {
+        self.cands.get(self.diagnosis.as_ref(), self.list_sel)
     }
 
     fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
@@ -645,7 +708,9 @@ impl App {
         match a {
             Action::Quit => return vec![Effect::Quit],
             Action::Help => self.mode = Mode::Help,
+            Action::Search if self.view == View::Candidates => self.mode = Mode::Filter(self.cands.filter.clone()),
             Action::Search => self.mode = Mode::Search(String::new()),
+            Action::Sort => self.cycle_sort(),
             Action::JumpToStep => self.mode = Mode::Jump(String::new()),
             Action::GoToDecisive => self.go_to_decisive(),
             Action::SearchNext => self.search_again(true),
@@ -691,9 +756,7 @@ impl App {
     fn initial_list_sel(&self) -> usize {
         let decisive = self.diagnosis.as_ref().and_then(|d| d.decisive_step);
         match (self.view, decisive) {
-            (View::Candidates, Some(s)) => {
-                self.diagnosis.as_ref().and_then(|d| d.candidates.iter().position(|c| c.step == s)).unwrap_or(0)
-            }
+            (View::Candidates, Some(s)) => self.cands.row_of(self.diagnosis.as_ref(), s).unwrap_or(0),
             (View::Roles, Some(s)) => self.role_rows().iter().position(|(st, _)| *st == s).unwrap_or(0),
             (View::Methods, _) => Method::ALL.iter().position(|m| *m == self.method).unwrap_or(0),
             _ => 0,
@@ -809,9 +872,7 @@ impl App {
         match a {
             Action::Enter => {
                 let target = match self.view {
-                    View::Candidates => {
-                        self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step)
-                    }
+                    View::Candidates => self.selected_candidate().map(|c| c.step),
                     View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
                     View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
                     View::Verdict => self.verdict_links().get(self.list_sel).copied(),
@@ -830,7 +891,7 @@ impl App {
 
     fn list_len(&self) -> usize {
         match self.view {
-            View::Candidates => self.n_candidates(),
+            View::Candidates => self.cands.rows().len(),
             View::Roles => self.role_rows().len(),
             View::Methods => Method::ALL.len(),
             View::Verdict => self.verdict_links().len(),
@@ -951,7 +1012,7 @@ impl App {
     fn target_step(&self) -> Option<usize> {
         match self.view {
             View::Hierarchy => Some(self.step),
-            View::Candidates => self.diagnosis.as_ref().and_then(|d| d.candidates.get(self.list_sel)).map(|c| c.step),
+            View::Candidates => self.selected_candidate().map(|c| c.step),
             View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
             View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
             View::Verdict => self.verdict_links().get(self.list_sel).copied(),
@@ -1264,6 +1325,7 @@ impl App {
     }
 
     fn refresh_marks(&mut self) {
+        self.cands.refresh(self.diagnosis.as_ref());
         self.marks.clear();
         let Some(d) = &self.diagnosis else { return };
         for c in &d.candidates {

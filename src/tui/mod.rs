@@ -9,6 +9,7 @@
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
+//! - [`candidates`]: the candidates list's filter and sort, a component with its own state;
 //! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
 //! - [`store`]: the overrides file and the exported reports.
 //!
@@ -16,6 +17,7 @@
 
 pub mod action;
 pub mod app;
+pub mod candidates;
 pub mod event_loop;
 pub mod highlight;
 pub mod job;

@@ -155,6 +155,7 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
     let line = match &app.mode {
         Mode::Search(q) => input_line(app, "/", q, "search step content"),
         Mode::Jump(n) => input_line(app, ":", n, "jump to step number"),
+        Mode::Filter(q) => input_line(app, "/", q, "filter candidates (step, agent, state, signal, text)"),
         Mode::Help => Line::from(vec![
             Span::raw(" "),
             Span::styled(app.keymap.hint(Action::Down), t.key),

@@ -65,23 +65,36 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     }
     let [list, detail] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
     let kept = cands.iter().filter(|c| c.pruned.is_none()).count();
-    let info = [format!("{} kept · {} pruned", kept, cands.len() - kept)];
+    let rows = app.cands.rows();
+    let sort = format!("sort {}", app.cands.sort.name());
+    let counts = format!("{} kept · {} pruned", kept, cands.len() - kept);
+    let info = if app.cands.filter.is_empty() {
+        vec![format!("{counts} · {sort}"), counts]
+    } else {
+        let shown = format!("{} of {} match '{}'", rows.len(), cands.len(), clean(&app.cands.filter));
+        vec![format!("{shown} · {sort}"), shown]
+    };
     let block = pane(app, "Candidates", true, &info, list.width);
     let inner = block.inner(list);
     f.render_widget(block, list);
-    let (off, h) = list_rows(app, list, cands.len());
-    let lines: Vec<Line> = cands
+    let (off, h) = list_rows(app, list, rows.len());
+    let lines: Vec<Line> = rows
         .iter()
         .enumerate()
         .skip(off)
         .take(h)
-        .map(|(i, c)| {
-            let line = fit(candidate_row(app, c, inner.width), inner.width);
+        .map(|(i, &k)| {
+            let line = fit(candidate_row(app, &cands[k], inner.width), inner.width);
             if i == app.list_sel { selected(line, app.theme.selection, inner.width) } else { line }
         })
         .collect();
-    f.render_widget(Paragraph::new(lines), inner);
-    if let Some(c) = cands.get(app.list_sel) {
+    if lines.is_empty() {
+        let msg = format!("no candidate matches '{}' (esc clears the filter)", clean(&app.cands.filter));
+        f.render_widget(Paragraph::new(Line::styled(msg, app.theme.dim)), inner);
+    } else {
+        f.render_widget(Paragraph::new(lines), inner);
+    }
+    if let Some(c) = app.selected_candidate() {
         render_candidate_detail(app, f, detail, c);
     }
 }
@@ -89,11 +102,12 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
 fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
     let t = &app.theme;
     let decisive = app.diagnosis.as_ref().and_then(|d| d.decisive_step) == Some(c.step);
-    let (state, style) = match (&c.pruned, c.origin) {
-        (Some(p), _) if p.reason.contains("user") => ("excluded", t.excluded),
-        (Some(_), _) => ("pruned", t.pruned),
-        (None, Origin::User) => ("user", t.marked),
-        (None, Origin::Machine) => ("kept", t.candidate),
+    let state = crate::tui::candidates::state(c);
+    let style = match state {
+        "excluded" => t.excluded,
+        "pruned" => t.pruned,
+        "user" => t.marked,
+        _ => t.candidate,
     };
     let signal = c.main_signal().map_or("-", |s| s.as_str());
     let why = match &c.pruned {
