@@ -1386,3 +1386,22 @@ fn twenty_five_thousand_candidates_filter_as_you_type_and_sort() {
     press(&mut app, "/zzz<enter>");
     assert!(screen(&app).contains("no candidate matches 'zzz'"));
 }
+
+#[test]
+fn the_methods_view_shows_falat_after_a_run_and_keeps_its_legend() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a6");
+    let s = screen(&app);
+    let falat = s.lines().find(|l| l.contains("▶ falat")).expect("falat row");
+    assert!(falat.contains("12") && falat.contains("WebSurfer") && !falat.contains("not run"), "{s}");
+    assert!(!s.contains("falat has not run"), "{s}");
+    for text in ["vs gold", "vs falat", "✓ same step · ≈ same agent · ✗ neither"] {
+        assert!(s.contains(text), "{text}: {s}");
+    }
+    press(&mut app, "M");
+    let s = screen(&app);
+    assert!(s.contains("✓ same step · ≈ same agent · ✗ neither"), "the legend stays once the methods ran: {s}");
+    let narrow = draw(&app, 80, 24).backend().to_string();
+    assert!(narrow.contains("vs gold") && narrow.contains("vs falat"), "{narrow}");
+}

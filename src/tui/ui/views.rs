@@ -468,24 +468,27 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Length(rows + 3), Constraint::Min(3)]).areas(area);
     let ran = app.method_results.len();
     let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
-    let block = pane(app, "Methods", true, &[right], list.width);
+    let legend = Line::styled(" vs gold, vs falat: ✓ same step · ≈ same agent · ✗ neither · machine verdicts ", t.dim);
+    let block =
+        pane(app, "Methods", true, &[right], list.width).title_bottom(fit(legend, list.width.saturating_sub(2)));
     let inner = block.inner(list);
     f.render_widget(block, list);
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
     app.ui.view_list.set(Rect { y: body.y.saturating_sub(1), height: body.height + 2, ..body });
     app.ui.list_height.set(body.height);
+    let agent_w = agent_width(app, inner.width);
     let header = format!(
-        "  {}{}{}{}{}{}{:<7}{}",
+        "  {}{}{}{}{}{}{}{}",
         col("method", 15),
         col("step", 6),
-        col("agent", 24),
-        col("category", 31),
+        col("agent", agent_w),
+        col("vs gold", 8),
+        col("vs falat", 9),
         col("conf", 6),
         col("calls", 7),
-        "falat",
-        "gold"
+        "category"
     );
-    f.render_widget(Paragraph::new(Line::styled(header, t.dim)), head);
+    f.render_widget(Paragraph::new(fit(Line::styled(header, t.dim), inner.width)), head);
     let falat = app.method_results.get(&Method::Falat);
     let gold = app.traj.gold.as_ref();
     let lines: Vec<Line> = Method::ALL
@@ -505,16 +508,16 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
                     let vs_gold = gold.map_or("·", |g| agreement(d, g.step, Some(g.agent.as_str())));
                     spans.extend([
                         Span::styled(col(&step, 6), t.title_focus),
-                        Span::styled(col(&clean(d.agent.as_deref().unwrap_or("-")), 24), t.text),
-                        Span::styled(col(&clean(&d.category), 31), t.warn),
+                        Span::styled(col(&clean(d.agent.as_deref().unwrap_or("-")), agent_w), t.text),
+                        Span::styled(format!("{vs_gold:<8}"), agree_style(app, vs_gold)),
+                        Span::styled(format!("{vs_falat:<9}"), agree_style(app, vs_falat)),
                         Span::styled(format!("{:<6}", format!("{:.2}", d.confidence)), t.info),
                         Span::styled(format!("{:<7}", d.total_cost().calls), t.dim),
-                        Span::styled(format!("{vs_falat:<7}"), agree_style(app, vs_falat)),
-                        Span::styled(vs_gold.to_string(), agree_style(app, vs_gold)),
+                        Span::styled(clean(&d.category), t.warn),
                     ]);
                 }
             }
-            let line = Line::from(spans);
+            let line = fit(Line::from(spans), body.width);
             if i == app.list_sel { selected(line, t.selection, body.width) } else { line }
         })
         .collect();
@@ -553,14 +556,13 @@ fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(app.keymap.hint(Action::RunMethods), t.key),
                 Span::styled(
                     format!(
-                        " to run all {} methods in the background with the judge {} ({} cancels); ",
+                        " to run all {} methods in the background with the judge {} ({} cancels).",
                         Method::ALL.len(),
                         clean(&app.judge.name()),
                         app.keymap.hint(Action::Cancel)
                     ),
                     t.dim,
                 ),
-                Span::styled("✓ same step, ≈ same agent, ✗ neither.", t.dim),
             ]));
         }
         Some(d) => method_detail_lines(app, m, d, &mut lines),
