@@ -1405,3 +1405,40 @@ fn the_methods_view_shows_falat_after_a_run_and_keeps_its_legend() {
     let narrow = draw(&app, 80, 24).backend().to_string();
     assert!(narrow.contains("vs gold") && narrow.contains("vs falat"), "{narrow}");
 }
+
+#[test]
+fn a_click_on_a_tab_opens_its_view() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let s = screen(&app);
+    let header = s.lines().next().expect("header").trim_start_matches('"');
+    for (title, view) in [("Verdict", View::Verdict), ("Candidates", View::Candidates), ("Hierarchy", View::Hierarchy)]
+    {
+        let column = header[..header.find(title).expect("tab")].chars().count() as u16;
+        let click =
+            MouseEvent { kind: MouseEventKind::Down(MouseButton::Left), column, row: 0, modifiers: KeyModifiers::NONE };
+        app.on_event(Event::Mouse(click));
+        assert_eq!(app.view, view, "clicked {title}");
+    }
+}
+
+#[test]
+fn only_the_decisive_candidate_carries_a_gutter_mark() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2j");
+    let term = draw(&app, 120, 40);
+    let buf = term.backend().buffer();
+    let row_of = |text: &str| {
+        (0..buf.area.height)
+            .find(|&y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().contains(text))
+            .expect("row")
+    };
+    let decisive = row_of("▶   12 WebSurfer");
+    assert_ne!(buf[(1, decisive)].style().fg, None, "the decisive row's mark is coloured");
+    // Step 24's row (not selected, not decisive): a blank gutter with no colour.
+    let other = row_of("   24 WebSurfer");
+    assert_eq!(buf[(1, other)].symbol(), " ");
+    assert_eq!(buf[(1, other)].style().bg, Some(Color::Reset), "{:?}", buf[(1, other)].style());
+}

@@ -72,6 +72,21 @@ impl Term {
         self.writer.flush().expect("flush");
     }
 
+    /// The row and column where `text` starts on the screen.
+    fn find(&self, text: &str) -> Option<(u16, u16)> {
+        let screen = self.screen();
+        screen.lines().enumerate().find_map(|(r, line)| {
+            let at = line.find(text)?;
+            Some((r as u16, line[..at].chars().count() as u16))
+        })
+    }
+
+    /// Whether the cell is drawn as a selection (a background colour or inverse video).
+    fn highlighted(&self, row: u16, col: u16) -> bool {
+        let p = self.parser.lock().expect("parser");
+        p.screen().cell(row, col).is_some_and(|c| c.inverse() || c.bgcolor() != vt100::Color::Default)
+    }
+
     /// Polls the screen until every text is on it.
     fn wait_for(&self, texts: &[&str]) -> String {
         let start = Instant::now();
@@ -141,10 +156,17 @@ fn the_binary_runs_the_whole_pipeline_by_keys_and_quits() {
     let mut t = Term::spawn(falat(), &["open", &trace], &[]);
     t.wait_for(&[" Phases ", " Steps ", " Evidence ", " Dependencies ", "ready · a runs the whole pipeline"]);
     t.send("a");
-    t.wait_for(&["finished all stages", "decisive step 12 by WebSurfer"]);
+    let s = t.wait_for(&["finished all stages", "decisive step 12 by WebSurfer"]);
+    // Without further keys: the hierarchy view shows the decisive step, selected, with its
+    // phase marked and its evidence open.
+    assert!(s.contains("#12 WebSurfer"), "the evidence shows step 12:\n{s}");
+    assert!(s.contains("│▶ 2 3-28"), "the phase holding the verdict is marked:\n{s}");
+    let (row, col) = t.find("◆ 12 WebSurfer").expect("step 12's row is on screen");
+    assert!(t.highlighted(row, col + 2), "step 12's row is the selection:\n{s}");
+    assert!(!t.highlighted(row - 1, col + 2), "step 11's row is not:\n{s}");
     t.send("5");
-    let s = t.wait_for(&["ROOT_CAUSE", "decisive step 12", "agent WebSurfer"]);
-    assert!(s.contains("gold label (data set): step 12 by WebSurfer (same step)"), "{s}");
+    // Waits for the whole verdict: a frame may arrive in several reads.
+    t.wait_for(&["ROOT_CAUSE", "decisive step 12", "agent WebSurfer", "step 12 by WebSurfer (same step)"]);
     t.send(":12\r");
     t.wait_for(&["#12 WebSurfer", "ROOT_CAUSE"]);
     t.send("y");
@@ -200,4 +222,19 @@ fn panic_child() {
     let mut guard = falat::tui::TerminalGuard::enter().expect("terminal");
     guard.terminal.draw(|f| f.render_widget(ratatui::widgets::Paragraph::new("drawn"), f.area())).expect("draw");
     panic!("boom inside the tui");
+}
+
+#[test]
+fn without_a_terminal_on_stdout_it_says_so_in_one_line_before_any_output() {
+    let (_trace_dir, trace) = fixture_copy("hand-crafted-1.json");
+    let out = std::process::Command::new(falat())
+        .args(["open", &trace])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "nothing is written into the pipe: {:?}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("not a terminal") && !err.contains('\u{1b}'), "{err}");
 }

@@ -662,6 +662,10 @@ impl App {
                     self.apply(if down { Action::Down } else { Action::Up });
                 }
             }
+            MouseEventKind::Down(MouseButton::Left) if m.row == 0 => {
+                let v = super::ui::tab_at(self, m.column);
+                self.set_view(v);
+            }
             MouseEventKind::Down(MouseButton::Left) => self.click(pane, pos),
             _ => return Vec::new(),
         }

@@ -111,6 +111,12 @@ pub async fn run_async(path: &Path, opts: TuiOptions) -> anyhow::Result<()> {
 /// # Errors
 /// As [`run`].
 pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    // Checked before anything is written: escape codes must never go into a pipe or a file.
+    anyhow::ensure!(
+        io::stdout().is_terminal(),
+        "the TUI needs a terminal, but stdout is not a terminal (for a report in a pipe or a file use `falat diagnose`)"
+    );
     let mut app = open(path, &opts, judge)?;
     let mut term = TerminalGuard::enter()?;
     let mut copy =

@@ -50,14 +50,35 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(msg).style(app.theme.warn).wrap(Wrap { trim: true }).centered(), row);
 }
 
+const HEADER_NAME: &str = " falat ";
+
+/// The view tabs' labels, in header order.
+fn tab_labels(app: &App) -> Vec<(View, String)> {
+    View::ALL.into_iter().map(|v| (v, format!(" {} {} ", app.keymap.hint(v.action()), v.title()))).collect()
+}
+
+/// The view whose tab is at column `x` of the header row (for mouse clicks).
+pub fn tab_at(app: &App, x: u16) -> Option<View> {
+    let mut start = HEADER_NAME.chars().count();
+    for (v, label) in tab_labels(app) {
+        start += 1;
+        let end = start + label.chars().count();
+        if (start..end).contains(&(x as usize)) {
+            return Some(v);
+        }
+        start = end;
+    }
+    None
+}
+
 fn render_header(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     f.render_widget(Block::new().style(t.header), area);
-    let mut spans = vec![Span::styled(" falat ", t.header.bold())];
-    for v in View::ALL {
+    let mut spans = vec![Span::styled(HEADER_NAME, t.header.bold())];
+    for (v, label) in tab_labels(app) {
         let style = if v == app.view { t.tab_active } else { t.tab };
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(format!(" {} {} ", app.keymap.hint(v.action()), v.title()), style));
+        spans.push(Span::styled(label, style));
     }
     let tabs = Line::from(spans);
     let name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
