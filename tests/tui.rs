@@ -1442,3 +1442,34 @@ fn only_the_decisive_candidate_carries_a_gutter_mark() {
     assert_eq!(buf[(1, other)].symbol(), " ");
     assert_eq!(buf[(1, other)].style().bg, Some(Color::Reset), "{:?}", buf[(1, other)].style());
 }
+
+#[test]
+fn five_digit_step_numbers_keep_their_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("long.json");
+    let history: Vec<serde_json::Value> = (0..10_050)
+        .map(|i| {
+            let content = format!("I found \"ledger entry {i}\" after reading \"ledger entry {}\".", i.max(1) - 1);
+            serde_json::json!({"content": content, "name": "Verification_Expert", "role": "assistant"})
+        })
+        .collect();
+    let doc = serde_json::json!({"is_correct": false, "question": "Which ledger entry is wrong?", "history": history});
+    std::fs::write(&trace, doc.to_string()).expect("write");
+    let opts =
+        TuiOptions { theme: Some("dark".into()), config_dir: Some(dir.path().join("config")), ..TuiOptions::default() };
+    let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    // What the background indexing sends the event loop.
+    let h = Arc::new(falat::hierarchy::build(&app.traj));
+    let g = Arc::new(falat::graph::DepGraph::build(&app.traj, &h));
+    app.on_job(JobMsg::Hierarchy(h));
+    app.on_job(JobMsg::Graph(g));
+    press(&mut app, ":10020<enter>");
+    assert_eq!(app.step, 10_020);
+    let s = screen(&app);
+    assert!(s.contains("← #10019 reuses values"), "{s}");
+    assert!(s.contains("→ #10021 reuses values"), "{s}");
+    // A long path shows its ends and its length.
+    assert!(s.contains("to the output: #10020 → #10021 → #10022 → … → #10048 → #10049 (29 h…"), "{s}");
+    assert!(draw(&app, 200, 60).backend().to_string().contains("#10049 (29 hops)"));
+    assert!(s.contains("10020 Verification_Expert"), "{s}");
+}

@@ -271,14 +271,22 @@ fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
 fn provenance_line(app: &App, s: usize, width: u16) -> Line<'static> {
     let t = &app.theme;
     let sum = &app.hierarchy().steps[s];
-    let uses: Vec<String> = sum
+    // A small number "taken" from another step is mostly a coincidence (a count, a year): such
+    // uses are only counted, like the dependency edges that carry nothing else.
+    let small = |k: &str| k.len() <= 4 && k.chars().all(|c| c.is_ascii_digit());
+    let mut uses: Vec<String> = sum
         .uses
         .iter()
+        .filter(|(k, o)| !(matches!(o, Origin::Step(_)) && small(k)))
         .map(|(k, o)| match o {
             Origin::Given => format!("{} ← task", clean(k)),
             Origin::Step(i) => format!("{} ← #{i}", clean(k)),
         })
         .collect();
+    let hidden = sum.uses.iter().filter(|(k, o)| matches!(o, Origin::Step(_)) && small(k)).count();
+    if hidden > 0 {
+        uses.push(format!("+{hidden} small number{}", if hidden == 1 { "" } else { "s" }));
+    }
     let intro: Vec<String> = sum.introduces.iter().map(|k| clean(k)).collect();
     let mut text = String::new();
     if !uses.is_empty() {
@@ -392,12 +400,23 @@ fn path_line(app: &App) -> Line<'static> {
     match app.path_to_output() {
         Some(p) => {
             let mut spans = vec![Span::styled("to the output: ", t.dim)];
-            for (i, s) in p.iter().enumerate() {
+            // A long path shows its first three and last two steps.
+            let shown: Vec<Option<usize>> = if p.len() > 6 {
+                p[..3].iter().map(|s| Some(*s)).chain([None]).chain(p[p.len() - 2..].iter().map(|s| Some(*s))).collect()
+            } else {
+                p.iter().map(|s| Some(*s)).collect()
+            };
+            for (i, s) in shown.iter().enumerate() {
                 if i > 0 {
                     spans.push(Span::styled(" → ", t.dim));
                 }
-                let style = if *s == app.step { t.title_focus } else { t.text };
-                spans.push(Span::styled(format!("#{s}"), style));
+                match s {
+                    Some(s) => {
+                        let style = if *s == app.step { t.title_focus } else { t.text };
+                        spans.push(Span::styled(format!("#{s}"), style));
+                    }
+                    None => spans.push(Span::styled("…", t.dim)),
+                }
             }
             let hops = p.len() - 1;
             spans.push(Span::styled(format!(" ({hops} {})", if hops == 1 { "hop" } else { "hops" }), t.dim));
