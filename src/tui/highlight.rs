@@ -305,16 +305,45 @@ pub fn wrap(lines: &[EvLine], width: usize, theme: &Theme) -> Vec<Line<'static>>
             out.push(Line::from(vec![gutter_span(l.gutter, theme)]));
             continue;
         }
+        // Continuations hang under the text of the line: after its indent and a list marker
+        // (`- `, `* `, `1. `), so a wrapped list item stays readable. Code keeps its own layout.
+        let hang = if l.gutter == Gutter::Code { 0 } else { hanging_indent(&cells).min(avail / 2) };
         let mut start = 0;
         while start < cells.len() {
-            let end = break_at(&cells, start, avail);
+            let room = if start == 0 { avail } else { avail - hang };
+            let end = break_at(&cells, start, room);
             let mut spans = vec![gutter_span(l.gutter, theme)];
+            if start > 0 && hang > 0 {
+                spans.push(Span::raw(" ".repeat(hang)));
+            }
             spans.extend(group(&cells[start..end]));
             out.push(Line::from(spans));
             start = end;
+            if start > 0 && hang > 0 {
+                while start < cells.len() && cells[start].0 == ' ' {
+                    start += 1;
+                }
+            }
         }
     }
     out
+}
+
+/// The columns before a line's text: its leading spaces and a list marker after them.
+fn hanging_indent(cells: &[(char, Style)]) -> usize {
+    let lead = cells.iter().take_while(|c| c.0 == ' ' || c.0 == '\t').count();
+    let rest: String = cells[lead..].iter().take(6).map(|c| c.0).collect();
+    let marker = if rest.starts_with("- ") || rest.starts_with("* ") || rest.starts_with("• ") {
+        2
+    } else {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && (rest[digits..].starts_with(". ") || rest[digits..].starts_with(") ")) {
+            digits + 2
+        } else {
+            0
+        }
+    };
+    lead + marker
 }
 
 /// Where the visual line that starts at `start` ends.
@@ -483,6 +512,18 @@ mod tests {
         let out = wrap(&[l], 14, &theme());
         let texts: Vec<String> = out.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
         assert_eq!(texts, vec!["  alpha beta ", "  gamma delta ", "  epsilon"]);
+    }
+
+    #[test]
+    fn wrapped_list_items_hang_under_their_text() {
+        let l = EvLine { gutter: Gutter::Plain, spans: vec![Span::raw("  - alpha beta gamma delta")] };
+        let out = wrap(&[l], 16, &theme());
+        let texts: Vec<String> = out.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(texts, vec!["    - alpha ", "      beta ", "      gamma ", "      delta"]);
+        let l = EvLine { gutter: Gutter::Plain, spans: vec![Span::raw("12. one two three four")] };
+        let out = wrap(&[l], 14, &theme());
+        let texts: Vec<String> = out.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(texts, vec!["  12. one two ", "      three ", "      four"]);
     }
 
     #[test]
