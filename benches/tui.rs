@@ -219,6 +219,7 @@ fn cancel_latency(app: &App) {
                 show_timings: false,
                 method: falat::methods::Method::Falat,
                 places: app.places.clone(),
+                restored: Default::default(),
             },
         );
         probe.on_key(key(KeyCode::Char('a')))

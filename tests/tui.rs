@@ -1473,3 +1473,22 @@ fn five_digit_step_numbers_keep_their_columns() {
     assert!(draw(&app, 200, 60).backend().to_string().contains("#10049 (29 hops)"));
     assert!(s.contains("10020 Verification_Expert"), "{s}");
 }
+
+#[test]
+fn the_app_asks_for_file_writes_as_effects_and_never_writes_itself() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let effects = app.on_key(key_event(KeyCode::Char('m')));
+    let [tui::Effect::File(save)] = effects.as_slice() else { panic!("one file effect") };
+    assert!(matches!(**save, tui::FileEffect::SaveOverrides { .. }));
+    let path = store::overrides_path(&f.trace);
+    assert!(!path.exists(), "nothing written by the app itself");
+    let mut copied = Vec::new();
+    tui::drive(&mut app, effects, &mut copied);
+    assert!(path.is_file(), "written when the effect is carried out");
+    assert!(app.status.clone().expect("status").text.contains(&format!("saved to {}", path.display())));
+    press(&mut app, "a");
+    let effects = app.on_key(key_event(KeyCode::Char('e')));
+    assert!(matches!(effects.as_slice(), [tui::Effect::File(e)] if matches!(**e, tui::FileEffect::Export { .. })));
+    assert!(!store::beside(&f.trace, ".falat.md").exists());
+}

@@ -21,7 +21,7 @@ use super::candidates::CandidateList;
 use super::highlight::{self, EvidenceCache};
 use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
 use super::keymap::KeyMap;
-use super::store::{self, Exported};
+use super::store::{self, Exported, Restored};
 use super::theme::Theme;
 use crate::diagnosis::{Diagnosis, Overrides, Role};
 use crate::graph::{DepEdge, DepGraph, EdgeKind};
@@ -178,8 +178,39 @@ pub enum Effect {
     Cancel,
     /// Put text on the clipboard (OSC 52).
     Copy(String),
+    /// Write a file; the result comes back through [`App::on_saved`] / [`App::on_exported`].
+    File(Box<FileEffect>),
     /// Leave.
     Quit,
+}
+
+/// File writes the app asks for (it does no IO itself).
+pub enum FileEffect {
+    /// Save the overrides (beside the trace, else in the state folder).
+    SaveOverrides {
+        /// The trajectory's id, recorded in the file.
+        trajectory: String,
+        /// The overrides to save.
+        overrides: Overrides,
+    },
+    /// Write the reports: the machine's verdict and the user's decision beside it.
+    Export {
+        /// The machine's verdict.
+        machine: Box<Diagnosis>,
+        /// The diagnosis with the user's overrides, when there are any.
+        user: Option<Box<Diagnosis>>,
+    },
+}
+
+/// What the last override did, shown in the status line until its re-run is done.
+#[derive(Debug, Clone)]
+struct OverrideNote {
+    level: Level,
+    text: String,
+    /// What to do next (shown when no re-run follows).
+    hint: String,
+    /// A re-run follows: its end shows the note again.
+    rerun: bool,
 }
 
 /// What a step carries from the diagnosis.
@@ -209,6 +240,8 @@ pub struct Config {
     pub method: Method,
     /// Where the overrides and reports go.
     pub places: store::Places,
+    /// The overrides found at open and the file they came from (see [`store::load_places`]).
+    pub restored: (Restored, Option<PathBuf>),
 }
 
 /// Layout facts the last frame recorded, for paging, scrolling and mouse hits.
@@ -303,7 +336,7 @@ pub struct App {
     pub running: Option<Running>,
     pending: Option<RunTarget>,
     /// What the last override did, for the status line once its re-run is done.
-    override_note: Option<(Level, String)>,
+    override_note: Option<OverrideNote>,
     next_id: u64,
     /// The status message.
     pub status: Option<Status>,
@@ -338,7 +371,7 @@ impl App {
             crate::hierarchy::build(&traj)
         });
         let base_graph = (!indexing).then(|| Arc::new(DepGraph::build(&traj, &base)));
-        let (restored, from) = store::load_places(&config.places, total);
+        let (restored, from) = config.restored;
         let mut notes = config.notes;
         if indexing {
             notes.push(format!("indexing {total} steps in the background; the first {SYNC_STEPS} are shown"));
@@ -720,7 +753,7 @@ impl App {
             Action::SearchNext => self.search_again(true),
             Action::SearchPrev => self.search_again(false),
             Action::Copy => return self.copy(),
-            Action::Export => self.export(),
+            Action::Export => return self.export(),
             Action::RunAll if self.method == Method::Falat => return self.request(RunTarget::All),
             Action::RunAll => return self.request(RunTarget::Method(self.method)),
             Action::RunMethods => return self.request(RunTarget::AllMethods),
@@ -1033,28 +1066,21 @@ impl App {
         vec![Effect::Copy(body)]
     }
 
-    fn export(&mut self) {
-        let Some(d) = &self.diagnosis else {
-            return self.set_status(Level::Warn, "nothing to export yet: run the pipeline first (press a)");
-        };
-        let Some(machine) = self.machine_verdict() else {
-            let _ = d;
+    fn export(&mut self) -> Vec<Effect> {
+        if self.diagnosis.is_none() {
+            self.set_status(Level::Warn, "nothing to export yet: run the pipeline first (press a)");
+            return Vec::new();
+        }
+        let Some(machine) = self.machine_verdict().cloned().map(Box::new) else {
             let key = self.keymap.hint(Action::RunAll);
-            return self.set_status(
+            self.set_status(
                 Level::Warn,
                 format!("the machine's verdict without your overrides is not known yet: press {key}, then export"),
             );
+            return Vec::new();
         };
-        let user = self.user_decision();
-        match store::export_places(&self.places, &self.traj, machine, user) {
-            Ok(e) => {
-                let why = if e.fallback.is_some() { " (the trace's folder cannot be written)" } else { "" };
-                let msg = format!("exported {} and {}{why}", e.markdown.display(), e.json.display());
-                self.exported = Some(e);
-                self.set_status(Level::Ok, msg);
-            }
-            Err(e) => self.set_status(Level::Error, format!("export failed: {e:#}")),
-        }
+        let user = self.user_decision().cloned().map(Box::new);
+        vec![Effect::File(Box::new(FileEffect::Export { machine, user }))]
     }
 
     // ----- pipeline runs -----
@@ -1204,8 +1230,8 @@ impl App {
                 self.clamp_list();
                 let verdict = self.verdict_line();
                 let (level, done) = match (self.override_note.take(), run.target) {
-                    (Some((level, note)), RunTarget::Rerun { .. }) => {
-                        (level, format!("{note}; re-ran {}", run.target.label()))
+                    (Some(n), RunTarget::Rerun { .. }) => {
+                        (n.level, format!("{}; re-ran {}", n.text, run.target.label()))
                     }
                     _ => (Level::Ok, format!("finished {}", run.target.label())),
                 };
@@ -1393,9 +1419,8 @@ impl App {
         }
     }
 
-    /// Saves the overrides at once and re-runs the stages downstream of them.
+    /// Asks for the overrides to be saved at once and re-runs the stages downstream of them.
     fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
-        let saved = store::save_places(&self.places, &self.traj.id, &self.overrides);
         let rerun = match (&self.running, self.pipeline.last_stage()) {
             (Some(r), _) if r.target.is_pipeline() || r.target == RunTarget::AllMethods => Some(r.target),
             (Some(_), _) => None,
@@ -1404,22 +1429,66 @@ impl App {
             }
             _ => None,
         };
-        let (level, mut text) = match saved {
-            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("{msg}; saved to {}", path.display())),
-            Ok(store::Saved { path, fallback: Some(_) }) => {
-                (Level::Warn, format!("{msg}; saved to {} (the trace's folder cannot be written)", path.display()))
-            }
-            Err(e) => (Level::Error, format!("{msg}; could not save the overrides: {e:#}")),
-        };
-        if self.method != Method::Falat {
-            text.push_str(&format!("; overrides apply to falat only (method {} is selected)", self.method));
+        let hint = if self.method != Method::Falat {
+            format!("; overrides apply to falat only (method {} is selected)", self.method)
         } else if rerun.is_none() {
-            text.push_str("; press a to run the pipeline with them");
-        }
-        self.override_note = rerun.is_some().then(|| (level, text.clone()));
-        let effects = rerun.map(|t| self.request(t)).unwrap_or_default();
-        self.set_status(level, text);
+            "; press a to run the pipeline with them".to_string()
+        } else {
+            String::new()
+        };
+        self.override_note = Some(OverrideNote { level: Level::Ok, text: msg, hint, rerun: rerun.is_some() });
+        let save = FileEffect::SaveOverrides { trajectory: self.traj.id.clone(), overrides: self.overrides.clone() };
+        let mut effects = vec![Effect::File(Box::new(save))];
+        effects.extend(rerun.map(|t| self.request(t)).unwrap_or_default());
+        self.show_override_note();
         effects
+    }
+
+    fn show_override_note(&mut self) {
+        if let Some(n) = &self.override_note {
+            let (level, text) = (n.level, format!("{}{}", n.text, n.hint));
+            if self.running.is_none() || level == Level::Error {
+                self.set_status(level, text);
+            }
+        }
+    }
+
+    /// Takes the result of saving the overrides: the status says where they went, or that they
+    /// could not be saved (an error, never silent).
+    pub fn on_saved(&mut self, result: anyhow::Result<store::Saved>) {
+        let (level, what) = match result {
+            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
+            Ok(store::Saved { path, fallback: Some(_) }) => {
+                (Level::Warn, format!("; saved to {} (the trace's folder cannot be written)", path.display()))
+            }
+            Err(e) => (Level::Error, format!("; could not save the overrides: {e:#}")),
+        };
+        let note = self.override_note.get_or_insert_with(|| OverrideNote {
+            level: Level::Ok,
+            text: "overrides changed".into(),
+            hint: String::new(),
+            rerun: false,
+        });
+        note.level = level;
+        note.text.push_str(&what);
+        self.show_override_note();
+        // Without a re-run the note is done; else the re-run's end shows it again.
+        if self.override_note.as_ref().is_some_and(|n| !n.rerun) {
+            self.override_note = None;
+        }
+    }
+
+    /// Takes the result of an export.
+    pub fn on_exported(&mut self, result: anyhow::Result<Exported>) {
+        match result {
+            Ok(e) => {
+                let why = if e.fallback.is_some() { " (the trace's folder cannot be written)" } else { "" };
+                let msg = format!("exported {} and {}{why}", e.markdown.display(), e.json.display());
+                self.exported = Some(e);
+                self.set_status(Level::Ok, msg);
+            }
+            Err(e) => self.set_status(Level::Error, format!("export failed: {e:#}")),
+        }
     }
 
     /// Whether a step is marked, excluded or pinned by the user: `(marked, excluded, pinned)`.

@@ -76,6 +76,7 @@ where
                         app.set_status(super::app::Level::Error, format!("copy failed: {e}"));
                     }
                 }
+                Effect::File(f) => super::file_effect(app, *f),
                 Effect::Quit => app.quit = true,
             }
         }

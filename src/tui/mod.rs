@@ -36,7 +36,7 @@ use anyhow::Context;
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
 use serde::Deserialize;
 
-pub use app::{App, Config, Effect, Mode, Pane, View};
+pub use app::{App, Config, Effect, FileEffect, Mode, Pane, View};
 pub use ui::render;
 
 use crate::judge::Judge;
@@ -149,6 +149,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
     let places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    let restored = store::load_places(&places, traj.steps.len());
     let config = Config {
         theme,
         keymap,
@@ -157,6 +158,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         show_timings: true,
         method: opts.method,
         places,
+        restored,
     };
     Ok(App::new(path.to_path_buf(), traj, judge, config))
 }
@@ -285,8 +287,22 @@ pub fn drive(app: &mut App, effects: Vec<Effect>, copied: &mut Vec<String>) {
                 queue.extend(app.on_job(job::JobMsg::Done(Box::new(done))));
             }
             Effect::Copy(t) => copied.push(t),
+            Effect::File(f) => file_effect(app, *f),
             Effect::Quit => app.quit = true,
             Effect::Cancel => {}
+        }
+    }
+}
+
+/// Carries out a file write the app asked for and gives it the result: the one place the TUI
+/// writes files (the event loop and [`drive`] both call it).
+pub fn file_effect(app: &mut App, f: app::FileEffect) {
+    match f {
+        app::FileEffect::SaveOverrides { trajectory, overrides } => {
+            app.on_saved(store::save_places(&app.places, &trajectory, &overrides));
+        }
+        app::FileEffect::Export { machine, user } => {
+            app.on_exported(store::export_places(&app.places, &app.traj, &machine, user.as_deref()));
         }
     }
 }
