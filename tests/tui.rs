@@ -17,6 +17,7 @@ use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
 use falat::tui::{self, App, TuiOptions, store};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 
 const HAND: &str = "hand-crafted-1.json";
@@ -94,7 +95,8 @@ fn press(app: &mut App, keys: &str) -> Vec<String> {
     for code in parse_keys(keys) {
         let effects = app.on_key(key_event(code));
         tui::drive(app, effects, &mut copied);
-        // Like the event loop: the layout of the last frame guides paging and scrolling.
+        // Like the event loop: each frame is prepared for the screen, then drawn.
+        app.prepare(Rect::new(0, 0, 120, 40));
         draw(app, 120, 40);
     }
     copied
@@ -420,7 +422,7 @@ fn mouse_scroll_moves_the_pane_under_the_pointer() {
     let f = Fixture::new(HAND);
     let mut app = f.open();
     press(&mut app, "G");
-    let steps = app.ui.rects.get()[1];
+    let steps = app.screen.panes[1];
     let ev =
         |kind| Event::Mouse(MouseEvent { kind, column: steps.x + 3, row: steps.y + 2, modifiers: KeyModifiers::NONE });
     app.on_event(ev(MouseEventKind::ScrollDown));
@@ -686,7 +688,7 @@ fn the_key_map_file_rebinds_and_the_help_follows() {
     press(&mut app, "r");
     assert!(app.diagnosis.is_some());
     app.on_key(KeyEvent::new(KeyCode::F(2), KeyModifiers::NONE));
-    app.on_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+    app.prepare(Rect::new(0, 0, 120, 40));
     let s = screen(&app);
     assert!(s.contains(&format!("{:<19}run the whole pipeline", "r")), "{s}");
     app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
@@ -711,10 +713,11 @@ fn themes_load_by_name_or_file_and_monochrome_keeps_the_selection_visible() {
 
     let mut app = f.open();
     app.theme = falat::tui::theme::Theme::builtin("high-contrast").expect("theme").monochrome();
+    app.prepare(Rect::new(0, 0, 120, 40));
     let term = draw(&app, 120, 40);
     let buf = term.backend().buffer();
     assert!(buf.content().iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset), "no colour under NO_COLOR");
-    let phases = app.ui.rects.get()[0];
+    let phases = app.screen.panes[0];
     let sel = &buf[(phases.x + 2, phases.y + 1)];
     assert!(sel.modifier.contains(Modifier::REVERSED), "the selected row is reversed");
 }
@@ -1168,6 +1171,7 @@ fn at_80_by_24_the_help_scrolls_to_every_key_and_the_footer_keeps_export_and_cop
         assert!(footer.contains(hint), "{hint} in {footer}");
     }
     app.on_key(key_event(KeyCode::Char('?')));
+    app.prepare(Rect::new(0, 0, 80, 24));
     let first = small(&app);
     assert!(first.contains("navigate") && !first.contains("undo last override"), "{first}");
     // Scrolling (at the 80×24 height) reaches the overrides and general keys.

@@ -5,7 +5,6 @@
 //! through [`App::on_job`]. Work the app cannot do itself (start or cancel a run, copy to the
 //! clipboard, quit) comes back as [`Effect`]s for the event loop to carry out.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -244,29 +243,41 @@ pub struct Config {
     pub restored: (Restored, Option<PathBuf>),
 }
 
-/// Layout facts the last frame recorded, for paging, scrolling and mouse hits.
-#[derive(Debug, Default)]
-pub struct UiState {
-    /// Wrapped evidence lines per (step, width).
-    pub evidence: RefCell<EvidenceCache>,
-    /// First visible row of the phases list.
-    pub phase_offset: Cell<usize>,
-    /// First visible row of the steps list (relative to the phase's first step).
-    pub step_offset: Cell<usize>,
-    /// First visible row of the dependencies list.
-    pub edge_offset: Cell<usize>,
-    /// First visible row of the candidates / roles list.
-    pub list_offset: Cell<usize>,
-    /// Inner size of the evidence text area (width, height).
-    pub evidence_size: Cell<(u16, u16)>,
-    /// Height of the focused list's inner area.
-    pub list_height: Cell<u16>,
-    /// Pane areas of the hierarchy view (phases, steps, evidence, edges).
-    pub rects: Cell<[Rect; 4]>,
-    /// The list area of the candidates and roles views.
-    pub view_list: Cell<Rect>,
+/// Where things are on the screen, from [`super::ui::layout`] for the terminal's size: kept by
+/// [`App::prepare`] for paging, scrolling and mouse hits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Screen {
+    /// The whole terminal.
+    pub area: Rect,
+    /// The hierarchy view's panes: phases, steps, evidence, dependencies.
+    pub panes: [Rect; 4],
+    /// Visible rows of the phases list.
+    pub phase_rows: u16,
+    /// Visible rows of the steps list.
+    pub step_rows: u16,
+    /// The evidence text area (width, height).
+    pub evidence: (u16, u16),
+    /// Visible rows of the dependencies list.
+    pub edge_rows: u16,
+    /// The list pane of the candidates, roles or methods view (rows start one below its top).
+    pub view_list: Rect,
+    /// Visible rows of that list.
+    pub list_rows: u16,
     /// Visible lines of the help overlay.
-    pub help_height: Cell<u16>,
+    pub help_rows: u16,
+}
+
+/// The first visible row of each list, kept between frames so that lists scroll smoothly.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offsets {
+    /// The phases list.
+    pub phase: usize,
+    /// The steps list (relative to the phase's first step).
+    pub step: usize,
+    /// The dependencies list.
+    pub edge: usize,
+    /// The candidates, roles or methods list.
+    pub list: usize,
 }
 
 /// The TUI's state.
@@ -349,8 +360,12 @@ pub struct App {
     /// Frames of the spinner drawn so far.
     pub ticks: u64,
     dirty: bool,
-    /// Layout memo of the last frame.
-    pub ui: UiState,
+    /// The layout of the last prepared frame.
+    pub screen: Screen,
+    /// The lists' first visible rows.
+    pub offsets: Offsets,
+    /// Wrapped evidence lines per (step, width).
+    evidence: EvidenceCache,
 }
 
 /// Half-width of the re-search window (the pipeline's default).
@@ -423,7 +438,9 @@ impl App {
             show_timings: config.show_timings,
             ticks: 0,
             dirty: true,
-            ui: UiState::default(),
+            screen: Screen::default(),
+            offsets: Offsets::default(),
+            evidence: EvidenceCache::default(),
         };
         if !notes.is_empty() {
             app.set_status(level, notes.join("; "));
@@ -522,15 +539,48 @@ impl App {
         self.diagnosis.as_ref().map_or(0, |d| d.candidates.len())
     }
 
-    /// The wrapped evidence lines of a step at a width, from the cache.
+    /// The wrapped evidence lines of a step at a width: from the cache [`App::prepare`] fills,
+    /// else built now (and not kept: reading never changes the app).
     pub fn evidence_lines(&self, step: usize, width: u16) -> Arc<Vec<Line<'static>>> {
         let key = (step, width as usize);
-        self.ui.evidence.borrow_mut().get_or_build(key, || {
-            let content = &self.traj.steps[step].content;
-            let ev = self.base.evidence.get(step).map_or(&[][..], Vec::as_slice);
-            let lines = highlight::content_lines(content, ev, &self.theme);
-            highlight::wrap(&lines, width as usize, &self.theme)
-        })
+        self.evidence.get(key).unwrap_or_else(|| Arc::new(self.build_evidence(step, width)))
+    }
+
+    fn build_evidence(&self, step: usize, width: u16) -> Vec<Line<'static>> {
+        let content = &self.traj.steps[step].content;
+        let ev = self.base.evidence.get(step).map_or(&[][..], Vec::as_slice);
+        let lines = highlight::content_lines(content, ev, &self.theme);
+        highlight::wrap(&lines, width as usize, &self.theme)
+    }
+
+    /// The selected step's evidence at the screen's width, built into the cache when missing.
+    fn cached_evidence(&mut self) -> Arc<Vec<Line<'static>>> {
+        let (step, width) = (self.step, self.screen.evidence.0);
+        if let Some(lines) = self.evidence.get((step, width as usize)) {
+            return lines;
+        }
+        let lines = self.build_evidence(step, width);
+        self.evidence.insert((step, width as usize), lines)
+    }
+
+    /// Gets the app ready to draw a frame of `area`: the layout for it, the lists' first
+    /// visible rows (scrolled just enough to show the selections) and the selected step's
+    /// evidence in the cache. Drawing ([`super::ui::render`]) then only reads the app.
+    pub fn prepare(&mut self, area: Rect) {
+        use super::ui::visible_offset;
+        self.screen = super::ui::layout(self, area);
+        let s = self.screen;
+        let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
+        let o = self.offsets;
+        self.offsets = Offsets {
+            phase: visible_offset(o.phase, self.phase, self.phases().len(), s.phase_rows as usize),
+            step: visible_offset(o.step, self.step.saturating_sub(range.start), range.len(), s.step_rows as usize),
+            edge: visible_offset(o.edge, self.edge, self.edges().len(), s.edge_rows as usize),
+            list: visible_offset(o.list, self.list_sel, self.list_len(), s.list_rows as usize),
+        };
+        if self.view == View::Hierarchy && s.evidence.0 > 0 && self.step < self.n_steps() {
+            self.cached_evidence();
+        }
     }
 
     /// Whether a redraw is due; clears the flag.
@@ -580,7 +630,7 @@ impl App {
     /// Keys while the help is open: the moving keys scroll it, help or back close it, quit
     /// quits; other keys do nothing (so a stray key does not close it).
     fn on_help_key(&mut self, k: KeyEvent) -> Vec<Effect> {
-        let height = (self.ui.help_height.get() as usize).max(1);
+        let height = (self.screen.help_rows as usize).max(1);
         let max = super::ui::help_lines(self).len().saturating_sub(height);
         let page = height.saturating_sub(1).max(1);
         self.help_scroll = match self.keymap.action(&k) {
@@ -680,7 +730,7 @@ impl App {
     fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
         let pos = Position::new(m.column, m.row);
         let pane = if self.view == View::Hierarchy {
-            Pane::ALL.into_iter().zip(self.ui.rects.get()).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
+            Pane::ALL.into_iter().zip(self.screen.panes).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
         } else {
             None
         };
@@ -709,31 +759,33 @@ impl App {
     fn click(&mut self, pane: Option<Pane>, pos: Position) {
         if let Some(p) = pane {
             self.focus = p;
-            let r = self.ui.rects.get()[p.index()];
+            let r = self.screen.panes[p.index()];
             let row = pos.y.saturating_sub(r.y + 1) as usize;
             match p {
                 Pane::Phases => {
-                    let row = row + self.ui.phase_offset.get();
+                    let row = row + self.offsets.phase;
                     if row < self.phases().len() {
                         self.select_phase(row);
                     }
                 }
                 Pane::Steps => {
                     let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
-                    let s = range.start + self.ui.step_offset.get() + row;
+                    let s = range.start + self.offsets.step + row;
                     if s < range.end {
                         self.select_step(s);
                     }
                 }
                 Pane::Edges => {
-                    self.edge = (row + self.ui.edge_offset.get()).min(self.edges().len().saturating_sub(1));
+                    // The list starts below the path and header rows.
+                    let row = row.saturating_sub(2) + self.offsets.edge;
+                    self.edge = row.min(self.edges().len().saturating_sub(1));
                 }
                 Pane::Evidence => {}
             }
         } else if self.view != View::Hierarchy {
-            let r = self.ui.view_list.get();
+            let r = self.screen.view_list;
             if r.contains(pos) {
-                self.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.ui.list_offset.get();
+                self.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.offsets.list;
                 self.clamp_list();
             }
         }
@@ -785,7 +837,7 @@ impl App {
         {
             self.view = v;
             self.list_sel = self.initial_list_sel();
-            self.ui.list_offset.set(0);
+            self.offsets.list = 0;
         }
     }
 
@@ -820,7 +872,15 @@ impl App {
     }
 
     fn page(&self) -> usize {
-        (self.ui.list_height.get() as usize).max(2) - 1
+        let s = &self.screen;
+        let rows = match (self.view, self.focus) {
+            (View::Hierarchy, Pane::Phases) => s.phase_rows,
+            (View::Hierarchy, Pane::Steps) => s.step_rows,
+            (View::Hierarchy, Pane::Edges) => s.edge_rows,
+            (View::Hierarchy, Pane::Evidence) => s.evidence.1,
+            _ => s.list_rows,
+        };
+        (rows as usize).max(2) - 1
     }
 
     fn moved(&self, cur: usize, len: usize, a: Action) -> usize {
@@ -865,8 +925,8 @@ impl App {
     }
 
     fn nav_evidence(&mut self, a: Action) {
-        let (w, h) = self.ui.evidence_size.get();
-        let total = if w > 0 { self.evidence_lines(self.step, w).len() } else { 0 };
+        let (w, h) = self.screen.evidence;
+        let total = if w > 0 { self.cached_evidence().len() } else { 0 };
         let max = total.saturating_sub(h as usize);
         let page = (h as usize).max(2) - 1;
         self.evidence_scroll = match a {
@@ -1031,12 +1091,11 @@ impl App {
     }
 
     fn scroll_to_match(&mut self, q: &str) {
-        let (w, _) = self.ui.evidence_size.get();
-        if w == 0 {
+        if self.screen.evidence.0 == 0 {
             return;
         }
         let q = q.to_lowercase();
-        let lines = self.evidence_lines(self.step, w);
+        let lines = self.cached_evidence();
         let hit = lines.iter().position(|l| {
             let t: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
             t.to_lowercase().contains(&q)
@@ -1179,7 +1238,7 @@ impl App {
             JobMsg::Hierarchy(h) => {
                 self.base = h;
                 self.indexing = false;
-                self.ui.evidence.borrow_mut().clear();
+                self.evidence.clear();
                 self.phase = self.phase_of(self.step);
                 if self.running.is_none() {
                     self.set_status(Level::Info, format!("indexed all {} steps", self.total_steps()));

@@ -42,7 +42,7 @@ where
     }
     let mut tick = tokio::time::interval(TICK);
     let mut signals = Signals::new();
-    terminal.draw(|f| ui::render(app, f))?;
+    draw(terminal, app)?;
     loop {
         let effects = tokio::select! {
             ev = input.recv() => match ev {
@@ -87,9 +87,21 @@ where
             break;
         }
         if app.take_dirty() {
-            terminal.draw(|f| ui::render(app, f))?;
+            draw(terminal, app)?;
         }
     }
+    Ok(())
+}
+
+/// Prepares the app for the terminal's size, then draws it (drawing only reads the app).
+fn draw<B>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::Result<()>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+{
+    let size = terminal.size()?;
+    app.prepare(ratatui::layout::Rect::new(0, 0, size.width, size.height));
+    terminal.draw(|f| ui::render(app, f))?;
     Ok(())
 }
 

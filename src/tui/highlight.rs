@@ -435,6 +435,16 @@ impl EvidenceCache {
         self.entries.clear();
     }
 
+    /// The cached lines for `(step, width)`, if any.
+    pub fn get(&self, key: CacheKey) -> Option<Arc<Vec<Line<'static>>>> {
+        self.entries.iter().find(|(k, _)| *k == key).map(|(_, lines)| Arc::clone(lines))
+    }
+
+    /// Keeps `lines` for `(step, width)` (the oldest entry goes when full); returns them.
+    pub fn insert(&mut self, key: CacheKey, lines: Vec<Line<'static>>) -> Arc<Vec<Line<'static>>> {
+        self.get_or_build(key, || lines)
+    }
+
     /// The cached lines for `(step, width)`, built with `build` when missing.
     pub fn get_or_build(
         &mut self,

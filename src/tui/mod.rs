@@ -4,8 +4,11 @@
 //! every method side by side, manual overrides saved beside the trace, and export of the reports.
 //!
 //! Layout of the module, after gitui and television:
-//! - [`app`]: the state and its update logic (pure apart from the files beside the trace);
+//! - [`app`]: the state and its update logic; it does no IO: running, cancelling, copying and
+//!   writing files come back as [`Effect`]s that the event loop (or [`drive`]) carries out;
 //! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`;
+//!   [`App::prepare`] computes the frame's layout ([`ui::layout`]), scroll offsets and cached
+//!   evidence beforehand, so drawing writes nothing back;
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;

@@ -4,9 +4,9 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
+use ratatui::widgets::{Block, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
 
-use super::{col, fit, pane, scroll_offset, selected};
+use super::{col, fit, pane, selected, visible_offset};
 use crate::diagnosis::{Role, Transition};
 use crate::graph::{DepEdge, EdgeKind};
 use crate::hierarchy::Origin;
@@ -15,22 +15,34 @@ use crate::text;
 use crate::tui::app::{App, Pane, clean};
 use crate::tui::highlight;
 
-/// Draws the four panes.
-pub fn render(app: &App, f: &mut Frame, area: Rect) {
+/// The four panes' areas in the body: phases, steps, evidence, dependencies.
+pub fn pane_areas(area: Rect) -> [Rect; 4] {
     let [left, right] = Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)]).areas(area);
     let [phases, steps] = Layout::vertical([Constraint::Percentage(34), Constraint::Percentage(66)]).areas(left);
     let [evidence, edges] = Layout::vertical([Constraint::Percentage(68), Constraint::Percentage(32)]).areas(right);
-    app.ui.rects.set([phases, steps, evidence, edges]);
+    [phases, steps, evidence, edges]
+}
+
+/// The evidence pane's header and text areas (the text leaves a column for the scrollbar).
+pub fn evidence_areas(pane: Rect) -> (Rect, Rect, Rect) {
+    let inner = Block::bordered().inner(pane);
+    let [head, body] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
+    (head, body, Rect { width: body.width.saturating_sub(1), ..body })
+}
+
+/// The dependencies pane's path row, header row and list rows.
+pub fn edge_areas(pane: Rect) -> [Rect; 3] {
+    let inner = Block::bordered().inner(pane);
+    Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(inner)
+}
+
+/// Draws the four panes.
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let [phases, steps, evidence, edges] = pane_areas(area);
     render_phases(app, f, phases);
     render_steps(app, f, steps);
     render_evidence(app, f, evidence);
     render_edges(app, f, edges);
-}
-
-fn focus_height(app: &App, pane: Pane, inner: Rect) {
-    if app.focus == pane {
-        app.ui.list_height.set(inner.height);
-    }
 }
 
 fn render_phases(app: &App, f: &mut Frame, area: Rect) {
@@ -41,9 +53,8 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let block = pane(app, "Phases", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    focus_height(app, Pane::Phases, inner);
     let h = inner.height as usize;
-    let off = scroll_offset(&app.ui.phase_offset, app.phase, phases.len(), h);
+    let off = visible_offset(app.offsets.phase, app.phase, phases.len(), h);
     let scored = app.pipeline.space.is_some();
     let id_w = phases.len().saturating_sub(1).to_string().len().max(2);
     let range_w = 2 * app.total_steps().saturating_sub(1).to_string().len() + 2;
@@ -97,10 +108,9 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     let block = pane(app, "Steps", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    focus_height(app, Pane::Steps, inner);
     let h = inner.height as usize;
     let sel = app.step.saturating_sub(range.start);
-    let off = scroll_offset(&app.ui.step_offset, sel, range.len(), h);
+    let off = visible_offset(app.offsets.step, sel, range.len(), h);
     let cols = StepColumns::new(app, inner.width);
     let lines: Vec<Line> = (range.start + off..range.end)
         .take(h)
@@ -193,11 +203,7 @@ fn short_kind(k: StepKind) -> &'static str {
 
 fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Evidence;
-    let probe = pane(app, "Evidence", focused, &[], area.width);
-    let inner = probe.inner(area);
-    let [head, body] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
-    let text_area = Rect { width: body.width.saturating_sub(1), ..body };
-    app.ui.evidence_size.set((text_area.width, text_area.height));
+    let (head, body, text_area) = evidence_areas(area);
     let lines = if text_area.width > 0 { app.evidence_lines(app.step, text_area.width) } else { Default::default() };
     let h = text_area.height as usize;
     let scroll = app.evidence_scroll.min(lines.len().saturating_sub(h));
@@ -315,8 +321,7 @@ fn render_edges(app: &App, f: &mut Frame, area: Rect) {
     if app.graph().is_none() {
         return f.render_widget(Paragraph::new("building the dependency graph…").style(t.dim), inner);
     }
-    let [path_row, head, list] =
-        Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    let [path_row, head, list] = edge_areas(area);
     f.render_widget(Paragraph::new(fit(path_line(app), inner.width)), path_row);
     let weak = app.weak_edges();
     if edges.is_empty() {
@@ -329,9 +334,8 @@ fn render_edges(app: &App, f: &mut Frame, area: Rect) {
     }
     let cols = EdgeColumns::new(app);
     f.render_widget(Paragraph::new(fit(Line::styled(cols.header(), t.dim), inner.width)), head);
-    focus_height(app, Pane::Edges, list);
     let h = list.height as usize;
-    let off = scroll_offset(&app.ui.edge_offset, app.edge, edges.len(), h);
+    let off = visible_offset(app.offsets.edge, app.edge, edges.len(), h);
     let mut lines: Vec<Line> = edges
         .iter()
         .enumerate()

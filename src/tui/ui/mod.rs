@@ -1,11 +1,9 @@
-//! Drawing: a pure function of the [`App`] (plus the layout memo in [`App::ui`]). The frame is
+//! Drawing: a pure function of the [`App`], prepared by [`App::prepare`] with [`layout`]. The frame is
 //! the header with the view tabs, the current view, the status line and the key hints; the help
 //! overlay and the "terminal too small" message sit on top.
 
 mod hierarchy;
 mod views;
-
-use std::cell::Cell;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -14,7 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::action::{Action, Group};
-use super::app::{App, Level, Mode, View, clean};
+use super::app::{App, Level, Mode, Screen, View, clean};
 use crate::pipeline::Stage;
 use crate::text;
 use unicode_width::UnicodeWidthChar;
@@ -22,15 +20,64 @@ use unicode_width::UnicodeWidthChar;
 /// The smallest terminal the layout works in.
 pub const MIN_SIZE: (u16, u16) = (60, 15);
 
-/// Draws the whole screen.
+/// The frame's rows: header, body, status line, key hints.
+fn frame_areas(area: Rect) -> [Rect; 4] {
+    Layout::vertical([Constraint::Length(1), Constraint::Min(5), Constraint::Length(1), Constraint::Length(1)])
+        .areas(area)
+}
+
+/// Where things are on a screen of `area` for the app's view: a pure function, shared by
+/// drawing and by [`App::prepare`] (which keeps it for paging, scrolling and mouse hits).
+pub fn layout(app: &App, area: Rect) -> Screen {
+    let mut s = Screen { area, ..Screen::default() };
+    if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        return s;
+    }
+    let [_, body, _, _] = frame_areas(area);
+    let rows = |r: Rect| r.height.saturating_sub(2);
+    s.panes = hierarchy::pane_areas(body);
+    s.phase_rows = rows(s.panes[0]);
+    s.step_rows = rows(s.panes[1]);
+    let (_, _, text) = hierarchy::evidence_areas(s.panes[2]);
+    s.evidence = (text.width, text.height);
+    s.edge_rows = hierarchy::edge_areas(s.panes[3])[2].height;
+    match app.view {
+        View::Candidates => s.view_list = views::candidates_areas(body)[0],
+        View::Roles => s.view_list = views::roles_areas(body)[1],
+        View::Methods => {
+            let (_, _, b, _) = views::methods_areas(body);
+            s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };
+        }
+        _ => {}
+    }
+    s.list_rows = rows(s.view_list);
+    s.help_rows = (help_lines(app).len() as u16 + 2).min(body.height).saturating_sub(2);
+    s
+}
+
+/// The first visible row of a list `len` long with `rows` rows, from the one shown before so
+/// that the list scrolls only as far as needed to keep `sel` visible.
+pub fn visible_offset(before: usize, sel: usize, len: usize, rows: usize) -> usize {
+    if rows == 0 {
+        return 0;
+    }
+    let off = if sel < before {
+        sel
+    } else if sel >= before + rows {
+        sel + 1 - rows
+    } else {
+        before
+    };
+    off.min(len.saturating_sub(rows))
+}
+
+/// Draws the whole screen: a pure function of the app (see [`App::prepare`]).
 pub fn render(app: &App, f: &mut Frame) {
     let area = f.area();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         return too_small(app, f, area);
     }
-    let [header, body, status, hints] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(5), Constraint::Length(1), Constraint::Length(1)])
-            .areas(area);
+    let [header, body, status, hints] = frame_areas(area);
     render_header(app, f, header);
     views::render_view(app, f, body);
     render_status(app, f, status);
@@ -320,7 +367,6 @@ fn render_help(app: &App, f: &mut Frame, body: Rect) {
     let area = Rect { x: body.x + (body.width - width) / 2, y: body.y + (body.height - height) / 2, width, height };
     f.render_widget(Clear, area);
     let visible = height.saturating_sub(2);
-    app.ui.help_height.set(visible);
     let max = lines.len().saturating_sub(visible as usize);
     let off = app.help_scroll.min(max);
     let pos = format!(" lines {}-{} of {} ", off + 1, (off + visible as usize).min(lines.len()), lines.len());
@@ -457,22 +503,6 @@ pub(crate) fn wrap_hanging(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'s
         }
     }
     out
-}
-
-/// Keeps the selected row visible: updates and returns the list's first visible row.
-fn scroll_offset(cell: &Cell<usize>, sel: usize, len: usize, height: usize) -> usize {
-    let mut off = cell.get();
-    if height == 0 {
-        return 0;
-    }
-    if sel < off {
-        off = sel;
-    } else if sel >= off + height {
-        off = sel + 1 - height;
-    }
-    off = off.min(len.saturating_sub(height));
-    cell.set(off);
-    off
 }
 
 /// A row as the selection shows it: padded to the width and restyled.

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::hierarchy;
-use super::{col, fit, pane, scroll_offset, selected, wrap_hanging};
+use super::{col, fit, pane, selected, visible_offset, wrap_hanging};
 use crate::diagnosis::{Candidate, Criterion, Diagnosis, Origin};
 use crate::methods::Method;
 use crate::text;
@@ -44,10 +44,27 @@ fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
 }
 
 fn list_rows(app: &App, area: Rect, len: usize) -> (usize, usize) {
-    app.ui.view_list.set(area);
-    app.ui.list_height.set(area.height.saturating_sub(2));
     let h = area.height.saturating_sub(2) as usize;
-    (scroll_offset(&app.ui.list_offset, app.list_sel, len, h), h)
+    (visible_offset(app.offsets.list, app.list_sel, len, h), h)
+}
+
+/// The candidates view's list and detail areas.
+pub fn candidates_areas(area: Rect) -> [Rect; 2] {
+    Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area)
+}
+
+/// The roles view's header and list areas.
+pub fn roles_areas(area: Rect) -> [Rect; 2] {
+    Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area)
+}
+
+/// The methods view's list pane, its header row, its rows, and the detail pane.
+pub fn methods_areas(area: Rect) -> (Rect, Rect, Rect, Rect) {
+    let rows = Method::ALL.len() as u16;
+    let [list, detail] = Layout::vertical([Constraint::Length(rows + 3), Constraint::Min(3)]).areas(area);
+    let inner = ratatui::widgets::Block::bordered().inner(list);
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    (list, head, body, detail)
 }
 
 // ----- candidates -----
@@ -63,7 +80,7 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
         };
         return wrapped(f, area, block, lines);
     }
-    let [list, detail] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+    let [list, detail] = candidates_areas(area);
     let kept = cands.iter().filter(|c| c.pruned.is_none()).count();
     let rows = app.cands.rows();
     let sort = format!("sort {}", app.cands.sort.name());
@@ -231,7 +248,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
         ]),
         Line::from(vec![Span::styled("dependency path to the final output: ", t.dim), Span::styled(path, t.text)]),
     ];
-    let [top, list] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
+    let [top, list] = roles_areas(area);
     f.render_widget(Paragraph::new(wrap_hanging(head, top.width)), top);
     let block = pane(app, "Roles", true, &[format!("{} steps", rows.len())], list.width);
     let inner = block.inner(list);
@@ -464,8 +481,7 @@ fn agreement(d: &Diagnosis, step: Option<usize>, agent: Option<&str>) -> &'stati
 
 fn render_methods(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
-    let rows = Method::ALL.len() as u16;
-    let [list, detail] = Layout::vertical([Constraint::Length(rows + 3), Constraint::Min(3)]).areas(area);
+    let (list, head, body, detail) = methods_areas(area);
     let ran = app.method_results.len();
     let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
     let legend = Line::styled(" vs gold, vs falat: ✓ same step · ≈ same agent · ✗ neither · machine verdicts ", t.dim);
@@ -473,9 +489,6 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
         pane(app, "Methods", true, &[right], list.width).title_bottom(fit(legend, list.width.saturating_sub(2)));
     let inner = block.inner(list);
     f.render_widget(block, list);
-    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
-    app.ui.view_list.set(Rect { y: body.y.saturating_sub(1), height: body.height + 2, ..body });
-    app.ui.list_height.set(body.height);
     let agent_w = agent_width(app, inner.width);
     let header = format!(
         "  {}{}{}{}{}{}{}{}",
