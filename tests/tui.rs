@@ -453,7 +453,7 @@ fn pin_reruns_saves_and_is_restored_on_reopen() {
     assert!(screen(&app).contains("★"), "the pinned step is marked");
 
     let mut again = f.open();
-    assert_eq!(again.overrides.pinned, Some(16), "restored on reopen");
+    assert_eq!(again.overrides().pinned, Some(16), "restored on reopen");
     let status = again.status.clone().expect("status").text;
     assert!(status.contains("restored your overrides"), "{status}");
     press(&mut again, "a");
@@ -526,13 +526,13 @@ fn exclude_mark_and_undo() {
     let d = app.diagnosis.clone().expect("diagnosis");
     assert_eq!(d.candidate(5).expect("marked candidate").origin, Origin::User);
     assert_eq!(d.decisive_step, Some(16), "a mark adds a candidate; it does not outrank a verified one");
-    assert_eq!(app.overrides.marked, vec![5]);
-    assert_eq!(app.overrides.excluded, vec![12]);
+    assert_eq!(app.overrides().marked, vec![5]);
+    assert_eq!(app.overrides().excluded, vec![12]);
     press(&mut app, "u");
-    assert!(app.overrides.marked.is_empty());
+    assert!(app.overrides().marked.is_empty());
     assert!(app.diagnosis.clone().expect("diagnosis").candidate(5).is_none_or(|c| c.origin == Origin::Machine));
     press(&mut app, "u");
-    assert!(app.overrides.is_empty());
+    assert!(app.overrides().is_empty());
     assert_eq!(app.diagnosis.clone().expect("diagnosis").decisive_step, Some(12), "undo restores the verdict");
     let restored = store::load_overrides(&f.trace, app.n_steps());
     assert!(restored.overrides.is_empty(), "undo is saved too");
@@ -558,7 +558,7 @@ fn override_from_the_candidates_view_targets_the_selected_candidate() {
     press(&mut app, "a2j");
     let target = app.diagnosis.clone().expect("diagnosis").candidates[app.list_sel].step;
     press(&mut app, "X");
-    assert_eq!(app.overrides.excluded, vec![target]);
+    assert_eq!(app.overrides().excluded, vec![target]);
     let s = screen(&app);
     assert!(s.contains("excluded"), "{s}");
 }
@@ -582,7 +582,7 @@ fn a_corrupt_overrides_file_is_kept_and_reported() {
     let path = store::overrides_path(&f.trace);
     std::fs::write(&path, "{\"schema\": \"falat.overrides/v1\", \"pinned\": ").expect("write");
     let mut app = f.open();
-    assert!(app.overrides.is_empty());
+    assert!(app.overrides().is_empty());
     let status = app.status.clone().expect("status");
     assert_eq!(status.level, Level::Warn);
     assert!(status.text.contains("kept a backup at"), "{}", status.text);
@@ -1304,7 +1304,7 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
 
     // Reopened, the mark is still there, and the status says where it came from.
     let mut again = ro.open(&ro.opts());
-    assert_eq!(again.overrides.pinned, Some(16));
+    assert_eq!(again.overrides().pinned, Some(16));
     let status = again.status.clone().expect("status").text;
     assert!(status.contains(&format!("restored your overrides from {}", saved.display())), "{status}");
 

@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
-use regex::{Regex, RegexBuilder};
 
 use super::action::Action;
 use super::candidates::CandidateList;
 use super::highlight::{self, EvidenceCache};
 use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
 use super::keymap::KeyMap;
+use super::overrides::{Edit, OverrideEditor};
+use super::search::Search;
 use super::store::{self, Exported, Restored};
 use super::theme::Theme;
 use crate::diagnosis::{Diagnosis, Overrides, Role};
@@ -312,9 +313,8 @@ pub struct App {
     /// method), for the methods view.
     pub method_results: std::collections::BTreeMap<Method, Diagnosis>,
     marks: HashMap<usize, StepMarks>,
-    /// The user's overrides.
-    pub overrides: Overrides,
-    undo: Vec<Overrides>,
+    /// The user's overrides with their undo history.
+    pub editor: OverrideEditor,
     /// Colours.
     pub theme: Theme,
     /// Keys.
@@ -339,10 +339,8 @@ pub struct App {
     pub mode: Mode,
     /// First visible line of the help overlay.
     pub help_scroll: usize,
-    /// The last search query.
-    pub query: Option<String>,
-    search_re: Option<Regex>,
-    search_total: usize,
+    /// Search in step content.
+    pub search: Search,
     /// The run in progress.
     pub running: Option<Running>,
     pending: Option<RunTarget>,
@@ -411,8 +409,7 @@ impl App {
             method: config.method,
             method_results: std::collections::BTreeMap::new(),
             marks: HashMap::new(),
-            overrides: restored.overrides,
-            undo: Vec::new(),
+            editor: OverrideEditor::new(restored.overrides),
             theme: config.theme,
             keymap: config.keymap,
             view: View::Hierarchy,
@@ -425,9 +422,7 @@ impl App {
             cands: CandidateList::default(),
             mode: Mode::Normal,
             help_scroll: 0,
-            query: None,
-            search_re: None,
-            search_total: 0,
+            search: Search::default(),
             running: None,
             pending: None,
             override_note: None,
@@ -1057,32 +1052,21 @@ impl App {
     // ----- search -----
 
     fn start_search(&mut self, q: String) {
-        if q.is_empty() {
-            return;
+        if self.search.start(&q, &self.traj.steps) {
+            self.search_again(true);
         }
-        self.search_re = RegexBuilder::new(&regex::escape(&q)).case_insensitive(true).build().ok();
-        self.search_total = match &self.search_re {
-            Some(re) => self.traj.steps.iter().filter(|st| re.is_match(&st.content)).count(),
-            None => 0,
-        };
-        self.query = Some(q);
-        self.search_again(true);
     }
 
     fn search_again(&mut self, forward: bool) {
-        let (Some(re), Some(q)) = (self.search_re.clone(), self.query.clone()) else {
+        let Some(q) = self.search.query.clone() else {
             return self.set_status(Level::Info, "no search yet: press / to search");
         };
-        let n = self.n_steps();
-        let found = (1..=n)
-            .map(|k| if forward { (self.step + k) % n } else { (self.step + n * 2 - k) % n })
-            .find(|&s| re.is_match(&self.traj.steps[s].content));
-        match found {
+        match self.search.find(&self.traj.steps, self.step, self.n_steps(), forward) {
             Some(s) => {
                 self.select_step(s);
                 self.view = View::Hierarchy;
                 self.scroll_to_match(&q);
-                let total = self.search_total;
+                let total = self.search.total();
                 let steps = if total == 1 { "step matches" } else { "steps match" };
                 self.set_status(Level::Info, format!("'{}' found in step {s} ({total} {steps})", clean(&q)));
             }
@@ -1145,7 +1129,7 @@ impl App {
     // ----- pipeline runs -----
 
     fn options(&self) -> Options {
-        Options { overrides: self.overrides.clone(), window: ROLE_WINDOW, ..Options::new(self.ground_truth) }
+        Options { overrides: self.overrides().clone(), window: ROLE_WINDOW, ..Options::new(self.ground_truth) }
     }
 
     /// Starts a run, or queues it behind the running one (which is cancelled: the latest wins).
@@ -1435,46 +1419,21 @@ impl App {
             self.set_status(Level::Info, "select a step first (hierarchy, candidates or roles view)");
             return Vec::new();
         };
-        let mut o = self.overrides.clone();
-        let msg = match a {
-            Action::Mark if toggle(&mut o.marked, s) => format!("marked step {s} as a candidate"),
-            Action::Mark => format!("unmarked step {s}"),
-            Action::Exclude if toggle(&mut o.excluded, s) => format!("excluded step {s}"),
-            Action::Exclude => format!("included step {s} again"),
-            _ if o.pinned == Some(s) => {
-                o.pinned = None;
-                format!("unpinned step {s}")
-            }
-            _ => {
-                o.pinned = Some(s);
-                format!("pinned step {s} as the decisive step")
-            }
+        let edit = match a {
+            Action::Mark => Edit::Mark,
+            Action::Exclude => Edit::Exclude,
+            _ => Edit::Pin,
         };
-        if a == Action::Mark {
-            o.excluded.retain(|&x| x != s);
-        } else if a == Action::Exclude {
-            o.marked.retain(|&x| x != s);
-            if o.pinned == Some(s) && o.excluded.contains(&s) {
-                o.pinned = None;
-            }
-        } else if o.pinned == Some(s) {
-            o.excluded.retain(|&x| x != s);
-        }
-        let before = std::mem::replace(&mut self.overrides, o);
-        self.undo.push(before);
+        let msg = self.editor.apply(edit, s);
         self.overrides_changed(msg)
     }
 
     fn undo(&mut self) -> Vec<Effect> {
-        match self.undo.pop() {
-            Some(prev) => {
-                self.overrides = prev;
-                self.overrides_changed("undid the last override".into())
-            }
-            None => {
-                self.set_status(Level::Info, "nothing to undo");
-                Vec::new()
-            }
+        if self.editor.undo() {
+            self.overrides_changed("undid the last override".into())
+        } else {
+            self.set_status(Level::Info, "nothing to undo");
+            Vec::new()
         }
     }
 
@@ -1496,7 +1455,7 @@ impl App {
             String::new()
         };
         self.override_note = Some(OverrideNote { level: Level::Ok, text: msg, hint, rerun: rerun.is_some() });
-        let save = FileEffect::SaveOverrides { trajectory: self.traj.id.clone(), overrides: self.overrides.clone() };
+        let save = FileEffect::SaveOverrides { trajectory: self.traj.id.clone(), overrides: self.overrides().clone() };
         let mut effects = vec![Effect::File(Box::new(save))];
         effects.extend(rerun.map(|t| self.request(t)).unwrap_or_default());
         self.show_override_note();
@@ -1552,8 +1511,12 @@ impl App {
 
     /// Whether a step is marked, excluded or pinned by the user: `(marked, excluded, pinned)`.
     pub fn user_marks(&self, s: usize) -> (bool, bool, bool) {
-        let o = &self.overrides;
-        (o.marked.contains(&s), o.excluded.contains(&s), o.pinned == Some(s))
+        self.editor.marks(s)
+    }
+
+    /// The user's overrides.
+    pub fn overrides(&self) -> &Overrides {
+        &self.editor.current
     }
 }
 
@@ -1588,18 +1551,6 @@ pub fn user_decision_text(u: &Diagnosis) -> String {
     match u.decisive_step {
         Some(s) => format!("step {s} ({how})"),
         None => "no step (with your overrides)".into(),
-    }
-}
-
-/// Adds `s` to the list or removes it; true when it was added.
-fn toggle(list: &mut Vec<usize>, s: usize) -> bool {
-    if let Some(i) = list.iter().position(|&x| x == s) {
-        list.remove(i);
-        false
-    } else {
-        list.push(s);
-        list.sort_unstable();
-        true
     }
 }
 

@@ -12,7 +12,9 @@
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
-//! - [`candidates`]: the candidates list's filter and sort, a component with its own state;
+//! - components with their own state and update, which the app holds: [`candidates`] (the
+//!   candidates list's filter and sort), [`search`] (search in step content), [`overrides`]
+//!   (editing the user's overrides, with undo);
 //! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
 //! - [`store`]: the overrides file and the exported reports.
 //!
@@ -25,6 +27,8 @@ pub mod event_loop;
 pub mod highlight;
 pub mod job;
 pub mod keymap;
+pub mod overrides;
+pub mod search;
 pub mod store;
 pub mod theme;
 pub mod ui;

@@ -212,7 +212,7 @@ fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(pane(app, "Evidence", focused, &info, area.width), area);
     let header: Vec<Line> = evidence_header(app, head.width).into_iter().map(|l| fit(l, head.width)).collect();
     f.render_widget(Paragraph::new(header), head);
-    let q = app.query.as_deref().filter(|q| !q.is_empty());
+    let q = app.search.query.as_deref().filter(|q| !q.is_empty());
     let visible: Vec<Line> = lines
         .iter()
         .skip(scroll)
