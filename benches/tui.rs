@@ -103,9 +103,11 @@ fn summary(name: &str, mut v: Vec<Duration>) {
 
 fn open_first_frame(path: &Path, opts: &TuiOptions) -> (App, Terminal<TestBackend>, Duration, Duration) {
     let start = Instant::now();
-    let app = tui::open(path, opts, Arc::new(HeuristicJudge)).expect("open");
+    let mut app = tui::open(path, opts, Arc::new(HeuristicJudge)).expect("open");
     let opened = start.elapsed();
     let mut term = Terminal::new(TestBackend::new(160, 45)).expect("terminal");
+    // Like the event loop: prepare the frame, then draw it.
+    app.prepare(ratatui::layout::Rect::new(0, 0, 160, 45));
     term.draw(|f| tui::render(&app, f)).expect("draw");
     (app, term, opened, start.elapsed())
 }
@@ -176,6 +178,7 @@ fn main() {
         let t = Instant::now();
         let effects = app.on_key(key(code));
         assert!(effects.is_empty(), "no background work in the key benchmark");
+        app.prepare(ratatui::layout::Rect::new(0, 0, 160, 45));
         term.draw(|f| tui::render(app, f)).expect("draw");
         t.elapsed()
     };
@@ -196,7 +199,21 @@ fn main() {
     run("jump: :37519 enter", &mut app, &mut term, ":37519\n", 20);
     run("search: /failed enter, n, N", &mut app, &mut term, "/failed\nnnN", 10);
     run("views: 2 3 4 5 1", &mut app, &mut term, "23451", 20);
-    run("help: ? and close", &mut app, &mut term, "?j", 20);
+    run("help: ? and close", &mut app, &mut term, "??", 20);
+    // 25,000 candidates: the filter narrows the list as you type, s sorts it.
+    let candidates = (0..25_000)
+        .map(|i| falat::diagnosis::Candidate {
+            step: i,
+            agent: AGENTS[i % 4].to_string(),
+            findings: Vec::new(),
+            score: (i % 97) as f32 / 100.0,
+            pruned: None,
+            verification: None,
+            origin: falat::diagnosis::Origin::Machine,
+        })
+        .collect();
+    app.diagnosis = Some(falat::diagnosis::Diagnosis { candidates, ..Default::default() });
+    run("candidates (25,000): 2 /expert enter, s s s s", &mut app, &mut term, "2/expert\nssss\u{1b}1", 5);
 
     cancel_latency(&app);
     pipeline_on_prefix(&app, 2_000);

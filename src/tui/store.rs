@@ -339,6 +339,25 @@ mod tests {
     }
 
     #[test]
+    fn the_fallback_key_follows_the_path_and_the_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("run 1.json");
+        std::fs::write(&a, "[1]").expect("write");
+        let key = trace_key(&a);
+        assert!(key.starts_with("run_1.json-") && key.len() == "run_1.json-".len() + 16, "{key}");
+        assert_eq!(trace_key(&a), key, "stable");
+        std::fs::write(&a, "[2]").expect("write");
+        assert_ne!(trace_key(&a), key, "another content, another folder");
+        let b = dir.path().join("sub");
+        std::fs::create_dir(&b).expect("dir");
+        std::fs::write(b.join("run 1.json"), "[2]").expect("write");
+        assert_ne!(trace_key(&b.join("run 1.json")), trace_key(&a), "another path, another folder");
+        let places = Places::new(&a, None, Some(dir.path()));
+        let state = places.fallback_overrides().expect("state");
+        assert!(state.starts_with(dir.path().join("state/falat/traces")), "{}", state.display());
+    }
+
+    #[test]
     fn missing_file_is_no_override() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert_eq!(load_overrides(&dir.path().join("x.json"), 3), Restored::default());
