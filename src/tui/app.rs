@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
@@ -20,6 +20,7 @@ use super::highlight::{self, EvidenceCache};
 use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
 use super::keymap::KeyMap;
 use super::overrides::{Edit, OverrideEditor};
+use super::runs::Runs;
 use super::search::Search;
 use super::store::{self, Exported, Restored};
 use super::theme::Theme;
@@ -149,25 +150,6 @@ pub struct Status {
     pub text: String,
     /// How it looks.
     pub level: Level,
-}
-
-/// A run in progress.
-#[derive(Debug, Clone)]
-pub struct Running {
-    /// The run's id.
-    pub id: u64,
-    /// What it does.
-    pub target: RunTarget,
-    /// The current stage.
-    pub stage: String,
-    /// Judge calls done in the stage.
-    pub done: usize,
-    /// Judge calls expected in the stage.
-    pub total: usize,
-    /// When it started.
-    pub started: Instant,
-    /// Cancel was asked.
-    pub cancelling: bool,
 }
 
 /// Something the event loop must do for the app.
@@ -341,12 +323,10 @@ pub struct App {
     pub help_scroll: usize,
     /// Search in step content.
     pub search: Search,
-    /// The run in progress.
-    pub running: Option<Running>,
-    pending: Option<RunTarget>,
+    /// The background run in progress and the one queued behind it.
+    pub runs: Runs,
     /// What the last override did, for the status line once its re-run is done.
     override_note: Option<OverrideNote>,
-    next_id: u64,
     /// The status message.
     pub status: Option<Status>,
     /// The files of the last export.
@@ -423,10 +403,8 @@ impl App {
             mode: Mode::Normal,
             help_scroll: 0,
             search: Search::default(),
-            running: None,
-            pending: None,
+            runs: Runs::default(),
             override_note: None,
-            next_id: 1,
             status: None,
             exported: None,
             quit: false,
@@ -1134,9 +1112,7 @@ impl App {
 
     /// Starts a run, or queues it behind the running one (which is cancelled: the latest wins).
     pub fn request(&mut self, target: RunTarget) -> Vec<Effect> {
-        if let Some(r) = &mut self.running {
-            r.cancelling = true;
-            self.pending = Some(target);
+        if self.runs.queue(target) {
             self.set_status(Level::Info, format!("restarting: {}", target.label()));
             return vec![Effect::Cancel];
         }
@@ -1144,22 +1120,12 @@ impl App {
     }
 
     fn start(&mut self, target: RunTarget) -> Effect {
-        let id = self.next_id;
-        self.next_id += 1;
         let stage = match target {
             RunTarget::Method(m) => m.as_str(),
             RunTarget::AllMethods => Method::ALL[0].as_str(),
             _ => self.first_stage(target).as_str(),
         };
-        self.running = Some(Running {
-            id,
-            target,
-            stage: stage.to_string(),
-            done: 0,
-            total: 0,
-            started: Instant::now(),
-            cancelling: false,
-        });
+        let id = self.runs.begin(target, stage);
         self.dirty = true;
         let mut opts = self.options();
         if !target.is_pipeline() {
@@ -1189,17 +1155,12 @@ impl App {
     }
 
     fn cancel(&mut self) -> Vec<Effect> {
-        match &mut self.running {
-            Some(r) => {
-                r.cancelling = true;
-                self.pending = None;
-                self.set_status(Level::Info, "cancelling…");
-                vec![Effect::Cancel]
-            }
-            None => {
-                self.set_status(Level::Info, "nothing is running");
-                Vec::new()
-            }
+        if self.runs.cancel() {
+            self.set_status(Level::Info, "cancelling…");
+            vec![Effect::Cancel]
+        } else {
+            self.set_status(Level::Info, "nothing is running");
+            Vec::new()
         }
     }
 
@@ -1208,11 +1169,7 @@ impl App {
         self.dirty = true;
         match msg {
             JobMsg::Progress { id, stage, done, total } => {
-                if let Some(r) = self.running.as_mut().filter(|r| r.id == id) {
-                    r.stage = stage;
-                    r.done = done;
-                    r.total = total;
-                }
+                self.runs.progress(id, stage, done, total);
                 Vec::new()
             }
             JobMsg::Graph(g) => {
@@ -1224,7 +1181,7 @@ impl App {
                 self.indexing = false;
                 self.evidence.clear();
                 self.phase = self.phase_of(self.step);
-                if self.running.is_none() {
+                if !self.runs.busy() {
                     self.set_status(Level::Info, format!("indexed all {} steps", self.total_steps()));
                 }
                 Vec::new()
@@ -1234,7 +1191,7 @@ impl App {
     }
 
     fn finish(&mut self, d: JobDone) -> Vec<Effect> {
-        let Some(run) = self.running.take_if(|r| r.id == d.id) else { return Vec::new() };
+        let Some(run) = self.runs.finish(d.id) else { return Vec::new() };
         let took = if self.show_timings { format!(" in {}", ms(d.elapsed)) } else { String::new() };
         match (d.outcome, run.target) {
             (Ok(()), RunTarget::AllMethods) => {
@@ -1291,7 +1248,7 @@ impl App {
             }
             (Err(_), _) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
         }
-        match self.pending.take() {
+        match self.runs.take_pending() {
             Some(t) => vec![self.start(t)],
             None => Vec::new(),
         }
@@ -1439,7 +1396,7 @@ impl App {
 
     /// Asks for the overrides to be saved at once and re-runs the stages downstream of them.
     fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
-        let rerun = match (&self.running, self.pipeline.last_stage()) {
+        let rerun = match (&self.runs.running, self.pipeline.last_stage()) {
             (Some(r), _) if r.target.is_pipeline() || r.target == RunTarget::AllMethods => Some(r.target),
             (Some(_), _) => None,
             (None, Some(last)) if last >= Stage::Dependencies => {
@@ -1465,7 +1422,7 @@ impl App {
     fn show_override_note(&mut self) {
         if let Some(n) = &self.override_note {
             let (level, text) = (n.level, format!("{}{}", n.text, n.hint));
-            if self.running.is_none() || level == Level::Error {
+            if !self.runs.busy() || level == Level::Error {
                 self.set_status(level, text);
             }
         }

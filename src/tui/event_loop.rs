@@ -51,7 +51,7 @@ where
                 None => break,
             },
             Some(msg) = rx.recv() => app.on_job(msg),
-            _ = tick.tick(), if app.running.is_some() => {
+            _ = tick.tick(), if app.runs.busy() => {
                 app.ticks += 1;
                 app.touch();
                 Vec::new()

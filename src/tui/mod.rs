@@ -28,6 +28,7 @@ pub mod highlight;
 pub mod job;
 pub mod keymap;
 pub mod overrides;
+pub mod runs;
 pub mod search;
 pub mod store;
 pub mod theme;

@@ -150,7 +150,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     f.render_widget(Block::new().style(t.status), area);
     let mut spans = vec![Span::raw(" ")];
-    let running_stage = app.running.as_ref().filter(|r| r.target.is_pipeline()).map(|r| stage_of(&r.stage));
+    let running_stage = app.runs.running.as_ref().filter(|r| r.target.is_pipeline()).map(|r| stage_of(&r.stage));
     // Narrow terminals get one-letter stage chips, leaving the room to the message.
     let names = if area.width >= 110 { ["prior", "deps", "verify", "re-search"] } else { ["P", "D", "V", "R"] };
     let gap = if area.width >= 110 { "  " } else { " " };
@@ -165,7 +165,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
         spans.push(Span::styled(format!("{name}{}{mark}{gap}", if name.len() > 1 { " " } else { "" }), style));
     }
     spans.push(Span::styled("│ ", t.dim));
-    match (&app.running, &app.status) {
+    match (&app.runs.running, &app.status) {
         (Some(r), _) => {
             let stage = if r.stage.is_empty() { "starting".to_string() } else { r.stage.clone() };
             let count = if r.total > 0 { format!(" {}/{}", r.done, r.total) } else { String::new() };
