@@ -144,13 +144,40 @@ fn snapshot_views(fixture: &str, label: &str) {
     settings.bind(|| {
         for v in View::ALL {
             app.view = v;
-            insta::assert_snapshot!(v.title().to_lowercase(), screen(&app));
+            let screen = screen(&app);
+            assert_titles_whole_and_cuts_marked(&screen, &format!("{v:?} 120x40 {label}"));
+            insta::assert_snapshot!(v.title().to_lowercase(), screen);
             for (w, h) in [(80, 24), (200, 60)] {
                 let name = format!("{}-{w}x{h}", v.title().to_lowercase());
-                insta::assert_snapshot!(name, draw(&app, w, h).backend().to_string());
+                let screen = draw(&app, w, h).backend().to_string();
+                assert_titles_whole_and_cuts_marked(&screen, &format!("{v:?} {w}x{h} {label}"));
+                insta::assert_snapshot!(name, screen);
             }
         }
     });
+}
+
+/// Every pane's left title is followed by its rule and every right title is whole (ends in a
+/// space before the corner, or in `…` when cut); the status line, when it fills the width, ends
+/// in `…`. Checked on every snapshot screen, so no size or view can let a title collide.
+fn assert_titles_whole_and_cuts_marked(screen: &str, what: &str) {
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('"')).collect();
+    for line in &lines {
+        for (at, _) in line.match_indices("┌ ") {
+            let title = &line[at + "┌ ".len()..];
+            let end = title.find(" ─");
+            let gap = title.find(['─', '┐']);
+            assert!(end.is_some() && end.map(|e| e + 1) == gap, "{what}: a title runs into the next in {line:?}");
+        }
+        for (at, _) in line.match_indices('┐') {
+            let before = line[..at].chars().next_back();
+            assert!(matches!(before, Some(' ' | '─' | '…')), "{what}: a right title is cut bare in {line:?}");
+        }
+    }
+    let status = lines[lines.len() - 2];
+    if !status.ends_with(' ') {
+        assert!(status.ends_with('…'), "{what}: the status line is cut without an ellipsis: {status:?}");
+    }
 }
 
 #[test]
@@ -199,7 +226,7 @@ fn snapshot_help_overlay_and_running_status() {
     // A run in progress, as the background job reports it.
     let effects = app.on_key(key_event(KeyCode::Char('a')));
     assert!(matches!(effects.as_slice(), [tui::Effect::Run(_)]));
-    let id = app.running.as_ref().expect("running").id;
+    let id = app.runs.running.as_ref().expect("running").id;
     app.on_job(JobMsg::Progress { id, stage: "verification".into(), done: 3, total: 8 });
     insta::assert_snapshot!("hand-crafted-1-running", screen(&app));
 }
@@ -213,7 +240,7 @@ fn snapshot_methods_after_running_all(fixture: &str) {
     assert_eq!(app.view, View::Methods);
     assert!(screen(&app).contains("press M to run all 7 methods"), "{}", screen(&app));
     press(&mut app, "M");
-    assert!(app.running.is_none());
+    assert!(app.runs.running.is_none());
     assert_eq!(app.method_results.len(), Method::ALL.len(), "every method ran");
     assert!(app.diagnosis.is_none(), "running all methods leaves the pipeline's verdict alone");
     let name = format!("{}-methods-all-run", fixture.trim_end_matches(".json"));
@@ -286,7 +313,7 @@ fn a_cancelled_methods_run_keeps_no_results() {
     assert!(done.outcome.is_err() && done.methods.is_empty(), "cancelled");
     assert!(judge.calls.load(Ordering::SeqCst) <= 4, "the real judge is not asked after cancel");
     app.on_job(JobMsg::Done(Box::new(done)));
-    assert!(app.running.is_none() && app.method_results.is_empty());
+    assert!(app.runs.running.is_none() && app.method_results.is_empty());
     assert_eq!(app.status.clone().expect("status").text, "cancelled all methods; results unchanged");
 }
 
@@ -794,7 +821,7 @@ async fn the_ui_keeps_handling_keys_while_the_judge_is_stuck() {
     assert_eq!(app.focus, Pane::Steps);
     assert_eq!(app.phase, app.phases().len() - 1);
     assert_eq!(app.step, app.phases()[app.phase].range.start + 1);
-    assert!(app.running.as_ref().is_some_and(|r| r.cancelling), "cancel was asked");
+    assert!(app.runs.running.as_ref().is_some_and(|r| r.cancelling), "cancel was asked");
     assert!(term.backend().to_string().contains(" Steps "), "frames were drawn");
     assert!(screen(&app).contains("cancelling all stages"), "{}", screen(&app));
     judge.release();
@@ -864,7 +891,7 @@ fn a_cancelled_run_stops_early_and_leaves_the_results_unchanged() {
     assert!(done.outcome.is_err(), "cancelled");
     assert!(judge.calls.load(Ordering::SeqCst) <= 4, "stopped at the next check");
     app.on_job(JobMsg::Done(Box::new(done)));
-    assert!(app.running.is_none());
+    assert!(app.runs.running.is_none());
     assert!(app.pipeline.last_stage().is_none() && app.diagnosis.is_none());
     let status = app.status.clone().expect("status");
     assert_eq!(status.text, "cancelled all stages; results unchanged");
