@@ -449,7 +449,9 @@ fn new_candidate(t: &Trajectory, step: usize, findings: Vec<Finding>, origin: Or
 }
 
 fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides) {
-    for &m in o.marked.iter().chain(o.pinned.iter()) {
+    // A step both marked and pinned is marked once.
+    let steps: std::collections::BTreeSet<usize> = o.marked.iter().chain(o.pinned.iter()).copied().collect();
+    for m in steps {
         if m >= t.steps.len() {
             continue;
         }

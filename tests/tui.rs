@@ -517,6 +517,17 @@ fn an_override_is_the_users_decision_beside_the_machines_unchanged_verdict() {
     assert!(verdict.contains(&format!("confidence {:.2}", machine.confidence)), "{verdict}");
     assert!(verdict.contains("YOUR DECISION   step 0"), "{verdict}");
     assert!(!verdict.contains("confidence 1.00"), "the pin's confidence is not shown as the machine's: {verdict}");
+    // The overrides listed are the user's, though the lines above show the machine's verdict.
+    assert!(verdict.contains("your overrides: marked [] · excluded [] · pinned 0"), "{verdict}");
+    // Marked and then pinned, a step carries the user's mark once.
+    press(&mut app, "1m");
+    let user = app.user_decision().cloned().expect("a user decision");
+    assert_eq!((user.overrides.marked.as_slice(), user.overrides.pinned), (&[0][..], Some(0)));
+    let c = user.candidates.iter().find(|c| c.step == 0).expect("step 0 is a candidate");
+    let marks = c.findings.iter().filter(|f| f.signal == falat::diagnosis::Signal::UserMarked).count();
+    assert_eq!(marks, 1, "{:?}", c.findings);
+    press(&mut app, "5");
+    assert!(screen(&app).contains("your overrides: marked [0] · excluded [] · pinned 0"), "{}", screen(&app));
     // The methods view compares machine verdicts: the falat row keeps step 12.
     press(&mut app, "6M");
     assert_eq!(app.method_results[&Method::Falat].decisive_step, Some(12));
@@ -534,7 +545,9 @@ fn an_override_is_the_users_decision_beside_the_machines_unchanged_verdict() {
     assert!(md.contains("**Decisive step 12** by **WebSurfer**"), "{md}");
     assert!(md.contains("## Your decision"), "{md}");
     assert!(md.contains("With your overrides the decisive step is **step 0**"), "{md}");
-    // Undo: no decision of the user's any more.
+    // Undo (the mark, then the pin): no decision of the user's any more.
+    press(&mut app, "u");
+    assert_eq!(app.overrides().pinned, Some(0));
     press(&mut app, "u");
     assert!(app.user_decision().is_none());
     assert_eq!(app.decisive_step(), Some(12));

@@ -419,7 +419,8 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         }
         lines.push(Line::from(spans));
     }
-    let o = &d.overrides;
+    // The user's overrides, also when the lines above show the machine's verdict without them.
+    let o = app.overrides();
     let ov = if o.is_empty() {
         "none".to_string()
     } else {
