@@ -1434,7 +1434,8 @@ impl App {
         let (level, what) = match result {
             Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
             Ok(store::Saved { path, fallback: Some(_) }) => {
-                (Level::Warn, format!("; saved to {} (the trace's folder cannot be written)", path.display()))
+                // The reason first: a long path may be cut at the status line's end.
+                (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
             }
             Err(e) => (Level::Error, format!("; could not save the overrides: {e:#}")),
         };
@@ -1457,8 +1458,9 @@ impl App {
     pub fn on_exported(&mut self, result: anyhow::Result<Exported>) {
         match result {
             Ok(e) => {
-                let why = if e.fallback.is_some() { " (the trace's folder cannot be written)" } else { "" };
-                let msg = format!("exported {} and {}{why}", e.markdown.display(), e.json.display());
+                // The reason first: a long path may be cut at the status line's end.
+                let why = if e.fallback.is_some() { "the trace's folder cannot be written: " } else { "" };
+                let msg = format!("{why}exported {} and {}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
                 self.set_status(Level::Ok, msg);
             }
