@@ -655,8 +655,14 @@ fn export_writes_both_reports_beside_the_trace() {
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json")).expect("valid");
     assert_eq!(json["schema"], "falat.diagnosis/v1");
     assert_eq!(json["overrides"]["marked"], serde_json::json!([3]));
+    // The verdict fields are the machine's; the mark's outcome is the user's decision beside it.
+    let machine = app.machine_verdict().cloned().expect("machine verdict");
+    assert_eq!(json["decisive_step"], serde_json::json!(machine.decisive_step));
+    assert!(machine.overrides.is_empty());
     let d = app.diagnosis.clone().expect("diagnosis");
-    assert_eq!(json["decisive_step"], serde_json::json!(d.decisive_step));
+    if d.decisive_step != machine.decisive_step {
+        assert_eq!(json["user_decision"]["decisive_step"], serde_json::json!(d.decisive_step));
+    }
     press(&mut app, "5");
     assert!(screen(&app).contains("exported"), "the verdict view shows the exported files");
 }
