@@ -3,6 +3,10 @@
 //! It finds the decisive error of a failed trajectory (which agent, which step) with the FALAT
 //! method and the ECHO, DeFA and Who&When baselines on one substrate. See `docs/ARCHITECTURE.md`
 //! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
+//!
+//! Cargo features (both on by default): `tui` builds the terminal debugger (`tui`, `falat open`)
+//! and `llm` builds the OpenAI-compatible LLM judge (`judge::llm`). Without them the library keeps
+//! ingest, the substrate, every method, the offline heuristic judge, eval and the reports.
 
 pub mod cli;
 pub mod decision;
@@ -20,4 +24,5 @@ pub mod prior;
 pub mod report;
 pub mod substrate;
 pub mod text;
+#[cfg(feature = "tui")]
 pub mod tui;

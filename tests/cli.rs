@@ -160,6 +160,7 @@ fn open_rejects_an_unknown_method_before_touching_the_terminal() {
     );
 }
 
+#[cfg(feature = "llm")]
 #[test]
 fn dry_run_lists_each_methods_own_questions_without_a_server() {
     let text = stdout_of(&[
@@ -193,4 +194,30 @@ fn dry_run_lists_each_methods_own_questions_without_a_server() {
         assert!(s.contains(kind), "{method}: no {kind} question in\n{s}");
         assert!(!s.contains("recall_candidates"), "{method} asks FALAT's questions:\n{s}");
     }
+}
+
+/// A build without the `tui` or `llm` feature keeps the options and names the missing feature.
+#[cfg(not(feature = "tui"))]
+#[test]
+fn open_without_the_tui_feature_names_it() {
+    for args in [&["open", HAND][..], &[HAND][..]] {
+        let err = stderr_of(args);
+        assert_eq!(
+            err,
+            "falat: `falat open` needs the `tui` feature, which this build of falat was compiled without; \
+             rebuild with `--features tui` (on by default, e.g. `cargo install falat`)\n"
+        );
+    }
+}
+
+#[cfg(not(feature = "llm"))]
+#[test]
+fn llm_judge_and_dry_run_without_the_llm_feature_name_it() {
+    let err = stderr_of(&["diagnose", "--judge", "llm", "--model", "m", HAND]);
+    assert!(err.starts_with("falat: `--judge llm` needs the `llm` feature"), "{err}");
+    assert!(err.contains("rebuild with `--features llm`"), "{err}");
+    let err = stderr_of(&["diagnose", "--judge", "llm", "--model", "m", "--dry-run", HAND]);
+    assert!(err.starts_with("falat: `--dry-run` needs the `llm` feature"), "{err}");
+    let err = stderr_of(&["eval", "--judge", "llm", "data/who-and-when/Hand-Crafted"]);
+    assert!(err.starts_with("falat: `--judge llm` needs the `llm` feature"), "{err}");
 }

@@ -95,6 +95,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 }
 
 /// `--dry-run`: the requests the LLM judge would send for each trajectory, with token counts.
+#[cfg(feature = "llm")]
 fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let cfg = args.judge.llm_config(true)?;
     for path in &args.traces {
@@ -111,6 +112,11 @@ fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+#[cfg(not(feature = "llm"))]
+fn dry_run(_args: &DiagnoseArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
+    Err(super::missing_feature("`--dry-run`", "llm"))
 }
 
 fn method_options(args: &DiagnoseArgs) -> MethodOptions {

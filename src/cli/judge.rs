@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::judge::Judge;
 use crate::judge::heuristic::HeuristicJudge;
+#[cfg(feature = "llm")]
 use crate::judge::llm::{LlmArgs, LlmConfig, LlmJudge};
 
 /// Which judge answers the methods' questions.
@@ -58,6 +59,7 @@ impl JudgeArgs {
     ///
     /// # Errors
     /// No server URL, no model, or a bad config file.
+    #[cfg(feature = "llm")]
     pub fn llm_config(&self, dry_run: bool) -> anyhow::Result<LlmConfig> {
         let args = LlmArgs {
             llm_url: self.llm_url.clone(),
@@ -77,11 +79,15 @@ impl JudgeArgs {
     /// The judge these options select.
     ///
     /// # Errors
-    /// An LLM judge that cannot be set up (no URL, no model, bad config).
+    /// An LLM judge that cannot be set up (no URL, no model, bad config), or `--judge llm` in a
+    /// build without the `llm` feature.
     pub fn build(&self) -> anyhow::Result<Arc<dyn Judge>> {
         match self.judge {
             JudgeChoice::Heuristic => Ok(Arc::new(HeuristicJudge)),
+            #[cfg(feature = "llm")]
             JudgeChoice::Llm => Ok(Arc::new(LlmJudge::new(self.llm_config(false)?)?)),
+            #[cfg(not(feature = "llm"))]
+            JudgeChoice::Llm => Err(super::missing_feature("`--judge llm`", "llm")),
         }
     }
 }

@@ -83,6 +83,16 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
 }
 
+/// The error of a command or option that needs a Cargo feature this build of falat left out
+/// (`falat open` needs `tui`; `--judge llm` and `--dry-run` need `llm`). It names the feature and
+/// how to get it back.
+pub fn missing_feature(what: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} needs the `{feature}` feature, which this build of falat was compiled without; \
+         rebuild with `--features {feature}` (on by default, e.g. `cargo install falat`)"
+    )
+}
+
 /// Whether an error chain ends in a broken pipe (`falat inspect x | head`), which is no error.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain()

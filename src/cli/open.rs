@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::ingest::FormatChoice;
 use crate::methods::Method;
+#[cfg(feature = "tui")]
 use crate::tui::{self, TuiOptions};
 
 /// Arguments of `falat open`.
@@ -52,6 +53,7 @@ fn parse_method(s: &str) -> Result<Method, String> {
 ///
 /// # Errors
 /// The trace cannot be loaded, or the terminal cannot be set up.
+#[cfg(feature = "tui")]
 pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = match &args.format {
         FormatChoice::Force(f) => Some(*f),
@@ -74,4 +76,13 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
     rt.shutdown_timeout(std::time::Duration::from_millis(500));
     result?;
     Ok(0)
+}
+
+/// Without the `tui` feature there is no terminal debugger: an error naming the feature.
+///
+/// # Errors
+/// Always.
+#[cfg(not(feature = "tui"))]
+pub fn run(_args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
+    Err(super::missing_feature("`falat open`", "tui"))
 }

@@ -7,6 +7,7 @@
 
 pub mod attribution;
 pub mod heuristic;
+#[cfg(feature = "llm")]
 pub mod llm;
 pub mod session;
 
