@@ -116,11 +116,14 @@ pub enum Signal {
     WrongValueOrigin,
     /// Marked by the user.
     UserMarked,
+    /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
+    /// the probability and the rank).
+    Ranked,
 }
 
 impl Signal {
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 10] = [
+    pub const PRIORITY: [Signal; 11] = [
         Signal::UserMarked,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
@@ -131,6 +134,7 @@ impl Signal {
         Signal::PrematureAnswer,
         Signal::FailedAction,
         Signal::RepeatedFailure,
+        Signal::Ranked,
     ];
 
     /// The snake_case name used in reports.
@@ -146,6 +150,7 @@ impl Signal {
             Signal::RepeatedFailure => "repeated_failure",
             Signal::WrongValueOrigin => "wrong_value_origin",
             Signal::UserMarked => "user_marked",
+            Signal::Ranked => "ranked",
         }
     }
 
@@ -163,6 +168,7 @@ impl Signal {
             RepeatedFailure,
             WrongValueOrigin,
             UserMarked,
+            Ranked,
         ]
         .into_iter()
         .find(|x| x.as_str() == s)
@@ -180,6 +186,7 @@ impl Signal {
             Signal::PrematureAnswer => "premature_termination",
             Signal::RepeatedFailure => "repeated_failing_action",
             Signal::UserMarked => "user_marked",
+            Signal::Ranked => "unknown",
         }
     }
 }
@@ -273,6 +280,20 @@ impl Candidate {
     }
 }
 
+/// Below this probability a diagnosis says its confidence is low.
+pub const LOW_CONFIDENCE: f32 = 0.3;
+
+/// One step of a diagnosis' ranking, with the probability that it is the decisive step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedStep {
+    /// 0-based step index.
+    pub step: usize,
+    /// The agent recorded at that step.
+    pub agent: String,
+    /// P(this step is the decisive step), 0..=1 (calibrated for the fitted ranker).
+    pub probability: f32,
+}
+
 /// Calls, tokens and time spent by one stage or method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Cost {
@@ -340,8 +361,11 @@ pub struct Diagnosis {
     pub category: String,
     /// Why, in a few sentences.
     pub reason: String,
-    /// Confidence in 0..=1.
+    /// Confidence in 0..=1: the probability that the decisive step is right, once the ranking is
+    /// attached ([`crate::rank::attach`]).
     pub confidence: f32,
+    /// Every step, the decisive step first, then by probability (see [`RankedStep`]).
+    pub ranking: Vec<RankedStep>,
     /// Roles of the steps around the decisive step, by step.
     pub roles: Vec<(usize, Role)>,
     /// Dependency path from the decisive step to the final output, 0-based steps.
@@ -373,6 +397,29 @@ impl Diagnosis {
     /// The role of a step, if it has one.
     pub fn role_of(&self, step: usize) -> Option<Role> {
         self.roles.iter().find(|(s, _)| *s == step).map(|(_, r)| *r)
+    }
+
+    /// Whether the confidence is below [`LOW_CONFIDENCE`].
+    pub fn low_confidence(&self) -> bool {
+        self.confidence < LOW_CONFIDENCE
+    }
+
+    /// The 1-based rank of a step in the ranking, if ranked.
+    pub fn rank_of(&self, step: usize) -> Option<usize> {
+        self.ranking.iter().position(|r| r.step == step).map(|p| p + 1)
+    }
+
+    /// Agents by the summed probability of their steps, most likely first (ties by name).
+    pub fn agent_ranking(&self) -> Vec<(String, f32)> {
+        let mut out: Vec<(String, f32)> = Vec::new();
+        for r in &self.ranking {
+            match out.iter_mut().find(|(a, _)| a.eq_ignore_ascii_case(&r.agent)) {
+                Some((_, p)) => *p += r.probability,
+                None => out.push((r.agent.clone(), r.probability)),
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
     }
 
     /// The candidate record of a step, if it is one.

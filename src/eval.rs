@@ -41,6 +41,16 @@ pub struct Record {
     /// Warnings the diagnosis carries (for an LLM judge, mostly answers that fell back to the
     /// heuristic judge).
     pub warnings: usize,
+    /// The part of the data (`tune` or `report`, [`crate::rank::split`]); empty when not split.
+    pub part: String,
+    /// The diagnosis' confidence: its probability that the decisive step is right.
+    pub confidence: f32,
+    /// 1-based rank of the gold step in the diagnosis' ranking (`None`: not ranked).
+    pub gold_rank: Option<usize>,
+    /// Number of candidates in the method's search space (0 for methods without candidates).
+    pub candidates: usize,
+    /// Whether the gold step is among those candidates.
+    pub gold_in_candidates: bool,
 }
 
 /// Scores a diagnosis against a gold label.
@@ -63,6 +73,11 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         prompt_tokens: cost.prompt_tokens,
         millis: cost.wall.as_secs_f64() * 1000.0,
         warnings: d.warnings.len(),
+        part: String::new(),
+        confidence: d.confidence,
+        gold_rank: gold.step.and_then(|g| d.rank_of(g)),
+        candidates: d.candidates.len(),
+        gold_in_candidates: gold.step.is_some_and(|g| d.candidate(g).is_some()),
     }
 }
 
@@ -96,6 +111,90 @@ pub struct Summary {
     pub median_prompt_tokens: f64,
     /// Mean wall time per trajectory, milliseconds.
     pub millis: f64,
+    /// The part (`tune`, `report`), empty when the records are not split.
+    pub part: String,
+    /// Top-k hit rates, percent: the gold step among the k best-ranked steps, k = 1, 3, 5.
+    pub top: [f64; 3],
+    /// Mean reciprocal rank of the gold step (0 where it is not ranked).
+    pub mrr: f64,
+    /// Expected calibration error of the confidence against exact step hits, 10 equal bins.
+    pub ece: f64,
+    /// Share of trajectories whose gold step is among the method's candidates, percent (`None`
+    /// for a method without candidates).
+    pub candidate_recall: Option<f64>,
+    /// Median number of candidates.
+    pub median_candidates: f64,
+}
+
+/// The k of the top-k columns.
+pub const TOP_K: [usize; 3] = [1, 3, 5];
+
+/// Number of equal-width confidence bins of the reliability table and the ECE.
+pub const BINS: usize = 10;
+
+/// One bin of a reliability table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bin {
+    /// Lower edge (inclusive), 0..1.
+    pub from: f64,
+    /// Upper edge (exclusive, 1.0 inclusive for the last bin).
+    pub to: f64,
+    /// Trajectories whose confidence falls in the bin.
+    pub n: usize,
+    /// Their mean confidence.
+    pub confidence: f64,
+    /// Their exact step accuracy, 0..=1.
+    pub accuracy: f64,
+}
+
+/// The reliability table of some records: [`BINS`] equal-width bins of confidence.
+pub fn reliability(rs: &[&Record]) -> Vec<Bin> {
+    let mut bins: Vec<Bin> = (0..BINS)
+        .map(|b| Bin {
+            from: b as f64 / BINS as f64,
+            to: (b + 1) as f64 / BINS as f64,
+            n: 0,
+            confidence: 0.0,
+            accuracy: 0.0,
+        })
+        .collect();
+    for r in rs {
+        let c = f64::from(r.confidence).clamp(0.0, 1.0);
+        let b = ((c * BINS as f64) as usize).min(BINS - 1);
+        bins[b].n += 1;
+        bins[b].confidence += c;
+        bins[b].accuracy += if r.step_hit { 1.0 } else { 0.0 };
+    }
+    for b in &mut bins {
+        if b.n > 0 {
+            b.confidence /= b.n as f64;
+            b.accuracy /= b.n as f64;
+        }
+    }
+    bins
+}
+
+/// Expected calibration error: `Σ_b (n_b / N) · |accuracy_b − confidence_b|` over the bins of
+/// [`reliability`]; 0 for no records.
+pub fn ece(rs: &[&Record]) -> f64 {
+    let total = rs.len();
+    if total == 0 {
+        return 0.0;
+    }
+    reliability(rs).iter().map(|b| b.n as f64 / total as f64 * (b.accuracy - b.confidence).abs()).sum()
+}
+
+/// The reliability table as text: one line per non-empty bin.
+pub fn render_reliability(method: &str, rs: &[&Record]) -> String {
+    let mut out = format!(
+        "reliability of {method} ({} trajectories, ECE {:.3}): confidence bin, n, mean confidence, step accuracy\n",
+        rs.len(),
+        ece(rs)
+    );
+    for b in reliability(rs).iter().filter(|b| b.n > 0) {
+        out.push_str(&format!("  {:.1}-{:.1} {:>5} {:>8.3} {:>8.3}\n", b.from, b.to, b.n, b.confidence, b.accuracy));
+    }
+    out
 }
 
 /// Summaries per (method, subset) and per method over all subsets, in method order then subset
@@ -109,22 +208,26 @@ pub fn summarize(records: &[Record], tolerances: &[usize]) -> Vec<Summary> {
     }
     let mut out = Vec::new();
     for m in methods {
-        let mut by_subset: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+        let mut by_subset: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+        let mut by_part: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
         for r in records.iter().filter(|r| r.method == m) {
-            by_subset.entry(&r.subset).or_default().push(r);
+            by_subset.entry((&r.subset, &r.part)).or_default().push(r);
+            by_part.entry(&r.part).or_default().push(r);
         }
-        let all: Vec<&Record> = records.iter().filter(|r| r.method == m).collect();
-        for (subset, rs) in &by_subset {
-            out.push(summary(subset, m, rs, tolerances));
+        let subsets: std::collections::BTreeSet<&str> = by_subset.keys().map(|(s, _)| *s).collect();
+        for ((subset, part), rs) in &by_subset {
+            out.push(summary(subset, part, m, rs, tolerances));
         }
-        if by_subset.len() > 1 {
-            out.push(summary("all", m, &all, tolerances));
+        if subsets.len() > 1 {
+            for (part, rs) in &by_part {
+                out.push(summary("all", part, m, rs, tolerances));
+            }
         }
     }
     out
 }
 
-fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> Summary {
+fn summary(subset: &str, part: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> Summary {
     let n = rs.len().max(1) as f64;
     let pct = |count: usize| 100.0 * count as f64 / n;
     let within = tolerances
@@ -150,6 +253,15 @@ fn summary(subset: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> 
         tokens: rs.iter().map(|r| r.tokens as f64).sum::<f64>() / n,
         median_prompt_tokens: median(rs.iter().map(|r| r.prompt_tokens)),
         millis: rs.iter().map(|r| r.millis).sum::<f64>() / n,
+        part: part.to_string(),
+        top: TOP_K.map(|k| pct(rs.iter().filter(|r| r.gold_rank.is_some_and(|g| g <= k)).count())),
+        mrr: rs.iter().map(|r| r.gold_rank.map_or(0.0, |g| 1.0 / g as f64)).sum::<f64>() / n,
+        ece: ece(rs),
+        candidate_recall: rs
+            .iter()
+            .any(|r| r.candidates > 0)
+            .then(|| pct(rs.iter().filter(|r| r.gold_in_candidates).count())),
+        median_candidates: median(rs.iter().map(|r| r.candidates as u64)),
     }
 }
 
@@ -167,17 +279,29 @@ fn median(values: impl Iterator<Item = u64>) -> f64 {
 /// A plain-text table of summaries, one row per (method, subset).
 pub fn render_table(summaries: &[Summary]) -> String {
     let tol: Vec<usize> = summaries.first().map(|s| s.within.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
-    let mut header = format!("{:<14} {:<20} {:>4} {:>7} {:>7}", "method", "subset", "n", "agent%", "step%");
+    let mut header =
+        format!("{:<14} {:<20} {:<6} {:>4} {:>7} {:>7}", "method", "subset", "part", "n", "agent%", "step%");
     for k in &tol {
         header.push_str(&format!(" {:>7}", format!("±{k}%")));
     }
+    header.push_str(&format!(
+        " {:>6} {:>6} {:>6} {:>5} {:>5} {:>6} {:>5}",
+        "top1%", "top3%", "top5%", "MRR", "ECE", "cand%", "cands"
+    ));
     header.push_str(&format!(" {:>7} {:>9} {:>9} {:>10} {:>9}", "calls", "med.calls", "tokens", "med.prompt", "ms"));
     let mut out = vec![header];
     for s in summaries {
-        let mut row = format!("{:<14} {:<20} {:>4} {:>7.1} {:>7.1}", s.method, s.subset, s.n, s.agent, s.step);
+        let part = if s.part.is_empty() { "-" } else { s.part.as_str() };
+        let mut row =
+            format!("{:<14} {:<20} {:<6} {:>4} {:>7.1} {:>7.1}", s.method, s.subset, part, s.n, s.agent, s.step);
         for (_, v) in &s.within {
             row.push_str(&format!(" {v:>7.1}"));
         }
+        let recall = s.candidate_recall.map_or_else(|| "-".to_string(), |r| format!("{r:.1}"));
+        row.push_str(&format!(
+            " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>5.2} {:>6} {:>5.1}",
+            s.top[0], s.top[1], s.top[2], s.mrr, s.ece, recall, s.median_candidates
+        ));
         row.push_str(&format!(
             " {:>7.1} {:>9.1} {:>9.0} {:>10.0} {:>9.2}",
             s.calls, s.median_calls, s.tokens, s.median_prompt_tokens, s.millis
@@ -207,6 +331,11 @@ mod tests {
             prompt_tokens: 0,
             millis: 1.0,
             warnings: 0,
+            part: String::new(),
+            confidence: 0.5,
+            gold_rank: pred.map(|p| if p == gold { 1 } else { 2 }),
+            candidates: 0,
+            gold_in_candidates: false,
         }
     }
 
@@ -250,5 +379,26 @@ mod tests {
         let table = render_table(&s);
         assert!(table.lines().next().unwrap().contains("med.calls"), "{table}");
         assert!(table.lines().nth(1).unwrap().contains("      5.5 "), "{table}");
+    }
+
+    #[test]
+    fn top_k_mrr_and_calibration() {
+        let mut rs = vec![
+            Record { gold_rank: Some(1), confidence: 0.95, ..rec("A", Some(1), 1, true) },
+            Record { gold_rank: Some(3), confidence: 0.15, ..rec("A", Some(2), 1, true) },
+            Record { gold_rank: Some(6), confidence: 0.12, ..rec("A", Some(2), 1, true) },
+            Record { gold_rank: None, confidence: 0.18, ..rec("A", None, 1, true) },
+        ];
+        let s = summarize(&rs, &[0]);
+        assert_eq!(s[0].top, [25.0, 50.0, 50.0]);
+        assert!((s[0].mrr - (1.0 + 1.0 / 3.0 + 1.0 / 6.0) / 4.0).abs() < 1e-12);
+        // Bin 0.9: one hit at 0.95 (gap 0.05); bin 0.1: three misses at mean 0.15 (gap 0.15).
+        let refs: Vec<&Record> = rs.iter().collect();
+        assert!((ece(&refs) - (0.25 * 0.05 + 0.75 * 0.15)).abs() < 1e-6, "{}", ece(&refs));
+        let bins = reliability(&refs);
+        assert_eq!((bins[1].n, bins[9].n, bins[9].accuracy), (3, 1, 1.0));
+        rs[0].part = "report".into();
+        let s = summarize(&rs, &[0]);
+        assert_eq!(s.iter().map(|s| (s.part.as_str(), s.n)).collect::<Vec<_>>(), vec![("", 3), ("report", 1)]);
     }
 }

@@ -21,6 +21,7 @@ pub mod methods;
 pub mod model;
 pub mod pipeline;
 pub mod prior;
+pub mod rank;
 pub mod report;
 pub mod substrate;
 pub mod text;

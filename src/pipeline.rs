@@ -503,9 +503,13 @@ pub fn verify(
     let mut chosen = verdict.step();
     let mut default_reason = None;
     if chosen.is_none() {
-        chosen = heuristic::default_step(&ctx, &opts.overrides.excluded);
+        // No fixed fallback step: the best-ranked step (by the judge's step probabilities) is
+        // named, and its probability says how little that means.
+        let probs = judge.step_probabilities(&ctx);
+        chosen =
+            crate::rank::order(&probs).into_iter().find(|s| probs[*s] > 0.0 && !opts.overrides.excluded.contains(s));
         default_reason = chosen.map(|s| {
-            format!("no candidate passed verification; the first step acting on the task (step {s}) is named")
+            format!("no candidate passed verification; step {s} ranks first among all steps (P = {:.2})", probs[s])
         });
     }
     // Candidates are sorted by step: find one by binary search.
@@ -663,6 +667,12 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             })
             .collect();
         d.details.push(("re-search checks".into(), lines));
+    }
+    // Once the search space is known and the run is complete, every step is ranked and the
+    // confidence becomes the probability of the decisive step.
+    if let (Some(space), Some(deps), Some(sub), Some(_)) = (&p.space, &p.deps, &p.substrate, &p.verified) {
+        let ctx = full_context(t, sub, space, &deps.graph, opts);
+        crate::rank::attach(&mut d, t, &judge.step_probabilities(&ctx));
     }
     d
 }

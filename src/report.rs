@@ -8,6 +8,9 @@ use crate::diagnosis::{Candidate, Diagnosis, Role};
 use crate::model::Trajectory;
 use crate::text;
 
+/// How many best-ranked steps the reports list.
+pub const RANKED_SHOWN: usize = 10;
+
 /// The JSON report schema identifier; bump the version on any incompatible change.
 pub const SCHEMA: &str = "falat.diagnosis/v1";
 
@@ -59,6 +62,16 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "category": d.category,
         "reason": d.reason,
         "confidence": round3(d.confidence),
+        "low_confidence": d.low_confidence(),
+        "ranking": d.ranking.iter().take(RANKED_SHOWN).map(|r| json!({
+            "step": r.step,
+            "agent": r.agent,
+            "probability": (r.probability * 1000.0).round() / 1000.0,
+        })).collect::<Vec<_>>(),
+        "agent_ranking": d.agent_ranking().into_iter().map(|(a, p)| json!({
+            "agent": a,
+            "probability": (p * 1000.0).round() / 1000.0,
+        })).collect::<Vec<_>>(),
         "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
         "path": d.path,
         "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
@@ -170,6 +183,7 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
         out.push_str(&format!("\nObserved output: `{}`\n", inline(o)));
     }
     verdict(&mut out, t, d);
+    ranking(&mut out, t, d);
     roles(&mut out, t, d);
     candidates(&mut out, d);
     path_and_cost(&mut out, d);
@@ -219,6 +233,32 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             "\nGold label: step {} by {}\n",
             g.step.map_or("?".to_string(), |s| s.to_string()),
             cell(&g.agent)
+        ));
+    }
+}
+
+/// The best-ranked steps with their probabilities.
+fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
+    if d.ranking.is_empty() {
+        return;
+    }
+    out.push_str("\n## Ranked steps\n\n");
+    if d.low_confidence() {
+        out.push_str(&format!(
+            "Confidence is low (P = {:.2}): no step stands out; check the steps below, not only the first.\n\n",
+            d.confidence
+        ));
+    }
+    out.push_str("| rank | step | agent | P(decisive) | content |\n| ---: | ---: | --- | ---: | --- |\n");
+    for (k, r) in d.ranking.iter().take(RANKED_SHOWN).enumerate() {
+        let content = t.steps.get(r.step).map_or(String::new(), |s| text::first_line(&s.content, 80));
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.2} | {} |\n",
+            k + 1,
+            r.step,
+            cell(&r.agent),
+            r.probability,
+            cell(&content)
         ));
     }
 }

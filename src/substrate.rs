@@ -89,6 +89,8 @@ pub struct Facts {
     pub used_later: OnceLock<Vec<bool>>,
     /// For the last set of live candidates asked about, the earliest of them reaching each step.
     pub upstream: Mutex<Option<Upstream>>,
+    /// The fitted step ranker's probability of each step ([`crate::rank::probabilities`]).
+    pub ranking: ByTruth<Vec<f32>>,
 }
 
 impl Clone for Facts {
@@ -105,6 +107,7 @@ impl Clone for Facts {
             expected_seen: self.expected_seen.clone(),
             used_later: self.used_later.clone(),
             upstream: Mutex::new(None),
+            ranking: self.ranking.clone(),
         }
     }
 }

@@ -144,7 +144,9 @@ fn eval_command_prints_a_row_per_method_and_writes_jsonl() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.starts_with("35 trajectories, ground truth used, judge heuristic\n"), "{table}");
+    assert!(table.starts_with("35 trajectories (25 tune, 10 report), ground truth used, judge heuristic\n"), "{table}");
+    assert!(table.contains("top1%") && table.contains("ECE"), "{table}");
+    assert!(table.contains("reliability of falat (35 trajectories, ECE "), "{table}");
     assert!(table.lines().any(|l| l.starts_with("falat ") && l.contains("Hand-Crafted")), "{table}");
     assert!(table.lines().any(|l| l.starts_with("random ") && l.contains("Hand-Crafted")), "{table}");
     let lines: Vec<serde_json::Value> =

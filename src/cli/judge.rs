@@ -18,12 +18,15 @@ pub enum JudgeChoice {
     Heuristic,
     /// An OpenAI-compatible chat-completions server.
     Llm,
+    /// The fitted step ranker over the offline judge (no network, deterministic).
+    Fitted,
 }
 
 /// Judge options.
 #[derive(Debug, Clone, Args)]
 pub struct JudgeArgs {
-    /// The judge: heuristic (offline, default) or llm (an OpenAI-compatible server).
+    /// The judge: heuristic (offline signals, default), fitted (the fitted step ranker over the
+    /// offline signals) or llm (an OpenAI-compatible server).
     #[arg(long, value_enum, default_value = "heuristic")]
     pub judge: JudgeChoice,
     /// Base URL of the LLM server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL or
@@ -84,6 +87,7 @@ impl JudgeArgs {
     pub fn build(&self) -> anyhow::Result<Arc<dyn Judge>> {
         match self.judge {
             JudgeChoice::Heuristic => Ok(Arc::new(HeuristicJudge)),
+            JudgeChoice::Fitted => Ok(Arc::new(crate::judge::fitted::FittedJudge::shipped())),
             #[cfg(feature = "llm")]
             JudgeChoice::Llm => Ok(Arc::new(LlmJudge::new(self.llm_config(false)?)?)),
             #[cfg(not(feature = "llm"))]

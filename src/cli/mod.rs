@@ -10,6 +10,7 @@ pub mod eval;
 pub mod inspect;
 pub mod judge;
 pub mod open;
+pub mod train;
 
 use std::io::Write;
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Score methods on labelled benchmark folders (Who&When layout): agent- and step-level
     /// accuracy per subset.
     Eval(eval::EvalArgs),
+    /// Fit the step ranker on the tune part of labelled folders and write its model file
+    /// (default: rebuild models/step_ranker.json from the bundled data).
+    Train(train::TrainArgs),
 }
 
 impl Cli {
@@ -80,6 +84,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Open(args) => open::run(&args, out),
         Command::Diagnose(args) => diagnose::run(&args, out),
         Command::Eval(args) => eval::run(&args, out),
+        Command::Train(args) => train::run(&args, out),
     }
 }
 

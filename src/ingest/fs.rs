@@ -89,3 +89,93 @@ fn natural_key(p: &Path) -> (PathBuf, u64, String) {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     (parent, stem.parse::<u64>().unwrap_or(u64::MAX), stem)
 }
+
+/// A labelled trajectory of a benchmark folder and where it came from.
+#[derive(Debug, Clone)]
+pub struct LabelledFile {
+    /// The file the trajectory came from.
+    pub file: PathBuf,
+    /// The trajectory; its gold label comes from the trace or from a label file.
+    pub trajectory: crate::model::Trajectory,
+}
+
+/// Everything [`load_labelled`] read: labelled trajectories in path order, and one message per
+/// file or trajectory it skipped (unreadable, unlabelled, a label outside its trajectory).
+#[derive(Debug, Clone, Default)]
+pub struct LabelledSet {
+    /// Trajectories with a gold step.
+    pub items: Vec<LabelledFile>,
+    /// What was skipped and why.
+    pub skipped: Vec<String>,
+}
+
+/// Loads every trajectory under `dirs` and gives it a gold label: from the trace itself
+/// (Who&When, falat JSONL), or from a label file (`docs/LABELS.md`): any file in the same folders
+/// recognised by [`super::labels::detect`], and every file of `label_files`. Trajectories without
+/// a gold step are left out (listed in `skipped`).
+///
+/// # Errors
+/// A folder that cannot be listed, or a `label_files` entry that cannot be read or parsed.
+pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<LabelledSet, LoadError> {
+    let mut out = LabelledSet::default();
+    let mut traces: Vec<(PathBuf, crate::model::Trajectory)> = Vec::new();
+    // Each label set with the folder it applies to (`None`: every folder).
+    let mut sets: Vec<(PathBuf, Option<PathBuf>, super::labels::LabelSet)> = Vec::new();
+    let read_labels = |p: &Path, text: &str| {
+        super::labels::parse(text)
+            .map_err(|e| LoadError::Io { path: p.display().to_string(), message: format!("as labels: {e}") })
+    };
+    for f in label_files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| LoadError::Io { path: f.display().to_string(), message: e.to_string() })?;
+        sets.push((f.clone(), None, read_labels(f, &text)?));
+    }
+    for dir in dirs {
+        for f in dataset_files(dir)? {
+            let head = std::fs::read(&f).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+            if let Some(text) = head.filter(|t| super::labels::detect(t).is_some()) {
+                match read_labels(&f, &text) {
+                    Ok(set) => {
+                        let folder = f.parent().map(Path::to_path_buf);
+                        sets.push((f, folder, set));
+                    }
+                    Err(e) => out.skipped.push(e.to_string()),
+                }
+                continue;
+            }
+            match load_path(&f, None) {
+                Ok(loaded) => traces.extend(loaded.trajectories.into_iter().map(|t| (f.clone(), t))),
+                Err(e) => out.skipped.push(e.to_string()),
+            }
+        }
+    }
+    for (f, _, set) in &sets {
+        for d in &set.diagnostics {
+            let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+            out.skipped.push(format!("{}{at}: {}", f.display(), d.message));
+        }
+    }
+    // A label file inside a folder labels the traces of that folder only; `label_files` label all.
+    for (f, folder, set) in &sets {
+        let (mut mine, idx): (Vec<crate::model::Trajectory>, Vec<usize>) = traces
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| folder.as_ref().is_none_or(|d| p.parent() == Some(d.as_path())))
+            .map(|(i, (_, t))| (t.clone(), i))
+            .unzip();
+        for d in super::labels::apply(set, &mut mine) {
+            out.skipped.push(format!("{}: {}", f.display(), d.message));
+        }
+        for (t, i) in mine.into_iter().zip(idx) {
+            traces[i].1 = t;
+        }
+    }
+    for (f, t) in traces {
+        if t.gold.as_ref().is_some_and(|g| g.step.is_some()) {
+            out.items.push(LabelledFile { file: f, trajectory: t });
+        } else {
+            out.skipped.push(format!("{}: {}: no gold label with a step", f.display(), t.id));
+        }
+    }
+    Ok(out)
+}

@@ -11,6 +11,7 @@ pub mod claude;
 pub mod codex;
 pub mod fs;
 pub mod jsonl;
+pub mod labels;
 pub mod langfuse;
 pub mod langsmith;
 pub mod messages;

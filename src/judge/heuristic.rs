@@ -146,7 +146,9 @@ fn phase_summary(ctx: &Context<'_>, phase: usize) -> Answer {
 /// The findings of one step, or `None` when it shows no violation.
 pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     let s = ctx.hierarchy.steps.get(i)?;
-    if matches!(s.action, Action::Request) || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i) {
+    // The system policy and the task statement are the rules and the question, never the error.
+    let policy = ctx.trajectory.steps[i].role.eq_ignore_ascii_case("system");
+    if policy || matches!(s.action, Action::Request) || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i) {
         return None;
     }
     let mut f = Vec::new();
@@ -530,11 +532,12 @@ pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
         .collect()
 }
 
-/// Whether an output item agrees with the expected output (text containment either way, or equal
-/// numbers).
+/// Whether an output item agrees with the expected output (whole-word containment either way, or
+/// equal numbers). Values are matched as values: "10" does not agree with "#W1023410", whose
+/// digits only happen to contain it.
 fn agrees(item: &str, expected: &str) -> bool {
     let exp = expected.trim().to_lowercase();
-    if exp.contains(item) || item.contains(&exp) {
+    if contains_word(&exp, item) || contains_word(item, &exp) {
         return true;
     }
     let n = evidence::normalize_number(item);
@@ -625,7 +628,7 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let seen = *ctx.facts.expected_seen.get(ctx.ground_truth).get_or_init(|| {
         let first_hit = (0..ctx.trajectory.steps.len()).find(|&j| {
             matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
-                && lower_of(ctx, j).contains(&exp_low)
+                && contains_word(lower_of(ctx, j), &exp_low)
         });
         first_hit.map(|j| {
             let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
@@ -783,6 +786,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::WrongValueOrigin
             | Signal::WrongDelegation
             | Signal::UserMarked
+            | Signal::Ranked
     )
 }
 
@@ -883,6 +887,20 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
     }
     roles.sort_by_key(|(s, _)| *s);
     Answer::Roles { roles, decisive, reason }
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+
+    #[test]
+    fn values_do_not_match_digits_inside_ids() {
+        assert!(!agrees("order #w1023410 is cancelled", "10"));
+        assert!(!agrees("item 9612497925", "10"));
+        assert!(agrees("there are 10 options", "10"));
+        assert!(agrees("10.0", "10"));
+        assert!(agrees("paris", "Paris"));
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! deterministically from the structure ([`Context`]).
 
 pub mod attribution;
+pub mod fitted;
 pub mod heuristic;
 #[cfg(feature = "llm")]
 pub mod llm;
@@ -344,4 +345,12 @@ pub trait Judge: Send + Sync {
     /// Answers one question. Never fails: a judge that cannot answer falls back and says so in
     /// [`Judged::warning`].
     fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged;
+
+    /// The probability of each step of `ctx.trajectory` being the decisive step (0-based, one per
+    /// step; the system policy and the task statement get 0). Used to rank every step of a
+    /// diagnosis and to state its confidence ([`crate::rank::attach`]). By default the shipped
+    /// fitted ranker answers ([`crate::rank::model::shipped`]), which needs no network.
+    fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
+        crate::rank::probabilities(ctx, crate::rank::model::shipped())
+    }
 }

@@ -164,7 +164,7 @@ pub fn run_on(
     if t.steps.is_empty() {
         return no_steps(method, t, judge, opts);
     }
-    match method {
+    let mut d = match method {
         Method::Falat => {
             let popts = pipeline::Options {
                 ground_truth: opts.ground_truth,
@@ -179,7 +179,19 @@ pub fn run_on(
         Method::StepByStep => baselines::step_by_step(t, sub, judge, opts),
         Method::BinarySearch => baselines::binary_search(t, sub, judge, opts),
         Method::Random => baselines::random(t, sub, judge, opts),
+    };
+    if d.ranking.is_empty() {
+        let ctx = crate::judge::Context {
+            trajectory: t,
+            hierarchy: &sub.hierarchy,
+            prior: Some(&sub.prior),
+            graph: Some(&sub.graph),
+            facts: &sub.facts,
+            ground_truth: opts.ground_truth,
+        };
+        crate::rank::attach(&mut d, t, &judge.step_probabilities(&ctx));
     }
+    d
 }
 
 /// Adds the method's options that depart from its paper and, with the offline judge, a note that

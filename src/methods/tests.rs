@@ -97,7 +97,7 @@ fn echo_panel_votes_for_the_assumption() {
     let consensus = &d.details.iter().find(|(k, _)| k == "step consensus").unwrap().1;
     assert_eq!(consensus[0], "types: single_agent 1.88");
     assert_eq!(consensus[2], "steps: 1 1.88");
-    assert_eq!(d.confidence, 0.63);
+    assert!((d.confidence - 0.671).abs() < 5e-4, "{}", d.confidence);
     assert_eq!(d.roles, vec![(1, Role::RootCause)]);
     assert!(d.warnings.is_empty());
 }

@@ -232,6 +232,9 @@ impl Judge for CancelJudge<'_> {
     fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
         if self.cancel.load(Ordering::Relaxed) { HeuristicJudge.ask(ctx, q) } else { self.inner.ask(ctx, q) }
     }
+    fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
+        self.inner.step_probabilities(ctx)
+    }
 }
 
 /// A run in the background.

@@ -219,7 +219,7 @@ impl Lens {
             | Signal::IgnoredToolError => self.process,
             Signal::FailedAction => self.failure,
             Signal::Assumption => self.soft,
-            Signal::UserMarked => 1.0,
+            Signal::UserMarked | Signal::Ranked => 1.0,
         }
     }
 

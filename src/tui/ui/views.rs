@@ -389,6 +389,14 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
             t.warn,
         )),
     }
+    if d.decisive_step.is_some() && d.low_confidence() {
+        lines.push(Line::styled("  low confidence: no step stands out; check the ranked steps", t.warn));
+    }
+    if !d.ranking.is_empty() {
+        let ranked: Vec<String> =
+            d.ranking.iter().take(5).map(|r| format!("{} ({:.2})", r.step, r.probability)).collect();
+        lines.push(Line::from(vec![Span::styled("  ranked steps ", t.dim), Span::styled(ranked.join(" · "), t.text)]));
+    }
     if let Some(u) = app.user_decision() {
         lines.push(Line::raw(""));
         let mut head = vec![Span::styled(" YOUR DECISION ", t.pinned.reversed())];

@@ -1,0 +1,146 @@
+//! Fitting the step ranker (`falat train`, `docs/RANKER.md`): smartcore's L2-penalised logistic
+//! regression (LBFGS) on the standardised features of every step of labelled trajectories (the
+//! gold step is the positive example, every other unmasked step a negative one), then a softmax
+//! temperature chosen on out-of-fold logits (folds by task, [`super::split::fold_of`]) from a
+//! fixed grid, minimising the negative log-likelihood of the gold step.
+//!
+//! Deterministic: the same trajectories in the same order give the same numbers.
+
+use smartcore::linalg::basic::arrays::Array;
+use smartcore::linalg::basic::matrix::DenseMatrix;
+use smartcore::linear::logistic_regression::{LogisticRegression, LogisticRegressionParameters};
+
+use super::features::{self, NAMES, StepFeatures};
+use super::model::{RankerModel, StepModel, softmax};
+use super::split::fold_of;
+use crate::judge::Context;
+use crate::model::Trajectory;
+use crate::substrate::Substrate;
+
+/// L2 penalty of the fit (on standardised features).
+pub const ALPHA: f64 = 16.0;
+/// Folds used to fit the temperature on out-of-fold logits.
+pub const TEMPERATURE_FOLDS: usize = 5;
+
+/// One labelled trajectory as training data: its step features, the gold step and its fold.
+#[derive(Debug, Clone)]
+pub struct Example {
+    /// Features of every step.
+    pub features: StepFeatures,
+    /// The gold step, 0-based (never a masked step).
+    pub gold: usize,
+    /// The task text the folds are drawn from.
+    pub task: String,
+}
+
+/// The features of a labelled trajectory, or `None` when it has no gold step, or its gold step
+/// is outside it or masked (a label on the system policy or the task statement teaches nothing).
+pub fn example(t: &Trajectory, ground_truth: bool) -> Option<Example> {
+    let gold = t.gold.as_ref()?.step?;
+    let sub = Substrate::build(t);
+    let ctx = Context {
+        trajectory: t,
+        hierarchy: &sub.hierarchy,
+        prior: Some(&sub.prior),
+        graph: Some(&sub.graph),
+        facts: &sub.facts,
+        ground_truth,
+    };
+    let features = features::extract(&ctx);
+    (gold < t.steps.len() && !features.masked[gold]).then(|| Example { features, gold, task: t.task.clone() })
+}
+
+/// Fits one parameter set on `examples`.
+///
+/// # Errors
+/// No usable example, or smartcore failing to fit.
+pub fn fit(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
+    let mut model = fit_weights(examples, alpha)?;
+    // Out-of-fold logits for the temperature.
+    let mut oof: Vec<(Vec<f64>, usize)> = Vec::new();
+    for k in 0..TEMPERATURE_FOLDS {
+        let (train, held): (Vec<&Example>, Vec<&Example>) =
+            examples.iter().partition(|e| fold_of(&e.task, TEMPERATURE_FOLDS) != k);
+        if train.is_empty() || held.is_empty() {
+            continue;
+        }
+        let train: Vec<Example> = train.into_iter().cloned().collect();
+        let Ok(m) = fit_weights(&train, alpha) else { continue };
+        oof.extend(held.iter().map(|e| (m.logits(&e.features), e.gold)));
+    }
+    model.temperature = best_temperature(&oof);
+    Ok(model)
+}
+
+/// The temperature from the grid 0.25, 0.30, ..., 5.00 with the least negative log-likelihood of
+/// the gold steps (1 when there is nothing to fit on).
+pub fn best_temperature(logits: &[(Vec<f64>, usize)]) -> f64 {
+    if logits.is_empty() {
+        return 1.0;
+    }
+    let nll = |t: f64| -> f64 { logits.iter().map(|(z, g)| -softmax(z, t)[*g].max(1e-12).ln()).sum::<f64>() };
+    (5..=100)
+        .map(|k| f64::from(k) * 0.05)
+        .fold((1.0, f64::INFINITY), |(bt, bv), t| {
+            let v = nll(t);
+            if v < bv { (t, v) } else { (bt, bv) }
+        })
+        .0
+}
+
+fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut y: Vec<i32> = Vec::new();
+    for e in examples {
+        for (i, row) in e.features.rows.iter().enumerate() {
+            if !e.features.masked[i] {
+                rows.push(row.clone());
+                y.push(i32::from(i == e.gold));
+            }
+        }
+    }
+    if !y.contains(&1) || !y.contains(&0) {
+        return Err("no labelled step to fit on".into());
+    }
+    let d = NAMES.len();
+    let n = rows.len() as f64;
+    let mean: Vec<f64> = (0..d).map(|j| rows.iter().map(|r| r[j]).sum::<f64>() / n).collect();
+    let scale: Vec<f64> = (0..d)
+        .map(|j| {
+            let var = rows.iter().map(|r| (r[j] - mean[j]).powi(2)).sum::<f64>() / n;
+            if var > 1e-12 { var.sqrt() } else { 1.0 }
+        })
+        .collect();
+    let std_rows: Vec<Vec<f64>> =
+        rows.iter().map(|r| r.iter().enumerate().map(|(j, x)| (x - mean[j]) / scale[j]).collect()).collect();
+    let x = DenseMatrix::from_2d_vec(&std_rows).map_err(|e| e.to_string())?;
+    let params = LogisticRegressionParameters::default().with_alpha(alpha);
+    let lr = LogisticRegression::fit(&x, &y, params).map_err(|e| e.to_string())?;
+    let weights: Vec<f64> = (0..d).map(|j| *lr.coefficients().get((0, j))).collect();
+    let bias = *lr.intercept().get((0, 0));
+    Ok(StepModel { mean, scale, weights, bias, temperature: 1.0 })
+}
+
+/// Trains both parameter sets (with and without ground truth) on labelled trajectories.
+///
+/// # Errors
+/// No usable trajectory, or the fit failing.
+pub fn train(trajectories: &[&Trajectory], trained_on: &str) -> Result<RankerModel, String> {
+    let with: Vec<Example> = trajectories.iter().filter_map(|t| example(t, true)).collect();
+    let without: Vec<Example> = trajectories.iter().filter_map(|t| example(t, false)).collect();
+    train_examples(&with, &without, trained_on)
+}
+
+/// Trains both parameter sets from prepared examples (with and without ground truth).
+///
+/// # Errors
+/// No usable example, or the fit failing.
+pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -> Result<RankerModel, String> {
+    Ok(RankerModel {
+        with_ground_truth: fit(with, ALPHA)?,
+        without_ground_truth: fit(without, ALPHA)?,
+        alpha: ALPHA,
+        trajectories: with.len(),
+        trained_on: trained_on.into(),
+    })
+}
