@@ -82,12 +82,15 @@ fn who_and_when_accuracy_does_not_regress() {
     // blind re-search) with the offline judge: algorithm-generated 47 -> 49 agent and 33 -> 35
     // step hits; hand-crafted 21 -> 16 agent and 7 -> 6 step hits (the offline criteria pass
     // early weak candidates, such as the first plan, that the floor used to rule out).
-    let expected = [("Algorithm-Generated", 49, 35, 76), ("Hand-Crafted", 16, 6, 35)];
+    // With the whole-word value match, the policy and task statement never decisive, and the
+    // best-ranked step instead of a fixed fallback: 49 -> 50 / 35 -> 37 and 16 -> 17 / 6 -> 7.
+    let expected = [("Algorithm-Generated", 50, 37, 76), ("Hand-Crafted", 17, 7, 35)];
     check(&with_gt, &expected);
     let without = accuracy(false);
     // Without o*: algorithm-generated 45 -> 50 agent and 32 -> 37 step hits; hand-crafted
     // 20 -> 15 agent and 3 -> 1 step hits.
-    let expected = [("Algorithm-Generated", 50, 37, 76), ("Hand-Crafted", 15, 1, 35)];
+    // Then 50 -> 51 / 37 -> 39 and 15 -> 18 / 1 -> 3.
+    let expected = [("Algorithm-Generated", 51, 39, 76), ("Hand-Crafted", 18, 3, 35)];
     check(&without, &expected);
 }
 
@@ -157,7 +160,7 @@ fn eval_command_prints_a_row_per_method_and_writes_jsonl() {
     {
         assert!(lines[0].get(key).is_some(), "{key} missing");
     }
-    assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 6);
+    assert_eq!(lines.iter().filter(|l| l["method"] == "falat" && l["step_hit"] == true).count(), 7);
 }
 
 #[test]
@@ -176,11 +179,17 @@ fn eval_ablate_adds_one_row_per_component_on_the_same_data() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<&str> =
-        table.lines().filter(|l| l.contains("Hand-Crafted")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("Hand-Crafted") && l.contains(" tune "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
     // ECHO's component is listed but ECHO is not run; each method gets only its own components.
     assert_eq!(rows, ["falat", "falat-pruning", "defa", "defa-segmentation"], "{table}");
-    assert!(table.lines().all(|l| !l.contains("Hand-Crafted") || l.contains(" 35 ")), "same data: {table}");
+    assert!(
+        table.lines().all(|l| !l.contains("Hand-Crafted") || l.contains(" 25 ") || l.contains(" 10 ")),
+        "same data: {table}"
+    );
     let bad = falat().args(["eval", "data/who-and-when/Hand-Crafted", "--ablate", "nope"]).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown component \"nope\""));

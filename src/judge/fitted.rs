@@ -11,7 +11,7 @@
 //! - verification, per criterion: *error independence* fails when an earlier candidate that
 //!   feeds this one is at least as probable (the error is then inherited); *counterfactual
 //!   sufficiency* passes when the step is probable enough relative to the best
-//!   ([`SUFFICIENT`]) or its effect reaches the final output as the offline judge checks it;
+//!   ([`SUFFICIENT`]), with the offline judge's reachability finding as further evidence;
 //! - re-search (blind to the step chosen so far): the most probable step of the window is the
 //!   root cause (the others get the offline judge's roles);
 //! - the Who&When baselines, DeFA adjudication and candidate recall: by probability.
@@ -29,7 +29,7 @@ use crate::rank::{self, model::RankerModel};
 /// How many of the most probable steps candidate recall names.
 pub const RECALL: usize = 8;
 /// Sufficiency passes at this share of the best step's probability.
-pub const SUFFICIENT: f32 = 0.5;
+pub const SUFFICIENT: f32 = 0.9;
 /// Step-by-step names a step decisive at this share of the best step's probability.
 pub const DECISIVE_SHARE: f32 = 0.7;
 
@@ -236,15 +236,21 @@ impl FittedJudge {
                 }
             }
             CriterionKind::Sufficiency => {
-                if share >= SUFFICIENT {
-                    return Criterion {
-                        passed: true,
-                        evidence: format!("P = {:.2}, {:.0}% of the most probable step", p[step], 100.0 * share),
-                    };
-                }
-                match heuristic::answer(ctx, &Question::Verify { step, criterion, live: live.clone() }) {
-                    Answer::Criterion(c) => c,
-                    _ => Criterion { passed: false, evidence: "no verdict".into() },
+                // Fixing a step restores the output only if it is where the error most likely
+                // starts: a step well below the most probable one does not suffice.
+                let passed = share >= SUFFICIENT;
+                let reach = match heuristic::answer(ctx, &Question::Verify { step, criterion, live: live.clone() }) {
+                    Answer::Criterion(c) => c.evidence,
+                    _ => String::new(),
+                };
+                Criterion {
+                    passed,
+                    evidence: format!(
+                        "P = {:.2}, {:.0}% of the most probable step ({} needed); {reach}",
+                        p[step],
+                        100.0 * share,
+                        if passed { "at least 90 %" } else { "90 %" }
+                    ),
                 }
             }
         }
