@@ -66,11 +66,11 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "ranking": d.ranking.iter().take(RANKED_SHOWN).map(|r| json!({
             "step": r.step,
             "agent": r.agent,
-            "probability": (r.probability * 1000.0).round() / 1000.0,
+            "probability": round3(r.probability),
         })).collect::<Vec<_>>(),
         "agent_ranking": d.agent_ranking().into_iter().map(|(a, p)| json!({
             "agent": a,
-            "probability": (p * 1000.0).round() / 1000.0,
+            "probability": round3(p),
         })).collect::<Vec<_>>(),
         "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
         "path": d.path,
