@@ -1,4 +1,5 @@
-//! FALAT's decision rules (`papers/002_*`, "FALAT": §2 typed dependencies and pruning, §3
+//! FALAT's decision rules (the paper "FALAT: Tracing Errors in LLM Agent Trajectories via
+//! Dependency-Guided Search": §2 typed dependencies and pruning, §3
 //! dependency-guided search and verification, §4 local re-search), as pure functions over the
 //! judge's answers: which candidates pruning removes, which candidate is decisive, and whether
 //! re-search moves the decision. The stages in [`crate::pipeline`] ask the judge; these rules

@@ -1,5 +1,5 @@
 //! The diagnosis every method returns, and the records it is made of: candidates with their
-//! pruning and verification, roles, transition labels and costs (DESIGN §2, "The result").
+//! pruning and verification, roles, transition labels and costs (docs/DESIGN.md §2, "The result").
 
 use std::fmt;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Benchmark scoring (DESIGN §7): exact agent and step accuracy, step accuracy within ±k, and
+//! Benchmark scoring (docs/DESIGN.md §7): exact agent and step accuracy, step accuracy within ±k, and
 //! mean cost, per subset and method. Pure: the `eval` command loads files and prints.
 //!
 //! Scoring is exact: integer step equality (0-based steps) and whole agent names compared

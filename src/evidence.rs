@@ -3,7 +3,7 @@
 //!
 //! Extraction is lexical (regular expressions), deterministic and does no IO. Values are also
 //! given a normalised form ([`Evidence::key`]) so that value provenance can match `1,234` with
-//! `1234` and `"Paris"` with `Paris` (FALAT stage 1, DESIGN §2).
+//! `1234` and `"Paris"` with `Paris` (FALAT stage 1, docs/DESIGN.md §2).
 
 use std::ops::Range;
 use std::sync::LazyLock;

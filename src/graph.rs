@@ -1,4 +1,4 @@
-//! The typed dependency graph of FALAT stage 2 (DESIGN §2): a directed graph over steps with
+//! The typed dependency graph of FALAT stage 2 (docs/DESIGN.md §2): a directed graph over steps with
 //! protocol edges (fixed by the framework: tool call → result, delegation → reply, code → terminal
 //! output, parent → child) and semantic edges (value provenance: a value first seen at step i that
 //! reappears at step j gives i → j, weighted by the value's rarity).

@@ -1,4 +1,4 @@
-//! The trajectory hierarchy `M` of FALAT stage 1 (DESIGN §2): `M_lo` raw evidence per step,
+//! The trajectory hierarchy `M` of FALAT stage 1 (docs/DESIGN.md §2): `M_lo` raw evidence per step,
 //! `M_mid` one-line extractive step summaries with the values each step uses and introduces, and
 //! `M_hi` phases (contiguous step ranges with one purpose).
 //!

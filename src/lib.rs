@@ -2,7 +2,7 @@
 //!
 //! It finds the decisive error of a failed trajectory (which agent, which step) with the FALAT
 //! method and the ECHO, DeFA and Who&When baselines on one substrate. See `docs/ARCHITECTURE.md`
-//! for the code map and `DESIGN.md`-level terms: trajectory, step, decisive step, candidate.
+//! for the code map and `docs/DESIGN.md` terms: trajectory, step, decisive step, candidate.
 //!
 //! Cargo features (both on by default): `tui` builds the terminal debugger (`tui`, `falat open`)
 //! and `llm` builds the OpenAI-compatible LLM judge (`judge::llm`). Without them the library keeps

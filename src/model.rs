@@ -1,7 +1,7 @@
 //! The trajectory model: what every loader produces and every method reads.
 //!
 //! No serde here (serde types live at the edges, in `ingest` and `report`). Terms follow
-//! `DESIGN.md` §1: a [`Trajectory`] is one run, a [`Step`] one record of it, `index` the 0-based
+//! `docs/DESIGN.md` §1: a [`Trajectory`] is one run, a [`Step`] one record of it, `index` the 0-based
 //! position as loaded (the base Who&When's `mistake_step` uses).
 
 use std::fmt;

@@ -1,4 +1,5 @@
-//! The four FALAT stages (DESIGN §2, `papers/002_*`), each a function of its inputs plus a judge,
+//! The four FALAT stages (docs/DESIGN.md §2; the FALAT paper, "FALAT: Tracing Errors in LLM Agent
+//! Trajectories via Dependency-Guided Search"), each a function of its inputs plus a judge,
 //! each returning a value the next stage and the UI can show, each recording its own cost.
 //!
 //! 1. [`search_space`]: the prior `π` and the hierarchy `M` (phases with suspicion).
@@ -36,7 +37,7 @@ use crate::text;
 pub struct Options {
     /// Use the expected output `o*` when the trajectory has one.
     pub ground_truth: bool,
-    /// Half-width of the re-search window (DESIGN default 3).
+    /// Half-width of the re-search window (docs/DESIGN.md §2: default 3).
     pub window: usize,
     /// The user's overrides.
     pub overrides: Overrides,

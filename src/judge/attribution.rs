@@ -17,7 +17,7 @@ use crate::diagnosis::{Finding, Signal};
 /// segmentation decides what each recall can name).
 pub const SEGMENT_CANDIDATES: usize = 4;
 
-/// The six analyst perspectives of the ECHO panel (`papers/000_*`, §3.2 and A.5).
+/// The six analyst perspectives of the ECHO panel (the ECHO paper, §3.2 and A.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Perspective {
     /// Attributes only on strong, direct evidence; prefers a single agent.
@@ -91,7 +91,7 @@ impl fmt::Display for Perspective {
     }
 }
 
-/// What an ECHO analyst is asked to attribute. ECHO's decoupled analysis (`papers/000_*`, A.1 and
+/// What an ECHO analyst is asked to attribute. ECHO's decoupled analysis (the ECHO paper, A.1 and
 /// "The Question of Unifying or Decoupling Objective Analyses") asks the agent and the step in
 /// separate, independent analyses: a step analyst is not told which agent the agent analysts
 /// found. [`VoteTarget::Both`] is the unified analysis the paper compares against.
@@ -191,7 +191,7 @@ pub struct Analysis {
     pub alternatives: Vec<Alternative>,
 }
 
-/// What a later step did with a candidate's effect (DeFA failure propagation, `papers/001_*` §3.4).
+/// What a later step did with a candidate's effect (DeFA failure propagation, the DeFA paper §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Effect {
     /// It adopted the effect and went on with it.

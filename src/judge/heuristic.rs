@@ -1,5 +1,5 @@
 //! The offline judge: answers every question from lexical and structural signals, with no
-//! network and deterministically (DESIGN §4).
+//! network and deterministically (docs/DESIGN.md §4).
 //!
 //! Signals: values and their first sources (provenance in the hierarchy), tool errors and exit
 //! codes, hedging words, repeated actions, delegation structure, relevance of what a step does to

@@ -1,4 +1,4 @@
-//! The judge interface (DESIGN §4): every question a method asks goes through a [`Judge`].
+//! The judge interface (docs/DESIGN.md §4): every question a method asks goes through a [`Judge`].
 //!
 //! Questions and answers are plain typed values ([`Question`], [`Answer`]) with a JSON form
 //! ([`Question::to_json`], [`Answer::to_json`]) so that an LLM judge can send and validate them and

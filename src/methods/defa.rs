@@ -1,4 +1,4 @@
-//! DeFA (`papers/001_*`, "DeFA: Dependency-Guided Failure Attribution for LLM Agents"): event
+//! DeFA (the paper "DeFA: Dependency-Guided Failure Attribution for LLM Agents"): event
 //! dependency graph, segmentation, per-segment candidate recall, failure propagation graph and
 //! adjudication with an error category.
 //!

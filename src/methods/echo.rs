@@ -1,4 +1,4 @@
-//! ECHO (`papers/000_*`, "Where Did It All Go Wrong? A Hierarchical Look into Multi-Agent Error
+//! ECHO (the paper "Where Did It All Go Wrong? A Hierarchical Look into Multi-Agent Error
 //! Attribution"): hierarchical context, a panel of analysts with distinct perspectives judging
 //! agent and step in separate analyses, and confidence-weighted consensus voting.
 //!

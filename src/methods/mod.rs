@@ -1,5 +1,5 @@
-//! Every attribution method on one substrate (DESIGN §3): FALAT ([`crate::pipeline`]), ECHO
-//! ([`echo`], `papers/000_*`), DeFA ([`defa`], `papers/001_*`) and the Who&When baselines
+//! Every attribution method on one substrate (docs/DESIGN.md §3): FALAT ([`crate::pipeline`]), ECHO
+//! ([`echo`], the ECHO paper), DeFA ([`defa`], the DeFA paper) and the Who&When baselines
 //! ([`baselines`]: all-at-once, step-by-step, binary search, random).
 //!
 //! All share ingest, the hierarchy, the dependency graph and the [`Judge`], and return the same
@@ -40,11 +40,12 @@ use crate::substrate::Substrate;
 /// An attribution method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Method {
-    /// The FALAT pipeline (`papers/002_*`).
+    /// The FALAT pipeline (the paper "FALAT: Tracing Errors in LLM Agent Trajectories via
+    /// Dependency-Guided Search").
     Falat,
-    /// ECHO: hierarchical context, analyst panel, consensus voting (`papers/000_*`).
+    /// ECHO: hierarchical context, analyst panel, consensus voting (the ECHO paper).
     Echo,
-    /// DeFA: dependency graph, segments, failure propagation, adjudication (`papers/001_*`).
+    /// DeFA: dependency graph, segments, failure propagation, adjudication (the DeFA paper).
     Defa,
     /// Who&When all-at-once: the whole log, one question.
     AllAtOnce,
@@ -202,7 +203,7 @@ fn with_notes(mut d: Diagnosis, judge: &dyn Judge, departures: &[String]) -> Dia
     d
 }
 
-/// With the heuristic judge, a detail saying so (DESIGN §4: a stand-in for the model).
+/// With the heuristic judge, a detail saying so (docs/DESIGN.md §4: a stand-in for the model).
 pub fn offline_note(d: &mut Diagnosis, judge: &dyn Judge) {
     if judge.name() == "heuristic" {
         d.details.push((

@@ -1,4 +1,4 @@
-//! The terminal debugger (DESIGN §6): the FALAT hierarchy as drill-down panes (`Phases` →
+//! The terminal debugger (docs/DESIGN.md §6): the FALAT hierarchy as drill-down panes (`Phases` →
 //! `Steps` → `Evidence`), the selected step's typed dependency edges, pipeline stages run in the
 //! background with progress and cancel, views for candidates, roles, the prior, the verdict and
 //! every method side by side, manual overrides saved beside the trace, and export of the reports.

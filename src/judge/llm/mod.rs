@@ -1,4 +1,4 @@
-//! The LLM judge (DESIGN §4): any OpenAI-compatible chat-completions server answers the stages'
+//! The LLM judge (docs/DESIGN.md §4): any OpenAI-compatible chat-completions server answers the stages'
 //! questions; every exchange can be recorded and replayed; invalid answers get one repair request
 //! and then fall back to the heuristic judge with a visible warning.
 //!
