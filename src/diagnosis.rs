@@ -122,6 +122,21 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// The signals found in the trace itself, in declaration order: every signal but the user's
+    /// mark and the fitted ranker's [`Signal::Ranked`]. A model may name these, and the step
+    /// ranker has one feature for each.
+    pub const OBSERVED: [Signal; 9] = [
+        Signal::UnsourcedValue,
+        Signal::Assumption,
+        Signal::FailedAction,
+        Signal::IgnoredToolError,
+        Signal::PriorDeviation,
+        Signal::WrongDelegation,
+        Signal::PrematureAnswer,
+        Signal::RepeatedFailure,
+        Signal::WrongValueOrigin,
+    ];
+
     /// Signals from the one that best names a root error to the one that least does.
     pub const PRIORITY: [Signal; 11] = [
         Signal::UserMarked,

@@ -23,17 +23,7 @@ use crate::model::{LinkKind, StepKind, Trajectory};
 use crate::prior;
 
 /// The signals that get a feature of their own (the machine's; user marks are not features).
-const SIGNALS: [Signal; 9] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-];
+const SIGNALS: [Signal; 9] = Signal::OBSERVED;
 
 /// Feature names, in row order (the model file lists them and is checked against this).
 pub const NAMES: [&str; 60] = [

@@ -202,6 +202,14 @@ fn backup(path: &Path) -> anyhow::Result<PathBuf> {
 /// # Errors
 /// When the folder is not writable.
 pub fn save_overrides(trace: &Path, trajectory: &str, o: &Overrides) -> anyhow::Result<PathBuf> {
+    let text = overrides_json(trajectory, o)?;
+    let path = overrides_path(trace);
+    write_atomic(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+/// The overrides file's text (`falat` overrides schema, pretty JSON with a final newline).
+fn overrides_json(trajectory: &str, o: &Overrides) -> anyhow::Result<String> {
     let file = OverridesFile {
         schema: OVERRIDES_SCHEMA.into(),
         trajectory: trajectory.into(),
@@ -209,10 +217,7 @@ pub fn save_overrides(trace: &Path, trajectory: &str, o: &Overrides) -> anyhow::
         excluded: o.excluded.clone(),
         pinned: o.pinned,
     };
-    let text = serde_json::to_string_pretty(&file)? + "\n";
-    let path = overrides_path(trace);
-    write_atomic(&path, text.as_bytes())?;
-    Ok(path)
+    Ok(serde_json::to_string_pretty(&file)? + "\n")
 }
 
 /// Where a file was written, and whether that is the fallback folder because the trace's own
@@ -237,14 +242,7 @@ pub fn save_places(places: &Places, trajectory: &str, o: &Overrides) -> anyhow::
     let Some(path) = places.fallback_overrides() else {
         anyhow::bail!("{first}; and no home folder is known for a fallback");
     };
-    let file = OverridesFile {
-        schema: OVERRIDES_SCHEMA.into(),
-        trajectory: trajectory.into(),
-        marked: o.marked.clone(),
-        excluded: o.excluded.clone(),
-        pinned: o.pinned,
-    };
-    let text = serde_json::to_string_pretty(&file)? + "\n";
+    let text = overrides_json(trajectory, o)?;
     write_creating(&path, text.as_bytes()).with_context(|| format!("{first}; and the fallback"))?;
     Ok(Saved { path, fallback: Some(first) })
 }

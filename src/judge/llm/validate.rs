@@ -12,17 +12,7 @@ use crate::prior::{AnswerType, Capability, ExpectedStep, Prior, Requirement};
 use crate::text;
 
 /// The signals a model may name (not `user_marked`).
-pub const LLM_SIGNALS: [Signal; 9] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-];
+pub const LLM_SIGNALS: [Signal; 9] = Signal::OBSERVED;
 
 /// The finding weight of a severity 1..=3.
 pub fn severity_weight(severity: u64) -> f32 {
