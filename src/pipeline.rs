@@ -22,9 +22,9 @@ use crate::diagnosis::{
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
-use crate::judge::heuristic::{self, combine};
 use crate::judge::session::Session;
 pub use crate::judge::session::{Cancelled, ProgressFn};
+use crate::judge::signals::{self, combine};
 use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
 use crate::methods::ablation::{Ablations, Component};
 use crate::model::Trajectory;
@@ -305,14 +305,7 @@ pub fn search_space(
     let start = Instant::now();
     let mut s = opts.session(judge);
     let mut hierarchy = sub.hierarchy.clone();
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &sub.hierarchy,
-        prior: None,
-        graph: None,
-        facts: &sub.facts,
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = Context::of(t, sub, opts.ground_truth).bare();
     let prior = if opts.ablations.off(Component::Prior) {
         // Withheld: later stages see an empty π (no answer type, constraints, terms or procedure).
         Prior::default()
@@ -365,7 +358,7 @@ pub fn dependencies(
     let mut candidates = recall_candidates(t, sub, space, &graph, opts, &mut s)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
     let ctx = full_context(t, sub, space, &graph, opts);
-    let end = heuristic::final_step(&ctx);
+    let end = signals::final_step(&ctx);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         s.check()?;
@@ -628,7 +621,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     };
     if let (Some(step), Some(space), Some(deps), Some(sub)) = (decisive, &p.space, &p.deps, &p.substrate) {
         let ctx = full_context(t, sub, space, &deps.graph, opts);
-        let end = heuristic::final_step(&ctx);
+        let end = signals::final_step(&ctx);
         d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
         explain(&mut d, t, step, p.research.as_ref());
         if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())

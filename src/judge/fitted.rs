@@ -24,6 +24,7 @@ use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
 use crate::diagnosis::{Cost, Criterion, Finding, Signal};
 use crate::judge::attribution::{ErrorCategory, Half};
 use crate::judge::heuristic::{self, HeuristicJudge};
+use crate::judge::signals;
 use crate::rank::{self, model::RankerModel};
 
 /// How many of the most probable steps candidate recall names.
@@ -97,7 +98,7 @@ fn best(p: &[f32]) -> f32 {
 fn findings(ctx: &Context<'_>, i: usize, p: &[f32]) -> Vec<Finding> {
     let share = if best(p) > 0.0 { (p[i] / best(p)).clamp(0.0, 1.0) } else { 0.0 };
     let rank = rank::order(p).iter().position(|&s| s == i).map_or(0, |r| r + 1);
-    let mut f = heuristic::recall(ctx, i).unwrap_or_default();
+    let mut f = signals::recall(ctx, i).unwrap_or_default();
     f.push(Finding {
         signal: Signal::Ranked,
         evidence: format!("the fitted ranker gives it P = {:.2} (rank {rank} of {})", p[i], p.len()),
@@ -179,7 +180,7 @@ impl FittedJudge {
                     .copied()
                     .filter(|&c| c < n)
                     .fold(candidates[0].min(n - 1), |b, c| if p[c] > p[b] { c } else { b });
-                let category = heuristic::recall(ctx, s)
+                let category = signals::recall(ctx, s)
                     .and_then(|f| {
                         crate::diagnosis::Candidate {
                             step: s,

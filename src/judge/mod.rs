@@ -11,6 +11,7 @@ pub mod heuristic;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod session;
+pub mod signals;
 
 use std::ops::Range;
 
@@ -21,7 +22,7 @@ use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::model::Trajectory;
 use crate::prior::Prior;
-use crate::substrate::Facts;
+use crate::substrate::{Facts, Substrate};
 use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
 /// What a judge may look at when answering: the trajectory and the structure built so far.
@@ -41,7 +42,26 @@ pub struct Context<'a> {
     pub ground_truth: bool,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    /// The whole context of a trajectory over its substrate: hierarchy, prior `π`, dependency
+    /// graph and facts, with `o*` usable when `ground_truth` is set.
+    pub fn of(trajectory: &'a Trajectory, substrate: &'a Substrate, ground_truth: bool) -> Context<'a> {
+        Context {
+            trajectory,
+            hierarchy: &substrate.hierarchy,
+            prior: Some(&substrate.prior),
+            graph: Some(&substrate.graph),
+            facts: &substrate.facts,
+            ground_truth,
+        }
+    }
+
+    /// The same context without the prior and the graph: what the methods that read the
+    /// trajectory alone (ECHO's analysts, the Who&When baselines, FALAT before stage 1) may see.
+    pub fn bare(self) -> Context<'a> {
+        Context { prior: None, graph: None, ..self }
+    }
+
     /// The expected output when ground truth may be used.
     pub fn expected(&self) -> Option<&str> {
         if self.ground_truth { self.trajectory.expected_output.as_deref() } else { None }

@@ -13,21 +13,14 @@ use std::ops::Range;
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::{Diagnosis, Role};
 use crate::judge::attribution::Half;
-use crate::judge::heuristic::default_step;
+use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
 use crate::text;
 
 fn context<'a>(t: &'a Trajectory, sub: &'a Substrate, opts: &MethodOptions) -> Context<'a> {
-    Context {
-        trajectory: t,
-        hierarchy: &sub.hierarchy,
-        prior: None,
-        graph: None,
-        facts: &sub.facts,
-        ground_truth: opts.ground_truth,
-    }
+    Context::of(t, sub, opts.ground_truth).bare()
 }
 
 /// The step named when the judge's answer is unusable: the first step acting on the task.

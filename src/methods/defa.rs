@@ -29,7 +29,7 @@ use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
-use crate::judge::heuristic::{combine, default_step, final_step};
+use crate::judge::signals::{combine, default_step, final_step};
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;

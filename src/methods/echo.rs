@@ -29,7 +29,7 @@ use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps,
 use crate::diagnosis::{Diagnosis, Role};
 use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
-use crate::judge::heuristic::default_step;
+use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
@@ -364,14 +364,7 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
         return no_steps(Method::Echo, t, judge, opts);
     }
     let h = &sub.hierarchy;
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: h,
-        prior: None,
-        graph: None,
-        facts: &sub.facts,
-        ground_truth: opts.ground_truth,
-    };
+    let ctx = Context::of(t, sub, opts.ground_truth).bare();
     let order = agent_order(t);
     let off = |c| opts.ablations.off(c);
     let panel =

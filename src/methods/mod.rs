@@ -182,14 +182,7 @@ pub fn run_on(
         Method::Random => baselines::random(t, sub, judge, opts),
     };
     if d.ranking.is_empty() {
-        let ctx = crate::judge::Context {
-            trajectory: t,
-            hierarchy: &sub.hierarchy,
-            prior: Some(&sub.prior),
-            graph: Some(&sub.graph),
-            facts: &sub.facts,
-            ground_truth: opts.ground_truth,
-        };
+        let ctx = crate::judge::Context::of(t, sub, opts.ground_truth);
         crate::rank::attach(&mut d, t, &judge.step_probabilities(&ctx));
     }
     d

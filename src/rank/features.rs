@@ -18,7 +18,7 @@ use crate::diagnosis::Signal;
 use crate::graph::DepGraph;
 use crate::hierarchy::{Action, Hierarchy, Origin};
 use crate::judge::Context;
-use crate::judge::heuristic::{self, combine, jaccard, word_set};
+use crate::judge::signals::{self, combine, jaccard, word_set};
 use crate::model::{LinkKind, StepKind, Trajectory};
 use crate::prior;
 
@@ -146,11 +146,11 @@ pub fn extract(ctx: &Context<'_>) -> StepFeatures {
     let ctx = Context { prior: Some(prior), graph: Some(graph), ..*ctx };
     let masked: Vec<bool> = (0..n).map(|i| never_decisive(t, h, i)).collect();
     let findings: Vec<Vec<crate::diagnosis::Finding>> =
-        (0..n).map(|i| if masked[i] { Vec::new() } else { heuristic::recall(&ctx, i).unwrap_or_default() }).collect();
+        (0..n).map(|i| if masked[i] { Vec::new() } else { signals::recall(&ctx, i).unwrap_or_default() }).collect();
     let scores: Vec<f64> = findings.iter().map(|f| f64::from(combine(f))).collect();
     let best = scores.iter().copied().fold(0.0, f64::max);
     let earliest = scores.iter().position(|s| *s > 0.0);
-    let final_step = heuristic::final_step(&ctx);
+    let final_step = signals::final_step(&ctx);
     let hops = hops_to(graph, final_step, n);
     let first_act = (0..n).find(|&i| !masked[i]);
     let results = result_steps(t);
@@ -181,7 +181,7 @@ pub fn extract(ctx: &Context<'_>) -> StepFeatures {
     if let Some(f) = final_step {
         for (_, o) in &h.steps[f].uses {
             if let Origin::Step(j) = o {
-                output_origin[heuristic::producer(&ctx, *j)] += 1.0;
+                output_origin[signals::producer(&ctx, *j)] += 1.0;
             }
         }
         output_origin[f] += h.steps[f].introduces.len() as f64;

@@ -38,14 +38,7 @@ pub struct Example {
 pub fn example(t: &Trajectory, ground_truth: bool) -> Option<Example> {
     let gold = t.gold.as_ref()?.step?;
     let sub = Substrate::build(t);
-    let ctx = Context {
-        trajectory: t,
-        hierarchy: &sub.hierarchy,
-        prior: Some(&sub.prior),
-        graph: Some(&sub.graph),
-        facts: &sub.facts,
-        ground_truth,
-    };
+    let ctx = Context::of(t, &sub, ground_truth);
     let features = features::extract(&ctx);
     (gold < t.steps.len() && !features.masked[gold]).then(|| Example { features, gold, task: t.task.clone() })
 }

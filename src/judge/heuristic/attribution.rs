@@ -9,13 +9,14 @@
 
 use std::ops::Range;
 
-use super::{combine, default_step, final_step, is_own_signal, label, recall};
+use super::label;
 use crate::diagnosis::{Finding, Signal, Transition};
 use crate::hierarchy::{Action, Origin};
 use crate::judge::attribution::{
     Alternative, Analysis, Conclusion, Effect, ErrorCategory, Evaluation, Half, Perspective, PropagationEdge,
     SEGMENT_CANDIDATES, VoteTarget,
 };
+use crate::judge::signals::{combine, default_step, final_step, is_own_signal, reaches_final, recall};
 use crate::judge::{Answer, Context, Question};
 use crate::text;
 
@@ -548,7 +549,7 @@ fn reaches_output(ctx: &Context<'_>, c: usize, findings: &[Finding]) -> bool {
             Signal::PriorDeviation | Signal::WrongDelegation | Signal::PrematureAnswer | Signal::WrongValueOrigin
         )
     });
-    c >= end || process || super::reaches_final(ctx, c)
+    c >= end || process || reaches_final(ctx, c)
 }
 
 /// The taxonomy category of a step: a check that claims success without evidence is a

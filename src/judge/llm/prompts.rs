@@ -27,7 +27,7 @@ use super::validate;
 use crate::diagnosis::Transition;
 use crate::graph::{DepGraph, EdgeKind};
 use crate::hierarchy::Action;
-use crate::judge::{Answer, Context, CriterionKind, Question, heuristic};
+use crate::judge::{Answer, Context, CriterionKind, Question, heuristic, signals};
 use crate::model::StepKind;
 use crate::text;
 
@@ -168,7 +168,7 @@ fn outcome(ctx: &Context<'_>) -> String {
         .trajectory
         .observed_output
         .clone()
-        .or_else(|| heuristic::final_step(ctx).map(|i| text::first_line(&ctx.trajectory.steps[i].content, 200)));
+        .or_else(|| signals::final_step(ctx).map(|i| text::first_line(&ctx.trajectory.steps[i].content, 200)));
     if let Some(g) = given {
         out.push(format!("Answer given by the run: {}", text::clip(&text::sanitize(g.trim()), 200)));
     }
@@ -668,7 +668,7 @@ impl Kind for VerifyKind {
         let live = batch.first().map(VerifyKind::live).unwrap_or_default();
         let cands: Vec<String> =
             verify_steps(batch).into_iter().map(|c| VerifyKind::describe(ctx, c, &live, known, d)).collect();
-        let fin = heuristic::final_step(ctx)
+        let fin = signals::final_step(ctx)
             .map(|e| format!("Final output: {}", step_line(ctx, e, d.line_chars)))
             .unwrap_or_default();
         vec![

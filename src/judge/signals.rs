@@ -1,0 +1,607 @@
+//! The signals below the judges: per-step detectors of deviations (unsourced values, assumptions,
+//! failed or repeated actions, ignored tool errors, irrelevant browsing, wrong delegations,
+//! premature answers, the origin of a wrong output value, an answer of the wrong type), their
+//! weights, and the trajectory facts they rest on (the final step, the output's items, where
+//! wrong values originate, which step produced a tool output). docs/DESIGN.md §4.
+//!
+//! No judge logic lives here: the heuristic judge ([`super::heuristic`]) answers the questions of
+//! FALAT, ECHO, DeFA and the baselines from these signals, the fitted judge and the step ranker
+//! ([`crate::rank`]) turn them into features, and the LLM prompts list them. Every function is
+//! pure over a [`Context`]; per-trajectory facts are memoised in [`crate::substrate::Facts`].
+//! Weights are fixed constants documented at [`weights`]; none refers to a data set.
+
+use std::collections::HashSet;
+
+use super::Context;
+use crate::diagnosis::{Finding, Signal};
+use crate::evidence::{self, EvidenceKind};
+use crate::hierarchy::{Action, Origin, StepSummary};
+use crate::model::StepKind;
+use crate::prior::{self, AnswerType};
+use crate::substrate::LinkIndex;
+use crate::text;
+
+/// The weights of the heuristic signals, 0..=1. A candidate's score is the noisy-or of its
+/// findings' weights.
+pub mod weights {
+    /// Per unsourced non-trivial value (capped at [`UNSOURCED_MAX`]).
+    pub const UNSOURCED_PER_VALUE: f32 = 0.12;
+    /// Cap for unsourced values.
+    pub const UNSOURCED_MAX: f32 = 0.55;
+    /// Hedged or assumed content.
+    pub const ASSUMPTION: f32 = 0.5;
+    /// Code or tool call that failed.
+    pub const FAILED_ACTION: f32 = 0.4;
+    /// Going on after a tool error as if nothing happened.
+    pub const IGNORED_ERROR: f32 = 0.45;
+    /// Browsing to something unrelated to the task and the instruction.
+    pub const IRRELEVANT: f32 = 0.4;
+    /// An answer of the wrong type for `π`.
+    pub const ANSWER_TYPE: f32 = 0.3;
+    /// A delegation whose delegate could not act on it.
+    pub const WRONG_DELEGATION: f32 = 0.45;
+    /// Claiming verification without evidence, or ending with an unresolved error.
+    pub const PREMATURE: f32 = 0.35;
+    /// Repeating an action that already failed.
+    pub const REPEATED: f32 = 0.25;
+    /// The wrong value of the final output first appears here.
+    pub const WRONG_VALUE: f32 = 0.6;
+    /// The expected value was in a tool output and this step, the next to read it, lost it.
+    pub const MISREAD: f32 = 0.5;
+    /// Phase suspicion (from `M_hi`): a step of the phase reports an error, failure or nothing.
+    pub const PHASE_ERROR: f32 = 0.5;
+    /// Phase suspicion: a step of the phase hedges.
+    pub const PHASE_HEDGE: f32 = 0.4;
+    /// Phase suspicion: an agent of the phase introduces values of its own (the way invented
+    /// figures enter a run, so as strong as an error).
+    pub const PHASE_VALUES: f32 = 0.5;
+    /// Phase suspicion: the phase answers or claims a verified result.
+    pub const PHASE_ANSWER: f32 = 0.3;
+    /// Phase suspicion: the phase's agent is none of those the prior expects.
+    pub const PHASE_PRIOR: f32 = 0.2;
+}
+
+/// Noisy-or of finding weights.
+pub fn combine(findings: &[Finding]) -> f32 {
+    1.0 - findings.iter().map(|f| 1.0 - f.weight.clamp(0.0, 1.0)).product::<f32>()
+}
+
+/// The findings of one step, or `None` when it shows no violation.
+pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
+    let s = ctx.hierarchy.steps.get(i)?;
+    // The system policy and the task statement are the rules and the question, never the error.
+    let policy = ctx.trajectory.steps[i].role.eq_ignore_ascii_case("system");
+    if policy || matches!(s.action, Action::Request) || s.kind == StepKind::ToolResult && !is_agent_output(ctx, i) {
+        return None;
+    }
+    let mut f = Vec::new();
+    unsourced(ctx, s, &mut f);
+    if s.flags.hedged && s.action != Action::Plan {
+        f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
+    }
+    failed_action(ctx, i, &mut f);
+    ignored_error(ctx, i, &mut f);
+    irrelevant(ctx, s, &mut f);
+    wrong_delegation(ctx, i, &mut f);
+    premature(ctx, s, &mut f);
+    repeated(ctx, i, &mut f);
+    wrong_value(ctx, i, &mut f);
+    answer_type(ctx, s, &mut f);
+    (!f.is_empty()).then_some(f)
+}
+
+/// A tool result that is really an agent's own output (a browsing agent's report).
+pub(crate) fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
+    let s = &ctx.hierarchy.steps[i];
+    matches!(s.action, Action::Search | Action::ReadFile)
+}
+
+fn finding(signal: Signal, weight: f32, evidence: String) -> Finding {
+    Finding { signal, weight, evidence: text::clip(&text::sanitize(&evidence), 200) }
+}
+
+fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    // Plans state what to find out (guesses included) and tool outputs are sources: neither claims.
+    if matches!(s.action, Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate | Action::Plan) {
+        return;
+    }
+    let content = &ctx.trajectory.steps[s.index].content;
+    let ev = &ctx.hierarchy.evidence[s.index];
+    let numeric: Vec<&str> = s
+        .introduces
+        .iter()
+        .filter(|k| {
+            ev.iter().any(|e| {
+                &e.key == *k
+                    && matches!(e.kind, EvidenceKind::Number | EvidenceKind::Date)
+                    && !in_code(content, e.span.start)
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if numeric.is_empty() {
+        return;
+    }
+    let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
+    let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
+    out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
+}
+
+fn in_code(content: &str, pos: usize) -> bool {
+    let before = &content[..pos.min(content.len())];
+    before.matches("```").count() % 2 == 1
+}
+
+fn hedge_evidence(content: &str) -> String {
+    // ASCII lower-casing keeps byte offsets valid for `content`.
+    let low = content.to_ascii_lowercase();
+    for w in [
+        "assum",
+        "hypothetical",
+        "placeholder",
+        "sample",
+        "simulat",
+        "dummy",
+        "mock",
+        "suppose",
+        "example",
+        "estimat",
+        "typically",
+    ] {
+        if let Some(p) = low.find(w) {
+            let line_start = content[..p].rfind('\n').map_or(0, |x| x + 1);
+            let line_end = content[p..].find('\n').map_or(content.len(), |x| p + x);
+            return format!("rests on an assumption: {}", content[line_start..line_end].trim());
+        }
+    }
+    "rests on an assumption".into()
+}
+
+/// The tool output that executed step `i`'s code or answered its call, if any.
+pub(crate) fn result_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
+    links(ctx).result_of.get(i).copied().flatten()
+}
+
+/// The trajectory's links indexed by step (built once per hierarchy).
+pub(crate) fn links<'a>(ctx: &Context<'a>) -> &'a LinkIndex {
+    ctx.facts.links.get_or_init(|| LinkIndex::build(ctx.trajectory))
+}
+
+/// Whether step `step` reaches the final step in the dependency graph (one backward walk from
+/// the final step per hierarchy, instead of one path search per step).
+pub fn reaches_final(ctx: &Context<'_>, step: usize) -> bool {
+    let (Some(g), Some(end)) = (ctx.graph, final_step(ctx)) else { return false };
+    ctx.facts.reaches_final.get_or_init(|| g.ancestors(end)).get(step).copied().unwrap_or(false)
+}
+
+fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(r) = result_of(ctx, i) else { return };
+    let rs = &ctx.hierarchy.steps[r];
+    if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
+        let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
+        out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, format!("its code failed at step {r}: {line}")));
+    }
+}
+
+fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
+    let content = &ctx.trajectory.steps[i].content;
+    ctx.hierarchy.evidence[i]
+        .iter()
+        .rev()
+        .find(|e| e.kind == EvidenceKind::ErrorLine)
+        .map(|e| e.text(content).trim().to_string())
+}
+
+fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    if i == 0 {
+        return;
+    }
+    let prev = &ctx.hierarchy.steps[i - 1];
+    let s = &ctx.hierarchy.steps[i];
+    // A "nothing to run" notice is not an error to react to.
+    let failed = prev.kind == StepKind::ToolResult
+        && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
+    if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
+        return;
+    }
+    let low = lower_of(ctx, i);
+    let acknowledges = ["error", "fail", "issue", "problem", "fix", "correct", "unable", "not work", "exception"]
+        .iter()
+        .any(|w| low.contains(w));
+    if !acknowledges {
+        out.push(finding(
+            Signal::IgnoredToolError,
+            weights::IGNORED_ERROR,
+            format!("goes on after the error at step {}", i - 1),
+        ));
+    }
+}
+
+/// Page title / address of a browsing step, lower case.
+fn browse_target(content: &str) -> Option<String> {
+    let low = content.to_lowercase();
+    if let Some(p) = low.find("screenshot of [") {
+        let rest = &low[p + 15..];
+        let end = rest.find("](").unwrap_or(rest.len().min(120));
+        return Some(rest[..end].to_string());
+    }
+    for key in ["title: ", "address: "] {
+        if let Some(p) = low.find(key) {
+            let rest = &low[p + key.len()..];
+            return Some(rest.lines().next().unwrap_or_default().to_string());
+        }
+    }
+    None
+}
+
+fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    if s.action != Action::Search {
+        return;
+    }
+    let Some(target) = browse_target(&ctx.trajectory.steps[s.index].content) else {
+        return;
+    };
+    // The key terms of π (FALAT: recall compares the run with the prior); the task's own when no
+    // stage has produced π.
+    let mut terms: HashSet<String> = match ctx.prior {
+        Some(p) => p.key_terms.iter().cloned().collect(),
+        None => prior::key_terms(&ctx.trajectory.task).into_iter().collect(),
+    };
+    if let Some(instr) = (0..s.index).rev().take(4).find(|&j| ctx.trajectory.steps[j].kind == StepKind::Delegation) {
+        terms.extend(prior::key_terms(&ctx.trajectory.steps[instr].content));
+    }
+    let stems: Vec<String> = terms.iter().map(|t| t.chars().take(5).collect()).collect();
+    let hit = stems.iter().any(|t| target.contains(t.as_str()));
+    if !hit && !target.trim().is_empty() {
+        out.push(finding(
+            Signal::PriorDeviation,
+            weights::IRRELEVANT,
+            format!("lands on \"{}\", unrelated to the task and the instruction", text::clip(target.trim(), 80)),
+        ));
+    }
+}
+
+fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let step = &ctx.trajectory.steps[i];
+    if step.kind != StepKind::Delegation {
+        return;
+    }
+    let Some(reply) = links(ctx).reply_to.get(i).copied().flatten() else {
+        return;
+    };
+    let r = &ctx.hierarchy.steps[reply];
+    if r.flags.empty_result || r.flags.failed_execution || r.flags.error && r.kind == StepKind::ToolResult {
+        let target = step.delegate_to.as_deref().unwrap_or("the delegate");
+        out.push(finding(
+            Signal::WrongDelegation,
+            weights::WRONG_DELEGATION,
+            format!("{target} could not act on it (step {reply}: {})", r.decision),
+        ));
+    }
+}
+
+fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    if !(s.flags.answer || s.action == Action::Terminate) || s.action == Action::Plan {
+        return;
+    }
+    // Ends while the last tool output before it reports an error.
+    let last_tool = (0..s.index).rev().find(|&j| ctx.hierarchy.steps[j].kind == StepKind::ToolResult);
+    if let Some(j) = last_tool.filter(|&j| ctx.hierarchy.steps[j].flags.failed_execution) {
+        out.push(finding(Signal::PrematureAnswer, weights::PREMATURE, format!("answers although step {j} failed")));
+        return;
+    }
+    if s.flags.claims_verified
+        && s.flags.answer
+        && !s
+            .uses
+            .iter()
+            .any(|(_, o)| matches!(o, Origin::Step(j) if ctx.hierarchy.steps[*j].kind == StepKind::ToolResult))
+    {
+        out.push(finding(
+            Signal::PrematureAnswer,
+            weights::PREMATURE,
+            "claims a verified answer with no tool output behind it".into(),
+        ));
+    }
+}
+
+fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let s = &ctx.trajectory.steps[i];
+    if s.content.len() < 40 || matches!(ctx.hierarchy.steps[i].action, Action::Coordinate | Action::Terminate) {
+        return;
+    }
+    let words = words_of(ctx, i);
+    for j in (0..i).rev().take(12) {
+        let o = &ctx.trajectory.steps[j];
+        if o.agent != s.agent || o.kind != s.kind {
+            continue;
+        }
+        let failed = result_of(ctx, j).is_some_and(|r| {
+            ctx.hierarchy.steps[r].flags.failed_execution || ctx.hierarchy.steps[r].flags.empty_result
+        });
+        if failed && jaccard(words, words_of(ctx, j)) > 0.8 {
+            out.push(finding(
+                Signal::RepeatedFailure,
+                weights::REPEATED,
+                format!("repeats step {j}, which already failed"),
+            ));
+            return;
+        }
+    }
+}
+
+/// Lower-case word set of a text.
+pub fn word_set(s: &str) -> HashSet<String> {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect()
+}
+
+/// Jaccard similarity of two word sets, 0..=1.
+pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    a.intersection(b).count() as f32 / a.union(b).count() as f32
+}
+
+/// The step holding the final output: the last step with substance that is not a tool output,
+/// a ledger update or a bare `TERMINATE`.
+pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
+    *ctx.facts.final_step.get_or_init(|| compute_final_step(ctx))
+}
+
+/// The lower-case content of step `i` (computed once per hierarchy).
+pub(crate) fn lower_of<'a>(ctx: &Context<'a>, i: usize) -> &'a str {
+    &ctx.facts.lower.get_or_init(|| ctx.trajectory.steps.iter().map(|s| s.content.to_lowercase()).collect())[i]
+}
+
+pub(crate) fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
+    &ctx.facts.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
+}
+
+fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
+    ctx.hierarchy
+        .steps
+        .iter()
+        .rev()
+        .find(|s| {
+            !matches!(s.action, Action::Terminate | Action::Coordinate | Action::ToolOutput)
+                && ctx.trajectory.steps[s.index].content.trim().len() > 15
+        })
+        .or_else(|| ctx.hierarchy.steps.last())
+        .map(|s| s.index)
+}
+
+/// The prior's default when nothing points anywhere: the first step that acts on the task (not a
+/// request, plan, coordination, delegation, tool output or termination): by temporal precedence
+/// the earliest step that could have gone wrong. Steps in `excluded` (the user's exclusions) are never named.
+pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
+    let acts = |s: &&StepSummary| {
+        !excluded.contains(&s.index)
+            && !matches!(
+                s.action,
+                Action::Request
+                    | Action::Plan
+                    | Action::Coordinate
+                    | Action::Delegate
+                    | Action::ToolOutput
+                    | Action::Terminate
+            )
+            && ctx.trajectory.steps[s.index].content.trim().len() > 15
+            && !is_outside_agent(&ctx.trajectory.steps[s.index].agent)
+    };
+    let steps = &ctx.hierarchy.steps;
+    steps.iter().find(acts).map(|s| s.index)
+}
+
+/// Whether an agent name stands for someone outside the agent system (the user, the system).
+fn is_outside_agent(agent: &str) -> bool {
+    matches!(agent.to_ascii_lowercase().as_str(), "user" | "human" | "system" | "developer")
+}
+
+/// The items of the observed output: the final-answer text split at commas, semicolons and line
+/// breaks; without one, the numbers of a final step that states an answer. Lower case.
+pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
+    let text = match &ctx.trajectory.observed_output {
+        Some(o) => o.clone(),
+        None => match final_step(ctx) {
+            Some(i) if ctx.hierarchy.steps[i].flags.answer || ctx.hierarchy.steps[i].action == Action::Discuss => {
+                let content = &ctx.trajectory.steps[i].content;
+                return ctx.hierarchy.evidence[i]
+                    .iter()
+                    .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+                    .map(|e| e.text(content).to_lowercase())
+                    .collect();
+            }
+            _ => return Vec::new(),
+        },
+    };
+    text.split([',', ';', '\n'])
+        .map(|s| s.trim().trim_matches(['.', '"', '\'']).to_lowercase())
+        .filter(|s| s.chars().count() >= 3)
+        .take(8)
+        .collect()
+}
+
+/// Whether an output item agrees with the expected output (whole-word containment either way, or
+/// equal numbers). Values are matched as values: "10" does not agree with "#W1023410", whose
+/// digits only happen to contain it.
+fn agrees(item: &str, expected: &str) -> bool {
+    let exp = expected.trim().to_lowercase();
+    if contains_word(&exp, item) || contains_word(item, &exp) {
+        return true;
+    }
+    let n = evidence::normalize_number(item);
+    !n.is_empty() && evidence::extract_text(&exp).iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
+}
+
+/// Whether `needle` occurs in `hay` with no letter or digit right before or after it.
+pub(crate) fn contains_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(i, m)| {
+        let before = hay[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = hay[i + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// `item` as step `j` writes it: a number's own text there, else `item`.
+fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
+    let n = evidence::normalize_number(item);
+    let content = &ctx.trajectory.steps[j].content;
+    ctx.hierarchy.evidence[j]
+        .iter()
+        .find(|e| !n.is_empty() && e.kind == EvidenceKind::Number && e.key == n)
+        .map_or_else(|| item.to_string(), |e| e.text(content).trim().to_string())
+}
+
+/// The first step whose content states `item` (numbers compared normalised).
+fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
+    let n = evidence::normalize_number(item);
+    (0..ctx.trajectory.steps.len()).find(|&j| {
+        if !n.is_empty() {
+            ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
+        } else {
+            contains_word(lower_of(ctx, j), item)
+        }
+    })
+}
+
+/// The steps where the wrong items of the output originate (needs `o*`), with the item.
+pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
+    ctx.facts.wrong_value_origins.get(ctx.ground_truth).get_or_init(|| compute_origins(ctx)).clone()
+}
+
+fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
+    let Some(expected) = ctx.expected() else { return Vec::new() };
+    let mut out = Vec::new();
+    for item in output_items(ctx) {
+        if agrees(&item, expected) {
+            continue;
+        }
+        if let Some(first) = first_statement(ctx, &item) {
+            let origin = adopter(ctx, &item, first);
+            if !out.iter().any(|(s, _)| *s == origin) {
+                out.push((origin, item));
+            }
+        }
+    }
+    out
+}
+
+fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(expected) = ctx.expected() else { return };
+    if let Some((_, item)) = wrong_value_origins(ctx).into_iter().find(|(s, _)| *s == i) {
+        // Say where the value is first stated: here, earlier (adopted here), or in the output
+        // of what this step ran.
+        let first = first_statement(ctx, &item);
+        let place = match first {
+            Some(f) if f < i => format!("stated first at step {f}, is adopted here"),
+            Some(f) if f > i => format!("first appears at step {f}, in the output of this step"),
+            _ => "first appears here".to_string(),
+        };
+        // A number as the step writes it ("$445,000" for the output's 445000), so that a search
+        // for the quoted text finds it.
+        let written = first.map_or_else(|| item.clone(), |f| as_written(ctx, f, &item));
+        let shown = if written == item { format!("\"{item}\"") } else { format!("\"{item}\" (written \"{written}\")") };
+        out.push(finding(
+            Signal::WrongValueOrigin,
+            weights::WRONG_VALUE,
+            format!("the output's {shown} {place}; expected {}", text::clip(expected.trim(), 60)),
+        ));
+        return;
+    }
+    // The expected value was available in an output and the next agent step lost it.
+    let exp_low = expected.trim().to_lowercase();
+    if exp_low.len() < 2 || output_items(ctx).iter().any(|k| agrees(k, expected)) {
+        return;
+    }
+    // The first output showing the expected value and its next reader, found once per hierarchy.
+    let seen = *ctx.facts.expected_seen.get(ctx.ground_truth).get_or_init(|| {
+        let first_hit = (0..ctx.trajectory.steps.len()).find(|&j| {
+            matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
+                && contains_word(lower_of(ctx, j), &exp_low)
+        });
+        first_hit.map(|j| {
+            let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
+                !matches!(ctx.hierarchy.steps[k].action, Action::ToolOutput | Action::Coordinate)
+                    && ctx.trajectory.steps[k].kind != StepKind::ToolResult
+            });
+            (j, next_reader)
+        })
+    });
+    if let Some((j, _)) = seen.filter(|(j, next_reader)| *j < i && *next_reader == Some(i)) {
+        out.push(finding(
+            Signal::IgnoredToolError,
+            weights::MISREAD,
+            format!(
+                "step {j} shows the expected {}, but this step does not carry it on",
+                text::clip(expected.trim(), 60)
+            ),
+        ));
+    }
+}
+
+/// The step that made a value first seen at `o` a fact: a value guessed in a plan becomes one at
+/// the first later step that states it outside a plan; a tool output's value is its producer's.
+fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
+    if ctx.hierarchy.steps[o].action != Action::Plan {
+        return producer(ctx, o);
+    }
+    let later = (o + 1..ctx.trajectory.steps.len())
+        .find(|&j| ctx.hierarchy.steps[j].action != Action::Plan && contains_word(lower_of(ctx, j), item))
+        .unwrap_or(o);
+    producer(ctx, later)
+}
+
+/// The step responsible for a value first seen at `o`: for a tool output, the step that made the
+/// call or wrote the code; otherwise `o` itself.
+pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
+    if ctx.trajectory.steps[o].kind != StepKind::ToolResult {
+        return o;
+    }
+    links(ctx).produced_by.get(o).copied().flatten().unwrap_or(o)
+}
+
+fn answer_type(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
+    let Some(p) = ctx.prior else { return };
+    if Some(s.index) != final_step(ctx) || !s.flags.answer {
+        return;
+    }
+    let content = &ctx.trajectory.steps[s.index].content;
+    let has_number = ctx.hierarchy.evidence[s.index].iter().any(|e| e.kind == EvidenceKind::Number);
+    if p.answer_type == Some(AnswerType::Number) && !has_number {
+        out.push(finding(
+            Signal::PriorDeviation,
+            weights::ANSWER_TYPE,
+            format!("the task asks for a number; the answer gives none: {}", text::first_line(content, 80)),
+        ));
+    }
+}
+
+/// Signals by which a step introduces a deviation of its own (rather than passing one on).
+pub fn is_own_signal(s: Signal) -> bool {
+    matches!(
+        s,
+        Signal::UnsourcedValue
+            | Signal::Assumption
+            | Signal::FailedAction
+            | Signal::PriorDeviation
+            | Signal::WrongValueOrigin
+            | Signal::WrongDelegation
+            | Signal::UserMarked
+            | Signal::Ranked
+    )
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+
+    #[test]
+    fn values_do_not_match_digits_inside_ids() {
+        assert!(!agrees("order #w1023410 is cancelled", "10"));
+        assert!(!agrees("item 9612497925", "10"));
+        assert!(agrees("there are 10 options", "10"));
+        assert!(agrees("10.0", "10"));
+        assert!(agrees("paris", "Paris"));
+    }
+}
