@@ -1,8 +1,14 @@
 //! Benchmark scoring (docs/DESIGN.md §7): exact agent and step accuracy, step accuracy within ±k, and
-//! mean cost, per subset and method. Pure: the `eval` command loads files and prints.
+//! mean cost, per subset and method. The scoring and tables here are pure; [`benchmark`] loads
+//! labelled folders (through [`crate::ingest::fs`]) and runs the methods over them, the one path
+//! `falat eval`, the accuracy tests and library users share.
 //!
 //! Scoring is exact: integer step equality (0-based steps) and whole agent names compared
 //! case-insensitively (the original Who&When scorer matched substrings, so step 1 matched 10).
+
+pub mod benchmark;
+
+pub use benchmark::{Benchmark, Case, Judges, Variant, evaluate, variants};
 
 use std::collections::BTreeMap;
 
@@ -311,6 +317,67 @@ pub fn render_table(summaries: &[Summary]) -> String {
     out.join("\n") + "\n"
 }
 
+/// One line per record: row, subset, part, file, predicted step and agent, gold step and agent,
+/// and which of agent and step were hit (`A`, `S`, `-`). Agent names and files are sanitised
+/// (trace text is untrusted); steps are 0-based, `-` when absent.
+pub fn render_per_file(records: &[Record]) -> String {
+    let step = |s: Option<usize>| s.map_or_else(|| "-".to_string(), |s| s.to_string());
+    let mut out = format!(
+        "{:<14} {:<20} {:<6} {:<44} {:>5} {:<24} {:>5} {:<24} hit\n",
+        "method", "subset", "part", "file", "pred", "pred agent", "gold", "gold agent"
+    );
+    for r in records {
+        let part = if r.part.is_empty() { "-" } else { r.part.as_str() };
+        let hit = format!("{}{}", if r.agent_hit { "A" } else { "-" }, if r.step_hit { "S" } else { "-" });
+        out.push_str(&format!(
+            "{:<14} {:<20} {:<6} {:<44} {:>5} {:<24} {:>5} {:<24} {hit}\n",
+            r.method,
+            crate::text::sanitize(&r.subset),
+            part,
+            crate::text::sanitize(&r.file),
+            step(r.pred_step),
+            crate::text::sanitize(r.pred_agent.as_deref().unwrap_or("-")),
+            step(r.gold_step),
+            crate::text::sanitize(&r.gold_agent),
+        ));
+    }
+    out
+}
+
+/// The cost of a judge that sends requests, per method and subset: trajectories, median and
+/// maximum judge calls, prompt tokens and completion tokens per trajectory, and the number of
+/// trajectories whose diagnosis carries warnings (for the LLM judge, mostly answers that fell
+/// back to the offline judge).
+pub fn render_costs(records: &[Record]) -> String {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        groups.entry((r.method.as_str(), r.subset.as_str())).or_default().push(r);
+    }
+    let mut out = format!(
+        "{:<14} {:<20} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
+        "method", "subset", "n", "med.calls", "max.calls", "med.prompt", "max.prompt", "med.compl", "max.compl", "w/ warnings"
+    );
+    for ((method, subset), rs) in groups {
+        let calls = || rs.iter().map(|r| r.calls);
+        let prompt = || rs.iter().map(|r| r.prompt_tokens);
+        let compl = || rs.iter().map(|r| r.tokens.saturating_sub(r.prompt_tokens));
+        out.push_str(&format!(
+            "{:<14} {:<20} {:>4} {:>9.1} {:>9} {:>10.0} {:>10} {:>10.0} {:>10} {:>12}\n",
+            method,
+            crate::text::sanitize(subset),
+            rs.len(),
+            median(calls()),
+            calls().max().unwrap_or(0),
+            median(prompt()),
+            prompt().max().unwrap_or(0),
+            median(compl()),
+            compl().max().unwrap_or(0),
+            rs.iter().filter(|r| r.warnings > 0).count(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,5 +467,35 @@ mod tests {
         rs[0].part = "report".into();
         let s = summarize(&rs, &[0]);
         assert_eq!(s.iter().map(|s| (s.part.as_str(), s.n)).collect::<Vec<_>>(), vec![("", 3), ("report", 1)]);
+    }
+
+    #[test]
+    fn per_file_lines_show_prediction_gold_and_hits() {
+        let mut a = rec("Hand-Crafted", Some(3), 3, true);
+        a.pred_agent = Some("Web\u{1b}[2JSurfer".into());
+        a.part = "report".into();
+        let b = rec("Hand-Crafted", None, 5, false);
+        let text = render_per_file(&[a, b]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("method         subset               part   file"), "{text}");
+        let cols: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(cols, ["falat", "Hand-Crafted", "report", "f", "3", "WebSurfer", "3", "A", "AS"]);
+        let cols: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(cols, ["falat", "Hand-Crafted", "-", "f", "-", "-", "5", "A", "--"]);
+    }
+
+    #[test]
+    fn cost_table_gives_medians_maxima_and_warned_runs() {
+        let mut rs: Vec<Record> = (0..3).map(|_| rec("S", Some(1), 1, true)).collect();
+        for (i, r) in rs.iter_mut().enumerate() {
+            r.calls = 5 + i as u64;
+            r.prompt_tokens = 1000 * (i as u64 + 1);
+            r.tokens = r.prompt_tokens + 100;
+            r.warnings = i;
+        }
+        let text = render_costs(&rs);
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2"]);
     }
 }

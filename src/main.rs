@@ -6,6 +6,7 @@ use clap::Parser;
 
 fn main() {
     let cli = falat::cli::Cli::parse_from(falat::cli::normalize_args(std::env::args_os().collect()));
+    cli.init_logging();
     // The TUI owns the terminal: it must not find stdout locked by this thread's writer.
     let mut out: Box<dyn Write> = if cli.is_interactive() {
         Box::new(std::io::sink())

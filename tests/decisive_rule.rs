@@ -7,13 +7,13 @@
 
 use falat::decision::{Fallback, Verdict};
 use falat::judge::heuristic::HeuristicJudge;
-use falat::methods;
+use falat::eval::Benchmark;
 use falat::pipeline::{Options, Pipeline};
 
 #[test]
 fn the_earliest_valid_candidate_is_decisive_on_every_bundled_run() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when");
-    let cases = methods::load_cases(&[dir]).expect("the bundled Who&When split loads");
+    let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when"));
+    let cases = Benchmark::load(&[dir], &[]).expect("the bundled Who&When split loads").cases;
     assert_eq!(cases.len(), 111);
     let opts = Options::new(true);
     assert_eq!(opts.falat.score_floor, None, "the floor is off by default");

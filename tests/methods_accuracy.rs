@@ -2,15 +2,20 @@
 //! (`data/who-and-when`, 76 algorithm-generated and 35 hand-crafted trajectories), offline with
 //! the heuristic judge, with ground truth, seed 0, panel 3.
 //!
+//! The cases are loaded and scored by `falat::eval::benchmark`, the functions `falat eval` calls:
+//! these are the figures of `falat eval data/who-and-when --method M`.
+//!
 //! The floors are the hit counts measured when the methods were written: a method may improve,
 //! but a change that loses a single hit on any figure fails here. Raise the floors when a method
 //! improves. Counts, not percentages, so the comparison is exact.
 
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
+use falat::eval::benchmark::{self, Benchmark, Case, Judges};
 use falat::eval::Record;
 use falat::judge::heuristic::HeuristicJudge;
-use falat::methods::{self, Case, Method, MethodOptions};
+use falat::methods::{Method, MethodOptions};
 
 /// Hit counts of one method on one subset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +30,10 @@ struct Hits {
 fn cases() -> &'static [Case] {
     static CASES: OnceLock<Vec<Case>> = OnceLock::new();
     CASES.get_or_init(|| {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when");
-        methods::load_cases(&[dir]).expect("the bundled Who&When split loads")
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when"));
+        let bench = Benchmark::load(&[dir], &[]).expect("the bundled Who&When split loads");
+        assert!(bench.skipped.is_empty(), "{:?}", bench.skipped);
+        bench.cases
     })
 }
 
@@ -46,7 +53,9 @@ fn hits(records: &[Record], subset: &str) -> Hits {
 
 /// Runs `method` and checks its counts against the floors `[algorithm-generated, hand-crafted]`.
 fn check(method: Method, floors: [Hits; 2]) {
-    let records = methods::evaluate(&[method], cases(), &HeuristicJudge, &MethodOptions::new(true), 1);
+    let judges = Judges::shared(Arc::new(HeuristicJudge));
+    let rows = benchmark::variants(&[method], &[]);
+    let records = benchmark::evaluate(cases(), &rows, &judges, &MethodOptions::new(true), 2, &|_, _| {});
     let measured = [hits(&records, "Algorithm-Generated"), hits(&records, "Hand-Crafted")];
     for (m, f) in measured.iter().zip(&floors) {
         let ok =

@@ -7,11 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use falat::eval::Record;
-use falat::ingest::fs::load_labelled;
+use falat::eval::benchmark::{self, Benchmark, Case, Judges};
 use falat::judge::fitted::FittedJudge;
-use falat::methods::{self, Case, Method, MethodOptions};
-use falat::rank::split::part_of;
+use falat::methods::{Method, MethodOptions};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,16 +25,9 @@ fn bundled() -> Vec<PathBuf> {
 fn cases() -> &'static [Case] {
     static CASES: OnceLock<Vec<Case>> = OnceLock::new();
     CASES.get_or_init(|| {
-        let set = load_labelled(&bundled(), &[]).expect("the bundled data loads");
-        assert!(set.skipped.is_empty(), "{:?}", set.skipped);
-        set.items
-            .into_iter()
-            .map(|l| Case {
-                file: l.file.display().to_string(),
-                subset: l.file.parent().and_then(Path::file_name).unwrap().to_string_lossy().into_owned(),
-                trajectory: l.trajectory,
-            })
-            .collect()
+        let bench = Benchmark::load(&bundled(), &[]).expect("the bundled data loads");
+        assert!(bench.skipped.is_empty(), "{:?}", bench.skipped);
+        bench.cases
     })
 }
 
@@ -98,12 +92,9 @@ fn check(records: &[Record], floors: &[(&str, &str, Counts)]) {
 }
 
 fn falat_records(ground_truth: bool) -> Vec<Record> {
-    let judge = FittedJudge::shipped();
-    let mut rs = methods::evaluate(&[Method::Falat], cases(), &judge, &MethodOptions::new(ground_truth), 2);
-    for (r, c) in rs.iter_mut().zip(cases()) {
-        r.part = part_of(&c.file, &c.trajectory.id).as_str().into();
-    }
-    rs
+    let judges = Judges::shared(Arc::new(FittedJudge::shipped()));
+    let rows = benchmark::variants(&[Method::Falat], &[]);
+    benchmark::evaluate(cases(), &rows, &judges, &MethodOptions::new(ground_truth), 2, &|_, _| {})
 }
 
 #[test]

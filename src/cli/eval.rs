@@ -1,11 +1,16 @@
 //! `falat eval DIR... [--method a,b] [--no-ground-truth] [--tolerance 0,1,3,5] [--jobs N]
-//! [--out FILE.jsonl] [--labels FILE] [--folds K]`: diagnoses every labelled trajectory of
-//! benchmark folders (Who&When layout: one JSON file per trajectory, the subset is the file's
-//! folder; gold labels from the trace or from label files, `docs/LABELS.md`) and prints, per
-//! method, subset and part of the fixed tune/report split, agent-level accuracy, step-level
-//! accuracy exact and within each tolerance, top-k hit rates, mean reciprocal rank, expected
-//! calibration error, candidate recall, and mean calls, tokens and time (see [`crate::eval`] for
-//! the exact scoring), then a reliability table per method.
+//! [--out FILE.jsonl] [--labels FILE] [--folds K] [--limit N] [--per-file] [--dry-run]`: diagnoses
+//! every labelled trajectory of benchmark folders (Who&When layout: one JSON file per trajectory,
+//! the subset is the file's folder; gold labels from the trace or from label files,
+//! `docs/LABELS.md`) and prints, per method, subset and part of the fixed tune/report split,
+//! agent-level accuracy, step-level accuracy exact and within each tolerance, top-k hit rates,
+//! mean reciprocal rank, expected calibration error, candidate recall, and mean calls, tokens and
+//! time (see [`crate::eval`] for the exact scoring), then a reliability table per method. With
+//! `--per-file`, one line per trajectory and method follows (prediction, gold label, hits); with
+//! `--judge llm`, a table of calls and tokens per subset (medians and maxima).
+//!
+//! Loading and evaluation are [`crate::eval::benchmark`]'s, the functions the accuracy tests call:
+//! files that cannot be used are reported on stderr (file, line, reason) and skipped.
 //!
 //! With `--folds K` and the fitted judge, the tune part is scored by K-fold cross-validation
 //! (the ranker refitted without each fold; trajectories of one task stay in one fold) and the
@@ -14,11 +19,14 @@
 //! With `--ablate`, each method runs once as its paper gives it (`falat`) and once more per listed
 //! component it has, with that component off (`falat-hierarchy`), every row on the same
 //! trajectories with the same judge: the papers' ablation tables.
+//!
+//! With `--judge llm --dry-run`, nothing is sent: each trajectory's requests are counted (calls
+//! and prompt tokens per trajectory and method, then medians and maxima per subset), to price a
+//! run before making it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -26,17 +34,12 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use std::sync::Arc;
-
-use crate::diagnosis::Diagnosis;
+use super::judge::JudgeChoice;
+use crate::eval::benchmark::{self, Benchmark, Case, Judges, Variant};
 use crate::eval::{self, Record};
-use crate::ingest::fs::load_labelled;
 use crate::judge::Judge;
-use crate::judge::fitted::FittedJudge;
-use crate::methods::ablation::{self, Ablations, Component};
-use crate::methods::{self, Method, MethodOptions};
-use crate::model::Trajectory;
-use crate::rank::split::{Part, part_of};
+use crate::methods::ablation::Component;
+use crate::methods::{Method, MethodOptions};
 
 /// Arguments of `falat eval`.
 #[derive(Debug, Args)]
@@ -58,6 +61,13 @@ pub struct EvalArgs {
     /// rewritten in file and method order at the end.
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: Option<PathBuf>,
+    /// Also print one line per trajectory and method: predicted step and agent, gold step and
+    /// agent, and which of them were hit.
+    #[arg(long)]
+    pub per_file: bool,
+    /// Score only the first N labelled trajectories of each subset (in path order).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
     /// Methods to compare, comma-separated (falat, echo, defa, all-at-once, step-by-step,
     /// binary-search, random) or all; one table row per method and subset.
     #[arg(long, short = 'm', default_value = "falat", value_parser = Method::parse_list)]
@@ -70,6 +80,18 @@ pub struct EvalArgs {
     /// Seed of the random baseline and of ECHO's analyst draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Half-width of FALAT's local re-search window, in steps.
+    #[arg(long, default_value_t = 3)]
+    pub window: usize,
+    /// ECHO's panel size: analysts drawn per trajectory (1 to 6).
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=6))]
+    pub panel: u16,
+    /// FALAT: a phase whose suspicion is below this is not searched for candidates.
+    #[arg(long, value_name = "X")]
+    pub phase_threshold: Option<f32>,
+    /// FALAT: a candidate scoring below this is not decisive (off by default, as in the paper).
+    #[arg(long, value_name = "X")]
+    pub score_floor: Option<f32>,
     /// Label files to apply (AgentRx ground truth, or falat labels JSONL; see docs/LABELS.md).
     /// Label files inside the folders are found by their content.
     #[arg(long, value_name = "FILE")]
@@ -77,66 +99,44 @@ pub struct EvalArgs {
     /// Cross-validate the fitted ranker in K folds over the tune part (K ≥ 2; with --judge fitted).
     #[arg(long, value_name = "K")]
     pub folds: Option<usize>,
+    /// With `--judge llm`: count the requests and prompt tokens each trajectory would need, send
+    /// nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// The judge.
     #[command(flatten)]
     pub judge: super::judge::JudgeArgs,
 }
 
-/// One labelled trajectory to score.
-struct Item {
-    file: String,
-    subset: String,
-    trajectory: Trajectory,
-    part: Part,
-    /// The judge that scores it (an index into the run's judges).
-    judge: usize,
-}
-
 /// Runs the evaluation and prints the table; returns exit code 0 (1 when nothing was scored).
 ///
 /// # Errors
-/// An unreadable folder or output file.
+/// An unreadable folder or output file, bad options, a judge that cannot be set up.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let mut items = load_items(&args.dirs, &args.labels)?;
-    if items.is_empty() {
+    let bench = load(args)?;
+    if bench.cases.is_empty() {
         writeln!(out, "no labelled trajectory found in {}", show_dirs(&args.dirs))?;
         return Ok(1);
     }
+    let rows = benchmark::variants(&args.method, args.ablate.as_deref().unwrap_or_default());
+    let opts = method_options(args);
+    if args.dry_run {
+        return dry_run(args, &bench, &rows, &opts, out);
+    }
     let gt = !args.no_ground_truth;
-    let judge = args.judge.build()?;
-    let mut judges: Vec<Arc<dyn Judge>> = vec![judge.clone()];
     let mut tune_note =
         "tune rows: the shipped ranker and the offline signals were fitted or tuned on the bundled tune part";
-    if let Some(k) = args.folds {
-        anyhow::ensure!(k >= 2, "--folds needs at least 2 folds, got {k}");
-        anyhow::ensure!(
-            args.judge.judge == super::judge::JudgeChoice::Fitted,
-            "--folds cross-validates the fitted ranker: use it with --judge fitted"
-        );
-        judges = cross_validation_judges(&mut items, k)?;
-        tune_note = "tune rows: cross-validation by task (ranker refitted without each fold); report rows: ranker fitted on the tune part";
-    }
-    let mut opts = MethodOptions::new(gt);
-    opts.seed = args.seed;
-    let rows = variants(&args.method, args.ablate.as_deref().unwrap_or_default());
-    let names: Vec<&str> = rows.iter().map(|(n, _, _)| n.as_str()).collect();
-    // An ablation row gets a judge of its own: a judge remembers its answers per trajectory and
-    // question, and a row with a component off must not reuse the full method's answers.
-    let extra: Vec<Arc<dyn Judge>> =
-        rows.iter().filter(|(_, _, a)| !a.is_empty()).map(|_| args.judge.build()).collect::<Result<_, _>>()?;
-    let judge_of = |item: &Item, name: &str| -> &dyn Judge {
-        let k = rows.iter().filter(|(_, _, a)| !a.is_empty()).position(|(n, _, _)| n == name);
-        match k {
-            Some(k) => extra[k].as_ref(),
-            None => judges[item.judge].as_ref(),
+    let judges = match args.folds {
+        Some(k) => {
+            anyhow::ensure!(k >= 2, "--folds needs at least 2 folds, got {k}");
+            anyhow::ensure!(
+                args.judge.judge == JudgeChoice::Fitted,
+                "--folds cross-validates the fitted ranker: use it with --judge fitted"
+            );
+            tune_note = "tune rows: cross-validation by task (ranker refitted without each fold); report rows: ranker fitted on the tune part";
+            Judges::cross_validated(&bench.cases, k, &rows).map_err(anyhow::Error::msg)?
         }
-    };
-    let diagnose = |item: &Item, name: &str| {
-        let (_, m, ablations) = rows.iter().find(|(n, _, _)| n == name).expect("a listed variant");
-        let opts = MethodOptions { ablations: ablations.clone(), ..opts.clone() };
-        let mut d = methods::run(*m, &item.trajectory, judge_of(item, name), &opts);
-        d.method = name.to_string();
-        d
+        None => Judges::fresh(&rows, || args.judge.build())?,
     };
     let sink = match &args.out {
         Some(path) => {
@@ -144,157 +144,108 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         None => None,
     };
-    let records = evaluate(&items, &names, args.jobs, &diagnose, sink.as_ref());
+    let start = Instant::now();
+    let records = with_progress(&bench.cases, &rows, |on_record| {
+        benchmark::evaluate(&bench.cases, &rows, &judges, &opts, args.jobs, &|case: &Case, r: &Record| {
+            if let Some(f) = &sink {
+                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = writeln!(f, "{}", record_json(r)).and_then(|()| f.flush()) {
+                    eprintln!("falat: cannot append to the --out file: {e}");
+                }
+            }
+            on_record(case, r);
+        })
+    });
+    let wall = start.elapsed();
     if let Some(path) = &args.out {
         write_jsonl(path, &records)?;
     }
     let summaries = eval::summarize(&records, &args.tolerance);
-    let report = items.iter().filter(|i| i.part == Part::Report).count();
+    let report = bench.report_count();
     writeln!(
         out,
         "{} trajectories ({} tune, {report} report), ground truth {}, judge {}",
-        items.len(),
-        items.len() - report,
+        bench.cases.len(),
+        bench.cases.len() - report,
         if gt { "used" } else { "not used" },
-        judge.name()
+        judges.name()
     )?;
     writeln!(out, "{tune_note}")?;
     out.write_all(eval::render_table(&summaries).as_bytes())?;
-    for m in &names {
-        let rs: Vec<&Record> = records.iter().filter(|r| r.method == *m).collect();
+    for v in &rows {
+        let rs: Vec<&Record> = records.iter().filter(|r| r.method == v.name).collect();
         writeln!(out)?;
-        out.write_all(eval::render_reliability(m, &rs).as_bytes())?;
+        out.write_all(eval::render_reliability(&v.name, &rs).as_bytes())?;
+    }
+    if args.judge.judge == JudgeChoice::Llm {
+        writeln!(out, "\njudge calls and tokens per trajectory ({:.0} s wall)", wall.as_secs_f64())?;
+        out.write_all(eval::render_costs(&records).as_bytes())?;
+    }
+    if args.per_file {
+        writeln!(out)?;
+        out.write_all(eval::render_per_file(&records).as_bytes())?;
     }
     Ok(0)
 }
 
-/// The table rows: each method as its paper gives it (named after the method), then, per listed
-/// component the method has, the method with that component off (`falat-hierarchy`).
-fn variants(methods: &[Method], components: &[Component]) -> Vec<(String, Method, Ablations)> {
-    let mut out = Vec::new();
-    for &m in methods {
-        for a in ablation::rows(m, components) {
-            let name = if a.is_empty() { m.as_str().to_string() } else { format!("{m}{}", a.label()) };
-            out.push((name, m, a));
-        }
+/// The labelled cases of the folders (at most `--limit` per subset); what cannot be used is
+/// reported on stderr and skipped.
+fn load(args: &EvalArgs) -> anyhow::Result<Benchmark> {
+    let mut bench =
+        Benchmark::load(&args.dirs, &args.labels).with_context(|| format!("cannot read {}", show_dirs(&args.dirs)))?;
+    for s in &bench.skipped {
+        eprintln!("falat: {}; skipped", crate::text::sanitize(s));
     }
-    out
+    if let Some(n) = args.limit {
+        bench.limit_per_subset(n);
+    }
+    Ok(bench)
 }
 
-/// Assigns each tune item to a fold by its task and fits one ranker per fold on the other folds'
-/// tune items, and one on the whole tune part for the report items. Returns the judges, indexed
-/// by `Item::judge`.
-fn cross_validation_judges(items: &mut [Item], k: usize) -> anyhow::Result<Vec<Arc<dyn Judge>>> {
-    use crate::rank::{split::fold_of, train};
-    let examples: Vec<(Option<train::Example>, Option<train::Example>)> =
-        items.iter().map(|i| (train::example(&i.trajectory, true), train::example(&i.trajectory, false))).collect();
-    let fit = |keep: &dyn Fn(usize) -> bool, what: &str| -> anyhow::Result<Arc<dyn Judge>> {
-        let pick = |gt: bool| -> Vec<train::Example> {
-            (0..items.len())
-                .filter(|&n| items[n].part == Part::Tune && keep(n))
-                .filter_map(|n| if gt { examples[n].0.clone() } else { examples[n].1.clone() })
-                .collect()
-        };
-        let model = train::train_examples(&pick(true), &pick(false), what)
-            .map_err(|e| anyhow::anyhow!("cannot fit the ranker ({what}): {e}"))?;
-        Ok(Arc::new(FittedJudge::with_model(model)))
-    };
-    let folds: Vec<usize> = items.iter().map(|i| fold_of(&i.trajectory.task, k)).collect();
-    let mut judges = vec![fit(&|_| true, "tune part")?];
-    for f in 0..k {
-        judges.push(fit(&|n| folds[n] != f, &format!("fold {f} held out"))?);
+fn method_options(args: &EvalArgs) -> MethodOptions {
+    let mut opts = MethodOptions::new(!args.no_ground_truth);
+    opts.seed = args.seed;
+    opts.panel = usize::from(args.panel);
+    opts.pipeline.window = args.window;
+    if let Some(x) = args.phase_threshold {
+        opts.pipeline.falat.phase_threshold = x;
     }
-    for (n, item) in items.iter_mut().enumerate() {
-        item.judge = if item.part == Part::Tune { 1 + folds[n] } else { 0 };
+    if args.score_floor.is_some() {
+        opts.pipeline.falat.score_floor = args.score_floor;
     }
-    Ok(judges)
+    opts
 }
 
 fn show_dirs(dirs: &[PathBuf]) -> String {
     dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// Loads every labelled trajectory (labels from the traces, from label files in the folders and
-/// from `labels`); what cannot be loaded or carries no label is reported on stderr and skipped.
-fn load_items(dirs: &[PathBuf], labels: &[PathBuf]) -> anyhow::Result<Vec<Item>> {
-    let set = load_labelled(dirs, labels).with_context(|| format!("cannot read {}", show_dirs(dirs)))?;
-    for s in &set.skipped {
-        eprintln!("falat: {s}; skipped");
-    }
-    Ok(set
-        .items
-        .into_iter()
-        .map(|l| {
-            let file = l.file.display().to_string();
-            let part = part_of(&file, &l.trajectory.id);
-            Item { file, subset: subset_of(&l.file), trajectory: l.trajectory, part, judge: 0 }
-        })
-        .collect())
-}
-
-/// The subset of a file: the name of its folder.
-fn subset_of(f: &Path) -> String {
-    f.parent().and_then(|p| p.file_name()).map_or_else(|| ".".into(), |n| n.to_string_lossy().into_owned())
-}
-
-/// Diagnoses every item with every method on `jobs` threads; records come back in item order,
-/// then method order, whatever the scheduling. Each record is also appended to `sink` as soon as
-/// it is scored (a failed write is reported once and the run goes on).
 /// How often a run without a terminal reports its progress on stderr.
 const PLAIN_PROGRESS: Duration = Duration::from_secs(30);
 
-fn evaluate(
-    items: &[Item],
-    methods: &[&str],
-    jobs: usize,
-    diagnose: &(dyn Fn(&Item, &str) -> Diagnosis + Sync),
-    sink: Option<&Mutex<std::fs::File>>,
-) -> Vec<Record> {
-    let total = items.len() * methods.len();
+/// Runs `work` with a progress bar on stderr over every case and row; `work` gets the callback
+/// to call per scored record. Without a terminal the bar is hidden: a long run (an LLM judge)
+/// then says how far it got on stderr every [`PLAIN_PROGRESS`].
+fn with_progress<T>(cases: &[Case], rows: &[Variant], work: impl FnOnce(&(dyn Fn(&Case, &Record) + Sync)) -> T) -> T {
+    let total = cases.len() * rows.len();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Record>>> = Mutex::new(vec![None; total]);
-    // Without a terminal the bar is hidden: a long run (an LLM judge) then says how far it got
-    // on stderr every PLAIN_PROGRESS, and messages go to stderr directly.
     let last_said = Mutex::new(Instant::now());
-    let say = |msg: String| if bar.is_hidden() { eprintln!("{msg}") } else { bar.println(msg) };
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= total {
-                        break;
-                    }
-                    let (item, method) = (&items[k / methods.len()], methods[k % methods.len()]);
-                    let d = diagnose(item, method);
-                    let gold = item.trajectory.gold.as_ref().expect("labelled");
-                    let mut r = eval::score(&item.file, &item.subset, &d, gold);
-                    r.part = item.part.as_str().to_string();
-                    if let Some(f) = sink {
-                        let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
-                        if let Err(e) = writeln!(f, "{}", record_json(&r)).and_then(|()| f.flush()) {
-                            say(format!("falat: cannot append to the --out file: {e}"));
-                        }
-                    }
-                    slots.lock().expect("no poisoned lock")[k] = Some(r);
-                    bar.set_message(format!("{method} {}", item.file));
-                    bar.inc(1);
-                    let mut last = last_said.lock().unwrap_or_else(|p| p.into_inner());
-                    if bar.is_hidden() && last.elapsed() >= PLAIN_PROGRESS {
-                        *last = Instant::now();
-                        say(format!("falat eval: {}/{total} done ({method} {})", bar.position(), item.file));
-                    }
-                }
-            });
+    let tick = |case: &Case, r: &Record| {
+        bar.set_message(format!("{} {}", r.method, case.file));
+        bar.inc(1);
+        let mut last = last_said.lock().unwrap_or_else(|p| p.into_inner());
+        if bar.is_hidden() && last.elapsed() >= PLAIN_PROGRESS {
+            *last = Instant::now();
+            eprintln!("falat eval: {}/{total} done ({} {})", bar.position(), r.method, case.file);
         }
-    });
+    };
+    let out = work(&tick);
     bar.finish_and_clear();
-    slots.into_inner().expect("no poisoned lock").into_iter().flatten().collect()
+    out
 }
 
-fn write_jsonl(path: &Path, records: &[Record]) -> anyhow::Result<()> {
+fn write_jsonl(path: &std::path::Path, records: &[Record]) -> anyhow::Result<()> {
     let mut text = String::new();
     for r in records {
         text.push_str(&record_json(r).to_string());
@@ -326,4 +277,56 @@ fn record_json(r: &Record) -> serde_json::Value {
             "candidates": r.candidates,
             "gold_in_candidates": r.gold_in_candidates,
     })
+}
+
+/// `--dry-run`: per trajectory and row, the requests the LLM judge would send and their prompt
+/// tokens (the offline judge answers meanwhile), then medians and maxima per subset.
+#[cfg(feature = "llm")]
+fn dry_run(
+    args: &EvalArgs,
+    bench: &Benchmark,
+    rows: &[Variant],
+    opts: &MethodOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    anyhow::ensure!(args.judge.judge == JudgeChoice::Llm, "--dry-run counts the LLM judge's requests: use it with --judge llm");
+    let cfg = args.judge.llm_config(true)?;
+    let mut records = Vec::new();
+    writeln!(out, "dry run for model {}: nothing was sent", crate::text::sanitize(&cfg.model))?;
+    writeln!(out, "{:<14} {:<20} {:<44} {:>6} {:>11}", "method", "subset", "file", "calls", "prompt tok")?;
+    for case in &bench.cases {
+        let sub = crate::substrate::Substrate::shared(&case.trajectory);
+        for v in rows {
+            let opts = MethodOptions { ablations: v.ablations.clone(), ..opts.clone() };
+            let mut d = None;
+            let report = crate::judge::llm::dry_run_with(&cfg, |judge: &dyn Judge| {
+                d = Some(crate::methods::run_on(v.method, &case.trajectory, &sub, judge, &opts));
+            })?;
+            let mut d = d.expect("the dry run ran the method");
+            d.method = v.name.clone();
+            let mut r = eval::score(&case.file, &case.subset, &d, case.trajectory.gold.as_ref().expect("labelled"));
+            (r.calls, r.prompt_tokens, r.tokens) = (report.calls.len() as u64, report.prompt_tokens(), report.prompt_tokens());
+            r.part = case.part.as_str().to_string();
+            writeln!(
+                out,
+                "{:<14} {:<20} {:<44} {:>6} {:>11}",
+                v.name,
+                crate::text::sanitize(&case.subset),
+                crate::text::sanitize(&case.file),
+                r.calls,
+                r.prompt_tokens
+            )?;
+            records.push(r);
+        }
+    }
+    let calls: u64 = records.iter().map(|r| r.calls).sum();
+    let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
+    writeln!(out, "\ntotal: {calls} calls, {prompt} prompt tokens (completion tokens are not counted)")?;
+    out.write_all(eval::render_costs(&records).as_bytes())?;
+    Ok(0)
+}
+
+#[cfg(not(feature = "llm"))]
+fn dry_run(_: &EvalArgs, _: &Benchmark, _: &[Variant], _: &MethodOptions, _: &mut dyn Write) -> anyhow::Result<i32> {
+    Err(super::missing_feature("`--dry-run`", "llm"))
 }

@@ -23,6 +23,10 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "falat", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// Show more on stderr: -v informational messages, -vv debugging detail, -vvv everything
+    /// (warnings are always shown; `RUST_LOG` overrides this).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -52,13 +56,54 @@ impl Cli {
     pub fn is_interactive(&self) -> bool {
         matches!(self.command, Command::Open(_))
     }
+
+    /// Sends the library's `tracing` events (warnings of the LLM client and its exchange cache,
+    /// trace diagnostics of `diagnose`) to stderr, never stdout: warnings and errors by default,
+    /// more with `-v`, or what `RUST_LOG` selects (`RUST_LOG=falat=debug`). Colour only when
+    /// stderr is a terminal and `NO_COLOR` is unset. Nothing is installed for the TUI, which owns
+    /// the terminal. The LLM client logs no request bodies or headers at `-v` levels, so no API
+    /// key reaches the log.
+    pub fn init_logging(&self) {
+        use std::io::IsTerminal;
+        use tracing_subscriber::EnvFilter;
+        if self.is_interactive() {
+            return;
+        }
+        let default = match self.verbose {
+            0 => "warn",
+            1 => "warn,falat=info",
+            2 => "warn,falat=debug",
+            _ => "warn,falat=trace",
+        };
+        let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+        let (filter, bad) = match from_env.as_deref().map(EnvFilter::try_new) {
+            Some(Ok(f)) => (f, None),
+            Some(Err(e)) => (EnvFilter::new(default), Some(e)),
+            None => (EnvFilter::new(default), None),
+        };
+        let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let installed = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            .with_target(false)
+            .without_time()
+            .try_init()
+            .is_ok();
+        if let (true, Some(e)) = (installed, bad) {
+            tracing::warn!("RUST_LOG is not a valid filter ({e}); using {default:?}");
+        }
+    }
 }
 
 /// The command line with `open` inserted when the first argument is a trace rather than a
 /// command (`falat TRACE` is `falat open TRACE`).
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
-    let Some(first) = args.get(1).and_then(|a| a.to_str()) else { return args };
+    // `-v`, `-vv`, `--verbose` may come before the command or trace.
+    let is_verbose = |a: &str| a == "--verbose" || (a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v'));
+    let Some(at) = (1..args.len()).find(|&i| args[i].to_str().is_none_or(|a| !is_verbose(a))) else { return args };
+    let Some(first) = args[at].to_str() else { return args };
     let cmd = Cli::command();
     let known = first.starts_with('-')
         || first == "help"
@@ -67,7 +112,7 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         return args;
     }
     let mut out = args;
-    out.insert(1, "open".into());
+    out.insert(at, "open".into());
     out
 }
 

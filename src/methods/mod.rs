@@ -11,8 +11,7 @@
 //! context, DeFA's segment view) is built here by [`view`], with explicit step numbers, and sent
 //! inside the question; the heuristic judge reads the structure instead.
 //!
-//! [`evaluate`] runs a list of methods over labelled trajectories and scores them
-//! ([`crate::eval::Record`]); [`load_cases`] reads benchmark folders for it.
+//! Benchmarks (methods over labelled folders, scored) run through [`crate::eval::benchmark`].
 
 pub mod ablation;
 pub mod baselines;
@@ -24,13 +23,9 @@ pub mod view;
 mod tests;
 
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::diagnosis::Diagnosis;
-use crate::eval::{self, Record};
-use crate::ingest::LoadError;
-use crate::ingest::fs::{dataset_files, load_path};
 use crate::judge::Judge;
 pub(crate) use crate::judge::session::Session;
 use crate::model::Trajectory;
@@ -206,84 +201,6 @@ pub fn offline_note(d: &mut Diagnosis, judge: &dyn Judge) {
             ],
         ));
     }
-}
-
-/// A labelled trajectory of a benchmark, with where it came from.
-#[derive(Debug, Clone)]
-pub struct Case {
-    /// The file it was loaded from.
-    pub file: String,
-    /// The subset: the file's folder name (`Hand-Crafted`).
-    pub subset: String,
-    /// The trajectory; it has a gold label.
-    pub trajectory: Trajectory,
-}
-
-/// Loads every labelled trajectory under the given folders, in path order (unlabelled ones are
-/// left out).
-///
-/// # Errors
-/// The first file or folder that cannot be read or parsed.
-pub fn load_cases<P: AsRef<Path>>(dirs: &[P]) -> Result<Vec<Case>, LoadError> {
-    let mut out = Vec::new();
-    for dir in dirs {
-        for f in dataset_files(dir.as_ref())? {
-            let subset = f.parent().and_then(Path::file_name).map(|s| s.to_string_lossy().into_owned());
-            for t in load_path(&f, None)?.trajectories.into_iter().filter(|t| t.gold.is_some()) {
-                out.push(Case {
-                    file: f.display().to_string(),
-                    subset: subset.clone().unwrap_or_default(),
-                    trajectory: t,
-                });
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Runs every method on every case and scores it: records in method order, then case order.
-/// Each case's [`Substrate`] is built once and shared by its methods. `jobs` threads share the
-/// cases (1 runs everything on the calling thread).
-pub fn evaluate(
-    methods: &[Method],
-    cases: &[Case],
-    judge: &dyn Judge,
-    opts: &MethodOptions,
-    jobs: usize,
-) -> Vec<Record> {
-    let score_case = |c: &Case| -> Vec<Record> {
-        let sub = Substrate::shared(&c.trajectory);
-        let gold = c.trajectory.gold.clone().unwrap_or_default();
-        methods
-            .iter()
-            .map(|&m| eval::score(&c.file, &c.subset, &run_on(m, &c.trajectory, &sub, judge, opts), &gold))
-            .collect()
-    };
-    let jobs = jobs.clamp(1, cases.len().max(1));
-    let mut per_case: Vec<Option<Vec<Record>>> = vec![None; cases.len()];
-    if jobs == 1 {
-        for (slot, c) in per_case.iter_mut().zip(cases) {
-            *slot = Some(score_case(c));
-        }
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..jobs)
-                .map(|k| {
-                    let score_case = &score_case;
-                    s.spawn(move || {
-                        (k..cases.len()).step_by(jobs).map(|i| (i, score_case(&cases[i]))).collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            for h in handles {
-                for (i, r) in h.join().expect("evaluation thread") {
-                    per_case[i] = Some(r);
-                }
-            }
-        });
-    }
-    let per_case: Vec<Vec<Record>> = per_case.into_iter().map(|r| r.expect("every case scored")).collect();
-    (0..methods.len()).flat_map(|m| per_case.iter().map(move |rs| rs[m].clone())).collect()
 }
 
 /// The diagnosis of an empty trajectory: no step, a warning.

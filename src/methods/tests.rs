@@ -177,32 +177,6 @@ fn method_names_parse_and_print() {
 }
 
 #[test]
-fn evaluate_scores_every_method_on_every_case() {
-    let mut a = census();
-    a.gold = Some(GoldLabel { agent: "data_expert".into(), step: Some(1), ..GoldLabel::default() });
-    let mut b = sales();
-    b.gold = Some(GoldLabel { agent: "Coder".into(), step: Some(1), ..GoldLabel::default() });
-    let cases = vec![
-        Case { file: "a.json".into(), subset: "S".into(), trajectory: a },
-        Case { file: "b.json".into(), subset: "S".into(), trajectory: b },
-    ];
-    let methods = [Method::AllAtOnce, Method::Defa];
-    let one = evaluate(&methods, &cases, &HeuristicJudge, &MethodOptions::new(true), 1);
-    let two = evaluate(&methods, &cases, &HeuristicJudge, &MethodOptions::new(true), 2);
-    let key = |r: &Record| (r.method.clone(), r.file.clone(), r.pred_step, r.agent_hit, r.step_hit, r.calls);
-    assert_eq!(one.iter().map(key).collect::<Vec<_>>(), two.iter().map(key).collect::<Vec<_>>());
-    assert_eq!(
-        one.iter().map(key).collect::<Vec<_>>(),
-        vec![
-            ("all-at-once".into(), "a.json".into(), Some(1), true, true, 1),
-            ("all-at-once".into(), "b.json".into(), Some(5), true, false, 1),
-            ("defa".into(), "a.json".into(), Some(1), true, true, 3),
-            ("defa".into(), "b.json".into(), Some(5), true, false, 3),
-        ]
-    );
-}
-
-#[test]
 fn views_carry_explicit_step_numbers() {
     let t = sales();
     let h = crate::hierarchy::build(&t);
