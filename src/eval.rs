@@ -344,25 +344,34 @@ pub fn render_per_file(records: &[Record]) -> String {
     out
 }
 
-/// The cost of a judge that sends requests, per method and subset: trajectories, median and
-/// maximum judge calls, prompt tokens and completion tokens per trajectory, and the number of
-/// trajectories whose diagnosis carries warnings (for the LLM judge, mostly answers that fell
-/// back to the offline judge).
-pub fn render_costs(records: &[Record]) -> String {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+/// The cost of a judge that sends requests, per method and subset (in the records' order):
+/// trajectories, median and maximum judge calls and prompt tokens per trajectory and, unless
+/// `dry_run` (nothing was answered), completion tokens and the number of trajectories whose
+/// diagnosis carries warnings (for the LLM judge, mostly answers that fell back to the offline
+/// judge).
+pub fn render_costs(records: &[Record], dry_run: bool) -> String {
+    let mut groups: Vec<((&str, &str), Vec<&Record>)> = Vec::new();
     for r in records {
-        groups.entry((r.method.as_str(), r.subset.as_str())).or_default().push(r);
+        let key = (r.method.as_str(), r.subset.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, rs)) => rs.push(r),
+            None => groups.push((key, vec![r])),
+        }
     }
     let mut out = format!(
-        "{:<14} {:<20} {:>4} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
-        "method", "subset", "n", "med.calls", "max.calls", "med.prompt", "max.prompt", "med.compl", "max.compl", "w/ warnings"
+        "{:<14} {:<20} {:>4} {:>9} {:>9} {:>10} {:>10}",
+        "method", "subset", "n", "med.calls", "max.calls", "med.prompt", "max.prompt"
     );
+    if !dry_run {
+        out.push_str(&format!(" {:>10} {:>10} {:>12}", "med.compl", "max.compl", "w/ warnings"));
+    }
+    out.push('\n');
     for ((method, subset), rs) in groups {
         let calls = || rs.iter().map(|r| r.calls);
         let prompt = || rs.iter().map(|r| r.prompt_tokens);
         let compl = || rs.iter().map(|r| r.tokens.saturating_sub(r.prompt_tokens));
         out.push_str(&format!(
-            "{:<14} {:<20} {:>4} {:>9.1} {:>9} {:>10.0} {:>10} {:>10.0} {:>10} {:>12}\n",
+            "{:<14} {:<20} {:>4} {:>9.1} {:>9} {:>10.0} {:>10}",
             method,
             crate::text::sanitize(subset),
             rs.len(),
@@ -370,10 +379,16 @@ pub fn render_costs(records: &[Record]) -> String {
             calls().max().unwrap_or(0),
             median(prompt()),
             prompt().max().unwrap_or(0),
-            median(compl()),
-            compl().max().unwrap_or(0),
-            rs.iter().filter(|r| r.warnings > 0).count(),
         ));
+        if !dry_run {
+            out.push_str(&format!(
+                " {:>10.0} {:>10} {:>12}",
+                median(compl()),
+                compl().max().unwrap_or(0),
+                rs.iter().filter(|r| r.warnings > 0).count()
+            ));
+        }
+        out.push('\n');
     }
     out
 }
@@ -494,8 +509,12 @@ mod tests {
             r.tokens = r.prompt_tokens + 100;
             r.warnings = i;
         }
-        let text = render_costs(&rs);
+        let text = render_costs(&rs, false);
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2"]);
+        let text = render_costs(&rs, true);
+        assert!(text.lines().next().unwrap().ends_with("max.prompt"), "{text}");
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000"]);
     }
 }

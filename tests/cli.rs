@@ -221,3 +221,200 @@ fn llm_judge_and_dry_run_without_the_llm_feature_name_it() {
     let err = stderr_of(&["eval", "--judge", "llm", "data/who-and-when/Hand-Crafted"]);
     assert!(err.starts_with("falat: `--judge llm` needs the `llm` feature"), "{err}");
 }
+
+/// `falat eval` prints exactly the records `falat::eval::benchmark` gives the accuracy tests: the
+/// command and the tests run one evaluation path.
+#[test]
+fn eval_scores_what_the_library_evaluation_scores() {
+    use std::sync::Arc;
+
+    use falat::eval::benchmark::{self, Benchmark, Judges};
+    use falat::judge::heuristic::HeuristicJudge;
+    use falat::methods::{Method, MethodOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let table =
+        stdout_of(&["eval", "data/who-and-when/Hand-Crafted", "-m", "echo,defa", "--out", out.to_str().unwrap()]);
+    assert!(table.starts_with("35 trajectories (25 tune, 10 report), ground truth used, judge heuristic\n"), "{table}");
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bench = Benchmark::load(&[root.join("data/who-and-when/Hand-Crafted")], &[]).unwrap();
+    let rows = benchmark::variants(&[Method::Echo, Method::Defa], &[]);
+    let judges = Judges::shared(Arc::new(HeuristicJudge));
+    let records = benchmark::evaluate(&bench.cases, &rows, &judges, &MethodOptions::new(true), 1, &|_, _| {});
+    assert_eq!(lines.len(), 70);
+    assert_eq!(records.len(), 70);
+    for (line, r) in lines.iter().zip(&records) {
+        assert!(r.file.ends_with(line["file"].as_str().unwrap()), "{} vs {}", r.file, line["file"]);
+        assert_eq!(line["method"], r.method.as_str());
+        assert_eq!(line["part"], r.part.as_str());
+        assert_eq!(line["pred_step"].as_u64().map(|s| s as usize), r.pred_step, "{}", r.file);
+        assert_eq!(line["pred_agent"].as_str(), r.pred_agent.as_deref(), "{}", r.file);
+        assert_eq!(line["gold_step"].as_u64().map(|s| s as usize), r.gold_step);
+        assert_eq!((line["agent_hit"].as_bool(), line["step_hit"].as_bool()), (Some(r.agent_hit), Some(r.step_hit)));
+    }
+    // The floors of tests/methods_accuracy.rs for the hand-crafted runs.
+    let hits = |m: &str| records.iter().filter(|r| r.method == m && r.step_hit).count();
+    assert!(hits("echo") >= 7 && hits("defa") >= 7, "{} {}", hits("echo"), hits("defa"));
+}
+
+#[test]
+fn eval_reports_unusable_files_and_scores_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("Hand-Crafted");
+    std::fs::create_dir(&set).unwrap();
+    for n in ["1", "3"] {
+        std::fs::copy(format!("data/who-and-when/Hand-Crafted/{n}.json"), set.join(format!("{n}.json"))).unwrap();
+    }
+    std::fs::write(set.join("7.json"), "{\n  \"history\": [\n    {\"role\" 1}\n  ]\n}").unwrap();
+    std::fs::write(set.join("9.jsonl"), "{\"agent\": \"a\", \"content\": \"no label\"}\n").unwrap();
+    let out = falat().args(["eval", "--per-file"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let shown = |n: &str| set.join(n).display().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "falat: {}:3:13: not JSON: expected `:`; expected a JSON or JSONL trace; skipped\n\
+             falat: {}: 9: no gold label with a step; skipped\n",
+            shown("7.json"),
+            shown("9.jsonl")
+        )
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("2 trajectories (2 tune, 0 report), ground truth used, judge heuristic\n"), "{text}");
+    let per_file: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.contains("pred agent"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(per_file.len(), 2, "{text}");
+    assert_eq!(per_file[0][4..], ["12", "WebSurfer", "12", "WebSurfer", "AS"]);
+    assert_eq!(per_file[1][4..], ["12", "WebSurfer", "32", "WebSurfer", "A-"]);
+}
+
+#[test]
+fn eval_limit_takes_the_first_runs_of_each_subset() {
+    let text = stdout_of(&["eval", "data/who-and-when", "--limit", "2", "--per-file", "-m", "falat,random"]);
+    assert!(text.starts_with("4 trajectories (4 tune, 0 report), ground truth used, judge heuristic\n"), "{text}");
+    let per_file: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.contains("pred agent"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        per_file,
+        [
+            "falat Algorithm-Generated tune data/who-and-when/Algorithm-Generated/1.json 0 Excel_Expert 0 Excel_Expert AS",
+            "random Algorithm-Generated tune data/who-and-when/Algorithm-Generated/1.json 5 DataVerification_Expert 0 Excel_Expert --",
+            "falat Algorithm-Generated tune data/who-and-when/Algorithm-Generated/5.json 1 Gaming_Awards_Expert 3 DataVerification_Expert --",
+            "random Algorithm-Generated tune data/who-and-when/Algorithm-Generated/5.json 8 DataVerification_Expert 3 DataVerification_Expert A-",
+            "falat Hand-Crafted tune data/who-and-when/Hand-Crafted/1.json 12 WebSurfer 12 WebSurfer AS",
+            "random Hand-Crafted tune data/who-and-when/Hand-Crafted/1.json 18 Orchestrator 12 WebSurfer --",
+            "falat Hand-Crafted tune data/who-and-when/Hand-Crafted/3.json 12 WebSurfer 32 WebSurfer A-",
+            "random Hand-Crafted tune data/who-and-when/Hand-Crafted/3.json 54 Orchestrator 32 WebSurfer --",
+        ]
+    );
+}
+
+#[cfg(feature = "llm")]
+#[test]
+fn eval_dry_run_counts_each_runs_requests_without_a_server() {
+    let text = stdout_of(&[
+        "eval",
+        "--judge",
+        "llm",
+        "--model",
+        "tiny",
+        "--dry-run",
+        "--limit",
+        "1",
+        "-m",
+        "falat,echo",
+        "data/who-and-when",
+    ]);
+    let rows: Vec<String> = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(rows[0], "dry run for model tiny: nothing was sent");
+    assert_eq!(rows[2], "falat Algorithm-Generated data/who-and-when/Algorithm-Generated/1.json 6 4114");
+    assert_eq!(rows[3], "echo Algorithm-Generated data/who-and-when/Algorithm-Generated/1.json 6 21322");
+    assert_eq!(rows[4], "falat Hand-Crafted data/who-and-when/Hand-Crafted/1.json 10 7685");
+    assert_eq!(rows[5], "echo Hand-Crafted data/who-and-when/Hand-Crafted/1.json 6 37048");
+    assert_eq!(rows[7], "total: 28 calls, 70169 prompt tokens (completion tokens are not counted)");
+    assert_eq!(rows[9], "falat Algorithm-Generated 1 6.0 6 4114 4114");
+
+    let err = stderr_of(&["eval", "--dry-run", "--limit", "1", "data/who-and-when"]);
+    assert_eq!(err, "falat: --dry-run counts the LLM judge's requests: use it with --judge llm\n");
+}
+
+/// Library warnings (`tracing`) reach stderr, never stdout; `RUST_LOG` chooses what is shown.
+#[test]
+fn warnings_go_to_stderr_and_rust_log_filters_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(
+        &path,
+        "{\"falat\": 1, \"task\": \"t\"}\n{\"agent\": \"a\", \"content\": \"hello\"}\nnot json\n{\"agent\": \"b\", \"content\": \"7\"}\n",
+    )
+    .unwrap();
+    let run = |rust_log: Option<&str>, verbose: bool| {
+        let mut cmd = falat();
+        match rust_log {
+            Some(v) => cmd.env("RUST_LOG", v),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        if verbose {
+            cmd.arg("-v");
+        }
+        let out = cmd.env("NO_COLOR", "1").args(["diagnose", path.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let warning = format!(" WARN {}: line 3: skipped: not JSON at column 2: expected ident\n", path.display());
+    let (stdout, stderr) = run(None, false);
+    assert_eq!(stderr, warning);
+    assert!(stdout.starts_with("# falat diagnosis: run\n") && !stdout.contains("WARN"), "{stdout}");
+    assert_eq!(run(None, true).1, warning);
+    assert_eq!(run(Some("off"), false).1, "");
+    assert_eq!(
+        run(Some("bad["), false).1,
+        format!(" WARN RUST_LOG is not a valid filter (invalid filter directive); using \"warn\"\n{warning}")
+    );
+}
+
+/// The LLM client's retry warnings reach stderr; the API key never does, at any log level.
+#[cfg(feature = "llm")]
+#[test]
+fn llm_client_warnings_reach_stderr_without_the_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("falat.toml");
+    std::fs::write(&config, "[llm]\nretries = 1\ntimeout_secs = 5\n").unwrap();
+    // A port nothing listens on: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let key = "sk-falat-test-0123456789abcdef";
+    let out = falat()
+        .env("FALAT_TEST_SECRET_KEY", key)
+        .env("RUST_LOG", "trace")
+        .env("NO_COLOR", "1")
+        .args(["diagnose", "--judge", "llm", "--model", "m", "--api-key-env", "FALAT_TEST_SECRET_KEY"])
+        .args(["--llm-url", &format!("http://127.0.0.1:{port}/v1"), "--llm-config", config.to_str().unwrap(), ALGO])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(stderr.contains(" WARN llm call failed (unreachable), retrying in "), "{stderr}");
+    assert!(!stdout.contains("retrying in"), "{stdout}");
+    assert!(!stderr.contains(key) && !stdout.contains(key), "the key leaked");
+}
+
+#[test]
+fn verbose_flags_may_come_before_a_trace() {
+    let args = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "-v", "t.json"])), args(&["falat", "-v", "open", "t.json"]));
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "-vv", "eval", "d"])), args(&["falat", "-vv", "eval", "d"]));
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "t.json"])), args(&["falat", "open", "t.json"]));
+}

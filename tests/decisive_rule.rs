@@ -6,8 +6,8 @@
 //! candidate passed, the named fallback decides and the report says the verdict is unverified.
 
 use falat::decision::{Fallback, Verdict};
-use falat::judge::heuristic::HeuristicJudge;
 use falat::eval::Benchmark;
+use falat::judge::heuristic::HeuristicJudge;
 use falat::pipeline::{Options, Pipeline};
 
 #[test]

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use falat::eval::benchmark::{self, Benchmark, Case, Judges};
 use falat::eval::Record;
+use falat::eval::benchmark::{self, Benchmark, Case, Judges};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::{Method, MethodOptions};
 

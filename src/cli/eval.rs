@@ -179,7 +179,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     if args.judge.judge == JudgeChoice::Llm {
         writeln!(out, "\njudge calls and tokens per trajectory ({:.0} s wall)", wall.as_secs_f64())?;
-        out.write_all(eval::render_costs(&records).as_bytes())?;
+        out.write_all(eval::render_costs(&records, false).as_bytes())?;
     }
     if args.per_file {
         writeln!(out)?;
@@ -289,7 +289,10 @@ fn dry_run(
     opts: &MethodOptions,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    anyhow::ensure!(args.judge.judge == JudgeChoice::Llm, "--dry-run counts the LLM judge's requests: use it with --judge llm");
+    anyhow::ensure!(
+        args.judge.judge == JudgeChoice::Llm,
+        "--dry-run counts the LLM judge's requests: use it with --judge llm"
+    );
     let cfg = args.judge.llm_config(true)?;
     let mut records = Vec::new();
     writeln!(out, "dry run for model {}: nothing was sent", crate::text::sanitize(&cfg.model))?;
@@ -305,7 +308,8 @@ fn dry_run(
             let mut d = d.expect("the dry run ran the method");
             d.method = v.name.clone();
             let mut r = eval::score(&case.file, &case.subset, &d, case.trajectory.gold.as_ref().expect("labelled"));
-            (r.calls, r.prompt_tokens, r.tokens) = (report.calls.len() as u64, report.prompt_tokens(), report.prompt_tokens());
+            (r.calls, r.prompt_tokens, r.tokens) =
+                (report.calls.len() as u64, report.prompt_tokens(), report.prompt_tokens());
             r.part = case.part.as_str().to_string();
             writeln!(
                 out,
@@ -322,7 +326,7 @@ fn dry_run(
     let calls: u64 = records.iter().map(|r| r.calls).sum();
     let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
     writeln!(out, "\ntotal: {calls} calls, {prompt} prompt tokens (completion tokens are not counted)")?;
-    out.write_all(eval::render_costs(&records).as_bytes())?;
+    out.write_all(eval::render_costs(&records, true).as_bytes())?;
     Ok(0)
 }
 

@@ -101,7 +101,8 @@ impl Cli {
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
     // `-v`, `-vv`, `--verbose` may come before the command or trace.
-    let is_verbose = |a: &str| a == "--verbose" || (a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v'));
+    let is_verbose =
+        |a: &str| a == "--verbose" || (a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v'));
     let Some(at) = (1..args.len()).find(|&i| args[i].to_str().is_none_or(|a| !is_verbose(a))) else { return args };
     let Some(first) = args[at].to_str() else { return args };
     let cmd = Cli::command();

@@ -322,7 +322,12 @@ mod tests {
             &[("user", "How many rows?"), ("coder", "Error: table not found, assuming 12 rows"), ("coder", "12")],
             (1, "coder"),
         );
-        let b = case("b.json", "T", &[("user", "Count the rows."), ("analyst", "I guess 7."), ("analyst", "7")], (2, "user"));
+        let b = case(
+            "b.json",
+            "T",
+            &[("user", "Count the rows."), ("analyst", "I guess 7."), ("analyst", "7")],
+            (2, "user"),
+        );
         let c = case("c.json", "S", &[("user", "Rows?"), ("coder", "3")], (1, "coder"));
         vec![a, b, c]
     }
@@ -395,8 +400,8 @@ mod tests {
         assert_eq!(b.cases[0].trajectory.gold.as_ref().unwrap().step, Some(1));
         let shown = |n: &str| sub.join(n).display().to_string();
         assert_eq!(b.skipped.len(), 2, "{:?}", b.skipped);
-        assert!(b.skipped[0].starts_with(&format!("{}: ", shown("1.jsonl"))), "{:?}", b.skipped);
-        assert!(b.skipped[0].ends_with("no gold label with a step"), "{:?}", b.skipped);
-        assert!(b.skipped[1].starts_with(&format!("{}:3:12: not JSON", shown("2.json"))), "{:?}", b.skipped);
+        assert!(b.skipped[0].starts_with(&format!("{}:3:13: not JSON", shown("2.json"))), "{:?}", b.skipped);
+        assert!(b.skipped[1].starts_with(&format!("{}: ", shown("1.jsonl"))), "{:?}", b.skipped);
+        assert!(b.skipped[1].ends_with("no gold label with a step"), "{:?}", b.skipped);
     }
 }

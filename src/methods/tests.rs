@@ -3,7 +3,7 @@
 use super::*;
 use crate::diagnosis::Role;
 use crate::judge::heuristic::HeuristicJudge;
-use crate::model::{GoldLabel, Link, LinkKind, Step, StepKind};
+use crate::model::{Link, LinkKind, Step, StepKind};
 
 fn msg(agent: &str, content: &str) -> Step {
     Step { agent: agent.into(), content: content.into(), ..Step::default() }
