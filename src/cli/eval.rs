@@ -37,7 +37,6 @@ use serde_json::json;
 use super::judge::JudgeChoice;
 use crate::eval::benchmark::{self, Benchmark, Case, Judges, Variant};
 use crate::eval::{self, Record};
-use crate::judge::Judge;
 use crate::methods::ablation::Component;
 use crate::methods::{Method, MethodOptions};
 
@@ -302,7 +301,7 @@ fn dry_run(
         for v in rows {
             let opts = MethodOptions { ablations: v.ablations.clone(), ..opts.clone() };
             let mut d = None;
-            let report = crate::judge::llm::dry_run_with(&cfg, |judge: &dyn Judge| {
+            let report = crate::judge::llm::dry_run_with(&cfg, |judge: &dyn crate::judge::Judge| {
                 d = Some(crate::methods::run_on(v.method, &case.trajectory, &sub, judge, &opts));
             })?;
             let mut d = d.expect("the dry run ran the method");
