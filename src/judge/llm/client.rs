@@ -206,7 +206,7 @@ pub enum CallError {
         detail: String,
     },
     /// HTTP 429 after all retries.
-    #[error("rate limited by the LLM server (HTTP 429) after {attempts} attempts; lower --jobs or wait")]
+    #[error("rate limited by the LLM server (HTTP 429) after {attempts} attempts; lower --llm-jobs or wait")]
     RateLimited {
         /// Attempts made.
         attempts: usize,
