@@ -8,6 +8,10 @@
 //!   space recalls widely while staying short; a candidate's weights add up (noisy-or) to its
 //!   probability relative to the most probable step;
 //! - phase suspicion: the phase's best step probability relative to the run's best;
+//! - transition labels: the offline judge's, except that a `follow_up` or `redundancy` edge into
+//!   a step more probable than its source becomes `error_shift`: a later step the ranker finds
+//!   more likely to be the error does not adopt an earlier candidate's error, it introduces its
+//!   own (so pruning removes it only as the evidence says);
 //! - verification, per criterion: *error independence* fails when an earlier candidate that
 //!   feeds this one is at least as probable (the error is then inherited); *counterfactual
 //!   sufficiency* passes when the step is probable enough relative to the best
@@ -16,12 +20,12 @@
 //!   root cause (the others get the offline judge's roles);
 //! - the Who&When baselines, DeFA adjudication and candidate recall: by probability.
 //!
-//! Transition labels, the prior and ECHO's analysts are the offline judge's.
+//! The prior and ECHO's analysts are the offline judge's.
 
 use std::time::Instant;
 
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
-use crate::diagnosis::{Cost, Criterion, Finding, Signal};
+use crate::diagnosis::{Cost, Criterion, Finding, Signal, Transition};
 use crate::judge::attribution::{ErrorCategory, Half};
 use crate::judge::heuristic::{self, HeuristicJudge};
 use crate::judge::signals;
@@ -29,8 +33,11 @@ use crate::rank::{self, model::RankerModel};
 
 /// How many of the most probable steps candidate recall names.
 pub const RECALL: usize = 8;
-/// Sufficiency passes at this share of the best step's probability.
-pub const SUFFICIENT: f32 = 0.9;
+/// Sufficiency passes at this share of the best step's probability: the same bar as
+/// step-by-step's [`DECISIVE_SHARE`], so that among steps the ranker finds about as likely as the
+/// best, temporal precedence (the earliest valid candidate) decides. Chosen in cross-validation
+/// over the tune part (0.7, 0.8, 0.9, 0.98 tried; `docs/RANKER.md`).
+pub const SUFFICIENT: f32 = 0.7;
 /// Step-by-step names a step decisive at this share of the best step's probability.
 pub const DECISIVE_SHARE: f32 = 0.7;
 
@@ -137,6 +144,17 @@ impl FittedJudge {
                 Answer::Candidates(
                     wanted.into_iter().filter(|i| range.contains(i)).map(|i| (i, findings(ctx, i, &p))).collect(),
                 )
+            }
+            Question::LabelTransition { from, to } if *from < n && *to < n => {
+                let heur = heuristic::answer(ctx, q);
+                match heur {
+                    // A later step that is more probable than the candidate it follows does not
+                    // adopt or repeat that candidate's error: it introduces its own.
+                    Answer::Transition(Transition::FollowUp | Transition::Redundancy) if p[*to] > p[*from] => {
+                        Answer::Transition(Transition::ErrorShift)
+                    }
+                    other => other,
+                }
             }
             Question::Verify { step, criterion, live } if *step < n => {
                 Answer::Criterion(self.verify(ctx, *step, *criterion, live, &p))
@@ -250,7 +268,7 @@ impl FittedJudge {
                         "P = {:.2}, {:.0}% of the most probable step ({} needed); {reach}",
                         p[step],
                         100.0 * share,
-                        if passed { "at least 90 %" } else { "90 %" }
+                        if passed { "at least 70 %" } else { "70 %" }
                     ),
                 }
             }
