@@ -103,16 +103,19 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
     check(
         &falat_records(true),
         &[
-            ("Algorithm-Generated", "report", [23, 12, 9, 13, 14, 20]),
-            ("Hand-Crafted", "report", [10, 5, 2, 2, 5, 6]),
+            ("Algorithm-Generated", "report", [23, 12, 10, 13, 14, 20]),
+            // One hand-crafted agent hit fewer than before sufficiency moved to 70 %.
+            ("Hand-Crafted", "report", [10, 4, 2, 2, 5, 6]),
             ("agentrx-tau", "report", [3, 1, 0, 1, 0, 1]),
         ],
     );
     check(
         &falat_records(false),
         &[
-            ("Algorithm-Generated", "report", [23, 12, 9, 13, 14, 19]),
-            ("Hand-Crafted", "report", [10, 4, 0, 1, 3, 6]),
+            ("Algorithm-Generated", "report", [23, 13, 9, 13, 14, 19]),
+            // One ±1 hit fewer than before sufficiency moved to 70 % (the run's step is now exact
+            // on neither side); one agent hit more.
+            ("Hand-Crafted", "report", [10, 5, 0, 0, 3, 6]),
             ("agentrx-tau", "report", [3, 1, 0, 1, 0, 1]),
         ],
     );
@@ -165,13 +168,16 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     check(
         &records,
         &[
-            ("Algorithm-Generated", "tune", [53, 33, 22, 27, 40, 45]),
-            ("Hand-Crafted", "tune", [25, 19, 5, 5, 10, 13]),
-            ("agentrx-tau", "tune", [10, 8, 0, 0, 5, 8]),
+            ("Algorithm-Generated", "tune", [53, 34, 26, 30, 41, 45]),
+            // Agent hits fell from 19 to 16 when FALAT stopped pruning more probable follow-ups:
+            // the steps it names now fall more often on a browsing agent where the label blames
+            // the coordinating agent.
+            ("Hand-Crafted", "tune", [25, 16, 6, 8, 10, 13]),
+            ("agentrx-tau", "tune", [10, 8, 1, 1, 6, 8]),
         ],
     );
     let refs: Vec<&Record> = records.iter().filter(|r| r.part == "tune").collect();
     let ece = falat::eval::ece(&refs);
-    // Measured 0.13; the goal is 0.10 (docs/RANKER.md).
-    assert!(ece <= 0.14, "cross-validated ECE {ece}");
+    // Measured 0.12; the goal is 0.10 (docs/RANKER.md).
+    assert!(ece <= 0.13, "cross-validated ECE {ece}");
 }
