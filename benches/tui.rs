@@ -160,18 +160,13 @@ fn main() {
         app.phases().len()
     );
     let start = Instant::now();
-    let full = Arc::new(falat::hierarchy::build(&app.traj));
-    let t_full = start.elapsed();
-    let start = Instant::now();
-    let graph = falat::graph::DepGraph::build(&app.traj, &full);
+    let substrate = falat::substrate::Substrate::shared(&app.traj);
     println!(
-        "background indexing after the first frame: full hierarchy {:.0} ms, dependency graph {:.0} ms ({} edges)",
-        ms(t_full),
+        "background indexing after the first frame: the whole substrate (hierarchy, graph, prior) {:.0} ms ({} edges)",
         ms(start.elapsed()),
-        graph.graph.edge_count()
+        substrate.graph.graph.edge_count()
     );
-    app.on_job(falat::tui::job::JobMsg::Hierarchy(full));
-    app.on_job(falat::tui::job::JobMsg::Graph(Arc::new(graph)));
+    app.on_job(falat::tui::job::JobMsg::Substrate(substrate));
     println!("after indexing: {} steps, {} phases", app.n_steps(), app.phases().len());
 
     let press = |app: &mut App, term: &mut Terminal<TestBackend>, code: KeyCode| -> Duration {
@@ -212,7 +207,7 @@ fn main() {
             origin: falat::diagnosis::Origin::Machine,
         })
         .collect();
-    app.diagnosis = Some(falat::diagnosis::Diagnosis { candidates, ..Default::default() });
+    app.results.diagnosis = Some(falat::diagnosis::Diagnosis { candidates, ..Default::default() });
     run("candidates (25,000): 2 /expert enter, s s s s", &mut app, &mut term, "2/expert\nssss\u{1b}1", 5);
 
     cancel_latency(&app);
@@ -224,9 +219,12 @@ fn main() {
 fn cancel_latency(app: &App) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let effects = {
-        let mut probe = tui::App::new(
+        // On the substrate already built (as once indexing is done), so that `a` starts at once.
+        let mut probe = tui::App::with_substrate(
             app.trace.clone(),
             (*app.traj).clone(),
+            app.substrate(),
+            false,
             Arc::new(HeuristicJudge),
             tui::Config {
                 theme: app.theme.clone(),

@@ -41,6 +41,12 @@ pub enum Action {
     JumpToStep,
     /// Select the decisive step in the hierarchy view, from any view.
     GoToDecisive,
+    /// Go back to where the last jump started (vim's `ctrl-o`).
+    JumpBack,
+    /// Go forward again through the jumps gone back from.
+    JumpForward,
+    /// Show every status message of the session, whole (the status line may cut a long one).
+    Messages,
     /// Sort the candidates by the next key (score, step, agent, state).
     Sort,
     /// Copy the selected step to the clipboard (OSC 52).
@@ -117,7 +123,7 @@ impl Group {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 39] = [
+    pub const ALL: [Action; 42] = [
         Action::Up,
         Action::Down,
         Action::PageUp,
@@ -133,6 +139,8 @@ impl Action {
         Action::SearchPrev,
         Action::JumpToStep,
         Action::GoToDecisive,
+        Action::JumpBack,
+        Action::JumpForward,
         Action::Sort,
         Action::ViewHierarchy,
         Action::ViewCandidates,
@@ -155,6 +163,7 @@ impl Action {
         Action::Undo,
         Action::Export,
         Action::Copy,
+        Action::Messages,
         Action::Help,
         Action::Quit,
     ];
@@ -180,6 +189,9 @@ impl Action {
             SearchPrev => "search_prev",
             JumpToStep => "jump_to_step",
             GoToDecisive => "go_to_decisive",
+            JumpBack => "jump_back",
+            JumpForward => "jump_forward",
+            Messages => "messages",
             Sort => "sort",
             Copy => "copy",
             RunAll => "run_all",
@@ -217,15 +229,18 @@ impl Action {
             PageDown => "page down",
             Top => "first row",
             Bottom => "last row",
-            Enter => "drill down / jump to item",
+            Enter => "drill down / jump to the item or step reference",
             Back => "back up",
-            NextPane => "next pane",
-            PrevPane => "previous pane",
+            NextPane => "next pane / next step reference",
+            PrevPane => "previous pane / previous reference",
             Search => "search steps / filter candidates",
             SearchNext => "next match",
             SearchPrev => "previous match",
             JumpToStep => "jump to step number",
             GoToDecisive => "go to the decisive step",
+            JumpBack => "back to where the jump started",
+            JumpForward => "forward again",
+            Messages => "all messages, whole",
             Sort => "sort candidates (score, step, agent, state)",
             Copy => "copy step (osc 52)",
             RunAll => "run the whole pipeline",
@@ -256,14 +271,14 @@ impl Action {
         use Action::*;
         match self {
             Up | Down | PageUp | PageDown | Top | Bottom | Enter | Back | NextPane | PrevPane | Search | SearchNext
-            | SearchPrev | JumpToStep | GoToDecisive | Sort => Group::Navigate,
+            | SearchPrev | JumpToStep | GoToDecisive | JumpBack | JumpForward | Sort => Group::Navigate,
             ViewHierarchy | ViewCandidates | ViewRoles | ViewPrior | ViewVerdict | ViewMethods | NextView
             | PrevView => Group::Views,
             RunAll | RunPrior | RunDependencies | RunVerification | RunResearch | RunMethods | Cancel => {
                 Group::Pipeline
             }
             Mark | Exclude | Pin | Undo => Group::Overrides,
-            Export | Copy | Help | Quit => Group::General,
+            Export | Copy | Messages | Help | Quit => Group::General,
         }
     }
 }

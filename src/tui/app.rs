@@ -1,11 +1,13 @@
-//! The app state and its update logic: selection, panes, views, input modes, pipeline runs,
-//! overrides and export. Nothing here draws; [`super::ui::render`] reads an `&App`.
+//! The app: a router between the components. It holds them ([`Nav`] where the user is,
+//! [`Results`] what the analysis found, [`OverrideEditor`], [`CandidateList`], [`Search`],
+//! [`Runs`]), sends each action to the one it concerns, and turns what they report into the
+//! status line. Nothing here draws; [`super::ui::render`] reads an `&App`.
 //!
 //! Input enters through [`App::on_event`] / [`App::on_key`] / [`App::apply`], background results
 //! through [`App::on_job`]. Work the app cannot do itself (start or cancel a run, copy to the
-//! clipboard, quit) comes back as [`Effect`]s for the event loop to carry out.
+//! clipboard, write files, quit) comes back as [`Effect`]s for the event loop to carry out.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +21,11 @@ use super::candidates::CandidateList;
 use super::highlight::{self, EvidenceCache};
 use super::job::{JobDone, JobMsg, RunRequest, RunTarget};
 use super::keymap::KeyMap;
+use super::nav::{Extent, Moved, Nav};
+pub use super::nav::{Offsets, Pane, View};
 use super::overrides::{Edit, OverrideEditor};
+pub use super::results::StepMarks;
+use super::results::{Results, Taken};
 use super::runs::Runs;
 use super::search::Search;
 use super::store::{self, Exported, Restored};
@@ -30,82 +36,9 @@ use crate::hierarchy::{Hierarchy, Phase};
 use crate::judge::Judge;
 use crate::methods::Method;
 use crate::model::Trajectory;
-use crate::pipeline::{Options, Pipeline, Stage};
+use crate::pipeline::{Options, Stage};
+use crate::substrate::Substrate;
 use crate::text;
-
-/// The views; each has its own render function in `ui::views`. To add a view: add a variant
-/// here and to [`View::ALL`], an [`Action`] with a key, and a render function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum View {
-    /// Phases, steps, evidence and dependencies.
-    Hierarchy,
-    /// Candidates, pruned or kept, with their verification.
-    Candidates,
-    /// Roles around the decisive step.
-    Roles,
-    /// The task-conditioned prior π.
-    Prior,
-    /// The verdict.
-    Verdict,
-    /// Every method's verdict side by side, with the selected method's details.
-    Methods,
-}
-
-impl View {
-    /// All views in tab order.
-    pub const ALL: [View; 6] =
-        [View::Hierarchy, View::Candidates, View::Roles, View::Prior, View::Verdict, View::Methods];
-
-    /// The tab title.
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Hierarchy => "Hierarchy",
-            View::Candidates => "Candidates",
-            View::Roles => "Roles",
-            View::Prior => "Prior",
-            View::Verdict => "Verdict",
-            View::Methods => "Methods",
-        }
-    }
-
-    /// The action that opens the view.
-    pub fn action(self) -> Action {
-        match self {
-            View::Hierarchy => Action::ViewHierarchy,
-            View::Candidates => Action::ViewCandidates,
-            View::Roles => Action::ViewRoles,
-            View::Prior => Action::ViewPrior,
-            View::Verdict => Action::ViewVerdict,
-            View::Methods => Action::ViewMethods,
-        }
-    }
-
-    fn index(self) -> usize {
-        View::ALL.iter().position(|v| *v == self).unwrap_or(0)
-    }
-}
-
-/// The panes of the hierarchy view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// `M_hi`.
-    Phases,
-    /// `M_mid`.
-    Steps,
-    /// `M_lo`.
-    Evidence,
-    /// The selected step's dependency edges.
-    Edges,
-}
-
-impl Pane {
-    /// Focus order.
-    pub const ALL: [Pane; 4] = [Pane::Phases, Pane::Steps, Pane::Evidence, Pane::Edges];
-
-    fn index(self) -> usize {
-        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0)
-    }
-}
 
 /// Where key presses go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +53,8 @@ pub enum Mode {
     Filter(String),
     /// The help overlay is open.
     Help,
+    /// The messages overlay is open: every status message of the session, whole.
+    Messages,
 }
 
 /// What a line of input is for.
@@ -195,17 +130,6 @@ struct OverrideNote {
     rerun: bool,
 }
 
-/// What a step carries from the diagnosis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StepMarks {
-    /// `Some(true)` kept candidate, `Some(false)` pruned candidate.
-    pub candidate: Option<bool>,
-    /// Its role around the decisive step.
-    pub role: Option<Role>,
-    /// It is the decisive step.
-    pub decisive: bool,
-}
-
 /// Settings an [`App`] starts with.
 pub struct Config {
     /// Colours.
@@ -246,24 +170,11 @@ pub struct Screen {
     pub view_list: Rect,
     /// Visible rows of that list.
     pub list_rows: u16,
-    /// Visible lines of the help overlay.
+    /// Visible lines of the help or messages overlay.
     pub help_rows: u16,
 }
 
-/// The first visible row of each list, kept between frames so that lists scroll smoothly.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Offsets {
-    /// The phases list.
-    pub phase: usize,
-    /// The steps list (relative to the phase's first step).
-    pub step: usize,
-    /// The dependencies list.
-    pub edge: usize,
-    /// The candidates, roles or methods list.
-    pub list: usize,
-}
-
-/// The TUI's state.
+/// The TUI's state: the components and what they share.
 pub struct App {
     /// The trace file.
     pub trace: PathBuf,
@@ -275,60 +186,36 @@ pub struct App {
     pub judge: Arc<dyn Judge>,
     /// Use the expected output.
     pub ground_truth: bool,
-    base: Arc<Hierarchy>,
-    base_graph: Option<Arc<DepGraph>>,
-    /// The cheap hierarchy covers only the first [`SYNC_STEPS`] steps while the full one is
-    /// built in the background.
-    pub indexing: bool,
-    /// The stages run so far.
-    pub pipeline: Pipeline,
-    /// The diagnosis of the last finished run, with the user's overrides applied (the user's
-    /// decision when there are overrides).
-    pub diagnosis: Option<Diagnosis>,
-    /// The machine's verdict of the same stages without the overrides, kept while
-    /// [`App::diagnosis`] carries overrides (see [`App::machine_verdict`]).
-    pub machine: Option<Diagnosis>,
     /// The method `a` runs: falat runs the staged pipeline (with overrides), another method runs
     /// through [`crate::methods::run`].
     pub method: Method,
-    /// The last diagnosis of each method run from the methods view (or by `a` with another
-    /// method), for the methods view.
-    pub method_results: std::collections::BTreeMap<Method, Diagnosis>,
-    marks: HashMap<usize, StepMarks>,
+    /// Where the user is: view, focus, selections, scroll, jump history.
+    pub nav: Nav,
+    /// What the analysis found: substrate, stages, diagnoses, every method's verdict.
+    pub results: Results,
     /// The user's overrides with their undo history.
     pub editor: OverrideEditor,
-    /// Colours.
-    pub theme: Theme,
-    /// Keys.
-    pub keymap: KeyMap,
-    /// The current view.
-    pub view: View,
-    /// The focused pane of the hierarchy view.
-    pub focus: Pane,
-    /// The selected phase.
-    pub phase: usize,
-    /// The selected step.
-    pub step: usize,
-    /// First visible evidence line.
-    pub evidence_scroll: usize,
-    /// The selected edge in the dependencies pane.
-    pub edge: usize,
-    /// The selected row of the candidates / roles view.
-    pub list_sel: usize,
     /// The candidates view's filter and sort.
     pub cands: CandidateList,
-    /// Where keys go.
-    pub mode: Mode,
-    /// First visible line of the help overlay.
-    pub help_scroll: usize,
     /// Search in step content.
     pub search: Search,
     /// The background run in progress and the one queued behind it.
     pub runs: Runs,
+    /// Colours.
+    pub theme: Theme,
+    /// Keys.
+    pub keymap: KeyMap,
+    /// Where keys go.
+    pub mode: Mode,
+    /// First visible line of the help or messages overlay.
+    pub help_scroll: usize,
     /// What the last override did, for the status line once its re-run is done.
     override_note: Option<OverrideNote>,
     /// The status message.
     pub status: Option<Status>,
+    /// Every status message of the session, oldest first (at most [`MESSAGES`]), for the
+    /// messages overlay: the status line may cut a long one.
+    pub messages: VecDeque<Status>,
     /// The files of the last export.
     pub exported: Option<Exported>,
     /// Set when the app should end.
@@ -340,8 +227,6 @@ pub struct App {
     dirty: bool,
     /// The layout of the last prepared frame.
     pub screen: Screen,
-    /// The lists' first visible rows.
-    pub offsets: Offsets,
     /// Wrapped evidence lines per (step, width).
     evidence: EvidenceCache,
 }
@@ -349,25 +234,37 @@ pub struct App {
 /// Half-width of the re-search window (the pipeline's default).
 pub const ROLE_WINDOW: usize = 3;
 
-/// Traces with more steps open on the hierarchy of their first this-many steps; the full
-/// hierarchy and the dependency graph are built in the background (see [`App::indexing`]).
+/// Traces with more steps open on the substrate of their first this-many steps; the whole
+/// trajectory's substrate is built in the background (see [`Results::indexing`]).
 pub const SYNC_STEPS: usize = 5_000;
 
+/// How many status messages the messages overlay keeps.
+pub const MESSAGES: usize = 200;
+
 impl App {
-    /// An app on a loaded trajectory; restores the overrides saved beside `trace`.
+    /// An app on a loaded trajectory, building its substrate (of the first [`SYNC_STEPS`] steps
+    /// of a larger one; the event loop builds the whole one in the background).
     pub fn new(trace: PathBuf, traj: Trajectory, judge: Arc<dyn Judge>, config: Config) -> App {
+        let (substrate, indexing) = super::results::first_substrate(&traj, SYNC_STEPS);
+        App::with_substrate(trace, traj, substrate, indexing, judge, config)
+    }
+
+    /// An app on a trajectory and a substrate already built for it (`partial` when it covers
+    /// only the first steps; the whole one then comes through [`JobMsg::Substrate`]).
+    pub fn with_substrate(
+        trace: PathBuf,
+        traj: Trajectory,
+        substrate: Arc<Substrate>,
+        partial: bool,
+        judge: Arc<dyn Judge>,
+        config: Config,
+    ) -> App {
         let total = traj.steps.len();
-        let indexing = total > SYNC_STEPS;
-        let base = Arc::new(if indexing {
-            crate::hierarchy::build(&prefix(&traj, SYNC_STEPS))
-        } else {
-            crate::hierarchy::build(&traj)
-        });
-        let base_graph = (!indexing).then(|| Arc::new(DepGraph::build(&traj, &base)));
         let (restored, from) = config.restored;
         let mut notes = config.notes;
-        if indexing {
-            notes.push(format!("indexing {total} steps in the background; the first {SYNC_STEPS} are shown"));
+        if partial {
+            let shown = substrate.hierarchy.steps.len();
+            notes.push(format!("indexing {total} steps in the background; the first {shown} are shown"));
         }
         if let Some(from) = from.filter(|_| !restored.overrides.is_empty()) {
             notes.push(format!("restored your overrides from {}", from.display()));
@@ -380,39 +277,26 @@ impl App {
             traj: Arc::new(traj),
             judge,
             ground_truth: config.ground_truth,
-            base,
-            base_graph,
-            indexing,
-            pipeline: Pipeline::default(),
-            diagnosis: None,
-            machine: None,
             method: config.method,
-            method_results: std::collections::BTreeMap::new(),
-            marks: HashMap::new(),
+            nav: Nav::default(),
+            results: Results::new(substrate, partial),
             editor: OverrideEditor::new(restored.overrides),
-            theme: config.theme,
-            keymap: config.keymap,
-            view: View::Hierarchy,
-            focus: Pane::Phases,
-            phase: 0,
-            step: 0,
-            evidence_scroll: 0,
-            edge: 0,
-            list_sel: 0,
             cands: CandidateList::default(),
-            mode: Mode::Normal,
-            help_scroll: 0,
             search: Search::default(),
             runs: Runs::default(),
+            theme: config.theme,
+            keymap: config.keymap,
+            mode: Mode::Normal,
+            help_scroll: 0,
             override_note: None,
             status: None,
+            messages: VecDeque::new(),
             exported: None,
             quit: false,
             show_timings: config.show_timings,
             ticks: 0,
             dirty: true,
             screen: Screen::default(),
-            offsets: Offsets::default(),
             evidence: EvidenceCache::default(),
         };
         if !notes.is_empty() {
@@ -423,33 +307,43 @@ impl App {
 
     // ----- read access for the views -----
 
-    /// The hierarchy: stage 1's (with suspicion) once it ran, else the cheap one.
+    /// Whether the whole trajectory's substrate is still being built.
+    pub fn indexing(&self) -> bool {
+        self.results.indexing
+    }
+
+    /// The hierarchy: stage 1's (with suspicion) once it ran, else the substrate's.
     pub fn hierarchy(&self) -> &Hierarchy {
-        self.pipeline.space.as_ref().map_or(&self.base, |s| &s.hierarchy)
+        self.results.hierarchy()
     }
 
-    /// The cheap hierarchy built at open.
-    pub fn base_hierarchy(&self) -> Arc<Hierarchy> {
-        Arc::clone(&self.base)
+    /// The substrate the views and runs share.
+    pub fn substrate(&self) -> Arc<Substrate> {
+        Arc::clone(&self.results.substrate)
     }
 
-    /// The dependency graph: stage 2's (with transition labels) once it ran, else the cheap one
-    /// (`None` while a large trace's graph is still being built).
-    pub fn graph(&self) -> Option<&DepGraph> {
-        self.pipeline.deps.as_ref().map(|d| &d.graph).or(self.base_graph.as_deref())
+    /// The dependency graph: stage 2's (with transition labels) once it ran, else the
+    /// substrate's.
+    pub fn graph(&self) -> &DepGraph {
+        self.results.graph()
+    }
+
+    /// The diagnosis of the last finished run (the user's decision when there are overrides).
+    pub fn diagnosis(&self) -> Option<&Diagnosis> {
+        self.results.diagnosis.as_ref()
     }
 
     /// What the diagnosis says about a step.
     pub fn marks(&self, step: usize) -> StepMarks {
-        self.marks.get(&step).copied().unwrap_or_default()
+        self.results.marks(step)
     }
 
     /// The phases.
     pub fn phases(&self) -> &[Phase] {
-        &self.hierarchy().phases
+        self.results.phases()
     }
 
-    /// The index of the phase holding `step` (binary search: phases are contiguous).
+    /// The index of the phase holding `step`.
     pub fn phase_of(&self, step: usize) -> usize {
         let phases = self.phases();
         phases.partition_point(|p| p.range.end <= step).min(phases.len().saturating_sub(1))
@@ -479,9 +373,12 @@ impl App {
     }
 
     fn all_edges(&self) -> Vec<(bool, usize, &DepEdge)> {
-        let Some(g) = self.graph() else { return Vec::new() };
-        let mut inc = g.incoming(self.step);
-        let mut out = g.outgoing(self.step);
+        let g = self.graph();
+        if self.nav.step >= self.n_steps() {
+            return Vec::new();
+        }
+        let mut inc = g.incoming(self.nav.step);
+        let mut out = g.outgoing(self.nav.step);
         for v in [&mut inc, &mut out] {
             v.sort_by(|a, b| b.1.weight.total_cmp(&a.1.weight).then(a.0.cmp(&b.0)));
         }
@@ -493,23 +390,33 @@ impl App {
     /// included; `None` when its effect does not reach it.
     pub fn path_to_output(&self) -> Option<Vec<usize>> {
         let last = self.n_steps().checked_sub(1)?;
-        self.graph()?.path(self.step, last)
+        self.graph().path(self.nav.step, last)
     }
 
     /// The rows of the roles view: every step in the re-search window around the decisive step
     /// and every step with a role, by step, with its role if it has one.
     pub fn role_rows(&self) -> Vec<(usize, Option<Role>)> {
-        let Some(d) = self.diagnosis.as_ref().filter(|d| !d.roles.is_empty()) else { return Vec::new() };
-        let mut steps: std::collections::BTreeSet<usize> = d.roles.iter().map(|(s, _)| *s).collect();
-        if let Some(s) = d.decisive_step {
-            steps.extend(s.saturating_sub(ROLE_WINDOW)..=(s + ROLE_WINDOW).min(self.n_steps().saturating_sub(1)));
-        }
-        steps.into_iter().map(|s| (s, d.role_of(s))).collect()
+        self.results.role_rows(ROLE_WINDOW, self.n_steps())
     }
 
     /// The number of candidates in the diagnosis.
     pub fn n_candidates(&self) -> usize {
-        self.diagnosis.as_ref().map_or(0, |d| d.candidates.len())
+        self.results.n_candidates()
+    }
+
+    /// The machine's verdict (see [`Results::machine_verdict`]).
+    pub fn machine_verdict(&self) -> Option<&Diagnosis> {
+        self.results.machine_verdict()
+    }
+
+    /// The user's decision: the diagnosis with the overrides, when there are any.
+    pub fn user_decision(&self) -> Option<&Diagnosis> {
+        self.results.user_decision()
+    }
+
+    /// The decisive step of the machine's verdict (of the diagnosis while that is unknown).
+    pub fn decisive_step(&self) -> Option<usize> {
+        self.results.decisive_step()
     }
 
     /// The wrapped evidence lines of a step at a width: from the cache [`App::prepare`] fills,
@@ -521,19 +428,25 @@ impl App {
 
     fn build_evidence(&self, step: usize, width: u16) -> Vec<Line<'static>> {
         let content = &self.traj.steps[step].content;
-        let ev = self.base.evidence.get(step).map_or(&[][..], Vec::as_slice);
+        let ev = self.results.substrate.hierarchy.evidence.get(step).map_or(&[][..], Vec::as_slice);
         let lines = highlight::content_lines(content, ev, &self.theme);
         highlight::wrap(&lines, width as usize, &self.theme)
     }
 
     /// The selected step's evidence at the screen's width, built into the cache when missing.
     fn cached_evidence(&mut self) -> Arc<Vec<Line<'static>>> {
-        let (step, width) = (self.step, self.screen.evidence.0);
+        let (step, width) = (self.nav.step, self.screen.evidence.0);
         if let Some(lines) = self.evidence.get((step, width as usize)) {
             return lines;
         }
         let lines = self.build_evidence(step, width);
         self.evidence.insert((step, width as usize), lines)
+    }
+
+    /// The step references of the current prose (the verdict view, the selected row's detail),
+    /// as the view draws them.
+    pub fn links(&self) -> Vec<usize> {
+        super::ui::prose_links(self)
     }
 
     /// Gets the app ready to draw a frame of `area`: the layout for it, the lists' first
@@ -543,15 +456,17 @@ impl App {
         use super::ui::visible_offset;
         self.screen = super::ui::layout(self, area);
         let s = self.screen;
-        let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
-        let o = self.offsets;
-        self.offsets = Offsets {
-            phase: visible_offset(o.phase, self.phase, self.phases().len(), s.phase_rows as usize),
-            step: visible_offset(o.step, self.step.saturating_sub(range.start), range.len(), s.step_rows as usize),
-            edge: visible_offset(o.edge, self.edge, self.edges().len(), s.edge_rows as usize),
-            list: visible_offset(o.list, self.list_sel, self.list_len(), s.list_rows as usize),
+        let n = &self.nav;
+        let range = self.phases().get(n.phase).map_or(0..0, |p| p.range.clone());
+        let o = n.offsets;
+        let offsets = Offsets {
+            phase: visible_offset(o.phase, n.phase, self.phases().len(), s.phase_rows as usize),
+            step: visible_offset(o.step, n.step.saturating_sub(range.start), range.len(), s.step_rows as usize),
+            edge: visible_offset(o.edge, n.edge, self.edges().len(), s.edge_rows as usize),
+            list: visible_offset(o.list, n.list_sel, self.list_len(), s.list_rows as usize),
         };
-        if self.view == View::Hierarchy && s.evidence.0 > 0 && self.step < self.n_steps() {
+        self.nav.offsets = offsets;
+        if self.nav.view == View::Hierarchy && s.evidence.0 > 0 && self.nav.step < self.n_steps() {
             self.cached_evidence();
         }
     }
@@ -566,10 +481,17 @@ impl App {
         self.dirty = true;
     }
 
-    /// Sets the status message.
+    /// Sets the status message and keeps it in the messages overlay.
     /// The text is sanitised: it may quote trace content or file names.
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
-        self.status = Some(Status { text: clean(&text.into()), level });
+        let status = Status { text: clean(&text.into()), level };
+        if self.messages.back() != Some(&status) {
+            if self.messages.len() == MESSAGES {
+                self.messages.pop_front();
+            }
+            self.messages.push_back(status.clone());
+        }
+        self.status = Some(status);
         self.dirty = true;
     }
 
@@ -593,22 +515,27 @@ impl App {
         self.dirty = true;
         match self.mode.clone() {
             Mode::Normal => self.keymap.action(&k).map(|a| self.apply(a)).unwrap_or_default(),
-            Mode::Help => self.on_help_key(k),
+            Mode::Help | Mode::Messages => self.on_overlay_key(k),
             Mode::Search(buf) => self.edit_input(k, buf, Input::Search),
             Mode::Jump(buf) => self.edit_input(k, buf, Input::Jump),
             Mode::Filter(buf) => self.edit_input(k, buf, Input::Filter),
         }
     }
 
-    /// Keys while the help is open: the moving keys scroll it, help or back close it, quit
-    /// quits; other keys do nothing (so a stray key does not close it).
-    fn on_help_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+    /// Keys while the help or the messages are open: the moving keys scroll, the overlay's own
+    /// key or back closes it, quit quits; other keys do nothing (so a stray key does not close
+    /// it).
+    fn on_overlay_key(&mut self, k: KeyEvent) -> Vec<Effect> {
         let height = (self.screen.help_rows as usize).max(1);
-        let max = super::ui::help_lines(self).len().saturating_sub(height);
+        let len = match self.mode {
+            Mode::Messages => super::ui::message_lines(self, self.screen.area.width).len(),
+            _ => super::ui::help_lines(self).len(),
+        };
+        let max = len.saturating_sub(height);
         let page = height.saturating_sub(1).max(1);
         self.help_scroll = match self.keymap.action(&k) {
             Some(Action::Quit) => return vec![Effect::Quit],
-            Some(Action::Help | Action::Back) => {
+            Some(Action::Help | Action::Back | Action::Messages) => {
                 self.mode = Mode::Normal;
                 0
             }
@@ -678,7 +605,7 @@ impl App {
 
     /// Cycles the candidates' sort key.
     fn cycle_sort(&mut self) {
-        if self.view != View::Candidates {
+        if self.nav.view != View::Candidates {
             return self.set_status(Level::Info, "s sorts the candidates view (press 2)");
         }
         let step = self.selected_candidate().map(|c| c.step);
@@ -689,20 +616,21 @@ impl App {
 
     /// Recomputes the candidates rows; the selection follows `step` when it is still shown.
     fn refresh_candidates(&mut self, step: Option<usize>) {
-        self.cands.refresh(self.diagnosis.as_ref());
-        if self.view == View::Candidates {
-            self.list_sel = step.and_then(|s| self.cands.row_of(self.diagnosis.as_ref(), s)).unwrap_or(0);
+        self.cands.refresh(self.results.diagnosis.as_ref());
+        if self.nav.view == View::Candidates {
+            self.nav.list_sel = step.and_then(|s| self.cands.row_of(self.results.diagnosis.as_ref(), s)).unwrap_or(0);
+            self.nav.link = None;
         }
     }
 
     /// The candidate selected in the candidates view.
     pub fn selected_candidate(&self) -> Option<&crate::diagnosis::Candidate> {
-        self.cands.get(self.diagnosis.as_ref(), self.list_sel)
+        self.cands.get(self.results.diagnosis.as_ref(), self.nav.list_sel)
     }
 
     fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
         let pos = Position::new(m.column, m.row);
-        let pane = if self.view == View::Hierarchy {
+        let pane = if self.nav.view == View::Hierarchy {
             Pane::ALL.into_iter().zip(self.screen.panes).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
         } else {
             None
@@ -711,9 +639,9 @@ impl App {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
                 let down = m.kind == MouseEventKind::ScrollDown;
                 if let Some(p) = pane {
-                    self.focus = p;
+                    self.nav.focus = p;
                 }
-                let n = if self.view == View::Hierarchy && self.focus == Pane::Evidence { 3 } else { 1 };
+                let n = if self.nav.view == View::Hierarchy && self.nav.focus == Pane::Evidence { 3 } else { 1 };
                 for _ in 0..n {
                     self.apply(if down { Action::Down } else { Action::Up });
                 }
@@ -731,50 +659,53 @@ impl App {
 
     fn click(&mut self, pane: Option<Pane>, pos: Position) {
         if let Some(p) = pane {
-            self.focus = p;
+            self.nav.focus = p;
             let r = self.screen.panes[p.index()];
             let row = pos.y.saturating_sub(r.y + 1) as usize;
+            let ext = self.extent();
             match p {
                 Pane::Phases => {
-                    let row = row + self.offsets.phase;
-                    if row < self.phases().len() {
-                        self.select_phase(row);
-                    }
+                    let row = row + self.nav.offsets.phase;
+                    self.nav.select_phase(row, &ext);
                 }
                 Pane::Steps => {
-                    let range = self.phases().get(self.phase).map_or(0..0, |p| p.range.clone());
-                    let s = range.start + self.offsets.step + row;
+                    let range = ext.phases.get(self.nav.phase).cloned().unwrap_or(0..0);
+                    let s = range.start + self.nav.offsets.step + row;
                     if s < range.end {
-                        self.select_step(s);
+                        self.nav.select_step(s, &ext);
                     }
                 }
                 Pane::Edges => {
                     // The list starts below the path and header rows.
-                    let row = row.saturating_sub(2) + self.offsets.edge;
-                    self.edge = row.min(self.edges().len().saturating_sub(1));
+                    let row = row.saturating_sub(2) + self.nav.offsets.edge;
+                    self.nav.edge = row.min(self.edges().len().saturating_sub(1));
                 }
                 Pane::Evidence => {}
             }
-        } else if self.view != View::Hierarchy {
+        } else if self.nav.view != View::Hierarchy {
             let r = self.screen.view_list;
             if r.contains(pos) {
-                self.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.offsets.list;
+                self.nav.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.nav.offsets.list;
+                self.nav.link = None;
                 self.clamp_list();
             }
         }
     }
 
-    /// Carries out an action.
+    /// Carries out an action: routes it to the component it concerns.
     pub fn apply(&mut self, a: Action) -> Vec<Effect> {
         self.dirty = true;
+        let view = self.nav.view;
         match a {
             Action::Quit => return vec![Effect::Quit],
             Action::Help => self.mode = Mode::Help,
-            Action::Search if self.view == View::Candidates => self.mode = Mode::Filter(self.cands.filter.clone()),
+            Action::Messages => self.open_messages(),
+            Action::Search if view == View::Candidates => self.mode = Mode::Filter(self.cands.filter.clone()),
             Action::Search => self.mode = Mode::Search(String::new()),
             Action::Sort => self.cycle_sort(),
             Action::JumpToStep => self.mode = Mode::Jump(String::new()),
             Action::GoToDecisive => self.go_to_decisive(),
+            Action::JumpBack | Action::JumpForward => self.history(a == Action::JumpBack),
             Action::SearchNext => self.search_again(true),
             Action::SearchPrev => self.search_again(false),
             Action::Copy => return self.copy(),
@@ -795,30 +726,33 @@ impl App {
             | Action::ViewPrior
             | Action::ViewVerdict
             | Action::ViewMethods => self.set_view(View::ALL.into_iter().find(|v| v.action() == a)),
-            Action::NextView => self.set_view(View::ALL.get((self.view.index() + 1) % View::ALL.len()).copied()),
-            Action::PrevView => {
-                self.set_view(View::ALL.get((self.view.index() + View::ALL.len() - 1) % View::ALL.len()).copied())
-            }
+            Action::NextView => self.set_view(Some(view.cycle(true))),
+            Action::PrevView => self.set_view(Some(view.cycle(false))),
             _ => self.navigate(a),
         }
         Vec::new()
     }
 
+    fn open_messages(&mut self) {
+        self.mode = Mode::Messages;
+        // Open on the newest messages.
+        let len = super::ui::message_lines(self, self.screen.area.width).len();
+        self.help_scroll = len.saturating_sub((self.screen.help_rows as usize).max(1));
+    }
+
     fn set_view(&mut self, v: Option<View>) {
-        if let Some(v) = v
-            && v != self.view
-        {
-            self.view = v;
-            self.list_sel = self.initial_list_sel();
-            self.offsets.list = 0;
+        if let Some(v) = v {
+            let row = self.initial_list_sel(v);
+            self.nav.set_view(v, row);
         }
     }
 
-    /// In the candidates view start on the decisive step's candidate, in roles on ROOT_CAUSE.
-    fn initial_list_sel(&self) -> usize {
-        let decisive = self.diagnosis.as_ref().and_then(|d| d.decisive_step);
-        match (self.view, decisive) {
-            (View::Candidates, Some(s)) => self.cands.row_of(self.diagnosis.as_ref(), s).unwrap_or(0),
+    /// In the candidates view start on the decisive step's candidate, in roles on ROOT_CAUSE,
+    /// in the verdict on its first step reference.
+    fn initial_list_sel(&self, view: View) -> usize {
+        let decisive = self.results.diagnosis.as_ref().and_then(|d| d.decisive_step);
+        match (view, decisive) {
+            (View::Candidates, Some(s)) => self.cands.row_of(self.results.diagnosis.as_ref(), s).unwrap_or(0),
             (View::Roles, Some(s)) => self.role_rows().iter().position(|(st, _)| *st == s).unwrap_or(0),
             (View::Methods, _) => Method::ALL.iter().position(|m| *m == self.method).unwrap_or(0),
             _ => 0,
@@ -827,196 +761,159 @@ impl App {
 
     // ----- navigation -----
 
-    fn navigate(&mut self, a: Action) {
-        if self.view != View::Hierarchy {
-            return self.navigate_list(a);
-        }
-        match self.focus {
-            Pane::Phases => self.nav_phases(a),
-            Pane::Steps => self.nav_steps(a),
-            Pane::Evidence => self.nav_evidence(a),
-            Pane::Edges => self.nav_edges(a),
-        }
-        match a {
-            Action::NextPane => self.focus = Pane::ALL[(self.focus.index() + 1) % 4],
-            Action::PrevPane => self.focus = Pane::ALL[(self.focus.index() + 3) % 4],
-            _ => {}
-        }
-    }
-
-    fn page(&self) -> usize {
+    /// What the lists hold right now, for [`Nav`].
+    fn extent(&self) -> Extent {
+        let nav = &self.nav;
         let s = &self.screen;
-        let rows = match (self.view, self.focus) {
+        let hierarchy = nav.view == View::Hierarchy;
+        let page_rows = match (nav.view, nav.focus) {
             (View::Hierarchy, Pane::Phases) => s.phase_rows,
             (View::Hierarchy, Pane::Steps) => s.step_rows,
             (View::Hierarchy, Pane::Edges) => s.edge_rows,
             (View::Hierarchy, Pane::Evidence) => s.evidence.1,
             _ => s.list_rows,
-        };
-        (rows as usize).max(2) - 1
-    }
-
-    fn moved(&self, cur: usize, len: usize, a: Action) -> usize {
-        let last = len.saturating_sub(1);
-        match a {
-            Action::Up => cur.saturating_sub(1),
-            Action::Down => (cur + 1).min(last),
-            Action::PageUp => cur.saturating_sub(self.page()),
-            Action::PageDown => (cur + self.page()).min(last),
-            Action::Top => 0,
-            Action::Bottom => last,
-            _ => cur,
+        } as usize;
+        Extent {
+            phases: self.phases().iter().map(|p| p.range.clone()).collect(),
+            n_steps: self.n_steps(),
+            edges: if hierarchy && nav.focus == Pane::Edges {
+                self.edges().into_iter().map(|(_, s, _)| s).collect()
+            } else {
+                Vec::new()
+            },
+            evidence_lines: 0,
+            list_len: if hierarchy { 0 } else { self.list_len() },
+            row_step: if hierarchy { None } else { self.row_step() },
+            links: if hierarchy { Vec::new() } else { self.links() },
+            page_rows,
         }
     }
 
-    fn nav_phases(&mut self, a: Action) {
-        match a {
-            Action::Enter => self.focus = Pane::Steps,
-            _ => {
-                let p = self.moved(self.phase, self.phases().len(), a);
-                if p != self.phase {
-                    self.select_phase(p);
-                }
-            }
+    fn navigate(&mut self, a: Action) {
+        let mut ext = self.extent();
+        if self.nav.view == View::Hierarchy && self.nav.focus == Pane::Evidence && self.screen.evidence.0 > 0 {
+            ext.evidence_lines = self.cached_evidence().len();
         }
+        let moved = self.nav.navigate(a, &ext);
+        self.report(moved);
     }
 
-    fn nav_steps(&mut self, a: Action) {
-        match a {
-            Action::Enter => self.focus = Pane::Evidence,
-            Action::Back => self.focus = Pane::Phases,
-            Action::Top | Action::Bottom => {
-                if let Some(r) = self.phases().get(self.phase).map(|p| p.range.clone()) {
-                    self.select_step(if a == Action::Top { r.start } else { r.end.saturating_sub(1) });
-                }
+    /// Puts what a navigation did in the status line.
+    fn report(&mut self, moved: Moved) {
+        let back = self.keymap.hint(Action::JumpBack);
+        match moved {
+            Moved::Quiet => {}
+            Moved::Jumped { step, from } => {
+                let what = self.step_words(step);
+                let from = if from.is_empty() { String::new() } else { format!(" · from {from}") };
+                self.set_status(Level::Info, format!("step {step}{what}{from} · {back} back"));
             }
-            _ => {
-                let s = self.moved(self.step, self.n_steps(), a);
-                self.select_step(s);
+            Moved::Link { index, of, step } => {
+                let enter = self.keymap.hint(Action::Enter);
+                let what = self.step_words(step);
+                self.set_status(
+                    Level::Info,
+                    format!("step reference {} of {of}: step {step}{what} · {enter} jumps to it", index + 1),
+                );
             }
-        }
-    }
-
-    fn nav_evidence(&mut self, a: Action) {
-        let (w, h) = self.screen.evidence;
-        let total = if w > 0 { self.cached_evidence().len() } else { 0 };
-        let max = total.saturating_sub(h as usize);
-        let page = (h as usize).max(2) - 1;
-        self.evidence_scroll = match a {
-            Action::Enter => {
-                self.focus = Pane::Edges;
-                self.evidence_scroll
-            }
-            Action::Back => {
-                self.focus = Pane::Steps;
-                self.evidence_scroll
-            }
-            Action::Up => self.evidence_scroll.saturating_sub(1),
-            Action::Down => self.evidence_scroll + 1,
-            Action::PageUp => self.evidence_scroll.saturating_sub(page),
-            Action::PageDown => self.evidence_scroll + page,
-            Action::Top => 0,
-            Action::Bottom => max,
-            _ => self.evidence_scroll,
-        }
-        .min(max);
-    }
-
-    fn nav_edges(&mut self, a: Action) {
-        let edges: Vec<usize> = self.edges().into_iter().map(|(_, s, _)| s).collect();
-        match a {
-            Action::Enter => {
-                if let Some(&s) = edges.get(self.edge) {
-                    self.select_step(s);
-                    self.focus = Pane::Steps;
-                    self.set_status(Level::Info, format!("jumped to step {s}"));
-                }
-            }
-            Action::Back => self.focus = Pane::Evidence,
-            _ => self.edge = self.moved(self.edge, edges.len(), a),
-        }
-    }
-
-    fn navigate_list(&mut self, a: Action) {
-        let len = self.list_len();
-        match a {
-            Action::Enter => {
-                let target = match self.view {
-                    View::Candidates => self.selected_candidate().map(|c| c.step),
-                    View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
-                    View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
-                    View::Verdict => self.verdict_links().get(self.list_sel).copied(),
-                    _ => None,
+            Moved::History { back: was_back, to } => {
+                let dir = if was_back { "back" } else { "forward" };
+                let place = match to.view {
+                    View::Hierarchy => format!("step {}{}", to.step, self.step_words(to.step)),
+                    v => format!("the {} view", v.name()),
                 };
-                if let Some(s) = target {
-                    self.select_step(s);
-                    self.view = View::Hierarchy;
-                    self.focus = Pane::Steps;
-                }
+                self.set_status(Level::Info, format!("{dir} to {place}"));
             }
-            Action::Back => self.view = View::Hierarchy,
-            _ => self.list_sel = self.moved(self.list_sel, len, a),
+            Moved::HistoryEmpty { back: true } => {
+                self.set_status(Level::Info, "no jump to go back from: enter on a step number, :, d and search jump")
+            }
+            Moved::HistoryEmpty { back: false } => self.set_status(Level::Info, "no later jump to go forward to"),
+        }
+    }
+
+    /// A few words on what a step is: ` (WebSurfer · the decisive step)`.
+    fn step_words(&self, step: usize) -> String {
+        let Some(st) = self.traj.steps.get(step) else { return String::new() };
+        let mut parts = vec![text::clip(&clean(&st.agent), 24)];
+        if self.decisive_step() == Some(step) {
+            parts.push("the decisive step".into());
+        } else if self.user_decision().and_then(|u| u.decisive_step) == Some(step) {
+            parts.push("your decision".into());
+        } else if self.results.marks(step).candidate.is_some() {
+            parts.push("a candidate".into());
+        }
+        if self.traj.gold.as_ref().and_then(|g| g.step) == Some(step) {
+            parts.push("the gold step".into());
+        }
+        format!(" ({})", parts.join(" · "))
+    }
+
+    fn history(&mut self, back: bool) {
+        let ext = self.extent();
+        let moved = self.nav.history(back, &ext);
+        self.report(moved);
+    }
+
+    /// The step the selected row of a list view stands for.
+    fn row_step(&self) -> Option<usize> {
+        match self.nav.view {
+            View::Hierarchy => Some(self.nav.step),
+            View::Candidates => self.selected_candidate().map(|c| c.step),
+            View::Roles => self.role_rows().get(self.nav.list_sel).map(|(s, _)| *s),
+            View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
+            View::Verdict => self.links().get(self.nav.list_sel).copied(),
+            View::Prior => None,
         }
     }
 
     fn list_len(&self) -> usize {
-        match self.view {
+        match self.nav.view {
             View::Candidates => self.cands.rows().len(),
             View::Roles => self.role_rows().len(),
             View::Methods => Method::ALL.len(),
-            View::Verdict => self.verdict_links().len(),
+            View::Verdict => self.links().len(),
             _ => 0,
         }
     }
 
     /// The method of the selected row of the methods view.
     pub fn selected_method(&self) -> Method {
-        Method::ALL[self.list_sel.min(Method::ALL.len() - 1)]
+        Method::ALL[self.nav.list_sel.min(Method::ALL.len() - 1)]
     }
 
     /// The diagnosis of the selected row of the methods view, once that method ran.
     pub fn selected_method_result(&self) -> Option<&Diagnosis> {
-        self.method_results.get(&self.selected_method())
+        self.results.methods.get(&self.selected_method())
     }
 
     fn clamp_list(&mut self) {
         let len = self.list_len();
-        self.list_sel = self.list_sel.min(len.saturating_sub(1));
+        self.nav.list_sel = self.nav.list_sel.min(len.saturating_sub(1));
     }
 
     /// Selects a phase and its first step.
     pub fn select_phase(&mut self, p: usize) {
-        let Some(start) = self.phases().get(p).map(|ph| ph.range.start) else { return };
-        self.phase = p;
-        self.set_step(start);
+        let ext = self.extent();
+        self.nav.select_phase(p, &ext);
     }
 
     /// Selects a step (and its phase).
     pub fn select_step(&mut self, s: usize) {
-        if s >= self.n_steps() {
-            return;
-        }
-        self.phase = self.phase_of(s);
-        self.set_step(s);
+        let ext = self.extent();
+        self.nav.select_step(s, &ext);
     }
 
-    fn set_step(&mut self, s: usize) {
-        if s != self.step {
-            self.evidence_scroll = 0;
-            self.edge = 0;
-        }
-        self.step = s;
+    /// Jumps to step `s` in the hierarchy view (remembered in the jump history).
+    fn jump_to(&mut self, s: usize, from: &str) -> Moved {
+        let ext = self.extent();
+        self.nav.jump(s, &ext, from)
     }
 
     fn jump(&mut self, buf: &str) {
         match buf.trim().parse::<usize>() {
             Ok(n) if n < self.n_steps() => {
-                self.select_step(n);
-                self.view = View::Hierarchy;
-                if self.focus == Pane::Phases {
-                    self.focus = Pane::Steps;
-                }
-                self.set_status(Level::Info, format!("step {n}"));
+                let moved = self.jump_to(n, "");
+                self.report(moved);
             }
             Ok(n) if n < self.total_steps() => self
                 .set_status(Level::Info, format!("step {n} is not indexed yet: indexing {} steps", self.total_steps())),
@@ -1039,10 +936,9 @@ impl App {
         let Some(q) = self.search.query.clone() else {
             return self.set_status(Level::Info, "no search yet: press / to search");
         };
-        match self.search.find(&self.traj.steps, self.step, self.n_steps(), forward) {
+        match self.search.find(&self.traj.steps, self.nav.step, self.n_steps(), forward) {
             Some(s) => {
-                self.select_step(s);
-                self.view = View::Hierarchy;
+                self.jump_to(s, "search");
                 self.scroll_to_match(&q);
                 let total = self.search.total();
                 let steps = if total == 1 { "step matches" } else { "steps match" };
@@ -1062,24 +958,22 @@ impl App {
             let t: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
             t.to_lowercase().contains(&q)
         });
-        self.evidence_scroll = hit.map_or(0, |h| h.saturating_sub(2));
+        self.nav.evidence_scroll = hit.map_or(0, |h| h.saturating_sub(2));
     }
 
     // ----- clipboard and export -----
 
+    /// The step an override or a copy applies to: the selected step reference when there is one,
+    /// else the selected row's step.
     fn target_step(&self) -> Option<usize> {
-        match self.view {
-            View::Hierarchy => Some(self.step),
-            View::Candidates => self.selected_candidate().map(|c| c.step),
-            View::Roles => self.role_rows().get(self.list_sel).map(|(s, _)| *s),
-            View::Methods => self.selected_method_result().and_then(|d| d.decisive_step),
-            View::Verdict => self.verdict_links().get(self.list_sel).copied(),
-            _ => None,
+        match (self.nav.view, self.nav.link) {
+            (View::Hierarchy | View::Verdict | View::Prior, _) | (_, None) => self.row_step(),
+            (_, Some(k)) => self.links().get(k).copied(),
         }
     }
 
     fn copy(&mut self) -> Vec<Effect> {
-        let s = self.step;
+        let s = self.nav.step;
         let st = &self.traj.steps[s];
         let body = format!("step {s} ({})\n{}", text::sanitize(&st.agent), text::sanitize(&st.content));
         let chars = body.chars().count();
@@ -1088,7 +982,7 @@ impl App {
     }
 
     fn export(&mut self) -> Vec<Effect> {
-        if self.diagnosis.is_none() {
+        if self.results.diagnosis.is_none() {
             self.set_status(Level::Warn, "nothing to export yet: run the pipeline first (press a)");
             return Vec::new();
         }
@@ -1110,11 +1004,20 @@ impl App {
         Options { overrides: self.overrides().clone(), window: ROLE_WINDOW, ..Options::new(self.ground_truth) }
     }
 
-    /// Starts a run, or queues it behind the running one (which is cancelled: the latest wins).
+    /// Starts a run, or queues it behind the running one (which is cancelled: the latest wins);
+    /// while the substrate is being built, the run waits for it.
     pub fn request(&mut self, target: RunTarget) -> Vec<Effect> {
         if self.runs.queue(target) {
             self.set_status(Level::Info, format!("restarting: {}", target.label()));
             return vec![Effect::Cancel];
+        }
+        if self.results.indexing {
+            self.runs.defer(target);
+            self.set_status(
+                Level::Info,
+                format!("{} starts once all {} steps are indexed", target.label(), self.total_steps()),
+            );
+            return Vec::new();
         }
         vec![self.start(target)]
     }
@@ -1136,13 +1039,13 @@ impl App {
         let machine = target.is_pipeline()
             && !opts.overrides.is_empty()
             && (self.machine_verdict().is_none() || !matches!(target, RunTarget::Rerun { .. }));
-        let req = RunRequest { id, target, pipeline: self.pipeline.clone(), opts, machine };
+        let req = RunRequest { id, target, pipeline: self.results.pipeline.clone(), opts, machine };
         Effect::Run(Box::new(req))
     }
 
     /// The stage a run starts with (shown until its first progress report).
     fn first_stage(&self, target: RunTarget) -> Stage {
-        let next = match self.pipeline.last_stage() {
+        let next = match self.results.pipeline.last_stage() {
             None => Stage::SearchSpace,
             Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
         };
@@ -1158,6 +1061,9 @@ impl App {
         if self.runs.cancel() {
             self.set_status(Level::Info, "cancelling…");
             vec![Effect::Cancel]
+        } else if self.runs.take_pending().is_some() {
+            self.set_status(Level::Info, "cancelled the run waiting for indexing");
+            Vec::new()
         } else {
             self.set_status(Level::Info, "nothing is running");
             Vec::new()
@@ -1172,19 +1078,17 @@ impl App {
                 self.runs.progress(id, stage, done, total);
                 Vec::new()
             }
-            JobMsg::Graph(g) => {
-                self.base_graph = Some(g);
-                Vec::new()
-            }
-            JobMsg::Hierarchy(h) => {
-                self.base = h;
-                self.indexing = false;
+            JobMsg::Substrate(s) => {
+                self.results.indexed(s);
                 self.evidence.clear();
-                self.phase = self.phase_of(self.step);
+                self.nav.phase = self.phase_of(self.nav.step);
                 if !self.runs.busy() {
                     self.set_status(Level::Info, format!("indexed all {} steps", self.total_steps()));
                 }
-                Vec::new()
+                match self.runs.take_pending() {
+                    Some(t) if !self.runs.busy() => vec![self.start(t)],
+                    _ => Vec::new(),
+                }
             }
             JobMsg::Done(d) => self.finish(*d),
         }
@@ -1193,60 +1097,40 @@ impl App {
     fn finish(&mut self, d: JobDone) -> Vec<Effect> {
         let Some(run) = self.runs.finish(d.id) else { return Vec::new() };
         let took = if self.show_timings { format!(" in {}", ms(d.elapsed)) } else { String::new() };
-        match (d.outcome, run.target) {
-            (Ok(()), RunTarget::AllMethods) => {
-                let n = d.methods.len();
-                for m in d.methods {
-                    if let Some(k) = Method::parse(&m.method) {
-                        self.method_results.insert(k, m);
-                    }
-                }
-                let see = if self.view == View::Methods {
+        let taken = self.results.take_run(d, run.target);
+        self.cands.refresh(self.results.diagnosis.as_ref());
+        match taken {
+            Taken::Methods(n) => {
+                let see = if self.nav.view == View::Methods {
                     String::new()
                 } else {
                     format!("; press {} for the methods view", self.keymap.hint(Action::ViewMethods))
                 };
                 self.set_status(Level::Ok, format!("finished all methods{took}: {n} verdicts{see}"));
             }
-            (Ok(()), RunTarget::Method(m)) => {
-                if let Some(r) = d.methods.into_iter().next() {
-                    self.method_results.insert(m, r);
-                }
-                let before = self.decisive_step();
-                self.diagnosis = d.diagnosis;
+            Taken::Verdict { before } => {
                 self.follow_verdict(before);
-                self.refresh_marks();
-                self.clamp_list();
-                let verdict = self.verdict_line();
-                self.set_status(Level::Ok, format!("finished method {m}{took}{verdict}"));
-            }
-            (Ok(()), _) => {
-                self.pipeline = d.pipeline;
-                let before = self.decisive_step();
-                let previous = std::mem::replace(&mut self.diagnosis, d.diagnosis);
-                self.keep_machine_verdict(previous, d.machine);
-                self.follow_verdict(before);
-                self.refresh_marks();
                 self.clamp_list();
                 let verdict = self.verdict_line();
                 let (level, done) = match (self.override_note.take(), run.target) {
                     (Some(n), RunTarget::Rerun { .. }) => {
                         (n.level, format!("{}; re-ran {}", n.text, run.target.label()))
                     }
+                    (_, RunTarget::Method(m)) => (Level::Ok, format!("finished method {m}")),
                     _ => (Level::Ok, format!("finished {}", run.target.label())),
                 };
                 self.set_status(level, format!("{done}{took}{verdict}"));
             }
-            // A cancelled pipeline run keeps the stages it finished.
-            (Err(_), target) if target.is_pipeline() && d.pipeline.last_stage().is_some() => {
-                let kept = d.pipeline.last_stage().map_or("", |s| s.as_str());
-                self.pipeline = d.pipeline;
-                self.diagnosis = d.diagnosis;
-                self.refresh_marks();
+            Taken::KeptStages(kept) => {
                 self.clamp_list();
-                self.set_status(Level::Warn, format!("cancelled {}; kept the stages through {kept}", target.label()));
+                self.set_status(
+                    Level::Warn,
+                    format!("cancelled {}; kept the stages through {kept}", run.target.label()),
+                );
             }
-            (Err(_), _) => self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label())),
+            Taken::Cancelled => {
+                self.set_status(Level::Warn, format!("cancelled {}; results unchanged", run.target.label()));
+            }
         }
         match self.runs.take_pending() {
             Some(t) => vec![self.start(t)],
@@ -1254,50 +1138,13 @@ impl App {
         }
     }
 
-    /// The machine's verdict: the diagnosis itself when it carries no override, else the one
-    /// computed without them (`None` before any run, or while it is unknown).
-    pub fn machine_verdict(&self) -> Option<&Diagnosis> {
-        match &self.diagnosis {
-            Some(d) if d.overrides.is_empty() => Some(d),
-            Some(_) => self.machine.as_ref(),
-            None => None,
-        }
-    }
-
-    /// The user's decision: the diagnosis with the overrides, when there are any.
-    pub fn user_decision(&self) -> Option<&Diagnosis> {
-        self.diagnosis.as_ref().filter(|d| !d.overrides.is_empty())
-    }
-
-    /// After a pipeline run: which machine verdict stands beside the new diagnosis.
-    fn keep_machine_verdict(&mut self, previous: Option<Diagnosis>, computed: Option<Diagnosis>) {
-        let with_overrides = self.diagnosis.as_ref().is_some_and(|d| !d.overrides.is_empty());
-        self.machine = match (computed, previous) {
-            _ if !with_overrides => None,
-            (Some(m), _) => Some(m),
-            (None, Some(p)) if p.overrides.is_empty() => Some(p),
-            (None, _) => self.machine.take(),
-        };
-        // The methods view's falat row is the machine's verdict of a full run.
-        if self.pipeline.research.is_some()
-            && let Some(m) = self.machine_verdict().cloned()
-        {
-            self.method_results.insert(Method::Falat, m);
-        }
-    }
-
-    /// The decisive step of the machine's verdict (of the diagnosis while that is unknown).
-    pub fn decisive_step(&self) -> Option<usize> {
-        self.machine_verdict().or(self.diagnosis.as_ref()).and_then(|d| d.decisive_step)
-    }
-
     /// After a run: when the verdict names a new decisive step, select it so that the hierarchy
     /// view shows it without further keys (a re-run that keeps the verdict leaves the selection).
     fn follow_verdict(&mut self, before: Option<usize>) {
         let Some(s) = self.decisive_step().filter(|s| Some(*s) != before) else { return };
         self.select_step(s);
-        if self.focus == Pane::Phases {
-            self.focus = Pane::Steps;
+        if self.nav.focus == Pane::Phases {
+            self.nav.focus = Pane::Steps;
         }
     }
 
@@ -1305,37 +1152,18 @@ impl App {
     fn go_to_decisive(&mut self) {
         match self.decisive_step() {
             Some(s) if s < self.n_steps() => {
-                self.select_step(s);
-                self.view = View::Hierarchy;
-                if self.focus == Pane::Phases {
-                    self.focus = Pane::Steps;
-                }
-                self.set_status(Level::Info, format!("step {s}: the decisive step"));
+                let moved = self.jump_to(s, "");
+                self.report(moved);
             }
             Some(s) => self.set_status(Level::Info, format!("decisive step {s} is not indexed yet")),
-            None if self.diagnosis.is_some() => self.set_status(Level::Info, "the verdict names no decisive step"),
+            None if self.results.diagnosis.is_some() => {
+                self.set_status(Level::Info, "the verdict names no decisive step")
+            }
             None => self.set_status(
                 Level::Info,
                 format!("no verdict yet: press {} to run the pipeline", self.keymap.hint(Action::RunAll)),
             ),
         }
-    }
-
-    /// The step numbers the verdict view lists, in the order its selection moves through them:
-    /// the machine's decisive step, the user's decision, the dependency path to the final
-    /// output, the gold step.
-    pub fn verdict_links(&self) -> Vec<usize> {
-        let Some(d) = self.machine_verdict().or(self.diagnosis.as_ref()) else { return Vec::new() };
-        let machine = self.machine_verdict().and_then(|m| m.decisive_step);
-        let user = self.user_decision().and_then(|u| u.decisive_step);
-        let mut out = Vec::new();
-        let path = d.path.iter().copied();
-        for s in machine.into_iter().chain(user).chain(path).chain(self.traj.gold.as_ref().and_then(|g| g.step)) {
-            if !out.contains(&s) && s < self.total_steps() {
-                out.push(s);
-            }
-        }
-        out
     }
 
     fn verdict_line(&self) -> String {
@@ -1351,21 +1179,6 @@ impl App {
         match self.user_decision() {
             Some(u) => format!("{machine}; your decision: {}", user_decision_text(u)),
             None => machine,
-        }
-    }
-
-    fn refresh_marks(&mut self) {
-        self.cands.refresh(self.diagnosis.as_ref());
-        self.marks.clear();
-        let Some(d) = &self.diagnosis else { return };
-        for c in &d.candidates {
-            self.marks.entry(c.step).or_default().candidate = Some(c.pruned.is_none());
-        }
-        for (s, r) in &d.roles {
-            self.marks.entry(*s).or_default().role = Some(*r);
-        }
-        if let Some(s) = d.decisive_step {
-            self.marks.entry(s).or_default().decisive = true;
         }
     }
 
@@ -1396,7 +1209,7 @@ impl App {
 
     /// Asks for the overrides to be saved at once and re-runs the stages downstream of them.
     fn overrides_changed(&mut self, msg: String) -> Vec<Effect> {
-        let rerun = match (&self.runs.running, self.pipeline.last_stage()) {
+        let rerun = match (&self.runs.running, self.results.pipeline.last_stage()) {
             (Some(r), _) if r.target.is_pipeline() || r.target == RunTarget::AllMethods => Some(r.target),
             (Some(_), _) => None,
             (None, Some(last)) if last >= Stage::Dependencies => {
@@ -1434,10 +1247,10 @@ impl App {
         let (level, what) = match result {
             Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
             Ok(store::Saved { path, fallback: Some(_) }) => {
-                // The reason first: a long path may be cut at the status line's end.
+                // The reason first: a long path may be shortened in the status line.
                 (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
             }
-            Err(e) => (Level::Error, format!("; could not save the overrides: {e:#}")),
+            Err(e) => (Level::Error, format!("{e:#}")),
         };
         let note = self.override_note.get_or_insert_with(|| OverrideNote {
             level: Level::Ok,
@@ -1446,7 +1259,13 @@ impl App {
             rerun: false,
         });
         note.level = level;
-        note.text.push_str(&what);
+        if level == Level::Error {
+            // What failed first, so that it stays on screen; the cause after it (whole in the
+            // messages overlay).
+            note.text = format!("could not save the overrides (kept until you quit): {what}; {}", note.text);
+        } else {
+            note.text.push_str(&what);
+        }
         self.show_override_note();
         // Without a re-run the note is done; else the re-run's end shows it again.
         if self.override_note.as_ref().is_some_and(|n| !n.rerun) {
@@ -1458,7 +1277,7 @@ impl App {
     pub fn on_exported(&mut self, result: anyhow::Result<Exported>) {
         match result {
             Ok(e) => {
-                // The reason first: a long path may be cut at the status line's end.
+                // The reason first: a long path may be shortened in the status line.
                 let why = if e.fallback.is_some() { "the trace's folder cannot be written: " } else { "" };
                 let msg = format!("{why}exported {} and {}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
@@ -1486,18 +1305,6 @@ pub fn number_only(e: &DepEdge) -> bool {
         !digits.is_empty() && digits.len() <= 4 && digits.chars().all(|c| c.is_ascii_digit())
     };
     e.kind == EdgeKind::Semantic && !e.shared.is_empty() && e.shared.iter().all(|k| small(k))
-}
-
-/// The first `n` steps of a trajectory, with the links among them.
-fn prefix(t: &Trajectory, n: usize) -> Trajectory {
-    let mut p = Trajectory::default();
-    p.id.clone_from(&t.id);
-    p.source = t.source;
-    p.task.clone_from(&t.task);
-    p.agents.clone_from(&t.agents);
-    p.steps = t.steps[..n.min(t.steps.len())].to_vec();
-    p.links = t.links.iter().filter(|l| l.from < n && l.to < n).copied().collect();
-    p
 }
 
 /// The user's decision in a few words: `step 4 (pinned)` or `step 7 with your marks`.

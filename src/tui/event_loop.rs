@@ -37,7 +37,7 @@ where
     let mut input = forward(events);
     let (tx, mut rx) = mpsc::unbounded_channel::<JobMsg>();
     let mut job: Option<JobHandle> = None;
-    if app.indexing {
+    if app.indexing() {
         job::spawn_index(Arc::clone(&app.traj), tx.clone());
     }
     let mut tick = tokio::time::interval(TICK);

@@ -2,10 +2,12 @@
 //! pool with the pipeline's cancel flag and a throttled progress callback; results come back as
 //! [`JobMsg`]s. [`execute`] is the same run done synchronously (tests, headless use).
 //!
-//! Method runs ([`RunTarget::Method`], [`RunTarget::AllMethods`]) go through
-//! [`crate::methods::run`]; the methods other than FALAT do not look at the cancel flag, so their
-//! judge is wrapped: once cancel is asked, its remaining questions get the offline heuristic
-//! judge's instant answers and the run's results are dropped.
+//! Every run reads the substrate the app built once for the trajectory (carried by the request's
+//! [`Pipeline`]). Method runs ([`RunTarget::Method`], [`RunTarget::AllMethods`]) go through
+//! [`crate::methods::run_on`]; cancelling works as for the pipeline, through the judge session
+//! ([`crate::judge::session::Session`]) the options' cancel flag controls: once it is set, the
+//! remaining questions get the offline judge's instant answers, the stop points end the run, and
+//! the run's results are dropped (a pipeline run keeps the stages it finished).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,13 +16,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::diagnosis::Diagnosis;
-use crate::graph::DepGraph;
-use crate::hierarchy::Hierarchy;
-use crate::judge::heuristic::HeuristicJudge;
-use crate::judge::{Context, Judge, Judged, Question};
+use crate::judge::Judge;
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::pipeline::{Cancelled, Options, Pipeline, ProgressFn, Stage};
+use crate::substrate::Substrate;
 
 /// What a run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,11 +113,8 @@ pub enum JobMsg {
     },
     /// A run ended.
     Done(Box<JobDone>),
-    /// The dependency graph of the cheap hierarchy is ready (large traces build it in the
-    /// background).
-    Graph(Arc<DepGraph>),
-    /// The full hierarchy of a large trace is ready.
-    Hierarchy(Arc<Hierarchy>),
+    /// The whole trajectory's substrate is ready (a large trace builds it in the background).
+    Substrate(Arc<Substrate>),
 }
 
 /// Runs a request synchronously.
@@ -185,10 +182,9 @@ fn execute_methods(
         RunTarget::Method(m) => vec![m],
         _ => Method::ALL.to_vec(),
     };
-    let guarded = CancelJudge { inner: judge, cancel: Arc::clone(&cancel) };
     let mopts = method_options(&req.opts, Some(Arc::clone(&cancel)));
     let mut out = Vec::new();
-    let substrate = crate::substrate::Substrate::shared(t);
+    let substrate = req.pipeline.substrate.clone().unwrap_or_else(|| Substrate::shared(t));
     for (i, m) in list.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -196,7 +192,7 @@ fn execute_methods(
         if let Some(p) = &progress {
             p(m.as_str(), i, list.len());
         }
-        out.push(methods::run_on(*m, t, &substrate, &guarded, &mopts));
+        out.push(methods::run_on(*m, t, &substrate, judge, &mopts));
     }
     let outcome = if cancel.load(Ordering::Relaxed) { Err(Cancelled) } else { Ok(()) };
     if outcome.is_err() {
@@ -214,26 +210,6 @@ fn execute_methods(
         methods: out,
         machine: None,
         elapsed: start.elapsed(),
-    }
-}
-
-/// A judge that stops asking the real one once the run is cancelled: later questions get the
-/// heuristic judge's instant answers, so a method without cancel checks ends quickly.
-struct CancelJudge<'a> {
-    inner: &'a dyn Judge,
-    cancel: Arc<AtomicBool>,
-}
-
-impl Judge for CancelJudge<'_> {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-
-    fn ask(&self, ctx: &Context<'_>, q: &Question) -> Judged {
-        if self.cancel.load(Ordering::Relaxed) { HeuristicJudge.ask(ctx, q) } else { self.inner.ask(ctx, q) }
-    }
-    fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
-        self.inner.step_probabilities(ctx)
     }
 }
 
@@ -275,13 +251,10 @@ pub fn spawn(req: RunRequest, t: Arc<Trajectory>, judge: Arc<dyn Judge>, tx: Unb
     JobHandle { id, cancel }
 }
 
-/// Builds the full hierarchy of a large trace, then its dependency graph, on the blocking pool.
+/// Builds the whole trajectory's substrate (hierarchy, graph, prior) on the blocking pool, once;
+/// every later run shares it.
 pub fn spawn_index(t: Arc<Trajectory>, tx: UnboundedSender<JobMsg>) {
     tokio::task::spawn_blocking(move || {
-        let h = Arc::new(crate::hierarchy::build(&t));
-        if tx.send(JobMsg::Hierarchy(Arc::clone(&h))).is_ok() {
-            let g = DepGraph::build(&t, &h);
-            let _ = tx.send(JobMsg::Graph(Arc::new(g)));
-        }
+        let _ = tx.send(JobMsg::Substrate(Substrate::shared(&t)));
     });
 }

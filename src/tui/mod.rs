@@ -12,9 +12,13 @@
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
-//! - components with their own state and update, which the app holds: [`candidates`] (the
-//!   candidates list's filter and sort), [`search`] (search in step content), [`overrides`]
-//!   (editing the user's overrides, with undo);
+//! - components with their own state and update, which the app holds and routes actions to:
+//!   [`nav`] (view, focus, selections, scroll, the step reference selected in prose, the jump
+//!   history), [`results`] (the substrate built once, the stages, the diagnoses, every method's
+//!   verdict), [`candidates`] (the candidates list's filter and sort), [`search`] (search in step
+//!   content), [`overrides`] (editing the user's overrides, with undo), [`runs`] (the run in
+//!   progress and the one queued behind it);
+//! - [`links`]: the step references in prose (`step 12`, `steps 3, 5`), selectable in the views;
 //! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
 //! - [`store`]: the overrides file and the exported reports.
 //!
@@ -27,7 +31,10 @@ pub mod event_loop;
 pub mod highlight;
 pub mod job;
 pub mod keymap;
+pub mod links;
+pub mod nav;
 pub mod overrides;
+pub mod results;
 pub mod runs;
 pub mod search;
 pub mod store;
@@ -45,6 +52,7 @@ use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
 use serde::Deserialize;
 
 pub use app::{App, Config, Effect, FileEffect, Mode, Pane, View};
+pub use nav::Nav;
 pub use ui::render;
 
 use crate::judge::Judge;

@@ -56,6 +56,12 @@ impl Runs {
         true
     }
 
+    /// Queues `target` to start when the app is ready (the substrate is still being built);
+    /// a later request replaces it.
+    pub fn defer(&mut self, target: RunTarget) {
+        self.pending = Some(target);
+    }
+
     /// Records a new run of `target` starting at `stage`; returns its id (ids start at 1).
     pub fn begin(&mut self, target: RunTarget, stage: &str) -> u64 {
         let id = self.next_id;

@@ -48,14 +48,15 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
 fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let phases = app.phases();
-    let focused = app.focus == Pane::Phases;
-    let info = [format!("phase {} · {} phases", app.phase, phases.len()), format!("{}/{}", app.phase, phases.len())];
+    let focused = app.nav.focus == Pane::Phases;
+    let info =
+        [format!("phase {} · {} phases", app.nav.phase, phases.len()), format!("{}/{}", app.nav.phase, phases.len())];
     let block = pane(app, "Phases", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let h = inner.height as usize;
-    let off = visible_offset(app.offsets.phase, app.phase, phases.len(), h);
-    let scored = app.pipeline.space.is_some();
+    let off = visible_offset(app.nav.offsets.phase, app.nav.phase, phases.len(), h);
+    let scored = app.results.pipeline.space.is_some();
     let id_w = phases.len().saturating_sub(1).to_string().len().max(2);
     let range_w = 2 * app.total_steps().saturating_sub(1).to_string().len() + 2;
     // The phase that holds the decisive step: its bar may not be the highest (the verdict weighs
@@ -82,7 +83,7 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(susp, t.suspicion),
                 Span::styled(clean(&p.summary), t.text),
             ]);
-            row(app, fit(line, inner.width), i == app.phase, focused, inner.width)
+            row(app, fit(line, inner.width), i == app.nav.phase, focused, inner.width)
         })
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
@@ -97,11 +98,11 @@ fn row(app: &App, line: Line<'static>, is_sel: bool, focused: bool, width: u16) 
 }
 
 fn render_steps(app: &App, f: &mut Frame, area: Rect) {
-    let range = app.phases().get(app.phase).map(|p| p.range.clone()).unwrap_or(0..0);
-    let focused = app.focus == Pane::Steps;
+    let range = app.phases().get(app.nav.phase).map(|p| p.range.clone()).unwrap_or(0..0);
+    let focused = app.nav.focus == Pane::Steps;
     let (first, last, total) = (range.start, range.end.saturating_sub(1), app.total_steps());
     let info = [
-        format!("phase {} · steps {first}-{last} of {total}", app.phase),
+        format!("phase {} · steps {first}-{last} of {total}", app.nav.phase),
         format!("steps {first}-{last} of {total}"),
         format!("{first}-{last}"),
     ];
@@ -109,12 +110,12 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let h = inner.height as usize;
-    let sel = app.step.saturating_sub(range.start);
-    let off = visible_offset(app.offsets.step, sel, range.len(), h);
+    let sel = app.nav.step.saturating_sub(range.start);
+    let off = visible_offset(app.nav.offsets.step, sel, range.len(), h);
     let cols = StepColumns::new(app, inner.width);
     let lines: Vec<Line> = (range.start + off..range.end)
         .take(h)
-        .map(|s| row(app, fit(step_row(app, s, &cols), inner.width), s == app.step, focused, inner.width))
+        .map(|s| row(app, fit(step_row(app, s, &cols), inner.width), s == app.nav.step, focused, inner.width))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -136,7 +137,7 @@ impl StepColumns {
         // Markers and number; the decision keeps at least a third of the row.
         let fixed = 2 + digits + 2;
         let kind = width >= 70;
-        let role = app.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty()) && width >= 50;
+        let role = app.results.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty()) && width >= 50;
         let extra = if kind { 8 } else { 0 } + if role { 5 } else { 0 };
         let room = width.saturating_sub(fixed + extra + width / 3);
         StepColumns { digits, agent: (longest + 1).min(room.max(6)), kind, role }
@@ -202,13 +203,14 @@ fn short_kind(k: StepKind) -> &'static str {
 }
 
 fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
-    let focused = app.focus == Pane::Evidence;
+    let focused = app.nav.focus == Pane::Evidence;
     let (head, body, text_area) = evidence_areas(area);
-    let lines = if text_area.width > 0 { app.evidence_lines(app.step, text_area.width) } else { Default::default() };
+    let lines =
+        if text_area.width > 0 { app.evidence_lines(app.nav.step, text_area.width) } else { Default::default() };
     let h = text_area.height as usize;
-    let scroll = app.evidence_scroll.min(lines.len().saturating_sub(h));
+    let scroll = app.nav.evidence_scroll.min(lines.len().saturating_sub(h));
     let (from, to, n) = ((scroll + 1).min(lines.len()), (scroll + h).min(lines.len()), lines.len());
-    let info = [format!("step {} · lines {from}-{to} of {n}", app.step), format!("{from}-{to} of {n}")];
+    let info = [format!("step {} · lines {from}-{to} of {n}", app.nav.step), format!("{from}-{to} of {n}")];
     f.render_widget(pane(app, "Evidence", focused, &info, area.width), area);
     let header: Vec<Line> = evidence_header(app, head.width).into_iter().map(|l| fit(l, head.width)).collect();
     f.render_widget(Paragraph::new(header), head);
@@ -233,7 +235,7 @@ fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
 /// Two lines about the step (agent, kind, markers, flags; values used and introduced) and a rule.
 fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let s = app.step;
+    let s = app.nav.step;
     let step = &app.traj.steps[s];
     let sum = &app.hierarchy().steps[s];
     let mut first = vec![
@@ -310,17 +312,14 @@ fn provenance_line(app: &App, s: usize, width: u16) -> Line<'static> {
 
 fn render_edges(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
-    let focused = app.focus == Pane::Edges;
+    let focused = app.nav.focus == Pane::Edges;
     let edges = app.edges();
     let n_in = edges.iter().filter(|e| e.0).count();
-    let (s, n_out) = (app.step, edges.len() - n_in);
+    let (s, n_out) = (app.nav.step, edges.len() - n_in);
     let info = [format!("step {s} · {n_in} in · {n_out} out"), format!("{n_in} in · {n_out} out")];
     let block = pane(app, "Dependencies", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    if app.graph().is_none() {
-        return f.render_widget(Paragraph::new("building the dependency graph…").style(t.dim), inner);
-    }
     let [path_row, head, list] = edge_areas(area);
     f.render_widget(Paragraph::new(fit(path_line(app), inner.width)), path_row);
     let weak = app.weak_edges();
@@ -335,7 +334,7 @@ fn render_edges(app: &App, f: &mut Frame, area: Rect) {
     let cols = EdgeColumns::new(app);
     f.render_widget(Paragraph::new(fit(Line::styled(cols.header(), t.dim), inner.width)), head);
     let h = list.height as usize;
-    let off = visible_offset(app.offsets.edge, app.edge, edges.len(), h);
+    let off = visible_offset(app.nav.offsets.edge, app.nav.edge, edges.len(), h);
     let mut lines: Vec<Line> = edges
         .iter()
         .enumerate()
@@ -343,7 +342,7 @@ fn render_edges(app: &App, f: &mut Frame, area: Rect) {
         .take(h)
         .map(|(i, (incoming, other, e))| {
             let line = fit(edge_row(app, &cols, *incoming, *other, e), list.width);
-            row(app, line, i == app.edge, focused, list.width)
+            row(app, line, i == app.nav.edge, focused, list.width)
         })
         .collect();
     if !weak.is_empty() && lines.len() < h {
@@ -398,7 +397,7 @@ fn edge_row(app: &App, cols: &EdgeColumns, incoming: bool, other: usize, e: &Dep
 fn path_line(app: &App) -> Line<'static> {
     let t = &app.theme;
     let last = app.n_steps().saturating_sub(1);
-    if app.step == last {
+    if app.nav.step == last {
         return Line::styled("this is the final step: it gives the output", t.dim);
     }
     match app.path_to_output() {
@@ -416,7 +415,7 @@ fn path_line(app: &App) -> Line<'static> {
                 }
                 match s {
                     Some(s) => {
-                        let style = if *s == app.step { t.title_focus } else { t.text };
+                        let style = if *s == app.nav.step { t.title_focus } else { t.text };
                         spans.push(Span::styled(format!("#{s}"), style));
                     }
                     None => spans.push(Span::styled("…", t.dim)),
@@ -426,9 +425,10 @@ fn path_line(app: &App) -> Line<'static> {
             spans.push(Span::styled(format!(" ({hops} {})", if hops == 1 { "hop" } else { "hops" }), t.dim));
             Line::from(spans)
         }
-        None => {
-            Line::styled(format!("no dependency path from step {} to the final output (step {last})", app.step), t.dim)
-        }
+        None => Line::styled(
+            format!("no dependency path from step {} to the final output (step {last})", app.nav.step),
+            t.dim,
+        ),
     }
 }
 

@@ -5,6 +5,8 @@
 mod hierarchy;
 mod views;
 
+pub(crate) use views::prose_links;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -41,7 +43,7 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     let (_, _, text) = hierarchy::evidence_areas(s.panes[2]);
     s.evidence = (text.width, text.height);
     s.edge_rows = hierarchy::edge_areas(s.panes[3])[2].height;
-    match app.view {
+    match app.nav.view {
         View::Candidates => s.view_list = views::candidates_areas(body)[0],
         View::Roles => s.view_list = views::roles_areas(body)[1],
         View::Methods => {
@@ -51,7 +53,11 @@ pub fn layout(app: &App, area: Rect) -> Screen {
         _ => {}
     }
     s.list_rows = rows(s.view_list);
-    s.help_rows = (help_lines(app).len() as u16 + 2).min(body.height).saturating_sub(2);
+    let overlay = match app.mode {
+        Mode::Messages => message_lines(app, area.width).len(),
+        _ => help_lines(app).len(),
+    };
+    s.help_rows = (overlay as u16 + 2).min(body.height).saturating_sub(2);
     s
 }
 
@@ -82,8 +88,10 @@ pub fn render(app: &App, f: &mut Frame) {
     views::render_view(app, f, body);
     render_status(app, f, status);
     render_hints(app, f, hints);
-    if app.mode == Mode::Help {
-        render_help(app, f, body);
+    match app.mode {
+        Mode::Help => render_help(app, f, body),
+        Mode::Messages => render_messages(app, f, body),
+        _ => {}
     }
 }
 
@@ -123,7 +131,7 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Block::new().style(t.header), area);
     let mut spans = vec![Span::styled(HEADER_NAME, t.header.bold())];
     for (v, label) in tab_labels(app) {
-        let style = if v == app.view { t.tab_active } else { t.tab };
+        let style = if v == app.nav.view { t.tab_active } else { t.tab };
         spans.push(Span::raw(" "));
         spans.push(Span::styled(label, style));
     }
@@ -178,15 +186,84 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
             spans.push(Span::styled(format!("{what} {}: {stage}{count}{took}", r.target.label()), t.info));
             spans.push(Span::styled(format!(" · {} cancel", app.keymap.hint(Action::Cancel)), t.dim));
         }
-        (None, Some(s)) => spans.push(Span::styled(s.text.clone(), level_style(app, s.level))),
+        (None, Some(s)) => {
+            let room = (area.width as usize).saturating_sub(Line::from(spans.clone()).width());
+            // A cut warning or error points to the messages overlay, which shows it whole.
+            let more = matches!(s.level, Level::Warn | Level::Error).then(|| app.keymap.hint(Action::Messages));
+            spans.push(Span::styled(shorten(&s.text, room, more.as_deref()), level_style(app, s.level)));
+        }
         (None, None) => spans
             .push(Span::styled(format!("ready · {} runs the whole pipeline", app.keymap.hint(Action::RunAll)), t.dim)),
     }
     f.render_widget(Paragraph::new(fit(Line::from(spans), area.width)), area);
 }
 
+/// A status message shortened to `room` columns: long paths lose their middle folders first
+/// (`/home/ana/…/falat/overrides.json`), so the reason after a path stays on screen; what still
+/// does not fit is cut with an ellipsis, followed by a pointer to the messages overlay when `more`
+/// (its key) is given: the overlay shows the message whole.
+pub fn shorten(text: &str, room: usize, more: Option<&str>) -> String {
+    let width = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+    if width(text) <= room {
+        return text.to_string();
+    }
+    let mut words: Vec<String> = text.split(' ').map(str::to_string).collect();
+    loop {
+        let joined = words.join(" ");
+        if width(&joined) <= room {
+            return joined;
+        }
+        // The longest path that can still lose a folder.
+        let Some((i, short)) = words
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| shorter_path(w).map(|s| (i, s)))
+            .max_by_key(|(i, _)| words[*i].chars().count())
+        else {
+            break;
+        };
+        words[i] = short;
+    }
+    let tail = more.map_or("…".to_string(), |k| format!("… ({k} more)"));
+    let keep = room.saturating_sub(width(&tail));
+    let mut out = String::new();
+    for c in words.join(" ").chars() {
+        if width(&out) + c.width().unwrap_or(0) > keep {
+            break;
+        }
+        out.push(c);
+    }
+    if keep == 0 {
+        return text::clip(text, room);
+    }
+    format!("{}{tail}", if more.is_some() { out.trim_end() } else { &out })
+}
+
+/// A path with one more middle folder replaced by `…` (the first two parts and the last two
+/// stay); `None` when it is not a path or cannot get shorter.
+fn shorter_path(word: &str) -> Option<String> {
+    let parts: Vec<&str> = word.split('/').collect();
+    // ["", "home", ..., "dir", "file"]: keep the root and first folder, and the last two.
+    if parts.len() < 5 || !word.contains('/') {
+        return None;
+    }
+    let (head, rest) = parts.split_at(2);
+    let (middle, tail) = rest.split_at(rest.len() - 2);
+    let real: Vec<&&str> = middle.iter().filter(|p| **p != "…").collect();
+    if real.is_empty() {
+        return None;
+    }
+    // Drop the first real folder of the middle; the middle becomes one `…`.
+    let kept: Vec<&str> = real.iter().skip(1).map(|p| **p).collect();
+    let mut out: Vec<&str> = head.to_vec();
+    out.push("…");
+    out.extend(kept);
+    out.extend(tail);
+    Some(out.join("/"))
+}
+
 fn stage_done(app: &App, s: Stage) -> bool {
-    let p = &app.pipeline;
+    let p = &app.results.pipeline;
     match s {
         Stage::SearchSpace => p.space.is_some(),
         Stage::Dependencies => p.deps.is_some(),
@@ -224,7 +301,7 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
         Mode::Search(q) => input_line(app, "/", q, "search step content"),
         Mode::Jump(n) => input_line(app, ":", n, "jump to step number"),
         Mode::Filter(q) => input_line(app, "/", q, "filter candidates (step, agent, state, signal, text)"),
-        Mode::Help => Line::from(vec![
+        Mode::Help | Mode::Messages => Line::from(vec![
             Span::raw(" "),
             Span::styled(app.keymap.hint(Action::Down), t.key),
             Span::styled("/", t.dim),
@@ -262,15 +339,19 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
 
 /// The footer's hints with a priority (higher stays longer on a narrow terminal).
 fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
-    let mut v = match app.view {
+    let mut v = match app.nav.view {
         View::Hierarchy => vec![(Action::Enter, "drill", 6), (Action::Back, "back", 3), (Action::NextPane, "pane", 2)],
         View::Candidates => vec![
             (Action::Enter, "go to step", 6),
             (Action::Search, "filter", 5),
             (Action::Sort, "sort", 5),
+            (Action::NextPane, "step refs", 3),
             (Action::Back, "back", 2),
         ],
-        View::Roles | View::Verdict => vec![(Action::Enter, "go to step", 6), (Action::Back, "back", 2)],
+        View::Roles => {
+            vec![(Action::Enter, "go to step", 6), (Action::NextPane, "step refs", 4), (Action::Back, "back", 2)]
+        }
+        View::Verdict => vec![(Action::Enter, "go to step", 6), (Action::Down, "next step ref", 4)],
         View::Methods => vec![
             (Action::RunMethods, "run all methods", 7),
             (Action::Enter, "go to step", 6),
@@ -278,7 +359,10 @@ fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
         ],
         View::Prior => vec![(Action::Back, "back", 2)],
     };
-    if app.view != View::Candidates {
+    if app.nav.history_len() > 0 {
+        v.push((Action::JumpBack, "jump back", 2));
+    }
+    if app.nav.view != View::Candidates {
         v.push((Action::Search, "search", 4));
     }
     v.extend([
@@ -394,6 +478,65 @@ fn render_help(app: &App, f: &mut Frame, body: Rect) {
     f.render_widget(Paragraph::new(shown), inner);
 }
 
+/// The lines of the messages overlay for a terminal `width` columns wide: every status message
+/// of the session, oldest first, whole (wrapped), each with its level.
+pub(crate) fn message_lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let inner = overlay_width(width).saturating_sub(2);
+    let mut lines = Vec::new();
+    for m in &app.messages {
+        let level = match m.level {
+            Level::Info => "info ",
+            Level::Ok => "ok   ",
+            Level::Warn => "warn ",
+            Level::Error => "error",
+        };
+        let line = Line::from(vec![
+            Span::styled(format!("{level} "), level_style(app, m.level)),
+            Span::raw(""),
+            Span::styled(m.text.clone(), app.theme.text),
+        ]);
+        lines.extend(wrap_hanging(vec![line], inner));
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled("no messages yet", app.theme.dim));
+    }
+    lines
+}
+
+fn overlay_width(width: u16) -> u16 {
+    120.min(width)
+}
+
+/// The messages overlay: [`message_lines`] in a scrollable box over the body.
+fn render_messages(app: &App, f: &mut Frame, body: Rect) {
+    let t = &app.theme;
+    let lines = message_lines(app, app.screen.area.width.max(body.width));
+    let width = overlay_width(body.width);
+    let height = (lines.len() as u16 + 2).min(body.height);
+    let area = Rect { x: body.x + (body.width - width) / 2, y: body.y + (body.height - height) / 2, width, height };
+    f.render_widget(Clear, area);
+    let visible = height.saturating_sub(2) as usize;
+    let off = app.help_scroll.min(lines.len().saturating_sub(visible));
+    let pos = format!(" {} messages ", app.messages.len());
+    let keys = format!(
+        " {}/{} scroll · {} or {} closes ",
+        app.keymap.hint(Action::Down),
+        app.keymap.hint(Action::Up),
+        app.keymap.hint(Action::Back),
+        app.keymap.hint(Action::Messages)
+    );
+    let block = Block::bordered()
+        .border_style(t.border_focus)
+        .title(Line::styled(" Messages ", t.title_focus))
+        .title(Line::styled(pos, t.dim).right_aligned())
+        .title_bottom(fit(Line::styled(keys, t.dim), width.saturating_sub(2)).right_aligned())
+        .style(t.text);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let shown: Vec<Line> = lines.into_iter().skip(off).take(visible).map(|l| fit(l, inner.width)).collect();
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
 /// A bordered pane `width` columns wide with an exact title and right-aligned information: the
 /// first of `right` (longest first) that fits beside the title, else the last one cut with an
 /// ellipsis, so that the two never run into each other.
@@ -445,8 +588,10 @@ pub(crate) fn fit(line: Line<'static>, width: u16) -> Line<'static> {
 }
 
 /// Word-wraps lines to `width` columns with a hanging indent: a continuation starts under the
-/// line's last span (the value after a label, the evidence after a signal), or under its
-/// leading spaces when it is one span; a hang wider than half the width falls back to that.
+/// first empty span when the line has one (it marks the start of prose split into several spans
+/// by its step references), else under the line's last span (the value after a label, the
+/// evidence after a signal), or under its leading spaces when it is one span; a hang wider than
+/// half the width falls back to that.
 pub(crate) fn wrap_hanging(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
     let width = width as usize;
     let mut out = Vec::new();
@@ -457,9 +602,15 @@ pub(crate) fn wrap_hanging(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'s
         }
         let lead = |s: &str| s.chars().take_while(|c| *c == ' ').count();
         let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-        let before_last: usize = line.spans.iter().rev().skip(1).map(|s| s.width()).sum();
+        // An empty span marks where continuations hang (prose with links is many spans).
+        let marker = line.spans.iter().skip(1).position(|s| s.content.is_empty()).map(|i| i + 1);
+        let before_last: usize = match marker {
+            Some(m) => line.spans[..m].iter().map(|s| s.width()).sum(),
+            None => line.spans.iter().rev().skip(1).map(|s| s.width()).sum(),
+        };
+        let hang_span = marker.and_then(|m| line.spans.get(m + 1)).or(line.spans.last());
         let hang = if line.spans.len() > 1 && before_last <= width / 2 {
-            before_last + line.spans.last().map_or(0, |s| lead(&s.content))
+            before_last + hang_span.map_or(0, |s| lead(&s.content))
         } else {
             lead(&text)
         };

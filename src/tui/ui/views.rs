@@ -14,10 +14,11 @@ use crate::methods::Method;
 use crate::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, View, clean};
+use crate::tui::links::Linker;
 
 /// Draws the current view into `area`.
 pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
-    match app.view {
+    match app.nav.view {
         View::Hierarchy => hierarchy::render(app, f, area),
         View::Candidates => render_candidates(app, f, area),
         View::Roles => render_roles(app, f, area),
@@ -25,6 +26,54 @@ pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
         View::Verdict => render_verdict(app, f, area),
         View::Methods => render_methods(app, f, area),
     }
+}
+
+/// The step references of the current view's prose, in reading order, as it draws them: the
+/// verdict's, the selected candidate's detail, the roles view's header (see [`Linker`]).
+pub(crate) fn prose_links(app: &App) -> Vec<usize> {
+    match app.nav.view {
+        View::Verdict => verdict_content(app).1,
+        View::Candidates => app.selected_candidate().map(|c| candidate_detail(app, c).1).unwrap_or_default(),
+        View::Roles => roles_head(app).1,
+        _ => Vec::new(),
+    }
+}
+
+/// A linker over the steps that can be shown, selecting the reference `selected`.
+fn linker(app: &App, selected: Option<usize>) -> Linker {
+    Linker::new(app.n_steps(), selected, app.theme.selection)
+}
+
+/// A label and prose whose step references are links; continuations hang under the prose.
+fn kv_prose(app: &App, k: &str, v: &str, style: Style, l: &mut Linker) -> Line<'static> {
+    let mut spans = vec![Span::styled(format!("  {k}: "), app.theme.dim), Span::raw("")];
+    spans.extend(l.prose(v, style));
+    Line::from(spans)
+}
+
+/// Indented prose whose step references are links.
+fn prose_line(indent: &str, v: &str, style: Style, l: &mut Linker) -> Line<'static> {
+    let mut spans = vec![Span::raw(indent.to_string()), Span::raw("")];
+    spans.extend(l.prose(v, style));
+    Line::from(spans)
+}
+
+/// Draws lines in a pane, word-wrapped, scrolled so that the selected step reference (drawn in
+/// the selection style) is visible.
+fn wrapped_to_selection(
+    app: &App,
+    f: &mut Frame,
+    area: Rect,
+    block: ratatui::widgets::Block<'_>,
+    lines: Vec<Line<'static>>,
+) {
+    let inner = block.inner(area);
+    let lines = wrap_hanging(lines, inner.width);
+    let sel = app.theme.selection;
+    let at = lines.iter().position(|l| l.spans.iter().any(|s| s.style == sel && !s.content.trim().is_empty()));
+    let h = inner.height as usize;
+    let off = at.map_or(0, |a| (a + 2).saturating_sub(h)).min(lines.len().saturating_sub(h));
+    f.render_widget(Paragraph::new(lines).scroll((off as u16, 0)).block(block), area);
 }
 
 fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
@@ -45,7 +94,7 @@ fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
 
 fn list_rows(app: &App, area: Rect, len: usize) -> (usize, usize) {
     let h = area.height.saturating_sub(2) as usize;
-    (visible_offset(app.offsets.list, app.list_sel, len, h), h)
+    (visible_offset(app.nav.offsets.list, app.nav.list_sel, len, h), h)
 }
 
 /// The candidates view's list and detail areas.
@@ -70,10 +119,10 @@ pub fn methods_areas(area: Rect) -> (Rect, Rect, Rect, Rect) {
 // ----- candidates -----
 
 fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
-    let cands = app.diagnosis.as_ref().map_or(&[][..], |d| d.candidates.as_slice());
+    let cands = app.results.diagnosis.as_ref().map_or(&[][..], |d| d.candidates.as_slice());
     if cands.is_empty() {
         let block = pane(app, "Candidates", true, &[], area.width);
-        let lines = if app.diagnosis.is_some() {
+        let lines = if app.results.diagnosis.is_some() {
             vec![Line::styled("no candidate was found.", app.theme.text)]
         } else {
             not_run(app, "candidates", Action::RunDependencies)
@@ -102,7 +151,7 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
         .take(h)
         .map(|(i, &k)| {
             let line = fit(candidate_row(app, &cands[k], inner.width), inner.width);
-            if i == app.list_sel { selected(line, app.theme.selection, inner.width) } else { line }
+            if i == app.nav.list_sel { selected(line, app.theme.selection, inner.width) } else { line }
         })
         .collect();
     if lines.is_empty() {
@@ -112,13 +161,15 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
         f.render_widget(Paragraph::new(lines), inner);
     }
     if let Some(c) = app.selected_candidate() {
-        render_candidate_detail(app, f, detail, c);
+        let (lines, _) = candidate_detail(app, c);
+        let block = pane(app, "Candidate", false, &[], detail.width);
+        wrapped_to_selection(app, f, detail, block, lines);
     }
 }
 
 fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
     let t = &app.theme;
-    let decisive = app.diagnosis.as_ref().and_then(|d| d.decisive_step) == Some(c.step);
+    let decisive = app.results.diagnosis.as_ref().and_then(|d| d.decisive_step) == Some(c.step);
     let state = crate::tui::candidates::state(c);
     let style = match state {
         "excluded" => t.excluded,
@@ -149,8 +200,10 @@ fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
     ])
 }
 
-fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) {
+/// The candidate detail's lines and the step references in them (`tab` selects one).
+fn candidate_detail(app: &App, c: &Candidate) -> (Vec<Line<'static>>, Vec<usize>) {
     let t = &app.theme;
+    let mut l = linker(app, app.nav.link);
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("step {} ", c.step), t.title_focus),
         Span::styled(clean(&c.agent), t.text),
@@ -165,20 +218,27 @@ fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) 
     ])];
     lines.push(Line::styled("findings", t.title));
     for fi in &c.findings {
-        lines.push(Line::from(vec![
+        let mut spans = vec![
             Span::styled(format!("  {:<20}", fi.signal.as_str()), t.warn),
             Span::styled(format!("{:.2}  ", fi.weight), t.dim),
-            Span::styled(clean(&fi.evidence), t.text),
-        ]));
+            Span::raw(""),
+        ];
+        spans.extend(l.prose(&clean(&fi.evidence), t.text));
+        lines.push(Line::from(spans));
     }
     lines.push(Line::styled("pruning", t.title));
     lines.push(match &c.pruned {
         Some(p) => {
-            let by = p.by_step.map_or(String::new(), |s| format!(" (by step {s})"));
-            Line::from(vec![
-                Span::styled(format!("  pruned: {}{by} · ", p.transition), t.pruned),
-                Span::styled(clean(&p.reason), t.text),
-            ])
+            let mut spans = vec![Span::styled(format!("  pruned: {}", p.transition), t.pruned)];
+            if let Some(s) = p.by_step {
+                spans.push(Span::styled(" (by step ", t.pruned));
+                spans.push(l.link(s, t.pruned));
+                spans.push(Span::styled(")", t.pruned));
+            }
+            spans.push(Span::styled(" · ", t.pruned));
+            spans.push(Span::raw(""));
+            spans.extend(l.prose(&clean(&p.reason), t.text));
+            Line::from(spans)
         }
         None => Line::styled("  kept: its effect can reach the final output", t.ok),
     });
@@ -190,7 +250,7 @@ fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) 
                 ("counterfactual sufficiency", &v.sufficiency),
                 ("temporal precedence", &v.precedence),
             ] {
-                lines.push(criterion_line(app, name, cr));
+                lines.push(criterion_line(app, name, cr, &mut l));
             }
         }
         None if c.pruned.is_some() => lines.push(Line::styled("  not checked: pruned before verification", t.dim)),
@@ -199,8 +259,16 @@ fn render_candidate_detail(app: &App, f: &mut Frame, area: Rect, c: &Candidate) 
             t.dim,
         )),
     }
-    let block = pane(app, "Candidate", false, &[], area.width);
-    wrapped(f, area, block, lines);
+    if !l.targets.is_empty() {
+        let hint = format!(
+            "{} selects the {} step references above, {} jumps to one",
+            app.keymap.hint(Action::NextPane),
+            l.targets.len(),
+            app.keymap.hint(Action::Enter)
+        );
+        lines.push(Line::styled(hint, t.dim));
+    }
+    (lines, l.targets)
 }
 
 /// Draws lines in a pane, word-wrapped with hanging indents (see [`wrap_hanging`]).
@@ -216,14 +284,13 @@ fn agent_width(app: &App, width: u16) -> usize {
     (longest + 1).min((width as usize / 4).max(8))
 }
 
-fn criterion_line(app: &App, name: &str, c: &Criterion) -> Line<'static> {
+fn criterion_line(app: &App, name: &str, c: &Criterion, l: &mut Linker) -> Line<'static> {
     let t = &app.theme;
     let (mark, style) = if c.passed { ("✓ pass", t.ok) } else { ("✗ fail", t.error) };
-    Line::from(vec![
-        Span::styled(format!("  {mark} "), style),
-        Span::styled(format!("{name:<27}"), t.text),
-        Span::styled(clean(&c.evidence), t.dim),
-    ])
+    let mut spans =
+        vec![Span::styled(format!("  {mark} "), style), Span::styled(format!("{name:<27}"), t.text), Span::raw("")];
+    spans.extend(l.prose(&clean(&c.evidence), t.dim));
+    Line::from(spans)
 }
 
 // ----- roles -----
@@ -235,19 +302,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
         let block = pane(app, "Roles", true, &[], area.width);
         return wrapped(f, area, block, not_run(app, "roles", Action::RunResearch));
     }
-    let d = app.diagnosis.as_ref();
-    let decisive = d.and_then(|d| d.decisive_step);
-    let reason = app.pipeline.research.as_ref().map(|r| clean(&r.reason)).unwrap_or_default();
-    let path = d.map(|d| d.path.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" → ")).unwrap_or_default();
-    let head = vec![
-        Line::from(vec![
-            Span::styled("around the decisive step ", t.dim),
-            Span::styled(decisive.map_or("-".into(), |s| s.to_string()), t.title_focus),
-            Span::styled(format!(" (window ±{}) · re-search: ", crate::tui::app::ROLE_WINDOW), t.dim),
-            Span::styled(reason, t.text),
-        ]),
-        Line::from(vec![Span::styled("dependency path to the final output: ", t.dim), Span::styled(path, t.text)]),
-    ];
+    let (head, _) = roles_head(app);
     let [top, list] = roles_areas(area);
     f.render_widget(Paragraph::new(wrap_hanging(head, top.width)), top);
     let block = pane(app, "Roles", true, &[format!("{} steps", rows.len())], list.width);
@@ -269,10 +324,35 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(clean(&sum.decision), t.dim),
             ]);
             let line = fit(line, inner.width);
-            if i == app.list_sel { selected(line, t.selection, inner.width) } else { line }
+            if i == app.nav.list_sel { selected(line, t.selection, inner.width) } else { line }
         })
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The roles view's header (the decisive step, the re-search's reason, the dependency path) and
+/// the step references in it (`tab` selects one).
+fn roles_head(app: &App) -> (Vec<Line<'static>>, Vec<usize>) {
+    let t = &app.theme;
+    let mut l = linker(app, app.nav.link);
+    let d = app.results.diagnosis.as_ref();
+    let reason = app.results.pipeline.research.as_ref().map(|r| clean(&r.reason)).unwrap_or_default();
+    let mut first = vec![Span::styled("around the decisive step ", t.dim)];
+    first.push(match d.and_then(|d| d.decisive_step) {
+        Some(s) => l.link(s, t.title_focus),
+        None => Span::styled("-", t.title_focus),
+    });
+    first.push(Span::styled(format!(" (window ±{}) · re-search: ", crate::tui::app::ROLE_WINDOW), t.dim));
+    first.push(Span::raw(""));
+    first.extend(l.prose(&reason, t.text));
+    let mut path = vec![Span::styled("dependency path to the final output: ", t.dim), Span::raw("")];
+    for (i, s) in d.map_or(&[][..], |d| d.path.as_slice()).iter().enumerate() {
+        if i > 0 {
+            path.push(Span::styled(" → ", t.text));
+        }
+        path.push(l.link(*s, t.text));
+    }
+    (vec![Line::from(first), Line::from(path)], l.targets)
 }
 
 // ----- prior -----
@@ -292,7 +372,7 @@ fn render_prior(app: &App, f: &mut Frame, area: Rect) {
         lines.push(kv(app, "observed output ô", &text::clip(&clean(o), 300), t.warn));
     }
     lines.push(Line::raw(""));
-    match &app.pipeline.space {
+    match &app.results.pipeline.space {
         None => lines.extend(not_run(app, "prior π", Action::RunPrior)),
         Some(s) => {
             let p = &s.prior;
@@ -331,9 +411,17 @@ fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
 
 fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
     let block = pane(app, "Verdict", true, &[], area.width);
-    let mut lines = match &app.diagnosis {
+    let (lines, _) = verdict_content(app);
+    wrapped_to_selection(app, f, area, block, lines);
+}
+
+/// The verdict view's lines and the step each of its references names, in reading order (the
+/// view's selection moves through them; Enter jumps to the selected one).
+pub(crate) fn verdict_content(app: &App) -> (Vec<Line<'static>>, Vec<usize>) {
+    let mut l = linker(app, Some(app.nav.list_sel));
+    let mut lines = match &app.results.diagnosis {
         None => not_run(app, "verdict", Action::RunResearch),
-        Some(_) => verdict_lines(app),
+        Some(_) => verdict_lines(app, &mut l),
     };
     if app.method != Method::Falat {
         let note = format!(
@@ -343,18 +431,12 @@ fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
         );
         lines.insert(0, Line::styled(note, app.theme.warn));
     }
-    wrapped(f, area, block, lines);
+    (lines, l.targets)
 }
 
-/// A step number the verdict view links to: shown selected when the view's selection is on it.
-fn step_link(app: &App, s: usize, style: Style) -> Span<'static> {
-    let sel = app.verdict_links().get(app.list_sel) == Some(&s);
-    Span::styled(s.to_string(), if sel { app.theme.selection } else { style })
-}
-
-fn verdict_lines(app: &App) -> Vec<Line<'static>> {
+fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let Some(current) = &app.diagnosis else { return Vec::new() };
+    let Some(current) = &app.results.diagnosis else { return Vec::new() };
     let machine = app.machine_verdict();
     let d = machine.unwrap_or(current);
     let mut lines = Vec::new();
@@ -371,7 +453,7 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
             lines.push(Line::from(vec![
                 Span::styled(" ROOT_CAUSE ", t.root_cause),
                 Span::styled("  decisive step ", t.title_focus),
-                step_link(app, s, t.title_focus),
+                l.link(s, t.title_focus),
                 Span::styled(format!(" · agent {}", clean(d.agent.as_deref().unwrap_or("?"))), t.text),
                 Span::styled(format!(" · {}", clean(&d.category)), t.warn),
             ]));
@@ -393,9 +475,15 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         lines.push(Line::styled("  low confidence: no step stands out; check the ranked steps", t.warn));
     }
     if !d.ranking.is_empty() {
-        let ranked: Vec<String> =
-            d.ranking.iter().take(5).map(|r| format!("{} ({:.2})", r.step, r.probability)).collect();
-        lines.push(Line::from(vec![Span::styled("  ranked steps ", t.dim), Span::styled(ranked.join(" · "), t.text)]));
+        let mut spans = vec![Span::styled("  ranked steps ", t.dim), Span::raw("")];
+        for (i, r) in d.ranking.iter().take(5).enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" · ", t.text));
+            }
+            spans.push(l.link(r.step, t.text));
+            spans.push(Span::styled(format!(" ({:.2})", r.probability), t.text));
+        }
+        lines.push(Line::from(spans));
     }
     if let Some(u) = app.user_decision() {
         lines.push(Line::raw(""));
@@ -403,7 +491,7 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         match u.decisive_step {
             Some(s) => {
                 head.push(Span::styled("  step ", t.title_focus));
-                head.push(step_link(app, s, t.title_focus));
+                head.push(l.link(s, t.title_focus));
                 head.push(Span::styled(format!(" · agent {}", clean(u.agent.as_deref().unwrap_or("?"))), t.text));
                 head.push(Span::styled(format!(" · {}", clean(&u.category)), t.warn));
             }
@@ -411,19 +499,19 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         }
         lines.push(Line::from(head));
         lines.push(Line::styled("  yours, not the machine's: its verdict and confidence above are unchanged", t.dim));
-        lines.push(Line::styled(format!("  {}", clean(&u.reason)), t.text));
+        lines.push(prose_line("  ", &clean(&u.reason), t.text, l));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("why", t.title));
-    lines.push(Line::styled(format!("  {}", clean(&d.reason)), t.text));
+    lines.push(prose_line("  ", &clean(&d.reason), t.text, l));
     lines.push(Line::raw(""));
     if !d.path.is_empty() {
-        let mut spans = vec![Span::styled("  dependency path to the final output: ", t.dim)];
+        let mut spans = vec![Span::styled("  dependency path to the final output: ", t.dim), Span::raw("")];
         for (i, s) in d.path.iter().enumerate() {
             if i > 0 {
                 spans.push(Span::styled(" → ", t.dim));
             }
-            spans.push(step_link(app, *s, t.text));
+            spans.push(l.link(*s, t.text));
         }
         lines.push(Line::from(spans));
     }
@@ -441,7 +529,7 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
     };
     lines.push(kv(app, "your overrides", &ov, t.marked));
     if let Some(g) = &app.traj.gold {
-        let step = g.step.map_or(Span::styled("?", t.dim), |s| step_link(app, s, t.dim));
+        let step = g.step.map_or(Span::styled("?", t.dim), |s| l.link(s, t.dim));
         let agree = d.decisive_step.is_some() && d.decisive_step == g.step;
         let note = if agree { " (same step)" } else { "" };
         lines.push(Line::from(vec![
@@ -458,7 +546,7 @@ fn verdict_lines(app: &App) -> Vec<Line<'static>> {
         .collect();
     lines.push(kv(app, "judge calls", &calls.join(" · "), t.dim));
     for w in &d.warnings {
-        lines.push(kv(app, "warning", &clean(w), t.warn));
+        lines.push(kv_prose(app, "warning", &clean(w), t.warn, l));
     }
     if let Some(e) = &app.exported {
         lines.push(kv(app, "exported", &clean(&format!("{} · {}", e.markdown.display(), e.json.display())), t.ok));
@@ -491,7 +579,7 @@ fn agreement(d: &Diagnosis, step: Option<usize>, agent: Option<&str>) -> &'stati
 fn render_methods(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let (list, head, body, detail) = methods_areas(area);
-    let ran = app.method_results.len();
+    let ran = app.results.methods.len();
     let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
     let legend = Line::styled(" vs gold, vs falat: ✓ same step · ≈ same agent · ✗ neither · machine verdicts ", t.dim);
     let block =
@@ -511,7 +599,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
         "category"
     );
     f.render_widget(Paragraph::new(fit(Line::styled(header, t.dim), inner.width)), head);
-    let falat = app.method_results.get(&Method::Falat);
+    let falat = app.results.methods.get(&Method::Falat);
     let gold = app.traj.gold.as_ref();
     let lines: Vec<Line> = Method::ALL
         .iter()
@@ -519,7 +607,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
         .map(|(i, m)| {
             let mark = if *m == app.method { "▶ " } else { "  " };
             let mut spans = vec![Span::styled(mark, t.root_cause), Span::styled(col(m.as_str(), 15), t.text)];
-            match app.method_results.get(m) {
+            match app.results.methods.get(m) {
                 None => spans.push(Span::styled("not run", t.dim)),
                 Some(d) => {
                     let step = d.decisive_step.map_or("-".to_string(), |s| s.to_string());
@@ -540,7 +628,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
                 }
             }
             let line = fit(Line::from(spans), body.width);
-            if i == app.list_sel { selected(line, t.selection, body.width) } else { line }
+            if i == app.nav.list_sel { selected(line, t.selection, body.width) } else { line }
         })
         .collect();
     f.render_widget(Paragraph::new(lines), body);
@@ -570,7 +658,7 @@ fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
             t.warn,
         ));
     }
-    match app.method_results.get(&m) {
+    match app.results.methods.get(&m) {
         None => {
             lines.push(Line::styled(format!("{m} has not run on this trajectory yet."), t.text));
             lines.push(Line::from(vec![
