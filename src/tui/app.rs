@@ -824,6 +824,14 @@ impl App {
                 };
                 self.set_status(Level::Info, format!("{dir} to {place}"));
             }
+            Moved::NoLinks => {
+                let what = match self.nav.view {
+                    View::Candidates => "the selected candidate's detail",
+                    View::Roles => "the re-search's reason and path",
+                    v => v.name(),
+                };
+                self.set_status(Level::Info, format!("no step numbers to select in {what}"));
+            }
             Moved::HistoryEmpty { back: true } => {
                 self.set_status(Level::Info, "no jump to go back from: enter on a step number, :, d and search jump")
             }
@@ -1169,9 +1177,9 @@ impl App {
     fn verdict_line(&self) -> String {
         let machine = match self.machine_verdict().and_then(|d| d.decisive_step.map(|s| (s, d))) {
             Some((s, d)) => format!(
-                ": decisive step {s} by {} (confidence {:.2})",
+                ": decisive step {s} by {} (confidence {})",
                 clean(d.agent.as_deref().unwrap_or("?")),
-                d.confidence
+                prob(d.confidence)
             ),
             None if self.machine_verdict().is_some() => ": no decisive step named".into(),
             None => String::new(),
@@ -1325,7 +1333,14 @@ pub fn clean(s: &str) -> String {
     text::sanitize(s).replace('\n', " ")
 }
 
-/// A duration as milliseconds for the status line.
+/// A duration for the status line: milliseconds below ten seconds, else seconds.
 pub fn ms(d: Duration) -> String {
-    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+    let s = d.as_secs_f64();
+    if s < 10.0 { format!("{:.0} ms", s * 1000.0) } else { format!("{s:.1} s") }
+}
+
+/// A probability with two decimals; one that rounds to zero but is not says `<0.01` (on a long
+/// trace every step's probability is small).
+pub fn prob(p: f32) -> String {
+    if p > 0.0 && p < 0.005 { "<0.01".into() } else { format!("{p:.2}") }
 }

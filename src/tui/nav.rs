@@ -173,6 +173,8 @@ pub enum Moved {
         /// The step it names.
         step: usize,
     },
+    /// `tab` found no step reference to select in the current prose.
+    NoLinks,
     /// Went back (`true`) or forward through the jump history to a step in a view.
     History {
         /// Back (`true`) or forward.
@@ -481,7 +483,7 @@ impl Nav {
     fn cycle_link(&mut self, next: bool, ext: &Extent) -> Moved {
         let n = ext.links.len();
         if n == 0 {
-            return Moved::Quiet;
+            return Moved::NoLinks;
         }
         if self.view == View::Verdict {
             self.list_sel = if next { (self.list_sel + 1) % n } else { (self.list_sel + n - 1) % n };

@@ -49,8 +49,10 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let phases = app.phases();
     let focused = app.nav.focus == Pane::Phases;
-    let info =
-        [format!("phase {} · {} phases", app.nav.phase, phases.len()), format!("{}/{}", app.nav.phase, phases.len())];
+    let info = [
+        format!("phase {} · {}", app.nav.phase, count(phases.len(), "phase")),
+        format!("{}/{}", app.nav.phase, phases.len()),
+    ];
     let block = pane(app, "Phases", focused, &info, area.width);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -456,4 +458,9 @@ pub fn plain_transition(l: Transition) -> &'static str {
         Transition::Correction => "corrects it",
         Transition::DeadEnd => "dead end",
     }
+}
+
+/// `1 phase`, `3 phases`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }

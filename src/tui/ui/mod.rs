@@ -165,7 +165,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     for (s, name) in Stage::ALL.into_iter().zip(names) {
         let (mark, style) = if running_stage == Some(s) {
             (spinner(app.ticks), t.info)
-        } else if stage_done(app, s) {
+        } else if stage_done(app, s) || running_stage.is_some_and(|r| s < r && ran_in_this_run(app, s)) {
             ("✓", t.ok)
         } else {
             ("·", t.dim)
@@ -260,6 +260,17 @@ fn shorter_path(word: &str) -> Option<String> {
     out.extend(kept);
     out.extend(tail);
     Some(out.join("/"))
+}
+
+/// Whether the running pipeline run has already done stage `s` (its results arrive at its end).
+fn ran_in_this_run(app: &App, s: Stage) -> bool {
+    use crate::tui::job::RunTarget;
+    match app.runs.running.as_ref().map(|r| r.target) {
+        Some(RunTarget::All) => true,
+        Some(RunTarget::Stage(_)) => true,
+        Some(RunTarget::Rerun { from, .. }) => s >= from,
+        _ => false,
+    }
 }
 
 fn stage_done(app: &App, s: Stage) -> bool {

@@ -13,7 +13,7 @@ use crate::diagnosis::{Candidate, Criterion, Diagnosis, Origin};
 use crate::methods::Method;
 use crate::text;
 use crate::tui::action::Action;
-use crate::tui::app::{App, View, clean};
+use crate::tui::app::{App, View, clean, prob};
 use crate::tui::links::Linker;
 
 /// Draws the current view into `area`.
@@ -459,7 +459,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             ]));
             lines.push(Line::from(vec![
                 Span::styled("  confidence ", t.dim),
-                Span::styled(format!("{:.2} {bar:<10}", d.confidence), t.info),
+                Span::styled(format!("{} {bar:<10}", prob(d.confidence)), t.info),
                 Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
             ]));
         }
@@ -481,7 +481,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
                 spans.push(Span::styled(" · ", t.text));
             }
             spans.push(l.link(r.step, t.text));
-            spans.push(Span::styled(format!(" ({:.2})", r.probability), t.text));
+            spans.push(Span::styled(format!(" ({})", prob(r.probability)), t.text));
         }
         lines.push(Line::from(spans));
     }
