@@ -119,17 +119,6 @@ pub enum FileEffect {
     },
 }
 
-/// What the last override did, shown in the status line until its re-run is done.
-#[derive(Debug, Clone)]
-struct OverrideNote {
-    level: Level,
-    text: String,
-    /// What to do next (shown when no re-run follows).
-    hint: String,
-    /// A re-run follows: its end shows the note again.
-    rerun: bool,
-}
-
 /// Settings an [`App`] starts with.
 pub struct Config {
     /// Colours.
@@ -209,8 +198,6 @@ pub struct App {
     pub mode: Mode,
     /// First visible line of the help or messages overlay.
     pub help_scroll: usize,
-    /// What the last override did, for the status line once its re-run is done.
-    override_note: Option<OverrideNote>,
     /// The status message.
     pub status: Option<Status>,
     /// Every status message of the session, oldest first (at most [`MESSAGES`]), for the
@@ -288,7 +275,6 @@ impl App {
             keymap: config.keymap,
             mode: Mode::Normal,
             help_scroll: 0,
-            override_note: None,
             status: None,
             messages: VecDeque::new(),
             exported: None,
@@ -1120,7 +1106,7 @@ impl App {
                 self.follow_verdict(before);
                 self.clamp_list();
                 let verdict = self.verdict_line();
-                let (level, done) = match (self.override_note.take(), run.target) {
+                let (level, done) = match (self.editor.note.take(), run.target) {
                     (Some(n), RunTarget::Rerun { .. }) => {
                         (n.level, format!("{}; re-ran {}", n.text, run.target.label()))
                     }
@@ -1232,52 +1218,21 @@ impl App {
         } else {
             String::new()
         };
-        self.override_note = Some(OverrideNote { level: Level::Ok, text: msg, hint, rerun: rerun.is_some() });
+        self.editor.begin_note(msg, hint, rerun.is_some());
         let save = FileEffect::SaveOverrides { trajectory: self.traj.id.clone(), overrides: self.overrides().clone() };
         let mut effects = vec![Effect::File(Box::new(save))];
         effects.extend(rerun.map(|t| self.request(t)).unwrap_or_default());
-        self.show_override_note();
-        effects
-    }
-
-    fn show_override_note(&mut self) {
-        if let Some(n) = &self.override_note {
-            let (level, text) = (n.level, format!("{}{}", n.text, n.hint));
-            if !self.runs.busy() || level == Level::Error {
-                self.set_status(level, text);
-            }
+        if let Some((level, text)) = self.editor.note_status(self.runs.busy()) {
+            self.set_status(level, text);
         }
+        effects
     }
 
     /// Takes the result of saving the overrides: the status says where they went, or that they
     /// could not be saved (an error, never silent).
     pub fn on_saved(&mut self, result: anyhow::Result<store::Saved>) {
-        let (level, what) = match result {
-            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
-            Ok(store::Saved { path, fallback: Some(_) }) => {
-                // The reason first: a long path may be shortened in the status line.
-                (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
-            }
-            Err(e) => (Level::Error, format!("{e:#}")),
-        };
-        let note = self.override_note.get_or_insert_with(|| OverrideNote {
-            level: Level::Ok,
-            text: "overrides changed".into(),
-            hint: String::new(),
-            rerun: false,
-        });
-        note.level = level;
-        if level == Level::Error {
-            // What failed first, so that it stays on screen; the cause after it (whole in the
-            // messages overlay).
-            note.text = format!("could not save the overrides (kept until you quit): {what}; {}", note.text);
-        } else {
-            note.text.push_str(&what);
-        }
-        self.show_override_note();
-        // Without a re-run the note is done; else the re-run's end shows it again.
-        if self.override_note.as_ref().is_some_and(|n| !n.rerun) {
-            self.override_note = None;
+        if let Some((level, text)) = self.editor.saved(result, self.runs.busy()) {
+            self.set_status(level, text);
         }
     }
 

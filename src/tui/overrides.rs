@@ -1,8 +1,24 @@
 //! Editing the user's overrides as a component: mark, exclude and pin toggle a step, keeping
 //! the three consistent (a marked step is not excluded, a pinned step is not excluded), with an
-//! undo history. Saving and re-running are the app's (through effects).
+//! undo history, and the note of what the last edit did (and where it was saved) that the status
+//! line shows once its re-run is done. Saving and re-running are the app's (through effects).
 
+use super::app::Level;
+use super::store;
 use crate::diagnosis::Overrides;
+
+/// What the last edit did, shown in the status line until its re-run is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// How it looks.
+    pub level: Level,
+    /// What was done (and where it was saved, or why it was not).
+    pub text: String,
+    /// What to do next (shown when no re-run follows).
+    pub hint: String,
+    /// A re-run follows: its end shows the note again.
+    pub rerun: bool,
+}
 
 /// An edit of the overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,12 +37,14 @@ pub struct OverrideEditor {
     /// The current overrides.
     pub current: Overrides,
     undo: Vec<Overrides>,
+    /// What the last edit did, until the status line has shown it for good.
+    pub note: Option<Note>,
 }
 
 impl OverrideEditor {
     /// An editor starting from overrides restored from disk (no history).
     pub fn new(current: Overrides) -> OverrideEditor {
-        OverrideEditor { current, undo: Vec::new() }
+        OverrideEditor { current, undo: Vec::new(), note: None }
     }
 
     /// Applies an edit to step `s`; returns what was done, in words for the status line.
@@ -70,6 +88,51 @@ impl OverrideEditor {
             }
             None => false,
         }
+    }
+
+    /// Starts the note of an edit: `text` what was done, `hint` what to do next, `rerun` whether
+    /// a re-run follows.
+    pub fn begin_note(&mut self, text: String, hint: String, rerun: bool) {
+        self.note = Some(Note { level: Level::Ok, text, hint, rerun });
+    }
+
+    /// The note as the status line shows it, unless a run is `busy` (then its end shows it);
+    /// an error shows at once.
+    pub fn note_status(&self, busy: bool) -> Option<(Level, String)> {
+        let n = self.note.as_ref()?;
+        (!busy || n.level == Level::Error).then(|| (n.level, format!("{}{}", n.text, n.hint)))
+    }
+
+    /// Adds the result of saving to the note: where the overrides went, or, first, that they
+    /// could not be saved (an error, never silent; the cause after it). Without a re-run the
+    /// note is done after this; returns the status to show.
+    pub fn saved(&mut self, result: anyhow::Result<store::Saved>, busy: bool) -> Option<(Level, String)> {
+        let (level, what) = match result {
+            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
+            Ok(store::Saved { path, fallback: Some(_) }) => {
+                // The reason first: a long path may be shortened in the status line.
+                (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
+            }
+            Err(e) => (Level::Error, format!("{e:#}")),
+        };
+        let note = self.note.get_or_insert_with(|| Note {
+            level: Level::Ok,
+            text: "overrides changed".into(),
+            hint: String::new(),
+            rerun: false,
+        });
+        note.level = level;
+        if level == Level::Error {
+            // What failed first, so that it stays on screen.
+            note.text = format!("could not save the overrides (kept until you quit): {what}; {}", note.text);
+        } else {
+            note.text.push_str(&what);
+        }
+        let show = self.note_status(busy);
+        if self.note.as_ref().is_some_and(|n| !n.rerun) {
+            self.note = None;
+        }
+        show
     }
 
     /// Whether step `s` is `(marked, excluded, pinned)` by the user.

@@ -684,3 +684,20 @@ fn selected(mut line: Line<'static>, style: Style, width: u16) -> Line<'static> 
 fn col(s: &str, w: usize) -> String {
     format!("{:<w$}", text::clip(s, w.saturating_sub(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn a_long_status_loses_the_middle_of_its_paths_first_then_ends_in_an_ellipsis() {
+        let msg = "could not save: cannot replace /home/ana/data/shared/runs/trace.json: Permission denied";
+        assert_eq!(shorten(msg, 200, Some("!")), msg);
+        assert_eq!(
+            shorten(msg, 73, Some("!")),
+            "could not save: cannot replace /home/…/runs/trace.json: Permission denied"
+        );
+        assert_eq!(shorten(msg, 40, Some("!")), "could not save: cannot replace… (! more)");
+        assert_eq!(shorten(msg, 40, None), "could not save: cannot replace /home/…/…");
+    }
+}
