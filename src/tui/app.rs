@@ -1017,38 +1017,10 @@ impl App {
     }
 
     fn start(&mut self, target: RunTarget) -> Effect {
-        let stage = match target {
-            RunTarget::Method(m) => m.as_str(),
-            RunTarget::AllMethods => Method::ALL[0].as_str(),
-            _ => self.first_stage(target).as_str(),
-        };
+        let stage = self.results.first_stage(target);
         let id = self.runs.begin(target, stage);
         self.dirty = true;
-        let mut opts = self.options();
-        if !target.is_pipeline() {
-            // The methods view compares machine verdicts: the user's overrides stay out of it.
-            opts.overrides = Overrides::default();
-        }
-        // An override re-run keeps the machine verdict already known; any other run asks anew.
-        let machine = target.is_pipeline()
-            && !opts.overrides.is_empty()
-            && (self.machine_verdict().is_none() || !matches!(target, RunTarget::Rerun { .. }));
-        let req = RunRequest { id, target, pipeline: self.results.pipeline.clone(), opts, machine };
-        Effect::Run(Box::new(req))
-    }
-
-    /// The stage a run starts with (shown until its first progress report).
-    fn first_stage(&self, target: RunTarget) -> Stage {
-        let next = match self.results.pipeline.last_stage() {
-            None => Stage::SearchSpace,
-            Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
-        };
-        match target {
-            RunTarget::All => Stage::SearchSpace,
-            RunTarget::Stage(s) => s.min(next),
-            RunTarget::Rerun { from, .. } => from,
-            RunTarget::Method(_) | RunTarget::AllMethods => Stage::SearchSpace,
-        }
+        Effect::Run(Box::new(self.results.run_request(id, target, self.options())))
     }
 
     fn cancel(&mut self) -> Vec<Effect> {

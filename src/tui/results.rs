@@ -7,13 +7,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::job::{JobDone, RunTarget};
-use crate::diagnosis::{Diagnosis, Role};
+use super::job::{JobDone, RunRequest, RunTarget};
+use crate::diagnosis::{Diagnosis, Overrides, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::{Hierarchy, Phase};
 use crate::methods::Method;
 use crate::model::Trajectory;
-use crate::pipeline::{Cancelled, Pipeline};
+use crate::pipeline::{Cancelled, Options, Pipeline, Stage};
 use crate::substrate::Substrate;
 
 /// What a step carries from the diagnosis.
@@ -144,6 +144,35 @@ impl Results {
             steps.extend(s.saturating_sub(window)..=(s + window).min(n_steps.saturating_sub(1)));
         }
         steps.into_iter().map(|s| (s, d.role_of(s))).collect()
+    }
+
+    /// The request of run `id` of `target` from the stages so far with `opts` (the user's
+    /// overrides stay out of method runs: the methods view compares machine verdicts).
+    pub fn run_request(&self, id: u64, target: RunTarget, mut opts: Options) -> RunRequest {
+        if !target.is_pipeline() {
+            opts.overrides = Overrides::default();
+        }
+        // An override re-run keeps the machine verdict already known; any other run asks anew.
+        let machine = target.is_pipeline()
+            && !opts.overrides.is_empty()
+            && (self.machine_verdict().is_none() || !matches!(target, RunTarget::Rerun { .. }));
+        RunRequest { id, target, pipeline: self.pipeline.clone(), opts, machine }
+    }
+
+    /// The name of the stage (or method) a run starts with, shown until its first progress
+    /// report.
+    pub fn first_stage(&self, target: RunTarget) -> &'static str {
+        let next = match self.pipeline.last_stage() {
+            None => Stage::SearchSpace,
+            Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
+        };
+        match target {
+            RunTarget::Method(m) => m.as_str(),
+            RunTarget::AllMethods => Method::ALL[0].as_str(),
+            RunTarget::All => Stage::SearchSpace.as_str(),
+            RunTarget::Stage(s) => s.min(next).as_str(),
+            RunTarget::Rerun { from, .. } => from.as_str(),
+        }
     }
 
     /// Takes a finished run: its stages, diagnosis and method verdicts replace the old ones
