@@ -48,16 +48,18 @@ pub struct FalatOptions {
     pub score_floor: Option<f32>,
     /// What to name when no candidate is valid (the paper is silent).
     pub fallback: Fallback,
-    /// A phase of `M_hi` is searched when its suspicion (0..=1) reaches this. The paper zooms
-    /// into "suspicious phases" without a threshold; 0.5 is falat's choice: with the offline judge
-    /// it examines phases with an error, a failed run or an agent's own values, or several lesser
-    /// risks, and skips phases that only answer or whose agent `π` did not expect.
+    /// A phase of `M_hi` is searched (zoomed into) when the judge's suspicion of it (0..=1)
+    /// reaches this. The paper zooms into "suspicious phases" without a threshold; 0.5 is falat's
+    /// choice (the middle of the judge's scale). See [`zoom`].
     pub phase_threshold: f32,
+    /// At most this many phases are searched, the most suspicious first; `None` searches every
+    /// phase that reaches [`FalatOptions::phase_threshold`]. The paper gives no number.
+    pub max_phases: Option<usize>,
 }
 
 impl Default for FalatOptions {
     fn default() -> FalatOptions {
-        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, phase_threshold: 0.5 }
+        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, phase_threshold: 0.5, max_phases: None }
     }
 }
 
@@ -85,8 +87,30 @@ impl FalatOptions {
             "phase_threshold = {} (the paper searches suspicious phases without a threshold)",
             self.phase_threshold
         ));
+        if let Some(k) = self.max_phases {
+            out.push(format!("max_phases = {k} (departure: the paper searches every suspicious phase)"));
+        }
         out
     }
+}
+
+/// Coarse-to-fine search (FALAT §1): which phases of `M_hi` recall zooms into, given the judge's
+/// suspicion of each phase (`suspicion[p]` for phase `p`, 0..=1). The phases whose suspicion
+/// reaches `phase_threshold` (and is above 0), the most suspicious first, ties in phase order,
+/// cut to `max_phases`. When no phase reaches the threshold, the single most suspicious phase
+/// with any suspicion is searched (the paper always zooms somewhere); when every phase has
+/// suspicion 0, none is.
+pub fn zoom(suspicion: &[f32], opts: &FalatOptions) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..suspicion.len()).filter(|p| suspicion[*p] > 0.0).collect();
+    order.sort_by(|a, b| suspicion[*b].total_cmp(&suspicion[*a]).then(a.cmp(b)));
+    let mut out: Vec<usize> = order.iter().copied().filter(|p| suspicion[*p] >= opts.phase_threshold).collect();
+    if out.is_empty() {
+        out.extend(order.first());
+    }
+    if let Some(k) = opts.max_phases {
+        out.truncate(k.max(1));
+    }
+    out
 }
 
 /// Whether a transition carries the candidate's effect forward (FALAT §2: `follow_up` adopts

@@ -108,6 +108,9 @@ pub struct Dependencies {
     pub graph: DepGraph,
     /// All candidates, pruned ones with their reason, sorted by step.
     pub candidates: Vec<Candidate>,
+    /// The phases recall searched (coarse to fine, [`decision::zoom`]), in search order; every
+    /// phase when the hierarchy is ablated.
+    pub searched: Vec<usize>,
 }
 
 /// Stage 3 output.
@@ -355,7 +358,7 @@ pub fn dependencies(
     let start = Instant::now();
     let mut s = opts.session(judge);
     let mut graph = sub.graph.clone();
-    let mut candidates = recall_candidates(t, sub, space, &graph, opts, &mut s)?;
+    let (mut candidates, searched) = recall_candidates(t, sub, space, &graph, opts, &mut s)?;
     add_user_marks(t, &mut candidates, &opts.overrides);
     let ctx = full_context(t, sub, space, &graph, opts);
     let end = signals::final_step(&ctx);
@@ -383,7 +386,7 @@ pub fn dependencies(
     let kept: &[(usize, usize, Transition)] = if opts.ablations.off(Component::Pruning) { &[] } else { &labels };
     decision::prune(&mut candidates, kept, end, &opts.overrides);
     let cost = s.close(start, warnings);
-    Ok((Dependencies { graph, candidates }, cost))
+    Ok((Dependencies { graph, candidates, searched }, cost))
 }
 
 /// The steps a candidate's output reaches in one hop, or in two through its own protocol children
@@ -408,22 +411,20 @@ fn recall_candidates(
     graph: &DepGraph,
     opts: &Options,
     s: &mut Session<'_>,
-) -> Result<Vec<Candidate>, Cancelled> {
+) -> Result<(Vec<Candidate>, Vec<usize>), Cancelled> {
     let ctx = full_context(t, sub, space, graph, opts);
-    // Coarse to fine (FALAT §1): the phases M_hi judged suspicious, most suspicious first (ties
-    // in step order); their steps are then examined with M_mid summaries and M_lo evidence.
-    // Without the hierarchy every phase is examined.
-    let flat = opts.ablations.off(Component::Hierarchy);
-    let mut phases: Vec<_> = space
-        .hierarchy
-        .phases
-        .iter()
-        .filter(|p| flat || p.suspicion >= opts.falat.phase_threshold && p.suspicion > 0.0)
-        .collect();
-    phases.sort_by(|a, b| b.suspicion.total_cmp(&a.suspicion).then(a.range.start.cmp(&b.range.start)));
+    // Coarse to fine (FALAT §1): the phases M_hi judged suspicious, most suspicious first
+    // (decision::zoom); their steps are then examined with M_mid summaries and M_lo evidence.
+    // Without the hierarchy every phase is examined, in order.
+    let phases = &space.hierarchy.phases;
+    let searched: Vec<usize> = if opts.ablations.off(Component::Hierarchy) {
+        (0..phases.len()).collect()
+    } else {
+        decision::zoom(&phases.iter().map(|p| p.suspicion).collect::<Vec<_>>(), &opts.falat)
+    };
     let mut out: Vec<Candidate> = Vec::new();
-    let total = phases.len();
-    for (k, p) in phases.into_iter().enumerate() {
+    let total = searched.len();
+    for (k, p) in searched.iter().map(|p| &phases[*p]).enumerate() {
         s.check()?;
         if let Answer::Candidates(found) = s.ask(&ctx, &Question::RecallCandidates { range: p.range.clone() }) {
             for (step, findings) in found.into_iter().filter(|(s, f)| *s < t.steps.len() && !f.is_empty()) {
@@ -434,7 +435,7 @@ fn recall_candidates(
     }
     out.sort_by_key(|c| c.step);
     out.dedup_by_key(|c| c.step);
-    Ok(out)
+    Ok((out, searched))
 }
 
 fn new_candidate(t: &Trajectory, step: usize, findings: Vec<Finding>, origin: Origin) -> Candidate {
@@ -648,6 +649,26 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     crate::methods::offline_note(&mut d, judge);
     if !opts.ablations.is_empty() {
         d.details.push(("ablated".into(), opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
+    }
+    if let (Some(space), Some(deps)) = (&p.space, &p.deps) {
+        let lines = space
+            .hierarchy
+            .phases
+            .iter()
+            .map(|ph| {
+                let searched = if deps.searched.contains(&ph.id) { "searched" } else { "skipped" };
+                format!(
+                    "phase {} (steps {}-{}, {} {}): suspicion {:.2}, {searched}",
+                    ph.id,
+                    ph.range.start,
+                    ph.range.end.saturating_sub(1),
+                    ph.purpose.as_str(),
+                    text::sanitize(&ph.agent),
+                    ph.suspicion
+                )
+            })
+            .collect();
+        d.details.push(("phase search".into(), lines));
     }
     if let Some(r) = &p.research
         && !r.checks.is_empty()

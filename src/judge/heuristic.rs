@@ -5,13 +5,14 @@
 //! criterion, the roles of a window, and the attribution answers in `attribution`).
 
 mod attribution;
+pub mod phase;
 
 use std::collections::HashSet;
 use std::time::Instant;
 
 use super::signals::{
-    combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall, result_of, weights,
-    words_of, wrong_value_origins,
+    combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall, result_of, words_of,
+    wrong_value_origins,
 };
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
 use crate::diagnosis::{Cost, Criterion, Finding, Role, Signal, Transition};
@@ -43,7 +44,7 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
     let n = ctx.trajectory.steps.len();
     match question {
         Question::Prior => Answer::Prior(prior::derive(&ctx.trajectory.task, &ctx.trajectory.agents)),
-        Question::PhaseSummary { phase } => phase_summary(ctx, *phase),
+        Question::PhaseSummary { phase } => phase::summary(ctx, *phase),
         Question::RecallCandidates { range } => {
             Answer::Candidates(range.clone().filter_map(|i| recall(ctx, i).map(|f| (i, f))).collect())
         }
@@ -61,41 +62,6 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
         Question::Roles { window } => roles(ctx, window.start..window.end.min(n)),
         q => attribution::answer(ctx, q),
     }
-}
-
-/// A phase's suspicion from `M_hi`-level facts only (FALAT's coarse level: no step is examined
-/// for evidence here): the noisy-or of [`weights::PHASE_ERROR`] when a step of the phase reports
-/// an error, a failed run or an empty result, [`weights::PHASE_HEDGE`] when one hedges,
-/// [`weights::PHASE_VALUES`] when an agent (not a tool) introduces values of its own,
-/// [`weights::PHASE_ANSWER`] when the phase answers or claims a verified result, and
-/// [`weights::PHASE_PRIOR`] when the phase's agent is none of those `π` expects.
-fn phase_summary(ctx: &Context<'_>, phase: usize) -> Answer {
-    let Some(p) = ctx.hierarchy.phases.get(phase) else {
-        return Answer::PhaseSummary { summary: String::new(), suspicion: 0.0 };
-    };
-    let steps =
-        &ctx.hierarchy.steps[p.range.start.min(ctx.hierarchy.steps.len())..p.range.end.min(ctx.hierarchy.steps.len())];
-    let mut w: Vec<f32> = Vec::new();
-    if steps.iter().any(|s| s.flags.error || s.flags.failed_execution || s.flags.empty_result) {
-        w.push(weights::PHASE_ERROR);
-    }
-    if steps.iter().any(|s| s.flags.hedged) {
-        w.push(weights::PHASE_HEDGE);
-    }
-    if steps.iter().any(|s| s.kind != StepKind::ToolResult && !s.introduces.is_empty() && s.action != Action::Request) {
-        w.push(weights::PHASE_VALUES);
-    }
-    if steps.iter().any(|s| s.flags.answer || s.flags.claims_verified) {
-        w.push(weights::PHASE_ANSWER);
-    }
-    if let Some(prior) = ctx.prior {
-        let expected: Vec<&str> = prior.requirements.iter().filter_map(|r| r.agent.as_deref()).collect();
-        if !expected.is_empty() && !expected.iter().any(|a| a.eq_ignore_ascii_case(&p.agent)) {
-            w.push(weights::PHASE_PRIOR);
-        }
-    }
-    let suspicion = 1.0 - w.iter().map(|x| 1.0 - x).product::<f32>();
-    Answer::PhaseSummary { summary: p.summary.clone(), suspicion }
 }
 
 /// Labels the edge from candidate `from` to step `to` (FALAT stage 2).

@@ -48,17 +48,6 @@ pub mod weights {
     pub const WRONG_VALUE: f32 = 0.6;
     /// The expected value was in a tool output and this step, the next to read it, lost it.
     pub const MISREAD: f32 = 0.5;
-    /// Phase suspicion (from `M_hi`): a step of the phase reports an error, failure or nothing.
-    pub const PHASE_ERROR: f32 = 0.5;
-    /// Phase suspicion: a step of the phase hedges.
-    pub const PHASE_HEDGE: f32 = 0.4;
-    /// Phase suspicion: an agent of the phase introduces values of its own (the way invented
-    /// figures enter a run, so as strong as an error).
-    pub const PHASE_VALUES: f32 = 0.5;
-    /// Phase suspicion: the phase answers or claims a verified result.
-    pub const PHASE_ANSWER: f32 = 0.3;
-    /// Phase suspicion: the phase's agent is none of those the prior expects.
-    pub const PHASE_PRIOR: f32 = 0.2;
 }
 
 /// Noisy-or of finding weights.
