@@ -189,20 +189,119 @@ impl Signal {
         .find(|x| x.as_str() == s)
     }
 
-    /// The error category a decisive step with this signal falls in (the DeFA taxonomy names).
-    pub fn category(self) -> &'static str {
+    /// The error category a decisive step with this signal falls in.
+    pub fn category(self) -> ErrorCategory {
         match self {
-            Signal::UnsourcedValue | Signal::WrongValueOrigin => "hallucination",
-            Signal::Assumption => "unsupported_assumption",
-            Signal::FailedAction => "tool_parameter_or_invocation_error",
-            Signal::IgnoredToolError => "misread_tool_output",
-            Signal::PriorDeviation => "instruction_or_plan_deviation",
-            Signal::WrongDelegation => "wrong_delegation",
-            Signal::PrematureAnswer => "premature_termination",
-            Signal::RepeatedFailure => "repeated_failing_action",
-            Signal::UserMarked => "user_marked",
-            Signal::Ranked => "unknown",
+            Signal::UnsourcedValue | Signal::WrongValueOrigin => ErrorCategory::Hallucination,
+            Signal::Assumption => ErrorCategory::UnsupportedAssumption,
+            Signal::FailedAction => ErrorCategory::ToolInvocationError,
+            Signal::IgnoredToolError => ErrorCategory::MisreadToolOutput,
+            Signal::PriorDeviation => ErrorCategory::InstructionOrPlanDeviation,
+            Signal::WrongDelegation => ErrorCategory::WrongDelegation,
+            Signal::PrematureAnswer => ErrorCategory::PrematureTermination,
+            Signal::RepeatedFailure => ErrorCategory::RepeatedFailingAction,
+            Signal::UserMarked => ErrorCategory::UserMarked,
+            Signal::Ranked => ErrorCategory::Unknown,
         }
+    }
+}
+
+/// The error category of a decisive step. DeFA ("DeFA: Dependency-Guided Failure Attribution for
+/// LLM Agents", §3.1) classifies the decisive step in the Who&When Pro failure-mode taxonomy, of
+/// which the paper names two categories: hallucination and tool parameter or invocation error;
+/// those keep the paper's names here. The paper does not list the others, so the rest of
+/// [`ErrorCategory::TAXONOMY`] are falat's names for the failure kinds its signals detect
+/// (docs/METHODS.md). Three more values are not error kinds and no judge may answer them: the
+/// user marked or pinned the step, or no category could be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum ErrorCategory {
+    /// Values, facts or sources stated with nothing behind them (named by the paper).
+    Hallucination,
+    /// A tool or code called with wrong parameters, or a call that fails (named by the paper:
+    /// "tool parameter or invocation error").
+    ToolInvocationError,
+    /// A tool output read wrongly, or an error in it ignored.
+    MisreadToolOutput,
+    /// Work that departs from the task, the instructions or the plan.
+    InstructionOrPlanDeviation,
+    /// Work handed to an agent that cannot do it, or with an instruction that cannot work.
+    WrongDelegation,
+    /// The run answers or stops before the answer is established.
+    PrematureTermination,
+    /// A check that claims success without evidence, or misses the error.
+    VerificationFailure,
+    /// An action that already failed, repeated without change.
+    RepeatedFailingAction,
+    /// Reasoning built on an assumption, placeholder or made-up data.
+    UnsupportedAssumption,
+    /// An error of none of the kinds above.
+    Other,
+    /// Not an error kind: the step is a candidate because the user marked it.
+    UserMarked,
+    /// Not an error kind: the user pinned the step as decisive.
+    UserPinned,
+    /// Not an error kind: no category could be given (no finding at the step).
+    #[default]
+    Unknown,
+}
+
+impl ErrorCategory {
+    /// The categories a judge may answer (the taxonomy), in prompt order.
+    pub const TAXONOMY: [ErrorCategory; 10] = [
+        ErrorCategory::Hallucination,
+        ErrorCategory::ToolInvocationError,
+        ErrorCategory::MisreadToolOutput,
+        ErrorCategory::InstructionOrPlanDeviation,
+        ErrorCategory::WrongDelegation,
+        ErrorCategory::PrematureTermination,
+        ErrorCategory::VerificationFailure,
+        ErrorCategory::RepeatedFailingAction,
+        ErrorCategory::UnsupportedAssumption,
+        ErrorCategory::Other,
+    ];
+
+    /// The categories the DeFA paper names (the rest of [`ErrorCategory::TAXONOMY`] is falat's).
+    pub const NAMED_BY_PAPER: [ErrorCategory; 2] = [ErrorCategory::Hallucination, ErrorCategory::ToolInvocationError];
+
+    /// The snake_case name used in reports, prompts and answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Hallucination => "hallucination",
+            ErrorCategory::ToolInvocationError => "tool_parameter_or_invocation_error",
+            ErrorCategory::MisreadToolOutput => "misread_tool_output",
+            ErrorCategory::InstructionOrPlanDeviation => "instruction_or_plan_deviation",
+            ErrorCategory::WrongDelegation => "wrong_delegation",
+            ErrorCategory::PrematureTermination => "premature_termination",
+            ErrorCategory::VerificationFailure => "verification_failure",
+            ErrorCategory::RepeatedFailingAction => "repeated_failing_action",
+            ErrorCategory::UnsupportedAssumption => "unsupported_assumption",
+            ErrorCategory::Other => "other",
+            ErrorCategory::UserMarked => "user_marked",
+            ErrorCategory::UserPinned => "user_pinned",
+            ErrorCategory::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a judge's answer: a name of [`ErrorCategory::TAXONOMY`] only.
+    pub fn parse(s: &str) -> Option<ErrorCategory> {
+        ErrorCategory::TAXONOMY.into_iter().find(|c| c.as_str() == s.trim())
+    }
+
+    /// The category of a heuristic signal.
+    pub fn of_signal(s: Signal) -> ErrorCategory {
+        s.category()
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCategory {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -372,8 +471,8 @@ pub struct Diagnosis {
     pub decisive_step: Option<usize>,
     /// The agent recorded at the decisive step.
     pub agent: Option<String>,
-    /// Error category (DeFA taxonomy names: `hallucination`, `tool_parameter_or_invocation_error`...).
-    pub category: String,
+    /// The decisive step's error category.
+    pub category: ErrorCategory,
     /// Why, in a few sentences.
     pub reason: String,
     /// Confidence in 0..=1: the probability that the decisive step is right, once the ranking is

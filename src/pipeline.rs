@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use crate::decision::{self, Checked, FalatOptions, Verdict};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Diagnosis, Finding, Origin, Overrides, Role, Signal, StageCost, Transition,
-    Verification,
+    Candidate, Cost, Criterion, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Signal, StageCost,
+    Transition, Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
@@ -704,11 +704,11 @@ fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReS
             let main = c.main_signal().unwrap_or(Signal::UnsourcedValue);
             let ev: Vec<String> =
                 c.findings.iter().map(|f| format!("{} ({})", f.evidence, f.signal.as_str())).collect();
-            (main.category().to_string(), ev.join("; "), c.score)
+            (main.category(), ev.join("; "), c.score)
         }
-        None => ("unknown".to_string(), "no finding recorded for this step".to_string(), 0.0),
+        None => (ErrorCategory::Unknown, "no finding recorded for this step".to_string(), 0.0),
     };
-    d.category = if pinned { "user_pinned".into() } else { category };
+    d.category = if pinned { ErrorCategory::UserPinned } else { category };
     let who = &t.steps[step].agent;
     let mut reason = format!("step {step} ({who}): {why}.");
     if pinned {

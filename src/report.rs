@@ -25,7 +25,7 @@ pub fn to_json_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis
         v["user_decision"] = json!({
             "decisive_step": u.decisive_step,
             "agent": u.agent,
-            "category": u.category,
+            "category": u.category.as_str(),
             "reason": u.reason,
             "roles": u.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
             "path": u.path,
@@ -59,7 +59,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "used_ground_truth": d.used_ground_truth,
         "decisive_step": d.decisive_step,
         "agent": d.agent,
-        "category": d.category,
+        "category": d.category.as_str(),
         "reason": d.reason,
         "confidence": round3(d.confidence),
         "low_confidence": d.low_confidence(),

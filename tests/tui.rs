@@ -538,7 +538,7 @@ fn an_override_is_the_users_decision_beside_the_machines_unchanged_verdict() {
         serde_json::from_str(&std::fs::read_to_string(store::beside(&f.trace, ".falat.report.json")).expect("json"))
             .expect("valid");
     assert_eq!(json["decisive_step"], 12);
-    assert_eq!(json["category"], serde_json::json!(machine.category));
+    assert_eq!(json["category"], serde_json::json!(machine.category.as_str()));
     assert_eq!(json["user_decision"]["decisive_step"], 0);
     assert_eq!(json["user_decision"]["category"], "user_pinned");
     assert_eq!(json["overrides"]["pinned"], 0);

@@ -249,77 +249,8 @@ impl Half {
     }
 }
 
-/// The error taxonomy of DeFA's adjudication. DeFA (§3.1) classifies the decisive step in the
-/// Who&When Pro failure-mode taxonomy, of which the paper names hallucination and tool parameter
-/// or invocation error; those two keep the paper's names here. The others are falat's own
-/// categories for the failure kinds its signals detect (`docs/METHODS.md` says which). Names are
-/// the snake_case forms in [`ErrorCategory::as_str`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ErrorCategory {
-    /// Values, facts or sources stated with nothing behind them.
-    Hallucination,
-    /// A tool or code called with wrong parameters, or a call that fails (the paper's "tool
-    /// parameter or invocation error").
-    ToolInvocationError,
-    /// A tool output read wrongly, or an error in it ignored.
-    MisreadToolOutput,
-    /// Work that departs from the task, the instructions or the plan.
-    InstructionOrPlanDeviation,
-    /// Work handed to an agent that cannot do it, or with an instruction that cannot work.
-    WrongDelegation,
-    /// The run answers or stops before the answer is established.
-    PrematureTermination,
-    /// A check that claims success without evidence, or misses the error.
-    VerificationFailure,
-    /// An action that already failed, repeated without change.
-    RepeatedFailingAction,
-    /// Reasoning built on an assumption, placeholder or made-up data.
-    UnsupportedAssumption,
-    /// None of the above.
-    Other,
-}
-
-impl ErrorCategory {
-    /// All categories.
-    pub const ALL: [ErrorCategory; 10] = [
-        ErrorCategory::Hallucination,
-        ErrorCategory::ToolInvocationError,
-        ErrorCategory::MisreadToolOutput,
-        ErrorCategory::InstructionOrPlanDeviation,
-        ErrorCategory::WrongDelegation,
-        ErrorCategory::PrematureTermination,
-        ErrorCategory::VerificationFailure,
-        ErrorCategory::RepeatedFailingAction,
-        ErrorCategory::UnsupportedAssumption,
-        ErrorCategory::Other,
-    ];
-
-    /// The snake_case name (the same names [`Signal::category`] uses).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCategory::Hallucination => "hallucination",
-            ErrorCategory::ToolInvocationError => "tool_parameter_or_invocation_error",
-            ErrorCategory::MisreadToolOutput => "misread_tool_output",
-            ErrorCategory::InstructionOrPlanDeviation => "instruction_or_plan_deviation",
-            ErrorCategory::WrongDelegation => "wrong_delegation",
-            ErrorCategory::PrematureTermination => "premature_termination",
-            ErrorCategory::VerificationFailure => "verification_failure",
-            ErrorCategory::RepeatedFailingAction => "repeated_failing_action",
-            ErrorCategory::UnsupportedAssumption => "unsupported_assumption",
-            ErrorCategory::Other => "other",
-        }
-    }
-
-    /// Parses [`ErrorCategory::as_str`].
-    pub fn parse(s: &str) -> Option<ErrorCategory> {
-        ErrorCategory::ALL.into_iter().find(|c| c.as_str() == s.trim())
-    }
-
-    /// The category of a heuristic signal.
-    pub fn of_signal(s: Signal) -> ErrorCategory {
-        ErrorCategory::parse(s.category()).unwrap_or(ErrorCategory::Other)
-    }
-}
+/// The error taxonomy of DeFA's adjudication lives with the diagnosis it is part of.
+pub use crate::diagnosis::ErrorCategory;
 
 /// The JSON fields of an attribution question (without `kind`), or `None` for other kinds.
 pub(super) fn question_fields(q: &Question) -> Option<Value> {
@@ -342,7 +273,7 @@ pub(super) fn question_fields(q: &Question) -> Option<Value> {
         Question::Adjudicate { candidates, edges, context } => json!({
             "candidates": candidates,
             "edges": edges_json(edges),
-            "categories": ErrorCategory::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            "categories": ErrorCategory::TAXONOMY.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
             "context": context,
         }),
         _ => return None,
@@ -582,7 +513,7 @@ mod tests {
         };
         let v = q.to_json();
         assert_eq!(v["edges"], json!([{"from": 1, "to": 4, "effect": "amplified"}]));
-        assert_eq!(v["categories"].as_array().unwrap().len(), ErrorCategory::ALL.len());
+        assert_eq!(v["categories"].as_array().unwrap().len(), ErrorCategory::TAXONOMY.len());
         let kinds: Vec<&str> = [
             Question::LocateError { context: String::new() },
             Question::IsDecisive { step: 0, context: String::new() },
@@ -684,7 +615,7 @@ mod tests {
         for p in Perspective::ALL {
             assert_eq!(Perspective::parse(p.as_str()), Some(p));
         }
-        for c in ErrorCategory::ALL {
+        for c in ErrorCategory::TAXONOMY {
             assert_eq!(ErrorCategory::parse(c.as_str()), Some(c));
         }
         assert_eq!(ErrorCategory::of_signal(Signal::FailedAction), ErrorCategory::ToolInvocationError);

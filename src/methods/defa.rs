@@ -279,7 +279,7 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     let rec = Recalled { candidates, edges, nodes };
     let (step, category, reason, confidence) = session.stage("adjudication", |s| adjudicate(s, &ctx, &rec));
     let mut d = new_diagnosis(Method::Defa, t, judge, opts, Some(step));
-    d.category = category.as_str().into();
+    d.category = category;
     d.reason = reason;
     d.confidence = confidence;
     d.roles = roles(&ctx, &rec.edges, step);
@@ -372,7 +372,7 @@ fn adjudication_context(ctx: &Context<'_>, rec: &Recalled) -> String {
     if let Some(end) = final_step(ctx) {
         lines.push(format!("Final output: {}", view::brief(t, ctx.hierarchy, end, 200)));
     }
-    let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+    let categories: Vec<&str> = ErrorCategory::TAXONOMY.iter().map(|c| c.as_str()).collect();
     lines.push(format!("Categories: {}", categories.join(", ")));
     lines.join("\n")
 }

@@ -225,7 +225,7 @@ pub(crate) fn new_diagnosis(
         judge: judge.name(),
         decisive_step: step,
         agent: step.map(|s| t.steps[s].agent.clone()),
-        category: "unknown".into(),
+        category: crate::diagnosis::ErrorCategory::Unknown,
         used_ground_truth: opts.ground_truth && t.expected_output.is_some(),
         ..Diagnosis::default()
     }

@@ -455,7 +455,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
                 Span::styled("  decisive step ", t.title_focus),
                 l.link(s, t.title_focus),
                 Span::styled(format!(" · agent {}", clean(d.agent.as_deref().unwrap_or("?"))), t.text),
-                Span::styled(format!(" · {}", clean(&d.category)), t.warn),
+                Span::styled(format!(" · {}", d.category.as_str()), t.warn),
             ]));
             lines.push(Line::from(vec![
                 Span::styled("  confidence ", t.dim),
@@ -493,7 +493,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
                 head.push(Span::styled("  step ", t.title_focus));
                 head.push(l.link(s, t.title_focus));
                 head.push(Span::styled(format!(" · agent {}", clean(u.agent.as_deref().unwrap_or("?"))), t.text));
-                head.push(Span::styled(format!(" · {}", clean(&u.category)), t.warn));
+                head.push(Span::styled(format!(" · {}", u.category.as_str()), t.warn));
             }
             None => head.push(Span::styled("  no step can be named with your overrides", t.title_focus)),
         }
@@ -623,7 +623,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
                         Span::styled(format!("{vs_falat:<9}"), agree_style(app, vs_falat)),
                         Span::styled(format!("{:<6}", format!("{:.2}", d.confidence)), t.info),
                         Span::styled(format!("{:<7}", d.total_cost().calls), t.dim),
-                        Span::styled(clean(&d.category), t.warn),
+                        Span::styled(d.category.as_str(), t.warn),
                     ]);
                 }
             }
@@ -689,7 +689,7 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line
         Span::styled(format!("{step} "), t.title_focus),
         Span::styled(clean(d.agent.as_deref().unwrap_or("?")), t.text),
         Span::styled(
-            format!(" · {} · confidence {:.2} · judge {}", clean(&d.category), d.confidence, clean(&d.judge)),
+            format!(" · {} · confidence {:.2} · judge {}", d.category.as_str(), d.confidence, clean(&d.judge)),
             t.dim,
         ),
     ]));

@@ -237,7 +237,7 @@ impl Attribution {
             ],
             Question::Adjudicate { candidates, .. } => vec![
                 ("candidates", list(candidates)),
-                ("categories", ErrorCategory::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")),
+                ("categories", ErrorCategory::TAXONOMY.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")),
             ],
             _ => Vec::new(),
         }
@@ -350,7 +350,7 @@ impl Kind for Attribution {
                 "additionalProperties": false,
             }),
             Question::Adjudicate { candidates, .. } => {
-                let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+                let categories: Vec<&str> = ErrorCategory::TAXONOMY.iter().map(|c| c.as_str()).collect();
                 let step = if candidates.is_empty() { step_schema(0..n) } else { steps_enum(candidates.clone()) };
                 json!({
                     "type": "object",
