@@ -4,6 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod details;
+
+pub use details::Detail;
+
 /// The six transition labels of FALAT stage 2, on an edge from a candidate to a later step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Transition {
@@ -287,9 +291,11 @@ impl ErrorCategory {
         ErrorCategory::TAXONOMY.into_iter().find(|c| c.as_str() == s.trim())
     }
 
-    /// The category of a heuristic signal.
+    /// The taxonomy category a judge answers for a heuristic signal: [`Signal::category`], or
+    /// [`ErrorCategory::Other`] for a signal that names no error kind (the user's mark, the
+    /// ranker).
     pub fn of_signal(s: Signal) -> ErrorCategory {
-        s.category()
+        Some(s.category()).filter(|c| ErrorCategory::TAXONOMY.contains(c)).unwrap_or(ErrorCategory::Other)
     }
 }
 
@@ -494,8 +500,8 @@ pub struct Diagnosis {
     pub used_ground_truth: bool,
     /// The user's overrides, when any were applied.
     pub overrides: Overrides,
-    /// Method-specific details for display (ECHO votes, DeFA propagation), as `(title, lines)`.
-    pub details: Vec<(String, Vec<String>)>,
+    /// Method-specific details as data (ECHO votes, DeFA propagation, FALAT's phase search...).
+    pub details: Vec<Detail>,
 }
 
 impl Diagnosis {

@@ -16,8 +16,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use crate::decision::{self, Checked, FalatOptions, Verdict};
+use crate::diagnosis::details::{PhaseSearched, StepCheck};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Signal, StageCost,
+    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Signal, StageCost,
     Transition, Verification,
 };
 use crate::graph::DepGraph;
@@ -645,43 +646,36 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             }
         }
     }
-    d.details.push(("options".into(), opts.falat.departures(opts.window)));
+    d.details.push(Detail::Options(opts.falat.departures(opts.window)));
     crate::methods::offline_note(&mut d, judge);
     if !opts.ablations.is_empty() {
-        d.details.push(("ablated".into(), opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
+        d.details.push(Detail::Ablated(opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
     }
     if let (Some(space), Some(deps)) = (&p.space, &p.deps) {
-        let lines = space
+        let phases = space
             .hierarchy
             .phases
             .iter()
-            .map(|ph| {
-                let searched = if deps.searched.contains(&ph.id) { "searched" } else { "skipped" };
-                format!(
-                    "phase {} (steps {}-{}, {} {}): suspicion {:.2}, {searched}",
-                    ph.id,
-                    ph.range.start,
-                    ph.range.end.saturating_sub(1),
-                    ph.purpose.as_str(),
-                    text::sanitize(&ph.agent),
-                    ph.suspicion
-                )
+            .map(|ph| PhaseSearched {
+                phase: ph.id,
+                steps: ph.range.clone(),
+                purpose: ph.purpose.as_str().to_string(),
+                agent: ph.agent.clone(),
+                suspicion: ph.suspicion,
+                searched: deps.searched.contains(&ph.id),
             })
             .collect();
-        d.details.push(("phase search".into(), lines));
+        d.details.push(Detail::PhaseSearch(phases));
     }
     if let Some(r) = &p.research
         && !r.checks.is_empty()
     {
-        let lines = r
+        let checks = r
             .checks
             .iter()
-            .map(|k| {
-                let v = |c: &Criterion| if c.passed { "pass" } else { "fail" };
-                format!("step {}: independence {}, sufficiency {}", k.step, v(&k.independence), v(&k.sufficiency))
-            })
+            .map(|k| StepCheck { step: k.step, independence: k.independence.passed, sufficiency: k.sufficiency.passed })
             .collect();
-        d.details.push(("re-search checks".into(), lines));
+        d.details.push(Detail::ReSearchChecks(checks));
     }
     // Once the search space is known and the run is complete, every step is ranked and the
     // confidence becomes the probability of the decisive step.

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Diagnosis, Role};
+use crate::diagnosis::{Candidate, Detail, Diagnosis, Role};
 use crate::model::Trajectory;
 use crate::text;
 
@@ -92,9 +92,85 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         },
         "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
-        "details": d.details.iter().map(|(title, lines)| json!({"title": title, "lines": lines})).collect::<Vec<_>>(),
+        "details": d.details.iter().map(detail_json).collect::<Vec<_>>(),
         "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
     })
+}
+
+/// A method detail as a JSON object: `kind`, `title`, the typed fields of its kind, and the
+/// display `lines` (docs/REPORT_SCHEMA.md, "details").
+fn detail_json(x: &Detail) -> Value {
+    let r2 = |v: f32| (f64::from(v) * 100.0).round() / 100.0;
+    let range = |r: &std::ops::Range<usize>| json!({"start": r.start, "end": r.end});
+    let (kind, data) = match x {
+        Detail::Options(v) => ("options", json!({"options": v})),
+        Detail::OfflineJudge => ("offline_judge", json!({})),
+        Detail::Ablated(v) => ("ablated", json!({"components": v})),
+        Detail::PhaseSearch(v) => (
+            "phase_search",
+            json!({"phases": v.iter().map(|p| json!({
+                "phase": p.phase, "steps": range(&p.steps), "purpose": p.purpose, "agent": p.agent,
+                "suspicion": r2(p.suspicion), "searched": p.searched,
+            })).collect::<Vec<_>>()}),
+        ),
+        Detail::ReSearchChecks(v) => (
+            "research_checks",
+            json!({"checks": v.iter().map(|k| json!({
+                "step": k.step, "independence": k.independence, "sufficiency": k.sufficiency,
+            })).collect::<Vec<_>>()}),
+        ),
+        Detail::Panel(v) => ("panel", json!({"perspectives": v.iter().map(|p| p.as_str()).collect::<Vec<_>>()})),
+        Detail::Analyses(t, v) => (
+            "analyses",
+            json!({"target": t.as_str(), "analyses": v.iter().map(|a| json!({
+                "conclusion": a.conclusion.as_str(), "agents": a.agents, "step": a.step,
+                "confidence": r2(a.confidence), "reasoning": a.reasoning,
+                "evaluations": a.evaluations.iter().map(|e| json!({"agent": e.agent, "likelihood": r2(e.likelihood), "evidence": e.evidence})).collect::<Vec<_>>(),
+                "alternatives": a.alternatives.iter().map(|e| json!({"agent": e.agent, "step": e.step, "likelihood": r2(e.likelihood), "reason": e.reason})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>()}),
+        ),
+        Detail::Consensus(t, c) => (
+            "consensus",
+            json!({
+                "target": t.as_str(),
+                "types": c.types.iter().map(|(k, v)| json!({"conclusion": k.as_str(), "weight": r2(*v)})).collect::<Vec<_>>(),
+                "agents": c.agents.iter().map(|(k, v)| json!({"agent": k, "weight": r2(*v)})).collect::<Vec<_>>(),
+                "steps": c.steps.iter().map(|(k, v)| json!({"step": k, "weight": r2(*v)})).collect::<Vec<_>>(),
+                "dropped": c.dropped, "out_of_range": c.out_of_range, "spread": r2(c.spread), "review": c.review,
+            }),
+        ),
+        Detail::AgentEvidence(v) => (
+            "agent_evidence",
+            json!({"agents": v.iter().map(|e| json!({"agent": e.agent, "likelihood": r2(e.likelihood), "evidence": e.evidence})).collect::<Vec<_>>()}),
+        ),
+        Detail::Alternatives(v) => (
+            "alternatives",
+            json!({"alternatives": v.iter().map(|a| json!({"agent": a.agent, "step": a.step, "likelihood": r2(a.likelihood), "reason": a.reason})).collect::<Vec<_>>()}),
+        ),
+        Detail::Segments(v) => (
+            "segments",
+            json!({"segments": v.iter().map(|s| json!({"steps": range(&s.steps), "candidates": s.candidates})).collect::<Vec<_>>()}),
+        ),
+        Detail::PropagationGraph(v) => (
+            "propagation_graph",
+            json!({"edges": v.iter().map(|e| json!({"from": e.from, "to": e.to, "effect": e.effect.as_str()})).collect::<Vec<_>>()}),
+        ),
+        Detail::AdjudicatedNodes(v) => ("adjudicated_nodes", json!({"steps": v})),
+        Detail::JudgeAnswer { agent, step } => ("judge_answer", json!({"agent": agent, "step": step})),
+        Detail::Verdicts(v) => (
+            "verdicts",
+            json!({"verdicts": v.iter().map(|x| json!({"step": x.step, "decisive": x.decisive, "confidence": r2(x.confidence)})).collect::<Vec<_>>()}),
+        ),
+        Detail::Rounds(v) => (
+            "rounds",
+            json!({"rounds": v.iter().map(|r| json!({"range": range(&r.range), "split": r.split, "half": r.half})).collect::<Vec<_>>()}),
+        ),
+    };
+    let mut out = json!({"kind": kind, "title": x.title(), "lines": x.lines()});
+    if let (Some(o), Value::Object(d)) = (out.as_object_mut(), data) {
+        o.extend(d);
+    }
+    out
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -193,9 +269,9 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
             out.push_str(&format!("- {}\n", cell(w)));
         }
     }
-    for (title, lines) in &d.details {
-        out.push_str(&format!("\n## {}\n\n", cell(title)));
-        for l in lines {
+    for detail in &d.details {
+        out.push_str(&format!("\n## {}\n\n", cell(&detail.title())));
+        for l in &detail.lines() {
             out.push_str(&format!("- {}\n", cell(l)));
         }
     }

@@ -269,7 +269,7 @@ fn selecting_the_echo_row_shows_the_analysts_votes_and_the_review_flag() {
         assert!(s.contains(part), "{part} missing:\n{s}");
     }
     let echo = app.results.methods.get(&Method::Echo).expect("echo ran");
-    let analyst = &echo.details.iter().find(|(k, _)| k == "panel").expect("panel").1[0];
+    let analyst = &echo.details.iter().find(|x| x.title() == "panel").expect("panel").lines()[0];
     assert!(s.contains(analyst.as_str()), "the analysts are listed:\n{s}");
     // DeFA's row shows its propagation graph.
     press(&mut app, "j");

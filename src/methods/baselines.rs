@@ -11,7 +11,8 @@
 use std::ops::Range;
 
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
-use crate::diagnosis::{Diagnosis, Role};
+use crate::diagnosis::details::{Round as RoundRecord, StepVerdict};
+use crate::diagnosis::{Detail, Diagnosis, Role};
 use crate::judge::attribution::Half;
 use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
@@ -51,7 +52,7 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
     d.reason = reason;
     d.confidence = confidence;
     d.roles = vec![(step, Role::RootCause)];
-    d.details.push(("judge's answer".into(), vec![format!("agent {named}, step {step}")]));
+    d.details.push(Detail::JudgeAnswer { agent: named.to_string(), step });
     session.finish(&mut d);
     d
 }
@@ -73,7 +74,7 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
     d.reason = walk.reason;
     d.confidence = walk.confidence;
     d.roles = vec![(walk.step, Role::RootCause)];
-    d.details.push(("verdicts".into(), walk.lines));
+    d.details.push(Detail::Verdicts(walk.verdicts));
     session.finish(&mut d);
     d
 }
@@ -84,8 +85,8 @@ struct Walk {
     reason: String,
     confidence: f32,
     said_yes: bool,
-    /// One line per verdict.
-    lines: Vec<String>,
+    /// One record per step walked.
+    verdicts: Vec<StepVerdict>,
 }
 
 /// Asks about steps `0, 1, ...`, each with the log up to it, until a "yes".
@@ -93,7 +94,7 @@ fn walk(s: &mut Session<'_>, ctx: &Context<'_>) -> Walk {
     let t = ctx.trajectory;
     let mut shown = String::new();
     let mut least_sure: Option<(usize, f32, String)> = None;
-    let mut lines = Vec::new();
+    let mut verdicts = Vec::new();
     for i in 0..t.steps.len() {
         if i > 0 {
             shown.push_str("\n\n");
@@ -101,22 +102,22 @@ fn walk(s: &mut Session<'_>, ctx: &Context<'_>) -> Walk {
         shown.push_str(&view::full(&t.steps[i]));
         match s.ask(ctx, &Question::IsDecisive { step: i, context: shown.clone() }) {
             Answer::Verdict { decisive: true, reason, confidence } => {
-                lines.push(format!("step {i}: decisive ({confidence:.2})"));
-                return Walk { step: i, reason, confidence, said_yes: true, lines };
+                verdicts.push(StepVerdict { step: i, decisive: Some(true), confidence });
+                return Walk { step: i, reason, confidence, said_yes: true, verdicts };
             }
             Answer::Verdict { confidence, reason, .. } => {
-                lines.push(format!("step {i}: not decisive ({confidence:.2})"));
+                verdicts.push(StepVerdict { step: i, decisive: Some(false), confidence });
                 if least_sure.as_ref().is_none_or(|(_, c, _)| confidence < *c) {
                     least_sure = Some((i, confidence, reason));
                 }
             }
-            _ => lines.push(format!("step {i}: no usable verdict")),
+            _ => verdicts.push(StepVerdict { step: i, decisive: None, confidence: 0.0 }),
         }
     }
     match least_sure {
-        Some((step, c, reason)) => Walk { step, reason, confidence: 1.0 - c, said_yes: false, lines },
+        Some((step, c, reason)) => Walk { step, reason, confidence: 1.0 - c, said_yes: false, verdicts },
         None => {
-            Walk { step: fallback(ctx), reason: "no usable verdict".into(), confidence: 0.0, said_yes: false, lines }
+            Walk { step: fallback(ctx), reason: "no usable verdict".into(), confidence: 0.0, said_yes: false, verdicts }
         }
     }
 }
@@ -168,11 +169,11 @@ pub fn binary_search(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &
     d.reason = text::clip(&format!("step {step} is left after {} halvings; last: {last_reason}", rounds.len()), 400);
     d.confidence = 0.5_f32.powi(rounds.len().min(8) as i32).max(0.1);
     d.roles = vec![(step, Role::RootCause)];
-    let lines = rounds
+    let rounds = rounds
         .iter()
-        .map(|(r, split, half)| format!("{}..{} split {split}: {}", r.start, r.end, half.as_str()))
+        .map(|(r, split, half)| RoundRecord { range: r.clone(), split: *split, half: half.as_str().to_string() })
         .collect();
-    d.details.push(("rounds".into(), lines));
+    d.details.push(Detail::Rounds(rounds));
     session.finish(&mut d);
     d
 }

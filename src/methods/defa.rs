@@ -25,7 +25,8 @@ use std::ops::Range;
 
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
-use crate::diagnosis::{Candidate, Diagnosis, Finding, Origin, Role};
+use crate::diagnosis::details::SegmentRecalled;
+use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
@@ -33,7 +34,6 @@ use crate::judge::signals::{combine, default_step, final_step};
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
-use crate::text;
 
 /// Default segment length in steps.
 pub const SEGMENT_LEN: usize = 24;
@@ -442,19 +442,19 @@ fn candidate(t: &Trajectory, step: usize, findings: &[Finding]) -> Candidate {
     }
 }
 
-fn details(segs: &[Range<usize>], rec: &Recalled) -> Vec<(String, Vec<String>)> {
-    let seg_lines = segs
+fn details(segs: &[Range<usize>], rec: &Recalled) -> Vec<Detail> {
+    let segments = segs
         .iter()
-        .enumerate()
-        .map(|(k, r)| {
-            let c: Vec<String> =
-                rec.candidates.iter().filter(|(s, _)| r.contains(s)).map(|(s, _)| s.to_string()).collect();
-            format!("segment {k}: steps {}-{}, candidates [{}]", r.start, r.end.saturating_sub(1), c.join(", "))
+        .map(|r| SegmentRecalled {
+            steps: r.clone(),
+            candidates: rec.candidates.iter().filter(|(s, _)| r.contains(s)).map(|(s, _)| *s).collect(),
         })
         .collect();
-    let graph = rec.edges.iter().map(|e| format!("{} -> {} {}", e.from, e.to, e.effect.as_str())).collect();
-    let nodes = vec![text::clip(&format!("{:?}", rec.nodes), 400)];
-    vec![("segments".into(), seg_lines), ("propagation graph".into(), graph), ("adjudicated nodes".into(), nodes)]
+    vec![
+        Detail::Segments(segments),
+        Detail::PropagationGraph(rec.edges.clone()),
+        Detail::AdjudicatedNodes(rec.nodes.clone()),
+    ]
 }
 
 #[cfg(test)]
@@ -560,7 +560,9 @@ mod tests {
             &MethodOptions { segment_len: 4, ..MethodOptions::new(false) },
         );
         assert_eq!(d.decisive_step, Some(6));
-        assert_eq!(d.details[0].1[1], "segment 1: steps 4-7, candidates [6]");
+        let Detail::Segments(s) = &d.details[0] else { panic!("{:?}", d.details[0]) };
+        assert_eq!((s[1].steps.clone(), s[1].candidates.clone()), (4..8, vec![6]));
+        assert_eq!(d.details[0].lines()[1], "segment 1: steps 4-7, candidates [6]");
         assert_eq!(d.cost.iter().find(|c| c.stage == "recall").unwrap().cost.calls, 3, "one recall per segment");
     }
 }

@@ -26,7 +26,8 @@
 
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
-use crate::diagnosis::{Diagnosis, Role};
+use crate::diagnosis::details::Votes;
+use crate::diagnosis::{Detail, Diagnosis, Role};
 use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
 use crate::judge::signals::default_step;
@@ -36,7 +37,7 @@ use crate::substrate::Substrate;
 use crate::text;
 
 /// Analyses under this confidence are dropped before voting (ECHO A.7).
-pub const MIN_CONFIDENCE: f32 = 0.3;
+pub const MIN_CONFIDENCE: f32 = crate::diagnosis::details::ECHO_MIN_CONFIDENCE;
 /// A confidence spread above this flags the consensus for review (ECHO A.7).
 pub const MAX_SPREAD: f32 = 0.5;
 /// Steps at most this far from an agent's turn are L1 (full).
@@ -401,15 +402,15 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
         ));
     }
     d.roles = vec![(step, Role::RootCause)];
-    d.details.push(("panel".into(), panel.iter().map(|p| p.as_str().to_string()).collect()));
-    d.details.push(("agent analyses".into(), analysis_lines(&agent_analyses)));
-    d.details.push(("agent consensus".into(), consensus_lines(&by_agent)));
+    d.details.push(Detail::Panel(panel.clone()));
+    d.details.push(Detail::Analyses(VoteTarget::Agent, agent_analyses.clone()));
+    d.details.push(Detail::Consensus(VoteTarget::Agent, votes(&by_agent)));
     if !off(Component::Decoupling) {
-        d.details.push(("step analyses".into(), analysis_lines(&step_analyses)));
-        d.details.push(("step consensus".into(), consensus_lines(&by_step)));
+        d.details.push(Detail::Analyses(VoteTarget::Step, step_analyses.clone()));
+        d.details.push(Detail::Consensus(VoteTarget::Step, votes(&by_step)));
     }
-    d.details.push(("agent evidence".into(), evidence_lines(&by_agent)));
-    d.details.push(("alternatives".into(), alternative_lines(&by_agent, &by_step)));
+    d.details.push(Detail::AgentEvidence(by_agent.evaluations.clone()));
+    d.details.push(Detail::Alternatives(alternatives(&by_agent, &by_step)));
     session.finish(&mut d);
     d
 }
@@ -479,63 +480,24 @@ fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: 
     }
 }
 
-fn analysis_lines(analyses: &[Analysis]) -> Vec<String> {
-    analyses
-        .iter()
-        .map(|a| {
-            let kept = if a.confidence >= MIN_CONFIDENCE { "" } else { " (dropped)" };
-            let step = a.step.map_or("-".to_string(), |s| s.to_string());
-            format!(
-                "{} {} step {step} confidence {:.2}{kept}: {}",
-                a.conclusion.as_str(),
-                a.agents.join("+"),
-                a.confidence,
-                text::clip(&a.reasoning, 160)
-            )
-        })
-        .collect()
-}
-
-/// Per-agent likelihood and evidence, aggregated over the agent analysts (ECHO A.5, A.7).
-fn evidence_lines(c: &Consensus) -> Vec<String> {
-    c.evaluations
-        .iter()
-        .map(|e| {
-            let ev = if e.evidence.is_empty() { "no evidence given".to_string() } else { text::clip(&e.evidence, 200) };
-            format!("{} likelihood {:.2}: {ev}", e.agent, e.likelihood)
-        })
-        .collect()
-}
-
-/// Alternative hypotheses of both votes, strongest first.
-fn alternative_lines(by_agent: &Consensus, by_step: &Consensus) -> Vec<String> {
-    let mut all: Vec<&Alternative> = by_agent.alternatives.iter().chain(&by_step.alternatives).collect();
+/// Alternative hypotheses of both votes, strongest first, one per agent and step.
+fn alternatives(by_agent: &Consensus, by_step: &Consensus) -> Vec<Alternative> {
+    let mut all: Vec<Alternative> = by_agent.alternatives.iter().chain(&by_step.alternatives).cloned().collect();
     all.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood).then(a.step.cmp(&b.step)));
     all.dedup_by(|a, b| a.agent.eq_ignore_ascii_case(&b.agent) && a.step == b.step);
-    if all.is_empty() {
-        return vec!["none".into()];
-    }
-    all.iter()
-        .map(|a| {
-            let step = a.step.map_or("-".to_string(), |s| s.to_string());
-            format!("{} step {step} weight {:.2}: {}", a.agent, a.likelihood, text::clip(&a.reason, 160))
-        })
-        .collect()
+    all
 }
 
-fn consensus_lines(c: &Consensus) -> Vec<String> {
-    let types: Vec<String> = c.type_votes.iter().map(|(t, v)| format!("{} {v:.2}", t.as_str())).collect();
-    let agents: Vec<String> = c.agent_votes.iter().map(|(a, v)| format!("{a} {v:.2}")).collect();
-    let steps: Vec<String> = c.step_votes.iter().map(|(s, v)| format!("{s} {v:.2}")).collect();
-    vec![
-        format!("types: {}", types.join(", ")),
-        format!("agents: {}", agents.join(", ")),
-        format!("steps: {}", steps.join(", ")),
-        format!(
-            "dropped {} under {MIN_CONFIDENCE}, {} step votes out of range, spread {:.2}, review {}",
-            c.dropped, c.out_of_range, c.spread, c.review
-        ),
-    ]
+fn votes(c: &Consensus) -> Votes {
+    Votes {
+        types: c.type_votes.clone(),
+        agents: c.agent_votes.clone(),
+        steps: c.step_votes.clone(),
+        dropped: c.dropped,
+        out_of_range: c.out_of_range,
+        spread: c.spread,
+        review: c.review,
+    }
 }
 
 #[cfg(test)]

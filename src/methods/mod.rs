@@ -186,7 +186,7 @@ pub fn run_on(
 /// Adds the method's options that depart from its paper and, with the offline judge, a note that
 /// its answers stand in for the model's judgement the paper uses.
 fn with_notes(mut d: Diagnosis, judge: &dyn Judge, departures: &[String]) -> Diagnosis {
-    d.details.push(("options".into(), departures.to_vec()));
+    d.details.push(crate::diagnosis::Detail::Options(departures.to_vec()));
     offline_note(&mut d, judge);
     d
 }
@@ -194,12 +194,7 @@ fn with_notes(mut d: Diagnosis, judge: &dyn Judge, departures: &[String]) -> Dia
 /// With the heuristic judge, a detail saying so (docs/DESIGN.md §4: a stand-in for the model).
 pub fn offline_note(d: &mut Diagnosis, judge: &dyn Judge) {
     if judge.name() == "heuristic" {
-        d.details.push((
-            "judge".into(),
-            vec![
-                "offline heuristic judge: lexical and structural signals stand in for the model the paper uses".into(),
-            ],
-        ));
+        d.details.push(crate::diagnosis::Detail::OfflineJudge);
     }
 }
 

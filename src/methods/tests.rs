@@ -1,7 +1,8 @@
 //! Method tests on small hand-written trajectories with exact expected outputs.
 
 use super::*;
-use crate::diagnosis::Role;
+use crate::diagnosis::{Detail, Role};
+use crate::judge::attribution::{Conclusion, Effect, Perspective, VoteTarget};
 use crate::judge::heuristic::HeuristicJudge;
 use crate::model::{Link, LinkKind, Step, StepKind};
 
@@ -93,10 +94,18 @@ fn judge_calls_are_counted_per_method() {
 #[test]
 fn echo_panel_votes_for_the_assumption() {
     let d = run_on(Method::Echo, &census());
-    assert_eq!(d.details[0], ("panel".to_string(), vec!["detail-focused".into(), "liberal".into(), "general".into()]));
-    let consensus = &d.details.iter().find(|(k, _)| k == "step consensus").unwrap().1;
-    assert_eq!(consensus[0], "types: single_agent 1.88");
-    assert_eq!(consensus[2], "steps: 1 1.88");
+    assert_eq!(
+        d.details[0],
+        Detail::Panel(vec![Perspective::DetailFocused, Perspective::Liberal, Perspective::General])
+    );
+    let consensus = d.details.iter().find(|x| x.title() == "step consensus").unwrap();
+    let Detail::Consensus(VoteTarget::Step, votes) = consensus else { panic!("{consensus:?}") };
+    assert_eq!(votes.types.len(), 1);
+    assert_eq!((votes.types[0].0, (votes.types[0].1 * 100.0).round()), (Conclusion::SingleAgent, 188.0));
+    assert_eq!(votes.steps.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1]);
+    assert!(!votes.review);
+    assert_eq!(consensus.lines()[0], "types: single_agent 1.88");
+    assert_eq!(consensus.lines()[2], "steps: 1 1.88");
     assert!((d.confidence - 0.671).abs() < 5e-4, "{}", d.confidence);
     assert_eq!(d.roles, vec![(1, Role::RootCause)]);
     assert!(d.warnings.is_empty());
@@ -107,8 +116,14 @@ fn defa_prunes_the_corrected_error_by_propagation() {
     let d = run_on(Method::Defa, &sales());
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("Coder")));
     assert_eq!(d.category, "unsupported_assumption");
-    let graph = &d.details.iter().find(|(k, _)| k == "propagation graph").unwrap().1;
-    assert_eq!(graph, &vec!["1 -> 2 continued".to_string(), "1 -> 3 corrected".into(), "5 -> 6 continued".into()]);
+    let graph = d.details.iter().find(|x| matches!(x, Detail::PropagationGraph(_))).unwrap();
+    let Detail::PropagationGraph(edges) = graph else { unreachable!() };
+    let edges: Vec<(usize, usize, Effect)> = edges.iter().map(|e| (e.from, e.to, e.effect)).collect();
+    assert_eq!(edges, vec![(1, 2, Effect::Continued), (1, 3, Effect::Corrected), (5, 6, Effect::Continued)]);
+    assert_eq!(
+        graph.lines(),
+        vec!["1 -> 2 continued".to_string(), "1 -> 3 corrected".into(), "5 -> 6 continued".into()]
+    );
     assert_eq!(d.roles, vec![(5, Role::RootCause), (6, Role::Symptom)]);
     assert_eq!(d.candidates.iter().map(|c| c.step).collect::<Vec<_>>(), vec![1, 5]);
     let stages: Vec<(&str, u64)> = d.cost.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
@@ -120,11 +135,16 @@ fn baselines_on_the_corrected_error() {
     let t = sales();
     let d = run_on(Method::StepByStep, &t);
     assert_eq!(d.decisive_step, Some(5));
-    assert_eq!(d.details[0].1.len(), 6, "steps 0..=5 were asked");
-    assert_eq!(d.details[0].1[1], "step 1: not decisive (0.60)");
+    let Detail::Verdicts(v) = &d.details[0] else { panic!("{:?}", d.details[0]) };
+    assert_eq!(v.len(), 6, "steps 0..=5 were asked");
+    assert_eq!((v[1].step, v[1].decisive), (1, Some(false)));
+    assert_eq!(v[5].decisive, Some(true));
+    assert_eq!(d.details[0].lines()[1], "step 1: not decisive (0.60)");
     let d = run_on(Method::BinarySearch, &t);
     assert_eq!(d.decisive_step, Some(5));
-    assert_eq!(d.details[0].1, vec!["0..7 split 4: second", "4..7 split 6: first", "4..6 split 5: second"]);
+    let Detail::Rounds(r) = &d.details[0] else { panic!("{:?}", d.details[0]) };
+    assert_eq!(r.iter().map(|r| (r.range.clone(), r.split)).collect::<Vec<_>>(), vec![(0..7, 4), (4..7, 6), (4..6, 5)]);
+    assert_eq!(d.details[0].lines(), vec!["0..7 split 4: second", "4..7 split 6: first", "4..6 split 5: second"]);
     assert_eq!(run_on(Method::AllAtOnce, &t).decisive_step, Some(5));
     assert_eq!(run_on(Method::Falat, &t).decisive_step, Some(5));
 }

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::hierarchy;
 use super::{col, fit, pane, selected, visible_offset, wrap_hanging};
-use crate::diagnosis::{Candidate, Criterion, Diagnosis, Origin};
+use crate::diagnosis::{Candidate, Criterion, Detail, Diagnosis, Origin};
 use crate::methods::Method;
 use crate::text;
 use crate::tui::action::Action;
@@ -695,12 +695,7 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line
     ]));
     lines.push(Line::styled(format!("  {}", text::clip(&clean(&d.reason), 240)), t.text));
     if m == Method::Echo {
-        let review = d
-            .details
-            .iter()
-            .filter(|(k, _)| k.ends_with("consensus"))
-            .flat_map(|(_, v)| v.iter())
-            .any(|l| l.ends_with("review true"));
+        let review = d.details.iter().any(|x| matches!(x, Detail::Consensus(_, v) if v.review));
         let (text, style) = if review {
             ("review flagged: the panel disagrees (confidence spread or conclusion types)", t.warn)
         } else {
@@ -709,15 +704,16 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line
         lines.push(Line::styled(text, style));
     }
     // The votes and the propagation graph first: they are what the view is for.
-    let key = |k: &str| !(k.ends_with("consensus") || k == "propagation graph");
-    let mut details: Vec<&(String, Vec<String>)> = d.details.iter().collect();
-    details.sort_by_key(|(k, _)| key(k));
-    for (title, body) in details {
-        lines.push(Line::styled(clean(title), t.title));
+    let key = |x: &Detail| !matches!(x, Detail::Consensus(..) | Detail::PropagationGraph(_));
+    let mut details: Vec<&Detail> = d.details.iter().collect();
+    details.sort_by_key(|x| key(x));
+    for detail in details {
+        let body = detail.lines();
+        lines.push(Line::styled(clean(&detail.title()), t.title));
         if body.is_empty() {
             lines.push(Line::styled("  none", t.dim));
         }
-        for l in body {
+        for l in &body {
             lines.push(Line::styled(format!("  {}", clean(l)), t.text));
         }
     }
