@@ -437,11 +437,106 @@ impl Cost {
     }
 }
 
+/// FALAT's four stages, in order (docs/DESIGN.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Stage 1: prior and hierarchy.
+    SearchSpace,
+    /// Stage 2: dependencies and pruning.
+    Dependencies,
+    /// Stage 3: verification.
+    Verification,
+    /// Stage 4: local re-search.
+    ReSearch,
+}
+
+impl Stage {
+    /// All stages in order.
+    pub const ALL: [Stage; 4] = [Stage::SearchSpace, Stage::Dependencies, Stage::Verification, Stage::ReSearch];
+
+    /// Name used in costs and the UI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::SearchSpace => "prior+hierarchy",
+            Stage::Dependencies => "dependencies+pruning",
+            Stage::Verification => "verification",
+            Stage::ReSearch => "re-search",
+        }
+    }
+}
+
+/// A stage of any method, as its cost is reported (`StageCost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StageName {
+    /// A FALAT stage.
+    Falat(Stage),
+    /// ECHO: building the hierarchical context (§3.1).
+    EchoContext,
+    /// ECHO, unified ablation: analysts naming agent and step at once.
+    EchoAnalysts,
+    /// ECHO: the agent analysts (§3.2).
+    EchoAgentAnalysts,
+    /// ECHO: the step analysts (§3.2).
+    EchoStepAnalysts,
+    /// DeFA: segmentation (§3.2).
+    DefaSegmentation,
+    /// DeFA: candidate recall per segment (§3.3).
+    DefaRecall,
+    /// DeFA: failure propagation (§3.4).
+    DefaPropagation,
+    /// DeFA: root-cause adjudication (§3.5).
+    DefaAdjudication,
+    /// Who&When all-at-once.
+    AllAtOnce,
+    /// Who&When step-by-step.
+    StepByStep,
+    /// Who&When binary search.
+    BinarySearch,
+    /// The random baseline's draw.
+    RandomDraw,
+    /// Judge calls made outside any stage.
+    Judge,
+}
+
+impl StageName {
+    /// The name in reports and the UI (`prior+hierarchy`, `agent-analysts`, `recall`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageName::Falat(s) => s.as_str(),
+            StageName::EchoContext => "context",
+            StageName::EchoAnalysts => "analysts",
+            StageName::EchoAgentAnalysts => "agent-analysts",
+            StageName::EchoStepAnalysts => "step-analysts",
+            StageName::DefaSegmentation => "segmentation",
+            StageName::DefaRecall => "recall",
+            StageName::DefaPropagation => "propagation",
+            StageName::DefaAdjudication => "adjudication",
+            StageName::AllAtOnce => "all-at-once",
+            StageName::StepByStep => "step-by-step",
+            StageName::BinarySearch => "binary-search",
+            StageName::RandomDraw => "draw",
+            StageName::Judge => "judge",
+        }
+    }
+}
+
+impl fmt::Display for StageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for StageName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// The cost of one named stage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageCost {
-    /// Stage name (`prior`, `hierarchy`, `dependencies`, `verification`, `re-search`...).
-    pub stage: String,
+    /// The stage.
+    pub stage: StageName,
     /// What it spent.
     pub cost: Cost,
 }

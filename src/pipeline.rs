@@ -19,7 +19,7 @@ use crate::decision::{self, Checked, FalatOptions, Verdict};
 use crate::diagnosis::details::{PhaseSearched, StepCheck};
 use crate::diagnosis::{
     Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Signal, StageCost,
-    Transition, Verification,
+    StageName, Transition, Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
@@ -65,33 +65,7 @@ impl Options {
     }
 }
 
-/// The stages, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Stage {
-    /// Stage 1: prior and hierarchy.
-    SearchSpace,
-    /// Stage 2: dependencies and pruning.
-    Dependencies,
-    /// Stage 3: verification.
-    Verification,
-    /// Stage 4: local re-search.
-    ReSearch,
-}
-
-impl Stage {
-    /// All stages in order.
-    pub const ALL: [Stage; 4] = [Stage::SearchSpace, Stage::Dependencies, Stage::Verification, Stage::ReSearch];
-
-    /// Name used in costs and the UI.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::SearchSpace => "prior+hierarchy",
-            Stage::Dependencies => "dependencies+pruning",
-            Stage::Verification => "verification",
-            Stage::ReSearch => "re-search",
-        }
-    }
-}
+pub use crate::diagnosis::Stage;
 
 /// Stage 1 output.
 #[derive(Debug, Clone)]
@@ -253,9 +227,9 @@ impl Pipeline {
 }
 
 fn record(costs: &mut Vec<StageCost>, stage: Stage, cost: Cost) {
-    match costs.iter_mut().find(|c| c.stage == stage.as_str()) {
+    match costs.iter_mut().find(|c| c.stage == StageName::Falat(stage)) {
         Some(c) => c.cost = cost,
-        None => costs.push(StageCost { stage: stage.as_str().into(), cost }),
+        None => costs.push(StageCost { stage: StageName::Falat(stage), cost }),
     }
 }
 

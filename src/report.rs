@@ -77,7 +77,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
         "cost": {
             "stages": d.cost.iter().map(|s| json!({
-                "stage": s.stage,
+                "stage": s.stage.as_str(),
                 "calls": s.cost.calls,
                 "prompt_tokens": s.cost.prompt_tokens,
                 "completion_tokens": s.cost.completion_tokens,

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::heuristic::HeuristicJudge;
 use super::{Answer, Context, Judge, Question};
-use crate::diagnosis::{Cost, Diagnosis, StageCost};
+use crate::diagnosis::{Cost, Diagnosis, StageCost, StageName};
 
 /// Progress callback: `(stage name, done, total)`.
 pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
@@ -87,9 +87,9 @@ impl<'j> Session<'j> {
 
     /// Runs `f` as the stage `name`: the judge calls inside count for it, and its wall time is the
     /// time `f` took.
-    pub fn stage<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+    pub fn stage<T>(&mut self, name: StageName, f: impl FnOnce(&mut Self) -> T) -> T {
         let start = Instant::now();
-        self.costs.push(StageCost { stage: name.into(), cost: Cost::default() });
+        self.costs.push(StageCost { stage: name, cost: Cost::default() });
         let (idx, outer) = (self.costs.len() - 1, self.current);
         self.current = Some(idx);
         let out = f(self);
@@ -109,7 +109,7 @@ impl<'j> Session<'j> {
         let idx = match self.current {
             Some(i) => i,
             None => {
-                self.costs.push(StageCost { stage: "judge".into(), cost: Cost::default() });
+                self.costs.push(StageCost { stage: StageName::Judge, cost: Cost::default() });
                 self.current = Some(self.costs.len() - 1);
                 self.costs.len() - 1
             }
@@ -187,17 +187,17 @@ mod tests {
         let seen = Arc::clone(&ticks);
         let progress: ProgressFn = Arc::new(move |s: &str, d, n| seen.lock().unwrap().push((s.to_string(), d, n)));
         let mut s = Session::controlled(&HeuristicJudge, Some(Arc::clone(&flag)), Some(progress));
-        assert!(matches!(s.stage("one", |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));
+        assert!(matches!(s.stage(StageName::RandomDraw, |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));
         s.tick("one", 1, 1);
         assert_eq!(s.check(), Ok(()));
         flag.store(true, Ordering::Relaxed);
         assert_eq!(s.check(), Err(Cancelled));
         let costs: Vec<(&str, u64)> = s.costs.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
-        assert_eq!(costs, vec![("one", 1)]);
+        assert_eq!(costs, vec![("draw", 1)]);
         assert_eq!(*ticks.lock().unwrap(), vec![("one".to_string(), 1, 1)]);
 
         let mut late = Session::controlled(&MustNotAsk, Some(flag), None);
-        assert!(matches!(late.stage("two", |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));
+        assert!(matches!(late.stage(StageName::AllAtOnce, |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));
         assert!(late.cancelled());
         assert_eq!(late.costs[0].cost.calls, 0, "offline answers cost nothing");
         let mut d = Diagnosis::default();

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::{Round as RoundRecord, StepVerdict};
-use crate::diagnosis::{Detail, Diagnosis, Role};
+use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
 use crate::judge::attribution::Half;
 use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
@@ -37,8 +37,9 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
     }
     let ctx = context(t, sub, opts);
     let mut session = super::session(judge, opts);
-    let answer = session
-        .stage("all-at-once", |s| s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) }));
+    let answer = session.stage(StageName::AllAtOnce, |s| {
+        s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) })
+    });
     let (step, reason, confidence, named) = match answer {
         Answer::Attribution { agent, step, reason, confidence } if step < t.steps.len() => {
             (step, reason, confidence, agent)
@@ -65,7 +66,7 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
     }
     let ctx = context(t, sub, opts);
     let mut session = super::session(judge, opts);
-    let walk = session.stage("step-by-step", |s| walk(s, &ctx));
+    let walk = session.stage(StageName::StepByStep, |s| walk(s, &ctx));
     if !walk.said_yes {
         let step = walk.step;
         session.warnings.push(format!("the judge called no step decisive; step {step} was its least certain \"no\""));
@@ -153,7 +154,7 @@ pub fn binary_search(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &
     let ctx = context(t, sub, opts);
     let mut session = super::session(judge, opts);
     let mut last_reason = String::new();
-    let (step, rounds) = session.stage("binary-search", |s| {
+    let (step, rounds) = session.stage(StageName::BinarySearch, |s| {
         bisect(t.steps.len(), |range, split| match ask_half(s, &ctx, range, split) {
             Some((half, reason)) => {
                 last_reason = reason;
@@ -198,7 +199,8 @@ pub fn random(t: &Trajectory, _sub: &Substrate, judge: &dyn Judge, opts: &Method
         return no_steps(Method::Random, t, judge, opts);
     }
     let mut session = super::session(judge, opts);
-    let step = session.stage("draw", |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
+    let step =
+        session.stage(StageName::RandomDraw, |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
     let mut d = new_diagnosis(Method::Random, t, judge, opts, Some(step));
     d.reason = format!("step {step} drawn uniformly from {} steps (seed {})", t.steps.len(), opts.seed);
     d.confidence = 1.0 / t.steps.len() as f32;

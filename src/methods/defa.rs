@@ -26,7 +26,7 @@ use std::ops::Range;
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::SegmentRecalled;
-use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Role};
+use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Role, StageName};
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
@@ -263,21 +263,22 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     };
     let mut session = super::session(judge, opts);
     let len = if off(Component::Segmentation) { t.steps.len().max(2) } else { opts.segment_len };
-    let segs = session.stage("segmentation", |_| segments(t, len));
+    let segs = session.stage(StageName::DefaSegmentation, |_| segments(t, len));
     let summaries: Vec<String> = segs.iter().enumerate().map(|(k, r)| summary(t, h, k, r)).collect();
     let views = Views { trajectory: t, segments: &segs, summaries: &summaries };
-    let candidates = session.stage("recall", |s| recall(s, &ctx, &segs, &views));
+    let candidates = session.stage(StageName::DefaRecall, |s| recall(s, &ctx, &segs, &views));
     let edges = if off(Component::Propagation) {
         Vec::new()
     } else {
-        session.stage("propagation", |s| propagate(s, &ctx, &segs, &views, &candidates))
+        session.stage(StageName::DefaPropagation, |s| propagate(s, &ctx, &segs, &views, &candidates))
     };
     let mut nodes: Vec<usize> = candidates.iter().map(|(c, _)| *c).collect();
     nodes.extend(edges.iter().filter(|e| nodes.binary_search(&e.to).is_ok()).map(|e| e.from).collect::<Vec<_>>());
     nodes.sort_unstable();
     nodes.dedup();
     let rec = Recalled { candidates, edges, nodes };
-    let (step, category, reason, confidence) = session.stage("adjudication", |s| adjudicate(s, &ctx, &rec));
+    let (step, category, reason, confidence) =
+        session.stage(StageName::DefaAdjudication, |s| adjudicate(s, &ctx, &rec));
     let mut d = new_diagnosis(Method::Defa, t, judge, opts, Some(step));
     d.category = category;
     d.reason = reason;

@@ -27,7 +27,7 @@
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::Votes;
-use crate::diagnosis::{Detail, Diagnosis, Role};
+use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
 use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
 use crate::judge::signals::default_step;
@@ -371,15 +371,17 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     let panel =
         if off(Component::Consensus) { vec![Perspective::General] } else { draw_panel(opts.seed, &t.id, opts.panel) };
     let mut session = super::session(judge, opts);
-    let context = session.stage("context", |_| {
+    let context = session.stage(StageName::EchoContext, |_| {
         if off(Component::Hierarchy) { render_fixed_window(t, h) } else { render_hierarchical(t, h, &order) }
     });
     let (agent_analyses, step_analyses) = if off(Component::Decoupling) {
-        let both = session.stage("analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Both, &context));
+        let both = session.stage(StageName::EchoAnalysts, |s| ask_panel(s, &ctx, &panel, VoteTarget::Both, &context));
         (both.clone(), both)
     } else {
-        let agents = session.stage("agent-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &context));
-        let steps = session.stage("step-analysts", |s| ask_panel(s, &ctx, &panel, VoteTarget::Step, &context));
+        let agents =
+            session.stage(StageName::EchoAgentAnalysts, |s| ask_panel(s, &ctx, &panel, VoteTarget::Agent, &context));
+        let steps =
+            session.stage(StageName::EchoStepAnalysts, |s| ask_panel(s, &ctx, &panel, VoteTarget::Step, &context));
         (agents, steps)
     };
     let by_agent = vote(&agent_analyses, t.steps.len(), &order);
