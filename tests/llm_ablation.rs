@@ -1,0 +1,79 @@
+//! FALAT's ablation table with the LLM judge, replayed from a committed recording
+//! (`tests/fixtures/llm-ablation/`, see its README): `falat eval --judge llm --replay DIR
+//! --ablate hierarchy,pruning,verification,research,prior` over the recorded trajectories, with no
+//! server. Every row is pinned: agent and step accuracy, and the mean judge calls, so a change to
+//! the questions FALAT asks, to its prompts or to its decision rules shows here (re-record as the
+//! README says).
+#![cfg(feature = "llm")]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llm-ablation");
+
+/// Copies the trajectories the manifest lists (paths relative to the repository) into a fresh
+/// folder, keeping their subset folder and file name (the split and the subset come from them).
+fn subset() -> (PathBuf, usize) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("llm-ablation-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let manifest = std::fs::read_to_string(Path::new(FIXTURE).join("manifest.txt")).expect("manifest.txt");
+    let mut n = 0;
+    for line in manifest.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let src = root.join(line);
+        let sub = src.parent().and_then(Path::file_name).expect("a subset folder");
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::copy(&src, dir.join(sub).join(src.file_name().unwrap())).unwrap_or_else(|e| panic!("{line}: {e}"));
+        n += 1;
+    }
+    (dir, n)
+}
+
+/// `(row, subset, part, n, agent %, step %, mean calls)` of every table row.
+fn rows(table: &str) -> Vec<(String, String, String, usize, String, String, String)> {
+    table
+        .lines()
+        .filter(|l| l.starts_with("falat"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // method subset part n agent% step% ±1 ±3 ±5 top1 top3 top5 MRR ECE cand% cands calls ...
+            (f[0].into(), f[1].into(), f[2].into(), f[3].parse().unwrap(), f[4].into(), f[5].into(), f[16].into())
+        })
+        .collect()
+}
+
+#[test]
+fn the_llm_ablation_table_replays_exactly() {
+    let (dir, n) = subset();
+    let out = Command::cargo_bin("falat")
+        .unwrap()
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args(["eval", dir.to_str().unwrap(), "--judge", "llm", "--model", "smollm2-135m", "--replay", FIXTURE])
+        .args(["--ablate", "hierarchy,pruning,verification,research,prior", "--jobs", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    let got: Vec<String> = rows(&stdout)
+        .into_iter()
+        .map(|(m, subset, part, k, agent, step, calls)| format!("{m} {subset} {part} {k} {agent} {step} {calls}"))
+        .collect();
+    assert_eq!(n, EXPECTED_N, "the manifest's size");
+    assert_eq!(got, EXPECTED, "\n{stdout}");
+    assert!(!stdout.contains("not in the replay cache"), "{stdout}");
+}
+
+/// The 14 report-part runs with the fewest steps (all Algorithm-Generated).
+const EXPECTED_N: usize = 14;
+/// `row subset part n agent% step% calls`, as `falat eval` prints them.
+const EXPECTED: [&str; 6] = [
+    "falat Algorithm-Generated report 14 14.3 14.3 8.4",
+    "falat-hierarchy Algorithm-Generated report 14 21.4 21.4 10.2",
+    "falat-pruning Algorithm-Generated report 14 14.3 14.3 8.4",
+    "falat-verification Algorithm-Generated report 14 14.3 14.3 7.3",
+    "falat-research Algorithm-Generated report 14 14.3 14.3 5.6",
+    "falat-prior Algorithm-Generated report 14 21.4 21.4 7.9",
+];
