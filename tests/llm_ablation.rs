@@ -30,13 +30,13 @@ fn subset() -> (PathBuf, usize) {
     (dir, n)
 }
 
-/// `(row, subset, part, n, agent %, step %, mean calls)` of every table row.
+/// `(row, subset, part, n, agent %, step %, mean calls)` of every row of the accuracy table.
 fn rows(table: &str) -> Vec<(String, String, String, usize, String, String, String)> {
     table
         .lines()
-        .filter(|l| l.starts_with("falat"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|f| f.len() > 16 && f[0].starts_with("falat") && matches!(f[2], "report" | "tune"))
+        .map(|f| {
             // method subset part n agent% step% ±1 ±3 ±5 top1 top3 top5 MRR ECE cand% cands calls ...
             (f[0].into(), f[1].into(), f[2].into(), f[3].parse().unwrap(), f[4].into(), f[5].into(), f[16].into())
         })
