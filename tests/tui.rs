@@ -1232,7 +1232,7 @@ fn verdict_naming_steps(app: &mut App) {
     let d = falat::diagnosis::Diagnosis {
         decisive_step: Some(12),
         agent: Some("WebSurfer".into()),
-        category: "wrong_value".into(),
+        category: falat::diagnosis::ErrorCategory::Hallucination,
         reason: "step 12 lands on an unrelated page; steps 3 and 7 only repeat it".into(),
         confidence: 0.5,
         ..Default::default()
