@@ -655,7 +655,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     // confidence becomes the probability of the decisive step.
     if let (Some(space), Some(deps), Some(sub), Some(_)) = (&p.space, &p.deps, &p.substrate, &p.verified) {
         let ctx = full_context(t, sub, space, &deps.graph, opts);
-        crate::rank::attach(&mut d, t, &judge.step_probabilities(&ctx));
+        crate::rank::attach_judged(&mut d, t, judge, &ctx);
         // A step named without passing verification never claims more than the fallback's 0.2.
         if d.warnings.iter().any(|w| w.starts_with("unverified:")) {
             d.confidence = d.confidence.min(0.2);

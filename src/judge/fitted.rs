@@ -87,6 +87,10 @@ impl Judge for FittedJudge {
     fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
         self.probs(ctx)
     }
+
+    fn ranker(&self) -> &RankerModel {
+        self.model()
+    }
 }
 
 /// The steps among the `k` most probable (probability above 0), in step order.

@@ -373,4 +373,11 @@ pub trait Judge: Send + Sync {
     fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
         crate::rank::probabilities(ctx, crate::rank::model::shipped())
     }
+
+    /// The fitted ranker behind [`Judge::step_probabilities`]; its calibration map turns the
+    /// decisive step's probability into the diagnosis' confidence ([`crate::rank::attach_judged`]).
+    /// By default the shipped one.
+    fn ranker(&self) -> &crate::rank::model::RankerModel {
+        crate::rank::model::shipped()
+    }
 }

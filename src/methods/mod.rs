@@ -178,7 +178,7 @@ pub fn run_on(
     };
     if d.ranking.is_empty() {
         let ctx = crate::judge::Context::of(t, sub, opts.ground_truth);
-        crate::rank::attach(&mut d, t, &judge.step_probabilities(&ctx));
+        crate::rank::attach_judged(&mut d, t, judge, &ctx);
     }
     d
 }

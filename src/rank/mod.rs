@@ -45,6 +45,18 @@ pub fn order(probs: &[f32]) -> Vec<usize> {
 /// exclude, with a reason saying that no step shows a strong signal (its low confidence says the
 /// rest, [`Diagnosis::low_confidence`]); a diagnosis pinned by the user keeps confidence 1.
 pub fn attach(d: &mut Diagnosis, t: &Trajectory, probs: &[f32]) {
+    attach_calibrated(d, t, probs, &|p| p);
+}
+
+/// [`attach`] with the judge's step probabilities and its ranker's calibration map
+/// ([`model::StepModel::confidence`]): the confidence is the calibrated probability that the
+/// decisive step is right; the ranking keeps the raw step probabilities.
+pub fn attach_judged(d: &mut Diagnosis, t: &Trajectory, judge: &dyn crate::judge::Judge, ctx: &Context<'_>) {
+    let m = judge.ranker().for_ground_truth(ctx.ground_truth);
+    attach_calibrated(d, t, &judge.step_probabilities(ctx), &|p| m.confidence(f64::from(p)) as f32);
+}
+
+fn attach_calibrated(d: &mut Diagnosis, t: &Trajectory, probs: &[f32], calibrate: &dyn Fn(f32) -> f32) {
     if probs.len() != t.steps.len() || t.steps.is_empty() {
         return;
     }
@@ -73,7 +85,7 @@ pub fn attach(d: &mut Diagnosis, t: &Trajectory, probs: &[f32]) {
     if d.overrides.pinned.is_some_and(|p| Some(p) == decisive) {
         d.confidence = 1.0;
     } else if let Some(s) = decisive {
-        d.confidence = probs[s];
+        d.confidence = calibrate(probs[s]);
     }
 }
 

@@ -28,6 +28,10 @@ pub struct StepModel {
     pub bias: f64,
     /// Softmax temperature, fitted on out-of-fold logits.
     pub temperature: f64,
+    /// Platt map of the confidence: `(slope, intercept)` of
+    /// `P(right) = σ(slope · logit(p) + intercept)` for the probability `p` of the named step,
+    /// fitted on out-of-fold best-step probabilities; `(1, 0)` is the identity.
+    pub calibration: (f64, f64),
 }
 
 impl StepModel {
@@ -49,6 +53,17 @@ impl StepModel {
                 dot + self.bias
             })
             .collect()
+    }
+
+    /// The calibrated probability that a step named with probability `p` is the decisive step
+    /// ([`StepModel::calibration`]); 0 stays 0.
+    pub fn confidence(&self, p: f64) -> f64 {
+        if p <= 0.0 {
+            return 0.0;
+        }
+        let q = p.clamp(1e-6, 1.0 - 1e-6);
+        let z = self.calibration.0 * (q / (1.0 - q)).ln() + self.calibration.1;
+        1.0 / (1.0 + (-z).exp())
     }
 
     /// The probability of each step being the decisive step (0 for masked steps; the others sum
@@ -97,6 +112,7 @@ impl RankerModel {
         let set = |m: &StepModel| {
             json!({
                 "temperature": round(m.temperature),
+                "calibration": {"slope": round(m.calibration.0), "intercept": round(m.calibration.1)},
                 "bias": round(m.bias),
                 "features": NAMES.iter().enumerate().map(|(i, n)| json!({
                     "name": n,
@@ -141,6 +157,10 @@ impl RankerModel {
                 weights: Vec::new(),
                 bias: num(s, "bias")?,
                 temperature: num(s, "temperature")?,
+                calibration: match s.get("calibration") {
+                    Some(c) => (num(c, "slope")?, num(c, "intercept")?),
+                    None => (1.0, 0.0),
+                },
             };
             for (f, name) in feats.iter().zip(NAMES) {
                 if f.get("name").and_then(Value::as_str) != Some(name) {

@@ -19,6 +19,8 @@ use crate::substrate::Substrate;
 
 /// L2 penalty of the fit (on standardised features).
 pub const ALPHA: f64 = 16.0;
+/// L2 penalty of the Platt map's slope (a light pull towards 0 on few runs).
+pub const PLATT_ALPHA: f64 = 1.0;
 /// Folds used to fit the temperature on out-of-fold logits.
 pub const TEMPERATURE_FOLDS: usize = 5;
 
@@ -62,6 +64,7 @@ pub fn fit(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
         oof.extend(held.iter().map(|e| (m.logits(&e.features), e.gold)));
     }
     model.temperature = best_temperature(&oof);
+    model.calibration = platt(&oof, model.temperature);
     Ok(model)
 }
 
@@ -79,6 +82,30 @@ pub fn best_temperature(logits: &[(Vec<f64>, usize)]) -> f64 {
             if v < bv { (t, v) } else { (bt, bv) }
         })
         .0
+}
+
+/// The Platt map `(slope, intercept)` of the confidence: a one-feature logistic regression
+/// (smartcore) of "the best-ranked step is the gold step" on the logit of its out-of-fold
+/// probability (softmax at temperature `t`). The identity `(1, 0)` when there is nothing to fit on
+/// or every run is a hit or a miss.
+pub fn platt(logits: &[(Vec<f64>, usize)], t: f64) -> (f64, f64) {
+    let mut x: Vec<Vec<f64>> = Vec::new();
+    let mut y: Vec<i32> = Vec::new();
+    for (z, g) in logits {
+        let p = softmax(z, t);
+        let Some(best) = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b]).then(b.cmp(&a))) else { continue };
+        let q = p[best].clamp(1e-6, 1.0 - 1e-6);
+        x.push(vec![(q / (1.0 - q)).ln()]);
+        y.push(i32::from(best == *g));
+    }
+    if !y.contains(&1) || !y.contains(&0) {
+        return (1.0, 0.0);
+    }
+    let Ok(m) = DenseMatrix::from_2d_vec(&x) else { return (1.0, 0.0) };
+    match LogisticRegression::fit(&m, &y, LogisticRegressionParameters::default().with_alpha(PLATT_ALPHA)) {
+        Ok(lr) => (*lr.coefficients().get((0, 0)), *lr.intercept().get((0, 0))),
+        Err(_) => (1.0, 0.0),
+    }
 }
 
 fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
@@ -111,7 +138,7 @@ fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
     let lr = LogisticRegression::fit(&x, &y, params).map_err(|e| e.to_string())?;
     let weights: Vec<f64> = (0..d).map(|j| *lr.coefficients().get((0, j))).collect();
     let bias = *lr.intercept().get((0, 0));
-    Ok(StepModel { mean, scale, weights, bias, temperature: 1.0 })
+    Ok(StepModel { mean, scale, weights, bias, temperature: 1.0, calibration: (1.0, 0.0) })
 }
 
 /// Trains both parameter sets (with and without ground truth) on labelled trajectories.
@@ -136,4 +163,29 @@ pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -
         trajectories: with.len(),
         trained_on: trained_on.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platt_lowers_overconfident_best_steps_and_keeps_the_identity_without_both_outcomes() {
+        // Best steps at P = 0.8 (logit ln 4 at T = 1) right in one run of four: the map must
+        // bring 0.8 well below 0.8.
+        let run = |gold: usize| (vec![4f64.ln(), 0.0], gold);
+        let logits = vec![run(0), run(1), run(1), run(1)];
+        let (slope, intercept) = platt(&logits, 1.0);
+        let m = StepModel {
+            mean: vec![],
+            scale: vec![],
+            weights: vec![],
+            bias: 0.0,
+            temperature: 1.0,
+            calibration: (slope, intercept),
+        };
+        assert!(m.confidence(0.8) < 0.5, "{slope} {intercept}: {}", m.confidence(0.8));
+        assert_eq!(m.confidence(0.0), 0.0);
+        assert_eq!(platt(&[run(0), run(0)], 1.0), (1.0, 0.0));
+    }
 }
