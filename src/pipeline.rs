@@ -598,7 +598,10 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     if let (Some(step), Some(space), Some(deps), Some(sub)) = (decisive, &p.space, &p.deps, &p.substrate) {
         let ctx = full_context(t, sub, space, &deps.graph, opts);
         let end = signals::final_step(&ctx);
-        d.path = end.and_then(|e| deps.graph.path(step, e)).unwrap_or_else(|| vec![step]);
+        // Empty when no dependency path leads from the decisive step to the final output (its
+        // sufficiency then rests on steering the run, not on values it passes on).
+        d.path =
+            end.and_then(|e| if step >= e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
         explain(&mut d, t, step, p.research.as_ref());
         if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())
             && d.candidate(step).is_none()

@@ -390,6 +390,10 @@ fn path_and_cost(out: &mut String, d: &Diagnosis) {
     if !d.path.is_empty() {
         let p: Vec<String> = d.path.iter().map(|s| s.to_string()).collect();
         out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
+    } else if let Some(s) = d.decisive_step {
+        out.push_str(&format!(
+            "\n## Dependency path to the final output\n\nNone: no dependency path leads from step {s} to the final output.\n"
+        ));
     }
     out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
     for s in &d.cost {

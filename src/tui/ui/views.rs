@@ -352,6 +352,9 @@ fn roles_head(app: &App) -> (Vec<Line<'static>>, Vec<usize>) {
         }
         path.push(l.link(*s, t.text));
     }
+    if let Some(d) = d.filter(|d| d.path.is_empty() && d.decisive_step.is_some()) {
+        path.push(Span::styled(format!("none from step {}", d.decisive_step.unwrap_or_default()), t.text));
+    }
     (vec![Line::from(first), Line::from(path)], l.targets)
 }
 
@@ -514,6 +517,8 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             spans.push(l.link(*s, t.text));
         }
         lines.push(Line::from(spans));
+    } else if let Some(s) = d.decisive_step {
+        lines.push(Line::styled(format!("  dependency path to the final output: none leads from step {s}"), t.dim));
     }
     // The user's overrides, also when the lines above show the machine's verdict without them.
     let o = app.overrides();
