@@ -282,6 +282,31 @@ fn selecting_the_echo_row_shows_the_analysts_votes_and_the_review_flag() {
 }
 
 #[test]
+fn tab_selects_the_step_references_of_a_methods_details_and_enter_follows_them() {
+    // See: issue 15 item 2, in the methods view: the details name steps (a DeFA segment's
+    // candidates, an edge of its propagation graph, the verdict's reason).
+    let f = Fixture::new(ALGO);
+    let mut app = f.open();
+    press(&mut app, "6Mjj");
+    assert_eq!(app.selected_method(), Method::Defa);
+    let defa = app.results.methods[&Method::Defa].clone();
+    let links = app.links();
+    // The details' first reference is the step the method named, then those of its reason and details.
+    assert_eq!(links.first().copied(), defa.decisive_step, "{links:?}");
+    assert!(links.len() >= 2, "the reason and the details name steps: {links:?}");
+    press(&mut app, "<tab><tab>");
+    let status = app.status.clone().expect("status").text;
+    assert_eq!(status.split(':').next(), Some(format!("step reference 2 of {}", links.len()).as_str()), "{status}");
+    press(&mut app, "<enter>");
+    assert_eq!((app.nav.view, app.nav.step), (View::Hierarchy, links[1]));
+    // Back in the methods view, moving to another method drops the selected reference.
+    press(&mut app, "<bs>");
+    assert_eq!(app.nav.view, View::Methods);
+    press(&mut app, "k");
+    assert_eq!(app.nav.link, None);
+}
+
+#[test]
 fn another_method_runs_on_a_and_fills_the_verdict_view() {
     let f = Fixture::new(HAND);
     let opts = TuiOptions { method: Method::Echo, ..f.opts() };

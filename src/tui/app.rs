@@ -814,6 +814,7 @@ impl App {
                 let what = match self.nav.view {
                     View::Candidates => "the selected candidate's detail",
                     View::Roles => "the re-search's reason and path",
+                    View::Methods => "the selected method's details",
                     v => v.name(),
                 };
                 self.set_status(Level::Info, format!("no step numbers to select in {what}"));

@@ -366,6 +366,7 @@ fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
         View::Methods => vec![
             (Action::RunMethods, "run all methods", 7),
             (Action::Enter, "go to step", 6),
+            (Action::NextPane, "step refs", 1),
             (Action::Back, "back", 2),
         ],
         View::Prior => vec![(Action::Back, "back", 2)],

@@ -29,12 +29,14 @@ pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
 }
 
 /// The step references of the current view's prose, in reading order, as it draws them: the
-/// verdict's, the selected candidate's detail, the roles view's header (see [`Linker`]).
+/// verdict's, the selected candidate's detail, the roles view's header, the selected method's
+/// details (see [`Linker`]).
 pub(crate) fn prose_links(app: &App) -> Vec<usize> {
     match app.nav.view {
         View::Verdict => verdict_content(app).1,
         View::Candidates => app.selected_candidate().map(|c| candidate_detail(app, c).1).unwrap_or_default(),
         View::Roles => roles_head(app).1,
+        View::Methods => method_detail(app).1,
         _ => Vec::new(),
     }
 }
@@ -650,8 +652,16 @@ fn agree_style(app: &App, mark: &str) -> Style {
 }
 
 fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
+    let title = format!("{} details", app.selected_method());
+    let block = pane(app, &title, false, &[], area.width);
+    wrapped(f, area, block, method_detail(app).0);
+}
+
+/// The selected method's details and the step references in them, in reading order.
+fn method_detail(app: &App) -> (Vec<Line<'static>>, Vec<usize>) {
     let t = &app.theme;
     let m = app.selected_method();
+    let mut l = linker(app, app.nav.link);
     let mut lines = Vec::new();
     if app.method != Method::Falat {
         lines.push(Line::styled(
@@ -680,25 +690,26 @@ fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
                 ),
             ]));
         }
-        Some(d) => method_detail_lines(app, m, d, &mut lines),
+        Some(d) => method_detail_lines(app, m, d, &mut lines, &mut l),
     }
-    let title = format!("{m} details");
-    let block = pane(app, &title, false, &[], area.width);
-    wrapped(f, area, block, lines);
+    (lines, l.targets)
 }
 
-fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line<'static>>) {
+fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line<'static>>, l: &mut Linker) {
     let t = &app.theme;
-    let step = d.decisive_step.map_or("no step".to_string(), |s| format!("step {s}"));
-    lines.push(Line::from(vec![
-        Span::styled(format!("{step} "), t.title_focus),
+    let mut head = match d.decisive_step {
+        Some(s) => vec![Span::styled("step ", t.title_focus), l.link(s, t.title_focus), Span::raw(" ")],
+        None => vec![Span::styled("no step ", t.title_focus)],
+    };
+    head.extend([
         Span::styled(clean(d.agent.as_deref().unwrap_or("?")), t.text),
         Span::styled(
             format!(" · {} · confidence {:.2} · judge {}", d.category.as_str(), d.confidence, clean(&d.judge)),
             t.dim,
         ),
-    ]));
-    lines.push(Line::styled(format!("  {}", text::clip(&clean(&d.reason), 240)), t.text));
+    ]);
+    lines.push(Line::from(head));
+    lines.push(prose_line("  ", &text::clip(&clean(&d.reason), 240), t.text, l));
     if m == Method::Echo {
         let review = d.details.iter().any(|x| matches!(x, Detail::Consensus(_, v) if v.review));
         let (text, style) = if review {
@@ -718,11 +729,11 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, lines: &mut Vec<Line
         if body.is_empty() {
             lines.push(Line::styled("  none", t.dim));
         }
-        for l in &body {
-            lines.push(Line::styled(format!("  {}", clean(l)), t.text));
+        for b in &body {
+            lines.push(prose_line("  ", &clean(b), t.text, l));
         }
     }
     for w in &d.warnings {
-        lines.push(kv(app, "warning", &clean(w), t.warn));
+        lines.push(kv_prose(app, "warning", &clean(w), t.warn, l));
     }
 }
