@@ -67,7 +67,7 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
     Record {
         file: file.to_string(),
         subset: subset.to_string(),
-        method: d.method.clone(),
+        method: d.method.to_string(),
         pred_agent: d.agent.clone(),
         pred_step: d.decisive_step,
         gold_agent: gold.agent.clone(),

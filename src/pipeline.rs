@@ -583,7 +583,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     let decisive = p.research.as_ref().map(|r| r.decisive).or_else(|| p.verified.as_ref().and_then(|v| v.chosen));
     let mut d = Diagnosis {
         trajectory: t.id.clone(),
-        method: "falat".into(),
+        method: crate::diagnosis::Method::Falat,
         judge: judge.name(),
         decisive_step: decisive,
         agent: decisive.map(|s| t.steps[s].agent.clone()),

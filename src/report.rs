@@ -54,7 +54,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
             "expected_output": t.expected_output,
             "observed_output": t.observed_output,
         },
-        "method": d.method,
+        "method": d.method.as_str(),
         "judge": d.judge,
         "used_ground_truth": d.used_ground_truth,
         "decisive_step": d.decisive_step,

@@ -314,7 +314,7 @@ fn another_method_runs_on_a_and_fills_the_verdict_view() {
     app.show_timings = false;
     press(&mut app, "a");
     let d = app.results.diagnosis.clone().expect("echo ran");
-    assert_eq!(d.method, "echo");
+    assert_eq!(d.method, Method::Echo);
     assert!(app.results.pipeline.last_stage().is_none(), "the staged pipeline did not run");
     assert!(app.results.methods.contains_key(&Method::Echo));
     press(&mut app, "5");

@@ -304,9 +304,9 @@ fn dry_run(
             let report = crate::judge::llm::dry_run_with(&cfg, |judge: &dyn crate::judge::Judge| {
                 d = Some(crate::methods::run_on(v.method, &case.trajectory, &sub, judge, &opts));
             })?;
-            let mut d = d.expect("the dry run ran the method");
-            d.method = v.name.clone();
+            let d = d.expect("the dry run ran the method");
             let mut r = eval::score(&case.file, &case.subset, &d, case.trajectory.gold.as_ref().expect("labelled"));
+            r.method = v.name.clone();
             (r.calls, r.prompt_tokens, r.tokens) =
                 (report.calls.len() as u64, report.prompt_tokens(), report.prompt_tokens());
             r.part = case.part.as_str().to_string();

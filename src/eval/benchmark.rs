@@ -255,9 +255,10 @@ pub fn evaluate(
                     }
                 };
                 let opts = MethodOptions { ablations: v.ablations.clone(), ..opts.clone() };
-                let mut d = methods::run_on(v.method, &case.trajectory, sub, judges.judge(i, k), &opts);
-                d.method = v.name.clone();
+                let d = methods::run_on(v.method, &case.trajectory, sub, judges.judge(i, k), &opts);
                 let mut r = score(&case.file, &case.subset, &d, &gold);
+                // The table's row: the method, or the method with what it ran without.
+                r.method = v.name.clone();
                 r.part = case.part.as_str().to_string();
                 on_record(case, &r);
                 r

@@ -521,7 +521,7 @@ mod tests {
             Question::TracePropagation { candidates: vec![], context: String::new() },
         ]
         .iter()
-        .map(Question::kind)
+        .map(|q| q.kind().as_str())
         .collect();
         assert_eq!(kinds, vec!["locate_error", "is_decisive", "segment_recall", "trace_propagation"]);
     }

@@ -196,23 +196,106 @@ pub enum Question {
     },
 }
 
-impl Question {
-    /// The question's kind as a snake_case name (also the prompt file's name for the LLM judge).
-    pub fn kind(&self) -> &'static str {
+/// The kind of a [`Question`]: which judgement it asks for. FALAT's stages ask the first six
+/// (the FALAT paper's prior, coarse-to-fine recall, transition labels, verification and
+/// re-search), the Who&When baselines, ECHO and DeFA the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QuestionKind {
+    /// The prior `π` from the task and roles.
+    Prior,
+    /// A phase's summary and suspicion (`M_hi`).
+    PhaseSummary,
+    /// The candidates of a range of steps.
+    RecallCandidates,
+    /// The typed label of a transition from a candidate.
+    LabelTransition,
+    /// One verification criterion of one candidate.
+    Verify,
+    /// The blind comparison of a re-search window.
+    Roles,
+    /// Who&When all-at-once: the decisive agent and step of the whole log.
+    LocateError,
+    /// Who&When step-by-step: whether one step is decisive.
+    IsDecisive,
+    /// Who&When binary search: which half holds the error.
+    LocateInRange,
+    /// ECHO: one analyst's vote.
+    AnalystVote,
+    /// DeFA: the candidates of one segment.
+    SegmentRecall,
+    /// DeFA: the propagation edges between candidates.
+    TracePropagation,
+    /// DeFA: the adjudication among candidates.
+    Adjudicate,
+}
+
+impl QuestionKind {
+    /// Every kind, in the order above.
+    pub const ALL: [QuestionKind; 13] = [
+        QuestionKind::Prior,
+        QuestionKind::PhaseSummary,
+        QuestionKind::RecallCandidates,
+        QuestionKind::LabelTransition,
+        QuestionKind::Verify,
+        QuestionKind::Roles,
+        QuestionKind::LocateError,
+        QuestionKind::IsDecisive,
+        QuestionKind::LocateInRange,
+        QuestionKind::AnalystVote,
+        QuestionKind::SegmentRecall,
+        QuestionKind::TracePropagation,
+        QuestionKind::Adjudicate,
+    ];
+
+    /// The snake_case name: the `kind` of the question's JSON form, the LLM judge's prompt file
+    /// (`prompts/<name>.md`) and the name in dry-run listings.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Question::Prior => "prior",
-            Question::PhaseSummary { .. } => "phase_summary",
-            Question::RecallCandidates { .. } => "recall_candidates",
-            Question::LabelTransition { .. } => "label_transition",
-            Question::Verify { .. } => "verify",
-            Question::Roles { .. } => "roles",
-            Question::LocateError { .. } => "locate_error",
-            Question::IsDecisive { .. } => "is_decisive",
-            Question::LocateInRange { .. } => "locate_in_range",
-            Question::AnalystVote { .. } => "analyst_vote",
-            Question::SegmentRecall { .. } => "segment_recall",
-            Question::TracePropagation { .. } => "trace_propagation",
-            Question::Adjudicate { .. } => "adjudicate",
+            QuestionKind::Prior => "prior",
+            QuestionKind::PhaseSummary => "phase_summary",
+            QuestionKind::RecallCandidates => "recall_candidates",
+            QuestionKind::LabelTransition => "label_transition",
+            QuestionKind::Verify => "verify",
+            QuestionKind::Roles => "roles",
+            QuestionKind::LocateError => "locate_error",
+            QuestionKind::IsDecisive => "is_decisive",
+            QuestionKind::LocateInRange => "locate_in_range",
+            QuestionKind::AnalystVote => "analyst_vote",
+            QuestionKind::SegmentRecall => "segment_recall",
+            QuestionKind::TracePropagation => "trace_propagation",
+            QuestionKind::Adjudicate => "adjudicate",
+        }
+    }
+
+    /// The kind of a [`QuestionKind::as_str`] name, if any.
+    pub fn parse(name: &str) -> Option<QuestionKind> {
+        QuestionKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for QuestionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Question {
+    /// The question's kind.
+    pub fn kind(&self) -> QuestionKind {
+        match self {
+            Question::Prior => QuestionKind::Prior,
+            Question::PhaseSummary { .. } => QuestionKind::PhaseSummary,
+            Question::RecallCandidates { .. } => QuestionKind::RecallCandidates,
+            Question::LabelTransition { .. } => QuestionKind::LabelTransition,
+            Question::Verify { .. } => QuestionKind::Verify,
+            Question::Roles { .. } => QuestionKind::Roles,
+            Question::LocateError { .. } => QuestionKind::LocateError,
+            Question::IsDecisive { .. } => QuestionKind::IsDecisive,
+            Question::LocateInRange { .. } => QuestionKind::LocateInRange,
+            Question::AnalystVote { .. } => QuestionKind::AnalystVote,
+            Question::SegmentRecall { .. } => QuestionKind::SegmentRecall,
+            Question::TracePropagation { .. } => QuestionKind::TracePropagation,
+            Question::Adjudicate { .. } => QuestionKind::Adjudicate,
         }
     }
 
@@ -232,7 +315,7 @@ impl Question {
             Question::Roles { window } => json!({ "from_step": window.start, "to_step": window.end }),
             q => attribution::question_fields(q).unwrap_or_else(|| json!({})),
         };
-        v["kind"] = json!(self.kind());
+        v["kind"] = json!(self.kind().as_str());
         v
     }
 }

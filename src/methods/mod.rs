@@ -22,7 +22,6 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::diagnosis::Diagnosis;
@@ -32,77 +31,7 @@ use crate::model::Trajectory;
 use crate::pipeline;
 use crate::substrate::Substrate;
 
-/// An attribution method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Method {
-    /// The FALAT pipeline (the paper "FALAT: Tracing Errors in LLM Agent Trajectories via
-    /// Dependency-Guided Search").
-    Falat,
-    /// ECHO: hierarchical context, analyst panel, consensus voting (the ECHO paper).
-    Echo,
-    /// DeFA: dependency graph, segments, failure propagation, adjudication (the DeFA paper).
-    Defa,
-    /// Who&When all-at-once: the whole log, one question.
-    AllAtOnce,
-    /// Who&When step-by-step: walk forward until the judge names the step.
-    StepByStep,
-    /// Who&When binary search: halve the range until one step is left.
-    BinarySearch,
-    /// A seeded uniform draw of a step: the floor.
-    Random,
-}
-
-impl Method {
-    /// All methods, in table order.
-    pub const ALL: [Method; 7] = [
-        Method::Falat,
-        Method::Echo,
-        Method::Defa,
-        Method::AllAtOnce,
-        Method::StepByStep,
-        Method::BinarySearch,
-        Method::Random,
-    ];
-
-    /// The name used by `--method`, in diagnoses and in tables.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Falat => "falat",
-            Method::Echo => "echo",
-            Method::Defa => "defa",
-            Method::AllAtOnce => "all-at-once",
-            Method::StepByStep => "step-by-step",
-            Method::BinarySearch => "binary-search",
-            Method::Random => "random",
-        }
-    }
-
-    /// Parses a name of [`Method::as_str`] (case-insensitive, `_` accepted for `-`).
-    pub fn parse(s: &str) -> Option<Method> {
-        let s = s.trim().to_ascii_lowercase().replace('_', "-");
-        Method::ALL.into_iter().find(|m| m.as_str() == s)
-    }
-
-    /// Parses a comma-separated list (`falat,echo`); `all` stands for every method.
-    ///
-    /// # Errors
-    /// The first unknown name.
-    pub fn parse_list(s: &str) -> Result<Vec<Method>, String> {
-        if s.trim() == "all" {
-            return Ok(Method::ALL.to_vec());
-        }
-        s.split(',')
-            .filter(|x| !x.trim().is_empty())
-            .map(|x| Method::parse(x).ok_or_else(|| format!("unknown method {:?}", x.trim())))
-            .collect()
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::diagnosis::Method;
 
 /// How to run a method.
 #[derive(Clone)]
@@ -216,7 +145,7 @@ pub(crate) fn new_diagnosis(
     let step = step.filter(|s| *s < t.steps.len());
     Diagnosis {
         trajectory: t.id.clone(),
-        method: method.as_str().into(),
+        method,
         judge: judge.name(),
         decisive_step: step,
         agent: step.map(|s| t.steps[s].agent.clone()),

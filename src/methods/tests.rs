@@ -67,7 +67,7 @@ fn every_method_names_the_assumed_census_figure() {
     let t = census();
     for m in Method::ALL {
         let d = run_on(m, &t);
-        assert_eq!(d.method, m.as_str());
+        assert_eq!(d.method, m);
         assert_eq!(d.judge, "heuristic");
         assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(1), Some("Data_Expert")), "{m}");
     }

@@ -212,9 +212,7 @@ impl Results {
 
     fn insert_methods(&mut self, list: Vec<Diagnosis>) {
         for m in list {
-            if let Some(k) = Method::parse(&m.method) {
-                self.methods.insert(k, m);
-            }
+            self.methods.insert(m.method, m);
         }
     }
 

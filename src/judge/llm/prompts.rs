@@ -27,7 +27,7 @@ use super::validate;
 use crate::diagnosis::Transition;
 use crate::graph::{DepGraph, EdgeKind};
 use crate::hierarchy::Action;
-use crate::judge::{Answer, Context, CriterionKind, Question, heuristic, signals};
+use crate::judge::{Answer, Context, CriterionKind, Question, QuestionKind, heuristic, signals};
 use crate::model::StepKind;
 use crate::text;
 
@@ -87,7 +87,11 @@ pub struct Known {
 /// A question kind the LLM judge can ask.
 pub trait Kind: Sync {
     /// The [`Question::kind`] it serves.
-    fn name(&self) -> &'static str;
+    fn question(&self) -> QuestionKind;
+    /// Its name: the prompt file's and the recording's.
+    fn name(&self) -> &'static str {
+        self.question().as_str()
+    }
     /// The prompt file's text.
     fn template(&self) -> &'static str;
     /// The questions answered by the same call as `q`, `q` first.
@@ -120,9 +124,9 @@ pub trait Kind: Sync {
 
 static KINDS: &[&dyn Kind] = &[&PriorKind, &PhaseKind, &RecallKind, &LabelKind, &VerifyKind, &RolesKind];
 
-/// The kind serving a question kind name, if there is a prompt for it.
-pub fn kind(name: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().chain(attribution::KINDS.iter()).copied().find(|k| k.name() == name)
+/// The kind serving a question kind, if there is a prompt for it.
+pub fn kind(question: QuestionKind) -> Option<&'static dyn Kind> {
+    KINDS.iter().chain(attribution::KINDS.iter()).copied().find(|k| k.question() == question)
 }
 
 /// The names of every kind with a prompt.
@@ -250,8 +254,8 @@ fn candidates_schema(steps: Vec<usize>, max: usize) -> Value {
 struct PriorKind;
 
 impl Kind for PriorKind {
-    fn name(&self) -> &'static str {
-        "prior"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::Prior
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/prior.md")
@@ -338,8 +342,8 @@ impl PhaseKind {
 }
 
 impl Kind for PhaseKind {
-    fn name(&self) -> &'static str {
-        "phase_summary"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::PhaseSummary
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/phase_summary.md")
@@ -448,8 +452,8 @@ impl RecallKind {
 }
 
 impl Kind for RecallKind {
-    fn name(&self) -> &'static str {
-        "recall_candidates"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::RecallCandidates
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/recall_candidates.md")
@@ -513,8 +517,8 @@ impl Kind for RecallKind {
 struct LabelKind;
 
 impl Kind for LabelKind {
-    fn name(&self) -> &'static str {
-        "label_transition"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::LabelTransition
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/label_transition.md")
@@ -640,8 +644,8 @@ impl VerifyKind {
 }
 
 impl Kind for VerifyKind {
-    fn name(&self) -> &'static str {
-        "verify"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::Verify
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/verify.md")
@@ -737,8 +741,8 @@ fn verify_steps(batch: &[Question]) -> Vec<usize> {
 struct RolesKind;
 
 impl Kind for RolesKind {
-    fn name(&self) -> &'static str {
-        "roles"
+    fn question(&self) -> QuestionKind {
+        QuestionKind::Roles
     }
     fn template(&self) -> &'static str {
         include_str!("prompts/roles.md")

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::graph::DepGraph;
 use crate::hierarchy::{self, Hierarchy};
-use crate::judge::CriterionKind;
+use crate::judge::{CriterionKind, QuestionKind};
 use crate::model::{Step, StepKind};
 use crate::pipeline;
 use crate::pipeline::{Options, Stage};
@@ -723,22 +723,24 @@ fn dry_run_reports_prompts_without_sending() {
 fn prompts_send_only_what_the_question_needs() {
     let f = long_trajectory();
     let known = Known::default();
-    let prior = prompts::kind("prior").unwrap();
+    let prior = prompts::kind(QuestionKind::Prior).unwrap();
     let text = prompts::render(prior.template(), &prior.fill(&f.ctx(), &[Question::Prior], &known, Detail::FULL));
     assert!(text.contains("Seattle") && !text.contains("I typed") && !text.contains("{{"), "{text}");
-    let recall = prompts::kind("recall_candidates").unwrap();
+    let recall = prompts::kind(QuestionKind::RecallCandidates).unwrap();
     let q = Question::RecallCandidates { range: 2..4 };
     let text = prompts::render(recall.template(), &recall.fill(&f.ctx(), &[q], &known, Detail::FULL));
     assert!(text.contains("--- step 2 (Coder, message)") && !text.contains("--- step 1 "), "{text}");
     assert!(text.contains("phase 0 (steps 0-"), "phase summaries come first: {text}");
-    let v = prompts::kind("verify").unwrap();
+    let v = prompts::kind(QuestionKind::Verify).unwrap();
     let q = Question::Verify { step: 2, criterion: CriterionKind::Sufficiency, live: vec![2, 4].into() };
     let batch = v.batch(&f.ctx(), &q, &known);
     assert_eq!(batch.len(), 4, "both criteria of both candidates");
-    assert!(prompts::kind("echo_vote").is_none());
-    for k in ["prior", "phase_summary", "recall_candidates", "label_transition", "verify", "roles"] {
-        assert!(prompts::kinds().contains(&k));
+    // Every kind of question has its prompt, named after the kind.
+    for k in QuestionKind::ALL {
+        assert_eq!(prompts::kind(k).map(|p| p.name()), Some(k.as_str()));
+        assert_eq!(QuestionKind::parse(k.as_str()), Some(k));
     }
+    assert_eq!(QuestionKind::parse("echo_vote"), None);
 }
 
 #[test]

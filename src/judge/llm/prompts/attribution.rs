@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{Detail, Kind, Known, candidates_schema, outcome, short_string, steps_enum, task};
 use crate::judge::attribution::{self, ErrorCategory, VoteTarget};
 use crate::judge::llm::validate;
-use crate::judge::{Answer, Context, Question};
+use crate::judge::{Answer, Context, Question, QuestionKind};
 use crate::text;
 
 /// Characters of method view sent per character of raw step text allowed by a [`Detail`]
@@ -47,32 +47,35 @@ pub(super) static KINDS: [&dyn Kind; 7] = [
 
 /// One attribution question kind: its name, prompt file and completion cap.
 pub(super) struct Attribution {
-    name: &'static str,
+    question: QuestionKind,
     template: &'static str,
     max_tokens: u32,
 }
 
 impl Attribution {
     const LOCATE_ERROR: Attribution =
-        Attribution { name: "locate_error", template: include_str!("locate_error.md"), max_tokens: 160 };
+        Attribution { question: QuestionKind::LocateError, template: include_str!("locate_error.md"), max_tokens: 160 };
     const IS_DECISIVE: Attribution =
-        Attribution { name: "is_decisive", template: include_str!("is_decisive.md"), max_tokens: 120 };
-    const LOCATE_IN_RANGE: Attribution =
-        Attribution { name: "locate_in_range", template: include_str!("locate_in_range.md"), max_tokens: 100 };
+        Attribution { question: QuestionKind::IsDecisive, template: include_str!("is_decisive.md"), max_tokens: 120 };
+    const LOCATE_IN_RANGE: Attribution = Attribution {
+        question: QuestionKind::LocateInRange,
+        template: include_str!("locate_in_range.md"),
+        max_tokens: 100,
+    };
     const ANALYST_VOTE: Attribution =
-        Attribution { name: "analyst_vote", template: include_str!("analyst_vote.md"), max_tokens: 520 };
+        Attribution { question: QuestionKind::AnalystVote, template: include_str!("analyst_vote.md"), max_tokens: 520 };
     const SEGMENT_RECALL: Attribution = Attribution {
-        name: "segment_recall",
+        question: QuestionKind::SegmentRecall,
         template: include_str!("segment_recall.md"),
         max_tokens: 60 + 80 * MAX_SEGMENT_CANDIDATES as u32,
     };
     const TRACE_PROPAGATION: Attribution = Attribution {
-        name: "trace_propagation",
+        question: QuestionKind::TracePropagation,
         template: include_str!("trace_propagation.md"),
         max_tokens: 30 + 24 * MAX_EDGES as u32,
     };
     const ADJUDICATE: Attribution =
-        Attribution { name: "adjudicate", template: include_str!("adjudicate.md"), max_tokens: 180 };
+        Attribution { question: QuestionKind::Adjudicate, template: include_str!("adjudicate.md"), max_tokens: 180 };
 }
 
 /// The method view of an attribution question.
@@ -259,8 +262,8 @@ fn segment_steps(ctx: &Context<'_>, q: &Question) -> Vec<usize> {
 }
 
 impl Kind for Attribution {
-    fn name(&self) -> &'static str {
-        self.name
+    fn question(&self) -> QuestionKind {
+        self.question
     }
     fn template(&self) -> &'static str {
         self.template
