@@ -44,7 +44,7 @@ pub struct StepCheck {
 }
 
 /// An ECHO consensus vote (ECHO §3.3, A.7) over one target's analyses.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Votes {
     /// Summed confidence per conclusion type.
     pub types: Vec<(Conclusion, f32)>,

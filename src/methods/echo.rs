@@ -194,20 +194,9 @@ pub struct Consensus {
     pub agent: Option<String>,
     /// The step with the most weighted votes among them, 0-based.
     pub step: Option<usize>,
-    /// Summed confidence per conclusion type that got votes.
-    pub type_votes: Vec<(Conclusion, f32)>,
-    /// Weighted votes per agent, highest first.
-    pub agent_votes: Vec<(String, f32)>,
-    /// Weighted votes per step, highest first.
-    pub step_votes: Vec<(usize, f32)>,
-    /// Analyses dropped under [`MIN_CONFIDENCE`].
-    pub dropped: usize,
-    /// Step votes discarded because the step lies outside the trajectory.
-    pub out_of_range: usize,
-    /// Highest minus lowest confidence among the kept analyses.
-    pub spread: f32,
-    /// Whether the disagreement calls for review.
-    pub review: bool,
+    /// The votes themselves (per type, agent and step), what was dropped, the spread and
+    /// whether the disagreement calls for review: the data the report carries.
+    pub votes: Votes,
     /// The synthesised reasoning (ECHO A.7).
     pub reasoning: String,
     /// Agent evaluations aggregated over the kept analyses: mean likelihood (an analysis that
@@ -224,23 +213,24 @@ pub struct Consensus {
 /// `agent_order` (first appearance), steps by the earlier step.
 pub fn vote(analyses: &[Analysis], steps: usize, agent_order: &[String]) -> Consensus {
     let kept: Vec<&Analysis> = analyses.iter().filter(|a| a.confidence >= MIN_CONFIDENCE).collect();
-    let mut c = Consensus { dropped: analyses.len() - kept.len(), ..Consensus::default() };
+    let mut c =
+        Consensus { votes: Votes { dropped: analyses.len() - kept.len(), ..Votes::default() }, ..Consensus::default() };
     for t in Conclusion::ALL {
         let sum: f32 = kept.iter().filter(|a| a.conclusion == t).map(|a| a.confidence).sum();
         if kept.iter().any(|a| a.conclusion == t) {
-            c.type_votes.push((t, sum));
+            c.votes.types.push((t, sum));
         }
     }
-    c.spread = spread(&kept);
-    c.review = c.spread > MAX_SPREAD || c.type_votes.len() > 2;
-    c.conclusion = winning_type(&c.type_votes);
+    c.votes.spread = spread(&kept);
+    c.votes.review = c.votes.spread > MAX_SPREAD || c.votes.types.len() > 2;
+    c.conclusion = winning_type(&c.votes.types);
     let Some(winner) = c.conclusion else { return c };
     let support: Vec<&Analysis> = kept.into_iter().filter(|a| a.conclusion == winner).collect();
-    c.agent_votes = agent_votes(&support, agent_order);
-    c.agent = c.agent_votes.first().map(|(a, _)| a.clone());
-    c.out_of_range = support.iter().filter(|a| a.step.is_some_and(|s| s >= steps)).count();
-    c.step_votes = step_votes(&support, steps);
-    c.step = c.step_votes.first().map(|(s, _)| *s);
+    c.votes.agents = agent_votes(&support, agent_order);
+    c.agent = c.votes.agents.first().map(|(a, _)| a.clone());
+    c.votes.out_of_range = support.iter().filter(|a| a.step.is_some_and(|s| s >= steps)).count();
+    c.votes.steps = step_votes(&support, steps);
+    c.step = c.votes.steps.first().map(|(s, _)| *s);
     c.reasoning = synthesise(winner, &support);
     c.evaluations = aggregate_evaluations(analyses, agent_order);
     c.alternatives = aggregate_alternatives(analyses, c.agent.as_deref(), c.step);
@@ -406,10 +396,10 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     d.roles = vec![(step, Role::RootCause)];
     d.details.push(Detail::Panel(panel.clone()));
     d.details.push(Detail::Analyses(VoteTarget::Agent, agent_analyses.clone()));
-    d.details.push(Detail::Consensus(VoteTarget::Agent, votes(&by_agent)));
+    d.details.push(Detail::Consensus(VoteTarget::Agent, by_agent.votes.clone()));
     if !off(Component::Decoupling) {
         d.details.push(Detail::Analyses(VoteTarget::Step, step_analyses.clone()));
-        d.details.push(Detail::Consensus(VoteTarget::Step, votes(&by_step)));
+        d.details.push(Detail::Consensus(VoteTarget::Step, by_step.votes.clone()));
     }
     d.details.push(Detail::AgentEvidence(by_agent.evaluations.clone()));
     d.details.push(Detail::Alternatives(alternatives(&by_agent, &by_step)));
@@ -468,16 +458,16 @@ fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: 
     };
     d.reason = text::clip(&format!("Agent: {}. Step: {basis}", by_agent.reasoning), 600);
     // The winning step's weighted votes per analyst: three analysts agreeing at 0.6 give 0.6.
-    let support = by_step.step_votes.first().map_or(0.0, |(_, v)| *v);
-    let penalty = if by_agent.review || by_step.review { 0.7 } else { 1.0 };
+    let support = by_step.votes.steps.first().map_or(0.0, |(_, v)| *v);
+    let penalty = if by_agent.votes.review || by_step.votes.review { 0.7 } else { 1.0 };
     d.confidence = ((support / panel.max(1) as f32).min(1.0) * penalty * 100.0).round() / 100.0;
-    if by_agent.review || by_step.review {
+    if by_agent.votes.review || by_step.votes.review {
         d.warnings.push(format!(
             "the panel disagrees (confidence spread {:.2}/{:.2}, conclusion types {}/{}): review recommended",
-            by_agent.spread,
-            by_step.spread,
-            by_agent.type_votes.len(),
-            by_step.type_votes.len()
+            by_agent.votes.spread,
+            by_step.votes.spread,
+            by_agent.votes.types.len(),
+            by_step.votes.types.len()
         ));
     }
 }
@@ -488,18 +478,6 @@ fn alternatives(by_agent: &Consensus, by_step: &Consensus) -> Vec<Alternative> {
     all.sort_by(|a, b| b.likelihood.total_cmp(&a.likelihood).then(a.step.cmp(&b.step)));
     all.dedup_by(|a, b| a.agent.eq_ignore_ascii_case(&b.agent) && a.step == b.step);
     all
-}
-
-fn votes(c: &Consensus) -> Votes {
-    Votes {
-        types: c.type_votes.clone(),
-        agents: c.agent_votes.clone(),
-        steps: c.step_votes.clone(),
-        dropped: c.dropped,
-        out_of_range: c.out_of_range,
-        spread: c.spread,
-        review: c.review,
-    }
 }
 
 #[cfg(test)]
@@ -534,11 +512,11 @@ mod tests {
             10,
             &order(),
         );
-        assert_eq!(v.dropped, 1);
+        assert_eq!(v.votes.dropped, 1);
         assert_eq!((v.agent.as_deref(), v.step), (Some("A"), Some(2)));
-        assert_eq!(v.agent_votes, vec![("A".to_string(), 0.3)]);
+        assert_eq!(v.votes.agents, vec![("A".to_string(), 0.3)]);
         let none = vote(&[analysis(Conclusion::SingleAgent, &["B"], Some(4), 0.1)], 10, &order());
-        assert_eq!((none.conclusion, none.agent, none.step, none.dropped), (None, None, None, 1));
+        assert_eq!((none.conclusion, none.agent, none.step, none.votes.dropped), (None, None, None, 1));
     }
 
     #[test]
@@ -552,10 +530,10 @@ mod tests {
             10,
             &order(),
         );
-        assert_eq!(v.agent_votes, vec![("A".to_string(), 0.8), ("B".to_string(), 0.7)]);
+        assert_eq!(v.votes.agents, vec![("A".to_string(), 0.8), ("B".to_string(), 0.7)]);
         assert_eq!(v.agent.as_deref(), Some("A"));
         // Step votes: 7 has 0.7, 3 and 5 have 0.4 each.
-        assert_eq!(v.step_votes, vec![(7, 0.7), (3, 0.4), (5, 0.4)]);
+        assert_eq!(v.votes.steps, vec![(7, 0.7), (3, 0.4), (5, 0.4)]);
         assert_eq!(v.step, Some(7));
     }
 
@@ -571,9 +549,9 @@ mod tests {
             &order(),
         );
         assert_eq!(v.conclusion, Some(Conclusion::MultiAgent));
-        assert_eq!(v.type_votes, vec![(Conclusion::SingleAgent, 0.7), (Conclusion::MultiAgent, 0.75)]);
+        assert_eq!(v.votes.types, vec![(Conclusion::SingleAgent, 0.7), (Conclusion::MultiAgent, 0.75)]);
         // Only the winning type's analyses vote; both agents of the multi-agent one get its weight.
-        assert_eq!(v.agent_votes, vec![("B".to_string(), 0.75), ("C".to_string(), 0.75)]);
+        assert_eq!(v.votes.agents, vec![("B".to_string(), 0.75), ("C".to_string(), 0.75)]);
         assert_eq!((v.agent.as_deref(), v.step), (Some("B"), Some(6)));
     }
 
@@ -606,9 +584,13 @@ mod tests {
             )
         };
         let exact = spread(0.375, 0.875);
-        assert_eq!((exact.spread, exact.review), (0.5, false), "a spread of exactly 0.5 does not exceed it");
+        assert_eq!(
+            (exact.votes.spread, exact.votes.review),
+            (0.5, false),
+            "a spread of exactly 0.5 does not exceed it"
+        );
         let wide = spread(0.3125, 0.875);
-        assert_eq!((wide.spread, wide.review), (0.5625, true));
+        assert_eq!((wide.votes.spread, wide.votes.review), (0.5625, true));
         let three = vote(
             &[
                 analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.5),
@@ -618,7 +600,7 @@ mod tests {
             10,
             &order(),
         );
-        assert_eq!((three.type_votes.len(), three.spread, three.review), (3, 0.0, true));
+        assert_eq!((three.votes.types.len(), three.votes.spread, three.votes.review), (3, 0.0, true));
         let two = vote(
             &[
                 analysis(Conclusion::SingleAgent, &["A"], Some(1), 0.5),
@@ -627,7 +609,7 @@ mod tests {
             10,
             &order(),
         );
-        assert!(!two.review, "two conclusion types are not more than two");
+        assert!(!two.votes.review, "two conclusion types are not more than two");
     }
 
     #[test]
@@ -641,10 +623,10 @@ mod tests {
             10,
             &order(),
         );
-        assert_eq!(v.out_of_range, 2);
-        assert_eq!(v.step_votes, vec![(9, 0.375)]);
+        assert_eq!(v.votes.out_of_range, 2);
+        assert_eq!(v.votes.steps, vec![(9, 0.375)]);
         assert_eq!(v.step, Some(9));
-        assert_eq!(v.agent_votes, vec![("A".to_string(), 2.0)], "the agent vote still counts");
+        assert_eq!(v.votes.agents, vec![("A".to_string(), 2.0)], "the agent vote still counts");
     }
 
     #[test]
