@@ -7,6 +7,7 @@
 //! case-insensitively (the original Who&When scorer matched substrings, so step 1 matched 10).
 
 pub mod benchmark;
+pub mod fit;
 
 pub use benchmark::{Benchmark, Case, Judges, Variant, evaluate, variants};
 

@@ -178,7 +178,7 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     );
     let refs: Vec<&Record> = records.iter().filter(|r| r.part == "tune").collect();
     let ece = falat::eval::ece(&refs);
-    // Measured 0.11 with the Platt map of the confidence (0.12 before it); the goal is 0.10
-    // (docs/RANKER.md).
-    assert!(ece <= 0.115, "cross-validated ECE {ece}");
+    // Measured 0.073 with the map fitted on the methods' own out-of-fold decisions (0.11 with the
+    // map of the ranker's best steps, 0.12 before any map); the goal is 0.10 (docs/RANKER.md).
+    assert!(ece <= 0.08, "cross-validated ECE {ece}");
 }

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
+use crate::eval::fit::{Labelled, fit_ranker};
 use crate::ingest::fs::load_labelled;
 use crate::rank::split::{Part, part_of};
-use crate::rank::train;
 
 /// Arguments of `falat train`.
 #[derive(Debug, Args)]
@@ -53,7 +53,8 @@ pub fn model_text(dirs: &[PathBuf], labels: &[PathBuf]) -> anyhow::Result<String
         .map(|d| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into()))
         .collect();
     let what = format!("tune part of {} ({} labelled trajectories)", names.join(", "), tune.len());
-    let model = train::train(&tune, &what).map_err(|e| anyhow::anyhow!("cannot fit the ranker: {e}"))?;
+    let runs: Vec<Labelled<'_>> = tune.iter().map(|t| Labelled::of(t)).collect();
+    let model = fit_ranker(&runs, &what).map_err(|e| anyhow::anyhow!("cannot fit the ranker: {e}"))?;
     Ok(serde_json::to_string_pretty(&model.to_json())? + "\n")
 }
 

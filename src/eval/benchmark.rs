@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::fit::{Labelled, fit_ranker};
 use super::{Record, score};
 use crate::ingest::LoadError;
 use crate::ingest::fs::load_labelled;
@@ -27,7 +28,6 @@ use crate::methods::ablation::{self, Ablations, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::rank::split::{Part, fold_of, part_of};
-use crate::rank::train;
 use crate::substrate::Substrate;
 
 /// A labelled trajectory of a benchmark and where it came from.
@@ -184,18 +184,14 @@ impl Judges {
         if k < 2 {
             return Err(format!("cross-validation needs at least 2 folds, got {k}"));
         }
-        let examples: Vec<(Option<train::Example>, Option<train::Example>)> =
-            cases.iter().map(|c| (train::example(&c.trajectory, true), train::example(&c.trajectory, false))).collect();
+        let labelled: Vec<Labelled<'_>> = cases.iter().map(|c| Labelled::of(&c.trajectory)).collect();
         let folds: Vec<usize> = cases.iter().map(|c| fold_of(&c.trajectory.task, k)).collect();
         let fit = |keep: &dyn Fn(usize) -> bool, what: &str| {
-            let pick = |gt: bool| -> Vec<train::Example> {
-                (0..cases.len())
-                    .filter(|&n| cases[n].part == Part::Tune && keep(n))
-                    .filter_map(|n| if gt { examples[n].0.clone() } else { examples[n].1.clone() })
-                    .collect()
-            };
-            train::train_examples(&pick(true), &pick(false), what)
-                .map_err(|e| format!("cannot fit the ranker ({what}): {e}"))
+            let runs: Vec<Labelled<'_>> = (0..cases.len())
+                .filter(|&n| cases[n].part == Part::Tune && keep(n))
+                .map(|n| labelled[n].clone())
+                .collect();
+            fit_ranker(&runs, what).map_err(|e| format!("cannot fit the ranker ({what}): {e}"))
         };
         let mut models = vec![fit(&|_| true, "tune part")?];
         for f in 0..k {

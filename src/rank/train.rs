@@ -84,20 +84,45 @@ pub fn best_temperature(logits: &[(Vec<f64>, usize)]) -> f64 {
         .0
 }
 
-/// The Platt map `(slope, intercept)` of the confidence: a one-feature logistic regression
-/// (smartcore) of "the best-ranked step is the gold step" on the logit of its out-of-fold
-/// probability (softmax at temperature `t`). The identity `(1, 0)` when there is nothing to fit on
-/// or every run is a hit or a miss.
+/// The Platt map `(slope, intercept)` of the ranker's own best steps: a one-feature logistic
+/// regression (smartcore) of "the best-ranked step is the gold step" on the logit of its
+/// out-of-fold probability (softmax at temperature `t`). The identity `(1, 0)` when there is
+/// nothing to fit on or every run is a hit or a miss. `falat train` replaces it with the map of
+/// the methods' own decisions ([`fit_calibration`], `crate::eval::fit`).
 pub fn platt(logits: &[(Vec<f64>, usize)], t: f64) -> (f64, f64) {
-    let mut x: Vec<Vec<f64>> = Vec::new();
-    let mut y: Vec<i32> = Vec::new();
-    for (z, g) in logits {
-        let p = softmax(z, t);
-        let Some(best) = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b]).then(b.cmp(&a))) else { continue };
-        let q = p[best].clamp(1e-6, 1.0 - 1e-6);
-        x.push(vec![(q / (1.0 - q)).ln()]);
-        y.push(i32::from(best == *g));
-    }
+    let decisions: Vec<Decision> = logits
+        .iter()
+        .filter_map(|(z, g)| {
+            let p = softmax(z, t);
+            let best = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b]).then(b.cmp(&a)))?;
+            Some(Decision { probability: p[best], right: best == *g })
+        })
+        .collect();
+    fit_calibration(&decisions)
+}
+
+/// One decision of a method on a labelled trajectory, as calibration data: the ranker's
+/// probability of the step the method named, and whether that step is the gold step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    /// The ranker's probability of the named step, in [0, 1].
+    pub probability: f64,
+    /// The named step is the gold step.
+    pub right: bool,
+}
+
+/// The Platt map `(slope, intercept)` fitted on `decisions`: a one-feature logistic regression
+/// (smartcore, L2 penalty [`PLATT_ALPHA`]) of `right` on the logit of `probability`. The identity
+/// `(1, 0)` when there is nothing to fit on, or every decision is right or every one wrong.
+pub fn fit_calibration(decisions: &[Decision]) -> (f64, f64) {
+    let x: Vec<Vec<f64>> = decisions
+        .iter()
+        .map(|d| {
+            let q = d.probability.clamp(1e-6, 1.0 - 1e-6);
+            vec![(q / (1.0 - q)).ln()]
+        })
+        .collect();
+    let y: Vec<i32> = decisions.iter().map(|d| i32::from(d.right)).collect();
     if !y.contains(&1) || !y.contains(&0) {
         return (1.0, 0.0);
     }
@@ -168,6 +193,23 @@ pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_map_of_decisions_raises_an_underconfident_probability() {
+        // Steps named at P = 0.2 and right half of the time.
+        let ds: Vec<Decision> =
+            (0..40).map(|i| Decision { probability: if i % 4 < 2 { 0.2 } else { 0.25 }, right: i % 2 == 0 }).collect();
+        let (slope, intercept) = fit_calibration(&ds);
+        let m = StepModel {
+            mean: vec![],
+            scale: vec![],
+            weights: vec![],
+            bias: 0.0,
+            temperature: 1.0,
+            calibration: (slope, intercept),
+        };
+        assert!(m.confidence(0.2) > 0.4 && m.confidence(0.2) < 0.6, "{slope} {intercept}: {}", m.confidence(0.2));
+    }
 
     #[test]
     fn platt_lowers_overconfident_best_steps_and_keeps_the_identity_without_both_outcomes() {
