@@ -194,20 +194,18 @@ pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -
 mod tests {
     use super::*;
 
+    /// A model with no features, only the confidence map `calibration`.
+    fn mapped_by(calibration: (f64, f64)) -> StepModel {
+        StepModel { mean: vec![], scale: vec![], weights: vec![], bias: 0.0, temperature: 1.0, calibration }
+    }
+
     #[test]
     fn the_map_of_decisions_raises_an_underconfident_probability() {
         // Steps named at P = 0.2 and right half of the time.
         let ds: Vec<Decision> =
             (0..40).map(|i| Decision { probability: if i % 4 < 2 { 0.2 } else { 0.25 }, right: i % 2 == 0 }).collect();
         let (slope, intercept) = fit_calibration(&ds);
-        let m = StepModel {
-            mean: vec![],
-            scale: vec![],
-            weights: vec![],
-            bias: 0.0,
-            temperature: 1.0,
-            calibration: (slope, intercept),
-        };
+        let m = mapped_by((slope, intercept));
         assert!(m.confidence(0.2) > 0.4 && m.confidence(0.2) < 0.6, "{slope} {intercept}: {}", m.confidence(0.2));
     }
 
@@ -218,14 +216,7 @@ mod tests {
         let run = |gold: usize| (vec![4f64.ln(), 0.0], gold);
         let logits = vec![run(0), run(1), run(1), run(1)];
         let (slope, intercept) = platt(&logits, 1.0);
-        let m = StepModel {
-            mean: vec![],
-            scale: vec![],
-            weights: vec![],
-            bias: 0.0,
-            temperature: 1.0,
-            calibration: (slope, intercept),
-        };
+        let m = mapped_by((slope, intercept));
         assert!(m.confidence(0.8) < 0.5, "{slope} {intercept}: {}", m.confidence(0.8));
         assert_eq!(m.confidence(0.0), 0.0);
         assert_eq!(platt(&[run(0), run(0)], 1.0), (1.0, 0.0));
