@@ -253,7 +253,8 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     out.push_str("## Task\n\n");
     out.push_str(&quote(&t.task));
     if let Some(e) = &t.expected_output {
-        out.push_str(&format!("\nExpected output: `{}`\n", inline(e)));
+        let unused = if d.used_ground_truth { "" } else { " (not given to the analysis)" };
+        out.push_str(&format!("\nExpected output{unused}: `{}`\n", inline(e)));
     }
     if let Some(o) = &t.observed_output {
         out.push_str(&format!("\nObserved output: `{}`\n", inline(o)));
@@ -319,13 +320,22 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         return;
     }
     out.push_str("\n## Ranked steps\n\n");
-    if d.low_confidence() {
+    if let Some(s) = d.decisive_step {
         out.push_str(&format!(
-            "Confidence is low (P = {:.2}): no step stands out; check the steps below, not only the first.\n\n",
+            "Step {s}, the step named, comes first; the others follow by `P`, the ranker's probability that \
+             the step is the decisive one. The confidence ({:.2}) is the chance that step {s} is right: its \
+             `P` calibrated on the methods' past decisions, at most 0.20 when no candidate passed \
+             verification.\n\n",
             d.confidence
         ));
     }
-    out.push_str("| rank | step | agent | P(decisive) | content |\n| ---: | ---: | --- | ---: | --- |\n");
+    if d.low_confidence() {
+        out.push_str(&format!(
+            "Confidence is low ({:.2}): no step stands out; check the steps below, not only the first.\n\n",
+            d.confidence
+        ));
+    }
+    out.push_str("| rank | step | agent | P | content |\n| ---: | ---: | --- | ---: | --- |\n");
     for (k, r) in d.ranking.iter().take(RANKED_SHOWN).enumerate() {
         let content = t.steps.get(r.step).map_or(String::new(), |s| text::first_line(&s.content, 80));
         out.push_str(&format!(

@@ -480,13 +480,16 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
         lines.push(Line::styled("  low confidence: no step stands out; check the ranked steps", t.warn));
     }
     if !d.ranking.is_empty() {
-        let mut spans = vec![Span::styled("  ranked steps ", t.dim), Span::raw("")];
+        // The named step first, then by the ranker's probability `P` (not the confidence, which
+        // is the named step's `P` calibrated).
+        let mut spans = vec![Span::styled("  ranker P ", t.dim), Span::raw("")];
         for (i, r) in d.ranking.iter().take(5).enumerate() {
             if i > 0 {
                 spans.push(Span::styled(" · ", t.text));
             }
             spans.push(l.link(r.step, t.text));
-            spans.push(Span::styled(format!(" ({})", prob(r.probability)), t.text));
+            let named = if i == 0 && d.decisive_step == Some(r.step) { ", named" } else { "" };
+            spans.push(Span::styled(format!(" ({}{named})", prob(r.probability)), t.text));
         }
         lines.push(Line::from(spans));
     }
@@ -561,7 +564,12 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
         lines.push(kv(
             app,
             "export",
-            &format!("press {} to write the reports beside the trace", app.keymap.hint(Action::Export)),
+            &match &app.places.export_dir {
+                Some(dir) => {
+                    format!("press {} to write the reports into {}", app.keymap.hint(Action::Export), dir.display())
+                }
+                None => format!("press {} to write the reports beside the trace", app.keymap.hint(Action::Export)),
+            },
             t.dim,
         ));
     }
