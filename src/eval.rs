@@ -19,7 +19,8 @@ use crate::model::GoldLabel;
 /// The outcome on one labelled trajectory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// The file the trajectory came from.
+    /// The file the trajectory came from; `FILE#ID` (the trajectory's id) when that file holds
+    /// several labelled trajectories.
     pub file: String,
     /// The subset (the file's folder name, e.g. `Hand-Crafted`).
     pub subset: String,

@@ -425,7 +425,8 @@ fn add_user_marks(t: &Trajectory, candidates: &mut Vec<Candidate>, o: &Overrides
         if m >= t.steps.len() {
             continue;
         }
-        let user = Finding { signal: Signal::UserMarked, evidence: "marked by the user".into(), weight: 1.0 };
+        let how = if o.pinned == Some(m) { "pinned by the user" } else { "marked by the user" };
+        let user = Finding { signal: Signal::UserMarked, evidence: how.into(), weight: 1.0 };
         match candidates.iter_mut().find(|c| c.step == m) {
             Some(c) => {
                 c.findings.push(user);

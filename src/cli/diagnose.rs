@@ -151,8 +151,32 @@ pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyh
 /// The folder cannot be written.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
+    let mut builder = tempfile::Builder::new();
+    // A report or an overrides file is an ordinary file of the user's: created like any other
+    // (0666 less the umask), not with the temporary file's owner-only mode.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
     tmp.write_all(bytes)?;
-    tmp.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.as_file().sync_all()?;
+    // The persist error's text repeats its IO error's: keep the IO error alone.
+    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn a_written_file_has_the_mode_of_any_new_file_not_the_temporary_file_s() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"x").unwrap();
+        let written = dir.path().join("report.md");
+        super::write_atomic(&written, b"# report\n").unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&written), mode(&plain));
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "# report\n");
+    }
 }

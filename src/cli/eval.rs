@@ -163,8 +163,9 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let report = bench.report_count();
     writeln!(
         out,
-        "{} trajectories ({} tune, {report} report), ground truth {}, judge {}",
+        "{} {} ({} tune, {report} report), ground truth {}, judge {}",
         bench.cases.len(),
+        if bench.cases.len() == 1 { "trajectory" } else { "trajectories" },
         bench.cases.len() - report,
         if gt { "used" } else { "not used" },
         judges.name()

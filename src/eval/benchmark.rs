@@ -233,8 +233,18 @@ pub fn evaluate(
     jobs: usize,
     on_record: &(dyn Fn(&Case, &Record) + Sync),
 ) -> Vec<Record> {
+    // A file holding several trajectories (a τ-bench results list) names each as `FILE#ID`.
+    let mut per_file: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for c in cases {
+        *per_file.entry(c.file.as_str()).or_default() += 1;
+    }
     let run_case = |i: usize| -> Vec<Record> {
         let case = &cases[i];
+        let file = if per_file.get(case.file.as_str()).copied().unwrap_or(0) > 1 {
+            format!("{}#{}", case.file, case.trajectory.id)
+        } else {
+            case.file.clone()
+        };
         let gold = case.trajectory.gold.clone().unwrap_or_default();
         // The full rows share one substrate; a row with a component off builds its own.
         let shared = variants.iter().any(|v| v.ablations.is_empty()).then(|| Substrate::shared(&case.trajectory));
@@ -252,7 +262,7 @@ pub fn evaluate(
                 };
                 let opts = MethodOptions { ablations: v.ablations.clone(), ..opts.clone() };
                 let d = methods::run_on(v.method, &case.trajectory, sub, judges.judge(i, k), &opts);
-                let mut r = score(&case.file, &case.subset, &d, &gold);
+                let mut r = score(&file, &case.subset, &d, &gold);
                 // The table's row: the method, or the method with what it ran without.
                 r.method = v.name.clone();
                 r.part = case.part.as_str().to_string();

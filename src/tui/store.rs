@@ -12,7 +12,6 @@
 //! A corrupt overrides file is never overwritten silently: it is copied to a backup first and the
 //! problem is reported.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -255,18 +254,12 @@ fn write_creating(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write_atomic(path, bytes)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+/// Writes `bytes` to `path` atomically ([`crate::cli::diagnose::write_atomic`]).
 ///
 /// # Errors
 /// When the temporary file cannot be created, written or renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // The persist error's text repeats its IO error's: keep the IO error alone.
-    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    crate::cli::diagnose::write_atomic(path, bytes)
 }
 
 /// The two report files written by an export.
