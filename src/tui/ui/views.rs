@@ -242,7 +242,7 @@ fn candidate_detail(app: &App, c: &Candidate) -> (Vec<Line<'static>>, Vec<usize>
             spans.extend(l.prose(&clean(&p.reason), t.text));
             Line::from(spans)
         }
-        None => Line::styled("  kept: its effect can reach the final output", t.ok),
+        None => Line::styled("  kept: no transition label rules it out", t.ok),
     });
     lines.push(Line::styled("verification", t.title));
     match &c.verification {
