@@ -338,7 +338,11 @@ struct State {
     fatal: Option<CallError>,
     fatal_warned: std::collections::HashSet<String>,
     kind_warned: std::collections::HashSet<(String, String)>,
-    format: Option<FormatMode>,
+    /// The response format each trajectory's requests use, once the server refused a stronger
+    /// one for it (default json_schema). Per trajectory: a refusal of one request's schema says
+    /// little about the others', and a judge shared by an evaluation must answer each trajectory
+    /// the same whatever ran before it.
+    format: HashMap<String, FormatMode>,
     stats: Stats,
     dry: Vec<DryRunCall>,
 }
@@ -489,7 +493,7 @@ impl LlmJudge {
         cost: &mut Cost,
     ) -> Result<Completion, CallError> {
         loop {
-            let format = self.lock().format.unwrap_or(FormatMode::JsonSchema);
+            let format = self.lock().format.get(traj).copied().unwrap_or(FormatMode::JsonSchema);
             let req = ChatRequest {
                 model: self.cfg.model.clone(),
                 messages: messages.to_vec(),
@@ -504,7 +508,9 @@ impl LlmJudge {
             match &result {
                 Err(e) if e.is_format_refusal() && format.weaker().is_some() => {
                     tracing::info!("llm server refused response_format {format:?}; trying a weaker one");
-                    self.lock().format = format.weaker();
+                    if let Some(weaker) = format.weaker() {
+                        self.lock().format.insert(traj.to_string(), weaker);
+                    }
                 }
                 _ => return result,
             }

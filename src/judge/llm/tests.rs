@@ -369,6 +369,14 @@ fn refused_json_schema_falls_back_to_json_object() {
     assert_eq!(b[1]["response_format"]["type"], "json_object");
     let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
     assert_eq!(m.bodies()[2]["response_format"]["type"], "json_object", "the weaker format is kept");
+    // Another trajectory starts from json_schema again: one refusal does not decide how every
+    // later trajectory of an evaluation is asked (its results would depend on the order).
+    let other = fixture("algorithm-generated-10.json");
+    let before = m.bodies().len();
+    let _ = judge.ask(&other.ctx(), &Question::Prior);
+    let kinds: Vec<String> =
+        m.bodies()[before..].iter().map(|b| b["response_format"]["type"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(kinds, ["json_schema", "json_object"]);
 }
 
 #[test]
