@@ -66,14 +66,44 @@ fn the_llm_ablation_table_replays_exactly() {
     assert!(!stdout.contains("not in the replay cache"), "{stdout}");
 }
 
-/// The 14 report-part runs with the fewest steps (all Algorithm-Generated).
-const EXPECTED_N: usize = 14;
+/// The runs the manifest lists: all 33 report-part runs and the 30 shortest tune-part runs.
+const EXPECTED_N: usize = 63;
 /// `row subset part n agent% step% calls`, as `falat eval` prints them.
-const EXPECTED: [&str; 6] = [
-    "falat Algorithm-Generated report 14 14.3 14.3 8.4",
-    "falat-hierarchy Algorithm-Generated report 14 21.4 21.4 10.2",
-    "falat-pruning Algorithm-Generated report 14 14.3 14.3 8.4",
-    "falat-verification Algorithm-Generated report 14 14.3 14.3 7.3",
-    "falat-research Algorithm-Generated report 14 14.3 14.3 5.6",
-    "falat-prior Algorithm-Generated report 14 21.4 21.4 7.9",
+const EXPECTED: [&str; 36] = [
+    "falat Algorithm-Generated report 23 30.4 21.7 8.7",
+    "falat Algorithm-Generated tune 27 48.1 33.3 8.7",
+    "falat Hand-Crafted report 10 50.0 10.0 10.7",
+    "falat Hand-Crafted tune 3 66.7 66.7 9.7",
+    "falat all report 33 36.4 18.2 9.3",
+    "falat all tune 30 50.0 36.7 8.8",
+    "falat-hierarchy Algorithm-Generated report 23 30.4 21.7 10.4",
+    "falat-hierarchy Algorithm-Generated tune 27 51.9 37.0 10.6",
+    "falat-hierarchy Hand-Crafted report 10 40.0 20.0 32.3",
+    "falat-hierarchy Hand-Crafted tune 3 66.7 66.7 14.7",
+    "falat-hierarchy all report 33 33.3 21.2 17.1",
+    "falat-hierarchy all tune 30 53.3 40.0 11.0",
+    "falat-pruning Algorithm-Generated report 23 30.4 21.7 8.7",
+    "falat-pruning Algorithm-Generated tune 27 48.1 33.3 8.7",
+    "falat-pruning Hand-Crafted report 10 50.0 10.0 10.7",
+    "falat-pruning Hand-Crafted tune 3 66.7 66.7 9.7",
+    "falat-pruning all report 33 36.4 18.2 9.3",
+    "falat-pruning all tune 30 50.0 36.7 8.8",
+    "falat-verification Algorithm-Generated report 23 30.4 21.7 7.6",
+    "falat-verification Algorithm-Generated tune 27 48.1 33.3 7.3",
+    "falat-verification Hand-Crafted report 10 50.0 10.0 10.5",
+    "falat-verification Hand-Crafted tune 3 66.7 66.7 9.3",
+    "falat-verification all report 33 36.4 18.2 8.5",
+    "falat-verification all tune 30 50.0 36.7 7.5",
+    "falat-research Algorithm-Generated report 23 30.4 21.7 5.7",
+    "falat-research Algorithm-Generated tune 27 44.4 29.6 5.6",
+    "falat-research Hand-Crafted report 10 60.0 10.0 5.2",
+    "falat-research Hand-Crafted tune 3 100.0 100.0 5.7",
+    "falat-research all report 33 39.4 18.2 5.5",
+    "falat-research all tune 30 50.0 36.7 5.6",
+    "falat-prior Algorithm-Generated report 23 39.1 34.8 7.7",
+    "falat-prior Algorithm-Generated tune 27 44.4 33.3 7.6",
+    "falat-prior Hand-Crafted report 10 60.0 10.0 9.4",
+    "falat-prior Hand-Crafted tune 3 66.7 66.7 9.0",
+    "falat-prior all report 33 45.5 27.3 8.2",
+    "falat-prior all tune 30 46.7 36.7 7.8",
 ];
