@@ -271,27 +271,33 @@ pub fn evaluate(
             })
             .collect()
     };
-    let jobs = jobs.clamp(1, cases.len().max(1));
+    in_parallel(cases.len(), jobs, run_case).into_iter().flatten().collect()
+}
+
+/// `f(0)`, ..., `f(n - 1)` on `jobs` threads (1 runs them on the calling thread), each index
+/// taken by the next free thread; the results come back in index order whatever the scheduling.
+pub(crate) fn in_parallel<R: Send>(n: usize, jobs: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let jobs = jobs.clamp(1, n.max(1));
     if jobs == 1 {
-        return (0..cases.len()).flat_map(run_case).collect();
+        return (0..n).map(f).collect();
     }
     let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Vec<Record>>>> = Mutex::new(vec![None; cases.len()]);
+    let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= cases.len() {
+                    if i >= n {
                         break;
                     }
-                    let rs = run_case(i);
-                    slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(rs);
+                    let r = f(i);
+                    slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
                 }
             });
         }
     });
-    slots.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().flatten().flatten().collect()
+    slots.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -13,9 +13,9 @@
 //! ([`crate::rank::train::fit_calibration`]). The runs are shared between threads; the examples
 //! are gathered in run and method order, so the fit is deterministic.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use super::benchmark::in_parallel;
 use crate::judge::fitted::FittedJudge;
 use crate::judge::heuristic::HeuristicJudge;
 use crate::judge::{Context, Judge, Judged, Question};
@@ -68,7 +68,11 @@ pub fn fit_ranker(runs: &[Labelled<'_>], trained_on: &str) -> Result<RankerModel
         let m = Arc::new(m);
         jobs.extend(runs.iter().filter(|r| held(r)).map(|r| (r.trajectory, Arc::clone(&m))));
     }
-    let per_run = in_parallel(&jobs, |(t, m)| (decisions(t, m, true), decisions(t, m, false)));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_run = in_parallel(jobs.len(), threads, |i| {
+        let (t, m) = &jobs[i];
+        (decisions(t, m, true), decisions(t, m, false))
+    });
     let with: Vec<Decision> = per_run.iter().flat_map(|(w, _)| w.iter().copied()).collect();
     let without: Vec<Decision> = per_run.iter().flat_map(|(_, wo)| wo.iter().copied()).collect();
     if !with.is_empty() {
@@ -78,28 +82,6 @@ pub fn fit_ranker(runs: &[Labelled<'_>], trained_on: &str) -> Result<RankerModel
         model.without_ground_truth.calibration = fit_calibration(&without);
     }
     Ok(model)
-}
-
-/// `f` of each item on as many threads as the machine has cores, results in item order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    let r = f(item);
-                    done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
-                }
-            });
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The methods whose decisions the confidence map is fitted on: all but the random baseline,
