@@ -423,7 +423,33 @@ fn phases(t: &Trajectory, steps: &[StepSummary]) -> Vec<Phase> {
     if let Some((start, p, a)) = current {
         out.push(new_phase(out.len(), start..steps.len(), p, a, steps));
     }
-    merge_short(out, steps)
+    split_long(merge_short(out, steps), steps)
+}
+
+/// The most steps a phase holds. The paper's phases are the run's purposes; in a long run whose
+/// purpose never changes (thousands of turns of one loop) that is one phase, and the
+/// coarse-to-fine search and the Hierarchy view would read it whole. Such a phase is cut into
+/// equal consecutive parts of at most this many steps, each with the phase's purpose and agent.
+/// No bundled benchmark run is this long (the longest has 130 steps).
+pub const MAX_PHASE_STEPS: usize = 200;
+
+/// Cuts every phase longer than [`MAX_PHASE_STEPS`] into equal consecutive parts and renumbers.
+fn split_long(phases: Vec<Phase>, steps: &[StepSummary]) -> Vec<Phase> {
+    if phases.iter().all(|p| p.range.len() <= MAX_PHASE_STEPS) {
+        return phases;
+    }
+    let mut out: Vec<Phase> = Vec::with_capacity(phases.len());
+    for p in phases {
+        let parts = p.range.len().div_ceil(MAX_PHASE_STEPS);
+        let size = p.range.len().div_ceil(parts);
+        let mut start = p.range.start;
+        while start < p.range.end {
+            let end = (start + size).min(p.range.end);
+            out.push(new_phase(out.len(), start..end, p.purpose, p.agent.clone(), steps));
+            start = end;
+        }
+    }
+    out
 }
 
 fn purpose_of(t: &Trajectory, steps: &[StepSummary], i: usize, prev: Option<(Purpose, &str)>) -> (Purpose, String) {
@@ -512,6 +538,22 @@ mod tests {
 
     fn step(i: usize, agent: &str, kind: StepKind, content: &str) -> Step {
         Step { index: i, agent: agent.into(), kind, content: content.into(), ..Step::default() }
+    }
+
+    #[test]
+    fn a_long_phase_is_cut_into_equal_parts() {
+        let steps: Vec<Step> = (0..1000)
+            .map(|i| step(i, ["a", "b"][i % 2], StepKind::Message, &format!("turn {i}: still looking")))
+            .collect();
+        let t = Trajectory { task: "Find it.".into(), steps, ..Trajectory::default() };
+        let h = build(&t);
+        let ranges: Vec<Range<usize>> = h.phases.iter().map(|p| p.range.clone()).collect();
+        assert!(ranges.iter().all(|r| r.len() <= MAX_PHASE_STEPS), "{ranges:?}");
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
+        assert_eq!(ranges.last().map(|r| r.end), Some(1000));
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{ranges:?}");
+        assert!(h.phases.iter().enumerate().all(|(i, p)| p.id == i));
+        assert!(h.phases.iter().all(|p| p.summary.contains(&format!("steps {}-{}", p.range.start, p.range.end - 1))));
     }
 
     #[test]
