@@ -141,6 +141,21 @@ fn snapshot_views(fixture: &str, label: &str) {
         let decisive = app.results.diagnosis.clone().expect("the pipeline ran").decisive_step.expect("a decisive step");
         // The run itself selects the decisive step: no key needed to see it.
         assert_eq!(app.nav.step, decisive);
+        // A run that warned says so in the status line, as a warning, with where to read it.
+        let warnings = app.results.diagnosis.as_ref().map_or(0, |d| d.warnings.len());
+        let status = app.status.clone().expect("status");
+        if warnings > 0 {
+            assert_eq!(status.level, Level::Warn, "{}", status.text);
+            assert!(status.text.starts_with(&format!("finished all stages, {warnings} warning")), "{}", status.text);
+            assert!(
+                status.text.ends_with("; 5 shows it") || status.text.ends_with("; 5 shows them"),
+                "{}",
+                status.text
+            );
+        } else {
+            assert_eq!(status.level, Level::Ok, "{}", status.text);
+            assert!(!status.text.contains("warning"), "{}", status.text);
+        }
     }
     settings.bind(|| {
         for v in View::ALL {

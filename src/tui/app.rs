@@ -1086,7 +1086,23 @@ impl App {
                     (_, RunTarget::Method(m)) => (Level::Ok, format!("finished method {m}")),
                     _ => (Level::Ok, format!("finished {}", run.target.label())),
                 };
-                self.set_status(level, format!("{done}{took}{verdict}"));
+                // A run that warned (an unreachable LLM server, an unverified verdict) says so
+                // before the verdict, so that a cut status line still shows it; where to read the
+                // warnings comes last.
+                let warned = self.machine_verdict().map_or(0, |d| d.warnings.len());
+                let (level, warns, see) = match warned {
+                    0 => (level, String::new(), String::new()),
+                    n => (
+                        Level::Warn,
+                        format!(", {n} warning{}", if n == 1 { "" } else { "s" }),
+                        format!(
+                            "; {} shows {}",
+                            self.keymap.hint(Action::ViewVerdict),
+                            if n == 1 { "it" } else { "them" }
+                        ),
+                    ),
+                };
+                self.set_status(level, format!("{done}{took}{warns}{verdict}{see}"));
             }
             Taken::KeptStages(kept) => {
                 self.clamp_list();
