@@ -1574,9 +1574,17 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
         let path = store::beside(&ro.trace, ".falat.json").display().to_string();
         assert!(squeezed.contains(&path), "{w}: the whole path is there: {s}");
         assert!(squeezed.contains("Notadirectory(oserror20)"), "{w}: {s}");
+        assert!(s.contains(" 4 messages "), "{w}: the messages are counted: {s}");
         app.on_key(key_event(KeyCode::Char('!')));
         assert_eq!(app.mode, Mode::Normal, "! closes it again");
     }
+    // One message is counted in the singular.
+    let f = Fixture::new(ALGO);
+    let mut one = f.open();
+    press(&mut one, "u!");
+    assert_eq!(one.messages.len(), 1);
+    let s = draw(&one, 80, 24).backend().to_string();
+    assert!(s.contains(" 1 message "), "{s}");
     press(&mut app, "e");
     let status = app.status.clone().expect("status");
     assert_eq!(status.level, Level::Error, "{}", status.text);
