@@ -83,6 +83,12 @@ pub fn first_line(s: &str, max: usize) -> String {
     clip(&sanitize(line), max)
 }
 
+/// `n` and the noun for that count: `count(1, "call", "calls")` is "1 call", `count(2, ...)` "2 calls".
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
+}
+
 /// `s` clipped to at most `max` characters, ending in `…` when cut.
 pub fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -96,6 +102,13 @@ pub fn clip(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn count_names_the_noun_for_the_number() {
+        assert_eq!(count(1usize, "message", "messages"), "1 message");
+        assert_eq!(count(0usize, "message", "messages"), "0 messages");
+        assert_eq!(count(2u64, "trajectory", "trajectories"), "2 trajectories");
+    }
 
     #[test]
     fn escape_sequences_are_removed() {

@@ -1529,6 +1529,16 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
 }
 
 #[test]
+fn the_messages_overlay_counts_one_message_in_the_singular() {
+    let f = Fixture::new(ALGO);
+    let mut one = f.open();
+    press(&mut one, "u!");
+    assert_eq!(one.messages.len(), 1);
+    let s = draw(&one, 80, 24).backend().to_string();
+    assert!(s.contains(" 1 message "), "{s}");
+}
+
+#[test]
 fn a_save_that_fails_everywhere_is_an_error_on_screen() {
     let ro = ReadOnly::new(HAND);
     // The fallback root lies under a regular file: no folder can be made there, even as root.
@@ -1578,13 +1588,6 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
         app.on_key(key_event(KeyCode::Char('!')));
         assert_eq!(app.mode, Mode::Normal, "! closes it again");
     }
-    // One message is counted in the singular.
-    let f = Fixture::new(ALGO);
-    let mut one = f.open();
-    press(&mut one, "u!");
-    assert_eq!(one.messages.len(), 1);
-    let s = draw(&one, 80, 24).backend().to_string();
-    assert!(s.contains(" 1 message "), "{s}");
     press(&mut app, "e");
     let status = app.status.clone().expect("status");
     assert_eq!(status.level, Level::Error, "{}", status.text);

@@ -163,9 +163,8 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let report = bench.report_count();
     writeln!(
         out,
-        "{} {} ({} tune, {report} report), ground truth {}, judge {}",
-        bench.cases.len(),
-        if bench.cases.len() == 1 { "trajectory" } else { "trajectories" },
+        "{} ({} tune, {report} report), ground truth {}, judge {}",
+        crate::text::count(bench.cases.len(), "trajectory", "trajectories"),
         bench.cases.len() - report,
         if gt { "used" } else { "not used" },
         judges.name()

@@ -1094,7 +1094,7 @@ impl App {
                     0 => (level, String::new(), String::new()),
                     n => (
                         Level::Warn,
-                        format!(", {n} warning{}", if n == 1 { "" } else { "s" }),
+                        format!(", {}", crate::text::count(n, "warning", "warnings")),
                         format!(
                             "; {} shows {}",
                             self.keymap.hint(Action::ViewVerdict),

@@ -295,7 +295,7 @@ fn provenance_line(app: &App, s: usize, width: u16) -> Line<'static> {
         .collect();
     let hidden = sum.uses.iter().filter(|(k, o)| matches!(o, Origin::Step(_)) && small(k)).count();
     if hidden > 0 {
-        uses.push(format!("+{hidden} small number{}", if hidden == 1 { "" } else { "s" }));
+        uses.push(format!("+{}", crate::text::count(hidden, "small number", "small numbers")));
     }
     let intro: Vec<String> = sum.introduces.iter().map(|k| clean(k)).collect();
     let mut text = String::new();

@@ -529,8 +529,7 @@ fn render_messages(app: &App, f: &mut Frame, body: Rect) {
     f.render_widget(Clear, area);
     let visible = height.saturating_sub(2) as usize;
     let off = app.help_scroll.min(lines.len().saturating_sub(visible));
-    let n = app.messages.len();
-    let pos = format!(" {n} message{} ", if n == 1 { "" } else { "s" });
+    let pos = format!(" {} ", crate::text::count(app.messages.len(), "message", "messages"));
     let keys = format!(
         " {}/{} scroll · {} or {} closes ",
         app.keymap.hint(Action::Down),

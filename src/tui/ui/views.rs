@@ -549,11 +549,8 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             Span::styled(format!(" by {}{note}", clean(&g.agent)), t.dim),
         ]));
     }
-    let calls: Vec<String> = d
-        .cost
-        .iter()
-        .map(|c| format!("{} {} call{}", c.stage, c.cost.calls, if c.cost.calls == 1 { "" } else { "s" }))
-        .collect();
+    let calls: Vec<String> =
+        d.cost.iter().map(|c| format!("{} {}", c.stage, crate::text::count(c.cost.calls, "call", "calls"))).collect();
     lines.push(kv(app, "judge calls", &calls.join(" · "), t.dim));
     for w in &d.warnings {
         lines.push(kv_prose(app, "warning", &clean(w), t.warn, l));
