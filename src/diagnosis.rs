@@ -118,6 +118,9 @@ pub enum Signal {
     RepeatedFailure,
     /// The wrong value of the final output first appears here (needs `o*`).
     WrongValueOrigin,
+    /// It changes the state of an object, and a later state-changing call on the same object then
+    /// fails: the operations ran in an order that blocked the later one.
+    BlockingChange,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -126,29 +129,15 @@ pub enum Signal {
 }
 
 impl Signal {
-    /// The signals found in the trace itself, in declaration order: every signal but the user's
-    /// mark and the fitted ranker's [`Signal::Ranked`]. A model may name these, and the step
-    /// ranker has one feature for each.
-    pub const OBSERVED: [Signal; 9] = [
-        Signal::UnsourcedValue,
-        Signal::Assumption,
-        Signal::FailedAction,
-        Signal::IgnoredToolError,
-        Signal::PriorDeviation,
-        Signal::WrongDelegation,
-        Signal::PrematureAnswer,
-        Signal::RepeatedFailure,
-        Signal::WrongValueOrigin,
-    ];
-
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 11] = [
+    pub const PRIORITY: [Signal; 12] = [
         Signal::UserMarked,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
         Signal::Assumption,
         Signal::WrongDelegation,
         Signal::PriorDeviation,
+        Signal::BlockingChange,
         Signal::IgnoredToolError,
         Signal::PrematureAnswer,
         Signal::FailedAction,
@@ -168,6 +157,7 @@ impl Signal {
             Signal::PrematureAnswer => "premature_answer",
             Signal::RepeatedFailure => "repeated_failure",
             Signal::WrongValueOrigin => "wrong_value_origin",
+            Signal::BlockingChange => "blocking_change",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -186,6 +176,7 @@ impl Signal {
             PrematureAnswer,
             RepeatedFailure,
             WrongValueOrigin,
+            BlockingChange,
             UserMarked,
             Ranked,
         ]
@@ -200,7 +191,7 @@ impl Signal {
             Signal::Assumption => ErrorCategory::UnsupportedAssumption,
             Signal::FailedAction => ErrorCategory::ToolInvocationError,
             Signal::IgnoredToolError => ErrorCategory::MisreadToolOutput,
-            Signal::PriorDeviation => ErrorCategory::InstructionOrPlanDeviation,
+            Signal::PriorDeviation | Signal::BlockingChange => ErrorCategory::InstructionOrPlanDeviation,
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
             Signal::PrematureAnswer => ErrorCategory::PrematureTermination,
             Signal::RepeatedFailure => ErrorCategory::RepeatedFailingAction,

@@ -91,6 +91,9 @@ pub struct Facts {
     pub upstream: Mutex<Option<Upstream>>,
     /// The fitted step ranker's probability of each step ([`crate::rank::probabilities`]).
     pub ranking: ByTruth<Vec<f32>>,
+    /// Per step, the later failed call its state change blocked, with the object they share
+    /// ([`crate::judge::signals::blocking_changes`]).
+    pub blocking: OnceLock<Vec<Option<(usize, String)>>>,
 }
 
 impl Clone for Facts {
@@ -108,6 +111,7 @@ impl Clone for Facts {
             used_later: self.used_later.clone(),
             upstream: Mutex::new(None),
             ranking: self.ranking.clone(),
+            blocking: self.blocking.clone(),
         }
     }
 }

@@ -194,3 +194,48 @@ fn eval_ablate_adds_one_row_per_component_on_the_same_data() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown component \"nope\""));
 }
+
+#[test]
+fn tau_bench_41_blames_the_change_that_locked_the_order() {
+    // The assistant modified the order's items (which locks a pending order) before changing its
+    // address; the address call then failed. The AgentRx label names the item change (step 16).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
+    let t = load_path(&path, None)
+        .expect("loads")
+        .trajectories
+        .into_iter()
+        .find(|t| t.id == "task-41-trial-41")
+        .expect("task 41 is bundled");
+    let d = stable(&t, true);
+    assert_eq!(d.decisive_step, Some(16));
+    assert_eq!(d.agent.as_deref(), Some("assistant"));
+    assert_eq!(d.category, "instruction_or_plan_deviation");
+    let c = d.candidates.iter().find(|c| c.step == 16).expect("step 16 is a candidate");
+    let f = c.findings.iter().find(|f| f.signal == falat::diagnosis::Signal::BlockingChange).expect("blocking_change");
+    assert_eq!(
+        f.evidence,
+        "changes order_id=#W4082615; the later modify_pending_order_address on it fails at step 18: Error: non-pending order cannot be modified"
+    );
+    let md = report::to_markdown(&t, &d);
+    assert!(md.contains("blocking_change"), "{md}");
+}
+
+#[test]
+fn tau_bench_98_reads_a_worked_out_refund_as_arithmetic_and_blames_the_locking_change() {
+    // Step 12 states a refund of $3.76 = $302.67 − $298.91, both prices in the same message: a
+    // computed value, not an invented one. The decisive error is step 20, which modified the
+    // order's items before its address (the address change at step 22 then failed).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
+    let t = load_path(&path, None)
+        .expect("loads")
+        .trajectories
+        .into_iter()
+        .find(|t| t.id == "task-98-trial-98")
+        .expect("task 98 is bundled");
+    let d = stable(&t, true);
+    assert!(d.candidates.iter().all(|c| c.step != 12), "{:?}", d.candidates.iter().map(|c| c.step).collect::<Vec<_>>());
+    assert_eq!(d.decisive_step, Some(20));
+    let c = d.candidates.iter().find(|c| c.step == 20).expect("step 20 is a candidate");
+    assert_eq!(c.findings[0].signal, falat::diagnosis::Signal::BlockingChange);
+    assert!(c.findings[0].evidence.contains("the later modify_pending_order_address on it fails at step 22"));
+}

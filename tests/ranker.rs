@@ -112,10 +112,13 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
     check(
         &falat_records(false),
         &[
-            ("Algorithm-Generated", "report", [23, 13, 9, 13, 14, 19]),
+            ("Algorithm-Generated", "report", [23, 13, 9, 13, 14, 20]),
             // One ±1 hit fewer than before sufficiency moved to 70 % (the run's step is now exact
-            // on neither side); one agent hit more.
-            ("Hand-Crafted", "report", [10, 5, 0, 0, 3, 6]),
+            // on neither side); one agent hit more. One top-3 hit and one candidate fewer since
+            // sums and differences of a step's own figures stopped counting as unsourced values
+            // (the ranker was refitted on the changed signal; one algorithm-generated candidate
+            // more above).
+            ("Hand-Crafted", "report", [10, 5, 0, 0, 2, 5]),
             ("agentrx-tau", "report", [3, 1, 0, 1, 0, 1]),
         ],
     );
@@ -168,17 +171,23 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     check(
         &records,
         &[
-            ("Algorithm-Generated", "tune", [53, 34, 26, 30, 41, 45]),
+            // One candidate fewer, one hand-crafted agent and top-3 hit fewer, and one τ-bench
+            // step, ±1 and top-3 hit more since the blocking_change signal and the worked-out
+            // sums (docs/RANKER.md): refitting the ranker on the changed signals moved runs
+            // whose margins were thin.
+            ("Algorithm-Generated", "tune", [53, 34, 26, 30, 41, 44]),
             // Agent hits fell from 19 to 16 when FALAT stopped pruning more probable follow-ups:
             // the steps it names now fall more often on a browsing agent where the label blames
             // the coordinating agent.
-            ("Hand-Crafted", "tune", [25, 16, 6, 8, 10, 13]),
-            ("agentrx-tau", "tune", [10, 8, 1, 1, 6, 8]),
+            ("Hand-Crafted", "tune", [25, 15, 6, 8, 9, 13]),
+            ("agentrx-tau", "tune", [10, 8, 2, 2, 7, 8]),
         ],
     );
     let refs: Vec<&Record> = records.iter().filter(|r| r.part == "tune").collect();
     let ece = falat::eval::ece(&refs);
-    // Measured 0.073 with the map fitted on the methods' own out-of-fold decisions (0.11 with the
-    // map of the ranker's best steps, 0.12 before any map); the goal is 0.10 (docs/RANKER.md).
-    assert!(ece <= 0.08, "cross-validated ECE {ece}");
+    // Measured 0.080 (0.073 before the blocking_change signal and the worked-out sums moved a
+    // few runs' probabilities) with the map fitted on the methods' own out-of-fold decisions
+    // (0.11 with the map of the ranker's best steps, 0.12 before any map); the goal is 0.10
+    // (docs/RANKER.md).
+    assert!(ece <= 0.085, "cross-validated ECE {ece}");
 }

@@ -1,6 +1,7 @@
 //! The signals below the judges: per-step detectors of deviations (unsourced values, assumptions,
 //! failed or repeated actions, ignored tool errors, irrelevant browsing, wrong delegations,
-//! premature answers, the origin of a wrong output value, an answer of the wrong type), their
+//! premature answers, the origin of a wrong output value, an answer of the wrong type, a state
+//! change that blocks a later call on the same object), their
 //! weights, and the trajectory facts they rest on (the final step, the output's items, where
 //! wrong values originate, which step produced a tool output). docs/DESIGN.md §4.
 //!
@@ -16,7 +17,7 @@ use super::Context;
 use crate::diagnosis::{Finding, Signal};
 use crate::evidence::{self, EvidenceKind};
 use crate::hierarchy::{Action, Origin, StepSummary};
-use crate::model::StepKind;
+use crate::model::{StepKind, Trajectory};
 use crate::prior::{self, AnswerType};
 use crate::substrate::LinkIndex;
 use crate::text;
@@ -48,6 +49,8 @@ pub mod weights {
     pub const WRONG_VALUE: f32 = 0.6;
     /// The expected value was in a tool output and this step, the next to read it, lost it.
     pub const MISREAD: f32 = 0.5;
+    /// A state change that made a later call on the same object fail.
+    pub const BLOCKING_CHANGE: f32 = 0.5;
 }
 
 /// Noisy-or of finding weights.
@@ -76,6 +79,7 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     repeated(ctx, i, &mut f);
     wrong_value(ctx, i, &mut f);
     answer_type(ctx, s, &mut f);
+    blocking_change(ctx, i, &mut f);
     (!f.is_empty()).then_some(f)
 }
 
@@ -108,12 +112,41 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         })
         .map(String::as_str)
         .collect();
+    // A sum or difference of the step's own figures is worked out, not invented.
+    let operands: Vec<f64> = ev
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+        .filter_map(|e| e.key.parse::<f64>().ok())
+        .collect();
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
     if numeric.is_empty() {
         return;
     }
     let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
     let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
+}
+
+/// Whether the number `key` is the sum or the difference of two other numbers stated in the
+/// same step, at the precision it is written with: a value worked out from the step's own figures
+/// (a price difference, a total) is arithmetic, not an invented value. Only values with at least
+/// three significant digits that are not years are tested (`100` = `50 + 50` or `2018` =
+/// `2000 + 18` would match by coincidence); the operands are the step's numbers above 10 (`155` =
+/// `150 + 5` in a list counting by fives is no computation), at most the first 40 of them.
+fn derived(key: &str, operands: &[f64]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let significant = key.chars().filter(char::is_ascii_digit).collect::<String>();
+    let significant = significant.trim_start_matches('0').trim_end_matches('0');
+    let year = v.fract() == 0.0 && (1000.0..=2100.0).contains(&v);
+    if significant.len() < 3 || year {
+        return false;
+    }
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol).take(40).collect();
+    ops.iter()
+        .enumerate()
+        .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
 }
 
 fn in_code(content: &str, pos: usize) -> bool {
@@ -576,6 +609,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::PriorDeviation
             | Signal::WrongValueOrigin
             | Signal::WrongDelegation
+            | Signal::BlockingChange
             | Signal::UserMarked
             | Signal::Ranked
     )
@@ -592,5 +626,209 @@ mod value_tests {
         assert!(agrees("there are 10 options", "10"));
         assert!(agrees("10.0", "10"));
         assert!(agrees("paris", "Paris"));
+    }
+
+    #[test]
+    fn sums_and_differences_of_the_step_s_own_figures_are_derived() {
+        // A refund worked out as the difference of two prices; totals of listed costs.
+        assert!(derived("3.76", &[298.91, 302.67]));
+        assert!(derived("232", &[160.0, 72.0, 180.0]));
+        assert!(derived("255", &[160.0, 72.0, 180.0, 75.0]));
+        // Not at the written precision, or no pair adds up.
+        assert!(!derived("3.75", &[298.91, 302.67]));
+        assert!(!derived("160", &[20.0, 72.0]));
+        // Round numbers, short numbers and years match by coincidence: never tested.
+        assert!(!derived("100", &[50.0, 50.0]));
+        assert!(!derived("23", &[255.0, 232.0]));
+        assert!(!derived("2018", &[2000.0, 18.0]));
+    }
+}
+
+/// Verbs that name tools which only read (look up, list, search, compute, think): a call of any
+/// other tool changes the world (cancels, modifies, sends, writes), which is where a wrong
+/// decision becomes irreversible.
+const READ_VERBS: [&str; 12] =
+    ["get", "list", "find", "search", "read", "lookup", "fetch", "query", "calculate", "compute", "think", "view"];
+
+/// Whether step `i` calls a tool that changes state: a tool call whose name does not start with
+/// a read verb ([`READ_VERBS`]).
+pub fn changes_state(t: &Trajectory, i: usize) -> bool {
+    let s = &t.steps[i];
+    s.kind == StepKind::ToolCall
+        && s.tool_name.as_deref().is_some_and(|n| {
+            let n = n.to_ascii_lowercase();
+            !READ_VERBS.iter().any(|v| n.starts_with(v))
+        })
+}
+
+/// The object a call acts on: its first argument whose key ends in `id` (`order_id`,
+/// `issue_id`, `id`), as `key=value`. Arguments are read from the first JSON object in the
+/// call's text; a call without one names no object.
+fn call_object(content: &str) -> Option<String> {
+    let start = content.find('{')?;
+    let end = content.rfind('}')?;
+    let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(content.get(start..=end)?).ok()?;
+    let text = &content[start..=end];
+    args.iter()
+        .filter(|(k, _)| k.to_ascii_lowercase().ends_with("id"))
+        .filter_map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            // The first such argument as written (a JSON map does not keep the order).
+            Some((text.find(&format!("\"{k}\"")).unwrap_or(usize::MAX), format!("{k}={v}")))
+        })
+        .min()
+        .map(|(_, o)| o)
+}
+
+/// The error a call's result reports, when the result is an error report: a failed execution,
+/// a result the format marks as an error, or one whose text opens with an error line (a page
+/// that merely mentions an error further down does not count).
+fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
+    let r = result_of(ctx, call)?;
+    let rs = &ctx.hierarchy.steps[r];
+    let content = &ctx.trajectory.steps[r].content;
+    let lead = content.len() - content.trim_start().len();
+    let opens = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead);
+    (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens)
+        .then(|| error_line(ctx, r).unwrap_or_else(|| "the call failed".into()))
+}
+
+/// Per step, the later call its state change blocked: `Some((j, object))` when step `i` is a
+/// successful state-changing call ([`changes_state`]) on an object ([`call_object`]) and `j` is
+/// the next state-changing call on the same object, it fails, and no call of `j`'s tool on that
+/// object had failed before `i` (the failure is new after the change). One forward pass over the
+/// calls, memoised per hierarchy. A debugger reads this as operations done in the wrong order
+/// (modifying an order's items, which locks it, before changing its address).
+pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] {
+    ctx.facts.blocking.get_or_init(|| {
+        let t = ctx.trajectory;
+        let n = t.steps.len();
+        let mut out = vec![None; n];
+        // Per object: the last successful change; per object and tool, the first failed call.
+        let mut last: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut failed_at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+        for i in 0..n {
+            if !changes_state(t, i) {
+                continue;
+            }
+            let Some(object) = call_object(&t.steps[i].content) else { continue };
+            let tool = t.steps[i].tool_name.clone().unwrap_or_default();
+            if call_error(ctx, i).is_some() {
+                if let Some(c) = last.remove(&object)
+                    && failed_at.get(&(object.clone(), tool.clone())).is_none_or(|&f| f > c)
+                    && out[c].is_none()
+                {
+                    out[c] = Some((i, object.clone()));
+                }
+                failed_at.entry((object, tool)).or_insert(i);
+            } else {
+                last.insert(object, i);
+            }
+        }
+        out
+    })
+}
+
+fn blocking_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(Some((j, object))) = blocking_changes(ctx).get(i) else { return };
+    let tool = ctx.trajectory.steps[*j].tool_name.as_deref().unwrap_or("a call");
+    let error = call_error(ctx, *j).unwrap_or_default();
+    out.push(finding(
+        Signal::BlockingChange,
+        weights::BLOCKING_CHANGE,
+        format!("changes {object}; the later {tool} on it fails at step {j}: {error}"),
+    ));
+}
+
+#[cfg(test)]
+mod blocking_tests {
+    use super::*;
+    use crate::substrate::Substrate;
+
+    /// A τ-bench retail record: `calls` are `(tool, arguments JSON, result)` in order, each an
+    /// assistant tool call answered by a tool message.
+    fn run(calls: &[(&str, &str, &str)]) -> Trajectory {
+        let mut traj = vec![
+            serde_json::json!({"role": "system", "content": "# Retail agent policy"}),
+            serde_json::json!({"role": "user", "content": "Change my jigsaw to the 500-piece one and fix my address."}),
+        ];
+        for (k, (tool, args, result)) in calls.iter().enumerate() {
+            let id = format!("call_{k}");
+            traj.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": tool, "arguments": args}}]}));
+            traj.push(serde_json::json!({"role": "tool", "tool_call_id": id, "name": tool, "content": result}));
+        }
+        traj.push(serde_json::json!({"role": "assistant", "content": "Done."}));
+        let record = serde_json::json!([{"task_id": 7, "reward": 0.0, "info": {}, "traj": traj, "trial": 0}]);
+        let bytes = serde_json::to_vec(&record).expect("serialises");
+        let loaded = crate::ingest::parse("retail.json", &bytes, None).expect("a τ-bench record");
+        loaded.trajectories.into_iter().next().expect("one trajectory")
+    }
+
+    fn signals_of(t: &Trajectory) -> Vec<(usize, String)> {
+        let sub = Substrate::build(t);
+        let ctx = Context::of(t, &sub, false);
+        (0..t.steps.len())
+            .flat_map(|i| {
+                recall(&ctx, i)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|f| f.signal == Signal::BlockingChange)
+                    .map(move |f| (i, f.evidence))
+            })
+            .collect()
+    }
+
+    const ITEMS: &str = r##"{"order_id": "#W4082615", "item_ids": ["9779102705"], "new_item_ids": ["1096508426"], "payment_method_id": "paypal_5364164"}"##;
+    const ADDRESS: &str = r##"{"order_id": "#W4082615", "address1": "445 Maple Drive", "zip": "76165"}"##;
+    const LOCKED: &str = "Error: non-pending order cannot be modified";
+
+    #[test]
+    fn a_change_that_makes_a_later_call_on_the_same_object_fail_is_flagged() {
+        let t = run(&[
+            ("get_order_details", r##"{"order_id": "#W4082615"}"##, r#"{"status": "pending"}"#),
+            ("modify_pending_order_items", ITEMS, r#"{"status": "pending (item modified)"}"#),
+            ("modify_pending_order_address", ADDRESS, LOCKED),
+        ]);
+        let calls: Vec<usize> = (0..t.steps.len()).filter(|&i| changes_state(&t, i)).collect();
+        assert_eq!(calls.len(), 2, "the lookup only reads");
+        let (items, address) = (calls[0], calls[1]);
+        assert_eq!(
+            signals_of(&t),
+            vec![(
+                items,
+                format!(
+                    "changes order_id=#W4082615; the later modify_pending_order_address on it fails at step {address}: {LOCKED}"
+                )
+            )]
+        );
+    }
+
+    #[test]
+    fn failures_on_another_object_or_already_failing_before_the_change_are_not() {
+        // The address call fails on another order: the change did not block it.
+        let other = ADDRESS.replace("#W4082615", "#W9583042");
+        let t = run(&[
+            ("modify_pending_order_items", ITEMS, r#"{"status": "pending (item modified)"}"#),
+            ("modify_pending_order_address", &other, LOCKED),
+        ]);
+        assert_eq!(signals_of(&t), vec![]);
+        // The same call already failed before the change: the failure is not new.
+        let t = run(&[
+            ("modify_pending_order_address", ADDRESS, LOCKED),
+            ("modify_pending_order_items", ITEMS, r#"{"status": "pending (item modified)"}"#),
+            ("modify_pending_order_address", ADDRESS, LOCKED),
+        ]);
+        assert_eq!(signals_of(&t), vec![]);
+        // A result that only mentions an error further down is not a failed call.
+        let t = run(&[
+            ("modify_pending_order_items", ITEMS, r#"{"status": "pending (item modified)"}"#),
+            ("modify_pending_order_address", ADDRESS, "{\"status\": \"pending\",\n\"note\": \"Error: none\"}"),
+        ]);
+        assert_eq!(signals_of(&t), vec![]);
     }
 }

@@ -22,8 +22,22 @@ use crate::judge::signals::{self, combine, jaccard, word_set};
 use crate::model::{LinkKind, StepKind, Trajectory};
 use crate::prior;
 
-/// The signals that get a feature of their own (the machine's; user marks are not features).
-const SIGNALS: [Signal; 9] = Signal::OBSERVED;
+/// The signals the ranker reads (the machine's; user marks are not features), each with a feature
+/// of its own and all of them in the noisy-or score. [`Signal::BlockingChange`] is left out: it
+/// holds in 2 of the 88 labelled tune runs, too few to fit a weight for it, and folding it into
+/// the score moved other runs' fitted probabilities without a gain in cross-validation
+/// (`docs/RANKER.md`). The offline judge uses it with its hand-set weight.
+const SIGNALS: [Signal; 9] = [
+    Signal::UnsourcedValue,
+    Signal::Assumption,
+    Signal::FailedAction,
+    Signal::IgnoredToolError,
+    Signal::PriorDeviation,
+    Signal::WrongDelegation,
+    Signal::PrematureAnswer,
+    Signal::RepeatedFailure,
+    Signal::WrongValueOrigin,
+];
 
 /// Feature names, in row order (the model file lists them and is checked against this).
 pub const NAMES: [&str; 60] = [
@@ -98,22 +112,6 @@ pub struct StepFeatures {
     pub masked: Vec<bool>,
 }
 
-/// Verbs that name tools which only read (look up, list, search, compute, think): a call of any
-/// other tool changes the world (cancels, modifies, sends, writes), which is where a wrong
-/// decision becomes irreversible.
-const READ_VERBS: [&str; 12] =
-    ["get", "list", "find", "search", "read", "lookup", "fetch", "query", "calculate", "compute", "think", "view"];
-
-/// Whether a step calls a tool that changes state (its name does not start with a read verb).
-fn changes_state(t: &Trajectory, i: usize) -> bool {
-    let s = &t.steps[i];
-    s.kind == StepKind::ToolCall
-        && s.tool_name.as_deref().is_some_and(|n| {
-            let n = n.to_ascii_lowercase();
-            !READ_VERBS.iter().any(|v| n.starts_with(v))
-        })
-}
-
 /// Whether a step can never be the decisive error: the system policy (role `system`) or the
 /// task statement (the request that opens the run). A human debugger reads these as the rules
 /// and the question, not as something the run did.
@@ -145,8 +143,13 @@ pub fn extract(ctx: &Context<'_>) -> StepFeatures {
     };
     let ctx = Context { prior: Some(prior), graph: Some(graph), ..*ctx };
     let masked: Vec<bool> = (0..n).map(|i| never_decisive(t, h, i)).collect();
-    let findings: Vec<Vec<crate::diagnosis::Finding>> =
-        (0..n).map(|i| if masked[i] { Vec::new() } else { signals::recall(&ctx, i).unwrap_or_default() }).collect();
+    let findings: Vec<Vec<crate::diagnosis::Finding>> = (0..n)
+        .map(|i| {
+            let mut f = if masked[i] { Vec::new() } else { signals::recall(&ctx, i).unwrap_or_default() };
+            f.retain(|x| SIGNALS.contains(&x.signal));
+            f
+        })
+        .collect();
     let scores: Vec<f64> = findings.iter().map(|f| f64::from(combine(f))).collect();
     let best = scores.iter().copied().fold(0.0, f64::max);
     let earliest = scores.iter().position(|s| *s > 0.0);
@@ -187,7 +190,7 @@ pub fn extract(ctx: &Context<'_>) -> StepFeatures {
         output_origin[f] += h.steps[f].introduces.len() as f64;
     }
     let task_words = word_set(&t.task);
-    let state: Vec<bool> = (0..n).map(|i| changes_state(t, i)).collect();
+    let state: Vec<bool> = (0..n).map(|i| signals::changes_state(t, i)).collect();
     let first_state = state.iter().position(|s| *s);
     let mut errors_before = 0usize;
     let mut rows = Vec::with_capacity(n);

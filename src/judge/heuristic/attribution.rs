@@ -217,6 +217,7 @@ impl Lens {
             | Signal::WrongDelegation
             | Signal::PrematureAnswer
             | Signal::RepeatedFailure
+            | Signal::BlockingChange
             | Signal::IgnoredToolError => self.process,
             Signal::FailedAction => self.failure,
             Signal::Assumption => self.soft,
