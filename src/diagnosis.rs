@@ -129,6 +129,22 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// The signals a step shows in its own content and its own tool result: every machine
+    /// signal but [`Signal::BlockingChange`] (a fact about a later call on the same object) and
+    /// [`Signal::Ranked`]. An LLM judge may name these, and the step ranker has one feature for
+    /// each (`blocking_change` holds in too few labelled runs to fit a weight for it).
+    pub const STEP_LOCAL: [Signal; 9] = [
+        Signal::UnsourcedValue,
+        Signal::Assumption,
+        Signal::FailedAction,
+        Signal::IgnoredToolError,
+        Signal::PriorDeviation,
+        Signal::WrongDelegation,
+        Signal::PrematureAnswer,
+        Signal::RepeatedFailure,
+        Signal::WrongValueOrigin,
+    ];
+
     /// Signals from the one that best names a root error to the one that least does.
     pub const PRIORITY: [Signal; 12] = [
         Signal::UserMarked,

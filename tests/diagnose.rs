@@ -195,17 +195,18 @@ fn eval_ablate_adds_one_row_per_component_on_the_same_data() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown component \"nope\""));
 }
 
+/// One run of the bundled AgentRx τ-bench file, by trajectory id.
+fn tau(id: &str) -> Trajectory {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
+    let loaded = load_path(&path, None).expect("loads");
+    loaded.trajectories.into_iter().find(|t| t.id == id).expect("the run is bundled")
+}
+
 #[test]
 fn tau_bench_41_blames_the_change_that_locked_the_order() {
     // The assistant modified the order's items (which locks a pending order) before changing its
     // address; the address call then failed. The AgentRx label names the item change (step 16).
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
-    let t = load_path(&path, None)
-        .expect("loads")
-        .trajectories
-        .into_iter()
-        .find(|t| t.id == "task-41-trial-41")
-        .expect("task 41 is bundled");
+    let t = tau("task-41-trial-41");
     let d = stable(&t, true);
     assert_eq!(d.decisive_step, Some(16));
     assert_eq!(d.agent.as_deref(), Some("assistant"));
@@ -225,13 +226,7 @@ fn tau_bench_98_reads_a_worked_out_refund_as_arithmetic_and_blames_the_locking_c
     // Step 12 states a refund of $3.76 = $302.67 − $298.91, both prices in the same message: a
     // computed value, not an invented one. The decisive error is step 20, which modified the
     // order's items before its address (the address change at step 22 then failed).
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
-    let t = load_path(&path, None)
-        .expect("loads")
-        .trajectories
-        .into_iter()
-        .find(|t| t.id == "task-98-trial-98")
-        .expect("task 98 is bundled");
+    let t = tau("task-98-trial-98");
     let d = stable(&t, true);
     assert!(d.candidates.iter().all(|c| c.step != 12), "{:?}", d.candidates.iter().map(|c| c.step).collect::<Vec<_>>());
     assert_eq!(d.decisive_step, Some(20));

@@ -23,21 +23,12 @@ use crate::model::{LinkKind, StepKind, Trajectory};
 use crate::prior;
 
 /// The signals the ranker reads (the machine's; user marks are not features), each with a feature
-/// of its own and all of them in the noisy-or score. [`Signal::BlockingChange`] is left out: it
-/// holds in 2 of the 88 labelled tune runs, too few to fit a weight for it, and folding it into
-/// the score moved other runs' fitted probabilities without a gain in cross-validation
-/// (`docs/RANKER.md`). The offline judge uses it with its hand-set weight.
-const SIGNALS: [Signal; 9] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-];
+/// of its own and all of them in the noisy-or score: [`Signal::STEP_LOCAL`].
+/// [`Signal::BlockingChange`] is left out: it holds in 2 of the 88 labelled tune runs, too few to
+/// fit a weight for it, and folding it into the score moved other runs' fitted probabilities
+/// without a gain in cross-validation (`docs/RANKER.md`). The offline judge uses it with its
+/// hand-set weight.
+const SIGNALS: [Signal; 9] = Signal::STEP_LOCAL;
 
 /// Feature names, in row order (the model file lists them and is checked against this).
 pub const NAMES: [&str; 60] = [

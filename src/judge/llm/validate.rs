@@ -11,20 +11,10 @@ use crate::judge::{Answer, Context};
 use crate::prior::{AnswerType, Capability, ExpectedStep, Prior, Requirement};
 use crate::text;
 
-/// The signals a model may name: the observed signals a reader finds in a step's own content
-/// (not `user_marked`, not `ranked`). `blocking_change` is left to the trace reader: it is a fact
-/// about a later call on the same object, which the prompt quotes as a finding when it holds.
-pub const LLM_SIGNALS: [Signal; 9] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-];
+/// The signals a model may name: those a reader finds in a step itself
+/// ([`Signal::STEP_LOCAL`]; not `user_marked`, `ranked` or `blocking_change`, which the prompt
+/// quotes as a finding when it holds).
+pub const LLM_SIGNALS: [Signal; 9] = Signal::STEP_LOCAL;
 
 /// The finding weight of a severity 1..=3.
 pub fn severity_weight(severity: u64) -> f32 {
