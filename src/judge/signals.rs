@@ -661,16 +661,23 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
         })
 }
 
-/// The object a call acts on: its first argument whose key ends in `id` (`order_id`,
-/// `issue_id`, `id`), as `key=value`. Arguments are read from the first JSON object in the
-/// call's text; a call without one names no object.
+/// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`
+/// (`order_id`, `issue-id`, `userId`); `paid` or `valid` do not.
+fn is_id_key(k: &str) -> bool {
+    let low = k.to_ascii_lowercase();
+    low == "id" || low.ends_with("_id") || low.ends_with("-id") || k.ends_with("Id")
+}
+
+/// The object a call acts on: its first argument that names an identifier ([`is_id_key`]) with a
+/// string or number value, as `key=value`. Arguments are read from the JSON object between the
+/// call text's first `{` and last `}`; a call without one names no object.
 fn call_object(content: &str) -> Option<String> {
     let start = content.find('{')?;
     let end = content.rfind('}')?;
     let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(content.get(start..=end)?).ok()?;
     let text = &content[start..=end];
     args.iter()
-        .filter(|(k, _)| k.to_ascii_lowercase().ends_with("id"))
+        .filter(|(k, _)| is_id_key(k))
         .filter_map(|(k, v)| {
             let v = match v {
                 serde_json::Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
@@ -806,6 +813,14 @@ mod blocking_tests {
                 )
             )]
         );
+    }
+
+    #[test]
+    fn the_object_is_the_first_identifier_argument() {
+        assert_eq!(call_object(&format!("modify_pending_order_items({ITEMS})")).as_deref(), Some("order_id=#W4082615"));
+        assert_eq!(call_object(r#"close({"paid": "yes", "userId": 7, "id": "x"})"#).as_deref(), Some("userId=7"));
+        assert_eq!(call_object(r#"send({"valid": "yes", "to": "a@b.c"})"#), None);
+        assert_eq!(call_object("rm -rf build"), None);
     }
 
     #[test]
