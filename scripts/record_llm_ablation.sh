@@ -6,8 +6,11 @@
 #   scripts/record_llm_ablation.sh data/who-and-when/Hand-Crafted/1.json ...
 #
 # Each trajectory is recorded in a process of its own (the full method, then the ablation rows,
-# sharing one recording folder), two trajectories at a time (the server has two slots). A
-# trajectory that finishes is appended to the manifest; one stopped half-way is not, and its
+# sharing one recording folder), two trajectories at a time (the server has two slots). Each
+# recording folder starts as a copy of the fixture's exchanges, so only the requests the fixture
+# does not hold reach the server (to re-record everything, empty exchanges.jsonl first). A
+# trajectory that finishes is added to the manifest, which is then sorted as its header says
+# (report part first, each part by steps, then path); one stopped half-way is not, and its
 # exchanges are harmless extra lines. Then update the figures in tests/llm_ablation.rs and
 # docs/METHODS.md from `falat eval` over the manifest's runs with `--replay`.
 set -euo pipefail
@@ -25,6 +28,7 @@ record_one() {
     local lane=$1 file=$2 dir
     dir=$(mktemp -d "$work/run.XXXXXX")
     mkdir -p "$dir/who-and-when/$(basename "$(dirname "$file")")" "$work/lane$lane"
+    [ -f "$work/lane$lane/exchanges.jsonl" ] || cp "$fixture/exchanges.jsonl" "$work/lane$lane/"
     cp "$file" "$dir/who-and-when/$(basename "$(dirname "$file")")/"
     local args=(eval "$dir/who-and-when" --judge llm --llm-url "$FALAT_TEST_LLM_URL" --model smollm2-135m
         --jobs 1 --record "$work/lane$lane" --replay "$work/lane$lane")
@@ -62,5 +66,21 @@ with open(sys.argv[1], "w", encoding="utf-8") as w:
         w.write(json.dumps(out[k], ensure_ascii=False) + "\n")
 print(f"{len(out)} exchanges", file=sys.stderr)
 PY
-cat "$work"/done* 2>/dev/null >>"$fixture/manifest.txt" || true
+# The manifest: the runs it had and the finished ones, report part first, each part by steps,
+# then path (the part comes from falat's own split, as `falat eval --out` reports it).
+cat "$work"/done* 2>/dev/null >"$work/done" || true
+"$bin" eval data/who-and-when -m random --jobs 2 --out "$work/parts.jsonl" >/dev/null 2>&1
+python3 - "$fixture/manifest.txt" "$work/done" "$work/parts.jsonl" <<'PY'
+import json, sys
+manifest, done, parts = sys.argv[1:]
+lines = open(manifest, encoding="utf-8").read().splitlines()
+header = [l for l in lines if l.startswith("#")]
+runs = [l.strip() for l in lines if l.strip() and not l.startswith("#")]
+runs += [l.strip() for l in open(done, encoding="utf-8") if l.strip()]
+part = {json.loads(l)["file"]: json.loads(l)["part"] for l in open(parts, encoding="utf-8")}
+steps = lambda f: len(json.load(open(f, encoding="utf-8")).get("history") or [])
+runs = sorted(dict.fromkeys(runs), key=lambda f: (part.get(f) != "report", steps(f), f))
+with open(manifest, "w", encoding="utf-8") as w:
+    w.write("".join(h + "\n" for h in header) + "".join(f + "\n" for f in runs))
+PY
 echo "recorded: $(cat "$work"/done* 2>/dev/null | wc -l) trajectories; work folder $work" >&2
