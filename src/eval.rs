@@ -49,6 +49,9 @@ pub struct Record {
     /// Warnings the diagnosis carries (for an LLM judge, mostly answers that fell back to the
     /// heuristic judge).
     pub warnings: usize,
+    /// Of those, questions an LLM judge did not find in its replay cache
+    /// ([`crate::judge::REPLAY_MISS`]; the heuristic judge answered them).
+    pub replay_misses: usize,
     /// The part of the data (`tune` or `report`, [`crate::rank::split`]); empty when not split.
     pub part: String,
     /// The diagnosis' confidence: its probability that the decisive step is right.
@@ -81,6 +84,7 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         prompt_tokens: cost.prompt_tokens,
         millis: cost.wall.as_secs_f64() * 1000.0,
         warnings: d.warnings.len(),
+        replay_misses: d.warnings.iter().filter(|w| w.contains(crate::judge::REPLAY_MISS)).count(),
         part: String::new(),
         confidence: d.confidence,
         gold_rank: gold.step.and_then(|g| d.rank_of(g)),
@@ -415,6 +419,7 @@ mod tests {
             prompt_tokens: 0,
             millis: 1.0,
             warnings: 0,
+            replay_misses: 0,
             part: String::new(),
             confidence: 0.5,
             gold_rank: pred.map(|p| if p == gold { 1 } else { 2 }),

@@ -418,3 +418,52 @@ fn verbose_flags_may_come_before_a_trace() {
     assert_eq!(falat::cli::normalize_args(args(&["falat", "-vv", "eval", "d"])), args(&["falat", "-vv", "eval", "d"]));
     assert_eq!(falat::cli::normalize_args(args(&["falat", "t.json"])), args(&["falat", "open", "t.json"]));
 }
+
+#[cfg(feature = "llm")]
+#[test]
+fn eval_names_questions_missing_from_the_replay_folder() {
+    let runs = tempfile::tempdir().unwrap();
+    let subset = runs.path().join("Algorithm-Generated");
+    std::fs::create_dir(&subset).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(ALGO), subset.join("30.json")).unwrap();
+    let replay = tempfile::tempdir().unwrap();
+    std::fs::write(replay.path().join("x.jsonl"), "{\"key\": \"0\", \"response\": {\"content\": \"{}\"}}\n").unwrap();
+    let out = falat()
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args(["eval", runs.path().to_str().unwrap(), "--judge", "llm", "--model", "m", "--replay"])
+        .arg(replay.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.contains("not in the replay folder")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.starts_with("falat: "), "{line}");
+    assert!(line.contains(" questions of 1 run were not in the replay folder "), "{line}");
+    assert!(
+        line.ends_with(
+            "the heuristic judge answered them instead (to record them, run again with a server and --record)"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn diagnose_reports_the_readable_files_and_names_the_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(ALGO)).unwrap();
+    std::fs::write(&broken, &text[..text.len() / 2]).unwrap();
+    let out = falat().args(["diagnose", ALGO]).arg(&broken).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("# falat diagnosis: "), "{stdout}");
+    assert_eq!(stdout.matches("# falat diagnosis: ").count(), 1, "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.contains("broken.json")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.starts_with("falat: ") && line.contains("not JSON") && line.ends_with("; skipped"), "{line}");
+    // Alone, the broken file is an error as before.
+    let out = falat().arg("diagnose").arg(&broken).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}

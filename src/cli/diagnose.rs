@@ -27,6 +27,8 @@ pub enum ReportFormat {
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
     /// Trace files (JSON or JSONL); a file holding several trajectories gives several reports.
+    /// Among several files, one that cannot be read is named on stderr and skipped, the others
+    /// are reported, and the exit status is 2.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
     /// Report format.
@@ -70,8 +72,19 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let judge = args.judge.build()?;
     let mut results: Vec<(Trajectory, Diagnosis)> = Vec::new();
+    // A file that cannot be read is named and skipped; the others are still diagnosed, and the
+    // exit status says that one failed (as ripgrep does for an unreadable file among many).
+    let mut failed = 0usize;
     for path in &args.traces {
-        let loaded = load_path_with(path, &args.trace_format)?;
+        let loaded = match load_path_with(path, &args.trace_format) {
+            Ok(l) => l,
+            Err(e) if args.traces.len() > 1 => {
+                eprintln!("falat: {e}; skipped");
+                failed += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         for d in &loaded.diagnostics {
             tracing::warn!("{}: {d}", path.display());
         }
@@ -83,6 +96,9 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             }
         }
     }
+    if results.is_empty() && failed > 0 {
+        anyhow::bail!("none of the {} trace files could be read", args.traces.len());
+    }
     let text = render(&results, args.format)?;
     match &args.output {
         Some(path) => {
@@ -91,7 +107,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         None => out.write_all(text.as_bytes())?,
     }
-    Ok(0)
+    Ok(if failed > 0 { 2 } else { 0 })
 }
 
 /// `--dry-run`: the requests the LLM judge would send for each trajectory, with token counts.

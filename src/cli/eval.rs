@@ -156,6 +156,19 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         })
     });
     let wall = start.elapsed();
+    let misses: usize = records.iter().map(|r| r.replay_misses).sum();
+    if misses > 0 {
+        let runs = records.iter().filter(|r| r.replay_misses > 0).count();
+        let dir = args.judge.replay.as_deref().map(|d| crate::text::sanitize(&d.display().to_string()));
+        eprintln!(
+            "falat: {} of {} {} in the replay folder {}: the heuristic judge answered them instead \
+             (to record them, run again with a server and --record)",
+            crate::text::count(misses, "question", "questions"),
+            crate::text::count(runs, "run", "runs"),
+            if misses == 1 { "was not" } else { "were not" },
+            dir.unwrap_or_default(),
+        );
+    }
     if let Some(path) = &args.out {
         write_jsonl(path, &records)?;
     }
@@ -270,6 +283,7 @@ fn record_json(r: &Record) -> serde_json::Value {
             "prompt_tokens": r.prompt_tokens,
             "wall_ms": (r.millis * 1000.0).round() / 1000.0,
             "warnings": r.warnings,
+            "replay_misses": r.replay_misses,
             "part": r.part,
             "confidence": r.confidence,
             "gold_rank": r.gold_rank,

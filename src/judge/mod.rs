@@ -25,6 +25,11 @@ use crate::prior::Prior;
 use crate::substrate::{Facts, Substrate};
 use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
+/// The words every warning about a question missing from an LLM judge's replay cache contains
+/// (the judge's error for it says "the exchange is not in the replay cache"): `falat eval` counts
+/// these per run, so a stale recording is reported instead of silently answered offline.
+pub const REPLAY_MISS: &str = "not in the replay cache";
+
 /// What a judge may look at when answering: the trajectory and the structure built so far.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {

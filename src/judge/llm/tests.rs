@@ -609,6 +609,8 @@ fn replay_miss_falls_back_and_never_connects() {
     let f = fixture("hand-crafted-24.json");
     let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
     assert!(w.contains("not in the replay cache"), "{w}");
+    // `falat eval` counts misses by these words.
+    assert!(w.contains(crate::judge::REPLAY_MISS), "{w}");
 }
 
 #[test]
