@@ -58,7 +58,9 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
     matches.into_iter().find_map(|p| std::fs::read(p).ok())
 }
 
-/// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`).
+/// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`),
+/// without the files falat writes beside a trace (overrides `TRACE.falat.json`, exported reports
+/// `TRACE.falat.report.json`).
 ///
 /// # Errors
 /// [`LoadError::Io`] when a folder cannot be listed.
@@ -72,15 +74,20 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl")
-                && !p.to_string_lossy().ends_with(".falat.json")
-            {
+            } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") && !is_falat_output(&p) {
                 out.push(p);
             }
         }
     }
     out.sort_by_key(|a| natural_key(a));
     Ok(out)
+}
+
+/// Whether a file is one falat writes beside a trace: overrides (`.falat.json`) or an exported
+/// JSON report (`.falat.report.json`).
+fn is_falat_output(p: &Path) -> bool {
+    let name = p.to_string_lossy();
+    name.ends_with(".falat.json") || name.ends_with(".falat.report.json")
 }
 
 /// Sort key that orders `2.json` before `10.json` within one folder.
@@ -178,4 +185,23 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod dataset_tests {
+    use super::*;
+
+    #[test]
+    fn dataset_files_leave_out_what_falat_wrote_beside_a_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["2.json", "10.json", "run.jsonl", "2.json.falat.json", "2.json.falat.report.json", "notes.md"] {
+            std::fs::write(dir.path().join(name), "{}").unwrap();
+        }
+        let names: Vec<String> = dataset_files(dir.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["2.json", "10.json", "run.jsonl"]);
+    }
 }
