@@ -619,7 +619,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
                     "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback",
                     rule.as_str()
                 ));
-                d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), d.reason);
+                d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), text::sentence_case(&d.reason));
                 d.confidence = d.confidence.min(0.2);
             }
         }
@@ -674,8 +674,13 @@ fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReS
     let (category, why, score) = match &c {
         Some(c) => {
             let main = c.main_signal().unwrap_or(Signal::UnsourcedValue);
-            let ev: Vec<String> =
-                c.findings.iter().map(|f| format!("{} ({})", f.evidence, f.signal.as_str())).collect();
+            // A pin is said once, in the sentence below, not again as a finding.
+            let ev: Vec<String> = c
+                .findings
+                .iter()
+                .filter(|f| !(pinned && f.signal == Signal::UserMarked))
+                .map(|f| format!("{} ({})", f.evidence, f.signal.as_str()))
+                .collect();
             (main.category(), ev.join("; "), c.score)
         }
         None => (ErrorCategory::Unknown, "no finding recorded for this step".to_string(), 0.0),
@@ -684,7 +689,10 @@ fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReS
     let who = &t.steps[step].agent;
     let mut reason = format!("step {step} ({who}): {why}.");
     if pinned {
-        reason = format!("step {step} ({who}) was pinned by the user. {why}.");
+        reason = match why.as_str() {
+            "" => format!("step {step} ({who}) was pinned by the user."),
+            _ => format!("step {step} ({who}) was pinned by the user; the machine found: {why}."),
+        };
     }
     if let Some(r) = research {
         reason.push_str(&format!(" Re-search: {}.", r.reason));

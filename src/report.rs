@@ -271,7 +271,7 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
         }
     }
     for detail in &d.details {
-        out.push_str(&format!("\n## {}\n\n", cell(&detail.title())));
+        out.push_str(&format!("\n## {}\n\n", cell(&crate::text::sentence_case(&detail.title()))));
         for l in &detail.lines() {
             out.push_str(&format!("- {}\n", cell(l)));
         }

@@ -89,6 +89,16 @@ pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many:
     format!("{n} {noun}")
 }
 
+/// `s` with its first character in upper case ("no candidate" → "No candidate"), for a clause
+/// that starts a sentence.
+pub fn sentence_case(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// `s` clipped to at most `max` characters, ending in `…` when cut.
 pub fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -102,6 +112,14 @@ pub fn clip(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentence_case_raises_only_the_first_character() {
+        assert_eq!(sentence_case("no candidate passed; step 4"), "No candidate passed; step 4");
+        assert_eq!(sentence_case("options"), "Options");
+        assert_eq!(sentence_case("évalué"), "Évalué");
+        assert_eq!(sentence_case(""), "");
+    }
 
     #[test]
     fn count_names_the_noun_for_the_number() {

@@ -130,4 +130,15 @@ fn overrides_pin_and_exclude() {
     assert_eq!(d.decisive_step, Some(0));
     assert_eq!(d.agent.as_deref(), Some("Planner"));
     assert_eq!(d.category, "user_pinned");
+    // The pin is said once; the machine's own findings follow it when there are any.
+    assert!(d.reason.starts_with("step 0 (Planner) was pinned by the user."), "{}", d.reason);
+    assert_eq!(d.reason.matches("pinned by the user").count(), 1, "{}", d.reason);
+    opts.overrides = Overrides { pinned: Some(1), ..Overrides::default() };
+    let d = diagnose(&t, &HeuristicJudge, &opts);
+    assert!(
+        d.reason.starts_with("step 1 (Data_Expert) was pinned by the user; the machine found: states "),
+        "{}",
+        d.reason
+    );
+    assert_eq!(d.reason.matches("pinned by the user").count(), 1, "{}", d.reason);
 }
