@@ -1736,3 +1736,34 @@ fn the_app_asks_for_file_writes_as_effects_and_never_writes_itself() {
     assert!(matches!(effects.as_slice(), [tui::Effect::File(e)] if matches!(**e, tui::FileEffect::Export { .. })));
     assert!(!store::beside(&f.trace, ".falat.md").exists());
 }
+
+#[test]
+fn a_chosen_run_of_a_multi_run_file_keeps_its_overrides_apart() {
+    let f = Fixture::copy(Path::new("data/agentrx-tau/tau_dataset_failed.json"));
+    let first = tui::open(&f.trace, &f.opts(), Arc::new(HeuristicJudge)).expect("open");
+    assert_eq!(first.traj.id, "task-3-trial-3");
+    let status = first.status.as_ref().expect("a status").text.clone();
+    assert!(
+        status.starts_with(
+            "the file holds 13 trajectories; showing task-3-trial-3 (1 of 13; --trajectory ID opens another)"
+        ),
+        "{status}"
+    );
+    let opts = TuiOptions { trajectory: Some("task-41-trial-41".into()), ..f.opts() };
+    let mut app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    assert_eq!(app.traj.id, "task-41-trial-41");
+    let status = app.status.as_ref().expect("a status").text.clone();
+    assert!(status.contains("showing task-41-trial-41 (4 of 13;"), "{status}");
+    press(&mut app, "a:16<enter>p");
+    let saved = store::beside(&f.trace, "#task-41-trial-41.falat.json");
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).expect("saved")).expect("json");
+    assert_eq!((file["pinned"].as_u64(), file["trajectory"].as_str()), (Some(16), Some("task-41-trial-41")));
+    // The first run's overrides are its own; the chosen run finds its pin again.
+    assert!(!store::beside(&f.trace, ".falat.json").exists());
+    let again = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    assert_eq!(again.overrides().pinned, Some(16));
+    // An unknown id names the ones the file holds.
+    let bad = TuiOptions { trajectory: Some("task-9".into()), ..f.opts() };
+    let err = tui::open(&f.trace, &bad, Arc::new(HeuristicJudge)).err().expect("an error").to_string();
+    assert!(err.ends_with("holds no trajectory \"task-9\"; it holds task-3-trial-3, task-28-trial-28, task-39-trial-39, task-41-trial-41, task-47-trial-47, task-59-trial-59, task-71-trial-71, task-79-trial-79, task-80-trial-80, task-82-trial-82 and 3 more"), "{err}");
+}

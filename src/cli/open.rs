@@ -14,8 +14,13 @@ use crate::tui::{self, TuiOptions};
 /// Arguments of `falat open`.
 #[derive(Debug, Args)]
 pub struct OpenArgs {
-    /// The trace file to open (its first trajectory).
+    /// The trace file to open (its first trajectory, unless `--trajectory` names another).
     pub trace: PathBuf,
+    /// In a file that holds several trajectories (a τ-bench results file, a JSONL of runs), the
+    /// id of the one to open, as `falat inspect` lists them. Its overrides and exports are kept
+    /// apart from the other runs' (`TRACE#ID.falat.json`).
+    #[arg(long, short = 't', value_name = "ID")]
+    pub trajectory: Option<String>,
     /// Colour theme: dark, light, high-contrast, or a theme file (default: the config file's
     /// `theme`, else dark). `NO_COLOR` turns colours off.
     #[arg(long, value_name = "NAME")]
@@ -68,6 +73,7 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
         config_dir: None,
         export_dir: args.export_dir.clone(),
         fallback_dir: None,
+        trajectory: args.trajectory.clone(),
     };
     let judge = args.judge.build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

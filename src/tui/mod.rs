@@ -83,6 +83,8 @@ pub struct TuiOptions {
     /// Replaces the XDG state and data folders used when the trace's folder cannot be written
     /// (see [`store::Places`]); `None` uses them.
     pub fallback_dir: Option<PathBuf>,
+    /// The id of the trajectory to open in a file that holds several; `None` opens the first.
+    pub trajectory: Option<String>,
 }
 
 impl Default for TuiOptions {
@@ -96,11 +98,13 @@ impl Default for TuiOptions {
             config_dir: None,
             export_dir: None,
             fallback_dir: None,
+            trajectory: None,
         }
     }
 }
 
-/// Opens the TUI on the first trajectory of a trace file and runs it until the user quits.
+/// Opens the TUI on a trajectory of a trace file (the first, or `opts.trajectory`) and runs it
+/// until the user quits.
 /// Builds its own tokio runtime: call it from synchronous code (use [`run_async`] inside a
 /// runtime).
 ///
@@ -151,11 +155,24 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     highlight::warm_up();
     let loaded = crate::ingest::fs::load_path(path, opts.format)?;
     let count = loaded.trajectories.len();
-    let traj = loaded.trajectories.into_iter().next().context("the trace holds no trajectory")?;
+    anyhow::ensure!(count > 0, "the trace holds no trajectory");
+    let index = match &opts.trajectory {
+        None => 0,
+        Some(id) => loaded.trajectories.iter().position(|t| &t.id == id).with_context(|| {
+            let ids: Vec<String> = loaded.trajectories.iter().take(10).map(|t| app::clean(&t.id)).collect();
+            let more = if count > 10 { format!(" and {} more", count - 10) } else { String::new() };
+            format!("{} holds no trajectory {:?}; it holds {}{more}", path.display(), app::clean(id), ids.join(", "))
+        })?,
+    };
+    let traj = loaded.trajectories.into_iter().nth(index).context("the trace holds no trajectory")?;
     anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
     let mut notes = Vec::new();
     if count > 1 {
-        notes.push(format!("the file holds {count} trajectories; showing the first ({})", app::clean(&traj.id)));
+        notes.push(format!(
+            "the file holds {count} trajectories; showing {} ({} of {count}; --trajectory ID opens another)",
+            app::clean(&traj.id),
+            index + 1
+        ));
     }
     if let Some(first) = loaded.diagnostics.first() {
         notes.push(format!("{} load warnings, first: {}", loaded.diagnostics.len(), app::clean(&first.to_string())));
@@ -164,7 +181,10 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let settings = Settings::load(dir.as_deref(), &mut notes);
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
-    let places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    let mut places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    if index > 0 {
+        places = places.for_run(&traj.id);
+    }
     let restored = store::load_places(&places, traj.steps.len());
     let config = Config {
         theme,

@@ -51,6 +51,23 @@ impl Places {
         }
     }
 
+    /// The places of one trajectory of a file that holds several, other than its first: its
+    /// files are named after the trace plus `#ID` (`runs.json#task-41.falat.json`, with the id's
+    /// characters outside `A-Za-z0-9._-` replaced by `_`), and its fallback folders get a
+    /// sub-folder of that name, so the overrides of two runs of one file never mix. The first
+    /// trajectory keeps the trace's own names.
+    pub fn for_run(mut self, id: &str) -> Places {
+        let safe: String = id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+            .take(80)
+            .collect();
+        self.trace = beside(&self.trace, &format!("#{safe}"));
+        self.state = self.state.map(|d| d.join(&safe));
+        self.data = self.data.map(|d| d.join(&safe));
+        self
+    }
+
     /// The fallback overrides file.
     pub fn fallback_overrides(&self) -> Option<PathBuf> {
         self.state.as_ref().map(|d| d.join("overrides.falat.json"))
