@@ -309,10 +309,14 @@ pub fn render_table(summaries: &[Summary]) -> String {
         for (_, v) in &s.within {
             row.push_str(&format!(" {v:>7.1}"));
         }
-        let recall = s.candidate_recall.map_or_else(|| "-".to_string(), |r| format!("{r:.1}"));
+        // A method without a candidate list shows `-` in both candidate columns.
+        let (recall, median) = match s.candidate_recall {
+            Some(r) => (format!("{r:.1}"), format!("{:.1}", s.median_candidates)),
+            None => ("-".to_string(), "-".to_string()),
+        };
         row.push_str(&format!(
-            " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>5.2} {:>6} {:>5.1}",
-            s.top[0], s.top[1], s.top[2], s.mrr, s.ece, recall, s.median_candidates
+            " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>5.2} {:>6} {:>5}",
+            s.top[0], s.top[1], s.top[2], s.mrr, s.ece, recall, median
         ));
         row.push_str(&format!(
             " {:>7.1} {:>9.1} {:>9.0} {:>10.0} {:>9.2}",
@@ -322,6 +326,15 @@ pub fn render_table(summaries: &[Summary]) -> String {
     }
     out.join("\n") + "\n"
 }
+
+/// What the columns of [`render_table`] mean, a few lines for under the table.
+pub const TABLE_LEGEND: &str = "\
+columns: agent% and step% exact hits; ±k% the step within k; top1/3/5% the labelled step among the
+k best-ranked steps; MRR its mean reciprocal rank; ECE the confidence's expected calibration error
+(10 bins); cand% how often the labelled step is among the method's candidates and cands their
+median number (- for a method without candidates); calls and med.calls judge calls per run (mean,
+median); tokens mean tokens and med.prompt median prompt tokens per run; ms mean time per run.
+";
 
 /// One line per record: row, subset, part, file, predicted step and agent, gold step and agent,
 /// and which of agent and step were hit (`A`, `S`, `-`). Agent names and files are sanitised
@@ -468,6 +481,27 @@ mod tests {
         let table = render_table(&s);
         assert!(table.lines().next().unwrap().contains("med.calls"), "{table}");
         assert!(table.lines().nth(1).unwrap().contains("      5.5 "), "{table}");
+    }
+
+    #[test]
+    fn the_legend_names_every_column_and_methods_without_candidates_show_dashes() {
+        let mut with = rec("A", Some(1), 1, true);
+        with.candidates = 3;
+        with.gold_in_candidates = true;
+        let s = summarize(&[with], &[0, 1]);
+        let table = render_table(&s);
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        for col in header.iter().skip(4) {
+            let name = col.trim_end_matches('%');
+            let name = if name.starts_with('±') { "±k" } else { name };
+            let name = if name.starts_with("top") { "top1/3/5" } else { name };
+            assert!(TABLE_LEGEND.contains(name), "the legend does not explain {col}");
+        }
+        let mut without = summarize(&[rec("A", Some(1), 1, true)], &[0]);
+        without[0].candidate_recall = None;
+        let row = render_table(&without).lines().nth(1).unwrap().to_string();
+        // ECE, then `cand%` and `cands` both `-`, then the calls.
+        assert!(row.contains(" 0.50      -     -     2.0 "), "{row}");
     }
 
     #[test]

@@ -184,6 +184,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     )?;
     writeln!(out, "{tune_note}")?;
     out.write_all(eval::render_table(&summaries).as_bytes())?;
+    out.write_all(eval::TABLE_LEGEND.as_bytes())?;
     for v in &rows {
         let rs: Vec<&Record> = records.iter().filter(|r| r.method == v.name).collect();
         writeln!(out)?;
