@@ -52,16 +52,23 @@ impl Places {
     }
 
     /// The places of one trajectory of a file that holds several, other than its first: its
-    /// files are named after the trace plus `#ID` (`runs.json#task-41.falat.json`, with the id's
-    /// characters outside `A-Za-z0-9._-` replaced by `_`), and its fallback folders get a
-    /// sub-folder of that name, so the overrides of two runs of one file never mix. The first
-    /// trajectory keeps the trace's own names.
+    /// files are named after the trace plus `#NAME` (`runs.json#task-41.falat.json`), and its
+    /// fallback folders get a sub-folder `NAME`, so the overrides of two runs of one file never
+    /// mix. `NAME` is the id itself when it is 1 to 80 characters of `A-Za-z0-9._-` and not only
+    /// dots; otherwise those characters (others replaced by `_`, at most 60) and the first 8 hex
+    /// digits of the id's SHA-256, so that two ids never share a name and none names a parent
+    /// folder. The first trajectory keeps the trace's own names.
     pub fn for_run(mut self, id: &str) -> Places {
-        let safe: String = id
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
-            .take(80)
-            .collect();
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        let plain = !id.is_empty() && id.len() <= 80 && id.chars().all(allowed) && !id.chars().all(|c| c == '.');
+        let safe = if plain {
+            id.to_string()
+        } else {
+            use sha2::{Digest, Sha256};
+            let cleaned: String = id.chars().map(|c| if allowed(c) { c } else { '_' }).take(60).collect();
+            let hex: String = Sha256::digest(id.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect();
+            format!("{}-{hex}", cleaned.trim_matches('.'))
+        };
         self.trace = beside(&self.trace, &format!("#{safe}"));
         self.state = self.state.map(|d| d.join(&safe));
         self.data = self.data.map(|d| d.join(&safe));
@@ -335,6 +342,27 @@ pub fn export(trace: &Path, t: &Trajectory, machine: &Diagnosis, user: Option<&D
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_run_of_a_file_gets_names_of_its_own() {
+        let name = |id: &str| {
+            let p = Places::new(Path::new("/d/runs.json"), None, Some(Path::new("/h"))).for_run(id);
+            let file = p.trace.file_name().unwrap().to_string_lossy().into_owned();
+            let sub = p.state.unwrap().file_name().unwrap().to_string_lossy().into_owned();
+            assert_eq!(format!("runs.json#{sub}"), file, "the file and the fallback folder agree");
+            sub
+        };
+        assert_eq!(name("task-41-trial-41"), "task-41-trial-41");
+        // Ids that would clean to the same name, or name a folder, are told apart by a hash.
+        let odd = [name("a/b"), name("a_b"), name("."), name(".."), name(""), name("é"), name("è")];
+        assert_eq!(odd[1], "a_b");
+        let mut unique = odd.to_vec();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), odd.len(), "{odd:?}");
+        assert!(odd.iter().all(|n| !n.is_empty() && n.chars().any(|c| c != '.')), "{odd:?}");
+        assert!(name(&"x".repeat(200)).len() <= 70);
+    }
 
     #[test]
     fn overrides_round_trip() {
