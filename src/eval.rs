@@ -84,7 +84,13 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         prompt_tokens: cost.prompt_tokens,
         millis: cost.wall.as_secs_f64() * 1000.0,
         warnings: d.warnings.len(),
-        replay_misses: d.warnings.iter().filter(|w| w.contains(crate::judge::REPLAY_MISS)).count(),
+        // A question asked twice repeats its warning: count each missing question once.
+        replay_misses: d
+            .warnings
+            .iter()
+            .filter(|w| w.contains(crate::judge::REPLAY_MISS))
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
         part: String::new(),
         confidence: d.confidence,
         gold_rank: gold.step.and_then(|g| d.rank_of(g)),
@@ -502,6 +508,24 @@ mod tests {
         let row = render_table(&without).lines().nth(1).unwrap().to_string();
         // ECE, then `cand%` and `cands` both `-`, then the calls.
         assert!(row.contains(" 0.50      -     -     2.0 "), "{row}");
+    }
+
+    #[test]
+    fn a_missing_question_asked_twice_counts_once() {
+        let miss = |q: &str| {
+            format!("llm judge: {q}: the exchange is {} (replay never contacts a server)", crate::judge::REPLAY_MISS)
+        };
+        let d = Diagnosis {
+            warnings: vec![
+                miss("prior"),
+                miss("error_independence of step 1"),
+                miss("error_independence of step 1"),
+                "unverified: x".into(),
+            ],
+            ..Diagnosis::default()
+        };
+        let r = score("f", "A", &d, &crate::model::GoldLabel { agent: "A".into(), ..Default::default() });
+        assert_eq!((r.warnings, r.replay_misses), (4, 2));
     }
 
     #[test]

@@ -158,7 +158,13 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let wall = start.elapsed();
     let misses: usize = records.iter().map(|r| r.replay_misses).sum();
     if misses > 0 {
-        let runs = records.iter().filter(|r| r.replay_misses > 0).count();
+        // Runs, not rows: with --ablate one run's missing questions show in several rows.
+        let runs = records
+            .iter()
+            .filter(|r| r.replay_misses > 0)
+            .map(|r| r.file.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len();
         let dir = args.judge.replay.as_deref().map(|d| crate::text::sanitize(&d.display().to_string()));
         eprintln!(
             "falat: {} of {} {} in the replay folder {}: the heuristic judge answered them instead \

@@ -131,8 +131,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
 /// same step, at the precision it is written with: a value worked out from the step's own figures
 /// (a price difference, a total) is arithmetic, not an invented value. Only values with at least
 /// three significant digits that are not years are tested (`100` = `50 + 50` or `2018` =
-/// `2000 + 18` would match by coincidence); the operands are the step's numbers above 10 (`155` =
-/// `150 + 5` in a list counting by fives is no computation), at most the first 40 of them.
+/// `2000 + 18` would match by coincidence); the operands are the step's numbers other than the
+/// whole numbers 0 to 10 (`155` = `150 + 5` in a list counting by fives is no computation), at
+/// most the first 40 of them.
 fn derived(key: &str, operands: &[f64]) -> bool {
     let Ok(v) = key.parse::<f64>() else { return false };
     let significant = key.chars().filter(char::is_ascii_digit).collect::<String>();
@@ -636,7 +637,8 @@ mod value_tests {
         assert!(derived("255", &[160.0, 72.0, 180.0, 75.0]));
         // Not at the written precision, or no pair adds up.
         assert!(!derived("3.75", &[298.91, 302.67]));
-        assert!(!derived("160", &[20.0, 72.0]));
+        assert!(!derived("161", &[88.0, 72.0]));
+        assert!(derived("160.5", &[88.5, 72.0]));
         // Round numbers, short numbers and years match by coincidence: never tested.
         assert!(!derived("100", &[50.0, 50.0]));
         assert!(!derived("23", &[255.0, 232.0]));
@@ -700,14 +702,21 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
     let content = &ctx.trajectory.steps[r].content;
     let lead = content.len() - content.trim_start().len();
     let opens = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead);
-    (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens)
-        .then(|| error_line(ctx, r).unwrap_or_else(|| "the call failed".into()))
+    let first_error = || {
+        ctx.hierarchy.evidence[r]
+            .iter()
+            .find(|e| e.kind == EvidenceKind::ErrorLine)
+            .map(|e| e.text(content).trim().to_string())
+            .unwrap_or_else(|| "the call failed".into())
+    };
+    (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens).then(first_error)
 }
 
 /// Per step, the later call its state change blocked: `Some((j, object))` when step `i` is a
 /// successful state-changing call ([`changes_state`]) on an object ([`call_object`]) and `j` is
 /// the next state-changing call on the same object, it fails, and no call of `j`'s tool on that
-/// object had failed before `i` (the failure is new after the change). One forward pass over the
+/// object had failed before `i` (the failure is new after the change). Calls without a result
+/// are left out. One forward pass over the
 /// calls, memoised per hierarchy. A debugger reads this as operations done in the wrong order
 /// (modifying an order's items, which locks it, before changing its address).
 pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] {
@@ -724,10 +733,13 @@ pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] 
             }
             let Some(object) = call_object(&t.steps[i].content) else { continue };
             let tool = t.steps[i].tool_name.clone().unwrap_or_default();
+            // A call without a result (a cut-off trace) neither succeeded nor failed.
+            if result_of(ctx, i).is_none() {
+                continue;
+            }
             if call_error(ctx, i).is_some() {
                 if let Some(c) = last.remove(&object)
                     && failed_at.get(&(object.clone(), tool.clone())).is_none_or(|&f| f > c)
-                    && out[c].is_none()
                 {
                     out[c] = Some((i, object.clone()));
                 }

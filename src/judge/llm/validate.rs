@@ -12,8 +12,9 @@ use crate::prior::{AnswerType, Capability, ExpectedStep, Prior, Requirement};
 use crate::text;
 
 /// The signals a model may name: those a reader finds in a step itself
-/// ([`Signal::STEP_LOCAL`]; not `user_marked`, `ranked` or `blocking_change`, which the prompt
-/// quotes as a finding when it holds).
+/// ([`Signal::STEP_LOCAL`]; not `user_marked`, `ranked` or `blocking_change`: the last is a fact
+/// about a later call on the same object, found by the offline judge, which the model is not
+/// asked for).
 pub const LLM_SIGNALS: [Signal; 9] = Signal::STEP_LOCAL;
 
 /// The finding weight of a severity 1..=3.
