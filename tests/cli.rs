@@ -467,3 +467,28 @@ fn diagnose_reports_the_readable_files_and_names_the_broken_one() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn diagnose_says_that_overrides_saved_by_the_tui_are_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("run.json");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(ALGO), &trace).unwrap();
+    let quiet = falat().arg("diagnose").arg(&trace).output().unwrap();
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("overrides"));
+    std::fs::write(dir.path().join("run.json.falat.json"), "{}").unwrap();
+    let out = falat().arg("diagnose").arg(&trace).output().unwrap();
+    assert!(out.status.success());
+    // The verdict is the machine's either way (the cost table's times differ between runs).
+    let verdict =
+        |o: &[u8]| String::from_utf8_lossy(o).lines().find(|l| l.starts_with("**Decisive step")).map(String::from);
+    assert!(verdict(&quiet.stdout).is_some());
+    assert_eq!(verdict(&out.stdout), verdict(&quiet.stdout));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "run.json.falat.json: overrides saved by the TUI are not applied here; this report is the machine's verdict"
+        ),
+        "{stderr}"
+    );
+}

@@ -85,6 +85,16 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             }
             Err(e) => return Err(e.into()),
         };
+        // The TUI's overrides beside the trace are the user's decisions; this report is the
+        // machine's alone, so say so rather than let a pinned step seem ignored.
+        let mut saved = path.as_os_str().to_os_string();
+        saved.push(".falat.json");
+        if std::path::Path::new(&saved).is_file() {
+            eprintln!(
+                "falat: {}: overrides saved by the TUI are not applied here; this report is the machine's verdict (the TUI's export, e, writes one with them)",
+                std::path::Path::new(&saved).display()
+            );
+        }
         for d in &loaded.diagnostics {
             tracing::warn!("{}: {d}", path.display());
         }
