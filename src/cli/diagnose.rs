@@ -87,12 +87,11 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         };
         // The TUI's overrides beside the trace are the user's decisions; this report is the
         // machine's alone, so say so rather than let a pinned step seem ignored.
-        let mut saved = path.as_os_str().to_os_string();
-        saved.push(".falat.json");
-        if std::path::Path::new(&saved).is_file() {
+        let saved = crate::ingest::fs::beside(path, crate::ingest::fs::OVERRIDES_SUFFIX);
+        if saved.is_file() {
             eprintln!(
                 "falat: {}: overrides saved by the TUI are not applied here; this report is the machine's verdict (the TUI's export, e, writes one with them)",
-                std::path::Path::new(&saved).display()
+                saved.display()
             );
         }
         for d in &loaded.diagnostics {

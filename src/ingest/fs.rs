@@ -83,11 +83,25 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
-/// Whether a file is one falat writes beside a trace: overrides (`.falat.json`) or an exported
-/// JSON report (`.falat.report.json`).
+/// The suffix of the user's overrides file beside a trace (`TRACE.falat.json`).
+pub const OVERRIDES_SUFFIX: &str = ".falat.json";
+/// The suffix of the exported Markdown report beside a trace (`TRACE.falat.md`).
+pub const REPORT_MD_SUFFIX: &str = ".falat.md";
+/// The suffix of the exported JSON report beside a trace (`TRACE.falat.report.json`).
+pub const REPORT_JSON_SUFFIX: &str = ".falat.report.json";
+
+/// The path with `suffix` appended to the full file name (`a/b.json` → `a/b.json.falat.json`).
+pub fn beside(trace: &Path, suffix: &str) -> PathBuf {
+    let mut name = trace.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Whether a file is one falat writes beside a trace: overrides ([`OVERRIDES_SUFFIX`]) or an
+/// exported JSON report ([`REPORT_JSON_SUFFIX`]).
 fn is_falat_output(p: &Path) -> bool {
     let name = p.to_string_lossy();
-    name.ends_with(".falat.json") || name.ends_with(".falat.report.json")
+    name.ends_with(OVERRIDES_SUFFIX) || name.ends_with(REPORT_JSON_SUFFIX)
 }
 
 /// Sort key that orders `2.json` before `10.json` within one folder.

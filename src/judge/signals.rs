@@ -11,7 +11,7 @@
 //! pure over a [`Context`]; per-trajectory facts are memoised in [`crate::substrate::Facts`].
 //! Weights are fixed constants documented at [`weights`]; none refers to a data set.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::Context;
 use crate::diagnosis::{Finding, Signal};
@@ -616,36 +616,6 @@ pub fn is_own_signal(s: Signal) -> bool {
     )
 }
 
-#[cfg(test)]
-mod value_tests {
-    use super::*;
-
-    #[test]
-    fn values_do_not_match_digits_inside_ids() {
-        assert!(!agrees("order #w1023410 is cancelled", "10"));
-        assert!(!agrees("item 9612497925", "10"));
-        assert!(agrees("there are 10 options", "10"));
-        assert!(agrees("10.0", "10"));
-        assert!(agrees("paris", "Paris"));
-    }
-
-    #[test]
-    fn sums_and_differences_of_the_step_s_own_figures_are_derived() {
-        // A refund worked out as the difference of two prices; totals of listed costs.
-        assert!(derived("3.76", &[298.91, 302.67]));
-        assert!(derived("232", &[160.0, 72.0, 180.0]));
-        assert!(derived("255", &[160.0, 72.0, 180.0, 75.0]));
-        // Not at the written precision, or no pair adds up.
-        assert!(!derived("3.75", &[298.91, 302.67]));
-        assert!(!derived("161", &[88.0, 72.0]));
-        assert!(derived("160.5", &[88.5, 72.0]));
-        // Round numbers, short numbers and years match by coincidence: never tested.
-        assert!(!derived("100", &[50.0, 50.0]));
-        assert!(!derived("23", &[255.0, 232.0]));
-        assert!(!derived("2018", &[2000.0, 18.0]));
-    }
-}
-
 /// Verbs that name tools which only read (look up, list, search, compute, think): a call of any
 /// other tool changes the world (cancels, modifies, sends, writes), which is where a wrong
 /// decision becomes irreversible.
@@ -716,17 +686,17 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
 /// successful state-changing call ([`changes_state`]) on an object ([`call_object`]) and `j` is
 /// the next state-changing call on the same object, it fails, and no call of `j`'s tool on that
 /// object had failed before `i` (the failure is new after the change). Calls without a result
-/// are left out. One forward pass over the
-/// calls, memoised per hierarchy. A debugger reads this as operations done in the wrong order
-/// (modifying an order's items, which locks it, before changing its address).
+/// are left out. One forward pass over the calls, memoised per hierarchy. A debugger reads this
+/// as operations done in the wrong order (modifying an order's items, which locks it, before
+/// changing its address).
 pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] {
     ctx.facts.blocking.get_or_init(|| {
         let t = ctx.trajectory;
         let n = t.steps.len();
         let mut out = vec![None; n];
         // Per object: the last successful change; per object and tool, the first failed call.
-        let mut last: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        let mut failed_at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+        let mut last: HashMap<String, usize> = HashMap::new();
+        let mut failed_at: HashMap<(String, String), usize> = HashMap::new();
         for i in 0..n {
             if !changes_state(t, i) {
                 continue;
@@ -761,6 +731,36 @@ fn blocking_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         weights::BLOCKING_CHANGE,
         format!("changes {object}; the later {tool} on it fails at step {j}: {error}"),
     ));
+}
+
+#[cfg(test)]
+mod value_tests {
+    use super::*;
+
+    #[test]
+    fn values_do_not_match_digits_inside_ids() {
+        assert!(!agrees("order #w1023410 is cancelled", "10"));
+        assert!(!agrees("item 9612497925", "10"));
+        assert!(agrees("there are 10 options", "10"));
+        assert!(agrees("10.0", "10"));
+        assert!(agrees("paris", "Paris"));
+    }
+
+    #[test]
+    fn sums_and_differences_of_the_step_s_own_figures_are_derived() {
+        // A refund worked out as the difference of two prices; totals of listed costs.
+        assert!(derived("3.76", &[298.91, 302.67]));
+        assert!(derived("232", &[160.0, 72.0, 180.0]));
+        assert!(derived("255", &[160.0, 72.0, 180.0, 75.0]));
+        // Not at the written precision, or no pair adds up.
+        assert!(!derived("3.75", &[298.91, 302.67]));
+        assert!(!derived("161", &[88.0, 72.0]));
+        assert!(derived("160.5", &[88.5, 72.0]));
+        // Round numbers, short numbers and years match by coincidence: never tested.
+        assert!(!derived("100", &[50.0, 50.0]));
+        assert!(!derived("23", &[255.0, 232.0]));
+        assert!(!derived("2018", &[2000.0, 18.0]));
+    }
 }
 
 #[cfg(test)]

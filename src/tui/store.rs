@@ -117,16 +117,12 @@ pub fn trace_key(trace: &Path) -> String {
 /// The schema name of the overrides file.
 pub const OVERRIDES_SCHEMA: &str = "falat.overrides/v1";
 
-/// The path with `suffix` appended to the full file name (`a/b.json` → `a/b.json.falat.json`).
-pub fn beside(trace: &Path, suffix: &str) -> PathBuf {
-    let mut name = trace.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
-}
+pub use crate::ingest::fs::beside;
+use crate::ingest::fs::{OVERRIDES_SUFFIX, REPORT_JSON_SUFFIX, REPORT_MD_SUFFIX};
 
 /// The overrides file of a trace: the trace path plus `.falat.json`.
 pub fn overrides_path(trace: &Path) -> PathBuf {
-    beside(trace, ".falat.json")
+    beside(trace, OVERRIDES_SUFFIX)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -331,8 +327,8 @@ pub fn export_places(
 /// # Errors
 /// When a file cannot be written.
 pub fn export(trace: &Path, t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> anyhow::Result<Exported> {
-    let markdown = beside(trace, ".falat.md");
-    let json = beside(trace, ".falat.report.json");
+    let markdown = beside(trace, REPORT_MD_SUFFIX);
+    let json = beside(trace, REPORT_JSON_SUFFIX);
     write_atomic(&markdown, report::to_markdown_with(t, machine, user).as_bytes())?;
     let value = report::to_json_with(t, machine, user);
     write_atomic(&json, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())?;
