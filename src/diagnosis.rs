@@ -612,6 +612,34 @@ impl Method {
         }
     }
 
+    /// The method's name as a sentence's subject: `FALAT`, `ECHO`, `DeFA`, `All-at-once`…
+    pub fn title(self) -> &'static str {
+        match self {
+            Method::Falat => "FALAT",
+            Method::Echo => "ECHO",
+            Method::Defa => "DeFA",
+            Method::AllAtOnce => "All-at-once",
+            Method::StepByStep => "Step-by-step",
+            Method::BinarySearch => "Binary search",
+            Method::Random => "The random baseline",
+        }
+    }
+
+    /// How the method names its decisive step, as a clause a report can quote ("FALAT names step 4
+    /// because it is …"): the method's own rule, which is not "the most probable step" for most
+    /// methods.
+    pub fn decision_rule(self) -> &'static str {
+        match self {
+            Method::Falat => "the earliest candidate that passes verification (temporal precedence)",
+            Method::Echo => "the step its analysts' weighted vote settles on",
+            Method::Defa => "where the failure propagation graph's adjudication puts the error's origin",
+            Method::AllAtOnce => "the step the single question over the whole log names",
+            Method::StepByStep => "the first step the judge calls decisive, walking forward",
+            Method::BinarySearch => "the step the halving search ends on",
+            Method::Random => "a seeded random draw",
+        }
+    }
+
     /// Parses a name of [`Method::as_str`] (case-insensitive, `_` accepted for `-`).
     pub fn parse(s: &str) -> Option<Method> {
         let s = s.trim().to_ascii_lowercase().replace('_', "-");
@@ -704,6 +732,21 @@ impl Diagnosis {
         self.ranking.iter().position(|r| r.step == step).map(|p| p + 1)
     }
 
+    /// The most probable step of the ranking when it is not the decisive step and is more probable
+    /// than it (by at least 0.005, so rounding to two decimals shows the gap); `None` otherwise.
+    /// Reports then say that the method's rule ([`Method::decision_rule`]), not the ranking, named
+    /// the decisive step.
+    pub fn more_probable_step(&self) -> Option<&RankedStep> {
+        let named = self.decisive_step?;
+        let p_named = self.ranking.iter().find(|r| r.step == named).map_or(0.0, |r| r.probability);
+        let best = self
+            .ranking
+            .iter()
+            .filter(|r| r.step != named)
+            .max_by(|a, b| a.probability.total_cmp(&b.probability).then(b.step.cmp(&a.step)))?;
+        (best.probability >= p_named + 0.005).then_some(best)
+    }
+
     /// Agents by the summed probability of their steps, most likely first (ties by name).
     pub fn agent_ranking(&self) -> Vec<(String, f32)> {
         let mut out: Vec<(String, f32)> = Vec::new();
@@ -720,5 +763,44 @@ impl Diagnosis {
     /// The candidate record of a step, if it is one.
     pub fn candidate(&self, step: usize) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.step == step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranked(step: usize, probability: f32) -> RankedStep {
+        RankedStep { step, agent: format!("agent{step}"), probability }
+    }
+
+    #[test]
+    fn a_more_probable_step_than_the_named_one_is_found_and_a_near_tie_is_not() {
+        let mut d = Diagnosis {
+            decisive_step: Some(46),
+            ranking: vec![ranked(46, 0.01), ranked(24, 0.08), ranked(8, 0.04)],
+            ..Diagnosis::default()
+        };
+        assert_eq!(d.more_probable_step().map(|r| (r.step, r.agent.as_str())), Some((24, "agent24")));
+        // The named step is the most probable: nothing to say.
+        d.ranking = vec![ranked(46, 0.30), ranked(24, 0.08)];
+        assert_eq!(d.more_probable_step(), None);
+        // A gap that two decimals cannot show is no gap.
+        d.ranking = vec![ranked(46, 0.080), ranked(24, 0.083)];
+        assert_eq!(d.more_probable_step(), None);
+        // Equal probabilities: the earlier step is the one named.
+        d.ranking = vec![ranked(46, 0.01), ranked(30, 0.08), ranked(24, 0.08)];
+        assert_eq!(d.more_probable_step().map(|r| r.step), Some(24));
+        d.decisive_step = None;
+        assert_eq!(d.more_probable_step(), None);
+    }
+
+    #[test]
+    fn every_method_states_its_rule_and_title() {
+        assert_eq!(Method::Falat.title(), "FALAT");
+        assert!(Method::Falat.decision_rule().contains("earliest candidate that passes verification"));
+        for m in Method::ALL {
+            assert!(!m.decision_rule().is_empty() && !m.title().is_empty(), "{m}");
+        }
     }
 }

@@ -615,8 +615,19 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             let moved =
                 p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
             if !moved {
+                // The re-search checks a window's steps against each other only, so it can pass a
+                // step verification failed (an earlier candidate outside the window feeds it): say
+                // which, or the warning and the checks read as a contradiction.
+                let window_pass = p.research.as_ref().is_some_and(|r| {
+                    r.checks.iter().any(|k| k.step == step && k.independence.passed && k.sufficiency.passed)
+                });
+                let note = if window_pass {
+                    " (the re-search's check passes it, but against the steps of its window only)"
+                } else {
+                    ""
+                };
                 d.warnings.push(format!(
-                    "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback",
+                    "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback{note}",
                     rule.as_str()
                 ));
                 d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), text::sentence_case(&d.reason));

@@ -329,6 +329,18 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             d.confidence
         ));
     }
+    if let (Some(s), Some(b)) = (d.decisive_step, d.more_probable_step()) {
+        out.push_str(&format!(
+            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names step {s} because it is \
+             {}, not because it ranks first by `P`: read both.\n\n",
+            b.step,
+            cell(&b.agent),
+            b.probability,
+            d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability),
+            d.method.title(),
+            d.method.decision_rule()
+        ));
+    }
     if d.low_confidence() {
         out.push_str(&format!(
             "Confidence is low ({:.2}): no step stands out; check the steps below, not only the first.\n\n",
@@ -397,13 +409,32 @@ fn candidates(out: &mut String, d: &Diagnosis) {
 }
 
 fn path_and_cost(out: &mut String, d: &Diagnosis) {
-    if !d.path.is_empty() {
-        let p: Vec<String> = d.path.iter().map(|s| s.to_string()).collect();
-        out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
-    } else if let Some(s) = d.decisive_step {
-        out.push_str(&format!(
-            "\n## Dependency path to the final output\n\nNone: no dependency path leads from step {s} to the final output.\n"
-        ));
+    match (d.path.as_slice(), d.decisive_step) {
+        ([only], _) => out.push_str(&format!(
+            "\n## Dependency path to the final output\n\nStep {only} gives the final output itself.\n"
+        )),
+        ([], Some(s)) => {
+            out.push_str(&format!(
+                "\n## Dependency path to the final output\n\nNone: no value of step {s} reaches the final output along a \
+                 dependency edge."
+            ));
+            // A step can still suffice without passing values on: by steering the run (a plan, a
+            // delegation, an early answer). Say so, or the two sections read as a contradiction.
+            let steers = d
+                .candidate(s)
+                .and_then(|c| c.verification.as_ref())
+                .filter(|v| v.sufficiency.passed)
+                .map(|v| text::sanitize(&v.sufficiency.evidence));
+            match steers {
+                Some(e) => out.push_str(&format!(" Its sufficiency rests on something else: {e}.\n")),
+                None => out.push('\n'),
+            }
+        }
+        ([], None) => {}
+        (p, _) => {
+            let p: Vec<String> = p.iter().map(|s| s.to_string()).collect();
+            out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
+        }
     }
     out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
     for s in &d.cost {

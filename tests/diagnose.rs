@@ -234,3 +234,29 @@ fn tau_bench_98_reads_a_worked_out_refund_as_arithmetic_and_blames_the_locking_c
     assert_eq!(c.findings[0].signal, falat::diagnosis::Signal::BlockingChange);
     assert!(c.findings[0].evidence.contains("the later modify_pending_order_address on it fails at step 22"));
 }
+
+/// The report of the hand-crafted sample says why the named step is not the most probable one,
+/// and that its sufficiency rests on steering the run when no value of it reaches the output.
+#[test]
+fn the_report_explains_a_named_step_below_the_most_probable_and_without_a_value_path() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/who-and-when-hand-crafted-47.json");
+    let loaded = load_path(&path, None).expect("load");
+    let t = &loaded.trajectories[0];
+    let d = diagnose(t, &HeuristicJudge, &Options::default());
+    assert_eq!(d.decisive_step, Some(46));
+    let md = report::to_markdown(t, &d);
+    assert!(
+        md.contains(
+            "Step 24 (FileSurfer) is more probable than step 46 (P 0.08 against 0.01). FALAT names step 46 because it \
+         is the earliest candidate that passes verification (temporal precedence), not because it ranks first by `P`"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "None: no value of step 46 reaches the final output along a dependency edge. Its sufficiency rests on \
+         something else: it changes the course of the run, which every later step follows.\n"
+        ),
+        "{md}"
+    );
+}

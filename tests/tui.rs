@@ -1767,3 +1767,20 @@ fn a_chosen_run_of_a_multi_run_file_keeps_its_overrides_apart() {
     let err = tui::open(&f.trace, &bad, Arc::new(HeuristicJudge)).err().expect("an error").to_string();
     assert!(err.ends_with("holds no trajectory \"task-9\"; it holds task-3-trial-3, task-28-trial-28, task-39-trial-39, task-41-trial-41, task-47-trial-47, task-59-trial-59, task-71-trial-71, task-79-trial-79, task-80-trial-80, task-82-trial-82 and 3 more"), "{err}");
 }
+
+#[test]
+fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    press(&mut app, "a5");
+    let m = app.machine_verdict().expect("machine verdict");
+    assert_eq!(m.decisive_step, Some(46));
+    assert_eq!(m.more_probable_step().map(|r| r.step), Some(24));
+    let verdict = screen(&app);
+    assert!(
+        verdict.contains(
+            "step 24 is more probable than 46; FALAT names 46 as the earliest candidate that passes verification"
+        ),
+        "{verdict}"
+    );
+}

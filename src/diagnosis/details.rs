@@ -151,7 +151,9 @@ impl Detail {
             Detail::OfflineJudge => "judge".into(),
             Detail::Ablated(_) => "ablated".into(),
             Detail::PhaseSearch(_) => "phase search".into(),
-            Detail::ReSearchChecks(_) => "re-search checks".into(),
+            Detail::ReSearchChecks(_) => {
+                "re-search checks (each step of the window, against the window's steps only)".into()
+            }
             Detail::Panel(_) => "panel".into(),
             Detail::Analyses(VoteTarget::Both, _) => "analyses".into(),
             Detail::Analyses(t, _) => format!("{} analyses", target_name(*t)),

@@ -492,6 +492,15 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!(" ({}{named})", prob(r.probability)), t.text));
         }
         lines.push(Line::from(spans));
+        if let (Some(s), Some(b)) = (d.decisive_step, d.more_probable_step()) {
+            // The method's rule, not the ranking, named the step: say so beside the ranking.
+            lines.push(Line::from(vec![
+                Span::styled("  step ", t.dim),
+                l.link(b.step, t.text),
+                Span::styled(format!(" is more probable than {s}; {} names {s} as ", d.method.title()), t.dim),
+                Span::styled(d.method.decision_rule(), t.dim),
+            ]));
+        }
     }
     if let Some(u) = app.user_decision() {
         lines.push(Line::raw(""));
