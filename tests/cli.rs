@@ -492,3 +492,61 @@ fn diagnose_says_that_overrides_saved_by_the_tui_are_not_applied() {
         "{stderr}"
     );
 }
+
+#[test]
+fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    // falat labels JSONL for the τ-bench sample: its id, falat's 0-based step 10, a reason.
+    let labels = dir.path().join("labels.jsonl");
+    std::fs::write(
+        &labels,
+        "{\"trajectory\": \"task-2-trial-2\", \"step\": 10, \"agent\": \"assistant\", \"reason\": \"wrong user\"}\nnot json\n",
+    )
+    .unwrap();
+    let l = labels.to_str().unwrap();
+    let out = falat().args(["inspect", TAU, "--labels", l]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\ngold        assistant, step 10: wrong user\n"), "{text}");
+    // The record that is not a label is named with its line; the rest is kept.
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("labels.jsonl:2: "), "{err}");
+
+    let plain = stdout_of(&["diagnose", TAU]);
+    let out = falat().args(["diagnose", TAU, "--labels", l]).output().unwrap();
+    assert!(out.status.success());
+    let labelled = String::from_utf8(out.stdout).unwrap();
+    assert!(labelled.contains("\nGold label: step 10 by assistant\n"), "{labelled}");
+    assert!(!plain.contains("Gold label"));
+    // The verdict is the same with and without labels: they only show beside it.
+    let verdict = |r: &str| r.lines().find(|l| l.starts_with("**Decisive step")).map(str::to_string);
+    assert_eq!(verdict(&plain), verdict(&labelled));
+    assert!(verdict(&plain).is_some());
+
+    // AgentRx ground truth applies by task id, message numbers mapped to steps.
+    let rx = "data/agentrx-tau/tau_ground_truth.json";
+    let report =
+        stdout_of(&["diagnose", "data/agentrx-tau/tau_dataset_failed.json", "--labels", rx, "--format", "json"]);
+    let reports: Value = serde_json::from_str(&report).unwrap();
+    let golds: Vec<(String, Option<u64>)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| {
+            let id = d["trajectory"]["id"].as_str()?.to_string();
+            Some((id, d["gold"]["step"].as_u64()))
+        })
+        .collect();
+    assert!(golds.contains(&("task-41-trial-41".to_string(), Some(16))), "{golds:?}");
+
+    // A label file that names none of the trace's runs says so, with the ids it has.
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, "{\"trajectory\": \"nope\", \"step\": 1, \"agent\": \"a\"}\n").unwrap();
+    let out = falat().args(["inspect", TAU, "--labels", other.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("none of its 1 labels names a trajectory of this trace (its ids: task-2-trial-2)"), "{err}");
+
+    // A file that is not a label file is an error naming it.
+    let err = stderr_of(&["inspect", TAU, "--labels", ALGO]);
+    assert!(err.contains(ALGO) && err.contains("as labels"), "{err}");
+}

@@ -1769,6 +1769,28 @@ fn a_chosen_run_of_a_multi_run_file_keeps_its_overrides_apart() {
 }
 
 #[test]
+fn a_labels_file_shows_the_gold_step_of_the_opened_run() {
+    let f = Fixture::copy(Path::new("data/agentrx-tau/tau_dataset_failed.json"));
+    let labels = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_ground_truth.json");
+    let opts = TuiOptions { trajectory: Some("task-41-trial-41".into()), labels: vec![labels], ..f.opts() };
+    let app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    // Message 17 of the AgentRx label is falat's step 16.
+    assert_eq!(app.traj.gold.as_ref().map(|g| (g.step, g.agent.as_str())), Some((Some(16), "Assistant")));
+    // A labels file naming no run of the trace says so in the status, with the ids.
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("l.jsonl");
+    std::fs::write(&other, "{\"trajectory\": \"nope\", \"step\": 1, \"agent\": \"a\"}\n").unwrap();
+    let app =
+        tui::open(&f.trace, &TuiOptions { labels: vec![other], ..f.opts() }, Arc::new(HeuristicJudge)).expect("open");
+    let status = app.status.as_ref().expect("a status").text.clone();
+    assert!(status.contains("none of its 1 labels names a trajectory of this trace"), "{status}");
+    // Not a labels file: opening fails and names it.
+    let bad = TuiOptions { labels: vec![f.trace.clone()], ..f.opts() };
+    let err = tui::open(&f.trace, &bad, Arc::new(HeuristicJudge)).err().expect("an error").to_string();
+    assert!(err.contains("as labels"), "{err}");
+}
+
+#[test]
 fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
     let mut app = f.open();

@@ -9,7 +9,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::diagnosis::Diagnosis;
-use crate::ingest::{FormatChoice, fs::load_path_with};
+use crate::ingest::{
+    FormatChoice,
+    fs::{apply_label_files, load_path_with},
+};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::report;
@@ -40,6 +43,10 @@ pub struct DiagnoseArgs {
     /// Do not give the expected output `o*` to the analysis, even when the trace has one.
     #[arg(long)]
     pub no_ground_truth: bool,
+    /// Label files (AgentRx ground truth, or falat labels JSONL; see docs/LABELS.md) whose gold
+    /// step and agent the report shows beside the verdict. The analysis never reads them.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Vec<PathBuf>,
     /// The trace format (default: detected).
     #[arg(long = "trace-format", value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
     pub trace_format: FormatChoice,
@@ -76,7 +83,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // exit status says that one failed (as ripgrep does for an unreadable file among many).
     let mut failed = 0usize;
     for path in &args.traces {
-        let loaded = match load_path_with(path, &args.trace_format) {
+        let mut loaded = match load_path_with(path, &args.trace_format) {
             Ok(l) => l,
             Err(e) if args.traces.len() > 1 => {
                 eprintln!("falat: {e}; skipped");
@@ -96,6 +103,9 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         for d in &loaded.diagnostics {
             tracing::warn!("{}: {d}", path.display());
+        }
+        for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
+            eprintln!("falat: {note}");
         }
         let opts = method_options(args);
         for t in loaded.trajectories {

@@ -15,7 +15,10 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::ingest::{FormatChoice, Loaded, Skipped, fs::load_path_with};
+use crate::ingest::{
+    FormatChoice, Loaded, Skipped,
+    fs::{apply_label_files, load_path_with},
+};
 use crate::model::{Diagnostic, Step, StepKind, Trajectory};
 use crate::text::{clip, first_line, sanitize};
 
@@ -39,6 +42,10 @@ pub struct InspectArgs {
     /// Print the trajectory as JSON (full step contents, links, diagnostics) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Label files (AgentRx ground truth, or falat labels JSONL; see docs/LABELS.md): their gold
+    /// step and agent replace the trace's own, and the steps they name are marked.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Vec<PathBuf>,
 }
 
 /// Loads the trace and writes it to `out` as text or JSON; returns exit code 0.
@@ -46,7 +53,10 @@ pub struct InspectArgs {
 /// # Errors
 /// The load error (naming the file, and line and column where they apply), or a failed write.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let loaded = load_path_with(&args.trace, &args.format)?;
+    let mut loaded = load_path_with(&args.trace, &args.format)?;
+    for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
+        eprintln!("falat: {note}");
+    }
     let shown = args.trace.display().to_string();
     if args.json {
         let report = InspectReport::new(&shown, &loaded);

@@ -41,6 +41,10 @@ pub struct OpenArgs {
     /// all-at-once, step-by-step, binary-search or random (overrides apply to falat only).
     #[arg(long, short = 'm', value_name = "M", default_value = "falat", value_parser = parse_method)]
     pub method: Method,
+    /// Label files (AgentRx ground truth, or falat labels JSONL; see docs/LABELS.md) whose gold
+    /// step and agent the views show beside the verdict. The analysis never reads them.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Vec<PathBuf>,
     /// The folder `e` writes the reports into (default: beside the trace, or the user's data
     /// folder when the trace's folder cannot be written).
     #[arg(long, value_name = "DIR")]
@@ -74,6 +78,7 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
         export_dir: args.export_dir.clone(),
         fallback_dir: None,
         trajectory: args.trajectory.clone(),
+        labels: args.labels.clone(),
     };
     let judge = args.judge.build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

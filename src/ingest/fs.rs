@@ -130,6 +130,61 @@ pub struct LabelledSet {
     pub skipped: Vec<String>,
 }
 
+fn parse_labels(p: &Path, text: &str) -> Result<super::labels::LabelSet, LoadError> {
+    super::labels::parse(text)
+        .map_err(|e| LoadError::Io { path: p.display().to_string(), message: format!("as labels: {e}") })
+}
+
+/// Reads and parses one label file (`docs/LABELS.md`: AgentRx ground truth or falat labels JSONL).
+///
+/// # Errors
+/// [`LoadError::Io`] naming the file when it cannot be read or is not a label file.
+pub fn read_label_file(path: &Path) -> Result<super::labels::LabelSet, LoadError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LoadError::Io { path: path.display().to_string(), message: e.to_string() })?;
+    parse_labels(path, &text)
+}
+
+/// Gives the trajectories of one trace the gold labels of `label_files` that name them (a label
+/// in the trace itself is replaced), for `inspect`, `diagnose` and `open --labels`. Labels only
+/// show beside a verdict; no method reads them.
+///
+/// Returns one message per thing worth saying: a record of a label file that was skipped (with
+/// its line), a label whose step lies outside its trajectory, and, when no label names any of the
+/// trajectories, which ids they have.
+///
+/// # Errors
+/// A label file that cannot be read or parsed ([`read_label_file`]).
+pub fn apply_label_files(
+    label_files: &[PathBuf],
+    trajectories: &mut [crate::model::Trajectory],
+) -> Result<Vec<String>, LoadError> {
+    let mut notes = Vec::new();
+    for f in label_files {
+        let set = read_label_file(f)?;
+        for d in &set.diagnostics {
+            let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+            notes.push(format!("{}{at}: {}", f.display(), d.message));
+        }
+        for d in super::labels::apply(&set, trajectories) {
+            notes.push(format!("{}: {}", f.display(), d.message));
+        }
+        let named = set.labels.iter().any(|l| trajectories.iter().any(|t| super::labels::names(&l.trajectory, t)));
+        if !named && !set.labels.is_empty() {
+            let ids: Vec<String> = trajectories.iter().take(5).map(|t| crate::text::sanitize(&t.id)).collect();
+            let more =
+                if trajectories.len() > 5 { format!(" and {} more", trajectories.len() - 5) } else { String::new() };
+            notes.push(format!(
+                "{}: none of its {} labels names a trajectory of this trace (its ids: {}{more})",
+                f.display(),
+                set.labels.len(),
+                ids.join(", ")
+            ));
+        }
+    }
+    Ok(notes)
+}
+
 /// Loads every trajectory under `dirs` and gives it a gold label: from the trace itself
 /// (Who&When, falat JSONL), or from a label file (`docs/LABELS.md`): any file in the same folders
 /// recognised by [`super::labels::detect`], and every file of `label_files`. Trajectories without
@@ -142,20 +197,14 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
     let mut traces: Vec<(PathBuf, crate::model::Trajectory)> = Vec::new();
     // Each label set with the folder it applies to (`None`: every folder).
     let mut sets: Vec<(PathBuf, Option<PathBuf>, super::labels::LabelSet)> = Vec::new();
-    let read_labels = |p: &Path, text: &str| {
-        super::labels::parse(text)
-            .map_err(|e| LoadError::Io { path: p.display().to_string(), message: format!("as labels: {e}") })
-    };
     for f in label_files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| LoadError::Io { path: f.display().to_string(), message: e.to_string() })?;
-        sets.push((f.clone(), None, read_labels(f, &text)?));
+        sets.push((f.clone(), None, read_label_file(f)?));
     }
     for dir in dirs {
         for f in dataset_files(dir)? {
             let head = std::fs::read(&f).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
             if let Some(text) = head.filter(|t| super::labels::detect(t).is_some()) {
-                match read_labels(&f, &text) {
+                match parse_labels(&f, &text) {
                     Ok(set) => {
                         let folder = f.parent().map(Path::to_path_buf);
                         sets.push((f, folder, set));

@@ -201,8 +201,8 @@ pub fn message_step(t: &Trajectory, n: usize) -> Option<usize> {
     None
 }
 
-/// Whether a label names this trajectory: by id, by its `task_id`, or by `task-<id>` prefix.
-fn names(label: &str, t: &Trajectory) -> bool {
+/// Whether a label's `trajectory` names this trajectory: its id, or its τ-bench `task_id`.
+pub fn names(label: &str, t: &Trajectory) -> bool {
     if t.id == label {
         return true;
     }

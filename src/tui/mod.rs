@@ -85,6 +85,9 @@ pub struct TuiOptions {
     pub fallback_dir: Option<PathBuf>,
     /// The id of the trajectory to open in a file that holds several; `None` opens the first.
     pub trajectory: Option<String>,
+    /// Label files (`docs/LABELS.md`) whose gold step and agent the views show; never read by
+    /// the analysis.
+    pub labels: Vec<PathBuf>,
 }
 
 impl Default for TuiOptions {
@@ -99,6 +102,7 @@ impl Default for TuiOptions {
             export_dir: None,
             fallback_dir: None,
             trajectory: None,
+            labels: Vec::new(),
         }
     }
 }
@@ -153,7 +157,8 @@ pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>
 /// map is unusable.
 pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<App> {
     highlight::warm_up();
-    let loaded = crate::ingest::fs::load_path(path, opts.format)?;
+    let mut loaded = crate::ingest::fs::load_path(path, opts.format)?;
+    let label_notes = crate::ingest::fs::apply_label_files(&opts.labels, &mut loaded.trajectories)?;
     let count = loaded.trajectories.len();
     anyhow::ensure!(count > 0, "the trace holds no trajectory");
     let index = match &opts.trajectory {
@@ -166,7 +171,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     };
     let traj = loaded.trajectories.into_iter().nth(index).context("the trace holds no trajectory")?;
     anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
-    let mut notes = Vec::new();
+    let mut notes = label_notes;
     if count > 1 {
         notes.push(format!(
             "the file holds {count} trajectories; showing {} ({} of {count}; --trajectory ID opens another)",
