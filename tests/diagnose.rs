@@ -260,3 +260,21 @@ fn the_report_explains_a_named_step_below_the_most_probable_and_without_a_value_
         "{md}"
     );
 }
+
+/// A step named by the fallback that the re-search's window check passes: the warning says the
+/// check looked at the window only, so the two do not read as a contradiction.
+#[test]
+fn an_unverified_step_that_passes_the_window_check_says_which_check_passed() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/who-and-when-algorithm-generated-30.json");
+    let loaded = load_path(&path, None).expect("load");
+    let d = diagnose(&loaded.trajectories[0], &HeuristicJudge, &Options::default());
+    assert_eq!(d.decisive_step, Some(4));
+    assert_eq!(
+        d.warnings.iter().find(|w| w.starts_with("unverified:")).map(String::as_str),
+        Some(
+            "unverified: no candidate passed both verification criteria; step 4 is named by the strongest-live \
+             fallback (the re-search's check passes it, but against the steps of its window only)"
+        )
+    );
+    assert!(d.confidence <= 0.2);
+}
