@@ -91,13 +91,18 @@ fn key_event(code: KeyCode) -> KeyEvent {
 /// Presses keys given as text (`<enter>`, `<esc>`, `<tab>` for named keys) and carries out the
 /// effects synchronously; returns what was copied.
 fn press(app: &mut App, keys: &str) -> Vec<String> {
+    press_on(app, keys, 120, 40)
+}
+
+/// [`press`] on a terminal `w`×`h`.
+fn press_on(app: &mut App, keys: &str, w: u16, h: u16) -> Vec<String> {
     let mut copied = Vec::new();
     for code in parse_keys(keys) {
         let effects = app.on_key(key_event(code));
         tui::drive(app, effects, &mut copied);
         // Like the event loop: each frame is prepared for the screen, then drawn.
-        app.prepare(Rect::new(0, 0, 120, 40));
-        draw(app, 120, 40);
+        app.prepare(Rect::new(0, 0, w, h));
+        draw(app, w, h);
     }
     copied
 }
@@ -1431,6 +1436,45 @@ fn wrapped_lines_keep_their_indent_and_agent_names_use_the_width() {
     let wide = draw(&app, 160, 40).backend().to_string();
     assert!(wide.contains(" 2 BusinessLogic_Expert    "), "{wide}");
     assert!(wide.contains(" 4 DataVerification_Expert "), "{wide}");
+}
+
+/// The rows of a drawn screen as plain text, cell by cell.
+fn rows_of(term: &Terminal<TestBackend>) -> Vec<String> {
+    let buf = term.backend().buffer();
+    (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()).collect()
+}
+
+#[test]
+fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let d = app.results.diagnosis.clone().expect("the pipeline ran");
+    let term = draw(&app, 80, 24);
+    let rows = rows_of(&term);
+    let steps = app.screen.panes[1];
+    // Every step of the shown phase that has a role carries its tag whole; the decision after
+    // it is what is cut, and the agent name stays whole when it can.
+    let range = app.phases()[app.nav.phase].range.clone();
+    let tagged: Vec<(usize, Role)> = d.roles.iter().copied().filter(|(s, _)| range.contains(s)).collect();
+    assert_eq!(tagged, [(46, Role::RootCause), (48, Role::Symptom)]);
+    for (s, role) in tagged {
+        let tag = match role {
+            Role::RootCause => "ROOT",
+            Role::Propagation => "PROP",
+            Role::Symptom => "SYMP",
+            Role::Contributing => "CONT",
+        };
+        let row = rows[steps.y as usize + 1..steps.bottom() as usize - 1]
+            .iter()
+            .map(|r| r.chars().take(steps.width as usize).collect::<String>())
+            .find(|r| r.contains(&format!(" {s} ")))
+            .expect("the step's row");
+        assert!(row.contains(&format!(" {tag} ")), "{tag} in {row:?}");
+        assert!(row.ends_with("…│"), "the decision is cut, not the tag: {row:?}");
+    }
+    assert!(rows.iter().any(|r| r.contains(" 46 Orchestrator ROOT ")), "{rows:#?}");
+    insta::assert_snapshot!("hand-crafted-47-80x24-after-run", term.backend().to_string());
 }
 
 // ----- a trace in a folder that cannot be written -----
