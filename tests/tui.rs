@@ -1444,6 +1444,12 @@ fn rows_of(term: &Terminal<TestBackend>) -> Vec<String> {
     (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()).collect()
 }
 
+/// The symbols over the right border of a pane, between its corners.
+fn right_border(term: &Terminal<TestBackend>, pane: Rect) -> String {
+    let buf = term.backend().buffer();
+    (pane.y + 1..pane.bottom() - 1).map(|y| buf[(pane.right() - 1, y)].symbol()).collect()
+}
+
 #[test]
 fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
     let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
@@ -1475,6 +1481,34 @@ fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
     }
     assert!(rows.iter().any(|r| r.contains(" 46 Orchestrator ROOT ")), "{rows:#?}");
     insta::assert_snapshot!("hand-crafted-47-80x24-after-run", term.backend().to_string());
+}
+
+#[test]
+fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
+    // Hand-crafted 47 has nine phases, more than the five rows of the phases pane at 80×24.
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let phases = app.screen.panes[0];
+    assert_eq!((app.phases().len(), app.screen.phase_rows), (9, 5));
+    // The thumb at the top, then the track.
+    assert_eq!(right_border(&draw(&app, 80, 24), phases), "███║║");
+    // At the last phase, the list has scrolled and the thumb is at the bottom.
+    press_on(&mut app, "<esc>G", 80, 24);
+    assert_eq!((app.nav.focus, app.nav.phase), (Pane::Phases, 8));
+    let term = draw(&app, 80, 24);
+    assert_eq!(right_border(&term, phases), "║║███");
+    assert!(rows_of(&term)[phases.bottom() as usize - 2].contains(" 8 61-66 "));
+    // Hand-crafted 1: three phases fit and keep a plain border; the 26 steps of phase 2 do not
+    // fit in 12 rows, and the thumb of the steps list is at the top.
+    let g = Fixture::new(HAND);
+    let mut app = g.open();
+    press_on(&mut app, "a", 80, 24);
+    let [phases, steps, _, _] = app.screen.panes;
+    assert_eq!((app.phases().len(), app.phases()[2].range.len(), app.screen.step_rows), (3, 26, 12));
+    let term = draw(&app, 80, 24);
+    assert_eq!(right_border(&term, phases), "│││││");
+    assert_eq!(right_border(&term, steps), "██████║║║║║║");
 }
 
 // ----- a trace in a folder that cannot be written -----

@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
 
-use super::{col, fit, pane, selected, visible_offset};
+use super::{col, fit, list_scrollbar, pane, selected, visible_offset};
 use crate::diagnosis::{Role, Transition};
 use crate::graph::{DepEdge, EdgeKind};
 use crate::hierarchy::Origin;
@@ -89,6 +89,7 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
         })
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+    list_scrollbar(f, area, phases.len(), h, off);
 }
 
 fn row(app: &App, line: Line<'static>, is_sel: bool, focused: bool, width: u16) -> Line<'static> {
@@ -120,6 +121,7 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
         .map(|s| row(app, fit(step_row(app, s, &cols), inner.width), s == app.nav.step, focused, inner.width))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+    list_scrollbar(f, area, range.len(), h, off);
 }
 
 /// The columns of a step row at a width. The role tag (ROOT, PROP, SYMP) is kept at every width

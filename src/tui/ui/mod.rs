@@ -8,10 +8,10 @@ mod views;
 pub(crate) use views::prose_links;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState, Wrap};
 
 use super::action::{Action, Group};
 use super::app::{App, Level, Mode, Screen, View, clean};
@@ -568,6 +568,19 @@ fn pane<'a>(app: &App, title: &'a str, focused: bool, right: &[String], width: u
         b = b.title_top(Line::styled(format!(" {info} "), t.dim).right_aligned());
     }
     b
+}
+
+/// The hint that a list scrolls: when its `len` rows do not fit in the `rows` of the bordered
+/// pane `area`, a scrollbar (drawn like the evidence pane's) over the pane's right border shows
+/// where the rows from `offset` sit in the list. Drawn over the border, it takes no column from
+/// the rows.
+fn list_scrollbar(f: &mut Frame, area: Rect, len: usize, rows: usize, offset: usize) {
+    if len <= rows || rows == 0 {
+        return;
+    }
+    let mut state = ScrollbarState::new(len - rows).position(offset);
+    let bar = Scrollbar::new(ScrollbarOrientation::VerticalRight).begin_symbol(None).end_symbol(None);
+    f.render_stateful_widget(bar, area.inner(Margin { horizontal: 0, vertical: 1 }), &mut state);
 }
 
 /// A line cut to `width` columns, ending in `…` when something was cut.
