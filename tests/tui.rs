@@ -12,6 +12,7 @@ use falat::diagnosis::{Origin, Role};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::judge::{Context, Judge, Judged, Question};
 use falat::methods::Method;
+use falat::tui::action::Action;
 use falat::tui::app::{Level, Mode, Pane, View};
 use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
 use falat::tui::{self, App, TuiOptions, store};
@@ -1509,6 +1510,60 @@ fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
     let term = draw(&app, 80, 24);
     assert_eq!(right_border(&term, phases), "│││││");
     assert_eq!(right_border(&term, steps), "██████║║║║║║");
+}
+
+/// The help's rows at `w`×`h`, every one of them, gathered page by page from the positions its
+/// title gives (`lines 19-37 of 73`).
+fn help_rows(app: &mut App, w: u16, h: u16) -> Vec<String> {
+    press_on(app, "?", w, h);
+    let re = regex::Regex::new(r"lines (\d+)-(\d+) of (\d+)").expect("re");
+    let mut rows: Vec<Option<String>> = Vec::new();
+    loop {
+        let screen = rows_of(&draw(app, w, h));
+        let top = screen.iter().position(|r| r.contains("┌ Help ")).expect("the help box");
+        let c = re.captures(&screen[top]).expect("the help says which lines it shows");
+        let [from, to, n] = [1, 2, 3].map(|i| c[i].parse::<usize>().expect("a number"));
+        rows.resize(n, None);
+        for (i, r) in screen[top + 1..=top + 1 + to - from].iter().enumerate() {
+            rows[from - 1 + i] = Some(r.clone());
+        }
+        if to == n {
+            break;
+        }
+        press_on(app, "<pgdn>", w, h);
+    }
+    press_on(app, "<esc>", w, h);
+    rows.into_iter().map(|r| r.expect("scrolling shows every line")).collect()
+}
+
+#[test]
+fn at_80_by_24_every_help_entry_is_whole() {
+    let f = Fixture::new(HAND);
+    for (w, h) in [(80, 24), (60, 15)] {
+        let mut app = f.open();
+        let rows = help_rows(&mut app, w, h);
+        for r in &rows {
+            let inner = r.trim_matches('│').trim_end();
+            assert!(!inner.ends_with('…'), "{w}x{h}: a help line is cut: {r:?}");
+        }
+        // Read as text, wrapped lines joined again, the help holds every key and description whole.
+        let text = rows.iter().map(|r| r.trim_matches('│').trim()).collect::<Vec<_>>().join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for a in Action::ALL {
+            let keys = app.keymap.all_keys(a);
+            assert!(text.contains(&format!("{keys} {}", a.describe())), "{w}x{h}: {keys} {}", a.describe());
+        }
+        for term in [
+            "reuses values a later step reuses a value of the earlier one (semantic edge)",
+            "runs the code: set by the framework (protocol edge)",
+            "semantic by how rare the shared values are",
+        ] {
+            assert!(text.contains(term), "{w}x{h}: {term} in {text}");
+        }
+        if w == 80 {
+            insta::assert_snapshot!("hand-crafted-1-help-80x24-whole", rows.join("\n"));
+        }
+    }
 }
 
 // ----- a trace in a folder that cannot be written -----
