@@ -12,6 +12,7 @@ use falat::diagnosis::{Origin, Role};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::judge::{Context, Judge, Judged, Question};
 use falat::methods::Method;
+use falat::tui::action::Action;
 use falat::tui::app::{Level, Mode, Pane, View};
 use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
 use falat::tui::{self, App, TuiOptions, store};
@@ -91,13 +92,18 @@ fn key_event(code: KeyCode) -> KeyEvent {
 /// Presses keys given as text (`<enter>`, `<esc>`, `<tab>` for named keys) and carries out the
 /// effects synchronously; returns what was copied.
 fn press(app: &mut App, keys: &str) -> Vec<String> {
+    press_on(app, keys, 120, 40)
+}
+
+/// [`press`] on a terminal `w`×`h`.
+fn press_on(app: &mut App, keys: &str, w: u16, h: u16) -> Vec<String> {
     let mut copied = Vec::new();
     for code in parse_keys(keys) {
         let effects = app.on_key(key_event(code));
         tui::drive(app, effects, &mut copied);
         // Like the event loop: each frame is prepared for the screen, then drawn.
-        app.prepare(Rect::new(0, 0, 120, 40));
-        draw(app, 120, 40);
+        app.prepare(Rect::new(0, 0, w, h));
+        draw(app, w, h);
     }
     copied
 }
@@ -1431,6 +1437,133 @@ fn wrapped_lines_keep_their_indent_and_agent_names_use_the_width() {
     let wide = draw(&app, 160, 40).backend().to_string();
     assert!(wide.contains(" 2 BusinessLogic_Expert    "), "{wide}");
     assert!(wide.contains(" 4 DataVerification_Expert "), "{wide}");
+}
+
+/// The rows of a drawn screen as plain text, cell by cell.
+fn rows_of(term: &Terminal<TestBackend>) -> Vec<String> {
+    let buf = term.backend().buffer();
+    (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()).collect()
+}
+
+/// The symbols over the right border of a pane, between its corners.
+fn right_border(term: &Terminal<TestBackend>, pane: Rect) -> String {
+    let buf = term.backend().buffer();
+    (pane.y + 1..pane.bottom() - 1).map(|y| buf[(pane.right() - 1, y)].symbol()).collect()
+}
+
+#[test]
+fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let d = app.results.diagnosis.clone().expect("the pipeline ran");
+    let term = draw(&app, 80, 24);
+    let rows = rows_of(&term);
+    let steps = app.screen.panes[1];
+    // Every step of the shown phase that has a role carries its tag whole; the decision after
+    // it is what is cut, and the agent name stays whole when it can.
+    let range = app.phases()[app.nav.phase].range.clone();
+    let tagged: Vec<(usize, Role)> = d.roles.iter().copied().filter(|(s, _)| range.contains(s)).collect();
+    assert_eq!(tagged, [(46, Role::RootCause), (48, Role::Symptom)]);
+    for (s, role) in tagged {
+        let tag = match role {
+            Role::RootCause => "ROOT",
+            Role::Propagation => "PROP",
+            Role::Symptom => "SYMP",
+            Role::Contributing => "CONT",
+        };
+        let row = rows[steps.y as usize + 1..steps.bottom() as usize - 1]
+            .iter()
+            .map(|r| r.chars().take(steps.width as usize).collect::<String>())
+            .find(|r| r.contains(&format!(" {s} ")))
+            .expect("the step's row");
+        assert!(row.contains(&format!(" {tag} ")), "{tag} in {row:?}");
+        assert!(row.ends_with("…│"), "the decision is cut, not the tag: {row:?}");
+    }
+    assert!(rows.iter().any(|r| r.contains(" 46 Orchestrator ROOT ")), "{rows:#?}");
+    insta::assert_snapshot!("hand-crafted-47-80x24-after-run", term.backend().to_string());
+}
+
+#[test]
+fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
+    // Hand-crafted 47 has nine phases, more than the five rows of the phases pane at 80×24.
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let phases = app.screen.panes[0];
+    assert_eq!((app.phases().len(), app.screen.phase_rows), (9, 5));
+    // The thumb at the top, then the track.
+    assert_eq!(right_border(&draw(&app, 80, 24), phases), "███║║");
+    // At the last phase, the list has scrolled and the thumb is at the bottom.
+    press_on(&mut app, "<esc>G", 80, 24);
+    assert_eq!((app.nav.focus, app.nav.phase), (Pane::Phases, 8));
+    let term = draw(&app, 80, 24);
+    assert_eq!(right_border(&term, phases), "║║███");
+    assert!(rows_of(&term)[phases.bottom() as usize - 2].contains(" 8 61-66 "));
+    // Hand-crafted 1: three phases fit and keep a plain border; the 26 steps of phase 2 do not
+    // fit in 12 rows, and the thumb of the steps list is at the top.
+    let g = Fixture::new(HAND);
+    let mut app = g.open();
+    press_on(&mut app, "a", 80, 24);
+    let [phases, steps, _, _] = app.screen.panes;
+    assert_eq!((app.phases().len(), app.phases()[2].range.len(), app.screen.step_rows), (3, 26, 12));
+    let term = draw(&app, 80, 24);
+    assert_eq!(right_border(&term, phases), "│││││");
+    assert_eq!(right_border(&term, steps), "██████║║║║║║");
+}
+
+/// The help's rows at `w`×`h`, every one of them, gathered page by page from the positions its
+/// title gives (`lines 19-37 of 73`).
+fn help_rows(app: &mut App, w: u16, h: u16) -> Vec<String> {
+    press_on(app, "?", w, h);
+    let re = regex::Regex::new(r"lines (\d+)-(\d+) of (\d+)").expect("re");
+    let mut rows: Vec<Option<String>> = Vec::new();
+    loop {
+        let screen = rows_of(&draw(app, w, h));
+        let top = screen.iter().position(|r| r.contains("┌ Help ")).expect("the help box");
+        let c = re.captures(&screen[top]).expect("the help says which lines it shows");
+        let [from, to, n] = [1, 2, 3].map(|i| c[i].parse::<usize>().expect("a number"));
+        rows.resize(n, None);
+        for (i, r) in screen[top + 1..=top + 1 + to - from].iter().enumerate() {
+            rows[from - 1 + i] = Some(r.clone());
+        }
+        if to == n {
+            break;
+        }
+        press_on(app, "<pgdn>", w, h);
+    }
+    press_on(app, "<esc>", w, h);
+    rows.into_iter().map(|r| r.expect("scrolling shows every line")).collect()
+}
+
+#[test]
+fn at_80_by_24_every_help_entry_is_whole() {
+    let f = Fixture::new(HAND);
+    for (w, h) in [(80, 24), (60, 15)] {
+        let mut app = f.open();
+        let rows = help_rows(&mut app, w, h);
+        for r in &rows {
+            let inner = r.trim_matches('│').trim_end();
+            assert!(!inner.ends_with('…'), "{w}x{h}: a help line is cut: {r:?}");
+        }
+        // Read as text, wrapped lines joined again, the help holds every key and description whole.
+        let text = rows.iter().map(|r| r.trim_matches('│').trim()).collect::<Vec<_>>().join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for a in Action::ALL {
+            let keys = app.keymap.all_keys(a);
+            assert!(text.contains(&format!("{keys} {}", a.describe())), "{w}x{h}: {keys} {}", a.describe());
+        }
+        for term in [
+            "reuses values a later step reuses a value of the earlier one (semantic edge)",
+            "runs the code: set by the framework (protocol edge)",
+            "semantic by how rare the shared values are",
+        ] {
+            assert!(text.contains(term), "{w}x{h}: {term} in {text}");
+        }
+        if w == 80 {
+            insta::assert_snapshot!("hand-crafted-1-help-80x24-whole", rows.join("\n"));
+        }
+    }
 }
 
 // ----- a trace in a folder that cannot be written -----

@@ -515,7 +515,7 @@ impl App {
         let height = (self.screen.help_rows as usize).max(1);
         let len = match self.mode {
             Mode::Messages => super::ui::message_lines(self, self.screen.area.width).len(),
-            _ => super::ui::help_lines(self).len(),
+            _ => super::ui::help_lines(self, self.screen.area.width).len(),
         };
         let max = len.saturating_sub(height);
         let page = height.saturating_sub(1).max(1);

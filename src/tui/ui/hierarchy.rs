@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
 
-use super::{col, fit, pane, selected, visible_offset};
+use super::{col, fit, list_scrollbar, pane, selected, visible_offset};
 use crate::diagnosis::{Role, Transition};
 use crate::graph::{DepEdge, EdgeKind};
 use crate::hierarchy::Origin;
@@ -89,6 +89,7 @@ fn render_phases(app: &App, f: &mut Frame, area: Rect) {
         })
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+    list_scrollbar(f, area, phases.len(), h, off);
 }
 
 fn row(app: &App, line: Line<'static>, is_sel: bool, focused: bool, width: u16) -> Line<'static> {
@@ -120,10 +121,13 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
         .map(|s| row(app, fit(step_row(app, s, &cols), inner.width), s == app.nav.step, focused, inner.width))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+    list_scrollbar(f, area, range.len(), h, off);
 }
 
-/// The columns of a step row at a width: a column that does not fit is left out and its room
-/// goes to the decision text; the agent column is as wide as the longest agent name allows.
+/// The columns of a step row at a width. The role tag (ROOT, PROP, SYMP) is kept at every width
+/// once a run found roles; the kind column is left out of narrow rows; the agent column is as
+/// wide as the longest agent name allows; the decision text takes the rest, at least a quarter of
+/// the row, and is what gets cut.
 struct StepColumns {
     digits: usize,
     agent: usize,
@@ -136,12 +140,12 @@ impl StepColumns {
         let width = width as usize;
         let digits = app.total_steps().saturating_sub(1).to_string().len();
         let longest = app.traj.agents.iter().map(|a| clean(&a.name).chars().count()).max().unwrap_or(5).max(5);
-        // Markers and number; the decision keeps at least a third of the row.
+        // Markers and number; the decision keeps at least a quarter of the row.
         let fixed = 2 + digits + 2;
         let kind = width >= 70;
-        let role = app.results.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty()) && width >= 50;
+        let role = app.results.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty());
         let extra = if kind { 8 } else { 0 } + if role { 5 } else { 0 };
-        let room = width.saturating_sub(fixed + extra + width / 3);
+        let room = width.saturating_sub(fixed + extra + width / 4);
         StepColumns { digits, agent: (longest + 1).min(room.max(6)), kind, role }
     }
 }

@@ -8,10 +8,10 @@ mod views;
 pub(crate) use views::prose_links;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState, Wrap};
 
 use super::action::{Action, Group};
 use super::app::{App, Level, Mode, Screen, View, clean};
@@ -55,7 +55,7 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     s.list_rows = rows(s.view_list);
     let overlay = match app.mode {
         Mode::Messages => message_lines(app, area.width).len(),
-        _ => help_lines(app).len(),
+        _ => help_lines(app, area.width).len(),
     };
     s.help_rows = (overlay as u16 + 2).min(body.height).saturating_sub(2);
     s
@@ -403,19 +403,17 @@ fn input_line(app: &App, prompt: &str, text: &str, what: &str) -> Line<'static> 
     ])
 }
 
-/// The lines of the help overlay, generated from the key map: every action by group, then the
-/// legend of the markers and of the paper's terms behind the plain labels.
-pub(crate) fn help_lines(app: &App) -> Vec<Line<'static>> {
+/// The lines of the help overlay for a terminal `width` columns wide, generated from the key map:
+/// every action by group, then the legend of the markers and of the paper's terms behind the
+/// plain labels. Nothing is cut: a text too long for the overlay wraps under its own column, and
+/// keys too long for theirs take a line of their own above their text.
+pub(crate) fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
     let mut lines = Vec::new();
     for g in [Group::Navigate, Group::Views, Group::Pipeline, Group::Overrides, Group::General] {
         lines.push(Line::styled(g.title().to_string(), t.title_focus));
         for a in Action::ALL.into_iter().filter(|a| a.group() == g) {
-            let keys = text::clip(&app.keymap.all_keys(a), 18);
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {keys:<19}"), t.key),
-                Span::styled(a.describe().to_string(), t.text),
-            ]));
+            lines.extend(help_entry(app, &app.keymap.all_keys(a), a.describe()));
         }
         lines.push(Line::raw(""));
     }
@@ -427,13 +425,13 @@ pub(crate) fn help_lines(app: &App) -> Vec<Line<'static>> {
         ("★ + ✗", "pinned / marked / excluded by you"),
         ("✓ ≈ ✗", "methods: same step / same agent / neither"),
     ] {
-        lines.push(term_line(app, mark, what));
+        lines.extend(help_entry(app, mark, what));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("dependencies (paper terms in brackets)", t.title_focus));
     for (label, what) in [
         ("reuses values", "a later step reuses a value of the earlier one (semantic edge)"),
-        ("tool result…", "tool result, delegation, parent, runs the code: set by the framework (protocol edge)"),
+        ("tool result etc.", "tool result, delegation, parent, runs the code: set by the framework (protocol edge)"),
         ("strength", "0-1: protocol 1; semantic by how rare the shared values are"),
         ("follows it", "the later step adopts its output (follow_up)"),
         ("repeats it", "repeats it without new evidence (redundancy)"),
@@ -442,23 +440,38 @@ pub(crate) fn help_lines(app: &App) -> Vec<Line<'static>> {
         ("corrects it", "repairs the deviation (correction)"),
         ("dead end", "its output is never used again (dead_end)"),
     ] {
-        lines.push(term_line(app, label, what));
+        lines.extend(help_entry(app, label, what));
     }
-    lines
+    wrap_hanging(lines, help_width(width).saturating_sub(2))
 }
 
-fn term_line(app: &App, term: &str, what: &str) -> Line<'static> {
-    Line::from(vec![
-        Span::styled(format!("  {term:<19}"), app.theme.key),
-        Span::styled(what.to_string(), app.theme.text),
-    ])
+/// The width of the help's key column, its two leading spaces included.
+const HELP_KEYS: usize = 21;
+
+/// One entry of the help: the keys (or the term) in their column, then what they do; keys wider
+/// than the column go on a line of their own, the text on the next one under its column.
+fn help_entry(app: &App, keys: &str, what: &str) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let text = Span::styled(what.to_string(), t.text);
+    if keys.chars().count() < HELP_KEYS - 2 {
+        return vec![Line::from(vec![Span::styled(format!("  {keys:<w$}", w = HELP_KEYS - 2), t.key), text])];
+    }
+    vec![
+        Line::from(vec![Span::styled(format!("  {keys}"), t.key)]),
+        Line::from(vec![Span::raw(" ".repeat(HELP_KEYS)), text]),
+    ]
+}
+
+/// The help overlay's width on a terminal `width` columns wide.
+fn help_width(width: u16) -> u16 {
+    100.min(width)
 }
 
 /// The help overlay: one scrollable column of [`help_lines`], centred over the body.
 fn render_help(app: &App, f: &mut Frame, body: Rect) {
     let t = &app.theme;
-    let lines = help_lines(app);
-    let width = 100.min(body.width);
+    let lines = help_lines(app, body.width);
+    let width = help_width(body.width);
     let height = (lines.len() as u16 + 2).min(body.height);
     let area = Rect { x: body.x + (body.width - width) / 2, y: body.y + (body.height - height) / 2, width, height };
     f.render_widget(Clear, area);
@@ -568,6 +581,19 @@ fn pane<'a>(app: &App, title: &'a str, focused: bool, right: &[String], width: u
         b = b.title_top(Line::styled(format!(" {info} "), t.dim).right_aligned());
     }
     b
+}
+
+/// The hint that a list scrolls: when its `len` rows do not fit in the `rows` of the bordered
+/// pane `area`, a scrollbar (drawn like the evidence pane's) over the pane's right border shows
+/// where the rows from `offset` sit in the list. Drawn over the border, it takes no column from
+/// the rows.
+fn list_scrollbar(f: &mut Frame, area: Rect, len: usize, rows: usize, offset: usize) {
+    if len <= rows || rows == 0 {
+        return;
+    }
+    let mut state = ScrollbarState::new(len - rows).position(offset);
+    let bar = Scrollbar::new(ScrollbarOrientation::VerticalRight).begin_symbol(None).end_symbol(None);
+    f.render_stateful_widget(bar, area.inner(Margin { horizontal: 0, vertical: 1 }), &mut state);
 }
 
 /// A line cut to `width` columns, ending in `…` when something was cut.
