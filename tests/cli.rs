@@ -538,6 +538,14 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
         })
         .collect();
     assert!(golds.contains(&("task-41-trial-41".to_string(), Some(16))), "{golds:?}");
+    // A label whose agent is not the one at its step is kept, and said.
+    let out = falat().args(["inspect", "data/agentrx-tau/tau_dataset_failed.json", "--labels", rx]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("the label of task-80-trial-80 names agent Assistant at step 25, which user took; kept as given"),
+        "{err}"
+    );
 
     // A label file that names none of the trace's runs says so, with the ids it has.
     let other = dir.path().join("other.jsonl");

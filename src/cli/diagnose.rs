@@ -191,7 +191,15 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> 
     // (0666 less the umask), not with the temporary file's owner-only mode.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| {
+        // The error names the random temporary file, which the user never asked for: keep its
+        // cause alone.
+        let cause = e
+            .get_ref()
+            .and_then(|inner| std::error::Error::source(inner))
+            .map_or_else(|| e.kind().to_string(), ToString::to_string);
+        anyhow::anyhow!("cannot write in {}: {cause}", dir.display())
+    })?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     // The persist error's text repeats its IO error's: keep the IO error alone.

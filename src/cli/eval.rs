@@ -123,8 +123,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         return dry_run(args, &bench, &rows, &opts, out);
     }
     let gt = !args.no_ground_truth;
-    let mut tune_note =
-        "tune rows: the shipped ranker and the offline signals were fitted or tuned on the bundled tune part";
+    let mut tune_note = "tune rows: runs in the tune part of the fixed split (for the bundled data, the shipped ranker and the offline signals were fitted or tuned on them)";
     let judges = match args.folds {
         Some(k) => {
             anyhow::ensure!(k >= 2, "--folds needs at least 2 folds, got {k}");
@@ -188,7 +187,11 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         if gt { "used" } else { "not used" },
         judges.name()
     )?;
-    writeln!(out, "{tune_note}")?;
+    // The note is about the tune rows: a set without any (one's own few runs, all in the report
+    // part) has nothing for it to explain.
+    if bench.cases.len() > report {
+        writeln!(out, "{tune_note}")?;
+    }
     out.write_all(eval::render_table(&summaries).as_bytes())?;
     out.write_all(eval::TABLE_LEGEND.as_bytes())?;
     for v in &rows {

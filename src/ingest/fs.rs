@@ -169,6 +169,22 @@ pub fn apply_label_files(
         for d in super::labels::apply(&set, trajectories) {
             notes.push(format!("{}: {}", f.display(), d.message));
         }
+        // A label whose agent is not the one recorded at its step is kept as given (the
+        // annotator may blame the agent behind a step), but a person comparing should know.
+        for t in trajectories.iter().filter(|t| set.labels.iter().any(|l| super::labels::names(&l.trajectory, t))) {
+            let Some(g) = &t.gold else { continue };
+            let Some(step) = g.step.and_then(|s| t.steps.get(s)) else { continue };
+            if !g.agent.trim().eq_ignore_ascii_case(step.agent.trim()) {
+                notes.push(format!(
+                    "{}: the label of {} names agent {} at step {}, which {} took; kept as given",
+                    f.display(),
+                    crate::text::sanitize(&t.id),
+                    crate::text::sanitize(&g.agent),
+                    step.index,
+                    crate::text::sanitize(&step.agent)
+                ));
+            }
+        }
         let named = set.labels.iter().any(|l| trajectories.iter().any(|t| super::labels::names(&l.trajectory, t)));
         if !named && !set.labels.is_empty() {
             let ids: Vec<String> = trajectories.iter().take(5).map(|t| crate::text::sanitize(&t.id)).collect();

@@ -222,7 +222,15 @@ pub fn apply(set: &LabelSet, trajectories: &mut [Trajectory]) -> Vec<Diagnostic>
         if step.is_none() {
             out.push(Diagnostic {
                 line: None,
-                message: format!("label for {}: {:?} is outside its {} steps; ignored", t.id, l.step, t.steps.len()),
+                message: format!(
+                    "label for {}: {} is outside its {} steps; ignored",
+                    crate::text::sanitize(&t.id),
+                    match l.step {
+                        LabelStep::Step(s) => format!("step {s}"),
+                        LabelStep::Message(n) => format!("message {n}"),
+                    },
+                    t.steps.len()
+                ),
             });
             continue;
         }
