@@ -372,11 +372,25 @@ impl App {
         inc.chain(out.into_iter().map(|(s, e)| (false, s, e))).collect()
     }
 
-    /// A dependency path from the selected step to the final output (the last step), both
+    /// The step that gives the final output, as the analysis reads it
+    /// ([`crate::judge::signals::final_step`]: the last substantive step, not a closing
+    /// "terminate" or a tool output). While a long trace's substrate covers only its first
+    /// steps, the last step. `None` for an empty trajectory.
+    pub fn final_step(&self) -> Option<usize> {
+        let last = self.n_steps().checked_sub(1)?;
+        let sub = &self.results.substrate;
+        if sub.hierarchy.steps.len() != self.n_steps() {
+            return Some(last);
+        }
+        let ctx = crate::judge::Context::of(&self.traj, sub, false);
+        crate::judge::signals::final_step(&ctx).or(Some(last))
+    }
+
+    /// A dependency path from the selected step to the final output ([`App::final_step`]), both
     /// included; `None` when its effect does not reach it.
     pub fn path_to_output(&self) -> Option<Vec<usize>> {
-        let last = self.n_steps().checked_sub(1)?;
-        self.graph().path(self.nav.step, last)
+        let end = self.final_step()?;
+        self.graph().path(self.nav.step, end)
     }
 
     /// The rows of the roles view: every step in the re-search window around the decisive step

@@ -402,9 +402,12 @@ fn edge_row(app: &App, cols: &EdgeColumns, incoming: bool, other: usize, e: &Dep
 /// The path from the selected step to the final output, or why there is none.
 fn path_line(app: &App) -> Line<'static> {
     let t = &app.theme;
-    let last = app.n_steps().saturating_sub(1);
+    let last = app.final_step().unwrap_or(0);
     if app.nav.step == last {
-        return Line::styled("this is the final step: it gives the output", t.dim);
+        return Line::styled("this step gives the final output", t.dim);
+    }
+    if app.nav.step > last {
+        return Line::styled(format!("after the final output (step {last})"), t.dim);
     }
     match app.path_to_output() {
         Some(p) => {
