@@ -699,6 +699,10 @@ pub struct Diagnosis {
     pub cost: Vec<StageCost>,
     /// Problems a person should know of (judge fallbacks, missing output).
     pub warnings: Vec<String>,
+    /// Set when the method's own rule named no step and its fallback named the decisive step
+    /// (FALAT: no candidate passed verification; step-by-step: the judge called no step
+    /// decisive): why, in a sentence. Reports then give this, not the rule, as the reason.
+    pub fallback: Option<String>,
     /// Whether `o*` was used.
     pub used_ground_truth: bool,
     /// The user's overrides, when any were applied.

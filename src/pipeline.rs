@@ -626,6 +626,10 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
                 } else {
                     ""
                 };
+                d.fallback = Some(format!(
+                    "no candidate passed both verification criteria; step {step} is named by the {} fallback",
+                    rule.as_str()
+                ));
                 d.warnings.push(format!(
                     "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback{note}",
                     rule.as_str()

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Detail, Diagnosis, Role};
+use crate::diagnosis::{Candidate, Detail, Diagnosis, Method, Role};
 use crate::model::Trajectory;
 use crate::text;
 
@@ -92,6 +92,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         },
         "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
+        "fallback": d.fallback,
         "details": d.details.iter().map(detail_json).collect::<Vec<_>>(),
         "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
     })
@@ -249,7 +250,10 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
         t.steps.len(),
         cell(&t.agent_names().join(", "))
     ));
-    out.push_str(&format!("- ground truth used: {}\n\n", if d.used_ground_truth { "yes" } else { "no" }));
+    out.push_str(&format!(
+        "- ground truth (the expected output) used: {}\n\n",
+        if d.used_ground_truth { "yes" } else { "no" }
+    ));
     out.push_str("## Task\n\n");
     out.push_str(&quote(&t.task));
     if let Some(e) = &t.expected_output {
@@ -321,24 +325,30 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     }
     out.push_str("\n## Ranked steps\n\n");
     if let Some(s) = d.decisive_step {
+        // FALAT caps a step no candidate verification passed; the other methods have no such cap.
+        let cap = if d.method == Method::Falat { ", at most 0.20 when no candidate passed verification" } else { "" };
         out.push_str(&format!(
             "Step {s}, the step named, comes first; the others follow by `P`, the ranker's probability that \
              the step is the decisive one. The confidence ({:.2}) is the chance that step {s} is right: its \
-             `P` calibrated on the methods' past decisions, at most 0.20 when no candidate passed \
-             verification.\n\n",
+             `P` calibrated on the methods' past decisions{cap}.\n\n",
             d.confidence
         ));
     }
     if let (Some(s), Some(b)) = (d.decisive_step, d.more_probable_step()) {
         out.push_str(&format!(
-            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names step {s} because it is \
-             {}, not because it ranks first by `P`: read both.\n\n",
+            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names {}, not the step that \
+             ranks first by `P`: read both.\n\n",
             b.step,
             cell(&b.agent),
             b.probability,
             d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability),
             d.method.title(),
-            d.method.decision_rule()
+            match &d.fallback {
+                // The method's rule named nothing and a fallback did (FALAT's unverified step,
+                // step-by-step's least certain "no"): say that, not the rule.
+                Some(f) => format!("step {s} by its fallback ({})", text::sanitize(f)),
+                None => format!("step {s} because it is {}", d.method.decision_rule()),
+            }
         ));
     }
     if d.low_confidence() {
@@ -415,18 +425,19 @@ fn path_and_cost(out: &mut String, d: &Diagnosis) {
         )),
         ([], Some(s)) => {
             out.push_str(&format!(
-                "\n## Dependency path to the final output\n\nNone: no value of step {s} reaches the final output along a \
-                 dependency edge."
+                "\n## Dependency path to the final output\n\nNone: the dependency graph has no path from step {s} to \
+                 the final output's step."
             ));
-            // A step can still suffice without passing values on: by steering the run (a plan, a
-            // delegation, an early answer). Say so, or the two sections read as a contradiction.
-            let steers = d
+            // A step can still suffice without such a path: it steers the run (a plan, a
+            // delegation, an early answer), or a later step that depends on it brings the wrong
+            // value. Quote the check, or the two sections read as a contradiction.
+            let check = d
                 .candidate(s)
                 .and_then(|c| c.verification.as_ref())
                 .filter(|v| v.sufficiency.passed)
                 .map(|v| text::sanitize(&v.sufficiency.evidence));
-            match steers {
-                Some(e) => out.push_str(&format!(" Its sufficiency rests on something else: {e}.\n")),
+            match check {
+                Some(e) => out.push_str(&format!(" Its sufficiency check passed on other evidence: {e}.\n")),
                 None => out.push('\n'),
             }
         }

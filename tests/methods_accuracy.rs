@@ -85,7 +85,10 @@ fn falat() {
     // Then, with whole-word value matching, the policy and task statement never decisive and the
     // best-ranked step instead of a fixed fallback: +1 agent, +2 step, +2 ±1, +1 ±3 hits on
     // algorithm-generated runs; +1 agent, +1 step, +1 ±1 on hand-crafted runs.
-    check(Method::Falat, [h(76, 50, 37, 46, 60), h(35, 17, 7, 10, 12)]);
+    // Hand-crafted 7 -> 6 step hits once a step where the output's wrong value first appears is
+    // not pruned as a dead end (Hand-Crafted/24 had been right through the fallback); the agent
+    // floor is raised to the 20 hits measured.
+    check(Method::Falat, [h(76, 50, 37, 46, 60), h(35, 20, 6, 10, 12)]);
 }
 
 #[test]

@@ -106,7 +106,9 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
             ("Algorithm-Generated", "report", [23, 12, 10, 13, 14, 20]),
             // One hand-crafted agent hit fewer than before sufficiency moved to 70 %.
             ("Hand-Crafted", "report", [10, 4, 2, 2, 5, 6]),
-            ("agentrx-tau", "report", [3, 1, 0, 1, 0, 1]),
+            // One step and one ±1 hit more since a step where the output's wrong value first
+            // appears is not pruned as a dead end (the run's last step is the user's goodbye).
+            ("agentrx-tau", "report", [3, 1, 1, 2, 1, 1]),
         ],
     );
     check(
@@ -189,6 +191,7 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     // Measured 0.080 (0.073 before the blocking_change signal and the worked-out sums moved a
     // few runs' probabilities) with the map fitted on the methods' own out-of-fold decisions
     // (0.11 with the map of the ranker's best steps, 0.12 before any map); the goal is 0.10
-    // (docs/RANKER.md).
-    assert!(ece <= 0.085, "cross-validated ECE {ece}");
+    // (docs/RANKER.md). 0.088 once the offline judge stopped pruning a step where the output's
+    // wrong value first appears as a dead end (its decisions are among those the map is fitted on).
+    assert!(ece <= 0.09, "cross-validated ECE {ece}");
 }

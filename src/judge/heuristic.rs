@@ -83,10 +83,19 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         // The pipeline asks about the final step for a candidate whose output no step uses:
         // a dead end, unless the candidate steers the run (a deviation from π, a delegation, a
         // premature answer) and so reaches the output without passing values.
+        // A step where the output's wrong value first appears reaches the output by that value,
+        // whether or not the graph records the edge (the final step may be a closing turn, such as
+        // a simulated user's goodbye, that quotes nothing).
         if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
             let steers = recall(ctx, from).is_some_and(|f| {
                 f.iter().any(|f| {
-                    matches!(f.signal, Signal::PriorDeviation | Signal::WrongDelegation | Signal::PrematureAnswer)
+                    matches!(
+                        f.signal,
+                        Signal::PriorDeviation
+                            | Signal::WrongDelegation
+                            | Signal::PrematureAnswer
+                            | Signal::WrongValueOrigin
+                    )
                 })
             });
             return if steers { Transition::FollowUp } else { Transition::DeadEnd };

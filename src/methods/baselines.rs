@@ -67,11 +67,13 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
     let ctx = context(t, sub, opts);
     let mut session = super::session(judge, opts);
     let walk = session.stage(StageName::StepByStep, |s| walk(s, &ctx));
-    if !walk.said_yes {
-        let step = walk.step;
-        session.warnings.push(format!("the judge called no step decisive; step {step} was its least certain \"no\""));
+    let fallback = (!walk.said_yes)
+        .then(|| format!("the judge called no step decisive; step {} was its least certain \"no\"", walk.step));
+    if let Some(f) = &fallback {
+        session.warnings.push(f.clone());
     }
     let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(walk.step));
+    d.fallback = fallback;
     d.reason = walk.reason;
     d.confidence = walk.confidence;
     d.roles = vec![(walk.step, Role::RootCause)];

@@ -142,7 +142,10 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
         let shown = format!("{} of {} match '{}'", rows.len(), cands.len(), clean(&app.cands.filter));
         vec![format!("{shown} · {sort}"), shown]
     };
-    let block = pane(app, "Candidates", true, &info, list.width);
+    // With overrides the list is the user's decision (a pin wins precedence, a mark is never
+    // pruned); the verdict view keeps the machine's. Say whose it is.
+    let title = if app.user_decision().is_some() { "Candidates with your overrides" } else { "Candidates" };
+    let block = pane(app, title, true, &info, list.width);
     let inner = block.inner(list);
     f.render_widget(block, list);
     let (off, h) = list_rows(app, list, rows.len());
@@ -262,12 +265,18 @@ fn candidate_detail(app: &App, c: &Candidate) -> (Vec<Line<'static>>, Vec<usize>
         )),
     }
     if !l.targets.is_empty() {
-        let hint = format!(
-            "{} selects the {} step references above, {} jumps to one",
-            app.keymap.hint(Action::NextPane),
-            l.targets.len(),
-            app.keymap.hint(Action::Enter)
-        );
+        let hint = match l.targets.len() {
+            1 => format!(
+                "{} selects the step reference above, {} jumps to it",
+                app.keymap.hint(Action::NextPane),
+                app.keymap.hint(Action::Enter)
+            ),
+            n => format!(
+                "{} selects the {n} step references above, {} jumps to one",
+                app.keymap.hint(Action::NextPane),
+                app.keymap.hint(Action::Enter)
+            ),
+        };
         lines.push(Line::styled(hint, t.dim));
     }
     (lines, l.targets)
@@ -497,8 +506,14 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             lines.push(Line::from(vec![
                 Span::styled("  step ", t.dim),
                 l.link(b.step, t.text),
-                Span::styled(format!(" is more probable than {s}; {} names {s} as ", d.method.title()), t.dim),
-                Span::styled(d.method.decision_rule(), t.dim),
+                Span::styled(format!(" is more probable than {s}; {} names {s} ", d.method.title()), t.dim),
+                Span::styled(
+                    match &d.fallback {
+                        Some(_) => "by its fallback (see the warnings)".to_string(),
+                        None => format!("as {}", d.method.decision_rule()),
+                    },
+                    t.dim,
+                ),
             ]));
         }
     }
