@@ -558,3 +558,23 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
     let err = stderr_of(&["inspect", TAU, "--labels", ALGO]);
     assert!(err.contains(ALGO) && err.contains("as labels"), "{err}");
 }
+
+#[test]
+fn eval_over_a_folder_with_a_broken_file_scores_the_rest_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("Algorithm-Generated");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(ALGO, sub.join("30.json")).unwrap();
+    std::fs::write(sub.join("31.json"), "{\"history\": [").unwrap();
+    let out = falat().args(["eval", dir.path().to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.starts_with("1 trajectory (0 tune, 1 report)"), "{table}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("31.json") && err.contains("; skipped"), "{err}");
+    // Unlabelled trajectories are left out without an error status.
+    std::fs::remove_file(sub.join("31.json")).unwrap();
+    std::fs::copy(TAU, sub.join("tau.json")).unwrap();
+    let out = falat().args(["eval", dir.path().to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

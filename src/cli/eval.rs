@@ -207,7 +207,8 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         writeln!(out)?;
         out.write_all(eval::render_per_file(&records).as_bytes())?;
     }
-    Ok(0)
+    // Files that could not be read were named on stderr and left out; the table is of the rest.
+    Ok(if bench.unreadable > 0 { 2 } else { 0 })
 }
 
 /// The labelled cases of the folders (at most `--limit` per subset); what cannot be used is

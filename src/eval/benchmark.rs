@@ -52,6 +52,9 @@ pub struct Benchmark {
     /// file and, where it applies, the line and column), label files that do not parse, labels
     /// that match no step, trajectories without a gold step.
     pub skipped: Vec<String>,
+    /// How many files of `skipped` could not be read or parsed (`falat eval` then exits with 2,
+    /// after its table, as `diagnose` does over several files).
+    pub unreadable: usize,
 }
 
 impl Benchmark {
@@ -74,7 +77,7 @@ impl Benchmark {
                 Case { file, subset: subset_of(&l.file), part, trajectory: l.trajectory }
             })
             .collect();
-        Ok(Benchmark { cases, skipped: set.skipped })
+        Ok(Benchmark { cases, skipped: set.skipped, unreadable: set.unreadable })
     }
 
     /// Keeps the first `n` cases of every subset (in load order), for a quick or cheap run.
@@ -391,7 +394,7 @@ mod tests {
 
     #[test]
     fn limit_keeps_the_first_cases_of_each_subset() {
-        let mut b = Benchmark { cases: cases(), skipped: Vec::new() };
+        let mut b = Benchmark { cases: cases(), skipped: Vec::new(), unreadable: 0 };
         b.limit_per_subset(1);
         let files: Vec<&str> = b.cases.iter().map(|c| c.file.as_str()).collect();
         assert_eq!(files, ["a.json", "b.json"]);

@@ -128,6 +128,9 @@ pub struct LabelledSet {
     pub items: Vec<LabelledFile>,
     /// What was skipped and why.
     pub skipped: Vec<String>,
+    /// How many of `skipped` are files that could not be read or parsed (trace or label files),
+    /// as opposed to trajectories without a label: a caller exits with an error status for them.
+    pub unreadable: usize,
 }
 
 fn parse_labels(p: &Path, text: &str) -> Result<super::labels::LabelSet, LoadError> {
@@ -225,13 +228,19 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
                         let folder = f.parent().map(Path::to_path_buf);
                         sets.push((f, folder, set));
                     }
-                    Err(e) => out.skipped.push(e.to_string()),
+                    Err(e) => {
+                        out.skipped.push(e.to_string());
+                        out.unreadable += 1;
+                    }
                 }
                 continue;
             }
             match load_path(&f, None) {
                 Ok(loaded) => traces.extend(loaded.trajectories.into_iter().map(|t| (f.clone(), t))),
-                Err(e) => out.skipped.push(e.to_string()),
+                Err(e) => {
+                    out.skipped.push(e.to_string());
+                    out.unreadable += 1;
+                }
             }
         }
     }
