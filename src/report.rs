@@ -275,8 +275,13 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
         }
     }
     for detail in &d.details {
+        let lines = detail.lines();
         out.push_str(&format!("\n## {}\n\n", cell(&crate::text::sentence_case(&detail.title()))));
-        for l in &detail.lines() {
+        if lines.is_empty() {
+            // A heading over nothing reads as a missing section.
+            out.push_str("None.\n");
+        }
+        for l in &lines {
             out.push_str(&format!("- {}\n", cell(l)));
         }
     }

@@ -286,6 +286,10 @@ fn a_fallback_is_given_as_the_reason_and_other_methods_do_not_claim_falat_s_cap(
         "{md}"
     );
     assert!(!md.contains("at most 0.20"), "{md}");
+    // A detail section with nothing in it says so instead of leaving a bare heading.
+    let echo = falat::methods::run(falat::diagnosis::Method::Echo, t, &HeuristicJudge, &opts);
+    let md = report::to_markdown(t, &echo);
+    assert!(md.contains("\n## Agent evidence\n\nNone.\n"), "{md}");
 }
 
 /// A step named by the fallback that the re-search's window check passes: the warning says the
