@@ -519,10 +519,21 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
     let labelled = String::from_utf8(out.stdout).unwrap();
     assert!(labelled.contains("\nGold label: step 10 by assistant\n"), "{labelled}");
     assert!(!plain.contains("Gold label"));
-    // The verdict is the same with and without labels: they only show beside it.
+    // The verdict is the same with and without labels: they only show beside it. The whole JSON
+    // report but the label and the timings is equal.
     let verdict = |r: &str| r.lines().find(|l| l.starts_with("**Decisive step")).map(str::to_string);
     assert_eq!(verdict(&plain), verdict(&labelled));
     assert!(verdict(&plain).is_some());
+    let json = |args: &[&str]| {
+        let mut v: Value = serde_json::from_str(&stdout_of(args)).unwrap();
+        let o = v.as_object_mut().unwrap();
+        assert!(o.remove("gold").is_some() && o.remove("cost").is_some());
+        v
+    };
+    assert_eq!(
+        json(&["diagnose", TAU, "--format", "json"]),
+        json(&["diagnose", TAU, "--format", "json", "--labels", l])
+    );
 
     // AgentRx ground truth applies by task id, message numbers mapped to steps.
     let rx = "data/agentrx-tau/tau_ground_truth.json";
@@ -561,7 +572,7 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
 }
 
 #[test]
-fn eval_over_a_folder_whose_runs_are_only_unlabelled_exits_0() {
+fn eval_exits_0_when_the_runs_it_leaves_out_are_only_unlabelled() {
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("Algorithm-Generated");
     std::fs::create_dir(&sub).unwrap();

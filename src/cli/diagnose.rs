@@ -105,7 +105,11 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             tracing::warn!("{}: {d}", path.display());
         }
         for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
-            eprintln!("falat: {note}");
+            // Among several traces, say which one the note is about.
+            match args.traces.len() {
+                1 => eprintln!("falat: {note}"),
+                _ => eprintln!("falat: {}: {note}", crate::text::sanitize(&path.display().to_string())),
+            }
         }
         let opts = method_options(args);
         for t in loaded.trajectories {
@@ -197,7 +201,7 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> 
         let cause = e
             .get_ref()
             .and_then(|inner| std::error::Error::source(inner))
-            .map_or_else(|| e.kind().to_string(), ToString::to_string);
+            .map_or_else(|| e.to_string(), ToString::to_string);
         anyhow::anyhow!("cannot write in {}: {cause}", dir.display())
     })?;
     tmp.write_all(bytes)?;

@@ -107,7 +107,8 @@ pub struct EvalArgs {
     pub judge: super::judge::JudgeArgs,
 }
 
-/// Runs the evaluation and prints the table; returns exit code 0 (1 when nothing was scored).
+/// Runs the evaluation and prints the table; returns exit code 0, 2 when a file could not be read
+/// (the table is of the others), 1 when nothing was scored.
 ///
 /// # Errors
 /// An unreadable folder or output file, bad options, a judge that cannot be set up.

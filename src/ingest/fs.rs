@@ -153,8 +153,8 @@ pub fn read_label_file(path: &Path) -> Result<super::labels::LabelSet, LoadError
 /// show beside a verdict; no method reads them.
 ///
 /// Returns one message per thing worth saying: a record of a label file that was skipped (with
-/// its line), a label whose step lies outside its trajectory, and, when no label names any of the
-/// trajectories, which ids they have.
+/// its line), a label whose step lies outside its trajectory, a label whose agent is not the one
+/// recorded at its step, and, when no label names any of the trajectories, which ids they have.
 ///
 /// # Errors
 /// A label file that cannot be read or parsed ([`read_label_file`]).
@@ -165,24 +165,25 @@ pub fn apply_label_files(
     let mut notes = Vec::new();
     for f in label_files {
         let set = read_label_file(f)?;
+        let file = crate::text::sanitize(&f.display().to_string());
         for d in &set.diagnostics {
             let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
-            notes.push(format!("{}{at}: {}", f.display(), d.message));
+            notes.push(format!("{file}{at}: {}", d.message));
         }
-        for d in super::labels::apply(&set, trajectories) {
-            notes.push(format!("{}: {}", f.display(), d.message));
+        let (diagnostics, applied) = super::labels::apply_each(&set, trajectories);
+        for d in diagnostics {
+            notes.push(format!("{file}: {}", d.message));
         }
         // A label whose agent is not the one recorded at its step is kept as given (the
         // annotator may blame the agent behind a step), but a person comparing should know.
-        for t in trajectories.iter().filter(|t| set.labels.iter().any(|l| super::labels::names(&l.trajectory, t))) {
-            let Some(g) = &t.gold else { continue };
-            let Some(step) = g.step.and_then(|s| t.steps.get(s)) else { continue };
-            if !g.agent.trim().eq_ignore_ascii_case(step.agent.trim()) {
+        for &(ti, li) in &applied {
+            let (t, l) = (&trajectories[ti], &set.labels[li]);
+            let Some(step) = t.gold.as_ref().and_then(|g| g.step).and_then(|s| t.steps.get(s)) else { continue };
+            if !l.agent.trim().is_empty() && !l.agent.trim().eq_ignore_ascii_case(step.agent.trim()) {
                 notes.push(format!(
-                    "{}: the label of {} names agent {} at step {}, which {} took; kept as given",
-                    f.display(),
+                    "{file}: the label of {} names agent {} at step {}, which {} took; kept as given",
                     crate::text::sanitize(&t.id),
-                    crate::text::sanitize(&g.agent),
+                    crate::text::sanitize(&l.agent),
                     step.index,
                     crate::text::sanitize(&step.agent)
                 ));
@@ -194,8 +195,7 @@ pub fn apply_label_files(
             let more =
                 if trajectories.len() > 5 { format!(" and {} more", trajectories.len() - 5) } else { String::new() };
             notes.push(format!(
-                "{}: none of its {} labels names a trajectory of this trace (its ids: {}{more})",
-                f.display(),
+                "{file}: none of its {} labels names a trajectory of this trace (its ids: {}{more})",
                 set.labels.len(),
                 ids.join(", ")
             ));

@@ -212,9 +212,16 @@ pub fn names(label: &str, t: &Trajectory) -> bool {
 /// Gives each trajectory the label that names it (a label found in the trace is replaced).
 /// Returns diagnostics for labels whose step lies outside their trajectory.
 pub fn apply(set: &LabelSet, trajectories: &mut [Trajectory]) -> Vec<Diagnostic> {
+    apply_each(set, trajectories).0
+}
+
+/// [`apply`], also returning which label was given to which trajectory: `(trajectory index,
+/// label index)` pairs, in trajectory order.
+pub fn apply_each(set: &LabelSet, trajectories: &mut [Trajectory]) -> (Vec<Diagnostic>, Vec<(usize, usize)>) {
     let mut out = Vec::new();
-    for t in trajectories.iter_mut() {
-        let Some(l) = set.labels.iter().find(|l| names(&l.trajectory, t)) else { continue };
+    let mut applied = Vec::new();
+    for (ti, t) in trajectories.iter_mut().enumerate() {
+        let Some((li, l)) = set.labels.iter().enumerate().find(|(_, l)| names(&l.trajectory, t)) else { continue };
         let step = match l.step {
             LabelStep::Step(s) => (s < t.steps.len()).then_some(s),
             LabelStep::Message(n) => message_step(t, n),
@@ -222,22 +229,25 @@ pub fn apply(set: &LabelSet, trajectories: &mut [Trajectory]) -> Vec<Diagnostic>
         if step.is_none() {
             out.push(Diagnostic {
                 line: None,
-                message: format!(
-                    "label for {}: {} is outside its {} steps; ignored",
-                    crate::text::sanitize(&t.id),
-                    match l.step {
-                        LabelStep::Step(s) => format!("step {s}"),
-                        LabelStep::Message(n) => format!("message {n}"),
-                    },
-                    t.steps.len()
-                ),
+                message: match l.step {
+                    LabelStep::Step(s) => format!(
+                        "label for {}: step {s} is outside its {} steps; ignored",
+                        crate::text::sanitize(&t.id),
+                        t.steps.len()
+                    ),
+                    LabelStep::Message(n) => format!(
+                        "label for {}: message {n} is past its last message; ignored",
+                        crate::text::sanitize(&t.id)
+                    ),
+                },
             });
             continue;
         }
         t.gold =
             Some(GoldLabel { agent: l.agent.clone(), step, reason: l.reason.clone(), category: l.category.clone() });
+        applied.push((ti, li));
     }
-    out
+    (out, applied)
 }
 
 #[cfg(test)]
