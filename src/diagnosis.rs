@@ -621,7 +621,7 @@ impl Method {
             Method::AllAtOnce => "All-at-once",
             Method::StepByStep => "Step-by-step",
             Method::BinarySearch => "Binary search",
-            Method::Random => "The random baseline",
+            Method::Random => "Random",
         }
     }
 
@@ -630,7 +630,10 @@ impl Method {
     /// methods.
     pub fn decision_rule(self) -> &'static str {
         match self {
-            Method::Falat => "the earliest candidate that passes verification (temporal precedence)",
+            Method::Falat => {
+                "the earliest candidate that passes verification (temporal precedence), unless the local \
+                 re-search moved the decision within its window"
+            }
             Method::Echo => "the step its analysts' weighted vote settles on",
             Method::Defa => "where the failure propagation graph's adjudication puts the error's origin",
             Method::AllAtOnce => "the step the single question over the whole log names",
@@ -736,11 +739,11 @@ impl Diagnosis {
         self.ranking.iter().position(|r| r.step == step).map(|p| p + 1)
     }
 
-    /// The most probable step of the ranking when it is not the decisive step and is more probable
-    /// than it (by at least 0.005, so rounding to two decimals shows the gap); `None` otherwise.
-    /// Reports then say that the method's rule ([`Method::decision_rule`]), not the ranking, named
-    /// the decisive step.
-    pub fn more_probable_step(&self) -> Option<&RankedStep> {
+    /// The most probable step of the ranking, with the decisive step's own probability, when it is
+    /// not the decisive step and is more probable than it as reports print them (two decimals, so
+    /// the gap always shows); `None` otherwise. Reports then say that the method's rule
+    /// ([`Method::decision_rule`]) or its fallback, not the ranking, named the decisive step.
+    pub fn more_probable_step(&self) -> Option<(&RankedStep, f32)> {
         let named = self.decisive_step?;
         let p_named = self.ranking.iter().find(|r| r.step == named).map_or(0.0, |r| r.probability);
         let best = self
@@ -748,7 +751,8 @@ impl Diagnosis {
             .iter()
             .filter(|r| r.step != named)
             .max_by(|a, b| a.probability.total_cmp(&b.probability).then(b.step.cmp(&a.step)))?;
-        (best.probability >= p_named + 0.005).then_some(best)
+        let shown = |p: f32| (p * 100.0).round();
+        (shown(best.probability) > shown(p_named)).then_some((best, p_named))
     }
 
     /// Agents by the summed probability of their steps, most likely first (ties by name).
@@ -785,26 +789,28 @@ mod tests {
             ranking: vec![ranked(46, 0.01), ranked(24, 0.08), ranked(8, 0.04)],
             ..Diagnosis::default()
         };
-        assert_eq!(d.more_probable_step().map(|r| (r.step, r.agent.as_str())), Some((24, "agent24")));
+        assert_eq!(d.more_probable_step().map(|(r, p)| (r.step, r.agent.as_str(), p)), Some((24, "agent24", 0.01)));
         // The named step is the most probable: nothing to say.
         d.ranking = vec![ranked(46, 0.30), ranked(24, 0.08)];
         assert_eq!(d.more_probable_step(), None);
-        // A gap that two decimals cannot show is no gap.
+        // A gap that two decimals cannot show is no gap, even when it is over 0.005.
         d.ranking = vec![ranked(46, 0.080), ranked(24, 0.083)];
+        assert_eq!(d.more_probable_step(), None);
+        d.ranking = vec![ranked(46, 0.0752), ranked(24, 0.0810)];
         assert_eq!(d.more_probable_step(), None);
         // Equal probabilities: the earlier step is the one named.
         d.ranking = vec![ranked(46, 0.01), ranked(30, 0.08), ranked(24, 0.08)];
-        assert_eq!(d.more_probable_step().map(|r| r.step), Some(24));
+        assert_eq!(d.more_probable_step().map(|(r, _)| r.step), Some(24));
         d.decisive_step = None;
         assert_eq!(d.more_probable_step(), None);
     }
 
     #[test]
-    fn every_method_states_its_rule_and_title() {
+    fn every_method_has_its_own_rule_and_title() {
         assert_eq!(Method::Falat.title(), "FALAT");
         assert!(Method::Falat.decision_rule().contains("earliest candidate that passes verification"));
-        for m in Method::ALL {
-            assert!(!m.decision_rule().is_empty() && !m.title().is_empty(), "{m}");
-        }
+        let titles: std::collections::HashSet<&str> = Method::ALL.iter().map(|m| m.title()).collect();
+        let rules: std::collections::HashSet<&str> = Method::ALL.iter().map(|m| m.decision_rule()).collect();
+        assert_eq!((titles.len(), rules.len()), (Method::ALL.len(), Method::ALL.len()));
     }
 }

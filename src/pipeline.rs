@@ -114,6 +114,10 @@ pub struct ReSearch {
     pub checks: Vec<Checked>,
 }
 
+/// The highest confidence FALAT states for a step its fallback named (no candidate passed both
+/// verification criteria): the fallback is a guess, whatever the ranker's probability of it.
+pub const UNVERIFIED_CAP: f32 = 0.2;
+
 /// The state of a run: the trajectory's substrate, each stage's output once it has run, costs and
 /// warnings.
 #[derive(Debug, Clone, Default)]
@@ -601,8 +605,9 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         let end = signals::final_step(&ctx);
         // Empty when no dependency path leads from the decisive step to the final output (its
         // sufficiency then rests on steering the run, not on values it passes on).
+        // (A step after the final one has no path to it: the path is empty, not the step alone.)
         d.path =
-            end.and_then(|e| if step >= e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
+            end.and_then(|e| if step == e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
         explain(&mut d, t, step, p.research.as_ref());
         if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())
             && d.candidate(step).is_none()
@@ -626,16 +631,14 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
                 } else {
                     ""
                 };
-                d.fallback = Some(format!(
+                let why = format!(
                     "no candidate passed both verification criteria; step {step} is named by the {} fallback",
                     rule.as_str()
-                ));
-                d.warnings.push(format!(
-                    "unverified: no candidate passed both verification criteria; step {step} is named by the {} fallback{note}",
-                    rule.as_str()
-                ));
+                );
+                d.warnings.push(format!("unverified: {why}{note}"));
+                d.fallback = Some(why);
                 d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), text::sentence_case(&d.reason));
-                d.confidence = d.confidence.min(0.2);
+                d.confidence = d.confidence.min(UNVERIFIED_CAP);
             }
         }
     }
@@ -675,9 +678,9 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     if let (Some(space), Some(deps), Some(sub), Some(_)) = (&p.space, &p.deps, &p.substrate, &p.verified) {
         let ctx = full_context(t, sub, space, &deps.graph, opts);
         crate::rank::attach_judged(&mut d, t, judge, &ctx);
-        // A step named without passing verification never claims more than the fallback's 0.2.
-        if d.warnings.iter().any(|w| w.starts_with("unverified:")) {
-            d.confidence = d.confidence.min(0.2);
+        // A step named without passing verification never claims more than the cap.
+        if d.fallback.is_some() {
+            d.confidence = d.confidence.min(UNVERIFIED_CAP);
         }
     }
     d

@@ -330,8 +330,12 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     }
     out.push_str("\n## Ranked steps\n\n");
     if let Some(s) = d.decisive_step {
-        // FALAT caps a step no candidate verification passed; the other methods have no such cap.
-        let cap = if d.method == Method::Falat { ", at most 0.20 when no candidate passed verification" } else { "" };
+        // FALAT caps the confidence of a step its fallback named; say so where the cap applied.
+        let cap = if d.method == Method::Falat && d.fallback.is_some() {
+            format!(", here at most {:.2} because no candidate passed verification", crate::pipeline::UNVERIFIED_CAP)
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
             "Step {s}, the step named, comes first; the others follow by `P`, the ranker's probability that \
              the step is the decisive one. The confidence ({:.2}) is the chance that step {s} is right: its \
@@ -339,14 +343,14 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             d.confidence
         ));
     }
-    if let (Some(s), Some(b)) = (d.decisive_step, d.more_probable_step()) {
+    if let (Some(s), Some((b, p_named))) = (d.decisive_step, d.more_probable_step()) {
         out.push_str(&format!(
-            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names {}, not the step that \
-             ranks first by `P`: read both.\n\n",
+            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names {}; it does not name \
+             the step that ranks first by `P`, so read both.\n\n",
             b.step,
             cell(&b.agent),
             b.probability,
-            d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability),
+            p_named,
             d.method.title(),
             match &d.fallback {
                 // The method's rule named nothing and a fallback did (FALAT's unverified step,

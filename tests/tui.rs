@@ -1932,7 +1932,7 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     press(&mut app, "a5");
     let m = app.machine_verdict().expect("machine verdict");
     assert_eq!(m.decisive_step, Some(46));
-    assert_eq!(m.more_probable_step().map(|r| r.step), Some(24));
+    assert_eq!(m.more_probable_step().map(|(r, _)| r.step), Some(24));
     let verdict = screen(&app);
     assert!(
         verdict.contains(

@@ -87,7 +87,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         // whether or not the graph records the edge (the final step may be a closing turn, such as
         // a simulated user's goodbye, that quotes nothing).
         if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
-            let steers = recall(ctx, from).is_some_and(|f| {
+            let carries = recall(ctx, from).is_some_and(|f| {
                 f.iter().any(|f| {
                     matches!(
                         f.signal,
@@ -98,7 +98,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                     )
                 })
             });
-            return if steers { Transition::FollowUp } else { Transition::DeadEnd };
+            return if carries { Transition::FollowUp } else { Transition::DeadEnd };
         }
         return Transition::NoInfluence;
     };

@@ -40,16 +40,19 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
     let answer = session.stage(StageName::AllAtOnce, |s| {
         s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) })
     });
-    let (step, reason, confidence, named) = match answer {
+    let (step, reason, confidence, named, fell_back) = match answer {
         Answer::Attribution { agent, step, reason, confidence } if step < t.steps.len() => {
-            (step, reason, confidence, agent)
+            (step, reason, confidence, agent, None)
         }
         _ => {
             session.warnings.push("the judge named no step inside the trajectory; the default step is used".into());
-            (fallback(&ctx), "no usable answer".into(), 0.0, String::new())
+            let step = fallback(&ctx);
+            let why = format!("the judge named no step inside the trajectory; step {step} is the default step");
+            (step, "no usable answer".into(), 0.0, String::new(), Some(why))
         }
     };
     let mut d = new_diagnosis(Method::AllAtOnce, t, judge, opts, Some(step));
+    d.fallback = fell_back;
     d.reason = reason;
     d.confidence = confidence;
     d.roles = vec![(step, Role::RootCause)];

@@ -277,14 +277,18 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     nodes.sort_unstable();
     nodes.dedup();
     let rec = Recalled { candidates, edges, nodes };
-    let (step, category, reason, confidence) =
+    let (step, category, reason, confidence, fell_back) =
         session.stage(StageName::DefaAdjudication, |s| adjudicate(s, &ctx, &rec));
     let mut d = new_diagnosis(Method::Defa, t, judge, opts, Some(step));
+    d.fallback = fell_back;
     d.category = category;
     d.reason = reason;
     d.confidence = confidence;
     d.roles = roles(&ctx, &rec.edges, step);
-    d.path = final_step(&ctx).and_then(|e| g.path(step, e)).unwrap_or_else(|| vec![step]);
+    // Empty when no dependency path leads to the final output (a one-step path means the step
+    // gives the output itself).
+    d.path =
+        final_step(&ctx).and_then(|e| if step == e { Some(vec![step]) } else { g.path(step, e) }).unwrap_or_default();
     d.candidates = rec.candidates.iter().map(|(c, f)| candidate(t, *c, f)).collect();
     d.details = details(&segs, &rec);
     session.finish(&mut d);
@@ -378,11 +382,17 @@ fn adjudication_context(ctx: &Context<'_>, rec: &Recalled) -> String {
     lines.join("\n")
 }
 
-fn adjudicate(s: &mut Session<'_>, ctx: &Context<'_>, rec: &Recalled) -> (usize, ErrorCategory, String, f32) {
+/// The adjudicated step, its category, the reason, the confidence, and why a fallback named the
+/// step when the adjudication could not (`None` when it did).
+fn adjudicate(
+    s: &mut Session<'_>,
+    ctx: &Context<'_>,
+    rec: &Recalled,
+) -> (usize, ErrorCategory, String, f32, Option<String>) {
     if rec.nodes.is_empty() {
         let step = default_step(ctx, &[]).unwrap_or(0);
         let reason = format!("no candidate was recalled; step {step} is the first to act on the task");
-        return (step, ErrorCategory::Other, reason, 0.15);
+        return (step, ErrorCategory::Other, reason.clone(), 0.15, Some(reason));
     }
     let q = Question::Adjudicate {
         candidates: rec.nodes.clone(),
@@ -391,13 +401,14 @@ fn adjudicate(s: &mut Session<'_>, ctx: &Context<'_>, rec: &Recalled) -> (usize,
     };
     match s.ask(ctx, &q) {
         Answer::Adjudication { step, category, reason, confidence } if rec.nodes.contains(&step) => {
-            (step, category, reason, confidence)
+            (step, category, reason, confidence, None)
         }
         _ => {
             let (step, f) = strongest(rec);
             s.warnings.push(format!("no usable adjudication; the strongest candidate (step {step}) is named"));
             let category = f.map_or(ErrorCategory::Other, |f| ErrorCategory::of_signal(f.signal));
-            (step, category, "the strongest candidate".into(), 0.2)
+            let why = format!("no usable adjudication; step {step} is the strongest candidate");
+            (step, category, "the strongest candidate".into(), 0.2, Some(why))
         }
     }
 }

@@ -384,6 +384,14 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     let step =
         by_step.step.or_else(|| first_turn(&ctx, &agent)).unwrap_or_else(|| default_step(&ctx, &[]).unwrap_or(0));
     let mut d = new_diagnosis(Method::Echo, t, judge, opts, Some(step));
+    if by_step.step.is_none() {
+        let which = if first_turn(&ctx, &agent) == Some(step) {
+            "the voted agent's first turn"
+        } else {
+            "the first step acting on the task"
+        };
+        d.fallback = Some(format!("the step vote settled on no step; step {step} is {which}"));
+    }
     // ECHO scores the agent and the step of separate analyses: the agent is the agent vote's.
     d.agent = Some(agent.clone());
     explain(&mut d, &by_agent, &by_step, &agent, panel.len());

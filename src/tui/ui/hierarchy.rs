@@ -124,10 +124,10 @@ fn render_steps(app: &App, f: &mut Frame, area: Rect) {
     list_scrollbar(f, area, range.len(), h, off);
 }
 
-/// The columns of a step row at a width. The role tag (ROOT, PROP, SYMP) is kept at every width
-/// once a run found roles; the kind column is left out of narrow rows; the agent column is as
-/// wide as the longest agent name allows; the decision text takes the rest, at least a quarter of
-/// the row, and is what gets cut.
+/// The columns of a step row at a width. The role tag (ROOT, PROP, SYMP, CONT) is kept at every
+/// width once a run found roles; the kind column is left out of narrow rows; the agent column is
+/// as wide as the longest agent name allows; the decision text takes the rest, at least a quarter
+/// of the row with a role column and a third without, and is what gets cut.
 struct StepColumns {
     digits: usize,
     agent: usize,
@@ -140,12 +140,13 @@ impl StepColumns {
         let width = width as usize;
         let digits = app.total_steps().saturating_sub(1).to_string().len();
         let longest = app.traj.agents.iter().map(|a| clean(&a.name).chars().count()).max().unwrap_or(5).max(5);
-        // Markers and number; the decision keeps at least a quarter of the row.
+        // Markers and number; the decision keeps at least a quarter of the row when the role tag
+        // needs room, a third otherwise.
         let fixed = 2 + digits + 2;
         let kind = width >= 70;
         let role = app.results.diagnosis.as_ref().is_some_and(|d| !d.roles.is_empty());
         let extra = if kind { 8 } else { 0 } + if role { 5 } else { 0 };
-        let room = width.saturating_sub(fixed + extra + width / 4);
+        let room = width.saturating_sub(fixed + extra + width / if role { 4 } else { 3 });
         StepColumns { digits, agent: (longest + 1).min(room.max(6)), kind, role }
     }
 }

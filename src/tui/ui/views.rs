@@ -501,7 +501,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!(" ({}{named})", prob(r.probability)), t.text));
         }
         lines.push(Line::from(spans));
-        if let (Some(s), Some(b)) = (d.decisive_step, d.more_probable_step()) {
+        if let (Some(s), Some((b, _))) = (d.decisive_step, d.more_probable_step()) {
             // The method's rule, not the ranking, named the step: say so beside the ranking.
             lines.push(Line::from(vec![
                 Span::styled("  step ", t.dim),
@@ -567,7 +567,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
         let agree = d.decisive_step.is_some() && d.decisive_step == g.step;
         let note = if agree { " (same step)" } else { "" };
         lines.push(Line::from(vec![
-            Span::styled("  gold label (data set): ", t.dim),
+            Span::styled("  gold label: ", t.dim),
             Span::styled("step ", t.dim),
             step,
             Span::styled(format!(" by {}{note}", clean(&g.agent)), t.dim),
