@@ -291,6 +291,13 @@ fn a_fallback_is_given_as_the_reason_and_other_methods_do_not_claim_falat_s_cap(
     let echo = falat::methods::run(falat::diagnosis::Method::Echo, t, &HeuristicJudge, &opts);
     let md = report::to_markdown(t, &echo);
     assert!(md.contains("\n## Agent evidence\n\nNone.\n"), "{md}");
+    // DeFA's fallback when nothing was recalled is said, and a step that reaches nothing has no
+    // path (not a one-step one).
+    let defa = falat::methods::run(falat::diagnosis::Method::Defa, t, &HeuristicJudge, &opts);
+    assert_eq!(
+        (defa.decisive_step, defa.fallback.as_deref(), defa.path.as_slice()),
+        (Some(2), Some("no candidate was recalled; step 2 is the first to act on the task"), &[][..])
+    );
 }
 
 /// A step named by the fallback that the re-search's window check passes: the warning says the
