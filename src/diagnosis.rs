@@ -704,7 +704,9 @@ pub struct Diagnosis {
     pub warnings: Vec<String>,
     /// Set when the method's own rule named no step and its fallback named the decisive step
     /// (FALAT: no candidate passed verification; step-by-step: the judge called no step
-    /// decisive): why, in a sentence. Reports then give this, not the rule, as the reason.
+    /// decisive; all-at-once: no step of the run was named; DeFA: nothing recalled or no usable
+    /// adjudication; ECHO: the step vote settled on nothing): why, in a sentence. Reports then
+    /// give this, not the rule, as the reason.
     pub fallback: Option<String>,
     /// Whether `o*` was used.
     pub used_ground_truth: bool,
