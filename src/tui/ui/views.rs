@@ -503,18 +503,13 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
         lines.push(Line::from(spans));
         if let (Some(s), Some((b, _))) = (d.decisive_step, d.more_probable_step()) {
             // The method's rule, not the ranking, named the step: say so beside the ranking.
-            lines.push(Line::from(vec![
-                Span::styled("  step ", t.dim),
-                l.link(b.step, t.text),
-                Span::styled(format!(" is more probable than {s}; {} names {s} ", d.method.title()), t.dim),
-                Span::styled(
-                    match &d.fallback {
-                        Some(_) => "by its fallback (see the warnings)".to_string(),
-                        None => format!("as {}", d.method.decision_rule()),
-                    },
-                    t.dim,
-                ),
-            ]));
+            // As prose, so it wraps under its own indent and "step N" is a link like elsewhere.
+            let how = match &d.fallback {
+                Some(_) => "by its fallback (see the warnings)".to_string(),
+                None => format!("as {}", d.method.decision_rule()),
+            };
+            let text = format!("step {} is more probable than {s}; {} names {s} {how}", b.step, d.method.title());
+            lines.push(prose_line("  ", &text, t.dim, l));
         }
     }
     if let Some(u) = app.user_decision() {
