@@ -1917,8 +1917,9 @@ fn a_labels_file_shows_the_gold_step_of_the_opened_run() {
     std::fs::write(&other, "{\"trajectory\": \"nope\", \"step\": 1, \"agent\": \"a\"}\n").unwrap();
     let app =
         tui::open(&f.trace, &TuiOptions { labels: vec![other], ..f.opts() }, Arc::new(HeuristicJudge)).expect("open");
-    let status = app.status.as_ref().expect("a status").text.clone();
-    assert!(status.contains("none of its 1 labels names a trajectory of this trace"), "{status}");
+    let status = app.status.as_ref().expect("a status");
+    assert!(status.text.contains("none of its 1 labels names a trajectory of this trace"), "{}", status.text);
+    assert_eq!(status.level, Level::Warn);
     // Not a labels file: opening fails and names it.
     let bad = TuiOptions { labels: vec![f.trace.clone()], ..f.opts() };
     let err = tui::open(&f.trace, &bad, Arc::new(HeuristicJudge)).err().expect("an error").to_string();

@@ -129,6 +129,9 @@ pub struct Config {
     pub ground_truth: bool,
     /// Messages to show at start (load diagnostics, restored overrides, config problems).
     pub notes: Vec<String>,
+    /// Messages about something the user should fix (a label file that names no run of the
+    /// trace, a label naming another agent than its step's): shown first, at the warning level.
+    pub problems: Vec<String>,
     /// Show timings in the status line (off in tests, so screens are deterministic).
     pub show_timings: bool,
     /// The method `a` runs (falat runs the staged pipeline).
@@ -248,7 +251,9 @@ impl App {
     ) -> App {
         let total = traj.steps.len();
         let (restored, from) = config.restored;
-        let mut notes = config.notes;
+        let warn = !config.problems.is_empty() || !restored.problems.is_empty();
+        let mut notes = config.problems;
+        notes.extend(config.notes);
         if partial {
             let shown = substrate.hierarchy.steps.len();
             notes.push(format!("indexing {total} steps in the background; the first {shown} are shown"));
@@ -257,7 +262,7 @@ impl App {
             notes.push(format!("restored your overrides from {}", from.display()));
         }
         notes.extend(restored.problems.iter().cloned());
-        let level = if restored.problems.is_empty() { Level::Info } else { Level::Warn };
+        let level = if warn { Level::Warn } else { Level::Info };
         let mut app = App {
             trace,
             places: config.places,

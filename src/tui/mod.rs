@@ -171,7 +171,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     };
     let traj = loaded.trajectories.into_iter().nth(index).context("the trace holds no trajectory")?;
     anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
-    let mut notes = label_notes;
+    let mut notes = Vec::new();
     if count > 1 {
         notes.push(format!(
             "the file holds {count} trajectories; showing {} ({} of {count}; --trajectory ID opens another)",
@@ -196,6 +196,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         keymap,
         ground_truth: opts.ground_truth,
         notes,
+        problems: label_notes,
         show_timings: true,
         method: opts.method,
         places,
