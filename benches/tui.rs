@@ -231,6 +231,7 @@ fn cancel_latency(app: &App) {
                 keymap: app.keymap.clone(),
                 ground_truth: true,
                 notes: Vec::new(),
+                problems: Vec::new(),
                 show_timings: false,
                 method: falat::methods::Method::Falat,
                 places: app.places.clone(),
