@@ -638,7 +638,6 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
                 d.warnings.push(format!("unverified: {why}{note}"));
                 d.fallback = Some(why);
                 d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), text::sentence_case(&d.reason));
-                d.confidence = d.confidence.min(UNVERIFIED_CAP);
             }
         }
     }
@@ -678,7 +677,8 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     if let (Some(space), Some(deps), Some(sub), Some(_)) = (&p.space, &p.deps, &p.substrate, &p.verified) {
         let ctx = full_context(t, sub, space, &deps.graph, opts);
         crate::rank::attach_judged(&mut d, t, judge, &ctx);
-        // A step named without passing verification never claims more than the cap.
+        // A step named without passing verification never claims more than the cap (applied once
+        // the ranking has set the confidence; `fallback` is set above).
         if d.fallback.is_some() {
             d.confidence = d.confidence.min(UNVERIFIED_CAP);
         }

@@ -138,6 +138,17 @@ fn parse_labels(p: &Path, text: &str) -> Result<super::labels::LabelSet, LoadErr
         .map_err(|e| LoadError::Io { path: p.display().to_string(), message: format!("as labels: {e}") })
 }
 
+/// One `FILE:LINE: message` per record of a label file that was skipped.
+fn skipped_records(file: &Path, set: &super::labels::LabelSet) -> Vec<String> {
+    set.diagnostics
+        .iter()
+        .map(|d| {
+            let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+            format!("{}{at}: {}", file.display(), d.message)
+        })
+        .collect()
+}
+
 /// Reads and parses one label file (`docs/LABELS.md`: AgentRx ground truth or falat labels JSONL).
 ///
 /// # Errors
@@ -166,10 +177,8 @@ pub fn apply_label_files(
     for f in label_files {
         let set = read_label_file(f)?;
         let file = crate::text::sanitize(&f.display().to_string());
-        for d in &set.diagnostics {
-            let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
-            notes.push(format!("{file}{at}: {}", d.message));
-        }
+        // A record's message may quote the file's content: sanitised like the path.
+        notes.extend(skipped_records(f, &set).iter().map(|n| crate::text::sanitize(n)));
         let (diagnostics, applied) = super::labels::apply_each(&set, trajectories);
         for d in diagnostics {
             notes.push(format!("{file}: {}", d.message));
@@ -245,10 +254,7 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
         }
     }
     for (f, _, set) in &sets {
-        for d in &set.diagnostics {
-            let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
-            out.skipped.push(format!("{}{at}: {}", f.display(), d.message));
-        }
+        out.skipped.extend(skipped_records(f, set));
     }
     // A label file inside a folder labels the traces of that folder only; `label_files` label all.
     for (f, folder, set) in &sets {
