@@ -676,3 +676,79 @@ fn deep_nesting_is_an_error_not_a_crash() {
     );
     check_all(repr.as_bytes());
 }
+
+/// Pieces of step text that reach the analysis' own parsing (page titles, answers, numbers,
+/// code, errors, hedges), with characters whose lower case has another byte length and
+/// characters of several bytes.
+fn step_piece() -> BoxedStrategy<String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "Here is a screenshot of [",
+            "](https://example.org/a)",
+            "Title: ",
+            "Address: ",
+            "FINAL ANSWER: ",
+            "The answer is ",
+            "I assume ",
+            "verified",
+            "Error: ",
+            "exit code: 1",
+            "execution failed",
+            "```python\nprint(1)\n```",
+            "$1,234.50",
+            "10",
+            "#W1023410",
+            "2010-01-02",
+            "/workspace/API_NY.GDS.zip",
+            "薄膜/透明體",
+            "薄膜/透明體測厚專家 - VK系列雷射顯微鏡 | KEYENCE 台灣基恩斯",
+            "İstanbul",
+            "ẞ",
+            "e\u{301}",
+            "🦀",
+            "\n",
+            " ",
+            ", ",
+        ])
+        .prop_map(str::to_string),
+        ".{0,8}",
+        // A browsed page whose title runs on in characters of several bytes.
+        ("[a-z]{0,3}", "[薄膜透明體台灣]{30,60}").prop_map(|(a, b)| format!("Here is a screenshot of [{a}{b}")),
+    ]
+    .boxed()
+}
+
+fn step_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(step_piece(), 0..16).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases().min(300), ..ProptestConfig::default() })]
+
+    /// Every method analyses a run of arbitrary step text without panicking, with and without the
+    /// expected output (a page title of multi-byte characters once made the analysis panic).
+    #[test]
+    fn every_method_analyses_arbitrary_step_text(
+        texts in prop::collection::vec(step_text(), 1..8),
+        roles in prop::collection::vec(0usize..4, 8),
+        expected in step_text(),
+    ) {
+        let role = ["WebSurfer", "Orchestrator (-> WebSurfer)", "Assistant", "Orchestrator (termination condition)"];
+        let mut history = vec![serde_json::json!({"role": "human", "content": "Find the schedule of the train"})];
+        for (i, t) in texts.iter().enumerate() {
+            history.push(serde_json::json!({"role": role[roles[i]], "content": t}));
+        }
+        let doc = serde_json::json!({"history": history, "question": "Find the schedule of the train", "ground_truth": expected});
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let loaded = ingest::parse_with("p.json", &bytes, &FormatChoice::parse("who-and-when").unwrap()).unwrap();
+        for t in &loaded.trajectories {
+            for gt in [true, false] {
+                let opts = falat::methods::MethodOptions::new(gt);
+                for m in falat::diagnosis::Method::ALL {
+                    let d = falat::methods::run(m, t, &falat::judge::heuristic::HeuristicJudge, &opts);
+                    prop_assert!(d.decisive_step.is_none_or(|s| s < t.steps.len()));
+                }
+            }
+        }
+    }
+}

@@ -201,7 +201,10 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if let Some((o, item)) = reached_origin(ctx, step) {
         return Criterion {
             passed: true,
-            evidence: format!("the output's wrong \"{item}\" surfaces at step {o}, which depends on it"),
+            evidence: format!(
+                "the output's wrong \"{}\" surfaces at step {o}, which depends on it",
+                crate::judge::signals::as_written(ctx, o, &item)
+            ),
         };
     }
     let Some(end) = final_step(ctx) else {

@@ -240,17 +240,18 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
 }
 
-/// Page title / address of a browsing step, lower case.
+/// Page title / address of a browsing step, as the step writes it.
 fn browse_target(content: &str) -> Option<String> {
-    let low = content.to_lowercase();
+    // ASCII lower-casing keeps byte offsets valid for `content`.
+    let low = content.to_ascii_lowercase();
     if let Some(p) = low.find("screenshot of [") {
-        let rest = &low[p + 15..];
-        let end = rest.find("](").unwrap_or(rest.len().min(120));
+        let rest = &content[p + 15..];
+        let end = rest.find("](").unwrap_or_else(|| rest.floor_char_boundary(120));
         return Some(rest[..end].to_string());
     }
     for key in ["title: ", "address: "] {
         if let Some(p) = low.find(key) {
-            let rest = &low[p + key.len()..];
+            let rest = &content[p + key.len()..];
             return Some(rest.lines().next().unwrap_or_default().to_string());
         }
     }
@@ -274,7 +275,8 @@ fn irrelevant(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         terms.extend(prior::key_terms(&ctx.trajectory.steps[instr].content));
     }
     let stems: Vec<String> = terms.iter().map(|t| t.chars().take(5).collect()).collect();
-    let hit = stems.iter().any(|t| target.contains(t.as_str()));
+    let target_low = target.to_lowercase();
+    let hit = stems.iter().any(|t| target_low.contains(t.as_str()));
     if !hit && !target.trim().is_empty() {
         out.push(finding(
             Signal::PriorDeviation,
@@ -466,14 +468,22 @@ pub(crate) fn contains_word(hay: &str, needle: &str) -> bool {
     })
 }
 
-/// `item` as step `j` writes it: a number's own text there, else `item`.
-fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
+/// `item` (lower case) as step `j` writes it: a number's own text there, else the first
+/// case-insensitive occurrence of `item` in the step with its own letter case, else `item`.
+pub(crate) fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
     let n = evidence::normalize_number(item);
     let content = &ctx.trajectory.steps[j].content;
-    ctx.hierarchy.evidence[j]
-        .iter()
-        .find(|e| !n.is_empty() && e.kind == EvidenceKind::Number && e.key == n)
-        .map_or_else(|| item.to_string(), |e| e.text(content).trim().to_string())
+    if let Some(e) =
+        ctx.hierarchy.evidence[j].iter().find(|e| !n.is_empty() && e.kind == EvidenceKind::Number && e.key == n)
+    {
+        return e.text(content).trim().to_string();
+    }
+    regex::RegexBuilder::new(&regex::escape(item))
+        .case_insensitive(true)
+        .build()
+        .ok()
+        .and_then(|re| re.find(content).map(|m| m.as_str().to_string()))
+        .unwrap_or_else(|| item.to_string())
 }
 
 /// The first step whose content states `item` (numbers compared normalised).
@@ -524,7 +534,11 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // A number as the step writes it ("$445,000" for the output's 445000), so that a search
         // for the quoted text finds it.
         let written = first.map_or_else(|| item.clone(), |f| as_written(ctx, f, &item));
-        let shown = if written == item { format!("\"{item}\"") } else { format!("\"{item}\" (written \"{written}\")") };
+        let shown = if written.to_lowercase() == item {
+            format!("\"{written}\"")
+        } else {
+            format!("\"{item}\" (written \"{written}\")")
+        };
         out.push(finding(
             Signal::WrongValueOrigin,
             weights::WRONG_VALUE,
@@ -736,6 +750,19 @@ fn blocking_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod value_tests {
     use super::*;
+
+    #[test]
+    fn a_browsed_page_is_quoted_as_written_and_a_long_title_is_cut_on_a_character() {
+        assert_eq!(
+            browse_target("Here is a screenshot of [Tri Rail | South Florida](https://x)").as_deref(),
+            Some("Tri Rail | South Florida")
+        );
+        assert_eq!(browse_target("Title: KEYENCE 台灣基恩斯\nmore").as_deref(), Some("KEYENCE 台灣基恩斯"));
+        // An unclosed link text of multi-byte characters ends at a character boundary near 120
+        // bytes (byte 120 falls inside a character here).
+        let long = format!("screenshot of [x{}", "薄".repeat(60));
+        assert_eq!(browse_target(&long), Some(format!("x{}", "薄".repeat(39))));
+    }
 
     #[test]
     fn values_do_not_match_digits_inside_ids() {
