@@ -566,6 +566,14 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("none of its 1 labels names a trajectory of this trace (its ids: task-2-trial-2)"), "{err}");
 
+    // Over several traces the label file is read once: its skipped record is said once, and a
+    // trace it does not name is said with the trace's path.
+    let out = falat().args(["diagnose", TAU, ALGO, "--labels", l]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.matches("labels.jsonl:2: ").count(), 1, "{err}");
+    assert!(err.contains(&format!("falat: {ALGO}: {l}: none of its 1 labels names a trajectory")), "{err}");
+
     // A file that is not a label file is an error naming it.
     let err = stderr_of(&["inspect", TAU, "--labels", ALGO]);
     assert!(err.contains(ALGO) && err.contains("as labels"), "{err}");

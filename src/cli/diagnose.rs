@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use crate::diagnosis::Diagnosis;
 use crate::ingest::{
     FormatChoice,
-    fs::{apply_label_files, load_path_with},
+    fs::{apply_label_sets, load_path_with, read_label_files},
 };
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
@@ -82,6 +82,12 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // A file that cannot be read is named and skipped; the others are still diagnosed, and the
     // exit status says that one failed (as ripgrep does for an unreadable file among many).
     let mut failed = 0usize;
+    // Label files are read once, before any trace: a bad one stops the command before work is
+    // done, and its skipped records are said once, not once per trace.
+    let (label_sets, skipped) = read_label_files(&args.labels)?;
+    for note in skipped {
+        eprintln!("falat: {note}");
+    }
     for path in &args.traces {
         let mut loaded = match load_path_with(path, &args.trace_format) {
             Ok(l) => l,
@@ -104,7 +110,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         for d in &loaded.diagnostics {
             tracing::warn!("{}: {d}", path.display());
         }
-        for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
+        for note in apply_label_sets(&label_sets, &mut loaded.trajectories) {
             // Among several traces, say which one the note is about.
             match args.traces.len() {
                 1 => eprintln!("falat: {note}"),

@@ -159,27 +159,40 @@ pub fn read_label_file(path: &Path) -> Result<super::labels::LabelSet, LoadError
     parse_labels(path, &text)
 }
 
-/// Gives the trajectories of one trace the gold labels of `label_files` that name them (a label
-/// in the trace itself is replaced), for `inspect`, `diagnose` and `open --labels`. Labels only
-/// show beside a verdict; no method reads them.
-///
-/// Returns one message per thing worth saying: a record of a label file that was skipped (with
-/// its line), a label whose step lies outside its trajectory, a label whose agent is not the one
-/// recorded at its step, and, when no label names any of the trajectories, which ids they have.
+/// Reads every label file of `label_files` once (`docs/LABELS.md`), for [`apply_label_sets`]: the
+/// parsed sets beside their paths, and one message per record that was skipped (with its file and
+/// line, sanitised: a record's message may quote the file's content).
 ///
 /// # Errors
 /// A label file that cannot be read or parsed ([`read_label_file`]).
-pub fn apply_label_files(
+pub fn read_label_files(
     label_files: &[PathBuf],
-    trajectories: &mut [crate::model::Trajectory],
-) -> Result<Vec<String>, LoadError> {
+) -> Result<(Vec<(PathBuf, super::labels::LabelSet)>, Vec<String>), LoadError> {
+    let mut sets = Vec::with_capacity(label_files.len());
     let mut notes = Vec::new();
     for f in label_files {
         let set = read_label_file(f)?;
-        let file = crate::text::sanitize(&f.display().to_string());
-        // A record's message may quote the file's content: sanitised like the path.
         notes.extend(skipped_records(f, &set).iter().map(|n| crate::text::sanitize(n)));
-        let (diagnostics, applied) = super::labels::apply_each(&set, trajectories);
+        sets.push((f.clone(), set));
+    }
+    Ok((sets, notes))
+}
+
+/// Gives the trajectories of one trace the gold labels of `sets` ([`read_label_files`]) that name
+/// them (a label in the trace itself is replaced), for `inspect`, `diagnose` and `open --labels`.
+/// Labels only show beside a verdict; no method reads them.
+///
+/// Returns one message per thing worth saying about this trace: a label whose step lies outside
+/// its trajectory, a label whose agent is not the one recorded at its step, and, when no label of
+/// a file names any of the trajectories, which ids they have.
+pub fn apply_label_sets(
+    sets: &[(PathBuf, super::labels::LabelSet)],
+    trajectories: &mut [crate::model::Trajectory],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (f, set) in sets {
+        let file = crate::text::sanitize(&f.display().to_string());
+        let (diagnostics, applied) = super::labels::apply_each(set, trajectories);
         for d in diagnostics {
             notes.push(format!("{file}: {}", d.message));
         }
@@ -210,6 +223,20 @@ pub fn apply_label_files(
             ));
         }
     }
+    notes
+}
+
+/// [`read_label_files`] then [`apply_label_sets`], for one trace: the skipped records' messages
+/// first, then the trace's.
+///
+/// # Errors
+/// A label file that cannot be read or parsed ([`read_label_file`]).
+pub fn apply_label_files(
+    label_files: &[PathBuf],
+    trajectories: &mut [crate::model::Trajectory],
+) -> Result<Vec<String>, LoadError> {
+    let (sets, mut notes) = read_label_files(label_files)?;
+    notes.extend(apply_label_sets(&sets, trajectories));
     Ok(notes)
 }
 
