@@ -2,6 +2,10 @@
 //! through `ingest::parse` with detection and with every format forced, and what loads must be
 //! well formed (steps numbered 0..n, links in range, every acting agent listed, text view free of
 //! control characters).
+//!
+//! `FALAT_FUZZ_ANALYSIS=1` also runs every method (offline judge, with and without the expected
+//! output) on each trajectory that loads in these properties; it is off by default because it
+//! multiplies their time (10,000 cases: about 4 minutes on 2 cores).
 
 use std::path::Path;
 
@@ -84,6 +88,18 @@ fn check_all(bytes: &[u8]) {
 
 fn check_loaded(loaded: &ingest::Loaded) {
     assert!(!loaded.trajectories.is_empty());
+    // Opt-in (slow): every method also analyses what loads (module docs).
+    if std::env::var_os("FALAT_FUZZ_ANALYSIS").is_some() {
+        for t in loaded.trajectories.iter().filter(|t| t.steps.len() <= 400) {
+            for gt in [true, false] {
+                let opts = falat::methods::MethodOptions::new(gt);
+                for m in falat::diagnosis::Method::ALL {
+                    let d = falat::methods::run(m, t, &falat::judge::heuristic::HeuristicJudge, &opts);
+                    assert!(d.decisive_step.is_none_or(|s| s < t.steps.len()));
+                }
+            }
+        }
+    }
     for t in &loaded.trajectories {
         assert!(!t.steps.is_empty());
         let n = t.steps.len();
