@@ -159,15 +159,16 @@ pub fn read_label_file(path: &Path) -> Result<super::labels::LabelSet, LoadError
     parse_labels(path, &text)
 }
 
+/// Label files as read: each path with its parsed set.
+pub type LabelSets = Vec<(PathBuf, super::labels::LabelSet)>;
+
 /// Reads every label file of `label_files` once (`docs/LABELS.md`), for [`apply_label_sets`]: the
 /// parsed sets beside their paths, and one message per record that was skipped (with its file and
 /// line, sanitised: a record's message may quote the file's content).
 ///
 /// # Errors
 /// A label file that cannot be read or parsed ([`read_label_file`]).
-pub fn read_label_files(
-    label_files: &[PathBuf],
-) -> Result<(Vec<(PathBuf, super::labels::LabelSet)>, Vec<String>), LoadError> {
+pub fn read_label_files(label_files: &[PathBuf]) -> Result<(LabelSets, Vec<String>), LoadError> {
     let mut sets = Vec::with_capacity(label_files.len());
     let mut notes = Vec::new();
     for f in label_files {

@@ -246,7 +246,14 @@ fn browse_target(content: &str) -> Option<String> {
     let low = content.to_ascii_lowercase();
     if let Some(p) = low.find("screenshot of [") {
         let rest = &content[p + 15..];
-        let end = rest.find("](").unwrap_or_else(|| rest.floor_char_boundary(120));
+        let end = rest.find("](").unwrap_or_else(|| {
+            // At most 120 bytes, ending on a character.
+            let mut end = rest.len().min(120);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            end
+        });
         return Some(rest[..end].to_string());
     }
     for key in ["title: ", "address: "] {
