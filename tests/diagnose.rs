@@ -291,6 +291,12 @@ fn a_fallback_is_given_as_the_reason_and_other_methods_do_not_claim_falat_s_cap(
     let echo = falat::methods::run(falat::diagnosis::Method::Echo, t, &HeuristicJudge, &opts);
     let md = report::to_markdown(t, &echo);
     assert!(md.contains("\n## Agent evidence\n\nNone.\n"), "{md}");
+    // ECHO's analysts found no clear fault but still put a step forward: a fallback, said as one
+    // and among the warnings (the Why had said "no agent is clearly at fault" beside a verdict).
+    let why = "the step analysts concluded that no agent is clearly at fault; step 2 is the step their analyses \
+               put forward as the most likely";
+    assert_eq!((echo.decisive_step, echo.fallback.as_deref()), (Some(2), Some(why)));
+    assert!(echo.warnings.iter().any(|w| w == why), "{:?}", echo.warnings);
     // DeFA's fallback when nothing was recalled is said, and a step that reaches nothing has no
     // path (not a one-step one).
     let defa = falat::methods::run(falat::diagnosis::Method::Defa, t, &HeuristicJudge, &opts);

@@ -391,7 +391,14 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
             "the first step acting on the task"
         };
         d.fallback = Some(format!("the step vote settled on no step; step {step} is {which}"));
+    } else if by_step.conclusion == Some(Conclusion::NoClearFault) {
+        // The analysts still put a step forward (ECHO A.7 keeps it), but as a guess, not a fault.
+        d.fallback = Some(format!(
+            "the step analysts concluded that no agent is clearly at fault; step {step} is the step their analyses put forward as the most likely"
+        ));
     }
+    // Like the other methods' fallbacks, said among the warnings too.
+    d.warnings.extend(d.fallback.clone());
     // ECHO scores the agent and the step of separate analyses: the agent is the agent vote's.
     d.agent = Some(agent.clone());
     explain(&mut d, &by_agent, &by_step, &agent, panel.len());
