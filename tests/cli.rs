@@ -553,6 +553,14 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
     // A label whose agent is not the one at its step is kept, and said.
     let out = falat().args(["inspect", "data/agentrx-tau/tau_dataset_failed.json", "--labels", rx]).output().unwrap();
     assert!(out.status.success());
+    // The annotator's reason counts steps from 1 as AgentRx does; the gold line says so.
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(
+        text.contains(
+            "Assistant, step 6 [Misinterpretation of Tool Output]: AgentRx message 7 (counted from 1): At step 7,"
+        ),
+        "{text}"
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.contains("the label of task-80-trial-80 names agent Assistant at step 25, which user took; kept as given"),

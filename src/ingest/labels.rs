@@ -142,7 +142,9 @@ fn agentrx_label(item: &Value) -> Result<ExternalLabel, String> {
         trajectory,
         step: LabelStep::Message(n as usize),
         agent: text("failed_agent").unwrap_or_default(),
-        reason: text("step_reason"),
+        // The annotator's text counts steps as AgentRx does (messages from 1, the system message
+        // first); say which number that is, so that it is not read as falat's 0-based step.
+        reason: text("step_reason").map(|r| format!("AgentRx message {n} (counted from 1): {}", r.trim())),
         category: text("failure_category"),
     })
 }
