@@ -696,6 +696,10 @@ pub struct Diagnosis {
     pub roles: Vec<(usize, Role)>,
     /// Dependency path from the decisive step to the final output, 0-based steps.
     pub path: Vec<usize>,
+    /// The step the analysis takes as the final output (0-based; the last step stating the
+    /// observed output is not always it: see `judge::signals::final_step`), for the methods that
+    /// trace a [`Diagnosis::path`] (FALAT, DeFA); `None` for the others.
+    pub final_output_step: Option<usize>,
     /// Every candidate with its pruning and verification record.
     pub candidates: Vec<Candidate>,
     /// Cost per stage.

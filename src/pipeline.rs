@@ -608,6 +608,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         // (A step after the final one has no path to it: the path is empty, not the step alone.)
         d.path =
             end.and_then(|e| if step == e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
+        d.final_output_step = end;
         explain(&mut d, t, step, p.research.as_ref());
         if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())
             && d.candidate(step).is_none()

@@ -74,6 +74,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         })).collect::<Vec<_>>(),
         "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
         "path": d.path,
+        "final_output_step": d.final_output_step,
         "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
         "cost": {
             "stages": d.cost.iter().map(|s| json!({
@@ -267,7 +268,7 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     ranking(&mut out, t, d);
     roles(&mut out, t, d);
     candidates(&mut out, d);
-    path_and_cost(&mut out, d);
+    path_and_cost(&mut out, t, d);
     if !d.warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
         for w in &d.warnings {
@@ -427,16 +428,25 @@ fn candidates(out: &mut String, d: &Diagnosis) {
     }
 }
 
-fn path_and_cost(out: &mut String, d: &Diagnosis) {
+fn path_and_cost(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     match (d.path.as_slice(), d.decisive_step) {
         ([only], _) => out.push_str(&format!(
             "\n## Dependency path to the final output\n\nStep {only} gives the final output itself.\n"
         )),
         ([], Some(s)) => {
+            let end = match d.final_output_step {
+                Some(e) => format!("step {e}, the final output's step (the last turn with substance)"),
+                None => "the final output's step".to_string(),
+            };
             out.push_str(&format!(
-                "\n## Dependency path to the final output\n\nNone: the dependency graph has no path from step {s} to \
-                 the final output's step."
+                "\n## Dependency path to the final output\n\nNone: the dependency graph has no path from step {s} to {end}."
             ));
+            // The step that states the observed output is not the final one when a later turn has
+            // substance too (a simulated user's goodbye after the assistant's answer): say so.
+            let observed = t.observed_output.as_deref().map(str::trim).filter(|o| !o.is_empty());
+            if observed.is_some_and(|o| t.steps.get(s).is_some_and(|st| st.content.contains(o))) {
+                out.push_str(&format!(" Step {s} states the observed output itself."));
+            }
             // A step can still suffice without such a path: it steers the run (a plan, a
             // delegation, an early answer), or a later step that depends on it brings the wrong
             // value. Quote the check, or the two sections read as a contradiction.

@@ -259,13 +259,34 @@ fn the_report_explains_a_named_step_below_the_most_probable_and_without_a_value_
     );
     assert!(
         md.contains(
-            "None: the dependency graph has no path from step 46 to the final output's step. Its sufficiency check \
-             passed on other evidence: it changes the course of the run, which every later step follows.\n"
+            "None: the dependency graph has no path from step 46 to step 65, the final output's step (the last turn \
+             with substance). Its sufficiency check passed on other evidence: it changes the course of the run, which \
+             every later step follows.\n"
         ),
         "{md}"
     );
     // FALAT's confidence cap is said only where it applied (a step its fallback named).
     assert!(!md.contains("at most 0.20"), "{md}");
+}
+
+/// A decisive step that states the observed output, with a later closing turn (a simulated user's
+/// goodbye) as the final output's step: the report names both steps, so that "no path" does not
+/// read as a contradiction.
+#[test]
+fn a_step_stating_the_observed_output_before_a_closing_turn_is_said_so() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
+    let loaded = load_path(&path, None).expect("load");
+    let t = loaded.trajectories.iter().find(|t| t.id == "task-28-trial-28").expect("task 28");
+    let d = diagnose(t, &HeuristicJudge, &Options::new(true));
+    assert_eq!((d.decisive_step, d.final_output_step, d.path.as_slice()), (Some(41), Some(42), &[][..]));
+    let md = report::to_markdown(t, &d);
+    assert!(
+        md.contains(
+            "None: the dependency graph has no path from step 41 to step 42, the final output's step (the last turn \
+             with substance). Step 41 states the observed output itself."
+        ),
+        "{md}"
+    );
 }
 
 /// A method whose rule named no step says that its fallback named it, not its rule; and a method

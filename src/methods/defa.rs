@@ -287,8 +287,9 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     d.roles = roles(&ctx, &rec.edges, step);
     // Empty when no dependency path leads to the final output (a one-step path means the step
     // gives the output itself).
-    d.path =
-        final_step(&ctx).and_then(|e| if step == e { Some(vec![step]) } else { g.path(step, e) }).unwrap_or_default();
+    let end = final_step(&ctx);
+    d.path = end.and_then(|e| if step == e { Some(vec![step]) } else { g.path(step, e) }).unwrap_or_default();
+    d.final_output_step = end;
     d.candidates = rec.candidates.iter().map(|(c, f)| candidate(t, *c, f)).collect();
     d.details = details(&segs, &rec);
     session.finish(&mut d);
