@@ -196,13 +196,19 @@ impl Detail {
                     )
                 })
                 .collect(),
-            Detail::ReSearchChecks(v) => v
-                .iter()
-                .map(|k| {
-                    let v = |b: bool| if b { "pass" } else { "fail" };
-                    format!("step {}: independence {}, sufficiency {}", k.step, v(k.independence), v(k.sufficiency))
-                })
-                .collect(),
+            Detail::ReSearchChecks(v) => {
+                // The rows are context for one rule (decision::research_move): without it a row
+                // that passes before the named step reads as a contradiction.
+                let rule = "the decision moves only to the step the blind comparison names, when that step passes \
+                            both checks and is earlier (or the decided step fails them)"
+                    .to_string();
+                std::iter::once(rule)
+                    .chain(v.iter().map(|k| {
+                        let v = |b: bool| if b { "pass" } else { "fail" };
+                        format!("step {}: independence {}, sufficiency {}", k.step, v(k.independence), v(k.sufficiency))
+                    }))
+                    .collect()
+            }
             Detail::Panel(v) => v.iter().map(|p| p.as_str().to_string()).collect(),
             Detail::Analyses(_, v) => v
                 .iter()
