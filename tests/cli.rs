@@ -418,6 +418,24 @@ fn verbose_flags_may_come_before_a_trace() {
     assert_eq!(falat::cli::normalize_args(args(&["falat", "-v", "t.json"])), args(&["falat", "-v", "open", "t.json"]));
     assert_eq!(falat::cli::normalize_args(args(&["falat", "-vv", "eval", "d"])), args(&["falat", "-vv", "eval", "d"]));
     assert_eq!(falat::cli::normalize_args(args(&["falat", "t.json"])), args(&["falat", "open", "t.json"]));
+    // A file without an extension that exists is a trace too; a bare word that names no file is
+    // left to clap as a command.
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "README.md"])), args(&["falat", "open", "README.md"]));
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "src"])), args(&["falat", "open", "src"]));
+    assert_eq!(
+        falat::cli::normalize_args(args(&["falat", "diagnos", "t.json"])),
+        args(&["falat", "diagnos", "t.json"])
+    );
+}
+
+/// A mistyped command is reported as one, with the command it resembles, not read as a trace.
+#[test]
+fn a_mistyped_command_is_named_with_a_suggestion() {
+    let out = falat().args(["diagnos", ALGO]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("unrecognized subcommand 'diagnos'"), "{err}");
+    assert!(err.contains("a similar subcommand exists: 'diagnose'"), "{err}");
 }
 
 #[cfg(feature = "llm")]
