@@ -428,6 +428,16 @@ fn verbose_flags_may_come_before_a_trace() {
     );
 }
 
+/// `--trace-format` names the trace format in every command (`diagnose` keeps `--format` for the
+/// report's).
+#[test]
+fn trace_format_is_accepted_by_inspect_as_by_diagnose() {
+    let text = stdout_of(&["inspect", "--trace-format", "tau-bench", TAU]);
+    assert!(text.contains("\nformat      tau-bench\n"), "{text}");
+    let err = stderr_of(&["inspect", "--trace-format", "codex", TAU]);
+    assert!(err.contains("codex"), "{err}");
+}
+
 /// A mistyped command is reported as one, with the command it resembles, not read as a trace.
 #[test]
 fn a_mistyped_command_is_named_with_a_suggestion() {

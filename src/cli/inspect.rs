@@ -36,8 +36,9 @@ pub struct InspectArgs {
     pub trace: PathBuf,
     /// The trace format: auto, who-and-when (either subset), who-and-when-algorithm,
     /// who-and-when-hand, magentic-one, otel-genai, openinference, any-agent, claude-code, codex,
-    /// langsmith, langfuse, tau-bench, openai-chat or falat-jsonl.
-    #[arg(long, short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
+    /// langsmith, langfuse, tau-bench, openai-chat or falat-jsonl. Also `--trace-format`, as in
+    /// `falat diagnose`, where `--format` is the report's.
+    #[arg(long, visible_alias = "trace-format", short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
     pub format: FormatChoice,
     /// Print the trajectory as JSON (full step contents, links, diagnostics) instead of text.
     #[arg(long)]

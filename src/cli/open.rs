@@ -25,8 +25,9 @@ pub struct OpenArgs {
     /// `theme`, else dark). `NO_COLOR` turns colours off.
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
-    /// The trace format (default: detected); names as for `falat inspect --format`.
-    #[arg(long, short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
+    /// The trace format (default: detected); names as for `falat inspect --format`. Also
+    /// `--trace-format`, as in `falat diagnose`.
+    #[arg(long, visible_alias = "trace-format", short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
     pub format: FormatChoice,
     /// A key map file (default: `keys.toml` in the config folder when it exists).
     #[arg(long, value_name = "FILE")]
