@@ -119,6 +119,30 @@ fn broken_inputs_exit_2_with_the_reason() {
     );
     let err = stderr_of(&["inspect", "no/such/file.json"]);
     assert!(err.starts_with("falat: no/such/file.json: cannot read: "), "{err}");
+    // eval names a missing folder once, and a file given for a folder as such.
+    let err = stderr_of(&["eval", "no/such/dir"]);
+    assert!(err.starts_with("falat: no/such/dir: cannot read: "), "{err}");
+    assert_eq!(err.matches("no/such/dir").count(), 1, "{err}");
+    let err = stderr_of(&["eval", ALGO]);
+    assert_eq!(
+        err,
+        format!(
+            "falat: {ALGO}: a file; eval reads labelled benchmark folders (such as data/who-and-when), searched for traces\n"
+        )
+    );
+    // An empty object is described as one; an empty label file is not "unreadable".
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "{}").unwrap();
+    let err = stderr_of(&["inspect", empty.to_str().unwrap()]);
+    assert!(err.ends_with("; found an empty object\n"), "{err}");
+    let err = stderr_of(&["inspect", ALGO, "--labels", empty.to_str().unwrap()]);
+    assert_eq!(
+        err,
+        format!(
+            "falat: {}: as labels: expected an AgentRx ground-truth array [{{trajectory_id, failures, root_cause}}] or JSON Lines {{\"trajectory\", \"step\", \"agent\"}}\n",
+            empty.display()
+        )
+    );
 }
 
 #[test]

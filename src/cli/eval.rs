@@ -215,8 +215,16 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// The labelled cases of the folders (at most `--limit` per subset); what cannot be used is
 /// reported on stderr and skipped.
 fn load(args: &EvalArgs) -> anyhow::Result<Benchmark> {
-    let mut bench =
-        Benchmark::load(&args.dirs, &args.labels).with_context(|| format!("cannot read {}", show_dirs(&args.dirs)))?;
+    // eval reads folders; a file given in their place is named as such (the load error would only
+    // say "Not a directory").
+    if let Some(f) = args.dirs.iter().find(|d| d.is_file()) {
+        anyhow::bail!(
+            "{}: a file; eval reads labelled benchmark folders (such as data/who-and-when), searched for traces",
+            crate::text::sanitize(&f.display().to_string())
+        );
+    }
+    // The load error names the folder or file it could not read.
+    let mut bench = Benchmark::load(&args.dirs, &args.labels)?;
     for s in &bench.skipped {
         eprintln!("falat: {}; skipped", crate::text::sanitize(s));
     }

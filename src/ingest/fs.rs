@@ -134,8 +134,7 @@ pub struct LabelledSet {
 }
 
 fn parse_labels(p: &Path, text: &str) -> Result<super::labels::LabelSet, LoadError> {
-    super::labels::parse(text)
-        .map_err(|e| LoadError::Io { path: p.display().to_string(), message: format!("as labels: {e}") })
+    super::labels::parse(text).map_err(|message| LoadError::Labels { path: p.display().to_string(), message })
 }
 
 /// One `FILE:LINE: message` per record of a label file that was skipped.

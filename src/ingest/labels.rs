@@ -88,11 +88,9 @@ pub fn parse(text: &str) -> Result<LabelSet, String> {
     match detect(text) {
         Some(LabelFormat::AgentRx) => parse_agentrx(text),
         Some(LabelFormat::Jsonl) => Ok(parse_jsonl(text)),
-        None => {
-            Err("expected labels: an AgentRx ground-truth array [{trajectory_id, failures, root_cause}] or JSON Lines \
+        None => Err("expected an AgentRx ground-truth array [{trajectory_id, failures, root_cause}] or JSON Lines \
              {\"trajectory\", \"step\", \"agent\"}"
-                .into())
-        }
+            .into()),
     }
 }
 

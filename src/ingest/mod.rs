@@ -182,6 +182,13 @@ pub enum LoadError {
         /// A short description of what the document holds instead.
         found: String,
     },
+    /// A label file (`--labels`) in neither label layout, or unusable in its own.
+    Labels {
+        /// The file.
+        path: String,
+        /// What is wrong or what was expected.
+        message: String,
+    },
     /// The document was recognised but is unusable (no step, wrong shape where it matters).
     Invalid {
         /// The file.
@@ -218,6 +225,7 @@ impl fmt::Display for LoadError {
                 write!(f, "{path}: no known trace format matched (tried {}); found {found}", names.join(", "))
             }
             LoadError::Invalid { path, format, message } => write!(f, "{path}: as {format}: {message}"),
+            LoadError::Labels { path, message } => write!(f, "{path}: as labels: {message}"),
         }
     }
 }
@@ -669,7 +677,11 @@ pub fn describe_value(v: &Value) -> String {
         Value::Object(m) => {
             let keys: Vec<&str> = m.keys().take(8).map(String::as_str).collect();
             let more = if m.len() > 8 { ", ..." } else { "" };
-            format!("an object with keys [{}{more}]", keys.join(", "))
+            if keys.is_empty() {
+                "an empty object".into()
+            } else {
+                format!("an object with keys [{}{more}]", keys.join(", "))
+            }
         }
         Value::Array(a) => match a.first() {
             Some(first) => format!("an array of {} items, the first {}", a.len(), describe_value(first)),
