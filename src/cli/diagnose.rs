@@ -204,10 +204,12 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> 
     let mut tmp = builder.tempfile_in(dir).map_err(|e| {
         // The error names the random temporary file, which the user never asked for: keep its
         // cause alone.
-        let cause = e
-            .get_ref()
-            .and_then(|inner| std::error::Error::source(inner))
-            .map_or_else(|| e.to_string(), ToString::to_string);
+        // (tempfile words it "<cause> at path \"<temporary file>\"" and gives no source.)
+        let text = e.to_string();
+        let cause = match text.find(" at path \"") {
+            Some(i) => text[..i].to_string(),
+            None => text,
+        };
         anyhow::anyhow!("cannot write in {}: {cause}", dir.display())
     })?;
     tmp.write_all(bytes)?;
@@ -231,5 +233,14 @@ mod tests {
         let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&written), mode(&plain));
         assert_eq!(std::fs::read_to_string(&written).unwrap(), "# report\n");
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_named_by_its_folder_not_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no").join("report.md");
+        let err = format!("{:#}", super::write_atomic(&missing, b"x").unwrap_err());
+        assert!(err.starts_with(&format!("cannot write in {}: ", dir.path().join("no").display())), "{err}");
+        assert!(!err.contains("no/.tmp") && !err.contains("at path"), "{err}");
     }
 }
