@@ -431,7 +431,7 @@ fn candidates(out: &mut String, d: &Diagnosis) {
 fn path_and_cost(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     match (d.path.as_slice(), d.decisive_step) {
         ([only], _) => out.push_str(&format!(
-            "\n## Dependency path to the final output\n\nStep {only} gives the final output itself.\n"
+            "\n## Dependency path to the final output\n\nStep {only} is itself the final output's step (the last turn with substance).\n"
         )),
         ([], Some(s)) => {
             let end = match d.final_output_step {

@@ -350,6 +350,10 @@ fn an_unverified_step_that_passes_the_window_check_says_which_check_passed() {
     let md = report::to_markdown(&loaded.trajectories[0], &d);
     assert!(md.contains("here at most 0.20 because no candidate passed verification."), "{md}");
     assert_eq!(report::to_json(&loaded.trajectories[0], &d)["fallback"], d.fallback.as_deref().unwrap());
+    // The run records no observed output: the one-step path says which step the analysis takes as
+    // the final output, not that the step "gives the final output".
+    assert!(loaded.trajectories[0].observed_output.is_none());
+    assert!(md.contains("\nStep 4 is itself the final output's step (the last turn with substance).\n"), "{md}");
 }
 
 /// In a τ-bench run the last step is the simulated user's goodbye, which quotes nothing: a step
