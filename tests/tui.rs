@@ -1942,3 +1942,29 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
         "{verdict}"
     );
 }
+
+/// A file of several runs opened on one (`--trajectory`) shows that run's id in the header; a
+/// file named after its run does not repeat it.
+#[test]
+fn the_header_names_the_run_of_a_file_of_several() {
+    let f = Fixture::copy(Path::new("data/agentrx-tau/tau_dataset_failed.json"));
+    let opts = TuiOptions { trajectory: Some("task-28-trial-28".into()), ..f.opts() };
+    let app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    let header = draw(&app, 160, 30)
+        .backend()
+        .to_string()
+        .lines()
+        .find(|l| l.contains(" falat "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(header.ends_with(" tau_dataset_failed.json › task-28-trial-28 \""), "{header}");
+    let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/1.json"));
+    let header = draw(&f.open(), 160, 30)
+        .backend()
+        .to_string()
+        .lines()
+        .find(|l| l.contains(" falat "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(header.contains(" 1.json · who-and-when-hand · ") && !header.contains('›'), "{header}");
+}

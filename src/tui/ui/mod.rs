@@ -136,7 +136,13 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
         spans.push(Span::styled(label, style));
     }
     let tabs = Line::from(spans);
-    let name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
+    let mut name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
+    // The run's id, unless the file is named after it: a file of several runs (`--trajectory`)
+    // shows which one is open.
+    let stem = app.trace.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if !app.traj.id.is_empty() && app.traj.id != stem {
+        name = format!("{name} › {}", clean(&app.traj.id));
+    }
     let method =
         if app.method == crate::methods::Method::Falat { String::new() } else { format!(" · method {}", app.method) };
     let long = format!(
