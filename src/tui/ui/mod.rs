@@ -430,6 +430,7 @@ pub(crate) fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ("!", "a step with an error or a failed execution"),
         ("★ + ✗", "pinned / marked / excluded by you"),
         ("✓ ≈ ✗", "methods: same step / same agent / neither"),
+        ("✓✓✗", "candidates: independence, sufficiency, precedence passed (✓) or failed (✗)"),
     ] {
         lines.extend(help_entry(app, mark, what));
     }

@@ -145,7 +145,13 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     // With overrides the list is the user's decision (a pin wins precedence, a mark is never
     // pruned); the verdict view keeps the machine's. Say whose it is.
     let title = if app.user_decision().is_some() { "Candidates with your overrides" } else { "Candidates" };
-    let block = pane(app, title, true, &info, list.width);
+    // The ✓/✗ column's meaning, on the bottom border (a header row would move the rows the
+    // mouse and the selection address), when it fits whole.
+    let legend = " checks: independence · sufficiency · precedence ";
+    let mut block = pane(app, title, true, &info, list.width);
+    if legend.chars().count() + 2 <= list.width as usize {
+        block = block.title_bottom(Line::styled(legend, app.theme.dim));
+    }
     let inner = block.inner(list);
     f.render_widget(block, list);
     let (off, h) = list_rows(app, list, rows.len());
