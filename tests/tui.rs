@@ -527,6 +527,13 @@ fn pin_reruns_saves_and_is_restored_on_reopen() {
     assert_eq!(saved["pinned"], 16);
     assert_eq!(saved["schema"], store::OVERRIDES_SCHEMA);
     assert!(screen(&app).contains("★"), "the pinned step is marked");
+    // The machine's decisive step (12) is no longer the root cause in the user's decision: the
+    // Steps pane keeps a ▶ on it; the pinned step carries the ROOT tag.
+    press(&mut app, ":12<enter>");
+    let shown = screen(&app);
+    let row = |n: &str| shown.lines().find(|l| l.contains(n)).unwrap_or_default().to_string();
+    assert!(row(" 12 WebSurfer").contains("▶ 12 WebSurfer"), "{shown}");
+    assert!(row(" 16 WebSurfer").contains("ROOT"), "{shown}");
 
     let mut again = f.open();
     assert_eq!(again.overrides().pinned, Some(16), "restored on reopen");

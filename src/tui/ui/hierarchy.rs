@@ -163,7 +163,12 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
         (_, _, true) => Span::styled("+", t.marked),
         _ => Span::raw(" "),
     };
+    // With overrides the roles are the user's decision: the machine's decisive step, when it is
+    // no longer the root cause there, keeps a mark of its own.
+    let machine_only =
+        app.user_decision().is_some() && app.results.decisive_step() == Some(s) && m.role != Some(Role::RootCause);
     let cand = match m.candidate {
+        _ if machine_only => Span::styled("▶", t.candidate),
         Some(true) => Span::styled("◆", t.candidate),
         Some(false) => Span::styled("◇", t.pruned),
         None if sum.flags.error || sum.flags.failed_execution => Span::styled("!", t.error),

@@ -425,7 +425,7 @@ pub(crate) fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     }
     lines.push(Line::styled("markers", t.title_focus));
     for (mark, what) in [
-        ("▶", "the phase / candidate holding the machine's verdict"),
+        ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
         ("◆ ◇", "candidate kept / pruned"),
         ("!", "a step with an error or a failed execution"),
         ("★ + ✗", "pinned / marked / excluded by you"),
