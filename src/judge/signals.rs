@@ -476,7 +476,8 @@ pub(crate) fn contains_word(hay: &str, needle: &str) -> bool {
 }
 
 /// `item` (lower case) as step `j` writes it: a number's own text there, else the first
-/// case-insensitive occurrence of `item` in the step with its own letter case, else `item`.
+/// case-insensitive occurrence of `item` in the step with its own letter case, else in the
+/// observed output, else `item`.
 pub(crate) fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
     let n = evidence::normalize_number(item);
     let content = &ctx.trajectory.steps[j].content;
@@ -485,11 +486,14 @@ pub(crate) fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
     {
         return e.text(content).trim().to_string();
     }
-    regex::RegexBuilder::new(&regex::escape(item))
-        .case_insensitive(true)
-        .build()
-        .ok()
-        .and_then(|re| re.find(content).map(|m| m.as_str().to_string()))
+    // Else as the step writes it, or as the observed output does (output items come from it).
+    let Ok(re) = regex::RegexBuilder::new(&regex::escape(item)).case_insensitive(true).build() else {
+        return item.to_string();
+    };
+    [Some(content.as_str()), ctx.trajectory.observed_output.as_deref()]
+        .into_iter()
+        .flatten()
+        .find_map(|text| re.find(text).map(|m| m.as_str().to_string()))
         .unwrap_or_else(|| item.to_string())
 }
 

@@ -294,20 +294,27 @@ fn provenance_line(app: &App, s: usize, width: u16) -> Line<'static> {
     // A small number "taken" from another step is mostly a coincidence (a count, a year): such
     // uses are only counted, like the dependency edges that carry nothing else.
     let small = |k: &str| k.len() <= 4 && k.chars().all(|c| c.is_ascii_digit());
+    // Value keys are lower case (they match across steps); show each as this step writes it.
+    let content = app.traj.steps.get(s).map_or("", |st| st.content.as_str());
+    let evidence = app.hierarchy().evidence.get(s).map_or(&[][..], Vec::as_slice);
+    let written = |k: &str| {
+        let text = evidence.iter().find(|e| e.key == k).map_or(k, |e| e.text(content).trim());
+        clean(if text.is_empty() { k } else { text })
+    };
     let mut uses: Vec<String> = sum
         .uses
         .iter()
         .filter(|(k, o)| !(matches!(o, Origin::Step(_)) && small(k)))
         .map(|(k, o)| match o {
-            Origin::Given => format!("{} ← task", clean(k)),
-            Origin::Step(i) => format!("{} ← #{i}", clean(k)),
+            Origin::Given => format!("{} ← task", written(k)),
+            Origin::Step(i) => format!("{} ← #{i}", written(k)),
         })
         .collect();
     let hidden = sum.uses.iter().filter(|(k, o)| matches!(o, Origin::Step(_)) && small(k)).count();
     if hidden > 0 {
         uses.push(format!("+{}", crate::text::count(hidden, "small number", "small numbers")));
     }
-    let intro: Vec<String> = sum.introduces.iter().map(|k| clean(k)).collect();
+    let intro: Vec<String> = sum.introduces.iter().map(|k| written(k)).collect();
     let mut text = String::new();
     if !uses.is_empty() {
         text.push_str(&format!("uses {}", uses.join(", ")));
