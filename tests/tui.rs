@@ -1954,24 +1954,16 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
 /// file named after its run does not repeat it.
 #[test]
 fn the_header_names_the_run_of_a_file_of_several() {
+    let header = |app: &App| {
+        let screen = draw(app, 160, 30).backend().to_string();
+        screen.lines().find(|l| l.contains(" falat ")).unwrap_or_default().to_string()
+    };
     let f = Fixture::copy(Path::new("data/agentrx-tau/tau_dataset_failed.json"));
     let opts = TuiOptions { trajectory: Some("task-28-trial-28".into()), ..f.opts() };
     let app = tui::open(&f.trace, &opts, Arc::new(HeuristicJudge)).expect("open");
-    let header = draw(&app, 160, 30)
-        .backend()
-        .to_string()
-        .lines()
-        .find(|l| l.contains(" falat "))
-        .unwrap_or_default()
-        .to_string();
-    assert!(header.ends_with(" tau_dataset_failed.json › task-28-trial-28 \""), "{header}");
+    let h = header(&app);
+    assert!(h.ends_with(" tau_dataset_failed.json › task-28-trial-28 \""), "{h}");
     let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/1.json"));
-    let header = draw(&f.open(), 160, 30)
-        .backend()
-        .to_string()
-        .lines()
-        .find(|l| l.contains(" falat "))
-        .unwrap_or_default()
-        .to_string();
-    assert!(header.contains(" 1.json · who-and-when-hand · ") && !header.contains('›'), "{header}");
+    let h = header(&f.open());
+    assert!(h.contains(" 1.json · who-and-when-hand · ") && !h.contains('›'), "{h}");
 }
