@@ -381,15 +381,12 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
         .clone()
         .or_else(|| by_step.step.map(|s| t.steps[s].agent.clone()))
         .unwrap_or_else(|| fallback_agent(&ctx));
-    let step =
-        by_step.step.or_else(|| first_turn(&ctx, &agent)).unwrap_or_else(|| default_step(&ctx, &[]).unwrap_or(0));
+    let turn = first_turn(&ctx, &agent);
+    let step = by_step.step.or(turn).unwrap_or_else(|| default_step(&ctx, &[]).unwrap_or(0));
     let mut d = new_diagnosis(Method::Echo, t, judge, opts, Some(step));
     if by_step.step.is_none() {
-        let which = if first_turn(&ctx, &agent) == Some(step) {
-            "the voted agent's first turn"
-        } else {
-            "the first step acting on the task"
-        };
+        let which =
+            if turn == Some(step) { "the voted agent's first turn" } else { "the first step acting on the task" };
         d.fallback = Some(format!("the step vote settled on no step; step {step} is {which}"));
     } else if by_step.conclusion == Some(Conclusion::NoClearFault) {
         // The analysts still put a step forward (ECHO A.7 keeps it), but as a guess, not a fault.
