@@ -244,7 +244,7 @@ fn cancel_latency(app: &App) {
     let flag = Arc::new(AtomicBool::new(false));
     let stage = Arc::new(std::sync::Mutex::new(String::new()));
     let (f2, s2, traj) = (Arc::clone(&flag), Arc::clone(&stage), Arc::clone(&app.traj));
-    let progress: falat::pipeline::ProgressFn = Arc::new(move |st: &str, done: usize, total: usize| {
+    let progress: falat::methods::falat::ProgressFn = Arc::new(move |st: &str, done: usize, total: usize| {
         *s2.lock().expect("lock") = format!("{st} {done}/{total}");
     });
     let worker = std::thread::spawn(move || {
@@ -267,7 +267,12 @@ fn pipeline_on_prefix(app: &App, n: usize) {
     t.steps.truncate(n);
     t.links.retain(|l| l.from < n && l.to < n);
     let start = Instant::now();
-    let d = falat::pipeline::diagnose(&t, &HeuristicJudge, &falat::pipeline::Options::new(true));
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(falat::methods::falat::Options::new(true)),
+    );
     println!(
         "whole pipeline on the first {n} steps: {:.0} ms, {} candidates, decisive step {:?}",
         ms(start.elapsed()),

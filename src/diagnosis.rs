@@ -4,9 +4,12 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod attribution;
 pub mod details;
+pub mod explanation;
 
 pub use details::Detail;
+pub use explanation::{Caveat, Claim, Explanation, Rule};
 
 /// The six transition labels of FALAT stage 2, on an edge from a candidate to a later step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -399,13 +402,13 @@ impl Candidate {
     /// The signal that best names the error: by [`Signal::PRIORITY`] (what a step invents or
     /// assumes outranks how its actions fail), ties broken by weight.
     pub fn main_signal(&self) -> Option<Signal> {
-        let rank = |s: Signal| Signal::PRIORITY.iter().position(|p| *p == s).unwrap_or(usize::MAX);
-        self.findings
-            .iter()
-            .min_by(|a, b| rank(a.signal).cmp(&rank(b.signal)).then(b.weight.total_cmp(&a.weight)))
-            .map(|f| f.signal)
+        explanation::main_signal(&self.findings)
     }
 }
+
+/// The highest confidence FALAT states for a step its fallback named (no candidate passed both
+/// verification criteria): the fallback is a guess, whatever the ranker's probability of it.
+pub const UNVERIFIED_CAP: f32 = 0.2;
 
 /// Below this probability a diagnosis says its confidence is low.
 pub const LOW_CONFIDENCE: f32 = 0.3;
@@ -628,6 +631,22 @@ impl Method {
     /// How the method names its decisive step, as a clause a report can quote ("FALAT names step 4
     /// because it is …"): the method's own rule, which is not "the most probable step" for most
     /// methods.
+    /// The highest confidence the method states for a step its fallback named, when it caps
+    /// it: FALAT's [`UNVERIFIED_CAP`]; the other methods state the ranker's calibrated
+    /// probability as it is.
+    pub fn fallback_cap(self) -> Option<f32> {
+        match self {
+            Method::Falat => Some(UNVERIFIED_CAP),
+            _ => None,
+        }
+    }
+
+    /// Whether the method traces a dependency path from its decisive step to the final output
+    /// (FALAT, DeFA); reports of the others make no claim about paths.
+    pub fn traces_path(self) -> bool {
+        matches!(self, Method::Falat | Method::Defa)
+    }
+
     pub fn decision_rule(self) -> &'static str {
         match self {
             Method::Falat => {
@@ -685,10 +704,14 @@ pub struct Diagnosis {
     pub agent: Option<String>,
     /// The decisive step's error category.
     pub category: ErrorCategory,
-    /// Why, in a few sentences.
+    /// Why, in a few sentences: [`Explanation::render`] of [`Diagnosis::explanation`], set by
+    /// the finishing step (`methods::finish`); a method's raw verdict leaves it empty.
     pub reason: String,
+    /// Why the decisive step is named, as data: the rule, the findings, the claims and caveats
+    /// the reports and the TUI render.
+    pub explanation: Explanation,
     /// Confidence in 0..=1: the probability that the decisive step is right, once the ranking is
-    /// attached ([`crate::rank::attach`]).
+    /// attached by the finishing step (`methods::finish`).
     pub confidence: f32,
     /// Every step, the decisive step first, then by probability (see [`RankedStep`]).
     pub ranking: Vec<RankedStep>,

@@ -4,7 +4,7 @@
 //!
 //! Everything here is computed from the trajectory by code (no judge): it is the cheap structure
 //! that the judge's questions are built from. Phase summaries and suspicion scores are filled in by
-//! the judge afterwards ([`crate::pipeline`]).
+//! the judge afterwards ([`crate::methods::falat`]).
 
 use std::collections::HashMap;
 use std::ops::Range;

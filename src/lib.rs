@@ -9,7 +9,6 @@
 //! ingest, the substrate, every method, the offline heuristic judge, eval and the reports.
 
 pub mod cli;
-pub mod decision;
 pub mod diagnosis;
 pub mod eval;
 pub mod evidence;
@@ -19,7 +18,6 @@ pub mod ingest;
 pub mod judge;
 pub mod methods;
 pub mod model;
-pub mod pipeline;
 pub mod prior;
 pub mod rank;
 pub mod report;

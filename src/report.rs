@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Detail, Diagnosis, Method, Role};
+use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Role, Rule};
 use crate::model::Trajectory;
 use crate::text;
 
@@ -61,6 +61,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "agent": d.agent,
         "category": d.category.as_str(),
         "reason": d.reason,
+        "explanation": explanation_json(d),
         "confidence": round3(d.confidence),
         "low_confidence": d.low_confidence(),
         "ranking": d.ranking.iter().take(RANKED_SHOWN).map(|r| json!({
@@ -96,6 +97,57 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "fallback": d.fallback,
         "details": d.details.iter().map(detail_json).collect::<Vec<_>>(),
         "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
+    })
+}
+
+/// The explanation as data (docs/REPORT_SCHEMA.md, "explanation"): the rule, the findings, the
+/// method's account, the re-search, and each claim and caveat with its kind, the steps it cites
+/// and the sentence the Markdown report prints for it.
+fn explanation_json(d: &Diagnosis) -> Value {
+    let e = &d.explanation;
+    let (fallback_name, fallback_why) = match &e.rule {
+        Rule::Fallback { name, why } => (Some(name.as_str()).filter(|n| !n.is_empty()), Some(why.as_str())),
+        _ => (None, None),
+    };
+    json!({
+        "rule": e.rule.as_str(),
+        "fallback": fallback_name,
+        "fallback_reason": fallback_why,
+        "findings": e.findings.iter().map(|f| json!({
+            "signal": f.signal.as_str(),
+            "category": f.signal.category().as_str(),
+            "evidence": f.evidence,
+            "weight": round3(f.weight),
+        })).collect::<Vec<_>>(),
+        "account": (!e.account.is_empty()).then_some(&e.account),
+        "research": e.research,
+        "claims": e.claims.iter().map(|c| {
+            let mut v = match c {
+                Claim::RanksFirst { step, p } => json!({"step": step, "probability": round3(*p)}),
+                Claim::MoreProbable { step, agent, p, named, p_named } => json!({
+                    "step": step, "agent": agent, "probability": round3(*p),
+                    "named": named, "named_probability": round3(*p_named),
+                }),
+                Claim::PathToOutput { path } => json!({"path": path}),
+                Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => json!({
+                    "from": from, "final_output_step": final_step,
+                    "states_observed_output": states_observed, "sufficiency_evidence": sufficiency,
+                }),
+            };
+            v["kind"] = json!(c.as_str());
+            v["steps"] = json!(c.steps());
+            v["text"] = json!(c.sentence(d.method, &e.rule));
+            v
+        }).collect::<Vec<_>>(),
+        "caveats": e.caveats.iter().map(|c| {
+            let mut v = match c {
+                Caveat::ConfidenceCapped { cap } => json!({"cap": round3(*cap)}),
+                Caveat::LowConfidence { confidence } => json!({"confidence": round3(*confidence)}),
+                Caveat::OfflineJudge => json!({}),
+            };
+            v["kind"] = json!(c.as_str());
+            v
+        }).collect::<Vec<_>>(),
     })
 }
 
@@ -165,7 +217,7 @@ fn detail_json(x: &Detail) -> Value {
         ),
         Detail::Rounds(v) => (
             "rounds",
-            json!({"rounds": v.iter().map(|r| json!({"range": range(&r.range), "split": r.split, "half": r.half})).collect::<Vec<_>>()}),
+            json!({"rounds": v.iter().map(|r| json!({"range": range(&r.range), "split": r.split, "half": r.half.as_str()})).collect::<Vec<_>>()}),
         ),
     };
     let mut out = json!({"kind": kind, "title": x.title(), "lines": x.lines()});
@@ -268,7 +320,7 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     ranking(&mut out, t, d);
     roles(&mut out, t, d);
     candidates(&mut out, d);
-    path_and_cost(&mut out, t, d);
+    path_and_cost(&mut out, d);
     if !d.warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
         for w in &d.warnings {
@@ -306,6 +358,11 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         out.push_str(&quote_all(&s.content));
     }
     out.push_str(&format!("\n### Why\n\n{}\n", text::sanitize(&d.reason)));
+    for c in &d.explanation.claims {
+        if matches!(c, Claim::RanksFirst { .. } | Claim::MoreProbable { .. }) {
+            out.push_str(&format!("\n{}\n", c.sentence(d.method, &d.explanation.rule)));
+        }
+    }
     if !d.overrides.is_empty() {
         let o = &d.overrides;
         out.push_str(&format!(
@@ -331,40 +388,27 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     }
     out.push_str("\n## Ranked steps\n\n");
     if let Some(s) = d.decisive_step {
-        // FALAT caps the confidence of a step its fallback named; say so where the cap applied.
-        let cap = if d.method == Method::Falat && d.fallback.is_some() {
-            format!(", here at most {:.2} because no candidate passed verification", crate::pipeline::UNVERIFIED_CAP)
-        } else {
-            String::new()
-        };
+        // A method that caps the confidence of a step its fallback named: say so where it applied.
+        let cap = d.explanation.caveats.iter().find_map(|c| match c {
+            Caveat::ConfidenceCapped { cap } => {
+                Some(format!(", here at most {cap:.2} because no candidate passed verification"))
+            }
+            _ => None,
+        });
         out.push_str(&format!(
             "Step {s}, the step named, comes first; the others follow by `P`, the ranker's probability that \
              the step is the decisive one. The confidence ({:.2}) is the chance that step {s} is right: its \
-             `P` calibrated on the methods' past decisions{cap}.\n\n",
-            d.confidence
+             `P` calibrated on the methods' past decisions{}.\n\n",
+            d.confidence,
+            cap.unwrap_or_default()
         ));
     }
-    if let (Some(s), Some((b, p_named))) = (d.decisive_step, d.more_probable_step()) {
+    if let Some(c) = d.explanation.caveats.iter().find_map(|c| match c {
+        Caveat::LowConfidence { confidence } => Some(*confidence),
+        _ => None,
+    }) {
         out.push_str(&format!(
-            "Step {} ({}) is more probable than step {s} (P {:.2} against {:.2}). {} names {}; it does not name \
-             the step that ranks first by `P`, so read both.\n\n",
-            b.step,
-            cell(&b.agent),
-            b.probability,
-            p_named,
-            d.method.title(),
-            match &d.fallback {
-                // The method's rule named nothing and a fallback did (FALAT's unverified step,
-                // step-by-step's least certain "no"): say that, not the rule.
-                Some(f) => format!("step {s} by its fallback ({})", text::sanitize(f)),
-                None => format!("step {s} because it is {}", d.method.decision_rule()),
-            }
-        ));
-    }
-    if d.low_confidence() {
-        out.push_str(&format!(
-            "Confidence is low ({:.2}): no step stands out; check the steps below, not only the first.\n\n",
-            d.confidence
+            "Confidence is low ({c:.2}): no step stands out; check the steps below, not only the first.\n\n"
         ));
     }
     out.push_str("| rank | step | agent | P | content |\n| ---: | ---: | --- | ---: | --- |\n");
@@ -428,42 +472,24 @@ fn candidates(out: &mut String, d: &Diagnosis) {
     }
 }
 
-fn path_and_cost(out: &mut String, t: &Trajectory, d: &Diagnosis) {
-    match (d.path.as_slice(), d.decisive_step) {
-        ([only], _) => out.push_str(&format!(
-            "\n## Dependency path to the final output\n\nStep {only} is itself the final output's step (the last turn with substance).\n"
-        )),
-        ([], Some(s)) => {
-            let end = match d.final_output_step {
-                Some(e) => format!("step {e}, the final output's step (the last turn with substance)"),
-                None => "the final output's step".to_string(),
-            };
-            out.push_str(&format!(
-                "\n## Dependency path to the final output\n\nNone: the dependency graph has no path from step {s} to {end}."
-            ));
-            // The step that states the observed output is not the final one when a later turn has
-            // substance too (a simulated user's goodbye after the assistant's answer): say so.
-            let observed = t.observed_output.as_deref().map(str::trim).filter(|o| !o.is_empty());
-            if observed.is_some_and(|o| t.steps.get(s).is_some_and(|st| st.content.contains(o))) {
-                out.push_str(&format!(" Step {s} states the observed output itself."));
+fn path_and_cost(out: &mut String, d: &Diagnosis) {
+    for c in &d.explanation.claims {
+        let sentence = c.sentence(d.method, &d.explanation.rule);
+        match c {
+            Claim::PathToOutput { path } if path.len() > 1 => {
+                let p: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+                out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
             }
-            // A step can still suffice without such a path: it steers the run (a plan, a
-            // delegation, an early answer), or a later step that depends on it brings the wrong
-            // value. Quote the check, or the two sections read as a contradiction.
-            let check = d
-                .candidate(s)
-                .and_then(|c| c.verification.as_ref())
-                .filter(|v| v.sufficiency.passed)
-                .map(|v| text::sanitize(&v.sufficiency.evidence));
-            match check {
-                Some(e) => out.push_str(&format!(" Its sufficiency check passed on other evidence: {e}.\n")),
-                None => out.push('\n'),
+            Claim::PathToOutput { .. } => {
+                out.push_str(&format!("\n## Dependency path to the final output\n\n{sentence}\n"));
             }
-        }
-        ([], None) => {}
-        (p, _) => {
-            let p: Vec<String> = p.iter().map(|s| s.to_string()).collect();
-            out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
+            Claim::NoPathToOutput { .. } => {
+                // "None: the dependency graph has no path…": the sentence continues the "None".
+                let mut chars = sentence.chars();
+                let rest: String = chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default();
+                out.push_str(&format!("\n## Dependency path to the final output\n\nNone: {rest}\n"));
+            }
+            _ => {}
         }
     }
     out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");

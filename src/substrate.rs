@@ -19,6 +19,8 @@ use crate::hierarchy::{self, Hierarchy};
 use crate::model::{LinkKind, Trajectory};
 use crate::prior::{self, Prior};
 
+pub mod signals;
+
 /// The structure of one trajectory, built once ([`Substrate::build`]).
 #[derive(Debug, Clone)]
 pub struct Substrate {
@@ -41,9 +43,58 @@ impl Substrate {
         Substrate { hierarchy, graph, prior, facts: Facts::default() }
     }
 
+    /// The step holding `t`'s final output as the analysis reads it ([`signals::final_step`]),
+    /// for readers that ask no judge (the TUI). `t` is the trajectory the substrate was built from.
+    pub fn final_step(&self, t: &Trajectory) -> Option<usize> {
+        signals::final_step(&Context::of(t, self, false))
+    }
+
     /// [`Substrate::build`] behind an `Arc`, for sharing across threads and runs.
     pub fn shared(t: &Trajectory) -> Arc<Substrate> {
         Arc::new(Substrate::build(t))
+    }
+}
+
+/// What a judge may look at when answering: the trajectory and the structure built so far.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The trajectory under diagnosis.
+    pub trajectory: &'a Trajectory,
+    /// Its hierarchy `M`.
+    pub hierarchy: &'a Hierarchy,
+    /// The prior `π`, once stage 1 has produced it.
+    pub prior: Option<&'a Prior>,
+    /// The dependency graph, once stage 2 has built it.
+    pub graph: Option<&'a DepGraph>,
+    /// Facts derived once per trajectory (the substrate's, [`crate::substrate::Facts`]).
+    pub facts: &'a Facts,
+    /// Whether the expected output `o*` may be used.
+    pub ground_truth: bool,
+}
+
+impl<'a> Context<'a> {
+    /// The whole context of a trajectory over its substrate: hierarchy, prior `π`, dependency
+    /// graph and facts, with `o*` usable when `ground_truth` is set.
+    pub fn of(trajectory: &'a Trajectory, substrate: &'a Substrate, ground_truth: bool) -> Context<'a> {
+        Context {
+            trajectory,
+            hierarchy: &substrate.hierarchy,
+            prior: Some(&substrate.prior),
+            graph: Some(&substrate.graph),
+            facts: &substrate.facts,
+            ground_truth,
+        }
+    }
+
+    /// The same context without the prior and the graph: what the methods that read the
+    /// trajectory alone (ECHO's analysts, the Who&When baselines, FALAT before stage 1) may see.
+    pub fn bare(self) -> Context<'a> {
+        Context { prior: None, graph: None, ..self }
+    }
+
+    /// The expected output when ground truth may be used.
+    pub fn expected(&self) -> Option<&str> {
+        if self.ground_truth { self.trajectory.expected_output.as_deref() } else { None }
     }
 }
 
@@ -89,10 +140,17 @@ pub struct Facts {
     pub used_later: OnceLock<Vec<bool>>,
     /// For the last set of live candidates asked about, the earliest of them reaching each step.
     pub upstream: Mutex<Option<Upstream>>,
-    /// The fitted step ranker's probability of each step ([`crate::rank::probabilities`]).
-    pub ranking: ByTruth<Vec<f32>>,
+    /// The fitted step ranker's probability of each step ([`crate::rank::probabilities`]), per
+    /// ground-truth setting and per model ([`crate::rank::model::RankerModel::id`]): a judge with
+    /// its own ranker (one per cross-validation fold) never reads another's.
+    pub ranking: Mutex<Vec<(RankingKey, Arc<Vec<f32>>)>>,
+    /// The expected output lower-cased with the numbers it states, built once
+    /// ([`signals::ExpectedIndex`]); `None` when the trajectory has none.
+    pub expected_index: OnceLock<Option<signals::ExpectedIndex>>,
+    /// Whether an item of the observed output agrees with the expected output (needs `o*`).
+    pub output_agrees: OnceLock<bool>,
     /// Per step, the later failed call its state change blocked, with the object they share
-    /// ([`crate::judge::signals::blocking_changes`]).
+    /// ([`crate::substrate::signals::blocking_changes`]).
     pub blocking: OnceLock<Vec<Option<(usize, String)>>>,
 }
 
@@ -110,11 +168,17 @@ impl Clone for Facts {
             expected_seen: self.expected_seen.clone(),
             used_later: self.used_later.clone(),
             upstream: Mutex::new(None),
-            ranking: self.ranking.clone(),
+            ranking: Mutex::new(self.ranking.lock().map(|r| r.clone()).unwrap_or_default()),
+            expected_index: self.expected_index.clone(),
+            output_agrees: self.output_agrees.clone(),
             blocking: self.blocking.clone(),
         }
     }
 }
+
+/// What step probabilities depend on besides the trajectory: the model's fingerprint
+/// (`StepModel::id`) and whether `o*` was given.
+pub type RankingKey = (u64, bool);
 
 /// The earliest live candidate reaching each step, for the live set it was computed for.
 #[derive(Debug, Clone)]

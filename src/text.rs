@@ -101,7 +101,8 @@ pub fn sentence_case(s: &str) -> String {
 
 /// `s` clipped to at most `max` characters, ending in `…` when cut.
 pub fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
+    // `nth` stops after `max` characters: clipping a long text costs no pass over all of it.
+    if s.chars().nth(max).is_none() {
         return s.to_string();
     }
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();

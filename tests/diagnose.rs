@@ -8,8 +8,8 @@ use falat::diagnosis::Diagnosis;
 use falat::eval;
 use falat::ingest::fs::{dataset_files, load_path};
 use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::falat::Options;
 use falat::model::Trajectory;
-use falat::pipeline::{Options, diagnose};
 use falat::report;
 
 fn load(rel: &str) -> Trajectory {
@@ -19,7 +19,12 @@ fn load(rel: &str) -> Trajectory {
 
 /// The diagnosis with wall times zeroed, so reports are stable.
 fn stable(t: &Trajectory, gt: bool) -> Diagnosis {
-    let mut d = diagnose(t, &HeuristicJudge, &Options::new(gt));
+    let mut d = falat::methods::run(
+        falat::methods::Method::Falat,
+        t,
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::new(gt)),
+    );
     for s in &mut d.cost {
         s.cost.wall = Duration::ZERO;
     }
@@ -57,7 +62,12 @@ fn accuracy(gt: bool) -> Vec<(String, usize, usize, usize)> {
     for f in dataset_files(&dir).unwrap() {
         let t = load_path(&f, None).unwrap().trajectories.remove(0);
         let subset = f.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
-        let d = diagnose(&t, &HeuristicJudge, &Options::new(gt));
+        let d = falat::methods::run(
+            falat::methods::Method::Falat,
+            &t,
+            &HeuristicJudge,
+            &falat::methods::MethodOptions::for_falat(Options::new(gt)),
+        );
         records.push(eval::score(&f.display().to_string(), &subset, &d, t.gold.as_ref().unwrap()));
     }
     let mut subsets: Vec<String> = records.iter().map(|r| r.subset.clone()).collect();
@@ -245,14 +255,19 @@ fn the_report_explains_a_named_step_below_the_most_probable_and_without_a_value_
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/who-and-when-hand-crafted-47.json");
     let loaded = load_path(&path, None).expect("load");
     let t = &loaded.trajectories[0];
-    let d = diagnose(t, &HeuristicJudge, &Options::default());
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        t,
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::default()),
+    );
     assert_eq!(d.decisive_step, Some(46));
     let md = report::to_markdown(t, &d);
     assert!(
         md.contains(
             "Step 24 (FileSurfer) is more probable than step 46 (P 0.08 against 0.01). FALAT names step 46 because \
              it is the earliest candidate that passes verification (temporal precedence), unless the local \
-             re-search moved the decision within its window; it does not name the step that ranks first by `P`, so \
+             re-search moved the decision within its window; it does not name the step that ranks first by P, so \
              read both."
         ),
         "{md}"
@@ -277,7 +292,12 @@ fn a_step_stating_the_observed_output_before_a_closing_turn_is_said_so() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agentrx-tau/tau_dataset_failed.json");
     let loaded = load_path(&path, None).expect("load");
     let t = loaded.trajectories.iter().find(|t| t.id == "task-28-trial-28").expect("task 28");
-    let d = diagnose(t, &HeuristicJudge, &Options::new(true));
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        t,
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::new(true)),
+    );
     assert_eq!((d.decisive_step, d.final_output_step, d.path.as_slice()), (Some(41), Some(42), &[][..]));
     let md = report::to_markdown(t, &d);
     assert!(
@@ -303,7 +323,7 @@ fn a_fallback_is_given_as_the_reason_and_other_methods_do_not_claim_falat_s_cap(
     assert!(
         md.contains(
             "Step-by-step names step 0 by its fallback (the judge called no step decisive; step 0 was its least \
-             certain \"no\"); it does not name the step that ranks first by `P`"
+             certain \"no\"); it does not name the step that ranks first by P"
         ),
         "{md}"
     );
@@ -333,19 +353,28 @@ fn a_fallback_is_given_as_the_reason_and_other_methods_do_not_claim_falat_s_cap(
 fn an_unverified_step_that_passes_the_window_check_says_which_check_passed() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/who-and-when-algorithm-generated-30.json");
     let loaded = load_path(&path, None).expect("load");
-    let d = diagnose(&loaded.trajectories[0], &HeuristicJudge, &Options::default());
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &loaded.trajectories[0],
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::default()),
+    );
     assert_eq!(d.decisive_step, Some(4));
     assert_eq!(
         d.warnings.iter().find(|w| w.starts_with("unverified:")).map(String::as_str),
         Some(
-            "unverified: no candidate passed both verification criteria; step 4 is named by the strongest-live \
-             fallback (the re-search's check passes it, but against the steps of its window only)"
+            "unverified: no candidate passed both verification criteria and none was left for the strongest-live \
+             fallback; step 4 is the best-ranked step (the re-search's check passes it, but against the steps of \
+             its window only)"
         )
     );
     assert!(d.confidence <= 0.2);
     assert_eq!(
         d.fallback.as_deref(),
-        Some("no candidate passed both verification criteria; step 4 is named by the strongest-live fallback")
+        Some(
+            "no candidate passed both verification criteria and none was left for the strongest-live fallback; step 4 \
+             is the best-ranked step"
+        )
     );
     let md = report::to_markdown(&loaded.trajectories[0], &d);
     assert!(md.contains("here at most 0.20 because no candidate passed verification."), "{md}");
@@ -363,7 +392,12 @@ fn an_unverified_step_that_passes_the_window_check_says_which_check_passed() {
 fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/tau-bench-retail-task2.json");
     let loaded = load_path(&path, None).expect("load");
-    let d = diagnose(&loaded.trajectories[0], &HeuristicJudge, &Options::new(true));
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &loaded.trajectories[0],
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::new(true)),
+    );
     let origins: Vec<(usize, bool)> = d
         .candidates
         .iter()

@@ -17,8 +17,8 @@ use falat::hierarchy;
 use falat::judge::llm::client::CallError;
 use falat::judge::llm::{LlmConfig, LlmJudge, cache};
 use falat::judge::{Answer, Context, Judge, Question};
+use falat::methods::falat::{Options, Pipeline, Stage};
 use falat::model::Trajectory;
-use falat::pipeline::{Options, Pipeline, Stage};
 use serde_json::Value;
 
 const MODEL: &str = "smollm2-135m";
@@ -115,7 +115,12 @@ fn whole_diagnosis_of_a_who_and_when_trajectory_then_replay_without_server() {
     // Replay: no server is contacted (there is no URL at all).
     let replay = LlmConfig { base_url: None, record_dir: None, replay_dir: Some(dir.path().to_path_buf()), ..cfg };
     let judge = LlmJudge::new(replay).unwrap();
-    let again = falat::pipeline::diagnose(&t, &judge, &opts);
+    let again = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &judge,
+        &falat::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert_eq!(zero_walls(again), zero_walls(d));
     assert_eq!(judge.stats().replayed, stats.calls);
 }

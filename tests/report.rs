@@ -8,8 +8,8 @@ use std::path::Path;
 use falat::diagnosis::Diagnosis;
 use falat::ingest::fs::{dataset_files, load_path};
 use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::falat::Options;
 use falat::model::Trajectory;
-use falat::pipeline::{Options, diagnose};
 use falat::{report, text};
 use serde_json::Value;
 
@@ -21,7 +21,12 @@ fn bundled() -> Vec<(String, Trajectory, Diagnosis)> {
         .iter()
         .map(|f| {
             let t = load_path(f, None).expect("loads").trajectories.remove(0);
-            let d = diagnose(&t, &HeuristicJudge, &Options::new(true));
+            let d = falat::methods::run(
+                falat::methods::Method::Falat,
+                &t,
+                &HeuristicJudge,
+                &falat::methods::MethodOptions::for_falat(Options::new(true)),
+            );
             (f.display().to_string(), t, d)
         })
         .collect()

@@ -911,7 +911,7 @@ async fn a_background_run_reports_progress_and_its_result() {
         id: 7,
         target: RunTarget::All,
         pipeline: app.results.pipeline.clone(),
-        opts: falat::pipeline::Options::new(true),
+        opts: falat::methods::falat::Options::new(true),
         machine: false,
     };
     job::spawn(req, Arc::clone(&app.traj), Arc::new(HeuristicJudge), tx);
@@ -1000,7 +1000,7 @@ fn a_cancelled_run_keeps_the_stages_it_finished() {
     let done = job::execute(req, &app.traj, &judge, flag, None);
     assert!(done.outcome.is_err(), "cancelled");
     app.on_job(JobMsg::Done(Box::new(done)));
-    assert_eq!(app.results.pipeline.last_stage(), Some(falat::pipeline::Stage::Dependencies));
+    assert_eq!(app.results.pipeline.last_stage(), Some(falat::methods::falat::Stage::Dependencies));
     assert!(app.results.pipeline.verified.is_none() && app.results.pipeline.research.is_none());
     let d = app.results.diagnosis.as_ref().expect("a partial diagnosis");
     assert_eq!(d.decisive_step, None, "no stage chose a step yet");
@@ -1023,7 +1023,7 @@ fn a_new_run_while_running_cancels_and_follows() {
     let cancelled = job::JobDone {
         id,
         pipeline: app.results.pipeline.clone(),
-        outcome: Err(falat::pipeline::Cancelled),
+        outcome: Err(falat::methods::falat::Cancelled),
         diagnosis: None,
         methods: Vec::new(),
         machine: None,
@@ -1031,7 +1031,7 @@ fn a_new_run_while_running_cancels_and_follows() {
     };
     let next = app.on_job(JobMsg::Done(Box::new(cancelled)));
     let [tui::Effect::Run(req)] = next.as_slice() else { panic!("the queued run starts") };
-    assert_eq!(req.target, RunTarget::Stage(falat::pipeline::Stage::Dependencies));
+    assert_eq!(req.target, RunTarget::Stage(falat::methods::falat::Stage::Dependencies));
 }
 
 /// A TestBackend the test can read while the event loop draws on it.
@@ -1944,7 +1944,7 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     let verdict = screen(&app);
     assert!(
         verdict.contains(
-            "step 24 is more probable than 46; FALAT names 46 as the earliest candidate that passes verification"
+            "Step 24 (FileSurfer) is more probable than step 46 (P 0.08 against 0.01). FALAT names step 46 because it is the"
         ),
         "{verdict}"
     );

@@ -7,8 +7,8 @@
 
 use std::ops::Range;
 
-use crate::judge::attribution::{
-    Alternative, Analysis, Conclusion, Evaluation, Perspective, PropagationEdge, VoteTarget,
+use crate::diagnosis::attribution::{
+    Alternative, Analysis, Conclusion, Evaluation, Half, Perspective, PropagationEdge, VoteTarget,
 };
 use crate::text;
 
@@ -89,8 +89,8 @@ pub struct Round {
     pub range: Range<usize>,
     /// The first step of the second half.
     pub split: usize,
-    /// `first` or `second`: the half the judge named.
-    pub half: String,
+    /// The half the judge named.
+    pub half: Half,
 }
 
 /// One method-specific detail of a diagnosis.
@@ -283,9 +283,10 @@ impl Detail {
                     None => format!("step {}: no usable verdict", x.step),
                 })
                 .collect(),
-            Detail::Rounds(v) => {
-                v.iter().map(|r| format!("{}..{} split {}: {}", r.range.start, r.range.end, r.split, r.half)).collect()
-            }
+            Detail::Rounds(v) => v
+                .iter()
+                .map(|r| format!("{}..{} split {}: {}", r.range.start, r.range.end, r.split, r.half.as_str()))
+                .collect(),
         }
     }
 }

@@ -28,8 +28,8 @@ use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
 use crate::diagnosis::{Cost, Criterion, Finding, Signal, Transition};
 use crate::judge::attribution::{ErrorCategory, Half};
 use crate::judge::heuristic::{self, HeuristicJudge};
-use crate::judge::signals;
 use crate::rank::{self, model::RankerModel};
+use crate::substrate::signals;
 
 /// How many of the most probable steps candidate recall names.
 pub const RECALL: usize = 8;
@@ -76,6 +76,10 @@ impl FittedJudge {
 impl Judge for FittedJudge {
     fn name(&self) -> String {
         "fitted".into()
+    }
+
+    fn kind(&self) -> super::JudgeKind {
+        super::JudgeKind::Fitted
     }
 
     fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {

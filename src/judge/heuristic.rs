@@ -203,7 +203,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             passed: true,
             evidence: format!(
                 "the output's wrong \"{}\" surfaces at step {o}, which depends on it",
-                crate::judge::signals::as_written(ctx, o, &item)
+                crate::substrate::signals::as_written(ctx, o, &item)
             ),
         };
     }

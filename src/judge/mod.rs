@@ -11,67 +11,21 @@ pub mod heuristic;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod session;
-pub mod signals;
 
 use std::ops::Range;
 
 use serde_json::{Value, json};
 
 use crate::diagnosis::{Cost, Criterion, Finding, Role, Transition};
-use crate::graph::DepGraph;
-use crate::hierarchy::Hierarchy;
-use crate::model::Trajectory;
 use crate::prior::Prior;
-use crate::substrate::{Facts, Substrate};
+pub use crate::substrate::Context;
+pub use crate::substrate::signals;
 use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
 /// The words every warning about a question missing from an LLM judge's replay cache contains
 /// (the judge's error for it says "the exchange is not in the replay cache"): `falat eval` counts
 /// these per run, so a stale recording is reported instead of silently answered offline.
 pub const REPLAY_MISS: &str = "not in the replay cache";
-
-/// What a judge may look at when answering: the trajectory and the structure built so far.
-#[derive(Clone, Copy)]
-pub struct Context<'a> {
-    /// The trajectory under diagnosis.
-    pub trajectory: &'a Trajectory,
-    /// Its hierarchy `M`.
-    pub hierarchy: &'a Hierarchy,
-    /// The prior `π`, once stage 1 has produced it.
-    pub prior: Option<&'a Prior>,
-    /// The dependency graph, once stage 2 has built it.
-    pub graph: Option<&'a DepGraph>,
-    /// Facts derived once per trajectory (the substrate's, [`crate::substrate::Facts`]).
-    pub facts: &'a Facts,
-    /// Whether the expected output `o*` may be used.
-    pub ground_truth: bool,
-}
-
-impl<'a> Context<'a> {
-    /// The whole context of a trajectory over its substrate: hierarchy, prior `π`, dependency
-    /// graph and facts, with `o*` usable when `ground_truth` is set.
-    pub fn of(trajectory: &'a Trajectory, substrate: &'a Substrate, ground_truth: bool) -> Context<'a> {
-        Context {
-            trajectory,
-            hierarchy: &substrate.hierarchy,
-            prior: Some(&substrate.prior),
-            graph: Some(&substrate.graph),
-            facts: &substrate.facts,
-            ground_truth,
-        }
-    }
-
-    /// The same context without the prior and the graph: what the methods that read the
-    /// trajectory alone (ECHO's analysts, the Who&When baselines, FALAT before stage 1) may see.
-    pub fn bare(self) -> Context<'a> {
-        Context { prior: None, graph: None, ..self }
-    }
-
-    /// The expected output when ground truth may be used.
-    pub fn expected(&self) -> Option<&str> {
-        if self.ground_truth { self.trajectory.expected_output.as_deref() } else { None }
-    }
-}
 
 /// The verification criteria of FALAT stage 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -443,6 +397,17 @@ pub struct Judged {
     pub warning: Option<String>,
 }
 
+/// Which kind of judge answers: what reports and methods may rely on without parsing a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JudgeKind {
+    /// The offline heuristic judge (or one that answers as it does, with another ranker).
+    Heuristic,
+    /// The fitted ranker's judge (`--judge fitted`).
+    Fitted,
+    /// An OpenAI-compatible LLM server.
+    Llm,
+}
+
 /// Answers the questions of the methods. Implementations must be deterministic for a given
 /// context and question when they claim to be (the heuristic judge is; an LLM judge replaying a
 /// cache is too).
@@ -450,20 +415,25 @@ pub trait Judge: Send + Sync {
     /// `heuristic` or `llm:<model>`.
     fn name(&self) -> String;
 
+    /// The kind of judge; the offline heuristic judge unless said otherwise.
+    fn kind(&self) -> JudgeKind {
+        JudgeKind::Heuristic
+    }
+
     /// Answers one question. Never fails: a judge that cannot answer falls back and says so in
     /// [`Judged::warning`].
     fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged;
 
     /// The probability of each step of `ctx.trajectory` being the decisive step (0-based, one per
     /// step; the system policy and the task statement get 0). Used to rank every step of a
-    /// diagnosis and to state its confidence ([`crate::rank::attach`]). By default the shipped
+    /// diagnosis and to state its confidence (`methods::finish`). By default the shipped
     /// fitted ranker answers ([`crate::rank::model::shipped`]), which needs no network.
     fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
         crate::rank::probabilities(ctx, crate::rank::model::shipped())
     }
 
     /// The fitted ranker behind [`Judge::step_probabilities`]; its calibration map turns the
-    /// decisive step's probability into the diagnosis' confidence ([`crate::rank::attach_judged`]).
+    /// decisive step's probability into the diagnosis' confidence (`methods::finish`).
     /// By default the shipped one.
     fn ranker(&self) -> &crate::rank::model::RankerModel {
         crate::rank::model::shipped()

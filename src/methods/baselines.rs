@@ -14,10 +14,10 @@ use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps,
 use crate::diagnosis::details::{Round as RoundRecord, StepVerdict};
 use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
 use crate::judge::attribution::Half;
-use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
+use crate::substrate::signals::default_step;
 use crate::text;
 
 fn context<'a>(t: &'a Trajectory, sub: &'a Substrate, opts: &MethodOptions) -> Context<'a> {
@@ -40,21 +40,18 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
     let answer = session.stage(StageName::AllAtOnce, |s| {
         s.ask(&ctx, &Question::LocateError { context: view::log(t, 0..t.steps.len()) })
     });
-    let (step, reason, confidence, named, fell_back) = match answer {
-        Answer::Attribution { agent, step, reason, confidence } if step < t.steps.len() => {
-            (step, reason, confidence, agent, None)
-        }
+    let (step, reason, named, fell_back) = match answer {
+        Answer::Attribution { agent, step, reason, .. } if step < t.steps.len() => (step, reason, agent, None),
         _ => {
             session.warnings.push("the judge named no step inside the trajectory; the default step is used".into());
             let step = fallback(&ctx);
             let why = format!("the judge named no step inside the trajectory; step {step} is the default step");
-            (step, "no usable answer".into(), 0.0, String::new(), Some(why))
+            (step, "no usable answer".into(), String::new(), Some(why))
         }
     };
     let mut d = new_diagnosis(Method::AllAtOnce, t, judge, opts, Some(step));
     d.fallback = fell_back;
-    d.reason = reason;
-    d.confidence = confidence;
+    d.explanation.account = reason;
     d.roles = vec![(step, Role::RootCause)];
     d.details.push(Detail::JudgeAnswer { agent: named.to_string(), step });
     session.finish(&mut d);
@@ -77,8 +74,7 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
     }
     let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(walk.step));
     d.fallback = fallback;
-    d.reason = walk.reason;
-    d.confidence = walk.confidence;
+    d.explanation.account = walk.reason;
     d.roles = vec![(walk.step, Role::RootCause)];
     d.details.push(Detail::Verdicts(walk.verdicts));
     session.finish(&mut d);
@@ -89,7 +85,6 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
 struct Walk {
     step: usize,
     reason: String,
-    confidence: f32,
     said_yes: bool,
     /// One record per step walked.
     verdicts: Vec<StepVerdict>,
@@ -109,7 +104,7 @@ fn walk(s: &mut Session<'_>, ctx: &Context<'_>) -> Walk {
         match s.ask(ctx, &Question::IsDecisive { step: i, context: shown.clone() }) {
             Answer::Verdict { decisive: true, reason, confidence } => {
                 verdicts.push(StepVerdict { step: i, decisive: Some(true), confidence });
-                return Walk { step: i, reason, confidence, said_yes: true, verdicts };
+                return Walk { step: i, reason, said_yes: true, verdicts };
             }
             Answer::Verdict { confidence, reason, .. } => {
                 verdicts.push(StepVerdict { step: i, decisive: Some(false), confidence });
@@ -121,10 +116,8 @@ fn walk(s: &mut Session<'_>, ctx: &Context<'_>) -> Walk {
         }
     }
     match least_sure {
-        Some((step, c, reason)) => Walk { step, reason, confidence: 1.0 - c, said_yes: false, verdicts },
-        None => {
-            Walk { step: fallback(ctx), reason: "no usable verdict".into(), confidence: 0.0, said_yes: false, verdicts }
-        }
+        Some((step, _, reason)) => Walk { step, reason, said_yes: false, verdicts },
+        None => Walk { step: fallback(ctx), reason: "no usable verdict".into(), said_yes: false, verdicts },
     }
 }
 
@@ -172,13 +165,10 @@ pub fn binary_search(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &
         })
     });
     let mut d = new_diagnosis(Method::BinarySearch, t, judge, opts, Some(step));
-    d.reason = text::clip(&format!("step {step} is left after {} halvings; last: {last_reason}", rounds.len()), 400);
-    d.confidence = 0.5_f32.powi(rounds.len().min(8) as i32).max(0.1);
+    d.explanation.account = text::clip(&format!("left after {} halvings; last: {last_reason}", rounds.len()), 400);
     d.roles = vec![(step, Role::RootCause)];
-    let rounds = rounds
-        .iter()
-        .map(|(r, split, half)| RoundRecord { range: r.clone(), split: *split, half: half.as_str().to_string() })
-        .collect();
+    let rounds =
+        rounds.iter().map(|(r, split, half)| RoundRecord { range: r.clone(), split: *split, half: *half }).collect();
     d.details.push(Detail::Rounds(rounds));
     session.finish(&mut d);
     d
@@ -207,8 +197,7 @@ pub fn random(t: &Trajectory, _sub: &Substrate, judge: &dyn Judge, opts: &Method
     let step =
         session.stage(StageName::RandomDraw, |_| SplitMix64::for_trajectory(opts.seed, &t.id).below(t.steps.len()));
     let mut d = new_diagnosis(Method::Random, t, judge, opts, Some(step));
-    d.reason = format!("step {step} drawn uniformly from {} steps (seed {})", t.steps.len(), opts.seed);
-    d.confidence = 1.0 / t.steps.len() as f32;
+    d.explanation.account = format!("drawn uniformly from {} steps (seed {})", t.steps.len(), opts.seed);
     session.finish(&mut d);
     d
 }

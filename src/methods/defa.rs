@@ -30,10 +30,10 @@ use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Role, Stag
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
-use crate::judge::signals::{combine, default_step, final_step};
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
+use crate::substrate::signals::{combine, default_step, final_step};
 
 /// Default segment length in steps.
 pub const SEGMENT_LEN: usize = 24;
@@ -277,13 +277,12 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     nodes.sort_unstable();
     nodes.dedup();
     let rec = Recalled { candidates, edges, nodes };
-    let (step, category, reason, confidence, fell_back) =
+    let (step, category, reason, _confidence, fell_back) =
         session.stage(StageName::DefaAdjudication, |s| adjudicate(s, &ctx, &rec));
     let mut d = new_diagnosis(Method::Defa, t, judge, opts, Some(step));
     d.fallback = fell_back;
     d.category = category;
-    d.reason = reason;
-    d.confidence = confidence;
+    d.explanation.account = reason;
     d.roles = roles(&ctx, &rec.edges, step);
     // Empty when no dependency path leads to the final output (a one-step path means the step
     // gives the output itself).

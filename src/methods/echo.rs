@@ -30,10 +30,10 @@ use crate::diagnosis::details::Votes;
 use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
 use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
-use crate::judge::signals::default_step;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
 use crate::substrate::Substrate;
+use crate::substrate::signals::default_step;
 use crate::text;
 
 /// Analyses under this confidence are dropped before voting (ECHO A.7).
@@ -398,7 +398,7 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     d.warnings.extend(d.fallback.clone());
     // ECHO scores the agent and the step of separate analyses: the agent is the agent vote's.
     d.agent = Some(agent.clone());
-    explain(&mut d, &by_agent, &by_step, &agent, panel.len());
+    explain(&mut d, &by_agent, &by_step, &agent);
     if !t.steps[step].agent.eq_ignore_ascii_case(&agent) {
         d.warnings.push(format!(
             "the agent analysts name {agent} while step {step} was taken by {}: agent and step come from separate analyses",
@@ -460,7 +460,7 @@ fn first_turn(ctx: &Context<'_>, agent: &str) -> Option<usize> {
     turns.iter().copied().find(|&i| t.steps[i].content.trim().len() > 15).or(turns.first().copied())
 }
 
-fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: &str, panel: usize) {
+fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: &str) {
     let basis = match (&by_agent.agent, by_step.step) {
         (Some(_), Some(_)) => by_step.reasoning.clone(),
         (None, _) => format!("no agent analysis reached confidence {MIN_CONFIDENCE}; {agent} acts first on the task"),
@@ -468,11 +468,7 @@ fn explain(d: &mut Diagnosis, by_agent: &Consensus, by_step: &Consensus, agent: 
             format!("no step analysis reached confidence {MIN_CONFIDENCE}; {agent}'s first turn is named")
         }
     };
-    d.reason = text::clip(&format!("Agent: {}. Step: {basis}", by_agent.reasoning), 600);
-    // The winning step's weighted votes per analyst: three analysts agreeing at 0.6 give 0.6.
-    let support = by_step.votes.steps.first().map_or(0.0, |(_, v)| *v);
-    let penalty = if by_agent.votes.review || by_step.votes.review { 0.7 } else { 1.0 };
-    d.confidence = ((support / panel.max(1) as f32).min(1.0) * penalty * 100.0).round() / 100.0;
+    d.explanation.account = text::clip(&format!("Agent: {}. Step: {basis}", by_agent.reasoning), 600);
     if by_agent.votes.review || by_step.votes.review {
         d.warnings.push(format!(
             "the panel disagrees (confidence spread {:.2}/{:.2}, conclusion types {}/{}): review recommended",

@@ -1,4 +1,4 @@
-//! Every attribution method on one substrate (docs/DESIGN.md §3): FALAT ([`crate::pipeline`]), ECHO
+//! Every attribution method on one substrate (docs/DESIGN.md §3): FALAT ([`crate::methods::falat`]), ECHO
 //! ([`echo`], the ECHO paper), DeFA ([`defa`], the DeFA paper) and the Who&When baselines
 //! ([`baselines`]: all-at-once, step-by-step, binary search, random).
 //!
@@ -17,6 +17,7 @@ pub mod ablation;
 pub mod baselines;
 pub mod defa;
 pub mod echo;
+pub mod falat;
 pub mod view;
 
 #[cfg(test)]
@@ -24,11 +25,10 @@ mod tests;
 
 use std::sync::Arc;
 
-use crate::diagnosis::Diagnosis;
+use crate::diagnosis::{Caveat, Claim, Diagnosis, Rule};
 use crate::judge::Judge;
 pub(crate) use crate::judge::session::Session;
 use crate::model::Trajectory;
-use crate::pipeline;
 use crate::substrate::Substrate;
 
 pub use crate::diagnosis::Method;
@@ -46,12 +46,23 @@ pub struct MethodOptions {
     /// DeFA segment length in steps (default 24); shorter trajectories are one segment.
     pub segment_len: usize,
     /// The FALAT pipeline's options (its `ground_truth` is replaced by the one above).
-    pub pipeline: pipeline::Options,
+    pub pipeline: falat::Options,
     /// Components switched off (ablations); empty runs each method as its paper gives it.
     pub ablations: ablation::Ablations,
 }
 
 impl MethodOptions {
+    /// The options of a FALAT run with these pipeline options (their `ground_truth` is the run's).
+    pub fn for_falat(pipeline: falat::Options) -> MethodOptions {
+        MethodOptions { ground_truth: pipeline.ground_truth, pipeline, ..MethodOptions::new(true) }
+    }
+
+    /// The FALAT pipeline's options of this run: [`MethodOptions::pipeline`] with the run's
+    /// ground-truth setting and ablations.
+    pub fn falat(&self) -> falat::Options {
+        falat::Options { ground_truth: self.ground_truth, ablations: self.ablations.clone(), ..self.pipeline.clone() }
+    }
+
     /// Defaults: seed 0, panel 3, segments of 24 steps, the pipeline's defaults.
     pub fn new(ground_truth: bool) -> MethodOptions {
         MethodOptions {
@@ -59,7 +70,7 @@ impl MethodOptions {
             seed: 0,
             panel: 3,
             segment_len: defa::SEGMENT_LEN,
-            pipeline: pipeline::Options::new(ground_truth),
+            pipeline: falat::Options::new(ground_truth),
             ablations: ablation::Ablations::none(),
         }
     }
@@ -78,7 +89,10 @@ pub fn run(method: Method, t: &Trajectory, judge: &dyn Judge, opts: &MethodOptio
     run_on(method, t, &Substrate::shared(t), judge, opts)
 }
 
-/// Runs one method on a trajectory and its substrate (built by [`Substrate::build`] from `t`).
+/// Runs one method on a trajectory and its substrate (built by [`Substrate::build`] from `t`):
+/// the one entry point of every method. Each method returns its raw verdict (the step, the rule
+/// that chose it, the evidence as [`crate::diagnosis::Explanation`] data); [`finish`] then ranks,
+/// calibrates, sets the confidence and renders the reason, the same way for all of them.
 pub fn run_on(
     method: Method,
     t: &Trajectory,
@@ -89,15 +103,10 @@ pub fn run_on(
     if t.steps.is_empty() {
         return no_steps(method, t, judge, opts);
     }
+    // FALAT's pipeline finishes its own diagnosis (the TUI runs it stage by stage and needs the
+    // same finished value): see `falat::Pipeline::diagnosis`.
     let mut d = match method {
-        Method::Falat => {
-            let popts = pipeline::Options {
-                ground_truth: opts.ground_truth,
-                ablations: opts.ablations.clone(),
-                ..opts.pipeline.clone()
-            };
-            pipeline::diagnose_on(t, sub, judge, &popts)
-        }
+        Method::Falat => return falat::run(t, sub, judge, &opts.falat()),
         Method::Echo => with_notes(echo::run(t, sub, judge, opts), judge, &echo::departures()),
         Method::Defa => with_notes(defa::run(t, sub, judge, opts), judge, &defa::departures(opts)),
         Method::AllAtOnce => baselines::all_at_once(t, sub, judge, opts),
@@ -105,11 +114,102 @@ pub fn run_on(
         Method::BinarySearch => baselines::binary_search(t, sub, judge, opts),
         Method::Random => baselines::random(t, sub, judge, opts),
     };
-    if d.ranking.is_empty() {
-        let ctx = crate::judge::Context::of(t, sub, opts.ground_truth);
-        crate::rank::attach_judged(&mut d, t, judge, &ctx);
-    }
+    finish(&mut d, t, sub, judge, opts.ground_truth);
     d
+}
+
+/// The finishing step every method's raw verdict goes through, once: ranks every step by the
+/// judge's step probabilities, names the best-ranked step the user did not exclude when the
+/// method named none ([`Rule::RankedFirst`]), sets the confidence ([`confidence`]), and adds the
+/// claims that follow from the ranking and the dependency graph, the caveats, the category the
+/// explanation supports and the rendered reason.
+pub fn finish(d: &mut Diagnosis, t: &Trajectory, sub: &Substrate, judge: &dyn Judge, ground_truth: bool) {
+    let ctx = crate::substrate::Context::of(t, sub, ground_truth);
+    let probs = judge.step_probabilities(&ctx);
+    if probs.len() != t.steps.len() || t.steps.is_empty() {
+        d.reason = d.explanation.render(d.decisive_step, d.agent.as_deref());
+        return;
+    }
+    if d.decisive_step.is_none()
+        && let Some(top) = crate::rank::best_not_excluded(&probs, &d.overrides.excluded)
+    {
+        d.decisive_step = Some(top);
+        d.agent = Some(t.steps[top].agent.clone());
+        d.explanation.rule = Rule::RankedFirst;
+    }
+    if let Some(why) = &d.fallback
+        && d.explanation.rule == Rule::Method
+    {
+        d.explanation.rule = Rule::Fallback { name: String::new(), why: why.clone() };
+    }
+    d.ranking = crate::rank::ranking(t, &probs, d.decisive_step);
+    let model = judge.ranker().for_ground_truth(ground_truth);
+    d.confidence = confidence(d, &probs, &|p| model.confidence(f64::from(p)) as f32);
+    d.category = d.explanation.category(d.category);
+    claims(d, t);
+    d.reason = d.explanation.render(d.decisive_step, d.agent.as_deref());
+}
+
+/// The confidence of a diagnosis, computed here only: 1 for a step the user pinned; else the
+/// decisive step's probability through the ranker's calibration map (the chance that the step
+/// is right), at most the method's cap when its fallback named the step
+/// ([`Method::fallback_cap`]); 0 when no step is named.
+pub fn confidence(d: &Diagnosis, probs: &[f32], calibrate: &dyn Fn(f32) -> f32) -> f32 {
+    let Some(s) = d.decisive_step.filter(|s| *s < probs.len()) else { return 0.0 };
+    if d.overrides.pinned == Some(s) {
+        return 1.0;
+    }
+    let c = calibrate(probs[s]);
+    match (d.fallback.is_some(), d.method.fallback_cap()) {
+        (true, Some(cap)) => c.min(cap),
+        _ => c,
+    }
+}
+
+/// The claims and caveats that follow from the ranking, the path and the trajectory.
+fn claims(d: &mut Diagnosis, t: &Trajectory) {
+    let e = &mut d.explanation;
+    e.claims.clear();
+    e.caveats.retain(|c| matches!(c, Caveat::OfflineJudge));
+    let Some(s) = d.decisive_step else { return };
+    let top = d.ranking.iter().filter(|r| r.step != s).map(|r| r.probability).fold(f32::MIN, f32::max);
+    let p_named = d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability);
+    if let Some((best, p_named)) = d.more_probable_step() {
+        let (step, agent, p) = (best.step, best.agent.clone(), best.probability);
+        d.explanation.claims.push(Claim::MoreProbable { step, agent, p, named: s, p_named });
+    } else if p_named > 0.0 && p_named >= top {
+        d.explanation.claims.push(Claim::RanksFirst { step: s, p: p_named });
+    }
+    let e = &mut d.explanation;
+    match d.path.as_slice() {
+        [] if d.final_output_step.is_some() || d.method.traces_path() => {
+            let observed = t.observed_output.as_deref().map(str::trim).filter(|o| !o.is_empty());
+            let states_observed = observed.is_some_and(|o| t.steps.get(s).is_some_and(|st| st.content.contains(o)));
+            let sufficiency = d
+                .candidates
+                .iter()
+                .find(|c| c.step == s)
+                .and_then(|c| c.verification.as_ref())
+                .filter(|v| v.sufficiency.passed)
+                .map(|v| v.sufficiency.evidence.clone());
+            e.claims.push(Claim::NoPathToOutput {
+                from: s,
+                final_step: d.final_output_step,
+                states_observed,
+                sufficiency,
+            });
+        }
+        [] => {}
+        path => e.claims.push(Claim::PathToOutput { path: path.to_vec() }),
+    }
+    if d.fallback.is_some()
+        && let Some(cap) = d.method.fallback_cap()
+    {
+        e.caveats.push(Caveat::ConfidenceCapped { cap });
+    }
+    if d.confidence < crate::diagnosis::LOW_CONFIDENCE {
+        e.caveats.push(Caveat::LowConfidence { confidence: d.confidence });
+    }
 }
 
 /// Adds the method's options that depart from its paper and, with the offline judge, a note that
@@ -120,10 +220,12 @@ fn with_notes(mut d: Diagnosis, judge: &dyn Judge, departures: &[String]) -> Dia
     d
 }
 
-/// With the heuristic judge, a detail saying so (docs/DESIGN.md §4: a stand-in for the model).
+/// With the heuristic judge, a detail and a caveat saying so (docs/DESIGN.md §4: a stand-in for
+/// the model).
 pub fn offline_note(d: &mut Diagnosis, judge: &dyn Judge) {
-    if judge.name() == "heuristic" {
+    if judge.kind() == crate::judge::JudgeKind::Heuristic {
         d.details.push(crate::diagnosis::Detail::OfflineJudge);
+        d.explanation.caveats.push(Caveat::OfflineJudge);
     }
 }
 

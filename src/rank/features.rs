@@ -17,10 +17,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::diagnosis::Signal;
 use crate::graph::DepGraph;
 use crate::hierarchy::{Action, Hierarchy, Origin};
-use crate::judge::Context;
-use crate::judge::signals::{self, combine, jaccard, word_set};
 use crate::model::{LinkKind, StepKind, Trajectory};
 use crate::prior;
+use crate::substrate::Context;
+use crate::substrate::signals::{self, combine, jaccard, word_set};
 
 /// The signals the ranker reads (the machine's; user marks are not features), each with a feature
 /// of its own and all of them in the noisy-or score: [`Signal::STEP_LOCAL`].

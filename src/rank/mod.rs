@@ -16,21 +16,28 @@ pub mod model;
 pub mod split;
 pub mod train;
 
-use crate::diagnosis::{Diagnosis, RankedStep};
-use crate::judge::Context;
-use crate::model::Trajectory;
+use std::sync::Arc;
 
-/// Step probabilities from a fitted model (0 for masked steps), memoised in the substrate's facts per
-/// ground-truth setting.
+use crate::diagnosis::RankedStep;
+use crate::model::Trajectory;
+use crate::substrate::Context;
+
+/// Step probabilities from a fitted model (0 for masked steps), memoised in the substrate's facts
+/// per ground-truth setting and per model ([`model::StepModel::id`]).
 pub fn probabilities(ctx: &Context<'_>, m: &model::RankerModel) -> Vec<f32> {
-    ctx.facts
-        .ranking
-        .get(ctx.ground_truth)
-        .get_or_init(|| {
-            let f = features::extract(ctx);
-            m.for_ground_truth(ctx.ground_truth).probabilities(&f).into_iter().map(|p| p as f32).collect()
-        })
-        .clone()
+    let step_model = m.for_ground_truth(ctx.ground_truth);
+    let key = (step_model.id(), ctx.ground_truth);
+    let cached =
+        ctx.facts.ranking.lock().ok().and_then(|r| r.iter().find(|(k, _)| *k == key).map(|(_, p)| Arc::clone(p)));
+    if let Some(p) = cached {
+        return p.as_ref().clone();
+    }
+    let f = features::extract(ctx);
+    let p: Vec<f32> = step_model.probabilities(&f).into_iter().map(|p| p as f32).collect();
+    if let Ok(mut r) = ctx.facts.ranking.lock() {
+        r.push((key, Arc::new(p.clone())));
+    }
+    p
 }
 
 /// The order of steps by probability, highest first (ties: earlier step first).
@@ -40,53 +47,17 @@ pub fn order(probs: &[f32]) -> Vec<usize> {
     idx
 }
 
-/// Gives a diagnosis its ranking of every step and its confidence (the probability of its
-/// decisive step). A diagnosis without a decisive step gets the best-ranked step the user did not
-/// exclude, with a reason saying that no step shows a strong signal (its low confidence says the
-/// rest, [`Diagnosis::low_confidence`]); a diagnosis pinned by the user keeps confidence 1.
-pub fn attach(d: &mut Diagnosis, t: &Trajectory, probs: &[f32]) {
-    attach_calibrated(d, t, probs, &|p| p);
+/// The best-ranked step not in `excluded` (ties: the earlier step), if any step is left.
+pub fn best_not_excluded(probs: &[f32], excluded: &[usize]) -> Option<usize> {
+    order(probs).into_iter().find(|s| !excluded.contains(s))
 }
 
-/// [`attach`] with the judge's step probabilities and its ranker's calibration map
-/// ([`model::StepModel::confidence`]): the confidence is the calibrated probability that the
-/// decisive step is right; the ranking keeps the raw step probabilities.
-pub fn attach_judged(d: &mut Diagnosis, t: &Trajectory, judge: &dyn crate::judge::Judge, ctx: &Context<'_>) {
-    let m = judge.ranker().for_ground_truth(ctx.ground_truth);
-    attach_calibrated(d, t, &judge.step_probabilities(ctx), &|p| m.confidence(f64::from(p)) as f32);
-}
-
-fn attach_calibrated(d: &mut Diagnosis, t: &Trajectory, probs: &[f32], calibrate: &dyn Fn(f32) -> f32) {
-    if probs.len() != t.steps.len() || t.steps.is_empty() {
-        return;
-    }
-    let ranked = order(probs);
-    if d.decisive_step.is_none()
-        && let Some(&top) = ranked.iter().find(|s| !d.overrides.excluded.contains(s))
-    {
-        d.decisive_step = Some(top);
-        d.agent = Some(t.steps[top].agent.clone());
-        d.reason = format!(
-            "no step shows a strong signal; step {top} ({}) ranks first with P = {:.2}",
-            t.steps[top].agent, probs[top]
-        );
-    }
-    let decisive = d.decisive_step.filter(|s| *s < t.steps.len());
-    let mut ranking: Vec<RankedStep> = Vec::with_capacity(t.steps.len());
-    if let Some(s) = decisive {
-        ranking.push(RankedStep { step: s, agent: t.steps[s].agent.clone(), probability: probs[s] });
-    }
-    ranking.extend(ranked.into_iter().filter(|s| Some(*s) != decisive).map(|s| RankedStep {
-        step: s,
-        agent: t.steps[s].agent.clone(),
-        probability: probs[s],
-    }));
-    d.ranking = ranking;
-    if d.overrides.pinned.is_some_and(|p| Some(p) == decisive) {
-        d.confidence = 1.0;
-    } else if let Some(s) = decisive {
-        d.confidence = calibrate(probs[s]);
-    }
+/// Every step of `t` ranked: `decisive` first when given, then the others by probability
+/// (highest first, ties by the earlier step). `probs` has one probability per step.
+pub fn ranking(t: &Trajectory, probs: &[f32], decisive: Option<usize>) -> Vec<RankedStep> {
+    let decisive = decisive.filter(|s| *s < t.steps.len() && *s < probs.len());
+    let ranked = |s: usize| RankedStep { step: s, agent: t.steps[s].agent.clone(), probability: probs[s] };
+    decisive.into_iter().chain(order(probs).into_iter().filter(|s| Some(*s) != decisive)).map(ranked).collect()
 }
 
 #[cfg(test)]
@@ -95,24 +66,18 @@ mod tests {
     use crate::model::Step;
 
     #[test]
-    fn attach_puts_the_decisive_step_first_and_fills_a_missing_one() {
+    fn the_ranking_puts_the_decisive_step_first_and_the_best_step_skips_exclusions() {
         let t = Trajectory {
             steps: (0..4).map(|i| Step { index: i, agent: format!("a{i}"), ..Step::default() }).collect(),
             ..Trajectory::default()
         };
         let probs = [0.0, 0.2, 0.5, 0.3];
-        let mut d = Diagnosis { decisive_step: Some(1), ..Diagnosis::default() };
-        attach(&mut d, &t, &probs);
-        assert_eq!(d.ranking.iter().map(|r| r.step).collect::<Vec<_>>(), vec![1, 2, 3, 0]);
-        assert_eq!(d.confidence, 0.2);
-        assert!(d.low_confidence());
-        let mut d = Diagnosis::default();
-        attach(&mut d, &t, &probs);
-        assert_eq!((d.decisive_step, d.agent.as_deref(), d.confidence), (Some(2), Some("a2"), 0.5));
-        assert!(d.reason.starts_with("no step shows a strong signal"));
-        let mut d = Diagnosis::default();
-        d.overrides.excluded = vec![2];
-        attach(&mut d, &t, &probs);
-        assert_eq!(d.decisive_step, Some(3));
+        let r = ranking(&t, &probs, Some(1));
+        assert_eq!(r.iter().map(|r| r.step).collect::<Vec<_>>(), vec![1, 2, 3, 0]);
+        assert_eq!((r[0].agent.as_str(), r[0].probability), ("a1", 0.2));
+        assert_eq!(ranking(&t, &probs, None).iter().map(|r| r.step).collect::<Vec<_>>(), vec![2, 3, 1, 0]);
+        assert_eq!(best_not_excluded(&probs, &[]), Some(2));
+        assert_eq!(best_not_excluded(&probs, &[2]), Some(3));
+        assert_eq!(best_not_excluded(&probs, &[0, 1, 2, 3]), None);
     }
 }

@@ -35,6 +35,16 @@ pub struct StepModel {
 }
 
 impl StepModel {
+    /// A fingerprint of the parameters that set the step probabilities (FNV-1a over the bits of
+    /// means, scales, weights and temperature): two models with the same fingerprint rank alike,
+    /// so the substrate caches probabilities under it.
+    pub fn id(&self) -> u64 {
+        let params = self.mean.iter().chain(&self.scale).chain(&self.weights).chain([&self.bias, &self.temperature]);
+        params.fold(0xcbf2_9ce4_8422_2325_u64, |h, x| {
+            x.to_bits().to_le_bytes().iter().fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+        })
+    }
+
     /// The logit of each step (masked steps get `-inf`).
     pub fn logits(&self, f: &StepFeatures) -> Vec<f64> {
         f.rows

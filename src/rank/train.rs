@@ -13,8 +13,8 @@ use smartcore::linear::logistic_regression::{LogisticRegression, LogisticRegress
 use super::features::{self, NAMES, StepFeatures};
 use super::model::{RankerModel, StepModel, softmax};
 use super::split::fold_of;
-use crate::judge::Context;
 use crate::model::Trajectory;
+use crate::substrate::Context;
 use crate::substrate::Substrate;
 
 /// L2 penalty of the fit (on standardised features).

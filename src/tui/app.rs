@@ -35,8 +35,8 @@ use crate::graph::{DepEdge, DepGraph, EdgeKind};
 use crate::hierarchy::{Hierarchy, Phase};
 use crate::judge::Judge;
 use crate::methods::Method;
+use crate::methods::falat::{Options, Stage};
 use crate::model::Trajectory;
-use crate::pipeline::{Options, Stage};
 use crate::substrate::Substrate;
 use crate::text;
 
@@ -378,7 +378,7 @@ impl App {
     }
 
     /// The step that gives the final output, as the analysis reads it
-    /// ([`crate::judge::signals::final_step`]: the last substantive step, not a closing
+    /// ([`crate::substrate::signals::final_step`]: the last substantive step, not a closing
     /// "terminate" or a tool output). While a long trace's substrate covers only its first
     /// steps, the last step. `None` for an empty trajectory.
     pub fn final_step(&self) -> Option<usize> {
@@ -387,8 +387,7 @@ impl App {
         if sub.hierarchy.steps.len() != self.n_steps() {
             return Some(last);
         }
-        let ctx = crate::judge::Context::of(&self.traj, sub, false);
-        crate::judge::signals::final_step(&ctx).or(Some(last))
+        sub.final_step(&self.traj).or(Some(last))
     }
 
     /// A dependency path from the selected step to the final output ([`App::final_step`]), both

@@ -17,9 +17,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::diagnosis::Diagnosis;
 use crate::judge::Judge;
+use crate::methods::falat::{Cancelled, Options, Pipeline, ProgressFn, Stage};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
-use crate::pipeline::{Cancelled, Options, Pipeline, ProgressFn, Stage};
 use crate::substrate::Substrate;
 
 /// What a run does.

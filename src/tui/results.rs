@@ -12,8 +12,8 @@ use crate::diagnosis::{Diagnosis, Overrides, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::{Hierarchy, Phase};
 use crate::methods::Method;
+use crate::methods::falat::{Cancelled, Options, Pipeline, Stage};
 use crate::model::Trajectory;
-use crate::pipeline::{Cancelled, Options, Pipeline, Stage};
 use crate::substrate::Substrate;
 
 /// What a step carries from the diagnosis.

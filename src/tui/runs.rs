@@ -109,7 +109,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Stage;
+    use crate::methods::falat::Stage;
 
     #[test]
     fn the_latest_request_wins_and_stale_results_are_ignored() {

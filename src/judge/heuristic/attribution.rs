@@ -16,8 +16,8 @@ use crate::judge::attribution::{
     Alternative, Analysis, Conclusion, Effect, ErrorCategory, Evaluation, Half, Perspective, PropagationEdge,
     SEGMENT_CANDIDATES, VoteTarget,
 };
-use crate::judge::signals::{combine, default_step, final_step, is_own_signal, reaches_final, recall};
 use crate::judge::{Answer, Context, Question};
+use crate::substrate::signals::{combine, default_step, final_step, is_own_signal, reaches_final, recall};
 use crate::text;
 
 /// Thresholds of the heuristic attribution answers (0..=1 step scores, the noisy-or of findings).

@@ -81,7 +81,7 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
     if steps.iter().any(|s| own(&s)) {
         out.push(PhaseFact::OwnValues);
     }
-    if let Some(end) = crate::judge::signals::final_step(ctx).and_then(|e| all.get(e))
+    if let Some(end) = crate::substrate::signals::final_step(ctx).and_then(|e| all.get(e))
         && end.uses.iter().any(|(_, o)| matches!(o, Origin::Step(k) if range.contains(k) && *k != end.index))
     {
         out.push(PhaseFact::FeedsOutput);

@@ -769,6 +769,10 @@ impl Judge for LlmJudge {
         format!("llm:{}", self.cfg.model)
     }
 
+    fn kind(&self) -> crate::judge::JudgeKind {
+        crate::judge::JudgeKind::Llm
+    }
+
     fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {
         let start = Instant::now();
         let traj = traj_key(ctx.trajectory);

@@ -14,9 +14,9 @@ use super::*;
 use crate::graph::DepGraph;
 use crate::hierarchy::{self, Hierarchy};
 use crate::judge::{CriterionKind, QuestionKind};
+use crate::methods::falat as pipeline;
+use crate::methods::falat::{Options, Stage};
 use crate::model::{Step, StepKind};
-use crate::pipeline;
-use crate::pipeline::{Options, Stage};
 
 type Reply = (u16, Vec<(&'static str, String)>, String);
 
@@ -231,7 +231,12 @@ fn whole_diagnosis_costs_match_usage_and_replays_identically() {
     let f = fixture("algorithm-generated-10.json");
     let opts = Options::new(true);
     let judge = LlmJudge::with_api_key(cfg.clone(), None).unwrap();
-    let d = pipeline::diagnose(&f.t, &judge, &opts);
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert!(d.decisive_step.is_some());
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     let total = d.total_cost();
@@ -243,7 +248,12 @@ fn whole_diagnosis_costs_match_usage_and_replays_identically() {
     drop(judge);
     let replay = LlmConfig { base_url: None, record_dir: None, replay_dir: Some(dir.path().to_path_buf()), ..cfg };
     let judge = LlmJudge::with_api_key(replay, None).unwrap();
-    let again = pipeline::diagnose(&f.t, &judge, &opts);
+    let again = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert_eq!(zero_walls(again), zero_walls(d));
     assert_eq!(judge.stats().replayed, n);
     assert_eq!(m.count() as u64, n, "replay sent nothing");
@@ -294,10 +304,20 @@ fn unauthorized_warns_once_per_trajectory_and_stops_calling() {
     assert_eq!(m.count(), 1, "a fatal error stops further calls");
     let judge_warnings =
         |d: &crate::diagnosis::Diagnosis| d.warnings.iter().filter(|w| w.starts_with("llm judge")).count();
-    let d = pipeline::diagnose(&f.t, &judge, &Options::new(true));
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
     assert_eq!(judge_warnings(&d), 1, "the memoised prior keeps its warning: {:?}", d.warnings);
     let other = fixture("algorithm-generated-10.json");
-    let d = pipeline::diagnose(&other.t, &judge, &Options::new(true));
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &other.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
     assert_eq!(judge_warnings(&d), 1, "{:?}", d.warnings);
     assert_eq!(m.count(), 1);
     assert!(matches!(judge.check(), Err(CallError::Unauthorized { status: 401, .. })));
@@ -683,7 +703,12 @@ fn the_api_key_never_reaches_cache_logs_or_reports() {
     cfg.record_dir = Some(dir.path().to_path_buf());
     let judge = LlmJudge::with_api_key(cfg, Some(KEY.into())).unwrap();
     let f = fixture("algorithm-generated-10.json");
-    let d = pipeline::diagnose(&f.t, &judge, &Options::new(true));
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
     assert!(m.seen.lock().unwrap().iter().all(|s| s.head.contains(&format!("Bearer {KEY}"))), "the key was sent");
     let mut everything = std::fs::read_to_string(dir.path().join(cache::FILE)).unwrap();
     assert!(everything.lines().count() > 3);
@@ -701,7 +726,12 @@ fn dry_run_reports_prompts_without_sending() {
     let m = mock(schema_reply);
     let f = fixture("hand-crafted-24.json");
     let r = dry_run_with(&LlmConfig::new(Some(&m.url), "test-model"), |j| {
-        let _ = pipeline::diagnose(&f.t, j, &Options::new(true));
+        let _ = crate::methods::run(
+            crate::methods::Method::Falat,
+            &f.t,
+            j,
+            &crate::methods::MethodOptions::for_falat(Options::new(true)),
+        );
     })
     .unwrap();
     assert_eq!(m.count(), 0);

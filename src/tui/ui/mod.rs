@@ -15,7 +15,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation,
 
 use super::action::{Action, Group};
 use super::app::{App, Level, Mode, Screen, View, clean};
-use crate::pipeline::Stage;
+use crate::methods::falat::Stage;
 use crate::text;
 use unicode_width::UnicodeWidthChar;
 

@@ -507,15 +507,12 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!(" ({}{named})", prob(r.probability)), t.text));
         }
         lines.push(Line::from(spans));
-        if let (Some(s), Some((b, _))) = (d.decisive_step, d.more_probable_step()) {
-            // The method's rule, not the ranking, named the step: say so beside the ranking.
-            // As prose, so it wraps under its own indent and "step N" is a link like elsewhere.
-            let how = match &d.fallback {
-                Some(_) => "by its fallback (see the warnings)".to_string(),
-                None => format!("as {}", d.method.decision_rule()),
-            };
-            let text = format!("step {} is more probable than {s}; {} names {s} {how}", b.step, d.method.title());
-            lines.push(prose_line("  ", &text, t.dim, l));
+        // The method's rule, not the ranking, named the step: the explanation's claim says so
+        // beside the ranking, as prose, so it wraps under its own indent with its links.
+        for c in &d.explanation.claims {
+            if matches!(c, crate::diagnosis::Claim::MoreProbable { .. }) {
+                lines.push(prose_line("  ", &c.sentence(d.method, &d.explanation.rule), t.dim, l));
+            }
         }
     }
     if let Some(u) = app.user_decision() {
@@ -547,8 +544,10 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             spans.push(l.link(*s, t.text));
         }
         lines.push(Line::from(spans));
-    } else if let Some(s) = d.decisive_step {
-        lines.push(Line::styled(format!("  dependency path to the final output: none leads from step {s}"), t.dim));
+    } else if let Some(c) =
+        d.explanation.claims.iter().find(|c| matches!(c, crate::diagnosis::Claim::NoPathToOutput { .. }))
+    {
+        lines.push(prose_line("  ", &c.sentence(d.method, &d.explanation.rule), t.dim, l));
     }
     // The user's overrides, also when the lines above show the machine's verdict without them.
     let o = app.overrides();

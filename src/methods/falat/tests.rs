@@ -23,7 +23,12 @@ fn traj(task: &str, steps: Vec<Step>, links: Vec<(usize, usize)>) -> Trajectory 
 }
 
 fn run(t: &Trajectory) -> Diagnosis {
-    diagnose(t, &HeuristicJudge, &Options::new(true))
+    crate::methods::run(
+        crate::methods::Method::Falat,
+        t,
+        &HeuristicJudge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    )
 }
 
 #[test]
@@ -122,11 +127,21 @@ fn overrides_pin_and_exclude() {
     );
     let mut opts = Options::new(false);
     opts.overrides.excluded = vec![1];
-    let d = diagnose(&t, &HeuristicJudge, &opts);
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &t,
+        &HeuristicJudge,
+        &crate::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert_eq!(d.candidate(1).and_then(|c| c.pruned.as_ref()).map(|p| p.reason.as_str()), Some("excluded by the user"));
     assert_ne!(d.decisive_step, Some(1));
     opts.overrides = Overrides { pinned: Some(0), ..Overrides::default() };
-    let d = diagnose(&t, &HeuristicJudge, &opts);
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &t,
+        &HeuristicJudge,
+        &crate::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert_eq!(d.decisive_step, Some(0));
     assert_eq!(d.agent.as_deref(), Some("Planner"));
     assert_eq!(d.category, "user_pinned");
@@ -134,7 +149,12 @@ fn overrides_pin_and_exclude() {
     assert!(d.reason.starts_with("step 0 (Planner) was pinned by the user."), "{}", d.reason);
     assert_eq!(d.reason.matches("pinned by the user").count(), 1, "{}", d.reason);
     opts.overrides = Overrides { pinned: Some(1), ..Overrides::default() };
-    let d = diagnose(&t, &HeuristicJudge, &opts);
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &t,
+        &HeuristicJudge,
+        &crate::methods::MethodOptions::for_falat(opts.clone()),
+    );
     assert!(
         d.reason.starts_with("step 1 (Data_Expert) was pinned by the user; the machine found: states "),
         "{}",

@@ -457,13 +457,56 @@ pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
 /// Whether an output item agrees with the expected output (whole-word containment either way, or
 /// equal numbers). Values are matched as values: "10" does not agree with "#W1023410", whose
 /// digits only happen to contain it.
+#[cfg(test)]
 fn agrees(item: &str, expected: &str) -> bool {
-    let exp = expected.trim().to_lowercase();
-    if contains_word(&exp, item) || contains_word(item, &exp) {
-        return true;
+    ExpectedIndex::of(expected).agrees(item)
+}
+
+/// The expected output `o*` trimmed and lower-cased, with the normalised keys of the numbers it
+/// states: built once per trajectory ([`crate::substrate::Facts::expected_index`]), so that asking
+/// whether an output item agrees with it never scans a long expected output again.
+#[derive(Debug, Clone, Default)]
+pub struct ExpectedIndex {
+    /// The expected output, trimmed and lower-cased.
+    pub lower: String,
+    /// The normalised keys of its numbers ([`evidence::normalize_number`]).
+    pub numbers: HashSet<String>,
+}
+
+impl ExpectedIndex {
+    /// Indexes an expected output.
+    pub fn of(expected: &str) -> ExpectedIndex {
+        let lower = expected.trim().to_lowercase();
+        let numbers = evidence::extract_text(&lower)
+            .into_iter()
+            .filter(|e| e.kind == EvidenceKind::Number)
+            .map(|e| e.key)
+            .collect();
+        ExpectedIndex { lower, numbers }
     }
-    let n = evidence::normalize_number(item);
-    !n.is_empty() && evidence::extract_text(&exp).iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
+
+    /// Whether an output item (lower case) agrees with the expected output: one contains the
+    /// other as whole words, or the item is a number the expected output states.
+    pub fn agrees(&self, item: &str) -> bool {
+        if contains_word(&self.lower, item) || contains_word(item, &self.lower) {
+            return true;
+        }
+        let n = evidence::normalize_number(item);
+        !n.is_empty() && self.numbers.contains(&n)
+    }
+}
+
+/// The expected output's index when ground truth may be used.
+fn expected_index<'a>(ctx: &Context<'a>) -> Option<&'a ExpectedIndex> {
+    ctx.expected()?;
+    ctx.facts.expected_index.get_or_init(|| ctx.trajectory.expected_output.as_deref().map(ExpectedIndex::of)).as_ref()
+}
+
+/// Whether some item of the observed output agrees with the expected output (`false` without
+/// ground truth), computed once.
+fn output_agrees(ctx: &Context<'_>) -> bool {
+    let Some(x) = expected_index(ctx) else { return false };
+    *ctx.facts.output_agrees.get_or_init(|| output_items(ctx).iter().any(|k| x.agrees(k)))
 }
 
 /// Whether `needle` occurs in `hay` with no letter or digit right before or after it.
@@ -515,10 +558,10 @@ pub fn wrong_value_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
 }
 
 fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
-    let Some(expected) = ctx.expected() else { return Vec::new() };
+    let Some(x) = expected_index(ctx) else { return Vec::new() };
     let mut out = Vec::new();
     for item in output_items(ctx) {
-        if agrees(&item, expected) {
+        if x.agrees(&item) {
             continue;
         }
         if let Some(first) = first_statement(ctx, &item) {
@@ -537,9 +580,11 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // Say where the value is first stated: here, earlier (adopted here), or in the output
         // of what this step ran.
         let first = first_statement(ctx, &item);
-        let place = match first {
-            Some(f) if f < i => format!("stated first at step {f}, is adopted here"),
-            Some(f) if f > i => format!("first appears at step {f}, in the output of this step"),
+        let place = match (first, earlier_number(ctx, &item, i)) {
+            (Some(f), _) if f < i => format!("stated first at step {f}, is adopted here"),
+            (Some(f), _) if f > i => format!("first appears at step {f}, in the output of this step"),
+            // The line is first written here, but a number in it came from an earlier step.
+            (_, Some((f, number))) => format!("is first written here, with {number} from step {f}"),
             _ => "first appears here".to_string(),
         };
         // A number as the step writes it ("$445,000" for the output's 445000), so that a search
@@ -558,15 +603,15 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     // The expected value was available in an output and the next agent step lost it.
-    let exp_low = expected.trim().to_lowercase();
-    if exp_low.len() < 2 || output_items(ctx).iter().any(|k| agrees(k, expected)) {
+    let Some(exp_low) = expected_index(ctx).map(|x| x.lower.as_str()) else { return };
+    if exp_low.len() < 2 || output_agrees(ctx) {
         return;
     }
     // The first output showing the expected value and its next reader, found once per hierarchy.
     let seen = *ctx.facts.expected_seen.get(ctx.ground_truth).get_or_init(|| {
         let first_hit = (0..ctx.trajectory.steps.len()).find(|&j| {
             matches!(ctx.hierarchy.steps[j].action, Action::ToolOutput | Action::Search | Action::ReadFile)
-                && contains_word(lower_of(ctx, j), &exp_low)
+                && contains_word(lower_of(ctx, j), exp_low)
         });
         first_hit.map(|j| {
             let next_reader = (j + 1..ctx.trajectory.steps.len()).find(|&k| {
@@ -586,6 +631,30 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             ),
         ));
     }
+}
+
+/// For an output item that is not a number itself (a line, a name with an amount), the earliest
+/// step before `before` stating one of the non-trivial numbers it contains, with that number as
+/// the step writes it.
+fn earlier_number(ctx: &Context<'_>, item: &str, before: usize) -> Option<(usize, String)> {
+    if !evidence::normalize_number(item).is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = evidence::extract_text(item)
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+        .map(|e| e.key.clone())
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    (0..before.min(ctx.trajectory.steps.len())).find_map(|j| {
+        let content = &ctx.trajectory.steps[j].content;
+        ctx.hierarchy.evidence[j]
+            .iter()
+            .find(|e| e.kind == EvidenceKind::Number && keys.contains(&e.key))
+            .map(|e| (j, e.text(content).trim().to_string()))
+    })
 }
 
 /// The step that made a value first seen at `o` a fact: a value guessed in a plan becomes one at

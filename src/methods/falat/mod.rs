@@ -11,27 +11,28 @@
 //! [`diagnose`] runs them all. User [`Overrides`] (marked, excluded, pinned steps) enter at
 //! stage 2 and 3, so re-running downstream stages honours them.
 
+pub mod decision;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use crate::decision::{self, Checked, FalatOptions, Verdict};
 use crate::diagnosis::details::{PhaseSearched, StepCheck};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Signal, StageCost,
-    StageName, Transition, Verification,
+    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Rule, Signal,
+    StageCost, StageName, Transition, Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::session::Session;
 pub use crate::judge::session::{Cancelled, ProgressFn};
-use crate::judge::signals::{self, combine};
 use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
 use crate::methods::ablation::{Ablations, Component};
 use crate::model::Trajectory;
 use crate::prior::Prior;
 use crate::substrate::Substrate;
-use crate::text;
+use crate::substrate::signals::{self, combine};
+use decision::{Checked, FalatOptions, Verdict};
 
 /// How to run the pipeline.
 #[derive(Clone, Default)]
@@ -95,8 +96,6 @@ pub struct Verified {
     pub candidates: Vec<Candidate>,
     /// The step chosen by temporal precedence among valid candidates.
     pub chosen: Option<usize>,
-    /// Set when no candidate was left and the chosen step is the prior's default.
-    pub default_reason: Option<String>,
     /// How the step was chosen: pinned, the earliest valid candidate, or a fallback (unverified).
     pub verdict: Option<Verdict>,
 }
@@ -114,9 +113,7 @@ pub struct ReSearch {
     pub checks: Vec<Checked>,
 }
 
-/// The highest confidence FALAT states for a step its fallback named (no candidate passed both
-/// verification criteria): the fallback is a guess, whatever the ranker's probability of it.
-pub const UNVERIFIED_CAP: f32 = 0.2;
+pub use crate::diagnosis::UNVERIFIED_CAP;
 
 /// The state of a run: the trajectory's substrate, each stage's output once it has run, costs and
 /// warnings.
@@ -224,9 +221,15 @@ impl Pipeline {
         }
     }
 
-    /// The diagnosis from what has run so far (a partial run names no decisive step).
+    /// The diagnosis from what has run so far (a partial run names no decisive step). Once
+    /// verification has run, it goes through the shared finishing step
+    /// ([`crate::methods::finish`]): ranking, confidence, claims and the rendered reason.
     pub fn diagnosis(&self, t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis {
-        assemble(t, self, judge, opts)
+        let mut d = assemble(t, self, judge, opts);
+        if let (Some(sub), Some(_)) = (&self.substrate, &self.verified) {
+            crate::methods::finish(&mut d, t, sub, judge, opts.ground_truth);
+        }
+        d
     }
 }
 
@@ -237,13 +240,10 @@ fn record(costs: &mut Vec<StageCost>, stage: Stage, cost: Cost) {
     }
 }
 
-/// Runs the whole FALAT pipeline on a trajectory, building its substrate first.
-pub fn diagnose(t: &Trajectory, judge: &dyn Judge, opts: &Options) -> Diagnosis {
-    diagnose_on(t, &Arc::new(Substrate::build(t)), judge, opts)
-}
-
-/// Runs the whole FALAT pipeline on a trajectory and its substrate.
-pub fn diagnose_on(t: &Trajectory, sub: &Arc<Substrate>, judge: &dyn Judge, opts: &Options) -> Diagnosis {
+/// Runs the whole FALAT pipeline on a trajectory and its substrate: FALAT's entry point, called by
+/// [`crate::methods::run_on`] (the CLI, `eval`, the tests) and, stage by stage, by the TUI through
+/// [`Pipeline`]; both end in [`Pipeline::diagnosis`].
+pub(crate) fn run(t: &Trajectory, sub: &Arc<Substrate>, judge: &dyn Judge, opts: &Options) -> Diagnosis {
     let mut p = Pipeline::new(Arc::clone(sub));
     match p.run_all(t, judge, opts) {
         Ok(()) => p.diagnosis(t, judge, opts),
@@ -476,16 +476,12 @@ pub fn verify(
     }
     let verdict = decision::decide(&candidates, &checks, &opts.falat, pinned);
     let mut chosen = verdict.step();
-    let mut default_reason = None;
     if chosen.is_none() {
         // No fixed fallback step: the best-ranked step (by the judge's step probabilities) is
         // named, and its probability says how little that means.
         let probs = judge.step_probabilities(&ctx);
         chosen =
             crate::rank::order(&probs).into_iter().find(|s| probs[*s] > 0.0 && !opts.overrides.excluded.contains(s));
-        default_reason = chosen.map(|s| {
-            format!("no candidate passed verification; step {s} ranks first among all steps (P = {:.2})", probs[s])
-        });
     }
     // Candidates are sorted by step: find one by binary search.
     let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
@@ -498,7 +494,7 @@ pub fn verify(
         c.verification = Some(Verification { independence: k.independence, sufficiency: k.sufficiency, precedence });
     }
     let cost = s.close(start, warnings);
-    Ok((Verified { candidates, chosen, default_reason, verdict: Some(verdict) }, cost))
+    Ok((Verified { candidates, chosen, verdict: Some(verdict) }, cost))
 }
 
 fn as_criterion(a: Answer) -> Criterion {
@@ -579,6 +575,9 @@ fn normalise_roles(roles: &mut Vec<(usize, Role)>, decisive: usize) {
     roles.sort_by_key(|(s, _)| *s);
 }
 
+/// FALAT's raw verdict from what has run: the decisive step, its candidate's findings and the rule
+/// that named it, the roles, the path, the candidates, costs and details. The shared finishing
+/// step (`methods::finish`) ranks every step, sets the confidence and renders the reason.
 fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> Diagnosis {
     let candidates = match (&p.verified, &p.deps) {
         (Some(v), _) => v.candidates.clone(),
@@ -609,37 +608,44 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         d.path =
             end.and_then(|e| if step == e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
         d.final_output_step = end;
-        explain(&mut d, t, step, p.research.as_ref());
-        if let Some(r) = p.verified.as_ref().and_then(|v| v.default_reason.clone())
-            && d.candidate(step).is_none()
+        explain(&mut d, step, p.research.as_ref());
+        let moved = p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
+        if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
+            && !moved
         {
-            d.reason = format!("{r}.");
-            d.confidence = 0.15;
-        }
-        if let Some(Verdict::Fallback(_, rule)) = p.verified.as_ref().and_then(|v| v.verdict) {
-            // Re-search may have moved the decision to a step that passes its own check.
-            let moved =
-                p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
-            if !moved {
-                // The re-search checks a window's steps against each other only, so it can pass a
-                // step verification failed (an earlier candidate outside the window feeds it): say
-                // which, or the warning and the checks read as a contradiction.
-                let window_pass = p.research.as_ref().is_some_and(|r| {
-                    r.checks.iter().any(|k| k.step == step && k.independence.passed && k.sufficiency.passed)
-                });
-                let note = if window_pass {
-                    " (the re-search's check passes it, but against the steps of its window only)"
-                } else {
-                    ""
-                };
-                let why = format!(
-                    "no candidate passed both verification criteria; step {step} is named by the {} fallback",
-                    rule.as_str()
-                );
-                d.warnings.push(format!("unverified: {why}{note}"));
-                d.fallback = Some(why);
-                d.reason = format!("Unverified ({} fallback). {}", rule.as_str(), text::sentence_case(&d.reason));
-            }
+            // Re-search may have moved the decision to a step that passes its own check; if not:
+            // the re-search checks a window's steps against each other only, so it can pass a
+            // step verification failed (an earlier candidate outside the window feeds it): say
+            // which, or the warning and the checks read as a contradiction.
+            let window_pass = p.research.as_ref().is_some_and(|r| {
+                r.checks.iter().any(|k| k.step == step && k.independence.passed && k.sufficiency.passed)
+            });
+            let note = if window_pass {
+                " (the re-search's check passes it, but against the steps of its window only)"
+            } else {
+                ""
+            };
+            // With no live candidate left for the fallback, the best-ranked step is named.
+            let (name, why) = match named {
+                Some(_) => (
+                    rule.as_str(),
+                    format!(
+                        "no candidate passed both verification criteria; step {step} is named by the {} fallback",
+                        rule.as_str()
+                    ),
+                ),
+                None => (
+                    "ranked-first",
+                    format!(
+                        "no candidate passed both verification criteria and none was left for the {} fallback; \
+                         step {step} is the best-ranked step",
+                        rule.as_str()
+                    ),
+                ),
+            };
+            d.warnings.push(format!("unverified: {why}{note}"));
+            d.fallback = Some(why.clone());
+            d.explanation.rule = Rule::Fallback { name: name.to_string(), why };
         }
     }
     d.details.push(Detail::Options(opts.falat.departures(opts.window)));
@@ -673,55 +679,16 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             .collect();
         d.details.push(Detail::ReSearchChecks(checks));
     }
-    // Once the search space is known and the run is complete, every step is ranked and the
-    // confidence becomes the probability of the decisive step.
-    if let (Some(space), Some(deps), Some(sub), Some(_)) = (&p.space, &p.deps, &p.substrate, &p.verified) {
-        let ctx = full_context(t, sub, space, &deps.graph, opts);
-        crate::rank::attach_judged(&mut d, t, judge, &ctx);
-        // A step named without passing verification never claims more than the cap (applied once
-        // the ranking has set the confidence; `fallback` is set above).
-        if d.fallback.is_some() {
-            d.confidence = d.confidence.min(UNVERIFIED_CAP);
-        }
-    }
     d
 }
 
-fn explain(d: &mut Diagnosis, t: &Trajectory, step: usize, research: Option<&ReSearch>) {
-    let c = d.candidates.iter().find(|c| c.step == step).cloned();
+/// The decisive step's category and explanation: its candidate's findings, the pin, the re-search.
+fn explain(d: &mut Diagnosis, step: usize, research: Option<&ReSearch>) {
     let pinned = d.overrides.pinned == Some(step);
-    let (category, why, score) = match &c {
-        Some(c) => {
-            let main = c.main_signal().unwrap_or(Signal::UnsourcedValue);
-            // A pin is said once, in the sentence below, not again as a finding.
-            let ev: Vec<String> = c
-                .findings
-                .iter()
-                .filter(|f| !(pinned && f.signal == Signal::UserMarked))
-                .map(|f| format!("{} ({})", f.evidence, f.signal.as_str()))
-                .collect();
-            (main.category(), ev.join("; "), c.score)
-        }
-        None => (ErrorCategory::Unknown, "no finding recorded for this step".to_string(), 0.0),
-    };
-    d.category = if pinned { ErrorCategory::UserPinned } else { category };
-    let who = &t.steps[step].agent;
-    let mut reason = format!("step {step} ({who}): {why}.");
-    if pinned {
-        reason = match why.as_str() {
-            "" => format!("step {step} ({who}) was pinned by the user."),
-            _ => format!("step {step} ({who}) was pinned by the user; the machine found: {why}."),
-        };
-    }
-    if let Some(r) = research {
-        reason.push_str(&format!(" Re-search: {}.", r.reason));
-    }
-    d.reason = text::clip(&reason, 600);
-    let live = d.candidates.iter().filter(|c| c.pruned.is_none()).count().max(1) as f32;
-    let verified =
-        c.as_ref().and_then(|c| c.verification.as_ref()).is_some_and(|v| v.independence.passed && v.sufficiency.passed);
-    let conf = 0.25 + 0.45 * score + if verified { 0.15 } else { 0.0 } + 0.15 / live;
-    d.confidence = if pinned { 1.0 } else { (conf * 100.0).round() / 100.0 }.clamp(0.0, 1.0);
+    d.explanation.findings = d.candidate(step).map(|c| c.findings.clone()).unwrap_or_default();
+    d.explanation.rule = if pinned { Rule::Pinned } else { Rule::Method };
+    d.explanation.research = research.map(|r| r.reason.clone());
+    d.category = d.explanation.category(ErrorCategory::Unknown);
 }
 
 #[cfg(test)]

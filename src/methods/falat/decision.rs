@@ -2,7 +2,7 @@
 //! Dependency-Guided Search": §2 typed dependencies and pruning, §3
 //! dependency-guided search and verification, §4 local re-search), as pure functions over the
 //! judge's answers: which candidates pruning removes, which candidate is decisive, and whether
-//! re-search moves the decision. The stages in [`crate::pipeline`] ask the judge; these rules
+//! re-search moves the decision. The stages in [`crate::methods::falat`] ask the judge; these rules
 //! decide, so the same rules hold whatever judge answered.
 //!
 //! Where falat departs from the paper it is a named field of [`FalatOptions`] whose default is
