@@ -262,7 +262,7 @@ fn method_options(args: &EvalArgs) -> MethodOptions {
 }
 
 fn show_dirs(dirs: &[PathBuf]) -> String {
-    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    dirs.iter().map(|d| crate::fsutil::shown(d)).collect::<Vec<_>>().join(", ")
 }
 
 /// How often a run without a terminal reports its progress on stderr.
@@ -277,12 +277,14 @@ fn with_progress<T>(cases: &[Case], rows: &[Variant], work: impl FnOnce(&(dyn Fn
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
     let last_said = Mutex::new(Instant::now());
     let tick = |case: &Case, r: &Record| {
-        bar.set_message(format!("{} {}", r.method, case.file));
+        // File names come from the data set's folder: sanitised like trace text.
+        let file = crate::text::sanitize(&case.file);
+        bar.set_message(format!("{} {file}", r.method));
         bar.inc(1);
         let mut last = last_said.lock().unwrap_or_else(|p| p.into_inner());
         if bar.is_hidden() && last.elapsed() >= PLAIN_PROGRESS {
             *last = Instant::now();
-            eprintln!("falat eval: {}/{total} done ({} {})", bar.position(), r.method, case.file);
+            eprintln!("falat eval: {}/{total} done ({} {file})", bar.position(), r.method);
         }
     };
     let out = work(&tick);

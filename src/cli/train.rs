@@ -68,7 +68,12 @@ pub fn run(args: &TrainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if args.check {
         let old = std::fs::read_to_string(&args.out).unwrap_or_default();
         let same = old == text;
-        writeln!(out, "{}: {}", args.out.display(), if same { "up to date" } else { "differs from a fresh fit" })?;
+        writeln!(
+            out,
+            "{}: {}",
+            crate::fsutil::shown(&args.out),
+            if same { "up to date" } else { "differs from a fresh fit" }
+        )?;
         return Ok(if same { 0 } else { 1 });
     }
     if crate::fsutil::is_stdout(&args.out) {

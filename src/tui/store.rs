@@ -212,7 +212,7 @@ fn present(places: &Places) -> (Vec<(PathBuf, fsutil::PrivateFile)>, Vec<String>
         }
     }
     // The newest save wins wherever it is; on a tie, the file beside the trace.
-    found.sort_by(|a, b| b.1.modified.cmp(&a.1.modified));
+    found.sort_by_key(|f| std::cmp::Reverse(f.1.modified));
     (found, problems)
 }
 
