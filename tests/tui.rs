@@ -1747,6 +1747,27 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
 }
 
 #[test]
+fn two_windows_on_one_trace_keep_each_other_s_overrides() {
+    let f = Fixture::new(HAND);
+    let mut a = f.open();
+    let mut b = f.open();
+    press(&mut a, ":16<enter>p");
+    press(&mut b, ":5<enter>m");
+    // B's save met A's: B now shows both, and says so.
+    assert_eq!((b.overrides().marked.clone(), b.overrides().pinned), (vec![5], Some(16)));
+    let status = b.status.clone().expect("status");
+    assert_eq!(status.level, Level::Warn, "{}", status.text);
+    assert!(status.text.contains("another falat saved overrides"), "{}", status.text);
+    // A's next save keeps B's mark; the file holds everything both did.
+    press(&mut a, ":7<enter>X");
+    let on_disk = store::load_overrides(&f.trace, a.n_steps()).overrides;
+    assert_eq!((on_disk.marked, on_disk.excluded, on_disk.pinned), (vec![5], vec![7], Some(16)));
+    // Undo in B goes back to B's own state before the merge.
+    press(&mut b, "u");
+    assert_eq!((b.overrides().marked.clone(), b.overrides().pinned), (vec![5], None));
+}
+
+#[test]
 fn quitting_after_a_save_that_worked_does_not_ask() {
     let f = Fixture::new(HAND);
     let mut app = f.open();
