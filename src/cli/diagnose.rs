@@ -122,9 +122,11 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 ))
             });
         }
-        for d in &loaded.diagnostics {
-            tracing::warn!("{}", crate::text::sanitize(&format!("{shown}: {d}")));
-        }
+        progress.suspend(|| {
+            for d in &loaded.diagnostics {
+                tracing::warn!("{}", crate::text::sanitize(&format!("{shown}: {d}")));
+            }
+        });
         for note in apply_label_sets(&label_sets, &mut loaded.trajectories) {
             // Among several traces, say which one the note is about.
             progress.suspend(|| match several {
