@@ -21,7 +21,8 @@ fn main() {
         Ok(code) => code,
         Err(err) if falat::cli::is_broken_pipe(&err) => 0,
         Err(err) => {
-            eprintln!("falat: {err:#}");
+            // The chain names files and may quote a trace's keys: sanitised like trace text.
+            falat::cli::note(&format!("{err:#}"));
             2
         }
     };

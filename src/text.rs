@@ -77,6 +77,32 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
+/// Whether a terminal may act on `c` although it is not an ASCII control: DEL, the C1 controls
+/// (U+0080–U+009F), the bidi marks, embeddings, overrides and isolates (U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069) and the line and paragraph separators (U+2028, U+2029).
+pub fn is_terminal_control(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// JSON text (as `serde_json` writes it) with every character of [`is_terminal_control`] written
+/// as a `\uXXXX` escape, so that printing it cannot drive a terminal or reorder what is shown,
+/// while a JSON reader gets the same strings back. (serde_json escapes the C0 controls, ESC
+/// among them, but writes these raw.) Outside strings JSON text is ASCII, so only strings change.
+pub fn escape_json_controls(json: &str) -> String {
+    if !json.chars().any(is_terminal_control) {
+        return json.to_string();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_terminal_control(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The first non-empty line of `s`, sanitised and trimmed, clipped to `max` characters with `…`.
 pub fn first_line(s: &str, max: usize) -> String {
     let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
@@ -138,6 +164,15 @@ mod tests {
         assert_eq!(sanitize("a\r\nb\rc\td"), "a\nb␍c    d");
         assert_eq!(sanitize("\u{9b}2Jok"), "ok");
         assert_eq!(sanitize("rtl\u{202e}txt"), "rtltxt");
+    }
+
+    #[test]
+    fn json_keeps_its_strings_but_loses_raw_terminal_controls() {
+        let value = serde_json::json!({"k\u{1b}]52;c;QUFB\u{7}": "a\u{9b}2J\u{85}b\u{202e}txt\u{2066}\u{7f}é"});
+        let text = escape_json_controls(&serde_json::to_string(&value).unwrap());
+        assert!(!text.chars().any(|c| c == '\u{1b}' || is_terminal_control(c)), "{text}");
+        assert!(text.contains("a\\u009b2J\\u0085b\\u202etxt\\u2066\\u007fé"), "{text}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value, "the same value back");
     }
 
     #[test]

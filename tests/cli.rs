@@ -578,7 +578,7 @@ fn labels_files_show_gold_beside_inspect_and_diagnose_and_never_change_the_verdi
     assert!(verdict(&plain).is_some());
     let json = |args: &[&str]| {
         let mut v: Value = serde_json::from_str(&stdout_of(args)).unwrap();
-        let o = v.as_object_mut().unwrap();
+        let o = v[0].as_object_mut().unwrap();
         assert!(o.remove("gold").is_some() && o.remove("cost").is_some());
         v
     };
@@ -653,4 +653,220 @@ fn eval_exits_0_when_the_runs_it_leaves_out_are_only_unlabelled() {
     assert!(table.starts_with("1 trajectory (0 tune, 1 report)"), "{table}");
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("tau.json: task-2-trial-2: no gold label with a step; skipped"), "{err}");
+}
+
+// ----- falat in a script's workflow: writes that never destroy, names sanitised -----
+
+/// Whether `s` holds a character a terminal acts on: ESC, BEL, a C1 control or a bidi override.
+fn has_terminal_controls(s: &str) -> bool {
+    s.chars().any(|c| c == '\u{1b}' || c == '\u{7}' || falat::text::is_terminal_control(c))
+}
+
+#[cfg(unix)]
+#[test]
+fn diagnose_output_through_a_symlink_writes_the_target_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.md");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = falat().args(["diagnose", ALGO, "-o"]).arg(&link).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert!(std::fs::read_to_string(&target).unwrap().starts_with("# falat diagnosis: "));
+    // `/dev/stdout`-like: a link to a FIFO nobody reads is refused, and stays as it was.
+    let fifo = dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let to_fifo = dir.path().join("stdout");
+    std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+    let err = stderr_of(&["diagnose", ALGO, "-o", to_fifo.to_str().unwrap()]);
+    assert!(err.contains("it is a FIFO that no process is reading"), "{err}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&to_fifo).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    // With a reader, the report goes through the FIFO.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let mut written = false;
+    for _ in 0..300 {
+        let out = falat().args(["diagnose", ALGO, "--format", "jsonl", "-o"]).arg(&to_fifo).output().unwrap();
+        if out.status.success() {
+            written = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(written);
+    let through = reader.join().unwrap();
+    let v: Value = serde_json::from_str(through.trim_end()).unwrap();
+    assert_eq!(v["schema"], "falat.diagnosis/v1");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+}
+
+#[cfg(unix)]
+#[test]
+fn eval_out_through_a_symlink_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("set").join("Algorithm-Generated");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::copy(ALGO, sub.join("30.json")).unwrap();
+    let target = dir.path().join("results.jsonl");
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    std::fs::write(&target, "").unwrap();
+    let out = falat().arg("eval").arg(dir.path().join("set")).arg("--out").arg(&link).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&target).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0]["file"].as_str().unwrap().ends_with("Algorithm-Generated/30.json"), "{}", lines[0]);
+}
+
+#[test]
+fn a_dash_is_standard_input_and_standard_output() {
+    let trace = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(ALGO)).unwrap();
+    let out = falat().args(["inspect", "-"]).write_stdin(trace.clone()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("file        <stdin>\nformat      who-and-when-algorithm\n"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = falat()
+        .current_dir(dir.path())
+        .args(["diagnose", "-", "--format", "json", "-o", "-"])
+        .write_stdin(trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from_file: Value = serde_json::from_str(&stdout_of(&["diagnose", ALGO, "--format", "json"])).unwrap();
+    assert_eq!((&v[0]["decisive_step"], &v[0]["agent"]), (&from_file[0]["decisive_step"], &from_file[0]["agent"]));
+    assert_eq!(v[0]["decisive_step"], 4, "{v}");
+    assert_eq!(v[0]["trajectory"]["id"], "<stdin>");
+    assert!(!dir.path().join("-").exists(), "no file named -");
+}
+
+#[test]
+fn jsonl_has_one_diagnosis_per_trajectory_and_method_per_line_and_json_is_always_an_array() {
+    let out = stdout_of(&["diagnose", ALGO, TAU, "-m", "falat,random", "--format", "jsonl"]);
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<(String, String)> = lines
+        .iter()
+        .map(|v| (v["trajectory"]["id"].as_str().unwrap().to_string(), v["method"].as_str().unwrap().to_string()))
+        .collect();
+    let algo_id = lines[0]["trajectory"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        got,
+        [
+            (algo_id.clone(), "falat".to_string()),
+            (algo_id, "random".to_string()),
+            ("task-2-trial-2".to_string(), "falat".to_string()),
+            ("task-2-trial-2".to_string(), "random".to_string())
+        ]
+    );
+    assert!(lines.iter().all(|v| v["schema"] == "falat.diagnosis/v1"));
+    let one: Value = serde_json::from_str(&stdout_of(&["diagnose", ALGO, "--format", "json"])).unwrap();
+    let two: Value =
+        serde_json::from_str(&stdout_of(&["diagnose", ALGO, "-m", "falat,echo", "--format", "json"])).unwrap();
+    assert_eq!((one.as_array().map(Vec::len), two.as_array().map(Vec::len)), (Some(1), Some(2)));
+}
+
+#[test]
+fn method_all_headings_name_each_method() {
+    let md = stdout_of(&["diagnose", ALGO, "--method", "all"]);
+    let headings: Vec<&str> = md.lines().filter(|l| l.starts_with("# falat diagnosis: ")).collect();
+    let methods: Vec<&str> =
+        headings.iter().map(|h| h.rsplit_once("(method ").unwrap().1.trim_end_matches(')')).collect();
+    assert_eq!(
+        methods,
+        ["falat", "echo", "defa", "all-at-once", "step-by-step", "binary-search", "random"],
+        "{headings:?}"
+    );
+    // One method: the heading is the trajectory's alone.
+    let md = stdout_of(&["diagnose", ALGO]);
+    assert!(!md.lines().next().unwrap().contains("(method"), "{md}");
+}
+
+#[test]
+fn diagnose_over_a_glob_skips_falat_s_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("run.json");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(ALGO), &trace).unwrap();
+    let own = ["run.json.falat.json", "run.json.falat.json.bak", "run.json.falat.report.json"];
+    for name in own {
+        std::fs::write(dir.path().join(name), "{\"schema\": \"falat.overrides/v2\"}").unwrap();
+    }
+    // What `diagnose dir/*` passes: every file of the folder.
+    let mut cmd = falat();
+    cmd.args(["diagnose", "--format", "jsonl"]).arg(&trace);
+    for name in own {
+        cmd.arg(dir.path().join(name));
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("run.json.falat.json: falat's own overrides file, not a trace; skipped"), "{err}");
+    assert!(err.contains("run.json.falat.json.bak: falat's own overrides backup, not a trace; skipped"), "{err}");
+    assert!(err.contains("run.json.falat.report.json: falat's own exported report, not a trace; skipped"), "{err}");
+}
+
+#[test]
+fn eval_walks_a_folder_with_a_symlink_loop_and_reads_each_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("Algorithm-Generated");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(ALGO, sub.join("30.json")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("..", sub.join("back")).unwrap();
+    let jsonl = dir.path().join("out.jsonl");
+    let out = falat().arg("eval").arg(dir.path()).arg("--out").arg(&jsonl).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("1 trajectory (0 tune, 1 report)"));
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn names_and_keys_reach_the_terminal_sanitised_and_json_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file name and object keys that would set the clipboard (OSC 52), add a hyperlink (OSC 8),
+    // clear the screen (C1 CSI) and reverse the text (bidi override).
+    let name = "evil\u{1b}]52;c;SGVsbG8=\u{7}\u{202e}.json";
+    let path = dir.path().join(name);
+    std::fs::write(&path, "{\"k\\u001b]8;;http://x\\u0007\": 1, \"\\u009b2Jclear\": 2, \"\\u202egnp.exe\": 3}")
+        .unwrap();
+    let err = stderr_of(&["inspect", path.to_str().unwrap()]);
+    assert!(err.contains("an object with keys [k, clear, gnp.exe]"), "{err:?}");
+    assert!(!has_terminal_controls(&err), "{err:?}");
+    // Among several traces the same message goes through the skip note.
+    let out = falat().args(["diagnose", ALGO]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("; skipped") && !has_terminal_controls(&err), "{err:?}");
+    // The `wrote` line names the file sanitised.
+    let report = dir.path().join("r\u{1b}]8;;x\u{7}.md");
+    let out = falat().args(["diagnose", ALGO, "-o"]).arg(&report).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(said.starts_with("wrote ") && !has_terminal_controls(&said), "{said:?}");
+    assert!(report.exists());
+    // JSON output keeps the strings but escapes C1 controls and bidi overrides.
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"falat\": 1, \"task\": \"t\\u0085ask\"}\n{\"agent\": \"a\\u202e\", \"content\": \"x\\u009b2Jy\\u2066z\"}\n",
+    )
+    .unwrap();
+    for args in [vec!["inspect", "--json"], vec!["diagnose", "--format", "json"], vec!["diagnose", "--format", "jsonl"]]
+    {
+        let text = stdout_of(&[args.as_slice(), &[trace.to_str().unwrap()]].concat());
+        assert!(!has_terminal_controls(&text), "{args:?}: {text:?}");
+        assert!(text.contains("\\u202e"), "{args:?}: {text}");
+    }
+    let v: Value = serde_json::from_str(&stdout_of(&["inspect", "--json", trace.to_str().unwrap()])).unwrap();
+    assert_eq!(v["trajectories"][0]["steps"][0]["content"], "x\u{9b}2Jy\u{2066}z", "the value is unchanged");
 }

@@ -129,7 +129,10 @@ fn diagnose_command_writes_json_and_markdown() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Always an array, one element per trajectory and method, even for one trace.
+    assert_eq!(all.as_array().map(Vec::len), Some(1), "{all}");
+    let v = &all[0];
     assert_eq!(v["schema"], "falat.diagnosis/v1");
     assert_eq!(v["decisive_step"], 5);
     assert_eq!(v["agent"], "Validation_Expert");

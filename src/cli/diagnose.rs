@@ -1,17 +1,18 @@
-//! `falat diagnose TRACE... [--method M] [--format md|json] [-o PATH] [--no-ground-truth]`: the diagnosis
-//! report of each trajectory (Markdown for people, JSON `falat.diagnosis/v1` for programs, see
-//! `docs/REPORT_SCHEMA.md`).
+//! `falat diagnose TRACE... [--method M] [--format md|json|jsonl] [-o PATH] [--no-ground-truth]`:
+//! the diagnosis report of each trajectory and method (Markdown for people; for programs a JSON
+//! array of `falat.diagnosis/v1` objects, or JSON Lines, one object per line, see
+//! `docs/REPORT_SCHEMA.md`). `-` as a trace reads standard input; `-o -` is standard output.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::diagnosis::Diagnosis;
+use crate::fsutil::is_stdout;
 use crate::ingest::{
     FormatChoice,
-    fs::{apply_label_sets, load_path_with, read_label_files},
+    fs::{STDIN_NAME, apply_label_sets, falat_file_kind, is_stdin, load_input, read_label_files},
 };
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
@@ -22,22 +23,29 @@ use crate::report;
 pub enum ReportFormat {
     /// Markdown, for people.
     Md,
-    /// JSON (`falat.diagnosis/v1`), for programs.
+    /// JSON, for programs: always an array of `falat.diagnosis/v1` objects, one per trajectory
+    /// and method (one element for one trace).
     Json,
+    /// JSON Lines: one `falat.diagnosis/v1` object per line, per trajectory and method.
+    Jsonl,
 }
 
 /// Arguments of `falat diagnose`.
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
-    /// Trace files (JSON or JSONL); a file holding several trajectories gives several reports.
-    /// Among several files, one that cannot be read is named on stderr and skipped, the others
-    /// are reported, and the exit status is 2.
+    /// Trace files (JSON or JSONL), `-` for standard input; a file holding several trajectories
+    /// gives several reports. Among several files, one that cannot be read is named on stderr
+    /// and skipped, the others are reported, and the exit status is 2. falat's own files
+    /// (`*.falat.json` overrides, their `.bak` backups, exported reports, temporary files) are
+    /// skipped with a note, so `diagnose dir/*.json` takes the traces only.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
     /// Report format.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ReportFormat,
-    /// Write the report to this file instead of standard output (written atomically).
+    /// Write the report to this file instead of standard output: a regular file is replaced
+    /// atomically, a symbolic link is written through (the link stays), a device or FIFO is
+    /// written in place; `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Do not give the expected output `o*` to the analysis, even when the trace has one.
@@ -86,13 +94,18 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // done, and its skipped records are said once, not once per trace.
     let (label_sets, skipped) = read_label_files(&args.labels)?;
     for note in skipped {
-        eprintln!("falat: {note}");
+        super::note(&note);
     }
-    for path in &args.traces {
-        let mut loaded = match load_path_with(path, &args.trace_format) {
+    let traces = trace_paths(&args.traces)?;
+    let several = traces.len() > 1;
+    let progress = Progress::new(traces.len() * args.method.len());
+    for path in &traces {
+        let shown = shown_trace(path);
+        let mut loaded = match load_input(path, &args.trace_format) {
             Ok(l) => l,
-            Err(e) if args.traces.len() > 1 => {
-                eprintln!("falat: {e}; skipped");
+            Err(e) if several => {
+                progress.suspend(|| super::note(&format!("{e}; skipped")));
+                progress.skip(args.method.len());
                 failed += 1;
                 continue;
             }
@@ -101,42 +114,131 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // The TUI's overrides beside the trace are the user's decisions; this report is the
         // machine's alone, so say so rather than let a pinned step seem ignored.
         let saved = crate::ingest::fs::beside(path, crate::ingest::fs::OVERRIDES_SUFFIX);
-        if saved.is_file() {
-            eprintln!(
-                "falat: {}: overrides saved by the TUI are not applied here; this report is the machine's verdict (the TUI's export, e, writes one with them)",
-                saved.display()
-            );
+        if !is_stdin(path) && saved.is_file() {
+            progress.suspend(|| {
+                super::note(&format!(
+                    "{}: overrides saved by the TUI are not applied here; this report is the machine's verdict (the TUI's export, e, writes one with them)",
+                    saved.display()
+                ))
+            });
         }
-        for d in &loaded.diagnostics {
-            tracing::warn!("{}: {d}", path.display());
-        }
+        progress.suspend(|| {
+            for d in &loaded.diagnostics {
+                tracing::warn!("{}", crate::text::sanitize(&format!("{shown}: {d}")));
+            }
+        });
         for note in apply_label_sets(&label_sets, &mut loaded.trajectories) {
             // Among several traces, say which one the note is about.
-            match args.traces.len() {
-                1 => eprintln!("falat: {note}"),
-                _ => eprintln!("falat: {}: {note}", crate::text::sanitize(&path.display().to_string())),
-            }
+            progress.suspend(|| match several {
+                false => super::note(&note),
+                true => super::note(&format!("{shown}: {note}")),
+            });
         }
         let opts = method_options(args);
+        let n = loaded.trajectories.len();
+        progress.add(n.saturating_sub(1) * args.method.len());
         for t in loaded.trajectories {
             for m in &args.method {
+                progress.start(&t.id, m.as_str());
                 let d = methods::run(*m, &t, judge.as_ref(), &opts);
                 results.push((t.clone(), d));
             }
         }
+        if n == 0 {
+            progress.skip(args.method.len());
+        }
     }
+    progress.finish();
     if results.is_empty() && failed > 0 {
-        anyhow::bail!("none of the {} trace files could be read", args.traces.len());
+        anyhow::bail!("none of the {} trace files could be read", traces.len());
     }
     let text = render(&results, args.format)?;
     match &args.output {
-        Some(path) => {
-            write_atomic(path, text.as_bytes())?;
-            writeln!(out, "wrote {}", path.display())?;
+        Some(path) if !is_stdout(path) => {
+            crate::fsutil::write_output(path, text.as_bytes())?;
+            writeln!(out, "wrote {}", crate::fsutil::shown(path))?;
         }
-        None => out.write_all(text.as_bytes())?,
+        _ => out.write_all(text.as_bytes())?,
     }
     Ok(if failed > 0 { 2 } else { 0 })
+}
+
+/// The traces to read: `paths` without falat's own files ([`falat_file_kind`]), each left out
+/// with a note on stderr (a shell glob such as `dir/*.json` also matches the overrides
+/// `TRACE.falat.json`).
+///
+/// # Errors
+/// When nothing but falat's own files is left.
+fn trace_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut keep = Vec::with_capacity(paths.len());
+    for p in paths {
+        match falat_file_kind(p).filter(|_| !is_stdin(p)) {
+            Some(kind) => super::note(&format!("{}: falat's own {kind}, not a trace; skipped", p.display())),
+            None => keep.push(p.clone()),
+        }
+    }
+    anyhow::ensure!(!keep.is_empty(), "no trace among the files given: each is one of falat's own files");
+    Ok(keep)
+}
+
+/// A trace path as messages show it: sanitised, `<stdin>` for `-`.
+fn shown_trace(path: &std::path::Path) -> String {
+    if is_stdin(path) { STDIN_NAME.to_string() } else { crate::fsutil::shown(path) }
+}
+
+/// The progress line of `diagnose` on stderr: how many of the trajectory × method runs are done
+/// and which one is running, with a spinner and the elapsed time that keep moving during a long
+/// run. Drawn only when stderr is a terminal, and cleared at the end.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    started: std::cell::Cell<bool>,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        let target = if std::io::stderr().is_terminal() {
+            indicatif::ProgressDrawTarget::stderr()
+        } else {
+            indicatif::ProgressDrawTarget::hidden()
+        };
+        let bar = indicatif::ProgressBar::with_draw_target(Some(total as u64), target);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} diagnosing {pos}/{len} ({elapsed}) {wide_msg}")
+                .expect("valid template"),
+        );
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        }
+        Progress { bar, started: std::cell::Cell::new(false) }
+    }
+
+    /// `n` more runs (a file that holds several trajectories).
+    fn add(&self, n: usize) {
+        self.bar.inc_length(n as u64);
+    }
+
+    /// `n` runs that will not happen (a file skipped).
+    fn skip(&self, n: usize) {
+        self.bar.inc(n as u64);
+    }
+
+    /// A run starts: the previous one is done.
+    fn start(&self, trajectory: &str, method: &str) {
+        if self.started.replace(true) {
+            self.bar.inc(1);
+        }
+        self.bar.set_message(format!("{} ({method})", crate::text::clip(&crate::text::sanitize(trajectory), 60)));
+    }
+
+    /// Runs `f` (which prints to stderr) with the line cleared, then draws it again.
+    fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// `--dry-run`: the requests the LLM judge would send for each trajectory, with token counts.
@@ -144,14 +246,14 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let cfg = args.judge.llm_config(true)?;
     for path in &args.traces {
-        let loaded = load_path_with(path, &args.trace_format)?;
+        let loaded = load_input(path, &args.trace_format)?;
         for t in &loaded.trajectories {
             for m in &args.method {
                 let opts = method_options(args);
                 let report = crate::judge::llm::dry_run_with(&cfg, |judge| {
                     methods::run(*m, t, judge, &opts);
                 })?;
-                writeln!(out, "# {} ({}), method {}", crate::text::sanitize(&t.id), path.display(), m.as_str())?;
+                writeln!(out, "# {} ({}), method {}", crate::text::sanitize(&t.id), shown_trace(path), m.as_str())?;
                 out.write_all(report.render().as_bytes())?;
             }
         }
@@ -171,76 +273,41 @@ fn method_options(args: &DiagnoseArgs) -> MethodOptions {
     opts
 }
 
-/// The reports of several diagnoses in one format: Markdown reports separated by a rule, or one
-/// JSON object (one diagnosis) or array (several).
+/// The reports of several diagnoses in one format: Markdown reports separated by a rule (each
+/// heading names its method when several methods ran), a JSON array (always an array, one
+/// element per trajectory and method), or JSON Lines (one object per line). JSON text has the
+/// characters a terminal acts on escaped ([`crate::text::escape_json_controls`]).
 ///
 /// # Errors
 /// Serialisation failure (not expected).
 pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyhow::Result<String> {
     Ok(match format {
         ReportFormat::Md => {
-            let parts: Vec<String> = results.iter().map(|(t, d)| report::to_markdown(t, d)).collect();
+            let methods: std::collections::BTreeSet<_> = results.iter().map(|(_, d)| d.method).collect();
+            let parts: Vec<String> = results
+                .iter()
+                .map(|(t, d)| {
+                    let md = report::to_markdown(t, d);
+                    match (methods.len() > 1, md.split_once('\n')) {
+                        // The heading names the trajectory; with several methods, the method too.
+                        (true, Some((heading, rest))) => format!("{heading} (method {})\n{rest}", d.method),
+                        _ => md,
+                    }
+                })
+                .collect();
             parts.join("\n---\n\n")
         }
         ReportFormat::Json => {
             let values: Vec<serde_json::Value> = results.iter().map(|(t, d)| report::to_json(t, d)).collect();
-            let v = if values.len() == 1 { values.into_iter().next().expect("one") } else { values.into() };
-            serde_json::to_string_pretty(&v)? + "\n"
+            crate::text::escape_json_controls(&serde_json::to_string_pretty(&values)?) + "\n"
+        }
+        ReportFormat::Jsonl => {
+            let mut text = String::new();
+            for (t, d) in results {
+                text.push_str(&crate::text::escape_json_controls(&serde_json::to_string(&report::to_json(t, d))?));
+                text.push('\n');
+            }
+            text
         }
     })
-}
-
-/// Writes a file atomically: a temporary file beside it, then a rename.
-///
-/// # Errors
-/// The folder cannot be written.
-pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    // A report or an overrides file is an ordinary file of the user's: created like any other
-    // (0666 less the umask), not with the temporary file's owner-only mode.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(dir).map_err(|e| {
-        // The error names the random temporary file, which the user never asked for: keep its
-        // cause alone.
-        // (tempfile words it "<cause> at path \"<temporary file>\"" and gives no source.)
-        let text = e.to_string();
-        let cause = match text.find(" at path \"") {
-            Some(i) => text[..i].to_string(),
-            None => text,
-        };
-        anyhow::anyhow!("cannot write in {}: {cause}", dir.display())
-    })?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // The persist error's text repeats its IO error's: keep the IO error alone.
-    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[cfg(unix)]
-    #[test]
-    fn a_written_file_has_the_mode_of_any_new_file_not_the_temporary_file_s() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain");
-        std::fs::write(&plain, b"x").unwrap();
-        let written = dir.path().join("report.md");
-        super::write_atomic(&written, b"# report\n").unwrap();
-        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&written), mode(&plain));
-        assert_eq!(std::fs::read_to_string(&written).unwrap(), "# report\n");
-    }
-
-    #[test]
-    fn a_file_that_cannot_be_written_is_named_by_its_folder_not_the_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("no").join("report.md");
-        let err = format!("{:#}", super::write_atomic(&missing, b"x").unwrap_err());
-        assert!(err.starts_with(&format!("cannot write in {}: ", dir.path().join("no").display())), "{err}");
-        assert!(!err.contains("no/.tmp") && !err.contains("at path"), "{err}");
-    }
 }

@@ -29,7 +29,6 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -56,8 +55,10 @@ pub struct EvalArgs {
     #[arg(long, short = 'j', default_value_t = 2)]
     pub jobs: usize,
     /// Write one JSON line per trajectory and method to this file. Lines are appended as
-    /// trajectories finish (so a long run stopped half-way keeps what it did), then the file is
-    /// rewritten in file and method order at the end.
+    /// trajectories finish (so a long run stopped half-way keeps what it did), then a regular
+    /// file is rewritten in file and method order at the end. A symbolic link is written through
+    /// (the link stays), a FIFO or device gets the lines once, as they finish. `-` writes the
+    /// lines to standard output at the end, in order, and the tables to stderr.
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: Option<PathBuf>,
     /// Also print one line per trajectory and method: predicted step and agent, gold step and
@@ -137,11 +138,14 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         None => Judges::fresh(&rows, || args.judge.build())?,
     };
-    let sink = match &args.out {
+    let to_stdout = args.out.as_deref().is_some_and(crate::fsutil::is_stdout);
+    // The file to stream into, and whether it is a regular file to rewrite in order at the end.
+    let (sink, rewrite) = match args.out.as_deref().filter(|_| !to_stdout) {
         Some(path) => {
-            Some(Mutex::new(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?))
+            let (file, regular) = crate::fsutil::open_output(path)?;
+            (Some(Mutex::new(file)), regular)
         }
-        None => None,
+        None => (None, false),
     };
     let start = Instant::now();
     let records = with_progress(&bench.cases, &rows, |on_record| {
@@ -149,7 +153,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if let Some(f) = &sink {
                 let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
                 if let Err(e) = writeln!(f, "{}", record_json(r)).and_then(|()| f.flush()) {
-                    eprintln!("falat: cannot append to the --out file: {e}");
+                    super::note(&format!("cannot append to the --out file: {e}"));
                 }
             }
             on_record(case, r);
@@ -175,9 +179,18 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             dir.unwrap_or_default(),
         );
     }
-    if let Some(path) = &args.out {
-        write_jsonl(path, &records)?;
+    match &args.out {
+        Some(_) if to_stdout => {
+            out.write_all(jsonl_text(&records).as_bytes())?;
+        }
+        Some(path) if rewrite => {
+            crate::fsutil::write_output(path, jsonl_text(&records).as_bytes())?;
+        }
+        _ => {}
     }
+    // With `--out -` the JSON lines are standard output: the tables go to stderr.
+    let mut stderr = std::io::stderr();
+    let out: &mut dyn Write = if to_stdout { &mut stderr } else { out };
     let summaries = eval::summarize(&records, &args.tolerance);
     let report = bench.report_count();
     writeln!(
@@ -249,7 +262,7 @@ fn method_options(args: &EvalArgs) -> MethodOptions {
 }
 
 fn show_dirs(dirs: &[PathBuf]) -> String {
-    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    dirs.iter().map(|d| crate::fsutil::shown(d)).collect::<Vec<_>>().join(", ")
 }
 
 /// How often a run without a terminal reports its progress on stderr.
@@ -264,12 +277,14 @@ fn with_progress<T>(cases: &[Case], rows: &[Variant], work: impl FnOnce(&(dyn Fn
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
     let last_said = Mutex::new(Instant::now());
     let tick = |case: &Case, r: &Record| {
-        bar.set_message(format!("{} {}", r.method, case.file));
+        // File names come from the data set's folder: sanitised like trace text.
+        let file = crate::text::sanitize(&case.file);
+        bar.set_message(format!("{} {file}", r.method));
         bar.inc(1);
         let mut last = last_said.lock().unwrap_or_else(|p| p.into_inner());
         if bar.is_hidden() && last.elapsed() >= PLAIN_PROGRESS {
             *last = Instant::now();
-            eprintln!("falat eval: {}/{total} done ({} {})", bar.position(), r.method, case.file);
+            eprintln!("falat eval: {}/{total} done ({} {file})", bar.position(), r.method);
         }
     };
     let out = work(&tick);
@@ -277,13 +292,14 @@ fn with_progress<T>(cases: &[Case], rows: &[Variant], work: impl FnOnce(&(dyn Fn
     out
 }
 
-fn write_jsonl(path: &std::path::Path, records: &[Record]) -> anyhow::Result<()> {
+/// The `--out` lines of every record, in order.
+fn jsonl_text(records: &[Record]) -> String {
     let mut text = String::new();
     for r in records {
         text.push_str(&record_json(r).to_string());
         text.push('\n');
     }
-    super::diagnose::write_atomic(path, text.as_bytes())
+    text
 }
 
 /// One line of the `--out` file.

@@ -5,7 +5,9 @@
 //! step marked with `*`), then, when anything was, how much was skipped (records dropped with a
 //! diagnostic, lines that are not steps by design) and the diagnostics. Every piece of trace text is passed through
 //! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
-//! [`InspectReport`] instead; its serde types live here, at the edge, not in the model.
+//! [`InspectReport`] instead (strings whole, with C1 controls and bidi overrides written as
+//! `\uXXXX` escapes, [`crate::text::escape_json_controls`]); its serde types live here, at the
+//! edge, not in the model. `-` as the trace reads standard input.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,7 +19,7 @@ use serde::Serialize;
 
 use crate::ingest::{
     FormatChoice, Loaded, Skipped,
-    fs::{apply_label_files, load_path_with},
+    fs::{STDIN_NAME, apply_label_files, is_stdin, load_input},
 };
 use crate::model::{Diagnostic, Step, StepKind, Trajectory};
 use crate::text::{clip, first_line, sanitize};
@@ -32,7 +34,7 @@ const VALUE_WIDTH: usize = 160;
 /// Arguments of `falat inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The trace file (JSON or JSONL).
+    /// The trace file (JSON or JSONL), `-` for standard input.
     pub trace: PathBuf,
     /// The trace format: auto, who-and-when (either subset), who-and-when-algorithm,
     /// who-and-when-hand, magentic-one, otel-genai, openinference, any-agent, claude-code, codex,
@@ -54,15 +56,17 @@ pub struct InspectArgs {
 /// # Errors
 /// The load error (naming the file, and line and column where they apply), or a failed write.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let mut loaded = load_path_with(&args.trace, &args.format)?;
+    let mut loaded = load_input(&args.trace, &args.format)?;
     for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
-        eprintln!("falat: {note}");
+        super::note(&note);
     }
-    let shown = args.trace.display().to_string();
+    let shown = if is_stdin(&args.trace) { STDIN_NAME.to_string() } else { args.trace.display().to_string() };
     if args.json {
         let report = InspectReport::new(&shown, &loaded);
-        serde_json::to_writer_pretty(&mut *out, &report).context("cannot write the report")?;
-        writeln!(out)?;
+        let text = serde_json::to_string_pretty(&report).context("cannot write the report")?;
+        // serde_json escapes ESC and the other C0 controls; the C1 controls and bidi overrides
+        // of trace text are escaped too, so the JSON can be printed to a terminal.
+        writeln!(out, "{}", crate::text::escape_json_controls(&text))?;
     } else {
         out.write_all(render_text(&shown, &loaded).as_bytes())?;
     }

@@ -149,6 +149,12 @@ pub fn missing_feature(what: &str, feature: &str) -> anyhow::Error {
     )
 }
 
+/// Prints `falat: MESSAGE` on stderr, sanitised ([`crate::text::sanitize`]): messages name files
+/// and quote keys and ids from traces, which must not drive the terminal.
+pub fn note(message: &str) {
+    eprintln!("falat: {}", crate::text::sanitize(message));
+}
+
 /// Whether an error chain ends in a broken pipe (`falat inspect x | head`), which is no error.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain()

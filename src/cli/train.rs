@@ -68,13 +68,22 @@ pub fn run(args: &TrainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if args.check {
         let old = std::fs::read_to_string(&args.out).unwrap_or_default();
         let same = old == text;
-        writeln!(out, "{}: {}", args.out.display(), if same { "up to date" } else { "differs from a fresh fit" })?;
+        writeln!(
+            out,
+            "{}: {}",
+            crate::fsutil::shown(&args.out),
+            if same { "up to date" } else { "differs from a fresh fit" }
+        )?;
         return Ok(if same { 0 } else { 1 });
     }
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if crate::fsutil::is_stdout(&args.out) {
+        out.write_all(text.as_bytes())?;
+        return Ok(0);
     }
-    super::diagnose::write_atomic(&args.out, text.as_bytes())?;
-    writeln!(out, "wrote {}", args.out.display())?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", crate::fsutil::shown(dir)))?;
+    }
+    crate::fsutil::write_output(&args.out, text.as_bytes())?;
+    writeln!(out, "wrote {}", crate::fsutil::shown(&args.out))?;
     Ok(0)
 }

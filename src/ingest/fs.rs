@@ -31,6 +31,31 @@ pub fn load_path_with(path: &Path, choice: &FormatChoice) -> Result<Loaded, Load
     parse_with_related(&shown, &bytes, choice, &|rel| read_related(&dir, rel))
 }
 
+/// The name under which standard input is shown in messages and reports when `-` is given as a
+/// trace.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Whether a trace path means standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// [`load_path_with`], or, for `-`, the trace read from standard input (shown as
+/// [`STDIN_NAME`]; no files beside it are read).
+///
+/// # Errors
+/// [`LoadError::Io`] when standard input or the file cannot be read, otherwise what
+/// [`parse_with_related`] returns.
+pub fn load_input(path: &Path, choice: &FormatChoice) -> Result<Loaded, LoadError> {
+    if !is_stdin(path) {
+        return load_path_with(path, choice);
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+        .map_err(|e| LoadError::Io { path: STDIN_NAME.into(), message: e.to_string() })?;
+    parse_with_related(STDIN_NAME, &bytes, choice, &|_| None)
+}
+
 /// Reads `rel` (a `/`-separated path relative to `dir`, see [`super::Related`]); a last component
 /// with one `*` reads the first matching file in name order. `None` when nothing matches, the file
 /// cannot be read, or `rel` is absolute or climbs out of `dir` with `..`.
@@ -59,24 +84,36 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
 }
 
 /// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`),
-/// without the files falat writes beside a trace (overrides `TRACE.falat.json`, exported reports
-/// `TRACE.falat.report.json`).
+/// without falat's own files ([`falat_file_kind`]: overrides, their backups, exported reports,
+/// temporary files). Symbolic links are followed, but a link back to a folder being walked (a
+/// loop, `back -> ..`) is not, and a file reached twice (through two links) is listed once.
 ///
 /// # Errors
-/// [`LoadError::Io`] when a folder cannot be listed.
+/// [`LoadError::Io`] when `dir` cannot be listed.
 pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d)
-            .map_err(|e| LoadError::Io { path: d.display().to_string(), message: e.to_string() })?;
-        for entry in entries.flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") && !is_falat_output(&p) {
-                out.push(p);
+    let mut seen = std::collections::HashSet::new();
+    for entry in walkdir::WalkDir::new(dir).follow_links(true) {
+        let entry = match entry {
+            Ok(e) => e,
+            // The root itself: say it cannot be listed. Below it, a loop or an unreadable
+            // sub-folder is left out, as the files in it cannot be traces of this set.
+            Err(e) if e.depth() == 0 => {
+                let message = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
+                return Err(LoadError::Io { path: dir.display().to_string(), message });
             }
+            Err(_) => continue,
+        };
+        let p = entry.path();
+        if !entry.file_type().is_file()
+            || !p.extension().is_some_and(|e| e == "json" || e == "jsonl")
+            || falat_file_kind(p).is_some()
+        {
+            continue;
+        }
+        let id = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if seen.insert(id) {
+            out.push(p.to_path_buf());
         }
     }
     out.sort_by_key(|a| natural_key(a));
@@ -97,11 +134,28 @@ pub fn beside(trace: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Whether a file is one falat writes beside a trace: overrides ([`OVERRIDES_SUFFIX`]) or an
-/// exported JSON report ([`REPORT_JSON_SUFFIX`]).
-fn is_falat_output(p: &Path) -> bool {
-    let name = p.to_string_lossy();
-    name.ends_with(OVERRIDES_SUFFIX) || name.ends_with(REPORT_JSON_SUFFIX)
+/// What a file is when falat wrote it beside a trace, by its name: `"overrides file"`
+/// ([`OVERRIDES_SUFFIX`]), `"overrides backup"` (`.falat.json.bak`, `.falat.json.bak.N`),
+/// `"exported report"` ([`REPORT_JSON_SUFFIX`], [`REPORT_MD_SUFFIX`]) or `"temporary file"`
+/// ([`crate::fsutil::TEMP_SUFFIX`]); `None` for any other file.
+pub fn falat_file_kind(p: &Path) -> Option<&'static str> {
+    let name = p.file_name()?.to_string_lossy();
+    let backup = name.rsplit_once(".bak").is_some_and(|(head, tail)| {
+        head.ends_with(OVERRIDES_SUFFIX)
+            && (tail.is_empty()
+                || tail.strip_prefix('.').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+    });
+    if name.ends_with(REPORT_JSON_SUFFIX) || name.ends_with(REPORT_MD_SUFFIX) {
+        Some("exported report")
+    } else if name.ends_with(OVERRIDES_SUFFIX) {
+        Some("overrides file")
+    } else if backup {
+        Some("overrides backup")
+    } else if name.ends_with(crate::fsutil::TEMP_SUFFIX) {
+        Some("temporary file")
+    } else {
+        None
+    }
 }
 
 /// Sort key that orders `2.json` before `10.json` within one folder.
@@ -315,7 +369,15 @@ mod dataset_tests {
     #[test]
     fn dataset_files_leave_out_what_falat_wrote_beside_a_trace() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["2.json", "10.json", "run.jsonl", "2.json.falat.json", "2.json.falat.report.json", "notes.md"] {
+        for name in [
+            "2.json",
+            "10.json",
+            "run.jsonl",
+            "2.json.falat.json",
+            "2.json.falat.report.json",
+            "notes.md",
+            "2.json#a.falat.json",
+        ] {
             std::fs::write(dir.path().join(name), "{}").unwrap();
         }
         let names: Vec<String> = dataset_files(dir.path())
@@ -324,5 +386,35 @@ mod dataset_tests {
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["2.json", "10.json", "run.jsonl"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_loop_is_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(dir.path().join("1.json"), "{}").unwrap();
+        std::fs::write(sub.join("2.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("..", sub.join("back")).unwrap();
+        std::os::unix::fs::symlink("2.json", sub.join("again.json")).unwrap();
+        let files = dataset_files(dir.path()).unwrap();
+        let rel: Vec<String> =
+            files.iter().map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
+        assert_eq!(rel.len(), 2, "each file once: {rel:?}");
+        assert!(rel.contains(&"1.json".to_string()), "{rel:?}");
+    }
+
+    #[test]
+    fn falat_s_own_files_are_known_by_name() {
+        let kind = |n: &str| falat_file_kind(Path::new(n));
+        assert_eq!(kind("d/t.json.falat.json"), Some("overrides file"));
+        assert_eq!(kind("t.json.falat.json.bak"), Some("overrides backup"));
+        assert_eq!(kind("t.json.falat.json.bak.12"), Some("overrides backup"));
+        assert_eq!(kind("t.json.falat.report.json"), Some("exported report"));
+        assert_eq!(kind(".t.json.falat.json.aB3dE9.falat-tmp"), Some("temporary file"));
+        assert_eq!(kind("t.json"), None);
+        assert_eq!(kind("t.json.bak"), None);
+        assert_eq!(kind("t.json.falat.json.bak.x"), None);
     }
 }

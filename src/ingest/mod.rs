@@ -675,7 +675,9 @@ pub fn describe(doc: &Document) -> String {
 pub fn describe_value(v: &Value) -> String {
     match v {
         Value::Object(m) => {
-            let keys: Vec<&str> = m.keys().take(8).map(String::as_str).collect();
+            // Keys are trace content: sanitised and clipped before they reach a message.
+            let keys: Vec<String> =
+                m.keys().take(8).map(|k| crate::text::clip(&crate::text::sanitize(k).replace('\n', "␊"), 40)).collect();
             let more = if m.len() > 8 { ", ..." } else { "" };
             if keys.is_empty() {
                 "an empty object".into()

@@ -55,6 +55,8 @@ pub enum Mode {
     Help,
     /// The messages overlay is open: every status message of the session, whole.
     Messages,
+    /// Quit was asked while overrides could not be saved: `y` quits, any other key stays.
+    ConfirmQuit,
 }
 
 /// What a line of input is for.
@@ -109,6 +111,8 @@ pub enum FileEffect {
         trajectory: String,
         /// The overrides to save.
         overrides: Overrides,
+        /// Their undo history, oldest first (saved with them).
+        undo: Vec<Overrides>,
     },
     /// Write the reports: the machine's verdict and the user's decision beside it.
     Export {
@@ -272,7 +276,7 @@ impl App {
             method: config.method,
             nav: Nav::default(),
             results: Results::new(substrate, partial),
-            editor: OverrideEditor::new(restored.overrides),
+            editor: OverrideEditor::with_history(restored.overrides, restored.undo),
             cands: CandidateList::default(),
             search: Search::default(),
             runs: Runs::default(),
@@ -520,10 +524,34 @@ impl App {
         match self.mode.clone() {
             Mode::Normal => self.keymap.action(&k).map(|a| self.apply(a)).unwrap_or_default(),
             Mode::Help | Mode::Messages => self.on_overlay_key(k),
+            Mode::ConfirmQuit => self.on_confirm_quit(k),
             Mode::Search(buf) => self.edit_input(k, buf, Input::Search),
             Mode::Jump(buf) => self.edit_input(k, buf, Input::Jump),
             Mode::Filter(buf) => self.edit_input(k, buf, Input::Filter),
         }
+    }
+
+    /// Quits, unless overrides could not be saved: then asks first (never a silent loss).
+    fn quit_or_ask(&mut self) -> Vec<Effect> {
+        if !self.editor.unsaved {
+            return vec![Effect::Quit];
+        }
+        self.mode = Mode::ConfirmQuit;
+        self.set_status(
+            Level::Error,
+            "your overrides could not be saved: quit and lose them? y quits, any other key stays",
+        );
+        Vec::new()
+    }
+
+    /// The answer to [`Self::quit_or_ask`]'s question.
+    fn on_confirm_quit(&mut self, k: KeyEvent) -> Vec<Effect> {
+        self.mode = Mode::Normal;
+        if matches!(k.code, KeyCode::Char('y' | 'Y')) {
+            return vec![Effect::Quit];
+        }
+        self.set_status(Level::Warn, "stayed; your overrides are still unsaved (an edit tries to save them again)");
+        Vec::new()
     }
 
     /// Keys while the help or the messages are open: the moving keys scroll, the overlay's own
@@ -538,7 +566,7 @@ impl App {
         let max = len.saturating_sub(height);
         let page = height.saturating_sub(1).max(1);
         self.help_scroll = match self.keymap.action(&k) {
-            Some(Action::Quit) => return vec![Effect::Quit],
+            Some(Action::Quit) => return self.quit_or_ask(),
             Some(Action::Help | Action::Back | Action::Messages) => {
                 self.mode = Mode::Normal;
                 0
@@ -701,7 +729,7 @@ impl App {
         self.dirty = true;
         let view = self.nav.view;
         match a {
-            Action::Quit => return vec![Effect::Quit],
+            Action::Quit => return self.quit_or_ask(),
             Action::Help => self.mode = Mode::Help,
             Action::Messages => self.open_messages(),
             Action::Search if view == View::Candidates => self.mode = Mode::Filter(self.cands.filter.clone()),
@@ -1226,7 +1254,11 @@ impl App {
             String::new()
         };
         self.editor.begin_note(msg, hint, rerun.is_some());
-        let save = FileEffect::SaveOverrides { trajectory: self.traj.id.clone(), overrides: self.overrides().clone() };
+        let save = FileEffect::SaveOverrides {
+            trajectory: self.traj.id.clone(),
+            overrides: self.overrides().clone(),
+            undo: self.editor.history().to_vec(),
+        };
         let mut effects = vec![Effect::File(Box::new(save))];
         effects.extend(rerun.map(|t| self.request(t)).unwrap_or_default());
         if let Some((level, text)) = self.editor.note_status(self.runs.busy()) {

@@ -190,7 +190,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     if index > 0 {
         places = places.for_run(&traj.id);
     }
-    let restored = store::load_places(&places, traj.steps.len());
+    let restored = store::load_places(&mut places, traj.steps.len());
     let config = Config {
         theme,
         keymap,
@@ -340,8 +340,9 @@ pub fn drive(app: &mut App, effects: Vec<Effect>, copied: &mut Vec<String>) {
 /// writes files (the event loop and [`drive`] both call it).
 pub fn file_effect(app: &mut App, f: app::FileEffect) {
     match f {
-        app::FileEffect::SaveOverrides { trajectory, overrides } => {
-            app.on_saved(store::save_places(&app.places, &trajectory, &overrides));
+        app::FileEffect::SaveOverrides { trajectory, overrides, undo } => {
+            let saved = store::save_places(&mut app.places, &trajectory, &overrides, &undo);
+            app.on_saved(saved);
         }
         app::FileEffect::Export { machine, user } => {
             app.on_exported(store::export_places(&app.places, &app.traj, &machine, user.as_deref()));

@@ -39,12 +39,25 @@ pub struct OverrideEditor {
     undo: Vec<Overrides>,
     /// What the last edit did, until the status line has shown it for good.
     pub note: Option<Note>,
+    /// The last save failed: quitting asks first.
+    pub unsaved: bool,
 }
 
 impl OverrideEditor {
     /// An editor starting from overrides restored from disk (no history).
     pub fn new(current: Overrides) -> OverrideEditor {
-        OverrideEditor { current, undo: Vec::new(), note: None }
+        OverrideEditor::with_history(current, Vec::new())
+    }
+
+    /// An editor starting from overrides restored from disk with their undo history (oldest
+    /// first).
+    pub fn with_history(current: Overrides, undo: Vec<Overrides>) -> OverrideEditor {
+        OverrideEditor { current, undo, note: None, unsaved: false }
+    }
+
+    /// The undo history, oldest first (saved with the overrides).
+    pub fn history(&self) -> &[Overrides] {
+        &self.undo
     }
 
     /// Applies an edit to step `s`; returns what was done, in words for the status line.
@@ -104,17 +117,29 @@ impl OverrideEditor {
     }
 
     /// Adds the result of saving to the note: where the overrides went, or, first, that they
-    /// could not be saved (an error, never silent; the cause after it). Without a re-run the
-    /// note is done after this; returns the status to show.
+    /// could not be saved (an error, never silent; the cause after it). When the save merged
+    /// another window's overrides, they become the current ones (undo goes back to this
+    /// window's) and the note says so as a warning. Without a re-run the note is done after
+    /// this; returns the status to show.
     pub fn saved(&mut self, result: anyhow::Result<store::Saved>, busy: bool) -> Option<(Level, String)> {
-        let (level, what) = match result {
-            Ok(store::Saved { path, fallback: None }) => (Level::Ok, format!("; saved to {}", path.display())),
-            Ok(store::Saved { path, fallback: Some(_) }) => {
+        self.unsaved = result.is_err();
+        let (mut level, mut what) = match &result {
+            Ok(store::Saved { path, fallback: None, .. }) => (Level::Ok, format!("; saved to {}", path.display())),
+            Ok(store::Saved { path, fallback: Some(_), .. }) => {
                 // The reason first: a long path may be shortened in the status line.
                 (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
             }
             Err(e) => (Level::Error, format!("{e:#}")),
         };
+        if let Ok(saved) = &result {
+            if let Some(m) = &saved.merged {
+                self.undo.push(std::mem::replace(&mut self.current, m.clone()));
+            }
+            if !saved.warnings.is_empty() {
+                level = Level::Warn;
+                what = format!("; {}{what}", saved.warnings.join("; "));
+            }
+        }
         let note = self.note.get_or_insert_with(|| Note {
             level: Level::Ok,
             text: "overrides changed".into(),

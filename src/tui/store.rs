@@ -9,8 +9,13 @@
 //! its path and content ([`Places`]); callers say where the files went. `--export-dir` chooses
 //! the reports' folder instead.
 //!
-//! A corrupt overrides file is never overwritten silently: it is copied to a backup first and the
-//! problem is reported.
+//! The trace's folder is as untrusted as the trace: every file here is read and written through
+//! [`crate::fsutil`], without following symbolic links and only as regular files of the user's.
+//! A corrupt overrides file is never overwritten silently: it is moved aside (renamed to `.bak`)
+//! and the problem is reported. The newest save wins wherever it is (beside the trace or in the
+//! fallback). Two windows on one trace do not lose each other's overrides: a save merges with
+//! what another saved meanwhile ([`save_places`], [`merge`]). The undo history is saved with
+//! the overrides (`falat.overrides/v2`; v1 files are still read).
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +37,9 @@ pub struct Places {
     pub state: Option<PathBuf>,
     /// The reports' fallback folder (data), `None` when no home folder is known.
     pub data: Option<PathBuf>,
+    /// What this instance last read from or wrote to the overrides file ([`load_places`],
+    /// [`save_places`]); `None` before, or when there was no file.
+    pub seen: Option<Seen>,
 }
 
 impl Places {
@@ -48,6 +56,7 @@ impl Places {
             export_dir,
             state: state.map(|d| d.join("falat").join("traces").join(&key)),
             data: data.map(|d| d.join("falat").join("reports").join(&key)),
+            seen: None,
         }
     }
 
@@ -114,9 +123,14 @@ pub fn trace_key(trace: &Path) -> String {
     format!("{name}-{hex}")
 }
 
-/// The schema name of the overrides file.
-pub const OVERRIDES_SCHEMA: &str = "falat.overrides/v1";
+/// The schema name of the overrides file this version writes: `v2` adds the undo history.
+pub const OVERRIDES_SCHEMA: &str = "falat.overrides/v2";
+/// The schema of files written before the undo history was kept; still read.
+pub const OVERRIDES_SCHEMA_V1: &str = "falat.overrides/v1";
+/// How many undo steps are kept in the file (the oldest are dropped).
+pub const UNDO_KEPT: usize = 200;
 
+use crate::fsutil::{self, ReadError, shown};
 pub use crate::ingest::fs::beside;
 use crate::ingest::fs::{OVERRIDES_SUFFIX, REPORT_JSON_SUFFIX, REPORT_MD_SUFFIX};
 
@@ -130,6 +144,16 @@ struct OverridesFile {
     schema: String,
     #[serde(default)]
     trajectory: String,
+    #[serde(flatten)]
+    current: Entry,
+    /// The undo history, oldest first (v2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    undo: Vec<Entry>,
+}
+
+/// One state of the overrides in the file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Entry {
     #[serde(default)]
     marked: Vec<usize>,
     #[serde(default)]
@@ -138,25 +162,87 @@ struct OverridesFile {
     pinned: Option<usize>,
 }
 
+impl From<&Overrides> for Entry {
+    fn from(o: &Overrides) -> Entry {
+        Entry { marked: o.marked.clone(), excluded: o.excluded.clone(), pinned: o.pinned }
+    }
+}
+
+impl From<Entry> for Overrides {
+    fn from(e: Entry) -> Overrides {
+        Overrides { marked: e.marked, excluded: e.excluded, pinned: e.pinned }
+    }
+}
+
 /// What was found when loading the overrides.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Restored {
     /// The overrides (empty when there was no file or it was unusable).
     pub overrides: Overrides,
-    /// Problems to show: a corrupt file and where its backup is, steps out of range.
+    /// The undo history saved with them, oldest first (empty for a v1 file).
+    pub undo: Vec<Overrides>,
+    /// Problems to show: a corrupt file and where it was moved, a file left alone, steps out of
+    /// range.
     pub problems: Vec<String>,
 }
 
-/// Loads the overrides of a trace: beside it, else from the fallback folder (see
-/// [`load_overrides_at`]); returns where they were found.
-pub fn load_places(places: &Places, n_steps: usize) -> (Restored, Option<PathBuf>) {
-    let candidates = std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides());
-    for path in candidates {
-        if path.is_file() {
-            return (load_overrides_at(&path, n_steps), Some(path));
+/// What this instance of falat last read from or wrote to a trace's overrides file: a save
+/// compares it with what is there now, so that another window's save is merged, not lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The file's text.
+    pub text: String,
+    /// The overrides it held (the base of the three-way merge, [`merge`]).
+    pub overrides: Overrides,
+}
+
+/// The overrides files of `places` that exist as regular files of the user's, newest first
+/// (beside the trace, and the fallback), with what was left alone and why.
+fn present(places: &Places) -> (Vec<(PathBuf, fsutil::PrivateFile)>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    for path in std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides()) {
+        match fsutil::read_private(&path) {
+            Ok(f) => found.push((path, f)),
+            Err(ReadError::Missing) => {}
+            Err(ReadError::NotPrivate(what)) => {
+                problems.push(format!("left {} alone: it is {what}, not an overrides file of yours", shown(&path)));
+            }
+            Err(ReadError::Io(e)) => problems.push(format!("cannot read the overrides file {}: {e}", shown(&path))),
         }
     }
-    (Restored::default(), None)
+    // The newest save wins wherever it is; on a tie, the file beside the trace.
+    found.sort_by_key(|f| std::cmp::Reverse(f.1.modified));
+    (found, problems)
+}
+
+/// Loads the overrides of a trace from the newest of the file beside it and the fallback file
+/// (the newest save wins: a save that fell back to the state folder because the trace's folder
+/// was full or read-only is newer than the file beside the trace). Removes the temporary files
+/// a killed falat left beside them ([`fsutil::clean_stale_temps`]); a corrupt file is moved aside
+/// and reported ([`load_overrides_at`]); a symbolic link or another user's file is left alone and
+/// reported. Records what was read in `places.seen`; returns the overrides and their file.
+pub fn load_places(places: &mut Places, n_steps: usize) -> (Restored, Option<PathBuf>) {
+    for target in std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides()) {
+        fsutil::clean_stale_temps(&target);
+    }
+    places.seen = None;
+    let (found, mut problems) = present(places);
+    for (path, file) in found {
+        let parsed = match parse(&file.text) {
+            Ok(f) => f,
+            Err(why) => {
+                // Moved aside; an older file may still be good.
+                problems.extend(corrupt(&path, &why).problems);
+                continue;
+            }
+        };
+        let restored = restore(parsed, n_steps);
+        places.seen = Some(Seen { text: file.text, overrides: restored.overrides.clone() });
+        problems.extend(restored.problems.iter().cloned());
+        return (Restored { problems, ..restored }, Some(path));
+    }
+    (Restored { problems, ..Restored::default() }, None)
 }
 
 /// Loads the overrides beside `trace` (see [`load_overrides_at`]).
@@ -164,21 +250,45 @@ pub fn load_overrides(trace: &Path, n_steps: usize) -> Restored {
     load_overrides_at(&overrides_path(trace), n_steps)
 }
 
-/// Loads an overrides file for a trajectory of `n_steps` steps. A missing file gives empty
-/// overrides. An unreadable or corrupt file is copied to a backup (`.bak`, `.bak.1`...) and
-/// reported; steps out of range are dropped and reported.
+/// Loads an overrides file (schema v1 or v2) for a trajectory of `n_steps` steps, without
+/// following a symbolic link. A missing file gives empty overrides; a link or another user's file
+/// is left alone and reported; a corrupt file is moved aside (renamed to `.bak`, `.bak.1`...,
+/// never copied) and reported; steps out of range are dropped and reported.
 pub fn load_overrides_at(path: &Path, n_steps: usize) -> Restored {
-    let path = path.to_path_buf();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Restored::default(),
-        Err(e) => return corrupt(&path, &format!("cannot read it: {e}")),
-    };
-    let file = match serde_json::from_str::<OverridesFile>(&text) {
-        Ok(f) if f.schema == OVERRIDES_SCHEMA => f,
-        Ok(f) => return corrupt(&path, &format!("unknown schema '{}'", f.schema)),
-        Err(e) => return corrupt(&path, &format!("not valid: {e}")),
-    };
+    match fsutil::read_private(path) {
+        Ok(f) => from_text(path, &f.text, n_steps),
+        Err(ReadError::Missing) => Restored::default(),
+        Err(ReadError::NotPrivate(what)) => Restored {
+            problems: vec![format!("left {} alone: it is {what}, not an overrides file of yours", shown(path))],
+            ..Restored::default()
+        },
+        Err(ReadError::Io(e)) => Restored {
+            problems: vec![format!("cannot read the overrides file {}: {e}", shown(path))],
+            ..Restored::default()
+        },
+    }
+}
+
+/// Parses an overrides file's text: the file, or why it is not one.
+fn parse(text: &str) -> Result<OverridesFile, String> {
+    match serde_json::from_str::<OverridesFile>(text) {
+        Ok(f) if f.schema == OVERRIDES_SCHEMA || f.schema == OVERRIDES_SCHEMA_V1 => Ok(f),
+        Ok(f) => Err(format!("has an unknown schema '{}'", crate::text::sanitize(&f.schema))),
+        Err(e) => Err(format!("is not valid: {e}")),
+    }
+}
+
+/// The overrides of the text read from `path` (a corrupt file is moved aside).
+fn from_text(path: &Path, text: &str, n_steps: usize) -> Restored {
+    match parse(text) {
+        Ok(f) => restore(f, n_steps),
+        Err(why) => corrupt(path, &why),
+    }
+}
+
+/// The overrides of a parsed file for a trajectory of `n_steps` steps (steps out of range
+/// dropped and reported).
+fn restore(file: OverridesFile, n_steps: usize) -> Restored {
     let mut problems = Vec::new();
     let mut keep = |v: Vec<usize>, what: &str| -> Vec<usize> {
         let (ok, bad): (Vec<usize>, Vec<usize>) = v.into_iter().partition(|s| *s < n_steps);
@@ -187,54 +297,47 @@ pub fn load_overrides_at(path: &Path, n_steps: usize) -> Restored {
         }
         ok
     };
-    let marked = keep(file.marked, "marked");
-    let excluded = keep(file.excluded, "excluded");
-    let pinned = keep(file.pinned.into_iter().collect(), "pinned").first().copied();
-    Restored { overrides: Overrides { marked, excluded, pinned }, problems }
+    let marked = keep(file.current.marked, "marked");
+    let excluded = keep(file.current.excluded, "excluded");
+    let pinned = keep(file.current.pinned.into_iter().collect(), "pinned").first().copied();
+    // The history is the user's past states: one that names a step out of range is dropped with
+    // everything before it (undo stops there).
+    let in_range = |e: &Entry| e.marked.iter().chain(&e.excluded).chain(&e.pinned).all(|&s| s < n_steps);
+    let first_kept = file.undo.iter().rposition(|e| !in_range(e)).map_or(0, |i| i + 1);
+    let undo = file.undo.into_iter().skip(first_kept).map(Overrides::from).collect();
+    Restored { overrides: Overrides { marked, excluded, pinned }, undo, problems }
 }
 
 fn corrupt(path: &Path, why: &str) -> Restored {
-    let msg = match backup(path) {
-        Ok(b) => format!("overrides file {} {why}; kept a backup at {}", path.display(), b.display()),
-        Err(e) => format!("overrides file {} {why}; backup failed ({e:#}), it will not be overwritten", path.display()),
+    let msg = match fsutil::move_aside(path) {
+        Ok(b) => format!("overrides file {} {why}; moved it aside to {}", shown(path), shown(&b)),
+        Err(e) => format!("overrides file {} {why}; it could not be moved aside ({e:#})", shown(path)),
     };
-    Restored { overrides: Overrides::default(), problems: vec![msg] }
-}
-
-/// Copies `path` to the first free `path.bak`, `path.bak.1`, ...
-fn backup(path: &Path) -> anyhow::Result<PathBuf> {
-    let mut n = 0;
-    loop {
-        let suffix = if n == 0 { ".bak".to_string() } else { format!(".bak.{n}") };
-        let candidate = beside(path, &suffix);
-        if !candidate.exists() {
-            std::fs::copy(path, &candidate).with_context(|| format!("copy to {}", candidate.display()))?;
-            return Ok(candidate);
-        }
-        n += 1;
-    }
+    Restored { problems: vec![msg], ..Restored::default() }
 }
 
 /// Writes the overrides beside `trace` atomically (temporary file in the same folder, then
-/// rename). Empty overrides are written too, so that undoing everything is remembered.
+/// rename; never over a symbolic link, see [`fsutil::write_private`]), with no undo history.
+/// Empty overrides are written too, so that undoing everything is remembered.
 ///
 /// # Errors
-/// When the folder is not writable.
+/// When the folder is not writable or something other than a regular file of the user's is
+/// there.
 pub fn save_overrides(trace: &Path, trajectory: &str, o: &Overrides) -> anyhow::Result<PathBuf> {
-    let text = overrides_json(trajectory, o)?;
+    let text = overrides_json(trajectory, o, &[])?;
     let path = overrides_path(trace);
-    write_atomic(&path, text.as_bytes())?;
+    fsutil::write_private(&path, text.as_bytes())?;
     Ok(path)
 }
 
-/// The overrides file's text (`falat` overrides schema, pretty JSON with a final newline).
-fn overrides_json(trajectory: &str, o: &Overrides) -> anyhow::Result<String> {
+/// The overrides file's text (`falat.overrides/v2`, pretty JSON with a final newline): the
+/// overrides and the last [`UNDO_KEPT`] states of the undo history, oldest first.
+fn overrides_json(trajectory: &str, o: &Overrides, undo: &[Overrides]) -> anyhow::Result<String> {
     let file = OverridesFile {
         schema: OVERRIDES_SCHEMA.into(),
         trajectory: trajectory.into(),
-        marked: o.marked.clone(),
-        excluded: o.excluded.clone(),
-        pinned: o.pinned,
+        current: o.into(),
+        undo: undo[undo.len().saturating_sub(UNDO_KEPT)..].iter().map(Entry::from).collect(),
     };
     Ok(serde_json::to_string_pretty(&file)? + "\n")
 }
@@ -247,39 +350,116 @@ pub struct Saved {
     pub path: PathBuf,
     /// Why the first choice failed, when the fallback was used.
     pub fallback: Option<String>,
+    /// The overrides written when they are not the ones given: another falat saved overrides of
+    /// this trace since this one last read or wrote them, and both were merged ([`merge`]).
+    pub merged: Option<Overrides>,
+    /// What the merge did, in words (never empty when `merged` is set).
+    pub warnings: Vec<String>,
 }
 
-/// Saves the overrides beside the trace, else in the fallback state folder.
+/// Three-way merge of the overrides: `base` as this window last read or wrote them, `mine` its
+/// overrides now, `theirs` what another window saved meanwhile. A step's mark or exclusion
+/// follows the side that changed it (so both sides' new marks and exclusions are kept, the union
+/// of the changes, and an unmark is not undone); a step both marked and excluded takes this
+/// window's state. The pin: when both changed it differently, this window's (the newer save)
+/// is kept and a warning names the other's. A pinned step is never excluded. Returns the merged
+/// overrides and the warnings.
+pub fn merge(base: &Overrides, mine: &Overrides, theirs: &Overrides) -> (Overrides, Vec<String>) {
+    let three = |b: &[usize], m: &[usize], t: &[usize]| -> Vec<usize> {
+        let mut all: Vec<usize> = b.iter().chain(m).chain(t).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        all.into_iter()
+            .filter(|s| {
+                let (in_b, in_m, in_t) = (b.contains(s), m.contains(s), t.contains(s));
+                if in_m != in_b { in_m } else { in_t }
+            })
+            .collect()
+    };
+    let mut marked = three(&base.marked, &mine.marked, &theirs.marked);
+    let mut excluded = three(&base.excluded, &mine.excluded, &theirs.excluded);
+    let both: Vec<usize> = marked.iter().copied().filter(|s| excluded.contains(s)).collect();
+    for s in both {
+        if mine.excluded.contains(&s) {
+            marked.retain(|&x| x != s);
+        } else {
+            excluded.retain(|&x| x != s);
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut pinned = if mine.pinned != base.pinned { mine.pinned } else { theirs.pinned };
+    if mine.pinned != base.pinned && theirs.pinned != base.pinned && theirs.pinned != mine.pinned {
+        let theirs_pin = theirs.pinned.map_or("unpinned the step".to_string(), |s| format!("pinned step {s}"));
+        let mine_pin = mine.pinned.map_or("your unpin".to_string(), |s| format!("your pin, step {s}"));
+        warnings.push(format!("the other window {theirs_pin}; kept {mine_pin} (the newer)"));
+    }
+    if let Some(p) = pinned.filter(|p| excluded.contains(p)) {
+        if mine.excluded.contains(&p) && mine.pinned != Some(p) {
+            warnings.push(format!("dropped the other window's pin of step {p}, which you excluded"));
+            pinned = None;
+        } else {
+            excluded.retain(|&x| x != p);
+        }
+    }
+    (Overrides { marked, excluded, pinned }, warnings)
+}
+
+/// Saves the overrides and their undo history beside the trace, else in the fallback state
+/// folder. When the newest overrides file ([`load_places`]'s choice) is not what this instance
+/// last read or wrote (`places.seen`), another falat saved meanwhile: both are merged
+/// ([`merge`]) and [`Saved::merged`] says what was written. A file that changed into something
+/// unreadable is moved aside first. Records what was written in `places.seen`.
 ///
 /// # Errors
-/// When neither can be written (the message names both).
-pub fn save_places(places: &Places, trajectory: &str, o: &Overrides) -> anyhow::Result<Saved> {
-    let first = match save_overrides(&places.trace, trajectory, o) {
-        Ok(path) => return Ok(Saved { path, fallback: None }),
-        Err(e) => format!("{e:#}"),
+/// When neither place can be written (the message names both).
+pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &[Overrides]) -> anyhow::Result<Saved> {
+    let mut merged = o.clone();
+    let mut warnings = Vec::new();
+    let (found, _) = present(places);
+    if let Some((path, file)) = found.into_iter().next()
+        && places.seen.as_ref().is_none_or(|s| s.text != file.text)
+    {
+        match parse(&file.text) {
+            Ok(f) => {
+                let theirs = Overrides::from(f.current);
+                let base = places.seen.as_ref().map(|s| s.overrides.clone()).unwrap_or_default();
+                let (m, w) = merge(&base, o, &theirs);
+                if m != *o || !w.is_empty() {
+                    warnings.push(format!(
+                        "another falat saved overrides to {} since you opened the trace; merged them with yours",
+                        shown(&path)
+                    ));
+                }
+                merged = m;
+                warnings.extend(w);
+            }
+            Err(why) => warnings.extend(corrupt(&path, &why).problems),
+        }
+    }
+    let text = overrides_json(trajectory, &merged, undo)?;
+    let beside = overrides_path(&places.trace);
+    let (path, fallback) = match fsutil::write_private(&beside, text.as_bytes()) {
+        Ok(()) => (beside, None),
+        Err(e) => {
+            let first = format!("{e:#}");
+            let Some(path) = places.fallback_overrides() else {
+                anyhow::bail!("{first}; and no home folder is known for a fallback");
+            };
+            write_creating(&path, text.as_bytes()).with_context(|| format!("{first}; and the fallback"))?;
+            (path, Some(first))
+        }
     };
-    let Some(path) = places.fallback_overrides() else {
-        anyhow::bail!("{first}; and no home folder is known for a fallback");
-    };
-    let text = overrides_json(trajectory, o)?;
-    write_creating(&path, text.as_bytes()).with_context(|| format!("{first}; and the fallback"))?;
-    Ok(Saved { path, fallback: Some(first) })
+    places.seen = Some(Seen { text, overrides: merged.clone() });
+    let merged = (merged != *o).then_some(merged);
+    Ok(Saved { path, fallback, merged, warnings })
 }
 
-/// [`write_atomic`] after creating the folder.
+/// [`fsutil::write_private`] after creating the folder.
 fn write_creating(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", shown(dir)))?;
     }
-    write_atomic(path, bytes)
-}
-
-/// Writes `bytes` to `path` atomically ([`crate::cli::diagnose::write_atomic`]).
-///
-/// # Errors
-/// When the temporary file cannot be created, written or renamed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::cli::diagnose::write_atomic(path, bytes)
+    fsutil::write_private(path, bytes)
 }
 
 /// The two report files written by an export.
@@ -329,9 +509,9 @@ pub fn export_places(
 pub fn export(trace: &Path, t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> anyhow::Result<Exported> {
     let markdown = beside(trace, REPORT_MD_SUFFIX);
     let json = beside(trace, REPORT_JSON_SUFFIX);
-    write_atomic(&markdown, report::to_markdown_with(t, machine, user).as_bytes())?;
+    fsutil::write_private(&markdown, report::to_markdown_with(t, machine, user).as_bytes())?;
     let value = report::to_json_with(t, machine, user);
-    write_atomic(&json, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())?;
+    fsutil::write_private(&json, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())?;
     Ok(Exported { markdown, json, fallback: None })
 }
 
@@ -368,7 +548,7 @@ mod tests {
         let p = save_overrides(&trace, "t", &o).expect("saved");
         assert_eq!(p, dir.path().join("t.json.falat.json"));
         let r = load_overrides(&trace, 10);
-        assert_eq!(r, Restored { overrides: o, problems: vec![] });
+        assert_eq!(r, Restored { overrides: o, undo: vec![], problems: vec![] });
     }
 
     #[test]
@@ -397,18 +577,229 @@ mod tests {
     }
 
     #[test]
-    fn corrupt_file_is_backed_up_and_reported() {
+    fn corrupt_file_is_moved_aside_and_reported() {
         let dir = tempfile::tempdir().expect("tempdir");
         let trace = dir.path().join("t.json");
         std::fs::write(overrides_path(&trace), "{ not json").expect("write");
         let r = load_overrides(&trace, 10);
         assert!(r.overrides.is_empty());
-        assert!(r.problems[0].contains("kept a backup at"), "{:?}", r.problems);
+        assert!(r.problems[0].contains("moved it aside to"), "{:?}", r.problems);
         let bak = dir.path().join("t.json.falat.json.bak");
         assert_eq!(std::fs::read_to_string(&bak).expect("backup"), "{ not json");
-        // A second corrupt load keeps the first backup and makes another.
+        assert!(!overrides_path(&trace).exists(), "moved, not copied");
+        // Another corrupt file keeps the first backup and makes another.
+        std::fs::write(overrides_path(&trace), "[]").expect("write");
         let r = load_overrides(&trace, 10);
         assert!(r.problems[0].contains(".bak.1"), "{:?}", r.problems);
+    }
+
+    /// Two windows on one trace: each opens, then they save in turn. Nothing either did is lost;
+    /// a conflicting pin keeps the newer save's, with a warning.
+    #[test]
+    fn two_windows_saving_in_turn_merge_and_lose_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        let open = || {
+            let mut p = Places::new(&trace, None, Some(&dir.path().join("home")));
+            let (r, _) = load_places(&mut p, 20);
+            (p, r.overrides)
+        };
+        let (mut a, _) = open();
+        let (mut b, _) = open();
+        // A marks 1 and pins 3.
+        let a_now = Overrides { marked: vec![1], excluded: vec![], pinned: Some(3) };
+        let saved = save_places(&mut a, "t", &a_now, &[]).expect("a saves");
+        assert_eq!((saved.merged, saved.warnings.len()), (None, 0), "nothing to merge yet");
+        // B, which never saw A's save, marks 5 and excludes 2.
+        let b_now = Overrides { marked: vec![5], excluded: vec![2], pinned: None };
+        let saved = save_places(&mut b, "t", &b_now, &[Overrides::default()]).expect("b saves");
+        let both = Overrides { marked: vec![1, 5], excluded: vec![2], pinned: Some(3) };
+        assert_eq!(saved.merged, Some(both.clone()));
+        assert!(saved.warnings[0].contains("another falat saved overrides"), "{:?}", saved.warnings);
+        assert_eq!(load_overrides(&trace, 20).overrides, both);
+        // A unmarks 1 and pins 7; B's mark and exclusion stay, A's unmark holds.
+        let a_now = Overrides { marked: vec![], excluded: vec![], pinned: Some(7) };
+        let saved = save_places(&mut a, "t", &a_now, &[]).expect("a saves again");
+        let after = Overrides { marked: vec![5], excluded: vec![2], pinned: Some(7) };
+        assert_eq!(saved.merged, Some(after.clone()));
+        // B pins 9 meanwhile (from the state it merged): its pin is the newer one and wins,
+        // with a warning naming A's.
+        let b_now = Overrides { marked: vec![1, 5], excluded: vec![2], pinned: Some(9) };
+        let saved = save_places(&mut b, "t", &b_now, &[]).expect("b saves again");
+        let last = Overrides { marked: vec![5], excluded: vec![2], pinned: Some(9) };
+        assert_eq!(saved.merged, Some(last.clone()));
+        assert!(
+            saved.warnings.iter().any(|w| w.contains("pinned step 7") && w.contains("step 9")),
+            "{:?}",
+            saved.warnings
+        );
+        assert_eq!(load_overrides(&trace, 20).overrides, last);
+        // Saving again without another window in between merges nothing.
+        let saved = save_places(&mut b, "t", &last, &[]).expect("b saves once more");
+        assert_eq!((saved.merged, saved.warnings), (None, vec![]));
+    }
+
+    #[test]
+    fn the_undo_history_is_saved_with_the_overrides_and_v1_files_still_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join("t.json");
+        let mut p = Places::new(&trace, None, Some(dir.path()));
+        let history = vec![Overrides::default(), Overrides { marked: vec![2], ..Overrides::default() }];
+        let now = Overrides { marked: vec![2], excluded: vec![], pinned: Some(4) };
+        save_places(&mut p, "t", &now, &history).expect("saved");
+        let text = std::fs::read_to_string(overrides_path(&trace)).expect("file");
+        assert!(text.contains("\"schema\": \"falat.overrides/v2\""), "{text}");
+        let (r, _) = load_places(&mut Places::new(&trace, None, Some(dir.path())), 10);
+        assert_eq!((r.overrides, r.undo), (now, history));
+        std::fs::write(
+            overrides_path(&trace),
+            r#"{"schema": "falat.overrides/v1", "trajectory": "t", "marked": [1], "excluded": [], "pinned": null}"#,
+        )
+        .expect("v1");
+        let r = load_overrides(&trace, 10);
+        assert_eq!((r.overrides.marked, r.undo, r.problems), (vec![1], vec![], vec![]));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_backup_link_is_never_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("outside");
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "precious").expect("victim");
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        std::fs::write(overrides_path(&trace), "{ corrupt").expect("corrupt");
+        let bak = dir.path().join("t.json.falat.json.bak");
+        std::os::unix::fs::symlink(&victim, &bak).expect("link");
+        let (r, _) = load_places(&mut Places::new(&trace, None, Some(dir.path())), 10);
+        assert!(r.problems.iter().any(|p| p.contains("moved it aside to") && p.contains(".bak.1")), "{:?}", r.problems);
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious", "nothing written through the link");
+        assert!(std::fs::symlink_metadata(&bak).expect("bak").file_type().is_symlink(), "the link is left as it is");
+        assert_eq!(std::fs::read_to_string(dir.path().join("t.json.falat.json.bak.1")).expect("moved"), "{ corrupt");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_overrides_file_that_is_a_link_to_a_secret_is_never_read_or_copied() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("outside");
+        let secret = outside.path().join("id_ed25519");
+        std::fs::write(&secret, "SECRET KEY").expect("secret");
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        let planted = overrides_path(&trace);
+        std::os::unix::fs::symlink(&secret, &planted).expect("link");
+        let mut places = Places::new(&trace, None, Some(&dir.path().join("home")));
+        let (r, from) = load_places(&mut places, 10);
+        assert_eq!((r.overrides.is_empty(), from), (true, None));
+        assert!(r.problems[0].contains("it is a symbolic link"), "{:?}", r.problems);
+        // A save neither writes through nor replaces the link: it goes to the fallback.
+        let o = Overrides { marked: vec![1], ..Overrides::default() };
+        let saved = save_places(&mut places, "t", &o, &[]).expect("saved to the fallback");
+        assert!(saved.fallback.is_some() && saved.path.starts_with(dir.path().join("home")), "{saved:?}");
+        assert_eq!(std::fs::read_to_string(&secret).expect("secret"), "SECRET KEY");
+        assert!(std::fs::symlink_metadata(&planted).expect("link").file_type().is_symlink());
+        // Nothing in the trace's folder holds the secret.
+        for e in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+            if e.file_type().expect("type").is_file() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                assert!(!text.contains("SECRET KEY"), "{} holds the secret", e.path().display());
+            }
+        }
+    }
+
+    #[test]
+    fn stale_temporary_files_are_cleaned_up_on_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join("t.json");
+        let stale = dir.path().join(".t.json.falat.json.Xy12Zw.falat-tmp");
+        std::fs::write(&stale, "{\"schema\": ").expect("stale");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options().write(true).open(&stale).expect("open").set_modified(old).expect("mtime");
+        let (r, _) = load_places(&mut Places::new(&trace, None, Some(dir.path())), 10);
+        assert_eq!(r, Restored::default());
+        assert!(!stale.exists(), "the killed save's temporary file is gone");
+    }
+
+    /// The trace's folder was writable for a first save, then not (full, or read-only): the
+    /// newer save went to the state folder, and the next open takes it, not the older file
+    /// beside the trace.
+    #[test]
+    fn the_newest_save_wins_over_the_older_file_beside_the_trace() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("traces");
+        std::fs::create_dir(&folder).expect("folder");
+        let trace = folder.join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        let home = dir.path().join("home");
+        let mut places = Places::new(&trace, None, Some(&home));
+        let first = Overrides { pinned: Some(1), ..Overrides::default() };
+        let saved = save_places(&mut places, "t", &first, &[]).expect("first save");
+        assert_eq!(saved.path, overrides_path(&trace));
+        // The first save is a minute old.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&saved.path).expect("open").set_modified(old).expect("mtime");
+        let newer = Overrides { marked: vec![2], excluded: vec![], pinned: Some(4) };
+        set_read_only(&folder, true);
+        let saved = save_places(&mut places, "t", &newer, &[]);
+        set_read_only(&folder, false);
+        let saved = match saved.expect("second save") {
+            s if s.fallback.is_some() => s,
+            // Running as root, a read-only folder is still written: put the newer save where a
+            // full disk would have sent it.
+            _ => {
+                std::fs::File::options()
+                    .write(true)
+                    .open(overrides_path(&trace))
+                    .expect("o")
+                    .set_modified(old)
+                    .expect("m");
+                let path = places.fallback_overrides().expect("fallback");
+                write_creating(&path, overrides_json("t", &newer, &[]).expect("json").as_bytes()).expect("fallback");
+                std::fs::write(overrides_path(&trace), overrides_json("t", &first, &[]).expect("json")).expect("old");
+                std::fs::File::options()
+                    .write(true)
+                    .open(overrides_path(&trace))
+                    .expect("o")
+                    .set_modified(old)
+                    .expect("m");
+                Saved { path, fallback: Some("simulated".into()), merged: None, warnings: vec![] }
+            }
+        };
+        assert!(saved.path.starts_with(&home), "{}", saved.path.display());
+        assert_eq!(load_overrides(&trace, 10).overrides, first, "the older file is still beside the trace");
+        let mut reopened = Places::new(&trace, None, Some(&home));
+        let (r, from) = load_places(&mut reopened, 10);
+        assert_eq!(r.overrides, newer);
+        assert_eq!(from, Some(saved.path));
+    }
+
+    fn set_read_only(dir: &Path, ro: bool) {
+        let mut perm = std::fs::metadata(dir).expect("meta").permissions();
+        perm.set_readonly(ro);
+        std::fs::set_permissions(dir, perm).expect("chmod");
+    }
+
+    #[test]
+    fn merge_follows_the_side_that_changed_each_step() {
+        let o = |m: &[usize], x: &[usize], p: Option<usize>| Overrides {
+            marked: m.to_vec(),
+            excluded: x.to_vec(),
+            pinned: p,
+        };
+        let base = o(&[1, 2], &[3], None);
+        // Mine unmarks 1 and excludes 4; theirs marks 6 and includes 3 again.
+        let (m, w) = merge(&base, &o(&[2], &[3, 4], None), &o(&[1, 2, 6], &[], None));
+        assert_eq!((m, w), (o(&[2, 6], &[4], None), vec![]));
+        // A step they marked and I excluded takes my state.
+        let (m, _) = merge(&o(&[], &[], None), &o(&[], &[5], None), &o(&[5], &[], None));
+        assert_eq!(m, o(&[], &[5], None));
+        // Their pin of a step I excluded is dropped, with a warning.
+        let (m, w) = merge(&o(&[], &[], None), &o(&[], &[5], None), &o(&[], &[], Some(5)));
+        assert_eq!(m, o(&[], &[5], None));
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]

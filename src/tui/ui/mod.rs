@@ -318,6 +318,13 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
         Mode::Search(q) => input_line(app, "/", q, "search step content"),
         Mode::Jump(n) => input_line(app, ":", n, "jump to step number"),
         Mode::Filter(q) => input_line(app, "/", q, "filter candidates (step, agent, state, signal, text)"),
+        Mode::ConfirmQuit => Line::from(vec![
+            Span::raw(" "),
+            Span::styled("y", t.key),
+            Span::styled(" quit and lose the unsaved overrides  ", t.dim),
+            Span::styled("any other key", t.key),
+            Span::styled(" stay", t.dim),
+        ]),
         Mode::Help | Mode::Messages => Line::from(vec![
             Span::raw(" "),
             Span::styled(app.keymap.hint(Action::Down), t.key),
