@@ -27,8 +27,14 @@
 //! `<stem>/subagents/agent-<id>.jsonl`, `subagents/agent-<id>.jsonl`, `agent-<id>.jsonl` and
 //! `<stem>_subagents_agent-<id>.jsonl` beside the session; its steps are placed right after the
 //! delegating step and act as `subagent_type`. Its first prompt, a copy of the `Task` prompt, is
-//! left out. A sidechain file opened on its own acts as `agent-<agentId>`, and so do sidechain
-//! lines inside a main session file (older CLI versions).
+//! left out. A sidechain file opened on its own acts as `agent-<agentId>`.
+//!
+//! Inline sidechains (CLI ≤ 2.0.27): a main session file holds the sub-agent's lines itself, with
+//! `isSidechain: true`, chained by `parentUuid`, the first line's parent being the `Task` call's
+//! line or none. Each chain is spliced after the `Task` call it answers (by its first line's
+//! parent, else by the prompt, else the latest unanswered call before it) exactly like a sub-agent
+//! file: it acts as `subagent_type` and its copy of the prompt is left out. A chain without a
+//! `Task` call stays in place and acts as `agent-<agentId>`.
 //!
 //! The main agent is named [`MAIN_AGENT`]; tool results belong to the agent that called the tool.
 //! Tokens: per assistant message id, the last line's `usage` (input = `input_tokens` +

@@ -12,7 +12,9 @@
 //!   `{type, data: {...}}` (LangSmith `inputs.messages`, `outputs.generations`);
 //! - OpenInference unflattened `{message: {role, content, contents: [{message_content: {type,
 //!   text}}], tool_calls: [{tool_call: {id, function: {name, arguments}}}], tool_call_id}}`;
-//! - Anthropic content blocks `{type: text|thinking|tool_use|tool_result}` inside `content`.
+//! - Anthropic content blocks `{type: text|thinking|tool_use|tool_result}` inside `content`;
+//! - Bedrock Converse content blocks `{text}`, `{toolUse}`, `{toolResult}`, `{reasoningContent}`
+//!   inside `content` (Strands Agents).
 
 use serde_json::Value;
 

@@ -81,13 +81,13 @@ pub fn detect(doc: &Document) -> bool {
 /// A message when the document holds no event list.
 pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     let events = events_of(doc).ok_or("expected a list of OpenHands events (or an object with \"history\")")?;
-    let mut r = Reader::default();
-    r.agent = events
+    let agent = events
         .iter()
         .find(|e| e.get("action").and_then(Value::as_str) == Some("system"))
         .and_then(|e| e.pointer("/args/agent_class"))
         .and_then(Value::as_str)
         .map(str::to_string);
+    let mut r = Reader { agent, ..Reader::default() };
     for (i, e) in events.iter().enumerate() {
         let place = format!("events[{i}]");
         if !is_event(e) {

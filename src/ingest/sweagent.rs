@@ -189,7 +189,8 @@ impl Reader {
             if action.trim().is_empty() {
                 continue;
             }
-            let c = self.a.call(MAIN, "assistant", &command_name(&action).to_string(), action, None);
+            let tool = command_name(&action).to_string();
+            let c = self.a.call(MAIN, "assistant", &tool, action, None);
             self.a.steps[c].ids.id = Some(place.clone());
             self.observation(MAIN, "tool", &text("observation"), &[], &place);
         }
@@ -229,7 +230,8 @@ impl Reader {
             self.a.steps[c].ids.id = Some(place.to_string());
         }
         if calls.is_empty() && !action.trim().is_empty() {
-            let c = self.a.call(agent, "assistant", &command_name(&action).to_string(), action, None);
+            let tool = command_name(&action).to_string();
+            let c = self.a.call(agent, "assistant", &tool, action, None);
             self.a.steps[c].ids.id = Some(place.to_string());
         }
     }
