@@ -168,6 +168,33 @@ fn mini_swe_agent_bash_blocks_are_calls_answered_by_the_next_observation() {
     assert!(t.metadata.contains(&("mini_version".into(), "1.9.0".into())));
 }
 
+#[test]
+fn mini_swe_agent_timeout_and_long_output_templates_with_content_parts() {
+    let t = one("mini-swe-agent-timeout-content-parts.traj.json", SourceFormat::MiniSweAgent);
+    let a = "mini-swe-agent";
+    assert_eq!(
+        shape(&t),
+        vec![
+            ("user", Message),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolResult),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolResult),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolResult),
+        ]
+    );
+    assert_eq!(links(&t), vec![(2, 3, R), (5, 6, R), (8, 9, R)]);
+    assert_eq!(errors(&t), vec![3], "the timeout template; the long output's returncode is 0");
+    assert!(t.steps[6].content.contains("<output_head>\n12:    while pos < len(line):"));
+    assert_eq!(t.task, "The CSV export hangs on files with a trailing comma.");
+    // The submission is empty and nothing follows the submit marker: no answer.
+    assert_eq!(t.observed_output, None);
+}
+
 // ----- OpenHands -----
 
 #[test]
@@ -373,6 +400,39 @@ fn strands_bedrock_blocks_are_decoded_and_tool_use_linked_by_id() {
     assert_eq!(t.task, "Book the cheapest direct flight from Lisbon to Oslo on 2025-10-03.");
 }
 
+#[test]
+fn strands_agent_as_tool_with_reasoning_and_an_image_prompt() {
+    let t = one("strands-agent-as-tool-reasoning-image.otlp.json", SourceFormat::Strands);
+    let (r, fx) = ("receipt_agent", "fx_agent");
+    assert_eq!(
+        shape(&t),
+        vec![
+            ("user", Delegation),
+            (r, Thought),
+            (r, ToolCall),
+            (r, ToolResult),
+            (r, Delegation),
+            (fx, Message),
+            (r, Message),
+        ]
+    );
+    assert_eq!(t.steps[1].content, "The receipt is in USD; I need the rate.", "reasoningContent");
+    assert_eq!(t.steps[2].tool_name.as_deref(), Some("fx_agent"));
+    assert_eq!(t.steps[4].delegate_to.as_deref(), Some(fx));
+    // The tool span's result comes before the agent it ran (span order: a tool's own steps, then
+    // its children).
+    assert_eq!(links(&t), vec![(0, 1, D), (2, 3, R), (4, 5, D)]);
+    assert_eq!(t.steps[0].content, "What does this receipt total, in EUR?\n\n[image png]");
+    assert_eq!(t.task, "What does this receipt total, in EUR?\n\n[image png]");
+    assert_eq!(errors(&t), Vec::<usize>::new());
+    assert_eq!(t.observed_output.as_deref(), Some("The receipt totals 45.50 EUR."));
+    assert_eq!(
+        t.steps.iter().filter(|s| s.content == "1 USD = 0.91 EUR").count(),
+        2,
+        "the tool's result and the agent's answer"
+    );
+}
+
 // ----- Claude Code inline sidechains -----
 
 #[test]
@@ -412,10 +472,11 @@ fn claude_code_inline_sidechains_follow_their_task_call_as_the_sub_agent() {
 // ----- detection -----
 
 /// Every fixture, with the format it is.
-const FIXTURES: [(&str, SourceFormat); 11] = [
+const FIXTURES: [(&str, SourceFormat); 13] = [
     ("32-swe-agent-traj.traj", SourceFormat::SweAgent),
     ("swe-agent-thought-action.traj", SourceFormat::SweAgent),
     ("mini-swe-agent.traj.json", SourceFormat::MiniSweAgent),
+    ("mini-swe-agent-timeout-content-parts.traj.json", SourceFormat::MiniSweAgent),
     ("33-openhands-trajectory-events.json", SourceFormat::OpenHands),
     ("openhands-eval-output-record.json", SourceFormat::OpenHands),
     ("smolagents-memory-full-steps.json", SourceFormat::Smolagents),
@@ -423,6 +484,7 @@ const FIXTURES: [(&str, SourceFormat); 11] = [
     ("36-pydantic-ai-logfire-events-attribute.otlp.json", SourceFormat::PydanticAi),
     ("pydantic-ai-v2-gen-ai-messages.otlp.json", SourceFormat::PydanticAi),
     ("strands-agent-tool-error.otlp.json", SourceFormat::Strands),
+    ("strands-agent-as-tool-reasoning-image.otlp.json", SourceFormat::Strands),
     ("claude-code-inline-sidechains.jsonl", SourceFormat::ClaudeCode),
 ];
 

@@ -15,8 +15,9 @@
 //! - the next `user` message → the result of those calls; flagged when its return code is not 0,
 //!   when it is the format-error or timeout template (`format_error_template`,
 //!   `timeout_template`), or when it reports a failed exit in other words;
-//! - the observed output is `info.submission`, else the last observation after the agent's
-//!   submit command (`COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`).
+//! - the observed output is `info.submission`, else the last observation (after the submit
+//!   marker line `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` when it has one; none when nothing follows
+//!   the marker).
 //!
 //! The agent is named `mini-swe-agent` (the trajectory names none).
 
@@ -164,9 +165,19 @@ pub fn returncode(text: &str) -> Option<i64> {
     tagged(text, "returncode")?.parse().ok()
 }
 
-/// The `<output>` of an observation, else its whole text.
+/// The first output lines of a submitting command (`agents/default.py`, `has_finished`); the
+/// submission is what follows.
+const SUBMIT_MARKERS: [&str; 2] = ["COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT"];
+
+/// The `<output>` of an observation, else its whole text; after a submit marker line, what follows
+/// it (the submission).
 fn output_of(text: &str) -> String {
-    tagged(text, "output").unwrap_or(text).trim().to_string()
+    let out = tagged(text, "output").unwrap_or(text).trim();
+    match out.split_once('\n') {
+        Some((first, rest)) if SUBMIT_MARKERS.contains(&first.trim()) => rest.trim().to_string(),
+        None if SUBMIT_MARKERS.contains(&out) => String::new(),
+        _ => out.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -179,5 +190,7 @@ mod tests {
         assert_eq!(t, "look first.");
         assert_eq!(b, vec!["ls -la".to_string()]);
         assert_eq!(returncode("<returncode>2</returncode>\n<output>\nx\n</output>"), Some(2));
+        assert_eq!(output_of("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff --git a/x b/x"), "diff --git a/x b/x");
+        assert_eq!(output_of("<returncode>0</returncode>\n<output>\n42\n</output>"), "42");
     }
 }
