@@ -1,7 +1,9 @@
 //! Load benchmark: `cargo bench --bench load`.
 //!
-//! Times `ingest::parse` (format detection + loader + checks) on the largest bundled Who&When file
-//! and on generated 50,000-step trajectories (falat JSONL and OpenAI chat), next to a plain
+//! Times `ingest::parse` (format detection + loader + checks) on the largest bundled Who&When file,
+//! on generated 50,000-step trajectories (falat JSONL and OpenAI chat) and on one fixture of each
+//! agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents, pydantic-ai, Strands,
+//! Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
 //! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
 //! `Vec` like a loaded document), and prints the figures.
 //! Each case runs for about a second after a warm-up; the median and the fastest run are shown.
@@ -28,7 +30,24 @@ fn main() {
     compare(&name, &bytes, parse_whole);
     compare("generated falat JSONL (50,000 steps)", &falat_jsonl(STEPS), parse_lines);
     compare("generated OpenAI chat (50,000 steps)", &openai_chat(STEPS), parse_whole);
+    for (file, jsonl) in FRAMEWORK_FIXTURES {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b").join(file);
+        let bytes = std::fs::read(&path).expect("read a frameworks-b fixture");
+        compare(file, &bytes, if jsonl { parse_lines } else { parse_whole });
+    }
 }
+
+/// One fixture per format of the agent-framework loaders (`tests/fixtures/frameworks-b/`), and
+/// whether it is JSON Lines.
+const FRAMEWORK_FIXTURES: [(&str, bool); 7] = [
+    ("32-swe-agent-traj.traj", false),
+    ("mini-swe-agent.traj.json", false),
+    ("33-openhands-trajectory-events.json", false),
+    ("smolagents-memory-full-steps.json", false),
+    ("36-pydantic-ai-logfire-events-attribute.otlp.json", false),
+    ("strands-agent-tool-error.otlp.json", false),
+    ("claude-code-inline-sidechains.jsonl", true),
+];
 
 fn largest_who_and_when() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when");

@@ -241,17 +241,37 @@ pub enum SourceFormat {
     LangSmith,
     /// Langfuse trace export.
     Langfuse,
+    /// SWE-agent 1.x `.traj` trajectory.
+    SweAgent,
+    /// mini-SWE-agent trajectory (`trajectory_format: mini-swe-agent-1`).
+    MiniSweAgent,
+    /// OpenHands event list.
+    OpenHands,
+    /// smolagents memory dump.
+    Smolagents,
+    /// pydantic-ai spans (OTLP/JSON, Logfire).
+    PydanticAi,
+    /// Strands Agents spans (OTLP/JSON).
+    Strands,
 }
 
 impl SourceFormat {
     /// All formats, in the order auto-detection tries them: formats recognised by a
-    /// distinctive structure (`history`, `resourceSpans`, `openinference.span.kind`, span lists,
-    /// Claude Code `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`)
-    /// before the generic message shapes (τ-bench, OpenAI chat, falat JSONL).
-    pub const ALL: [SourceFormat; 13] = [
+    /// distinctive structure (`history` with Who&When's own keys, SWE-agent `trajectory` +
+    /// `history` + `info`, `trajectory_format`, OpenHands events, smolagents steps, OTLP of
+    /// pydantic-ai and Strands, `resourceSpans`, `openinference.span.kind`, span lists, Claude Code
+    /// `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`) before the
+    /// generic message shapes (τ-bench, OpenAI chat, falat JSONL).
+    pub const ALL: [SourceFormat; 19] = [
         SourceFormat::WhoWhenAlgorithm,
         SourceFormat::WhoWhenHand,
         SourceFormat::MagenticLog,
+        SourceFormat::SweAgent,
+        SourceFormat::MiniSweAgent,
+        SourceFormat::OpenHands,
+        SourceFormat::Smolagents,
+        SourceFormat::PydanticAi,
+        SourceFormat::Strands,
         SourceFormat::OtelGenAi,
         SourceFormat::OpenInference,
         SourceFormat::AnyAgent,
@@ -280,6 +300,12 @@ impl SourceFormat {
             SourceFormat::Codex => "codex",
             SourceFormat::LangSmith => "langsmith",
             SourceFormat::Langfuse => "langfuse",
+            SourceFormat::SweAgent => "swe-agent",
+            SourceFormat::MiniSweAgent => "mini-swe-agent",
+            SourceFormat::OpenHands => "openhands",
+            SourceFormat::Smolagents => "smolagents",
+            SourceFormat::PydanticAi => "pydantic-ai",
+            SourceFormat::Strands => "strands",
         }
     }
 

@@ -179,3 +179,11 @@ fn encodings_and_nesting_limits_are_named() {
     ];
     insta::assert_snapshot!(all.join("\n"));
 }
+
+#[test]
+fn unknown_format_names_the_closest_formats_and_what_they_lack() {
+    // A SWE-agent run without its `trajectory`, and a `history` with none of Who&When's keys.
+    let partial = br#"{"history": [{"role": "user", "content": "fix it", "agent": "main"}], "info": {"exit_status": "submitted"}}"#;
+    let bare = br#"{"history": [{"role": "user", "content": "fix it"}]}"#;
+    insta::assert_snapshot!(format!("{}\n{}", error("run.traj", partial, None), error("history.json", bare, None)));
+}

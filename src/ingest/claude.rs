@@ -27,8 +27,14 @@
 //! `<stem>/subagents/agent-<id>.jsonl`, `subagents/agent-<id>.jsonl`, `agent-<id>.jsonl` and
 //! `<stem>_subagents_agent-<id>.jsonl` beside the session; its steps are placed right after the
 //! delegating step and act as `subagent_type`. Its first prompt, a copy of the `Task` prompt, is
-//! left out. A sidechain file opened on its own acts as `agent-<agentId>`, and so do sidechain
-//! lines inside a main session file (older CLI versions).
+//! left out. A sidechain file opened on its own acts as `agent-<agentId>`.
+//!
+//! Inline sidechains (CLI ≤ 2.0.27): a main session file holds the sub-agent's lines itself, with
+//! `isSidechain: true`, chained by `parentUuid`, the first line's parent being the `Task` call's
+//! line or none. Each chain is spliced after the `Task` call it answers (by its first line's
+//! parent, else by the prompt, else the latest unanswered call before it) exactly like a sub-agent
+//! file: it acts as `subagent_type` and its copy of the prompt is left out. A chain without a
+//! `Task` call stays in place and acts as `agent-<agentId>`.
 //!
 //! The main agent is named [`MAIN_AGENT`]; tool results belong to the agent that called the tool.
 //! Tokens: per assistant message id, the last line's `usage` (input = `input_tokens` +
@@ -139,8 +145,19 @@ fn read_session(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, dep
     r.finish_tokens();
     let links = r.links();
     let roots = r.roots();
-    let subs = r.sub_sessions(who, ctx, depth);
+    let mut subs = r.sub_sessions(who, ctx, depth);
     let main = Thread { steps: std::mem::take(&mut r.steps), links, roots };
+    let main = match r.inline_steps.is_empty() {
+        true => main,
+        false => {
+            let (main, inline, new_index) = r.split_inline(main, who);
+            subs = subs.into_iter().filter_map(|(k, t)| Some((new_index[k]?, t))).collect();
+            for (k, t) in inline {
+                subs.entry(k).or_insert(t);
+            }
+            main
+        }
+    };
     Session { thread: splice(main, subs), task: r.task, metadata: r.metadata }
 }
 
@@ -167,6 +184,11 @@ struct Reader {
     skipped: Vec<(String, usize)>,
     metadata: Vec<(String, String)>,
     prompt_skipped: bool,
+    /// uuids of the sidechain lines of a main session file (older CLI versions write a `Task`
+    /// sub-agent's conversation inline).
+    inline_lines: HashSet<String>,
+    /// Step → uuid of its line, for the steps of inline sidechain lines.
+    inline_steps: Vec<(usize, String)>,
 }
 
 impl Reader {
@@ -196,6 +218,10 @@ impl Reader {
             self.parent_of.insert(u.clone(), parent.clone());
         }
         self.note_agent_id(v);
+        let inline = who.file.is_none() && v.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        if let (true, Some(u)) = (inline, &uuid) {
+            self.inline_lines.insert(u.clone());
+        }
         let is_turn = matches!(ty, "user" | "assistant");
         let is_meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
         // A `system` line that reports an error (an API error, `level: error`) is the harness's
@@ -230,6 +256,9 @@ impl Reader {
         }
         let first = self.steps.len();
         self.blocks(v, msg, ty, who);
+        if let (true, Some(u)) = (inline && who.agent == MAIN_AGENT, &uuid) {
+            self.inline_steps.extend((first..self.steps.len()).map(|s| (s, u.clone())));
+        }
         if self.steps.len() > first {
             let last = self.steps.len() - 1;
             if let Some(u) = uuid {
@@ -487,6 +516,98 @@ impl Reader {
         self.line_parents.iter().filter(|(_, p)| self.resolve(p.as_deref()).is_none()).map(|(f, _)| *f).collect()
     }
 
+    /// Takes the inline sidechain steps out of `main`: one sub-thread per chain of sidechain lines
+    /// (lines whose `parentUuid` leads to the same first sidechain line), keyed by the `Task` call
+    /// it answers: the call's line when the first sidechain line's parent leads to one, else the
+    /// call whose prompt is the chain's first user text, else the latest unanswered call before
+    /// it. Steps of chains without a `Task` call stay in place. The chain acts as the call's
+    /// `subagent_type`, its copy of the prompt is left out. Returns the main thread, the
+    /// sub-threads by (new) delegating step, and each old step's new index in the main thread.
+    fn split_inline(&self, main: Thread, who: &Who<'_>) -> (Thread, HashMap<usize, Thread>, Vec<Option<usize>>) {
+        // Chain root (first sidechain line) of each inline step.
+        let root_of = |uuid: &str| {
+            let mut cur = uuid.to_string();
+            for _ in 0..=self.parent_of.len() {
+                match self.parent_of.get(&cur).cloned().flatten() {
+                    Some(p) if self.inline_lines.contains(&p) => cur = p,
+                    _ => break,
+                }
+            }
+            cur
+        };
+        let mut chains: Vec<(String, Vec<usize>)> = Vec::new();
+        for (s, u) in &self.inline_steps {
+            let root = root_of(u);
+            match chains.iter_mut().find(|(r, _)| *r == root) {
+                Some((_, steps)) => steps.push(*s),
+                None => chains.push((root, vec![*s])),
+            }
+        }
+        let mut used: HashSet<usize> = HashSet::new();
+        let mut owner: HashMap<usize, usize> = HashMap::new(); // inline step → task step
+        let mut task_of_chain: Vec<Option<&TaskCall>> = Vec::new();
+        for (root, steps) in &chains {
+            let first = steps[0];
+            let by_parent = self
+                .resolve(self.parent_of.get(root).cloned().flatten().as_deref())
+                .and_then(|p| self.tasks.iter().find(|t| t.step == p));
+            let first_text = main.steps[first].content.trim();
+            let by_prompt = || self.tasks.iter().find(|t| !used.contains(&t.step) && t.prompt.trim() == first_text);
+            let latest = || self.tasks.iter().rev().find(|t| t.step < first && !used.contains(&t.step));
+            let task = by_parent.or_else(by_prompt).or_else(latest);
+            if let Some(t) = task {
+                used.insert(t.step);
+                owner.extend(steps.iter().map(|&s| (s, t.step)));
+            }
+            task_of_chain.push(task);
+        }
+        let mut new_index: Vec<Option<usize>> = vec![None; main.steps.len()];
+        let mut kept = Vec::new();
+        let mut subs: HashMap<usize, (Vec<usize>, &TaskCall)> = HashMap::new();
+        for (i, step) in main.steps.iter().enumerate() {
+            if owner.contains_key(&i) {
+                continue;
+            }
+            new_index[i] = Some(kept.len());
+            kept.push(step.clone());
+        }
+        for ((_, steps), task) in chains.iter().zip(&task_of_chain) {
+            if let Some(t) = task {
+                subs.insert(t.step, (steps.clone(), t));
+            }
+        }
+        let remap_links = |map: &dyn Fn(usize) -> Option<usize>| -> Vec<Link> {
+            main.links.iter().filter_map(|l| Some(Link { from: map(l.from)?, to: map(l.to)?, kind: l.kind })).collect()
+        };
+        let main_links = remap_links(&|i| new_index[i]);
+        let roots = main.roots.iter().filter_map(|&r| new_index[r]).collect();
+        let mut threads = HashMap::new();
+        for (task_step, (steps, t)) in subs {
+            let sidechain_agent = steps.iter().map(|&s| main.steps[s].agent.clone()).find(|a| a != who.agent);
+            let skip_first =
+                main.steps[steps[0]].agent == who.agent && main.steps[steps[0]].content.trim() == t.prompt.trim();
+            let members: Vec<usize> = steps.iter().copied().skip(usize::from(skip_first)).collect();
+            let local: HashMap<usize, usize> = members.iter().enumerate().map(|(k, &s)| (s, k)).collect();
+            let sub_steps: Vec<Step> = members
+                .iter()
+                .map(|&s| {
+                    let mut step = main.steps[s].clone();
+                    if sidechain_agent.as_deref() == Some(step.agent.as_str()) {
+                        step.agent = t.subagent.clone();
+                    }
+                    step
+                })
+                .collect();
+            let links = remap_links(&|i| local.get(&i).copied());
+            let has_parent: HashSet<usize> =
+                links.iter().filter(|l| l.kind == LinkKind::Parent).map(|l| l.to).collect();
+            let sub_roots = (0..sub_steps.len()).filter(|k| !has_parent.contains(k)).take(1).collect();
+            let Some(at) = new_index[task_step] else { continue };
+            threads.insert(at, Thread { steps: sub_steps, links, roots: sub_roots });
+        }
+        (Thread { steps: kept, links: main_links, roots }, threads, new_index)
+    }
+
     /// Loads the sub-agent file of each `Task` call that has one.
     fn sub_sessions(&self, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> HashMap<usize, Thread> {
         let mut out = HashMap::new();
@@ -593,7 +714,7 @@ mod tests {
     }
 
     #[test]
-    fn inline_sidechain_lines_of_a_main_session_act_as_the_sub_agent() {
+    fn inline_sidechain_lines_of_a_main_session_are_spliced_after_their_task_call() {
         let lines = [
             r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
             r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"x","prompt":"look"}}]}}"#,
@@ -603,8 +724,11 @@ mod tests {
         let loaded = parse("s.jsonl", lines.join("\n").as_bytes(), None).unwrap();
         let t = &loaded.trajectories[0];
         let agents: Vec<&str> = t.steps.iter().map(|s| s.agent.as_str()).collect();
-        assert_eq!(agents, ["user", "claude", "claude", "agent-abc"]);
+        // The sub-agent's copy of the prompt is left out; its steps follow the delegation and act
+        // as the sub-agent type.
+        assert_eq!(agents, ["user", "claude", "x"]);
         assert_eq!(t.steps[1].kind, StepKind::Delegation);
+        assert!(t.links.contains(&Link { from: 1, to: 2, kind: LinkKind::Delegation }));
         assert_eq!(t.task, "go");
     }
 }

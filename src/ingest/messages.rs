@@ -12,7 +12,9 @@
 //!   `{type, data: {...}}` (LangSmith `inputs.messages`, `outputs.generations`);
 //! - OpenInference unflattened `{message: {role, content, contents: [{message_content: {type,
 //!   text}}], tool_calls: [{tool_call: {id, function: {name, arguments}}}], tool_call_id}}`;
-//! - Anthropic content blocks `{type: text|thinking|tool_use|tool_result}` inside `content`.
+//! - Anthropic content blocks `{type: text|thinking|tool_use|tool_result}` inside `content`;
+//! - Bedrock Converse content blocks `{text}`, `{toolUse}`, `{toolResult}`, `{reasoningContent}`
+//!   inside `content` (Strands Agents).
 
 use serde_json::Value;
 
@@ -201,6 +203,9 @@ fn content_parts(c: &Value, role: &str, msg: &Value, out: &mut Vec<Part>) {
 
 fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
     let Some(ty) = b.get("type").and_then(Value::as_str) else {
+        if let Some(bedrock) = bedrock_block(b) {
+            return bedrock;
+        }
         return Some(Part::Text(value_text(b)));
     };
     let text = |k: &str| b.get(k).map(value_text).unwrap_or_default();
@@ -236,6 +241,63 @@ fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
         },
         _ => Part::Text(placeholder(b)),
     })
+}
+
+/// A Bedrock Converse content block (`{text}`, `{toolUse: {toolUseId, name, input}}`,
+/// `{toolResult: {toolUseId, status, content}}`, `{reasoningContent: {reasoningText: {text}}}`,
+/// `{image: {format}}`, `{document: {format, name}}`, `{cachePoint}`), as Strands Agents and the
+/// Bedrock Converse API write them: `Some(part)` for a known block (`Some(None)` for a cache
+/// point, which is no content), `None` when `b` is not one.
+fn bedrock_block(b: &Value) -> Option<Option<Part>> {
+    let obj = b.as_object().filter(|m| m.len() == 1)?;
+    let (key, v) = obj.iter().next()?;
+    let text = |x: &Value, k: &str| x.get(k).map(value_text).unwrap_or_default();
+    Some(match key.as_str() {
+        "text" => Some(Part::Text(value_text(v))),
+        "toolUse" => Some(Part::ToolCall {
+            id: id_text(v.get("toolUseId")),
+            name: text(v, "name"),
+            args: v.get("input").map(args_text).unwrap_or_default(),
+        }),
+        "toolResult" => Some(Part::ToolResponse {
+            id: id_text(v.get("toolUseId")),
+            text: v.get("content").map(bedrock_text).unwrap_or_default(),
+            is_error: v.get("status").and_then(Value::as_str) == Some("error"),
+        }),
+        "reasoningContent" => match v.pointer("/reasoningText/text") {
+            Some(t) => Some(Part::Reasoning(value_text(t))),
+            None => Some(Part::Reasoning(REDACTED_THINKING.into())),
+        },
+        "image" | "document" | "video" => {
+            let format = v.get("format").and_then(Value::as_str);
+            Some(Part::Text(match format {
+                Some(f) => format!("[{key} {f}]"),
+                None => format!("[{key}]"),
+            }))
+        }
+        "cachePoint" => None,
+        _ => return None,
+    })
+}
+
+/// The text of Bedrock `toolResult.content` (`[{text} | {json} | {image} | {document}]`), or of
+/// any other value.
+pub fn bedrock_text(c: &Value) -> String {
+    match c {
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match (b.get("text"), b.get("json")) {
+                (Some(t), _) => value_text(t),
+                (None, Some(j)) => value_text(j),
+                _ => match bedrock_block(b) {
+                    Some(Some(Part::Text(t))) => t,
+                    _ => value_text(b),
+                },
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => value_text(other),
+    }
 }
 
 /// The content of a thought whose reasoning the trace holds only redacted or encrypted.

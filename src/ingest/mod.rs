@@ -5,6 +5,7 @@
 //! says whether it recognises the document and turns it into trajectories plus diagnostics. A bad
 //! record is skipped with a [`Diagnostic`]; only a document with no usable step is an error.
 
+pub mod actions;
 pub mod agentchat;
 pub mod anyagent;
 pub mod claude;
@@ -15,13 +16,19 @@ pub mod labels;
 pub mod langfuse;
 pub mod langsmith;
 pub mod messages;
+pub mod minisweagent;
 pub mod openai;
+pub mod openhands;
 pub mod openinference;
 pub mod otel;
 pub mod otlp;
+pub mod pydanticai;
 pub mod pyrepr;
+pub mod smolagents;
 pub mod spantree;
 pub mod splice;
+pub mod strands;
+pub mod sweagent;
 pub mod tau;
 pub mod whowhen;
 
@@ -32,7 +39,7 @@ use serde_json::Value;
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
 /// The formats this build can load, in the order auto-detection tries them.
-pub const SUPPORTED: [SourceFormat; 13] = SourceFormat::ALL;
+pub const SUPPORTED: [SourceFormat; 19] = SourceFormat::ALL;
 
 /// How many records of a list detection looks at (the first ones), so detection stays cheap on
 /// 50,000-step files and tolerates a few bad records.
@@ -562,13 +569,20 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
         TauBench => tau::detect(doc),
         OpenAiChat => openai::detect(doc),
         FalatJsonl => jsonl::detect(doc),
-        OtelGenAi => otel::detect(doc),
+        // pydantic-ai and Strands spans are OTel GenAI too; their own loaders read them.
+        OtelGenAi => otel::detect(doc) && !pydanticai::detect(doc) && !strands::detect(doc),
         OpenInference => openinference::detect(doc),
         AnyAgent => anyagent::detect(doc),
         ClaudeCode => claude::detect(doc),
         Codex => codex::detect(doc),
         LangSmith => langsmith::detect(doc),
         Langfuse => langfuse::detect(doc),
+        SweAgent => sweagent::detect(doc),
+        MiniSweAgent => minisweagent::detect(doc),
+        OpenHands => openhands::detect(doc),
+        Smolagents => smolagents::detect(doc),
+        PydanticAi => pydanticai::detect(doc),
+        Strands => strands::detect(doc),
     }
 }
 
@@ -588,6 +602,12 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
         Codex => codex::load(&name, doc, related),
         LangSmith => langsmith::load(&name, doc),
         Langfuse => langfuse::load(&name, doc),
+        SweAgent => sweagent::load(&name, doc),
+        MiniSweAgent => minisweagent::load(&name, doc),
+        OpenHands => openhands::load(&name, doc),
+        Smolagents => smolagents::load(&name, doc),
+        PydanticAi => pydanticai::load(&name, doc),
+        Strands => strands::load(&name, doc),
     };
     res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
 }
@@ -602,12 +622,63 @@ pub fn file_stem(path: &str) -> String {
 }
 
 /// [`describe`], followed by the variant the document resembles and what it lacks, when its keys
-/// are those of a known variant (so that an unreadable variant is named, not just refused).
+/// are those of a known variant (so that an unreadable variant is named, not just refused), else
+/// by the closest formats by their distinctive keys ([`closest_formats`]).
 pub fn describe_with_hint(doc: &Document) -> String {
-    match near_miss(doc) {
+    match near_miss(doc).or_else(|| closest_formats(doc)) {
         Some(hint) => format!("{}; {hint}", describe(doc)),
         None => describe(doc),
     }
+}
+
+/// The distinctive keys of formats recognised by keys: `(format, keys all required, keys of
+/// which one is required)`, checked on the document (an object) or on its first item (a list).
+const SIGNATURES: [(SourceFormat, &[&str], &[&str]); 6] = [
+    (SourceFormat::WhoWhenHand, &["history"], &whowhen::OWN_KEYS),
+    (SourceFormat::SweAgent, &["trajectory", "history", "info"], &[]),
+    (SourceFormat::MiniSweAgent, &["trajectory_format", "messages"], &[]),
+    (SourceFormat::OpenHands, &["id", "source"], &["action", "observation"]),
+    (SourceFormat::Smolagents, &["step_number"], &["observations", "model_output", "tool_calls"]),
+    (SourceFormat::TauBench, &["task_id", "traj"], &[]),
+];
+
+/// The formats whose distinctive keys ([`SIGNATURES`]) the document has most of, with what it
+/// lacks: `the closest format is swe-agent (has "history", "info"; missing "trajectory")`.
+/// `None` when it has none of them.
+pub fn closest_formats(doc: &Document) -> Option<String> {
+    let Document::Json(v) = doc else { return None };
+    let obj = match v {
+        Value::Array(items) => items.first()?.as_object()?,
+        other => other.as_object()?,
+    };
+    let quoted = |ks: &[&str]| ks.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
+    let mut scored: Vec<(usize, String)> = Vec::new();
+    for (format, all, one_of) in SIGNATURES {
+        let has: Vec<&str> = all.iter().chain(one_of.iter()).copied().filter(|k| obj.contains_key(*k)).collect();
+        if has.is_empty() {
+            continue;
+        }
+        let mut missing: Vec<String> =
+            all.iter().filter(|k| !obj.contains_key(**k)).map(|k| format!("{k:?}")).collect();
+        if !one_of.is_empty() && !one_of.iter().any(|k| obj.contains_key(*k)) {
+            missing.push(format!("one of {}", quoted(one_of)));
+        }
+        let name = match format {
+            SourceFormat::WhoWhenHand => "who-and-when",
+            f => f.as_str(),
+        };
+        let lacks = match missing.is_empty() {
+            true => "a value of the wrong type".to_string(),
+            false => format!("missing {}", missing.join(", ")),
+        };
+        scored.push((has.len(), format!("{name} (has {}; {lacks})", quoted(&has))));
+    }
+    let best = scored.iter().map(|(n, _)| *n).max()?;
+    let top: Vec<String> = scored.into_iter().filter(|(n, _)| *n == best).map(|(_, s)| s).collect();
+    Some(match top.len() {
+        1 => format!("the closest format is {}", top[0]),
+        _ => format!("the closest formats are {}", top.join(" and ")),
+    })
 }
 
 /// The variant whose distinctive keys a document has although no loader claims it, and what is

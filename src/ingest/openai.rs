@@ -21,11 +21,20 @@ use crate::model::{AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, St
 /// The roles of the Chat Completions API (`function` is the legacy tool role).
 pub const ROLES: [&str; 6] = ["system", "developer", "user", "assistant", "tool", "function"];
 
-/// Whether a document is a chat message array: an array (or `{"messages": [...]}`) in which more
-/// than half of the (first [`DETECT_SAMPLE`]) items are objects with a Chat Completions role.
+/// Top-level keys that mark a `{"messages": [...]}` document as another tool's run, which holds
+/// chat messages but is not a plain chat: mini-SWE-agent (`trajectory_format`), SWE-agent
+/// (`trajectory`, `replay_config`), Who&When and OpenHands (`history`), τ-bench (`traj`,
+/// `simulations`).
+pub const FOREIGN_KEYS: [&str; 6] =
+    ["trajectory_format", "trajectory", "replay_config", "history", "traj", "simulations"];
+
+/// Whether a document is a chat message array: an array (or `{"messages": [...]}` without any of
+/// [`FOREIGN_KEYS`]) in which more than half of the (first [`DETECT_SAMPLE`]) items are objects
+/// with a Chat Completions role.
 pub fn detect(doc: &Document) -> bool {
     let Document::Json(v) = doc else { return false };
-    messages_of(v).is_some_and(looks_like_messages)
+    let foreign = v.as_object().is_some_and(|m| FOREIGN_KEYS.iter().any(|k| m.contains_key(*k)));
+    !foreign && messages_of(v).is_some_and(looks_like_messages)
 }
 
 /// Whether more than half of the first [`DETECT_SAMPLE`] `items` have a Chat Completions role.

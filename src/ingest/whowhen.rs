@@ -23,13 +23,31 @@ pub const TERMINAL_AGENT: &str = "Computer_terminal";
 /// The agent name of the code-execution tool in hand-crafted (Magentic-One) runs.
 pub const HAND_TERMINAL_AGENT: &str = "ComputerTerminal";
 
-/// Which Who&When / Magentic shape a document has, if any: an object with a `history` array
-/// (algorithm-generated when it has `system_prompt` or named messages), or an array whose first
-/// [`DETECT_SAMPLE`] items are mostly `{role, content}` with at least one Magentic-One role.
+/// Keys of a Who&When run besides `history`; a document needs one of them, so that another
+/// tool's `history` (SWE-agent, OpenHands evaluation output) is not read as a Who&When run.
+pub const OWN_KEYS: [&str; 10] = [
+    "question",
+    "ground_truth",
+    "mistake_agent",
+    "mistake_step",
+    "mistake_reason",
+    "system_prompt",
+    "is_correct",
+    "is_corrected",
+    "question_ID",
+    "level",
+];
+
+/// Which Who&When / Magentic shape a document has, if any: an object with a `history` array and
+/// one of Who&When's [`OWN_KEYS`] (algorithm-generated when it has `system_prompt` or named
+/// messages), or an array whose first [`DETECT_SAMPLE`] items are mostly `{role, content}` with at
+/// least one Magentic-One role.
 pub fn detect(doc: &Document) -> Option<SourceFormat> {
     let Document::Json(v) = doc else { return None };
     match v {
-        Value::Object(m) if m.get("history").is_some_and(Value::is_array) => {
+        Value::Object(m)
+            if m.get("history").is_some_and(Value::is_array) && OWN_KEYS.iter().any(|k| m.contains_key(*k)) =>
+        {
             let history = m["history"].as_array()?;
             if m.contains_key("system_prompt") || history.iter().any(|h| h.get("name").is_some()) {
                 Some(SourceFormat::WhoWhenAlgorithm)

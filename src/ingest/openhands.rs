@@ -1,0 +1,304 @@
+//! OpenHands trajectories: the event list that `openhands/events/serialization/event.py`
+//! (`event_to_dict`) writes for each event of a session (OpenHands 0.2x–0.5x; the
+//! `save_trajectory_path` file, the web UI's trajectory download, and the `history` of an
+//! evaluation's `output.jsonl` record).
+//!
+//! An action is `{id, timestamp, source, message, action, args, tool_call_metadata:
+//! {function_name, tool_call_id, model_response}, llm_metrics}`; an observation is `{id,
+//! timestamp, source, message, cause, observation, content, extras, success,
+//! tool_call_metadata}`. Mapping:
+//! - `system` action → the role text of the agent (`args.agent_class`, else `agent`);
+//! - `message` action → a message of its `source` (`user`, `agent`); the first user message is
+//!   the task;
+//! - `think` → a thought; `finish` → the agent's thought (`args.thought`) and its final message
+//!   (`args.final_thought`, else `message`), the observed output; `delegate` → a delegation to
+//!   `args.agent`;
+//! - any other action (`run`, `run_ipython`, `edit`, `read`, `write`, `browse`, MCP calls, ...) →
+//!   the thought in `args.thought`, then a tool call named by `tool_call_metadata.function_name`
+//!   (else the action), its text the command, code or path (else the other arguments as JSON);
+//! - an observation → the result of the action its `cause` names (a delegate's result by a
+//!   delegation link); flagged when `extras.metadata.exit_code` (older files: `extras.exit_code`)
+//!   is non-zero and not -1 (OpenHands' "no exit code yet"), `success` is false, it is an
+//!   `error` observation, or its text reports a failed exit;
+//! - `agent_state_changed`, `null` and `change_agent_state` records are not steps (counted in
+//!   `openhands_not_steps`); `model_response` (the model's whole reply, repeated on the observation) and `llm_metrics`
+//!   (cumulative cost and tokens of the session, not per step) are not read.
+//!
+//! The agent acting is named by `args.agent_class` of the system action (`CodeActAgent`), else by
+//! the event's `source`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::actions::Actions;
+use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use crate::model::{AgentInfo, Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
+
+/// Records that are bookkeeping, not steps.
+const NOT_STEPS: [&str; 3] = ["agent_state_changed", "null", "change_agent_state"];
+/// Argument fields that are bookkeeping, left out of a call's text.
+const PLUMBING: [&str; 9] = [
+    "thought",
+    "is_input",
+    "blocking",
+    "is_static",
+    "cwd",
+    "hidden",
+    "confirmation_state",
+    "impl_source",
+    "security_risk",
+];
+
+/// The events of a document: a bare list, or `history` / `trajectory` of an object.
+fn events_of(doc: &Document) -> Option<&[Value]> {
+    let Document::Json(v) = doc else { return None };
+    match v {
+        Value::Array(items) => Some(items),
+        Value::Object(m) => ["history", "trajectory"].iter().find_map(|k| m.get(*k)?.as_array().map(Vec::as_slice)),
+        _ => None,
+    }
+}
+
+fn is_event(e: &Value) -> bool {
+    (e.get("action").is_some_and(Value::is_string) || e.get("observation").is_some_and(Value::is_string))
+        && e.get("source").is_some()
+        && e.get("id").is_some()
+}
+
+/// Whether `doc` is an OpenHands trajectory: most of its first [`DETECT_SAMPLE`] items are events
+/// with `id`, `source` and `action` or `observation`.
+pub fn detect(doc: &Document) -> bool {
+    let Some(events) = events_of(doc) else { return false };
+    let sample = &events[..events.len().min(DETECT_SAMPLE)];
+    let n = sample.iter().filter(|e| is_event(e)).count();
+    n > 0 && n * 2 > sample.len()
+}
+
+/// Loads an OpenHands event list named `name`.
+///
+/// # Errors
+/// A message when the document holds no event list.
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+    let events = events_of(doc).ok_or("expected a list of OpenHands events (or an object with \"history\")")?;
+    let agent = events
+        .iter()
+        .find(|e| e.get("action").and_then(Value::as_str) == Some("system"))
+        .and_then(|e| e.pointer("/args/agent_class"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut r = Reader { agent, ..Reader::default() };
+    for (i, e) in events.iter().enumerate() {
+        let place = format!("events[{i}]");
+        if !is_event(e) {
+            r.diagnostics.push(Diagnostic {
+                line: None,
+                message: format!(
+                    "{place}: expected an event with id, source and action or observation; record skipped"
+                ),
+            });
+            continue;
+        }
+        match e.get("action").and_then(Value::as_str) {
+            Some(action) => r.action(e, action, &place),
+            None => r.observation(e, &place),
+        }
+    }
+    let mut t = Trajectory {
+        id: name.to_string(),
+        source: SourceFormat::OpenHands,
+        task: r.task.unwrap_or_default(),
+        observed_output: r.output,
+        steps: r.a.steps,
+        links: r.a.links,
+        agents: r.agents,
+        ..Trajectory::default()
+    };
+    if r.not_steps > 0 {
+        t.metadata.push(("openhands_not_steps".into(), format!("state changes {}", r.not_steps)));
+    }
+    Ok(Loaded { format: SourceFormat::OpenHands, trajectories: vec![t], diagnostics: r.diagnostics })
+}
+
+#[derive(Default)]
+struct Reader {
+    a: Actions,
+    agent: Option<String>,
+    agents: Vec<AgentInfo>,
+    task: Option<String>,
+    output: Option<String>,
+    /// Event id → the step an observation caused by it answers (a call or a delegation).
+    by_event: HashMap<String, usize>,
+    not_steps: usize,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Reader {
+    fn who(&self, e: &Value) -> String {
+        match e.get("source").and_then(Value::as_str).unwrap_or("agent") {
+            "agent" => self.agent.clone().unwrap_or_else(|| "agent".into()),
+            other => other.to_string(),
+        }
+    }
+
+    fn action(&mut self, e: &Value, action: &str, place: &str) {
+        let agent = self.who(e);
+        let args = e.get("args").cloned().unwrap_or(Value::Null);
+        let arg = |k: &str| args.get(k).map(value_text).filter(|t| !t.trim().is_empty());
+        let message = e.get("message").map(value_text).filter(|t| !t.trim().is_empty());
+        let first = self.a.steps.len();
+        match action {
+            "system" => {
+                let text = arg("content").or(message).unwrap_or_default();
+                if !text.is_empty() {
+                    self.agents.push(AgentInfo { name: agent, role: Some(text) });
+                }
+                return;
+            }
+            "change_agent_state" => {
+                self.not_steps += 1;
+                return;
+            }
+            "message" => {
+                let text = arg("content").or(message).unwrap_or_default();
+                if agent == "user" && self.task.is_none() {
+                    self.task = Some(text.trim().to_string());
+                }
+                let images = args.get("image_urls").and_then(Value::as_array).map_or(0, Vec::len);
+                let text = match images {
+                    0 => text,
+                    n => format!("{text}\n[{n} image{}]", if n == 1 { "" } else { "s" }),
+                };
+                self.a.push(&agent, action, StepKind::Message, text, None);
+            }
+            "think" => {
+                self.a.push(&agent, action, StepKind::Thought, arg("thought").unwrap_or_default(), None);
+            }
+            "finish" => {
+                if let Some(t) = arg("thought") {
+                    self.a.push(&agent, action, StepKind::Thought, t, None);
+                }
+                let text = arg("final_thought").or(message).unwrap_or_default();
+                self.output = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+                self.a.push(&agent, action, StepKind::Message, text, None);
+            }
+            "delegate" => {
+                if let Some(t) = arg("thought") {
+                    self.a.push(&agent, action, StepKind::Thought, t, None);
+                }
+                let to = arg("agent").unwrap_or_else(|| "delegate".into());
+                let text = args.get("inputs").map(value_text).unwrap_or_default();
+                let s = self.a.push(&agent, action, StepKind::Delegation, text, None);
+                self.a.steps[s].delegate_to = Some(to);
+                self.note_event(e, s);
+            }
+            _ => {
+                if let Some(t) = arg("thought") {
+                    self.a.push(&agent, action, StepKind::Thought, t, None);
+                }
+                let tool = e
+                    .pointer("/tool_call_metadata/function_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(action)
+                    .to_string();
+                let call_id = e.pointer("/tool_call_metadata/tool_call_id").and_then(Value::as_str);
+                let s = self.a.call(&agent, action, &tool, call_text(&args, message), call_id);
+                self.note_event(e, s);
+            }
+        }
+        for s in &mut self.a.steps[first..] {
+            s.ids.id = Some(id_of(e).unwrap_or_else(|| place.to_string()));
+            s.timestamp = e.get("timestamp").map(value_text);
+        }
+    }
+
+    fn observation(&mut self, e: &Value, place: &str) {
+        let kind = e.get("observation").and_then(Value::as_str).unwrap_or_default();
+        if NOT_STEPS.contains(&kind) {
+            self.not_steps += 1;
+            return;
+        }
+        let content = e.get("content").map(value_text).filter(|t| !t.trim().is_empty());
+        let text = content.or_else(|| e.get("message").map(value_text)).unwrap_or_default();
+        let exit = e
+            .pointer("/extras/metadata/exit_code")
+            .or_else(|| e.pointer("/extras/exit_code"))
+            .and_then(Value::as_i64)
+            .filter(|&c| c != 0 && c != -1);
+        let failed = exit.is_some() || e.get("success").and_then(Value::as_bool) == Some(false) || kind == "error";
+        let cause = e.get("cause").and_then(|c| super::messages::id_text(Some(c)));
+        let target = cause.as_deref().and_then(|c| self.by_event.get(c).copied());
+        let agent = match target {
+            Some(t) => self.a.steps[t].agent.clone(),
+            None => self.who(e),
+        };
+        let call_id = e.pointer("/tool_call_metadata/tool_call_id").and_then(Value::as_str);
+        let s = match target {
+            Some(t) if self.a.steps[t].kind == StepKind::Delegation => {
+                let s = self.a.push(&agent, kind, StepKind::ToolResult, text, None);
+                self.a.steps[s].is_error = failed || super::failed_exit(&self.a.steps[s].content).is_some();
+                self.a.link(t, s, LinkKind::Delegation);
+                s
+            }
+            Some(t) => {
+                let ids: Vec<String> = self.a.steps[t].ids.refs.clone();
+                match ids.is_empty() {
+                    true => {
+                        let s = self.a.push(&agent, kind, StepKind::ToolResult, text, None);
+                        self.a.steps[s].is_error = failed || super::failed_exit(&self.a.steps[s].content).is_some();
+                        self.a.steps[s].tool_name = self.a.steps[t].tool_name.clone();
+                        self.a.link(t, s, LinkKind::ToolResult);
+                        s
+                    }
+                    false => self.a.result(&agent, kind, text, &ids, failed),
+                }
+            }
+            None => {
+                let ids: Vec<String> = call_id.map(|c| vec![c.to_string()]).unwrap_or_default();
+                if ids.is_empty() && cause.is_none() {
+                    // An observation nothing caused (an environment notice): a message.
+                    let s = self.a.push(&agent, kind, StepKind::Message, text, None);
+                    self.a.steps[s].is_error = failed;
+                    s
+                } else {
+                    self.a.result(&agent, kind, text, &ids, failed)
+                }
+            }
+        };
+        self.a.steps[s].ids.id = Some(id_of(e).unwrap_or_else(|| place.to_string()));
+        if let Some(c) = cause {
+            self.a.steps[s].ids.parent = Some(c);
+        }
+        self.a.steps[s].timestamp = e.get("timestamp").map(value_text);
+    }
+
+    fn note_event(&mut self, e: &Value, step: usize) {
+        if let Some(id) = id_of(e) {
+            self.by_event.insert(id, step);
+        }
+    }
+}
+
+fn id_of(e: &Value) -> Option<String> {
+    super::messages::id_text(e.get("id"))
+}
+
+/// The text of a call: its command, code, or path with the command (`view /x`), else the other
+/// arguments as JSON, else the event's message.
+fn call_text(args: &Value, message: Option<String>) -> String {
+    let get = |k: &str| args.get(k).map(value_text).filter(|t| !t.trim().is_empty());
+    if let Some(c) = get("command").filter(|_| get("path").is_none()).or_else(|| get("code")) {
+        return c;
+    }
+    if let Value::Object(m) = args {
+        let kept: serde_json::Map<String, Value> = m
+            .iter()
+            .filter(|(k, v)| !PLUMBING.contains(&k.as_str()) && !v.is_null() && v.as_str() != Some(""))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !kept.is_empty() {
+            return Value::Object(kept).to_string();
+        }
+    }
+    message.unwrap_or_default()
+}
