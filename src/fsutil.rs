@@ -32,6 +32,13 @@ use anyhow::Context;
 /// The suffix of falat's temporary files (`.NAME.XXXXXX.falat-tmp`).
 pub const TEMP_SUFFIX: &str = ".falat-tmp";
 
+/// The path with `suffix` appended to the full file name (`a/b.json` → `a/b.json.falat.json`).
+pub fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// How old a temporary file of falat's must be before [`clean_stale_temps`] removes it: a write
 /// in progress takes milliseconds, so one this old was left by a process that was killed.
 pub const STALE_AFTER: Duration = Duration::from_secs(120);
@@ -326,7 +333,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 pub fn move_aside(path: &Path) -> anyhow::Result<PathBuf> {
     for n in 0..1000 {
         let suffix = if n == 0 { ".bak".to_string() } else { format!(".bak.{n}") };
-        let candidate = crate::ingest::fs::beside(path, &suffix);
+        let candidate = beside(path, &suffix);
         match std::fs::hard_link(path, &candidate) {
             Ok(()) => {
                 std::fs::remove_file(path).with_context(|| format!("cannot remove {}", shown(path)))?;

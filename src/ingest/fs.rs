@@ -129,9 +129,7 @@ pub const REPORT_JSON_SUFFIX: &str = ".falat.report.json";
 
 /// The path with `suffix` appended to the full file name (`a/b.json` → `a/b.json.falat.json`).
 pub fn beside(trace: &Path, suffix: &str) -> PathBuf {
-    let mut name = trace.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
+    crate::fsutil::beside(trace, suffix)
 }
 
 /// What a file is when falat wrote it beside a trace, by its name: `"overrides file"`
