@@ -13,6 +13,7 @@ pub mod decision;
 pub mod diagnosis;
 pub mod eval;
 pub mod evidence;
+pub mod export;
 pub mod graph;
 pub mod hierarchy;
 pub mod ingest;

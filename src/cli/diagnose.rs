@@ -24,6 +24,15 @@ pub enum ReportFormat {
     Md,
     /// JSON (`falat.diagnosis/v1`), for programs.
     Json,
+    /// OTLP/JSON log records (`ExportLogsServiceRequest`, for `POST /v1/logs` of an OTLP
+    /// receiver) on the decisive step's span (docs/EXPORTS.md).
+    Otlp,
+    /// Arize Phoenix span annotations (`POST /v1/span_annotations` body) on the decisive step's
+    /// span.
+    Phoenix,
+    /// Langfuse scores (a JSON array of `POST /api/public/scores` bodies) on the trace and the
+    /// decisive step's observation.
+    Langfuse,
 }
 
 /// Arguments of `falat diagnose`.
@@ -34,7 +43,9 @@ pub struct DiagnoseArgs {
     /// are reported, and the exit status is 2.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
-    /// Report format.
+    /// Report format: md or json, or the verdict as the body a tracing tool's API takes (otlp,
+    /// phoenix, langfuse; see docs/EXPORTS.md). An export needs the trace's span or trace ids and
+    /// fails (exit 2) naming what is missing.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ReportFormat,
     /// Write the report to this file instead of standard output (written atomically).
@@ -171,23 +182,28 @@ fn method_options(args: &DiagnoseArgs) -> MethodOptions {
     opts
 }
 
-/// The reports of several diagnoses in one format: Markdown reports separated by a rule, or one
-/// JSON object (one diagnosis) or array (several).
+/// The reports of several diagnoses in one format: Markdown reports separated by a rule, one
+/// JSON object (one diagnosis) or array (several), or one export body for all of them.
 ///
 /// # Errors
-/// Serialisation failure (not expected).
+/// An export the traces have no ids for ([`crate::export::ExportError`], naming what is
+/// missing); serialisation failure (not expected).
 pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyhow::Result<String> {
-    Ok(match format {
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let pretty = |v: serde_json::Value| -> anyhow::Result<String> { Ok(serde_json::to_string_pretty(&v)? + "\n") };
+    match format {
         ReportFormat::Md => {
             let parts: Vec<String> = results.iter().map(|(t, d)| report::to_markdown(t, d)).collect();
-            parts.join("\n---\n\n")
+            Ok(parts.join("\n---\n\n"))
         }
         ReportFormat::Json => {
             let values: Vec<serde_json::Value> = results.iter().map(|(t, d)| report::to_json(t, d)).collect();
-            let v = if values.len() == 1 { values.into_iter().next().expect("one") } else { values.into() };
-            serde_json::to_string_pretty(&v)? + "\n"
+            pretty(if values.len() == 1 { values.into_iter().next().expect("one") } else { values.into() })
         }
-    })
+        ReportFormat::Otlp => pretty(crate::export::otlp_logs(results, now())?),
+        ReportFormat::Phoenix => pretty(crate::export::phoenix_annotations(results)?),
+        ReportFormat::Langfuse => pretty(crate::export::langfuse_scores(results)?),
+    }
 }
 
 /// Writes a file atomically: a temporary file beside it, then a rename.
