@@ -101,3 +101,39 @@ fn a_bad_key_map_entry_names_the_file_the_action_and_what_was_expected() {
     assert_eq!(map.all_keys(falat::tui::action::Action::Quit), "Q", "a string is a one-key list");
     assert_eq!(map.all_keys(falat::tui::action::Action::Mark), "m");
 }
+
+#[cfg(feature = "tui")]
+#[test]
+fn the_tui_warns_of_a_bad_entry_in_the_user_s_keys_toml_and_keeps_the_rest() {
+    use falat::tui::{self, TuiOptions, app::Level};
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    std::fs::create_dir(&config).unwrap();
+    let keys = config.join("keys.toml");
+    std::fs::write(&keys, "[keys]\nquit = \"Q\"\nrun_all = 5\n").unwrap();
+    let trace =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/who-and-when-hand-crafted-47.json");
+    let opts = TuiOptions { config_dir: Some(config), ..TuiOptions::default() };
+    let app = tui::open(&trace, &opts, std::sync::Arc::new(falat::judge::heuristic::HeuristicJudge)).unwrap();
+    let status = app.status.clone().expect("a status");
+    assert_eq!(status.level, Level::Warn);
+    assert!(
+        status.text.contains(&format!(
+            "key map {}: run_all: expected a list of keys like [\"q\"], found an integer; the default keys are kept",
+            keys.display()
+        )),
+        "{}",
+        status.text
+    );
+    assert_eq!(app.keymap.all_keys(falat::tui::action::Action::Quit), "Q");
+    assert_eq!(app.keymap.all_keys(falat::tui::action::Action::RunAll), "a");
+}
+
+#[cfg(feature = "tui")]
+#[test]
+fn a_light_terminal_background_picks_the_light_theme_unless_one_is_set() {
+    use falat::tui::{Background, default_theme};
+    assert_eq!(default_theme(Some(Background::Light)), "light");
+    assert_eq!(default_theme(Some(Background::Dark)), "dark");
+    assert_eq!(default_theme(None), "dark", "a terminal that does not answer keeps the dark default");
+}
