@@ -191,11 +191,9 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let dir = opts.config_dir.clone().or_else(config_dir);
     let mut problems = label_notes;
     let settings = Settings::load(dir.as_deref(), &mut problems);
-    let background = if opts.theme.is_none() && settings.theme.is_none() && opts.detect_background {
-        terminal_background()
-    } else {
-        None
-    };
+    // Under NO_COLOR every theme is monochrome: no need to ask the terminal.
+    let ask = opts.detect_background && !theme::no_color_requested();
+    let background = if opts.theme.is_none() && settings.theme.is_none() && ask { terminal_background() } else { None };
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), background, &mut problems)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut problems)?;
     let mut places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
