@@ -66,8 +66,8 @@ pub struct TuiOptions {
     /// config file's `theme`, else the terminal's background (with `detect_background`), else
     /// `dark`.
     pub theme: Option<String>,
-    /// With no theme given or configured, ask the terminal for its background colour (an OSC 11
-    /// query with a short timeout, only when stdout is a terminal) and take `light` on a light
+    /// With no theme given or configured, ask the terminal for its colours (OSC 10/11 queries
+    /// with a short timeout, only when stdout is a terminal) and take `light` on a light
     /// one. Off by default (tests, library use); `falat open` sets it.
     pub detect_background: bool,
     /// Read the trace as this format instead of detecting it.
@@ -241,8 +241,8 @@ impl Settings {
     }
 }
 
-/// The terminal's background, light or dark, from an OSC 11 query (terminal-colorsaurus, with
-/// its short timeout) when stdout is a terminal; `None` when it is not or the terminal does not
+/// The terminal's background, light or dark, from OSC 10/11 colour queries (terminal-colorsaurus
+/// compares the foreground's and background's luminance; a DA1 request bounds the wait) when stdout is a terminal; `None` when it is not or the terminal does not
 /// answer.
 fn terminal_background() -> Option<Background> {
     use std::io::IsTerminal;
