@@ -12,6 +12,7 @@ pub mod cli;
 pub mod diagnosis;
 pub mod eval;
 pub mod evidence;
+pub mod export;
 pub mod fsutil;
 pub mod graph;
 pub mod hierarchy;

@@ -137,6 +137,10 @@ pub struct StepIds {
     pub parent: Option<String>,
     /// Reference ids: tool-call ids, call ids, hand-off or spawn targets.
     pub refs: Vec<String>,
+    /// The 1-based line of the file the step was read from, for line-based formats whose lines
+    /// are records (falat JSONL, Codex rollouts; a spawned thread's steps give the line in the
+    /// thread's own file); `None` elsewhere.
+    pub line: Option<usize>,
 }
 
 /// Token counts reported by the format for one step.

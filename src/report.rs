@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Role, Rule};
+use crate::export;
 use crate::model::Trajectory;
 use crate::text;
 
@@ -53,11 +54,13 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
             "agents": t.agent_names(),
             "expected_output": t.expected_output,
             "observed_output": t.observed_output,
+            "trace_id": export::trace_id(t),
         },
         "method": d.method.as_str(),
         "judge": d.judge,
         "used_ground_truth": d.used_ground_truth,
         "decisive_step": d.decisive_step,
+        "decisive_source": d.decisive_step.map(|s| source(t, s)),
         "agent": d.agent,
         "category": d.category.as_str(),
         "reason": d.reason,
@@ -68,15 +71,21 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
             "step": r.step,
             "agent": r.agent,
             "probability": round3(r.probability),
+            "source": source(t, r.step),
         })).collect::<Vec<_>>(),
         "agent_ranking": d.agent_ranking().into_iter().map(|(a, p)| json!({
             "agent": a,
             "probability": round3(p),
         })).collect::<Vec<_>>(),
-        "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
+        "roles": d.roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str(), "source": source(t, *s)})).collect::<Vec<_>>(),
         "path": d.path,
+        "path_sources": d.path.iter().map(|s| source(t, *s)).collect::<Vec<_>>(),
         "final_output_step": d.final_output_step,
-        "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
+        "candidates": d.candidates.iter().map(|c| {
+            let mut v = candidate_json(c);
+            v["source"] = source(t, c.step);
+            v
+        }).collect::<Vec<_>>(),
         "cost": {
             "stages": d.cost.iter().map(|s| json!({
                 "stage": s.stage.as_str(),
@@ -96,7 +105,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "warnings": d.warnings,
         "fallback": d.fallback,
         "details": d.details.iter().map(detail_json).collect::<Vec<_>>(),
-        "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason})),
+        "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason, "source": g.step.map(|s| source(t, s))})),
     })
 }
 
@@ -149,6 +158,43 @@ fn explanation_json(d: &Diagnosis) -> Value {
             v
         }).collect::<Vec<_>>(),
     })
+}
+
+/// The source ids of a step as a JSON object (`docs/REPORT_SCHEMA.md`, "Source ids").
+fn source(t: &Trajectory, step: usize) -> Value {
+    export::step_source(t, step).to_json()
+}
+
+/// The "Source ids" section: every step the report names, with the ids it has in the source
+/// file (trace id as written, span / observation / message id, file line), so the verdict can be
+/// found in the tool that recorded the trace. Nothing when the format gives no ids.
+fn sources_section(out: &mut String, t: &Trajectory, d: &Diagnosis) {
+    let mut named: Vec<usize> = d.decisive_step.into_iter().collect();
+    named.extend(d.ranking.iter().take(RANKED_SHOWN).map(|r| r.step));
+    named.extend(d.roles.iter().map(|(s, _)| *s));
+    named.extend(d.candidates.iter().map(|c| c.step));
+    named.extend(d.path.iter().copied());
+    named.extend(t.gold.as_ref().and_then(|g| g.step));
+    named.sort_unstable();
+    named.dedup();
+    let rows: Vec<(usize, export::StepSource)> =
+        named.into_iter().map(|s| (s, export::step_source(t, s))).filter(|(_, src)| !src.is_empty()).collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n## Source ids\n\n");
+    if let Some(tr) = export::trace_id(t) {
+        out.push_str(&format!("Trace id: `{}`\n\n", inline(tr)));
+    }
+    out.push_str("| step | agent | id | line |\n| ---: | --- | --- | ---: |\n");
+    for (s, src) in rows {
+        let id = src.id.as_deref().map_or("-".to_string(), |i| format!("{} `{}`", src.id_key, inline(i)));
+        out.push_str(&format!(
+            "| {s} | {} | {id} | {} |\n",
+            cell(&t.steps[s].agent),
+            src.line.map_or("-".to_string(), |l| l.to_string())
+        ));
+    }
 }
 
 /// A method detail as a JSON object: `kind`, `title`, the typed fields of its kind, and the
@@ -321,6 +367,7 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     roles(&mut out, t, d);
     candidates(&mut out, d);
     path_and_cost(&mut out, d);
+    sources_section(&mut out, t, d);
     if !d.warnings.is_empty() {
         out.push_str("\n## Warnings\n\n");
         for w in &d.warnings {
@@ -353,6 +400,10 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         None => out.push_str("No decisive step could be named.\n"),
     }
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
+        let src = export::step_source(t, s.index);
+        if !src.is_empty() {
+            out.push_str(&format!("\nIn the source: {}\n", cell(&src.describe())));
+        }
         // The whole step, quoted: the reader of a ticket sees what the verdict is about.
         out.push('\n');
         out.push_str(&quote_all(&s.content));

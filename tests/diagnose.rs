@@ -40,7 +40,9 @@ fn algorithm_generated_10_finds_the_invented_census_figures() {
     assert_eq!(d.category, "hallucination");
     assert_eq!(d.role_of(5), Some(falat::diagnosis::Role::RootCause));
     insta::assert_snapshot!("report_ag10_md", report::to_markdown(&t, &d));
-    insta::assert_json_snapshot!("report_ag10_json", report::to_json(&t, &d));
+    // serde_json writes the JSON: insta's own serialiser would see serde_json's
+    // `arbitrary_precision` numbers as maps.
+    insta::assert_snapshot!("report_ag10_json", serde_json::to_string_pretty(&report::to_json(&t, &d)).unwrap());
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! End to end in a real pseudo-terminal (portable-pty + vt100): the `falat` binary opens a
 //! bundled Who&When sample, runs the whole pipeline by keys and quits; Ctrl-C and a panic
-//! restore the terminal too. Waits poll the screen with a timeout (no fixed sleeps).
+//! restore the terminal too; a light terminal gets the light theme. Waits poll the screen with a timeout (no fixed sleeps).
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
@@ -237,4 +237,45 @@ fn without_a_terminal_on_stdout_it_says_so_in_one_line_before_any_output() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains("not a terminal") && !err.contains('\u{1b}'), "{err}");
+}
+
+/// The colour of the header's first cell.
+fn header_bg(t: &Term) -> vt100::Color {
+    t.parser.lock().expect("parser").screen().cell(0, 0).map_or(vt100::Color::Default, |c| c.bgcolor())
+}
+
+/// Answers the colour query falat sends when no theme is set (terminal-colorsaurus: OSC 10 and
+/// OSC 11 for the foreground and background colours, then a DA1 request as the sentinel) with
+/// `foreground` and `background`, as a terminal does.
+fn answer_colour_query(t: &mut Term, foreground: &str, background: &str) {
+    let start = Instant::now();
+    while !String::from_utf8_lossy(&t.raw.lock().expect("raw")).contains("\u{1b}]11;?") {
+        assert!(start.elapsed() < TIMEOUT, "no OSC 11 query was sent");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.send(&format!("\u{1b}]10;{foreground}\u{7}\u{1b}]11;{background}\u{7}\u{1b}[?62;22c"));
+}
+
+#[test]
+fn a_terminal_with_a_light_background_gets_the_light_theme_unless_one_is_given() {
+    let (_trace_dir, trace) = fixture_copy("hand-crafted-1.json");
+    // themes/light.toml and themes/dark.toml: header = { bg = "#e4e8ef" } / { bg = "#1f2530" }.
+    let light = vt100::Color::Rgb(0xe4, 0xe8, 0xef);
+    let dark = vt100::Color::Rgb(0x1f, 0x25, 0x30);
+    let (black, white) = ("rgb:0000/0000/0000", "rgb:ffff/ffff/ffff");
+    for (foreground, background, want) in [(black, white, light), (white, black, dark)] {
+        let mut t = Term::spawn(falat(), &["open", &trace], &[]);
+        answer_colour_query(&mut t, foreground, background);
+        t.wait_for(&[" Phases ", "ready · a runs the whole pipeline"]);
+        assert_eq!(header_bg(&t), want, "{background}");
+        t.send("q");
+        t.wait_exit();
+    }
+    // --theme wins, and no query is sent then.
+    let mut t = Term::spawn(falat(), &["--theme", "dark", &trace], &[]);
+    t.wait_for(&[" Phases ", "ready · a runs the whole pipeline"]);
+    assert_eq!(header_bg(&t), dark);
+    assert!(!String::from_utf8_lossy(&t.raw.lock().expect("raw")).contains("\u{1b}]11;?"), "queried despite --theme");
+    t.send("q");
+    t.wait_exit();
 }

@@ -28,6 +28,15 @@ pub enum ReportFormat {
     Json,
     /// JSON Lines: one `falat.diagnosis/v1` object per line, per trajectory and method.
     Jsonl,
+    /// OTLP/JSON log records (`ExportLogsServiceRequest`, for `POST /v1/logs` of an OTLP
+    /// receiver) on the decisive step's span (docs/EXPORTS.md).
+    Otlp,
+    /// Arize Phoenix span annotations (`POST /v1/span_annotations` body) on the decisive step's
+    /// span.
+    Phoenix,
+    /// Langfuse scores (a JSON array of `POST /api/public/scores` bodies) on the trace and the
+    /// decisive step's observation.
+    Langfuse,
 }
 
 /// Arguments of `falat diagnose`.
@@ -40,7 +49,9 @@ pub struct DiagnoseArgs {
     /// skipped with a note, so `diagnose dir/*.json` takes the traces only.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
-    /// Report format.
+    /// Report format: md or json, or the verdict as the body a tracing tool's API takes (otlp,
+    /// phoenix, langfuse; see docs/EXPORTS.md). An export needs the trace's span or trace ids and
+    /// fails (exit 2) naming what is missing.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ReportFormat,
     /// Write the report to this file instead of standard output: a regular file is replaced
@@ -275,13 +286,17 @@ fn method_options(args: &DiagnoseArgs) -> MethodOptions {
 
 /// The reports of several diagnoses in one format: Markdown reports separated by a rule (each
 /// heading names its method when several methods ran), a JSON array (always an array, one
-/// element per trajectory and method), or JSON Lines (one object per line). JSON text has the
-/// characters a terminal acts on escaped ([`crate::text::escape_json_controls`]).
+/// element per trajectory and method), JSON Lines (one object per line), or one export body for
+/// all of them. JSON text has the characters a terminal acts on escaped
+/// ([`crate::text::escape_json_controls`]).
 ///
 /// # Errors
-/// Serialisation failure (not expected).
+/// An export the traces have no ids for ([`crate::export::ExportError`], naming what is
+/// missing); serialisation failure (not expected).
 pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyhow::Result<String> {
-    Ok(match format {
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let pretty = |v: serde_json::Value| -> anyhow::Result<String> { Ok(serde_json::to_string_pretty(&v)? + "\n") };
+    match format {
         ReportFormat::Md => {
             let methods: std::collections::BTreeSet<_> = results.iter().map(|(_, d)| d.method).collect();
             let parts: Vec<String> = results
@@ -295,11 +310,11 @@ pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyh
                     }
                 })
                 .collect();
-            parts.join("\n---\n\n")
+            Ok(parts.join("\n---\n\n"))
         }
         ReportFormat::Json => {
             let values: Vec<serde_json::Value> = results.iter().map(|(t, d)| report::to_json(t, d)).collect();
-            crate::text::escape_json_controls(&serde_json::to_string_pretty(&values)?) + "\n"
+            Ok(crate::text::escape_json_controls(&serde_json::to_string_pretty(&values)?) + "\n")
         }
         ReportFormat::Jsonl => {
             let mut text = String::new();
@@ -307,7 +322,10 @@ pub fn render(results: &[(Trajectory, Diagnosis)], format: ReportFormat) -> anyh
                 text.push_str(&crate::text::escape_json_controls(&serde_json::to_string(&report::to_json(t, d))?));
                 text.push('\n');
             }
-            text
+            Ok(text)
         }
-    })
+        ReportFormat::Otlp => pretty(crate::export::otlp_logs(results, now())?),
+        ReportFormat::Phoenix => pretty(crate::export::phoenix_annotations(results)?),
+        ReportFormat::Langfuse => pretty(crate::export::langfuse_scores(results)?),
+    }
 }

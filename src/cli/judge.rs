@@ -52,7 +52,8 @@ pub struct JudgeArgs {
     /// Concurrent LLM requests.
     #[arg(long, value_name = "N")]
     pub llm_jobs: Option<usize>,
-    /// A config file with an [llm] table (base_url, model, api_key_env, ...).
+    /// A config file with an [llm] table (base_url, model, api_key_env, ...; docs/CONFIG.md).
+    /// Default: $FALAT_CONFIG, else ~/.config/falat/config.toml when it exists.
     #[arg(long, value_name = "FILE")]
     pub llm_config: Option<PathBuf>,
 }
@@ -74,6 +75,7 @@ impl JudgeArgs {
             replay: self.replay.clone(),
             dry_run,
             config_file: self.llm_config.clone(),
+            default_config_file: super::config_dir().map(|d| d.join("config.toml")),
             ..LlmArgs::default()
         };
         Ok(LlmConfig::from_env_and_args(&args, |k| std::env::var(k).ok())?)

@@ -5,10 +5,12 @@
 //! write their results to `out` (stdout in the binary, a buffer in tests) and return the process
 //! exit code; errors go back to `main`, which prints them and exits with 2.
 
+pub mod completions;
 pub mod diagnose;
 pub mod eval;
 pub mod inspect;
 pub mod judge;
+pub mod man;
 pub mod open;
 pub mod train;
 
@@ -27,6 +29,12 @@ pub struct Cli {
     /// (warnings are always shown; `RUST_LOG` overrides this).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Colour theme of the terminal debugger: dark, light, high-contrast, or a theme file
+    /// (default: the config file's `theme`, else light when the terminal reports a light
+    /// background, else dark). `NO_COLOR` turns colours off. Accepted anywhere on the command
+    /// line; other commands than `open` ignore it.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub theme: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -49,6 +57,10 @@ pub enum Command {
     /// Fit the step ranker on the tune part of labelled folders and write its model file
     /// (default: rebuild models/step_ranker.json from the bundled data).
     Train(train::TrainArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff, section 1) to stdout: `falat man | man -l -`.
+    Man(man::ManArgs),
 }
 
 impl Cli {
@@ -102,10 +114,21 @@ impl Cli {
 /// command and suggests a similar one.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
-    // `-v`, `-vv`, `--verbose` may come before the command or trace.
+    // Global options (`-v`, `-vv`, `--verbose`, `--theme NAME`, `--theme=NAME`) may come before
+    // the command or trace.
     let is_verbose =
         |a: &str| a == "--verbose" || (a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v'));
-    let Some(at) = (1..args.len()).find(|&i| args[i].to_str().is_none_or(|a| !is_verbose(a))) else { return args };
+    let mut at = 1;
+    while let Some(a) = args.get(at).and_then(|a| a.to_str()) {
+        match a {
+            "--theme" => at += 2,
+            _ if a.starts_with("--theme=") || is_verbose(a) => at += 1,
+            _ => break,
+        }
+    }
+    if at >= args.len() {
+        return args;
+    }
     let Some(first) = args[at].to_str() else { return args };
     let cmd = Cli::command();
     let known = first.starts_with('-')
@@ -132,10 +155,12 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect::run(&args, out),
-        Command::Open(args) => open::run(&args, out),
+        Command::Open(args) => open::run(&args, cli.theme.as_deref(), out),
         Command::Diagnose(args) => diagnose::run(&args, out),
         Command::Eval(args) => eval::run(&args, out),
         Command::Train(args) => train::run(&args, out),
+        Command::Completions(args) => completions::run(&args, out),
+        Command::Man(args) => man::run(&args, out),
     }
 }
 
@@ -153,6 +178,16 @@ pub fn missing_feature(what: &str, feature: &str) -> anyhow::Error {
 /// and quote keys and ids from traces, which must not drive the terminal.
 pub fn note(message: &str) {
     eprintln!("falat: {}", crate::text::sanitize(message));
+}
+
+/// The user's config folder, which holds `config.toml` and `keys.toml` (`docs/CONFIG.md`):
+/// `$XDG_CONFIG_HOME/falat`, else `~/.config/falat`; `None` without either variable.
+pub fn config_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
+    Some(base.join("falat"))
 }
 
 /// Whether an error chain ends in a broken pipe (`falat inspect x | head`), which is no error.

@@ -1,5 +1,5 @@
 //! `falat TRACE` / `falat open TRACE [--theme NAME] [--format F] [--keymap FILE] [--method M]`: the
-//! TUI.
+//! TUI (`--theme` is a global option of [`super::Cli`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,10 +21,6 @@ pub struct OpenArgs {
     /// apart from the other runs' (`TRACE#ID.falat.json`).
     #[arg(long, short = 't', value_name = "ID")]
     pub trajectory: Option<String>,
-    /// Colour theme: dark, light, high-contrast, or a theme file (default: the config file's
-    /// `theme`, else dark). `NO_COLOR` turns colours off.
-    #[arg(long, value_name = "NAME")]
-    pub theme: Option<String>,
     /// The trace format (default: detected); names as for `falat inspect --format`. Also
     /// `--trace-format`, as in `falat diagnose`.
     #[arg(long, visible_alias = "trace-format", short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
@@ -64,13 +60,14 @@ fn parse_method(s: &str) -> Result<Method, String> {
 /// # Errors
 /// The trace cannot be loaded, or the terminal cannot be set up.
 #[cfg(feature = "tui")]
-pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
+pub fn run(args: &OpenArgs, theme: Option<&str>, _out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = match &args.format {
         FormatChoice::Force(f) => Some(*f),
         FormatChoice::Detect(_) => None,
     };
     let opts = TuiOptions {
-        theme: args.theme.clone(),
+        theme: theme.map(str::to_string),
+        detect_background: true,
         format,
         keymap: args.keymap.clone(),
         ground_truth: !args.no_ground_truth,
@@ -95,6 +92,6 @@ pub fn run(args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
 /// # Errors
 /// Always.
 #[cfg(not(feature = "tui"))]
-pub fn run(_args: &OpenArgs, _out: &mut dyn Write) -> anyhow::Result<i32> {
+pub fn run(_args: &OpenArgs, _theme: Option<&str>, _out: &mut dyn Write) -> anyhow::Result<i32> {
     Err(super::missing_feature("`falat open`", "tui"))
 }

@@ -443,7 +443,7 @@ impl Reader {
             ids: StepIds {
                 id: v.get("uuid").and_then(Value::as_str).map(str::to_string),
                 parent: v.get("parentUuid").and_then(Value::as_str).map(str::to_string),
-                refs: Vec::new(),
+                ..StepIds::default()
             },
             timestamp: v.get("timestamp").and_then(Value::as_str).map(str::to_string),
             is_error: api_error,

@@ -529,7 +529,7 @@ impl Reader {
             role: role.to_string(),
             kind,
             content,
-            ids: StepIds { id: Some(self.line.to_string()), ..StepIds::default() },
+            ids: StepIds { id: Some(self.line.to_string()), line: Some(self.line), ..StepIds::default() },
             timestamp: ts.map(str::to_string),
             ..Step::default()
         });

@@ -99,10 +99,11 @@ impl Reader {
     }
 
     fn step_line(&mut self, line: usize, v: &Value, ordinal: usize) {
-        let step = match parse_step(v) {
+        let mut step = match parse_step(v) {
             Ok(s) => s,
             Err(e) => return self.note(line, format!("{e}; record skipped")),
         };
+        step.ids.line = Some(line);
         let at = self.t.steps.len();
         self.link(line, &step, at);
         if let Some(id) = &step.ids.id {
@@ -231,7 +232,7 @@ pub fn parse_step(v: &Value) -> Result<Step, String> {
         delegate_to: text(obj, "delegate_to")?,
         tool_name: text(obj, "tool_name")?,
         timestamp: text(obj, "timestamp")?,
-        ids: StepIds { id: id(obj, "id")?, parent: id(obj, "parent")?, refs: refs(obj)? },
+        ids: StepIds { id: id(obj, "id")?, parent: id(obj, "parent")?, refs: refs(obj)?, line: None },
         tokens: tokens(obj)?,
         is_error: match obj.get("is_error") {
             None | Some(Value::Null) => false,

@@ -325,7 +325,7 @@ fn call_step(base: &Step, id: Option<String>, name: String, args: String) -> Ste
         kind: StepKind::ToolCall,
         content: format!("{name}({args})"),
         tool_name: Some(name),
-        ids: crate::model::StepIds { id: base.ids.id.clone(), parent: None, refs: id.into_iter().collect() },
+        ids: crate::model::StepIds { id: base.ids.id.clone(), refs: id.into_iter().collect(), ..Default::default() },
         ..base.clone()
     }
 }

@@ -267,7 +267,7 @@ pub fn list_span(v: &Value, at: &str) -> Result<RawSpan, String> {
     let name = obj.get("name").map(value_text).unwrap_or_default();
     let start = obj.get("start_time").map(value_text);
     let mut span = RawSpan {
-        trace_id: ctx.and_then(|c| c.get("trace_id")).or_else(|| obj.get("trace_id")).and_then(norm_id),
+        trace_id: ctx.and_then(|c| c.get("trace_id")).or_else(|| obj.get("trace_id")).and_then(trace_id),
         parent_id,
         kind: obj.get("kind").and_then(kind_name),
         sort_key: start.as_deref().map(sort_key),
@@ -386,6 +386,46 @@ pub fn norm_id(v: &Value) -> Option<String> {
         _ => return None,
     };
     (!id.is_empty() && id.chars().any(|c| c != '0')).then_some(id)
+}
+
+/// A trace id of a span list as the file writes it: a decimal integer (any-agent dumps the OTel
+/// SDK's 128-bit `int`) is kept digit for digit, never re-typed through a float (serde_json's
+/// `arbitrary_precision` keeps the number's text); a string is normalised as by [`norm_id`].
+/// [`otel_id`] turns either into the hex of OTLP.
+pub fn trace_id(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => {
+            let text = n.to_string();
+            (text.bytes().all(|b| b.is_ascii_digit()) && text.bytes().any(|b| b != b'0')).then_some(text)
+        }
+        other => norm_id(other),
+    }
+}
+
+/// An id as OTLP/JSON writes it: `bytes` (16 for a trace id, 8 for a span id) as lowercase hex.
+/// Accepts hex of that length (a `0x` prefix dropped), a decimal integer that fits (any-agent),
+/// and a UUID (with or without dashes) for a 16-byte id; `None` for anything else or an all-zero
+/// id.
+pub fn otel_id(id: &str, bytes: usize) -> Option<String> {
+    let id = id.trim();
+    let id = id.strip_prefix("0x").unwrap_or(id);
+    let hex: String = if bytes == 16 && id.len() == 36 && id.matches('-').count() == 4 {
+        id.replace('-', "")
+    } else {
+        id.to_string()
+    };
+    let out = if hex.len() == bytes * 2 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        hex.to_ascii_lowercase()
+    } else if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u128 = id.parse().ok()?;
+        if bytes < 16 && n >> (bytes * 8) != 0 {
+            return None;
+        }
+        format!("{n:0width$x}", width = bytes * 2)
+    } else {
+        return None;
+    };
+    out.bytes().any(|b| b != b'0').then_some(out)
 }
 
 fn norm_id_str(s: &str) -> Option<String> {
@@ -563,6 +603,19 @@ mod tests {
         assert_eq!(norm_id(&json!(236_999_999_999u64)).unwrap(), "000000372e4d01ff");
         assert_eq!(norm_id(&json!("")), None);
         assert_eq!(norm_id(&json!("0000000000000000")), None);
+    }
+
+    #[test]
+    fn trace_ids_keep_their_text_and_convert_to_otlp_hex() {
+        let big: Value = serde_json::from_str("100927429609276267646756448943279827607").unwrap();
+        assert_eq!(trace_id(&big).unwrap(), "100927429609276267646756448943279827607");
+        assert_eq!(otel_id("100927429609276267646756448943279827607", 16).unwrap(), "4bedea77bb33b9c5f280371eae21ea97");
+        assert_eq!(otel_id("9295669169508793927", 8).unwrap(), "8100d9dbee1f3e47");
+        assert_eq!(otel_id("0x81013C7B8EBD6647", 8).unwrap(), "81013c7b8ebd6647");
+        assert_eq!(otel_id("3c0e9d8c-1b0f-4c8e-9a4e-2f6f1b9b7d11", 16).unwrap(), "3c0e9d8c1b0f4c8e9a4e2f6f1b9b7d11");
+        assert_eq!(otel_id("100927429609276267646756448943279827607", 8), None, "too wide for a span id");
+        assert_eq!(otel_id("toolu_01", 8), None);
+        assert_eq!(otel_id("0000000000000000", 8), None);
     }
 
     #[test]

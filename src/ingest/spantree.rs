@@ -591,7 +591,7 @@ impl Emitter {
             role: n.role.clone(),
             kind,
             content,
-            ids: StepIds { id: Some(n.id.clone()), parent: n.parent.clone(), refs: Vec::new() },
+            ids: StepIds { id: Some(n.id.clone()), parent: n.parent.clone(), ..StepIds::default() },
             timestamp: n.timestamp.clone(),
             ..Step::default()
         });

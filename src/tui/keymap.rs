@@ -145,8 +145,34 @@ impl fmt::Display for Key {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KeyFile {
+    /// Action name to its keys: a list of key names, or one key name as a string.
     #[serde(default)]
-    keys: BTreeMap<String, Vec<String>>,
+    keys: BTreeMap<String, toml::Value>,
+}
+
+/// The key names of one entry: a list of strings, or one string as a one-key list; otherwise a
+/// message saying what was expected (`expected a list of keys like ["q"], found an integer`).
+fn entry_keys(value: toml::Value) -> Result<Vec<String>, String> {
+    let found = |v: &toml::Value| match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "a list",
+        toml::Value::Table(_) => "a table",
+    };
+    match value {
+        toml::Value::String(s) => Ok(vec![s]),
+        toml::Value::Array(items) => items
+            .into_iter()
+            .map(|i| match i {
+                toml::Value::String(s) => Ok(s),
+                other => Err(format!("expected a list of keys like [\"q\"], found a list holding {}", found(&other))),
+            })
+            .collect(),
+        other => Err(format!("expected a list of keys like [\"q\"], found {}", found(&other))),
+    }
 }
 
 /// Keys to actions, and each action's keys in the order written (for help and hints).
@@ -166,7 +192,9 @@ impl KeyMap {
     }
 
     /// The default map with a user file applied. Bad entries are skipped and returned as
-    /// problems (lowercase messages); only an unreadable or non-TOML file is an error.
+    /// problems naming the file and the entry (`key map ~/.config/falat/keys.toml: quit: expected
+    /// a list of keys like ["q"], found an integer`); only an unreadable or non-TOML file is an
+    /// error.
     ///
     /// # Errors
     /// When the file cannot be read or is not a key map.
@@ -174,6 +202,7 @@ impl KeyMap {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read key map {}", path.display()))?;
         let mut map = KeyMap::default_map();
         let problems = map.apply_toml(&text).with_context(|| format!("key map {}", path.display()))?;
+        let problems = problems.into_iter().map(|p| format!("key map {}: {p}", path.display())).collect();
         Ok((map, problems))
     }
 
@@ -184,10 +213,17 @@ impl KeyMap {
     pub fn apply_toml(&mut self, text: &str) -> anyhow::Result<Vec<String>> {
         let file: KeyFile = toml::from_str(text)?;
         let mut problems = Vec::new();
-        for (name, keys) in file.keys {
+        for (name, value) in file.keys {
             let Ok(action) = serde_json::from_value::<Action>(serde_json::Value::String(name.clone())) else {
                 problems.push(format!("unknown action '{name}'"));
                 continue;
+            };
+            let keys = match entry_keys(value) {
+                Ok(k) => k,
+                Err(e) => {
+                    problems.push(format!("{name}: {e}; the default keys are kept"));
+                    continue;
+                }
             };
             let mut parsed = Vec::new();
             for k in keys {
@@ -252,8 +288,8 @@ pub fn default_user_path() -> Option<std::path::PathBuf> {
 pub fn check_default() -> anyhow::Result<()> {
     let file: KeyFile = toml::from_str(DEFAULT_KEYS)?;
     let mut seen: HashMap<Key, String> = HashMap::new();
-    for (name, keys) in file.keys {
-        for k in keys {
+    for (name, value) in file.keys {
+        for k in entry_keys(value).map_err(anyhow::Error::msg)? {
             let key = Key::parse(&k)?;
             if let Some(other) = seen.insert(key, name.clone()) {
                 bail!("key {key} is bound to both {other} and {name}");
@@ -309,6 +345,21 @@ mod tests {
         assert_eq!(map.action(&ev(KeyCode::Char('a'), KeyModifiers::NONE)), None);
         assert_eq!(map.action(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), None);
         assert_eq!(map.all_keys(Action::Quit), "(unbound)");
+    }
+
+    #[test]
+    fn a_key_given_as_a_string_is_a_one_key_list_and_other_values_say_what_was_expected() {
+        let mut map = KeyMap::default_map();
+        let problems = map.apply_toml("[keys]\nquit = \"Q\"\nmark = 3\nexclude = [\"X\", 4]\n").expect("valid toml");
+        assert_eq!(map.action(&ev(KeyCode::Char('Q'), KeyModifiers::SHIFT)), Some(Action::Quit));
+        assert_eq!(
+            problems,
+            [
+                "exclude: expected a list of keys like [\"q\"], found a list holding an integer; the default keys are kept",
+                "mark: expected a list of keys like [\"q\"], found an integer; the default keys are kept",
+            ]
+        );
+        assert_eq!(map.all_keys(Action::Mark), "m", "a bad entry keeps the default keys");
     }
 
     #[test]

@@ -63,8 +63,13 @@ use crate::model::SourceFormat;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TuiOptions {
     /// A built-in theme (`dark`, `light`, `high-contrast`) or a theme file; `None` uses the
-    /// config file's `theme`, else `dark`.
+    /// config file's `theme`, else the terminal's background (with `detect_background`), else
+    /// `dark`.
     pub theme: Option<String>,
+    /// With no theme given or configured, ask the terminal for its colours (OSC 10/11 queries
+    /// with a short timeout, only when stdout is a terminal) and take `light` on a light
+    /// one. Off by default (tests, library use); `falat open` sets it.
+    pub detect_background: bool,
     /// Read the trace as this format instead of detecting it.
     pub format: Option<SourceFormat>,
     /// A key map file; `None` uses `keys.toml` in the config folder when it exists.
@@ -94,6 +99,7 @@ impl Default for TuiOptions {
     fn default() -> TuiOptions {
         TuiOptions {
             theme: None,
+            detect_background: false,
             format: None,
             keymap: None,
             ground_truth: true,
@@ -183,9 +189,13 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         notes.push(format!("{} load warnings, first: {}", loaded.diagnostics.len(), app::clean(&first.to_string())));
     }
     let dir = opts.config_dir.clone().or_else(config_dir);
-    let settings = Settings::load(dir.as_deref(), &mut notes);
-    let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), &mut notes)?;
-    let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut notes)?;
+    let mut problems = label_notes;
+    let settings = Settings::load(dir.as_deref(), &mut problems);
+    // Under NO_COLOR every theme is monochrome: no need to ask the terminal.
+    let ask = opts.detect_background && !theme::no_color_requested();
+    let background = if opts.theme.is_none() && settings.theme.is_none() && ask { terminal_background() } else { None };
+    let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), background, &mut problems)?;
+    let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut problems)?;
     let mut places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
     if index > 0 {
         places = places.for_run(&traj.id);
@@ -196,7 +206,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         keymap,
         ground_truth: opts.ground_truth,
         notes,
-        problems: label_notes,
+        problems,
         show_timings: true,
         method: opts.method,
         places,
@@ -207,11 +217,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
 
 /// The user's config folder: `$XDG_CONFIG_HOME/falat` or `~/.config/falat`.
 pub fn config_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("falat"))
+    crate::cli::config_dir()
 }
 
 /// The TUI's part of `config.toml` (other keys belong to other commands and are ignored).
@@ -235,14 +241,52 @@ impl Settings {
     }
 }
 
-fn resolve_theme(option: Option<&str>, config: Option<&str>, notes: &mut Vec<String>) -> anyhow::Result<theme::Theme> {
+/// The terminal's background, light or dark, from OSC 10/11 colour queries (terminal-colorsaurus
+/// compares the foreground's and background's luminance; a DA1 request bounds the wait) when stdout is a terminal; `None` when it is not or the terminal does not
+/// answer.
+fn terminal_background() -> Option<Background> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    match terminal_colorsaurus::theme_mode(terminal_colorsaurus::QueryOptions::default()).ok()? {
+        terminal_colorsaurus::ThemeMode::Light => Some(Background::Light),
+        terminal_colorsaurus::ThemeMode::Dark => Some(Background::Dark),
+    }
+}
+
+/// The background colour a terminal reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Background {
+    /// A light background: the `light` theme is the default.
+    Light,
+    /// A dark background: the `dark` theme is the default.
+    Dark,
+}
+
+/// The built-in theme used when neither `--theme` nor the config file names one: `light` on a
+/// light background, else `dark` (also when the terminal did not say).
+pub fn default_theme(background: Option<Background>) -> &'static str {
+    match background {
+        Some(Background::Light) => "light",
+        Some(Background::Dark) | None => "dark",
+    }
+}
+
+fn resolve_theme(
+    option: Option<&str>,
+    config: Option<&str>,
+    background: Option<Background>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<theme::Theme> {
+    let fallback = default_theme(background);
     let theme = match (option, config) {
         (Some(spec), _) => theme::Theme::resolve(spec)?,
         (None, Some(spec)) => theme::Theme::resolve(spec).unwrap_or_else(|e| {
             notes.push(format!("config theme ignored: {e:#}"));
-            theme::Theme::builtin("dark").expect("built-in dark theme")
+            theme::Theme::builtin(fallback).expect("built-in theme")
         }),
-        (None, None) => theme::Theme::builtin("dark")?,
+        (None, None) => theme::Theme::builtin(fallback)?,
     };
     Ok(if theme::no_color_requested() { theme.monochrome() } else { theme })
 }
@@ -258,9 +302,7 @@ fn resolve_keymap(
             .unwrap_or_else(|e| (keymap::KeyMap::default_map(), vec![format!("{e:#}")])),
         (None, None) => (keymap::KeyMap::default_map(), Vec::new()),
     };
-    if !problems.is_empty() {
-        notes.push(format!("key map: {}", problems.join(", ")));
-    }
+    notes.extend(problems);
     Ok(map)
 }
 

@@ -103,9 +103,11 @@ impl LlmConfig {
         }
     }
 
-    /// Builds the config from command-line values, then the environment (`OPENAI_BASE_URL`,
-    /// [`CONFIG_ENV`]), then the config file's `[llm]` table (`base_url`, `model`, `api_key_env`,
-    /// `timeout_secs`, `retries`, `jobs`, `token_budget`), then the defaults of [`LlmConfig::new`].
+    /// Builds the config from command-line values, then the environment (`OPENAI_BASE_URL`),
+    /// then the config file's `[llm]` table (`base_url` or `url`, `model`, `api_key_env`,
+    /// `timeout_secs`, `retries`, `jobs`, `token_budget`; `docs/CONFIG.md`), then the defaults of
+    /// [`LlmConfig::new`]. The config file is `--llm-config FILE`, else [`CONFIG_ENV`], else
+    /// `args.default_config_file` when it exists.
     /// `env` reads an environment variable (pass `|k| std::env::var(k).ok()`).
     ///
     /// # Errors
@@ -113,12 +115,19 @@ impl LlmConfig {
     /// dry-running),
     /// [`LlmError::BadUrl`], [`LlmError::NoModel`], [`LlmError::ConfigFile`].
     pub fn from_env_and_args(args: &LlmArgs, env: impl Fn(&str) -> Option<String>) -> Result<LlmConfig, LlmError> {
-        let file_path = args.config_file.clone().or_else(|| env(CONFIG_ENV).map(PathBuf::from));
+        let file_path = args
+            .config_file
+            .clone()
+            .or_else(|| env(CONFIG_ENV).map(PathBuf::from))
+            .or_else(|| args.default_config_file.clone().filter(|p| p.is_file()));
         let file = match &file_path {
             Some(p) => read_config_file(p)?,
             None => toml::Table::new(),
         };
-        let fs = |k: &str| file.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let fs = |k: &str| {
+            let alias = (k == "base_url").then(|| file.get("url")).flatten();
+            file.get(k).or(alias).and_then(|v| v.as_str()).map(str::to_string)
+        };
         let fi = |k: &str| file.get(k).and_then(|v| v.as_integer()).and_then(|i| u64::try_from(i).ok());
         let base_url = args.llm_url.clone().or_else(|| env("OPENAI_BASE_URL")).or_else(|| fs("base_url"));
         if let Some(u) = &base_url {
@@ -144,15 +153,44 @@ impl LlmConfig {
     }
 }
 
+/// The keys of the `[llm]` table: string keys, then non-negative integer keys (`docs/CONFIG.md`).
+const STRING_KEYS: [&str; 4] = ["base_url", "url", "model", "api_key_env"];
+const INTEGER_KEYS: [&str; 4] = ["timeout_secs", "retries", "jobs", "token_budget"];
+
 fn read_config_file(p: &Path) -> Result<toml::Table, LlmError> {
     let err = |message: String| LlmError::ConfigFile { path: p.display().to_string(), message };
     let text = std::fs::read_to_string(p).map_err(|e| err(e.to_string()))?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-    match table.get("llm") {
-        Some(toml::Value::Table(t)) => Ok(t.clone()),
-        Some(_) => Err(err("[llm] must be a table".into())),
-        None => Ok(toml::Table::new()),
+    let llm = match table.get("llm") {
+        Some(toml::Value::Table(t)) => t.clone(),
+        Some(_) => return Err(err("[llm] must be a table".into())),
+        None => toml::Table::new(),
+    };
+    // A misspelt or mistyped entry would otherwise be ignored without a word.
+    for (key, value) in &llm {
+        if STRING_KEYS.contains(&key.as_str()) {
+            if !value.is_str() {
+                return Err(err(format!(
+                    "[llm] {key}: expected a string like {key} = \"...\", found {}",
+                    value.type_str()
+                )));
+            }
+        } else if INTEGER_KEYS.contains(&key.as_str()) {
+            if value.as_integer().is_none_or(|i| i < 0) {
+                return Err(err(format!(
+                    "[llm] {key}: expected a whole number of 0 or more like {key} = 60, found {}",
+                    value.type_str()
+                )));
+            }
+        } else {
+            let known: Vec<&str> = STRING_KEYS.iter().chain(&INTEGER_KEYS).copied().collect();
+            return Err(err(format!("[llm] has no key {key:?}; the keys are {}", known.join(", "))));
+        }
     }
+    if llm.contains_key("url") && llm.contains_key("base_url") {
+        return Err(err("[llm] gives both url and base_url; keep one".into()));
+    }
+    Ok(llm)
 }
 
 /// The command-line values the CLI passes to [`LlmConfig::from_env_and_args`] (all optional).
@@ -178,8 +216,11 @@ pub struct LlmArgs {
     pub replay: Option<PathBuf>,
     /// `--dry-run`.
     pub dry_run: bool,
-    /// `--config FILE`.
+    /// `--llm-config FILE`.
     pub config_file: Option<PathBuf>,
+    /// The user's config file (`~/.config/falat/config.toml`), read when it exists and neither
+    /// `config_file` nor [`CONFIG_ENV`] names another.
+    pub default_config_file: Option<PathBuf>,
 }
 
 /// A configuration the LLM judge cannot start with.

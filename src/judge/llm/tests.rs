@@ -836,6 +836,41 @@ fn config_comes_from_args_then_env_then_file() {
 }
 
 #[test]
+fn the_user_config_file_s_llm_table_is_read_and_the_command_line_and_environment_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "theme = \"light\"\n[llm]\nurl = \"http://file/v1\"\nmodel = \"file-model\"\ntimeout_secs = 7\napi_key_env = \"MY_KEY\"\n").unwrap();
+    let none = |_: &str| None;
+    let args = LlmArgs { default_config_file: Some(file.clone()), ..LlmArgs::default() };
+    let cfg = LlmConfig::from_env_and_args(&args, none).unwrap();
+    assert_eq!((cfg.base_url.as_deref(), cfg.model.as_str()), (Some("http://file/v1"), "file-model"));
+    assert_eq!((cfg.timeout, cfg.api_key_env.as_str()), (std::time::Duration::from_secs(7), "MY_KEY"));
+    let cli = LlmArgs { llm_url: Some("http://cli/v1".into()), model: Some("cli-model".into()), ..args.clone() };
+    let env = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://env/v1".to_string());
+    let cfg = LlmConfig::from_env_and_args(&cli, env).unwrap();
+    assert_eq!((cfg.base_url.as_deref(), cfg.model.as_str()), (Some("http://cli/v1"), "cli-model"));
+    let cfg = LlmConfig::from_env_and_args(&args, env).unwrap();
+    assert_eq!((cfg.base_url.as_deref(), cfg.model.as_str()), (Some("http://env/v1"), "file-model"));
+    // A missing default file is no error; a bad entry says which key and what was expected.
+    let missing = LlmArgs {
+        default_config_file: Some(dir.path().join("none.toml")),
+        model: Some("m".into()),
+        llm_url: Some("http://x/v1".into()),
+        ..LlmArgs::default()
+    };
+    assert!(LlmConfig::from_env_and_args(&missing, none).is_ok());
+    std::fs::write(&file, "[llm]\nmodel = 3\n").unwrap();
+    let e = LlmConfig::from_env_and_args(&args, none).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("config file {}: [llm] model: expected a string like model = \"...\", found integer", file.display())
+    );
+    std::fs::write(&file, "[llm]\nmodle = \"x\"\n").unwrap();
+    let e = LlmConfig::from_env_and_args(&args, none).unwrap_err().to_string();
+    assert!(e.ends_with("[llm] has no key \"modle\"; the keys are base_url, url, model, api_key_env, timeout_secs, retries, jobs, token_budget"), "{e}");
+}
+
+#[test]
 fn stage_costs_sum_per_stage() {
     let m = mock(schema_reply);
     let judge = judge_for(&m.url);
