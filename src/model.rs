@@ -241,14 +241,28 @@ pub enum SourceFormat {
     LangSmith,
     /// Langfuse trace export.
     Langfuse,
+    /// OpenAI Agents SDK trace export (`{"data": [trace, spans...]}`, span lists).
+    OpenAiAgents,
+    /// `codex exec --json` event stream.
+    CodexExec,
+    /// Gemini CLI chat recording (`session-*.json`, or its JSON Lines form).
+    GeminiCli,
+    /// Google ADK saved session, or a list of its events.
+    GoogleAdk,
+    /// MLflow trace JSON (`Trace.to_dict`, MLflow 2 and 3).
+    Mlflow,
+    /// Inspect AI eval log (JSON, or the `.eval` ZIP archive).
+    InspectAi,
 }
 
 impl SourceFormat {
     /// All formats, in the order auto-detection tries them: formats recognised by a
     /// distinctive structure (`history`, `resourceSpans`, `openinference.span.kind`, span lists,
-    /// Claude Code `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`)
-    /// before the generic message shapes (τ-bench, OpenAI chat, falat JSONL).
-    pub const ALL: [SourceFormat; 13] = [
+    /// Claude Code `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`,
+    /// `trace.span` objects, `thread.`/`turn.`/`item.` events, `projectHash`, ADK `invocation_id`,
+    /// `mlflow.*` attributes, Inspect `eval`) before the generic message shapes (τ-bench, OpenAI
+    /// chat, falat JSONL).
+    pub const ALL: [SourceFormat; 19] = [
         SourceFormat::WhoWhenAlgorithm,
         SourceFormat::WhoWhenHand,
         SourceFormat::MagenticLog,
@@ -259,6 +273,12 @@ impl SourceFormat {
         SourceFormat::Codex,
         SourceFormat::LangSmith,
         SourceFormat::Langfuse,
+        SourceFormat::OpenAiAgents,
+        SourceFormat::CodexExec,
+        SourceFormat::GeminiCli,
+        SourceFormat::GoogleAdk,
+        SourceFormat::Mlflow,
+        SourceFormat::InspectAi,
         SourceFormat::TauBench,
         SourceFormat::OpenAiChat,
         SourceFormat::FalatJsonl,
@@ -280,6 +300,12 @@ impl SourceFormat {
             SourceFormat::Codex => "codex",
             SourceFormat::LangSmith => "langsmith",
             SourceFormat::Langfuse => "langfuse",
+            SourceFormat::OpenAiAgents => "openai-agents",
+            SourceFormat::CodexExec => "codex-exec",
+            SourceFormat::GeminiCli => "gemini-cli",
+            SourceFormat::GoogleAdk => "google-adk",
+            SourceFormat::Mlflow => "mlflow",
+            SourceFormat::InspectAi => "inspect-ai",
         }
     }
 

@@ -58,7 +58,7 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
     matches.into_iter().find_map(|p| std::fs::read(p).ok())
 }
 
-/// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`),
+/// The trace files of a data-set folder, recursively, sorted by path (`.json`, `.jsonl` and Inspect AI `.eval`),
 /// without the files falat writes beside a trace (overrides `TRACE.falat.json`, exported reports
 /// `TRACE.falat.report.json`).
 ///
@@ -74,7 +74,8 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") && !is_falat_output(&p) {
+            } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl" || e == "eval") && !is_falat_output(&p)
+            {
                 out.push(p);
             }
         }
