@@ -5,7 +5,9 @@
 //! agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents, pydantic-ai, Strands,
 //! Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
 //! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
-//! `Vec` like a loaded document), and prints the figures.
+//! `Vec` like a loaded document), and prints the figures. Then the same for one fixture of each
+//! agent-framework format (`tests/fixtures/frameworks/`), an Inspect AI `.eval` archive built from
+//! one of them (its baseline: unpacking the archive and parsing every member).
 //! Each case runs for about a second after a warm-up; the median and the fastest run are shown.
 
 use std::hint::black_box;
@@ -24,22 +26,76 @@ fn main() {
     let name = largest.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&largest).display().to_string();
     println!("load benchmark (median / fastest of repeated runs; ingest = detect + load + checks)");
     println!(
-        "{:<44} {:>9} {:>7} {:>20} {:>20} {:>7}",
+        "{:<48} {:>9} {:>7} {:>20} {:>20} {:>7}",
         "input", "size", "steps", "ingest::parse", "serde_json::Value", "ratio"
     );
     compare(&name, &bytes, parse_whole);
     compare("generated falat JSONL (50,000 steps)", &falat_jsonl(STEPS), parse_lines);
     compare("generated OpenAI chat (50,000 steps)", &openai_chat(STEPS), parse_whole);
-    for (file, jsonl) in FRAMEWORK_FIXTURES {
+    for (file, jsonl) in FRAMEWORK_B_FIXTURES {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b").join(file);
         let bytes = std::fs::read(&path).expect("read a frameworks-b fixture");
         compare(file, &bytes, if jsonl { parse_lines } else { parse_whole });
     }
+    let frameworks = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks");
+    for (file, baseline) in FRAMEWORK_FIXTURES {
+        let bytes = std::fs::read(frameworks.join(file)).expect("read a framework fixture");
+        compare(&format!("frameworks/{file}"), &bytes, baseline);
+    }
+    let log = std::fs::read(frameworks.join("inspect-ai-two-samples.json")).expect("read the Inspect log");
+    compare("frameworks/inspect-ai-two-samples.eval (ZIP)", &eval_zip(&log), parse_zip);
+}
+
+/// A plain parse of the same bytes, to compare ingest against; returns the values parsed.
+type Baseline = fn(&[u8]) -> usize;
+
+/// One fixture of each agent-framework format, with the plain parse to compare against.
+const FRAMEWORK_FIXTURES: [(&str, Baseline); 7] = [
+    ("26-openai-agents-sdk-trace-ingest-payload.json", parse_whole),
+    ("codex-exec-failed-test.jsonl", parse_lines),
+    ("28-gemini-cli-chat-session.json", parse_whole),
+    ("gemini-cli-session.jsonl", parse_lines),
+    ("adk-session-transfer.json", parse_whole),
+    ("mlflow-trace-tool-error.json", parse_whole),
+    ("31-inspect-ai-eval-log.json", parse_whole),
+];
+
+/// An Inspect AI `.eval` archive of a JSON log: `header.json` (the log without samples) and one
+/// deflated `samples/<id>_epoch_<n>.json` per sample.
+fn eval_zip(log: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut header: Value = serde_json::from_slice(log).unwrap();
+    let samples = header.as_object_mut().unwrap().remove("samples").unwrap();
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut zip = zip::ZipWriter::new(&mut out);
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for s in samples.as_array().unwrap() {
+        zip.start_file(format!("samples/{}_epoch_{}.json", s["id"], s["epoch"]), opts).unwrap();
+        zip.write_all(s.to_string().as_bytes()).unwrap();
+    }
+    zip.start_file("header.json", opts).unwrap();
+    zip.write_all(header.to_string().as_bytes()).unwrap();
+    zip.finish().unwrap();
+    out.into_inner()
+}
+
+/// Every member of a ZIP archive inflated and parsed into a `Value`.
+fn parse_zip(bytes: &[u8]) -> usize {
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let mut values = Vec::new();
+    for i in 0..archive.len() {
+        let mut text = String::new();
+        archive.by_index(i).unwrap().read_to_string(&mut text).unwrap();
+        values.push(serde_json::from_str::<Value>(&text).unwrap());
+    }
+    black_box(&values);
+    values.len()
 }
 
 /// One fixture per format of the agent-framework loaders (`tests/fixtures/frameworks-b/`), and
 /// whether it is JSON Lines.
-const FRAMEWORK_FIXTURES: [(&str, bool); 7] = [
+const FRAMEWORK_B_FIXTURES: [(&str, bool); 7] = [
     ("32-swe-agent-traj.traj", false),
     ("mini-swe-agent.traj.json", false),
     ("33-openhands-trajectory-events.json", false),
@@ -59,7 +115,7 @@ fn largest_who_and_when() -> PathBuf {
 }
 
 /// Times ingest against the plain parse `baseline` and prints one row.
-fn compare(name: &str, bytes: &[u8], baseline: fn(&[u8]) -> usize) {
+fn compare(name: &str, bytes: &[u8], baseline: Baseline) {
     let loaded = ingest::parse(name, bytes, None).expect("the input loads");
     let steps: usize = loaded.trajectories.iter().map(|t| t.steps.len()).sum();
     let ingest_times = time(|| {
@@ -70,7 +126,7 @@ fn compare(name: &str, bytes: &[u8], baseline: fn(&[u8]) -> usize) {
     let (im, imin) = stats(&ingest_times);
     let (pm, pmin) = stats(&plain_times);
     println!(
-        "{:<44} {:>9} {:>7} {:>20} {:>20} {:>6.2}x",
+        "{:<48} {:>9} {:>7} {:>20} {:>20} {:>6.2}x",
         name,
         size(bytes.len()),
         steps,
@@ -79,7 +135,7 @@ fn compare(name: &str, bytes: &[u8], baseline: fn(&[u8]) -> usize) {
         im.as_secs_f64() / pm.as_secs_f64()
     );
     println!(
-        "{:<44} {:>9} {:>7} {:>20} {:>20}",
+        "{:<48} {:>9} {:>7} {:>20} {:>20}",
         "",
         "",
         "",

@@ -86,9 +86,13 @@ fn id_key(format: SourceFormat) -> Option<&'static str> {
         | SourceFormat::OpenInference
         | SourceFormat::AnyAgent
         | SourceFormat::PydanticAi
-        | SourceFormat::Strands => "span_id",
-        // OpenHands events carry their own `id`.
-        SourceFormat::OpenHands => "event_id",
+        | SourceFormat::Strands
+        | SourceFormat::OpenAiAgents
+        | SourceFormat::Mlflow => "span_id",
+        // OpenHands and Google ADK events carry their own `id`.
+        SourceFormat::OpenHands | SourceFormat::GoogleAdk => "event_id",
+        // `codex exec --json` items carry their own `id`.
+        SourceFormat::CodexExec => "item_id",
         SourceFormat::Langfuse => "observation_id",
         SourceFormat::LangSmith => "run_id",
         SourceFormat::FalatJsonl => "step_id",
@@ -102,7 +106,9 @@ fn id_key(format: SourceFormat) -> Option<&'static str> {
         | SourceFormat::TauBench
         | SourceFormat::SweAgent
         | SourceFormat::MiniSweAgent
-        | SourceFormat::Smolagents => "message_id",
+        | SourceFormat::Smolagents
+        | SourceFormat::GeminiCli
+        | SourceFormat::InspectAi => "message_id",
     })
 }
 

@@ -257,6 +257,18 @@ pub enum SourceFormat {
     PydanticAi,
     /// Strands Agents spans (OTLP/JSON).
     Strands,
+    /// OpenAI Agents SDK trace export (`{"data": [trace, spans...]}`, span lists).
+    OpenAiAgents,
+    /// `codex exec --json` event stream.
+    CodexExec,
+    /// Gemini CLI chat recording (`session-*.json`, or its JSON Lines form).
+    GeminiCli,
+    /// Google ADK saved session, or a list of its events.
+    GoogleAdk,
+    /// MLflow trace JSON (`Trace.to_dict`, MLflow 2 and 3).
+    Mlflow,
+    /// Inspect AI eval log (JSON, or the `.eval` ZIP archive).
+    InspectAi,
 }
 
 impl SourceFormat {
@@ -264,9 +276,11 @@ impl SourceFormat {
     /// distinctive structure (`history` with Who&When's own keys, SWE-agent `trajectory` +
     /// `history` + `info`, `trajectory_format`, OpenHands events, smolagents steps, OTLP of
     /// pydantic-ai and Strands, `resourceSpans`, `openinference.span.kind`, span lists, Claude Code
-    /// `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`) before the
-    /// generic message shapes (τ-bench, OpenAI chat, falat JSONL).
-    pub const ALL: [SourceFormat; 19] = [
+    /// `uuid` + `message` lines, Codex `payload` lines, `run_type`, `observations`, `trace.span`
+    /// objects, `thread.`/`turn.`/`item.` events, `projectHash`, ADK `invocation_id`, `mlflow.*`
+    /// attributes, Inspect `eval`) before the generic message shapes (τ-bench, OpenAI chat, falat
+    /// JSONL).
+    pub const ALL: [SourceFormat; 25] = [
         SourceFormat::WhoWhenAlgorithm,
         SourceFormat::WhoWhenHand,
         SourceFormat::MagenticLog,
@@ -283,6 +297,12 @@ impl SourceFormat {
         SourceFormat::Codex,
         SourceFormat::LangSmith,
         SourceFormat::Langfuse,
+        SourceFormat::OpenAiAgents,
+        SourceFormat::CodexExec,
+        SourceFormat::GeminiCli,
+        SourceFormat::GoogleAdk,
+        SourceFormat::Mlflow,
+        SourceFormat::InspectAi,
         SourceFormat::TauBench,
         SourceFormat::OpenAiChat,
         SourceFormat::FalatJsonl,
@@ -310,6 +330,12 @@ impl SourceFormat {
             SourceFormat::Smolagents => "smolagents",
             SourceFormat::PydanticAi => "pydantic-ai",
             SourceFormat::Strands => "strands",
+            SourceFormat::OpenAiAgents => "openai-agents",
+            SourceFormat::CodexExec => "codex-exec",
+            SourceFormat::GeminiCli => "gemini-cli",
+            SourceFormat::GoogleAdk => "google-adk",
+            SourceFormat::Mlflow => "mlflow",
+            SourceFormat::InspectAi => "inspect-ai",
         }
     }
 

@@ -102,7 +102,7 @@ fn format_override() {
     );
     let err = stderr_of(&["inspect", "--format", "otlp", HAND]);
     assert!(
-        err.contains("unknown format \"otlp\", expected one of: auto, who-and-when, who-and-when-algorithm, who-and-when-hand, magentic-one, swe-agent, mini-swe-agent, openhands, smolagents, pydantic-ai, strands, otel-genai, openinference, any-agent, claude-code, codex, langsmith, langfuse, tau-bench, openai-chat, falat-jsonl"),
+        err.contains("unknown format \"otlp\", expected one of: auto, who-and-when, who-and-when-algorithm, who-and-when-hand, magentic-one, swe-agent, mini-swe-agent, openhands, smolagents, pydantic-ai, strands, otel-genai, openinference, any-agent, claude-code, codex, langsmith, langfuse, openai-agents, codex-exec, gemini-cli, google-adk, mlflow, inspect-ai, tau-bench, openai-chat, falat-jsonl"),
         "{err}"
     );
 }

@@ -34,12 +34,13 @@ const VALUE_WIDTH: usize = 160;
 /// Arguments of `falat inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The trace file (JSON or JSONL), `-` for standard input.
+    /// The trace file (JSON or JSONL, or an Inspect AI `.eval` archive), `-` for standard input.
     pub trace: PathBuf,
     /// The trace format: auto, who-and-when (either subset), who-and-when-algorithm,
     /// who-and-when-hand, magentic-one, swe-agent, mini-swe-agent, openhands, smolagents,
     /// pydantic-ai, strands, otel-genai, openinference, any-agent, claude-code, codex, langsmith,
-    /// langfuse, tau-bench, openai-chat or falat-jsonl. Also `--trace-format`, as in
+    /// langfuse, openai-agents, codex-exec, gemini-cli, google-adk, mlflow, inspect-ai, tau-bench,
+    /// openai-chat or falat-jsonl. Also `--trace-format`, as in
     /// `falat diagnose`, where `--format` is the report's.
     #[arg(long, visible_alias = "trace-format", short = 'f', value_name = "F", default_value = "auto", value_parser = FormatChoice::parse)]
     pub format: FormatChoice,

@@ -83,7 +83,8 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
     matches.into_iter().find_map(|p| std::fs::read(p).ok())
 }
 
-/// The trace files of a data-set folder, recursively, sorted by path (`.json` and `.jsonl`),
+/// The trace files of a data-set folder, recursively, sorted by path (`.json`, `.jsonl` and Inspect AI
+/// `.eval`),
 /// without falat's own files ([`falat_file_kind`]: overrides, their backups, exported reports,
 /// temporary files). Symbolic links are followed, but a link back to a folder being walked (a
 /// loop, `back -> ..`) is not, and a file reached twice (through two links) is listed once.
@@ -106,7 +107,7 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
         };
         let p = entry.path();
         if !entry.file_type().is_file()
-            || !p.extension().is_some_and(|e| e == "json" || e == "jsonl")
+            || !p.extension().is_some_and(|e| e == "json" || e == "jsonl" || e == "eval")
             || falat_file_kind(p).is_some()
         {
             continue;

@@ -31,6 +31,14 @@ pub mod strands;
 pub mod sweagent;
 pub mod tau;
 pub mod whowhen;
+// Agent-framework formats, set A (issue 26).
+pub mod adk;
+pub mod agents_sdk;
+pub mod codex_exec;
+pub mod gemini;
+pub mod inspect_ai;
+pub mod mlflow;
+pub mod steps;
 
 use std::fmt;
 
@@ -39,7 +47,7 @@ use serde_json::Value;
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
 /// The formats this build can load, in the order auto-detection tries them.
-pub const SUPPORTED: [SourceFormat; 19] = SourceFormat::ALL;
+pub const SUPPORTED: [SourceFormat; 25] = SourceFormat::ALL;
 
 /// How many records of a list detection looks at (the first ones), so detection stays cheap on
 /// 50,000-step files and tolerates a few bad records.
@@ -287,7 +295,8 @@ pub fn parse_with_related(
     // Deeply nested documents recurse in the parser, the loaders and `Drop`: all of that runs on a
     // stack that fits `MAX_NESTING` levels (reserved, only touched pages are committed).
     // Documents of ordinary depth load on the caller's stack.
-    if wide_encoding(bytes).is_none() && !nests_deeper(bytes, SHALLOW_NESTING) {
+    // (A ZIP archive's members are only seen once inflated: it always gets the large stack.)
+    if !inspect_ai::is_zip(bytes) && wide_encoding(bytes).is_none() && !nests_deeper(bytes, SHALLOW_NESTING) {
         return load_document(path, bytes, choice, related);
     }
     stacker::grow(LOAD_STACK_BYTES, || load_document(path, bytes, choice, related))
@@ -302,7 +311,12 @@ const SHALLOW_NESTING: usize = 128;
 const LOAD_STACK_BYTES: usize = 512 << 20;
 
 fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
-    let doc = parse_document(path, bytes)?;
+    // A ZIP archive (Inspect AI's `.eval` log) is recognised by its magic bytes, before any text
+    // decoding, and read as the JSON log it packs.
+    let doc = match inspect_ai::is_zip(bytes) {
+        true => inspect_ai::zip_document(path, bytes)?,
+        false => parse_document(path, bytes)?,
+    };
     let format = match choice {
         FormatChoice::Force(f) => *f,
         FormatChoice::Detect(candidates) => {
@@ -583,6 +597,12 @@ pub fn matches(doc: &Document, format: SourceFormat) -> bool {
         Smolagents => smolagents::detect(doc),
         PydanticAi => pydanticai::detect(doc),
         Strands => strands::detect(doc),
+        OpenAiAgents => agents_sdk::detect(doc),
+        CodexExec => codex_exec::detect(doc),
+        GeminiCli => gemini::detect(doc),
+        GoogleAdk => adk::detect(doc),
+        Mlflow => mlflow::detect(doc),
+        InspectAi => inspect_ai::detect(doc),
     }
 }
 
@@ -608,6 +628,12 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
         Smolagents => smolagents::load(&name, doc),
         PydanticAi => pydanticai::load(&name, doc),
         Strands => strands::load(&name, doc),
+        OpenAiAgents => agents_sdk::load(&name, doc),
+        CodexExec => codex_exec::load(&name, doc),
+        GeminiCli => gemini::load(&name, doc),
+        GoogleAdk => adk::load(&name, doc),
+        Mlflow => mlflow::load(&name, doc),
+        InspectAi => inspect_ai::load(&name, doc),
     };
     res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
 }

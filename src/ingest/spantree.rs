@@ -59,7 +59,7 @@ pub enum Op {
         /// The call id of the hand-off tool call, when given.
         call_id: Option<String>,
     },
-    /// A point event shown as a message (Langfuse EVENT).
+    /// A point event shown as a message (Langfuse EVENT), an error when the node is one.
     Event,
     /// A grouping span with no step of its own (chains, workflows, unknown kinds).
     Scope,
@@ -342,7 +342,8 @@ impl Emitter {
             }
             Op::Event => {
                 let text = n.output_text.clone().or_else(|| n.input_text.clone()).unwrap_or_else(|| n.name.clone());
-                self.push(n, agent, StepKind::Message, text);
+                let s = self.push(n, agent, StepKind::Message, text);
+                self.steps[s].is_error = n.is_error;
                 None
             }
             Op::Scope => None,
@@ -356,6 +357,7 @@ impl Emitter {
         let s = self.push(n, agent, StepKind::Delegation, text);
         self.steps[s].delegate_to = Some(to.to_string());
         self.steps[s].tool_name = Some(n.name.clone());
+        self.steps[s].is_error = n.is_error;
         if let Some(id) = call_id {
             self.steps[s].ids.refs.push(id.to_string());
             self.answered.insert(id.to_string());

@@ -1,0 +1,246 @@
+//! OpenAI Agents SDK traces, as the SDK's backend exporter posts them.
+//!
+//! Schema: openai-agents-python (0.2–0.6, 2025) `src/agents/tracing/processors.py`
+//! (`BackendSpanExporter` posts `{"data": [item.export() ...]}`), `traces.py` (`Trace.export`:
+//! `{object: "trace", id, workflow_name, group_id, metadata}`), `spans.py` (`Span.export`:
+//! `{object: "trace.span", id, trace_id, parent_id, started_at, ended_at, span_data, error}`,
+//! `error = {message, data}`) and `span_data.py` (`span_data.type`). Also read: a bare list of
+//! such items, and JSON Lines of them (a file processor writing one export per line). Items are
+//! grouped by `trace_id` (one trajectory per trace, in order of first appearance); each span
+//! becomes a [`spantree`] node, siblings ordered by `started_at` (the exporter sends spans in the
+//! order they end):
+//! - `agent` `{name, handoffs, tools, output_type}` → the agent its descendants act as. A top-level
+//!   agent span (a run, or the target of a hand-off) has no step of its own: the SDK records no
+//!   invocation message; an agent span under a `function` span (an agent used as a tool) is a
+//!   delegation by the calling agent;
+//! - `generation` `{input, output, model, usage{input_tokens, output_tokens}}` → a model call
+//!   whose `input` / `output` are Chat Completions messages: the conversation each call re-sends
+//!   in `input` is shown once, output tool calls are tool-call steps;
+//! - `function` `{name, input, output}` → the result of the tool call the model made (matched by
+//!   tool name, oldest open call first: function spans carry no call id), or a call and a result
+//!   when no model output holds the call (Responses API runs, whose `response` spans export only
+//!   `response_id`);
+//! - `handoff` `{from_agent, to_agent}` → a delegation step answering the model's call of the
+//!   hand-off tool (the SDK's default name, `transfer_to_<agent>` in snake case), linked to the
+//!   target agent's next step;
+//! - `guardrail` `{name, triggered}` → a message, an error when the tripwire triggered; `custom`
+//!   `{name, data}` → a message with its data;
+//! - `response`, `mcp_tools`, `transcription`, `speech`, `speech_group` and unknown types →
+//!   scopes (no step; the response span holds no message text);
+//! - `error` on any span → the span's step is an error, with `error.data.error` (else
+//!   `error.message`) as its text.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::messages::msgs_from_value;
+use super::spantree::{self, Node, Op};
+use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use crate::model::{Diagnostic, SourceFormat, StepKind, TokenCounts};
+
+/// Whether `doc` holds OpenAI Agents SDK exports: items with `object: "trace.span"` and a
+/// `span_data` object with a `type` (alone, in a list, under `data`, or one per line).
+pub fn detect(doc: &Document) -> bool {
+    let items = items(doc);
+    let sample = items.iter().take(DETECT_SAMPLE);
+    let mut spans = 0;
+    for (_, v) in sample {
+        match v.get("object").and_then(Value::as_str) {
+            Some("trace.span") if v.pointer("/span_data/type").is_some_and(Value::is_string) => spans += 1,
+            Some("trace") if v.get("id").is_some() => {}
+            _ => return false,
+        }
+    }
+    spans > 0
+}
+
+/// The exported items of a document with their place (`data[3]`, `line 4`).
+fn items(doc: &Document) -> Vec<(String, &Value)> {
+    match doc {
+        Document::Json(v) => {
+            let list = match v {
+                Value::Array(a) => Some(("", a)),
+                Value::Object(m) => m.get("data").and_then(Value::as_array).map(|a| ("data", a)),
+                _ => None,
+            };
+            match list {
+                Some((key, a)) => a.iter().enumerate().map(|(i, x)| (format!("{key}[{i}]"), x)).collect(),
+                None if v.get("object").is_some() => vec![("the document".to_string(), v)],
+                None => Vec::new(),
+            }
+        }
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (format!("line {l}"), v)).collect(),
+    }
+}
+
+/// Loads an Agents SDK export named `name`: one trajectory per trace id.
+///
+/// # Errors
+/// A message when the document holds no `trace.span` item.
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+    let all = items(doc);
+    let mut diags = Vec::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut headers: HashMap<String, &Value> = HashMap::new();
+    let mut spans: HashMap<String, Vec<(String, &Value)>> = HashMap::new();
+    for (place, v) in &all {
+        let trace = v.get("trace_id").or_else(|| v.get("id")).map(value_text).unwrap_or_default();
+        match v.get("object").and_then(Value::as_str) {
+            Some("trace") => {
+                if !order.contains(&trace) {
+                    order.push(trace.clone());
+                }
+                headers.insert(trace, v);
+            }
+            Some("trace.span") => {
+                let trace = v.get("trace_id").map(value_text).unwrap_or_default();
+                if !order.contains(&trace) {
+                    order.push(trace.clone());
+                }
+                spans.entry(trace).or_default().push((place.clone(), v));
+            }
+            _ => diags.push(Diagnostic {
+                line: line_of(place),
+                message: format!("{place} skipped: expected \"object\": \"trace\" or \"trace.span\""),
+            }),
+        }
+    }
+    order.retain(|t| spans.contains_key(t));
+    if order.is_empty() {
+        return Err("expected trace.span items {object, id, trace_id, parent_id, span_data}".into());
+    }
+    let mut groups = Vec::new();
+    for trace in &order {
+        let list = &spans[trace];
+        let nodes: Vec<Node> = list.iter().filter_map(|(place, s)| node(s, place, list, &mut diags)).collect();
+        groups.push((Some(trace.clone()), nodes));
+    }
+    let mut loaded = spantree::load_groups(name, SourceFormat::OpenAiAgents, groups, diags);
+    for (t, trace) in loaded.trajectories.iter_mut().zip(&order) {
+        // The answer is the last assistant text a model produced, not a guardrail or custom span.
+        t.observed_output = t
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.kind == StepKind::Message && s.role == "assistant" && !s.content.trim().is_empty())
+            .map(|s| s.content.trim().to_string());
+        if let Some(h) = headers.get(trace) {
+            for key in ["workflow_name", "group_id"] {
+                if let Some(v) = h.get(key).filter(|v| !v.is_null()) {
+                    t.metadata.push((key.into(), value_text(v)));
+                }
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+fn line_of(place: &str) -> Option<usize> {
+    place.strip_prefix("line ").and_then(|l| l.parse().ok())
+}
+
+/// The SDK's default hand-off tool name for an agent (`handoffs.py`, `Handoff.default_tool_name`:
+/// `transfer_to_` + the name in function style: spaces and other non-word characters as `_`,
+/// lower case).
+pub fn handoff_tool_name(agent: &str) -> String {
+    let styled: String = agent
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c.to_ascii_lowercase() } else { '_' })
+        .collect();
+    format!("transfer_to_{styled}")
+}
+
+fn node(s: &Value, place: &str, spans: &[(String, &Value)], diags: &mut Vec<Diagnostic>) -> Option<Node> {
+    let text = |k: &str| s.get(k).filter(|v| !v.is_null()).map(value_text);
+    let Some(id) = text("id") else {
+        diags.push(Diagnostic { line: line_of(place), message: format!("{place} skipped: missing \"id\"") });
+        return None;
+    };
+    let Some(data) = s.get("span_data").filter(|d| d.is_object()) else {
+        diags.push(Diagnostic { line: line_of(place), message: format!("{place} skipped: missing \"span_data\"") });
+        return None;
+    };
+    let ty = data.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let dname = data.get("name").filter(|v| !v.is_null()).map(value_text);
+    let mut n = Node::new(
+        id,
+        text("parent_id"),
+        dname.clone().unwrap_or_else(|| ty.clone()),
+        format!("{place} ({ty} span {})", text("id").unwrap_or_default()),
+    );
+    n.role = ty.clone();
+    n.sort_key = text("started_at");
+    n.timestamp = text("started_at");
+    if let Some(err) = s.get("error").filter(|e| !e.is_null()) {
+        n.is_error = true;
+        let detail = err.pointer("/data/error").filter(|v| !v.is_null()).map(value_text);
+        n.error = detail.or_else(|| err.get("message").map(value_text)).or_else(|| Some(value_text(err)));
+    }
+    let io = |k: &str| data.get(k).filter(|v| !v.is_null()).map(value_text);
+    n.op = match ty.as_str() {
+        "agent" => {
+            let agent = dname.unwrap_or_else(|| spantree::DEFAULT_AGENT.to_string());
+            let under_function = n.parent.as_deref().is_some_and(|p| {
+                spans.iter().any(|(_, o)| {
+                    o.get("id").and_then(Value::as_str) == Some(p)
+                        && o.pointer("/span_data/type").and_then(Value::as_str) == Some("function")
+                })
+            });
+            if under_function {
+                Op::Agent { name: agent, role: None }
+            } else {
+                n.agent = Some(agent);
+                Op::Scope
+            }
+        }
+        "generation" => {
+            n.input = data.get("input").map(msgs_from_value).unwrap_or_default();
+            n.output = data.get("output").map(msgs_from_value).unwrap_or_default();
+            if n.output.is_empty() {
+                n.output_text = io("output");
+            }
+            let count = |k: &str| data.pointer(&format!("/usage/{k}")).and_then(Value::as_u64);
+            if let (Some(i), Some(o)) = (count("input_tokens"), count("output_tokens")) {
+                n.tokens = Some(TokenCounts { input: i, output: o });
+            }
+            Op::Llm
+        }
+        "function" => {
+            n.input_text = io("input");
+            n.output_text = io("output");
+            Op::Tool { name: n.name.clone(), call_id: None }
+        }
+        "handoff" => {
+            let to = io("to_agent").unwrap_or_default();
+            n.name = handoff_tool_name(&to);
+            n.output_text = Some(match io("from_agent") {
+                Some(from) => format!("hand off from {from} to {to}"),
+                None => format!("hand off to {to}"),
+            });
+            Op::Handoff { to, call_id: None }
+        }
+        "guardrail" => {
+            let triggered = data.get("triggered").and_then(Value::as_bool) == Some(true);
+            n.is_error |= triggered;
+            let verdict = if triggered { "triggered its tripwire" } else { "passed" };
+            n.output_text = Some(format!("guardrail {} {verdict}", n.name));
+            Op::Event
+        }
+        "custom" => {
+            n.output_text = Some(match data.get("data").filter(|d| !d.is_null()) {
+                Some(d) => format!("{}: {}", n.name, value_text(d)),
+                None => n.name.clone(),
+            });
+            Op::Event
+        }
+        _ => Op::Scope,
+    };
+    if n.is_error && matches!(n.op, Op::Event) {
+        let e = n.error.clone().unwrap_or_default();
+        if let Some(t) = n.output_text.as_mut().filter(|t| !e.is_empty() && !t.contains(&e)) {
+            t.push_str(&format!("\n[error] {e}"));
+        }
+    }
+    Some(n)
+}

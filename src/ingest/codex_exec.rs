@@ -1,0 +1,311 @@
+//! `codex exec --json` event streams (JSON Lines on stdout).
+//!
+//! Schema: codex-rs `exec/src/exec_events.rs` (CLI 0.4x–0.6x, 2025), `ThreadEvent` tagged by
+//! `type`: `thread.started {thread_id}`, `turn.started`, `turn.completed {usage: {input_tokens,
+//! cached_input_tokens, output_tokens}}`, `turn.failed {error: {message}}`, `item.started` /
+//! `item.updated` / `item.completed {item}`, and `error {message}`. An item is `{id, type, ...}`
+//! (`item_type` and `assistant_message` in the first releases):
+//! - `agent_message {text}` → a message by the agent (`codex`);
+//! - `reasoning {text}` → a thought;
+//! - `command_execution {command, aggregated_output, exit_code, status}` → a tool call (the
+//!   command) and its result (the output), an error when `exit_code` is non-zero, `status` is
+//!   `failed` or `declined`, or the output reports a failed exit in any wording;
+//! - `file_change {changes: [{path, kind}], status}` → a call listing the changes and a result
+//!   with the status (an error when `failed`);
+//! - `mcp_tool_call {server, tool, arguments, result: {content, structured_content}, error:
+//!   {message}, status}` → a call of `tool` and its result, an error on `error` or `failed`;
+//! - `web_search {query}` → a call of `web_search`; `todo_list {items: [{text, completed}]}` → a
+//!   thought listing the plan (`[x]` done, `[ ]` open); `error {message}` → an error message.
+//!
+//! An item is sent when it starts, as it updates and when it completes: it is one step (or one
+//! call and result) at the place it first appeared, holding its last state; a call that never
+//! completed has no result step. Steps of a turn end with the turn's token usage on its last
+//! step; `turn.failed` and `error` events are error messages. The stream does not hold the
+//! prompt: the task is empty. `thread.started`, `turn.started` and `turn.completed` are not steps
+//! (counted in `events_not_steps`).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::steps::{Builder, with_error};
+use super::{DETECT_SAMPLE, Document, Loaded, failed_exit, value_text};
+use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
+
+/// The agent of the stream's steps.
+pub const AGENT: &str = "codex";
+const EVENTS: [&str; 8] = [
+    "thread.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "item.started",
+    "item.updated",
+    "item.completed",
+    "error",
+];
+
+fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
+    match doc {
+        Document::Lines { values, .. } => values.iter().map(|(l, v)| (*l, v)).collect(),
+        Document::Json(v @ Value::Object(_)) => vec![(1, v)],
+        Document::Json(Value::Array(a)) => a.iter().enumerate().map(|(i, v)| (i + 1, v)).collect(),
+        Document::Json(_) => Vec::new(),
+    }
+}
+
+fn item_type(item: &Value) -> Option<&str> {
+    item.get("type").or_else(|| item.get("item_type")).and_then(Value::as_str)
+}
+
+/// Whether `doc` is a `codex exec --json` stream: every sampled line is an object whose `type` is
+/// one of the stream's events, and at least one is `thread.started`, `turn.*`, or an `item.*`
+/// event whose `item` has an `id` and a type.
+pub fn detect(doc: &Document) -> bool {
+    let lines = lines_of(doc);
+    let mut distinctive = false;
+    for (_, v) in lines.iter().take(DETECT_SAMPLE) {
+        let Some(ty) = v.get("type").and_then(Value::as_str).filter(|t| EVENTS.contains(t)) else {
+            return false;
+        };
+        distinctive |= match ty {
+            "error" => false,
+            t if t.starts_with("item.") => {
+                v.get("item").is_some_and(|i| i.get("id").is_some() && item_type(i).is_some())
+            }
+            _ => true,
+        };
+    }
+    distinctive
+}
+
+/// Loads a `codex exec --json` stream named `name` as one trajectory.
+///
+/// # Errors
+/// A message when no line is a stream event.
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+    let lines = lines_of(doc);
+    let mut diags = Vec::new();
+    // Each item's last state and the line it first appeared on, in order of first appearance;
+    // other events in place.
+    enum Entry<'a> {
+        Item(String),
+        Event(usize, &'a Value),
+    }
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    let mut items: HashMap<String, (usize, &Value, bool)> = HashMap::new();
+    let mut not_steps: Vec<(&str, usize)> = Vec::new();
+    let mut thread = None;
+    for &(no, v) in &lines {
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "item.started" | "item.updated" | "item.completed" => {
+                let Some(item) = v.get("item").filter(|i| i.is_object()) else {
+                    diags.push(Diagnostic { line: Some(no), message: format!("{ty} skipped: missing \"item\"") });
+                    continue;
+                };
+                let Some(id) = item.get("id").filter(|i| !i.is_null()).map(value_text) else {
+                    diags.push(Diagnostic { line: Some(no), message: format!("{ty} skipped: the item has no \"id\"") });
+                    continue;
+                };
+                let done = ty == "item.completed";
+                match items.get_mut(&id) {
+                    Some(e) => {
+                        e.1 = item;
+                        e.2 |= done;
+                    }
+                    None => {
+                        items.insert(id.clone(), (no, item, done));
+                        entries.push(Entry::Item(id));
+                    }
+                }
+            }
+            "thread.started" | "turn.started" => {
+                if ty == "thread.started" {
+                    thread = v.get("thread_id").map(value_text);
+                }
+                count(&mut not_steps, ty);
+            }
+            "turn.completed" | "turn.failed" | "error" => entries.push(Entry::Event(no, v)),
+            other => diags.push(Diagnostic {
+                line: Some(no),
+                message: format!("skipped: unknown event type {other:?}, expected one of {}", EVENTS.join(", ")),
+            }),
+        }
+    }
+    let mut b = Builder::default();
+    let mut turn_start = 0;
+    for e in &entries {
+        match e {
+            Entry::Item(id) => {
+                let (no, item, done) = items[id];
+                item_steps(&mut b, id, item, done, no, &mut diags);
+            }
+            Entry::Event(no, v) => match v.get("type").and_then(Value::as_str).unwrap_or("") {
+                "turn.completed" => {
+                    count(&mut not_steps, "turn.completed");
+                    let usage = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64);
+                    if let (Some(last), Some(i), Some(o)) = (
+                        b.steps.len().checked_sub(1).filter(|&l| l >= turn_start),
+                        usage("input_tokens"),
+                        usage("output_tokens"),
+                    ) {
+                        b.tokens(last, i, o);
+                    }
+                    turn_start = b.steps.len();
+                }
+                ty => {
+                    let msg =
+                        v.pointer("/error/message").or_else(|| v.get("message")).map(value_text).unwrap_or_default();
+                    let what = if ty == "turn.failed" { "turn failed" } else { "error" };
+                    let s = b.push(AGENT, ty, StepKind::Message, format!("[{what}] {msg}"));
+                    b.steps[s].is_error = true;
+                    b.steps[s].ids.id = Some(format!("line {no}"));
+                    turn_start = b.steps.len();
+                }
+            },
+        }
+    }
+    b.finish();
+    if b.steps.is_empty() && entries.is_empty() && not_steps.is_empty() {
+        return Err("expected JSON lines of codex exec events {type: thread.started | turn.* | item.*}".into());
+    }
+    let observed = b
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.kind == StepKind::Message && s.role == "agent_message")
+        .map(|s| s.content.trim().to_string());
+    let mut t = Trajectory {
+        id: name.to_string(),
+        source: SourceFormat::CodexExec,
+        observed_output: observed,
+        steps: b.steps,
+        links: b.links,
+        agents: b.agents,
+        ..Trajectory::default()
+    };
+    if let Some(th) = thread {
+        t.metadata.push(("thread_id".into(), th));
+    }
+    if !not_steps.is_empty() {
+        let list: Vec<String> = not_steps.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        t.metadata.push(("events_not_steps".into(), list.join(", ")));
+    }
+    Ok(Loaded { format: SourceFormat::CodexExec, trajectories: vec![t], diagnostics: diags })
+}
+
+fn count<'a>(list: &mut Vec<(&'a str, usize)>, key: &'a str) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => list.push((key, 1)),
+    }
+}
+
+/// The steps of one item in its last state (see the module doc).
+fn item_steps(b: &mut Builder, id: &str, item: &Value, done: bool, no: usize, diags: &mut Vec<Diagnostic>) {
+    let ty = item_type(item).unwrap_or("");
+    let text = |k: &str| item.get(k).filter(|v| !v.is_null()).map(value_text).unwrap_or_default();
+    let status = text("status");
+    let first = b.steps.len();
+    match ty {
+        "agent_message" | "assistant_message" => {
+            b.push(AGENT, "agent_message", StepKind::Message, text("text"));
+        }
+        "reasoning" => {
+            b.push(AGENT, ty, StepKind::Thought, text("text"));
+        }
+        "command_execution" => {
+            b.call(AGENT, ty, ty, Some(id), text("command"));
+            if done || item.get("exit_code").is_some_and(|c| !c.is_null()) {
+                let out = text("aggregated_output");
+                let code = item.get("exit_code").and_then(Value::as_i64);
+                let content = match code {
+                    Some(c) => format!("{out}\nExit code: {c}").trim_start().to_string(),
+                    None => out.clone(),
+                };
+                let r = b.result(AGENT, ty, None, Some(id), content);
+                b.steps[r].is_error = code.is_some_and(|c| c != 0)
+                    || matches!(status.as_str(), "failed" | "declined")
+                    || failed_exit(&out).is_some();
+            }
+        }
+        "file_change" => {
+            let changes: Vec<String> = item
+                .get("changes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    format!(
+                        "{} {}",
+                        c.get("kind").map(value_text).unwrap_or_default(),
+                        value_text(c.get("path").unwrap_or(&Value::Null))
+                    )
+                })
+                .collect();
+            b.call(AGENT, ty, ty, Some(id), changes.join("\n"));
+            if done || (!status.is_empty() && status != "in_progress") {
+                let r = b.result(AGENT, ty, None, Some(id), format!("status: {status}"));
+                b.steps[r].is_error = status == "failed";
+            }
+        }
+        "mcp_tool_call" => {
+            let tool = text("tool");
+            let args = item.get("arguments").map(value_text).unwrap_or_default();
+            let server = text("server");
+            let content = if server.is_empty() { args } else { format!("[{server}] {args}") };
+            b.call(AGENT, ty, &tool, Some(id), content);
+            let error = item.pointer("/error/message").map(value_text);
+            if done || error.is_some() || item.get("result").is_some_and(|r| !r.is_null()) {
+                let result = item.get("result").filter(|r| !r.is_null()).map(mcp_result).unwrap_or_default();
+                let content = match &error {
+                    Some(e) => with_error(&result, e),
+                    None => result,
+                };
+                let r = b.result(AGENT, ty, None, Some(id), content);
+                b.steps[r].is_error = error.is_some() || status == "failed";
+            }
+        }
+        "web_search" => {
+            let query = item.get("query").map(value_text).unwrap_or_default();
+            b.call(AGENT, ty, ty, Some(id), query);
+        }
+        "todo_list" => {
+            let lines: Vec<String> = item
+                .get("items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let mark = if t.get("completed").and_then(Value::as_bool) == Some(true) { "[x]" } else { "[ ]" };
+                    format!("{mark} {}", t.get("text").map(value_text).unwrap_or_default())
+                })
+                .collect();
+            b.push(AGENT, ty, StepKind::Thought, lines.join("\n"));
+        }
+        "error" => {
+            let s = b.push(AGENT, ty, StepKind::Message, format!("[error] {}", text("message")));
+            b.steps[s].is_error = true;
+        }
+        other => {
+            diags.push(Diagnostic {
+                line: Some(no),
+                message: format!("item {id:?} skipped: unknown item type {other:?}"),
+            });
+        }
+    }
+    for s in first..b.steps.len() {
+        b.steps[s].ids.id = Some(id.to_string());
+    }
+}
+
+/// An MCP result's text: its `content` blocks' text joined (other blocks as placeholders), else
+/// `structured_content` as JSON.
+fn mcp_result(r: &Value) -> String {
+    match r.get("content") {
+        Some(c @ Value::Array(_)) => super::messages::block_text(c),
+        Some(c) if !c.is_null() => value_text(c),
+        _ => r.get("structured_content").map(value_text).unwrap_or_else(|| value_text(r)),
+    }
+}
