@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::value_text;
 
 /// One chat message: who spoke and what, as ordered parts.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Msg {
     /// Normalised role: `system`, `developer`, `user`, `assistant`, `tool` (others kept as given).
     pub role: String,
@@ -30,7 +30,7 @@ pub struct Msg {
 }
 
 /// One piece of a message.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Part {
     /// Plain text addressed to someone.
     Text(String),
@@ -73,6 +73,16 @@ impl Msg {
     /// A key identifying the message's content, for de-duplicating repeated context.
     pub fn key(&self) -> String {
         format!("{}\u{1f}{:?}", self.role, self.parts)
+    }
+
+    /// A 64-bit hash of the role and parts (the name left out, as in [`Msg::key`]): the same key
+    /// without building a string of the whole message.
+    pub fn hash_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.role.hash(&mut h);
+        self.parts.hash(&mut h);
+        h.finish()
     }
 }
 

@@ -270,6 +270,101 @@ fn otlp_span(v: &Value, at: &str) -> Result<RawSpan, String> {
     Ok(span)
 }
 
+/// The outline of a one-request OTLP/JSON trace file, read without building its spans: each
+/// `scopeSpans` entry with its indices, scope name and the raw JSON text of its spans, borrowed
+/// from the input. Large traces are loaded from it one span at a time (see [`outline`]).
+#[derive(Debug, Default)]
+pub struct Outline<'a> {
+    /// `(resourceSpans index, scopeSpans index, scope name, raw spans)`, in document order.
+    pub scopes: Vec<(usize, usize, Option<String>, Vec<&'a serde_json::value::RawValue>)>,
+    /// The document's top-level keys other than `resourceSpans`.
+    pub other_keys: Vec<String>,
+}
+
+/// Reads the [`Outline`] of `text` when it is one JSON object whose `resourceSpans` follows the
+/// OTLP/JSON shape (`scopeSpans` or `instrumentationLibrarySpans`, `scope` or
+/// `instrumentationLibrary` with a `name`); `None` otherwise (the caller reads the document
+/// whole). Typed and borrowing: only the outline is allocated, the spans stay text until each
+/// is read.
+pub fn outline(text: &str) -> Option<Outline<'_>> {
+    serde_json::from_str::<Outline<'_>>(text).ok()
+}
+
+mod typed {
+    //! serde types of the OTLP/JSON outline (the edge where the bytes are read).
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde::de::{IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    use super::Outline;
+
+    #[derive(Deserialize)]
+    pub struct ResourceSpans<'a> {
+        #[serde(borrow, default, rename = "scopeSpans", alias = "instrumentationLibrarySpans")]
+        pub scope_spans: Option<Vec<ScopeSpans<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct ScopeSpans<'a> {
+        #[serde(borrow, default, alias = "instrumentationLibrary")]
+        pub scope: Option<Scope<'a>>,
+        #[serde(borrow, default)]
+        pub spans: Option<Vec<&'a RawValue>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Scope<'a> {
+        #[serde(borrow, default)]
+        pub name: Option<Cow<'a, str>>,
+    }
+
+    impl<'de> Deserialize<'de> for Outline<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Top;
+            impl<'de> Visitor<'de> for Top {
+                type Value = Outline<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an OTLP/JSON ExportTraceServiceRequest")
+                }
+                fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Outline<'de>, M::Error> {
+                    let mut out = Outline::default();
+                    let mut seen = false;
+                    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                        if key == "resourceSpans" && !seen {
+                            seen = true;
+                            let resources: Vec<ResourceSpans<'de>> = map.next_value()?;
+                            for (r, rs) in resources.into_iter().enumerate() {
+                                for (s, ss) in rs.scope_spans.unwrap_or_default().into_iter().enumerate() {
+                                    let name = ss.scope.and_then(|sc| sc.name).map(Cow::into_owned);
+                                    out.scopes.push((r, s, name, ss.spans.unwrap_or_default()));
+                                }
+                            }
+                        } else {
+                            out.other_keys.push(key.into_owned());
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    if !seen {
+                        return Err(serde::de::Error::missing_field("resourceSpans"));
+                    }
+                    Ok(out)
+                }
+            }
+            d.deserialize_map(Top)
+        }
+    }
+}
+
+/// Reads a span of an OTLP/JSON request (see the module doc); `at` names its place.
+///
+/// # Errors
+/// When the item is not an object or has no `spanId`.
+pub fn request_span(v: &Value, at: &str) -> Result<RawSpan, String> {
+    otlp_span(v, at)
+}
+
 /// Reads a span of a span list (OpenInference spec JSON span or any-agent dump).
 ///
 /// # Errors

@@ -290,7 +290,7 @@ struct Emitter {
     diagnostics: Vec<Diagnostic>,
     /// How often each message key has been shown (across agents: a conversation passed from
     /// one agent to the next is shown once).
-    seen: HashMap<String, usize>,
+    seen: HashMap<u64, usize>,
     /// Tool call id → its call step.
     calls: HashMap<String, usize>,
     /// Call ids that already have a result step.
@@ -449,7 +449,7 @@ impl Emitter {
 
     fn leave(&mut self, n: &Node, agent: &str, delegation: Option<usize>) {
         for m in &n.output {
-            if self.seen_count(&m.key()) == 0 {
+            if self.seen_count(m.hash_key()) == 0 {
                 self.emit_msg(n, agent, m);
             }
         }
@@ -698,23 +698,23 @@ impl Emitter {
     }
 
     fn note_seen(&mut self, m: &Msg) {
-        *self.seen.entry(m.key()).or_default() += 1;
+        *self.seen.entry(m.hash_key()).or_default() += 1;
     }
 
-    fn seen_count(&self, key: &str) -> usize {
-        self.seen.get(key).copied().unwrap_or(0)
+    fn seen_count(&self, key: u64) -> usize {
+        self.seen.get(&key).copied().unwrap_or(0)
     }
 
     /// The messages of `msgs` not shown yet: a message is new when it occurs more often in
     /// `msgs` up to its position than it has been shown.
     fn new_msgs<'m>(&self, msgs: &'m [Msg]) -> Vec<&'m Msg> {
-        let mut counts: HashMap<String, usize> = HashMap::new();
+        let mut counts: HashMap<u64, usize> = HashMap::new();
         let mut out = Vec::new();
         for m in msgs {
-            let key = m.key();
-            let c = counts.entry(key.clone()).or_default();
+            let key = m.hash_key();
+            let c = counts.entry(key).or_default();
             *c += 1;
-            if *c > self.seen_count(&key) {
+            if *c > self.seen_count(key) {
                 out.push(m);
             }
         }
