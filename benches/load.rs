@@ -1,9 +1,11 @@
 //! Load benchmark: `cargo bench --bench load`.
 //!
 //! Times `ingest::parse` (format detection + loader + checks) on the largest bundled Who&When file,
-//! on generated 50,000-step trajectories (falat JSONL and OpenAI chat) and on one fixture of each
-//! agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents, pydantic-ai, Strands,
-//! Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
+//! on generated 50,000-step trajectories (falat JSONL and OpenAI chat), on a generated OTLP/JSON
+//! trace of 100,000 spans (about 100 MB, built in memory at bench time, never written to the
+//! repository; `scripts/gen_otlp_100k_spans.py` writes the same trace to a file) and on one
+//! fixture of each agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents,
+//! pydantic-ai, Strands, Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
 //! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
 //! `Vec` like a loaded document), and prints the figures. Then the same for one fixture of each
 //! agent-framework format (`tests/fixtures/frameworks/`), an Inspect AI `.eval` archive built from
@@ -32,6 +34,7 @@ fn main() {
     compare(&name, &bytes, parse_whole);
     compare("generated falat JSONL (50,000 steps)", &falat_jsonl(STEPS), parse_lines);
     compare("generated OpenAI chat (50,000 steps)", &openai_chat(STEPS), parse_whole);
+    compare("generated OTLP trace (100,000 spans)", &otlp_crawler(CRAWLER_CALLS), parse_whole);
     for (file, jsonl) in FRAMEWORK_B_FIXTURES {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b").join(file);
         let bytes = std::fs::read(&path).expect("read a frameworks-b fixture");
@@ -105,6 +108,9 @@ const FRAMEWORK_B_FIXTURES: [(&str, bool); 7] = [
     ("claude-code-inline-sidechains.jsonl", true),
 ];
 
+/// Model calls of the generated OTLP trace: with the tool spans and the root, 100,000 spans.
+const CRAWLER_CALLS: usize = 49_999;
+
 fn largest_who_and_when() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when");
     fs::dataset_files(&dir)
@@ -157,6 +163,106 @@ fn parse_lines(bytes: &[u8]) -> usize {
         text.lines().filter(|l| !l.trim().is_empty()).map(|line| serde_json::from_str(line).unwrap()).collect();
     black_box(&values);
     values.len()
+}
+
+/// One OTLP/JSON trace of a long-running crawler agent (OTel GenAI semconv 1.37), as
+/// `scripts/gen_otlp_100k_spans.py` writes it (compact JSON here): an `invoke_agent` root,
+/// `calls` `chat` spans whose output is a `fetch_page` tool call, as many `execute_tool` spans
+/// (every 997th fails with HTTP 404), and a final `chat` span with the answer; each chat span
+/// carries its bounded context as `gen_ai.input.messages`.
+fn otlp_crawler(calls: usize) -> Vec<u8> {
+    const TID: &str = "0af7651916cd43dd8448eb211c80319c";
+    const T0: u128 = 1_760_000_000_000_000_000;
+    const TASK: &str = "Crawl docs.example.org and list every page that links to a 404.";
+    let s = |k: &str, v: String| json!({"key": k, "value": {"stringValue": v}});
+    let i = |k: &str, v: u64| json!({"key": k, "value": {"intValue": v.to_string()}});
+    let root = format!("{:016x}", 1);
+    let span = |sid: String, parent: Option<&str>, name: &str, t: u128, attrs: Vec<Value>, status: Value| {
+        let mut sp = json!({"traceId": TID, "spanId": sid, "name": name, "kind": 1,
+            "startTimeUnixNano": (T0 + t * 1_000_000).to_string(),
+            "endTimeUnixNano": (T0 + t * 1_000_000 + 400_000).to_string(),
+            "attributes": attrs, "status": status});
+        if let Some(p) = parent {
+            sp["parentSpanId"] = json!(p);
+        }
+        sp
+    };
+    let user = json!({"role": "user", "parts": [{"type": "text", "content": TASK}]});
+    let mut spans = vec![span(
+        root.clone(),
+        None,
+        "invoke_agent crawler",
+        0,
+        vec![
+            s("gen_ai.operation.name", "invoke_agent".into()),
+            s("gen_ai.agent.name", "crawler".into()),
+            s("gen_ai.provider.name", "openai".into()),
+            s("gen_ai.input.messages", json!([user]).to_string()),
+        ],
+        json!({"code": 0}),
+    )];
+    let mut last: Option<Value> = None;
+    for k in 0..=calls {
+        let cid = format!("call_{k:08}");
+        let mut input = vec![user.clone()];
+        input.extend(last.clone());
+        let output = if k < calls {
+            json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": cid, "name": "fetch_page",
+                "arguments": {"url": format!("https://docs.example.org/p/{k}")}}], "finish_reason": "tool_call"}])
+        } else {
+            json!([{"role": "assistant", "parts": [{"type": "text", "content": "No page links to a 404."}],
+                "finish_reason": "stop"}])
+        };
+        let instructions = json!([{"type": "text", "content": "You crawl sites with fetch_page."}]);
+        spans.push(span(
+            format!("{:016x}", 2 * k + 2),
+            Some(&root),
+            "chat gpt-4o-mini",
+            2 * k as u128 + 1,
+            vec![
+                s("gen_ai.operation.name", "chat".into()),
+                s("gen_ai.request.model", "gpt-4o-mini".into()),
+                s("gen_ai.provider.name", "openai".into()),
+                i("gen_ai.usage.input_tokens", 220),
+                i("gen_ai.usage.output_tokens", 18),
+                s("gen_ai.system_instructions", instructions.to_string()),
+                s("gen_ai.input.messages", Value::Array(input).to_string()),
+                s("gen_ai.output.messages", output.to_string()),
+            ],
+            json!({"code": 0}),
+        ));
+        if k == calls {
+            break;
+        }
+        let bad = k % 997 == 996;
+        let result = match bad {
+            true => format!("HTTP 404 Not Found: https://docs.example.org/p/{k}"),
+            false => format!("200 OK, 14 links, none broken (p/{k})"),
+        };
+        let mut attrs = vec![
+            s("gen_ai.operation.name", "execute_tool".into()),
+            s("gen_ai.tool.name", "fetch_page".into()),
+            s("gen_ai.tool.call.id", cid.clone()),
+            s("gen_ai.tool.call.arguments", json!({"url": format!("https://docs.example.org/p/{k}")}).to_string()),
+            s("gen_ai.tool.call.result", result.clone()),
+        ];
+        if bad {
+            attrs.push(s("error.type", "HTTPError".into()));
+        }
+        let status = if bad { json!({"code": 2, "message": result}) } else { json!({"code": 0}) };
+        spans.push(span(
+            format!("{:016x}", 2 * k + 3),
+            Some(&root),
+            "execute_tool fetch_page",
+            2 * k as u128 + 2,
+            attrs,
+            status,
+        ));
+        last = Some(json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": cid, "response": result}]}));
+    }
+    let doc = json!({"resourceSpans": [{"resource": {"attributes": [s("service.name", "site-crawler".into())]},
+        "scopeSpans": [{"scope": {"name": "crawler.agent", "version": "3.2.0"}, "spans": spans}]}]});
+    serde_json::to_vec(&doc).unwrap()
 }
 
 /// Runs `f` for a warm-up, then for about a second (at least 5 runs); returns each run's time.

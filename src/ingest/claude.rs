@@ -171,8 +171,8 @@ struct Reader {
     line_of: HashMap<String, usize>,
     /// uuid → parentUuid for every line (noise lines included).
     parent_of: HashMap<String, Option<String>>,
-    /// (first step, parentUuid) of every line with steps.
-    line_parents: Vec<(usize, Option<String>)>,
+    /// (first step, last step, parentUuid) of every line with steps.
+    line_parents: Vec<(usize, usize, Option<String>)>,
     calls: HashMap<String, usize>,
     results: Vec<(usize, String)>,
     tasks: Vec<TaskCall>,
@@ -240,7 +240,7 @@ impl Reader {
             if let Some(u) = uuid {
                 self.by_uuid.insert(u, (first, s));
             }
-            self.line_parents.push((first, parent));
+            self.line_parents.push((first, s, parent));
             return;
         }
         if !is_turn || is_meta {
@@ -264,7 +264,7 @@ impl Reader {
             if let Some(u) = uuid {
                 self.by_uuid.insert(u, (first, last));
             }
-            self.line_parents.push((first, parent));
+            self.line_parents.push((first, last, parent));
         }
     }
 
@@ -484,24 +484,59 @@ impl Reader {
         }
     }
 
-    /// The nearest ancestor line with steps, through lines without steps.
-    fn resolve(&self, parent: Option<&str>) -> Option<usize> {
-        let mut cur = parent.map(str::to_string);
-        for _ in 0..self.parent_of.len() + 1 {
-            let u = cur?;
-            if let Some(&(_, last)) = self.by_uuid.get(&u) {
-                return Some(last);
+    /// For every uuid, the last step of the nearest line at or above it that has steps (through
+    /// lines without steps); `None` when the chain ends or loops first. Linear: each uuid is
+    /// resolved once.
+    fn resolved(&self) -> HashMap<&str, Option<usize>> {
+        let mut memo: HashMap<&str, Option<usize>> = HashMap::with_capacity(self.parent_of.len());
+        for start in self.parent_of.keys() {
+            let mut path: Vec<&str> = Vec::new();
+            let mut on_path: HashSet<&str> = HashSet::new();
+            let mut cur = Some(start.as_str());
+            let answer = loop {
+                let Some(u) = cur else { break None };
+                if let Some(&known) = memo.get(u) {
+                    break known;
+                }
+                if let Some(&(_, last)) = self.by_uuid.get(u) {
+                    break Some(last);
+                }
+                if !on_path.insert(u) {
+                    break None;
+                }
+                path.push(u);
+                cur = self.parent_of.get(u).and_then(|p| p.as_deref());
+            };
+            for u in path {
+                memo.insert(u, answer);
             }
-            cur = self.parent_of.get(&u).cloned().flatten();
+            if let Some(&(_, last)) = self.by_uuid.get(start.as_str()) {
+                memo.insert(start.as_str(), Some(last));
+            }
         }
-        None
+        memo
+    }
+
+    /// The nearest ancestor line with steps of a line whose parent is `parent`.
+    fn resolve(&self, memo: &HashMap<&str, Option<usize>>, parent: Option<&str>) -> Option<usize> {
+        let u = parent?;
+        match self.by_uuid.get(u) {
+            Some(&(_, last)) => Some(last),
+            None => memo.get(u).copied().flatten(),
+        }
     }
 
     fn links(&self) -> Vec<Link> {
         let mut links = Vec::new();
-        for (first, parent) in &self.line_parents {
-            if let Some(p) = self.resolve(parent.as_deref()).filter(|p| p != first) {
+        let memo = self.resolved();
+        for (first, last, parent) in &self.line_parents {
+            if let Some(p) = self.resolve(&memo, parent.as_deref()).filter(|p| p != first) {
                 links.push(Link { from: p, to: *first, kind: LinkKind::Parent });
+            }
+            // The blocks of one line (thinking, text, tool_use) follow each other: each is the
+            // parent of the next, so the chain runs through the line to its last block.
+            for s in *first..*last {
+                links.push(Link { from: s, to: s + 1, kind: LinkKind::Parent });
             }
         }
         for (s, id) in &self.results {
@@ -513,7 +548,12 @@ impl Reader {
     }
 
     fn roots(&self) -> Vec<usize> {
-        self.line_parents.iter().filter(|(_, p)| self.resolve(p.as_deref()).is_none()).map(|(f, _)| *f).collect()
+        let memo = self.resolved();
+        self.line_parents
+            .iter()
+            .filter(|(_, _, p)| self.resolve(&memo, p.as_deref()).is_none())
+            .map(|(f, _, _)| *f)
+            .collect()
     }
 
     /// Takes the inline sidechain steps out of `main`: one sub-thread per chain of sidechain lines
@@ -546,10 +586,11 @@ impl Reader {
         let mut used: HashSet<usize> = HashSet::new();
         let mut owner: HashMap<usize, usize> = HashMap::new(); // inline step → task step
         let mut task_of_chain: Vec<Option<&TaskCall>> = Vec::new();
+        let memo = self.resolved();
         for (root, steps) in &chains {
             let first = steps[0];
             let by_parent = self
-                .resolve(self.parent_of.get(root).cloned().flatten().as_deref())
+                .resolve(&memo, self.parent_of.get(root).cloned().flatten().as_deref())
                 .and_then(|p| self.tasks.iter().find(|t| t.step == p));
             let first_text = main.steps[first].content.trim();
             let by_prompt = || self.tasks.iter().find(|t| !used.contains(&t.step) && t.prompt.trim() == first_text);

@@ -614,20 +614,49 @@ fn call_name_and_input(p: &Value, ty: &str) -> (String, String) {
 }
 
 /// A tool output's text and error flag: JSON `{output, metadata: {exit_code}}` unwrapped,
-/// `{content, success}` read, `Exit code: N` text checked.
+/// `{content, success}` read; an MCP tool's result (`CallToolResult`, MCP spec 2025-06-18:
+/// `{content: [{type: text, text} | {type: image, ...}], isError}`, or the bare content array)
+/// read as the text of its blocks; the text checked for a failed exit in any wording
+/// ([`failed_exit`]).
 fn output_text(out: &Value) -> (String, bool) {
+    let parsed_owned;
     let parsed = match out {
-        Value::String(s) => serde_json::from_str::<Value>(s).unwrap_or(Value::Null),
-        other => other.clone(),
+        Value::String(s) if s.trim_start().starts_with(['{', '[']) => {
+            parsed_owned = serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+            &parsed_owned
+        }
+        Value::String(_) => &Value::Null,
+        other => other,
     };
+    if let Some(blocks) = mcp_blocks(parsed) {
+        let text = super::messages::blocks_text(blocks);
+        let flagged = parsed.get("isError").or_else(|| parsed.get("is_error")).and_then(Value::as_bool) == Some(true);
+        let failed = flagged || failed_exit(&text).is_some();
+        return (text, failed);
+    }
     if let Some(inner) = parsed.get("output").or_else(|| parsed.get("content")) {
         let code = parsed.pointer("/metadata/exit_code").and_then(Value::as_i64);
         let failed = parsed.get("success").and_then(Value::as_bool) == Some(false);
-        return (value_text(inner), failed || code.is_some_and(|c| c != 0));
+        let text = value_text(inner);
+        // The exit code, when recorded, is the authority; otherwise the text's own wording.
+        let failed = failed || code.map_or_else(|| failed_exit(&text).is_some(), |c| c != 0);
+        return (text, failed);
     }
     let text = value_text(out);
     let code = parsed.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0).or_else(|| failed_exit(&text));
     (text, code.is_some())
+}
+
+/// The content blocks of an MCP `CallToolResult` (`{content: [...]}`) or of a bare content array:
+/// a list whose items are all `{type, ...}` blocks.
+fn mcp_blocks(v: &Value) -> Option<&[Value]> {
+    let blocks = match v {
+        Value::Array(items) => items,
+        Value::Object(m) => m.get("content")?.as_array()?,
+        _ => return None,
+    };
+    let is_block = |b: &Value| b.get("type").is_some_and(Value::is_string);
+    (!blocks.is_empty() && blocks.iter().all(is_block)).then_some(blocks.as_slice())
 }
 
 /// The text parts of a `message` item joined by blank lines (images as `[input_image]`).

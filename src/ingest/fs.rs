@@ -26,7 +26,7 @@ pub fn load_path(path: &Path, format: Option<SourceFormat>) -> Result<Loaded, Lo
 /// [`LoadError::Io`] when the file cannot be read, otherwise what [`parse_with_related`] returns.
 pub fn load_path_with(path: &Path, choice: &FormatChoice) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io { path: shown.clone(), message: e.to_string() })?;
+    let bytes = read_trace_file(path)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     parse_with_related(&shown, &bytes, choice, &|rel| read_related(&dir, rel))
 }
@@ -56,6 +56,64 @@ pub fn load_input(path: &Path, choice: &FormatChoice) -> Result<Loaded, LoadErro
     parse_with_related(STDIN_NAME, &bytes, choice, &|_| None)
 }
 
+/// The most bytes falat reads from one file (1 GiB): loading takes a small multiple of the file
+/// in memory (`docs/FORMATS.md`, "Cost"), so a larger file is refused before it is read.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// Reads a file falat loads (a trace, a related file, a label file): only a regular file (or a
+/// link to one), of at most [`MAX_FILE_BYTES`]. A FIFO, a device (`/dev/zero`), a socket or a
+/// folder is refused without being opened for reading, so it can neither block nor fill memory.
+///
+/// # Errors
+/// [`LoadError::Io`] naming the file and saying what it is instead, how large it is, or the OS
+/// error.
+pub fn read_trace_file(path: &Path) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read;
+    let io = |message: String| LoadError::Io { path: path.display().to_string(), message };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io(format!("{}, expected a regular file", file_kind(&meta))));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(io(too_large(meta.len())));
+    }
+    let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    // The file may have been replaced or may grow after `metadata`: read one byte past the cap
+    // at most.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(io(too_large(bytes.len() as u64)));
+    }
+    Ok(bytes)
+}
+
+fn too_large(len: u64) -> String {
+    format!("the file has {len} bytes, more than the {} MiB falat reads from one file", MAX_FILE_BYTES >> 20)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return "it is a folder";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "it is a FIFO (named pipe)";
+        }
+        if ft.is_char_device() || ft.is_block_device() {
+            return "it is a device";
+        }
+        if ft.is_socket() {
+            return "it is a socket";
+        }
+    }
+    "it is not a regular file"
+}
+
 /// Reads `rel` (a `/`-separated path relative to `dir`, see [`super::Related`]); a last component
 /// with one `*` reads the first matching file in name order. `None` when nothing matches, the file
 /// cannot be read, or `rel` is absolute or climbs out of `dir` with `..`.
@@ -68,7 +126,7 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
     let (name, folders) = parts.split_last()?;
     let folder = folders.iter().fold(dir.to_path_buf(), |d, p| d.join(p));
     let Some((prefix, suffix)) = name.split_once('*') else {
-        return std::fs::read(folder.join(name)).ok();
+        return read_trace_file(&folder.join(name)).ok();
     };
     let mut matches: Vec<PathBuf> = std::fs::read_dir(&folder)
         .ok()?
@@ -80,14 +138,15 @@ pub fn read_related(dir: &Path, rel: &str) -> Option<Vec<u8>> {
         })
         .collect();
     matches.sort();
-    matches.into_iter().find_map(|p| std::fs::read(p).ok())
+    matches.into_iter().find_map(|p| read_trace_file(&p).ok())
 }
 
-/// The trace files of a data-set folder, recursively, sorted by path (`.json`, `.jsonl` and Inspect AI
-/// `.eval`),
-/// without falat's own files ([`falat_file_kind`]: overrides, their backups, exported reports,
-/// temporary files). Symbolic links are followed, but a link back to a folder being walked (a
-/// loop, `back -> ..`) is not, and a file reached twice (through two links) is listed once.
+/// The trace files of a data-set folder, recursively, sorted by path (`.json`, `.jsonl` and
+/// Inspect AI `.eval`), without falat's own files ([`falat_file_kind`]: overrides, their backups,
+/// exported reports, temporary files). Symbolic links are followed, but a link back to a folder
+/// being walked (a loop, `back -> ..`) is not, and a file reached twice (through two links) is
+/// listed once. An entry named like a trace that is not a regular file (a FIFO, a device) is
+/// listed too, so that loading it reports it ([`read_trace_file`]) instead of blocking on it.
 ///
 /// # Errors
 /// [`LoadError::Io`] when `dir` cannot be listed.
@@ -106,7 +165,7 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
             Err(_) => continue,
         };
         let p = entry.path();
-        if !entry.file_type().is_file()
+        if entry.file_type().is_dir()
             || !p.extension().is_some_and(|e| e == "json" || e == "jsonl" || e == "eval")
             || falat_file_kind(p).is_some()
         {
@@ -206,8 +265,11 @@ fn skipped_records(file: &Path, set: &super::labels::LabelSet) -> Vec<String> {
 /// # Errors
 /// [`LoadError::Io`] naming the file when it cannot be read or is not a label file.
 pub fn read_label_file(path: &Path) -> Result<super::labels::LabelSet, LoadError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LoadError::Io { path: path.display().to_string(), message: e.to_string() })?;
+    let bytes = read_trace_file(path)?;
+    let text = String::from_utf8(bytes).map_err(|e| LoadError::Io {
+        path: path.display().to_string(),
+        message: format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+    })?;
     parse_labels(path, &text)
 }
 
@@ -310,8 +372,16 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
     }
     for dir in dirs {
         for f in dataset_files(dir)? {
-            let head = std::fs::read(&f).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
-            if let Some(text) = head.filter(|t| super::labels::detect(t).is_some()) {
+            let bytes = match read_trace_file(&f) {
+                Ok(b) => b,
+                Err(e) => {
+                    out.skipped.push(e.to_string());
+                    out.unreadable += 1;
+                    continue;
+                }
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            if super::labels::detect(&text).is_some() {
                 match parse_labels(&f, &text) {
                     Ok(set) => {
                         let folder = f.parent().map(Path::to_path_buf);
@@ -324,7 +394,10 @@ pub fn load_labelled(dirs: &[PathBuf], label_files: &[PathBuf]) -> Result<Labell
                 }
                 continue;
             }
-            match load_path(&f, None) {
+            let shown = f.display().to_string();
+            let folder = f.parent().map(Path::to_path_buf).unwrap_or_default();
+            let choice = FormatChoice::Detect(SUPPORTED.to_vec());
+            match parse_with_related(&shown, &bytes, &choice, &|rel| read_related(&folder, rel)) {
                 Ok(loaded) => traces.extend(loaded.trajectories.into_iter().map(|t| (f.clone(), t))),
                 Err(e) => {
                     out.skipped.push(e.to_string());

@@ -88,15 +88,11 @@ fn traces(v: &Value) -> Vec<TraceGroup<'_>> {
     if !found.is_empty() || !items.iter().any(is_observation) {
         return found;
     }
-    let mut groups: Vec<TraceGroup<'_>> = Vec::new();
-    for (i, o) in items.iter().enumerate().filter(|(_, o)| is_observation(o)) {
-        let id = o.get("traceId").map(value_text);
-        match groups.iter_mut().find(|g| g.id == id) {
-            Some(g) => g.observations.push((i, o)),
-            None => groups.push(TraceGroup { header: None, id, observations: vec![(i, o)] }),
-        }
-    }
-    groups
+    let observations: Vec<(usize, &Value)> = items.iter().enumerate().filter(|(_, o)| is_observation(o)).collect();
+    super::otlp::group_by(observations, |(_, o)| o.get("traceId").map(value_text))
+        .into_iter()
+        .map(|(id, observations)| TraceGroup { header: None, id, observations })
+        .collect()
 }
 
 /// Loads a Langfuse export named `name`; one trajectory per trace.
@@ -166,11 +162,14 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     let mut n = Node::new(id, text("parentObservationId"), name.clone(), format!("observation {place} ({name})"));
     n.sort_key = text("startTime");
     n.timestamp = text("startTime");
-    n.is_error = text("level").as_deref() == Some("ERROR");
-    n.error = text("statusMessage");
-    n.input_text = o.get("input").filter(|v| !v.is_null()).map(io_text);
-    n.output_text = o.get("output").filter(|v| !v.is_null()).map(io_text);
+    n.is_error = text("level").is_some_and(|l| l.eq_ignore_ascii_case("ERROR"));
+    n.error = text("statusMessage").filter(|m| !m.trim().is_empty());
     n.role = text("type").unwrap_or_default().to_ascii_uppercase();
+    // An event's payload is shown whole (an object keeps its keys); other observations show the
+    // text their input and output carry.
+    let io = if n.role == "EVENT" { event_text } else { io_text };
+    n.input_text = o.get("input").filter(|v| !v.is_null()).map(io);
+    n.output_text = o.get("output").filter(|v| !v.is_null()).map(io);
     n.op = observation_op(o, &mut n, diags);
     Some(n)
 }
@@ -225,6 +224,11 @@ fn tokens(o: &Value) -> Option<TokenCounts> {
     let output = get("/usageDetails/output").or_else(|| get("/usage/output")).or_else(|| get("/completionTokens"));
     (input.is_some() || output.is_some())
         .then(|| TokenCounts { input: input.unwrap_or(0), output: output.unwrap_or(0) })
+}
+
+/// Text of an EVENT's `input` / `output`: strings as they are, anything else as JSON.
+fn event_text(v: &Value) -> String {
+    value_text(v)
 }
 
 /// Text of an `input` / `output`: strings as they are, a message's text, a one-field object's

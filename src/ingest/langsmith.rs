@@ -74,39 +74,49 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     if flat.is_empty() {
         return Err("expected runs with \"id\" and \"run_type\", found none".into());
     }
-    let mut groups: Vec<(Option<String>, Vec<Node>)> = Vec::new();
+    let mut nodes = Vec::with_capacity(flat.len());
     for (run, parent, place) in &flat {
-        let trace = run.get("trace_id").map(value_text);
-        let n = node(run, parent.clone(), place, &mut diags);
-        match groups.iter_mut().find(|(t, _)| *t == trace) {
-            Some((_, nodes)) => nodes.push(n),
-            None => groups.push((trace, vec![n])),
-        }
+        let trace = run.get("trace_id").map(value_text).map(spantree::bounded_id);
+        nodes.push((trace, node(run, parent.clone(), place, &mut diags)));
     }
+    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
     Ok(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
 }
 
-/// Walks nested `child_runs` into a flat list of `(run, parent id, place)`.
+/// Walks nested `child_runs` into a flat list of `(run, parent id, place)`, depth first, without
+/// recursion. A nested run's place is its top-level run's, then its own position and depth
+/// (`runs[0] … child_runs[2] at depth 7`), so places stay short however deep runs nest.
 fn flatten<'a>(
-    run: &'a Value,
+    top: &'a Value,
     parent: Option<String>,
     place: &str,
     out: &mut Vec<(&'a Value, Option<String>, String)>,
     diags: &mut Vec<Diagnostic>,
 ) {
-    if !is_run(run) {
-        diags.push(Diagnostic {
-            line: None,
-            message: format!("{place} skipped: expected a run with \"id\" and \"run_type\""),
-        });
-        return;
-    }
-    let own_parent = run.get("parent_run_id").filter(|p| !p.is_null()).map(value_text).or(parent);
-    let id = run.get("id").map(value_text);
-    out.push((run, own_parent, place.to_string()));
-    let children = run.get("child_runs").and_then(Value::as_array);
-    for (i, c) in children.into_iter().flatten().enumerate() {
-        flatten(c, id.clone(), &format!("{place}.child_runs[{i}]"), out, diags);
+    let mut stack: Vec<(&'a Value, Option<String>, usize, usize)> = vec![(top, parent, 0, 0)];
+    while let Some((run, parent, depth, index)) = stack.pop() {
+        let here = match depth {
+            0 => place.to_string(),
+            1 => format!("{place}.child_runs[{index}]"),
+            d => format!("{place} … child_runs[{index}] at depth {d}"),
+        };
+        if !is_run(run) {
+            diags.push(Diagnostic {
+                line: None,
+                message: format!("{here} skipped: expected a run with \"id\" and \"run_type\""),
+            });
+            continue;
+        }
+        let own_parent = run.get("parent_run_id").filter(|p| !p.is_null()).map(value_text).or(parent);
+        let id = run.get("id").map(value_text).map(spantree::bounded_id);
+        out.push((run, own_parent, here));
+        let children = run.get("child_runs").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for (i, c) in children.iter().enumerate().rev() {
+            stack.push((c, id.clone(), depth + 1, i));
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::value_text;
 
 /// One chat message: who spoke and what, as ordered parts.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Msg {
     /// Normalised role: `system`, `developer`, `user`, `assistant`, `tool` (others kept as given).
     pub role: String,
@@ -32,7 +32,7 @@ pub struct Msg {
 }
 
 /// One piece of a message.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Part {
     /// Plain text addressed to someone.
     Text(String),
@@ -75,6 +75,16 @@ impl Msg {
     /// A key identifying the message's content, for de-duplicating repeated context.
     pub fn key(&self) -> String {
         format!("{}\u{1f}{:?}", self.role, self.parts)
+    }
+
+    /// A 64-bit hash of the role and parts (the name left out, as in [`Msg::key`]): the same key
+    /// without building a string of the whole message.
+    pub fn hash_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.role.hash(&mut h);
+        self.parts.hash(&mut h);
+        h.finish()
     }
 }
 
@@ -147,6 +157,12 @@ fn with_role(v: &Value, role: &str) -> Msg {
     if let Some(r) = v.get("refusal").and_then(Value::as_str).filter(|r| !r.is_empty()) {
         parts.push(Part::Text(r.to_string()));
     }
+    // An OpenAI audio reply (`content: null`, `audio: {id, transcript}`) said its transcript.
+    if parts.is_empty()
+        && let Some(t) = audio_transcript(v.get("audio"))
+    {
+        parts.push(Part::Text(t.to_string()));
+    }
     for key in ["tool_calls", "function_call"] {
         if let Some(calls) = v.get(key) {
             parts.extend(tool_calls(calls));
@@ -158,6 +174,13 @@ fn with_role(v: &Value, role: &str) -> Msg {
         parts.extend(tool_calls(calls));
     }
     Msg { name: v.get("name").and_then(Value::as_str).map(str::to_string), role, parts }
+}
+
+/// The transcript of an OpenAI Chat Completions assistant audio reply, given its `audio` field
+/// (`{role: assistant, content: null, audio: {id, data?, expires_at, transcript}}`), when not
+/// empty.
+pub fn audio_transcript(audio: Option<&Value>) -> Option<&str> {
+    audio?.get("transcript")?.as_str().filter(|t| !t.trim().is_empty())
 }
 
 /// A GenAI semconv message part (`{type, content}` and friends).
@@ -185,23 +208,39 @@ fn genai_part(p: &Value) -> Option<Part> {
 fn content_parts(c: &Value, role: &str, msg: &Value, out: &mut Vec<Part>) {
     let tool_id = id_text(msg.get("tool_call_id"));
     match c {
-        Value::String(s) if role == "tool" || tool_id.is_some() => out.push(Part::ToolResponse {
-            id: tool_id,
-            text: s.clone(),
-            is_error: msg.get("status").and_then(Value::as_str) == Some("error"),
-        }),
+        Value::String(s) if role == "tool" || tool_id.is_some() => {
+            out.push(Part::ToolResponse { id: tool_id, text: s.clone(), is_error: tool_failed(msg) })
+        }
         Value::String(s) => out.push(Part::Text(s.clone())),
+        Value::Array(blocks) if role == "tool" && !blocks.iter().all(is_block) => {
+            out.push(Part::ToolResponse { id: tool_id, text: c.to_string(), is_error: tool_failed(msg) })
+        }
         Value::Array(blocks) => {
             for b in blocks {
-                out.extend(block_part(b, &tool_id));
+                out.extend(block_part(b, &tool_id, role == "tool"));
             }
         }
         Value::Null => {}
+        // A tool's structured result (an object, a number) is still the tool's answer.
+        other if role == "tool" || tool_id.is_some() => {
+            out.push(Part::ToolResponse { id: tool_id, text: other.to_string(), is_error: tool_failed(msg) })
+        }
         other => out.push(Part::Text(other.to_string())),
     }
 }
 
-fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
+/// Whether a list item is a content block (`{type, ...}` or a string), not data of a tool result.
+fn is_block(b: &Value) -> bool {
+    b.is_string() || b.get("type").is_some_and(Value::is_string)
+}
+
+/// A tool message that reports failure (`status: error`, `is_error: true`).
+fn tool_failed(msg: &Value) -> bool {
+    msg.get("status").and_then(Value::as_str) == Some("error")
+        || msg.get("is_error").or_else(|| msg.get("isError")).and_then(Value::as_bool) == Some(true)
+}
+
+fn block_part(b: &Value, tool_id: &Option<String>, tool_role: bool) -> Option<Part> {
     let Some(ty) = b.get("type").and_then(Value::as_str) else {
         if let Some(bedrock) = bedrock_block(b) {
             return bedrock;
@@ -210,7 +249,7 @@ fn block_part(b: &Value, tool_id: &Option<String>) -> Option<Part> {
     };
     let text = |k: &str| b.get(k).map(value_text).unwrap_or_default();
     Some(match ty {
-        "text" | "input_text" | "output_text" if tool_id.is_some() => {
+        "text" | "input_text" | "output_text" if tool_id.is_some() || tool_role => {
             Part::ToolResponse { id: tool_id.clone(), text: text("text"), is_error: false }
         }
         "text" | "input_text" | "output_text" => Part::Text(text("text")),
@@ -339,17 +378,22 @@ pub fn placeholder(b: &Value) -> String {
 /// The text of a tool_result `content`: a string, or the text blocks of a list joined.
 pub fn block_text(c: &Value) -> String {
     match c {
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").map(value_text).unwrap_or_default(),
-                Some(_) => placeholder(b),
-                None => value_text(b),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Value::Array(blocks) => blocks_text(blocks),
         other => value_text(other),
     }
+}
+
+/// The text blocks of a list joined by newlines; other blocks as placeholders ([`placeholder`]).
+pub fn blocks_text(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => b.get("text").map(value_text).unwrap_or_default(),
+            Some(_) => placeholder(b),
+            None => value_text(b),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// OpenAI `tool_calls` / legacy `function_call`, or LangChain `tool_calls: [{id, name, args}]`.

@@ -313,9 +313,13 @@ const LOAD_STACK_BYTES: usize = 512 << 20;
 fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
     // A ZIP archive (Inspect AI's `.eval` log) is recognised by its magic bytes, before any text
     // decoding, and read as the JSON log it packs.
-    let doc = match inspect_ai::is_zip(bytes) {
-        true => inspect_ai::zip_document(path, bytes)?,
-        false => parse_document(path, bytes)?,
+    // A large OTLP trace is read span by span ([`load_otlp_streamed`]).
+    let doc = if inspect_ai::is_zip(bytes) {
+        inspect_ai::zip_document(path, bytes)?
+    } else if let Some(loaded) = load_otlp_streamed(path, bytes, choice) {
+        return complete(path, loaded);
+    } else {
+        parse_document(path, bytes)?
     };
     let format = match choice {
         FormatChoice::Force(f) => *f,
@@ -323,7 +327,7 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
             candidates.iter().copied().find(|f| matches(&doc, *f)).ok_or_else(|| LoadError::UnknownFormat {
                 path: path.to_string(),
                 tried: candidates.clone(),
-                found: describe_with_hint(&doc),
+                found: clip_message(describe_with_hint(&doc)),
             })?
         }
     };
@@ -333,14 +337,116 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
             .diagnostics
             .extend(bad.iter().map(|(line, msg)| Diagnostic { line: Some(*line), message: format!("skipped: {msg}") }));
     }
-    loaded.diagnostics.sort_by_key(|d| d.line);
     loaded.format = format;
+    complete(path, loaded)
+}
+
+/// Cuts long diagnostics, orders them by line and checks the load ([`finish`]).
+fn complete(path: &str, mut loaded: Loaded) -> Result<Loaded, LoadError> {
+    for d in &mut loaded.diagnostics {
+        if d.message.len() > MAX_MESSAGE_CHARS {
+            d.message = clip_message(std::mem::take(&mut d.message));
+        }
+    }
+    loaded.diagnostics.sort_by_key(|d| d.line);
     finish(path, loaded)
+}
+
+/// Loads a one-request OTLP/JSON trace file (an object whose only key is `resourceSpans`) one
+/// span at a time: the typed [`otlp::outline`] borrows each span's text from the input, and each
+/// span is parsed, mapped to a [`spantree::Node`] and dropped before the next, so memory stays a
+/// small multiple of the file instead of a `serde_json::Value` of it (about 12 times the file for
+/// span-heavy traces). The result is what [`otel::load`] / [`openinference::load`] give from the
+/// whole document. `None` (read the document whole) for anything else: another shape, log
+/// records beside the spans, a format choice that excludes the OTLP loaders, a document
+/// OpenInference may claim by an attribute, a span that does not parse on its own, no span.
+fn load_otlp_streamed(path: &str, bytes: &[u8], choice: &FormatChoice) -> Option<Loaded> {
+    use SourceFormat::{OpenInference, OtelGenAi};
+    if wide_encoding(bytes).is_some() {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let outline = otlp::outline(text)?;
+    if !outline.other_keys.is_empty() {
+        return None;
+    }
+    // pydantic-ai and Strands spans are OTLP too, and detection tries them first: their marks
+    // (the detectors' scope names and attribute keys, found here in the text) send the file the
+    // whole-document way.
+    let framework_scope = |n: &str| n == pydanticai::SCOPE || n.starts_with("strands");
+    if outline.scopes.iter().any(|(_, _, name, _)| name.as_deref().is_some_and(framework_scope))
+        || pydanticai::ATTRIBUTE_MARKS.iter().chain(&strands::ATTRIBUTE_MARKS).any(|m| text.contains(m))
+    {
+        return None;
+    }
+    let by_scope =
+        outline.scopes.iter().any(|(_, _, name, _)| name.as_deref().is_some_and(|n| n.starts_with("openinference")));
+    // A span attribute may name the OpenInference kind: the whole-document path decides then.
+    if !by_scope && text.contains(openinference::KIND_KEY) {
+        return None;
+    }
+    let detected = if by_scope { OpenInference } else { OtelGenAi };
+    let format = match choice {
+        FormatChoice::Force(f @ (OtelGenAi | OpenInference)) => *f,
+        FormatChoice::Force(_) => return None,
+        FormatChoice::Detect(candidates) if candidates.contains(&detected) => detected,
+        FormatChoice::Detect(_) => return None,
+    };
+    let mut diags = Vec::new();
+    let mut nodes: Vec<(Option<String>, spantree::Node)> = Vec::new();
+    for (r, s, scope, spans) in &outline.scopes {
+        for (k, raw) in spans.iter().enumerate() {
+            let place = format!("resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
+            let value = from_str(raw.get()).ok()?;
+            match otlp::request_span(&value, &place) {
+                Ok(mut span) => {
+                    span.scope = scope.clone();
+                    let node = match format {
+                        OpenInference => openinference::node(&span, &mut diags),
+                        _ => otel::node(&span, &mut diags),
+                    };
+                    nodes.push((span.trace_id, node));
+                }
+                Err(msg) => diags.push(Diagnostic { line: None, message: format!("{place} skipped: {msg}") }),
+            }
+            drop_deep(value);
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let groups = otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    let mut loaded = spantree::load_groups(&file_stem(path), format, groups, diags);
+    loaded.format = format;
+    Some(loaded)
+}
+
+/// Drops a value without recursion (see [`Document`]'s `Drop`).
+fn drop_deep(v: Value) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
 }
 
 /// Checks that every trajectory has a step, numbers the steps and orders the agents.
 fn finish(path: &str, mut loaded: Loaded) -> Result<Loaded, LoadError> {
-    let invalid = |message: String| LoadError::Invalid { path: path.to_string(), format: loaded.format, message };
+    let invalid = |message: String| LoadError::Invalid {
+        path: path.to_string(),
+        format: loaded.format,
+        message: clip_message(message),
+    };
     let why = first_reason(&loaded.diagnostics);
     if loaded.trajectories.is_empty() {
         return Err(invalid(format!("no usable trajectory{why}")));
@@ -635,7 +741,7 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
         Mlflow => mlflow::load(&name, doc),
         InspectAi => inspect_ai::load(&name, doc),
     };
-    res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message })
+    res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message: clip_message(message) })
 }
 
 /// The file name without folders and the last extension (`data/12.json` → `12`).
@@ -768,8 +874,13 @@ pub fn describe(doc: &Document) -> String {
     }
 }
 
-/// A short description of a JSON value: its type, and the first keys of an object.
+/// A short description of a JSON value: its type, and the first keys of an object (each cut to
+/// 40 characters); arrays name their first item, down to three levels.
 pub fn describe_value(v: &Value) -> String {
+    describe_at(v, 0)
+}
+
+fn describe_at(v: &Value, depth: usize) -> String {
     match v {
         Value::Object(m) => {
             // Keys are trace content: sanitised and clipped before they reach a message.
@@ -782,14 +893,39 @@ pub fn describe_value(v: &Value) -> String {
                 format!("an object with keys [{}{more}]", keys.join(", "))
             }
         }
+        Value::Array(a) if depth >= 3 && !a.is_empty() => format!("an array of {} items", a.len()),
         Value::Array(a) => match a.first() {
-            Some(first) => format!("an array of {} items, the first {}", a.len(), describe_value(first)),
+            Some(first) => format!("an array of {} items, the first {}", a.len(), describe_at(first, depth + 1)),
             None => "an empty array".into(),
         },
         Value::String(_) => "a string".into(),
         Value::Number(_) => "a number".into(),
         Value::Bool(_) => "a boolean".into(),
         Value::Null => "null".into(),
+    }
+}
+
+/// `s` cut to at most `max` characters, with `…` when cut (linear in `max`, not in `s`).
+pub fn clip_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// The longest error or diagnostic message falat builds, in characters: a longer one keeps its
+/// first part and says how much was cut.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// A message cut to [`MAX_MESSAGE_CHARS`] (`… (N more characters)`), so no input can make an
+/// error unreadably long.
+pub fn clip_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => {
+            let rest = message[at..].chars().count();
+            format!("{}… ({rest} more characters)", &message[..at])
+        }
+        None => message,
     }
 }
 

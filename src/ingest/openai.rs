@@ -166,7 +166,13 @@ impl Reader<'_> {
         };
         let content = match content_text(m.get("content")) {
             // A refusal is what the model said instead of content.
-            Ok(c) if c.is_empty() => m.get("refusal").and_then(Value::as_str).map(str::to_string).unwrap_or(c),
+            // An audio reply (`content: null`) said its `audio.transcript`.
+            Ok(c) if c.is_empty() => m
+                .get("refusal")
+                .and_then(Value::as_str)
+                .or_else(|| super::messages::audio_transcript(m.get("audio")))
+                .map(str::to_string)
+                .unwrap_or(c),
             Ok(c) => c,
             Err(e) => return self.note(format!("{place}: {e}; record skipped")),
         };

@@ -73,7 +73,12 @@ fn is_oi_list(items: &[Value]) -> bool {
 /// status_message, logs, child_spans: [...]}`) flattened, depth first, into span-list items of the
 /// OpenInference JSON shape. Spans of other lists are returned as they are. Iterative, so nesting
 /// depth does not matter.
+///
+/// Ids are normalised ([`otlp::norm_id`], so bounded in length) before they are copied: the
+/// document's `trace_id` onto every span, a span's id onto each of its children.
 fn flatten_tree(items: &[Value], trace_id: Option<&Value>) -> Vec<Value> {
+    let norm = |v: Option<&Value>| v.and_then(otlp::norm_id).map(Value::String).unwrap_or(Value::Null);
+    let doc_trace = norm(trace_id);
     let mut out = Vec::new();
     let mut stack: Vec<(&Value, Option<Value>)> = items.iter().rev().map(|s| (s, None)).collect();
     while let Some((span, parent)) = stack.pop() {
@@ -81,12 +86,15 @@ fn flatten_tree(items: &[Value], trace_id: Option<&Value>) -> Vec<Value> {
             out.push(span.clone());
             continue;
         }
-        let id = span.get("span_id").cloned().unwrap_or(Value::Null);
-        let parent = span.get("parent_span_id").filter(|p| !p.is_null()).cloned().or(parent);
+        let id = norm(span.get("span_id"));
+        let parent = span.get("parent_span_id").filter(|p| !p.is_null()).map(|p| norm(Some(p))).or(parent);
         let mut item = serde_json::Map::new();
         let field = |k: &str| span.get(k).cloned().unwrap_or(Value::Null);
         item.insert("name".into(), span.get("span_name").or_else(|| span.get("name")).cloned().unwrap_or_default());
-        let trace = span.get("trace_id").or(trace_id).cloned().unwrap_or(Value::Null);
+        let trace = match span.get("trace_id") {
+            Some(t) => norm(Some(t)),
+            None => doc_trace.clone(),
+        };
         item.insert("context".into(), serde_json::json!({"trace_id": trace, "span_id": id}));
         item.insert("parent_id".into(), parent.unwrap_or(Value::Null));
         item.insert("start_time".into(), field("timestamp"));

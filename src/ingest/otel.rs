@@ -17,6 +17,13 @@
 //!   an unknown operation is, with a diagnostic, a model call when it carries messages and a
 //!   scope otherwise.
 //!
+//! OpenLLMetry (traceloop/openllmetry `semconv_ai` `SpanAttributes`, `TraceloopSpanKindValues`)
+//! entity spans: `traceloop.span.kind` `agent` → an agent invocation named
+//! `traceloop.entity.name`, `tool` → a tool execution of that name, `workflow` / `task` →
+//! scopes; `traceloop.entity.input` / `traceloop.entity.output` (JSON of `{args, kwargs}` or
+//! LangChain's `{inputs, ...}` / `{outputs, ...}`) are their input and output text. Its model
+//! calls carry the indexed `gen_ai.prompt.N.*` form below.
+//!
 //! Tokens: `gen_ai.usage.input_tokens` / `output_tokens` (legacy `prompt_tokens` /
 //! `completion_tokens`). Errors: status code ERROR, `error.type`, `exception` events.
 //!
@@ -84,6 +91,10 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
         vercel(span, &mut n);
         return n;
     }
+    if let Some(op) = traceloop_op(span, &mut n) {
+        n.op = op;
+        return n;
+    }
     let op = operation(span);
     n.role = op.clone().unwrap_or_else(|| span.name.clone());
     n.op = match op.as_deref() {
@@ -99,6 +110,60 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
         n.output = output_messages(span);
     }
     n
+}
+
+/// The attribute OpenLLMetry (traceloop) puts on the spans of its `@workflow`, `@task`,
+/// `@agent` and `@tool` decorators and of framework steps.
+pub const TRACELOOP_KIND: &str = "traceloop.span.kind";
+
+/// An OpenLLMetry entity span (see the module doc) as a node: `agent` → an agent invocation
+/// named `traceloop.entity.name`, `tool` → a tool execution, `workflow` and `task` → scopes; each
+/// with `traceloop.entity.input` / `traceloop.entity.output` as its input and output text.
+/// `None` for spans without a known `traceloop.span.kind` (model calls carry none).
+fn traceloop_op(span: &RawSpan, n: &mut Node) -> Option<Op> {
+    let kind = span.str(TRACELOOP_KIND)?.trim().to_ascii_lowercase();
+    if !matches!(kind.as_str(), "agent" | "tool" | "workflow" | "task") {
+        return None;
+    }
+    let name = span
+        .str("traceloop.entity.name")
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| span.name.strip_suffix(&format!(".{kind}")).unwrap_or(&span.name).to_string());
+    n.role = kind.clone();
+    n.input_text = span.attrs.get("traceloop.entity.input").map(traceloop_text);
+    n.output_text = span.attrs.get("traceloop.entity.output").map(traceloop_text);
+    Some(match kind.as_str() {
+        "agent" => Op::Agent { name, role: None },
+        "tool" => Op::Tool { name, call_id: span.str("gen_ai.tool.call.id") },
+        _ => Op::Scope,
+    })
+}
+
+/// The readable text of a `traceloop.entity.input` / `output`: the JSON the decorators write
+/// (`{args, kwargs}`, LangChain's `{inputs, tags, metadata, kwargs}` / `{outputs, kwargs}`)
+/// unwrapped to what was passed or returned; a JSON string decoded; anything else as written.
+fn traceloop_text(v: &Value) -> String {
+    let parsed = match v {
+        Value::String(s) if s.trim_start().starts_with('"') => {
+            serde_json::from_str::<Value>(s).unwrap_or_else(|_| v.clone())
+        }
+        other => otlp::parsed_json(other),
+    };
+    let inner = match &parsed {
+        Value::Object(m) if m.contains_key("inputs") => &m["inputs"],
+        Value::Object(m) if m.contains_key("outputs") => &m["outputs"],
+        Value::Object(m) if m.contains_key("args") || m.contains_key("kwargs") => {
+            let args = m.get("args").and_then(Value::as_array).filter(|a| !a.is_empty());
+            let kwargs = m.get("kwargs").filter(|k| k.as_object().is_some_and(|k| !k.is_empty()));
+            match (args, kwargs) {
+                (Some(a), None) if a.len() == 1 => &a[0],
+                (None, Some(k)) => k,
+                _ => &parsed,
+            }
+        }
+        _ => &parsed,
+    };
+    value_text(inner)
 }
 
 /// An unknown operation: a model call when the span carries messages, else a scope.
@@ -300,19 +365,27 @@ fn role_message(body: &Value, role: &str) -> Option<Msg> {
         _ => return None,
     };
     obj.entry("role").or_insert_with(|| Value::String(role.to_string()));
-    if role == "tool"
+    if is_tool_role(&obj, role)
         && !obj.contains_key("tool_call_id")
         && let Some(id) = obj.get("id").cloned()
     {
         obj.insert("tool_call_id".into(), id);
     }
-    if let Some(Value::String(c)) = obj.get("content").cloned() {
+    // A tool's result is kept as it was written (JSON text included): it is the tool's answer,
+    // not parts of a message.
+    let is_tool = obj.get("role").and_then(Value::as_str).is_some_and(|r| super::messages::norm_role(r) == "tool");
+    if !is_tool && let Some(Value::String(c)) = obj.get("content").cloned() {
         let inner = deep_json(&Value::String(c));
         if inner.is_array() || inner.is_object() {
             obj.insert("content".into(), inner);
         }
     }
     super::messages::msg_from_value(&Value::Object(obj))
+}
+
+fn is_tool_role(obj: &serde_json::Map<String, Value>, role: &str) -> bool {
+    let own = obj.get("role").and_then(Value::as_str).unwrap_or(role);
+    super::messages::norm_role(own) == "tool"
 }
 
 /// `gen_ai.system_instructions`: a list of parts or plain text.

@@ -16,7 +16,7 @@
 //! events}` and any-agent's dump of OTel SDK spans (`parent: {span_id}`, `status: {status_code,
 //! description}`, decimal ids), both with a plain attribute object.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -105,11 +105,7 @@ pub fn is_otlp(doc: &Document) -> bool {
                 .flatten()
                 .filter_map(|sl| sl.get("logRecords").and_then(Value::as_array))
                 .flatten()
-                .any(|rec| {
-                    let named = rec.get("eventName").and_then(Value::as_str);
-                    let attr = rec.get("attributes").map(attr_list).and_then(|a| a.get("event.name").map(value_text));
-                    named.map(str::to_string).or(attr).is_some_and(|n| n.starts_with("gen_ai."))
-                })
+                .any(|rec| log_event_name(rec).is_some_and(|n| n.starts_with("gen_ai.")))
         })
     };
     let is_request = |v: &Value| v.get("resourceSpans").is_some_and(Value::is_array) || genai_logs(v);
@@ -136,11 +132,36 @@ pub fn otlp_spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Vec<RawSpan> {
     out
 }
 
+/// The event name of an OTLP log record: `eventName` (`event_name` as protobuf's JSON mapping
+/// also accepts), else the `event.name` attribute (OTel Events API before logs data model 1.4).
+pub fn log_event_name(rec: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    if let Some(n) = rec.get("eventName").or_else(|| rec.get("event_name")).and_then(Value::as_str) {
+        return Some(std::borrow::Cow::Borrowed(n));
+    }
+    let attrs = rec.get("attributes")?;
+    let value = match attrs {
+        Value::Array(kvs) => {
+            kvs.iter().find(|kv| kv.get("key").and_then(Value::as_str) == Some("event.name"))?.get("value")?
+        }
+        Value::Object(m) => m.get("event.name")?,
+        _ => return None,
+    };
+    match any_value(value) {
+        Value::String(s) => Some(std::borrow::Cow::Owned(s)),
+        _ => None,
+    }
+}
+
 /// GenAI events sent as OTLP log records (`resourceLogs[].scopeLogs[].logRecords[]`, the event
 /// name in `eventName` or the `event.name` attribute, the content in `body`), attached to the span
 /// of their `spanId`. Records whose span is not in the document make a `chat` span of their own
 /// per span id (or per trace when they carry no span id).
 fn attach_logs(doc_values: &[(Option<usize>, &Value)], out: &mut Vec<RawSpan>) {
+    // Span id → its first span, so each record finds its span in constant time.
+    let mut by_id: HashMap<String, usize> = HashMap::with_capacity(out.len());
+    for (i, sp) in out.iter().enumerate() {
+        by_id.entry(sp.span_id.clone()).or_insert(i);
+    }
     for (_, v) in doc_values {
         let resource_logs = v.get("resourceLogs").and_then(Value::as_array);
         for (r, rl) in resource_logs.into_iter().flatten().enumerate() {
@@ -148,27 +169,29 @@ fn attach_logs(doc_values: &[(Option<usize>, &Value)], out: &mut Vec<RawSpan>) {
             for (s, sl) in scope_logs.into_iter().flatten().enumerate() {
                 let records = sl.get("logRecords").and_then(Value::as_array);
                 for (k, rec) in records.into_iter().flatten().enumerate() {
-                    let attrs = rec.get("attributes").map(attr_list).unwrap_or_default();
-                    let name = rec
-                        .get("eventName")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .or_else(|| attrs.get("event.name").map(value_text))
-                        .unwrap_or_default();
-                    if !name.starts_with("gen_ai.") {
+                    let Some(name) = log_event_name(rec).filter(|n| n.starts_with("gen_ai.")) else {
                         continue;
-                    }
+                    };
+                    let name = name.into_owned();
+                    let attrs = match rec.get("attributes") {
+                        Some(a @ Value::Object(_)) => attr_object(a),
+                        Some(a) => attr_list(a),
+                        None => Attrs::new(),
+                    };
                     let mut payload: serde_json::Map<String, Value> = attrs.into_iter().collect();
                     payload.insert("body".into(), rec.get("body").map(any_value).unwrap_or(Value::Null));
                     let event = GenAiEvent { name, payload: Value::Object(payload) };
-                    let span_id = rec.get("spanId").and_then(norm_id);
-                    let trace_id = rec.get("traceId").and_then(norm_id);
-                    let key = span_id.clone().or_else(|| trace_id.clone()).unwrap_or_else(|| "log".into());
-                    match out.iter_mut().find(|sp| sp.span_id == key) {
-                        Some(sp) => sp.genai_events.push(event),
+                    let span_id = rec.get("spanId").or_else(|| rec.get("span_id")).and_then(norm_id);
+                    let trace_id = rec.get("traceId").or_else(|| rec.get("trace_id")).and_then(norm_id);
+                    let key = span_id.or_else(|| trace_id.clone()).unwrap_or_else(|| "log".into());
+                    match by_id.get(&key) {
+                        Some(&i) => out[i].genai_events.push(event),
                         None => {
-                            let time =
-                                rec.get("timeUnixNano").or_else(|| rec.get("observedTimeUnixNano")).map(value_text);
+                            let time = ["timeUnixNano", "time_unix_nano", "observedTimeUnixNano"]
+                                .iter()
+                                .find_map(|k| rec.get(*k))
+                                .map(value_text);
+                            by_id.insert(key.clone(), out.len());
                             let mut attrs = Attrs::new();
                             attrs.insert("gen_ai.operation.name".into(), Value::from("chat"));
                             out.push(RawSpan {
@@ -245,6 +268,101 @@ fn otlp_span(v: &Value, at: &str) -> Result<RawSpan, String> {
     }
     read_events(obj.get("events"), &mut span);
     Ok(span)
+}
+
+/// The outline of a one-request OTLP/JSON trace file, read without building its spans: each
+/// `scopeSpans` entry with its indices, scope name and the raw JSON text of its spans, borrowed
+/// from the input. Large traces are loaded from it one span at a time (see [`outline`]).
+#[derive(Debug, Default)]
+pub struct Outline<'a> {
+    /// `(resourceSpans index, scopeSpans index, scope name, raw spans)`, in document order.
+    pub scopes: Vec<(usize, usize, Option<String>, Vec<&'a serde_json::value::RawValue>)>,
+    /// The document's top-level keys other than `resourceSpans`.
+    pub other_keys: Vec<String>,
+}
+
+/// Reads the [`Outline`] of `text` when it is one JSON object whose `resourceSpans` follows the
+/// OTLP/JSON shape (`scopeSpans` or `instrumentationLibrarySpans`, `scope` or
+/// `instrumentationLibrary` with a `name`); `None` otherwise (the caller reads the document
+/// whole). Typed and borrowing: only the outline is allocated, the spans stay text until each
+/// is read.
+pub fn outline(text: &str) -> Option<Outline<'_>> {
+    serde_json::from_str::<Outline<'_>>(text).ok()
+}
+
+mod typed {
+    //! serde types of the OTLP/JSON outline (the edge where the bytes are read).
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde::de::{IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    use super::Outline;
+
+    #[derive(Deserialize)]
+    pub struct ResourceSpans<'a> {
+        #[serde(borrow, default, rename = "scopeSpans", alias = "instrumentationLibrarySpans")]
+        pub scope_spans: Option<Vec<ScopeSpans<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct ScopeSpans<'a> {
+        #[serde(borrow, default, alias = "instrumentationLibrary")]
+        pub scope: Option<Scope<'a>>,
+        #[serde(borrow, default)]
+        pub spans: Option<Vec<&'a RawValue>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Scope<'a> {
+        #[serde(borrow, default)]
+        pub name: Option<Cow<'a, str>>,
+    }
+
+    impl<'de> Deserialize<'de> for Outline<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Top;
+            impl<'de> Visitor<'de> for Top {
+                type Value = Outline<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an OTLP/JSON ExportTraceServiceRequest")
+                }
+                fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Outline<'de>, M::Error> {
+                    let mut out = Outline::default();
+                    let mut seen = false;
+                    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                        if key == "resourceSpans" && !seen {
+                            seen = true;
+                            let resources: Vec<ResourceSpans<'de>> = map.next_value()?;
+                            for (r, rs) in resources.into_iter().enumerate() {
+                                for (s, ss) in rs.scope_spans.unwrap_or_default().into_iter().enumerate() {
+                                    let name = ss.scope.and_then(|sc| sc.name).map(Cow::into_owned);
+                                    out.scopes.push((r, s, name, ss.spans.unwrap_or_default()));
+                                }
+                            }
+                        } else {
+                            out.other_keys.push(key.into_owned());
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    if !seen {
+                        return Err(serde::de::Error::missing_field("resourceSpans"));
+                    }
+                    Ok(out)
+                }
+            }
+            d.deserialize_map(Top)
+        }
+    }
+}
+
+/// Reads a span of an OTLP/JSON request (see the module doc); `at` names its place.
+///
+/// # Errors
+/// When the item is not an object or has no `spanId`.
+pub fn request_span(v: &Value, at: &str) -> Result<RawSpan, String> {
+    otlp_span(v, at)
 }
 
 /// Reads a span of a span list (OpenInference spec JSON span or any-agent dump).
@@ -385,7 +503,7 @@ pub fn norm_id(v: &Value) -> Option<String> {
         },
         _ => return None,
     };
-    (!id.is_empty() && id.chars().any(|c| c != '0')).then_some(id)
+    (!id.is_empty() && id.chars().any(|c| c != '0')).then(|| super::spantree::bounded_id(id))
 }
 
 /// A trace id of a span list as the file writes it: a decimal integer (any-agent dumps the OTel
@@ -562,15 +680,28 @@ pub fn is_openinference(doc: &Document) -> bool {
 /// Groups spans by trace id, traces in order of first appearance (spans without one join the
 /// first trace).
 pub fn by_trace(spans: Vec<RawSpan>) -> Vec<(Option<String>, Vec<RawSpan>)> {
-    let mut groups: Vec<(Option<String>, Vec<RawSpan>)> = Vec::new();
-    for s in spans {
-        let at = match &s.trace_id {
-            Some(t) => groups.iter().position(|(g, _)| g.as_ref() == Some(t)),
+    group_by(spans, |s| s.trace_id.clone())
+}
+
+/// Groups items by a key in order of first appearance; items without a key join the first group.
+/// Linear: each key is looked up in a hash map.
+pub fn group_by<T>(items: Vec<T>, key: impl Fn(&T) -> Option<String>) -> Vec<(Option<String>, Vec<T>)> {
+    let mut groups: Vec<(Option<String>, Vec<T>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for item in items {
+        let k = key(&item);
+        let at = match &k {
+            Some(t) => index.get(t).copied(),
             None => (!groups.is_empty()).then_some(0),
         };
         match at {
-            Some(i) => groups[i].1.push(s),
-            None => groups.push((s.trace_id.clone(), vec![s])),
+            Some(i) => groups[i].1.push(item),
+            None => {
+                if let Some(t) = &k {
+                    index.insert(t.clone(), groups.len());
+                }
+                groups.push((k, vec![item]));
+            }
         }
     }
     groups

@@ -29,6 +29,11 @@ use crate::model::SourceFormat;
 
 /// The instrumentation scope pydantic-ai names.
 pub const SCOPE: &str = "pydantic-ai";
+
+/// Attribute keys only pydantic-ai spans carry, as JSON text (quoted): the streamed OTLP path
+/// leaves a file holding one of them to [`detect`].
+pub const ATTRIBUTE_MARKS: [&str; 4] =
+    ["\"all_messages_events\"", "\"pydantic_ai.all_messages\"", "\"tool_arguments\"", "\"final_result\""];
 /// The end of pydantic-ai's retry prompt to the model.
 pub const RETRY_SUFFIX: &str = "Fix the errors and try again.";
 

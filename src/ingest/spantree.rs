@@ -103,12 +103,34 @@ pub struct Node {
     pub place: String,
 }
 
+/// Ids longer than this many bytes are shortened by [`bounded_id`].
+pub const MAX_ID_BYTES: usize = 128;
+
+/// An id of at most about [`MAX_ID_BYTES`] bytes: a longer one becomes its first 64 bytes, `…`
+/// and a 64-bit hash of the whole, so distinct ids stay distinct and equal ids equal, while an id
+/// copied onto every child, step and link costs a constant (a file whose trace id is a 400 KB
+/// string cannot take gigabytes).
+pub fn bounded_id(id: String) -> String {
+    if id.len() <= MAX_ID_BYTES {
+        return id;
+    }
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    let mut cut = 64;
+    while !id.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…{:016x}", &id[..cut], h.finish())
+}
+
 impl Node {
-    /// A scope node with only an id, parent, name and place set.
+    /// A scope node with only an id, parent, name and place set; the ids are bounded
+    /// ([`bounded_id`]).
     pub fn new(id: String, parent: Option<String>, name: String, place: String) -> Node {
         Node {
-            id,
-            parent,
+            id: bounded_id(id),
+            parent: parent.map(bounded_id),
             name,
             op: Op::Scope,
             agent: None,
@@ -148,7 +170,7 @@ pub struct Built {
 pub fn build(nodes: &[Node]) -> Built {
     let mut diagnostics = Vec::new();
     let (roots, children) = tree(nodes, &mut diagnostics);
-    let mut em = Emitter::default();
+    let mut em = Emitter { failed_below: failed_below(nodes, &children), ..Emitter::default() };
     // Repeated nodes (a span sent twice) are neither roots nor children: mark them done.
     let mut visited: Vec<bool> = repeated(nodes);
     for &r in &roots {
@@ -211,28 +233,41 @@ fn tree(nodes: &[Node], diagnostics: &mut Vec<Diagnostic>) -> (Vec<usize>, Vec<V
             },
         }
     }
-    let key = |i: &usize| (nodes[*i].sort_key.clone(), *i);
-    roots.sort_by_key(key);
+    let order = |a: &usize, b: &usize| (nodes[*a].sort_key.as_deref(), *a).cmp(&(nodes[*b].sort_key.as_deref(), *b));
+    roots.sort_by(order);
     for c in &mut children {
-        c.sort_by_key(key);
+        c.sort_by(order);
     }
     (roots, children)
 }
 
-/// Whether a node below `i` is an error (iterative, so deep trees are fine).
-fn descendant_failed(nodes: &[Node], children: &[Vec<usize>], i: usize) -> bool {
-    let mut stack: Vec<usize> = children[i].clone();
-    let mut seen = HashSet::new();
-    while let Some(c) = stack.pop() {
-        if !seen.insert(c) {
+/// For each node, whether a node below it is an error: one post-order pass over the child lists
+/// (iterative, so deep trees are fine; linear in nodes and child edges).
+fn failed_below(nodes: &[Node], children: &[Vec<usize>]) -> Vec<bool> {
+    let mut state = vec![0u8; nodes.len()];
+    let mut below = vec![false; nodes.len()];
+    for start in 0..nodes.len() {
+        if state[start] != 0 {
             continue;
         }
-        if nodes[c].is_error {
-            return true;
+        state[start] = 1;
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        while let Some(top) = stack.last_mut() {
+            let (i, k) = *top;
+            if let Some(&c) = children[i].get(k) {
+                top.1 += 1;
+                if state[c] == 0 {
+                    state[c] = 1;
+                    stack.push((c, 0));
+                }
+                continue;
+            }
+            stack.pop();
+            state[i] = 2;
+            below[i] = children[i].iter().any(|&c| nodes[c].is_error || below[c]);
         }
-        stack.extend(children[c].iter().copied());
     }
-    false
+    below
 }
 
 /// `true` for each node whose id an earlier node already has (a span or record sent twice).
@@ -255,15 +290,26 @@ struct Emitter {
     diagnostics: Vec<Diagnostic>,
     /// How often each message key has been shown (across agents: a conversation passed from
     /// one agent to the next is shown once).
-    seen: HashMap<String, usize>,
+    seen: HashMap<u64, usize>,
     /// Tool call id → its call step.
     calls: HashMap<String, usize>,
     /// Call ids that already have a result step.
     answered: HashSet<String>,
-    /// Per tool name: call steps still waiting for a result, oldest first.
+    /// Per tool name: call steps still waiting for a result, oldest first (answered ones are in
+    /// `closed` until they reach the front).
     open: HashMap<String, VecDeque<usize>>,
+    /// The same, for the calls without an id.
+    open_anonymous: HashMap<String, VecDeque<usize>>,
     /// Hand-off steps and their target agent, linked once all steps exist.
     handoffs: Vec<(usize, String)>,
+    /// `(from, to, kind)` of every link, so a link is added once in constant time.
+    linked: HashSet<(usize, usize, u8)>,
+    /// Per agent, the steps it took, in order (to find an agent's next step by binary search).
+    by_agent: HashMap<String, Vec<usize>>,
+    /// Call steps closed out of order, skipped when they reach the front of their queue.
+    closed: HashSet<usize>,
+    /// Per node, whether a node below it failed ([`failed_below`]).
+    failed_below: Vec<bool>,
 }
 
 impl Emitter {
@@ -301,7 +347,7 @@ impl Emitter {
         let delegation = self.emit_node(n, &agent, inherited.as_deref());
         // A failed scope (a chain, a plain span) whose failure no descendant reports would lose
         // its error: it becomes an error step of its own.
-        if matches!(n.op, Op::Scope) && n.is_error && !descendant_failed(nodes, children, i) {
+        if matches!(n.op, Op::Scope) && n.is_error && !self.failed_below.get(i).copied().unwrap_or(false) {
             let text = n.error.clone().unwrap_or_else(|| format!("{} failed", n.name));
             let s = self.push(n, &agent, StepKind::Message, text);
             self.steps[s].is_error = true;
@@ -341,7 +387,14 @@ impl Emitter {
                 None
             }
             Op::Event => {
-                let text = n.output_text.clone().or_else(|| n.input_text.clone()).unwrap_or_else(|| n.name.clone());
+                let mut text = n.output_text.clone().or_else(|| n.input_text.clone()).unwrap_or_else(|| n.name.clone());
+                // An event that reports an error (Langfuse `level: ERROR`) is an error step that
+                // says its message.
+                if n.is_error
+                    && let Some(e) = n.error.as_deref().filter(|e| !text.contains(*e))
+                {
+                    text = if text.trim().is_empty() { e.to_string() } else { format!("{text}\n[error] {e}") };
+                }
                 let s = self.push(n, agent, StepKind::Message, text);
                 self.steps[s].is_error = n.is_error;
                 None
@@ -397,15 +450,14 @@ impl Emitter {
 
     fn leave(&mut self, n: &Node, agent: &str, delegation: Option<usize>) {
         for m in &n.output {
-            if self.seen_count(&m.key()) == 0 {
+            if self.seen_count(m.hash_key()) == 0 {
                 self.emit_msg(n, agent, m);
             }
         }
-        if let Some(d) = delegation {
-            let reply = (d + 1..self.steps.len()).find(|&j| self.steps[j].agent == agent);
-            if let Some(j) = reply {
-                self.link(d, j, LinkKind::Delegation);
-            }
+        if let Some(d) = delegation
+            && let Some(j) = self.next_step_of(agent, d)
+        {
+            self.link(d, j, LinkKind::Delegation);
         }
     }
 
@@ -480,22 +532,52 @@ impl Emitter {
             self.close(tool, c);
             return Some(c);
         }
-        let queue = self.open.get_mut(tool)?;
-        let pos = match call_id {
-            Some(_) => queue.iter().position(|&s| self.steps[s].ids.refs.is_empty())?,
-            None => 0,
+        let call = match call_id {
+            // An execution with an id answers only a call without one.
+            Some(_) => {
+                let queue = self.open_anonymous.get_mut(tool)?;
+                loop {
+                    let c = queue.pop_front()?;
+                    if !self.closed.contains(&c) {
+                        break c;
+                    }
+                }
+            }
+            None => self.pop_open(tool)?,
         };
-        let call = queue.remove(pos)?;
+        self.closed.insert(call);
         for id in &self.steps[call].ids.refs {
             self.answered.insert(id.clone());
         }
         Some(call)
     }
 
-    fn close(&mut self, tool: &str, step: usize) {
-        if let Some(q) = self.open.get_mut(tool) {
-            q.retain(|&s| s != step);
+    /// Marks a call answered; it leaves its queues when it reaches their front.
+    fn close(&mut self, _tool: &str, step: usize) {
+        self.closed.insert(step);
+    }
+
+    /// The oldest call of `tool` still open, taken out of its queue.
+    fn pop_open(&mut self, tool: &str) -> Option<usize> {
+        let queue = self.open.get_mut(tool)?;
+        while let Some(c) = queue.pop_front() {
+            if !self.closed.contains(&c) {
+                return Some(c);
+            }
         }
+        None
+    }
+
+    /// The oldest open call of `tool`, left in its queue (closed ones in front are dropped).
+    fn front_open(&mut self, tool: &str) -> Option<usize> {
+        let queue = self.open.get_mut(tool)?;
+        while let Some(&c) = queue.front() {
+            if !self.closed.contains(&c) {
+                return Some(c);
+            }
+            queue.pop_front();
+        }
+        None
     }
 
     fn emit_msg(&mut self, n: &Node, agent: &str, m: &Msg) {
@@ -545,6 +627,9 @@ impl Emitter {
             self.calls.insert(i.clone(), s);
         }
         self.open.entry(name.to_string()).or_default().push_back(s);
+        if id.is_none() {
+            self.open_anonymous.entry(name.to_string()).or_default().push_back(s);
+        }
     }
 
     fn emit_response_part(
@@ -579,14 +664,20 @@ impl Emitter {
     }
 
     fn oldest_open(&mut self) -> Option<usize> {
-        let (tool, step) =
-            self.open.iter().filter_map(|(t, q)| q.front().map(|&s| (t.clone(), s))).min_by_key(|(_, s)| *s)?;
-        self.close(&tool, step);
+        let tools: Vec<String> = self.open.keys().cloned().collect();
+        let step = tools.iter().filter_map(|t| self.front_open(t)).min()?;
+        self.close("", step);
         Some(step)
     }
 
     fn push(&mut self, n: &Node, agent: &str, kind: StepKind, content: String) -> usize {
         let index = self.steps.len();
+        match self.by_agent.get_mut(agent) {
+            Some(v) => v.push(index),
+            None => {
+                self.by_agent.insert(agent.to_string(), vec![index]);
+            }
+        }
         self.steps.push(Step {
             index,
             agent: agent.to_string(),
@@ -602,29 +693,29 @@ impl Emitter {
 
     fn link(&mut self, from: usize, to: usize, kind: LinkKind) {
         let l = Link { from, to, kind };
-        if from != to && !self.links.contains(&l) {
+        if from != to && self.linked.insert((from, to, kind as u8)) {
             self.links.push(l);
         }
     }
 
     fn note_seen(&mut self, m: &Msg) {
-        *self.seen.entry(m.key()).or_default() += 1;
+        *self.seen.entry(m.hash_key()).or_default() += 1;
     }
 
-    fn seen_count(&self, key: &str) -> usize {
-        self.seen.get(key).copied().unwrap_or(0)
+    fn seen_count(&self, key: u64) -> usize {
+        self.seen.get(&key).copied().unwrap_or(0)
     }
 
     /// The messages of `msgs` not shown yet: a message is new when it occurs more often in
     /// `msgs` up to its position than it has been shown.
     fn new_msgs<'m>(&self, msgs: &'m [Msg]) -> Vec<&'m Msg> {
-        let mut counts: HashMap<String, usize> = HashMap::new();
+        let mut counts: HashMap<u64, usize> = HashMap::new();
         let mut out = Vec::new();
         for m in msgs {
-            let key = m.key();
-            let c = counts.entry(key.clone()).or_default();
+            let key = m.hash_key();
+            let c = counts.entry(key).or_default();
             *c += 1;
-            if *c > self.seen_count(&key) {
+            if *c > self.seen_count(key) {
                 out.push(m);
             }
         }
@@ -651,11 +742,16 @@ impl Emitter {
     /// Links each hand-off to the target agent's next step.
     fn link_handoffs(&mut self) {
         for (s, to) in std::mem::take(&mut self.handoffs) {
-            let next = (s + 1..self.steps.len()).find(|&j| self.steps[j].agent == to);
-            if let Some(j) = next {
+            if let Some(j) = self.next_step_of(&to, s) {
                 self.link(s, j, LinkKind::Delegation);
             }
         }
+    }
+
+    /// The first step of `agent` after step `after`, by binary search in its steps.
+    fn next_step_of(&self, agent: &str, after: usize) -> Option<usize> {
+        let steps = self.by_agent.get(agent)?;
+        steps.get(steps.partition_point(|&j| j <= after)).copied()
     }
 
     fn finish(mut self, nodes: &[Node], roots: &[usize]) -> Built {

@@ -32,6 +32,10 @@ use crate::model::{Diagnostic, SourceFormat};
 /// The provider name Strands writes in `gen_ai.system` / `gen_ai.provider.name`.
 pub const PROVIDER: &str = "strands-agents";
 
+/// Marks only Strands spans carry, as JSON text: the provider name and the event-loop attribute
+/// key. The streamed OTLP path leaves a file holding one of them to [`detect`].
+pub const ATTRIBUTE_MARKS: [&str; 2] = ["\"strands-agents\"", "\"event_loop.cycle_id\""];
+
 /// Whether `doc` is OTLP/JSON written by Strands Agents: a `strands.*` scope or a span whose
 /// `gen_ai.system` / `gen_ai.provider.name` is `strands-agents`.
 pub fn detect(doc: &Document) -> bool {
