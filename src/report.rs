@@ -82,13 +82,17 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
                 "calls": s.cost.calls,
                 "prompt_tokens": s.cost.prompt_tokens,
                 "completion_tokens": s.cost.completion_tokens,
+                "cached_tokens": s.cost.cached_tokens,
                 "wall_ms": ms(s.cost.wall),
+                "answers": answers_json(&s.cost.answers),
             })).collect::<Vec<_>>(),
             "total": {
                 "calls": total.calls,
                 "prompt_tokens": total.prompt_tokens,
                 "completion_tokens": total.completion_tokens,
+                "cached_tokens": total.cached_tokens,
                 "wall_ms": ms(total.wall),
+                "answers": answers_json(&total.answers),
             },
         },
         "overrides": overrides_json(&d.overrides),
@@ -234,6 +238,24 @@ pub fn to_markdown_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagn
     out
 }
 
+/// Who answered an LLM judge's questions (`null` for the offline judges, which count none).
+fn answers_json(a: &crate::diagnosis::AnswerCounts) -> Value {
+    if !a.any() {
+        return Value::Null;
+    }
+    json!({
+        "model": a.model,
+        "repaired": a.repaired,
+        "not_asked": a.not_asked,
+        "fallback": {
+            "invalid": a.fallback_invalid,
+            "error": a.fallback_error,
+            "budget": a.fallback_budget,
+            "replay_miss": a.fallback_replay,
+        },
+    })
+}
+
 fn steps(v: &[usize]) -> String {
     v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
 }
@@ -243,6 +265,15 @@ fn steps(v: &[usize]) -> String {
 pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     let mut out = String::new();
     out.push_str(&format!("# falat diagnosis: {}\n\n", cell(&t.id)));
+    let answers = d.total_cost().answers;
+    if answers.mostly_fallback() {
+        out.push_str(&format!(
+            "**Most answers are the offline judge's, not the LLM's**: {} of {} questions fell back ({}).\n\n",
+            answers.fallbacks(),
+            answers.model + answers.repaired + answers.fallbacks(),
+            answers.describe()
+        ));
+    }
     out.push_str(&format!(
         "- format: {}\n- method: {} (judge: {})\n- steps: {}, agents: {}\n",
         t.source,
@@ -466,16 +497,34 @@ fn path_and_cost(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
         }
     }
-    out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+    let llm = d.cost.iter().any(|s| s.cost.answers.any());
+    if llm {
+        out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | cached | completion tokens | ms | answered by |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    } else {
+        out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+    }
     for s in &d.cost {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {:.1} |\n",
-            s.stage,
-            s.cost.calls,
-            s.cost.prompt_tokens,
-            s.cost.completion_tokens,
-            s.cost.wall.as_secs_f64() * 1000.0
-        ));
+        if llm {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.1} | {} |\n",
+                s.stage,
+                s.cost.calls,
+                s.cost.prompt_tokens,
+                s.cost.cached_tokens,
+                s.cost.completion_tokens,
+                s.cost.wall.as_secs_f64() * 1000.0,
+                s.cost.answers.describe()
+            ));
+        } else {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {:.1} |\n",
+                s.stage,
+                s.cost.calls,
+                s.cost.prompt_tokens,
+                s.cost.completion_tokens,
+                s.cost.wall.as_secs_f64() * 1000.0
+            ));
+        }
     }
 }
 

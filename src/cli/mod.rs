@@ -133,7 +133,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Open(args) => open::run(&args, out),
-        Command::Diagnose(args) => diagnose::run(&args, out),
+        Command::Diagnose(mut args) => {
+            args.verbose = cli.verbose;
+            diagnose::run(&args, out)
+        }
         Command::Eval(args) => eval::run(&args, out),
         Command::Train(args) => train::run(&args, out),
     }
