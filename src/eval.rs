@@ -595,10 +595,18 @@ mod tests {
             r.prompt_tokens = 1000 * (i as u64 + 1);
             r.tokens = r.prompt_tokens + 100;
             r.warnings = i;
+            r.cached_tokens = 500 * i as u64;
+            r.answers = crate::diagnosis::AnswerCounts {
+                model: 4,
+                repaired: 1,
+                fallback_invalid: i as u64,
+                ..Default::default()
+            };
         }
         let text = render_costs(&rs, false);
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2"]);
+        // cached 1500 of 6000 prompt tokens; 12 answered by the model, 3 repaired, 3 fell back.
+        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2", "25.0", "12", "3", "3"]);
         let text = render_costs(&rs, true);
         assert!(text.lines().next().unwrap().ends_with("max.prompt"), "{text}");
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();

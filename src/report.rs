@@ -77,23 +77,8 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "final_output_step": d.final_output_step,
         "candidates": d.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
         "cost": {
-            "stages": d.cost.iter().map(|s| json!({
-                "stage": s.stage.as_str(),
-                "calls": s.cost.calls,
-                "prompt_tokens": s.cost.prompt_tokens,
-                "completion_tokens": s.cost.completion_tokens,
-                "cached_tokens": s.cost.cached_tokens,
-                "wall_ms": ms(s.cost.wall),
-                "answers": answers_json(&s.cost.answers),
-            })).collect::<Vec<_>>(),
-            "total": {
-                "calls": total.calls,
-                "prompt_tokens": total.prompt_tokens,
-                "completion_tokens": total.completion_tokens,
-                "cached_tokens": total.cached_tokens,
-                "wall_ms": ms(total.wall),
-                "answers": answers_json(&total.answers),
-            },
+            "stages": d.cost.iter().map(|s| cost_json(s.stage.as_str(), &s.cost)).collect::<Vec<_>>(),
+            "total": cost_json("", &total),
         },
         "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
@@ -238,11 +223,27 @@ pub fn to_markdown_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagn
     out
 }
 
-/// Who answered an LLM judge's questions (`null` for the offline judges, which count none).
-fn answers_json(a: &crate::diagnosis::AnswerCounts) -> Value {
-    if !a.any() {
-        return Value::Null;
+/// One stage's cost (`stage` empty: the total, which has no name). With the LLM judge, also the
+/// prompt tokens the server served from its cache and who answered the questions.
+fn cost_json(stage: &str, c: &crate::diagnosis::Cost) -> Value {
+    let mut v = json!({
+        "calls": c.calls,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "wall_ms": ms(c.wall),
+    });
+    if !stage.is_empty() {
+        v["stage"] = json!(stage);
     }
+    if c.answers.any() || c.cached_tokens > 0 {
+        v["cached_tokens"] = json!(c.cached_tokens);
+        v["answers"] = answers_json(&c.answers);
+    }
+    v
+}
+
+/// Who answered an LLM judge's questions.
+fn answers_json(a: &crate::diagnosis::AnswerCounts) -> Value {
     json!({
         "model": a.model,
         "repaired": a.repaired,

@@ -370,6 +370,7 @@ fn dry_run(
     let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
     writeln!(out, "\ntotal: {calls} calls, {prompt} prompt tokens (completion tokens are not counted)")?;
     out.write_all(eval::render_costs(&records, true).as_bytes())?;
+    writeln!(out, "\n{}", crate::judge::llm::TOKEN_MARGIN)?;
     Ok(0)
 }
 

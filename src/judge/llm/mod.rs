@@ -385,6 +385,8 @@ impl DryRunReport {
             }
         }
         out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
+        out.push_str(TOKEN_MARGIN);
+        out.push('\n');
         out
     }
 }
@@ -404,6 +406,9 @@ pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<Dry
     let calls = judge.lock().dry.clone();
     Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
 }
+
+/// What a dry run's token counts are worth: they are counted offline, with `o200k_base`.
+pub const TOKEN_MARGIN: &str = "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: SmolLM2's counted 7-8 % more on these prompts (repairs and refusals are not included)";
 
 /// Prompt tokens of a message list, counted with `o200k_base` (+4 per message, +3 per reply).
 pub fn count_tokens(messages: &[Message]) -> u64 {
