@@ -655,7 +655,8 @@ impl LlmJudge {
     }
 
     /// Sends a one-token request (with the configured key and model) to check the server
-    /// before a long run: one attempt and one retry, within 15 s.
+    /// before a long run: one attempt and one retry, within the request timeout (a refused
+    /// connection or key fails at once; a busy server may take that long to answer).
     ///
     /// # Errors
     /// The [`CallError`] a real question would get (unreachable, 401, unknown model...).
@@ -669,11 +670,14 @@ impl LlmJudge {
         };
         let (Some(rt), Some(client)) = (&self.rt, &self.inner.client) else { return Ok(()) };
         let client = client.clone();
+        let timeout = self.cfg.timeout;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         rt.spawn(async move {
+            // A busy server queues the request behind others: wait as long as for any request
+            // (an unreachable one fails at once, or after the 10 s connect timeout).
             let quick = client.with_retries(1);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-            let _ = tx.send(quick.send(&req, &[], Some((deadline, "server check", 15))).await);
+            let deadline = tokio::time::Instant::now() + timeout;
+            let _ = tx.send(quick.send(&req, &[], Some((deadline, "server check", timeout.as_secs()))).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(CallError::BadResponse("the check ended without an answer".into())))
