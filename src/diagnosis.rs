@@ -435,6 +435,11 @@ pub struct Cost {
     pub completion_tokens: u64,
     /// Wall time.
     pub wall: Duration,
+    /// Prompt tokens the server served from its prompt cache, as it reported them (0 for the
+    /// offline judges and for servers that do not say).
+    pub cached_tokens: u64,
+    /// Who answered the questions (LLM judge only; all 0 for the offline judges).
+    pub answers: AnswerCounts,
 }
 
 impl Cost {
@@ -444,6 +449,91 @@ impl Cost {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.wall += other.wall;
+        self.cached_tokens += other.cached_tokens;
+        self.answers.add(&other.answers);
+    }
+}
+
+/// Who answered an LLM judge's questions: the model (at once or after its one repair request),
+/// nobody by design (nothing to choose from, or outside what the judge sends), or the offline
+/// judge after a failure, by cause. Counts questions, not calls (one call answers several).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AnswerCounts {
+    /// Answered by the model's first reply.
+    pub model: u64,
+    /// Answered by the model's reply to the repair request.
+    pub repaired: u64,
+    /// Answered by structure without a call (nothing to choose from, or a question the judge
+    /// does not send by design); not a fallback.
+    pub not_asked: u64,
+    /// Fallbacks: the reply stayed invalid after the repair request.
+    pub fallback_invalid: u64,
+    /// Fallbacks: the call failed (unreachable, refused, timed out, too large...).
+    pub fallback_error: u64,
+    /// Fallbacks: the token budget or the deadline was spent.
+    pub fallback_budget: u64,
+    /// Fallbacks: the exchange was not in the replay folder.
+    pub fallback_replay: u64,
+}
+
+impl AnswerCounts {
+    /// Adds other counts to these.
+    pub fn add(&mut self, o: &AnswerCounts) {
+        self.model += o.model;
+        self.repaired += o.repaired;
+        self.not_asked += o.not_asked;
+        self.fallback_invalid += o.fallback_invalid;
+        self.fallback_error += o.fallback_error;
+        self.fallback_budget += o.fallback_budget;
+        self.fallback_replay += o.fallback_replay;
+    }
+
+    /// Questions answered by the offline judge after a failure.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallback_invalid + self.fallback_error + self.fallback_budget + self.fallback_replay
+    }
+
+    /// Every question counted.
+    pub fn total(&self) -> u64 {
+        self.model + self.repaired + self.not_asked + self.fallbacks()
+    }
+
+    /// Whether any LLM question was counted.
+    pub fn any(&self) -> bool {
+        self.total() > 0
+    }
+
+    /// Whether most questions that needed an answer (model, repaired or fallen back) fell back.
+    pub fn mostly_fallback(&self) -> bool {
+        let asked = self.model + self.repaired + self.fallbacks();
+        asked > 0 && self.fallbacks() * 2 > asked
+    }
+
+    /// `model 5, repaired 1, fallback 2 (invalid 1, error 1), not asked 3`: the parts that are
+    /// not zero.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("model {}", self.model)];
+        if self.repaired > 0 {
+            parts.push(format!("repaired {}", self.repaired));
+        }
+        let f = self.fallbacks();
+        if f > 0 {
+            let why: Vec<String> = [
+                ("invalid", self.fallback_invalid),
+                ("error", self.fallback_error),
+                ("budget", self.fallback_budget),
+                ("replay miss", self.fallback_replay),
+            ]
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(w, n)| format!("{w} {n}"))
+            .collect();
+            parts.push(format!("fallback {f} ({})", why.join(", ")));
+        }
+        if self.not_asked > 0 {
+            parts.push(format!("not asked {}", self.not_asked));
+        }
+        parts.join(", ")
     }
 }
 

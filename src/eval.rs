@@ -44,6 +44,10 @@ pub struct Record {
     pub tokens: u64,
     /// Prompt tokens.
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, those the server served from its cache (as it reported them).
+    pub cached_tokens: u64,
+    /// Who answered the LLM judge's questions (all 0 for the offline judges).
+    pub answers: crate::diagnosis::AnswerCounts,
     /// Wall time in milliseconds.
     pub millis: f64,
     /// Warnings the diagnosis carries (for an LLM judge, mostly answers that fell back to the
@@ -82,6 +86,8 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         calls: cost.calls,
         tokens: cost.prompt_tokens + cost.completion_tokens,
         prompt_tokens: cost.prompt_tokens,
+        cached_tokens: cost.cached_tokens,
+        answers: cost.answers,
         millis: cost.wall.as_secs_f64() * 1000.0,
         warnings: d.warnings.len(),
         // A question asked twice repeats its warning: count each missing question once.
@@ -373,7 +379,8 @@ pub fn render_per_file(records: &[Record]) -> String {
 /// trajectories, median and maximum judge calls and prompt tokens per trajectory and, unless
 /// `dry_run` (nothing was answered), completion tokens and the number of trajectories whose
 /// diagnosis carries warnings (for the LLM judge, mostly answers that fell back to the offline
-/// judge).
+/// judge), then the share of prompt tokens the server served from its cache and who answered the
+/// questions: the model at once, after a repair request, or the offline judge after a failure.
 pub fn render_costs(records: &[Record], dry_run: bool) -> String {
     let mut groups: Vec<((&str, &str), Vec<&Record>)> = Vec::new();
     for r in records {
@@ -388,7 +395,10 @@ pub fn render_costs(records: &[Record], dry_run: bool) -> String {
         "method", "subset", "n", "med.calls", "max.calls", "med.prompt", "max.prompt"
     );
     if !dry_run {
-        out.push_str(&format!(" {:>10} {:>10} {:>12}", "med.compl", "max.compl", "w/ warnings"));
+        out.push_str(&format!(
+            " {:>10} {:>10} {:>12} {:>8} {:>7} {:>8} {:>8}",
+            "med.compl", "max.compl", "w/ warnings", "cached%", "model", "repaired", "fallback"
+        ));
     }
     out.push('\n');
     for ((method, subset), rs) in groups {
@@ -406,11 +416,21 @@ pub fn render_costs(records: &[Record], dry_run: bool) -> String {
             prompt().max().unwrap_or(0),
         ));
         if !dry_run {
+            let mut a = crate::diagnosis::AnswerCounts::default();
+            for r in &rs {
+                a.add(&r.answers);
+            }
+            let (cached, sent): (u64, u64) = (rs.iter().map(|r| r.cached_tokens).sum(), prompt().sum());
+            let share = if sent == 0 { "-".to_string() } else { format!("{:.1}", 100.0 * cached as f64 / sent as f64) };
             out.push_str(&format!(
-                " {:>10.0} {:>10} {:>12}",
+                " {:>10.0} {:>10} {:>12} {:>8} {:>7} {:>8} {:>8}",
                 median(compl()),
                 compl().max().unwrap_or(0),
-                rs.iter().filter(|r| r.warnings > 0).count()
+                rs.iter().filter(|r| r.warnings > 0).count(),
+                share,
+                a.model,
+                a.repaired,
+                a.fallbacks()
             ));
         }
         out.push('\n');
@@ -436,6 +456,8 @@ mod tests {
             calls: 2,
             tokens: 0,
             prompt_tokens: 0,
+            cached_tokens: 0,
+            answers: Default::default(),
             millis: 1.0,
             warnings: 0,
             replay_misses: 0,
@@ -573,10 +595,18 @@ mod tests {
             r.prompt_tokens = 1000 * (i as u64 + 1);
             r.tokens = r.prompt_tokens + 100;
             r.warnings = i;
+            r.cached_tokens = 500 * i as u64;
+            r.answers = crate::diagnosis::AnswerCounts {
+                model: 4,
+                repaired: 1,
+                fallback_invalid: i as u64,
+                ..Default::default()
+            };
         }
         let text = render_costs(&rs, false);
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2"]);
+        // cached 1500 of 6000 prompt tokens; 12 answered by the model, 3 repaired, 3 fell back.
+        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2", "25.0", "12", "3", "3"]);
         let text = render_costs(&rs, true);
         assert!(text.lines().next().unwrap().ends_with("max.prompt"), "{text}");
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();

@@ -87,19 +87,8 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
             v
         }).collect::<Vec<_>>(),
         "cost": {
-            "stages": d.cost.iter().map(|s| json!({
-                "stage": s.stage.as_str(),
-                "calls": s.cost.calls,
-                "prompt_tokens": s.cost.prompt_tokens,
-                "completion_tokens": s.cost.completion_tokens,
-                "wall_ms": ms(s.cost.wall),
-            })).collect::<Vec<_>>(),
-            "total": {
-                "calls": total.calls,
-                "prompt_tokens": total.prompt_tokens,
-                "completion_tokens": total.completion_tokens,
-                "wall_ms": ms(total.wall),
-            },
+            "stages": d.cost.iter().map(|s| cost_json(s.stage.as_str(), &s.cost)).collect::<Vec<_>>(),
+            "total": cost_json("", &total),
         },
         "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
@@ -332,6 +321,40 @@ pub fn to_markdown_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagn
     out
 }
 
+/// One stage's cost (`stage` empty: the total, which has no name). With the LLM judge, also the
+/// prompt tokens the server served from its cache and who answered the questions.
+fn cost_json(stage: &str, c: &crate::diagnosis::Cost) -> Value {
+    let mut v = json!({
+        "calls": c.calls,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "wall_ms": ms(c.wall),
+    });
+    if !stage.is_empty() {
+        v["stage"] = json!(stage);
+    }
+    if c.answers.any() || c.cached_tokens > 0 {
+        v["cached_tokens"] = json!(c.cached_tokens);
+        v["answers"] = answers_json(&c.answers);
+    }
+    v
+}
+
+/// Who answered an LLM judge's questions.
+fn answers_json(a: &crate::diagnosis::AnswerCounts) -> Value {
+    json!({
+        "model": a.model,
+        "repaired": a.repaired,
+        "not_asked": a.not_asked,
+        "fallback": {
+            "invalid": a.fallback_invalid,
+            "error": a.fallback_error,
+            "budget": a.fallback_budget,
+            "replay_miss": a.fallback_replay,
+        },
+    })
+}
+
 fn steps(v: &[usize]) -> String {
     v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
 }
@@ -341,6 +364,15 @@ fn steps(v: &[usize]) -> String {
 pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     let mut out = String::new();
     out.push_str(&format!("# falat diagnosis: {}\n\n", cell(&t.id)));
+    let answers = d.total_cost().answers;
+    if answers.mostly_fallback() {
+        out.push_str(&format!(
+            "**Most answers are the offline judge's, not the LLM's**: {} of {} questions fell back ({}).\n\n",
+            answers.fallbacks(),
+            answers.model + answers.repaired + answers.fallbacks(),
+            answers.describe()
+        ));
+    }
     out.push_str(&format!(
         "- format: {}\n- method: {} (judge: {})\n- steps: {}, agents: {}\n",
         t.source,
@@ -543,16 +575,34 @@ fn path_and_cost(out: &mut String, d: &Diagnosis) {
             _ => {}
         }
     }
-    out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+    let llm = d.cost.iter().any(|s| s.cost.answers.any());
+    if llm {
+        out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | cached | completion tokens | ms | answered by |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    } else {
+        out.push_str("\n## Cost\n\n| stage | calls | prompt tokens | completion tokens | ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+    }
     for s in &d.cost {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {:.1} |\n",
-            s.stage,
-            s.cost.calls,
-            s.cost.prompt_tokens,
-            s.cost.completion_tokens,
-            s.cost.wall.as_secs_f64() * 1000.0
-        ));
+        if llm {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.1} | {} |\n",
+                s.stage,
+                s.cost.calls,
+                s.cost.prompt_tokens,
+                s.cost.cached_tokens,
+                s.cost.completion_tokens,
+                s.cost.wall.as_secs_f64() * 1000.0,
+                s.cost.answers.describe()
+            ));
+        } else {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {:.1} |\n",
+                s.stage,
+                s.cost.calls,
+                s.cost.prompt_tokens,
+                s.cost.completion_tokens,
+                s.cost.wall.as_secs_f64() * 1000.0
+            ));
+        }
     }
 }
 

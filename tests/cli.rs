@@ -429,11 +429,87 @@ fn llm_client_warnings_reach_stderr_without_the_api_key() {
         .args(["--llm-url", &format!("http://127.0.0.1:{port}/v1"), "--llm-config", config.to_str().unwrap(), ALGO])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The server check before any work fails: exit 2 (see the next test).
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
     assert!(stderr.contains(" WARN llm call failed (unreachable), retrying in "), "{stderr}");
     assert!(!stdout.contains("retrying in"), "{stdout}");
     assert!(!stderr.contains(key) && !stdout.contains(key), "the key leaked");
+}
+
+/// A one-shot HTTP server on 127.0.0.1 answering every request with `status` and `body` (at most
+/// `max` requests, then its thread ends).
+#[cfg(feature = "llm")]
+fn http_server(max: usize, status: u16, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten().take(max) {
+            let mut buf = [0u8; 65536];
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// `--judge llm` checks the server before any work: unreachable or a refused key stops the
+/// command at once with exit 2 and one line naming the URL and the cause; `--llm-fallback
+/// heuristic` goes on offline and the report names that judge.
+#[cfg(feature = "llm")]
+#[test]
+fn llm_judge_fails_fast_on_an_unreachable_server_or_a_wrong_key() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let t0 = std::time::Instant::now();
+    let out = falat()
+        .env_remove("OPENAI_API_KEY")
+        .args(["diagnose", "--judge", "llm", "--model", "m", "--llm-url", &url, HAND])
+        .output()
+        .unwrap();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(8), "{:?}", t0.elapsed());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no report");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let last: Vec<&str> = stderr.lines().filter(|l| l.starts_with("falat: ")).collect();
+    assert_eq!(last.len(), 1, "{stderr}");
+    assert!(
+        last[0].starts_with(&format!("falat: cannot reach the LLM server at {url}/chat/completions (")),
+        "{stderr}"
+    );
+    assert!(last[0].contains("--llm-fallback heuristic"), "{stderr}");
+
+    let key = "sk-falat-wrong-0123456789abcdef";
+    let keyed = http_server(4, 401, r#"{"error": {"message": "Invalid API Key", "type": "authentication_error"}}"#);
+    let out = falat()
+        .env("OPENAI_API_KEY", key)
+        .args(["diagnose", "--judge", "llm", "--model", "m", "--llm-url", &keyed, HAND])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("falat: the LLM server at {keyed}/chat/completions rejected the API key (HTTP 401)")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(key), "the key was printed");
+
+    let out = falat()
+        .env_remove("OPENAI_API_KEY")
+        .args(["diagnose", "--judge", "llm", "--model", "m", "--llm-url", &url, "--llm-fallback", "heuristic", HAND])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("(judge: heuristic (LLM unreachable))"), "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("--llm-fallback heuristic: the offline judge answers instead"), "{stderr}");
 }
 
 #[test]

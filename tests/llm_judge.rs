@@ -102,6 +102,17 @@ fn whole_diagnosis_of_a_who_and_when_trajectory_then_replay_without_server() {
     }
     let d = p.diagnosis(&t, &judge, &opts);
     let stats = judge.stats();
+    // The real server refused nothing (no empty enum, no other schema it rejects).
+    let recorded = std::fs::read_to_string(dir.path().join(cache::FILE)).unwrap();
+    let refused: Vec<&str> = recorded.lines().filter(|l| l.contains("\"error\"")).collect();
+    assert!(refused.is_empty(), "the server refused: {refused:?}");
+    // One trajectory, one slot: after the first call the server reuses the cached prefix.
+    let total = d.total_cost();
+    assert!(total.cached_tokens > 0 && total.cached_tokens < total.prompt_tokens, "{total:?}");
+    assert_eq!(stats.cached_tokens, total.cached_tokens);
+    let a = total.answers;
+    assert!(a.model + a.repaired > 0, "the model answered nothing: {a:?}");
+    assert_eq!(a.fallback_error + a.fallback_budget + a.fallback_replay, 0, "{a:?}");
     eprintln!("decisive {:?} by {:?}; {stats:?}\nwarnings: {:#?}", d.decisive_step, d.agent, d.warnings);
     assert!(d.decisive_step.is_some_and(|s| s < t.steps.len()));
     assert_eq!(d.judge, format!("llm:{MODEL}"));
@@ -224,4 +235,42 @@ fn every_method_asks_the_server_with_its_own_prompts_then_replays() {
         let again = methods::run(Method::parse(name).unwrap(), &t, &judge, &opts);
         assert_eq!(zero_walls(again), zero_walls(d), "{name}");
     }
+}
+
+/// `falat diagnose --judge llm` against the keyed server with a wrong key stops before any work
+/// with exit 2 and one line naming the URL and HTTP 401, never the key; with the right key the
+/// progress lines name each question (`-v`) and the report says who answered.
+#[test]
+fn the_command_line_fails_fast_on_a_wrong_key_and_reports_who_answered_with_the_right_one() {
+    let Some((url, key)) = keyed("cli_wrong_key") else { return };
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm/hand-crafted-24.json");
+    let falat = || assert_cmd::Command::cargo_bin("falat").unwrap();
+    let wrong = "sk-falat-not-the-key-0123456789";
+    let t0 = std::time::Instant::now();
+    let out = falat()
+        .env("OPENAI_API_KEY", wrong)
+        .args(["diagnose", "--judge", "llm", "--model", MODEL, "--llm-url", &url, trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("the LLM server at {url}/chat/completions rejected the API key (HTTP 401)")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(wrong) && !stderr.contains(&key), "{stderr}");
+
+    let Some(main) = env("FALAT_TEST_LLM_URL", "cli_right_key") else { return };
+    let out = falat()
+        .env_remove("OPENAI_API_KEY")
+        .args(["-v", "diagnose", "--judge", "llm", "--model", MODEL, "--llm-url", &main, trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("falat: llm q")).collect();
+    assert!(lines.iter().any(|l| l.contains(" prior (prior): ")), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("| answered by |"), "{stdout}");
 }

@@ -160,6 +160,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
                 calls: 0,
                 tokens: 0,
                 prompt_tokens: 0,
+                cached_tokens: 0,
+                answers: Default::default(),
                 millis: 0.0,
                 warnings: 0,
                 replay_misses: 0,

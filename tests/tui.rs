@@ -251,6 +251,10 @@ fn snapshot_help_overlay_and_running_status() {
     let id = app.runs.running.as_ref().expect("running").id;
     app.on_job(JobMsg::Progress { id, stage: "verification".into(), done: 3, total: 8 });
     insta::assert_snapshot!("hand-crafted-1-running", screen(&app));
+    // The judge's questions and calls so far (an LLM run reports them after each question).
+    app.on_job(JobMsg::Asked { id, questions: 14, calls: 11 });
+    let shown = screen(&app);
+    assert!(shown.contains("verification 3/8 · 14 questions (11 calls)"), "{shown}");
 }
 
 // ----- methods -----
@@ -915,7 +919,7 @@ async fn a_background_run_reports_progress_and_its_result() {
         machine: false,
     };
     job::spawn(req, Arc::clone(&app.traj), Arc::new(HeuristicJudge), tx);
-    let mut progress = 0;
+    let (mut progress, mut asked) = (0, 0);
     loop {
         let msg =
             tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("message").expect("open channel");
@@ -929,10 +933,16 @@ async fn a_background_run_reports_progress_and_its_result() {
                 assert!(d.diagnosis.expect("diagnosis").decisive_step.is_some());
                 break;
             }
+            JobMsg::Asked { id, questions, calls } => {
+                assert_eq!(id, 7);
+                asked = asked.max(questions);
+                assert!(calls as usize <= questions, "the offline judge makes one call per question");
+            }
             JobMsg::Substrate(_) => {}
         }
     }
     assert!(progress > 0, "progress was reported");
+    assert!(asked > 0, "the judge's questions were reported");
 }
 
 /// A judge that cancels the run it serves after a few calls.

@@ -86,6 +86,9 @@ pub struct DiagnoseArgs {
     /// The judge.
     #[command(flatten)]
     pub judge: super::judge::JudgeArgs,
+    /// `-v` given to `falat` (set by the caller, not an option of its own).
+    #[arg(skip)]
+    pub verbose: u8,
 }
 
 /// Diagnoses every trajectory of every trace and writes the reports; returns exit code 0.
@@ -96,7 +99,9 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if args.dry_run {
         return dry_run(args, out);
     }
-    let judge = args.judge.build()?;
+    // A line per LLM question on stderr, on a terminal or with -v.
+    let progress = args.verbose > 0 || std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let judge = args.judge.build_with_progress(progress)?;
     let mut results: Vec<(Trajectory, Diagnosis)> = Vec::new();
     // A file that cannot be read is named and skipped; the others are still diagnosed, and the
     // exit status says that one failed (as ripgrep does for an unreadable file among many).

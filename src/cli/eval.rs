@@ -317,6 +317,16 @@ fn record_json(r: &Record) -> serde_json::Value {
             "calls": r.calls,
             "tokens": r.tokens,
             "prompt_tokens": r.prompt_tokens,
+            "cached_tokens": r.cached_tokens,
+            "answers": {
+                "model": r.answers.model,
+                "repaired": r.answers.repaired,
+                "not_asked": r.answers.not_asked,
+                "fallback_invalid": r.answers.fallback_invalid,
+                "fallback_error": r.answers.fallback_error,
+                "fallback_budget": r.answers.fallback_budget,
+                "fallback_replay": r.answers.fallback_replay,
+            },
             "wall_ms": (r.millis * 1000.0).round() / 1000.0,
             "warnings": r.warnings,
             "replay_misses": r.replay_misses,
@@ -376,6 +386,7 @@ fn dry_run(
     let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
     writeln!(out, "\ntotal: {calls} calls, {prompt} prompt tokens (completion tokens are not counted)")?;
     out.write_all(eval::render_costs(&records, true).as_bytes())?;
+    writeln!(out, "\n{}", crate::judge::llm::TOKEN_MARGIN)?;
     Ok(0)
 }
 

@@ -56,6 +56,18 @@ pub struct JudgeArgs {
     /// Default: $FALAT_CONFIG, else ~/.config/falat/config.toml when it exists.
     #[arg(long, value_name = "FILE")]
     pub llm_config: Option<PathBuf>,
+    /// With --judge llm, when the server check before any work fails (unreachable, key
+    /// refused, unknown model): `fail` stops with exit status 2 (default), `heuristic` goes on
+    /// with the offline judge and the reports say "heuristic (LLM unreachable)".
+    #[arg(long, value_name = "fail|heuristic")]
+    pub llm_fallback: Option<String>,
+    /// Most seconds of LLM calls per trajectory (default 1800; 0: none); later questions of the
+    /// trajectory are answered offline with a warning.
+    #[arg(long, value_name = "SECS")]
+    pub llm_deadline: Option<u64>,
+    /// Most seconds of LLM calls over the whole command (default none).
+    #[arg(long, value_name = "SECS")]
+    pub llm_run_deadline: Option<u64>,
 }
 
 impl JudgeArgs {
@@ -76,6 +88,9 @@ impl JudgeArgs {
             dry_run,
             config_file: self.llm_config.clone(),
             default_config_file: super::config_dir().map(|d| d.join("config.toml")),
+            trajectory_deadline_secs: self.llm_deadline,
+            run_deadline_secs: self.llm_run_deadline,
+            fallback: self.llm_fallback.clone(),
             ..LlmArgs::default()
         };
         Ok(LlmConfig::from_env_and_args(&args, |k| std::env::var(k).ok())?)
@@ -87,13 +102,62 @@ impl JudgeArgs {
     /// An LLM judge that cannot be set up (no URL, no model, bad config), or `--judge llm` in a
     /// build without the `llm` feature.
     pub fn build(&self) -> anyhow::Result<Arc<dyn Judge>> {
+        self.build_with_progress(false)
+    }
+
+    /// [`JudgeArgs::build`]; with `progress`, the LLM judge prints a line per question that
+    /// needed a call on stderr.
+    ///
+    /// `--judge llm` checks the server first (a one-token request with the configured key,
+    /// unless replaying without recording): when it cannot be used the command stops with one
+    /// line naming the URL and the cause (exit status 2), or, with `--llm-fallback heuristic`,
+    /// says so on stderr and goes on with the offline judge.
+    ///
+    /// # Errors
+    /// As [`JudgeArgs::build`], and the failed server check.
+    pub fn build_with_progress(&self, progress: bool) -> anyhow::Result<Arc<dyn Judge>> {
+        let _ = progress;
         match self.judge {
             JudgeChoice::Heuristic => Ok(Arc::new(HeuristicJudge)),
             JudgeChoice::Fitted => Ok(Arc::new(crate::judge::fitted::FittedJudge::shipped())),
             #[cfg(feature = "llm")]
-            JudgeChoice::Llm => Ok(Arc::new(LlmJudge::new(self.llm_config(false)?)?)),
+            JudgeChoice::Llm => {
+                use crate::judge::llm::LlmFallback;
+                let cfg = self.llm_config(false)?;
+                let judge = LlmJudge::new(cfg.clone())?;
+                if let Err(e) = judge.check() {
+                    return match cfg.fallback {
+                        LlmFallback::Fail => Err(anyhow::anyhow!(
+                            "{e} (checked before any work; --llm-fallback heuristic goes on with the offline judge)"
+                        )),
+                        LlmFallback::Heuristic => {
+                            eprintln!("falat: {e}; --llm-fallback heuristic: the offline judge answers instead");
+                            Ok(Arc::new(UnreachableFallback))
+                        }
+                    };
+                }
+                if progress {
+                    judge
+                        .set_progress(Some(Arc::new(|e: &crate::judge::llm::ProgressEvent| eprintln!("{}", e.line()))));
+                }
+                Ok(Arc::new(judge))
+            }
             #[cfg(not(feature = "llm"))]
             JudgeChoice::Llm => Err(super::missing_feature("`--judge llm`", "llm")),
         }
+    }
+}
+
+/// The offline judge standing in for an LLM server that failed its check
+/// (`--llm-fallback heuristic`); reports name it `heuristic (LLM unreachable)`.
+#[derive(Debug, Clone, Copy)]
+pub struct UnreachableFallback;
+
+impl Judge for UnreachableFallback {
+    fn name(&self) -> String {
+        "heuristic (LLM unreachable)".into()
+    }
+    fn ask(&self, ctx: &crate::judge::Context<'_>, q: &crate::judge::Question) -> crate::judge::Judged {
+        HeuristicJudge.ask(ctx, q)
     }
 }

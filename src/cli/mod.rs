@@ -156,7 +156,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Inspect(args) => inspect::run(&args, out),
         Command::Open(args) => open::run(&args, cli.theme.as_deref(), out),
-        Command::Diagnose(args) => diagnose::run(&args, out),
+        Command::Diagnose(mut args) => {
+            args.verbose = cli.verbose;
+            diagnose::run(&args, out)
+        }
         Command::Eval(args) => eval::run(&args, out),
         Command::Train(args) => train::run(&args, out),
         Command::Completions(args) => completions::run(&args, out),

@@ -118,6 +118,8 @@ impl<'j> Session<'j> {
         c.calls += j.cost.calls;
         c.prompt_tokens += j.cost.prompt_tokens;
         c.completion_tokens += j.cost.completion_tokens;
+        c.cached_tokens += j.cost.cached_tokens;
+        c.answers.add(&j.cost.answers);
         if let Some(w) = j.warning {
             self.warnings.push(w);
         }

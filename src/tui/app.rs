@@ -1091,6 +1091,10 @@ impl App {
                 self.runs.progress(id, stage, done, total);
                 Vec::new()
             }
+            JobMsg::Asked { id, questions, calls } => {
+                self.runs.asked(id, questions, calls);
+                Vec::new()
+            }
             JobMsg::Substrate(s) => {
                 self.results.indexed(s);
                 self.evidence.clear();

@@ -111,10 +111,47 @@ pub enum JobMsg {
         /// Total expected.
         total: usize,
     },
+    /// Questions the run has asked its judge so far, and the judge's calls for them (an LLM
+    /// judge answers several questions with one call, and memoised ones with none).
+    Asked {
+        /// The run's id.
+        id: u64,
+        /// Questions asked.
+        questions: usize,
+        /// Judge calls made.
+        calls: u64,
+    },
     /// A run ended.
     Done(Box<JobDone>),
     /// The whole trajectory's substrate is ready (a large trace builds it in the background).
     Substrate(Arc<Substrate>),
+}
+
+/// The run's judge, reporting how many questions it was asked ([`JobMsg::Asked`], at most every
+/// [`PROGRESS_EVERY`] unless a question needed a call).
+struct Counting {
+    inner: Arc<dyn Judge>,
+    id: u64,
+    tx: UnboundedSender<JobMsg>,
+    seen: Mutex<(usize, u64, Instant)>,
+}
+
+impl Judge for Counting {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn ask(&self, ctx: &crate::judge::Context<'_>, q: &crate::judge::Question) -> crate::judge::Judged {
+        let j = self.inner.ask(ctx, q);
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.0 += 1;
+        seen.1 += j.cost.calls;
+        // An LLM call is slow and worth a message; the offline judge's instant answers are not.
+        if j.cost.prompt_tokens > 0 || seen.2.elapsed() >= PROGRESS_EVERY {
+            seen.2 = Instant::now();
+            let _ = self.tx.send(JobMsg::Asked { id: self.id, questions: seen.0, calls: seen.1 });
+        }
+        j
+    }
 }
 
 /// Runs a request synchronously.
@@ -244,8 +281,10 @@ pub fn spawn(req: RunRequest, t: Arc<Trajectory>, judge: Arc<dyn Judge>, tx: Unb
         }
     });
     let flag = Arc::clone(&cancel);
+    let counting =
+        Counting { inner: judge, id, tx: tx.clone(), seen: Mutex::new((0, 0, Instant::now() - PROGRESS_EVERY)) };
     tokio::task::spawn_blocking(move || {
-        let done = execute(&req, &t, judge.as_ref(), flag, Some(progress));
+        let done = execute(&req, &t, &counting, flag, Some(progress));
         let _ = tx.send(JobMsg::Done(Box::new(done)));
     });
     JobHandle { id, cancel }

@@ -24,6 +24,8 @@ pub struct Running {
     pub started: Instant,
     /// Cancel was asked.
     pub cancelling: bool,
+    /// Questions asked of the judge so far, and its calls (0 until the job says).
+    pub questions: (usize, u64),
 }
 
 /// The run in progress and the one queued behind it.
@@ -74,6 +76,7 @@ impl Runs {
             total: 0,
             started: Instant::now(),
             cancelling: false,
+            questions: (0, 0),
         });
         id
     }
@@ -92,6 +95,14 @@ impl Runs {
             r.stage = stage;
             r.done = done;
             r.total = total;
+        }
+    }
+
+    /// Questions and judge calls of run `id` so far (ignored when that run is no longer in
+    /// progress).
+    pub fn asked(&mut self, id: u64, questions: usize, calls: u64) {
+        if let Some(r) = self.running.as_mut().filter(|r| r.id == id) {
+            r.questions = (questions, calls);
         }
     }
 

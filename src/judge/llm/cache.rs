@@ -195,7 +195,7 @@ mod tests {
         let ok = Completion {
             content: "{\"a\":1}".into(),
             finish_reason: Some("stop".into()),
-            usage: Some(Usage { prompt_tokens: 7, completion_tokens: 3 }),
+            usage: Some(Usage { prompt_tokens: 7, completion_tokens: 3, cached_tokens: 0 }),
         };
         {
             let c = Cache::open(None, Some(dir.path())).unwrap();

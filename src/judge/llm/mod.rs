@@ -50,8 +50,9 @@ pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
 /// The environment variable naming a config file (TOML with an `[llm]` table).
 pub const CONFIG_ENV: &str = "FALAT_CONFIG";
 
-/// How the LLM judge reaches and uses a server.
-#[derive(Debug, Clone, PartialEq)]
+/// How the LLM judge reaches and uses a server. Its `Debug` shows the base URL without
+/// credentials.
+#[derive(Clone, PartialEq)]
 pub struct LlmConfig {
     /// Base URL of the OpenAI-compatible API (e.g. `http://127.0.0.1:8080/v1`); `None` only in
     /// replay or dry-run mode.
@@ -77,6 +78,60 @@ pub struct LlmConfig {
     pub replay_dir: Option<PathBuf>,
     /// Send nothing; record what would be sent (see [`dry_run`]).
     pub dry_run: bool,
+    /// Most wall time spent on the calls of one trajectory (from its first call); later
+    /// questions of it are answered offline with a warning. `None`: no limit.
+    pub trajectory_deadline: Option<Duration>,
+    /// Most wall time spent on calls by this judge (from its first call), over every trajectory.
+    pub run_deadline: Option<Duration>,
+    /// Longest `Retry-After` honoured (a longer one is cut to this).
+    pub max_retry_after: Duration,
+    /// Largest response body read, in bytes.
+    pub max_response_bytes: usize,
+    /// What a command does when the server cannot be used at the start (`--llm-fallback`).
+    pub fallback: LlmFallback,
+}
+
+/// What `--judge llm` does when the server check fails before any work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LlmFallback {
+    /// Stop with exit status 2 and one line naming the URL and the cause (the default).
+    #[default]
+    Fail,
+    /// Go on with the heuristic judge; reports name it `heuristic (LLM unreachable)`.
+    Heuristic,
+}
+
+impl LlmFallback {
+    /// Reads `fail` or `heuristic`.
+    pub fn parse(s: &str) -> Option<LlmFallback> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fail" | "none" => Some(LlmFallback::Fail),
+            "heuristic" => Some(LlmFallback::Heuristic),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("base_url", &self.base_url.as_deref().map(client::without_credentials))
+            .field("api_key_env", &self.api_key_env)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("jobs", &self.jobs)
+            .field("token_budget", &self.token_budget)
+            .field("record_dir", &self.record_dir)
+            .field("replay_dir", &self.replay_dir)
+            .field("dry_run", &self.dry_run)
+            .field("trajectory_deadline", &self.trajectory_deadline)
+            .field("run_deadline", &self.run_deadline)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("fallback", &self.fallback)
+            .finish()
+    }
 }
 
 impl LlmConfig {
@@ -87,7 +142,9 @@ impl LlmConfig {
     }
 
     /// A config for `base_url` and `model` with the defaults: key from `OPENAI_API_KEY`, 180 s
-    /// timeout, 3 retries, 2 jobs, a budget of 60,000 tokens per trajectory.
+    /// timeout, 3 retries, 2 jobs, a budget of 60,000 tokens per trajectory, a deadline of 30
+    /// minutes per trajectory and none per run, `Retry-After` honoured up to 30 s, responses up
+    /// to 4 MiB, and a failed server check stops the command.
     pub fn new(base_url: Option<&str>, model: &str) -> LlmConfig {
         LlmConfig {
             base_url: base_url.map(str::to_string),
@@ -100,13 +157,20 @@ impl LlmConfig {
             record_dir: None,
             replay_dir: None,
             dry_run: false,
+            trajectory_deadline: Some(Duration::from_secs(30 * 60)),
+            run_deadline: None,
+            max_retry_after: client::Limits::default().max_retry_after,
+            max_response_bytes: client::Limits::default().max_body_bytes,
+            fallback: LlmFallback::Fail,
         }
     }
 
     /// Builds the config from command-line values, then the environment (`OPENAI_BASE_URL`),
     /// then the config file's `[llm]` table (`base_url` or `url`, `model`, `api_key_env`,
-    /// `timeout_secs`, `retries`, `jobs`, `token_budget`; `docs/CONFIG.md`), then the defaults of
-    /// [`LlmConfig::new`]. The config file is `--llm-config FILE`, else [`CONFIG_ENV`], else
+    /// `timeout_secs`, `retries`, `jobs`, `token_budget`, `trajectory_deadline_secs`,
+    /// `run_deadline_secs`, `max_retry_after_secs`, `max_response_bytes`, `fallback` = `"fail"` or
+    /// `"heuristic"`; `docs/CONFIG.md`), then the defaults of [`LlmConfig::new`]. A deadline of 0
+    /// means none. The config file is `--llm-config FILE`, else [`CONFIG_ENV`], else
     /// `args.default_config_file` when it exists.
     /// `env` reads an environment variable (pass `|k| std::env::var(k).ok()`).
     ///
@@ -146,6 +210,25 @@ impl LlmConfig {
         cfg.retries = args.retries.or_else(|| fi("retries").map(|r| r as usize)).unwrap_or(cfg.retries);
         cfg.jobs = args.jobs.or_else(|| fi("jobs").map(|j| j as usize)).unwrap_or(cfg.jobs).max(1);
         cfg.token_budget = args.token_budget.or_else(|| fi("token_budget")).or(cfg.token_budget).filter(|b| *b > 0);
+        if let Some(t) = args.trajectory_deadline_secs.or_else(|| fi("trajectory_deadline_secs")) {
+            cfg.trajectory_deadline = (t > 0).then(|| Duration::from_secs(t));
+        }
+        if let Some(t) = args.run_deadline_secs.or_else(|| fi("run_deadline_secs")) {
+            cfg.run_deadline = (t > 0).then(|| Duration::from_secs(t));
+        }
+        if let Some(t) = fi("max_retry_after_secs") {
+            cfg.max_retry_after = Duration::from_secs(t);
+        }
+        if let Some(b) = fi("max_response_bytes") {
+            cfg.max_response_bytes = (b as usize).max(1024);
+        }
+        let fb = args.fallback.clone().or_else(|| fs("fallback"));
+        if let Some(f) = fb {
+            cfg.fallback = LlmFallback::parse(&f).ok_or_else(|| LlmError::ConfigFile {
+                path: file_path.as_ref().map_or_else(|| "--llm-fallback".into(), |p| p.display().to_string()),
+                message: format!("fallback must be `fail` or `heuristic`, not `{}`", crate::text::sanitize(&f)),
+            })?;
+        }
         cfg.record_dir = args.record.clone();
         cfg.replay_dir = args.replay.clone();
         cfg.dry_run = args.dry_run;
@@ -221,6 +304,12 @@ pub struct LlmArgs {
     /// The user's config file (`~/.config/falat/config.toml`), read when it exists and neither
     /// `config_file` nor [`CONFIG_ENV`] names another.
     pub default_config_file: Option<PathBuf>,
+    /// `--llm-deadline SECS`: per trajectory (0: none).
+    pub trajectory_deadline_secs: Option<u64>,
+    /// `--llm-run-deadline SECS`: per run (0: none).
+    pub run_deadline_secs: Option<u64>,
+    /// `--llm-fallback fail|heuristic`.
+    pub fallback: Option<String>,
 }
 
 /// A configuration the LLM judge cannot start with.
@@ -270,6 +359,8 @@ pub struct Stats {
     pub prompt_tokens: u64,
     /// Completion tokens (from `usage`, else counted).
     pub completion_tokens: u64,
+    /// Prompt tokens the server served from its cache (as it reported them).
+    pub cached_tokens: u64,
 }
 
 /// One request a dry run would send.
@@ -335,6 +426,8 @@ impl DryRunReport {
             }
         }
         out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
+        out.push_str(TOKEN_MARGIN);
+        out.push('\n');
         out
     }
 }
@@ -355,6 +448,9 @@ pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<Dry
     Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
 }
 
+/// What a dry run's token counts are worth: they are counted offline, with `o200k_base`.
+pub const TOKEN_MARGIN: &str = "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: SmolLM2's counted 7-8 % more on these prompts (repairs and refusals are not included)";
+
 /// Prompt tokens of a message list, counted with `o200k_base` (+4 per message, +3 per reply).
 pub fn count_tokens(messages: &[Message]) -> u64 {
     let bpe = tiktoken_rs::o200k_base_singleton();
@@ -369,6 +465,94 @@ fn count_text(s: &str) -> u64 {
 struct Memo {
     answer: Answer,
     warning: Option<String>,
+    origin: Origin,
+}
+
+/// Who answered a question (counted in [`Cost::answers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Model,
+    Repaired,
+    NotAsked,
+    FallbackInvalid,
+    FallbackError,
+    FallbackBudget,
+    FallbackReplay,
+}
+
+impl Origin {
+    fn count(self, c: &mut crate::diagnosis::AnswerCounts) {
+        match self {
+            Origin::Model => c.model += 1,
+            Origin::Repaired => c.repaired += 1,
+            Origin::NotAsked => c.not_asked += 1,
+            Origin::FallbackInvalid => c.fallback_invalid += 1,
+            Origin::FallbackError => c.fallback_error += 1,
+            Origin::FallbackBudget => c.fallback_budget += 1,
+            Origin::FallbackReplay => c.fallback_replay += 1,
+        }
+    }
+}
+
+/// One line of progress: a question of a trajectory that needed at least one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressEvent {
+    /// The trajectory's id.
+    pub trajectory: String,
+    /// Questions of this trajectory asked so far (this one included).
+    pub question: u64,
+    /// The question in words (`candidates in steps 3-10`).
+    pub what: String,
+    /// Its kind (`recall_candidates`).
+    pub kind: &'static str,
+    /// Calls made for it (repairs and retried formats included).
+    pub calls: u64,
+    /// Prompt tokens sent, and how many of them the server served from its cache.
+    pub prompt_tokens: u64,
+    /// Of [`ProgressEvent::prompt_tokens`], served from the server's cache.
+    pub cached_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Wall time.
+    pub wall: Duration,
+    /// `model`, `repaired` or why the offline judge answered.
+    pub outcome: &'static str,
+}
+
+impl ProgressEvent {
+    /// `falat: llm 12 task-3 recall_candidates (candidates in steps 3-10): 2 calls, 1,523 prompt
+    /// tokens (1,200 cached), 57 completion, 3.2 s: model` (sanitized).
+    pub fn line(&self) -> String {
+        crate::text::sanitize(&format!(
+            "falat: llm q{} {} {} ({}): {} call{}, {} prompt tokens ({} cached), {} completion, {:.1} s: {}",
+            self.question,
+            crate::text::clip(&self.trajectory, 40),
+            self.kind,
+            self.what,
+            self.calls,
+            if self.calls == 1 { "" } else { "s" },
+            self.prompt_tokens,
+            self.cached_tokens,
+            self.completion_tokens,
+            self.wall.as_secs_f64(),
+            self.outcome
+        ))
+    }
+}
+
+/// Receives a [`ProgressEvent`] per question that needed a call.
+pub type ProgressSink = Arc<dyn Fn(&ProgressEvent) + Send + Sync>;
+
+/// What the judge knows of the server's slots (llama.cpp `/props` `total_slots`), so that one
+/// trajectory's calls go to one slot and reuse its cached prompt.
+#[derive(Debug, Default)]
+struct Slots {
+    /// `None` until probed; `Some(0)` when the server is not llama.cpp (nothing is pinned).
+    count: Option<usize>,
+    /// Requests in flight and the last start, per slot.
+    load: Vec<(usize, Option<Instant>)>,
+    /// The slot each trajectory uses.
+    of: HashMap<String, usize>,
 }
 
 #[derive(Default)]
@@ -379,11 +563,12 @@ struct State {
     fatal: Option<CallError>,
     fatal_warned: std::collections::HashSet<String>,
     kind_warned: std::collections::HashSet<(String, String)>,
-    /// The response format each trajectory's requests use, once the server refused a stronger
-    /// one for it (default json_schema). Per trajectory: a refusal of one request's schema says
-    /// little about the others', and a judge shared by an evaluation must answer each trajectory
-    /// the same whatever ran before it.
-    format: HashMap<String, FormatMode>,
+    /// When each trajectory's first call started (its deadline counts from there).
+    started: HashMap<String, Instant>,
+    /// When the judge's first call started (the run deadline counts from there).
+    run_started: Option<Instant>,
+    /// Questions asked per trajectory (for progress lines).
+    asked: HashMap<String, u64>,
     stats: Stats,
     dry: Vec<DryRunCall>,
 }
@@ -391,6 +576,7 @@ struct State {
 struct Inner {
     client: Option<Client>,
     sem: tokio::sync::Semaphore,
+    slots: Mutex<Slots>,
 }
 
 /// The LLM judge. Cheap to share across threads (`&LlmJudge` is `Sync`).
@@ -400,6 +586,7 @@ pub struct LlmJudge {
     cache: Cache,
     state: Mutex<State>,
     rt: Option<tokio::runtime::Runtime>,
+    progress: Mutex<Option<ProgressSink>>,
 }
 
 impl std::fmt::Debug for LlmJudge {
@@ -424,6 +611,8 @@ enum Failure {
     Invalid(String),
     /// The trajectory's token budget is spent.
     Budget(u64),
+    /// The schema of the question cannot be sent (a server would refuse it).
+    Unaskable(String),
 }
 
 impl Failure {
@@ -433,8 +622,21 @@ impl Failure {
             Failure::Call(e) => e.to_string(),
             Failure::Invalid(e) => format!("invalid answer after one repair request ({e})"),
             Failure::Budget(b) => format!("the token budget of {b} tokens for this trajectory is spent"),
+            Failure::Unaskable(e) => format!("not asked, its answer schema is invalid ({e})"),
         };
         Some(format!("llm judge: {what}: {why}; the heuristic judge answered instead"))
+    }
+}
+
+impl Failure {
+    fn origin(&self) -> Origin {
+        match self {
+            Failure::Call(CallError::DryRun) => Origin::NotAsked,
+            Failure::Call(CallError::ReplayMiss) => Origin::FallbackReplay,
+            Failure::Call(CallError::Deadline { .. }) | Failure::Budget(_) => Origin::FallbackBudget,
+            Failure::Call(_) | Failure::Unaskable(_) => Origin::FallbackError,
+            Failure::Invalid(_) => Origin::FallbackInvalid,
+        }
     }
 }
 
@@ -459,7 +661,12 @@ impl LlmJudge {
         let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref()).map_err(LlmError::Cache)?;
         let (client, rt) = if cfg.online() {
             let url = cfg.base_url.as_deref().ok_or(LlmError::NoUrl)?;
-            let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries).map_err(LlmError::Setup)?;
+            let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries)
+                .map_err(LlmError::Setup)?
+                .with_limits(client::Limits {
+                    max_retry_after: cfg.max_retry_after,
+                    max_body_bytes: cfg.max_response_bytes,
+                });
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .thread_name("falat-llm")
@@ -470,8 +677,12 @@ impl LlmJudge {
         } else {
             (None, None)
         };
-        let inner = Arc::new(Inner { client, sem: tokio::sync::Semaphore::new(cfg.jobs.max(1)) });
-        Ok(LlmJudge { cfg, inner, cache, state: Mutex::new(State::default()), rt })
+        let inner = Arc::new(Inner {
+            client,
+            sem: tokio::sync::Semaphore::new(cfg.jobs.max(1)),
+            slots: Mutex::new(Slots::default()),
+        });
+        Ok(LlmJudge { cfg, inner, cache, state: Mutex::new(State::default()), rt, progress: Mutex::new(None) })
     }
 
     /// The configuration.
@@ -484,7 +695,9 @@ impl LlmJudge {
         self.lock().stats
     }
 
-    /// Sends a one-token request to check the server, key and model before a long run.
+    /// Sends a one-token request (with the configured key and model) to check the server
+    /// before a long run: one attempt and one retry, within the request timeout (a refused
+    /// connection or key fails at once; a busy server may take that long to answer).
     ///
     /// # Errors
     /// The [`CallError`] a real question would get (unreachable, 401, unknown model...).
@@ -496,25 +709,103 @@ impl LlmJudge {
             schema: Value::Null,
             format: FormatMode::Plain,
         };
-        match &self.inner.client {
-            Some(_) => self.send(req).map(|_| ()),
-            None => Ok(()),
-        }
+        let (Some(rt), Some(client)) = (&self.rt, &self.inner.client) else { return Ok(()) };
+        let client = client.clone();
+        let timeout = self.cfg.timeout;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            // A busy server queues the request behind others: wait as long as for any request
+            // (an unreachable one fails at once, or after the 10 s connect timeout).
+            let quick = client.with_retries(1);
+            let deadline = tokio::time::Instant::now() + timeout;
+            let _ = tx.send(quick.send(&req, &[], Some((deadline, "server check", timeout.as_secs()))).await);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(CallError::BadResponse("the check ended without an answer".into())))
+            .map(|_| ())
+    }
+
+    /// Where each question that needed a call is reported (progress lines); `None` for quiet.
+    pub fn set_progress(&self, sink: Option<ProgressSink>) {
+        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = sink;
+    }
+
+    /// Counts the prompt tokens of `messages` with the server's own tokenizer (llama.cpp
+    /// `/tokenize`, +4 per message and +3 per reply as [`count_tokens`]); `None` without a server
+    /// or when it has no tokenizer endpoint.
+    pub fn server_count_tokens(&self, messages: &[Message]) -> Option<u64> {
+        let (Some(rt), Some(client)) = (&self.rt, &self.inner.client) else { return None };
+        let client = client.clone();
+        let texts: Vec<String> = messages.iter().map(|m| m.content.clone()).collect();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let mut total = 3u64;
+            for t in &texts {
+                match client.tokenize(t).await {
+                    Some(n) => total += n + 4,
+                    None => {
+                        let _ = tx.send(None);
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send(Some(total));
+        });
+        rx.recv().ok().flatten()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs a request on the judge's runtime and waits for it on this thread.
-    fn send(&self, req: ChatRequest) -> Result<Completion, CallError> {
+    /// The deadline of a trajectory's next call: the earlier of its own and the run's, with the
+    /// scope and length for the message; `None` without deadlines.
+    fn deadline(&self, traj: &str) -> Option<(Instant, &'static str, u64)> {
+        let mut st = self.lock();
+        let now = Instant::now();
+        let t0 = *st.started.entry(traj.to_string()).or_insert(now);
+        let r0 = *st.run_started.get_or_insert(now);
+        let t = self.cfg.trajectory_deadline.map(|d| (t0 + d, "trajectory", d.as_secs()));
+        let r = self.cfg.run_deadline.map(|d| (r0 + d, "run", d.as_secs()));
+        match (t, r) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs a request on the judge's runtime and waits for it on this thread. On llama.cpp
+    /// (probed once with `/props`), the request names the trajectory's slot (`id_slot`) and asks
+    /// to keep its prompt cached (`cache_prompt`), so the trajectory's next call reuses it.
+    fn send(&self, req: ChatRequest, traj: &str) -> Result<Completion, CallError> {
         let (Some(rt), Some(_)) = (&self.rt, &self.inner.client) else { return Err(CallError::DryRun) };
+        let deadline = self.deadline(traj);
+        if let Some((d, scope, secs)) = deadline
+            && Instant::now() >= d
+        {
+            return Err(CallError::Deadline { scope, secs });
+        }
         let inner = Arc::clone(&self.inner);
+        let traj = traj.to_string();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         rt.spawn(async move {
             let client = inner.client.as_ref().expect("online judge has a client");
+            let deadline = deadline.map(|(d, scope, secs)| (tokio::time::Instant::from_std(d), scope, secs));
             let result = match inner.sem.acquire().await {
-                Ok(_permit) => client.send(&req).await,
+                Ok(_permit) => {
+                    let slot = pick_slot(&inner, client, &traj).await;
+                    let extra: Vec<(&'static str, Value)> = match slot {
+                        Some(s) => vec![("id_slot", Value::from(s)), ("cache_prompt", Value::Bool(true))],
+                        None => Vec::new(),
+                    };
+                    let r = client.send(&req, &extra, deadline).await;
+                    if let Some(s) = slot {
+                        let mut slots = inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(l) = slots.load.get_mut(s) {
+                            l.0 = l.0.saturating_sub(1);
+                        }
+                    }
+                    r
+                }
                 Err(_) => Err(CallError::BadResponse("the judge is shutting down".into())),
             };
             let _ = tx.send(result);
@@ -524,6 +815,7 @@ impl LlmJudge {
 
     /// One exchange with the server (or the cache), with cost accounting and the response-format
     /// fallback (json_schema, then json_object, then plain text).
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         kind: &str,
@@ -531,34 +823,37 @@ impl LlmJudge {
         messages: &[Message],
         schema: &Value,
         max_tokens: u32,
+        format: &mut FormatMode,
         cost: &mut Cost,
     ) -> Result<Completion, CallError> {
+        // The format falls back for this question only (its repair request keeps the format that
+        // was accepted): one refusal never changes how later questions are asked.
         loop {
-            let format = self.lock().format.get(traj).copied().unwrap_or(FormatMode::JsonSchema);
+            let format_now = *format;
             let req = ChatRequest {
                 model: self.cfg.model.clone(),
                 messages: messages.to_vec(),
                 max_tokens,
                 schema: schema.clone(),
-                format,
+                format: format_now,
             };
             let body = req.body();
             let t0 = Instant::now();
-            let result = self.exchange(kind, &body, req);
+            let result = self.exchange(kind, traj, &body, req);
             self.account(traj, messages, &result, t0.elapsed(), cost);
-            match &result {
-                Err(e) if e.is_format_refusal() && format.weaker().is_some() => {
-                    tracing::info!("llm server refused response_format {format:?}; trying a weaker one");
-                    if let Some(weaker) = format.weaker() {
-                        self.lock().format.insert(traj.to_string(), weaker);
-                    }
+            match (&result, format_now.weaker()) {
+                (Err(e), Some(weaker)) if e.is_format_refusal() => {
+                    tracing::info!(
+                        "llm server refused response_format {format_now:?} ({e}); this question tries {weaker:?}"
+                    );
+                    *format = weaker;
                 }
                 _ => return result,
             }
         }
     }
 
-    fn exchange(&self, kind: &str, body: &Value, req: ChatRequest) -> Result<Completion, CallError> {
+    fn exchange(&self, kind: &str, traj: &str, body: &Value, req: ChatRequest) -> Result<Completion, CallError> {
         if self.cfg.replay_dir.is_some() {
             let hit = self.cache.get(&cache::key(body)).cloned();
             self.lock().stats.replayed += u64::from(hit.is_some());
@@ -580,7 +875,7 @@ impl LlmJudge {
             self.lock().dry.push(call);
             return Err(CallError::DryRun);
         }
-        let result = self.send(req);
+        let result = self.send(req, traj);
         self.cache.put(kind, body, &result);
         result
     }
@@ -593,22 +888,24 @@ impl LlmJudge {
         wall: Duration,
         cost: &mut Cost,
     ) {
-        let (p, c) = match result {
+        let (p, c, cached) = match result {
             Ok(done) => match done.usage {
-                Some(u) => (u.prompt_tokens, u.completion_tokens),
-                None => (count_tokens(messages), count_text(&done.content)),
+                Some(u) => (u.prompt_tokens, u.completion_tokens, u.cached_tokens.min(u.prompt_tokens)),
+                None => (count_tokens(messages), count_text(&done.content), 0),
             },
-            Err(CallError::ContextTooLong { .. } | CallError::Refused { .. }) => (0, 0),
+            Err(CallError::ContextTooLong { .. } | CallError::Refused { .. }) => (0, 0, 0),
             Err(_) => return,
         };
         cost.calls += 1;
         cost.prompt_tokens += p;
         cost.completion_tokens += c;
+        cost.cached_tokens += cached;
         cost.wall += wall;
         let mut st = self.lock();
         st.stats.calls += 1;
         st.stats.prompt_tokens += p;
         st.stats.completion_tokens += c;
+        st.stats.cached_tokens += cached;
         *st.spent.entry(traj.to_string()).or_default() += p + c;
         if matches!(result, Err(CallError::ContextTooLong { .. })) {
             st.stats.context_overflows += 1;
@@ -624,7 +921,7 @@ impl LlmJudge {
         batch: &[Question],
         known: &Known,
         cost: &mut Cost,
-    ) -> Vec<Result<Answer, Failure>> {
+    ) -> Vec<Result<(Answer, Origin), Failure>> {
         let traj = traj_key(ctx.trajectory);
         let mut d = Detail::FULL;
         loop {
@@ -634,6 +931,11 @@ impl LlmJudge {
                 Message { role: "user", content: user },
             ];
             let schema = kind.schema(ctx, batch, d);
+            let unsendable = client::schema_problems(&schema);
+            if !unsendable.is_empty() {
+                // A question with nothing to choose from is not asked (a server would refuse it).
+                return fail_all(batch, || Failure::Unaskable(unsendable.join("; ")));
+            }
             let max_tokens = kind.max_tokens(batch);
             if let Some(b) = self.cfg.token_budget {
                 let spent = self.lock().spent.get(&traj).copied().unwrap_or(0);
@@ -641,8 +943,9 @@ impl LlmJudge {
                     return batch.iter().map(|_| Err(Failure::Budget(b))).collect();
                 }
             }
-            match self.call(kind.name(), &traj, &messages, &schema, max_tokens, cost) {
-                Ok(c) => return self.validate(ctx, kind, batch, d, &traj, messages, &schema, &c, cost),
+            let mut format = FormatMode::JsonSchema;
+            match self.call(kind.name(), &traj, &messages, &schema, max_tokens, &mut format, cost) {
+                Ok(c) => return self.validate(ctx, kind, batch, d, &traj, messages, &schema, &c, format, cost),
                 Err(CallError::ContextTooLong { detail }) => {
                     if let Some(mid) = split_point(batch) {
                         tracing::info!(
@@ -689,12 +992,13 @@ impl LlmJudge {
         mut messages: Vec<Message>,
         schema: &Value,
         c: &Completion,
+        mut format: FormatMode,
         cost: &mut Cost,
-    ) -> Vec<Result<Answer, Failure>> {
+    ) -> Vec<Result<(Answer, Origin), Failure>> {
         let first = parse_reply(ctx, kind, batch, d, c);
         let errors = problems(&first);
         if errors.is_empty() {
-            return first.into_iter().map(|r| r.map_err(Failure::Invalid)).collect();
+            return first.into_iter().map(|r| r.map(|a| (a, Origin::Model)).map_err(Failure::Invalid)).collect();
         }
         self.lock().stats.repairs += 1;
         tracing::debug!("{} answer invalid: {}", kind.name(), errors.join("; "));
@@ -702,11 +1006,18 @@ impl LlmJudge {
         let list: Vec<String> = errors.iter().take(8).map(|e| format!("- {e}")).collect();
         messages
             .push(Message { role: "user", content: prompts::render(prompts::REPAIR, &[("errors", list.join("\n"))]) });
-        let second = match self.call(kind.name(), traj, &messages, schema, kind.max_tokens(batch), cost) {
+        let second = match self.call(kind.name(), traj, &messages, schema, kind.max_tokens(batch), &mut format, cost) {
             Ok(c2) => parse_reply(ctx, kind, batch, d, &c2),
             Err(e) => batch.iter().map(|_| Err(e.to_string())).collect(),
         };
-        first.into_iter().zip(second).map(|(a, b)| a.or_else(|_| b.map_err(Failure::Invalid))).collect()
+        first
+            .into_iter()
+            .zip(second)
+            .map(|(a, b)| match a {
+                Ok(a) => Ok((a, Origin::Model)),
+                Err(_) => b.map(|b| (b, Origin::Repaired)).map_err(Failure::Invalid),
+            })
+            .collect()
     }
 
     /// The heuristic's answer with the failure's warning. A fatal failure (unreachable server,
@@ -728,7 +1039,7 @@ impl LlmJudge {
             w.push_str(" (the judge stops calling: every later question is answered by the heuristic judge)");
         }
         drop(st);
-        Memo { answer: heuristic::answer(ctx, q), warning }
+        Memo { answer: heuristic::answer(ctx, q), warning, origin: failure.origin() }
     }
 
     fn ask_uncached(&self, ctx: &Context<'_>, q: &Question, traj: &str, cost: &mut Cost) -> Memo {
@@ -741,19 +1052,19 @@ impl LlmJudge {
             let warning = first.then(|| {
                 format!("llm judge: no prompt for question kind `{}`; the heuristic judge answers these", q.kind())
             });
-            return Memo { answer: heuristic::answer(ctx, q), warning };
+            return Memo { answer: heuristic::answer(ctx, q), warning, origin: Origin::FallbackError };
         };
         if !in_range(ctx, q) {
             // Nothing to send (or to ask the heuristic) about steps the trajectory does not have.
             let warning = format!("llm judge: {} names steps or phases the trajectory does not have", describe(q));
-            return Memo { answer: neutral(q), warning: Some(warning) };
+            return Memo { answer: neutral(q), warning: Some(warning), origin: Origin::NotAsked };
         }
         let (known, fatal) = {
             let st = self.lock();
             (st.known.get(traj).cloned().unwrap_or_default(), st.fatal.clone())
         };
         if let Some(answer) = kind.skip(ctx, q, &known) {
-            return Memo { answer, warning: None };
+            return Memo { answer, warning: None, origin: Origin::NotAsked };
         }
         if let Some(e) = fatal {
             return self.fallback(ctx, traj, q, &Failure::Call(e));
@@ -772,7 +1083,7 @@ impl LlmJudge {
         let mut mine = None;
         for (b, r) in batch.iter().zip(results) {
             let m = match r {
-                Ok(answer) => Memo { answer, warning: None },
+                Ok((answer, origin)) => Memo { answer, warning: None, origin },
                 Err(f) => self.fallback(ctx, traj, b, &f),
             };
             self.learn(traj, b, &m.answer);
@@ -781,7 +1092,7 @@ impl LlmJudge {
             }
             self.lock().memo.insert((traj.to_string(), memo_key(b)), m);
         }
-        mine.unwrap_or_else(|| Memo { answer: heuristic::answer(ctx, q), warning: None })
+        mine.unwrap_or_else(|| Memo { answer: heuristic::answer(ctx, q), warning: None, origin: Origin::NotAsked })
     }
 
     /// Notes what batching later questions needs: recalled candidates, labelled candidates.
@@ -827,8 +1138,75 @@ impl Judge for LlmJudge {
         if cost.calls == 0 {
             cost.wall = start.elapsed();
         }
+        m.origin.count(&mut cost.answers);
+        let n = {
+            let mut st = self.lock();
+            let n = st.asked.entry(traj.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        if cost.calls > 0 {
+            let sink = self.progress.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(sink) = sink {
+                sink(&ProgressEvent {
+                    trajectory: ctx.trajectory.id.clone(),
+                    question: n,
+                    what: describe(question),
+                    kind: question.kind().as_str(),
+                    calls: cost.calls,
+                    prompt_tokens: cost.prompt_tokens,
+                    cached_tokens: cost.cached_tokens,
+                    completion_tokens: cost.completion_tokens,
+                    wall: cost.wall,
+                    outcome: match m.origin {
+                        Origin::Model => "model",
+                        Origin::Repaired => "repaired",
+                        Origin::NotAsked => "not asked",
+                        Origin::FallbackInvalid => "offline judge (invalid answer)",
+                        Origin::FallbackError => "offline judge (call failed)",
+                        Origin::FallbackBudget => "offline judge (budget or deadline)",
+                        Origin::FallbackReplay => "offline judge (not in replay)",
+                    },
+                });
+            }
+        }
         Judged { answer: m.answer, cost, warning: m.warning }
     }
+}
+
+/// The llama.cpp slot for a trajectory's call: the one it used before, or else the slot with
+/// the fewest requests in flight (then the one idle longest). `None` when the server is not
+/// llama.cpp (probed once with `/props`), where vLLM and SGLang reuse shared prefixes on their
+/// own and hosted APIs cache prefixes of 1,024 tokens or more.
+async fn pick_slot(inner: &Inner, client: &Client, traj: &str) -> Option<usize> {
+    let probed = inner.slots.lock().unwrap_or_else(|p| p.into_inner()).count;
+    let count = match probed {
+        Some(n) => n,
+        None => {
+            let n = client.llama_cpp_slots().await.unwrap_or(0);
+            let mut slots = inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+            if slots.count.is_none() {
+                slots.count = Some(n);
+                slots.load = vec![(0, None); n];
+            }
+            slots.count.unwrap_or(0)
+        }
+    };
+    if count == 0 {
+        return None;
+    }
+    let mut slots = inner.slots.lock().unwrap_or_else(|p| p.into_inner());
+    let s = match slots.of.get(traj) {
+        Some(s) => *s,
+        None => {
+            let s = (0..count).min_by_key(|&i| (slots.load[i].0, slots.load[i].1))?;
+            slots.of.insert(traj.to_string(), s);
+            s
+        }
+    };
+    slots.load[s].0 += 1;
+    slots.load[s].1 = Some(Instant::now());
+    Some(s)
 }
 
 /// Whether every step and phase a question names exists.
@@ -904,7 +1282,7 @@ fn memo_key(q: &Question) -> String {
     q.to_json().to_string()
 }
 
-fn fail_all(batch: &[Question], f: impl Fn() -> Failure) -> Vec<Result<Answer, Failure>> {
+fn fail_all(batch: &[Question], f: impl Fn() -> Failure) -> Vec<Result<(Answer, Origin), Failure>> {
     batch.iter().map(|_| Err(f())).collect()
 }
 

@@ -458,6 +458,11 @@ impl Kind for RecallKind {
     fn template(&self) -> &'static str {
         include_str!("prompts/recall_candidates.md")
     }
+    /// A range with no step that may be named (a phase of requests only, such as the task
+    /// statement) has nothing to choose from: no candidates, without a call.
+    fn skip(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Option<Answer> {
+        RecallKind::shown(ctx, std::slice::from_ref(q), Detail::FULL).is_empty().then(|| Answer::Candidates(Vec::new()))
+    }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let overview: Vec<String> = ctx
             .hierarchy

@@ -49,6 +49,12 @@ fn mock(f: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Mock {
     std::thread::spawn(move || {
         for stream in l.incoming().flatten() {
             let Some((head, body)) = read_request(&stream) else { continue };
+            // Only chat completions are the test's: a probe of llama.cpp's `/props` (or anything
+            // else) gets a 404 and is not counted.
+            if !head.starts_with("POST ") || !head.lines().next().is_some_and(|l| l.contains("/chat/completions")) {
+                write_response(stream, 404, &[], "{}");
+                continue;
+            }
             let n = {
                 let mut s = log.lock().unwrap();
                 s.push(Seen { head, body: body.clone() });
@@ -385,18 +391,46 @@ fn refused_json_schema_falls_back_to_json_object() {
     let f = fixture("hand-crafted-24.json");
     let j = judge.ask(&f.ctx(), &Question::Prior);
     assert_eq!(j.warning, None);
+    assert_eq!((j.cost.calls, j.cost.answers.model), (3, 1), "three formats tried, the model answered");
     let b = m.bodies();
-    assert_eq!(b[1]["response_format"]["type"], "json_object");
+    // The full schema, then a simpler one (no enums or bounds, not strict), then json_object.
+    assert_eq!(b[0]["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(b[1]["response_format"]["json_schema"]["strict"], false);
+    assert!(!b[1]["response_format"].to_string().contains("\"enum\""), "{}", b[1]["response_format"]);
+    assert_eq!(b[2]["response_format"]["type"], "json_object");
+    // One refusal never changes how later questions are asked, of this trajectory or another.
     let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
-    assert_eq!(m.bodies()[2]["response_format"]["type"], "json_object", "the weaker format is kept");
-    // Another trajectory starts from json_schema again: one refusal does not decide how every
-    // later trajectory of an evaluation is asked (its results would depend on the order).
+    assert_eq!(m.bodies()[3]["response_format"]["json_schema"]["strict"], true, "the next question starts over");
     let other = fixture("algorithm-generated-10.json");
     let before = m.bodies().len();
     let _ = judge.ask(&other.ctx(), &Question::Prior);
     let kinds: Vec<String> =
         m.bodies()[before..].iter().map(|b| b["response_format"]["type"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(kinds, ["json_schema", "json_object"]);
+    assert_eq!(kinds, ["json_schema", "json_schema", "json_object"]);
+}
+
+#[test]
+fn a_schema_refused_only_in_full_is_answered_with_the_simpler_one_and_validated_in_full() {
+    // A server that refuses `enum` (as llama.cpp refuses an empty one) but takes the simpler
+    // schema; its answer names a step the full schema does not allow, which validation rejects.
+    let m = mock(move |b, n| {
+        let rf = b["response_format"].to_string();
+        if rf.contains("\"enum\"") {
+            return error(400, "JSON schema error at #/properties/x: enum is not supported", "invalid_request_error");
+        }
+        ok(r#"{"phases": [{"phase": 999, "summary": "s", "suspicion": 3}]}"#, n)
+    });
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let j = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    let w = j.warning.expect("an answer outside the full schema falls back");
+    assert!(w.contains("invalid answer"), "{w}");
+    assert_eq!(j.cost.answers.fallback_invalid, 1);
+    let bodies = m.bodies();
+    assert!(
+        bodies.iter().skip(1).all(|b| b["response_format"]["json_schema"]["strict"] == false),
+        "simpler schema kept for the repair"
+    );
 }
 
 #[test]
@@ -886,4 +920,356 @@ fn stage_costs_sum_per_stage() {
         assert_eq!(c.prompt_tokens, (before..sent).map(|k| 100 + k as u64).sum::<u64>());
         before = sent;
     }
+}
+
+// ---- Hostile and broken servers (issue 27): bounded time and memory, no key anywhere. ----
+
+/// A raw server on 127.0.0.1: `f(stream, request head, n)` handles each of at most `max`
+/// connections (then the thread ends by itself).
+fn raw(max: usize, f: impl Fn(TcpStream, String, usize) + Send + Sync + 'static) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let f = Arc::new(f);
+    std::thread::spawn(move || {
+        for (n, stream) in l.incoming().flatten().take(max).enumerate() {
+            let f = Arc::clone(&f);
+            std::thread::spawn(move || {
+                let Some((head, _)) = read_request(&stream) else { return };
+                f(stream, head, n);
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn hostile_judge(url: &str, key: Option<&str>, tune: impl FnOnce(&mut LlmConfig)) -> LlmJudge {
+    let mut cfg = LlmConfig::new(Some(url), "test-model");
+    cfg.retries = 1;
+    cfg.timeout = Duration::from_secs(20);
+    tune(&mut cfg);
+    LlmJudge::with_api_key(cfg, key.map(str::to_string)).unwrap()
+}
+
+#[test]
+fn a_server_that_never_answers_is_cut_by_the_trajectory_deadline() {
+    let url = raw(50, |s, _, _| {
+        // Holds the connection without a byte for 30 s (then lets go).
+        std::thread::sleep(Duration::from_secs(30));
+        drop(s);
+    });
+    let judge = hostile_judge(&url, None, |c| c.trajectory_deadline = Some(Duration::from_secs(2)));
+    let f = fixture("hand-crafted-24.json");
+    let t0 = Instant::now();
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert!(d.warnings.iter().any(|w| w.contains("deadline of 2 s for this trajectory")), "{:?}", d.warnings);
+    let a = d.total_cost().answers;
+    assert_eq!((a.model, a.repaired), (0, 0));
+    assert!(a.fallback_budget > 0, "{a:?}");
+}
+
+#[test]
+fn retry_after_is_capped_and_never_outlasts_the_deadline() {
+    let url = raw(50, |s, _, _| {
+        write_response(s, 503, &[("Retry-After", "100000".into())], r#"{"error":{"message":"busy"}}"#);
+    });
+    // The cap alone: two retries of at most 1 s each.
+    let judge = hostile_judge(&url, None, |c| {
+        c.retries = 2;
+        c.max_retry_after = Duration::from_secs(1);
+        c.trajectory_deadline = None;
+    });
+    let f = fixture("hand-crafted-24.json");
+    let t0 = Instant::now();
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(j.warning.unwrap().contains("HTTP 503"));
+    // The deadline: a 30 s Retry-After is not waited for when the deadline is 2 s away.
+    let judge = hostile_judge(&url, None, |c| {
+        c.retries = 3;
+        c.max_retry_after = Duration::from_secs(30);
+        c.trajectory_deadline = Some(Duration::from_secs(2));
+    });
+    let t0 = Instant::now();
+    let _ = judge.ask(&f.ctx(), &Question::Prior);
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn an_endless_response_is_cut_at_the_size_cap() {
+    let url = raw(10, |mut s, _, _| {
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"choices\": [\"",
+        );
+        let chunk = vec![b'a'; 64 * 1024];
+        // Bounded: 256 MiB at most, far past the 1 MiB cap; stops when the client hangs up.
+        for _ in 0..4096 {
+            if s.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let judge = hostile_judge(&url, None, |c| c.max_response_bytes = 1 << 20);
+    let f = fixture("hand-crafted-24.json");
+    let t0 = Instant::now();
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    let w = j.warning.unwrap();
+    assert!(w.contains("longer than 1048576 bytes and was cut"), "{w}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_server_echoing_headers_and_credentials_never_gets_them_into_outputs() {
+    const KEY: &str = "sk-falat-ECHO-0123456789abcdef";
+    // Echoes the whole request head (Authorization included) in its error message, also as
+    // HTML, a 500 and a 200 that is not JSON.
+    let url = raw(200, |s, head, n| {
+        let body = match n % 3 {
+            0 => json!({"error": {"message": format!("bad request: {head}")}}).to_string(),
+            1 => format!("<html>{head}</html>"),
+            _ => format!("not json {head}"),
+        };
+        let status = [400, 500, 200][n % 3];
+        write_response(s, status, &[], &body);
+    });
+    let with_creds = url.replace("http://", "http://alice:pa55w0rd-XYZ@");
+    let dir = tempfile::tempdir().unwrap();
+    let judge = hostile_judge(&with_creds, Some(KEY), |c| {
+        c.retries = 0;
+        c.record_dir = Some(dir.path().to_path_buf());
+    });
+    let f = fixture("hand-crafted-24.json");
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    let mut everything = std::fs::read_to_string(dir.path().join(cache::FILE)).unwrap_or_default();
+    everything.push_str(&crate::report::to_markdown(&f.t, &d));
+    everything.push_str(&crate::report::to_json(&f.t, &d).to_string());
+    everything.push_str(&format!("{judge:?} {:?}", judge.check()));
+    assert!(everything.contains("<redacted>"), "the echo was seen: {everything}");
+    for secret in [KEY, "pa55w0rd-XYZ", "alice:"] {
+        assert!(!everything.contains(secret), "`{secret}` leaked: {everything}");
+    }
+}
+
+#[test]
+fn unreachable_url_credentials_are_not_shown() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let judge = hostile_judge(&format!("http://bob:hunter2-secret@127.0.0.1:{port}/v1"), None, |c| c.retries = 0);
+    let e = judge.check().unwrap_err();
+    let text = format!("{e} {e:?}");
+    assert!(text.contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")), "{text}");
+    assert!(!text.contains("hunter2") && !text.contains("bob"), "{text}");
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed() {
+    let other = mock(schema_reply);
+    let target = format!("{}/chat/completions", other.url);
+    let url = raw(20, move |s, _, _| {
+        write_response(s, 307, &[("Location", target.clone())], "");
+    });
+    let judge = hostile_judge(&url, Some("sk-redirect-key"), |_| {});
+    let f = fixture("hand-crafted-24.json");
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    let w = j.warning.unwrap();
+    assert!(w.contains("redirected to") && w.contains("another origin: not followed"), "{w}");
+    assert_eq!(other.count(), 0, "the other origin received the prompt");
+    assert!(matches!(judge.check(), Err(CallError::Redirected { status: 307, .. })));
+}
+
+#[test]
+fn a_question_with_nothing_to_choose_from_is_not_asked() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    // Phase 0 of a Magentic-One run is the task statement: no step of it may be named.
+    let p0 = f.h.phases[0].range.clone();
+    assert!(prompts::kind(QuestionKind::RecallCandidates).is_some());
+    let j = judge.ask(&f.ctx(), &Question::RecallCandidates { range: p0 });
+    assert_eq!(j.answer, Answer::Candidates(Vec::new()));
+    assert_eq!((j.cost.calls, j.cost.answers.not_asked, j.warning), (0, 1, None));
+    assert_eq!(m.count(), 0);
+}
+
+/// Whether a request's schema has a construct the servers refuse (an empty enum...).
+fn refused_schema(b: &Value) -> Option<String> {
+    let schema = b.pointer("/response_format/json_schema/schema")?;
+    let p = client::schema_problems(schema);
+    (!p.is_empty()).then(|| p.join("; "))
+}
+
+#[test]
+fn no_question_of_the_bundled_hand_crafted_runs_has_a_schema_a_server_refuses() {
+    // Like llama.cpp: a schema with an empty enum gets HTTP 400.
+    let m = mock(|b, n| match refused_schema(b) {
+        Some(p) => error(400, &format!("JSON schema error: {p}"), "invalid_request_error"),
+        None => schema_reply(b, n),
+    });
+    let judge = judge_for(&m.url);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when/Hand-Crafted");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert_eq!(files.len(), 35);
+    let mut answers = crate::diagnosis::AnswerCounts::default();
+    for p in &files {
+        let t = crate::ingest::fs::load_path(p, None).unwrap().trajectories.remove(0);
+        let d = crate::methods::run(
+            crate::methods::Method::Falat,
+            &t,
+            &judge,
+            &crate::methods::MethodOptions::for_falat(Options::new(true)),
+        );
+        answers.add(&d.total_cost().answers);
+    }
+    let refused: Vec<String> = m.bodies().iter().filter_map(refused_schema).collect();
+    assert!(refused.is_empty(), "{} requests a server refuses: {:?}", refused.len(), &refused[..refused.len().min(3)]);
+    assert_eq!(answers.fallback_error, 0, "{answers:?}");
+    assert!(answers.model > 35 * 4, "{answers:?}");
+}
+
+#[test]
+fn schemas_are_checked_and_simplified() {
+    let bad =
+        json!({"type": "object", "properties": {"step": {"type": "integer", "enum": []}}, "required": ["step", "x"]});
+    let p = client::schema_problems(&bad);
+    assert_eq!(
+        p,
+        vec![
+            "#: required property `x` is not defined".to_string(),
+            "#/properties/step: enum must be a non-empty array".to_string()
+        ]
+    );
+    let s = client::simplify_schema(&json!({
+        "type": "object",
+        "properties": {"enum": {"enum": ["a", null]}, "n": {"type": "integer", "minimum": 0, "enum": [1, 2]}},
+        "required": ["enum", "n"],
+    }));
+    assert_eq!(
+        s,
+        json!({"type": "object", "properties": {"enum": {"type": ["null", "string"]}, "n": {"type": "integer"}}, "required": ["enum", "n"]})
+    );
+}
+
+#[test]
+fn cached_tokens_are_read_from_openai_and_llama_cpp_usage() {
+    let openai = json!({"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": 2000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1536}}});
+    assert_eq!(Completion::from_body(&openai).unwrap().usage.unwrap().cached_tokens, 1536);
+    let llama = json!({"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": 900, "completion_tokens": 5}, "timings": {"cache_n": 640, "prompt_n": 260}});
+    let c = Completion::from_body(&llama).unwrap();
+    assert_eq!(c.usage.unwrap().cached_tokens, 640);
+    assert_eq!(Completion::from_cached(&c.to_json()).unwrap(), c, "kept in the recording");
+}
+
+#[test]
+fn llama_cpp_gets_one_slot_per_trajectory_and_other_servers_no_extra_fields() {
+    // A llama.cpp-like server: /props says 2 slots.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten().take(200) {
+            let Some((head, body)) = read_request(&stream) else { continue };
+            if head.starts_with("GET /props") {
+                write_response(stream, 200, &[], r#"{"total_slots": 2}"#);
+                continue;
+            }
+            let n = {
+                let mut s = log.lock().unwrap();
+                s.push(body.clone());
+                s.len()
+            };
+            let (st, h, t) = schema_reply(&body, n);
+            write_response(stream, st, &h, &t);
+        }
+    });
+    let judge = judge_for(&url);
+    let a = fixture("hand-crafted-24.json");
+    let b = fixture("algorithm-generated-10.json");
+    for f in [&a, &b, &a] {
+        let _ = judge.ask(&f.ctx(), &Question::Prior);
+        let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    }
+    let bodies = seen.lock().unwrap().clone();
+    let slots: Vec<Option<u64>> = bodies.iter().map(|b| b["id_slot"].as_u64()).collect();
+    assert_eq!(slots.len(), 4, "prior and phases of two trajectories (the third round is memoised)");
+    assert_eq!(slots[0], slots[1], "one trajectory, one slot");
+    assert_eq!(slots[2], slots[3]);
+    assert_ne!(slots[0], slots[2], "two trajectories, two slots");
+    assert!(bodies.iter().all(|b| b["cache_prompt"] == true));
+    // The recorded key does not depend on the slot: a body without the extra fields.
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let _ = judge.ask(&a.ctx(), &Question::Prior);
+    assert!(m.bodies()[0].get("id_slot").is_none() && m.bodies()[0].get("cache_prompt").is_none());
+}
+
+#[test]
+fn answers_are_counted_by_who_gave_them_per_stage() {
+    // Every answer valid except the first reply to the phase summaries (repaired).
+    let m = mock(|b, n| if n == 1 { ok("no json here", n) } else { schema_reply(b, n) });
+    let judge = judge_for(&m.url);
+    let f = fixture("hand-crafted-24.json");
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    let total = d.total_cost().answers;
+    assert_eq!(total.fallbacks(), 0, "{total:?}");
+    // The three phases of this run were answered by the repair request; the rest at once.
+    assert_eq!(total.repaired, 3, "{total:?}");
+    assert!(total.model > 3, "{total:?}");
+    let first = &d.cost[0];
+    assert_eq!((first.stage.as_str(), first.cost.answers.repaired), ("prior+hierarchy", 3));
+    let md = crate::report::to_markdown(&f.t, &d);
+    assert!(md.contains("| answered by |") && md.contains("repaired"), "{md}");
+    assert!(!md.contains("Most answers are the offline judge's"));
+    let json = crate::report::to_json(&f.t, &d);
+    assert_eq!(json["cost"]["total"]["answers"]["repaired"], total.repaired);
+    // A judge whose server says no to everything: the headline says who answered.
+    let m = mock(|_, n| ok("no json", n));
+    let judge = judge_for(&m.url);
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &f.t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    assert!(d.total_cost().answers.mostly_fallback());
+    assert!(crate::report::to_markdown(&f.t, &d).contains("**Most answers are the offline judge's, not the LLM's**"));
+}
+
+#[test]
+fn progress_lines_name_each_question_that_needed_a_call() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    judge.set_progress(Some(Arc::new(move |e: &ProgressEvent| sink.lock().unwrap().push(e.line()))));
+    let f = fixture("hand-crafted-24.json");
+    let _ = judge.ask(&f.ctx(), &Question::Prior);
+    let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 0 });
+    let _ = judge.ask(&f.ctx(), &Question::PhaseSummary { phase: 1 });
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(lines.len(), 2, "the memoised phase made no call: {lines:?}");
+    assert!(
+        lines[0].starts_with("falat: llm q1 ")
+            && lines[0].contains(" prior (prior): 1 call, 100 prompt tokens (0 cached), 7 completion"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with(": model"), "{}", lines[0]);
+    assert!(lines[1].contains("q2") && lines[1].contains("phase_summary (summary of phase 0)"), "{}", lines[1]);
 }

@@ -182,7 +182,14 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     match (&app.runs.running, &app.status) {
         (Some(r), _) => {
             let stage = if r.stage.is_empty() { "starting".to_string() } else { r.stage.clone() };
-            let count = if r.total > 0 { format!(" {}/{}", r.done, r.total) } else { String::new() };
+            let mut count = if r.total > 0 { format!(" {}/{}", r.done, r.total) } else { String::new() };
+            if r.questions.0 > 0 {
+                count.push_str(&format!(
+                    " · {} ({})",
+                    crate::text::count(r.questions.0 as u64, "question", "questions"),
+                    crate::text::count(r.questions.1, "call", "calls")
+                ));
+            }
             let took = if app.show_timings {
                 format!(" · {:.1} s", r.started.elapsed().as_secs_f64())
             } else {

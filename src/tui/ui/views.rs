@@ -576,6 +576,19 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
     let calls: Vec<String> =
         d.cost.iter().map(|c| format!("{} {}", c.stage, crate::text::count(c.cost.calls, "call", "calls"))).collect();
     lines.push(kv(app, "judge calls", &calls.join(" · "), t.dim));
+    // With the LLM judge: tokens, the server's cache and who answered, per stage.
+    for c in d.cost.iter().filter(|c| c.cost.answers.any()) {
+        let text = format!(
+            "{}: {} prompt tokens ({} cached), {} completion; {}",
+            c.stage,
+            c.cost.prompt_tokens,
+            c.cost.cached_tokens,
+            c.cost.completion_tokens,
+            c.cost.answers.describe()
+        );
+        let style = if c.cost.answers.fallbacks() > 0 { t.warn } else { t.dim };
+        lines.push(kv(app, "llm", &text, style));
+    }
     for w in &d.warnings {
         lines.push(kv_prose(app, "warning", &clean(w), t.warn, l));
     }

@@ -268,6 +268,11 @@ impl Kind for Attribution {
     fn template(&self) -> &'static str {
         self.template
     }
+    /// A segment with no step has nothing to choose from: no candidates, without a call.
+    fn skip(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Option<Answer> {
+        (matches!(q, Question::SegmentRecall { .. }) && segment_steps(ctx, q).is_empty())
+            .then(|| Answer::Candidates(Vec::new()))
+    }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let Some(q) = batch.first() else { return Vec::new() };
         let budget = d.step_chars * VIEW_CHARS_PER_STEP_CHAR;
