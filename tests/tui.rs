@@ -2184,3 +2184,15 @@ fn the_help_explains_roles_columns_and_gives_each_mark_one_meaning() {
     assert!(s.contains("⊘ excluded by you"), "{s}");
     assert!(!s.contains("✗ excluded"), "{s}");
 }
+
+#[test]
+fn the_roles_header_grows_so_that_the_dependency_path_stays_visible() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    for (w, h) in [(80, 24), (60, 15)] {
+        press_on(&mut app, "a3", w, h);
+        let s = draw(&app, w, h).backend().to_string();
+        assert!(s.contains("dependency path to the final output: none from step 46"), "{w}x{h}: {s}");
+        assert!(s.contains("ROOT_CAUSE   Orchestrator"), "{w}x{h}: {s}");
+    }
+}

@@ -50,7 +50,7 @@ pub fn layout(app: &App, area: Rect) -> Screen {
             s.view_list = list;
             s.text = bordered(detail);
         }
-        View::Roles => s.view_list = views::roles_areas(body)[1],
+        View::Roles => s.view_list = views::roles_areas(app, body)[1],
         View::Methods => {
             let (_, _, b, detail) = views::methods_areas(body);
             s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };

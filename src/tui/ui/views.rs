@@ -117,9 +117,13 @@ pub fn candidates_areas(area: Rect) -> [Rect; 2] {
     Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area)
 }
 
-/// The roles view's header and list areas.
-pub fn roles_areas(area: Rect) -> [Rect; 2] {
-    Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area)
+/// The roles view's header and list areas: the header as tall as its wrapped lines (at least
+/// three rows, at most a third of the area), so that a long re-search reason does not hide the
+/// dependency path below it.
+pub fn roles_areas(app: &App, area: Rect) -> [Rect; 2] {
+    let head = wrap_hanging(roles_head(app).0, area.width).len() as u16;
+    let head = head.clamp(3, (area.height / 3).max(3));
+    Layout::vertical([Constraint::Length(head), Constraint::Min(3)]).areas(area)
 }
 
 /// The methods view's list pane, its header row, its rows, and the detail pane.
@@ -333,7 +337,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
         return wrapped(f, area, block, not_run(app, "roles", Action::RunResearch));
     }
     let (head, _) = roles_head(app);
-    let [top, list] = roles_areas(area);
+    let [top, list] = roles_areas(app, area);
     f.render_widget(Paragraph::new(wrap_hanging(head, top.width)), top);
     let block = pane(app, "Roles", true, &[format!("{} steps", rows.len())], list.width);
     let inner = block.inner(list);
