@@ -620,6 +620,28 @@ mod tests {
     }
 
     #[test]
+    fn the_text_scroll_is_kept_per_view_and_clamped_to_the_text() {
+        let e = Extent { text_lines: 30, text_rows: 10, list_len: 3, ..ext() };
+        let mut n = Nav::default();
+        n.set_view(View::Verdict, 0);
+        n.navigate(Action::ScrollDown, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 9);
+        n.navigate(Action::Bottom, &e);
+        n.navigate(Action::PageDown, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 20, "clamped: the last line stays at the bottom");
+        n.navigate(Action::Top, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 0);
+        n.navigate(Action::Bottom, &e);
+        // The candidates view keeps its own offset; its list moves on j, which resets its detail.
+        n.set_view(View::Candidates, 0);
+        n.navigate(Action::ScrollDown, &e);
+        assert_eq!((n.scroll[View::Candidates.index()], n.list_sel), (9, 0));
+        n.navigate(Action::Down, &e);
+        assert_eq!((n.scroll[View::Candidates.index()], n.list_sel), (0, 1));
+        assert_eq!(n.scroll[View::Verdict.index()], 20);
+    }
+
+    #[test]
     fn tab_cycles_the_references_of_a_row_and_enter_follows_the_selected_one() {
         let e = Extent { list_len: 3, row_step: Some(5), links: vec![1, 7], ..ext() };
         let mut n = Nav::default();
