@@ -98,8 +98,8 @@ fn press(app: &mut App, keys: &str) -> Vec<String> {
 /// [`press`] on a terminal `w`×`h`.
 fn press_on(app: &mut App, keys: &str, w: u16, h: u16) -> Vec<String> {
     let mut copied = Vec::new();
-    for code in parse_keys(keys) {
-        let effects = app.on_key(key_event(code));
+    for key in parse_keys(keys) {
+        let effects = app.on_key(key);
         tui::drive(app, effects, &mut copied);
         // Like the event loop: each frame is prepared for the screen, then drawn.
         app.prepare(Rect::new(0, 0, w, h));
@@ -108,13 +108,20 @@ fn press_on(app: &mut App, keys: &str, w: u16, h: u16) -> Vec<String> {
     copied
 }
 
-fn parse_keys(keys: &str) -> Vec<KeyCode> {
+/// Keys as text: characters, and `<enter>`, `<esc>`, `<pgdn>`... for named keys, `<c-d>` for
+/// ctrl and a letter.
+fn parse_keys(keys: &str) -> Vec<KeyEvent> {
     let mut out = Vec::new();
     let mut rest = keys;
     while let Some(c) = rest.chars().next() {
         if let Some(end) = rest.strip_prefix('<').and_then(|r| r.find('>')) {
             let name = &rest[1..end + 1];
-            out.push(match name {
+            if let Some(c) = name.strip_prefix("c-").and_then(|c| c.chars().next()) {
+                out.push(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+                rest = &rest[end + 2..];
+                continue;
+            }
+            out.push(key_event(match name {
                 "enter" => KeyCode::Enter,
                 "esc" => KeyCode::Esc,
                 "tab" => KeyCode::Tab,
@@ -122,12 +129,13 @@ fn parse_keys(keys: &str) -> Vec<KeyCode> {
                 "down" => KeyCode::Down,
                 "up" => KeyCode::Up,
                 "pgdn" => KeyCode::PageDown,
+                "pgup" => KeyCode::PageUp,
                 "bs" => KeyCode::Backspace,
                 other => panic!("unknown key name {other}"),
-            });
+            }));
             rest = &rest[end + 2..];
         } else {
-            out.push(KeyCode::Char(c));
+            out.push(key_event(KeyCode::Char(c)));
             rest = &rest[c.len_utf8()..];
         }
     }
@@ -797,9 +805,13 @@ fn the_key_map_file_rebinds_and_the_help_follows() {
     app.prepare(Rect::new(0, 0, 120, 40));
     let s = screen(&app);
     assert!(s.contains(&format!("{:<19}run the whole pipeline", "r")), "{s}");
-    app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
-    let s = screen(&app);
-    assert!(s.contains(&format!("{:<19}this help", "f2")), "{s}");
+    // The general keys come after the others: page down to them.
+    let mut seen = String::new();
+    for _ in 0..4 {
+        app.on_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        seen.push_str(&screen(&app));
+    }
+    assert!(seen.contains(&format!("{:<19}this help", "f2")), "{seen}");
 }
 
 #[test]
@@ -1850,12 +1862,12 @@ fn the_methods_view_shows_falat_after_a_run_and_keeps_its_legend() {
     let falat = s.lines().find(|l| l.contains("▶ falat")).expect("falat row");
     assert!(falat.contains("12") && falat.contains("WebSurfer") && !falat.contains("not run"), "{s}");
     assert!(!s.contains("falat has not run"), "{s}");
-    for text in ["vs gold", "vs falat", "✓ same step · ≈ same agent · ✗ neither"] {
+    for text in ["vs gold", "vs falat", "✓ same step · ≈ same agent · ≠ neither"] {
         assert!(s.contains(text), "{text}: {s}");
     }
     press(&mut app, "M");
     let s = screen(&app);
-    assert!(s.contains("✓ same step · ≈ same agent · ✗ neither"), "the legend stays once the methods ran: {s}");
+    assert!(s.contains("✓ same step · ≈ same agent · ≠ neither"), "the legend stays once the methods ran: {s}");
     let narrow = draw(&app, 80, 24).backend().to_string();
     assert!(narrow.contains("vs gold") && narrow.contains("vs falat"), "{narrow}");
 }
@@ -2031,4 +2043,166 @@ fn the_header_names_the_run_of_a_file_of_several() {
     let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/1.json"));
     let h = header(&f.open());
     assert!(h.contains(" 1.json · who-and-when-hand · ") && !h.contains('›'), "{h}");
+}
+
+// ----- scrolling at 80×24, whose decision, marks, esc -----
+
+/// The screen at 80×24.
+fn small(app: &App) -> String {
+    draw(app, 80, 24).backend().to_string()
+}
+
+#[test]
+fn at_80_by_24_the_verdict_scrolls_to_its_end_and_back() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a5", 80, 24);
+    let top = small(&app);
+    assert!(top.contains("ROOT_CAUSE   decisive step 46"), "{top}");
+    assert!(!top.contains("export: press e"), "the end is below at first: {top}");
+    assert!(top.contains("↓ more (ctrl-d)"), "the border says more is below: {top}");
+    press_on(&mut app, "<c-d>", 80, 24);
+    let page = small(&app);
+    assert!(!page.contains("ROOT_CAUSE"), "ctrl-d scrolled the verdict: {page}");
+    press_on(&mut app, "G", 80, 24);
+    let end = small(&app);
+    assert!(end.contains("export: press e to write the reports beside the trace"), "{end}");
+    assert!(end.contains("judge calls:") && end.contains("re-search"), "{end}");
+    assert!(!end.contains("↓ more"), "nothing more below the end: {end}");
+    // The offset is clamped to the text: more ctrl-d and pgdn stay at the end, one ctrl-u
+    // leaves it.
+    let at_end = app.nav.scroll[View::Verdict.index()];
+    press_on(&mut app, "<c-d><pgdn><c-d>", 80, 24);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], at_end);
+    press_on(&mut app, "<c-u>", 80, 24);
+    assert!(app.nav.scroll[View::Verdict.index()] < at_end);
+    press_on(&mut app, "g", 80, 24);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
+    assert!(small(&app).contains("ROOT_CAUSE"));
+    // Pgdn pages down to the end as well; each view keeps its own offset.
+    press_on(&mut app, "<pgdn><pgdn><pgdn><pgdn>", 80, 24);
+    assert!(small(&app).contains("export: press e"), "{}", small(&app));
+    press_on(&mut app, "4", 80, 24);
+    assert_eq!(app.nav.scroll[View::Prior.index()], 0);
+    press_on(&mut app, "5", 80, 24);
+    assert!(small(&app).contains("export: press e"), "the verdict kept its offset");
+}
+
+#[test]
+fn at_80_by_24_the_prior_and_a_candidates_detail_scroll_to_their_last_line() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press_on(&mut app, "a2", 80, 24);
+    let first = small(&app);
+    assert!(first.contains("step 12 WebSurfer · score"), "the decisive candidate's detail: {first}");
+    assert!(!first.contains("temporal precedence"), "its end is cut at first: {first}");
+    press_on(&mut app, "<c-d><c-d><c-d>", 80, 24);
+    let end = small(&app);
+    assert!(end.contains("✓ pass temporal precedence"), "{end}");
+    assert!(!end.contains("↓ more"), "the detail's last line is on screen: {end}");
+    // Another row's detail starts at its top.
+    press_on(&mut app, "j", 80, 24);
+    assert_eq!(app.nav.scroll[View::Candidates.index()], 0);
+    press_on(&mut app, "4", 80, 24);
+    let prior = small(&app);
+    assert!(prior.contains("↓ more"), "{prior}");
+    press_on(&mut app, "G", 80, 24);
+    let end = small(&app);
+    assert!(end.contains("expected procedure") || end.contains("tools:"), "{end}");
+    assert!(!end.contains("↓ more"), "{end}");
+}
+
+#[test]
+fn an_exclusion_that_keeps_the_machines_step_is_not_the_users_decision() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a");
+    assert_eq!(app.decisive_step(), Some(12));
+    // Exclude a step that is not the decisive one: the run with it still names step 12.
+    press(&mut app, ":20<enter>X");
+    assert_eq!(app.overrides().excluded, vec![20]);
+    assert_eq!(app.user_decision().and_then(|u| u.decisive_step), Some(12));
+    assert!(app.overrides_kept_the_step());
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("your overrides keep step 12") && !status.contains("your decision"), "{status}");
+    press(&mut app, "5");
+    let verdict = screen(&app);
+    assert!(!verdict.contains("YOUR DECISION"), "{verdict}");
+    assert!(!verdict.contains("yours, not the machine's"), "{verdict}");
+    assert!(
+        verdict.contains("with your overrides the decisive step is still step 12: the machine's, not a decision"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("your overrides: marked [] · excluded [20] · pinned none"), "{verdict}");
+    // A pin that changes the step is the user's decision.
+    press(&mut app, ":0<enter>p5");
+    let verdict = screen(&app);
+    assert!(verdict.contains("YOUR DECISION   step 0"), "{verdict}");
+    assert!(!app.overrides_kept_the_step());
+}
+
+#[test]
+fn esc_clears_the_candidates_filter_and_the_search_before_anything_else() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press(&mut app, "a2/16<enter>");
+    assert_eq!(app.cands.filter, "16");
+    let filtered = app.cands.rows().len();
+    assert!(filtered < app.cands.total(), "{filtered} of {}", app.cands.total());
+    press(&mut app, "<esc>");
+    assert_eq!((app.cands.filter.as_str(), app.nav.view), ("", View::Candidates), "esc cleared the filter only");
+    assert_eq!(app.cands.rows().len(), app.cands.total());
+    assert!(!screen(&app).contains("match '16'"));
+    press(&mut app, "<esc>");
+    assert_eq!(app.nav.view, View::Hierarchy, "the next esc goes back");
+    press(&mut app, "/orchestrator<enter>");
+    assert!(app.search.query.is_some());
+    let focus = app.nav.focus;
+    press(&mut app, "<esc>");
+    assert_eq!((app.search.query.clone(), app.nav.focus), (None, focus), "esc cleared the search only");
+    assert_eq!(app.status.clone().expect("status").text, "search cleared");
+}
+
+#[test]
+fn the_help_explains_roles_columns_and_gives_each_mark_one_meaning() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let rows = help_rows(&mut app, 200, 60);
+    let text = rows.join("\n");
+    for role in ["ROOT_CAUSE", "PROPAGATION", "SYMPTOM", "CONTRIBUTING"] {
+        assert!(rows.iter().any(|r| r.contains(role)), "{role} in the help:\n{text}");
+    }
+    assert!(text.contains("phase suspicion") && text.contains("how likely the phase holds the error"), "{text}");
+    assert!(text.contains("⊘") && text.contains("excluded by you"), "{text}");
+    assert!(text.contains("ctrl-z") && text.contains("suspend"), "{text}");
+    // One meaning per mark: every line that shows a mark says its meaning, and no other one's
+    // (✗ is a failed check, never "excluded" or "neither").
+    let meanings = [('⊘', "excluded"), ('≠', "neither"), ('★', "pinned"), ('✗', "fail")];
+    for (mark, word) in meanings {
+        let lines: Vec<&String> = rows.iter().filter(|r| r.contains(mark)).collect();
+        assert!(!lines.is_empty(), "{mark} is explained:\n{text}");
+        for r in lines {
+            assert!(r.contains(word), "{mark} means {word}: {r}");
+            for (_, other) in meanings.iter().filter(|(m, _)| *m != mark) {
+                assert!(!r.contains(other), "{mark} beside {other}: {r}");
+            }
+        }
+    }
+    // The screens use the same marks: an excluded step shows ⊘ in the steps list.
+    press(&mut app, "a:20<enter>X");
+    let s = screen(&app);
+    assert!(s.contains("⊘ excluded by you"), "{s}");
+    assert!(!s.contains("✗ excluded"), "{s}");
+}
+
+#[test]
+fn the_roles_header_grows_so_that_the_dependency_path_stays_visible() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    for (w, h) in [(80, 24), (60, 15)] {
+        press_on(&mut app, "a3", w, h);
+        let s = draw(&app, w, h).backend().to_string();
+        assert!(s.contains("dependency path to the final output: none from step 46"), "{w}x{h}: {s}");
+        assert!(s.contains("ROOT_CAUSE   Orchestrator"), "{w}x{h}: {s}");
+    }
 }

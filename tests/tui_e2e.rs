@@ -279,3 +279,32 @@ fn a_terminal_with_a_light_background_gets_the_light_theme_unless_one_is_given()
     t.send("q");
     t.wait_exit();
 }
+
+#[test]
+fn ctrl_z_suspends_to_the_shell_and_fg_takes_the_terminal_back() {
+    let (_trace_dir, trace) = fixture_copy("hand-crafted-1.json");
+    // An interactive shell with job control: it gives falat a process group of its own, so
+    // SIGTSTP stops it (a process group without a shell around it is orphaned and never stops).
+    let mut t = Term::spawn(Path::new("bash"), &["--norc", "--noprofile", "-i"], &[("PS1", "shell$ ")]);
+    t.wait_for(&["shell$ "]);
+    t.send(&format!("'{}' open '{trace}'\r", falat().display()));
+    t.wait_for(&[" Phases ", "ready · a runs the whole pipeline"]);
+    t.send("\u{1a}");
+    let s = t.wait_for(&["Stopped"]);
+    {
+        let p = t.parser.lock().expect("parser");
+        assert!(!p.screen().alternate_screen(), "suspended on the alternate screen:\n{s}");
+        assert_eq!(p.screen().mouse_protocol_mode(), vt100::MouseProtocolMode::None, "mouse capture left on");
+    }
+    t.send("fg\r");
+    t.wait_for(&[" Phases ", " Steps ", "ready · a runs the whole pipeline"]);
+    assert!(t.parser.lock().expect("parser").screen().alternate_screen(), "fg takes the alternate screen back");
+    // It answers keys again.
+    t.send("5");
+    t.wait_for(&["no verdict yet."]);
+    t.send("q");
+    t.wait_for(&["shell$ "]);
+    t.send("exit\r");
+    let status = t.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+}

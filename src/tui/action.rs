@@ -19,6 +19,13 @@ pub enum Action {
     PageUp,
     /// Down one page.
     PageDown,
+    /// Scroll the view's text (the verdict, the prior, the selected row's detail) down a page;
+    /// in the hierarchy view, down a page.
+    ScrollDown,
+    /// Scroll the view's text up a page; in the hierarchy view, up a page.
+    ScrollUp,
+    /// Suspend the program (the shell's `fg` resumes it).
+    Suspend,
     /// To the first row.
     Top,
     /// To the last row.
@@ -123,11 +130,13 @@ impl Group {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 42] = [
+    pub const ALL: [Action; 45] = [
         Action::Up,
         Action::Down,
         Action::PageUp,
         Action::PageDown,
+        Action::ScrollUp,
+        Action::ScrollDown,
         Action::Top,
         Action::Bottom,
         Action::Enter,
@@ -165,6 +174,7 @@ impl Action {
         Action::Copy,
         Action::Messages,
         Action::Help,
+        Action::Suspend,
         Action::Quit,
     ];
 
@@ -178,6 +188,9 @@ impl Action {
             Down => "down",
             PageUp => "page_up",
             PageDown => "page_down",
+            ScrollDown => "scroll_down",
+            ScrollUp => "scroll_up",
+            Suspend => "suspend",
             Top => "top",
             Bottom => "bottom",
             Enter => "enter",
@@ -226,9 +239,12 @@ impl Action {
             Up => "up",
             Down => "down",
             PageUp => "page up",
-            PageDown => "page down",
-            Top => "first row",
-            Bottom => "last row",
+            PageDown => "page down (the verdict and prior views: scroll)",
+            ScrollDown => "scroll the text down (verdict, prior, a row's detail)",
+            ScrollUp => "scroll the text up",
+            Suspend => "suspend (the shell's fg resumes)",
+            Top => "first row (the verdict and prior views: top)",
+            Bottom => "last row (the verdict and prior views: end)",
             Enter => "drill down / jump to the item or step reference",
             Back => "back up",
             NextPane => "next pane / next step reference",
@@ -270,15 +286,16 @@ impl Action {
     pub fn group(self) -> Group {
         use Action::*;
         match self {
-            Up | Down | PageUp | PageDown | Top | Bottom | Enter | Back | NextPane | PrevPane | Search | SearchNext
-            | SearchPrev | JumpToStep | GoToDecisive | JumpBack | JumpForward | Sort => Group::Navigate,
+            Up | Down | PageUp | PageDown | ScrollDown | ScrollUp | Top | Bottom | Enter | Back | NextPane
+            | PrevPane | Search | SearchNext | SearchPrev | JumpToStep | GoToDecisive | JumpBack | JumpForward
+            | Sort => Group::Navigate,
             ViewHierarchy | ViewCandidates | ViewRoles | ViewPrior | ViewVerdict | ViewMethods | NextView
             | PrevView => Group::Views,
             RunAll | RunPrior | RunDependencies | RunVerification | RunResearch | RunMethods | Cancel => {
                 Group::Pipeline
             }
             Mark | Exclude | Pin | Undo => Group::Overrides,
-            Export | Copy | Messages | Help | Quit => Group::General,
+            Export | Copy | Messages | Help | Suspend | Quit => Group::General,
         }
     }
 }

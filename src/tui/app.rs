@@ -99,6 +99,9 @@ pub enum Effect {
     Copy(String),
     /// Write a file; the result comes back through [`App::on_saved`] / [`App::on_exported`].
     File(Box<FileEffect>),
+    /// Suspend the program like a shell's ctrl-z: the terminal is restored, the process stops
+    /// (SIGTSTP) and takes the terminal back when the shell resumes it.
+    Suspend,
     /// Leave.
     Quit,
 }
@@ -168,6 +171,9 @@ pub struct Screen {
     pub list_rows: u16,
     /// Visible lines of the help or messages overlay.
     pub help_rows: u16,
+    /// The text area inside the border of the view's scrollable text: the verdict, the prior,
+    /// the candidate detail, the method details (empty in the other views).
+    pub text: Rect,
 }
 
 /// The TUI's state: the components and what they share.
@@ -422,6 +428,16 @@ impl App {
         self.results.user_decision()
     }
 
+    /// Whether the user's overrides lead to the step the machine named (an exclusion of another
+    /// step, a mark that did not win): then the step is the machine's, not a decision of the
+    /// user's. False when there are no overrides or the machine's verdict is not known.
+    pub fn overrides_kept_the_step(&self) -> bool {
+        match (self.machine_verdict(), self.user_decision()) {
+            (Some(m), Some(u)) => m.decisive_step == u.decisive_step,
+            _ => false,
+        }
+    }
+
     /// The decisive step of the machine's verdict (of the diagnosis while that is unknown).
     pub fn decisive_step(&self) -> Option<usize> {
         self.results.decisive_step()
@@ -573,8 +589,8 @@ impl App {
             }
             Some(Action::Up) => self.help_scroll.saturating_sub(1),
             Some(Action::Down) => self.help_scroll + 1,
-            Some(Action::PageUp) => self.help_scroll.saturating_sub(page),
-            Some(Action::PageDown) => self.help_scroll + page,
+            Some(Action::PageUp | Action::ScrollUp) => self.help_scroll.saturating_sub(page),
+            Some(Action::PageDown | Action::ScrollDown) => self.help_scroll + page,
             Some(Action::Top) => 0,
             Some(Action::Bottom) => max,
             _ => self.help_scroll,
@@ -652,6 +668,7 @@ impl App {
         if self.nav.view == View::Candidates {
             self.nav.list_sel = step.and_then(|s| self.cands.row_of(self.results.diagnosis.as_ref(), s)).unwrap_or(0);
             self.nav.link = None;
+            self.nav.scroll[View::Candidates.index()] = 0;
         }
     }
 
@@ -730,6 +747,16 @@ impl App {
         let view = self.nav.view;
         match a {
             Action::Quit => return self.quit_or_ask(),
+            Action::Suspend => return vec![Effect::Suspend],
+            // Esc clears the candidates filter or the search before it does anything else.
+            Action::Back if view == View::Candidates && !self.cands.filter.is_empty() => {
+                self.set_filter(String::new());
+                self.set_status(Level::Info, "filter cleared: all candidates are shown");
+            }
+            Action::Back if view == View::Hierarchy && self.search.query.is_some() => {
+                self.search = Search::default();
+                self.set_status(Level::Info, "search cleared");
+            }
             Action::Help => self.mode = Mode::Help,
             Action::Messages => self.open_messages(),
             Action::Search if view == View::Candidates => self.mode = Mode::Filter(self.cands.filter.clone()),
@@ -818,6 +845,8 @@ impl App {
             row_step: if hierarchy { None } else { self.row_step() },
             links: if hierarchy { Vec::new() } else { self.links() },
             page_rows,
+            text_lines: if hierarchy { 0 } else { super::ui::view_text(self).0.len() },
+            text_rows: s.text.height as usize,
         }
     }
 
@@ -827,6 +856,13 @@ impl App {
             ext.evidence_lines = self.cached_evidence().len();
         }
         let moved = self.nav.navigate(a, &ext);
+        // A step reference selected in the text is scrolled into view.
+        if self.nav.view != View::Hierarchy
+            && matches!(a, Action::Up | Action::Down | Action::NextPane | Action::PrevPane)
+            && let Some(line) = super::ui::view_text(self).1
+        {
+            self.nav.show_text_line(line, self.screen.text.height as usize);
+        }
         self.report(moved);
     }
 
@@ -1210,6 +1246,10 @@ impl App {
             None => String::new(),
         };
         match self.user_decision() {
+            Some(u) if self.overrides_kept_the_step() => match u.decisive_step {
+                Some(s) => format!("{machine}; your overrides keep step {s}"),
+                None => machine,
+            },
             Some(u) => format!("{machine}; your decision: {}", user_decision_text(u)),
             None => machine,
         }

@@ -77,6 +77,17 @@ where
                     }
                 }
                 Effect::File(f) => super::file_effect(app, *f),
+                Effect::Suspend => match super::suspend() {
+                    Ok(true) => {
+                        // Back from the shell, on a cleared screen: the next frame is drawn whole
+                        // (against an empty buffer; `Terminal::clear` would query the cursor,
+                        // which the event stream's reader answers first).
+                        terminal.swap_buffers();
+                        app.touch();
+                    }
+                    Ok(false) => app.set_status(super::app::Level::Info, "cannot suspend here: not in a terminal"),
+                    Err(e) => app.set_status(super::app::Level::Error, format!("suspend failed: {e}")),
+                },
                 Effect::Quit => app.quit = true,
             }
         }

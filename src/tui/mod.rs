@@ -318,6 +318,39 @@ fn restore_terminal() {
     }
 }
 
+/// Suspends the program like a shell's ctrl-z: ends mouse capture, raw mode and the alternate
+/// screen, stops the process with SIGTSTP (crossterm has no helper for it) and, once the shell
+/// resumes it (`fg`, SIGCONT), takes the terminal back. `Ok(false)` when the terminal is not in
+/// TUI mode (tests on a `TestBackend`) or on a platform without job control.
+///
+/// # Errors
+/// When the terminal cannot be set up again after the resume.
+pub fn suspend() -> io::Result<bool> {
+    #[cfg(unix)]
+    {
+        if !TUI_ACTIVE.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        restore_terminal();
+        // SAFETY: raise only sends a signal to this process; SIGTSTP's default action stops it
+        // and raise returns once SIGCONT resumes it.
+        unsafe {
+            libc::raise(libc::SIGTSTP);
+        }
+        crossterm::terminal::enable_raw_mode()?;
+        crossterm::execute!(
+            io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+            EnableMouseCapture
+        )?;
+        TUI_ACTIVE.store(true, Ordering::SeqCst);
+        Ok(true)
+    }
+    #[cfg(not(unix))]
+    Ok(false)
+}
+
 /// The terminal in TUI mode: raw mode, alternate screen, mouse capture. Dropping it restores the
 /// terminal; a panic restores it before the panic message is printed.
 pub struct TerminalGuard {
@@ -373,7 +406,7 @@ pub fn drive(app: &mut App, effects: Vec<Effect>, copied: &mut Vec<String>) {
             Effect::Copy(t) => copied.push(t),
             Effect::File(f) => file_effect(app, *f),
             Effect::Quit => app.quit = true,
-            Effect::Cancel => {}
+            Effect::Cancel | Effect::Suspend => {}
         }
     }
 }

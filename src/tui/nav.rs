@@ -69,6 +69,11 @@ impl View {
         }
     }
 
+    /// The view's position in [`View::ALL`] (and in [`Nav::scroll`]).
+    pub fn index(self) -> usize {
+        View::ALL.iter().position(|v| *v == self).unwrap_or(0)
+    }
+
     /// The view after this one (`next`) or before it, wrapping around.
     pub fn cycle(self, next: bool) -> View {
         let n = View::ALL.len();
@@ -150,6 +155,11 @@ pub struct Extent {
     pub links: Vec<usize>,
     /// Visible rows of the focused list (for paging).
     pub page_rows: usize,
+    /// The wrapped lines of the current view's text (the verdict, the prior, the selected row's
+    /// detail in the candidates and methods views), for scrolling it.
+    pub text_lines: usize,
+    /// Visible lines of that text.
+    pub text_rows: usize,
 }
 
 /// What a navigation did that the app reports in the status line.
@@ -212,6 +222,10 @@ pub struct Nav {
     pub link: Option<usize>,
     /// The lists' first visible rows.
     pub offsets: Offsets,
+    /// The first visible line of each view's text, by [`View::index`]: the verdict, the prior,
+    /// the selected row's detail (candidates, methods); clamped to the text's height when it
+    /// moves and when it is drawn.
+    pub scroll: [usize; 6],
     back: Vec<Place>,
     forward: Vec<Place>,
 }
@@ -231,6 +245,7 @@ impl Default for Nav {
             list_sel: 0,
             link: None,
             offsets: Offsets::default(),
+            scroll: [0; 6],
             back: Vec::new(),
             forward: Vec::new(),
         }
@@ -335,6 +350,12 @@ impl Nav {
         if self.view != View::Hierarchy {
             return self.navigate_list(a, ext);
         }
+        // The text scroll keys page the focused pane.
+        let a = match a {
+            Action::ScrollDown => Action::PageDown,
+            Action::ScrollUp => Action::PageUp,
+            a => a,
+        };
         let moved = match self.focus {
             Pane::Phases => self.nav_phases(a, ext),
             Pane::Steps => self.nav_steps(a, ext),
@@ -437,7 +458,29 @@ impl Nav {
     /// lists `tab`/`backtab` select the step references of the selected row's detail, and Enter
     /// goes to the selected reference, else to the row's step.
     fn navigate_list(&mut self, a: Action, ext: &Extent) -> Moved {
+        use Action::*;
         let verdict = self.view == View::Verdict;
+        match a {
+            // The roles view has no text below its list: the scroll keys page the list.
+            ScrollDown | ScrollUp if self.view == View::Roles => {
+                return self.navigate_list(if a == ScrollDown { PageDown } else { PageUp }, ext);
+            }
+            ScrollDown | ScrollUp => {
+                self.scroll_text(a, ext);
+                return Moved::Quiet;
+            }
+            // The verdict and the prior are text: paging scrolls it (up and down move through the
+            // verdict's step references).
+            PageDown | PageUp | Top | Bottom if verdict || self.view == View::Prior => {
+                self.scroll_text(a, ext);
+                return Moved::Quiet;
+            }
+            Up | Down if self.view == View::Prior => {
+                self.scroll_text(a, ext);
+                return Moved::Quiet;
+            }
+            _ => {}
+        }
         match a {
             Action::Enter => {
                 let (target, from) = match (verdict, self.link) {
@@ -465,6 +508,10 @@ impl Nav {
                 if sel != self.list_sel {
                     self.list_sel = sel;
                     self.link = None;
+                    if !verdict {
+                        // Another row: its detail starts at its top.
+                        self.scroll[self.view.index()] = 0;
+                    }
                 }
                 if verdict {
                     return ext.links.get(sel).map_or(Moved::Quiet, |&step| Moved::Link {
@@ -475,6 +522,37 @@ impl Nav {
                 }
                 Moved::Quiet
             }
+        }
+    }
+
+    /// Scrolls the current view's text by a line, a page, or to its top or end, within its
+    /// height.
+    fn scroll_text(&mut self, a: Action, ext: &Extent) {
+        use Action::*;
+        let max = ext.text_lines.saturating_sub(ext.text_rows);
+        let page = ext.text_rows.max(2) - 1;
+        let at = &mut self.scroll[self.view.index()];
+        let cur = (*at).min(max);
+        *at = match a {
+            Up => cur.saturating_sub(1),
+            Down => cur + 1,
+            PageUp | ScrollUp => cur.saturating_sub(page),
+            PageDown | ScrollDown => cur + page,
+            Top => 0,
+            Bottom => max,
+            _ => cur,
+        }
+        .min(max);
+    }
+
+    /// Brings the text line `line` into view (a selected step reference), scrolling as little as
+    /// possible.
+    pub fn show_text_line(&mut self, line: usize, rows: usize) {
+        let at = &mut self.scroll[self.view.index()];
+        if line < *at {
+            *at = line;
+        } else if rows > 0 && line >= *at + rows {
+            *at = line + 1 - rows;
         }
     }
 
@@ -539,6 +617,28 @@ mod tests {
         assert!(matches!(n.history(false, &e), Moved::History { back: false, to } if to.step == 9));
         assert_eq!((n.view, n.step), (View::Hierarchy, 9));
         assert_eq!(n.history(false, &e), Moved::HistoryEmpty { back: false });
+    }
+
+    #[test]
+    fn the_text_scroll_is_kept_per_view_and_clamped_to_the_text() {
+        let e = Extent { text_lines: 30, text_rows: 10, list_len: 3, ..ext() };
+        let mut n = Nav::default();
+        n.set_view(View::Verdict, 0);
+        n.navigate(Action::ScrollDown, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 9);
+        n.navigate(Action::Bottom, &e);
+        n.navigate(Action::PageDown, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 20, "clamped: the last line stays at the bottom");
+        n.navigate(Action::Top, &e);
+        assert_eq!(n.scroll[View::Verdict.index()], 0);
+        n.navigate(Action::Bottom, &e);
+        // The candidates view keeps its own offset; its list moves on j, which resets its detail.
+        n.set_view(View::Candidates, 0);
+        n.navigate(Action::ScrollDown, &e);
+        assert_eq!((n.scroll[View::Candidates.index()], n.list_sel), (9, 0));
+        n.navigate(Action::Down, &e);
+        assert_eq!((n.scroll[View::Candidates.index()], n.list_sel), (0, 1));
+        assert_eq!(n.scroll[View::Verdict.index()], 20);
     }
 
     #[test]

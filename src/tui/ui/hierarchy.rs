@@ -159,7 +159,7 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
     let m = app.marks(s);
     let user = match (pinned, excluded, marked) {
         (true, _, _) => Span::styled("★", t.pinned),
-        (_, true, _) => Span::styled("✗", t.excluded),
+        (_, true, _) => Span::styled("⊘", t.excluded),
         (_, _, true) => Span::styled("+", t.marked),
         _ => Span::raw(" "),
     };
@@ -275,7 +275,7 @@ fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     for (on, label, style) in [
         (pinned, " ★ pinned by you", t.pinned),
         (marked, " + marked by you", t.marked),
-        (excluded, " ✗ excluded by you", t.excluded),
+        (excluded, " ⊘ excluded by you", t.excluded),
     ] {
         if on {
             first.push(Span::styled(label, style));

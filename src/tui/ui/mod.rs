@@ -43,14 +43,21 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     let (_, _, text) = hierarchy::evidence_areas(s.panes[2]);
     s.evidence = (text.width, text.height);
     s.edge_rows = hierarchy::edge_areas(s.panes[3])[2].height;
+    let bordered = |r: Rect| Block::bordered().inner(r);
     match app.nav.view {
-        View::Candidates => s.view_list = views::candidates_areas(body)[0],
-        View::Roles => s.view_list = views::roles_areas(body)[1],
-        View::Methods => {
-            let (_, _, b, _) = views::methods_areas(body);
-            s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };
+        View::Candidates => {
+            let [list, detail] = views::candidates_areas(body);
+            s.view_list = list;
+            s.text = bordered(detail);
         }
-        _ => {}
+        View::Roles => s.view_list = views::roles_areas(app, body)[1],
+        View::Methods => {
+            let (_, _, b, detail) = views::methods_areas(body);
+            s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };
+            s.text = bordered(detail);
+        }
+        View::Verdict | View::Prior => s.text = bordered(body),
+        View::Hierarchy => {}
     }
     s.list_rows = rows(s.view_list);
     let overlay = match app.mode {
@@ -59,6 +66,15 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     };
     s.help_rows = (overlay as u16 + 2).min(body.height).saturating_sub(2);
     s
+}
+
+/// The current view's scrollable text wrapped to the width of [`Screen::text`], and the line of
+/// the selected step reference in it: what the view draws (see [`views::text_lines`]).
+pub(crate) fn view_text(app: &App) -> (Vec<Line<'static>>, Option<usize>) {
+    let lines = wrap_hanging(views::text_lines(app), app.screen.text.width);
+    let sel = app.theme.selection;
+    let at = lines.iter().position(|l| l.spans.iter().any(|s| s.style == sel && !s.content.trim().is_empty()));
+    (lines, at)
 }
 
 /// The first visible row of a list `len` long with `rows` rows, from the one shown before so
@@ -437,14 +453,36 @@ pub(crate) fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         }
         lines.push(Line::raw(""));
     }
-    lines.push(Line::styled("markers", t.title_focus));
+    lines.push(Line::styled("roles (roles view, step tags)", t.title_focus));
+    for (role, what) in [
+        ("ROOT_CAUSE", "the step that generates the error: the decisive step"),
+        ("PROPAGATION", "a later step that inherits the error and passes it on"),
+        ("SYMPTOM", "a step where the error becomes visible (a traceback, a wrong final answer)"),
+        ("CONTRIBUTING", "a step that made the error more likely without generating it"),
+    ] {
+        lines.extend(help_entry(app, role, what));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("columns", t.title_focus));
+    for (col, what) in [
+        ("phase suspicion", "phases: 0-1 with a bar of four cells, how likely the phase holds the error (prior stage)"),
+        ("checks ✓✓✗", "candidates: independence, sufficiency, precedence, each passed ✓ or failed ✗"),
+        ("vs gold, vs falat", "methods: ✓ same step · ≈ same agent, other step · ≠ neither · · nothing to compare"),
+    ] {
+        lines.extend(help_entry(app, col, what));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("markers (one meaning each)", t.title_focus));
     for (mark, what) in [
         ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
         ("◆ ◇", "candidate kept / pruned"),
         ("!", "a step with an error or a failed execution"),
-        ("★ + ✗", "pinned / marked / excluded by you"),
-        ("✓ ≈ ✗", "methods: same step / same agent / neither"),
-        ("✓✓✗", "candidates: independence, sufficiency, precedence passed (✓) or failed (✗)"),
+        ("★", "pinned by you"),
+        ("+", "marked by you"),
+        ("⊘", "excluded by you"),
+        ("✓ ✗", "a check passed / failed"),
+        ("≈ ≠", "methods: same agent at another step / neither step nor agent"),
+        ("↓ more", "on a border: the text goes on below (ctrl-d scrolls it)"),
     ] {
         lines.extend(help_entry(app, mark, what));
     }

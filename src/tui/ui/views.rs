@@ -60,22 +60,35 @@ fn prose_line(indent: &str, v: &str, style: Style, l: &mut Linker) -> Line<'stat
     Line::from(spans)
 }
 
-/// Draws lines in a pane, word-wrapped, scrolled so that the selected step reference (drawn in
-/// the selection style) is visible.
-fn wrapped_to_selection(
-    app: &App,
-    f: &mut Frame,
-    area: Rect,
-    block: ratatui::widgets::Block<'_>,
-    lines: Vec<Line<'static>>,
-) {
+/// The current view's scrollable text, before wrapping: the verdict, the prior, the selected
+/// candidate's detail, the selected method's details; nothing in the other views.
+pub(crate) fn text_lines(app: &App) -> Vec<Line<'static>> {
+    match app.nav.view {
+        View::Verdict => verdict_content(app).0,
+        View::Prior => prior_lines(app),
+        View::Candidates => app.selected_candidate().map(|c| candidate_detail(app, c).0).unwrap_or_default(),
+        View::Methods => method_detail(app).0,
+        View::Hierarchy | View::Roles => Vec::new(),
+    }
+}
+
+/// Draws the view's text in a pane, word-wrapped, from the view's scroll offset (clamped to the
+/// text's height); when more is below, a scrollbar over the right border and "↓ more" on the
+/// bottom one say so.
+fn scrolled(app: &App, f: &mut Frame, area: Rect, block: ratatui::widgets::Block<'_>, lines: Vec<Line<'static>>) {
     let inner = block.inner(area);
     let lines = wrap_hanging(lines, inner.width);
-    let sel = app.theme.selection;
-    let at = lines.iter().position(|l| l.spans.iter().any(|s| s.style == sel && !s.content.trim().is_empty()));
     let h = inner.height as usize;
-    let off = at.map_or(0, |a| (a + 2).saturating_sub(h)).min(lines.len().saturating_sub(h));
+    let max = lines.len().saturating_sub(h);
+    let off = app.nav.scroll[app.nav.view.index()].min(max);
+    let mut block = block;
+    if off < max {
+        let key = app.keymap.hint(Action::ScrollDown);
+        block = block.title_bottom(Line::styled(format!(" ↓ more ({key}) "), app.theme.dim).right_aligned());
+    }
+    let len = lines.len();
     f.render_widget(Paragraph::new(lines).scroll((off as u16, 0)).block(block), area);
+    super::list_scrollbar(f, area, len, h, off);
 }
 
 fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
@@ -104,9 +117,13 @@ pub fn candidates_areas(area: Rect) -> [Rect; 2] {
     Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area)
 }
 
-/// The roles view's header and list areas.
-pub fn roles_areas(area: Rect) -> [Rect; 2] {
-    Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area)
+/// The roles view's header and list areas: the header as tall as its wrapped lines (at least
+/// three rows, at most a third of the area), so that a long re-search reason does not hide the
+/// dependency path below it.
+pub fn roles_areas(app: &App, area: Rect) -> [Rect; 2] {
+    let head = wrap_hanging(roles_head(app).0, area.width).len() as u16;
+    let head = head.clamp(3, (area.height / 3).max(3));
+    Layout::vertical([Constraint::Length(head), Constraint::Min(3)]).areas(area)
 }
 
 /// The methods view's list pane, its header row, its rows, and the detail pane.
@@ -174,7 +191,7 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     if let Some(c) = app.selected_candidate() {
         let (lines, _) = candidate_detail(app, c);
         let block = pane(app, "Candidate", false, &[], detail.width);
-        wrapped_to_selection(app, f, detail, block, lines);
+        scrolled(app, f, detail, block, lines);
     }
 }
 
@@ -320,7 +337,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
         return wrapped(f, area, block, not_run(app, "roles", Action::RunResearch));
     }
     let (head, _) = roles_head(app);
-    let [top, list] = roles_areas(area);
+    let [top, list] = roles_areas(app, area);
     f.render_widget(Paragraph::new(wrap_hanging(head, top.width)), top);
     let block = pane(app, "Roles", true, &[format!("{} steps", rows.len())], list.width);
     let inner = block.inner(list);
@@ -378,6 +395,12 @@ fn roles_head(app: &App) -> (Vec<Line<'static>>, Vec<usize>) {
 // ----- prior -----
 
 fn render_prior(app: &App, f: &mut Frame, area: Rect) {
+    let block = pane(app, "Prior", true, &[], area.width);
+    scrolled(app, f, area, block, prior_lines(app));
+}
+
+/// The prior view's lines: the task, the outputs, the prior π.
+fn prior_lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
     let tr = &app.traj;
     let mut lines = vec![Line::styled("task", t.title)];
@@ -419,8 +442,7 @@ fn render_prior(app: &App, f: &mut Frame, area: Rect) {
             }
         }
     }
-    let block = pane(app, "Prior", true, &[], area.width);
-    wrapped(f, area, block, lines);
+    lines
 }
 
 fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
@@ -432,7 +454,7 @@ fn kv(app: &App, k: &str, v: &str, style: Style) -> Line<'static> {
 fn render_verdict(app: &App, f: &mut Frame, area: Rect) {
     let block = pane(app, "Verdict", true, &[], area.width);
     let (lines, _) = verdict_content(app);
-    wrapped_to_selection(app, f, area, block, lines);
+    scrolled(app, f, area, block, lines);
 }
 
 /// The verdict view's lines and the step each of its references names, in reading order (the
@@ -515,7 +537,18 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
             }
         }
     }
-    if let Some(u) = app.user_decision() {
+    if let (Some(u), true) = (app.user_decision(), app.overrides_kept_the_step()) {
+        // Overrides that lead to the machine's own step decided nothing: the step stays the
+        // machine's.
+        lines.push(Line::raw(""));
+        let mut spans = vec![Span::styled("  with your overrides the decisive step is still step ", t.text)];
+        match u.decisive_step {
+            Some(s) => spans.push(l.link(s, t.title_focus)),
+            None => spans.push(Span::styled("none", t.title_focus)),
+        }
+        spans.push(Span::styled(": the machine's, not a decision of yours", t.text));
+        lines.push(Line::from(spans));
+    } else if let Some(u) = app.user_decision() {
         lines.push(Line::raw(""));
         let mut head = vec![Span::styled(" YOUR DECISION ", t.pinned.reversed())];
         match u.decisive_step {
@@ -613,7 +646,7 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
 // ----- methods -----
 
 /// Whether a method's verdict agrees with another: `✓` same step, `≈` same agent at another
-/// step, `✗` neither, `·` nothing to compare.
+/// step, `≠` neither, `·` nothing to compare (`✗` is kept for a failed check).
 fn agreement(d: &Diagnosis, step: Option<usize>, agent: Option<&str>) -> &'static str {
     let same_agent =
         matches!((d.agent.as_deref(), agent), (Some(a), Some(b)) if a.trim().eq_ignore_ascii_case(b.trim()));
@@ -621,7 +654,7 @@ fn agreement(d: &Diagnosis, step: Option<usize>, agent: Option<&str>) -> &'stati
         (_, None) if agent.is_none() => "·",
         (Some(a), Some(b)) if a == b => "✓",
         _ if same_agent => "≈",
-        _ => "✗",
+        _ => "≠",
     }
 }
 
@@ -630,7 +663,7 @@ fn render_methods(app: &App, f: &mut Frame, area: Rect) {
     let (list, head, body, detail) = methods_areas(area);
     let ran = app.results.methods.len();
     let right = if ran == 0 { "not run".to_string() } else { format!("{ran} of {} ran", Method::ALL.len()) };
-    let legend = Line::styled(" vs gold, vs falat: ✓ same step · ≈ same agent · ✗ neither · machine verdicts ", t.dim);
+    let legend = Line::styled(" vs gold, vs falat: ✓ same step · ≈ same agent · ≠ neither · machine verdicts ", t.dim);
     let block =
         pane(app, "Methods", true, &[right], list.width).title_bottom(fit(legend, list.width.saturating_sub(2)));
     let inner = block.inner(list);
@@ -688,7 +721,7 @@ fn agree_style(app: &App, mark: &str) -> Style {
     match mark {
         "✓" => app.theme.ok,
         "≈" => app.theme.warn,
-        "✗" => app.theme.error,
+        "≠" => app.theme.error,
         _ => app.theme.dim,
     }
 }
@@ -696,7 +729,7 @@ fn agree_style(app: &App, mark: &str) -> Style {
 fn render_method_detail(app: &App, f: &mut Frame, area: Rect) {
     let title = format!("{} details", app.selected_method());
     let block = pane(app, &title, false, &[], area.width);
-    wrapped(f, area, block, method_detail(app).0);
+    scrolled(app, f, area, block, method_detail(app).0);
 }
 
 /// The selected method's details and the step references in them, in reading order.
