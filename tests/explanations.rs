@@ -1,5 +1,6 @@
 //! What a user reads cannot contradict itself: over every bundled trajectory (the Who&When and
-//! τ-bench sets, the samples, the corpus of other formats) and every method, offline,
+//! τ-bench sets, the samples, the corpus of other formats, the agent-framework fixtures) and every
+//! method, offline,
 //!
 //! - the reason names the decisive step first and makes no claim about the ranking in prose;
 //! - every claim of the explanation is true of the ranking, the path and the trace: "ranks
@@ -34,7 +35,15 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn trajectories() -> Vec<(String, Trajectory)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
-    for d in ["data/who-and-when", "data/agentrx-tau", "sample_traces", "tests/fixtures/corpus"] {
+    for d in [
+        "data/who-and-when",
+        "data/agentrx-tau",
+        "sample_traces",
+        "tests/fixtures/corpus",
+        "tests/fixtures/frameworks",
+        "tests/fixtures/frameworks-b",
+        "tests/fixtures/formats-c",
+    ] {
         files(&root.join(d), &mut paths);
     }
     paths.sort();
