@@ -290,35 +290,40 @@ fn candidate_json(c: &Candidate) -> Value {
     })
 }
 
-/// [`to_markdown`] of the machine's verdict, with a "Your decision" section after the verdict
-/// when the user overrode it (`user` is the diagnosis with the overrides). The verdict, its
-/// confidence and the candidates stay the machine's.
+/// [`to_markdown`] of the machine's verdict, with the user's overrides after the ranking when
+/// the user overrode it (`user` is the diagnosis with the overrides): "Your decision" when they
+/// changed the decisive step, "Your overrides" when the step is still the machine's. The
+/// verdict, its confidence and the candidates stay the machine's.
 pub fn to_markdown_with(t: &Trajectory, machine: &Diagnosis, user: Option<&Diagnosis>) -> String {
-    let md = to_markdown(t, machine);
-    let Some(u) = user else { return md };
-    let mut section = String::from("\n## Your decision\n\n");
+    markdown(t, machine, user)
+}
+
+/// The user's section of [`to_markdown_with`].
+fn user_section(out: &mut String, machine: &Diagnosis, u: &Diagnosis) {
+    let same = u.decisive_step == machine.decisive_step;
+    out.push_str(if same { "\n## Your overrides\n\n" } else { "\n## Your decision\n\n" });
     let o = &u.overrides;
     let list = |v: &[usize]| if v.is_empty() { "none".to_string() } else { steps(v) };
-    section.push_str(&format!(
+    out.push_str(&format!(
         "You overrode the machine: marked {}, excluded {}, pinned {}.\n\n",
         list(&o.marked),
         list(&o.excluded),
         o.pinned.map_or("none".to_string(), |p| p.to_string())
     ));
     match u.decisive_step {
-        Some(s) => section.push_str(&format!(
+        Some(s) if same => out.push_str(&format!(
+            "With your overrides the decisive step is still **step {s}**, the machine's: not a decision of yours.\n"
+        )),
+        Some(s) => out.push_str(&format!(
             "With your overrides the decisive step is **step {s}** by **{}** ({}). The machine's verdict above is unchanged.\n",
             cell(u.agent.as_deref().unwrap_or("?")),
             u.category
         )),
-        None => section.push_str("With your overrides no decisive step can be named. The machine's verdict above is unchanged.\n"),
+        None => out.push_str("With your overrides no decisive step can be named. The machine's verdict above is unchanged.\n"),
     }
-    section.push_str(&format!("\n{}\n", text::sanitize(&u.reason)));
-    // After the verdict's own section, before the roles.
-    let at = ["\n## Roles\n", "\n## Candidates\n"].iter().find_map(|h| md.find(h)).unwrap_or(md.len());
-    let mut out = md;
-    out.insert_str(at, &section);
-    out
+    if !same {
+        out.push_str(&format!("\n{}\n", text::sanitize(&u.reason)));
+    }
 }
 
 /// One stage's cost (`stage` empty: the total, which has no name). With the LLM judge, also the
@@ -362,6 +367,11 @@ fn steps(v: &[usize]) -> String {
 /// The Markdown report a person reads: task, verdict, why, roles, candidates, path, cost.
 /// All trace content is sanitised and table cells are escaped.
 pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
+    markdown(t, d, None)
+}
+
+/// The Markdown report, with the user's section after the ranking when `user` is given.
+fn markdown(t: &Trajectory, d: &Diagnosis, user: Option<&Diagnosis>) -> String {
     let mut out = String::new();
     out.push_str(&format!("# falat diagnosis: {}\n\n", cell(&t.id)));
     let answers = d.total_cost().answers;
@@ -396,6 +406,9 @@ pub fn to_markdown(t: &Trajectory, d: &Diagnosis) -> String {
     }
     verdict(&mut out, t, d);
     ranking(&mut out, t, d);
+    if let Some(u) = user {
+        user_section(&mut out, d, u);
+    }
     roles(&mut out, t, d);
     candidates(&mut out, d);
     path_and_cost(&mut out, d);

@@ -134,3 +134,24 @@ fn reports_of_every_bundled_trajectory_agree_with_themselves() {
     }
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
+
+/// Overrides that leave the machine's step in place are the user's overrides, not a decision of
+/// theirs; overrides that move the step are. The section sits after the ranking in both cases.
+#[test]
+fn the_user_s_section_says_a_decision_only_when_the_overrides_moved_the_step() {
+    let (_, t, machine) = bundled().into_iter().find(|(f, _, _)| f.ends_with("Hand-Crafted/1.json")).expect("HC/1");
+    let s = machine.decisive_step.expect("a step");
+    let mut same = machine.clone();
+    same.overrides.excluded = vec![(s + 1) % t.steps.len()];
+    let md = report::to_markdown_with(&t, &machine, Some(&same));
+    assert!(md.contains("## Your overrides"), "{md}");
+    assert!(!md.contains("## Your decision"), "{md}");
+    assert!(md.contains(&format!("the decisive step is still **step {s}**, the machine's")), "{md}");
+    let mut moved = machine.clone();
+    moved.decisive_step = Some((s + 1) % t.steps.len());
+    moved.overrides.pinned = moved.decisive_step;
+    let md = report::to_markdown_with(&t, &machine, Some(&moved));
+    assert!(md.contains("## Your decision"), "{md}");
+    let (section, ranked) = (md.find("## Your decision").unwrap(), md.find("## Ranked steps").unwrap());
+    assert!(ranked < section && md.find("## Candidates").is_none_or(|c| section < c), "{md}");
+}

@@ -59,34 +59,14 @@ pub enum Mode {
     ConfirmQuit,
 }
 
+pub use super::status::{Level, Status};
+
 /// What a line of input is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Input {
     Search,
     Jump,
     Filter,
-}
-
-/// How a status message looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Information.
-    Info,
-    /// Done.
-    Ok,
-    /// Something to look at.
-    Warn,
-    /// Something failed.
-    Error,
-}
-
-/// The message in the status line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    /// Lowercase text.
-    pub text: String,
-    /// How it looks.
-    pub level: Level,
 }
 
 /// Something the event loop must do for the app.

@@ -37,6 +37,7 @@ pub mod overrides;
 pub mod results;
 pub mod runs;
 pub mod search;
+pub mod status;
 pub mod store;
 pub mod theme;
 pub mod ui;

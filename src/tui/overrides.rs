@@ -3,7 +3,7 @@
 //! undo history, and the note of what the last edit did (and where it was saved) that the status
 //! line shows once its re-run is done. Saving and re-running are the app's (through effects).
 
-use super::app::Level;
+use super::status::Level;
 use super::store;
 use crate::diagnosis::Overrides;
 
