@@ -677,6 +677,30 @@ pub fn is_openinference(doc: &Document) -> bool {
     false
 }
 
+/// Loads the spans of an OTLP/JSON document (one request, or one per JSON line) as `format`,
+/// one trajectory per trace id, each span mapped to a span-tree node by `node` (the format's
+/// attribute reading). Shared by the OTel GenAI, pydantic-ai and Strands loaders.
+///
+/// # Errors
+/// A message when the document holds no span.
+pub fn load_span_groups(
+    name: &str,
+    format: crate::model::SourceFormat,
+    doc: &Document,
+    node: fn(&RawSpan, &mut Vec<Diagnostic>) -> super::spantree::Node,
+) -> Result<super::Loaded, String> {
+    let mut diags = Vec::new();
+    let spans = otlp_spans(doc, &mut diags);
+    if spans.is_empty() {
+        return Err("expected spans under resourceSpans[].scopeSpans[].spans, found none".into());
+    }
+    let groups = by_trace(spans)
+        .into_iter()
+        .map(|(t, spans)| (t, spans.iter().map(|s| node(s, &mut diags)).collect()))
+        .collect();
+    Ok(super::spantree::load_groups(name, format, groups, diags))
+}
+
 /// Groups spans by trace id, traces in order of first appearance (spans without one join the
 /// first trace).
 pub fn by_trace(spans: Vec<RawSpan>) -> Vec<(Option<String>, Vec<RawSpan>)> {

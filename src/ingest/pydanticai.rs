@@ -90,16 +90,7 @@ pub fn detect(doc: &Document) -> bool {
 /// # Errors
 /// A message when the document holds no span.
 pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let mut diags = Vec::new();
-    let spans = otlp::otlp_spans(doc, &mut diags);
-    if spans.is_empty() {
-        return Err("expected spans under resourceSpans[].scopeSpans[].spans, found none".into());
-    }
-    let groups = otlp::by_trace(spans)
-        .into_iter()
-        .map(|(t, spans)| (t, spans.iter().map(|s| node(s, &mut diags)).collect()))
-        .collect();
-    Ok(spantree::load_groups(name, SourceFormat::PydanticAi, groups, diags))
+    otlp::load_span_groups(name, SourceFormat::PydanticAi, doc, node)
 }
 
 fn node(span: &RawSpan, diags: &mut Vec<crate::model::Diagnostic>) -> Node {

@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::messages::{Msg, Part, bedrock_text, msg_from_value, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::pydanticai::{any_span, has_attr};
-use super::spantree::{self, Node, Op};
+use super::spantree::{Node, Op};
 use super::{Document, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat};
 
@@ -58,16 +58,7 @@ pub fn detect(doc: &Document) -> bool {
 /// # Errors
 /// A message when the document holds no span.
 pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let mut diags = Vec::new();
-    let spans = otlp::otlp_spans(doc, &mut diags);
-    if spans.is_empty() {
-        return Err("expected spans under resourceSpans[].scopeSpans[].spans, found none".into());
-    }
-    let groups = otlp::by_trace(spans)
-        .into_iter()
-        .map(|(t, spans)| (t, spans.iter().map(|s| node(s, &mut diags)).collect()))
-        .collect();
-    Ok(spantree::load_groups(name, SourceFormat::Strands, groups, diags))
+    otlp::load_span_groups(name, SourceFormat::Strands, doc, node)
 }
 
 fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
