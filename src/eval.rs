@@ -66,6 +66,11 @@ pub struct Record {
     pub candidates: usize,
     /// Whether the gold step is among those candidates.
     pub gold_in_candidates: bool,
+    /// The rule that named the decisive step ([`crate::diagnosis::Rule::as_str`]: `method_rule`,
+    /// `fallback`, `ranked_first`, `pinned`, `no_failure`, `nothing`).
+    pub rule: &'static str,
+    /// The most probable step of the diagnosis' ranking (0-based), whatever the method named.
+    pub ranked_best: Option<usize>,
 }
 
 /// Scores a diagnosis against a gold label.
@@ -102,6 +107,12 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         gold_rank: gold.step.and_then(|g| d.rank_of(g)),
         candidates: d.candidates.len(),
         gold_in_candidates: gold.step.is_some_and(|g| d.candidate(g).is_some()),
+        rule: d.explanation.rule.as_str(),
+        ranked_best: d
+            .ranking
+            .iter()
+            .max_by(|a, b| a.probability.total_cmp(&b.probability).then(b.step.cmp(&a.step)))
+            .map(|r| r.step),
     }
 }
 
@@ -466,6 +477,8 @@ mod tests {
             gold_rank: pred.map(|p| if p == gold { 1 } else { 2 }),
             candidates: 0,
             gold_in_candidates: false,
+            rule: "method_rule",
+            ranked_best: pred,
         }
     }
 

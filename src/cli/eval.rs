@@ -335,6 +335,8 @@ fn record_json(r: &Record) -> serde_json::Value {
             "gold_rank": r.gold_rank,
             "candidates": r.candidates,
             "gold_in_candidates": r.gold_in_candidates,
+            "rule": r.rule,
+            "ranked_best": r.ranked_best,
     })
 }
 
