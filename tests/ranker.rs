@@ -170,6 +170,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
                 gold_rank: step("gold_rank"),
                 candidates: v["candidates"].as_u64().unwrap() as usize,
                 gold_in_candidates: v["gold_in_candidates"].as_bool().unwrap(),
+                rule: "",
+                ranked_best: step("ranked_best"),
             }
         })
         .collect();

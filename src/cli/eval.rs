@@ -96,7 +96,8 @@ pub struct EvalArgs {
     /// Label files inside the folders are found by their content.
     #[arg(long, value_name = "FILE")]
     pub labels: Vec<PathBuf>,
-    /// Cross-validate the fitted ranker in K folds over the tune part (K ≥ 2; with --judge fitted).
+    /// Cross-validate the step ranker in K folds over the tune part (K ≥ 2; with the offline or
+    /// the fitted judge).
     #[arg(long, value_name = "K")]
     pub folds: Option<usize>,
     /// With `--judge llm`: count the requests and prompt tokens each trajectory would need, send
@@ -129,12 +130,16 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let judges = match args.folds {
         Some(k) => {
             anyhow::ensure!(k >= 2, "--folds needs at least 2 folds, got {k}");
-            anyhow::ensure!(
-                args.judge.judge == JudgeChoice::Fitted,
-                "--folds cross-validates the fitted ranker: use it with --judge fitted"
-            );
+            let kind = match args.judge.judge {
+                JudgeChoice::Fitted => crate::judge::JudgeKind::Fitted,
+                JudgeChoice::Heuristic => crate::judge::JudgeKind::Heuristic,
+                #[cfg(feature = "llm")]
+                JudgeChoice::Llm => anyhow::bail!(
+                    "--folds cross-validates the step ranker: use it with --judge heuristic or --judge fitted"
+                ),
+            };
             tune_note = "tune rows: cross-validation by task (ranker refitted without each fold); report rows: ranker fitted on the tune part";
-            Judges::cross_validated(&bench.cases, k, &rows).map_err(anyhow::Error::msg)?
+            Judges::cross_validated(&bench.cases, k, &rows, kind).map_err(anyhow::Error::msg)?
         }
         None => Judges::fresh(&rows, || args.judge.build())?,
     };

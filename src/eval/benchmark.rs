@@ -23,7 +23,9 @@ use super::{Record, score};
 use crate::ingest::LoadError;
 use crate::ingest::fs::load_labelled;
 use crate::judge::Judge;
+use crate::judge::JudgeKind;
 use crate::judge::fitted::FittedJudge;
+use crate::judge::heuristic::HeuristicWithRanker;
 use crate::methods::ablation::{self, Ablations, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
@@ -179,11 +181,13 @@ impl Judges {
     /// K-fold cross-validation of the fitted ranker (`docs/RANKER.md`): each tune case is put in
     /// a fold by its task ([`fold_of`]) and judged by a ranker fitted on the tune cases of the
     /// other folds; report cases are judged by a ranker fitted on the whole tune part. Rows with
-    /// a component off get their own judges with the same rankers.
+    /// a component off get their own judges with the same rankers. `kind` says which judge ranks
+    /// with them: [`JudgeKind::Fitted`] the fitted judge, any other the offline judge (whose
+    /// decisions also read the ranking: FALAT's when verification does not tell candidates apart).
     ///
     /// # Errors
     /// `k` below 2, or a ranker that cannot be fitted (naming the fold).
-    pub fn cross_validated(cases: &[Case], k: usize, variants: &[Variant]) -> Result<Judges, String> {
+    pub fn cross_validated(cases: &[Case], k: usize, variants: &[Variant], kind: JudgeKind) -> Result<Judges, String> {
         if k < 2 {
             return Err(format!("cross-validation needs at least 2 folds, got {k}"));
         }
@@ -201,7 +205,13 @@ impl Judges {
             models.push(fit(&|n| folds[n] != f, &format!("fold {f} held out"))?);
         }
         let judges = |models: &[crate::rank::model::RankerModel]| -> Vec<Arc<dyn Judge>> {
-            models.iter().map(|m| Arc::new(FittedJudge::with_model(m.clone())) as Arc<dyn Judge>).collect()
+            models
+                .iter()
+                .map(|m| match kind {
+                    JudgeKind::Fitted => Arc::new(FittedJudge::with_model(m.clone())) as Arc<dyn Judge>,
+                    _ => Arc::new(HeuristicWithRanker::new(m.clone())) as Arc<dyn Judge>,
+                })
+                .collect()
         };
         let of_case = cases.iter().zip(&folds).map(|(c, f)| if c.part == Part::Tune { 1 + f } else { 0 }).collect();
         let own = variants.iter().map(|v| if v.ablations.is_empty() { Vec::new() } else { judges(&models) }).collect();

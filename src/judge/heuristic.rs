@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use super::signals::{
-    combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall, result_of, words_of,
-    wrong_value_origins,
+    combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall, result_of,
+    tells_user_a_value, words_of, wrong_value_origins,
 };
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
 use crate::diagnosis::{Cost, Criterion, Finding, Role, Signal, Transition};
@@ -35,6 +35,39 @@ impl Judge for HeuristicJudge {
         let start = Instant::now();
         let answer = answer(ctx, question);
         Judged { answer, cost: Cost { calls: 1, wall: start.elapsed(), ..Cost::default() }, warning: None }
+    }
+}
+
+/// The offline judge with a ranker of its own instead of the shipped one: its answers are the
+/// heuristic judge's, its step probabilities and calibration come from `model`. Cross-validation
+/// (`falat eval --folds K`) judges each held-out fold with one, fitted without that fold.
+#[derive(Debug, Clone)]
+pub struct HeuristicWithRanker {
+    model: crate::rank::model::RankerModel,
+}
+
+impl HeuristicWithRanker {
+    /// The offline judge ranking with `model`.
+    pub fn new(model: crate::rank::model::RankerModel) -> HeuristicWithRanker {
+        HeuristicWithRanker { model }
+    }
+}
+
+impl Judge for HeuristicWithRanker {
+    fn name(&self) -> String {
+        "heuristic".into()
+    }
+
+    fn ask(&self, ctx: &Context<'_>, question: &Question) -> Judged {
+        HeuristicJudge.ask(ctx, question)
+    }
+
+    fn step_probabilities(&self, ctx: &Context<'_>) -> Vec<f32> {
+        crate::rank::probabilities(ctx, &self.model)
+    }
+
+    fn ranker(&self) -> &crate::rank::model::RankerModel {
+        &self.model
     }
 }
 
@@ -87,17 +120,19 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         // whether or not the graph records the edge (the final step may be a closing turn, such as
         // a simulated user's goodbye, that quotes nothing).
         if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
-            let carries = recall(ctx, from).is_some_and(|f| {
-                f.iter().any(|f| {
-                    matches!(
-                        f.signal,
-                        Signal::PriorDeviation
-                            | Signal::WrongDelegation
-                            | Signal::PrematureAnswer
-                            | Signal::WrongValueOrigin
-                    )
-                })
-            });
+            // A message that tells the user a value is itself an output the user reads.
+            let carries = tells_user_a_value(ctx, from)
+                || recall(ctx, from).is_some_and(|f| {
+                    f.iter().any(|f| {
+                        matches!(
+                            f.signal,
+                            Signal::PriorDeviation
+                                | Signal::WrongDelegation
+                                | Signal::PrematureAnswer
+                                | Signal::WrongValueOrigin
+                        )
+                    })
+                });
             return if carries { Transition::FollowUp } else { Transition::DeadEnd };
         }
         return Transition::NoInfluence;
@@ -211,6 +246,21 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
         return Criterion { passed: false, evidence: "no final output".into() };
     };
     let reaches = step >= end || reaches_final(ctx, step);
+    // Reaching the output's step in the graph is position, not evidence: in a coordinated run
+    // nearly every step does. It counts when the step's finding steers the run, or when the
+    // output reuses a value the step introduced (an invented value or a failed action that the
+    // output does not carry is not what a correction would change).
+    let steering = findings
+        .iter()
+        .any(|f| !matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction | Signal::RepeatedFailure));
+    if reaches && !steering && !crate::substrate::signals::feeds_output_values(ctx, step) {
+        return Criterion {
+            passed: false,
+            evidence: format!(
+                "its path to the final output at step {end} carries none of its values, and its findings do not steer the run"
+            ),
+        };
+    }
     if reaches {
         return Criterion { passed: true, evidence: format!("its effect reaches the final output at step {end}") };
     }
