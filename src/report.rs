@@ -442,6 +442,9 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             d.category,
             d.confidence
         )),
+        None if matches!(d.explanation.rule, crate::diagnosis::Rule::NoFailure { .. }) => {
+            out.push_str("**No failure found**: no ROOT_CAUSE is named.\n")
+        }
         None => out.push_str("No decisive step could be named.\n"),
     }
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {

@@ -28,11 +28,24 @@ pub enum Rule {
         /// Why the rule named nothing and what the fallback did, one clause.
         why: String,
     },
+    /// The method's rule did not tell its candidates apart (FALAT: every verified candidate passed,
+    /// or none did) and handed the decision to the calibrated ranking: the most probable step the
+    /// user did not exclude. `why` says what verification did, one clause.
+    Ranking {
+        /// What verification did, one clause.
+        why: String,
+    },
     /// The method named no step at all; the finishing step named the best-ranked step the user did
     /// not exclude.
     RankedFirst,
     /// No step could be named (an empty trajectory).
     Nothing,
+    /// The run shows no failure (FALAT: nothing recalled, no error, no mismatch with the expected
+    /// output), so no ROOT_CAUSE is named; `why` says what was checked, one clause.
+    NoFailure {
+        /// What was checked, one clause.
+        why: String,
+    },
 }
 
 impl Rule {
@@ -42,8 +55,10 @@ impl Rule {
             Rule::Method => "method_rule",
             Rule::Pinned => "pinned",
             Rule::Fallback { .. } => "fallback",
+            Rule::Ranking { .. } => "ranking",
             Rule::RankedFirst => "ranked_first",
             Rule::Nothing => "nothing",
+            Rule::NoFailure { .. } => "no_failure",
         }
     }
 }
@@ -120,8 +135,10 @@ impl Claim {
                 let how = match rule {
                     Rule::Fallback { why, .. } => format!("step {named} by its fallback ({})", text::sanitize(why)),
                     Rule::Pinned => format!("step {named} because you pinned it"),
-                    Rule::RankedFirst => format!("step {named}, the best-ranked step you did not exclude"),
-                    Rule::Method | Rule::Nothing => {
+                    Rule::RankedFirst | Rule::Ranking { .. } => {
+                        format!("step {named}, the best-ranked step you did not exclude")
+                    }
+                    Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
                         format!("step {named} because it is {}", method.decision_rule())
                     }
                 };
@@ -221,7 +238,10 @@ impl Explanation {
     /// at most 600 characters.
     pub fn render(&self, step: Option<usize>, agent: Option<&str>) -> String {
         let Some(s) = step else {
-            return "No step could be named.".to_string();
+            return match &self.rule {
+                Rule::NoFailure { why } => format!("No failure found: {}.", text::sanitize(why)),
+                _ => "No step could be named.".to_string(),
+            };
         };
         let who = text::sanitize(agent.unwrap_or("?"));
         let evidence: Vec<String> = self
@@ -256,6 +276,9 @@ impl Explanation {
             }
             Rule::Fallback { why, .. } => {
                 out = format!("Fallback ({}). {}", text::sanitize(why), text::sentence_case(&out));
+            }
+            Rule::Ranking { why } => {
+                out = format!("Decided by the ranking ({}). {}", text::sanitize(why), text::sentence_case(&out));
             }
             _ => {}
         }

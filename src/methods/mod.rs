@@ -130,7 +130,9 @@ pub fn finish(d: &mut Diagnosis, t: &Trajectory, sub: &Substrate, judge: &dyn Ju
         d.reason = d.explanation.render(d.decisive_step, d.agent.as_deref());
         return;
     }
+    let no_failure = matches!(d.explanation.rule, Rule::NoFailure { .. });
     if d.decisive_step.is_none()
+        && !no_failure
         && let Some(top) = crate::rank::best_not_excluded(&probs, &d.overrides.excluded)
     {
         d.decisive_step = Some(top);

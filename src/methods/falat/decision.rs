@@ -55,11 +55,63 @@ pub struct FalatOptions {
     /// At most this many phases are searched, the most suspicious first; `None` searches every
     /// phase that reaches [`FalatOptions::phase_threshold`]. The paper gives no number.
     pub max_phases: Option<usize>,
+    /// When verification does not tell the candidates apart (every checked candidate passes, or
+    /// none does), the calibrated ranking decides ([`Verdict::Ranked`]): the most probable of the
+    /// candidates instead of the earliest valid one, or the most probable step instead of the
+    /// [`FalatOptions::fallback`]. On by default:
+    /// a departure from the paper, whose earliest-valid rule is only as good as verification's
+    /// power to tell candidates apart (docs/METHODS.md, "When verification does not
+    /// discriminate").
+    pub ranking_decides: bool,
 }
 
 impl Default for FalatOptions {
     fn default() -> FalatOptions {
-        FalatOptions { score_floor: None, fallback: Fallback::StrongestLive, phase_threshold: 0.5, max_phases: None }
+        FalatOptions {
+            score_floor: None,
+            fallback: Fallback::StrongestLive,
+            phase_threshold: 0.5,
+            max_phases: None,
+            ranking_decides: true,
+        }
+    }
+}
+
+/// Why verification did not tell the candidates apart ([`Verdict::Ranked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undiscriminating {
+    /// Every one of the `checked` candidates passed both criteria.
+    AllPassed {
+        /// How many were checked (at least 2).
+        checked: usize,
+    },
+    /// None of the `checked` candidates passed both criteria.
+    NonePassed {
+        /// How many were checked (0 when every candidate was pruned or none was recalled).
+        checked: usize,
+    },
+}
+
+impl Undiscriminating {
+    /// One clause: what verification did and which step the ranking names for it.
+    pub fn clause(self) -> String {
+        match self {
+            Undiscriminating::AllPassed { checked } => format!(
+                "all {checked} verified candidates passed both criteria, so verification did not tell them apart \
+                 and the most probable of them is named"
+            ),
+            Undiscriminating::NonePassed { checked: 0 } => {
+                "no candidate was left to verify, so the ranking's most probable step is named".to_string()
+            }
+            Undiscriminating::NonePassed { checked: 1 } => {
+                "the one verified candidate failed verification, so the ranking's most probable step is named"
+                    .to_string()
+            }
+            Undiscriminating::NonePassed { checked } => format!(
+                "none of the {checked} verified candidates passed both criteria, so the ranking's most probable \
+                 step is named"
+            ),
+        }
     }
 }
 
@@ -89,6 +141,13 @@ impl FalatOptions {
         ));
         if let Some(k) = self.max_phases {
             out.push(format!("max_phases = {k} (departure: the paper searches every suspicious phase)"));
+        }
+        if self.ranking_decides {
+            out.push(
+                "ranking_decides = on (departure: when every verified candidate passes, the most probable of \
+                 them is named instead of the earliest; when none passes, the ranking's most probable step)"
+                    .to_string(),
+            );
         }
         out
     }
@@ -225,20 +284,32 @@ pub enum Verdict {
     /// No candidate was valid; the fallback named this step (or nothing, when no candidate is
     /// live and the caller must name the first acting step).
     Fallback(Option<usize>, Fallback),
+    /// Verification did not tell the candidates apart; the ranking decides
+    /// ([`FalatOptions::ranking_decides`]): the most probable of the candidates when all passed,
+    /// the most probable step the user did not exclude when none did.
+    Ranked(usize, Undiscriminating),
+    /// No candidate was recalled and the run shows no failure at all (no error, no finding,
+    /// no mismatch with the expected output): no step is named.
+    NoFailure,
 }
 
 impl Verdict {
     /// The chosen step, if any.
     pub fn step(self) -> Option<usize> {
         match self {
-            Verdict::Pinned(s) | Verdict::Valid(s) => Some(s),
+            Verdict::Pinned(s) | Verdict::Valid(s) | Verdict::Ranked(s, _) => Some(s),
             Verdict::Fallback(s, _) => s,
+            Verdict::NoFailure => None,
         }
     }
 
-    /// Whether the step passed verification (or was pinned by the user).
+    /// Whether the step passed verification (or was pinned by the user). A ranked verdict
+    /// after every candidate passed is verified; one after none passed is not.
     pub fn verified(self) -> bool {
-        !matches!(self, Verdict::Fallback(..))
+        !matches!(
+            self,
+            Verdict::Fallback(..) | Verdict::Ranked(_, Undiscriminating::NonePassed { .. }) | Verdict::NoFailure
+        )
     }
 }
 
@@ -254,7 +325,22 @@ pub fn is_valid(c: &Candidate, check: &Checked, best: f32, opts: &FalatOptions) 
 
 /// Stage 3's decision (FALAT §3): the pinned step; else the earliest valid candidate; else the
 /// fallback. `checks` holds every unpruned candidate's criteria.
-pub fn decide(candidates: &[Candidate], checks: &[Checked], opts: &FalatOptions, pinned: Option<usize>) -> Verdict {
+///
+/// With [`FalatOptions::ranking_decides`], verification that does not discriminate hands the
+/// decision to the calibrated ranking (`probs`: the judge's probability of each step, 0-based):
+/// when at least two candidates were checked and all are valid, the most probable of them (the
+/// earlier on ties); when none is valid, or none was left to check, `ranked` (the ranking's most
+/// probable step the user did not exclude). A single valid candidate, or some valid and some not,
+/// is verification telling them apart: the paper's rule decides. Without `ranked` (no
+/// probabilities) the paper's rules hold throughout.
+pub fn decide(
+    candidates: &[Candidate],
+    checks: &[Checked],
+    opts: &FalatOptions,
+    pinned: Option<usize>,
+    probs: &[f32],
+    ranked: Option<usize>,
+) -> Verdict {
     if let Some(p) = pinned {
         return Verdict::Pinned(p);
     }
@@ -266,6 +352,17 @@ pub fn decide(candidates: &[Candidate], checks: &[Checked], opts: &FalatOptions,
         .map(|k| k.step)
         .collect();
     valid.sort_unstable();
+    if let (true, Some(r)) = (opts.ranking_decides, ranked) {
+        let checked = checks.len();
+        if valid.is_empty() {
+            return Verdict::Ranked(r, Undiscriminating::NonePassed { checked });
+        }
+        let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
+        if checked >= 2 && valid.len() == checked {
+            let top = valid.iter().copied().max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a))).unwrap_or(r);
+            return Verdict::Ranked(top, Undiscriminating::AllPassed { checked });
+        }
+    }
     if let Some(&s) = valid.first() {
         return Verdict::Valid(s);
     }
@@ -297,11 +394,20 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
         Verdict::Valid(ch) | Verdict::Pinned(ch) => {
             Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") }
         }
+        Verdict::Ranked(ch, why) => Criterion {
+            passed: false,
+            evidence: if ch == step {
+                format!("{}: this step", why.clause())
+            } else {
+                format!("{}: step {ch}", why.clause())
+            },
+        },
         Verdict::Fallback(Some(ch), f) if ch == step => Criterion {
             passed: false,
             evidence: format!("no candidate passed both criteria; named by the {} fallback, unverified", f.as_str()),
         },
         Verdict::Fallback(..) => Criterion { passed: false, evidence: "no candidate passed both criteria".into() },
+        Verdict::NoFailure => Criterion { passed: false, evidence: "the run shows no failure".into() },
     }
 }
 
@@ -374,15 +480,58 @@ mod tests {
         Checked { step, independence: crit(ind), sufficiency: crit(suf) }
     }
 
+    /// The paper's rules: the earliest valid candidate whatever verification's spread.
+    fn paper() -> FalatOptions {
+        FalatOptions { ranking_decides: false, ..FalatOptions::default() }
+    }
+
+    #[test]
+    fn the_ranking_decides_when_verification_does_not_discriminate() {
+        let o = FalatOptions::default();
+        let cands = vec![cand(2, 0.2), cand(5, 0.9), cand(8, 0.5)];
+        // Step probabilities: step 3 (no candidate) is the most probable, then 8, 5, 2.
+        let probs = [0.0, 0.05, 0.1, 0.3, 0.0, 0.2, 0.0, 0.0, 0.25];
+        // Some pass, some fail: verification tells them apart, the earliest valid one is named.
+        let mixed = vec![check(2, false, true), check(5, true, true), check(8, true, true)];
+        assert_eq!(decide(&cands, &mixed, &o, None, &probs, Some(3)), Verdict::Valid(5));
+        // All pass: the most probable of the candidates, here a later one.
+        let all = vec![check(2, true, true), check(5, true, true), check(8, true, true)];
+        let v = decide(&cands, &all, &o, None, &probs, Some(3));
+        assert_eq!(v, Verdict::Ranked(8, Undiscriminating::AllPassed { checked: 3 }));
+        assert!(v.verified());
+        assert_eq!(
+            precedence(2, true, v).evidence,
+            "all 3 verified candidates passed both criteria, so verification did not tell them apart and the \
+             most probable of them is named: step 8"
+        );
+        // None passes: the ranking's best step overall, never the strongest live candidate.
+        let none = vec![check(2, false, true), check(5, true, false), check(8, false, false)];
+        let v = decide(&cands, &none, &o, None, &probs, Some(3));
+        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 3 }));
+        assert!(!v.verified());
+        // One candidate that passes is verification's own verdict.
+        assert_eq!(decide(&cands[..1], &all[..1], &o, None, &probs, Some(3)), Verdict::Valid(2));
+        // No candidate left at all.
+        let v = decide(&[], &[], &o, None, &probs, Some(3));
+        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 0 }));
+        // A pin wins; without a ranked step the paper's rules hold.
+        assert_eq!(decide(&cands, &all, &o, Some(5), &probs, Some(3)), Verdict::Pinned(5));
+        assert_eq!(decide(&cands, &all, &o, None, &[], None), Verdict::Valid(2));
+    }
+
     #[test]
     fn the_earliest_valid_candidate_wins_without_a_floor() {
         let cands = vec![cand(2, 0.2), cand(5, 0.9), cand(8, 0.5)];
         let checks = vec![check(2, true, true), check(5, true, true), check(8, false, true)];
-        let v = decide(&cands, &checks, &FalatOptions::default(), None);
+        let v = decide(&cands, &checks, &paper(), None, &[], None);
         assert_eq!(v, Verdict::Valid(2), "a weak but valid earlier candidate is decisive");
-        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() };
-        assert_eq!(decide(&cands, &checks, &floor, None), Verdict::Valid(5), "the floor (0.7 × 0.9) rules step 2 out");
-        assert_eq!(decide(&cands, &checks, &FalatOptions::default(), Some(8)), Verdict::Pinned(8));
+        let floor = FalatOptions { score_floor: Some(0.3), ..paper() };
+        assert_eq!(
+            decide(&cands, &checks, &floor, None, &[], None),
+            Verdict::Valid(5),
+            "the floor (0.7 × 0.9) rules step 2 out"
+        );
+        assert_eq!(decide(&cands, &checks, &paper(), Some(8), &[], None), Verdict::Pinned(8));
         assert_eq!(precedence(5, true, Verdict::Valid(2)).evidence, "step 2 is an earlier valid candidate");
         assert_eq!(precedence(8, false, Verdict::Valid(2)).evidence, "not valid; step 2 was chosen");
     }
@@ -391,12 +540,12 @@ mod tests {
     fn without_a_valid_candidate_the_named_fallback_decides() {
         let cands = vec![cand(2, 0.2), cand(5, 0.9), cand(7, 0.9)];
         let checks = vec![check(2, false, true), check(5, true, false), check(7, true, false)];
-        let v = decide(&cands, &checks, &FalatOptions::default(), None);
+        let v = decide(&cands, &checks, &paper(), None, &[], None);
         assert_eq!(v, Verdict::Fallback(Some(5), Fallback::StrongestLive), "strongest, the earlier on ties");
         assert!(!v.verified());
         assert!(precedence(5, false, v).evidence.contains("strongest-live fallback, unverified"));
-        let first = FalatOptions { fallback: Fallback::FirstActing, ..FalatOptions::default() };
-        assert_eq!(decide(&cands, &checks, &first, None), Verdict::Fallback(None, Fallback::FirstActing));
+        let first = FalatOptions { fallback: Fallback::FirstActing, ..paper() };
+        assert_eq!(decide(&cands, &checks, &first, None, &[], None), Verdict::Fallback(None, Fallback::FirstActing));
         assert_eq!(Fallback::parse("first-acting"), Some(Fallback::FirstActing));
     }
 
@@ -460,10 +609,11 @@ mod tests {
 
     #[test]
     fn departures_are_listed() {
-        let d = FalatOptions::default().departures(3);
+        let d = paper().departures(3);
         assert_eq!(d.len(), 3, "{d:?}");
+        assert!(FalatOptions::default().departures(3)[3].starts_with("ranking_decides = on (departure"));
         assert!(d[0].starts_with("fallback = strongest-live"));
-        let floor = FalatOptions { score_floor: Some(0.3), ..FalatOptions::default() }.departures(3);
+        let floor = FalatOptions { score_floor: Some(0.3), ..paper() }.departures(3);
         assert!(floor[0].starts_with("score_floor = 0.3 (departure"));
     }
 }

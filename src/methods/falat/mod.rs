@@ -474,15 +474,19 @@ pub fn verify(
             s.tick(Stage::Verification.as_str(), k + 1, live.len());
         }
     }
-    let verdict = decision::decide(&candidates, &checks, &opts.falat, pinned);
-    let mut chosen = verdict.step();
-    if chosen.is_none() {
-        // No fixed fallback step: the best-ranked step (by the judge's step probabilities) is
-        // named, and its probability says how little that means.
-        let probs = judge.step_probabilities(&ctx);
-        chosen =
-            crate::rank::order(&probs).into_iter().find(|s| probs[*s] > 0.0 && !opts.overrides.excluded.contains(s));
-    }
+    // The calibrated ranking's most probable step the user did not exclude: named when
+    // verification does not tell the candidates apart, and when nothing else is named.
+    let probs = judge.step_probabilities(&ctx);
+    let ranked =
+        crate::rank::order(&probs).into_iter().find(|s| probs[*s] > 0.0 && !opts.overrides.excluded.contains(s));
+    let verdict = decision::decide(&candidates, &checks, &opts.falat, pinned, &probs, ranked);
+    // A run with nothing recalled, no error and no mismatch with the expected output has no
+    // failure to attribute: say so instead of naming a step.
+    let clean = pinned.is_none() && candidates.is_empty() && signals::no_failure(&ctx).is_some();
+    let verdict = if clean { Verdict::NoFailure } else { verdict };
+    // No fixed fallback step: the best-ranked step is named, and its probability says how
+    // little that means.
+    let chosen = if clean { None } else { verdict.step().or(ranked) };
     // Candidates are sorted by step: find one by binary search.
     let at = |candidates: &[Candidate], step: usize| candidates.binary_search_by_key(&step, |c| c.step).ok();
     let best = decision::best_live_score(&candidates);
@@ -585,6 +589,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         _ => Vec::new(),
     };
     let decisive = p.research.as_ref().map(|r| r.decisive).or_else(|| p.verified.as_ref().and_then(|v| v.chosen));
+    let no_failure = p.verified.as_ref().is_some_and(|v| v.verdict == Some(Verdict::NoFailure));
     let mut d = Diagnosis {
         trajectory: t.id.clone(),
         method: crate::diagnosis::Method::Falat,
@@ -610,6 +615,17 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         d.final_output_step = end;
         explain(&mut d, step, p.research.as_ref());
         let moved = p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
+        if let Some(Verdict::Ranked(_, why)) = p.verified.as_ref().and_then(|v| v.verdict)
+            && !moved
+            && d.overrides.pinned != Some(step)
+        {
+            let clause = why.clause();
+            if let decision::Undiscriminating::NonePassed { .. } = why {
+                d.warnings.push(format!("unverified: {clause} (step {step})"));
+                d.fallback = Some(clause.clone());
+            }
+            d.explanation.rule = Rule::Ranking { why: clause };
+        }
         if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
         {
@@ -647,6 +663,13 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             d.fallback = Some(why.clone());
             d.explanation.rule = Rule::Fallback { name: name.to_string(), why };
         }
+    }
+    if no_failure && let (Some(space), Some(deps), Some(sub)) = (&p.space, &p.deps, &p.substrate) {
+        let ctx = full_context(t, sub, space, &deps.graph, opts);
+        d.final_output_step = signals::final_step(&ctx);
+        let why = signals::no_failure(&ctx).unwrap_or_default();
+        d.explanation.rule = Rule::NoFailure { why };
+        d.category = ErrorCategory::Unknown;
     }
     d.details.push(Detail::Options(opts.falat.departures(opts.window)));
     crate::methods::offline_note(&mut d, judge);

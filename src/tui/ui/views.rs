@@ -505,6 +505,15 @@ fn verdict_lines(app: &App, l: &mut Linker) -> Vec<Line<'static>> {
                 Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
             ]));
         }
+        (Some(m), None) if matches!(m.explanation.rule, crate::diagnosis::Rule::NoFailure { .. }) => {
+            lines.push(Line::from(vec![
+                Span::styled(" NO FAILURE FOUND ", t.title_focus),
+                Span::styled(
+                    "  no ROOT_CAUSE is named; the ranked steps below are the ones to read if it did fail",
+                    t.text,
+                ),
+            ]));
+        }
         (Some(_), None) => lines.push(Line::styled(
             format!(
                 "no decisive step named yet: stages so far leave it open; press {}",
