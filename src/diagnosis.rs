@@ -124,6 +124,12 @@ pub enum Signal {
     /// It changes the state of an object, and a later state-changing call on the same object then
     /// fails: the operations ran in an order that blocked the later one.
     BlockingChange,
+    /// The run's first assertion of its final value or of the task being done, where what it
+    /// asserts appears in no observation before it (docs/METHODS.md, "Assertion").
+    UnverifiedAssertion,
+    /// A worker action the plan depended on whose observation brings nothing new: empty, or the
+    /// same as an earlier one (docs/METHODS.md, "Progress").
+    NoProgress,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -149,7 +155,7 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 12] = [
+    pub const PRIORITY: [Signal; 14] = [
         Signal::UserMarked,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
@@ -158,7 +164,9 @@ impl Signal {
         Signal::PriorDeviation,
         Signal::BlockingChange,
         Signal::IgnoredToolError,
+        Signal::UnverifiedAssertion,
         Signal::PrematureAnswer,
+        Signal::NoProgress,
         Signal::FailedAction,
         Signal::RepeatedFailure,
         Signal::Ranked,
@@ -177,6 +185,8 @@ impl Signal {
             Signal::RepeatedFailure => "repeated_failure",
             Signal::WrongValueOrigin => "wrong_value_origin",
             Signal::BlockingChange => "blocking_change",
+            Signal::UnverifiedAssertion => "unverified_assertion",
+            Signal::NoProgress => "no_progress",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -196,6 +206,8 @@ impl Signal {
             RepeatedFailure,
             WrongValueOrigin,
             BlockingChange,
+            UnverifiedAssertion,
+            NoProgress,
             UserMarked,
             Ranked,
         ]
@@ -212,7 +224,8 @@ impl Signal {
             Signal::IgnoredToolError => ErrorCategory::MisreadToolOutput,
             Signal::PriorDeviation | Signal::BlockingChange => ErrorCategory::InstructionOrPlanDeviation,
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
-            Signal::PrematureAnswer => ErrorCategory::PrematureTermination,
+            Signal::PrematureAnswer | Signal::UnverifiedAssertion => ErrorCategory::PrematureTermination,
+            Signal::NoProgress => ErrorCategory::InstructionOrPlanDeviation,
             Signal::RepeatedFailure => ErrorCategory::RepeatedFailingAction,
             Signal::UserMarked => ErrorCategory::UserMarked,
             Signal::Ranked => ErrorCategory::Unknown,

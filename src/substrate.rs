@@ -152,6 +152,11 @@ pub struct Facts {
     /// Per step, the later failed call its state change blocked, with the object they share
     /// ([`crate::substrate::signals::blocking_changes`]).
     pub blocking: OnceLock<Vec<Option<(usize, String)>>>,
+    /// The run's first assertion of its final value or of completion, with its quote
+    /// (`signals::assertion`).
+    pub first_assertion: OnceLock<Option<(usize, String)>>,
+    /// Per step, why its observation brought nothing new (`signals::progress`).
+    pub no_progress: OnceLock<Vec<Option<String>>>,
 }
 
 impl Clone for Facts {
@@ -172,6 +177,8 @@ impl Clone for Facts {
             expected_index: self.expected_index.clone(),
             output_agrees: self.output_agrees.clone(),
             blocking: self.blocking.clone(),
+            first_assertion: self.first_assertion.clone(),
+            no_progress: self.no_progress.clone(),
         }
     }
 }

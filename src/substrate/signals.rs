@@ -11,6 +11,9 @@
 //! pure over a [`Context`]; per-trajectory facts are memoised in [`crate::substrate::Facts`].
 //! Weights are fixed constants documented at [`weights`]; none refers to a data set.
 
+mod assertion;
+mod progress;
+
 use std::collections::{HashMap, HashSet};
 
 use super::Context;
@@ -51,6 +54,10 @@ pub mod weights {
     pub const MISREAD: f32 = 0.5;
     /// A state change that made a later call on the same object fail.
     pub const BLOCKING_CHANGE: f32 = 0.5;
+    /// The run's first assertion of its result, with nothing observed behind what it asserts.
+    pub const UNVERIFIED_ASSERTION: f32 = 0.35;
+    /// A worker action the plan depended on that brought nothing new.
+    pub const NO_PROGRESS: f32 = 0.3;
 }
 
 /// Noisy-or of finding weights.
@@ -80,6 +87,8 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     wrong_value(ctx, i, &mut f);
     answer_type(ctx, s, &mut f);
     blocking_change(ctx, i, &mut f);
+    assertion::unverified(ctx, i, &mut f);
+    progress::no_progress(ctx, i, &mut f);
     (!f.is_empty()).then_some(f)
 }
 
@@ -375,8 +384,8 @@ pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
     a.intersection(b).count() as f32 / a.union(b).count() as f32
 }
 
-/// The step holding the final output: the last step with substance that is not a tool output,
-/// a ledger update or a bare `TERMINATE`.
+/// The step holding the final output: the step that states the answer the run returned
+/// ([`compute_final_step`]; computed once per hierarchy).
 pub fn final_step(ctx: &Context<'_>) -> Option<usize> {
     *ctx.facts.final_step.get_or_init(|| compute_final_step(ctx))
 }
@@ -390,18 +399,62 @@ pub(crate) fn words_of<'a>(ctx: &Context<'a>, i: usize) -> &'a HashSet<String> {
     &ctx.facts.word_sets.get_or_init(|| ctx.trajectory.steps.iter().map(|s| word_set(&s.content)).collect())[i]
 }
 
+/// The final output is the step that states the answer the run returned, not a "request
+/// satisfied" line and not a closing courtesy turn. In order:
+/// 1. the last step outside tool outputs with an explicit final-answer line (`FINAL ANSWER:`,
+///    `Final answer:`), whatever its action (a termination message that carries the answer);
+/// 2. the last step outside tool outputs that states the recorded observed output (its first
+///    line, at least 8 characters);
+/// 3. the last step with substance (over 15 characters) that is not a tool output, a ledger
+///    update, a bare termination, a completion claim with nothing else in it, or a turn of
+///    someone outside the agent system (the user's thanks or goodbye) when an agent spoke;
+/// 4. the last step.
 fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
-    ctx.hierarchy
-        .steps
+    let steps = &ctx.hierarchy.steps;
+    let t = ctx.trajectory;
+    let speaks = |s: &&StepSummary| s.kind != StepKind::ToolResult || is_agent_output(ctx, s.index);
+    if let Some(s) = steps.iter().rev().filter(speaks).find(|s| FINAL_ANSWER_LINE.is_match(&t.steps[s.index].content)) {
+        return Some(s.index);
+    }
+    let observed = t.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
+    if let Some(o) = observed.filter(|o| o.chars().count() >= 8) {
+        // The last statement of it, by an agent (a user quoting the answer back does not give it).
+        if let Some(s) = steps
+            .iter()
+            .rev()
+            .filter(speaks)
+            .find(|s| !is_outside_agent(&s.agent) && t.steps[s.index].content.contains(o))
+        {
+            return Some(s.index);
+        }
+    }
+    let agents_speak = steps.iter().any(|s| !is_outside_agent(&s.agent) && s.action != Action::Request);
+    steps
         .iter()
         .rev()
         .find(|s| {
+            let content = t.steps[s.index].content.trim();
             !matches!(s.action, Action::Terminate | Action::Coordinate | Action::ToolOutput)
-                && ctx.trajectory.steps[s.index].content.trim().len() > 15
+                && content.len() > 15
+                && !COMPLETION_ONLY.is_match(content)
+                && !(agents_speak && is_outside_agent(&s.agent))
         })
-        .or_else(|| ctx.hierarchy.steps.last())
+        .or_else(|| steps.last())
         .map(|s| s.index)
 }
+
+/// An explicit final-answer line: `FINAL ANSWER: …`, `Final answer: …` at the start of a line.
+static FINAL_ANSWER_LINE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?im)^\s*(\*\*)?final answer(\*\*)?\s*[:：]").unwrap());
+
+/// A step that only claims completion ("Request satisfied.", "Task completed successfully.",
+/// "Done."), with no answer in it.
+static COMPLETION_ONLY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)^\W*(the )?(request|task|job|work)?\s*(is |has been |was )?(satisfied|complete|completed|done|finished)( successfully)?\W*$",
+    )
+    .unwrap()
+});
 
 /// The prior's default when nothing points anywhere: the first step that acts on the task (not a
 /// request, plan, coordination, delegation, tool output or termination): by temporal precedence
@@ -425,8 +478,25 @@ pub fn default_step(ctx: &Context<'_>, excluded: &[usize]) -> Option<usize> {
     steps.iter().find(acts).map(|s| s.index)
 }
 
+/// Whether step `i` tells the user a value: an agent's message (not a tool call or output) that
+/// states a number or a date and is answered by someone outside the agent system (the next
+/// turn that is not a tool output is the user's), or ends the run. What the user reads is an
+/// output of the run, whether or not a later step quotes it.
+pub fn tells_user_a_value(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(step) = t.steps.get(i) else { return false };
+    if step.kind != StepKind::Message || is_outside_agent(&step.agent) {
+        return false;
+    }
+    let states_value = ctx.hierarchy.evidence[i]
+        .iter()
+        .any(|e| matches!(e.kind, EvidenceKind::Number | EvidenceKind::Date) && !evidence::is_trivial_number(&e.key));
+    let next = t.steps[i + 1..].iter().find(|s| s.kind != StepKind::ToolResult);
+    states_value && next.is_none_or(|s| is_outside_agent(&s.agent))
+}
+
 /// Whether an agent name stands for someone outside the agent system (the user, the system).
-fn is_outside_agent(agent: &str) -> bool {
+pub(crate) fn is_outside_agent(agent: &str) -> bool {
     matches!(agent.to_ascii_lowercase().as_str(), "user" | "human" | "system" | "developer")
 }
 
@@ -500,6 +570,46 @@ impl ExpectedIndex {
 fn expected_index<'a>(ctx: &Context<'a>) -> Option<&'a ExpectedIndex> {
     ctx.expected()?;
     ctx.facts.expected_index.get_or_init(|| ctx.trajectory.expected_output.as_deref().map(ExpectedIndex::of)).as_ref()
+}
+
+/// Why the run shows no failure, one clause, or `None` when it shows one: no step is an error or
+/// a failed execution (as the format or the content says), no step of the whole run has a
+/// finding ([`recall`]), and, with ground truth, the observed output agrees with the expected
+/// one. FALAT then says "no failure found" instead of naming a ROOT_CAUSE.
+pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
+    let t = ctx.trajectory;
+    let errors = ctx.hierarchy.steps.iter().any(|s| s.flags.error || s.flags.failed_execution)
+        || t.steps.iter().any(|s| s.is_error);
+    if errors || t.steps.is_empty() || recorded_failure(t).is_some() {
+        return None;
+    }
+    let expected = if ctx.ground_truth { t.expected_output.as_deref().map(str::trim) } else { None };
+    let output = match expected.filter(|e| !e.is_empty()) {
+        Some(_) if !output_agrees(ctx) => return None,
+        Some(_) => "the output agrees with the expected output",
+        None => "there is no expected output to compare the output with",
+    };
+    if (0..t.steps.len()).any(|i| recall(ctx, i).is_some()) {
+        return None;
+    }
+    Some(format!("no step is an error or shows a finding, and {output}"))
+}
+
+/// The run's own record of its outcome, when it says the run failed: a metadata field the loader
+/// kept from the source (`reward` of 0 or less, `success` or `resolved` false, `status` failed or
+/// error), as `key=value`. A run whose record says it failed has a failure to attribute even when
+/// no step shows one.
+pub fn recorded_failure(t: &Trajectory) -> Option<String> {
+    t.metadata.iter().find_map(|(k, v)| {
+        let (key, value) = (k.to_ascii_lowercase(), v.trim().to_ascii_lowercase());
+        let failed = match key.as_str() {
+            "reward" => value.parse::<f64>().is_ok_and(|r| r <= 0.0),
+            "success" | "resolved" => value == "false",
+            "status" => matches!(value.as_str(), "failed" | "failure" | "error"),
+            _ => false,
+        };
+        failed.then(|| format!("{k}={}", v.trim()))
+    })
 }
 
 /// Whether some item of the observed output agrees with the expected output (`false` without
@@ -671,6 +781,17 @@ fn adopter(ctx: &Context<'_>, item: &str, o: usize) -> usize {
 
 /// The step responsible for a value first seen at `o`: for a tool output, the step that made the
 /// call or wrote the code; otherwise `o` itself.
+/// Whether the final output reuses a value that step `i` introduced (or produced through its
+/// tool call), or step `i` is the final output's step.
+pub fn feeds_output_values(ctx: &Context<'_>, i: usize) -> bool {
+    let Some(f) = final_step(ctx) else { return false };
+    i == f
+        || ctx.hierarchy.steps[f]
+            .uses
+            .iter()
+            .any(|(_, o)| matches!(o, crate::hierarchy::Origin::Step(j) if *j == i || producer(ctx, *j) == i))
+}
+
 pub fn producer(ctx: &Context<'_>, o: usize) -> usize {
     if ctx.trajectory.steps[o].kind != StepKind::ToolResult {
         return o;

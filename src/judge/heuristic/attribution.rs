@@ -218,6 +218,8 @@ impl Lens {
             | Signal::PrematureAnswer
             | Signal::RepeatedFailure
             | Signal::BlockingChange
+            | Signal::UnverifiedAssertion
+            | Signal::NoProgress
             | Signal::IgnoredToolError => self.process,
             Signal::FailedAction => self.failure,
             Signal::Assumption => self.soft,

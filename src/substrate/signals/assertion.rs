@@ -1,0 +1,114 @@
+//! The *assertion* finding: the first step outside a tool observation that asserts the run's
+//! final value or claims the task done, and whether what it asserts was ever verified
+//! (docs/METHODS.md, "Assertion").
+//!
+//! A run usually goes wrong before it ends, but the step that first *declares* it finished is
+//! where an unverified result becomes the run's output: the claim "request satisfied", a
+//! `FINAL ANSWER:` line, a ledger's `is_request_satisfied` set to true, "successfully completed".
+//! When the values that claim asserts (the observed output's items, or the claim's own numbers)
+//! appear in no observation before it (no tool output, no page an agent read), nothing verified
+//! them: the finding holds. A completion claim without values holds when no observation after the
+//! last action reported on that action's effect.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Context, finding, is_agent_output, is_outside_agent, output_items, weights};
+use crate::diagnosis::{Finding, Signal};
+use crate::evidence::{self, EvidenceKind};
+use crate::model::StepKind;
+
+/// A claim that the task is done or the answer final: a final-answer line, a ledger's
+/// `is_request_satisfied` answered true, or words that declare completion.
+static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r#"(?is)(^|\n)\s*(\*\*)?final answer(\*\*)?\s*[:：]"#,
+        r#"|"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true"#,
+        r#"|is_request_satisfied\W{0,4}true"#,
+        r#"|\brequest (is |has been )?(satisfied|fulfilled|complete)"#,
+        r#"|\b(task|request|job|work) (is |has been )?(successfully )?(completed?|done|finished)\b"#,
+        r#"|\b(has|have) been successfully (completed|processed|submitted|done)"#,
+        r#"|\bsuccessfully (completed|finished) (the|your|this) (task|request)"#
+    ))
+    .unwrap()
+});
+
+/// The first step outside tool observations that asserts the final value or claims the task
+/// done, with what it asserts (a short quote), computed once per trajectory. Steps of someone
+/// outside the agent system (the user) and tool outputs never count.
+pub(crate) fn first_assertion(ctx: &Context<'_>) -> Option<(usize, String)> {
+    ctx.facts.first_assertion.get_or_init(|| compute(ctx)).clone()
+}
+
+fn compute(ctx: &Context<'_>) -> Option<(usize, String)> {
+    let t = ctx.trajectory;
+    ctx.hierarchy.steps.iter().find_map(|s| {
+        let observation = s.kind == StepKind::ToolResult && !is_agent_output(ctx, s.index);
+        if observation || is_outside_agent(&s.agent) || s.index == 0 {
+            return None;
+        }
+        let content = &t.steps[s.index].content;
+        let m = CLAIM.find(content)?;
+        Some((s.index, quote(content, m.start(), m.end())))
+    })
+}
+
+/// The claim's line, trimmed, at most 80 characters.
+fn quote(content: &str, start: usize, end: usize) -> String {
+    let line_start = content[..start].rfind('\n').map_or(0, |x| x + 1);
+    let line_end = content[end..].find('\n').map_or(content.len(), |x| end + x);
+    let line = content[line_start..line_end].trim().trim_start_matches(['{', '"', ' ']);
+    crate::text::clip(line, 80)
+}
+
+/// The values the assertion at step `a` asserts: the observed output's items when the run
+/// recorded one, else the step's own non-trivial numbers.
+fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
+    let items = output_items(ctx);
+    if !items.is_empty() {
+        return items;
+    }
+    let content = &ctx.trajectory.steps[a].content;
+    ctx.hierarchy.evidence[a]
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+        .map(|e| e.text(content).to_lowercase())
+        .collect()
+}
+
+/// Whether step `j` is an observation: a tool output or a page an agent read.
+fn is_observation(ctx: &Context<'_>, j: usize) -> bool {
+    ctx.trajectory.steps[j].kind == StepKind::ToolResult || is_agent_output(ctx, j)
+}
+
+/// The assertion finding of step `i`: it is the run's first assertion and what it asserts was
+/// never observed before it.
+pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some((a, claim)) = first_assertion(ctx) else { return };
+    if a != i {
+        return;
+    }
+    let values = asserted_values(ctx, a);
+    let lower = super::lower_of;
+    let observed_before = |v: &str| (0..a).any(|j| is_observation(ctx, j) && lower(ctx, j).contains(v));
+    let evidence = if values.is_empty() {
+        // A bare completion claim: verified when an observation follows the last action.
+        let last_action = (1..a).rev().find(|&j| super::result_of(ctx, j).is_some());
+        let checked = last_action.is_some_and(|c| (c + 1..a).any(|j| is_observation(ctx, j)));
+        if checked || last_action.is_none() && (1..a).any(|j| is_observation(ctx, j)) {
+            return;
+        }
+        format!("claims the task done (\"{claim}\") with no observation of the result before it")
+    } else {
+        let unseen: Vec<&str> = values.iter().map(String::as_str).filter(|v| !observed_before(v)).take(3).collect();
+        if unseen.is_empty() {
+            return;
+        }
+        format!(
+            "asserts the final result (\"{claim}\") but {} appears in no observation before it",
+            unseen.iter().map(|v| format!("\"{}\"", crate::text::clip(v, 40))).collect::<Vec<_>>().join(", ")
+        )
+    };
+    out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
+}

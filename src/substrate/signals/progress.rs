@@ -1,0 +1,101 @@
+//! The *progress* finding: a worker action whose observation brings nothing new toward the task,
+//! when the plan depended on it (docs/METHODS.md, "Progress").
+//!
+//! An agent that was asked to find something and comes back with the same page it already saw,
+//! an empty result, or an observation that repeats an earlier one word for word has not moved
+//! the run forward; whatever is decided next rests on information the run does not have. The
+//! plan depended on the action when it answers an instruction handed to its agent (a
+//! delegation, or the coordinator naming it as the next speaker) or when the agent called a tool
+//! itself.
+
+use std::collections::HashMap;
+
+use super::{Context, finding, is_agent_output, jaccard, result_of, weights, words_of};
+use crate::diagnosis::{Finding, Signal};
+use crate::hierarchy::Action;
+use crate::model::StepKind;
+
+/// Two observations with at least this word overlap (Jaccard) say the same thing.
+const SAME_OBSERVATION: f32 = 0.9;
+/// Observations shorter than this (bytes) are too short to compare (a bare "OK").
+const MIN_OBSERVATION: usize = 40;
+/// How many earlier observations of the same agent or tool an observation is compared with.
+const LOOK_BACK: usize = 8;
+
+/// Per step, why its observation brought nothing new, computed once per trajectory.
+fn stalls<'a>(ctx: &Context<'a>) -> &'a [Option<String>] {
+    ctx.facts.no_progress.get_or_init(|| compute(ctx))
+}
+
+/// The step whose observation step `i` is: itself for an agent that reports what it read (a
+/// browsing agent), its result for a tool call.
+fn observation_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
+    let s = &ctx.hierarchy.steps[i];
+    if is_agent_output(ctx, i) {
+        return Some(i);
+    }
+    if s.kind == StepKind::ToolResult || matches!(s.action, Action::Coordinate | Action::Plan | Action::Request) {
+        return None;
+    }
+    result_of(ctx, i)
+}
+
+/// Whether the plan asked for step `i`: an instruction or a delegation to its agent came right
+/// before it (within three steps), or the step calls a tool itself.
+fn asked_for(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    let agent = &t.steps[i].agent;
+    let delegated = (i.saturating_sub(3)..i).any(|j| {
+        let s = &t.steps[j];
+        s.kind == StepKind::Delegation && s.delegate_to.as_deref().is_none_or(|d| d.eq_ignore_ascii_case(agent))
+            || s.content.to_lowercase().contains(&format!("next speaker {}", agent.to_lowercase()))
+    });
+    delegated || result_of(ctx, i).is_some()
+}
+
+fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
+    let t = ctx.trajectory;
+    let n = t.steps.len();
+    let mut out = vec![None; n];
+    // Earlier observations per agent (or tool), most recent last.
+    let mut seen: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+    for i in 0..n {
+        let Some(o) = observation_of(ctx, i) else { continue };
+        if o >= n {
+            continue;
+        }
+        let who = t.steps[i].tool_name.clone().unwrap_or_else(|| t.steps[i].agent.clone());
+        let flags = &ctx.hierarchy.steps[o].flags;
+        let earlier = seen.entry(who).or_default();
+        let why = if flags.empty_result && !flags.failed_execution {
+            Some(format!("its observation (step {o}) is empty"))
+        } else if t.steps[o].content.trim().len() >= MIN_OBSERVATION {
+            earlier
+                .iter()
+                .rev()
+                .take(LOOK_BACK)
+                .find(|(_, e)| jaccard(words_of(ctx, o), words_of(ctx, *e)) >= SAME_OBSERVATION)
+                .map(|(s, e)| {
+                    if s == e {
+                        format!("it shows what step {e} already showed")
+                    } else {
+                        format!("its observation (step {o}) repeats step {e}'s")
+                    }
+                })
+        } else {
+            None
+        };
+        earlier.push((i, o));
+        if let Some(why) = why.filter(|_| asked_for(ctx, i)) {
+            out[i] = Some(format!("brings nothing new toward the task: {why}"));
+        }
+    }
+    out
+}
+
+/// The progress finding of step `i`.
+pub(crate) fn no_progress(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    if let Some(why) = stalls(ctx).get(i).cloned().flatten() {
+        out.push(finding(Signal::NoProgress, weights::NO_PROGRESS, why));
+    }
+}
