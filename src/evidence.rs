@@ -12,6 +12,10 @@ use regex::Regex;
 
 use crate::model::Step;
 
+pub mod context;
+
+pub use context::ValueContext;
+
 /// What a piece of evidence is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EvidenceKind {
@@ -74,6 +78,11 @@ pub struct Evidence {
     pub span: Range<usize>,
     /// The normalised value used for matching across steps (lower case, no thousands separators).
     pub key: String,
+    /// For a number or a date found by [`extract`]: the syntactic context that makes it part of
+    /// what the step *does* (a command, a call's input, a query, a line number, an id...) rather
+    /// than a value it *states*; `None` for a stated value, for other kinds, in a tool result, and
+    /// for everything [`extract_text`] returns (it does not classify).
+    pub context: Option<ValueContext>,
 }
 
 impl Evidence {
@@ -121,9 +130,12 @@ static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
-/// Extracts the evidence of one step, sorted by span start.
+/// Extracts the evidence of one step, sorted by span start, with the [`ValueContext`] of each of
+/// its numbers and dates ([`context::classify`]).
 pub fn extract(step: &Step) -> Vec<Evidence> {
-    extract_text(&step.content)
+    let mut ev = extract_text(&step.content);
+    context::classify(step, &mut ev);
+    ev
 }
 
 /// Extracts the evidence of a text, sorted by span start. Spans are byte ranges into `text`.
@@ -132,7 +144,12 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
     for c in CODE.captures_iter(text) {
         let lang = c.get(1).map(|m| m.as_str().to_ascii_lowercase()).filter(|s| !s.is_empty());
         let whole = c.get(0).expect("group 0");
-        out.push(Evidence { kind: EvidenceKind::CodeBlock(lang), span: whole.range(), key: String::new() });
+        out.push(Evidence {
+            kind: EvidenceKind::CodeBlock(lang),
+            span: whole.range(),
+            key: String::new(),
+            context: None,
+        });
     }
     for c in EXIT.captures_iter(text) {
         let code = c[1].parse().unwrap_or(-1);
@@ -140,6 +157,7 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
             kind: EvidenceKind::ExitCode(code),
             span: c.get(0).expect("group 0").range(),
             key: code.to_string(),
+            context: None,
         });
     }
     let mut last_line = usize::MAX;
@@ -150,7 +168,7 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
         }
         last_line = start;
         let end = text[m.end()..].find('\n').map_or(text.len(), |p| m.end() + p);
-        out.push(Evidence { kind: EvidenceKind::ErrorLine, span: start..end, key: String::new() });
+        out.push(Evidence { kind: EvidenceKind::ErrorLine, span: start..end, key: String::new(), context: None });
     }
     push_values(text, &mut out);
     let plumbing: Vec<Range<usize>> = PLUMBING.find_iter(text).map(|m| m.range()).collect();
@@ -163,13 +181,18 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
     for m in URL.find_iter(text) {
         let url = m.as_str().trim_end_matches(['.', ',', ';', ':']);
         let span = m.start()..m.start() + url.len();
-        out.push(Evidence { kind: EvidenceKind::Url, span, key: url.to_ascii_lowercase() });
+        out.push(Evidence { kind: EvidenceKind::Url, span, key: url.to_ascii_lowercase(), context: None });
     }
     let url_spans: Vec<Range<usize>> =
         out.iter().filter(|e| e.kind == EvidenceKind::Url).map(|e| e.span.clone()).collect();
     let inside_url = |r: &Range<usize>| url_spans.iter().any(|u| u.start <= r.start && r.end <= u.end);
     for m in DATE.find_iter(text) {
-        out.push(Evidence { kind: EvidenceKind::Date, span: m.range(), key: m.as_str().to_ascii_lowercase() });
+        out.push(Evidence {
+            kind: EvidenceKind::Date,
+            span: m.range(),
+            key: m.as_str().to_ascii_lowercase(),
+            context: None,
+        });
     }
     for c in NUMBER.captures_iter(text) {
         let g = c.get(1).expect("group 1");
@@ -181,20 +204,25 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
             continue;
         }
         let end = c.get(2).map_or(g.end(), |u| u.end());
-        out.push(Evidence { kind: EvidenceKind::Number, span: g.start()..end, key });
+        out.push(Evidence { kind: EvidenceKind::Number, span: g.start()..end, key, context: None });
     }
     for c in PATH.captures_iter(text) {
         let g = c.get(1).expect("group 1");
         if inside_url(&g.range()) || g.as_str().len() < 4 {
             continue;
         }
-        out.push(Evidence { kind: EvidenceKind::FilePath, span: g.range(), key: g.as_str().to_ascii_lowercase() });
+        out.push(Evidence {
+            kind: EvidenceKind::FilePath,
+            span: g.range(),
+            key: g.as_str().to_ascii_lowercase(),
+            context: None,
+        });
     }
     for c in QUOTED.captures_iter(text) {
         let g = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).expect("one group");
         let key = g.as_str().trim().to_ascii_lowercase();
         if key.len() >= 3 {
-            out.push(Evidence { kind: EvidenceKind::Quoted, span: g.range(), key });
+            out.push(Evidence { kind: EvidenceKind::Quoted, span: g.range(), key, context: None });
         }
     }
     for m in ENTITY.find_iter(text) {
@@ -205,7 +233,7 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
         if is_stop_entity(&key) {
             continue;
         }
-        out.push(Evidence { kind: EvidenceKind::Entity, span: m.range(), key });
+        out.push(Evidence { kind: EvidenceKind::Entity, span: m.range(), key, context: None });
     }
 }
 

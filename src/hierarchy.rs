@@ -68,7 +68,8 @@ impl Action {
 /// Error and risk flags of a step, set from its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flags {
-    /// The step contains error lines (traceback, exception, not found, refusal).
+    /// The step contains error lines (traceback, exception, not found, refusal), the format
+    /// flags it as an error, or it is a tool result that opens with an error ([`error_lead`]).
     pub error: bool,
     /// A terminal reports a non-zero exit code or failed execution.
     pub failed_execution: bool,
@@ -222,6 +223,13 @@ static ANSWER: LazyLock<Regex> = LazyLock::new(|| {
 static SEARCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(i typed|i clicked|i scrolled|i visited|address: |web_search|search results?|i searched|here is a screenshot)").unwrap()
 });
+/// The opening of a tool result that reports an error (see [`error_lead`]).
+static ERROR_LEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"^(?:(?i:error|fatal(?: error)?|exception)(?:\s*\[[^\]\n]*\])?\s*:|(?i:error)\s+(?:executing|calling|running|invoking|while|during|occurred|in tool)(?-u:\b)|Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|\s*(?:\n|$))|\{\s*"(?:error|exception)"\s*:\s*(?:"[^"\s]|\{\s*"|\[\s*[^\s\]]|true|[1-9]))"#,
+    )
+    .unwrap()
+});
 static EMPTY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(there is no code|no code block detected|no (results|data) (found|available)|code output:\s*$|returned no (results|output)|is empty)").unwrap()
 });
@@ -308,10 +316,11 @@ fn provenance(
 fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduces: Vec<String>) -> StepSummary {
     let content = step.content.trim();
     let has_code = ev.iter().any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
+    let reported = step.kind == StepKind::ToolResult && error_lead(content);
     let failed = ev.iter().any(|e| matches!(e.kind, EvidenceKind::ExitCode(c) if c != 0))
         || content.contains("execution failed");
     let flags = Flags {
-        error: ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine) || step.is_error,
+        error: ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine) || step.is_error || reported,
         failed_execution: failed,
         empty_result: EMPTY.is_match(content),
         hedged: step.kind != StepKind::ToolResult && HEDGE.is_match(&strip_code(content)),
@@ -329,6 +338,16 @@ fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduc
         introduces,
         flags,
     }
+}
+
+/// Whether a tool result's text opens with an error report, the way tools and harnesses write
+/// one when the format has no error flag of its own: `Error: …`, `error: …`, `Fatal error: …`,
+/// `Exception: …`, `Error executing tool …`, `Traceback (most recent call last)`, an exception
+/// line (`ZeroDivisionError: division by zero`, `java.io.IOException: …`), or a JSON object whose
+/// first member is a non-empty `"error"`. Only the opening counts (leading whitespace skipped):
+/// an output that mentions an error further on, or reads `Errors: 0`, is data.
+pub fn error_lead(text: &str) -> bool {
+    ERROR_LEAD.is_match(text.trim_start())
 }
 
 fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action {
@@ -570,6 +589,57 @@ mod tests {
         assert_eq!(h.steps[0].introduces, vec!["737015".to_string()]);
         assert_eq!(h.steps[1].uses, vec![("737015".to_string(), Origin::Step(0))]);
         assert_eq!(h.steps[1].introduces, vec!["4965".to_string(), "732050".to_string()]);
+    }
+
+    #[test]
+    fn a_tool_result_that_opens_with_an_error_is_flagged_as_an_error() {
+        for text in [
+            "Error: division by zero",
+            "error: could not compile `falat`",
+            "  Fatal error: out of memory",
+            "Exception: no such table",
+            "Error executing tool get_weather: timeout",
+            "Traceback (most recent call last):\n  File \"x.py\", line 3",
+            "ZeroDivisionError: division by zero",
+            "java.io.IOException: closed",
+            "{\"error\": \"order not found\"}",
+            "{\"error\": {\"code\": 404}}",
+        ] {
+            assert!(error_lead(text), "{text}");
+        }
+        for text in [
+            "Errors: 0, warnings: 2",
+            "error_rate,count\n0.1,3",
+            "{\"error\": null, \"result\": 42}",
+            "{\"result\": 42, \"error\": \"\"}",
+            "Found 3 lines with error: in the log",
+            "The request failed with an Error: see above",
+            "42",
+        ] {
+            assert!(!error_lead(text), "{text}");
+        }
+        let t = Trajectory {
+            steps: vec![
+                step(0, "assistant", StepKind::ToolCall, "divide({\"a\": 84, \"b\": 0})"),
+                step(1, "tool", StepKind::ToolResult, "Error: division by zero"),
+                step(2, "assistant", StepKind::Message, "Error: I could not divide."),
+            ],
+            ..Trajectory::default()
+        };
+        let h = build(&t);
+        assert!(h.steps[1].flags.error);
+        assert!(!h.steps[1].flags.failed_execution, "a tool's error report is no failed execution");
+        let t = Trajectory {
+            steps: vec![
+                step(0, "tool", StepKind::ToolResult, "Exception: no such table"),
+                step(1, "assistant", StepKind::Message, "Exception: no such table"),
+                step(2, "tool", StepKind::ToolResult, "Errors: 0, warnings: 2"),
+            ],
+            ..Trajectory::default()
+        };
+        let h = build(&t);
+        let errors: Vec<bool> = h.steps.iter().map(|s| s.flags.error).collect();
+        assert_eq!(errors, [true, false, false], "only a tool result's opening reports its error");
     }
 
     #[test]

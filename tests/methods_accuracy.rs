@@ -99,7 +99,12 @@ fn echo() {
 
 #[test]
 fn defa() {
-    check(Method::Defa, [h(76, 43, 32, 42, 63), h(35, 22, 7, 11, 12)]);
+    // Hand-crafted 22 -> 21 agent hits once line numbers are no stated values: on Hand-Crafted/39
+    // the termination step had been named (its agent right) for "states 1500, 94, 116", where 94
+    // and 116 are the line numbers of a Python warning printed into the log; with "states 1500"
+    // alone DeFA names a WebSurfer step. Hand-Crafted/44 gains the agent and Hand-Crafted/20 loses
+    // it the same way. No step hit moves.
+    check(Method::Defa, [h(76, 43, 32, 42, 63), h(35, 21, 7, 11, 12)]);
 }
 
 #[test]

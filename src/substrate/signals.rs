@@ -107,16 +107,15 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     if matches!(s.action, Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate | Action::Plan) {
         return;
     }
-    let content = &ctx.trajectory.steps[s.index].content;
     let ev = &ctx.hierarchy.evidence[s.index];
+    // Only values the step states: not those in a command, a call's input, a query, a line
+    // number, an id... (`evidence::ValueContext`).
     let numeric: Vec<&str> = s
         .introduces
         .iter()
         .filter(|k| {
             ev.iter().any(|e| {
-                &e.key == *k
-                    && matches!(e.kind, EvidenceKind::Number | EvidenceKind::Date)
-                    && !in_code(content, e.span.start)
+                &e.key == *k && matches!(e.kind, EvidenceKind::Number | EvidenceKind::Date) && e.context.is_none()
             })
         })
         .map(String::as_str)
@@ -157,11 +156,6 @@ fn derived(key: &str, operands: &[f64]) -> bool {
     ops.iter()
         .enumerate()
         .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
-}
-
-fn in_code(content: &str, pos: usize) -> bool {
-    let before = &content[..pos.min(content.len())];
-    before.matches("```").count() % 2 == 1
 }
 
 fn hedge_evidence(content: &str) -> String {

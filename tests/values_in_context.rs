@@ -1,0 +1,315 @@
+//! Values in context are not stated values, and a tool error written in content is an error.
+//!
+//! Over every bundled corpus file, no unsourced-value finding and no reason quotes a command-line
+//! flag, a search-query term, a line number or an id as a value the step states: each quoted value
+//! is looked up in the step's text and must occur there at least once outside those places (the
+//! places are recognised here with checks of their own, not with the library's classifier). Small
+//! OpenAI-chat runs built here pin a tool message that opens with an error, commands that are not
+//! claims, and a stated figure that stays unsourced.
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use falat::diagnosis::{Diagnosis, Signal};
+use falat::ingest::fs::load_path;
+use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::falat::Options;
+use falat::methods::{Method, MethodOptions};
+use falat::model::Trajectory;
+use falat::substrate::{Context, Substrate, signals};
+use regex::Regex;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn diagnose(t: &Trajectory) -> Diagnosis {
+    falat::methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::for_falat(Options::new(true)))
+}
+
+/// The bundled corpus files (`tests/fixtures/corpus/`, every sub-folder) and the sample traces.
+fn corpus_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root().join("tests/fixtures/corpus"), root().join("sample_traces")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("reads the folder") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `(step, values)` of every "states X, Y with no earlier source" in a diagnosis: in its
+/// candidates' findings, the decisive step's findings and the reason.
+fn statements(d: &Diagnosis) -> Vec<(usize, Vec<String>)> {
+    static REASON: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"step (\d+) \([^)]*\): states (.+?) with no earlier source").unwrap());
+    let mut out = Vec::new();
+    let parse = |e: &str| e.strip_prefix("states ").and_then(|r| r.strip_suffix(" with no earlier source")).map(values);
+    for c in &d.candidates {
+        for f in c.findings.iter().filter(|f| f.signal == Signal::UnsourcedValue) {
+            out.push((c.step, parse(&f.evidence).unwrap_or_else(|| panic!("unparsed evidence {:?}", f.evidence))));
+        }
+    }
+    if let Some(step) = d.decisive_step {
+        for f in d.explanation.findings.iter().filter(|f| f.signal == Signal::UnsourcedValue) {
+            out.push((step, parse(&f.evidence).unwrap_or_else(|| panic!("unparsed evidence {:?}", f.evidence))));
+        }
+    }
+    for c in REASON.captures_iter(&d.reason) {
+        out.push((c[1].parse().unwrap(), values(&c[2])));
+    }
+    out
+}
+
+/// Splits "737015, october 2, 2019, 2019" into its values, keeping a date's year with it.
+fn values(list: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in list.split(", ") {
+        let year = part.len() == 4 && part.bytes().all(|b| b.is_ascii_digit());
+        match out.last_mut() {
+            Some(last)
+                if year && last.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && !last.contains(',') =>
+            {
+                last.push_str(", ");
+                last.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
+/// Byte offsets where the value (a normalised number, or a date as written) occurs in `text`.
+fn occurrences(text: &str, value: &str) -> Vec<(usize, usize)> {
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"-?\$?\d[\d,]*(?:\.\d+)?").unwrap());
+    if let Ok(v) = value.parse::<f64>() {
+        return NUMBER
+            .find_iter(text)
+            .filter(|m| {
+                let digits: String = m.as_str().chars().filter(|c| *c != ',' && *c != '$').collect();
+                let digits = digits.trim_end_matches('.');
+                digits.parse::<f64>().is_ok_and(|x| (x - v).abs() < 1e-9)
+                    || digits.trim_start_matches('-').parse::<f64>().is_ok_and(|x| (x - v).abs() < 1e-9)
+            })
+            .map(|m| (m.start(), m.end()))
+            .collect();
+    }
+    let low = text.to_ascii_lowercase();
+    low.match_indices(value).map(|(p, s)| (p, p + s.len())).collect()
+}
+
+/// The place an occurrence sits in, when it is one that is never a stated value: a command-line
+/// flag, a search-query term, a line number or an id. Checked on the text around it.
+fn in_context(text: &str, start: usize, end: usize) -> Option<&'static str> {
+    static JSON_STRING: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""(\w+)"\s*:\s*"((?:[^"\\]|\\.)*)""#).unwrap());
+    static SEARCHED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"(?i)(?:searched for|typed|query:?)\s*["']([^"'\n]*)["']"#).unwrap());
+    let before = &text[..start];
+    let after = &text[end..];
+    let word_before = before.trim_end().rsplit(char::is_whitespace).next().unwrap_or("");
+    // A flag: `-20` after a program or option word, `--depth=3`, `-n 80`.
+    if text[start..].starts_with('-') && before.ends_with(' ') && word_before.chars().all(|c| c.is_ascii_lowercase())
+        || before.ends_with('=') && word_before.starts_with('-')
+        || word_before.starts_with('-') && word_before.len() <= 3 && before.ends_with(' ')
+    {
+        return Some("a command-line flag");
+    }
+    for c in JSON_STRING.captures_iter(text) {
+        let v = c.get(2).unwrap();
+        if v.start() <= start && end <= v.end() {
+            match &c[1] {
+                "command" | "cmd" => return Some("part of a command"),
+                "query" | "q" | "pattern" => return Some("a search-query term"),
+                _ => {}
+            }
+        }
+    }
+    if SEARCHED.captures_iter(text).any(|c| {
+        let g = c.get(1).unwrap();
+        g.start() <= start && end <= g.end()
+    }) {
+        return Some("a search-query term");
+    }
+    // A line number: `line 42`, `file.py:42`.
+    let low_before = before.to_ascii_lowercase();
+    if low_before.ends_with("line ") || low_before.ends_with("lines ") {
+        return Some("a line number");
+    }
+    static FILE_COLON: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\.[A-Za-z]\w{0,9}:$").unwrap());
+    if FILE_COLON.is_match(before) {
+        return Some("a line number");
+    }
+    // An id: `#123`, a token of letters and digits joined by `-` or `_` around the number.
+    if before.ends_with('#') {
+        return Some("an id");
+    }
+    let tok_start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).map_or(0, |p| p + 1);
+    let tok_end =
+        after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).map_or(text.len(), |p| end + p);
+    let token = &text[tok_start..tok_end];
+    let joined = token.contains(['-', '_']) && token.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 2;
+    if joined
+        && !text[tok_start..start].chars().all(|c| c == '-' || c == ' ')
+        && text[tok_start..start].chars().any(|c| c.is_ascii_alphanumeric())
+    {
+        return Some("an id");
+    }
+    None
+}
+
+#[test]
+fn no_corpus_verdict_quotes_a_value_in_context_as_stated() {
+    let files = corpus_files();
+    assert!(files.len() >= 18, "the bundled corpus: {files:?}");
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for path in &files {
+        let loaded = load_path(path, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for t in &loaded.trajectories {
+            let d = diagnose(t);
+            for (step, vals) in statements(&d) {
+                let text = &t.steps[step].content;
+                for v in vals {
+                    let occ = occurrences(text, &v);
+                    assert!(
+                        !occ.is_empty(),
+                        "{}: step {step} states {v}, which its text does not hold",
+                        path.display()
+                    );
+                    checked += 1;
+                    let places: Vec<&str> = occ.iter().filter_map(|&(s, e)| in_context(text, s, e)).collect();
+                    if places.len() == occ.len() {
+                        bad.push(format!(
+                            "{} step {step}: {v:?} is {} ({:?})",
+                            path.file_name().unwrap().to_string_lossy(),
+                            places[0],
+                            falat::text::clip(text, 120)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "values in context quoted as stated:\n{}", bad.join("\n"));
+    // The corpus still has stated values that are unsourced (a count told to a customer).
+    assert!(checked >= 2, "only {checked} stated values checked");
+}
+
+#[test]
+fn the_checks_of_this_file_recognise_each_place() {
+    let cases = [
+        (r#"{"command":"mix phx.server 2>&1 | head -80","timeout":30000}"#, "-80", Some("a command-line flag")),
+        (r#"{"query":"hex.pm opentelemetry_api elixir latest version 2026"}"#, "2026", Some("a search-query term")),
+        ("/usr/lib/x/orchestrator.py:184: UserWarning: mismatch", "184", Some("a line number")),
+        ("See issue #4512.", "4512", Some("an id")),
+        ("Session 019b7f94-51b4-7593-922e ended.", "7593", Some("an id")),
+        ("Currently, there are 11 available T-shirt options.", "11", None),
+    ];
+    for (text, value, want) in cases {
+        let (s, e) = occurrences(text, value)[0];
+        assert_eq!(in_context(text, s, e), want, "{text}");
+    }
+    assert_eq!(values("737015, october 2, 2019, 2019"), ["737015", "october 2, 2019", "2019"]);
+}
+
+/// A run of OpenAI chat messages, loaded as a file of that format would be.
+fn chat(messages: serde_json::Value) -> Trajectory {
+    let bytes = serde_json::to_vec(&messages).unwrap();
+    let loaded = falat::ingest::parse("run.json", &bytes, None).expect("loads");
+    assert_eq!(loaded.format.as_str(), "openai-chat");
+    loaded.trajectories.into_iter().next().unwrap()
+}
+
+fn call(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}
+    ]})
+}
+
+fn tool(id: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({"role": "tool", "tool_call_id": id, "content": content})
+}
+
+/// The signals of every step, as the judges read them.
+fn findings(t: &Trajectory) -> Vec<Vec<(Signal, String)>> {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, true);
+    (0..t.steps.len())
+        .map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(|f| (f.signal, f.evidence)).collect())
+        .collect()
+}
+
+#[test]
+fn a_tool_message_that_opens_with_an_error_is_an_error_and_ignoring_it_is_a_candidate() {
+    for error in ["Error: division by zero", r#"{"error": "division by zero"}"#] {
+        let t = chat(serde_json::json!([
+            {"role": "system", "content": "You are a calculator. Use the divide tool."},
+            {"role": "user", "content": "What is 84 divided by the number of items in my cart?"},
+            call("call_1", "divide", serde_json::json!({"a": 84, "b": 0})),
+            tool("call_1", error),
+            {"role": "assistant", "content": "84 divided by the number of items in your cart is 42."}
+        ]));
+        assert_eq!(t.steps[3].content, error);
+        assert!(!t.steps[3].is_error, "the format has no error flag here");
+        let sub = Substrate::build(&t);
+        assert!(sub.hierarchy.steps[3].flags.error, "{error}: the tool message is an error");
+        let f = findings(&t);
+        assert!(
+            f[4].iter().any(|(s, e)| *s == Signal::IgnoredToolError && e == "goes on after the error at step 3"),
+            "{error}: {:?}",
+            f[4]
+        );
+        let d = diagnose(&t);
+        let c = d.candidates.iter().find(|c| c.step == 4).unwrap_or_else(|| panic!("{error}: {:?}", d.candidates));
+        assert!(c.findings.iter().any(|f| f.signal == Signal::IgnoredToolError), "{:?}", c.findings);
+    }
+    // A tool output with "error" in its data is no error.
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "How is the service doing?"},
+        call("call_1", "get_metrics", serde_json::json!({"service": "api"})),
+        tool("call_1", r#"{"error_rate": 0.02, "requests": 1200}"#),
+        {"role": "assistant", "content": "The service handled 1,200 requests with a 2% error rate."}
+    ]));
+    assert!(!Substrate::build(&t).hierarchy.steps[2].flags.error);
+    assert!(!findings(&t)[3].iter().any(|(s, _)| *s == Signal::IgnoredToolError));
+}
+
+#[test]
+fn commands_are_not_claims_and_a_stated_total_stays_unsourced() {
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "Which invoice file is newest, and what is its total?"},
+        call("call_1", "bash", serde_json::json!({"command": "ls -lt | head -20"})),
+        tool("call_1", "invoice_a.txt\ninvoice_b.txt"),
+        call("call_2", "bash", serde_json::json!({"command": "grep -n foo src/x.py:42"})),
+        tool("call_2", "no match"),
+        {"role": "assistant", "content": "Next I ran ls -lt | head -30 and `tail -n 75 invoice_a.txt`."},
+        {"role": "assistant", "content": "The newest file is invoice_a.txt and the invoice total is 4,310."}
+    ]));
+    let f = findings(&t);
+    for i in [1, 3, 5] {
+        assert!(
+            !f[i].iter().any(|(s, _)| *s == Signal::UnsourcedValue),
+            "step {i}: {:?} {:?}",
+            t.steps[i].content,
+            f[i]
+        );
+    }
+    assert!(
+        f[6].iter().any(|(s, e)| *s == Signal::UnsourcedValue && e == "states 4310 with no earlier source"),
+        "{:?}",
+        f[6]
+    );
+    let d = diagnose(&t);
+    assert_eq!(d.decisive_step, Some(6), "{}", d.reason);
+    assert!(d.reason.contains("states 4310 with no earlier source"), "{}", d.reason);
+    for (step, vals) in statements(&d) {
+        assert_eq!((step, vals), (6, vec!["4310".to_string()]), "{}", d.reason);
+    }
+}
