@@ -152,6 +152,14 @@ pub struct Facts {
     /// Per step, the later failed call its state change blocked, with the object they share
     /// ([`crate::substrate::signals::blocking_changes`]).
     pub blocking: OnceLock<Vec<Option<(usize, String)>>>,
+    /// The system policy's sentence asking for the user's confirmation, with its step
+    /// ([`signals::actions::confirmation_policy`]).
+    pub confirmation_policy: OnceLock<Option<(usize, String)>>,
+    /// Per step, a state change made without that confirmation, with the agent's last question
+    /// before it ([`signals::actions::unconfirmed_changes`]).
+    pub unconfirmed: OnceLock<Vec<Option<Option<usize>>>>,
+    /// The records and lists of the tool outputs ([`signals::grounding::records`]).
+    pub records: OnceLock<signals::grounding::Records>,
 }
 
 impl Clone for Facts {
@@ -172,6 +180,9 @@ impl Clone for Facts {
             expected_index: self.expected_index.clone(),
             output_agrees: self.output_agrees.clone(),
             blocking: self.blocking.clone(),
+            confirmation_policy: self.confirmation_policy.clone(),
+            unconfirmed: self.unconfirmed.clone(),
+            records: self.records.clone(),
         }
     }
 }
