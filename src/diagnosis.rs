@@ -150,8 +150,10 @@ impl Signal {
     /// a later call on the same object, which holds in too few labelled runs to fit a weight for
     /// it), the action and grounding signals ([`Signal::RejectedAction`],
     /// [`Signal::UnconfirmedAction`], [`Signal::UnavailableValue`], [`Signal::CountMismatch`]:
-    /// newer than the fitted model, they reach the ranker through the noisy-or score only) and
-    /// [`Signal::Ranked`]. An LLM judge may name these and the action and grounding signals.
+    /// newer than the fitted model, the ranker does not read them, so its feature vector keeps
+    /// its length; the offline judge uses them with their hand-set weights) and
+    /// [`Signal::Ranked`]. An LLM judge may name these and the action and grounding signals
+    /// (`judge::llm::validate::LLM_SIGNALS`).
     pub const STEP_LOCAL: [Signal; 9] = [
         Signal::UnsourcedValue,
         Signal::Assumption,

@@ -13,8 +13,8 @@ use crate::diagnosis::{Finding, Signal};
 use crate::model::{StepKind, Trajectory};
 
 /// Step `i`, a state-changing call, was rejected by its tool: its result is an error report
-/// ([`super::call_error`]: a failed execution, a result the format marks as an error, or a
-/// result that opens with an error line). Returns whether the finding was added, so that the
+/// ([`super::call_error`]: a result the format marks as an error, or one that opens with an
+/// error line) and not a failed execution of code (that stays [`Signal::FailedAction`]). Returns whether the finding was added, so that the
 /// generic [`Signal::FailedAction`] is not counted twice for the same call.
 ///
 /// A rejection the agent recovered from ([`recovered_change`]) is context, not the error: no
@@ -24,10 +24,15 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
         return false;
     }
     let Some(error) = call_error(ctx, i) else { return false };
+    // Code that crashed (a traceback, a non-zero exit) failed to run: that is a failed action,
+    // not a refusal by the tool.
+    let r = result_of(ctx, i).unwrap_or(i);
+    if ctx.hierarchy.steps[r].flags.failed_execution {
+        return false;
+    }
     if recovered_change(ctx, i) {
         return true;
     }
-    let r = result_of(ctx, i).unwrap_or(i);
     let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
     out.push(finding(
         Signal::RejectedAction,
@@ -57,15 +62,20 @@ pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
     })
 }
 
+/// How many steps after a rejected state change the agent's next change of the same object is
+/// looked for.
+pub const CHANGE_RECOVERY_WINDOW: usize = 40;
+
 /// Whether the rejected state-changing call `call` was recovered from: the agent's next
-/// state-changing call on the same object ([`super::call_object`]) succeeds, so the change the
+/// state-changing call on the same object ([`super::call_object`], within
+/// [`CHANGE_RECOVERY_WINDOW`] steps) succeeds, so the change the
 /// user wanted was made another way (an exchange refused for a pending order, then the order
 /// modified). A call that names no object is never recovered.
 pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
     let Some(object) = super::call_object(&t.steps[call].content) else { return false };
     let agent = &t.steps[call].agent;
-    let next = (call + 1..t.steps.len()).find(|&k| {
+    let next = (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW)).find(|&k| {
         t.steps[k].agent == *agent
             && changes_state(t, k)
             && super::call_object(&t.steps[k].content).as_deref() == Some(object.as_str())

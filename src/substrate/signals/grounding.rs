@@ -51,8 +51,11 @@ pub struct Records {
     pub unavailable: Vec<(String, usize, String)>,
     /// Identifier → the first tool output that mentions it outside an unavailable record.
     pub elsewhere: HashMap<String, usize>,
-    /// The lists of every tool output.
+    /// The lists of every tool output, in step order.
     pub listings: Vec<Listing>,
+    /// Per step, the last step before it spoken by someone outside the agent system (the user,
+    /// the system policy).
+    pub last_outside: Vec<Option<usize>>,
 }
 
 /// The records and lists of every tool output of the trajectory, computed once.
@@ -62,6 +65,13 @@ pub fn records<'a>(ctx: &Context<'a>) -> &'a Records {
 
 fn index(t: &Trajectory) -> Records {
     let mut out = Records::default();
+    let mut last = None;
+    for s in &t.steps {
+        out.last_outside.push(last);
+        if is_outside_agent(&s.role) || is_outside_agent(&s.agent) {
+            last = Some(s.index);
+        }
+    }
     for s in t.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
         let Some(value) = json_of(&s.content) else { continue };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
@@ -207,6 +217,9 @@ pub(super) fn unavailable(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     let r = records(ctx);
+    if r.unavailable.is_empty() {
+        return;
+    }
     let content = &t.steps[i].content;
     for (id, at, field) in r.unavailable.iter().filter(|(_, at, _)| *at < i) {
         if r.elsewhere.get(id).is_some_and(|&e| e < i) {
@@ -357,9 +370,11 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
         return;
     }
-    let since = (0..i).rev().find(|&j| is_outside_agent(&t.steps[j].role) || is_outside_agent(&t.steps[j].agent));
-    let from = since.map_or(0, |u| u + 1);
-    let listings: Vec<&Listing> = records(ctx).listings.iter().filter(|l| l.step >= from && l.step < i).collect();
+    let r = records(ctx);
+    let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
+    // The lists are in step order: the ones since the last user turn are one range.
+    let (a, b) = (r.listings.partition_point(|l| l.step < from), r.listings.partition_point(|l| l.step < i));
+    let listings: Vec<&Listing> = r.listings[a..b.max(a)].iter().collect();
     if listings.is_empty() {
         return;
     }
