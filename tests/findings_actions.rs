@@ -245,3 +245,36 @@ fn a_count_of_available_entries_is_checked_against_the_available_subset() {
         "says \"4 available t-shirt options\"; the list it counts at step 3 has 3 (2 with available=true)"
     );
 }
+
+#[test]
+fn a_rejected_change_made_another_way_right_after_is_not_a_finding() {
+    let run = |then: Vec<Value>| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Swap the speaker in order #W300 for the green one.")],
+            call(
+                "c1",
+                "exchange_delivered_order_items",
+                json!({"order_id": "#W300", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+                "Error: non-delivered order cannot be exchanged",
+            ),
+            then,
+            vec![assistant("Done: the speaker in your order is now the green one.")],
+        ]))
+    };
+    // The same order is then modified with success: the exchange's refusal is context.
+    let t = run(call(
+        "c2",
+        "modify_pending_order_items",
+        json!({"order_id": "#W300", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+        r##"{"order_id": "#W300", "status": "pending (item modified)"}"##,
+    ));
+    assert_eq!(findings(&t), vec![]);
+    // Another order is modified instead: the refusal stands.
+    let t = run(call(
+        "c2",
+        "modify_pending_order_items",
+        json!({"order_id": "#W301", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+        r##"{"order_id": "#W301", "status": "pending (item modified)"}"##,
+    ));
+    assert_eq!(findings(&t), vec![(2, Signal::RejectedAction), (4, Signal::IgnoredToolError)]);
+}

@@ -252,8 +252,8 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
         return;
     }
-    // Going on after a lookup error that the agent recovered from is not ignoring it.
-    if links(ctx).produced_by.get(i - 1).copied().flatten().is_some_and(|c| actions::recovered_lookup(ctx, c)) {
+    // Going on after an error that the agent recovered from is not ignoring it.
+    if links(ctx).produced_by.get(i - 1).copied().flatten().is_some_and(|c| actions::recovered(ctx, c)) {
         return;
     }
     let low = lower_of(ctx, i);

@@ -62,6 +62,14 @@ pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
     })
 }
 
+/// Whether the agent recovered from the error of call `call`: a read-only lookup retried or
+/// corrected with success ([`recovered_lookup`]), or a rejected state change made another way
+/// right after ([`recovered_change`]). Going on after such an error is not ignoring it.
+pub(crate) fn recovered(ctx: &Context<'_>, call: usize) -> bool {
+    recovered_lookup(ctx, call)
+        || changes_state(ctx.trajectory, call) && call_error(ctx, call).is_some() && recovered_change(ctx, call)
+}
+
 /// How many steps after a rejected state change the agent's next change of the same object is
 /// looked for.
 pub const CHANGE_RECOVERY_WINDOW: usize = 40;
@@ -259,6 +267,35 @@ mod tests {
         assert!(!affirms("Can you escalate this?"));
         // "yesterday" is not "yes".
         assert!(!affirms("I ordered it yesterday."));
+    }
+
+    #[test]
+    fn the_policy_sentence_names_confirmation_with_an_obligation() {
+        let step = |role: &str, content: &str| crate::model::Step {
+            role: role.into(),
+            agent: role.into(),
+            content: content.into(),
+            ..Default::default()
+        };
+        let t = Trajectory {
+            steps: vec![
+                step("user", "You must confirm this."),
+                step(
+                    "system",
+                    "# Policy\nBe polite. Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed.",
+                ),
+            ],
+            ..Default::default()
+        };
+        let (at, sentence) = policy_sentence(&t).expect("a policy sentence");
+        assert_eq!(at, 0, "the step's own index (0 by default here)");
+        assert_eq!(
+            sentence,
+            "Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed"
+        );
+        // A policy that mentions confirmation without asking for it, and a user turn, are none.
+        let t = Trajectory { steps: vec![step("system", "Orders are confirmed by email.")], ..Default::default() };
+        assert_eq!(policy_sentence(&t), None);
     }
 
     #[test]
