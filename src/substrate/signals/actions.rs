@@ -201,7 +201,7 @@ fn is_user(role: &str) -> bool {
 
 /// Whether an agent's message asks the user something: a question mark, or a request to
 /// confirm or to say how to go on.
-pub(crate) fn asks(content: &str) -> bool {
+pub fn asks(content: &str) -> bool {
     let low = content.to_lowercase();
     low.contains('?')
         || ["confirm", "let me know", "would you like", "shall i", "should i", "do you want"]
@@ -211,7 +211,7 @@ pub(crate) fn asks(content: &str) -> bool {
 
 /// Whether a user turn affirms: it opens with or contains a word of assent (`yes`, `sure`,
 /// `ok`, `confirm`, `proceed`, `go ahead`, `correct`...) and does not open with a refusal.
-pub(crate) fn affirms(content: &str) -> bool {
+pub fn affirms(content: &str) -> bool {
     let low = content.to_lowercase();
     let words: Vec<&str> = low.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
     if matches!(words.first(), Some(&("no" | "nope" | "don't" | "wait" | "stop" | "cancel"))) {
