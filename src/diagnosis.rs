@@ -130,6 +130,19 @@ pub enum Signal {
     /// A worker action the plan depended on whose observation brings nothing new: empty, or the
     /// same as an earlier one (docs/METHODS.md, "Progress").
     NoProgress,
+    /// It is a state-changing call (it cancels, modifies, sends, writes) that the tool rejected:
+    /// its result is an error.
+    RejectedAction,
+    /// It changes state without the user's explicit confirmation, where the system policy asks
+    /// for that confirmation before such actions: no user turn confirms after the agent's last
+    /// question before the call.
+    UnconfirmedAction,
+    /// It offers or uses a value (an item's identifier) that only a record the tool marked
+    /// unavailable (`"available": false`, `"in_stock": false`...) gave.
+    UnavailableValue,
+    /// It tells a count that disagrees with the list it counts in the tool outputs since the
+    /// last user turn (neither the list's length nor the size of one of its subsets).
+    CountMismatch,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -138,10 +151,15 @@ pub enum Signal {
 }
 
 impl Signal {
-    /// The signals a step shows in its own content and its own tool result: every machine
-    /// signal but [`Signal::BlockingChange`] (a fact about a later call on the same object) and
-    /// [`Signal::Ranked`]. An LLM judge may name these, and the step ranker has one feature for
-    /// each (`blocking_change` holds in too few labelled runs to fit a weight for it).
+    /// The signals the step ranker has one feature for, each shown by a step in its own content
+    /// and its own tool result: every machine signal but [`Signal::BlockingChange`] (a fact about
+    /// a later call on the same object, which holds in too few labelled runs to fit a weight for
+    /// it), the action and grounding signals ([`Signal::RejectedAction`],
+    /// [`Signal::UnconfirmedAction`], [`Signal::UnavailableValue`], [`Signal::CountMismatch`]:
+    /// newer than the fitted model, the ranker does not read them, so its feature vector keeps
+    /// its length; the offline judge uses them with their hand-set weights) and
+    /// [`Signal::Ranked`]. An LLM judge may name these and the action and grounding signals
+    /// (`judge::llm::validate::LLM_SIGNALS`).
     pub const STEP_LOCAL: [Signal; 9] = [
         Signal::UnsourcedValue,
         Signal::Assumption,
@@ -155,14 +173,18 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 14] = [
+    pub const PRIORITY: [Signal; 18] = [
         Signal::UserMarked,
+        Signal::CountMismatch,
+        Signal::UnavailableValue,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
         Signal::Assumption,
         Signal::WrongDelegation,
         Signal::PriorDeviation,
         Signal::BlockingChange,
+        Signal::UnconfirmedAction,
+        Signal::RejectedAction,
         Signal::IgnoredToolError,
         Signal::UnverifiedAssertion,
         Signal::PrematureAnswer,
@@ -187,6 +209,10 @@ impl Signal {
             Signal::BlockingChange => "blocking_change",
             Signal::UnverifiedAssertion => "unverified_assertion",
             Signal::NoProgress => "no_progress",
+            Signal::RejectedAction => "rejected_action",
+            Signal::UnconfirmedAction => "unconfirmed_action",
+            Signal::UnavailableValue => "unavailable_value",
+            Signal::CountMismatch => "count_mismatch",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -208,6 +234,10 @@ impl Signal {
             BlockingChange,
             UnverifiedAssertion,
             NoProgress,
+            RejectedAction,
+            UnconfirmedAction,
+            UnavailableValue,
+            CountMismatch,
             UserMarked,
             Ranked,
         ]
@@ -220,9 +250,13 @@ impl Signal {
         match self {
             Signal::UnsourcedValue | Signal::WrongValueOrigin => ErrorCategory::Hallucination,
             Signal::Assumption => ErrorCategory::UnsupportedAssumption,
-            Signal::FailedAction => ErrorCategory::ToolInvocationError,
-            Signal::IgnoredToolError => ErrorCategory::MisreadToolOutput,
-            Signal::PriorDeviation | Signal::BlockingChange => ErrorCategory::InstructionOrPlanDeviation,
+            Signal::FailedAction | Signal::RejectedAction => ErrorCategory::ToolInvocationError,
+            Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch => {
+                ErrorCategory::MisreadToolOutput
+            }
+            Signal::PriorDeviation | Signal::BlockingChange | Signal::UnconfirmedAction => {
+                ErrorCategory::InstructionOrPlanDeviation
+            }
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
             Signal::PrematureAnswer | Signal::UnverifiedAssertion => ErrorCategory::PrematureTermination,
             Signal::NoProgress => ErrorCategory::InstructionOrPlanDeviation,

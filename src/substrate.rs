@@ -157,6 +157,14 @@ pub struct Facts {
     pub first_assertion: OnceLock<Option<(usize, String)>>,
     /// Per step, why its observation brought nothing new (`signals::progress`).
     pub no_progress: OnceLock<Vec<Option<String>>>,
+    /// The system policy's sentence asking for the user's confirmation, with its step
+    /// ([`signals::actions::confirmation_policy`]).
+    pub confirmation_policy: OnceLock<Option<(usize, String)>>,
+    /// Per step, a state change made without that confirmation, with the agent's last question
+    /// before it ([`signals::actions::unconfirmed_changes`]).
+    pub unconfirmed: OnceLock<Vec<Option<Option<usize>>>>,
+    /// The records and lists of the tool outputs ([`signals::grounding::records`]).
+    pub records: OnceLock<signals::grounding::Records>,
 }
 
 impl Clone for Facts {
@@ -179,6 +187,9 @@ impl Clone for Facts {
             blocking: self.blocking.clone(),
             first_assertion: self.first_assertion.clone(),
             no_progress: self.no_progress.clone(),
+            confirmation_policy: self.confirmation_policy.clone(),
+            unconfirmed: self.unconfirmed.clone(),
+            records: self.records.clone(),
         }
     }
 }

@@ -410,7 +410,16 @@ fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
         .map(|c| (c.step, c.pruned.is_some()))
         .collect();
     assert_eq!(origins, vec![(26, false), (30, false)]);
-    // The earliest of them that passes verification is named, not a fallback.
-    assert_eq!(d.decisive_step, Some(26));
+    // An earlier candidate passes verification first: step 6 tells the user "11 available
+    // T-shirt options" where the product's record lists 12 variants, 10 of them available (the
+    // task's expected answer is 10). It is named, not a fallback.
+    assert_eq!(d.decisive_step, Some(6));
     assert_eq!(d.fallback, None);
+    let six = d.candidates.iter().find(|c| c.step == 6).expect("step 6 is a candidate");
+    assert!(six.pruned.is_none());
+    let count = six.findings.iter().find(|f| f.signal == falat::diagnosis::Signal::CountMismatch).expect("a count");
+    assert_eq!(
+        count.evidence,
+        "says \"11 available t-shirt options\"; the list it counts at step 5 has 12 (10 with available=true)"
+    );
 }

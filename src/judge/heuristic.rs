@@ -118,7 +118,9 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         // premature answer) and so reaches the output without passing values.
         // A step where the output's wrong value first appears reaches the output by that value,
         // whether or not the graph records the edge (the final step may be a closing turn, such as
-        // a simulated user's goodbye, that quotes nothing).
+        // a simulated user's goodbye, that quotes nothing). A misread record or count told to the
+        // user reaches the outcome through the user, whom the graph does not model, and a state
+        // change is itself part of the outcome.
         if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
             // A message that tells the user a value is itself an output the user reads.
             let carries = tells_user_a_value(ctx, from)
@@ -130,6 +132,9 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::WrongDelegation
                                 | Signal::PrematureAnswer
                                 | Signal::WrongValueOrigin
+                                | Signal::UnavailableValue
+                                | Signal::CountMismatch
+                                | Signal::UnconfirmedAction
                         )
                     })
                 });
@@ -280,6 +285,17 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             passed: true,
             evidence: "it changes the course of the run, which every later step follows".into(),
         };
+    }
+    // A misread record or count told to the user, or a state change the user did not confirm,
+    // is part of the outcome itself: the user acts on what they are told, and the changed state
+    // is what the run leaves behind.
+    if let Some(f) = findings
+        .iter()
+        .find(|f| matches!(f.signal, Signal::UnavailableValue | Signal::CountMismatch | Signal::UnconfirmedAction))
+    {
+        let what =
+            if f.signal == Signal::UnconfirmedAction { "the state it changes" } else { "what it tells the user" };
+        return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome") };
     }
     Criterion { passed: false, evidence: format!("no dependency path leads from it to the final output at step {end}") }
 }

@@ -1,7 +1,9 @@
 //! The signals below the judges: per-step detectors of deviations (unsourced values, assumptions,
 //! failed or repeated actions, ignored tool errors, irrelevant browsing, wrong delegations,
 //! premature answers, the origin of a wrong output value, an answer of the wrong type, a state
-//! change that blocks a later call on the same object), their
+//! change that blocks a later call on the same object; in [`actions`], a state change the tool
+//! rejects or the user did not confirm; in [`grounding`], a value from a record marked
+//! unavailable and a count that disagrees with its list), their
 //! weights, and the trajectory facts they rest on (the final step, the output's items, where
 //! wrong values originate, which step produced a tool output). docs/DESIGN.md §4.
 //!
@@ -17,6 +19,9 @@ mod progress;
 use std::collections::{HashMap, HashSet};
 
 use super::Context;
+
+pub mod actions;
+pub mod grounding;
 use crate::diagnosis::{Finding, Signal};
 use crate::evidence::{self, EvidenceKind};
 use crate::hierarchy::{Action, Origin, StepSummary};
@@ -58,6 +63,17 @@ pub mod weights {
     pub const UNVERIFIED_ASSERTION: f32 = 0.35;
     /// A worker action the plan depended on that brought nothing new.
     pub const NO_PROGRESS: f32 = 0.3;
+    /// A state-changing call its tool rejected (as strong as a failed call: the call is wrong,
+    /// but the world did not change).
+    pub const REJECTED_ACTION: f32 = 0.4;
+    /// A state change made without the confirmation the system policy asks for: a broken rule
+    /// with a lasting effect.
+    pub const UNCONFIRMED_ACTION: f32 = 0.5;
+    /// A value offered or used from a record its tool marked unavailable (a misread record, as
+    /// strong as losing a shown value: [`MISREAD`]).
+    pub const UNAVAILABLE_VALUE: f32 = 0.5;
+    /// A count told that disagrees with the list it counts (a misread list, as [`MISREAD`]).
+    pub const COUNT_MISMATCH: f32 = 0.5;
 }
 
 /// Noisy-or of finding weights.
@@ -78,8 +94,13 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     if s.flags.hedged && s.action != Action::Plan {
         f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
     }
-    failed_action(ctx, i, &mut f);
+    if !actions::rejected(ctx, i, &mut f) {
+        failed_action(ctx, i, &mut f);
+    }
     ignored_error(ctx, i, &mut f);
+    actions::unconfirmed(ctx, i, &mut f);
+    grounding::unavailable(ctx, i, &mut f);
+    grounding::count_mismatch(ctx, i, &mut f);
     irrelevant(ctx, s, &mut f);
     wrong_delegation(ctx, i, &mut f);
     premature(ctx, s, &mut f);
@@ -202,6 +223,10 @@ pub fn reaches_final(ctx: &Context<'_>, step: usize) -> bool {
 
 fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(r) = result_of(ctx, i) else { return };
+    // A lookup the agent retried or corrected with success is context, not the error.
+    if actions::recovered_lookup(ctx, i) {
+        return;
+    }
     let rs = &ctx.hierarchy.steps[r];
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
@@ -228,6 +253,10 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let failed = prev.kind == StepKind::ToolResult
         && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
     if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
+        return;
+    }
+    // Going on after an error that the agent recovered from is not ignoring it.
+    if links(ctx).produced_by.get(i - 1).copied().flatten().is_some_and(|c| actions::recovered(ctx, c)) {
         return;
     }
     let low = lower_of(ctx, i);
@@ -820,6 +849,12 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::WrongValueOrigin
             | Signal::WrongDelegation
             | Signal::BlockingChange
+            | Signal::RejectedAction
+            | Signal::UnconfirmedAction
+            | Signal::UnavailableValue
+            | Signal::CountMismatch
+            | Signal::UnverifiedAssertion
+            | Signal::NoProgress
             | Signal::UserMarked
             | Signal::Ranked
     )

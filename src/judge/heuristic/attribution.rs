@@ -212,7 +212,9 @@ fn lens(p: Perspective) -> Lens {
 impl Lens {
     fn factor(&self, s: Signal) -> f32 {
         match s {
-            Signal::UnsourcedValue | Signal::WrongValueOrigin => self.detail,
+            Signal::UnsourcedValue | Signal::WrongValueOrigin | Signal::UnavailableValue | Signal::CountMismatch => {
+                self.detail
+            }
             Signal::PriorDeviation
             | Signal::WrongDelegation
             | Signal::PrematureAnswer
@@ -220,8 +222,9 @@ impl Lens {
             | Signal::BlockingChange
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
+            | Signal::UnconfirmedAction
             | Signal::IgnoredToolError => self.process,
-            Signal::FailedAction => self.failure,
+            Signal::FailedAction | Signal::RejectedAction => self.failure,
             Signal::Assumption => self.soft,
             Signal::UserMarked | Signal::Ranked => 1.0,
         }

@@ -11,11 +11,30 @@ use crate::judge::{Answer, Context};
 use crate::prior::{AnswerType, Capability, ExpectedStep, Prior, Requirement};
 use crate::text;
 
-/// The signals a model may name: those a reader finds in a step itself
-/// ([`Signal::STEP_LOCAL`]; not `user_marked`, `ranked` or `blocking_change`: the last is a fact
-/// about a later call on the same object, found by the offline judge, which the model is not
-/// asked for).
-pub const LLM_SIGNALS: [Signal; 9] = Signal::STEP_LOCAL;
+/// The signals a model may name: those a reader finds in a step itself ([`Signal::STEP_LOCAL`])
+/// and the questions about actions and grounding a reader answers from the step and the turns
+/// and tool outputs before it (a rejected or unconfirmed state change, a value from an
+/// unavailable record, a count that disagrees with its list), the run's first unverified claim of
+/// completion and an action that brought nothing new. Not `user_marked`, `ranked` or
+/// `blocking_change`: the last is a fact about a later call on the same object, found by the
+/// offline judge, which the model is not asked for.
+pub const LLM_SIGNALS: [Signal; 15] = [
+    Signal::UnsourcedValue,
+    Signal::Assumption,
+    Signal::FailedAction,
+    Signal::IgnoredToolError,
+    Signal::PriorDeviation,
+    Signal::WrongDelegation,
+    Signal::PrematureAnswer,
+    Signal::RepeatedFailure,
+    Signal::WrongValueOrigin,
+    Signal::RejectedAction,
+    Signal::UnconfirmedAction,
+    Signal::UnavailableValue,
+    Signal::CountMismatch,
+    Signal::UnverifiedAssertion,
+    Signal::NoProgress,
+];
 
 /// The finding weight of a severity 1..=3.
 pub fn severity_weight(severity: u64) -> f32 {

@@ -1,0 +1,307 @@
+//! Findings about the actions of a tool-using assistant: a state-changing call that the tool
+//! rejects, a state change made without the user's explicit confirmation where the system policy
+//! asks for it, and the lookup errors an agent recovered from (context, not the decisive error).
+//!
+//! A call changes state when [`super::changes_state`] says so (its tool's name does not start
+//! with a read verb). Every rule reads the trajectory's roles, calls and results only: no tool,
+//! file or benchmark is named. docs/METHODS.md, "Actions".
+
+use std::collections::HashMap;
+
+use super::{Context, call_error, changes_state, finding, result_of, weights};
+use crate::diagnosis::{Finding, Signal};
+use crate::model::{StepKind, Trajectory};
+
+/// Step `i`, a state-changing call, was rejected by its tool: its result is an error report
+/// ([`super::call_error`]: a result the format marks as an error, or one that opens with an
+/// error line) and not a failed execution of code (that stays [`Signal::FailedAction`]). Returns whether the finding was added, so that the
+/// generic [`Signal::FailedAction`] is not counted twice for the same call.
+///
+/// A rejection the agent recovered from ([`recovered_change`]) is context, not the error: no
+/// finding, and none of the generic kind either.
+pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> bool {
+    if !changes_state(ctx.trajectory, i) {
+        return false;
+    }
+    let Some(error) = call_error(ctx, i) else { return false };
+    // Code that crashed (a traceback, a non-zero exit) failed to run: that is a failed action,
+    // not a refusal by the tool.
+    let r = result_of(ctx, i).unwrap_or(i);
+    if ctx.hierarchy.steps[r].flags.failed_execution {
+        return false;
+    }
+    if recovered_change(ctx, i) {
+        return true;
+    }
+    let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
+    out.push(finding(
+        Signal::RejectedAction,
+        weights::REJECTED_ACTION,
+        format!("{tool} changes state and the tool rejects it at step {r}: {error}"),
+    ));
+    true
+}
+
+/// Whether step `call` is a read-only lookup whose error the agent recovered from: the call
+/// does not change state, its result is an error, and the agent's next call is the same kind of
+/// lookup ([`same_kind`]: the same tool, retried or with a corrected argument) and succeeds.
+/// Only the next call is looked at, within [`RECOVERY_WINDOW`] steps of the failed result.
+pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(step) = t.steps.get(call) else { return false };
+    if step.kind != StepKind::ToolCall || changes_state(t, call) || call_error(ctx, call).is_none() {
+        return false;
+    }
+    let Some(r) = result_of(ctx, call) else { return false };
+    let next = (r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW))
+        .find(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == step.agent);
+    next.is_some_and(|k| {
+        same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref())
+            && result_of(ctx, k).is_some()
+            && call_error(ctx, k).is_none()
+    })
+}
+
+/// Whether the agent recovered from the error of call `call`: a read-only lookup retried or
+/// corrected with success ([`recovered_lookup`]), or a rejected state change made another way
+/// right after ([`recovered_change`]). Going on after such an error is not ignoring it.
+pub(crate) fn recovered(ctx: &Context<'_>, call: usize) -> bool {
+    recovered_lookup(ctx, call)
+        || changes_state(ctx.trajectory, call) && call_error(ctx, call).is_some() && recovered_change(ctx, call)
+}
+
+/// How many steps after a rejected state change the agent's next change of the same object is
+/// looked for.
+pub const CHANGE_RECOVERY_WINDOW: usize = 40;
+
+/// Whether the rejected state-changing call `call` was recovered from: the agent's next
+/// state-changing call on the same object ([`super::call_object`], within
+/// [`CHANGE_RECOVERY_WINDOW`] steps) succeeds, so the change the
+/// user wanted was made another way (an exchange refused for a pending order, then the order
+/// modified). A call that names no object is never recovered.
+pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(object) = super::call_object(&t.steps[call].content) else { return false };
+    let agent = &t.steps[call].agent;
+    let next = (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW)).find(|&k| {
+        t.steps[k].agent == *agent
+            && changes_state(t, k)
+            && super::call_object(&t.steps[k].content).as_deref() == Some(object.as_str())
+    });
+    next.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+}
+
+/// How many steps after a failed lookup's result its retry is looked for.
+pub const RECOVERY_WINDOW: usize = 8;
+
+/// Whether two tool names are the same kind of lookup: equal, or sharing their first two words
+/// (`find_user_id_by_email` and `find_user_id_by_name_zip`; `getOrder` and `getOrderItems`).
+fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
+    let (Some(a), Some(b)) = (a, b) else { return false };
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    let (wa, wb) = (name_words(a), name_words(b));
+    wa.len() >= 2 && wb.len() >= 2 && wa[..2] == wb[..2]
+}
+
+/// The lower-case words of a tool name, split at `_`, `-`, `.`, spaces and lower-to-upper case
+/// changes.
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// The system policy's sentence asking for the user's confirmation before acting, with its
+/// step: the first sentence of a `system` or `developer` step that names confirmation
+/// (`confirm`, `confirmation`) together with an obligation (`must`, `have to`, `need`,
+/// `required`, `obtain`, `explicit`, `always`, `before`). Computed once per trajectory.
+pub fn confirmation_policy<'a>(ctx: &Context<'a>) -> Option<&'a (usize, String)> {
+    ctx.facts.confirmation_policy.get_or_init(|| policy_sentence(ctx.trajectory)).as_ref()
+}
+
+fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
+    const OBLIGATION: [&str; 8] = ["must", "have to", "need", "required", "obtain", "explicit", "always", "before"];
+    t.steps
+        .iter()
+        .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
+        .find_map(|s| {
+            s.content
+                .split(['.', '\n', ';'])
+                .map(str::trim)
+                .find(|sentence| {
+                    let low = sentence.to_lowercase();
+                    low.contains("confirm") && OBLIGATION.iter().any(|o| low.contains(o))
+                })
+                .map(|sentence| (s.index, sentence.trim_start_matches(['-', '*', ' ']).to_string()))
+        })
+}
+
+/// Per step, for a state-changing call made without the user's confirmation where the policy
+/// asks for it: `Some(proposal)`, the agent's last message asking the user before the call
+/// (`None` inside when it asked nothing). A call is confirmed when a user turn that affirms
+/// ([`affirms`]) comes after the agent's last asking message ([`asks`]) and before the call; one
+/// confirmation covers every call until the agent asks again. One forward pass, memoised.
+pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>] {
+    ctx.facts.unconfirmed.get_or_init(|| {
+        let t = ctx.trajectory;
+        let mut out = vec![None; t.steps.len()];
+        if confirmation_policy(ctx).is_none() {
+            return out;
+        }
+        // Per agent, its last asking message; the last affirming user turn.
+        let mut asked: HashMap<&str, usize> = HashMap::new();
+        let mut affirmed: Option<usize> = None;
+        for (i, s) in t.steps.iter().enumerate() {
+            if is_user(&s.role) {
+                if s.kind == StepKind::Message && affirms(&s.content) {
+                    affirmed = Some(i);
+                }
+                continue;
+            }
+            if s.kind == StepKind::Message && asks(&s.content) {
+                asked.insert(s.agent.as_str(), i);
+                continue;
+            }
+            if changes_state(t, i) && !is_user(&s.role) {
+                let proposal = asked.get(s.agent.as_str()).copied();
+                let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p);
+                if !confirmed {
+                    out[i] = Some(proposal);
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Whether a role is the user's (the human or the simulated user the agent serves).
+fn is_user(role: &str) -> bool {
+    role.eq_ignore_ascii_case("user") || role.eq_ignore_ascii_case("human")
+}
+
+/// Whether an agent's message asks the user something: a question mark, or a request to
+/// confirm or to say how to go on.
+pub fn asks(content: &str) -> bool {
+    let low = content.to_lowercase();
+    low.contains('?')
+        || ["confirm", "let me know", "would you like", "shall i", "should i", "do you want"]
+            .iter()
+            .any(|w| low.contains(w))
+}
+
+/// Whether a user turn affirms: it opens with or contains a word of assent (`yes`, `sure`,
+/// `ok`, `confirm`, `proceed`, `go ahead`, `correct`...) and does not open with a refusal.
+pub fn affirms(content: &str) -> bool {
+    let low = content.to_lowercase();
+    let words: Vec<&str> = low.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    if matches!(words.first(), Some(&("no" | "nope" | "don't" | "wait" | "stop" | "cancel"))) {
+        return false;
+    }
+    const WORDS: [&str; 11] =
+        ["yes", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "proceed", "correct"];
+    const PHRASES: [&str; 6] = ["go ahead", "please do", "do it", "sounds good", "that works", "i agree"];
+    words.iter().any(|w| WORDS.contains(w)) || PHRASES.iter().any(|p| low.contains(p))
+}
+
+/// Step `i` is a state-changing call made without the user's explicit confirmation although
+/// the system policy asks for it ([`unconfirmed_changes`]).
+pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(Some(proposal)) = unconfirmed_changes(ctx).get(i) else { return };
+    let Some((policy, _)) = confirmation_policy(ctx) else { return };
+    let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
+    let since = match proposal {
+        Some(p) => format!("no user turn confirms after its question at step {p}"),
+        None => "it never asked the user".to_string(),
+    };
+    out.push(finding(
+        Signal::UnconfirmedAction,
+        weights::UNCONFIRMED_ACTION,
+        format!(
+            "{tool} changes state without the user's confirmation that the policy at step {policy} asks for: {since}"
+        ),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_split_into_words_and_share_a_kind_by_their_first_two() {
+        assert_eq!(name_words("find_user_id_by_email"), ["find", "user", "id", "by", "email"]);
+        assert_eq!(name_words("getOrderItems"), ["get", "order", "items"]);
+        assert!(same_kind(Some("find_user_id_by_email"), Some("find_user_id_by_name_zip")));
+        assert!(same_kind(Some("getOrder"), Some("get_order_items")));
+        assert!(!same_kind(Some("get_order_details"), Some("get_user_details")));
+        assert!(!same_kind(Some("search"), Some("search_web")), "one word is not a kind");
+        assert!(same_kind(Some("search"), Some("Search")));
+    }
+
+    #[test]
+    fn assent_and_refusal() {
+        assert!(affirms("Yes, please proceed with the return."));
+        assert!(affirms("This works perfectly—please go ahead!"));
+        assert!(affirms("ok"));
+        assert!(!affirms("No, don't do that yet. Yes is not my answer."));
+        assert!(!affirms("I'll go with the first option. Please process the refund to the other card."));
+        assert!(!affirms("Can you escalate this?"));
+        // "yesterday" is not "yes".
+        assert!(!affirms("I ordered it yesterday."));
+    }
+
+    #[test]
+    fn the_policy_sentence_names_confirmation_with_an_obligation() {
+        let step = |role: &str, content: &str| crate::model::Step {
+            role: role.into(),
+            agent: role.into(),
+            content: content.into(),
+            ..Default::default()
+        };
+        let t = Trajectory {
+            steps: vec![
+                step("user", "You must confirm this."),
+                step(
+                    "system",
+                    "# Policy\nBe polite. Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed.",
+                ),
+            ],
+            ..Default::default()
+        };
+        let (at, sentence) = policy_sentence(&t).expect("a policy sentence");
+        assert_eq!(at, 0, "the step's own index (0 by default here)");
+        assert_eq!(
+            sentence,
+            "Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed"
+        );
+        // A policy that mentions confirmation without asking for it, and a user turn, are none.
+        let t = Trajectory { steps: vec![step("system", "Orders are confirmed by email.")], ..Default::default() };
+        assert_eq!(policy_sentence(&t), None);
+    }
+
+    #[test]
+    fn questions_and_requests_to_confirm_ask() {
+        assert!(asks("Would you like me to proceed with the return request?"));
+        assert!(asks("Please confirm the order id."));
+        assert!(!asks("Your order has been cancelled."));
+    }
+}

@@ -1,0 +1,455 @@
+//! Findings about how an agent's statements rest on the records its tools returned: a value
+//! taken from a record the tool marked unavailable, and a count the agent states that disagrees
+//! with the list it counts.
+//!
+//! Tool outputs are read as JSON when they are JSON (the text from the first `{` or `[` to the
+//! end); anything else holds no records. Records and lists are indexed once per trajectory
+//! ([`Records`]). docs/METHODS.md, "Grounding".
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+use super::{Context, finding, is_id_key, is_outside_agent, weights};
+use crate::diagnosis::{Finding, Signal};
+use crate::model::{StepKind, Trajectory};
+
+/// Field names by which a tool marks a record as available (or not): a record whose field of
+/// one of these names is `false` is unavailable.
+const AVAILABILITY_KEYS: [&str; 9] =
+    ["available", "is_available", "in_stock", "instock", "is_in_stock", "active", "is_active", "enabled", "orderable"];
+
+/// At most this many records and lists are kept per tool output (a huge output is cut, not
+/// scanned without end).
+const MAX_PER_OUTPUT: usize = 500;
+
+/// A list in a tool output: a JSON array, or an object whose values are all objects (a map of
+/// records keyed by id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// The tool output's step.
+    pub step: usize,
+    /// The key the list is found under (lower case; the tool's name for a top-level list).
+    pub name: String,
+    /// The `name` field of the object holding the list (lower case), if it has one.
+    pub owner: Option<String>,
+    /// The number of entries.
+    pub size: usize,
+    /// Sub-counts of the entries that are records: per boolean field, how many are `true` and
+    /// how many `false`; per short string field (a status), how many have each value. As
+    /// `(field=value, count)`.
+    pub subsets: Vec<(String, usize)>,
+}
+
+/// What the tool outputs of a trajectory say about records: identifiers of records marked
+/// unavailable, the first tool output mentioning each identifier outside such a record, and
+/// the lists, each in step order.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// `(identifier, step, field)`: a record at tool output `step` with `field` = `false`.
+    pub unavailable: Vec<(String, usize, String)>,
+    /// Identifier → the first tool output that mentions it outside an unavailable record.
+    pub elsewhere: HashMap<String, usize>,
+    /// The lists of every tool output, in step order.
+    pub listings: Vec<Listing>,
+    /// Per step, the last step before it spoken by someone outside the agent system (the user,
+    /// the system policy).
+    pub last_outside: Vec<Option<usize>>,
+}
+
+/// The records and lists of every tool output of the trajectory, computed once.
+pub fn records<'a>(ctx: &Context<'a>) -> &'a Records {
+    ctx.facts.records.get_or_init(|| index(ctx.trajectory))
+}
+
+fn index(t: &Trajectory) -> Records {
+    let mut out = Records::default();
+    let mut last = None;
+    for s in &t.steps {
+        out.last_outside.push(last);
+        if is_outside_agent(&s.role) || is_outside_agent(&s.agent) {
+            last = Some(s.index);
+        }
+    }
+    for s in t.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
+        let Some(value) = json_of(&s.content) else { continue };
+        let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
+        let mut w = Walk { step: s.index, out: &mut out, kept: 0 };
+        w.value(&value, &tool, None, false);
+    }
+    out
+}
+
+/// The JSON value of a tool output: the text from its first `{` or `[` to its end.
+fn json_of(content: &str) -> Option<Value> {
+    let start = content.find(['{', '['])?;
+    serde_json::from_str(content[start..].trim_end()).ok()
+}
+
+struct Walk<'r> {
+    step: usize,
+    out: &'r mut Records,
+    kept: usize,
+}
+
+impl Walk<'_> {
+    /// Walks `v`, found under `key` in an object whose `name` field is `owner`; `inside` says
+    /// whether `v` lies in a record marked unavailable.
+    fn value(&mut self, v: &Value, key: &str, owner: Option<&str>, inside: bool) {
+        if self.kept >= MAX_PER_OUTPUT {
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                self.listing(key, owner, items.iter().collect());
+                for item in items {
+                    self.value(item, key, owner, inside);
+                }
+            }
+            Value::Object(map) => {
+                if map.len() >= 2 && map.values().all(Value::is_object) {
+                    self.listing(key, owner, map.values().collect());
+                }
+                let off =
+                    map.iter().find(|(k, v)| is_availability(k) && **v == Value::Bool(false)).map(|(k, _)| k.clone());
+                let name = map.get("name").and_then(Value::as_str).map(str::to_lowercase);
+                // A map of records keyed by id: each key names its record.
+                let keyed = map.len() >= 2 && map.values().all(Value::is_object);
+                for (k, child) in map {
+                    if keyed {
+                        // The record's own field that marks it unavailable, if any.
+                        let child_off = child.as_object().and_then(|c| {
+                            c.iter()
+                                .find(|(ck, cv)| is_availability(ck) && **cv == Value::Bool(false))
+                                .map(|(ck, _)| ck.clone())
+                        });
+                        self.id(k, child_off.is_some() || inside, child_off.as_deref());
+                    }
+                    if is_id_key(k) {
+                        match child {
+                            Value::String(s) => self.id(s, inside || off.is_some(), off.as_deref()),
+                            Value::Number(n) => self.id(&n.to_string(), inside || off.is_some(), off.as_deref()),
+                            _ => {}
+                        }
+                    }
+                    self.value(child, &k.to_lowercase(), name.as_deref(), inside || off.is_some());
+                }
+            }
+            Value::String(s) if !inside => self.id(s, false, None),
+            _ => {}
+        }
+    }
+
+    fn id(&mut self, id: &str, unavailable: bool, field: Option<&str>) {
+        let id = id.trim();
+        // Identifiers: a single token of at least 4 characters with a digit.
+        if id.len() < 4 || id.len() > 80 || id.contains(char::is_whitespace) || !id.chars().any(|c| c.is_ascii_digit())
+        {
+            return;
+        }
+        self.kept += 1;
+        match (unavailable, field) {
+            (true, Some(f)) => {
+                if !self.out.unavailable.iter().any(|(i, s, _)| i == id && *s == self.step) {
+                    self.out.unavailable.push((id.to_string(), self.step, f.to_string()));
+                }
+            }
+            (true, None) => {}
+            (false, _) => {
+                self.out.elsewhere.entry(id.to_string()).or_insert(self.step);
+            }
+        }
+    }
+
+    fn listing(&mut self, key: &str, owner: Option<&str>, entries: Vec<&Value>) {
+        if entries.is_empty() {
+            return;
+        }
+        self.kept += 1;
+        let mut subsets: HashMap<String, usize> = HashMap::new();
+        for e in entries.iter().filter_map(|e| e.as_object()) {
+            for (k, v) in e {
+                let label = match v {
+                    Value::Bool(b) => format!("{}={b}", k.to_lowercase()),
+                    Value::String(s) if s.len() <= 40 && !is_id_key(k) => {
+                        format!("{}={}", k.to_lowercase(), s.to_lowercase())
+                    }
+                    _ => continue,
+                };
+                *subsets.entry(label).or_default() += 1;
+            }
+        }
+        let mut subsets: Vec<(String, usize)> = subsets.into_iter().filter(|(_, n)| *n < entries.len()).collect();
+        subsets.sort();
+        self.out.listings.push(Listing {
+            step: self.step,
+            name: key.to_string(),
+            owner: owner.map(str::to_string),
+            size: entries.len(),
+            subsets,
+        });
+    }
+}
+
+fn is_availability(k: &str) -> bool {
+    AVAILABILITY_KEYS.contains(&k.to_ascii_lowercase().as_str())
+}
+
+/// Whether step `i` is an agent's own message or call (not a tool output, not the user, not the
+/// system policy).
+fn agent_step(t: &Trajectory, i: usize) -> bool {
+    let s = &t.steps[i];
+    matches!(s.kind, StepKind::Message | StepKind::ToolCall | StepKind::Thought)
+        && !is_outside_agent(&s.agent)
+        && !is_outside_agent(&s.role)
+        && !s.role.eq_ignore_ascii_case("tool")
+}
+
+/// Step `i` offers or uses an identifier that only a record marked unavailable gave: the
+/// identifier is in the step's text (as a whole word), an earlier tool output marks its record
+/// unavailable, and no tool output before step `i` mentions it outside such a record (an item
+/// the user already owns, listed in an order, is not an offer). A line that itself says the
+/// item is unavailable does not count.
+pub(super) fn unavailable(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if !agent_step(t, i) {
+        return;
+    }
+    let r = records(ctx);
+    if r.unavailable.is_empty() {
+        return;
+    }
+    let content = &t.steps[i].content;
+    for (id, at, field) in r.unavailable.iter().filter(|(_, at, _)| *at < i) {
+        if r.elsewhere.get(id).is_some_and(|&e| e < i) {
+            continue;
+        }
+        let Some(line) = line_with(content, id) else { continue };
+        let low = line.to_lowercase();
+        if ["unavailable", "not available", "out of stock", "sold out", "no longer", "isn't available"]
+            .iter()
+            .any(|w| low.contains(w))
+        {
+            continue;
+        }
+        out.push(finding(
+            Signal::UnavailableValue,
+            weights::UNAVAILABLE_VALUE,
+            format!("uses {id}, whose record at step {at} says \"{field}\": false"),
+        ));
+        return;
+    }
+}
+
+/// The line of `content` holding `id` as a whole word.
+fn line_with<'c>(content: &'c str, id: &str) -> Option<&'c str> {
+    content.match_indices(id).find_map(|(p, m)| {
+        let before = content[..p].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = content[p + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        (before && after).then(|| {
+            let start = content[..p].rfind('\n').map_or(0, |x| x + 1);
+            let end = content[p..].find('\n').map_or(content.len(), |x| p + x);
+            &content[start..end]
+        })
+    })
+}
+
+/// A count an agent states: the number, the words after it up to its plural noun (lower case)
+/// and the text as written.
+#[derive(Debug, Clone, PartialEq)]
+struct Count {
+    n: usize,
+    phrase: Vec<String>,
+    text: String,
+}
+
+/// Number words a count may be written with.
+const NUMBER_WORDS: [&str; 11] =
+    ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+
+/// Nouns of time and measure: "3 days", "500 pieces" are quantities, not counts of a list.
+const MEASURES: [&str; 14] = [
+    "seconds", "minutes", "hours", "days", "weeks", "months", "years", "business", "percent", "pieces", "times",
+    "dollars", "inches", "points",
+];
+
+/// Words after a counted noun that restrict it to a selection the list does not mark ("two
+/// orders containing water bottles"): such a count cannot be checked against the list.
+const RESTRICTIVE: [&str; 8] = ["containing", "with", "that", "which", "where", "matching", "whose", "including"];
+
+/// Words before a counted noun that select nothing ("3 different options").
+const NEUTRAL: [&str; 9] =
+    ["different", "total", "other", "more", "separate", "distinct", "unique", "individual", "possible"];
+
+/// The counts a message states: a whole number (digits, or a number word from two to twelve)
+/// not preceded by a currency sign, `#`, a digit or a decimal point, followed by up to four
+/// words of which the last is a plural (ends in `s`) that is not a measure ([`MEASURES`]) and
+/// is not followed by a restrictive word ([`RESTRICTIVE`]).
+fn counts(content: &str) -> Vec<Count> {
+    static COUNT: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(^|[^\w$#.,€£-])(\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)((?:[ \t]+[a-z][a-z'-]*){1,5})",
+        )
+        .expect("a valid pattern")
+    });
+    let mut out = Vec::new();
+    for c in COUNT.captures_iter(content) {
+        let num = c[2].to_lowercase();
+        let n = num.parse::<usize>().ok().or_else(|| NUMBER_WORDS.iter().position(|w| *w == num).map(|p| p + 2));
+        let Some(n) = n else { continue };
+        let words: Vec<String> = c[3].split_whitespace().map(str::to_lowercase).collect();
+        // The phrase ends at its first plural noun, within four words.
+        let Some(end) = words.iter().take(4).position(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss")) else {
+            continue;
+        };
+        if MEASURES.contains(&words[end].as_str())
+            || words.get(end + 1).is_some_and(|w| RESTRICTIVE.contains(&w.as_str()))
+        {
+            continue;
+        }
+        let phrase: Vec<String> = words[..=end].to_vec();
+        out.push(Count { n, text: format!("{} {}", &c[2], phrase.join(" ")), phrase });
+    }
+    out
+}
+
+/// The stem of a word for matching a phrase with a list's name: lower case, without a plural
+/// `s` or `es`.
+fn stem(w: &str) -> String {
+    let w = w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    w.strip_suffix("es")
+        .filter(|s| s.ends_with(['s', 'x', 'h']))
+        .or_else(|| w.strip_suffix('s'))
+        .unwrap_or(&w)
+        .to_string()
+}
+
+/// Whether a count's phrase names a list: a word of the phrase is (by stem) a word of the
+/// list's key or of its holder's `name` (`"available t-shirt options"` and the variants of the
+/// record named `T-Shirt`; `"3 orders"` and the list `orders`), and every other word before the
+/// noun either names it too, selects nothing ([`NEUTRAL`]) or is a field or value by which the
+/// list's entries are counted in its subsets (`available`, `pending`): "2 pending orders"
+/// cannot be checked against a list of order ids that says nothing of their status.
+fn names(phrase: &[String], l: &Listing) -> bool {
+    if !names_list(phrase, l) {
+        return false;
+    }
+    let words = list_words(l);
+    phrase[..phrase.len().saturating_sub(1)].iter().all(|w| {
+        let st = stem(w);
+        words.contains(&st)
+            || NEUTRAL.contains(&w.as_str())
+            || l.subsets.iter().any(|(label, _)| label.split(['=', '_', ' ']).any(|p| p == w || stem(p) == st))
+    })
+}
+
+/// The stems of a list's key and of its holder's name, the holder's name also whole.
+fn list_words(l: &Listing) -> Vec<String> {
+    let split = |s: &str| -> Vec<String> { s.split(['_', ' ', '.']).filter(|w| w.len() > 2).map(stem).collect() };
+    let mut words = split(&l.name);
+    if let Some(o) = &l.owner {
+        words.push(stem(o));
+        words.extend(split(o));
+    }
+    words
+}
+
+/// Whether a word of the phrase names the list ([`list_words`]).
+fn names_list(phrase: &[String], l: &Listing) -> bool {
+    let words = list_words(l);
+    phrase.iter().map(|w| stem(w)).any(|w| w.len() > 2 && words.contains(&w))
+}
+
+/// Step `i`, an agent's message, states a count of a list that a tool output since the last
+/// user turn lists, and the count is neither the list's length nor the size of one of its
+/// subsets (its entries with a boolean field true or false, or with one value of a status
+/// field).
+pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
+        return;
+    }
+    let r = records(ctx);
+    let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
+    // The lists are in step order: the ones since the last user turn are one range.
+    let (a, b) = (r.listings.partition_point(|l| l.step < from), r.listings.partition_point(|l| l.step < i));
+    let listings: Vec<&Listing> = r.listings[a..b.max(a)].iter().collect();
+    if listings.is_empty() {
+        return;
+    }
+    for c in counts(&t.steps[i].content) {
+        let named: Vec<&&Listing> = listings.iter().filter(|l| names(&c.phrase, l)).collect();
+        let Some(last) = named.last() else { continue };
+        let agrees = named.iter().any(|l| l.size == c.n || l.subsets.iter().any(|(_, k)| *k == c.n));
+        if agrees {
+            continue;
+        }
+        let subsets: Vec<String> = last
+            .subsets
+            .iter()
+            .filter(|(s, _)| s.ends_with("=true"))
+            .take(2)
+            .map(|(s, k)| format!("{k} with {s}"))
+            .collect();
+        let detail = if subsets.is_empty() { String::new() } else { format!(" ({})", subsets.join(", ")) };
+        out.push(finding(
+            Signal::CountMismatch,
+            weights::COUNT_MISMATCH,
+            format!("says \"{}\"; the list it counts at step {} has {}{detail}", c.text, last.step, last.size),
+        ));
+        return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_numbers_before_a_plural_and_not_measures_or_amounts() {
+        let c = counts("Currently, there are 11 available T-shirt options in our store.");
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].n, c[0].phrase.clone()), (11, vec!["available".into(), "t-shirt".into(), "options".into()]));
+        assert_eq!(counts("You have three pending orders.")[0].n, 3);
+        assert!(counts("Refunds take 5 business days; the 500 pieces puzzle costs $53 dollars.").is_empty());
+        assert!(counts("Order #W123 4 items").iter().all(|c| c.n == 4));
+        assert!(counts("a refund of $3.76 items").is_empty(), "an amount is no count");
+        assert!(counts("You have two orders containing water bottles.").is_empty(), "a selection");
+    }
+
+    #[test]
+    fn stems_drop_plurals() {
+        assert_eq!(stem("orders"), "order");
+        assert_eq!(stem("boxes"), "box");
+        assert_eq!(stem("options"), "option");
+        assert_eq!(stem("T-Shirt"), "t-shirt");
+    }
+
+    #[test]
+    fn lists_their_sizes_and_subsets_and_unavailable_records_are_indexed() {
+        let t = crate::model::Trajectory {
+            steps: vec![crate::model::Step {
+                kind: StepKind::ToolResult,
+                tool_name: Some("get_product_details".into()),
+                content: r#"{"name": "T-Shirt", "variants": {"111111": {"item_id": "111111", "available": true},
+                    "222222": {"item_id": "222222", "available": false}, "333333": {"item_id": "333333", "available": true}}}"#
+                    .into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let r = index(&t);
+        assert_eq!(r.unavailable, vec![("222222".to_string(), 0, "available".to_string())]);
+        assert_eq!(r.elsewhere.get("111111"), Some(&0));
+        assert_eq!(r.elsewhere.get("222222"), None);
+        let l = &r.listings[0];
+        assert_eq!((l.name.as_str(), l.owner.as_deref(), l.size), ("variants", Some("t-shirt"), 3));
+        assert!(l.subsets.contains(&("available=true".into(), 2)));
+        assert!(names(&["t-shirt".into(), "options".into()], l));
+        assert!(names(&["available".into(), "t-shirt".into(), "options".into()], l));
+        assert!(!names(&["orders".into()], l));
+        // "cheap" is no field or value of the list: the count is of a selection it cannot check.
+        assert!(!names(&["cheap".into(), "t-shirt".into(), "options".into()], l));
+    }
+}

@@ -1,0 +1,280 @@
+//! The findings about a tool-using assistant's actions and grounding (docs/METHODS.md,
+//! "Actions" and "Grounding"), on small runs in the OpenAI Chat Completions shape built here: a
+//! system policy, user turns, assistant tool calls answered by tool messages.
+
+use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+use falat::substrate::{Context, Substrate, signals};
+use serde_json::{Value, json};
+
+/// The signals these tests watch: the new ones and the generic failure signals they refine.
+const WATCHED: [Signal; 6] = [
+    Signal::RejectedAction,
+    Signal::UnconfirmedAction,
+    Signal::UnavailableValue,
+    Signal::CountMismatch,
+    Signal::FailedAction,
+    Signal::IgnoredToolError,
+];
+
+const POLICY_CONFIRM: &str = "# Store agent policy\n- Before taking consequential actions that update the \
+    database (cancel, modify, return), you have to list the action detail and obtain explicit user \
+    confirmation (yes) to proceed.\n- You can look up orders and products.";
+const POLICY_PLAIN: &str = "# Store agent policy\n- You can look up, cancel and modify orders.";
+
+fn system(text: &str) -> Value {
+    json!({"role": "system", "content": text})
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+/// An assistant turn with one tool call and the tool's answer: two messages, two steps.
+fn call(id: &str, tool: &str, args: Value, result: &str) -> Vec<Value> {
+    vec![
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}),
+        json!({"role": "tool", "tool_call_id": id, "name": tool, "content": result}),
+    ]
+}
+
+fn load(messages: Vec<Value>) -> Trajectory {
+    let bytes = serde_json::to_vec(&Value::Array(messages)).expect("serialises");
+    let loaded = falat::ingest::parse("run.json", &bytes, None).expect("an OpenAI chat log");
+    assert_eq!(loaded.format, falat::model::SourceFormat::OpenAiChat);
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+/// Every watched finding of the run, as `(step, signal)` in step order.
+fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    (0..t.steps.len())
+        .flat_map(|i| {
+            signals::recall(&ctx, i)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| WATCHED.contains(&f.signal))
+                .map(move |f| (i, f.signal))
+        })
+        .collect()
+}
+
+/// The evidence of one finding.
+fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    signals::recall(&ctx, step)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|f| f.signal == signal)
+        .map(|f| f.evidence)
+        .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
+}
+
+fn messages(parts: Vec<Vec<Value>>) -> Vec<Value> {
+    parts.into_iter().flatten().collect()
+}
+
+#[test]
+fn a_state_change_the_tool_rejects_is_found_at_the_call() {
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Please cancel order #W100, I no longer need it.")],
+        call(
+            "c1",
+            "get_order_details",
+            json!({"order_id": "#W100"}),
+            r##"{"order_id": "#W100", "status": "delivered"}"##,
+        ),
+        call(
+            "c2",
+            "cancel_pending_order",
+            json!({"order_id": "#W100", "reason": "no longer needed"}),
+            "Error: non-pending order cannot be cancelled",
+        ),
+        vec![assistant("Sorry, I am unable to cancel it: the order was already delivered.")],
+    ]));
+    assert_eq!(t.steps[4].tool_name.as_deref(), Some("cancel_pending_order"));
+    // The rejected change is the call's own finding (not the generic failed action), and the
+    // assistant's reply names the failure.
+    assert_eq!(findings(&t), vec![(4, Signal::RejectedAction)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::RejectedAction),
+        "cancel_pending_order changes state and the tool rejects it at step 5: Error: non-pending order cannot be cancelled"
+    );
+}
+
+fn cancel_run(confirmation: Option<&str>) -> Trajectory {
+    let mut parts = vec![
+        vec![system(POLICY_CONFIRM), user("I want to cancel order #W200.")],
+        call(
+            "c1",
+            "get_order_details",
+            json!({"order_id": "#W200"}),
+            r##"{"order_id": "#W200", "status": "pending"}"##,
+        ),
+        vec![assistant("Order #W200 is pending and can be cancelled. Do you want me to cancel it?")],
+    ];
+    if let Some(reply) = confirmation {
+        parts.push(vec![user(reply)]);
+    }
+    parts.push(call(
+        "c2",
+        "cancel_pending_order",
+        json!({"order_id": "#W200", "reason": "no longer needed"}),
+        r##"{"order_id": "#W200", "status": "cancelled"}"##,
+    ));
+    parts.push(vec![assistant("Your order #W200 has been cancelled.")]);
+    load(messages(parts))
+}
+
+#[test]
+fn a_state_change_without_the_confirmation_the_policy_asks_for_is_found_and_a_confirmed_one_is_not() {
+    // The user answers with a question, not a yes: the cancellation goes ahead unconfirmed.
+    let t = cancel_run(Some("What is the refund amount?"));
+    assert_eq!(t.steps[6].tool_name.as_deref(), Some("cancel_pending_order"));
+    assert_eq!(findings(&t), vec![(6, Signal::UnconfirmedAction)]);
+    assert_eq!(
+        evidence(&t, 6, Signal::UnconfirmedAction),
+        "cancel_pending_order changes state without the user's confirmation that the policy at step 0 asks for: \
+         no user turn confirms after its question at step 4"
+    );
+    // No user turn at all between the question and the call.
+    let t = cancel_run(None);
+    assert_eq!(findings(&t), vec![(5, Signal::UnconfirmedAction)]);
+    // The same run with a confirming user turn: no finding.
+    let t = cancel_run(Some("Yes, please go ahead."));
+    assert_eq!(findings(&t), vec![]);
+    // A policy that asks for no confirmation: no finding either.
+    let mut plain = cancel_run(Some("What is the refund amount?"));
+    plain.steps[0].content = POLICY_PLAIN.into();
+    assert_eq!(findings(&plain), vec![]);
+}
+
+fn lookup_run(then: Vec<Value>) -> Trajectory {
+    load(messages(vec![
+        vec![system(POLICY_PLAIN), user("My email is jo.doe@example.com; where is my order?")],
+        call("c1", "find_user_id_by_email", json!({"email": "jo.doe@exmple.com"}), "Error: user not found"),
+        then,
+        vec![assistant("I found your account.")],
+    ]))
+}
+
+#[test]
+fn a_lookup_error_recovered_by_a_retry_is_not_an_ignored_error() {
+    // The agent corrects the address and the same lookup succeeds.
+    let t = lookup_run(call("c2", "find_user_id_by_email", json!({"email": "jo.doe@example.com"}), "jo_doe_1234"));
+    assert_eq!(t.steps[2].tool_name.as_deref(), Some("find_user_id_by_email"));
+    assert_eq!(findings(&t), vec![]);
+    // The agent goes on with another tool after the error: that is ignoring it.
+    let t = lookup_run(call("c2", "list_all_product_types", json!({}), r#"{"Jigsaw": "1808611083"}"#));
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError)]);
+    // The retry fails again: not recovered, and the closing "I found your account" ignores the
+    // second error too.
+    let t =
+        lookup_run(call("c2", "find_user_id_by_email", json!({"email": "jo@example.com"}), "Error: user not found"));
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError), (6, Signal::IgnoredToolError)]);
+}
+
+const CATALOGUE: &str = r#"{"name": "T-Shirt", "product_id": "9523456873", "variants": {
+    "9612497925": {"item_id": "9612497925", "options": {"color": "blue", "size": "M"}, "available": true, "price": 50.88},
+    "5047954489": {"item_id": "5047954489", "options": {"color": "red", "size": "L"}, "available": false, "price": 54.84},
+    "8124970213": {"item_id": "8124970213", "options": {"color": "purple", "size": "XL"}, "available": true, "price": 49.67}}}"#;
+
+#[test]
+fn an_item_offered_although_its_record_says_unavailable_is_found() {
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Is there a red T-shirt in size L?")],
+        call("c1", "get_product_details", json!({"product_id": "9523456873"}), CATALOGUE),
+        vec![assistant("Yes! The red T-shirt in size L (item 5047954489) is available for $54.84. Shall I order it?")],
+        vec![user("Great, thanks.")],
+        // A line saying that an item is unavailable is no offer.
+        vec![assistant("Note: item 5047954489 is not available right now; item 9612497925 is.")],
+    ]));
+    assert_eq!(findings(&t), vec![(4, Signal::UnavailableValue)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::UnavailableValue),
+        "uses 5047954489, whose record at step 3 says \"available\": false"
+    );
+}
+
+fn count_run(reply: &str) -> Trajectory {
+    load(messages(vec![
+        vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+        call(
+            "c1",
+            "get_user_details",
+            json!({"user_id": "jo_doe_1234"}),
+            r##"{"name": {"first_name": "Jo", "last_name": "Doe"}, "orders": ["#W1", "#W2", "#W3", "#W4"]}"##,
+        ),
+        vec![assistant(reply)],
+    ]))
+}
+
+#[test]
+fn a_count_that_disagrees_with_its_list_is_found_and_one_that_agrees_is_not() {
+    let t = count_run("You have 3 orders on your account.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(evidence(&t, 4, Signal::CountMismatch), "says \"3 orders\"; the list it counts at step 3 has 4");
+    assert_eq!(findings(&count_run("You have four orders on your account.")), vec![]);
+    // A count of a selection the list cannot check ("pending" is nowhere in it) is left alone.
+    assert_eq!(findings(&count_run("You have 2 pending orders.")), vec![]);
+}
+
+#[test]
+fn a_count_of_available_entries_is_checked_against_the_available_subset() {
+    let run = |reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("How many T-shirt options are available?")],
+            call("c1", "get_product_details", json!({"product_id": "9523456873"}), CATALOGUE),
+            vec![assistant(reply)],
+        ]))
+    };
+    // Three variants, two available: 2 and 3 agree, 4 does not.
+    assert_eq!(findings(&run("There are 2 available T-shirt options.")), vec![]);
+    assert_eq!(findings(&run("There are 3 T-shirt options.")), vec![]);
+    let t = run("There are 4 available T-shirt options.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"4 available t-shirt options\"; the list it counts at step 3 has 3 (2 with available=true)"
+    );
+}
+
+#[test]
+fn a_rejected_change_made_another_way_right_after_is_not_a_finding() {
+    let run = |then: Vec<Value>| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Swap the speaker in order #W300 for the green one.")],
+            call(
+                "c1",
+                "exchange_delivered_order_items",
+                json!({"order_id": "#W300", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+                "Error: non-delivered order cannot be exchanged",
+            ),
+            then,
+            vec![assistant("Done: the speaker in your order is now the green one.")],
+        ]))
+    };
+    // The same order is then modified with success: the exchange's refusal is context.
+    let t = run(call(
+        "c2",
+        "modify_pending_order_items",
+        json!({"order_id": "#W300", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+        r##"{"order_id": "#W300", "status": "pending (item modified)"}"##,
+    ));
+    assert_eq!(findings(&t), vec![]);
+    // Another order is modified instead: the refusal stands.
+    let t = run(call(
+        "c2",
+        "modify_pending_order_items",
+        json!({"order_id": "#W301", "item_ids": ["111111"], "new_item_ids": ["222222"]}),
+        r##"{"order_id": "#W301", "status": "pending (item modified)"}"##,
+    ));
+    assert_eq!(findings(&t), vec![(2, Signal::RejectedAction), (4, Signal::IgnoredToolError)]);
+}
