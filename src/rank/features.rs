@@ -23,15 +23,31 @@ use crate::substrate::Context;
 use crate::substrate::signals::{self, combine, jaccard, word_set};
 
 /// The signals the ranker reads (the machine's; user marks are not features), each with a feature
-/// of its own and all of them in the noisy-or score: [`Signal::STEP_LOCAL`].
-/// [`Signal::BlockingChange`] is left out: it holds in 2 of the 88 labelled tune runs, too few to
-/// fit a weight for it, and folding it into the score moved other runs' fitted probabilities
-/// without a gain in cross-validation (`docs/RANKER.md`). The offline judge uses it with its
-/// hand-set weight.
-const SIGNALS: [Signal; 9] = Signal::STEP_LOCAL;
+/// of its own and all of them in the noisy-or score: [`Signal::STEP_LOCAL`] and the findings about
+/// actions, grounding, assertions and progress (docs/METHODS.md). [`Signal::BlockingChange`] is
+/// left out: it holds in 2 of the 88 labelled tune runs, too few to fit a weight for it, and
+/// folding it into the score moved other runs' fitted probabilities without a gain in
+/// cross-validation (`docs/RANKER.md`). The offline judge uses it with its hand-set weight.
+const SIGNALS: [Signal; 15] = [
+    Signal::UnsourcedValue,
+    Signal::Assumption,
+    Signal::FailedAction,
+    Signal::IgnoredToolError,
+    Signal::PriorDeviation,
+    Signal::WrongDelegation,
+    Signal::PrematureAnswer,
+    Signal::RepeatedFailure,
+    Signal::WrongValueOrigin,
+    Signal::RejectedAction,
+    Signal::UnconfirmedAction,
+    Signal::UnavailableValue,
+    Signal::CountMismatch,
+    Signal::UnverifiedAssertion,
+    Signal::NoProgress,
+];
 
 /// Feature names, in row order (the model file lists them and is checked against this).
-pub const NAMES: [&str; 60] = [
+pub const NAMES: [&str; 66] = [
     "score",
     "score_share",
     "findings",
@@ -44,6 +60,12 @@ pub const NAMES: [&str; 60] = [
     "sig_premature_answer",
     "sig_repeated_failure",
     "sig_wrong_value_origin",
+    "sig_rejected_action",
+    "sig_unconfirmed_action",
+    "sig_unavailable_value",
+    "sig_count_mismatch",
+    "sig_unverified_assertion",
+    "sig_no_progress",
     "earliest_candidate",
     "earlier_candidates",
     "pos_rel",
