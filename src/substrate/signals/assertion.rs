@@ -5,7 +5,8 @@
 //! A run usually goes wrong before it ends, but the step that first *declares* it finished is
 //! where an unverified result becomes the run's output: the claim "request satisfied", a
 //! `FINAL ANSWER:` line, a ledger's `is_request_satisfied` set to true, "successfully completed".
-//! When the values that claim asserts (the observed output's items, or the claim's own numbers)
+//! When the values that claim asserts (the observed output's items when it states the output, or
+//! its own numbers)
 //! appear in no observation before it (no tool output, no page an agent read), nothing verified
 //! them: the finding holds. A completion claim without values holds when no observation after the
 //! last action reported on that action's effect.
@@ -23,7 +24,7 @@ use crate::model::StepKind;
 /// `is_request_satisfied` answered true, or words that declare completion.
 static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r#"(?is)(^|\n)\s*(\*\*)?final answer(\*\*)?\s*[:：]"#,
+        r#"(?is)\bfinal answer(\*\*)?\s*[:：]"#,
         r#"|"is_request_satisfied"\s*:\s*\{[^{}]*"answer"\s*:\s*true"#,
         r#"|is_request_satisfied\W{0,4}true"#,
         r#"|\brequest (is |has been )?(satisfied|fulfilled|complete)"#,
@@ -62,19 +63,46 @@ fn quote(content: &str, start: usize, end: usize) -> String {
     crate::text::clip(line, 80)
 }
 
-/// The values the assertion at step `a` asserts: the observed output's items when the run
-/// recorded one, else the step's own non-trivial numbers.
+/// The values the assertion at step `a` asserts: what follows its final-answer line (split at
+/// commas and semicolons); else the observed output's items when the step states the observed
+/// output; else the step's own non-trivial numbers (none for a bare claim). Lower case.
 fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
-    let items = output_items(ctx);
-    if !items.is_empty() {
-        return items;
-    }
     let content = &ctx.trajectory.steps[a].content;
+    if let Some(m) = ANSWER_LINE.captures(content).and_then(|c| c.get(1)) {
+        let items: Vec<String> = m
+            .as_str()
+            .split([',', ';'])
+            .map(|x| x.trim().trim_matches(['.', '"', '\'', '*']).to_lowercase())
+            .filter(|x| x.chars().count() >= 2)
+            .take(8)
+            .collect();
+        if !items.is_empty() {
+            return items;
+        }
+    }
+    let observed =
+        ctx.trajectory.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
+    if observed.is_some_and(|o| content.contains(o)) {
+        let items = output_items(ctx);
+        if !items.is_empty() {
+            return items;
+        }
+    }
     ctx.hierarchy.evidence[a]
         .iter()
         .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
         .map(|e| e.text(content).to_lowercase())
         .collect()
+}
+
+/// The text of a final-answer line after its marker.
+static ANSWER_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bfinal answer(?:\*\*)?\s*[:：]\s*([^\n]+)").unwrap());
+
+/// The numbers written in `text` (digits with separators and a decimal part), as written.
+fn numbers(text: &str) -> Vec<String> {
+    static NUM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d[\d,]*(?:\.\d+)?").unwrap());
+    NUM.find_iter(text).map(|m| m.as_str().trim_end_matches(',').replace(',', "")).collect()
 }
 
 /// Whether step `j` is an observation: a tool output or a page an agent read.
@@ -91,7 +119,14 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let values = asserted_values(ctx, a);
     let lower = super::lower_of;
-    let observed_before = |v: &str| (0..a).any(|j| is_observation(ctx, j) && lower(ctx, j).contains(v));
+    // An item is observed when an earlier observation contains it, or, for an item with numbers
+    // ("4310 invoices"), when every number of it stands in one (as a whole word).
+    let seen = |v: &str| (0..a).any(|j| is_observation(ctx, j) && lower(ctx, j).contains(v));
+    let seen_number = |n: &str| (0..a).any(|j| is_observation(ctx, j) && numbers(lower(ctx, j)).iter().any(|x| x == n));
+    let observed_before = |v: &str| {
+        let ns = numbers(v);
+        seen(v) || !ns.is_empty() && ns.iter().all(|n| seen_number(n))
+    };
     let evidence = if values.is_empty() {
         // A bare completion claim: verified when an observation follows the last action.
         let last_action = (1..a).rev().find(|&j| super::result_of(ctx, j).is_some());

@@ -31,13 +31,13 @@ fn stalls<'a>(ctx: &Context<'a>) -> &'a [Option<String>] {
 /// browsing agent), its result for a tool call.
 fn observation_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
     let s = &ctx.hierarchy.steps[i];
-    if is_agent_output(ctx, i) {
-        return Some(i);
-    }
     if s.kind == StepKind::ToolResult || matches!(s.action, Action::Coordinate | Action::Plan | Action::Request) {
         return None;
     }
-    result_of(ctx, i)
+    if let Some(r) = result_of(ctx, i) {
+        return Some(r);
+    }
+    is_agent_output(ctx, i).then_some(i)
 }
 
 /// Whether the plan asked for step `i`: an instruction or a delegation to its agent came right

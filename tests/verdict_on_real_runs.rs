@@ -1,0 +1,235 @@
+//! How FALAT decides on runs shaped like the ones people debug (docs/METHODS.md, "When
+//! verification does not discriminate", "Assertion", "Progress", "No failure found", "The final
+//! output"): small OpenAI Chat Completions runs built here, and every bundled hand-crafted
+//! Who&When run.
+
+use falat::diagnosis::{Rule, Signal};
+use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::{self, Method, MethodOptions};
+use falat::model::Trajectory;
+use falat::substrate::{Context, Substrate, signals};
+use serde_json::{Value, json};
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+/// An assistant turn with one tool call and the tool's answer: two messages, two steps.
+fn call(id: &str, tool: &str, args: Value, result: &str) -> Vec<Value> {
+    vec![
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}),
+        json!({"role": "tool", "tool_call_id": id, "name": tool, "content": result}),
+    ]
+}
+
+fn load(messages: Vec<Value>) -> Trajectory {
+    let bytes = serde_json::to_vec(&Value::Array(messages)).expect("serialises");
+    let loaded = falat::ingest::parse("run.json", &bytes, None).expect("an OpenAI chat log");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+/// The steps showing `signal`, in step order.
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    (0..t.steps.len())
+        .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == signal))
+        .collect()
+}
+
+fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    signals::recall(&ctx, step)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|f| f.signal == signal)
+        .map(|f| f.evidence)
+        .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
+}
+
+fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
+    methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(false))
+}
+
+#[test]
+fn a_completion_claim_before_any_observation_of_its_value_is_an_unverified_assertion() {
+    // Step 0 asks; step 1 answers from nothing: the answer's value was never observed.
+    let t = load(vec![
+        user("How many invoices did the Oslo office send in March?"),
+        assistant("I checked the ledger. FINAL ANSWER: 4310 invoices."),
+    ]);
+    assert_eq!(steps_with(&t, Signal::UnverifiedAssertion), vec![1]);
+    let e = evidence(&t, 1, Signal::UnverifiedAssertion);
+    assert_eq!(
+        e,
+        "asserts the final result (\"I checked the ledger. FINAL ANSWER: 4310 invoices.\") but \"4310 invoices\" appears in no observation before it"
+    );
+
+    // The same answer after a tool output that shows the value: verified, no finding.
+    let mut m = vec![user("How many invoices did the Oslo office send in March?")];
+    m.extend(call("c1", "count_invoices", json!({"office": "Oslo", "month": "March"}), "{\"count\": 4310}"));
+    m.push(assistant("FINAL ANSWER: 4310 invoices."));
+    let t = load(m);
+    assert_eq!(steps_with(&t, Signal::UnverifiedAssertion), Vec::<usize>::new());
+}
+
+#[test]
+fn only_the_first_assertion_counts_and_a_bare_claim_needs_an_observation_after_the_last_action() {
+    // Step 1 changes a record, the tool answers (step 2), then the agent claims completion (3):
+    // the claim reports on an observed effect.
+    let mut m = vec![user("Please cancel order 18.")];
+    m.extend(call("c1", "cancel_order", json!({"order": "18"}), "{\"status\": \"cancelled\"}"));
+    m.push(assistant("Your request has been successfully completed."));
+    m.push(assistant("The task is complete."));
+    let t = load(m);
+    assert_eq!(steps_with(&t, Signal::UnverifiedAssertion), Vec::<usize>::new());
+
+    // Claimed done with the action's result never seen: the call's answer is missing.
+    let t = load(vec![
+        user("Please cancel order 18."),
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "cancel_order", "arguments": "{\"order\":\"18\"}"}}]}),
+        assistant("The task is complete."),
+        assistant("Request satisfied."),
+    ]);
+    let at = steps_with(&t, Signal::UnverifiedAssertion);
+    assert_eq!(at, vec![2], "the first claim only");
+    assert!(evidence(&t, 2, Signal::UnverifiedAssertion).starts_with("claims the task done"));
+}
+
+#[test]
+fn an_action_that_brings_back_what_was_already_seen_makes_no_progress() {
+    let page = "Results: 1. Lincoln Park Zoo opening hours 10:00-17:00. 2. Lincoln Park \
+                Conservatory tickets free. 3. Nature boardwalk map and trail guide.";
+    let mut m = vec![user("Find a supermarket within two blocks of Lincoln Park.")];
+    m.extend(call("c1", "web_search", json!({"q": "supermarket Lincoln Park"}), page));
+    m.extend(call("c2", "web_search", json!({"q": "grocery near Lincoln Park"}), page));
+    m.extend(call("c3", "web_search", json!({"q": "Lincoln Park food"}), "No results found."));
+    m.push(assistant("There is no supermarket near Lincoln Park."));
+    let t = load(m);
+    // Step 1 saw the page first; step 3 saw it again; step 5's search came back empty.
+    assert_eq!(steps_with(&t, Signal::NoProgress), vec![3, 5]);
+    assert_eq!(
+        evidence(&t, 3, Signal::NoProgress),
+        "brings nothing new toward the task: its observation (step 4) repeats step 2's"
+    );
+    assert_eq!(
+        evidence(&t, 5, Signal::NoProgress),
+        "brings nothing new toward the task: its observation (step 6) is empty"
+    );
+}
+
+#[test]
+fn a_successful_run_gets_no_failure_found_instead_of_a_root_cause() {
+    let mut m = vec![user("What is the weather in Paris?")];
+    m.extend(call("c1", "get_weather", json!({"city": "Paris"}), "rainy, 57F"));
+    m.push(assistant("It is rainy in Paris."));
+    let t = load(m);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None);
+    assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }), "{:?}", d.explanation.rule);
+    assert_eq!(d.explanation.rule.as_str(), "no_failure");
+    assert_eq!(
+        d.reason,
+        "No failure found: no step is an error or shows a finding, and there is no expected output to compare the output with."
+    );
+    assert!(d.roles.is_empty(), "no ROOT_CAUSE: {:?}", d.roles);
+    // The ranking is still there for a reader who knows the run failed.
+    assert_eq!(d.ranking.len(), t.steps.len());
+    let report = falat::report::to_markdown(&t, &d);
+    assert!(report.contains("**No failure found**: no ROOT_CAUSE is named."), "{report}");
+
+    // The same run with a tool error is not clean: a step is named.
+    let mut m = vec![user("What is the weather in Paris?")];
+    m.extend(call("c1", "get_weather", json!({"city": "Paris"}), "Error: division by zero"));
+    m.push(assistant("It is rainy in Paris."));
+    let d = falat(&load(m));
+    assert!(d.decisive_step.is_some());
+    assert!(!matches!(d.explanation.rule, Rule::NoFailure { .. }));
+}
+
+#[test]
+fn a_run_whose_record_says_it_failed_is_never_called_clean() {
+    let mut m = vec![user("What is the weather in Paris?")];
+    m.extend(call("c1", "get_weather", json!({"city": "Paris"}), "rainy, 57F"));
+    m.push(assistant("It is rainy in Paris."));
+    let mut t = load(m);
+    t.metadata.push(("reward".into(), "0.0".into()));
+    let d = falat(&t);
+    assert!(d.decisive_step.is_some(), "a recorded failure has a step to attribute");
+    assert_eq!(signals::recorded_failure(&t).as_deref(), Some("reward=0.0"));
+}
+
+/// The bundled hand-crafted Who&When runs (Magentic-One logs).
+fn hand_crafted() -> Vec<(String, Trajectory)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when/Hand-Crafted");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("the bundled data") {
+        let path = e.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let bytes = std::fs::read(&path).expect("readable");
+            let name = path.display().to_string();
+            let loaded = falat::ingest::parse(&name, &bytes, None).expect("a Who&When run");
+            out.extend(loaded.trajectories.into_iter().map(|t| (name.clone(), t)));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_final_output_of_every_hand_crafted_run_with_a_final_answer_line_is_that_line() {
+    let runs = hand_crafted();
+    assert_eq!(runs.len(), 35, "the bundled hand-crafted runs");
+    let mut with_line = 0;
+    for (name, t) in &runs {
+        let line = t.steps.iter().rposition(|s| {
+            s.kind != falat::model::StepKind::ToolResult
+                && s.content.lines().any(|l| l.trim_start().to_ascii_uppercase().starts_with("FINAL ANSWER:"))
+        });
+        let Some(line) = line else { continue };
+        with_line += 1;
+        let sub = Substrate::build(t);
+        let ctx = Context::of(t, &sub, true);
+        assert_eq!(signals::final_step(&ctx), Some(line), "{name}: the final output is the FINAL ANSWER step");
+        // Its verdict cites the same step as the final output.
+        let d = methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(true));
+        assert_eq!(d.final_output_step, Some(line), "{name}");
+    }
+    assert_eq!(with_line, 33, "runs with a FINAL ANSWER line");
+}
+
+#[test]
+fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
+    // Over the bundled hand-crafted runs: whenever the rule is the ranking's, the named step is a
+    // candidate that passed both criteria (never a step outside the candidates), and its reason
+    // says the ranking decided.
+    let mut seen = 0;
+    for (name, t) in hand_crafted() {
+        let d = methods::run(Method::Falat, &t, &HeuristicJudge, &MethodOptions::new(true));
+        let Rule::Ranking { why } = &d.explanation.rule else { continue };
+        seen += 1;
+        let s = d.decisive_step.expect("a step");
+        assert!(d.reason.starts_with("Decided by the ranking ("), "{name}: {}", d.reason);
+        if why.starts_with("all ") {
+            let c = d.candidate(s).unwrap_or_else(|| panic!("{name}: step {s} is a candidate"));
+            let v = c.verification.as_ref().expect("verified");
+            assert!(v.independence.passed && v.sufficiency.passed, "{name}: step {s}");
+            // The most probable of the passing candidates.
+            let p = |x: usize| d.ranking.iter().find(|r| r.step == x).map_or(0.0, |r| r.probability);
+            for o in d
+                .candidates
+                .iter()
+                .filter(|c| c.verification.as_ref().is_some_and(|v| v.independence.passed && v.sufficiency.passed))
+            {
+                assert!(p(o.step) <= p(s) + 1e-6, "{name}: step {} is more probable than {s}", o.step);
+            }
+        }
+    }
+    assert!(seen >= 5, "the ranking decided {seen} hand-crafted runs");
+}
