@@ -233,3 +233,27 @@ fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
     }
     assert!(seen >= 5, "the ranking decided {seen} hand-crafted runs");
 }
+
+fn corpus(rel: &str) -> Trajectory {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus").join(rel);
+    let bytes = std::fs::read(&path).expect("a bundled corpus file");
+    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
+}
+
+#[test]
+fn a_call_the_user_refused_is_the_user_s_decision_not_the_agent_s_error() {
+    // Claude Code: the user refused both tool calls and interrupted the run. Nothing the agent
+    // did failed, and "-80" of `head -80` is no stated value.
+    let t = corpus("claude-code/spotter_short.jsonl");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None);
+    assert_eq!(
+        d.reason,
+        "No failure found: the user refused the call answered at step 5; otherwise no step is an error or shows a \
+         finding, and there is no expected output to compare the output with."
+    );
+    // An OpenInference run that asked the weather and reported it: nothing went wrong.
+    let t = corpus("openinference/arize_openinference_client_span_tool_calls.attrs.json");
+    let d = falat(&t);
+    assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }), "{}", d.reason);
+}

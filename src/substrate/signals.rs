@@ -94,10 +94,14 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     if s.flags.hedged && s.action != Action::Plan {
         f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
     }
-    if !actions::rejected(ctx, i, &mut f) {
+    // A call the user refused is the user's decision, not the agent's error.
+    let refused = result_of(ctx, i).is_some_and(|r| refused_by_user(ctx, r));
+    if !refused && !actions::rejected(ctx, i, &mut f) {
         failed_action(ctx, i, &mut f);
     }
-    ignored_error(ctx, i, &mut f);
+    if !(i > 0 && refused_by_user(ctx, i - 1)) {
+        ignored_error(ctx, i, &mut f);
+    }
     actions::unconfirmed(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
@@ -595,14 +599,45 @@ fn expected_index<'a>(ctx: &Context<'a>) -> Option<&'a ExpectedIndex> {
     ctx.facts.expected_index.get_or_init(|| ctx.trajectory.expected_output.as_deref().map(ExpectedIndex::of)).as_ref()
 }
 
+/// Whether tool output `r` says the user refused the call (a permission prompt answered no): the
+/// agent asked and the person in the loop declined, which is their decision, not a failed or
+/// rejected action of the agent's. Read from the output's opening (lower case).
+pub fn refused_by_user(ctx: &Context<'_>, r: usize) -> bool {
+    let Some(s) = ctx.trajectory.steps.get(r) else { return false };
+    if s.kind != StepKind::ToolResult {
+        return false;
+    }
+    let head: String = lower_of(ctx, r).chars().take(200).collect();
+    [
+        "user doesn't want to proceed",
+        "user does not want to proceed",
+        "user denied",
+        "user declined",
+        "user rejected",
+        "user refused",
+        "denied by the user",
+        "declined by the user",
+        "rejected by the user",
+        "refused by the user",
+    ]
+    .iter()
+    .any(|p| head.contains(p))
+}
+
 /// Why the run shows no failure, one clause, or `None` when it shows one: no step is an error or
 /// a failed execution (as the format or the content says), no step of the whole run has a
 /// finding ([`recall`]), and, with ground truth, the observed output agrees with the expected
 /// one. FALAT then says "no failure found" instead of naming a ROOT_CAUSE.
 pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
     let t = ctx.trajectory;
-    let errors = ctx.hierarchy.steps.iter().any(|s| s.flags.error || s.flags.failed_execution)
-        || t.steps.iter().any(|s| s.is_error);
+    // Calls the user refused are the user's decision: not errors of the run.
+    let refused: Vec<usize> = (0..t.steps.len()).filter(|&r| refused_by_user(ctx, r)).collect();
+    let errors = ctx.hierarchy.steps.iter().any(|s| {
+        // An error line in a tool call's own text (a command that redirects stderr) is no
+        // error of the run; one in a tool output or an agent's report is.
+        let error_line = s.flags.error && s.kind != StepKind::ToolCall;
+        (error_line || s.flags.failed_execution || t.steps[s.index].is_error) && !refused.contains(&s.index)
+    });
     if errors || t.steps.is_empty() || recorded_failure(t).is_some() {
         return None;
     }
@@ -615,7 +650,11 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
     if (0..t.steps.len()).any(|i| recall(ctx, i).is_some()) {
         return None;
     }
-    Some(format!("no step is an error or shows a finding, and {output}"))
+    let stop = match refused.first() {
+        Some(r) => format!("the user refused the call answered at step {r}; otherwise "),
+        None => String::new(),
+    };
+    Some(format!("{stop}no step is an error or shows a finding, and {output}"))
 }
 
 /// The run's own record of its outcome, when it says the run failed: a metadata field the loader
