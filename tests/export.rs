@@ -47,9 +47,23 @@ fn any_agent_span_ids() -> Vec<String> {
     re.captures_iter(&text).map(|c| format!("{:016x}", c[1].parse::<u64>().unwrap())).collect()
 }
 
+// These traces are runs that went well: FALAT says "no failure found" on them and names no step
+// (tested below), so the exports' mechanics are tested on ECHO's verdicts, which always name one.
+
+#[test]
+fn a_run_without_a_failure_has_nothing_to_export_and_says_so() {
+    let r = json_of(&["diagnose", "--format", "json", ANY_AGENT]);
+    assert_eq!(r["decisive_step"], Value::Null);
+    assert_eq!(r["explanation"]["rule"], "no_failure");
+    let out = falat().args(["diagnose", "--format", "otlp", ANY_AGENT]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("falat names no decisive step, so there is nothing to attach in OTLP"), "{err}");
+}
+
 #[test]
 fn the_json_report_gives_every_named_step_its_source_ids_and_the_trace_id_as_written() {
-    let r = json_of(&["diagnose", "--format", "json", ANY_AGENT]);
+    let r = json_of(&["diagnose", "--method", "echo", "--format", "json", ANY_AGENT]);
     assert_eq!(r["trajectory"]["trace_id"], ANY_AGENT_TRACE);
     let spans = any_agent_span_ids();
     let decisive = r["decisive_step"].as_u64().unwrap();
@@ -73,9 +87,9 @@ fn the_json_report_gives_every_named_step_its_source_ids_and_the_trace_id_as_wri
 
 #[test]
 fn the_markdown_report_names_the_trace_and_the_decisive_span() {
-    let json = json_of(&["diagnose", "--format", "json", ANY_AGENT]);
+    let json = json_of(&["diagnose", "--method", "echo", "--format", "json", ANY_AGENT]);
     let span = json["decisive_source"]["span_id"].as_str().unwrap().to_string();
-    let md = stdout_of(&["diagnose", ANY_AGENT]);
+    let md = stdout_of(&["diagnose", "--method", "echo", ANY_AGENT]);
     assert!(md.contains(&format!("In the source: trace_id {ANY_AGENT_TRACE}, span_id {span}\n")), "{md}");
     assert!(md.contains(&format!("## Source ids\n\nTrace id: `{ANY_AGENT_TRACE}`\n")), "{md}");
     assert!(!md.contains("e+38") && !md.contains("e38"), "the trace id was re-typed through a float");
@@ -141,8 +155,8 @@ fn attr<'a>(r: &'a vendor::LogRecord, key: &str) -> &'a vendor::AnyValue {
 
 #[test]
 fn otlp_export_is_an_export_logs_service_request_on_the_decisive_span() {
-    let report = json_of(&["diagnose", "--format", "json", ANY_AGENT]);
-    let body = stdout_of(&["diagnose", "--format", "otlp", ANY_AGENT]);
+    let report = json_of(&["diagnose", "--method", "echo", "--format", "json", ANY_AGENT]);
+    let body = stdout_of(&["diagnose", "--method", "echo", "--format", "otlp", ANY_AGENT]);
     let records = otlp_records(&body);
     let first = &records[0];
     // 100927429609276267646756448943279827607 in hex.
@@ -160,16 +174,16 @@ fn otlp_export_is_an_export_logs_service_request_on_the_decisive_span() {
     // One record per step with a role, each on its own span.
     assert_eq!(records.len(), report["roles"].as_array().unwrap().len().max(1));
     // An OTLP/JSON trace with hex ids exports them unchanged.
-    let records = otlp_records(&stdout_of(&["diagnose", "--format", "otlp", OTLP]));
-    let src = &json_of(&["diagnose", "--format", "json", OTLP])["decisive_source"];
+    let records = otlp_records(&stdout_of(&["diagnose", "--method", "echo", "--format", "otlp", OTLP]));
+    let src = &json_of(&["diagnose", "--method", "echo", "--format", "json", OTLP])["decisive_source"];
     assert_eq!(records[0].span_id.as_deref(), src["span_id"].as_str());
     assert_eq!(records[0].trace_id.as_deref(), src["trace_id"].as_str());
 }
 
 #[test]
 fn phoenix_export_is_a_span_annotations_body() {
-    let report = json_of(&["diagnose", "--format", "json", OPENINFERENCE]);
-    let body = stdout_of(&["diagnose", "--format", "phoenix", "--method", "falat,echo", OPENINFERENCE]);
+    let report = json_of(&["diagnose", "--method", "echo", "--format", "json", OPENINFERENCE]);
+    let body = stdout_of(&["diagnose", "--format", "phoenix", "--method", "echo,all-at-once", OPENINFERENCE]);
     let req: vendor::AnnotateSpansRequestBody = serde_json::from_str(&body).expect("an AnnotateSpansRequestBody");
     assert_eq!(req.data.len(), 2, "one annotation per method");
     let a = &req.data[0];
@@ -177,8 +191,8 @@ fn phoenix_export_is_a_span_annotations_body() {
     assert!(vendor::is_hex_id(&a.span_id, 8));
     assert_eq!(a.name, "falat.decisive_error");
     assert_eq!(a.annotator_kind, vendor::AnnotatorKind::Code);
-    assert_eq!(a.identifier, "falat");
-    assert_eq!(req.data[1].identifier, "echo");
+    assert_eq!(a.identifier, "echo");
+    assert_eq!(req.data[1].identifier, "all-at-once");
     let result = a.result.as_ref().unwrap();
     assert_eq!(result.label.as_deref(), report["category"].as_str());
     assert_eq!(result.score, report["confidence"].as_f64());
@@ -190,12 +204,13 @@ fn phoenix_export_is_a_span_annotations_body() {
 
 #[test]
 fn langfuse_export_is_a_list_of_score_bodies_on_the_trace_and_observation() {
-    let report = json_of(&["diagnose", "--format", "json", LANGFUSE]);
+    let report = json_of(&["diagnose", "--method", "echo", "--format", "json", LANGFUSE]);
     let reports: Vec<Value> = match report {
         Value::Array(v) => v,
         one => vec![one],
     };
-    let body: Vec<Value> = serde_json::from_str(&stdout_of(&["diagnose", "--format", "langfuse", LANGFUSE])).unwrap();
+    let body: Vec<Value> =
+        serde_json::from_str(&stdout_of(&["diagnose", "--method", "echo", "--format", "langfuse", LANGFUSE])).unwrap();
     assert_eq!(body.len(), 2 * reports.len(), "a numeric and a categorical score per diagnosis");
     for (pair, r) in body.chunks(2).zip(&reports) {
         let scores: Vec<vendor::CreateScoreRequest> =

@@ -1495,7 +1495,7 @@ fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
     // it is what is cut, and the agent name stays whole when it can.
     let range = app.phases()[app.nav.phase].range.clone();
     let tagged: Vec<(usize, Role)> = d.roles.iter().copied().filter(|(s, _)| range.contains(s)).collect();
-    assert_eq!(tagged, [(46, Role::RootCause), (48, Role::Symptom)]);
+    assert_eq!(tagged, [(61, Role::RootCause), (63, Role::Propagation), (64, Role::Propagation)]);
     for (s, role) in tagged {
         let tag = match role {
             Role::RootCause => "ROOT",
@@ -1511,7 +1511,7 @@ fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
         assert!(row.contains(&format!(" {tag} ")), "{tag} in {row:?}");
         assert!(row.ends_with("…│"), "the decision is cut, not the tag: {row:?}");
     }
-    assert!(rows.iter().any(|r| r.contains(" 46 Orchestrator ROOT ")), "{rows:#?}");
+    assert!(rows.iter().any(|r| r.contains(" 61 Orchestrator ROOT ")), "{rows:#?}");
     insta::assert_snapshot!("hand-crafted-47-80x24-after-run", term.backend().to_string());
 }
 
@@ -1523,7 +1523,11 @@ fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
     press_on(&mut app, "a", 80, 24);
     let phases = app.screen.panes[0];
     assert_eq!((app.phases().len(), app.screen.phase_rows), (9, 5));
-    // The thumb at the top, then the track.
+    // The run selects the decisive step's phase, the last: the list has scrolled and the thumb is
+    // at the bottom; at the first phase the thumb is at the top, then the track.
+    assert_eq!(right_border(&draw(&app, 80, 24), phases), "║║███");
+    press_on(&mut app, "<esc>g", 80, 24);
+    assert_eq!((app.nav.focus, app.nav.phase), (Pane::Phases, 0));
     assert_eq!(right_border(&draw(&app, 80, 24), phases), "███║║");
     // At the last phase, the list has scrolled and the thumb is at the bottom.
     press_on(&mut app, "<esc>G", 80, 24);
@@ -2016,12 +2020,12 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     let mut app = f.open();
     press(&mut app, "a5");
     let m = app.machine_verdict().expect("machine verdict");
-    assert_eq!(m.decisive_step, Some(46));
+    assert_eq!(m.decisive_step, Some(61));
     assert_eq!(m.more_probable_step().map(|(r, _)| r.step), Some(24));
     let verdict = screen(&app);
     assert!(
         verdict.contains(
-            "Step 24 (FileSurfer) is more probable than step 46 (P 0.08 against 0.01). FALAT names step 46 because it is the"
+            "Step 24 (FileSurfer) is more probable than step 61 (P 0.09 against 0.01). FALAT names step 61 because all 2"
         ),
         "{verdict}"
     );
@@ -2058,7 +2062,7 @@ fn at_80_by_24_the_verdict_scrolls_to_its_end_and_back() {
     let mut app = f.open();
     press_on(&mut app, "a5", 80, 24);
     let top = small(&app);
-    assert!(top.contains("ROOT_CAUSE   decisive step 46"), "{top}");
+    assert!(top.contains("ROOT_CAUSE   decisive step 61"), "{top}");
     assert!(!top.contains("export: press e"), "the end is below at first: {top}");
     assert!(top.contains("↓ more (ctrl-d)"), "the border says more is below: {top}");
     press_on(&mut app, "<c-d>", 80, 24);
@@ -2202,7 +2206,7 @@ fn the_roles_header_grows_so_that_the_dependency_path_stays_visible() {
     for (w, h) in [(80, 24), (60, 15)] {
         press_on(&mut app, "a3", w, h);
         let s = draw(&app, w, h).backend().to_string();
-        assert!(s.contains("dependency path to the final output: none from step 46"), "{w}x{h}: {s}");
+        assert!(s.contains("dependency path to the final output: 61 → 63 → 66"), "{w}x{h}: {s}");
         assert!(s.contains("ROOT_CAUSE   Orchestrator"), "{w}x{h}: {s}");
     }
 }

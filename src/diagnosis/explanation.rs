@@ -135,9 +135,8 @@ impl Claim {
                 let how = match rule {
                     Rule::Fallback { why, .. } => format!("step {named} by its fallback ({})", text::sanitize(why)),
                     Rule::Pinned => format!("step {named} because you pinned it"),
-                    Rule::RankedFirst | Rule::Ranking { .. } => {
-                        format!("step {named}, the best-ranked step you did not exclude")
-                    }
+                    Rule::RankedFirst => format!("step {named}, the best-ranked step you did not exclude"),
+                    Rule::Ranking { why } => format!("step {named} because {}", text::sanitize(why)),
                     Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
                         format!("step {named} because it is {}", method.decision_rule())
                     }
@@ -150,7 +149,7 @@ impl Claim {
                 )
             }
             Claim::PathToOutput { path } if path.len() == 1 => {
-                format!("Step {} is itself the final output's step (the last turn with substance).", path[0])
+                format!("Step {} is itself the final output's step (the step that states the run's answer).", path[0])
             }
             Claim::PathToOutput { path } => {
                 let p: Vec<String> = path.iter().map(|s| s.to_string()).collect();
@@ -158,7 +157,7 @@ impl Claim {
             }
             Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => {
                 let end = match final_step {
-                    Some(e) => format!("step {e}, the final output's step (the last turn with substance)"),
+                    Some(e) => format!("step {e}, the final output's step (the step that states the run's answer)"),
                     None => "the final output's step".to_string(),
                 };
                 let mut s = format!("The dependency graph has no path from step {from} to {end}.");
@@ -340,7 +339,7 @@ mod tests {
         let p = Claim::PathToOutput { path: vec![4] };
         assert_eq!(
             p.sentence(Method::Falat, &Rule::Method),
-            "Step 4 is itself the final output's step (the last turn with substance)."
+            "Step 4 is itself the final output's step (the step that states the run's answer)."
         );
     }
 }

@@ -394,8 +394,10 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
         Verdict::Valid(ch) | Verdict::Pinned(ch) => {
             Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") }
         }
+        // The named step passed when verification passed every candidate and the ranking chose
+        // among them; otherwise no step passed this last criterion.
         Verdict::Ranked(ch, why) => Criterion {
-            passed: false,
+            passed: ch == step && matches!(why, Undiscriminating::AllPassed { .. }),
             evidence: if ch == step {
                 format!("{}: this step", why.clause())
             } else {

@@ -614,14 +614,32 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             end.and_then(|e| if step == e { Some(vec![step]) } else { deps.graph.path(step, e) }).unwrap_or_default();
         d.final_output_step = end;
         explain(&mut d, step, p.research.as_ref());
+        if d.explanation.findings.is_empty() {
+            // Re-search may name a step recall did not search (its phase was not suspicious):
+            // its findings are still what the comparison read.
+            d.explanation.findings = signals::recall(&ctx, step).unwrap_or_default();
+            d.category = d.explanation.category(ErrorCategory::Unknown);
+        }
         let moved = p.research.as_ref().is_some_and(|r| Some(r.decisive) != p.verified.as_ref().and_then(|v| v.chosen));
+        // The re-search checks a window's steps against each other only, so it can pass a step
+        // verification failed (an earlier candidate outside the window feeds it): say which, or
+        // the warning and the checks read as a contradiction.
+        let window_pass = p
+            .research
+            .as_ref()
+            .is_some_and(|r| r.checks.iter().any(|k| k.step == step && k.independence.passed && k.sufficiency.passed));
+        let note = if window_pass {
+            " (the re-search's check passes it, but against the steps of its window only)"
+        } else {
+            ""
+        };
         if let Some(Verdict::Ranked(_, why)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
             && d.overrides.pinned != Some(step)
         {
             let clause = why.clause();
             if let decision::Undiscriminating::NonePassed { .. } = why {
-                d.warnings.push(format!("unverified: {clause} (step {step})"));
+                d.warnings.push(format!("unverified: {clause} (step {step}){note}"));
                 d.fallback = Some(clause.clone());
             }
             d.explanation.rule = Rule::Ranking { why: clause };
@@ -629,18 +647,6 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
         if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
         {
-            // Re-search may have moved the decision to a step that passes its own check; if not:
-            // the re-search checks a window's steps against each other only, so it can pass a
-            // step verification failed (an earlier candidate outside the window feeds it): say
-            // which, or the warning and the checks read as a contradiction.
-            let window_pass = p.research.as_ref().is_some_and(|r| {
-                r.checks.iter().any(|k| k.step == step && k.independence.passed && k.sufficiency.passed)
-            });
-            let note = if window_pass {
-                " (the re-search's check passes it, but against the steps of its window only)"
-            } else {
-                ""
-            };
             // With no live candidate left for the fallback, the best-ranked step is named.
             let (name, why) = match named {
                 Some(_) => (
