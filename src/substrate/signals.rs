@@ -464,7 +464,7 @@ fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
             !matches!(s.action, Action::Terminate | Action::Coordinate | Action::ToolOutput)
                 && content.len() > 15
                 && !COMPLETION_ONLY.is_match(content)
-                && !(agents_speak && is_outside_agent(&s.agent))
+                && (!agents_speak || !is_outside_agent(&s.agent))
         })
         .or_else(|| steps.last())
         .map(|s| s.index)

@@ -59,7 +59,7 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
     let mut out = vec![None; n];
     // Earlier observations per agent (or tool), most recent last.
     let mut seen: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
-    for i in 0..n {
+    for (i, slot) in out.iter_mut().enumerate() {
         let Some(o) = observation_of(ctx, i) else { continue };
         if o >= n {
             continue;
@@ -87,7 +87,7 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
         };
         earlier.push((i, o));
         if let Some(why) = why.filter(|_| asked_for(ctx, i)) {
-            out[i] = Some(format!("brings nothing new toward the task: {why}"));
+            *slot = Some(format!("brings nothing new toward the task: {why}"));
         }
     }
     out
