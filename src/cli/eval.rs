@@ -133,7 +133,6 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             let kind = match args.judge.judge {
                 JudgeChoice::Fitted => crate::judge::JudgeKind::Fitted,
                 JudgeChoice::Heuristic => crate::judge::JudgeKind::Heuristic,
-                #[cfg(feature = "llm")]
                 JudgeChoice::Llm => anyhow::bail!(
                     "--folds cross-validates the step ranker: use it with --judge heuristic or --judge fitted"
                 ),
