@@ -2210,3 +2210,18 @@ fn the_roles_header_grows_so_that_the_dependency_path_stays_visible() {
         assert!(s.contains("ROOT_CAUSE   Orchestrator"), "{w}x{h}: {s}");
     }
 }
+
+#[test]
+fn a_run_without_a_failure_says_so_instead_of_a_root_cause() {
+    let f = Fixture::copy(Path::new(
+        "tests/fixtures/corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json",
+    ));
+    let mut app = f.open();
+    press(&mut app, "a5");
+    let m = app.machine_verdict().expect("machine verdict");
+    assert_eq!(m.decisive_step, None);
+    let s = screen(&app);
+    assert!(s.contains("NO FAILURE FOUND   no ROOT_CAUSE is named"), "{s}");
+    assert!(!s.contains("ROOT_CAUSE   decisive step"), "{s}");
+    assert!(s.contains("finished all stages") && s.contains(": no failure found"), "{s}");
+}

@@ -1222,6 +1222,12 @@ impl App {
                 clean(d.agent.as_deref().unwrap_or("?")),
                 prob(d.confidence)
             ),
+            None if self
+                .machine_verdict()
+                .is_some_and(|d| matches!(d.explanation.rule, crate::diagnosis::Rule::NoFailure { .. })) =>
+            {
+                ": no failure found".into()
+            }
             None if self.machine_verdict().is_some() => ": no decisive step named".into(),
             None => String::new(),
         };
