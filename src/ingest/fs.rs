@@ -182,6 +182,10 @@ pub fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 
 /// The suffix of the user's overrides file beside a trace (`TRACE.falat.json`).
 pub const OVERRIDES_SUFFIX: &str = ".falat.json";
+/// The suffix of the lock file beside an overrides file (`TRACE.falat.json.lock`), held while
+/// one falat reads, merges and writes the overrides, so that two windows never interleave.
+pub const OVERRIDES_LOCK_SUFFIX: &str = ".falat.json.lock";
+
 /// The suffix of the exported Markdown report beside a trace (`TRACE.falat.md`).
 pub const REPORT_MD_SUFFIX: &str = ".falat.md";
 /// The suffix of the exported JSON report beside a trace (`TRACE.falat.report.json`).
@@ -195,7 +199,8 @@ pub fn beside(trace: &Path, suffix: &str) -> PathBuf {
 /// What a file is when falat wrote it beside a trace, by its name: `"overrides file"`
 /// ([`OVERRIDES_SUFFIX`]), `"overrides backup"` (`.falat.json.bak`, `.falat.json.bak.N`),
 /// `"exported report"` ([`REPORT_JSON_SUFFIX`], [`REPORT_MD_SUFFIX`]) or `"temporary file"`
-/// ([`crate::fsutil::TEMP_SUFFIX`]); `None` for any other file.
+/// ([`crate::fsutil::TEMP_SUFFIX`]) or `"overrides lock"` ([`OVERRIDES_LOCK_SUFFIX`]); `None` for
+/// any other file.
 pub fn falat_file_kind(p: &Path) -> Option<&'static str> {
     let name = p.file_name()?.to_string_lossy();
     let backup = name.rsplit_once(".bak").is_some_and(|(head, tail)| {
@@ -211,6 +216,8 @@ pub fn falat_file_kind(p: &Path) -> Option<&'static str> {
         Some("overrides backup")
     } else if name.ends_with(crate::fsutil::TEMP_SUFFIX) {
         Some("temporary file")
+    } else if name.ends_with(OVERRIDES_LOCK_SUFFIX) {
+        Some("overrides lock")
     } else {
         None
     }

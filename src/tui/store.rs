@@ -413,6 +413,9 @@ pub fn merge(base: &Overrides, mine: &Overrides, theirs: &Overrides) -> (Overrid
 /// # Errors
 /// When neither place can be written (the message names both).
 pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &[Overrides]) -> anyhow::Result<Saved> {
+    // Held until this function returns: another falat saving the same trace waits here, then
+    // reads what this one wrote and merges with it, so neither save is lost.
+    let _lock = lock_overrides(places);
     let mut merged = o.clone();
     let mut warnings = Vec::new();
     let (found, _) = present(places);
@@ -452,6 +455,36 @@ pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &
     places.seen = Some(Seen { text, overrides: merged.clone() });
     let merged = (merged != *o).then_some(merged);
     Ok(Saved { path, fallback, merged, warnings })
+}
+
+/// An exclusive advisory lock (`File::lock`, released when the file is dropped) on the lock file
+/// beside the overrides (`TRACE.falat.json.lock`), else beside the fallback overrides file; `None`
+/// when neither can be created (a read-only folder and no home folder): the save then goes on
+/// unlocked, as before.
+fn lock_overrides(places: &Places) -> Option<std::fs::File> {
+    let beside = crate::ingest::fs::beside(&places.trace, crate::ingest::fs::OVERRIDES_LOCK_SUFFIX);
+    let fallback = places.fallback_overrides().map(|p| {
+        let mut name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".lock");
+        p.with_file_name(name)
+    });
+    [Some(beside), fallback].into_iter().flatten().find_map(|path| {
+        let file = open_lock(&path).ok()?;
+        file.lock().ok()?;
+        Some(file)
+    })
+}
+
+/// Opens (creating, mode 0600 on Unix) a lock file without following a symbolic link.
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(path)
 }
 
 /// [`fsutil::write_private`] after creating the folder.
@@ -591,6 +624,43 @@ mod tests {
         std::fs::write(overrides_path(&trace), "[]").expect("write");
         let r = load_overrides(&trace, 10);
         assert!(r.problems[0].contains(".bak.1"), "{:?}", r.problems);
+    }
+
+    /// Two windows saving at the same moment, again and again: the lock beside the overrides
+    /// makes each read-merge-write whole, so the last file holds every mark both made. (Without
+    /// the lock both read the same file and the later write drops the other's new mark.)
+    #[test]
+    fn two_windows_saving_at_once_lose_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        let home = dir.path().join("home");
+        let rounds = 40;
+        let window = |first: usize| {
+            let (trace, home) = (trace.clone(), home.clone());
+            std::thread::spawn(move || {
+                let mut p = Places::new(&trace, None, Some(&home));
+                let mut mine = load_places(&mut p, 1000).0.overrides;
+                for k in 0..rounds {
+                    mine.marked.push(first + 2 * k);
+                    mine.marked.sort_unstable();
+                    let saved = save_places(&mut p, "t", &mine, &[]).expect("saves");
+                    if let Some(m) = saved.merged {
+                        mine = m;
+                    }
+                }
+            })
+        };
+        let (a, b) = (window(0), window(1));
+        a.join().expect("window a");
+        b.join().expect("window b");
+        let all: Vec<usize> = (0..2 * rounds).collect();
+        assert_eq!(load_overrides(&trace, 1000).overrides.marked, all);
+        assert!(dir.path().join("t.json.falat.json.lock").exists());
+        assert_eq!(
+            crate::ingest::fs::falat_file_kind(&dir.path().join("t.json.falat.json.lock")),
+            Some("overrides lock")
+        );
     }
 
     /// Two windows on one trace: each opens, then they save in turn. Nothing either did is lost;
