@@ -45,7 +45,7 @@ pub struct DiagnoseArgs {
     /// Trace files (JSON or JSONL), `-` for standard input; a file holding several trajectories
     /// gives several reports. Among several files, one that cannot be read is named on stderr
     /// and skipped, the others are reported, and the exit status is 2. falat's own files
-    /// (`*.falat.json` overrides, their `.bak` backups, exported reports, temporary files) are
+    /// (`*.falat.json` overrides, their `.bak` backups and `.lock` files, exported reports, temporary files) are
     /// skipped with a note, so `diagnose dir/*.json` takes the traces only.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
