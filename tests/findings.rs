@@ -1,0 +1,15 @@
+//! The offline findings and the verdict they lead to, on real files and small real-shaped runs,
+//! in one test binary (each file below was its own binary; one binary links the library once):
+//! - `values_in_context`: no verdict or finding quotes a flag, a query, a line number or an id as
+//!   a stated value (docs/METHODS.md, "Values in context"), and tool errors written in content;
+//! - `actions`: rejected and unconfirmed state changes, recovered lookups, unavailable values and
+//!   miscounts (docs/METHODS.md, "Findings about actions and grounding");
+//! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
+//!   progress and "no failure found" (docs/METHODS.md, FALAT).
+
+#[path = "findings/actions.rs"]
+mod actions;
+#[path = "findings/values_in_context.rs"]
+mod values_in_context;
+#[path = "findings/verdict.rs"]
+mod verdict;
