@@ -2025,7 +2025,7 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     let verdict = screen(&app);
     assert!(
         verdict.contains(
-            "Step 24 (FileSurfer) is more probable than step 61 (P 0.09 against 0.01). FALAT names step 61 because all 2"
+            "Step 24 (FileSurfer) is more probable than step 61 (P 0.09 against 0.01). FALAT names step 61 because both"
         ),
         "{verdict}"
     );

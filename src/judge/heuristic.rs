@@ -317,7 +317,7 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
         return Answer::Roles {
             roles: vec![(first, Role::RootCause)],
             decisive: first,
-            reason: format!("no step of {}..{} shows an error", window.start, window.end),
+            reason: format!("no step from {} to {} shows an error", window.start, window.end.saturating_sub(1)),
         };
     };
     let mut reason = format!("step {decisive} shows the strongest error of the window");

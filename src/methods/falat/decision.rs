@@ -96,10 +96,17 @@ impl Undiscriminating {
     /// One clause: what verification did and which step the ranking names for it.
     pub fn clause(self) -> String {
         match self {
-            Undiscriminating::AllPassed { checked } => format!(
-                "all {checked} verified candidates passed both criteria, so verification did not tell them apart \
-                 and the most probable of them is named"
-            ),
+            Undiscriminating::AllPassed { checked } => {
+                let all = if checked == 2 {
+                    "both verified candidates".to_string()
+                } else {
+                    format!("all {checked} verified candidates")
+                };
+                format!(
+                    "{all} passed both criteria, so verification did not tell them apart and the most probable of \
+                     them is named"
+                )
+            }
             Undiscriminating::NonePassed { checked: 0 } => {
                 "no candidate was left to verify, so the ranking's most probable step is named".to_string()
             }
