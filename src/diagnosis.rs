@@ -172,6 +172,29 @@ impl Signal {
         Signal::WrongValueOrigin,
     ];
 
+    /// The findings a reader makes from a step and what came before it: [`Signal::STEP_LOCAL`],
+    /// then the findings about actions, grounding, assertions and progress (docs/METHODS.md), in
+    /// this order. The LLM judge may name these, and the step ranker has one feature for each, in
+    /// this order. Not `user_marked`, `ranked` or `blocking_change` (a fact about a later call on
+    /// the same object, too rare in the labelled runs to fit a weight).
+    pub const FINDINGS: [Signal; 15] = [
+        Signal::UnsourcedValue,
+        Signal::Assumption,
+        Signal::FailedAction,
+        Signal::IgnoredToolError,
+        Signal::PriorDeviation,
+        Signal::WrongDelegation,
+        Signal::PrematureAnswer,
+        Signal::RepeatedFailure,
+        Signal::WrongValueOrigin,
+        Signal::RejectedAction,
+        Signal::UnconfirmedAction,
+        Signal::UnavailableValue,
+        Signal::CountMismatch,
+        Signal::UnverifiedAssertion,
+        Signal::NoProgress,
+    ];
+
     /// Signals from the one that best names a root error to the one that least does.
     pub const PRIORITY: [Signal; 18] = [
         Signal::UserMarked,

@@ -9,6 +9,8 @@
 
 #[path = "findings/actions.rs"]
 mod actions;
+#[path = "findings/chat.rs"]
+mod chat;
 #[path = "findings/values_in_context.rs"]
 mod values_in_context;
 #[path = "findings/verdict.rs"]

@@ -28,23 +28,7 @@ use crate::substrate::signals::{self, combine, jaccard, word_set};
 /// left out: it holds in 2 of the 88 labelled tune runs, too few to fit a weight for it, and
 /// folding it into the score moved other runs' fitted probabilities without a gain in
 /// cross-validation (`docs/RANKER.md`). The offline judge uses it with its hand-set weight.
-const SIGNALS: [Signal; 15] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-    Signal::RejectedAction,
-    Signal::UnconfirmedAction,
-    Signal::UnavailableValue,
-    Signal::CountMismatch,
-    Signal::UnverifiedAssertion,
-    Signal::NoProgress,
-];
+const SIGNALS: [Signal; 15] = Signal::FINDINGS;
 
 /// Feature names, in row order (the model file lists them and is checked against this).
 pub const NAMES: [&str; 66] = [

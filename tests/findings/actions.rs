@@ -22,32 +22,12 @@ const POLICY_CONFIRM: &str = "# Store agent policy\n- Before taking consequentia
     confirmation (yes) to proceed.\n- You can look up orders and products.";
 const POLICY_PLAIN: &str = "# Store agent policy\n- You can look up, cancel and modify orders.";
 
-fn system(text: &str) -> Value {
-    json!({"role": "system", "content": text})
-}
-
-fn user(text: &str) -> Value {
-    json!({"role": "user", "content": text})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"role": "assistant", "content": text})
-}
-
-/// An assistant turn with one tool call and the tool's answer: two messages, two steps.
-fn call(id: &str, tool: &str, args: Value, result: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}),
-        json!({"role": "tool", "tool_call_id": id, "name": tool, "content": result}),
-    ]
-}
+use crate::chat::{assistant, call, evidence, system, user};
 
 fn load(messages: Vec<Value>) -> Trajectory {
-    let bytes = serde_json::to_vec(&Value::Array(messages)).expect("serialises");
-    let loaded = falat::ingest::parse("run.json", &bytes, None).expect("an OpenAI chat log");
-    assert_eq!(loaded.format, falat::model::SourceFormat::OpenAiChat);
-    loaded.trajectories.into_iter().next().expect("one trajectory")
+    let t = crate::chat::load(messages);
+    assert_eq!(t.source, falat::model::SourceFormat::OpenAiChat);
+    t
 }
 
 /// Every watched finding of the run, as `(step, signal)` in step order.
@@ -63,18 +43,6 @@ fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
                 .map(move |f| (i, f.signal))
         })
         .collect()
-}
-
-/// The evidence of one finding.
-fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    signals::recall(&ctx, step)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|f| f.signal == signal)
-        .map(|f| f.evidence)
-        .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
 }
 
 fn messages(parts: Vec<Vec<Value>>) -> Vec<Value> {

@@ -8,30 +8,9 @@ use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::{self, Method, MethodOptions};
 use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn user(text: &str) -> Value {
-    json!({"role": "user", "content": text})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"role": "assistant", "content": text})
-}
-
-/// An assistant turn with one tool call and the tool's answer: two messages, two steps.
-fn call(id: &str, tool: &str, args: Value, result: &str) -> Vec<Value> {
-    vec![
-        json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}),
-        json!({"role": "tool", "tool_call_id": id, "name": tool, "content": result}),
-    ]
-}
-
-fn load(messages: Vec<Value>) -> Trajectory {
-    let bytes = serde_json::to_vec(&Value::Array(messages)).expect("serialises");
-    let loaded = falat::ingest::parse("run.json", &bytes, None).expect("an OpenAI chat log");
-    loaded.trajectories.into_iter().next().expect("one trajectory")
-}
+use crate::chat::{assistant, call, evidence, load, user};
 
 /// The steps showing `signal`, in step order.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
@@ -40,17 +19,6 @@ fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
     (0..t.steps.len())
         .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == signal))
         .collect()
-}
-
-fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    signals::recall(&ctx, step)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|f| f.signal == signal)
-        .map(|f| f.evidence)
-        .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
 }
 
 fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {

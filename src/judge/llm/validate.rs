@@ -18,23 +18,7 @@ use crate::text;
 /// completion and an action that brought nothing new. Not `user_marked`, `ranked` or
 /// `blocking_change`: the last is a fact about a later call on the same object, found by the
 /// offline judge, which the model is not asked for.
-pub const LLM_SIGNALS: [Signal; 15] = [
-    Signal::UnsourcedValue,
-    Signal::Assumption,
-    Signal::FailedAction,
-    Signal::IgnoredToolError,
-    Signal::PriorDeviation,
-    Signal::WrongDelegation,
-    Signal::PrematureAnswer,
-    Signal::RepeatedFailure,
-    Signal::WrongValueOrigin,
-    Signal::RejectedAction,
-    Signal::UnconfirmedAction,
-    Signal::UnavailableValue,
-    Signal::CountMismatch,
-    Signal::UnverifiedAssertion,
-    Signal::NoProgress,
-];
+pub const LLM_SIGNALS: [Signal; 15] = Signal::FINDINGS;
 
 /// The finding weight of a severity 1..=3.
 pub fn severity_weight(severity: u64) -> f32 {
