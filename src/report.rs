@@ -194,11 +194,11 @@ fn detail_json(x: &Detail) -> Value {
     let (kind, data) = match x {
         Detail::Options(v) => ("options", json!({"options": v})),
         Detail::OfflineJudge => ("offline_judge", json!({})),
-        Detail::Ablated(v) => ("ablated", json!({"components": v})),
+        Detail::Ablated(v) => ("ablated", json!({"components": v.iter().map(|c| c.as_str()).collect::<Vec<_>>()})),
         Detail::PhaseSearch(v) => (
             "phase_search",
             json!({"phases": v.iter().map(|p| json!({
-                "phase": p.phase, "steps": range(&p.steps), "purpose": p.purpose, "agent": p.agent,
+                "phase": p.phase, "steps": range(&p.steps), "purpose": p.purpose.as_str(), "agent": p.agent,
                 "suspicion": r2(p.suspicion), "searched": p.searched,
             })).collect::<Vec<_>>()}),
         ),

@@ -680,7 +680,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     d.details.push(Detail::Options(opts.falat.departures(opts.window)));
     crate::methods::offline_note(&mut d, judge);
     if !opts.ablations.is_empty() {
-        d.details.push(Detail::Ablated(opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
+        d.details.push(Detail::Ablated(opts.ablations.iter().collect()));
     }
     if let (Some(space), Some(deps)) = (&p.space, &p.deps) {
         let phases = space
@@ -690,7 +690,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             .map(|ph| PhaseSearched {
                 phase: ph.id,
                 steps: ph.range.clone(),
-                purpose: ph.purpose.as_str().to_string(),
+                purpose: ph.purpose,
                 agent: ph.agent.clone(),
                 suspicion: ph.suspicion,
                 searched: deps.searched.contains(&ph.id),
