@@ -111,6 +111,10 @@ fn explanation_json(d: &Diagnosis) -> Value {
         "rule": e.rule.as_str(),
         "fallback": fallback_name,
         "fallback_reason": fallback_why,
+        "failure_shown": match &e.rule {
+            Rule::Ranking { failure, .. } => failure.as_deref(),
+            _ => None,
+        },
         "findings": e.findings.iter().map(|f| json!({
             "signal": f.signal.as_str(),
             "category": f.signal.category().as_str(),

@@ -162,8 +162,8 @@ fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     assert!(
         d.reason.starts_with(
             "Decided by the ranking (no candidate was left to verify, so the ranking's most probable step is \
-             named; a failure is named because step 1 is an error). Step 4 (TranscriptionVerification_Expert): \
-             no finding recorded for this step."
+             named). Step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows \
+             its failure elsewhere: step 1 is an error."
         ),
         "{}",
         d.reason
@@ -228,7 +228,7 @@ fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
     let mut seen = 0;
     for (name, t) in hand_crafted() {
         let d = methods::run(Method::Falat, &t, &HeuristicJudge, &MethodOptions::new(true));
-        let Rule::Ranking { why } = &d.explanation.rule else { continue };
+        let Rule::Ranking { why, .. } = &d.explanation.rule else { continue };
         seen += 1;
         let s = d.decisive_step.expect("a step");
         assert!(d.reason.starts_with("Decided by the ranking ("), "{name}: {}", d.reason);

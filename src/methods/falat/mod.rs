@@ -637,19 +637,15 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             && !moved
             && d.overrides.pinned != Some(step)
         {
-            let mut clause = why.clause();
-            // No finding on the named step: say what shows the run failed, or the verdict reads
-            // like a run with no failure that was given a ROOT_CAUSE anyway.
-            if d.explanation.findings.is_empty()
-                && let Some(failure) = signals::failure_shown(&ctx)
-            {
-                clause.push_str(&format!("; a failure is named because {failure}"));
-            }
+            let clause = why.clause();
             if let decision::Undiscriminating::NonePassed { .. } = why {
                 d.warnings.push(format!("unverified: {clause} (step {step}){note}"));
                 d.fallback = Some(clause.clone());
             }
-            d.explanation.rule = Rule::Ranking { why: clause };
+            // No finding on the named step: say what shows the run failed, or the verdict reads
+            // like a run with no failure that was given a ROOT_CAUSE anyway.
+            let failure = if d.explanation.findings.is_empty() { signals::failure_shown(&ctx) } else { None };
+            d.explanation.rule = Rule::Ranking { why: clause, failure };
         }
         if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
