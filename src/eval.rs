@@ -9,8 +9,8 @@
 pub mod benchmark;
 pub mod fit;
 
-pub use benchmark::{Benchmark, Case, Judges, evaluate, variants};
 pub use crate::rank::split::Part;
+pub use benchmark::{Benchmark, Case, Judges, evaluate, variants};
 
 use std::collections::BTreeMap;
 
@@ -38,10 +38,8 @@ impl Variant {
     /// Parses [`Variant::name`]: a method's name, then `-component` for each component off.
     pub fn parse(name: &str) -> Option<Variant> {
         // Method names hold hyphens (`all-at-once`): take the longest that starts the name.
-        let method = Method::ALL
-            .into_iter()
-            .filter(|m| name.starts_with(m.as_str()))
-            .max_by_key(|m| m.as_str().len())?;
+        let method =
+            Method::ALL.into_iter().filter(|m| name.starts_with(m.as_str())).max_by_key(|m| m.as_str().len())?;
         let rest = &name[method.as_str().len()..];
         if rest.is_empty() {
             return Some(Variant::of(method));

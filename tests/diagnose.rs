@@ -420,6 +420,13 @@ fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
     assert_eq!(origins, vec![(26, false), (30, true)]);
     let thirty = d.candidate(30).and_then(|c| c.pruned.as_ref()).expect("pruned");
     assert_eq!((thirty.transition, thirty.by_step), (falat::diagnosis::Transition::FollowUp, Some(6)));
+    // No dependency edge leads from 6 to 30 (the report says so under the path): the prune says
+    // how step 6 reaches it instead of claiming an adopted error.
+    assert_eq!(d.path, Vec::<usize>::new());
+    assert_eq!(
+        thirty.reason,
+        "it reports the outcome that candidate step 6 set through what it told the user, not by a dependency edge"
+    );
     // An earlier candidate passes verification first: step 6 tells the user "11 available
     // T-shirt options" where the product's record lists 12 variants, 10 of them available (the
     // task's expected answer is 10). It is named, not a fallback.

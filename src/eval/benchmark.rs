@@ -20,13 +20,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::fit::{Labelled, fit_ranker};
 use super::{Record, score};
+use crate::eval::Variant;
 use crate::ingest::LoadError;
 use crate::ingest::fs::load_labelled;
 use crate::judge::Judge;
 use crate::judge::JudgeKind;
 use crate::judge::fitted::FittedJudge;
 use crate::judge::heuristic::HeuristicWithRanker;
-use crate::eval::Variant;
 use crate::methods::ablation::{self, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
@@ -348,7 +348,7 @@ mod tests {
         let one = evaluate(&cases(), &rows, &judges, &opts, 1, &|_, _| *seen.lock().unwrap() += 1);
         let two = evaluate(&cases(), &rows, &judges, &opts, 2, &|_, _| {});
         assert_eq!(*seen.lock().unwrap(), 6);
-        let key = |r: &Record| (r.file.clone(), r.method.clone(), r.pred_step, r.step_hit, r.part.clone());
+        let key = |r: &Record| (r.file.clone(), r.method.clone(), r.pred_step, r.step_hit, r.part);
         assert_eq!(one.iter().map(key).collect::<Vec<_>>(), two.iter().map(key).collect::<Vec<_>>());
         let names: Vec<String> = one.iter().map(|r| r.method.name()).collect();
         let order: Vec<(&str, &str)> = one.iter().zip(&names).map(|(r, n)| (r.file.as_str(), n.as_str())).collect();

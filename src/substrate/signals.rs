@@ -644,7 +644,9 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
         None => String::new(),
     };
     let recovered: Vec<String> = (0..t.steps.len())
-        .filter(|&r| t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error && t.steps[r].kind == StepKind::ToolResult)
+        .filter(|&r| {
+            t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error && t.steps[r].kind == StepKind::ToolResult
+        })
         .filter(|&r| recovered_error(ctx, r))
         .map(|r| r.to_string())
         .collect();

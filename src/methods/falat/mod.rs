@@ -342,6 +342,8 @@ pub fn dependencies(
     let ctx = full_context(t, sub, space, &graph, opts);
     let end = signals::final_step(&ctx);
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
+    // Labels asked of a candidate and the final step with no graph edge between them.
+    let mut edgeless: Vec<(usize, usize)> = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         s.check()?;
         let mut targets = effect_targets(&graph, c.step);
@@ -351,6 +353,7 @@ pub fn dependencies(
             && let Some(e) = end.filter(|e| *e > c.step)
         {
             targets.push(e);
+            edgeless.push((c.step, e));
         }
         for to in targets {
             if let Answer::Transition(l) = s.ask(&ctx, &Question::LabelTransition { from: c.step, to }) {
@@ -364,6 +367,21 @@ pub fn dependencies(
     }
     let kept: &[(usize, usize, Transition)] = if opts.ablations.off(Component::Pruning) { &[] } else { &labels };
     decision::prune(&mut candidates, kept, end, &opts.overrides);
+    // A final step pruned as following a candidate that reaches it by no dependency edge: the
+    // candidate's effect reaches the outcome through what it told the user, and the final step
+    // reports that outcome. Say so, or the prune reads as a path the report says is not there.
+    for c in candidates.iter_mut() {
+        if let Some(p) = c.pruned.as_mut()
+            && p.transition == Transition::FollowUp
+            && let Some(f) = p.by_step
+            && edgeless.contains(&(f, c.step))
+        {
+            p.reason = format!(
+                "it reports the outcome that candidate step {f} set through what it told the user, not by a \
+                 dependency edge"
+            );
+        }
+    }
     let cost = s.close(start, warnings);
     Ok((Dependencies { graph, candidates, searched }, cost))
 }
