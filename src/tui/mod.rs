@@ -6,9 +6,13 @@
 //! Layout of the module, after gitui and television:
 //! - [`app`]: the state and its update logic; it does no IO: running, cancelling, copying and
 //!   writing files come back as [`Effect`]s that the event loop (or [`drive`]) carries out;
-//! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`;
-//!   [`App::prepare`] computes the frame's layout ([`ui::layout`]), scroll offsets and cached
-//!   evidence beforehand, so drawing writes nothing back;
+//! - [`view`]: the view model, computed from the state and the terminal's size before input is
+//!   handled and before each frame ([`App::prepare`]): the layout, the view's text length, its
+//!   links (each step reference with its row and columns), the list's rows, the overlays' lengths
+//!   and the header's tabs; with the views' text ([`view::text`]), which input and drawing share.
+//!   The app reads the view model, never the drawing code;
+//! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`,
+//!   drawing with the layout and text of [`view`]; it writes nothing back;
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
@@ -18,7 +22,8 @@
 //!   verdict), [`candidates`] (the candidates list's filter and sort), [`search`] (search in step
 //!   content), [`overrides`] (editing the user's overrides, with undo), [`runs`] (the run in
 //!   progress and the one queued behind it);
-//! - [`links`]: the step references in prose (`step 12`, `steps 3, 5`), selectable in the views;
+//! - [`links`]: the step references of the views' text, from the data that wrote it (a diagnosis's
+//!   steps, the [`crate::diagnosis::Part::Step`]s of its reason and claims), selectable;
 //! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
 //! - [`store`]: the overrides file and the exported reports.
 //!
@@ -41,6 +46,7 @@ pub mod status;
 pub mod store;
 pub mod theme;
 pub mod ui;
+pub mod view;
 
 use std::io;
 use std::path::{Path, PathBuf};
