@@ -151,7 +151,7 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
         _ if machine_only => Span::styled("▶", t.candidate),
         Some(true) => Span::styled("◆", t.candidate),
         Some(false) => Span::styled("◇", t.pruned),
-        None if sum.flags.error || sum.flags.failed_execution => Span::styled("!", t.error),
+        None if sum.flags.error || sum.flags.failed_execution => Span::styled("▲", t.error),
         None => Span::raw(" "),
     };
     let digits = cols.digits;

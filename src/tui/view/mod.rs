@@ -405,7 +405,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     for (mark, what) in [
         ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
         ("◆ ◇", "candidate kept / pruned"),
-        ("!", "a step with an error or a failed execution"),
+        ("▲", "a step with an error or a failed execution"),
         ("★", "pinned by you"),
         ("+", "marked by you"),
         ("⊘", "excluded by you"),
