@@ -1302,7 +1302,7 @@ impl App {
         match result {
             Ok(e) => {
                 // The reason first: a long path may be shortened in the status line.
-                let why = if e.fallback.is_some() { "the trace's folder cannot be written: " } else { "" };
+                let why = e.fallback.as_ref().map_or(String::new(), |f| format!("{}: ", f.reason()));
                 let msg = format!("{why}exported {} and {}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
                 self.set_status(Level::Ok, msg);

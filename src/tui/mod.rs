@@ -170,7 +170,20 @@ pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>
 /// map is unusable.
 pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<App> {
     highlight::warm_up();
-    let mut loaded = crate::ingest::fs::load_path(path, opts.format)?;
+    // `-`: the trace comes from standard input; keys still come from the terminal (crossterm
+    // reads /dev/tty when standard input is not one).
+    let piped = if crate::ingest::fs::is_stdin(path) { Some(read_stdin()?) } else { None };
+    let mut loaded = match &piped {
+        Some(bytes) => {
+            let choice = match opts.format {
+                Some(f) => crate::ingest::FormatChoice::Force(f),
+                None => crate::ingest::FormatChoice::Detect(crate::ingest::SUPPORTED.to_vec()),
+            };
+            crate::ingest::parse_with_related(crate::ingest::fs::STDIN_NAME, bytes, &choice, &|_| None)?
+        }
+        None => crate::ingest::fs::load_path(path, opts.format)?,
+    };
+    let path = if piped.is_some() { Path::new(crate::ingest::fs::STDIN_NAME) } else { path };
     let label_notes = crate::ingest::fs::apply_label_files(&opts.labels, &mut loaded.trajectories)?;
     let count = loaded.trajectories.len();
     anyhow::ensure!(count > 0, "the trace holds no trajectory");
@@ -203,9 +216,21 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let background = if opts.theme.is_none() && settings.theme.is_none() && ask { terminal_background() } else { None };
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), background, &mut problems)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut problems)?;
-    let mut places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    let mut places = match &piped {
+        Some(bytes) => store::Places::for_stdin(bytes, opts.export_dir.clone(), opts.fallback_dir.as_deref()),
+        None => store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref()),
+    };
     if index > 0 {
         places = places.for_run(&traj.id);
+    }
+    if piped.is_some() {
+        notes.push(match &places.state {
+            Some(dir) => format!(
+                "the trace came from standard input: your overrides are kept in {}, not beside a file",
+                dir.display()
+            ),
+            None => "the trace came from standard input and no home folder is known: overrides cannot be saved".into(),
+        });
     }
     let restored = store::load_places(&mut places, traj.steps.len());
     let config = Config {
@@ -220,6 +245,25 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         restored,
     };
     Ok(App::new(path.to_path_buf(), traj, judge, config))
+}
+
+/// Reads a trace from standard input, at most [`crate::ingest::fs::MAX_FILE_BYTES`].
+///
+/// # Errors
+/// When standard input is a terminal (nothing was piped in), cannot be read or is too large.
+fn read_stdin() -> anyhow::Result<Vec<u8>> {
+    use std::io::{IsTerminal, Read};
+    let name = crate::ingest::fs::STDIN_NAME;
+    anyhow::ensure!(
+        !io::stdin().is_terminal(),
+        "`-` reads the trace from standard input, but standard input is a terminal: pipe a trace into it \
+         (`falat open - < run.json`)"
+    );
+    let max = crate::ingest::fs::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    io::stdin().lock().take(max + 1).read_to_end(&mut bytes).with_context(|| format!("cannot read {name}"))?;
+    anyhow::ensure!(bytes.len() as u64 <= max, "{name}: more than {max} bytes, the most falat reads from one trace");
+    Ok(bytes)
 }
 
 /// The user's config folder: `$XDG_CONFIG_HOME/falat` or `~/.config/falat`.
