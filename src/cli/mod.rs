@@ -184,15 +184,7 @@ pub fn note(message: &str) {
     eprintln!("falat: {}", crate::text::sanitize(message));
 }
 
-/// The user's config folder, which holds `config.toml` and `keys.toml` (`docs/CONFIG.md`):
-/// `$XDG_CONFIG_HOME/falat`, else `~/.config/falat`; `None` without either variable.
-pub fn config_dir() -> Option<std::path::PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
-    Some(base.join("falat"))
-}
+pub use crate::fsutil::config_dir;
 
 /// Whether an error chain ends in a broken pipe (`falat inspect x | head`), which is no error.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

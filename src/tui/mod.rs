@@ -268,7 +268,7 @@ fn read_stdin() -> anyhow::Result<Vec<u8>> {
 
 /// The user's config folder: `$XDG_CONFIG_HOME/falat` or `~/.config/falat`.
 pub fn config_dir() -> Option<PathBuf> {
-    crate::cli::config_dir()
+    crate::fsutil::config_dir()
 }
 
 /// The TUI's part of `config.toml` (other keys belong to other commands and are ignored).
