@@ -24,7 +24,8 @@ pub fn render_view(app: &App, f: &mut Frame, area: Rect) {
         View::Candidates => render_candidates(app, f, area),
         View::Roles => render_roles(app, f, area),
         View::Methods => render_methods(app, f, area),
-        View::Prior | View::Verdict => render_text(app, f, area),
+        // The prior, the verdict: views that are their text.
+        _ => render_text(app, f, area),
     }
 }
 

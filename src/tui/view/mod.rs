@@ -6,9 +6,10 @@
 //! links and hit mouse clicks; `ui` draws the same state with the same builders ([`text`]), so the
 //! app never calls drawing code to learn a layout.
 //!
-//! Adding a view: a [`View`] variant (its action and default key), its text in
-//! [`text::view_text`] (a text view is then drawn and scrolled as it is), and, for a view with a
-//! list or a layout of its own, its arm in [`layout`] and its drawing in `ui::views`.
+//! Adding a view: a [`View`] variant (its action and default key) and its text in
+//! [`text::view_text`]: a view that is its text is then laid out, scrolled, linked and drawn as
+//! it is; a view with a list or panes of its own also gets its arm in [`layout`] and its drawing in
+//! `ui::views`.
 
 pub mod text;
 
@@ -105,7 +106,7 @@ impl ViewModel {
             View::Methods => {
                 Method::ALL.iter().map(|m| app.results.methods.get(m).and_then(|d| d.decisive_step)).collect()
             }
-            View::Hierarchy | View::Prior | View::Verdict => Vec::new(),
+            _ => Vec::new(),
         };
         let mut tabs = Vec::new();
         let mut start = HEADER_NAME.chars().count();
@@ -171,8 +172,9 @@ pub fn layout(app: &App, area: Rect) -> Screen {
             s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };
             s.text = bordered(detail);
         }
-        View::Verdict | View::Prior => s.text = bordered(body),
         View::Hierarchy => {}
+        // A view that is its text (the prior, the verdict): one bordered pane.
+        _ => s.text = bordered(body),
     }
     s.list_rows = rows(s.view_list);
     let overlay = match app.mode {
