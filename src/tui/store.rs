@@ -90,7 +90,7 @@ impl Places {
     /// The places of a trace read from standard input: nothing beside a file, the overrides in
     /// the state folder and the reports in the data folder (or `export_dir`), keyed by the
     /// content's hash (`stdin-HASH`), so that the same trace piped again finds its overrides.
-    /// The reports are named `stdin.report.md` and `stdin.report.json`.
+    /// The reports are named after `stdin` (`stdin.falat.md`, `stdin.falat.report.json`).
     pub fn for_stdin(bytes: &[u8], export_dir: Option<PathBuf>, root: Option<&Path>) -> Places {
         use sha2::{Digest, Sha256};
         let hex: String = Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect();

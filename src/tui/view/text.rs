@@ -441,8 +441,8 @@ fn verdict_lines(app: &App, l: &mut Linker) {
 
 // ----- methods -----
 
-/// The selected method's details; its links are the step it named, twice: in the heading and in
-/// its reason.
+/// The selected method's details; its links are the step it named (in the heading and in its
+/// reason) and the steps its details name as data ([`Detail::parts`]).
 pub fn method_detail(app: &App) -> Linker {
     let t = &app.theme;
     let m = app.selected_method();
@@ -513,13 +513,13 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, l: &mut Linker) {
     let mut details: Vec<&Detail> = d.details.iter().collect();
     details.sort_by_key(|x| key(x));
     for detail in details {
-        let body = detail.lines();
+        let body = detail.parts();
         l.push_line(Line::styled(clean(&detail.title()), t.title));
         if body.is_empty() {
             l.push_line(Line::styled("  none", t.dim));
         }
         for b in &body {
-            l.push_line(Line::from(vec![Span::raw("  "), Span::raw(""), Span::styled(clean(b), t.text)]));
+            parts_line(l, "  ", b, t.text);
         }
     }
     for w in &d.warnings {
