@@ -486,3 +486,35 @@ pub fn message_lines(app: &App, width: u16) -> Vec<Line<'static>> {
 pub fn overlay_width(width: u16) -> u16 {
     120.min(width)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapped_link_keeps_its_row_and_columns_under_the_hanging_indent() {
+        let spans = vec![
+            Span::raw("  why: "),
+            Span::raw(""),
+            Span::raw("the value first appears at step "),
+            Span::raw("12"),
+            Span::raw(" and is copied by step "),
+            Span::raw("7"),
+            Span::raw("."),
+        ];
+        let links = [LinkAt { step: 12, line: 1, span: 3 }, LinkAt { step: 7, line: 1, span: 5 }];
+        let lines = vec![Line::raw("head"), Line::from(spans)];
+        let (out, placed) = wrap_linked(lines, &links, 40);
+        let rows: Vec<String> = out.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(rows, ["head", "  why: the value first appears at step", "       12 and is copied by step 7."]);
+        assert_eq!(placed[0], Link { step: 12, line: 2, cols: 7..9 });
+        assert_eq!(placed[1], Link { step: 7, line: 2, cols: 32..33 });
+        // Unwrapped (too narrow to wrap), the columns are those of the whole line.
+        let (_, placed) = wrap_linked(
+            vec![Line::raw(""), Line::from(vec![Span::raw("ab "), Span::raw("3")])],
+            &[LinkAt { step: 3, line: 1, span: 1 }],
+            4,
+        );
+        assert_eq!(placed, [Link { step: 3, line: 1, cols: 3..4 }]);
+    }
+}
