@@ -244,8 +244,8 @@ fn cancel_latency(app: &App) {
     let flag = Arc::new(AtomicBool::new(false));
     let stage = Arc::new(std::sync::Mutex::new(String::new()));
     let (f2, s2, traj) = (Arc::clone(&flag), Arc::clone(&stage), Arc::clone(&app.traj));
-    let progress: falat::methods::falat::ProgressFn = Arc::new(move |st: &str, done: usize, total: usize| {
-        *s2.lock().expect("lock") = format!("{st} {done}/{total}");
+    let progress: tui::job::Progress = Arc::new(move |a: tui::runs::Activity, done: usize, total: usize| {
+        *s2.lock().expect("lock") = format!("{} {done}/{total}", a.label());
     });
     let worker = std::thread::spawn(move || {
         tui::job::execute(&req, &traj, &HeuristicJudge, f2, Some(progress));

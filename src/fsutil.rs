@@ -373,6 +373,17 @@ pub fn clean_stale_temps(target: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// The user's config folder, which holds `config.toml` and `keys.toml` (`docs/CONFIG.md`):
+/// `$XDG_CONFIG_HOME/falat`, else `~/.config/falat`; `None` without either variable. Shared by
+/// the command line and the TUI.
+pub fn config_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("falat"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -518,6 +518,9 @@ fn verbose_flags_may_come_before_a_trace() {
     assert_eq!(falat::cli::normalize_args(args(&["falat", "-v", "t.json"])), args(&["falat", "-v", "open", "t.json"]));
     assert_eq!(falat::cli::normalize_args(args(&["falat", "-vv", "eval", "d"])), args(&["falat", "-vv", "eval", "d"]));
     assert_eq!(falat::cli::normalize_args(args(&["falat", "t.json"])), args(&["falat", "open", "t.json"]));
+    // `-` is standard input: `falat -` opens the piped trace (issue 28).
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "-"])), args(&["falat", "open", "-"]));
+    assert_eq!(falat::cli::normalize_args(args(&["falat", "-v", "-"])), args(&["falat", "-v", "open", "-"]));
     // A file without an extension that exists is a trace too; a bare word that names no file is
     // left to clap as a command.
     assert_eq!(falat::cli::normalize_args(args(&["falat", "README.md"])), args(&["falat", "open", "README.md"]));

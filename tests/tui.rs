@@ -12,9 +12,11 @@ use falat::diagnosis::{Origin, Role};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::judge::{Context, Judge, Judged, Question};
 use falat::methods::Method;
+use falat::methods::falat::Stage;
 use falat::tui::action::Action;
 use falat::tui::app::{Level, Mode, Pane, View};
 use falat::tui::job::{self, JobMsg, RunRequest, RunTarget};
+use falat::tui::runs::Activity;
 use falat::tui::{self, App, TuiOptions, store};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -257,7 +259,7 @@ fn snapshot_help_overlay_and_running_status() {
     let effects = app.on_key(key_event(KeyCode::Char('a')));
     assert!(matches!(effects.as_slice(), [tui::Effect::Run(_)]));
     let id = app.runs.running.as_ref().expect("running").id;
-    app.on_job(JobMsg::Progress { id, stage: "verification".into(), done: 3, total: 8 });
+    app.on_job(JobMsg::Progress { id, activity: Activity::Stage(Stage::Verification), done: 3, total: 8 });
     insta::assert_snapshot!("hand-crafted-1-running", screen(&app));
     // The judge's questions and calls so far (an LLM run reports them after each question).
     app.on_job(JobMsg::Asked { id, questions: 14, calls: 11 });
@@ -510,7 +512,7 @@ fn mouse_scroll_moves_the_pane_under_the_pointer() {
     let f = Fixture::new(HAND);
     let mut app = f.open();
     press(&mut app, "G");
-    let steps = app.screen.panes[1];
+    let steps = app.view.screen.panes[1];
     let ev =
         |kind| Event::Mouse(MouseEvent { kind, column: steps.x + 3, row: steps.y + 2, modifiers: KeyModifiers::NONE });
     app.on_event(ev(MouseEventKind::ScrollDown));
@@ -835,7 +837,7 @@ fn themes_load_by_name_or_file_and_monochrome_keeps_the_selection_visible() {
     let term = draw(&app, 120, 40);
     let buf = term.backend().buffer();
     assert!(buf.content().iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset), "no colour under NO_COLOR");
-    let phases = app.screen.panes[0];
+    let phases = app.view.screen.panes[0];
     let sel = &buf[(phases.x + 2, phases.y + 1)];
     assert!(sel.modifier.contains(Modifier::REVERSED), "the selected row is reversed");
 }
@@ -1303,42 +1305,63 @@ fn style_at(term: &Terminal<TestBackend>, line: &str, needle: &str) -> Option<ra
     None
 }
 
-/// A verdict whose reason names other steps than the decisive one, as the re-search and the
-/// pruning reasons do.
+/// A verdict whose finding names other steps in its prose ("steps 3 and 7") and whose claim names
+/// the final output's step as data (step 7).
 fn verdict_naming_steps(app: &mut App) {
-    let d = falat::diagnosis::Diagnosis {
+    use falat::diagnosis::{Claim, Explanation, Finding, Signal};
+    let mut d = falat::diagnosis::Diagnosis {
         decisive_step: Some(12),
         agent: Some("WebSurfer".into()),
         category: falat::diagnosis::ErrorCategory::Hallucination,
-        reason: "step 12 lands on an unrelated page; steps 3 and 7 only repeat it".into(),
         confidence: 0.5,
+        explanation: Explanation {
+            findings: vec![Finding {
+                signal: Signal::UnsourcedValue,
+                evidence: "lands on an unrelated page; steps 3 and 7 only repeat it".into(),
+                weight: 0.5,
+            }],
+            claims: vec![Claim::NoPathToOutput {
+                from: 12,
+                final_step: Some(7),
+                states_observed: false,
+                sufficiency: None,
+            }],
+            ..Explanation::default()
+        },
         ..Default::default()
     };
+    d.reason = d.explanation.render(d.decisive_step, d.agent.as_deref());
     app.results.diagnosis = Some(d);
     app.results.refresh_marks();
 }
 
 #[test]
 fn enter_on_a_step_reference_in_the_verdicts_prose_jumps_there_and_backspace_returns() {
-    // See: issue 15 item 2 ("Enter on any step number in any view jumps to it").
+    // See: issue 15 item 2 ("Enter on any step number in any view jumps to it"), issue 24 (links
+    // come from the data, not from a regex over the prose).
     let f = Fixture::new(HAND);
     let mut app = f.open();
     verdict_naming_steps(&mut app);
     press(&mut app, "5");
-    // The references in reading order: the decisive step, then the three in the why text, then
-    // the gold step.
+    // The references in reading order: the decisive step, the reason's step, the two steps of the
+    // claim that no path reaches the final output, the gold step. "steps 3 and 7" of the
+    // finding's prose are not links.
+    let gold = app.traj.gold.as_ref().and_then(|g| g.step).expect("a gold step");
     let links = app.links();
-    assert_eq!(links[..4], [12, 12, 3, 7], "{links:?}");
+    assert_eq!(links, [12, 12, 12, 7, gold], "{links:?}");
     press(&mut app, "jjj");
     let status = app.status.clone().expect("status").text;
     assert!(status.starts_with(&format!("step reference 4 of {}: step 7 (", links.len())), "{status}");
-    // The selected reference is drawn selected inside the prose, the others underlined.
+    // The selected reference is drawn selected inside the prose, the others underlined, and a
+    // number of the prose plain.
     app.prepare(Rect::new(0, 0, 120, 40));
     let term = draw(&app, 120, 40);
-    let seven = style_at(&term, "steps 3 and 7", "7 only").expect("the why line is shown");
+    let seven = style_at(&term, "from step 12 to step 7", "7, the").expect("the claim is shown");
     assert_eq!(seven.bg, app.theme.selection.bg, "step 7 is the selected reference");
+    let twelve = style_at(&term, "from step 12 to step 7", "12 to").expect("the claim is shown");
+    assert!(twelve.add_modifier.contains(Modifier::UNDERLINED) && twelve.bg != app.theme.selection.bg);
     let three = style_at(&term, "steps 3 and 7", "3 and").expect("the why line is shown");
-    assert!(three.add_modifier.contains(Modifier::UNDERLINED) && three.bg != app.theme.selection.bg);
+    assert!(!three.add_modifier.contains(Modifier::UNDERLINED), "a number in prose is not a link");
     press(&mut app, "<enter>");
     assert_eq!((app.nav.view, app.nav.step, app.nav.focus), (View::Hierarchy, 7, Pane::Steps));
     // See: issue 15 item 3: the status line says where you are and what was done, not the verdict.
@@ -1379,11 +1402,13 @@ fn tab_selects_the_step_references_of_a_candidates_detail_and_enter_follows_them
     app.cands.refresh(app.results.diagnosis.as_ref());
     press(&mut app, "2gg");
     assert_eq!(app.selected_candidate().map(|c| c.step), Some(row_step));
-    assert_eq!(app.links()[..3], [9, 4, 4]);
-    press(&mut app, "<tab><tab>");
+    // The step that pruned it is data; the step numbers of the finding's and the reason's prose
+    // are not.
+    assert_eq!(app.links(), [4]);
+    press(&mut app, "<tab>");
     let status = app.status.clone().expect("status").text;
-    assert!(status.starts_with("step reference 2 of "), "{status}");
-    assert!(screen(&app).contains("tab selects the"), "the detail says how to reach its references");
+    assert!(status.starts_with("step reference 1 of 1: step 4"), "{status}");
+    assert!(screen(&app).contains("tab selects the step reference above"), "the detail says how to reach it");
     press(&mut app, "<enter>");
     assert_eq!((app.nav.view, app.nav.step), (View::Hierarchy, 4));
     assert!(app.status.clone().expect("status").text.contains("in candidates"));
@@ -1490,7 +1515,7 @@ fn at_80_by_24_the_steps_keep_their_role_tags_and_cut_their_decision_instead() {
     let d = app.results.diagnosis.clone().expect("the pipeline ran");
     let term = draw(&app, 80, 24);
     let rows = rows_of(&term);
-    let steps = app.screen.panes[1];
+    let steps = app.view.screen.panes[1];
     // Every step of the shown phase that has a role carries its tag whole; the decision after
     // it is what is cut, and the agent name stays whole when it can.
     let range = app.phases()[app.nav.phase].range.clone();
@@ -1521,8 +1546,8 @@ fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
     let f = Fixture::copy(Path::new("data/who-and-when/Hand-Crafted/47.json"));
     let mut app = f.open();
     press_on(&mut app, "a", 80, 24);
-    let phases = app.screen.panes[0];
-    assert_eq!((app.phases().len(), app.screen.phase_rows), (9, 5));
+    let phases = app.view.screen.panes[0];
+    assert_eq!((app.phases().len(), app.view.screen.phase_rows), (9, 5));
     // The run selects the decisive step's phase, the last: the list has scrolled and the thumb is
     // at the bottom; at the first phase the thumb is at the top, then the track.
     assert_eq!(right_border(&draw(&app, 80, 24), phases), "║║███");
@@ -1540,8 +1565,8 @@ fn at_80_by_24_a_list_longer_than_its_pane_shows_a_scrollbar_over_its_border() {
     let g = Fixture::new(HAND);
     let mut app = g.open();
     press_on(&mut app, "a", 80, 24);
-    let [phases, steps, _, _] = app.screen.panes;
-    assert_eq!((app.phases().len(), app.phases()[2].range.len(), app.screen.step_rows), (3, 26, 12));
+    let [phases, steps, _, _] = app.view.screen.panes;
+    assert_eq!((app.phases().len(), app.phases()[2].range.len(), app.view.screen.step_rows), (3, 26, 12));
     let term = draw(&app, 80, 24);
     assert_eq!(right_border(&term, phases), "│││││");
     assert_eq!(right_border(&term, steps), "██████║║║║║║");
@@ -2224,4 +2249,106 @@ fn a_run_without_a_failure_says_so_instead_of_a_root_cause() {
     assert!(s.contains("NO FAILURE FOUND   no ROOT_CAUSE is named"), "{s}");
     assert!(!s.contains("ROOT_CAUSE   decisive step"), "{s}");
     assert!(s.contains("finished all stages") && s.contains(": no failure found"), "{s}");
+}
+
+// ----- the view model -----
+
+/// The steps a verdict names, in the order the verdict view shows them, from the diagnosis's
+/// data: the decisive step, the first five ranked steps, the steps of its "more probable"
+/// claims, of its reason, its dependency path (or its claim that none reaches the output), the
+/// gold step.
+fn steps_the_verdict_names(app: &App) -> Vec<usize> {
+    use falat::diagnosis::{Claim, Part};
+    let d = app.machine_verdict().expect("a verdict");
+    let steps = |parts: Vec<Part>| -> Vec<usize> {
+        parts.into_iter().filter_map(|p| if let Part::Step(s) = p { Some(s) } else { None }).collect()
+    };
+    let mut out: Vec<usize> = d.decisive_step.into_iter().collect();
+    out.extend(d.ranking.iter().take(5).map(|r| r.step));
+    if !d.ranking.is_empty() {
+        for c in d.explanation.claims.iter().filter(|c| matches!(c, Claim::MoreProbable { .. })) {
+            out.extend(steps(c.parts(d.method, &d.explanation.rule)));
+        }
+    }
+    out.extend(steps(d.explanation.parts(d.decisive_step, d.agent.as_deref())));
+    if d.path.is_empty() {
+        for c in d.explanation.claims.iter().filter(|c| matches!(c, Claim::NoPathToOutput { .. })) {
+            out.extend(steps(c.parts(d.method, &d.explanation.rule)));
+        }
+    } else {
+        out.extend(&d.path);
+    }
+    out.extend(app.traj.gold.as_ref().and_then(|g| g.step));
+    out
+}
+
+#[test]
+fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_are_drawn() {
+    // See: issue 24: the verdict's links come from the explanation's data, and the view model
+    // (computed without a terminal) says where each is on the screen.
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a5", 80, 24);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    assert_eq!(d.decisive_step, Some(61));
+    let links = app.links();
+    assert_eq!(links, steps_the_verdict_names(&app));
+    // The decisive step; the ranking's first five; the claim that step 24 is more probable than
+    // the named step 61; the reason's step; the dependency path 61 → 63 → 66; the gold step 51.
+    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 61, 61, 63, 66, 51], "{links:?}");
+    // 80×24: a frame of header, body, status and hints; the verdict's text inside the body's
+    // border, wrapped to 78 columns.
+    let vm = app.view.clone();
+    assert_eq!(vm.screen.text, Rect::new(1, 2, 78, 19));
+    assert_eq!(vm.text_lines, 23);
+    // Every link is drawn where the model places it: select each in turn (the view scrolls it
+    // into sight) and read the drawn frame at its row and columns.
+    for (k, link) in vm.links.iter().enumerate() {
+        let term = draw(&app, 80, 24);
+        let buf = term.backend().buffer();
+        let scroll = app.nav.scroll[View::Verdict.index()];
+        assert!((scroll..scroll + 19).contains(&link.line), "link {k} at line {} is shown", link.line);
+        let y = vm.screen.text.y + (link.line - scroll) as u16;
+        let drawn: String = link.cols.clone().map(|x| buf[(vm.screen.text.x + x, y)].symbol().to_string()).collect();
+        assert_eq!(drawn, link.step.to_string(), "link {k}");
+        assert_eq!(
+            buf[(vm.screen.text.x + link.cols.start, y)].style().bg,
+            app.theme.selection.bg,
+            "link {k} selected"
+        );
+        press_on(&mut app, "j", 80, 24);
+    }
+    // The scroll bounds: the last page shows the last line.
+    press_on(&mut app, "G", 80, 24);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 23 - 19);
+    press_on(&mut app, "<pgdn>", 80, 24);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 23 - 19, "no scrolling past the end");
+    press_on(&mut app, "g", 80, 24);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
+}
+
+#[test]
+fn the_view_model_holds_the_lists_rows_and_the_header_tabs() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a2", 80, 24);
+    let d = app.results.diagnosis.clone().expect("a diagnosis");
+    let cands: Vec<Option<usize>> = app.cands.rows().iter().map(|&k| Some(d.candidates[k].step)).collect();
+    assert_eq!(app.view.rows, cands);
+    assert_eq!(app.view.list_len(View::Candidates), d.candidates.len());
+    press_on(&mut app, "3", 80, 24);
+    let roles: Vec<Option<usize>> = app.role_rows().iter().map(|(s, _)| Some(*s)).collect();
+    assert_eq!(app.view.rows, roles);
+    assert_eq!(app.view.text_lines, 0, "the roles view's header does not scroll");
+    assert_eq!(app.links().first().copied(), d.decisive_step, "the header links the decisive step");
+    // The tabs: " falat " then " 1 Hierarchy ", " 2 Candidates "... one column apart.
+    assert_eq!(app.view.tab_at(8), Some(View::Hierarchy));
+    assert_eq!(app.view.tab_at(7), None);
+    let verdict = app.view.tabs.iter().find(|(v, _)| *v == View::Verdict).expect("a verdict tab").1.clone();
+    let header: String = {
+        let term = draw(&app, 80, 24);
+        let buf = term.backend().buffer();
+        verdict.clone().map(|x| buf[(x, 0)].symbol().to_string()).collect()
+    };
+    assert_eq!(header, " 5 Verdict ");
 }

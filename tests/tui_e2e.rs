@@ -308,3 +308,56 @@ fn ctrl_z_suspends_to_the_shell_and_fg_takes_the_terminal_back() {
     let status = t.wait_exit();
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// The files under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(files_under(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+#[test]
+fn a_trace_piped_into_dash_opens_with_keys_from_the_terminal_and_overrides_in_the_state_folder() {
+    // See: issue 28: `falat -` (and `falat open -`) reads the trace from standard input, as
+    // `diagnose -` and `inspect -` do; the keys still come from the terminal.
+    let (trace_dir, trace) = fixture_copy("hand-crafted-1.json");
+    let script = r#"cat "$1" | "$0" -"#;
+    let bin = falat().display().to_string();
+    let mut t = Term::spawn(Path::new("/bin/sh"), &["-c", script, &bin, &trace], &[]);
+    t.wait_for(&[" Phases ", "<stdin>", "the trace came from standard input"]);
+    t.send("a");
+    t.wait_for(&["finished all stages", "decisive step 12 by WebSurfer"]);
+    // Mark the selected decisive step: nothing can be saved beside a file, so the overrides go
+    // to the state folder, keyed by the content, and the status line says why.
+    t.send("m");
+    let state = t._dir.path().join(".local/state/falat/traces");
+    let start = Instant::now();
+    let saved = loop {
+        if let Some(f) = files_under(&state).into_iter().find(|f| f.ends_with("overrides.falat.json")) {
+            break f;
+        }
+        assert!(start.elapsed() < TIMEOUT, "no overrides saved under {}; screen:\n{}", state.display(), t.screen());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let key = saved.parent().and_then(|d| d.file_name()).expect("a folder").to_string_lossy().into_owned();
+    assert!(key.starts_with("stdin-") && key.len() == "stdin-".len() + 16, "{key}");
+    let text = std::fs::read_to_string(&saved).expect("read");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(json["marked"], serde_json::json!([12]), "{text}");
+    t.send("!");
+    t.wait_for(&["the trace came from standard input: saved to"]);
+    t.send("q");
+    let status = t.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    t.assert_restored();
+    // Nothing beside the trace, nothing in the working folder.
+    let beside: Vec<_> = std::fs::read_dir(trace_dir.path()).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(beside, [std::ffi::OsString::from("hand-crafted-1.json")]);
+    let cwd = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["-.falat.json", "stdin.falat.json", "<stdin>.falat.json"] {
+        assert!(!cwd.join(name).exists(), "{name} was written in the working folder");
+    }
+}

@@ -109,8 +109,8 @@ impl Cli {
 }
 
 /// The command line with `open` inserted when the first argument is a trace rather than a
-/// command (`falat TRACE` is `falat open TRACE`): a file that exists, or a word that looks like a
-/// path (it has a `/`, `\` or `.`). Any other word is left to clap, which reports an unknown
+/// command (`falat TRACE` is `falat open TRACE`): a file that exists, `-` (standard input), or a
+/// word that looks like a path (it has a `/`, `\` or `.`). Any other word is left to clap, which reports an unknown
 /// command and suggests a similar one.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
@@ -131,12 +131,13 @@ pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
     }
     let Some(first) = args[at].to_str() else { return args };
     let cmd = Cli::command();
-    let known = first.starts_with('-')
+    let known = (first.starts_with('-') && first != "-")
         || first == "help"
         || cmd.get_subcommands().any(|s| s.get_name() == first || s.get_all_aliases().any(|a| a == first));
     // A word that names no file and does not look like a path is more likely a mistyped command
     // (`falat diagnos run.json`): clap then says so and suggests the command it resembles.
-    let looks_like_path = std::path::Path::new(first).exists() || first.contains(['/', '\\', '.']);
+    // `-` is standard input (`falat - < run.json`).
+    let looks_like_path = first == "-" || std::path::Path::new(first).exists() || first.contains(['/', '\\', '.']);
     if known || !looks_like_path {
         return args;
     }
@@ -183,15 +184,7 @@ pub fn note(message: &str) {
     eprintln!("falat: {}", crate::text::sanitize(message));
 }
 
-/// The user's config folder, which holds `config.toml` and `keys.toml` (`docs/CONFIG.md`):
-/// `$XDG_CONFIG_HOME/falat`, else `~/.config/falat`; `None` without either variable.
-pub fn config_dir() -> Option<std::path::PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
-    Some(base.join("falat"))
-}
+pub use crate::fsutil::config_dir;
 
 /// Whether an error chain ends in a broken pipe (`falat inspect x | head`), which is no error.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -14,7 +14,9 @@ use crate::tui::{self, TuiOptions};
 /// Arguments of `falat open`.
 #[derive(Debug, Args)]
 pub struct OpenArgs {
-    /// The trace file to open (its first trajectory, unless `--trajectory` names another).
+    /// The trace file to open (its first trajectory, unless `--trajectory` names another); `-`
+    /// reads it from standard input (keys still come from the terminal; the overrides are then
+    /// kept in the state folder, as nothing can be saved beside a file).
     pub trace: PathBuf,
     /// In a file that holds several trajectories (a τ-bench results file, a JSONL of runs), the
     /// id of the one to open, as `falat inspect` lists them. Its overrides and exports are kept

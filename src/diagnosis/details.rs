@@ -14,6 +14,8 @@ use crate::diagnosis::attribution::{
 };
 use crate::text;
 
+use super::explanation::Part;
+
 /// ECHO drops analyses under this confidence (ECHO §3.3, A.7); shown beside the consensus.
 pub const ECHO_MIN_CONFIDENCE: f32 = 0.3;
 
@@ -174,29 +176,39 @@ impl Detail {
 
     /// One display line per item (sanitised text, 0-based steps).
     pub fn lines(&self) -> Vec<String> {
+        self.parts().iter().map(|l| super::explanation::join(l)).collect()
+    }
+
+    /// [`Detail::lines`] as [`Part`]s: each step a line names is a [`Part::Step`] (a range's
+    /// first and last step, a segment's candidates, a propagation edge's ends, a vote's step), so
+    /// a reader can make it a link without reading the text back.
+    pub fn parts(&self) -> Vec<Vec<Part>> {
+        use Part::{Step, Text};
         let clean = |s: &str, n: usize| text::clip(&text::sanitize(s), n);
+        let t = |s: String| Text(s);
+        let plain = |v: Vec<String>| v.into_iter().map(|l| vec![Text(l)]).collect::<Vec<_>>();
         match self {
-            Detail::Options(v) => v.clone(),
-            Detail::Ablated(v) => v.iter().map(|c| c.as_str().to_string()).collect(),
-            Detail::OfflineJudge => {
-                vec![
-                    "offline heuristic judge: lexical and structural signals stand in for the model the paper uses"
-                        .into(),
-                ]
-            }
+            Detail::Options(v) => plain(v.clone()),
+            Detail::Ablated(v) => plain(v.iter().map(|c| c.as_str().to_string()).collect()),
+            Detail::OfflineJudge => plain(vec![
+                "offline heuristic judge: lexical and structural signals stand in for the model the paper uses".into(),
+            ]),
             Detail::PhaseSearch(v) => v
                 .iter()
                 .map(|p| {
-                    format!(
-                        "phase {} (steps {}-{}, {} {}): suspicion {:.2}, {}",
-                        p.phase,
-                        p.steps.start,
-                        p.steps.end.saturating_sub(1),
-                        p.purpose.as_str(),
-                        clean(&p.agent, 60),
-                        p.suspicion,
-                        if p.searched { "searched" } else { "skipped" }
-                    )
+                    vec![
+                        t(format!("phase {} (steps ", p.phase)),
+                        Step(p.steps.start),
+                        t("-".into()),
+                        Step(p.steps.end.saturating_sub(1)),
+                        t(format!(
+                            ", {} {}): suspicion {:.2}, {}",
+                            p.purpose.as_str(),
+                            clean(&p.agent, 60),
+                            p.suspicion,
+                            if p.searched { "searched" } else { "skipped" }
+                        )),
+                    ]
                 })
                 .collect(),
             Detail::ReSearchChecks(v) => {
@@ -205,91 +217,146 @@ impl Detail {
                 let rule = "the decision moves only to the step the blind comparison names, when that step passes \
                             both checks and is earlier (or the decided step fails them)"
                     .to_string();
-                std::iter::once(rule)
+                std::iter::once(vec![Text(rule)])
                     .chain(v.iter().map(|k| {
                         let v = |b: bool| if b { "pass" } else { "fail" };
-                        format!("step {}: independence {}, sufficiency {}", k.step, v(k.independence), v(k.sufficiency))
+                        vec![
+                            t("step ".into()),
+                            Step(k.step),
+                            t(format!(": independence {}, sufficiency {}", v(k.independence), v(k.sufficiency))),
+                        ]
                     }))
                     .collect()
             }
-            Detail::Panel(v) => v.iter().map(|p| p.as_str().to_string()).collect(),
+            Detail::Panel(v) => plain(v.iter().map(|p| p.as_str().to_string()).collect()),
             Detail::Analyses(_, v) => v
                 .iter()
                 .map(|a| {
                     let kept = if a.confidence >= ECHO_MIN_CONFIDENCE { "" } else { " (dropped)" };
-                    let step = a.step.map_or("-".to_string(), |s| s.to_string());
-                    format!(
-                        "{} {} step {step} confidence {:.2}{kept}: {}",
-                        a.conclusion.as_str(),
-                        a.agents.join("+"),
-                        a.confidence,
-                        text::clip(&a.reasoning, 160)
-                    )
+                    let mut l = vec![t(format!("{} {} step ", a.conclusion.as_str(), a.agents.join("+")))];
+                    l.push(a.step.map_or(t("-".into()), Step));
+                    l.push(t(format!(" confidence {:.2}{kept}: {}", a.confidence, text::clip(&a.reasoning, 160))));
+                    l
                 })
                 .collect(),
             Detail::Consensus(_, c) => {
                 let types: Vec<String> = c.types.iter().map(|(t, v)| format!("{} {v:.2}", t.as_str())).collect();
                 let agents: Vec<String> = c.agents.iter().map(|(a, v)| format!("{a} {v:.2}")).collect();
-                let steps: Vec<String> = c.steps.iter().map(|(s, v)| format!("{s} {v:.2}")).collect();
+                let mut steps = vec![t("steps: ".into())];
+                for (i, (s, v)) in c.steps.iter().enumerate() {
+                    if i > 0 {
+                        steps.push(t(", ".into()));
+                    }
+                    steps.extend([Step(*s), t(format!(" {v:.2}"))]);
+                }
                 vec![
-                    format!("types: {}", types.join(", ")),
-                    format!("agents: {}", agents.join(", ")),
-                    format!("steps: {}", steps.join(", ")),
-                    format!(
+                    vec![t(format!("types: {}", types.join(", ")))],
+                    vec![t(format!("agents: {}", agents.join(", ")))],
+                    steps,
+                    vec![t(format!(
                         "dropped {} under {ECHO_MIN_CONFIDENCE}, {} step votes out of range, spread {:.2}, review {}",
                         c.dropped, c.out_of_range, c.spread, c.review
-                    ),
+                    ))],
                 ]
             }
-            Detail::AgentEvidence(v) => v
-                .iter()
-                .map(|e| {
-                    let ev = if e.evidence.is_empty() {
-                        "no evidence given".to_string()
-                    } else {
-                        text::clip(&e.evidence, 200)
-                    };
-                    format!("{} likelihood {:.2}: {ev}", e.agent, e.likelihood)
-                })
-                .collect(),
-            Detail::Alternatives(v) if v.is_empty() => vec!["none".into()],
+            Detail::AgentEvidence(v) => plain(
+                v.iter()
+                    .map(|e| {
+                        let ev = if e.evidence.is_empty() {
+                            "no evidence given".to_string()
+                        } else {
+                            text::clip(&e.evidence, 200)
+                        };
+                        format!("{} likelihood {:.2}: {ev}", e.agent, e.likelihood)
+                    })
+                    .collect(),
+            ),
+            Detail::Alternatives(v) if v.is_empty() => plain(vec!["none".into()]),
             Detail::Alternatives(v) => v
                 .iter()
                 .map(|a| {
-                    let step = a.step.map_or("-".to_string(), |s| s.to_string());
-                    format!("{} step {step} weight {:.2}: {}", a.agent, a.likelihood, text::clip(&a.reason, 160))
+                    let mut l = vec![t(format!("{} step ", a.agent))];
+                    l.push(a.step.map_or(t("-".into()), Step));
+                    l.push(t(format!(" weight {:.2}: {}", a.likelihood, text::clip(&a.reason, 160))));
+                    l
                 })
                 .collect(),
             Detail::Segments(v) => v
                 .iter()
                 .enumerate()
                 .map(|(k, s)| {
-                    let c: Vec<String> = s.candidates.iter().map(|c| c.to_string()).collect();
-                    format!(
-                        "segment {k}: steps {}-{}, candidates [{}]",
-                        s.steps.start,
-                        s.steps.end.saturating_sub(1),
-                        c.join(", ")
-                    )
+                    let mut l = vec![
+                        t(format!("segment {k}: steps ")),
+                        Step(s.steps.start),
+                        t("-".into()),
+                        Step(s.steps.end.saturating_sub(1)),
+                        t(", candidates [".into()),
+                    ];
+                    for (i, c) in s.candidates.iter().enumerate() {
+                        if i > 0 {
+                            l.push(t(", ".into()));
+                        }
+                        l.push(Step(*c));
+                    }
+                    l.push(t("]".into()));
+                    l
                 })
                 .collect(),
-            Detail::PropagationGraph(v) => {
-                v.iter().map(|e| format!("{} -> {} {}", e.from, e.to, e.effect.as_str())).collect()
+            Detail::PropagationGraph(v) => v
+                .iter()
+                .map(|e| vec![Step(e.from), t(" -> ".into()), Step(e.to), t(format!(" {}", e.effect.as_str()))])
+                .collect(),
+            Detail::AdjudicatedNodes(v) => {
+                let mut l = vec![t("[".into())];
+                for (i, s) in v.iter().enumerate() {
+                    if i > 0 {
+                        l.push(t(", ".into()));
+                    }
+                    l.push(Step(*s));
+                }
+                l.push(t("]".into()));
+                vec![super::explanation::clip_parts(l, 400)]
             }
-            Detail::AdjudicatedNodes(v) => vec![text::clip(&format!("{v:?}"), 400)],
-            Detail::JudgeAnswer { agent, step } => vec![format!("agent {agent}, step {step}")],
+            Detail::JudgeAnswer { agent, step } => vec![vec![t(format!("agent {agent}, step ")), Step(*step)]],
             Detail::Verdicts(v) => v
                 .iter()
-                .map(|x| match x.decisive {
-                    Some(true) => format!("step {}: decisive ({:.2})", x.step, x.confidence),
-                    Some(false) => format!("step {}: not decisive ({:.2})", x.step, x.confidence),
-                    None => format!("step {}: no usable verdict", x.step),
+                .map(|x| {
+                    let what = match x.decisive {
+                        Some(true) => format!(": decisive ({:.2})", x.confidence),
+                        Some(false) => format!(": not decisive ({:.2})", x.confidence),
+                        None => ": no usable verdict".to_string(),
+                    };
+                    vec![t("step ".into()), Step(x.step), t(what)]
                 })
                 .collect(),
             Detail::Rounds(v) => v
                 .iter()
-                .map(|r| format!("{}..{} split {}: {}", r.range.start, r.range.end, r.split, r.half.as_str()))
+                .map(|r| {
+                    vec![
+                        Step(r.range.start),
+                        t(format!("..{} split ", r.range.end)),
+                        Step(r.split),
+                        t(format!(": {}", r.half.as_str())),
+                    ]
+                })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_details_parts_name_their_steps_and_join_to_the_lines() {
+        let segs = Detail::Segments(vec![SegmentRecalled { steps: 4..9, candidates: vec![5, 7] }]);
+        let parts = &segs.parts()[0];
+        let steps: Vec<usize> =
+            parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
+        assert_eq!(steps, [4, 8, 5, 7]);
+        assert_eq!(segs.lines(), ["segment 0: steps 4-8, candidates [5, 7]"]);
+        let nodes = Detail::AdjudicatedNodes((0..200).collect());
+        assert_eq!(nodes.lines()[0], text::clip(&format!("{:?}", (0..200).collect::<Vec<usize>>()), 400));
     }
 }

@@ -133,48 +133,127 @@ impl Claim {
     /// The claim as one or two sentences (sanitised). `method` and `fallback` word the
     /// "more probable" claim: the rule or fallback that named the step instead of the ranking.
     pub fn sentence(&self, method: Method, rule: &Rule) -> String {
+        join(&self.parts(method, rule))
+    }
+
+    /// [`Claim::sentence`] as [`Part`]s: every step the sentence names is a [`Part::Step`], so a
+    /// reader can make it a link without reading the text back.
+    pub fn parts(&self, method: Method, rule: &Rule) -> Vec<Part> {
+        use Part::{Step, Text};
+        let t = |s: &str| Text(s.to_string());
         match self {
-            Claim::RanksFirst { step, p } => format!("Step {step} ranks first among all steps (P = {p:.2})."),
+            Claim::RanksFirst { step, p } => {
+                vec![t("Step "), Step(*step), Text(format!(" ranks first among all steps (P = {p:.2})."))]
+            }
             Claim::MoreProbable { step, agent, p, named, p_named } => {
                 let how = match rule {
-                    Rule::Fallback { why, .. } => format!("step {named} by its fallback ({})", text::sanitize(why)),
-                    Rule::Pinned => format!("step {named} because you pinned it"),
-                    Rule::RankedFirst => format!("step {named}, the best-ranked step you did not exclude"),
-                    Rule::Ranking { why, .. } => format!("step {named} because {}", text::sanitize(why)),
+                    Rule::Fallback { why, .. } => format!(" by its fallback ({})", text::sanitize(why)),
+                    Rule::Pinned => " because you pinned it".to_string(),
+                    Rule::RankedFirst => ", the best-ranked step you did not exclude".to_string(),
+                    Rule::Ranking { why, .. } => format!(" because {}", text::sanitize(why)),
                     Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
-                        format!("step {named} because it is {}", method.decision_rule())
+                        format!(" because it is {}", method.decision_rule())
                     }
                 };
-                format!(
-                    "Step {step} ({}) is more probable than step {named} (P {p:.2} against {p_named:.2}). {} names \
-                     {how}; it does not name the step that ranks first by P, so read both.",
-                    text::sanitize(agent),
-                    method.title()
-                )
+                vec![
+                    t("Step "),
+                    Step(*step),
+                    Text(format!(" ({}) is more probable than step ", text::sanitize(agent))),
+                    Step(*named),
+                    Text(format!(" (P {p:.2} against {p_named:.2}). {} names step ", method.title())),
+                    Step(*named),
+                    Text(format!("{how}; it does not name the step that ranks first by P, so read both.")),
+                ]
             }
-            Claim::PathToOutput { path } if path.len() == 1 => {
-                format!("Step {} is itself the final output's step (the step that states the run's answer).", path[0])
-            }
+            Claim::PathToOutput { path } if path.len() == 1 => vec![
+                t("Step "),
+                Step(path[0]),
+                t(" is itself the final output's step (the step that states the run's answer)."),
+            ],
             Claim::PathToOutput { path } => {
-                let p: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-                format!("Dependency path to the final output: {}.", p.join(" → "))
+                let mut out = vec![t("Dependency path to the final output: ")];
+                for (i, s) in path.iter().enumerate() {
+                    if i > 0 {
+                        out.push(t(" → "));
+                    }
+                    out.push(Step(*s));
+                }
+                out.push(t("."));
+                out
             }
             Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => {
-                let end = match final_step {
-                    Some(e) => format!("step {e}, the final output's step (the step that states the run's answer)"),
-                    None => "the final output's step".to_string(),
-                };
-                let mut s = format!("The dependency graph has no path from step {from} to {end}.");
+                let mut out = vec![t("The dependency graph has no path from step "), Step(*from), t(" to ")];
+                match final_step {
+                    Some(e) => out.extend([
+                        t("step "),
+                        Step(*e),
+                        t(", the final output's step (the step that states the run's answer)"),
+                    ]),
+                    None => out.push(t("the final output's step")),
+                }
+                out.push(t("."));
                 if *states_observed {
-                    s.push_str(&format!(" Step {from} states the observed output itself."));
+                    out.extend([t(" Step "), Step(*from), t(" states the observed output itself.")]);
                 }
                 if let Some(e) = sufficiency {
-                    s.push_str(&format!(" Its sufficiency check passed on other evidence: {}.", text::sanitize(e)));
+                    out.push(Text(format!(" Its sufficiency check passed on other evidence: {}.", text::sanitize(e))));
                 }
-                s
+                out
             }
         }
     }
+}
+
+/// A piece of a rendered sentence: prose, or a step it names (0-based). Rendering joins them
+/// ([`join`]); the TUI makes each [`Part::Step`] a link, so links come from the data that wrote
+/// the sentence, never from reading step numbers back out of prose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Text, sanitised.
+    Text(String),
+    /// A step the text names, written as its number.
+    Step(usize),
+}
+
+impl Part {
+    /// The part as written.
+    pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Part::Text(t) => std::borrow::Cow::Borrowed(t),
+            Part::Step(s) => std::borrow::Cow::Owned(s.to_string()),
+        }
+    }
+}
+
+/// The parts as one string.
+pub fn join(parts: &[Part]) -> String {
+    parts.iter().map(|p| p.as_text()).collect()
+}
+
+/// Parts clipped like [`text::clip`] clips their joined text: at most `max` characters, ending in
+/// `…` when cut; a step number that would be cut becomes text.
+pub fn clip_parts(parts: Vec<Part>, max: usize) -> Vec<Part> {
+    let total: usize = parts.iter().map(|p| p.as_text().chars().count()).sum();
+    if total <= max {
+        return parts;
+    }
+    let mut room = max.saturating_sub(1);
+    let mut out = Vec::new();
+    for p in parts {
+        let n = p.as_text().chars().count();
+        if n <= room {
+            room -= n;
+            out.push(p);
+            continue;
+        }
+        let cut: String = p.as_text().chars().take(room).collect();
+        if !cut.is_empty() {
+            out.push(Part::Text(cut));
+        }
+        break;
+    }
+    out.push(Part::Text("…".into()));
+    out
 }
 
 /// Something a reader should weigh with the verdict.
@@ -240,11 +319,18 @@ impl Explanation {
     /// (each finding with its signal), the rule when it is a fallback, the re-search. Sanitised,
     /// at most 600 characters.
     pub fn render(&self, step: Option<usize>, agent: Option<&str>) -> String {
+        join(&self.parts(step, agent))
+    }
+
+    /// [`Explanation::render`] as [`Part`]s (the decisive step a [`Part::Step`]), clipped to the
+    /// same 600 characters.
+    pub fn parts(&self, step: Option<usize>, agent: Option<&str>) -> Vec<Part> {
+        use Part::{Step, Text};
         let Some(s) = step else {
-            return match &self.rule {
+            return vec![Text(match &self.rule {
                 Rule::NoFailure { why } => format!("No failure found: {}.", text::sanitize(why)),
                 _ => "No step could be named.".to_string(),
-            };
+            })];
         };
         let who = text::sanitize(agent.unwrap_or("?"));
         let evidence: Vec<String> = self
@@ -264,35 +350,33 @@ impl Explanation {
             // Nothing found on the step: the fallback's own clause says why it is named.
             said = text::sanitize(why);
         }
-        let mut out = match &self.rule {
-            Rule::Pinned if said.is_empty() => format!("step {s} ({who}) was pinned by the user."),
-            Rule::Pinned => format!("step {s} ({who}) was pinned by the user; the machine found: {said}."),
+        let after = match &self.rule {
+            Rule::Pinned if said.is_empty() => format!(" ({who}) was pinned by the user."),
+            Rule::Pinned => format!(" ({who}) was pinned by the user; the machine found: {said}."),
             Rule::RankedFirst if said.is_empty() => {
-                format!("step {s} ({who}): the method named no step; this is the best-ranked step.")
+                format!(" ({who}): the method named no step; this is the best-ranked step.")
             }
             Rule::Ranking { failure: Some(failure), .. } if said.is_empty() => format!(
-                "step {s} ({who}): no finding recorded for this step; the run shows its failure elsewhere: {}.",
+                " ({who}): no finding recorded for this step; the run shows its failure elsewhere: {}.",
                 text::sanitize(failure)
             ),
-            _ if said.is_empty() => format!("step {s} ({who}): no finding recorded for this step."),
-            _ => format!("step {s} ({who}): {said}."),
+            _ if said.is_empty() => format!(" ({who}): no finding recorded for this step."),
+            _ => format!(" ({who}): {said}."),
         };
-        match &self.rule {
+        // The sentence about the step, capitalised when a clause goes before it.
+        let mut out = match &self.rule {
             Rule::Fallback { name, .. } if !name.is_empty() => {
-                out = format!("Unverified ({name} fallback). {}", text::sentence_case(&out));
+                vec![Text(format!("Unverified ({name} fallback). Step "))]
             }
-            Rule::Fallback { why, .. } => {
-                out = format!("Fallback ({}). {}", text::sanitize(why), text::sentence_case(&out));
-            }
-            Rule::Ranking { why, .. } => {
-                out = format!("Decided by the ranking ({}). {}", text::sanitize(why), text::sentence_case(&out));
-            }
-            _ => {}
-        }
+            Rule::Fallback { why, .. } => vec![Text(format!("Fallback ({}). Step ", text::sanitize(why)))],
+            Rule::Ranking { why, .. } => vec![Text(format!("Decided by the ranking ({}). Step ", text::sanitize(why)))],
+            _ => vec![Text("step ".into())],
+        };
+        out.extend([Step(s), Text(after)]);
         if let Some(r) = &self.research {
-            out.push_str(&format!(" Re-search: {}.", text::sanitize(r.trim_end_matches('.'))));
+            out.push(Text(format!(" Re-search: {}.", text::sanitize(r.trim_end_matches('.')))));
         }
-        text::clip(&out, 600)
+        clip_parts(out, 600)
     }
 }
 
@@ -349,5 +433,36 @@ mod tests {
             p.sentence(Method::Falat, &Rule::Method),
             "Step 4 is itself the final output's step (the step that states the run's answer)."
         );
+    }
+
+    #[test]
+    fn parts_join_to_the_sentence_and_name_its_steps_as_data() {
+        let e = Explanation {
+            rule: Rule::Ranking { why: "every candidate passed".into(), failure: None },
+            findings: vec![finding(Signal::UnsourcedValue, "states 42 with no earlier source")],
+            research: Some("the blind comparison also names step 3".into()),
+            ..Explanation::default()
+        };
+        let parts = e.parts(Some(3), Some("Coder"));
+        assert_eq!(join(&parts), e.render(Some(3), Some("Coder")));
+        let steps: Vec<usize> =
+            parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
+        assert_eq!(steps, [3], "the step the re-search's prose mentions is not data");
+        let c = Claim::NoPathToOutput { from: 2, final_step: Some(9), states_observed: true, sufficiency: None };
+        let parts = c.parts(Method::Falat, &Rule::Method);
+        let steps: Vec<usize> =
+            parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
+        assert_eq!(steps, [2, 9, 2]);
+        assert_eq!(
+            join(&parts),
+            "The dependency graph has no path from step 2 to step 9, the final output's step (the step that \
+             states the run's answer). Step 2 states the observed output itself."
+        );
+        let long = vec![Part::Text("a".repeat(8)), Part::Step(12345), Part::Text("b".into())];
+        assert_eq!(
+            clip_parts(long.clone(), 11),
+            vec![Part::Text("a".repeat(8)), Part::Text("12".into()), Part::Text("…".into())]
+        );
+        assert_eq!(join(&clip_parts(long.clone(), 11)), text::clip(&join(&long), 11));
     }
 }

@@ -1,7 +1,9 @@
 //! The app: a router between the components. It holds them ([`Nav`] where the user is,
 //! [`Results`] what the analysis found, [`OverrideEditor`], [`CandidateList`], [`Search`],
 //! [`Runs`]), sends each action to the one it concerns, and turns what they report into the
-//! status line. Nothing here draws; [`super::ui::render`] reads an `&App`.
+//! status line. Nothing here draws, and nothing here calls drawing code: what input needs of the
+//! screen (the layout, the view's text length, its links and rows) is the [`ViewModel`], computed
+//! from the state before input is handled; [`super::ui::render`] reads an `&App`.
 //!
 //! Input enters through [`App::on_event`] / [`App::on_key`] / [`App::apply`], background results
 //! through [`App::on_job`]. Work the app cannot do itself (start or cancel a run, copy to the
@@ -129,32 +131,8 @@ pub struct Config {
     pub restored: (Restored, Option<PathBuf>),
 }
 
-/// Where things are on the screen, from [`super::ui::layout`] for the terminal's size: kept by
-/// [`App::prepare`] for paging, scrolling and mouse hits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Screen {
-    /// The whole terminal.
-    pub area: Rect,
-    /// The hierarchy view's panes: phases, steps, evidence, dependencies.
-    pub panes: [Rect; 4],
-    /// Visible rows of the phases list.
-    pub phase_rows: u16,
-    /// Visible rows of the steps list.
-    pub step_rows: u16,
-    /// The evidence text area (width, height).
-    pub evidence: (u16, u16),
-    /// Visible rows of the dependencies list.
-    pub edge_rows: u16,
-    /// The list pane of the candidates, roles or methods view (rows start one below its top).
-    pub view_list: Rect,
-    /// Visible rows of that list.
-    pub list_rows: u16,
-    /// Visible lines of the help or messages overlay.
-    pub help_rows: u16,
-    /// The text area inside the border of the view's scrollable text: the verdict, the prior,
-    /// the candidate detail, the method details (empty in the other views).
-    pub text: Rect,
-}
+pub use super::view::Screen;
+use super::view::ViewModel;
 
 /// The TUI's state: the components and what they share.
 pub struct App {
@@ -205,8 +183,9 @@ pub struct App {
     /// Frames of the spinner drawn so far.
     pub ticks: u64,
     dirty: bool,
-    /// The layout of the last prepared frame.
-    pub screen: Screen,
+    /// The view model: the layout, the current view's text length, links and rows, computed
+    /// from the state for the terminal's size before each input and each frame.
+    pub view: ViewModel,
     /// Wrapped evidence lines per (step, width).
     evidence: EvidenceCache,
 }
@@ -277,7 +256,7 @@ impl App {
             show_timings: config.show_timings,
             ticks: 0,
             dirty: true,
-            screen: Screen::default(),
+            view: ViewModel::default(),
             evidence: EvidenceCache::default(),
         };
         if !notes.is_empty() {
@@ -439,7 +418,7 @@ impl App {
 
     /// The selected step's evidence at the screen's width, built into the cache when missing.
     fn cached_evidence(&mut self) -> Arc<Vec<Line<'static>>> {
-        let (step, width) = (self.nav.step, self.screen.evidence.0);
+        let (step, width) = (self.nav.step, self.view.screen.evidence.0);
         if let Some(lines) = self.evidence.get((step, width as usize)) {
             return lines;
         }
@@ -447,19 +426,24 @@ impl App {
         self.evidence.insert((step, width as usize), lines)
     }
 
-    /// The step references of the current prose (the verdict view, the selected row's detail),
-    /// as the view draws them.
+    /// The steps the current view's text links to, in reading order (the verdict, the selected
+    /// candidate's or method's detail, the roles view's header): from the view model.
     pub fn links(&self) -> Vec<usize> {
-        super::ui::prose_links(self)
+        self.view.targets()
     }
 
-    /// Gets the app ready to draw a frame of `area`: the layout for it, the lists' first
+    /// Computes the view model again for the last frame's size: the state changed.
+    fn refresh_view(&mut self) {
+        self.view = ViewModel::compute(self, self.view.screen.area);
+    }
+
+    /// Gets the app ready to draw a frame of `area`: the view model for it, the lists' first
     /// visible rows (scrolled just enough to show the selections) and the selected step's
     /// evidence in the cache. Drawing ([`super::ui::render`]) then only reads the app.
     pub fn prepare(&mut self, area: Rect) {
-        use super::ui::visible_offset;
-        self.screen = super::ui::layout(self, area);
-        let s = self.screen;
+        use super::view::visible_offset;
+        self.view = ViewModel::compute(self, area);
+        let s = self.view.screen;
         let n = &self.nav;
         let range = self.phases().get(n.phase).map_or(0..0, |p| p.range.clone());
         let o = n.offsets;
@@ -554,10 +538,11 @@ impl App {
     /// key or back closes it, quit quits; other keys do nothing (so a stray key does not close
     /// it).
     fn on_overlay_key(&mut self, k: KeyEvent) -> Vec<Effect> {
-        let height = (self.screen.help_rows as usize).max(1);
+        self.refresh_view();
+        let height = (self.view.screen.help_rows as usize).max(1);
         let len = match self.mode {
-            Mode::Messages => super::ui::message_lines(self, self.screen.area.width).len(),
-            _ => super::ui::help_lines(self, self.screen.area.width).len(),
+            Mode::Messages => self.view.message_lines,
+            _ => self.view.help_lines,
         };
         let max = len.saturating_sub(height);
         let page = height.saturating_sub(1).max(1);
@@ -658,9 +643,10 @@ impl App {
     }
 
     fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        self.refresh_view();
         let pos = Position::new(m.column, m.row);
         let pane = if self.nav.view == View::Hierarchy {
-            Pane::ALL.into_iter().zip(self.screen.panes).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
+            Pane::ALL.into_iter().zip(self.view.screen.panes).find(|(_, r)| r.contains(pos)).map(|(p, _)| p)
         } else {
             None
         };
@@ -676,7 +662,7 @@ impl App {
                 }
             }
             MouseEventKind::Down(MouseButton::Left) if m.row == 0 => {
-                let v = super::ui::tab_at(self, m.column);
+                let v = self.view.tab_at(m.column);
                 self.set_view(v);
             }
             MouseEventKind::Down(MouseButton::Left) => self.click(pane, pos),
@@ -689,7 +675,7 @@ impl App {
     fn click(&mut self, pane: Option<Pane>, pos: Position) {
         if let Some(p) = pane {
             self.nav.focus = p;
-            let r = self.screen.panes[p.index()];
+            let r = self.view.screen.panes[p.index()];
             let row = pos.y.saturating_sub(r.y + 1) as usize;
             let ext = self.extent();
             match p {
@@ -712,7 +698,7 @@ impl App {
                 Pane::Evidence => {}
             }
         } else if self.nav.view != View::Hierarchy {
-            let r = self.screen.view_list;
+            let r = self.view.screen.view_list;
             if r.contains(pos) {
                 self.nav.list_sel = pos.y.saturating_sub(r.y + 1) as usize + self.nav.offsets.list;
                 self.nav.link = None;
@@ -724,6 +710,7 @@ impl App {
     /// Carries out an action: routes it to the component it concerns.
     pub fn apply(&mut self, a: Action) -> Vec<Effect> {
         self.dirty = true;
+        self.refresh_view();
         let view = self.nav.view;
         match a {
             Action::Quit => return self.quit_or_ask(),
@@ -775,8 +762,9 @@ impl App {
     fn open_messages(&mut self) {
         self.mode = Mode::Messages;
         // Open on the newest messages.
-        let len = super::ui::message_lines(self, self.screen.area.width).len();
-        self.help_scroll = len.saturating_sub((self.screen.help_rows as usize).max(1));
+        // The overlay's height: the layout of a frame with the messages open.
+        let rows = super::view::layout(self, self.view.screen.area).help_rows;
+        self.help_scroll = self.view.message_lines.saturating_sub((rows as usize).max(1));
     }
 
     fn set_view(&mut self, v: Option<View>) {
@@ -803,7 +791,7 @@ impl App {
     /// What the lists hold right now, for [`Nav`].
     fn extent(&self) -> Extent {
         let nav = &self.nav;
-        let s = &self.screen;
+        let s = &self.view.screen;
         let hierarchy = nav.view == View::Hierarchy;
         let page_rows = match (nav.view, nav.focus) {
             (View::Hierarchy, Pane::Phases) => s.phase_rows,
@@ -825,23 +813,25 @@ impl App {
             row_step: if hierarchy { None } else { self.row_step() },
             links: if hierarchy { Vec::new() } else { self.links() },
             page_rows,
-            text_lines: if hierarchy { 0 } else { super::ui::view_text(self).0.len() },
+            text_lines: self.view.text_lines,
             text_rows: s.text.height as usize,
         }
     }
 
     fn navigate(&mut self, a: Action) {
         let mut ext = self.extent();
-        if self.nav.view == View::Hierarchy && self.nav.focus == Pane::Evidence && self.screen.evidence.0 > 0 {
+        if self.nav.view == View::Hierarchy && self.nav.focus == Pane::Evidence && self.view.screen.evidence.0 > 0 {
             ext.evidence_lines = self.cached_evidence().len();
         }
         let moved = self.nav.navigate(a, &ext);
-        // A step reference selected in the text is scrolled into view.
-        if self.nav.view != View::Hierarchy
+        // A step reference selected in the text is scrolled into view (links keep their places
+        // when the selection moves among them).
+        let selected = if self.nav.view == View::Verdict { Some(self.nav.list_sel) } else { self.nav.link };
+        if super::view::text::scrolls(self.nav.view)
             && matches!(a, Action::Up | Action::Down | Action::NextPane | Action::PrevPane)
-            && let Some(line) = super::ui::view_text(self).1
+            && let Some(link) = selected.and_then(|k| self.view.links.get(k))
         {
-            self.nav.show_text_line(line, self.screen.text.height as usize);
+            self.nav.show_text_line(link.line, self.view.screen.text.height as usize);
         }
         self.report(moved);
     }
@@ -944,6 +934,8 @@ impl App {
     }
 
     fn clamp_list(&mut self) {
+        // The results changed: the verdict's links with them.
+        self.refresh_view();
         let len = self.list_len();
         self.nav.list_sel = self.nav.list_sel.min(len.saturating_sub(1));
     }
@@ -1006,7 +998,7 @@ impl App {
     }
 
     fn scroll_to_match(&mut self, q: &str) {
-        if self.screen.evidence.0 == 0 {
+        if self.view.screen.evidence.0 == 0 {
             return;
         }
         let q = q.to_lowercase();
@@ -1103,8 +1095,8 @@ impl App {
     pub fn on_job(&mut self, msg: JobMsg) -> Vec<Effect> {
         self.dirty = true;
         match msg {
-            JobMsg::Progress { id, stage, done, total } => {
-                self.runs.progress(id, stage, done, total);
+            JobMsg::Progress { id, activity, done, total } => {
+                self.runs.progress(id, activity, done, total);
                 Vec::new()
             }
             JobMsg::Asked { id, questions, calls } => {
@@ -1174,7 +1166,7 @@ impl App {
                 self.clamp_list();
                 self.set_status(
                     Level::Warn,
-                    format!("cancelled {}; kept the stages through {kept}", run.target.label()),
+                    format!("cancelled {}; kept the stages through {}", run.target.label(), kept.as_str()),
                 );
             }
             Taken::Cancelled => {
@@ -1310,7 +1302,7 @@ impl App {
         match result {
             Ok(e) => {
                 // The reason first: a long path may be shortened in the status line.
-                let why = if e.fallback.is_some() { "the trace's folder cannot be written: " } else { "" };
+                let why = e.fallback.as_ref().map_or(String::new(), |f| format!("{}: ", f.reason()));
                 let msg = format!("{why}exported {} and {}", e.markdown.display(), e.json.display());
                 self.exported = Some(e);
                 self.set_status(Level::Ok, msg);

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::runs::Activity;
+
 use crate::diagnosis::Diagnosis;
 use crate::judge::Judge;
 use crate::methods::falat::{Cancelled, Options, Pipeline, ProgressFn, Stage};
@@ -100,12 +102,12 @@ pub struct JobDone {
 
 /// Messages from background work to the app.
 pub enum JobMsg {
-    /// Progress of a run: stage name, judge calls done and expected.
+    /// Progress of a run: what it is doing, judge calls done and expected.
     Progress {
         /// The run's id.
         id: u64,
-        /// Stage name.
-        stage: String,
+        /// What it is doing.
+        activity: Activity,
         /// Done so far.
         done: usize,
         /// Total expected.
@@ -154,19 +156,30 @@ impl Judge for Counting {
     }
 }
 
+/// A run's progress callback: what it is doing, units done and expected.
+pub type Progress = Arc<dyn Fn(Activity, usize, usize) + Send + Sync>;
+
 /// Runs a request synchronously.
 pub fn execute(
     req: &RunRequest,
     t: &Trajectory,
     judge: &dyn Judge,
     cancel: Arc<AtomicBool>,
-    progress: Option<ProgressFn>,
+    progress: Option<Progress>,
 ) -> JobDone {
     if !req.target.is_pipeline() {
         return execute_methods(req, t, judge, cancel, progress);
     }
     let start = Instant::now();
     let mut p = req.pipeline.clone();
+    // The pipeline reports through the judge session's callback, by stage name: read once here.
+    let progress = progress.map(|p| -> ProgressFn {
+        Arc::new(move |name: &str, done, total| {
+            if let Some(a) = Activity::of_pipeline(name) {
+                p(a, done, total);
+            }
+        })
+    });
     let opts = Options { cancel: Some(cancel), progress, ..req.opts.clone() };
     let outcome = match req.target {
         RunTarget::All => p.run_all(t, judge, &opts),
@@ -212,7 +225,7 @@ fn execute_methods(
     t: &Trajectory,
     judge: &dyn Judge,
     cancel: Arc<AtomicBool>,
-    progress: Option<ProgressFn>,
+    progress: Option<Progress>,
 ) -> JobDone {
     let start = Instant::now();
     let list: Vec<Method> = match req.target {
@@ -227,7 +240,7 @@ fn execute_methods(
             break;
         }
         if let Some(p) = &progress {
-            p(m.as_str(), i, list.len());
+            p(Activity::Method(*m), i, list.len());
         }
         out.push(methods::run_on(*m, t, &substrate, judge, &mopts));
     }
@@ -273,11 +286,11 @@ pub fn spawn(req: RunRequest, t: Arc<Trajectory>, judge: Arc<dyn Judge>, tx: Unb
     let id = req.id;
     let last = Mutex::new(Instant::now() - PROGRESS_EVERY);
     let ptx = tx.clone();
-    let progress: ProgressFn = Arc::new(move |stage: &str, done: usize, total: usize| {
+    let progress: Progress = Arc::new(move |activity: Activity, done: usize, total: usize| {
         let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
         if done >= total || last.elapsed() >= PROGRESS_EVERY {
             *last = Instant::now();
-            let _ = ptx.send(JobMsg::Progress { id, stage: stage.to_string(), done, total });
+            let _ = ptx.send(JobMsg::Progress { id, activity, done, total });
         }
     });
     let flag = Arc::clone(&cancel);

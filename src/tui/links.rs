@@ -1,91 +1,100 @@
-//! Step references in prose: the step numbers a verdict, a candidate's findings or a method's
-//! reason mention (`step 12`, `steps 3, 5 and 9`, `steps 4-6`, `#89`), found so that the views can
-//! make them selectable and Enter can jump to them.
+//! Step references as links: the steps a view's text names, taken from the data that wrote the
+//! text (a diagnosis's decisive step, ranking and path, a pruning's `by_step`, the
+//! [`Part::Step`]s of a claim or of the reason), never read back out of prose.
 //!
-//! A [`Linker`] turns prose into spans while counting the references in reading order; the view
-//! that draws the text and the app that follows Enter build the same text, so both agree on which
-//! reference is the `k`-th.
-
-use std::ops::Range;
-use std::sync::LazyLock;
+//! A [`Linker`] builds a view's lines and records where each link is (line and span, before
+//! wrapping) in reading order; [`super::view::wrap_linked`] then wraps the lines and gives every
+//! link its row and columns. The view model ([`super::view::ViewModel`]) and the drawing build the
+//! same text with the same linker, so both agree on which reference is the `k`-th.
 
 use ratatui::style::Style;
-use ratatui::text::Span;
-use regex::Regex;
+use ratatui::text::{Line, Span};
 
-/// `step N`, `steps N, M and K`, `steps N-M`, `step N to M`, and `#N`.
-static STEP_REF: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:\bsteps?\s+\d+(?:(?:\s*,\s*|\s*,?\s+(?:and|or|to)\s+|\s*[-–]\s*)\d+)*|#\d+)")
-        .expect("step reference pattern")
-});
+use crate::diagnosis::Part;
 
-static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+").expect("number pattern"));
-
-/// The step references in `text`: the byte range of each number and the step it names, in
-/// order. Numbers from `n_steps` on are not steps of this trajectory and are left out, and so is
-/// anything inside double quotes (quoted trace text may say "step 3" of its own numbering).
-pub fn step_refs(text: &str, n_steps: usize) -> Vec<(Range<usize>, usize)> {
-    let mut out = Vec::new();
-    for m in STEP_REF.find_iter(text) {
-        let quotes = text[..m.start()].matches('"').count();
-        if quotes % 2 == 1 {
-            continue;
-        }
-        for n in NUMBER.find_iter(m.as_str()) {
-            let Ok(step) = n.as_str().parse::<usize>() else { continue };
-            if step < n_steps {
-                out.push((m.start() + n.start()..m.start() + n.end(), step));
-            }
-        }
-    }
-    out
+/// Where a link sits in a linker's lines, before wrapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkAt {
+    /// The step it names, 0-based.
+    pub step: usize,
+    /// The line, 0-based.
+    pub line: usize,
+    /// The span of that line holding the step number.
+    pub span: usize,
 }
 
-/// Builds spans with selectable step references and collects their targets in reading order.
+/// Builds lines whose step numbers are links, and records the links in reading order.
 #[derive(Debug, Clone)]
 pub struct Linker {
-    /// The step each reference names, in the order they were emitted.
-    pub targets: Vec<usize>,
+    /// The lines built so far.
+    pub lines: Vec<Line<'static>>,
+    /// The links, in the order they were emitted.
+    pub links: Vec<LinkAt>,
+    /// Links of the line being built: (span, step).
+    pending: Vec<(usize, usize)>,
     selected: Option<usize>,
     selection: Style,
     n_steps: usize,
 }
 
 impl Linker {
-    /// A linker for a trajectory of `n_steps` steps; the `selected`-th reference (0-based) is
-    /// drawn with `selection`.
+    /// A linker for a trajectory of which `n_steps` steps can be shown; the `selected`-th link
+    /// (0-based) is drawn with `selection`.
     pub fn new(n_steps: usize, selected: Option<usize>, selection: Style) -> Linker {
-        Linker { targets: Vec::new(), selected, selection, n_steps }
+        Linker { lines: Vec::new(), links: Vec::new(), pending: Vec::new(), selected, selection, n_steps }
     }
 
-    /// A step number that is a reference in itself (a path, the decisive step).
-    pub fn link(&mut self, step: usize, style: Style) -> Span<'static> {
-        let style = self.next_style(step, style);
-        Span::styled(step.to_string(), style)
+    /// The step each link names, in reading order.
+    pub fn targets(&self) -> Vec<usize> {
+        self.links.iter().map(|l| l.step).collect()
     }
 
-    /// Prose split into spans around its step references (see [`step_refs`]).
-    pub fn prose(&mut self, text: &str, style: Style) -> Vec<Span<'static>> {
-        let mut spans = Vec::new();
-        let mut at = 0;
-        for (range, step) in step_refs(text, self.n_steps) {
-            if range.start > at {
-                spans.push(Span::styled(text[at..range.start].to_string(), style));
+    /// Appends a step number that is a link to `spans`, the spans of the next line
+    /// [`Linker::push`] adds.
+    pub fn link(&mut self, spans: &mut Vec<Span<'static>>, step: usize, style: Style) {
+        let k = self.links.len() + self.pending.len();
+        self.pending.push((spans.len(), step));
+        let style = if self.selected == Some(k) { self.selection } else { style };
+        spans.push(Span::styled(step.to_string(), style));
+    }
+
+    /// Appends rendered parts to `spans`: the text as it is (cleaned for the screen), each step
+    /// that can be shown as an underlined link.
+    pub fn parts(&mut self, spans: &mut Vec<Span<'static>>, parts: &[Part], style: Style) {
+        for p in parts {
+            match p {
+                Part::Step(s) if *s < self.n_steps => self.link(spans, *s, style.underlined()),
+                p => spans.push(Span::styled(crate::tui::app::clean(&p.as_text()), style)),
             }
-            let s = self.next_style(step, style.underlined());
-            spans.push(Span::styled(text[range.clone()].to_string(), s));
-            at = range.end;
         }
-        if at < text.len() || spans.is_empty() {
-            spans.push(Span::styled(text[at..].to_string(), style));
-        }
-        spans
     }
 
-    fn next_style(&mut self, step: usize, style: Style) -> Style {
-        let k = self.targets.len();
-        self.targets.push(step);
-        if self.selected == Some(k) { self.selection } else { style }
+    /// Adds a line made of `spans` (with the links appended to them since the last line).
+    pub fn push(&mut self, spans: Vec<Span<'static>>) {
+        let line = self.lines.len();
+        self.links.extend(self.pending.drain(..).map(|(span, step)| LinkAt { step, line, span }));
+        self.lines.push(Line::from(spans));
+    }
+
+    /// Adds a line without links.
+    pub fn push_line(&mut self, line: Line<'static>) {
+        debug_assert!(self.pending.is_empty(), "links wait for their line");
+        self.lines.push(line);
+    }
+
+    /// Adds lines without links.
+    pub fn extend(&mut self, lines: impl IntoIterator<Item = Line<'static>>) {
+        for l in lines {
+            self.push_line(l);
+        }
+    }
+
+    /// Inserts a line without links before the others.
+    pub fn prepend(&mut self, line: Line<'static>) {
+        self.lines.insert(0, line);
+        for l in &mut self.links {
+            l.line += 1;
+        }
     }
 }
 
@@ -93,27 +102,23 @@ impl Linker {
 mod tests {
     use super::*;
 
-    fn steps(text: &str) -> Vec<usize> {
-        step_refs(text, 100).into_iter().map(|(_, s)| s).collect()
-    }
-
     #[test]
-    fn finds_the_forms_a_reason_uses() {
-        assert_eq!(steps("step 12 (WebSurfer): the blind comparison also names step 12"), [12, 12]);
-        assert_eq!(steps("Steps 3, 5 and 9 repeat it; steps 4-6 too"), [3, 5, 9, 4, 6]);
-        assert_eq!(steps("uses 89 ← #89, pruned by step 7 to 8"), [89, 7, 8]);
-        assert_eq!(steps("step 120 is past the end; 12 steps; stepwise 4"), Vec::<usize>::new());
-        assert_eq!(steps(r#"lands on "step 4 of the guide", then step 5"#), [5], "quoted trace text is not ours");
-    }
-
-    #[test]
-    fn spans_keep_the_text_and_mark_the_selected_reference() {
+    fn links_come_from_the_parts_and_the_selected_one_is_drawn_selected() {
         let sel = Style::new().bold();
         let mut l = Linker::new(100, Some(1), sel);
-        let spans = l.prose("step 3 then step 4.", Style::new());
-        let text: String = spans.iter().map(|s| s.content.as_ref()).collect();
-        assert_eq!(text, "step 3 then step 4.");
-        assert_eq!(l.targets, [3, 4]);
-        assert_eq!(spans.iter().filter(|s| s.style == sel).map(|s| s.content.as_ref()).collect::<Vec<_>>(), ["4"]);
+        let parts =
+            [Part::Text("step ".into()), Part::Step(3), Part::Text(" then step 4 and ".into()), Part::Step(120)];
+        let mut spans = vec![Span::raw("  ")];
+        l.parts(&mut spans, &parts, Style::new());
+        l.link(&mut spans, 7, Style::new());
+        l.push(spans);
+        let text: String = l.lines[0].spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "  step 3 then step 4 and 1207");
+        // "step 4" in the prose is not data, and step 120 is past the shown steps.
+        assert_eq!(l.targets(), [3, 7]);
+        assert_eq!(l.links[1], LinkAt { step: 7, line: 0, span: 5 });
+        assert_eq!(l.lines[0].spans[5].style, sel);
+        l.prepend(Line::raw("note"));
+        assert_eq!(l.links[0], LinkAt { step: 3, line: 1, span: 2 });
     }
 }

@@ -6,9 +6,13 @@
 //! Layout of the module, after gitui and television:
 //! - [`app`]: the state and its update logic; it does no IO: running, cancelling, copying and
 //!   writing files come back as [`Effect`]s that the event loop (or [`drive`]) carries out;
-//! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`;
-//!   [`App::prepare`] computes the frame's layout ([`ui::layout`]), scroll offsets and cached
-//!   evidence beforehand, so drawing writes nothing back;
+//! - [`view`]: the view model, computed from the state and the terminal's size before input is
+//!   handled and before each frame ([`App::prepare`]): the layout, the view's text length, its
+//!   links (each step reference with its row and columns), the list's rows, the overlays' lengths
+//!   and the header's tabs; with the views' text ([`view::text`]), which input and drawing share.
+//!   The app reads the view model, never the drawing code;
+//! - [`ui`]: `render(&App, &mut Frame)`, a pure function snapshot-tested with `TestBackend`,
+//!   drawing with the layout and text of [`view`]; it writes nothing back;
 //! - [`event_loop`]: tokio `select!` over terminal events, job messages and signals;
 //! - [`job`]: pipeline runs on the blocking pool with cancel and throttled progress;
 //! - [`action`], [`keymap`]: actions and the TOML key map; [`theme`]: TOML themes;
@@ -18,7 +22,8 @@
 //!   verdict), [`candidates`] (the candidates list's filter and sort), [`search`] (search in step
 //!   content), [`overrides`] (editing the user's overrides, with undo), [`runs`] (the run in
 //!   progress and the one queued behind it);
-//! - [`links`]: the step references in prose (`step 12`, `steps 3, 5`), selectable in the views;
+//! - [`links`]: the step references of the views' text, from the data that wrote it (a diagnosis's
+//!   steps, the [`crate::diagnosis::Part::Step`]s of its reason and claims), selectable;
 //! - [`highlight`]: evidence lines (syntect, values, error lines), wrapped and cached;
 //! - [`store`]: the overrides file and the exported reports.
 //!
@@ -41,6 +46,7 @@ pub mod status;
 pub mod store;
 pub mod theme;
 pub mod ui;
+pub mod view;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -164,7 +170,20 @@ pub async fn run_with_judge(path: &Path, opts: TuiOptions, judge: Arc<dyn Judge>
 /// map is unusable.
 pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Result<App> {
     highlight::warm_up();
-    let mut loaded = crate::ingest::fs::load_path(path, opts.format)?;
+    // `-`: the trace comes from standard input; keys still come from the terminal (crossterm
+    // reads /dev/tty when standard input is not one).
+    let piped = if crate::ingest::fs::is_stdin(path) { Some(read_stdin()?) } else { None };
+    let mut loaded = match &piped {
+        Some(bytes) => {
+            let choice = match opts.format {
+                Some(f) => crate::ingest::FormatChoice::Force(f),
+                None => crate::ingest::FormatChoice::Detect(crate::ingest::SUPPORTED.to_vec()),
+            };
+            crate::ingest::parse_with_related(crate::ingest::fs::STDIN_NAME, bytes, &choice, &|_| None)?
+        }
+        None => crate::ingest::fs::load_path(path, opts.format)?,
+    };
+    let path = if piped.is_some() { Path::new(crate::ingest::fs::STDIN_NAME) } else { path };
     let label_notes = crate::ingest::fs::apply_label_files(&opts.labels, &mut loaded.trajectories)?;
     let count = loaded.trajectories.len();
     anyhow::ensure!(count > 0, "the trace holds no trajectory");
@@ -197,9 +216,21 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     let background = if opts.theme.is_none() && settings.theme.is_none() && ask { terminal_background() } else { None };
     let theme = resolve_theme(opts.theme.as_deref(), settings.theme.as_deref(), background, &mut problems)?;
     let keymap = resolve_keymap(opts.keymap.as_deref(), dir.as_deref(), &mut problems)?;
-    let mut places = store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref());
+    let mut places = match &piped {
+        Some(bytes) => store::Places::for_stdin(bytes, opts.export_dir.clone(), opts.fallback_dir.as_deref()),
+        None => store::Places::new(path, opts.export_dir.clone(), opts.fallback_dir.as_deref()),
+    };
     if index > 0 {
         places = places.for_run(&traj.id);
+    }
+    if piped.is_some() {
+        notes.push(match &places.state {
+            Some(dir) => format!(
+                "the trace came from standard input: your overrides are kept in {}, not beside a file",
+                dir.display()
+            ),
+            None => "the trace came from standard input and no home folder is known: overrides cannot be saved".into(),
+        });
     }
     let restored = store::load_places(&mut places, traj.steps.len());
     let config = Config {
@@ -216,9 +247,28 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     Ok(App::new(path.to_path_buf(), traj, judge, config))
 }
 
+/// Reads a trace from standard input, at most [`crate::ingest::fs::MAX_FILE_BYTES`].
+///
+/// # Errors
+/// When standard input is a terminal (nothing was piped in), cannot be read or is too large.
+fn read_stdin() -> anyhow::Result<Vec<u8>> {
+    use std::io::{IsTerminal, Read};
+    let name = crate::ingest::fs::STDIN_NAME;
+    anyhow::ensure!(
+        !io::stdin().is_terminal(),
+        "`-` reads the trace from standard input, but standard input is a terminal: pipe a trace into it \
+         (`falat open - < run.json`)"
+    );
+    let max = crate::ingest::fs::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    io::stdin().lock().take(max + 1).read_to_end(&mut bytes).with_context(|| format!("cannot read {name}"))?;
+    anyhow::ensure!(bytes.len() as u64 <= max, "{name}: more than {max} bytes, the most falat reads from one trace");
+    Ok(bytes)
+}
+
 /// The user's config folder: `$XDG_CONFIG_HOME/falat` or `~/.config/falat`.
 pub fn config_dir() -> Option<PathBuf> {
-    crate::cli::config_dir()
+    crate::fsutil::config_dir()
 }
 
 /// The TUI's part of `config.toml` (other keys belong to other commands and are ignored).

@@ -10,8 +10,9 @@ use std::ops::Range;
 
 use super::action::Action;
 
-/// The views; each has its own render function in `ui::views`. To add a view: add a variant
-/// here and to [`View::ALL`], an [`Action`] with a key, and a render function.
+/// The views. To add one: a variant here and in [`View::ALL`], an [`Action`] with a default key,
+/// and its text in `view::text::view_text`; a view that is its text is then laid out and drawn as
+/// it is (see `docs/ARCHITECTURE.md`, "A TUI view").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum View {
     /// Phases, steps, evidence and dependencies.

@@ -125,9 +125,9 @@ impl OverrideEditor {
         self.unsaved = result.is_err();
         let (mut level, mut what) = match &result {
             Ok(store::Saved { path, fallback: None, .. }) => (Level::Ok, format!("; saved to {}", path.display())),
-            Ok(store::Saved { path, fallback: Some(_), .. }) => {
+            Ok(store::Saved { path, fallback: Some(why), .. }) => {
                 // The reason first: a long path may be shortened in the status line.
-                (Level::Warn, format!("; the trace's folder cannot be written: saved to {}", path.display()))
+                (Level::Warn, format!("; {}: saved to {}", why.reason(), path.display()))
             }
             Err(e) => (Level::Error, format!("{e:#}")),
         };

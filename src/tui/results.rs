@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::job::{JobDone, RunRequest, RunTarget};
+use super::runs::Activity;
 use crate::diagnosis::{Diagnosis, Overrides, Role};
 use crate::graph::DepGraph;
 use crate::hierarchy::{Hierarchy, Phase};
@@ -38,7 +39,7 @@ pub enum Taken {
         before: Option<usize>,
     },
     /// A cancelled pipeline run kept its finished stages, through the named one.
-    KeptStages(&'static str),
+    KeptStages(Stage),
     /// Cancelled without results.
     Cancelled,
 }
@@ -159,19 +160,18 @@ impl Results {
         RunRequest { id, target, pipeline: self.pipeline.clone(), opts, machine }
     }
 
-    /// The name of the stage (or method) a run starts with, shown until its first progress
-    /// report.
-    pub fn first_stage(&self, target: RunTarget) -> &'static str {
+    /// The stage (or method) a run starts with, shown until its first progress report.
+    pub fn first_stage(&self, target: RunTarget) -> Activity {
         let next = match self.pipeline.last_stage() {
             None => Stage::SearchSpace,
             Some(last) => Stage::ALL.into_iter().find(|s| *s > last).unwrap_or(Stage::ReSearch),
         };
         match target {
-            RunTarget::Method(m) => m.as_str(),
-            RunTarget::AllMethods => Method::ALL[0].as_str(),
-            RunTarget::All => Stage::SearchSpace.as_str(),
-            RunTarget::Stage(s) => s.min(next).as_str(),
-            RunTarget::Rerun { from, .. } => from.as_str(),
+            RunTarget::Method(m) => Activity::Method(m),
+            RunTarget::AllMethods => Activity::Method(Method::ALL[0]),
+            RunTarget::All => Activity::Stage(Stage::SearchSpace),
+            RunTarget::Stage(s) => Activity::Stage(s.min(next)),
+            RunTarget::Rerun { from, .. } => Activity::Stage(from),
         }
     }
 
@@ -199,7 +199,7 @@ impl Results {
                 Taken::Verdict { before }
             }
             (Err(Cancelled), target) if target.is_pipeline() && d.pipeline.last_stage().is_some() => {
-                let kept = d.pipeline.last_stage().map_or("", |s| s.as_str());
+                let kept = d.pipeline.last_stage().unwrap_or(Stage::SearchSpace);
                 self.pipeline = d.pipeline;
                 self.diagnosis = d.diagnosis;
                 Taken::KeptStages(kept)

@@ -6,6 +6,55 @@
 use std::time::Instant;
 
 use super::job::RunTarget;
+use crate::methods::Method;
+use crate::methods::falat::Stage;
+
+/// What a run is doing, as its progress reports say: a stage of the FALAT pipeline, stage 2's
+/// candidate recall, or one method of a methods run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// A stage of the FALAT pipeline.
+    Stage(Stage),
+    /// Stage 2's candidate recall, phase by phase, before the pruning.
+    Recall,
+    /// A method of a methods run (or the method `a` runs).
+    Method(Method),
+}
+
+impl Activity {
+    /// The name the status line shows (the stage's name in costs and reports, the method's).
+    pub fn label(self) -> &'static str {
+        match self {
+            Activity::Stage(s) => s.as_str(),
+            Activity::Recall => RECALL,
+            Activity::Method(m) => m.as_str(),
+        }
+    }
+
+    /// The pipeline stage it is part of (the status line's stage chip), `None` for a method.
+    pub fn stage(self) -> Option<Stage> {
+        match self {
+            Activity::Stage(s) => Some(s),
+            Activity::Recall => Some(Stage::Dependencies),
+            Activity::Method(_) => None,
+        }
+    }
+
+    /// The activity a progress report of the FALAT pipeline names. The pipeline reports through
+    /// the judge session's progress callback (`judge::session::ProgressFn`), which carries the
+    /// stage's name ([`Stage::as_str`], `recall` for stage 2's recall): this is the one place the
+    /// TUI reads that name, so that everything after it is typed. `None` for a name the pipeline
+    /// does not use.
+    pub fn of_pipeline(name: &str) -> Option<Activity> {
+        if name == RECALL {
+            return Some(Activity::Recall);
+        }
+        Stage::ALL.into_iter().find(|s| s.as_str() == name).map(Activity::Stage)
+    }
+}
+
+/// The name FALAT's stage 2 reports its candidate recall under (`methods::falat`).
+const RECALL: &str = "recall";
 
 /// A run in progress.
 #[derive(Debug, Clone)]
@@ -14,8 +63,8 @@ pub struct Running {
     pub id: u64,
     /// What it does.
     pub target: RunTarget,
-    /// The current stage.
-    pub stage: String,
+    /// What it is doing now.
+    pub activity: Activity,
     /// Judge calls done in the stage.
     pub done: usize,
     /// Judge calls expected in the stage.
@@ -64,14 +113,14 @@ impl Runs {
         self.pending = Some(target);
     }
 
-    /// Records a new run of `target` starting at `stage`; returns its id (ids start at 1).
-    pub fn begin(&mut self, target: RunTarget, stage: &str) -> u64 {
+    /// Records a new run of `target` starting with `activity`; returns its id (ids start at 1).
+    pub fn begin(&mut self, target: RunTarget, activity: Activity) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.running = Some(Running {
             id,
             target,
-            stage: stage.to_string(),
+            activity,
             done: 0,
             total: 0,
             started: Instant::now(),
@@ -90,9 +139,9 @@ impl Runs {
     }
 
     /// Progress of run `id` (ignored when that run is no longer in progress).
-    pub fn progress(&mut self, id: u64, stage: String, done: usize, total: usize) {
+    pub fn progress(&mut self, id: u64, activity: Activity, done: usize, total: usize) {
         if let Some(r) = self.running.as_mut().filter(|r| r.id == id) {
-            r.stage = stage;
+            r.activity = activity;
             r.done = done;
             r.total = total;
         }
@@ -120,27 +169,38 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::methods::falat::Stage;
 
     #[test]
     fn the_latest_request_wins_and_stale_results_are_ignored() {
         let mut r = Runs::default();
         assert!(!r.queue(RunTarget::All), "nothing runs: nothing to queue behind");
-        let first = r.begin(RunTarget::All, "search_space");
+        let first = r.begin(RunTarget::All, Activity::Stage(Stage::SearchSpace));
         assert_eq!(first, 1);
         assert!(r.queue(RunTarget::Stage(Stage::Verification)));
         assert!(r.queue(RunTarget::Stage(Stage::ReSearch)));
         assert!(r.running.as_ref().is_some_and(|x| x.cancelling));
-        r.progress(first + 7, "verify".into(), 3, 9);
+        let verify = Activity::Stage(Stage::Verification);
+        r.progress(first + 7, verify, 3, 9);
         assert_eq!(r.running.as_ref().map(|x| x.done), Some(0), "progress of another run is ignored");
-        r.progress(first, "verify".into(), 3, 9);
-        assert_eq!(r.running.as_ref().map(|x| (x.stage.as_str(), x.done, x.total)), Some(("verify", 3, 9)));
+        r.progress(first, verify, 3, 9);
+        assert_eq!(r.running.as_ref().map(|x| (x.activity, x.done, x.total)), Some((verify, 3, 9)));
         assert!(r.finish(first + 1).is_none(), "a stale result ends nothing");
         assert_eq!(r.finish(first).map(|x| x.id), Some(first));
         assert!(matches!(r.take_pending(), Some(RunTarget::Stage(Stage::ReSearch))), "the latest wins");
         assert!(r.take_pending().is_none());
-        let second = r.begin(RunTarget::All, "search_space");
+        let second = r.begin(RunTarget::All, Activity::Stage(Stage::SearchSpace));
         assert_eq!(second, 2);
         assert!(r.cancel() && r.take_pending().is_none(), "cancel drops what was queued");
+    }
+
+    #[test]
+    fn the_pipelines_progress_names_are_read_once_into_activities() {
+        for s in Stage::ALL {
+            assert_eq!(Activity::of_pipeline(s.as_str()), Some(Activity::Stage(s)));
+            assert_eq!(Activity::Stage(s).label(), s.as_str());
+        }
+        assert_eq!(Activity::of_pipeline("recall").and_then(Activity::stage), Some(Stage::Dependencies));
+        assert_eq!(Activity::of_pipeline("draw"), None);
+        assert_eq!(Activity::Method(Method::Echo).stage(), None);
     }
 }

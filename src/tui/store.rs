@@ -40,13 +40,39 @@ pub struct Places {
     /// What this instance last read from or wrote to the overrides file ([`load_places`],
     /// [`save_places`]); `None` before, or when there was no file.
     pub seen: Option<Seen>,
+    /// Whether files may go beside the trace: false for a trace read from standard input, whose
+    /// overrides and reports go to the fallback folders ([`Places::for_stdin`]).
+    pub beside: bool,
+}
+
+/// Why overrides or reports went to the fallback folders instead of beside the trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// The trace's folder cannot be written: the error.
+    Unwritable(String),
+    /// The trace was read from standard input: there is no file to write beside.
+    Stdin,
+}
+
+impl Fallback {
+    /// The reason in a few words, as the status line puts it before the place.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Fallback::Unwritable(_) => "the trace's folder cannot be written",
+            Fallback::Stdin => "the trace came from standard input",
+        }
+    }
 }
 
 impl Places {
     /// The places of `trace`; `root` replaces the XDG state and data folders (tests, portable
     /// use): overrides then go to `root/state/KEY` and reports to `root/data/KEY`.
     pub fn new(trace: &Path, export_dir: Option<PathBuf>, root: Option<&Path>) -> Places {
-        let key = trace_key(trace);
+        Places::keyed(trace, &trace_key(trace), export_dir, root)
+    }
+
+    /// The places of `trace` with its fallback folders named `key`.
+    fn keyed(trace: &Path, key: &str, export_dir: Option<PathBuf>, root: Option<&Path>) -> Places {
         let (state, data) = match root {
             Some(r) => (Some(r.join("state")), Some(r.join("data"))),
             None => (xdg_dir("XDG_STATE_HOME", ".local/state"), xdg_dir("XDG_DATA_HOME", ".local/share")),
@@ -54,10 +80,27 @@ impl Places {
         Places {
             trace: trace.to_path_buf(),
             export_dir,
-            state: state.map(|d| d.join("falat").join("traces").join(&key)),
-            data: data.map(|d| d.join("falat").join("reports").join(&key)),
+            state: state.map(|d| d.join("falat").join("traces").join(key)),
+            data: data.map(|d| d.join("falat").join("reports").join(key)),
             seen: None,
+            beside: true,
         }
+    }
+
+    /// The places of a trace read from standard input: nothing beside a file, the overrides in
+    /// the state folder and the reports in the data folder (or `export_dir`), keyed by the
+    /// content's hash (`stdin-HASH`), so that the same trace piped again finds its overrides.
+    /// The reports are named after `stdin` (`stdin.falat.md`, `stdin.falat.report.json`).
+    pub fn for_stdin(bytes: &[u8], export_dir: Option<PathBuf>, root: Option<&Path>) -> Places {
+        use sha2::{Digest, Sha256};
+        let hex: String = Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let key = format!("stdin-{hex}");
+        Places { beside: false, ..Places::keyed(Path::new("stdin"), &key, export_dir, root) }
+    }
+
+    /// The overrides file beside the trace, `None` when nothing may go beside it.
+    fn beside_overrides(&self) -> Option<PathBuf> {
+        self.beside.then(|| overrides_path(&self.trace))
     }
 
     /// The places of one trajectory of a file that holds several, other than its first: its
@@ -201,7 +244,7 @@ pub struct Seen {
 fn present(places: &Places) -> (Vec<(PathBuf, fsutil::PrivateFile)>, Vec<String>) {
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    for path in std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides()) {
+    for path in places.beside_overrides().into_iter().chain(places.fallback_overrides()) {
         match fsutil::read_private(&path) {
             Ok(f) => found.push((path, f)),
             Err(ReadError::Missing) => {}
@@ -223,7 +266,7 @@ fn present(places: &Places) -> (Vec<(PathBuf, fsutil::PrivateFile)>, Vec<String>
 /// and reported ([`load_overrides_at`]); a symbolic link or another user's file is left alone and
 /// reported. Records what was read in `places.seen`; returns the overrides and their file.
 pub fn load_places(places: &mut Places, n_steps: usize) -> (Restored, Option<PathBuf>) {
-    for target in std::iter::once(overrides_path(&places.trace)).chain(places.fallback_overrides()) {
+    for target in places.beside_overrides().into_iter().chain(places.fallback_overrides()) {
         fsutil::clean_stale_temps(&target);
     }
     places.seen = None;
@@ -348,8 +391,8 @@ fn overrides_json(trajectory: &str, o: &Overrides, undo: &[Overrides]) -> anyhow
 pub struct Saved {
     /// The file written.
     pub path: PathBuf,
-    /// Why the first choice failed, when the fallback was used.
-    pub fallback: Option<String>,
+    /// Why the fallback was used, when it was.
+    pub fallback: Option<Fallback>,
     /// The overrides written when they are not the ones given: another falat saved overrides of
     /// this trace since this one last read or wrote them, and both were merged ([`merge`]).
     pub merged: Option<Overrides>,
@@ -440,21 +483,28 @@ pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &
         }
     }
     let text = overrides_json(trajectory, &merged, undo)?;
-    let beside = overrides_path(&places.trace);
-    let (path, fallback) = match fsutil::write_private(&beside, text.as_bytes()) {
-        Ok(()) => (beside, None),
-        Err(e) => {
-            let first = format!("{e:#}");
-            let Some(path) = places.fallback_overrides() else {
-                anyhow::bail!("{first}; and no home folder is known for a fallback");
-            };
-            write_creating(&path, text.as_bytes()).with_context(|| format!("{first}; and the fallback"))?;
-            (path, Some(first))
-        }
+    let first = match places.beside_overrides() {
+        None => Fallback::Stdin,
+        Some(beside) => match fsutil::write_private(&beside, text.as_bytes()) {
+            Ok(()) => {
+                places.seen = Some(Seen { text, overrides: merged.clone() });
+                let merged = (merged != *o).then_some(merged);
+                return Ok(Saved { path: beside, fallback: None, merged, warnings });
+            }
+            Err(e) => Fallback::Unwritable(format!("{e:#}")),
+        },
     };
+    let why = match &first {
+        Fallback::Unwritable(e) => e.clone(),
+        Fallback::Stdin => "the trace came from standard input".to_string(),
+    };
+    let Some(path) = places.fallback_overrides() else {
+        anyhow::bail!("{why}; and no home folder is known for a fallback");
+    };
+    write_creating(&path, text.as_bytes()).with_context(|| format!("{why}; and the fallback"))?;
     places.seen = Some(Seen { text, overrides: merged.clone() });
     let merged = (merged != *o).then_some(merged);
-    Ok(Saved { path, fallback, merged, warnings })
+    Ok(Saved { path, fallback: Some(first), merged, warnings })
 }
 
 /// An exclusive advisory lock (`File::lock`, released when the file is dropped) on the lock file
@@ -462,13 +512,14 @@ pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &
 /// when neither can be created (a read-only folder and no home folder): the save then goes on
 /// unlocked, as before.
 fn lock_overrides(places: &Places) -> Option<std::fs::File> {
-    let beside = crate::ingest::fs::beside(&places.trace, crate::ingest::fs::OVERRIDES_LOCK_SUFFIX);
+    let beside =
+        places.beside.then(|| crate::ingest::fs::beside(&places.trace, crate::ingest::fs::OVERRIDES_LOCK_SUFFIX));
     let fallback = places.fallback_overrides().map(|p| {
         let mut name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
         name.push(".lock");
         p.with_file_name(name)
     });
-    [Some(beside), fallback].into_iter().flatten().find_map(|path| {
+    [beside, fallback].into_iter().flatten().find_map(|path| {
         let file = open_lock(&path).ok()?;
         file.lock().ok()?;
         Some(file)
@@ -503,7 +554,7 @@ pub struct Exported {
     /// The JSON report.
     pub json: PathBuf,
     /// Why the reports are not beside the trace, when they went to the fallback folder.
-    pub fallback: Option<String>,
+    pub fallback: Option<Fallback>,
 }
 
 /// Writes the reports into the folder chosen with `--export-dir`, else beside the trace, else
@@ -522,15 +573,19 @@ pub fn export_places(
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         return export(&dir.join(&name), t, machine, user);
     }
-    let first = match export(&places.trace, t, machine, user) {
-        Ok(e) => return Ok(e),
-        Err(e) => format!("{e:#}"),
+    let (first, why) = if places.beside {
+        match export(&places.trace, t, machine, user) {
+            Ok(e) => return Ok(e),
+            Err(e) => (Fallback::Unwritable(format!("{e:#}")), format!("{e:#}")),
+        }
+    } else {
+        (Fallback::Stdin, "the trace came from standard input".to_string())
     };
     let Some(dir) = &places.data else {
-        anyhow::bail!("{first}; and no home folder is known for a fallback (use --export-dir)");
+        anyhow::bail!("{why}; and no home folder is known for a fallback (use --export-dir)");
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("{first}; and cannot create {}", dir.display()))?;
-    let e = export(&dir.join(&name), t, machine, user).with_context(|| format!("{first}; and the fallback"))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{why}; and cannot create {}", dir.display()))?;
+    let e = export(&dir.join(&name), t, machine, user).with_context(|| format!("{why}; and the fallback"))?;
     Ok(Exported { fallback: Some(first), ..e })
 }
 
@@ -571,6 +626,22 @@ mod tests {
         assert_eq!(unique.len(), odd.len(), "{odd:?}");
         assert!(odd.iter().all(|n| !n.is_empty() && n.chars().any(|c| c != '.')), "{odd:?}");
         assert!(name(&"x".repeat(200)).len() <= 70);
+    }
+
+    #[test]
+    fn a_trace_from_standard_input_keeps_its_files_in_the_fallback_folders_keyed_by_its_content() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut p = Places::for_stdin(b"[1]", None, Some(root.path()));
+        assert_eq!(p, Places::for_stdin(b"[1]", None, Some(root.path())), "the same content, the same places");
+        assert_ne!(p.state, Places::for_stdin(b"[2]", None, Some(root.path())).state);
+        let state = p.state.clone().expect("a state folder");
+        assert!(state.starts_with(root.path().join("state/falat/traces")), "{}", state.display());
+        let o = Overrides { marked: vec![3], ..Overrides::default() };
+        let saved = save_places(&mut p, "t", &o, &[]).expect("saved");
+        assert_eq!((saved.path, saved.fallback), (state.join("overrides.falat.json"), Some(Fallback::Stdin)));
+        let (restored, from) = load_places(&mut Places::for_stdin(b"[1]", None, Some(root.path())), 5);
+        assert_eq!((restored.overrides, from), (o, Some(state.join("overrides.falat.json"))));
+        assert!(!Path::new("stdin.falat.json").exists(), "nothing beside a file named stdin");
     }
 
     #[test]
@@ -835,7 +906,7 @@ mod tests {
                     .expect("o")
                     .set_modified(old)
                     .expect("m");
-                Saved { path, fallback: Some("simulated".into()), merged: None, warnings: vec![] }
+                Saved { path, fallback: Some(Fallback::Unwritable("simulated".into())), merged: None, warnings: vec![] }
             }
         };
         assert!(saved.path.starts_with(&home), "{}", saved.path.display());

@@ -2,9 +2,9 @@
 //! step's `Dependencies`. Lists draw only their visible rows.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Margin, Rect};
+use ratatui::layout::{Margin, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
+use ratatui::widgets::{Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
 
 use super::{col, fit, list_scrollbar, pane, selected, visible_offset};
 use crate::diagnosis::{Role, Transition};
@@ -14,27 +14,7 @@ use crate::model::{LinkKind, StepKind};
 use crate::text;
 use crate::tui::app::{App, Pane, clean};
 use crate::tui::highlight;
-
-/// The four panes' areas in the body: phases, steps, evidence, dependencies.
-pub fn pane_areas(area: Rect) -> [Rect; 4] {
-    let [left, right] = Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)]).areas(area);
-    let [phases, steps] = Layout::vertical([Constraint::Percentage(34), Constraint::Percentage(66)]).areas(left);
-    let [evidence, edges] = Layout::vertical([Constraint::Percentage(68), Constraint::Percentage(32)]).areas(right);
-    [phases, steps, evidence, edges]
-}
-
-/// The evidence pane's header and text areas (the text leaves a column for the scrollbar).
-pub fn evidence_areas(pane: Rect) -> (Rect, Rect, Rect) {
-    let inner = Block::bordered().inner(pane);
-    let [head, body] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
-    (head, body, Rect { width: body.width.saturating_sub(1), ..body })
-}
-
-/// The dependencies pane's path row, header row and list rows.
-pub fn edge_areas(pane: Rect) -> [Rect; 3] {
-    let inner = Block::bordered().inner(pane);
-    Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(inner)
-}
+use crate::tui::view::{edge_areas, evidence_areas, pane_areas};
 
 /// Draws the four panes.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -171,7 +151,7 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
         _ if machine_only => Span::styled("▶", t.candidate),
         Some(true) => Span::styled("◆", t.candidate),
         Some(false) => Span::styled("◇", t.pruned),
-        None if sum.flags.error || sum.flags.failed_execution => Span::styled("!", t.error),
+        None if sum.flags.error || sum.flags.failed_execution => Span::styled("▲", t.error),
         None => Span::raw(" "),
     };
     let digits = cols.digits;

@@ -1,97 +1,27 @@
-//! Drawing: a pure function of the [`App`], prepared by [`App::prepare`] with [`layout`]. The frame is
-//! the header with the view tabs, the current view, the status line and the key hints; the help
+//! Drawing: a pure function of the [`App`] that writes nothing back. The layout and the views'
+//! text come from [`super::view`] (the same functions the view model is computed with). The frame
+//! is the header with the view tabs, the current view, the status line and the key hints; the help
 //! overlay and the "terminal too small" message sit on top.
 
 mod hierarchy;
 mod views;
 
-pub(crate) use views::prose_links;
+pub use super::view::{MIN_SIZE, layout, visible_offset, wrap_hanging};
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Margin, Rect};
+use ratatui::layout::{Margin, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState, Wrap};
 
-use super::action::{Action, Group};
-use super::app::{App, Level, Mode, Screen, View, clean};
+use super::action::Action;
+use super::app::{App, Level, Mode, View, clean};
+use super::view::{
+    HEADER_NAME, frame_areas, help_lines, help_width, level_style, message_lines, overlay_width, tab_labels,
+};
 use crate::methods::falat::Stage;
 use crate::text;
 use unicode_width::UnicodeWidthChar;
-
-/// The smallest terminal the layout works in.
-pub const MIN_SIZE: (u16, u16) = (60, 15);
-
-/// The frame's rows: header, body, status line, key hints.
-fn frame_areas(area: Rect) -> [Rect; 4] {
-    Layout::vertical([Constraint::Length(1), Constraint::Min(5), Constraint::Length(1), Constraint::Length(1)])
-        .areas(area)
-}
-
-/// Where things are on a screen of `area` for the app's view: a pure function, shared by
-/// drawing and by [`App::prepare`] (which keeps it for paging, scrolling and mouse hits).
-pub fn layout(app: &App, area: Rect) -> Screen {
-    let mut s = Screen { area, ..Screen::default() };
-    if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
-        return s;
-    }
-    let [_, body, _, _] = frame_areas(area);
-    let rows = |r: Rect| r.height.saturating_sub(2);
-    s.panes = hierarchy::pane_areas(body);
-    s.phase_rows = rows(s.panes[0]);
-    s.step_rows = rows(s.panes[1]);
-    let (_, _, text) = hierarchy::evidence_areas(s.panes[2]);
-    s.evidence = (text.width, text.height);
-    s.edge_rows = hierarchy::edge_areas(s.panes[3])[2].height;
-    let bordered = |r: Rect| Block::bordered().inner(r);
-    match app.nav.view {
-        View::Candidates => {
-            let [list, detail] = views::candidates_areas(body);
-            s.view_list = list;
-            s.text = bordered(detail);
-        }
-        View::Roles => s.view_list = views::roles_areas(app, body)[1],
-        View::Methods => {
-            let (_, _, b, detail) = views::methods_areas(body);
-            s.view_list = Rect { y: b.y.saturating_sub(1), height: b.height + 2, ..b };
-            s.text = bordered(detail);
-        }
-        View::Verdict | View::Prior => s.text = bordered(body),
-        View::Hierarchy => {}
-    }
-    s.list_rows = rows(s.view_list);
-    let overlay = match app.mode {
-        Mode::Messages => message_lines(app, area.width).len(),
-        _ => help_lines(app, area.width).len(),
-    };
-    s.help_rows = (overlay as u16 + 2).min(body.height).saturating_sub(2);
-    s
-}
-
-/// The current view's scrollable text wrapped to the width of [`Screen::text`], and the line of
-/// the selected step reference in it: what the view draws (see [`views::text_lines`]).
-pub(crate) fn view_text(app: &App) -> (Vec<Line<'static>>, Option<usize>) {
-    let lines = wrap_hanging(views::text_lines(app), app.screen.text.width);
-    let sel = app.theme.selection;
-    let at = lines.iter().position(|l| l.spans.iter().any(|s| s.style == sel && !s.content.trim().is_empty()));
-    (lines, at)
-}
-
-/// The first visible row of a list `len` long with `rows` rows, from the one shown before so
-/// that the list scrolls only as far as needed to keep `sel` visible.
-pub fn visible_offset(before: usize, sel: usize, len: usize, rows: usize) -> usize {
-    if rows == 0 {
-        return 0;
-    }
-    let off = if sel < before {
-        sel
-    } else if sel >= before + rows {
-        sel + 1 - rows
-    } else {
-        before
-    };
-    off.min(len.saturating_sub(rows))
-}
 
 /// Draws the whole screen: a pure function of the app (see [`App::prepare`]).
 pub fn render(app: &App, f: &mut Frame) {
@@ -119,27 +49,6 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
     let height = 3.min(area.height);
     let row = Rect { y: area.y + (area.height - height) / 2, height, ..area };
     f.render_widget(Paragraph::new(msg).style(app.theme.warn).wrap(Wrap { trim: true }).centered(), row);
-}
-
-const HEADER_NAME: &str = " falat ";
-
-/// The view tabs' labels, in header order.
-fn tab_labels(app: &App) -> Vec<(View, String)> {
-    View::ALL.into_iter().map(|v| (v, format!(" {} {} ", app.keymap.hint(v.action()), v.title()))).collect()
-}
-
-/// The view whose tab is at column `x` of the header row (for mouse clicks).
-pub fn tab_at(app: &App, x: u16) -> Option<View> {
-    let mut start = HEADER_NAME.chars().count();
-    for (v, label) in tab_labels(app) {
-        start += 1;
-        let end = start + label.chars().count();
-        if (start..end).contains(&(x as usize)) {
-            return Some(v);
-        }
-        start = end;
-    }
-    None
 }
 
 fn render_header(app: &App, f: &mut Frame, area: Rect) {
@@ -180,7 +89,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     f.render_widget(Block::new().style(t.status), area);
     let mut spans = vec![Span::raw(" ")];
-    let running_stage = app.runs.running.as_ref().filter(|r| r.target.is_pipeline()).map(|r| stage_of(&r.stage));
+    let running_stage = app.runs.running.as_ref().filter(|r| r.target.is_pipeline()).and_then(|r| r.activity.stage());
     // Narrow terminals get one-letter stage chips, leaving the room to the message.
     let names = if area.width >= 110 { ["prior", "deps", "verify", "re-search"] } else { ["P", "D", "V", "R"] };
     let gap = if area.width >= 110 { "  " } else { " " };
@@ -197,7 +106,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     spans.push(Span::styled("│ ", t.dim));
     match (&app.runs.running, &app.status) {
         (Some(r), _) => {
-            let stage = if r.stage.is_empty() { "starting".to_string() } else { r.stage.clone() };
+            let stage = r.activity.label();
             let mut count = if r.total > 0 { format!(" {}/{}", r.done, r.total) } else { String::new() };
             if r.questions.0 > 0 {
                 count.push_str(&format!(
@@ -312,27 +221,9 @@ fn stage_done(app: &App, s: Stage) -> bool {
     }
 }
 
-/// The stage a progress label belongs to.
-fn stage_of(label: &str) -> Stage {
-    match label {
-        "recall" => Stage::Dependencies,
-        l => Stage::ALL.into_iter().find(|s| s.as_str() == l).unwrap_or(Stage::SearchSpace),
-    }
-}
-
 fn spinner(ticks: u64) -> &'static str {
     const FRAMES: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
     FRAMES[(ticks % 8) as usize]
-}
-
-fn level_style(app: &App, l: Level) -> Style {
-    let t = &app.theme;
-    match l {
-        Level::Info => t.info,
-        Level::Ok => t.ok,
-        Level::Warn => t.warn,
-        Level::Error => t.error,
-    }
 }
 
 fn render_hints(app: &App, f: &mut Frame, area: Rect) {
@@ -439,93 +330,6 @@ fn input_line(app: &App, prompt: &str, text: &str, what: &str) -> Line<'static> 
     ])
 }
 
-/// The lines of the help overlay for a terminal `width` columns wide, generated from the key map:
-/// every action by group, then the legend of the markers and of the paper's terms behind the
-/// plain labels. Nothing is cut: a text too long for the overlay wraps under its own column, and
-/// keys too long for theirs take a line of their own above their text.
-pub(crate) fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
-    let t = &app.theme;
-    let mut lines = Vec::new();
-    for g in [Group::Navigate, Group::Views, Group::Pipeline, Group::Overrides, Group::General] {
-        lines.push(Line::styled(g.title().to_string(), t.title_focus));
-        for a in Action::ALL.into_iter().filter(|a| a.group() == g) {
-            lines.extend(help_entry(app, &app.keymap.all_keys(a), a.describe()));
-        }
-        lines.push(Line::raw(""));
-    }
-    lines.push(Line::styled("roles (roles view, step tags)", t.title_focus));
-    for (role, what) in [
-        ("ROOT_CAUSE", "the step that generates the error: the decisive step"),
-        ("PROPAGATION", "a later step that inherits the error and passes it on"),
-        ("SYMPTOM", "a step where the error becomes visible (a traceback, a wrong final answer)"),
-        ("CONTRIBUTING", "a step that made the error more likely without generating it"),
-    ] {
-        lines.extend(help_entry(app, role, what));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("columns", t.title_focus));
-    for (col, what) in [
-        ("phase suspicion", "phases: 0-1 with a bar of four cells, how likely the phase holds the error (prior stage)"),
-        ("checks ✓✓✗", "candidates: independence, sufficiency, precedence, each passed ✓ or failed ✗"),
-        ("vs gold, vs falat", "methods: ✓ same step · ≈ same agent, other step · ≠ neither · · nothing to compare"),
-    ] {
-        lines.extend(help_entry(app, col, what));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("markers (one meaning each)", t.title_focus));
-    for (mark, what) in [
-        ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
-        ("◆ ◇", "candidate kept / pruned"),
-        ("!", "a step with an error or a failed execution"),
-        ("★", "pinned by you"),
-        ("+", "marked by you"),
-        ("⊘", "excluded by you"),
-        ("✓ ✗", "a check passed / failed"),
-        ("≈ ≠", "methods: same agent at another step / neither step nor agent"),
-        ("↓ more", "on a border: the text goes on below (ctrl-d scrolls it)"),
-    ] {
-        lines.extend(help_entry(app, mark, what));
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("dependencies (paper terms in brackets)", t.title_focus));
-    for (label, what) in [
-        ("reuses values", "a later step reuses a value of the earlier one (semantic edge)"),
-        ("tool result etc.", "tool result, delegation, parent, runs the code: set by the framework (protocol edge)"),
-        ("strength", "0-1: protocol 1; semantic by how rare the shared values are"),
-        ("follows it", "the later step adopts its output (follow_up)"),
-        ("repeats it", "repeats it without new evidence (redundancy)"),
-        ("not influenced", "does not use its output (no_influence)"),
-        ("changes the error", "brings a new deviation (error_shift)"),
-        ("corrects it", "repairs the deviation (correction)"),
-        ("dead end", "its output is never used again (dead_end)"),
-    ] {
-        lines.extend(help_entry(app, label, what));
-    }
-    wrap_hanging(lines, help_width(width).saturating_sub(2))
-}
-
-/// The width of the help's key column, its two leading spaces included.
-const HELP_KEYS: usize = 21;
-
-/// One entry of the help: the keys (or the term) in their column, then what they do; keys wider
-/// than the column go on a line of their own, the text on the next one under its column.
-fn help_entry(app: &App, keys: &str, what: &str) -> Vec<Line<'static>> {
-    let t = &app.theme;
-    let text = Span::styled(what.to_string(), t.text);
-    if keys.chars().count() < HELP_KEYS - 2 {
-        return vec![Line::from(vec![Span::styled(format!("  {keys:<w$}", w = HELP_KEYS - 2), t.key), text])];
-    }
-    vec![
-        Line::from(vec![Span::styled(format!("  {keys}"), t.key)]),
-        Line::from(vec![Span::raw(" ".repeat(HELP_KEYS)), text]),
-    ]
-}
-
-/// The help overlay's width on a terminal `width` columns wide.
-fn help_width(width: u16) -> u16 {
-    100.min(width)
-}
-
 /// The help overlay: one scrollable column of [`help_lines`], centred over the body.
 fn render_help(app: &App, f: &mut Frame, body: Rect) {
     let t = &app.theme;
@@ -562,39 +366,10 @@ fn render_help(app: &App, f: &mut Frame, body: Rect) {
     f.render_widget(Paragraph::new(shown), inner);
 }
 
-/// The lines of the messages overlay for a terminal `width` columns wide: every status message
-/// of the session, oldest first, whole (wrapped), each with its level.
-pub(crate) fn message_lines(app: &App, width: u16) -> Vec<Line<'static>> {
-    let inner = overlay_width(width).saturating_sub(2);
-    let mut lines = Vec::new();
-    for m in &app.messages {
-        let level = match m.level {
-            Level::Info => "info ",
-            Level::Ok => "ok   ",
-            Level::Warn => "warn ",
-            Level::Error => "error",
-        };
-        let line = Line::from(vec![
-            Span::styled(format!("{level} "), level_style(app, m.level)),
-            Span::raw(""),
-            Span::styled(m.text.clone(), app.theme.text),
-        ]);
-        lines.extend(wrap_hanging(vec![line], inner));
-    }
-    if lines.is_empty() {
-        lines.push(Line::styled("no messages yet", app.theme.dim));
-    }
-    lines
-}
-
-fn overlay_width(width: u16) -> u16 {
-    120.min(width)
-}
-
 /// The messages overlay: [`message_lines`] in a scrollable box over the body.
 fn render_messages(app: &App, f: &mut Frame, body: Rect) {
     let t = &app.theme;
-    let lines = message_lines(app, app.screen.area.width.max(body.width));
+    let lines = message_lines(app, app.view.screen.area.width.max(body.width));
     let width = overlay_width(body.width);
     let height = (lines.len() as u16 + 2).min(body.height);
     let area = Rect { x: body.x + (body.width - width) / 2, y: body.y + (body.height - height) / 2, width, height };
@@ -682,75 +457,6 @@ pub(crate) fn fit(line: Line<'static>, width: u16) -> Line<'static> {
     let style = out.last().map(|s| s.style).unwrap_or_default();
     out.push(Span::styled("…", style));
     Line { spans: out, style: line.style, alignment: line.alignment }
-}
-
-/// Word-wraps lines to `width` columns with a hanging indent: a continuation starts under the
-/// first empty span when the line has one (it marks the start of prose split into several spans
-/// by its step references), else under the line's last span (the value after a label, the
-/// evidence after a signal), or under its leading spaces when it is one span; a hang wider than
-/// half the width falls back to that.
-pub(crate) fn wrap_hanging(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
-    let width = width as usize;
-    let mut out = Vec::new();
-    for line in lines {
-        if line.width() <= width || width < 8 {
-            out.push(line);
-            continue;
-        }
-        let lead = |s: &str| s.chars().take_while(|c| *c == ' ').count();
-        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-        // An empty span marks where continuations hang (prose with links is many spans).
-        let marker = line.spans.iter().skip(1).position(|s| s.content.is_empty()).map(|i| i + 1);
-        let before_last: usize = match marker {
-            Some(m) => line.spans[..m].iter().map(|s| s.width()).sum(),
-            None => line.spans.iter().rev().skip(1).map(|s| s.width()).sum(),
-        };
-        let hang_span = marker.and_then(|m| line.spans.get(m + 1)).or(line.spans.last());
-        let hang = if line.spans.len() > 1 && before_last <= width / 2 {
-            before_last + hang_span.map_or(0, |s| lead(&s.content))
-        } else {
-            lead(&text)
-        };
-        let hang = if hang > width / 2 { lead(&text).min(width / 2) } else { hang };
-        // Characters with their styles, laid out greedily; breaks at the last space that fits.
-        let cells: Vec<(char, ratatui::style::Style)> =
-            line.spans.iter().flat_map(|s| s.content.chars().map(move |c| (c, s.style))).collect();
-        let mut start = 0;
-        let mut first = true;
-        while start < cells.len() {
-            let avail = if first { width } else { width - hang };
-            let (mut end, mut used, mut brk) = (start, 0, None);
-            while end < cells.len() {
-                let w = cells[end].0.width().unwrap_or(0);
-                if used + w > avail {
-                    break;
-                }
-                if cells[end].0 == ' ' && end > start {
-                    brk = Some(end);
-                }
-                used += w;
-                end += 1;
-            }
-            let cut = if end < cells.len() { brk.filter(|b| *b > start).unwrap_or(end.max(start + 1)) } else { end };
-            let mut spans: Vec<Span<'static>> = Vec::new();
-            for (c, st) in &cells[start..cut] {
-                match spans.last_mut() {
-                    Some(last) if last.style == *st => last.content.to_mut().push(*c),
-                    _ => spans.push(Span::styled(c.to_string(), *st)),
-                }
-            }
-            if !first {
-                spans.insert(0, Span::raw(" ".repeat(hang)));
-            }
-            out.push(Line { spans, style: line.style, alignment: line.alignment });
-            start = cut;
-            while start < cells.len() && cells[start].0 == ' ' {
-                start += 1;
-            }
-            first = false;
-        }
-    }
-    out
 }
 
 /// A row as the selection shows it: padded to the width and restyled.
