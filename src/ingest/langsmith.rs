@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded, value_text};
+use super::{Document, ListDoc, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// LangGraph nodes that are plumbing, not agents.
@@ -84,6 +84,34 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
         .collect();
     Ok(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
+}
+
+/// Loads a run list read one run at a time ([`ListDoc`]): each top-level run is parsed, its
+/// `child_runs` flattened, mapped to span-tree nodes and dropped before the next. `None` for a
+/// list under another key than `runs`, a run that does not parse, or no usable run.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    if !matches!(list.key.as_deref(), None | Some("runs")) {
+        return None;
+    }
+    let mut diags = Vec::new();
+    let mut nodes = Vec::new();
+    for (i, raw) in list.items.iter().enumerate() {
+        let v = super::value_line(raw.get())?;
+        let mut flat = Vec::new();
+        flatten(&v, None, &format!("runs[{i}]"), &mut flat, &mut diags);
+        for (run, parent, place) in flat {
+            let trace = run.get("trace_id").map(value_text).map(spantree::bounded_id);
+            nodes.push((trace, node(run, parent, &place, &mut diags)));
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    Some(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
 }
 
 /// Walks nested `child_runs` into a flat list of `(run, parent id, place)`, depth first, without

@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::messages::{Msg, msg_from_value, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded};
+use super::{Document, ListDoc, Loaded};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// The attribute naming the span kind.
@@ -160,6 +160,48 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, St
         }
     }
     Ok(out)
+}
+
+/// Loads a span list read one item at a time ([`ListDoc`]): each item (a TRAIL span with its
+/// `child_spans`, or a flat span) is parsed, flattened, mapped to span-tree nodes and dropped
+/// before the next. `None` for a list [`load`] would read differently (an attribute map, a `data`
+/// list beside `spans`), an item that does not parse, or no usable span.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    match list.key.as_deref() {
+        None | Some("spans") => {}
+        Some("data") if !list.root.contains_key("spans") => {}
+        Some(_) => return None,
+    }
+    if list.root.contains_key(KIND_KEY) {
+        return None;
+    }
+    let mut diags = Vec::new();
+    let mut nodes = Vec::new();
+    let trace = list.root.get("trace_id");
+    let mut i = 0;
+    for raw in &list.items {
+        let v = super::value_line(raw.get())?;
+        for item in flatten_tree(std::slice::from_ref(&v), trace) {
+            match otlp::list_span(&item, &format!("spans[{i}]")) {
+                Ok(mut s) => {
+                    if let Some(k) = item.get("span_kind").filter(|_| !s.attrs.contains_key(KIND_KEY)) {
+                        s.attrs.insert(KIND_KEY.into(), k.clone());
+                    }
+                    nodes.push((s.trace_id.clone(), node(&s, &mut diags)));
+                }
+                Err(msg) => diags.push(Diagnostic { line: None, message: format!("spans[{i}] skipped: {msg}") }),
+            }
+            i += 1;
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let groups = otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    Some(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
 }
 
 /// Maps one OpenInference span to a [`Node`].
