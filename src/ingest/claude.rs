@@ -48,7 +48,7 @@ use serde_json::Value;
 use super::messages::{REDACTED_THINKING, block_text, placeholder};
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, JsonLines, Loaded, Related, failed_exit, parse_document, value_text};
+use super::{Document, FormatError, JsonLines, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
 
 /// The name of the main session's agent.
@@ -87,7 +87,7 @@ fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
 ///
 /// # Errors
 /// A message when the document has no user or assistant line.
-pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, FormatError> {
     let lines = lines_of(doc);
     let first_turn = lines.iter().find(|(_, v)| v.get("message").is_some()).map(|(_, v)| *v);
     let lines = lines.into_iter().map(|(l, v)| (l, Cow::Borrowed(v)));
@@ -99,7 +99,7 @@ pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, 
 ///
 /// # Errors
 /// As [`load`].
-pub fn load_lines(name: &str, lines: &JsonLines<'_>, related: Related<'_>) -> Result<Loaded, String> {
+pub fn load_lines(name: &str, lines: &JsonLines<'_>, related: Related<'_>) -> Result<Loaded, FormatError> {
     let first_turn = lines.values().map(|(_, v)| v).find(|v| v.get("message").is_some());
     load_session(name, first_turn.as_ref(), lines.values().map(|(l, v)| (l, Cow::Owned(v))), related)
 }
@@ -110,10 +110,12 @@ fn load_session<'v>(
     first_turn: Option<&Value>,
     lines: impl Iterator<Item = (usize, Cow<'v, Value>)>,
     related: Related<'_>,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, FormatError> {
     // A sidechain file (a sub-agent opened on its own) starts with a sidechain turn.
     let agent = match first_turn {
-        None => return Err("expected JSON lines of type user/assistant with a \"message\"".into()),
+        None => {
+            return Err(FormatError::Shape { expected: "JSON lines of type user/assistant with a \"message\"".into() });
+        }
         Some(v) if v.get("isSidechain").and_then(Value::as_bool) == Some(true) => sidechain_name(v),
         Some(_) => MAIN_AGENT.to_string(),
     };

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, JsonLines, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of the stream's steps.
@@ -84,7 +84,7 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when no line is a stream event.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     load_events(name, lines_of(doc).into_iter().map(|(l, v)| (l, Cow::Borrowed(v))))
 }
 
@@ -93,7 +93,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
 ///
 /// # Errors
 /// As [`load`].
-pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, String> {
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
     load_events(name, lines.values().map(|(l, v)| (l, Cow::Owned(v))))
 }
 
@@ -106,7 +106,7 @@ fn take<'v>(v: Cow<'v, Value>, key: &str) -> Option<Cow<'v, Value>> {
     }
 }
 
-fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value>)>) -> Result<Loaded, String> {
+fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value>)>) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     // Each item's last state and the line it first appeared on, in order of first appearance;
     // other events in place.
@@ -194,7 +194,9 @@ fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value
     }
     b.finish();
     if b.steps.is_empty() && entries.is_empty() && not_steps.is_empty() {
-        return Err("expected JSON lines of codex exec events {type: thread.started | turn.* | item.*}".into());
+        return Err(FormatError::Shape {
+            expected: "JSON lines of codex exec events {type: thread.started | turn.* | item.*}".into(),
+        });
     }
     let observed = b
         .steps

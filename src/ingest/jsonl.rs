@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{DETECT_SAMPLE, Document, JsonLines, Loaded, remap_index, type_name, typed_line, value_line};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, remap_index, type_name, typed_line, value_line};
 use crate::model::{
     AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
 };
@@ -53,7 +53,7 @@ type Record<'a> = (usize, Option<&'a Value>);
 ///
 /// # Errors
 /// Never for JSONL input (an empty result is reported by the caller); kept for the loader shape.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let records = records(doc);
     let (header, steps_from) = match records.first() {
         Some((line, Some(v))) if v.get("content").is_none() => (Some((*line, *v)), 1),
@@ -79,7 +79,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
 ///
 /// # Errors
 /// Never (an empty result is reported by the caller); kept for the loader shape.
-pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, String> {
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
     let mut r = Reader::new(name);
     let mut header: Option<(usize, Value)> = None;
     let mut ordinal = 0usize;
@@ -97,7 +97,11 @@ pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, String> {
         }
         let step = match typed_line::<StepLine<'_>>(text) {
             Some(fields) => step_from(|key| fields.get(key).and_then(|raw| value_line(raw.get())).map(Cow::Owned)),
-            None => value_line(text).map_or_else(|| Err("not JSON".to_string()), |v| parse_step(&v)),
+            None => match value_line(text) {
+                Some(v) => parse_step(&v),
+                // Checked by the scan: every line read here is JSON.
+                None => continue,
+            },
         };
         r.step_line(line, step, ordinal);
         ordinal += 1;
@@ -201,7 +205,7 @@ impl Reader {
         self.diagnostics.push(Diagnostic { line: Some(line), message });
     }
 
-    fn step_line(&mut self, line: usize, step: Result<Step, String>, ordinal: usize) {
+    fn step_line(&mut self, line: usize, step: Result<Step, FormatError>, ordinal: usize) {
         let mut step = match step {
             Ok(s) => s,
             Err(e) => return self.note(line, format!("{e}; record skipped")),
@@ -314,20 +318,25 @@ impl Reader {
 ///
 /// # Errors
 /// Naming the first bad field.
-pub fn parse_step(v: &Value) -> Result<Step, String> {
-    let obj = v.as_object().ok_or_else(|| format!("expected an object, found {}", type_name(v)))?;
+pub fn parse_step(v: &Value) -> Result<Step, FormatError> {
+    let obj = v.as_object().ok_or_else(|| FormatError::not_a("an object", v))?;
     step_from(|key| obj.get(key).map(Cow::Borrowed))
 }
 
 /// A step from its fields, `get(key)` giving a field's value (see [`parse_step`]).
-fn step_from<'v>(get: impl Fn(&str) -> Option<Cow<'v, Value>>) -> Result<Step, String> {
+fn step_from<'v>(get: impl Fn(&str) -> Option<Cow<'v, Value>>) -> Result<Step, FormatError> {
     let agent = required_name(get("agent"), "agent")?;
-    let content = get("content").ok_or("missing \"content\"")?;
+    let content = get("content").ok_or(FormatError::missing("content"))?;
     let kind = match text(get("kind"), "kind")? {
         None => StepKind::Message,
         Some(k) => StepKind::parse(&k).ok_or_else(|| {
             let names: Vec<&str> = StepKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!("\"kind\" is {k:?}, expected one of {}", names.join(", "))
+            FormatError::Field {
+                field: "kind".into(),
+                what: "".into(),
+                found: format!("{k:?}"),
+                expected: format!("one of {}", names.join(", ")).into(),
+            }
         })?,
     };
     Ok(Step {
@@ -348,48 +357,44 @@ fn step_from<'v>(get: impl Fn(&str) -> Option<Cow<'v, Value>>) -> Result<Step, S
         is_error: match get("is_error").as_deref() {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(format!("\"is_error\" is {}, expected true or false", type_name(other)));
-            }
+            Some(other) => return Err(FormatError::wrong_type("is_error", other, "true or false")),
         },
         index: 0,
     })
 }
 
 /// A non-empty string field, trimmed.
-fn required_name(v: Option<Cow<'_, Value>>, key: &str) -> Result<String, String> {
+fn required_name(v: Option<Cow<'_, Value>>, key: &'static str) -> Result<String, FormatError> {
     match text(v, key)? {
-        None => Err(format!("missing \"{key}\"")),
-        Some(a) if a.trim().is_empty() => Err(format!("\"{key}\" is empty")),
+        None => Err(FormatError::missing(key)),
+        Some(a) if a.trim().is_empty() => Err(FormatError::EmptyField { field: key, what: "" }),
         Some(a) => Ok(a.trim().to_string()),
     }
 }
 
 /// A string field (`null` or absent → `None`); an owned string is moved, not copied.
-fn text(v: Option<Cow<'_, Value>>, key: &str) -> Result<Option<String>, String> {
+fn text(v: Option<Cow<'_, Value>>, key: &str) -> Result<Option<String>, FormatError> {
     match v {
         None => Ok(None),
         Some(Cow::Owned(Value::String(s))) => Ok(Some(s)),
         Some(v) => match v.as_ref() {
             Value::Null => Ok(None),
             Value::String(s) => Ok(Some(s.clone())),
-            other => Err(format!("\"{key}\" is {}, expected a string", type_name(other))),
+            other => Err(FormatError::wrong_type(key, other, "a string")),
         },
     }
 }
 
 /// A string field of an object (`null` or absent → `None`).
-fn obj_text(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn obj_text(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, FormatError> {
     text(obj.get(key).map(Cow::Borrowed), key)
 }
 
 /// An id field: a string or an integer, as text.
-fn id(v: Option<&Value>, key: &str) -> Result<Option<String>, String> {
+fn id(v: Option<&Value>, key: &str) -> Result<Option<String>, FormatError> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => id_text(v)
-            .map(Some)
-            .ok_or_else(|| format!("\"{key}\" is {}, expected a string or an integer", type_name(v))),
+        Some(v) => id_text(v).map(Some).ok_or_else(|| FormatError::wrong_type(key, v, "a string or an integer")),
     }
 }
 
@@ -401,48 +406,53 @@ fn id_text(v: &Value) -> Option<String> {
     }
 }
 
-fn refs(v: Option<&Value>) -> Result<Vec<String>, String> {
+fn refs(v: Option<&Value>) -> Result<Vec<String>, FormatError> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                id_text(v).ok_or_else(|| format!("\"refs\"[{i}] is {}, expected a string or an integer", type_name(v)))
+                id_text(v).ok_or_else(|| FormatError::Field {
+                    field: "refs".into(),
+                    what: format!("[{i}]").into(),
+                    found: type_name(v).into(),
+                    expected: "a string or an integer".into(),
+                })
             })
             .collect(),
-        Some(other) => Err(format!("\"refs\" is {}, expected an array of ids", type_name(other))),
+        Some(other) => Err(FormatError::wrong_type("refs", other, "an array of ids")),
     }
 }
 
-fn tokens(v: Option<&Value>) -> Result<Option<TokenCounts>, String> {
+fn tokens(v: Option<&Value>) -> Result<Option<TokenCounts>, FormatError> {
     let t = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(t)) => t,
-        Some(other) => {
-            return Err(format!("\"tokens\" is {}, expected an object {{input, output}}", type_name(other)));
-        }
+        Some(other) => return Err(FormatError::wrong_type("tokens", other, "an object {input, output}")),
     };
     let count = |key: &str| match t.get(key) {
         None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            let found = if v.is_number() { v.to_string() } else { type_name(v).to_string() };
-            format!("\"tokens.{key}\" is {found}, expected a non-negative integer")
+        Some(v) => v.as_u64().ok_or_else(|| FormatError::Field {
+            field: format!("tokens.{key}"),
+            what: "".into(),
+            found: if v.is_number() { v.to_string() } else { type_name(v).to_string() },
+            expected: "a non-negative integer".into(),
         }),
     };
     Ok(Some(TokenCounts { input: count("input")?, output: count("output")? }))
 }
 
 /// The header's `gold` object; `step` is the raw ordinal, mapped by the caller.
-fn gold(g: &Value) -> Result<GoldLabel, String> {
-    let obj = g.as_object().ok_or_else(|| format!("expected an object, found {}", type_name(g)))?;
+fn gold(g: &Value) -> Result<GoldLabel, FormatError> {
+    let obj = g.as_object().ok_or_else(|| FormatError::not_a("an object", g))?;
     let agent = required_name(obj.get("agent").map(Cow::Borrowed), "agent")?;
     let step = match obj.get("step") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
             v.as_u64()
                 .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| format!("\"step\" is {}, expected a 0-based step number", type_name(v)))?,
+                .ok_or_else(|| FormatError::wrong_type("step", v, "a 0-based step number"))?,
         ),
     };
     Ok(GoldLabel { agent, step, reason: obj_text(obj, "reason")?, category: obj_text(obj, "category")? })

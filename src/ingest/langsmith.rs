@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
 use super::spantree::{self, Node, Op};
-use super::{Document, ListDoc, Loaded, value_text};
+use super::{Document, FormatError, ListDoc, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// LangGraph nodes that are plumbing, not agents.
@@ -57,9 +57,9 @@ fn runs_of(v: &Value) -> Option<&Vec<Value>> {
 ///
 /// # Errors
 /// A message when no run is found.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document of runs, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document of runs" });
     };
     let mut flat = Vec::new();
     let mut diags = Vec::new();
@@ -72,7 +72,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         None => flatten(v, None, "the root run", &mut flat, &mut diags),
     }
     if flat.is_empty() {
-        return Err("expected runs with \"id\" and \"run_type\", found none".into());
+        return Err(FormatError::NoRecords { expected: "runs with \"id\" and \"run_type\"" });
     }
     let mut nodes = Vec::with_capacity(flat.len());
     for (run, parent, place) in &flat {

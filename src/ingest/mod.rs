@@ -10,6 +10,7 @@ pub mod agentchat;
 pub mod anyagent;
 pub mod claude;
 pub mod codex;
+pub mod error;
 pub mod fs;
 pub mod jsonl;
 pub mod labels;
@@ -44,6 +45,8 @@ use std::fmt;
 
 use serde::Deserialize as _;
 use serde_json::Value;
+
+pub use error::{FormatError, FormatNameError};
 
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
@@ -111,8 +114,8 @@ impl FormatChoice {
     /// name of a [`SUPPORTED`] format.
     ///
     /// # Errors
-    /// A message listing the accepted names.
-    pub fn parse(name: &str) -> Result<FormatChoice, String> {
+    /// [`FormatNameError`], listing the accepted names.
+    pub fn parse(name: &str) -> Result<FormatChoice, FormatNameError> {
         let lower = name.trim().to_ascii_lowercase();
         match lower.as_str() {
             "auto" => return Ok(FormatChoice::Detect(SUPPORTED.to_vec())),
@@ -121,11 +124,11 @@ impl FormatChoice {
             }
             _ => {}
         }
-        let names = FormatChoice::names().join(", ");
+        let expected = FormatChoice::names();
         match SourceFormat::parse(&lower) {
             Some(f) if SUPPORTED.contains(&f) => Ok(FormatChoice::Force(f)),
-            Some(f) => Err(format!("format {f} has no loader in this build, expected one of: {names}")),
-            None => Err(format!("unknown format {name:?}, expected one of: {names}")),
+            Some(format) => Err(FormatNameError::NoLoader { format, expected }),
+            None => Err(FormatNameError::Unknown { name: name.to_string(), expected }),
         }
     }
 
@@ -377,7 +380,11 @@ fn load_lines(
     };
     let name = file_stem(path);
     let invalid = |format: SourceFormat| {
-        move |message: String| LoadError::Invalid { path: path.to_string(), format, message: clip_message(message) }
+        move |e: FormatError| LoadError::Invalid {
+            path: path.to_string(),
+            format,
+            message: clip_message(e.to_string()),
+        }
     };
     let (format, mut loaded) = match sampled {
         Some(f @ FalatJsonl) => (f, jsonl::load_lines(&name, lines).map_err(invalid(f))?),
@@ -499,16 +506,17 @@ pub struct ListDoc<'a> {
     pub items: Vec<&'a serde_json::value::RawValue>,
 }
 
-/// The keys under which span lists and run lists hold their records, in the order they are
-/// looked for: `spans` (OpenInference span lists), `runs` (LangSmith), `data` (span lists of a
-/// query API).
-pub const LIST_KEYS: [&str; 3] = ["spans", "runs", "data"];
+/// The keys under which span lists, run lists and traces hold their records, in the order they
+/// are looked for: `spans` (OpenInference span lists), `runs` (LangSmith), `data` (span lists of a
+/// query API), `observations` (a Langfuse trace).
+pub const LIST_KEYS: [&str; 4] = ["spans", "runs", "data", "observations"];
 
 /// Keys whose presence in the first 64 KiB marks a span or run list worth reading item by item
-/// (OpenInference's span kind and ids, TRAIL's nested spans, LangSmith's `run_type`); any other
+/// (OpenInference's span kind and ids, TRAIL's nested spans, LangSmith's `run_type`, a Langfuse
+/// trace's `observations`); any other
 /// document is parsed whole at once.
-const LIST_MARKS: [&str; 5] =
-    ["\"span_kind\"", "openinference.span.kind", "\"child_spans\"", "\"context\"", "\"run_type\""];
+const LIST_MARKS: [&str; 6] =
+    ["\"span_kind\"", "openinference.span.kind", "\"child_spans\"", "\"context\"", "\"run_type\"", "\"observations\""];
 
 #[derive(serde::Deserialize, PartialEq, Eq, Hash)]
 struct Key<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
@@ -550,13 +558,13 @@ impl<'a> ListDoc<'a> {
     }
 }
 
-/// Loads a span list (OpenInference, TRAIL) or a LangSmith run list one item at a time
+/// Loads a span list (OpenInference, TRAIL), a LangSmith run list or a Langfuse trace one item at a time
 /// ([`ListDoc`]): the format is detected on the first [`DETECT_SAMPLE`] items, then each item is
 /// parsed, turned into span-tree nodes and dropped before the next. `None` (read the document
 /// whole) for any other document or format, or when the list loader declines it (an item that
 /// does not parse, no usable span).
 fn load_list_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<Loaded> {
-    use SourceFormat::{LangSmith, OpenInference};
+    use SourceFormat::{LangSmith, Langfuse, OpenInference};
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut end = text.len().min(1 << 16);
     while !text.is_char_boundary(end) {
@@ -578,6 +586,7 @@ fn load_list_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<L
     let mut loaded = match format {
         OpenInference => openinference::load_list(&name, &list)?,
         LangSmith => langsmith::load_list(&name, &list)?,
+        Langfuse => langfuse::load_list(&name, &list)?,
         _ => return None,
     };
     loaded.format = format;
@@ -997,7 +1006,7 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
         Mlflow => mlflow::load(&name, doc),
         InspectAi => inspect_ai::load(&name, doc),
     };
-    res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message: clip_message(message) })
+    res.map_err(|e| LoadError::Invalid { path: path.to_string(), format, message: clip_message(e.to_string()) })
 }
 
 /// The file name without folders and the last extension (`data/12.json` → `12`).
@@ -1230,12 +1239,12 @@ pub fn failed_exit(text: &str) -> Option<i64> {
 ///
 /// # Errors
 /// `"content" is <type>, expected a string` for numbers, booleans and objects.
-pub fn content_text(v: Option<&Value>) -> Result<String, String> {
+pub fn content_text(v: Option<&Value>) -> Result<String, FormatError> {
     match v {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Array(parts)) => Ok(parts.iter().map(part_text).collect::<Vec<_>>().join("\n")),
-        Some(other) => Err(format!("\"content\" is {}, expected a string", type_name(other))),
+        Some(other) => Err(FormatError::wrong_type("content", other, "a string")),
     }
 }
 
@@ -1297,7 +1306,7 @@ mod tests {
         );
         assert_eq!(FormatChoice::parse("tau-bench"), Ok(FormatChoice::Force(SourceFormat::TauBench)));
         assert_eq!(FormatChoice::parse("otel-genai"), Ok(FormatChoice::Force(SourceFormat::OtelGenAi)));
-        let msg = FormatChoice::parse("otlp").unwrap_err();
+        let msg = FormatChoice::parse("otlp").unwrap_err().to_string();
         assert!(msg.starts_with("unknown format \"otlp\", expected one of: auto,"), "{msg}");
     }
 
@@ -1375,6 +1384,9 @@ mod tests {
         let parts = serde_json::json!([{"type": "text", "text": "a"}, {"type": "image_url"}]);
         assert_eq!(content_text(Some(&parts)), Ok("a\n[image]".into()));
         assert_eq!(content_text(None), Ok(String::new()));
-        assert_eq!(content_text(Some(&serde_json::json!(3))), Err("\"content\" is a number, expected a string".into()));
+        assert_eq!(
+            content_text(Some(&serde_json::json!(3))).map_err(|e| e.to_string()),
+            Err("\"content\" is a number, expected a string".into())
+        );
     }
 }

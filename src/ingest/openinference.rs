@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::messages::{Msg, msg_from_value, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::spantree::{self, Node, Op};
-use super::{Document, ListDoc, Loaded};
+use super::{Document, FormatError, ListDoc, Loaded};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// The attribute naming the span kind.
@@ -116,11 +116,11 @@ fn flatten_tree(items: &[Value], trace_id: Option<&Value>) -> Vec<Value> {
 ///
 /// # Errors
 /// A message when the document holds no readable span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     let spans = spans(doc, &mut diags)?;
     if spans.is_empty() {
-        return Err("expected OpenInference spans, found none".into());
+        return Err(FormatError::NoRecords { expected: "OpenInference spans" });
     }
     let groups = otlp::by_trace(spans)
         .into_iter()
@@ -129,12 +129,12 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     Ok(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
 }
 
-fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, String> {
+fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, FormatError> {
     if otlp::is_otlp(doc) {
         return Ok(otlp::otlp_spans(doc, diags));
     }
     let Document::Json(v) = doc else {
-        return Err("expected OTLP/JSON, a span list or an attribute map, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "OTLP/JSON, a span list or an attribute map" });
     };
     if v.get(KIND_KEY).is_some() {
         return Ok(vec![RawSpan {
@@ -145,7 +145,7 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, St
             ..RawSpan::default()
         }]);
     }
-    let items = span_list(v).ok_or("expected a span list")?;
+    let items = span_list(v).ok_or(FormatError::Shape { expected: "a span list".into() })?;
     let items = &flatten_tree(items, v.get("trace_id"));
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
