@@ -181,9 +181,19 @@ pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
     let mut i = 0;
     for raw in &list.items {
         let v = super::value_line(raw.get())?;
-        for item in flatten_tree(std::slice::from_ref(&v), trace) {
+        // A flat span is read as it is; a TRAIL span is flattened with its children.
+        let flat = v.get("span_attributes").is_none() && v.get("child_spans").is_none();
+        let items = if flat { vec![v] } else { flatten_tree(std::slice::from_ref(&v), trace) };
+        for mut item in items {
+            // The attributes are moved into the span, not copied.
+            let attrs = item.as_object_mut().and_then(|m| m.remove("attributes"));
             match otlp::list_span(&item, &format!("spans[{i}]")) {
                 Ok(mut s) => {
+                    s.attrs = match attrs {
+                        Some(Value::Object(m)) => m.into_iter().collect(),
+                        Some(a) => otlp::attr_object(&a),
+                        None => otlp::Attrs::new(),
+                    };
                     if let Some(k) = item.get("span_kind").filter(|_| !s.attrs.contains_key(KIND_KEY)) {
                         s.attrs.insert(KIND_KEY.into(), k.clone());
                     }
