@@ -293,14 +293,14 @@ fn openinference_list(n: usize) -> Vec<u8> {
 #[test]
 fn a_large_span_list_loads_in_a_small_multiple_of_its_size() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let bytes = openinference_list(40_000);
+    let bytes = openinference_list(20_000);
     let (loaded, peak, _) = measured(|| ingest::parse("spans.json", &bytes, None).unwrap());
     assert_eq!(loaded.format, falat::model::SourceFormat::OpenInference);
     let t = &loaded.trajectories[0];
-    // The agent's delegation, then per LLM span its output message, per TOOL span a call and a
-    // result: 1 + 19,999 + 2 * 20,000 - 1 (the first LLM span's input is the task).
-    assert_eq!(t.steps.len(), 79_999);
-    assert_eq!(t.steps.iter().filter(|s| s.is_error).count(), 40_000 / 2 / 997);
+    // The delegation to the agent, then two steps per LLM span (its new user message and the
+    // reply) and per TOOL span (call and result): 1 + 2 * 10,000 + 2 * 9,999.
+    assert_eq!(t.steps.len(), 39_999);
+    assert_eq!(t.steps.iter().filter(|s| s.is_error).count(), 20_000 / 2 / 997);
     // Read one span at a time: never a `Value` of the whole list (that alone took about 12 times
     // the file). What remains is the span-tree nodes and the steps built from them, held together.
     assert!(peak <= 8 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
