@@ -4,9 +4,42 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod ablation;
 pub mod attribution;
 pub mod details;
 pub mod explanation;
+
+/// The purpose of a phase of the hierarchy (`M_hi`, FALAT §1); `hierarchy` finds it and re-exports
+/// it, the diagnosis carries it in [`details::PhaseSearched`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    /// Planning or re-planning.
+    Plan,
+    /// Gathering information (search, files, tool outputs).
+    Gather,
+    /// Computing (code and its execution).
+    Compute,
+    /// Checking results.
+    Verify,
+    /// Giving the answer and ending.
+    Answer,
+    /// Work handed to one delegate.
+    Delegated,
+}
+
+impl Purpose {
+    /// Lower-case name for display.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Plan => "plan",
+            Purpose::Gather => "gather",
+            Purpose::Compute => "compute",
+            Purpose::Verify => "verify",
+            Purpose::Answer => "answer",
+            Purpose::Delegated => "delegated",
+        }
+    }
+}
 
 pub use details::Detail;
 pub use explanation::{Caveat, Claim, Explanation, Rule};
@@ -831,15 +864,37 @@ impl Method {
     /// Parses a comma-separated list (`falat,echo`); `all` stands for every method.
     ///
     /// # Errors
-    /// The first unknown name.
-    pub fn parse_list(s: &str) -> Result<Vec<Method>, String> {
+    /// [`UnknownName`] for the first unknown name.
+    pub fn parse_list(s: &str) -> Result<Vec<Method>, UnknownName> {
         if s.trim() == "all" {
             return Ok(Method::ALL.to_vec());
         }
         s.split(',')
             .filter(|x| !x.trim().is_empty())
-            .map(|x| Method::parse(x).ok_or_else(|| format!("unknown method {:?}", x.trim())))
+            .map(|x| Method::parse(x).ok_or_else(|| UnknownName::method(x.trim())))
             .collect()
+    }
+}
+
+/// A name on the command line that is not one of a closed set (a method, an ablation component).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownName {
+    /// Not a method name ([`Method::parse`]).
+    #[error("unknown method {0:?}")]
+    Method(String),
+    /// Not a component name ([`ablation::Component::parse`]); `known` lists the names, in table order.
+    #[error("unknown component {name:?} (known: {})", known.join(", "))]
+    Component {
+        /// The name as given, trimmed.
+        name: String,
+        /// Every component name.
+        known: Vec<&'static str>,
+    },
+}
+
+impl UnknownName {
+    fn method(name: &str) -> UnknownName {
+        UnknownName::Method(name.to_string())
     }
 }
 

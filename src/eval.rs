@@ -9,12 +9,78 @@
 pub mod benchmark;
 pub mod fit;
 
-pub use benchmark::{Benchmark, Case, Judges, Variant, evaluate, variants};
+pub use benchmark::{Benchmark, Case, Judges, evaluate, variants};
+pub use crate::rank::split::Part;
 
 use std::collections::BTreeMap;
 
-use crate::diagnosis::Diagnosis;
+use crate::diagnosis::ablation::Ablations;
+use crate::diagnosis::{Diagnosis, Method};
 use crate::model::GoldLabel;
+
+/// One row of an evaluation table: a method, with the components of `ablations` switched off.
+/// Displayed as its name: the method's (`falat`), or the method's with each component off
+/// appended (`falat-hierarchy`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// The method.
+    pub method: Method,
+    /// Components switched off; empty runs the method as its paper gives it.
+    pub ablations: Ablations,
+}
+
+impl Variant {
+    /// The method as its paper gives it.
+    pub fn of(method: Method) -> Variant {
+        Variant { method, ablations: Ablations::none() }
+    }
+
+    /// Parses [`Variant::name`]: a method's name, then `-component` for each component off.
+    pub fn parse(name: &str) -> Option<Variant> {
+        // Method names hold hyphens (`all-at-once`): take the longest that starts the name.
+        let method = Method::ALL
+            .into_iter()
+            .filter(|m| name.starts_with(m.as_str()))
+            .max_by_key(|m| m.as_str().len())?;
+        let rest = &name[method.as_str().len()..];
+        if rest.is_empty() {
+            return Some(Variant::of(method));
+        }
+        let ablations = rest
+            .strip_prefix('-')?
+            .split('-')
+            .map(crate::diagnosis::ablation::Component::parse)
+            .collect::<Option<Ablations>>()?;
+        Some(Variant { method, ablations })
+    }
+
+    /// The row's name (`falat`, `falat-hierarchy`).
+    pub fn name(&self) -> String {
+        if self.ablations.is_empty() {
+            self.method.as_str().to_string()
+        } else {
+            format!("{}{}", self.method, self.ablations.label())
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&self.name())
+    }
+}
+
+impl PartialEq<str> for Variant {
+    fn eq(&self, other: &str) -> bool {
+        self.name() == other
+    }
+}
+
+impl PartialEq<&str> for Variant {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
 
 /// The outcome on one labelled trajectory.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +90,8 @@ pub struct Record {
     pub file: String,
     /// The subset (the file's folder name, e.g. `Hand-Crafted`).
     pub subset: String,
-    /// The method.
-    pub method: String,
+    /// The row: the method and the components switched off.
+    pub method: Variant,
     /// Predicted agent.
     pub pred_agent: Option<String>,
     /// Predicted step, 0-based.
@@ -56,8 +122,8 @@ pub struct Record {
     /// Of those, questions an LLM judge did not find in its replay cache
     /// ([`crate::judge::REPLAY_MISS`]; the heuristic judge answered them).
     pub replay_misses: usize,
-    /// The part of the data (`tune` or `report`, [`crate::rank::split`]); empty when not split.
-    pub part: String,
+    /// The part of the data ([`crate::rank::split`]); `None` when not split.
+    pub part: Option<Part>,
     /// The diagnosis' confidence: its probability that the decisive step is right.
     pub confidence: f32,
     /// 1-based rank of the gold step in the diagnosis' ranking (`None`: not ranked).
@@ -81,7 +147,7 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
     Record {
         file: file.to_string(),
         subset: subset.to_string(),
-        method: d.method.to_string(),
+        method: Variant::of(d.method),
         pred_agent: d.agent.clone(),
         pred_step: d.decisive_step,
         gold_agent: gold.agent.clone(),
@@ -102,7 +168,7 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
             .filter(|w| w.contains(crate::judge::REPLAY_MISS))
             .collect::<std::collections::HashSet<_>>()
             .len(),
-        part: String::new(),
+        part: None,
         confidence: d.confidence,
         gold_rank: gold.step.and_then(|g| d.rank_of(g)),
         candidates: d.candidates.len(),
@@ -126,8 +192,8 @@ pub fn same_agent(a: &str, b: &str) -> bool {
 pub struct Summary {
     /// Subset name, or `all`.
     pub subset: String,
-    /// Method name.
-    pub method: String,
+    /// The row: the method and the components switched off.
+    pub method: Variant,
     /// Number of trajectories scored.
     pub n: usize,
     /// Agent-level accuracy, percent.
@@ -146,8 +212,8 @@ pub struct Summary {
     pub median_prompt_tokens: f64,
     /// Mean wall time per trajectory, milliseconds.
     pub millis: f64,
-    /// The part (`tune`, `report`), empty when the records are not split.
-    pub part: String,
+    /// The part, `None` when the records are not split.
+    pub part: Option<Part>,
     /// Top-k hit rates, percent: the gold step among the k best-ranked steps, k = 1, 3, 5.
     pub top: [f64; 3],
     /// Mean reciprocal rank of the gold step (0 where it is not ranked).
@@ -235,34 +301,36 @@ pub fn render_reliability(method: &str, rs: &[&Record]) -> String {
 /// Summaries per (method, subset) and per method over all subsets, in method order then subset
 /// name order with `all` last. Tolerances of 0 are skipped (exact is always given).
 pub fn summarize(records: &[Record], tolerances: &[usize]) -> Vec<Summary> {
-    let mut methods: Vec<&str> = Vec::new();
+    let mut methods: Vec<&Variant> = Vec::new();
     for r in records {
-        if !methods.contains(&r.method.as_str()) {
+        if !methods.contains(&&r.method) {
             methods.push(&r.method);
         }
     }
+    // Parts in the tables' order: unsplit, then `report`, then `tune`.
+    let order = |p: Option<Part>| p.map_or("", Part::as_str);
     let mut out = Vec::new();
     for m in methods {
-        let mut by_subset: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
-        let mut by_part: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
-        for r in records.iter().filter(|r| r.method == m) {
-            by_subset.entry((&r.subset, &r.part)).or_default().push(r);
-            by_part.entry(&r.part).or_default().push(r);
+        let mut by_subset: BTreeMap<(&str, &str, Option<Part>), Vec<&Record>> = BTreeMap::new();
+        let mut by_part: BTreeMap<(&str, Option<Part>), Vec<&Record>> = BTreeMap::new();
+        for r in records.iter().filter(|r| r.method == *m) {
+            by_subset.entry((&r.subset, order(r.part), r.part)).or_default().push(r);
+            by_part.entry((order(r.part), r.part)).or_default().push(r);
         }
-        let subsets: std::collections::BTreeSet<&str> = by_subset.keys().map(|(s, _)| *s).collect();
-        for ((subset, part), rs) in &by_subset {
-            out.push(summary(subset, part, m, rs, tolerances));
+        let subsets: std::collections::BTreeSet<&str> = by_subset.keys().map(|(s, _, _)| *s).collect();
+        for ((subset, _, part), rs) in &by_subset {
+            out.push(summary(subset, *part, m, rs, tolerances));
         }
         if subsets.len() > 1 {
-            for (part, rs) in &by_part {
-                out.push(summary("all", part, m, rs, tolerances));
+            for ((_, part), rs) in &by_part {
+                out.push(summary("all", *part, m, rs, tolerances));
             }
         }
     }
     out
 }
 
-fn summary(subset: &str, part: &str, method: &str, rs: &[&Record], tolerances: &[usize]) -> Summary {
+fn summary(subset: &str, part: Option<Part>, method: &Variant, rs: &[&Record], tolerances: &[usize]) -> Summary {
     let n = rs.len().max(1) as f64;
     let pct = |count: usize| 100.0 * count as f64 / n;
     let within = tolerances
@@ -278,7 +346,7 @@ fn summary(subset: &str, part: &str, method: &str, rs: &[&Record], tolerances: &
         .collect();
     Summary {
         subset: subset.to_string(),
-        method: method.to_string(),
+        method: method.clone(),
         n: rs.len(),
         agent: pct(rs.iter().filter(|r| r.agent_hit).count()),
         step: pct(rs.iter().filter(|r| r.step_hit).count()),
@@ -288,7 +356,7 @@ fn summary(subset: &str, part: &str, method: &str, rs: &[&Record], tolerances: &
         tokens: rs.iter().map(|r| r.tokens as f64).sum::<f64>() / n,
         median_prompt_tokens: median(rs.iter().map(|r| r.prompt_tokens)),
         millis: rs.iter().map(|r| r.millis).sum::<f64>() / n,
-        part: part.to_string(),
+        part,
         top: TOP_K.map(|k| pct(rs.iter().filter(|r| r.gold_rank.is_some_and(|g| g <= k)).count())),
         mrr: rs.iter().map(|r| r.gold_rank.map_or(0.0, |g| 1.0 / g as f64)).sum::<f64>() / n,
         ece: ece(rs),
@@ -326,7 +394,7 @@ pub fn render_table(summaries: &[Summary]) -> String {
     header.push_str(&format!(" {:>7} {:>9} {:>9} {:>10} {:>9}", "calls", "med.calls", "tokens", "med.prompt", "ms"));
     let mut out = vec![header];
     for s in summaries {
-        let part = if s.part.is_empty() { "-" } else { s.part.as_str() };
+        let part = s.part.map_or("-", Part::as_str);
         let mut row =
             format!("{:<14} {:<20} {:<6} {:>4} {:>7.1} {:>7.1}", s.method, s.subset, part, s.n, s.agent, s.step);
         for (_, v) in &s.within {
@@ -369,7 +437,7 @@ pub fn render_per_file(records: &[Record]) -> String {
         "method", "subset", "part", "file", "pred", "pred agent", "gold", "gold agent"
     );
     for r in records {
-        let part = if r.part.is_empty() { "-" } else { r.part.as_str() };
+        let part = r.part.map_or("-", Part::as_str);
         let hit = format!("{}{}", if r.agent_hit { "A" } else { "-" }, if r.step_hit { "S" } else { "-" });
         out.push_str(&format!(
             "{:<14} {:<20} {:<6} {:<44} {:>5} {:<24} {:>5} {:<24} {hit}\n",
@@ -393,9 +461,9 @@ pub fn render_per_file(records: &[Record]) -> String {
 /// judge), then the share of prompt tokens the server served from its cache and who answered the
 /// questions: the model at once, after a repair request, or the offline judge after a failure.
 pub fn render_costs(records: &[Record], dry_run: bool) -> String {
-    let mut groups: Vec<((&str, &str), Vec<&Record>)> = Vec::new();
+    let mut groups: Vec<((&Variant, &str), Vec<&Record>)> = Vec::new();
     for r in records {
-        let key = (r.method.as_str(), r.subset.as_str());
+        let key = (&r.method, r.subset.as_str());
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, rs)) => rs.push(r),
             None => groups.push((key, vec![r])),
@@ -457,7 +525,7 @@ mod tests {
         Record {
             file: "f".into(),
             subset: subset.into(),
-            method: "falat".into(),
+            method: Variant::of(Method::Falat),
             pred_agent: None,
             pred_step: pred,
             gold_agent: "A".into(),
@@ -472,7 +540,7 @@ mod tests {
             millis: 1.0,
             warnings: 0,
             replay_misses: 0,
-            part: String::new(),
+            part: None,
             confidence: 0.5,
             gold_rank: pred.map(|p| if p == gold { 1 } else { 2 }),
             candidates: 0,
@@ -579,16 +647,28 @@ mod tests {
         assert!((ece(&refs) - (0.25 * 0.05 + 0.75 * 0.15)).abs() < 1e-6, "{}", ece(&refs));
         let bins = reliability(&refs);
         assert_eq!((bins[1].n, bins[9].n, bins[9].accuracy), (3, 1, 1.0));
-        rs[0].part = "report".into();
+        rs[0].part = Some(Part::Report);
         let s = summarize(&rs, &[0]);
-        assert_eq!(s.iter().map(|s| (s.part.as_str(), s.n)).collect::<Vec<_>>(), vec![("", 3), ("report", 1)]);
+        assert_eq!(s.iter().map(|s| (s.part, s.n)).collect::<Vec<_>>(), vec![(None, 3), (Some(Part::Report), 1)]);
+    }
+
+    #[test]
+    fn row_names_parse_back() {
+        for name in ["falat", "all-at-once", "falat-hierarchy", "binary-search", "echo-decoupling-consensus"] {
+            assert_eq!(Variant::parse(name).map(|v| v.name()).as_deref(), Some(name));
+        }
+        let v = Variant::parse("step-by-step").unwrap();
+        assert_eq!((v.method, v.ablations.is_empty()), (Method::StepByStep, true));
+        assert_eq!(Variant::parse("falat-nope"), None);
+        assert_eq!(Variant::parse("nope"), None);
+        assert_eq!(format!("[{:<8}]", Variant::of(Method::Echo)), "[echo    ]");
     }
 
     #[test]
     fn per_file_lines_show_prediction_gold_and_hits() {
         let mut a = rec("Hand-Crafted", Some(3), 3, true);
         a.pred_agent = Some("Web\u{1b}[2JSurfer".into());
-        a.part = "report".into();
+        a.part = Some(Part::Report);
         let b = rec("Hand-Crafted", None, 5, false);
         let text = render_per_file(&[a, b]);
         let lines: Vec<&str> = text.lines().collect();

@@ -161,7 +161,10 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
         });
     }
     let mut last_line = usize::MAX;
-    for m in ERROR_LINE.find_iter(text) {
+    // A file shown with its line numbers is the file's text: its `catch (error)` and "failed to"
+    // lines are code or data, not errors of the run.
+    let listing = numbered_listing(text);
+    for m in ERROR_LINE.find_iter(text).filter(|_| !listing) {
         let start = text[..m.start()].rfind('\n').map_or(0, |p| p + 1);
         if start == last_line {
             continue;
@@ -175,6 +178,19 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
     out.retain(|e| !e.kind.is_value() || !plumbing.iter().any(|p| p.start <= e.span.start && e.span.end <= p.end));
     out.sort_by_key(|e| (e.span.start, e.span.end));
     out
+}
+
+/// Whether `text` is a file shown with a line number before each line, as coding agents' read
+/// tools and `cat -n` / `nl` print one (`   76→text`, `  76\ttext`, `76: text`, `76 | text`):
+/// at least three numbered lines, and at least four in five non-empty lines numbered.
+pub fn numbered_listing(text: &str) -> bool {
+    static GUTTER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*\d{1,6}(?:→|\t|: | \| )").unwrap());
+    let (mut lines, mut numbered) = (0usize, 0usize);
+    for line in text.lines().filter(|l| !l.trim().is_empty()).take(400) {
+        lines += 1;
+        numbered += usize::from(GUTTER.is_match(line));
+    }
+    numbered >= 3 && numbered * 5 >= lines * 4
 }
 
 fn push_values(text: &str, out: &mut Vec<Evidence>) {
@@ -289,6 +305,20 @@ mod tests {
         assert!(
             ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.text(t) == "Traceback (most recent call last):")
         );
+    }
+
+    #[test]
+    fn a_numbered_file_listing_has_no_error_lines() {
+        let file = "    1→#!/usr/bin/env node\n   83→    } catch (error) {\n   84→      console.error('Failed to run task:', error);\n   85→    }\n";
+        assert!(numbered_listing(file));
+        assert!(!extract_text(file).iter().any(|e| e.kind == EvidenceKind::ErrorLine));
+        let nl = "     1\tdef f():\n     2\t    raise ValueError('x')\n     3\t\n     4\treturn 1\n";
+        assert!(numbered_listing(nl));
+        // A traceback is no listing, nor is a list of three numbered items in prose.
+        let tb = "Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\nZeroDivisionError: division by zero";
+        assert!(!numbered_listing(tb));
+        assert!(extract_text(tb).iter().any(|e| e.kind == EvidenceKind::ErrorLine));
+        assert!(!numbered_listing("Steps:\n1. open the page\n2. it failed to load\n3. retry"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+pub use crate::diagnosis::Purpose;
 use crate::evidence::{self, Evidence, EvidenceKind};
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
@@ -139,37 +140,6 @@ impl StepSummary {
         let flags = self.flags.names();
         let tail = if flags.is_empty() { String::new() } else { format!(" [{}]", flags.join(", ")) };
         format!("#{} {} {}: {}{}", self.index, self.agent, self.action.as_str(), self.decision, tail)
-    }
-}
-
-/// The purpose of a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Purpose {
-    /// Planning or re-planning.
-    Plan,
-    /// Gathering information (search, files, tool outputs).
-    Gather,
-    /// Computing (code and its execution).
-    Compute,
-    /// Checking results.
-    Verify,
-    /// Giving the answer and ending.
-    Answer,
-    /// Work handed to one delegate.
-    Delegated,
-}
-
-impl Purpose {
-    /// Lower-case name for display.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Plan => "plan",
-            Purpose::Gather => "gather",
-            Purpose::Compute => "compute",
-            Purpose::Verify => "verify",
-            Purpose::Answer => "answer",
-            Purpose::Delegated => "delegated",
-        }
     }
 }
 

@@ -111,6 +111,10 @@ fn explanation_json(d: &Diagnosis) -> Value {
         "rule": e.rule.as_str(),
         "fallback": fallback_name,
         "fallback_reason": fallback_why,
+        "failure_shown": match &e.rule {
+            Rule::Ranking { failure, .. } => failure.as_deref(),
+            _ => None,
+        },
         "findings": e.findings.iter().map(|f| json!({
             "signal": f.signal.as_str(),
             "category": f.signal.category().as_str(),
@@ -194,11 +198,11 @@ fn detail_json(x: &Detail) -> Value {
     let (kind, data) = match x {
         Detail::Options(v) => ("options", json!({"options": v})),
         Detail::OfflineJudge => ("offline_judge", json!({})),
-        Detail::Ablated(v) => ("ablated", json!({"components": v})),
+        Detail::Ablated(v) => ("ablated", json!({"components": v.iter().map(|c| c.as_str()).collect::<Vec<_>>()})),
         Detail::PhaseSearch(v) => (
             "phase_search",
             json!({"phases": v.iter().map(|p| json!({
-                "phase": p.phase, "steps": range(&p.steps), "purpose": p.purpose, "agent": p.agent,
+                "phase": p.phase, "steps": range(&p.steps), "purpose": p.purpose.as_str(), "agent": p.agent,
                 "suspicion": r2(p.suspicion), "searched": p.searched,
             })).collect::<Vec<_>>()}),
         ),

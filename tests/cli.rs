@@ -273,8 +273,8 @@ fn eval_scores_what_the_library_evaluation_scores() {
     assert_eq!(records.len(), 70);
     for (line, r) in lines.iter().zip(&records) {
         assert!(r.file.ends_with(line["file"].as_str().unwrap()), "{} vs {}", r.file, line["file"]);
-        assert_eq!(line["method"], r.method.as_str());
-        assert_eq!(line["part"], r.part.as_str());
+        assert_eq!(line["method"], r.method.name());
+        assert_eq!(line["part"], r.part.map_or("", falat::eval::Part::as_str));
         assert_eq!(line["pred_step"].as_u64().map(|s| s as usize), r.pred_step, "{}", r.file);
         assert_eq!(line["pred_agent"].as_str(), r.pred_agent.as_deref(), "{}", r.file);
         assert_eq!(line["gold_step"].as_u64().map(|s| s as usize), r.gold_step);

@@ -71,6 +71,7 @@ fn agentrx_root_causes_map_through_the_message_index() {
 type Counts = [usize; 6];
 
 fn counts(records: &[Record], subset: &str, part: &str) -> Counts {
+    let part = falat::eval::Part::parse(part);
     let rs: Vec<&Record> = records.iter().filter(|r| r.subset == subset && r.part == part).collect();
     let n = |f: &dyn Fn(&Record) -> bool| rs.iter().filter(|r| f(r)).count();
     [
@@ -154,7 +155,7 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             Record {
                 file: v["file"].as_str().unwrap().into(),
                 subset: v["subset"].as_str().unwrap().into(),
-                method: v["method"].as_str().unwrap().into(),
+                method: falat::eval::Variant::parse(v["method"].as_str().unwrap()).unwrap(),
                 pred_agent: v["pred_agent"].as_str().map(Into::into),
                 pred_step: step("pred_step"),
                 gold_agent: v["gold_agent"].as_str().unwrap().into(),
@@ -169,7 +170,7 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
                 millis: 0.0,
                 warnings: 0,
                 replay_misses: 0,
-                part: v["part"].as_str().unwrap().into(),
+                part: falat::eval::Part::parse(v["part"].as_str().unwrap()),
                 confidence: v["confidence"].as_f64().unwrap() as f32,
                 gold_rank: step("gold_rank"),
                 candidates: v["candidates"].as_u64().unwrap() as usize,
@@ -198,7 +199,7 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             ("agentrx-tau", "tune", [10, 8, 3, 3, 7, 10]),
         ],
     );
-    let refs: Vec<&Record> = records.iter().filter(|r| r.part == "tune").collect();
+    let refs: Vec<&Record> = records.iter().filter(|r| r.part == Some(falat::eval::Part::Tune)).collect();
     let ece = falat::eval::ece(&refs);
     // Measured 0.080 (0.073 before the blocking_change signal and the worked-out sums moved a
     // few runs' probabilities) with the map fitted on the methods' own out-of-fold decisions

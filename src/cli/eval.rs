@@ -34,7 +34,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use super::judge::JudgeChoice;
-use crate::eval::benchmark::{self, Benchmark, Case, Judges, Variant};
+use crate::eval::Variant;
+use crate::eval::benchmark::{self, Benchmark, Case, Judges};
 use crate::eval::{self, Record};
 use crate::methods::ablation::Component;
 use crate::methods::{Method, MethodOptions};
@@ -213,9 +214,9 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     out.write_all(eval::render_table(&summaries).as_bytes())?;
     out.write_all(eval::TABLE_LEGEND.as_bytes())?;
     for v in &rows {
-        let rs: Vec<&Record> = records.iter().filter(|r| r.method == v.name).collect();
+        let rs: Vec<&Record> = records.iter().filter(|r| r.method == *v).collect();
         writeln!(out)?;
-        out.write_all(eval::render_reliability(&v.name, &rs).as_bytes())?;
+        out.write_all(eval::render_reliability(&v.name(), &rs).as_bytes())?;
     }
     if args.judge.judge == JudgeChoice::Llm {
         writeln!(out, "\njudge calls and tokens per trajectory ({:.0} s wall)", wall.as_secs_f64())?;
@@ -311,7 +312,7 @@ fn record_json(r: &Record) -> serde_json::Value {
     json!({
             "file": r.file,
             "subset": r.subset,
-            "method": r.method,
+            "method": r.method.name(),
             "pred_agent": r.pred_agent,
             "pred_step": r.pred_step,
             "gold_agent": r.gold_agent,
@@ -334,7 +335,7 @@ fn record_json(r: &Record) -> serde_json::Value {
             "wall_ms": (r.millis * 1000.0).round() / 1000.0,
             "warnings": r.warnings,
             "replay_misses": r.replay_misses,
-            "part": r.part,
+            "part": r.part.map_or("", eval::Part::as_str),
             "confidence": r.confidence,
             "gold_rank": r.gold_rank,
             "candidates": r.candidates,
@@ -372,14 +373,14 @@ fn dry_run(
             })?;
             let d = d.expect("the dry run ran the method");
             let mut r = eval::score(&case.file, &case.subset, &d, case.trajectory.gold.as_ref().expect("labelled"));
-            r.method = v.name.clone();
+            r.method = v.clone();
             (r.calls, r.prompt_tokens, r.tokens) =
                 (report.calls.len() as u64, report.prompt_tokens(), report.prompt_tokens());
-            r.part = case.part.as_str().to_string();
+            r.part = Some(case.part);
             writeln!(
                 out,
                 "{:<14} {:<20} {:<44} {:>6} {:>11}",
-                v.name,
+                v,
                 crate::text::sanitize(&case.subset),
                 crate::text::sanitize(&case.file),
                 r.calls,

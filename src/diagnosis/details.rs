@@ -7,6 +7,8 @@
 
 use std::ops::Range;
 
+use crate::diagnosis::Purpose;
+use crate::diagnosis::ablation::Component;
 use crate::diagnosis::attribution::{
     Alternative, Analysis, Conclusion, Evaluation, Half, Perspective, PropagationEdge, VoteTarget,
 };
@@ -22,8 +24,8 @@ pub struct PhaseSearched {
     pub phase: usize,
     /// Its steps, 0-based, end exclusive.
     pub steps: Range<usize>,
-    /// Its purpose (`plan`, `gather`, `compute`, `verify`, `answer`, `delegated`).
-    pub purpose: String,
+    /// Its purpose.
+    pub purpose: Purpose,
     /// The agent it is about.
     pub agent: String,
     /// The judge's suspicion, 0..=1.
@@ -100,8 +102,8 @@ pub enum Detail {
     Options(Vec<String>),
     /// The method ran with the offline judge, a stand-in for the paper's model.
     OfflineJudge,
-    /// Components switched off for an ablation row.
-    Ablated(Vec<String>),
+    /// Components switched off for an ablation row, in table order.
+    Ablated(Vec<Component>),
     /// FALAT's coarse-to-fine search: every phase, its suspicion and whether it was searched.
     PhaseSearch(Vec<PhaseSearched>),
     /// FALAT's re-search: the counterfactual check of each step of the window.
@@ -174,7 +176,8 @@ impl Detail {
     pub fn lines(&self) -> Vec<String> {
         let clean = |s: &str, n: usize| text::clip(&text::sanitize(s), n);
         match self {
-            Detail::Options(v) | Detail::Ablated(v) => v.clone(),
+            Detail::Options(v) => v.clone(),
+            Detail::Ablated(v) => v.iter().map(|c| c.as_str().to_string()).collect(),
             Detail::OfflineJudge => {
                 vec![
                     "offline heuristic judge: lexical and structural signals stand in for the model the paper uses"
@@ -189,7 +192,7 @@ impl Detail {
                         p.phase,
                         p.steps.start,
                         p.steps.end.saturating_sub(1),
-                        p.purpose,
+                        p.purpose.as_str(),
                         clean(&p.agent, 60),
                         p.suspicion,
                         if p.searched { "searched" } else { "skipped" }

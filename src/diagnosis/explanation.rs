@@ -34,6 +34,10 @@ pub enum Rule {
     Ranking {
         /// What verification did, one clause.
         why: String,
+        /// When the named step has no finding of its own: the first sign that the run failed,
+        /// one clause (`step 3 is an error`), so the verdict does not read like a run with no
+        /// failure given a ROOT_CAUSE anyway.
+        failure: Option<String>,
     },
     /// The method named no step at all; the finishing step named the best-ranked step the user did
     /// not exclude.
@@ -136,7 +140,7 @@ impl Claim {
                     Rule::Fallback { why, .. } => format!("step {named} by its fallback ({})", text::sanitize(why)),
                     Rule::Pinned => format!("step {named} because you pinned it"),
                     Rule::RankedFirst => format!("step {named}, the best-ranked step you did not exclude"),
-                    Rule::Ranking { why } => format!("step {named} because {}", text::sanitize(why)),
+                    Rule::Ranking { why, .. } => format!("step {named} because {}", text::sanitize(why)),
                     Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
                         format!("step {named} because it is {}", method.decision_rule())
                     }
@@ -266,6 +270,10 @@ impl Explanation {
             Rule::RankedFirst if said.is_empty() => {
                 format!("step {s} ({who}): the method named no step; this is the best-ranked step.")
             }
+            Rule::Ranking { failure: Some(failure), .. } if said.is_empty() => format!(
+                "step {s} ({who}): no finding recorded for this step; the run shows its failure elsewhere: {}.",
+                text::sanitize(failure)
+            ),
             _ if said.is_empty() => format!("step {s} ({who}): no finding recorded for this step."),
             _ => format!("step {s} ({who}): {said}."),
         };
@@ -276,7 +284,7 @@ impl Explanation {
             Rule::Fallback { why, .. } => {
                 out = format!("Fallback ({}). {}", text::sanitize(why), text::sentence_case(&out));
             }
-            Rule::Ranking { why } => {
+            Rule::Ranking { why, .. } => {
                 out = format!("Decided by the ranking ({}). {}", text::sanitize(why), text::sentence_case(&out));
             }
             _ => {}

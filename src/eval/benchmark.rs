@@ -26,7 +26,8 @@ use crate::judge::Judge;
 use crate::judge::JudgeKind;
 use crate::judge::fitted::FittedJudge;
 use crate::judge::heuristic::HeuristicWithRanker;
-use crate::methods::ablation::{self, Ablations, Component};
+use crate::eval::Variant;
+use crate::methods::ablation::{self, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
 use crate::rank::split::{Part, fold_of, part_of};
@@ -109,25 +110,6 @@ fn subset_of(f: &Path) -> String {
     f.parent().and_then(|p| p.file_name()).map_or_else(|| ".".into(), |n| n.to_string_lossy().into_owned())
 }
 
-/// One row of an evaluation table: a method, with the components of `ablations` switched off.
-#[derive(Debug, Clone)]
-pub struct Variant {
-    /// The row's name: the method's (`falat`), or the method's with the component off appended
-    /// (`falat-hierarchy`).
-    pub name: String,
-    /// The method.
-    pub method: Method,
-    /// Components switched off; empty runs the method as its paper gives it.
-    pub ablations: Ablations,
-}
-
-impl Variant {
-    /// The method as its paper gives it.
-    pub fn of(method: Method) -> Variant {
-        Variant { name: method.as_str().to_string(), method, ablations: Ablations::none() }
-    }
-}
-
 /// The rows of `methods` with `components` off one at a time: each method as its paper gives it,
 /// then, per listed component the method has, the method with that component off
 /// ([`ablation::rows`]).
@@ -135,8 +117,7 @@ pub fn variants(methods: &[Method], components: &[Component]) -> Vec<Variant> {
     let mut out = Vec::new();
     for &m in methods {
         for a in ablation::rows(m, components) {
-            let name = if a.is_empty() { m.as_str().to_string() } else { format!("{m}{}", a.label()) };
-            out.push(Variant { name, method: m, ablations: a });
+            out.push(Variant { method: m, ablations: a });
         }
     }
     out
@@ -277,8 +258,8 @@ pub fn evaluate(
                 let d = methods::run_on(v.method, &case.trajectory, sub, judges.judge(i, k), &opts);
                 let mut r = score(&file, &case.subset, &d, &gold);
                 // The table's row: the method, or the method with what it ran without.
-                r.method = v.name.clone();
-                r.part = case.part.as_str().to_string();
+                r.method = v.clone();
+                r.part = Some(case.part);
                 on_record(case, &r);
                 r
             })
@@ -369,7 +350,8 @@ mod tests {
         assert_eq!(*seen.lock().unwrap(), 6);
         let key = |r: &Record| (r.file.clone(), r.method.clone(), r.pred_step, r.step_hit, r.part.clone());
         assert_eq!(one.iter().map(key).collect::<Vec<_>>(), two.iter().map(key).collect::<Vec<_>>());
-        let order: Vec<(&str, &str)> = one.iter().map(|r| (r.file.as_str(), r.method.as_str())).collect();
+        let names: Vec<String> = one.iter().map(|r| r.method.name()).collect();
+        let order: Vec<(&str, &str)> = one.iter().zip(&names).map(|(r, n)| (r.file.as_str(), n.as_str())).collect();
         assert_eq!(
             order,
             [
@@ -383,13 +365,13 @@ mod tests {
         );
         // The tool error with an assumption at step 1 is where all-at-once points.
         assert_eq!((one[0].pred_step, one[0].step_hit, one[0].agent_hit), (Some(1), true, true));
-        assert!(one.iter().all(|r| r.part == "tune" || r.part == "report"));
+        assert!(one.iter().all(|r| r.part.is_some()));
     }
 
     #[test]
     fn ablated_rows_are_named_after_the_component() {
         let rows = variants(&[Method::Falat, Method::Random], &[Component::Prior, Component::Consensus]);
-        let names: Vec<&str> = rows.iter().map(|v| v.name.as_str()).collect();
+        let names: Vec<String> = rows.iter().map(Variant::name).collect();
         assert_eq!(names, ["falat", "falat-prior", "random"]);
         let mut made = 0;
         let judges = Judges::fresh(&rows, || {

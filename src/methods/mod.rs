@@ -13,7 +13,9 @@
 //!
 //! Benchmarks (methods over labelled folders, scored) run through [`crate::eval::benchmark`].
 
-pub mod ablation;
+/// Ablations (the components of a method that can be switched off) live with the diagnosis, which
+/// records them; re-exported here, where the methods read them.
+pub use crate::diagnosis::ablation;
 pub mod baselines;
 pub mod defa;
 pub mod echo;

@@ -23,6 +23,11 @@ impl Part {
             Part::Report => "report",
         }
     }
+
+    /// Parses [`Part::as_str`].
+    pub fn parse(s: &str) -> Option<Part> {
+        [Part::Tune, Part::Report].into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 /// One in this many trajectories is kept for reporting.

@@ -624,37 +624,75 @@ pub fn refused_by_user(ctx: &Context<'_>, r: usize) -> bool {
     .any(|p| head.contains(p))
 }
 
-/// Why the run shows no failure, one clause, or `None` when it shows one: no step is an error or
-/// a failed execution (as the format or the content says), no step of the whole run has a
-/// finding ([`recall`]), and, with ground truth, the observed output agrees with the expected
-/// one. FALAT then says "no failure found" instead of naming a ROOT_CAUSE.
+/// Why the run shows no failure, one clause, or `None` when it shows one ([`failure_shown`]): no
+/// step is an error or a failed execution (as the format or the content says), the run's record
+/// does not say it failed, no step of the whole run has a finding ([`recall`]), and, with ground
+/// truth, the observed output agrees with the expected one. FALAT then says "no failure found"
+/// instead of naming a ROOT_CAUSE.
 pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
     let t = ctx.trajectory;
-    // Calls the user refused are the user's decision: not errors of the run.
-    let refused: Vec<usize> = (0..t.steps.len()).filter(|&r| refused_by_user(ctx, r)).collect();
-    let errors = ctx.hierarchy.steps.iter().any(|s| {
-        // An error line in a tool call's own text (a command that redirects stderr) is no
-        // error of the run; one in a tool output or an agent's report is.
-        let error_line = s.flags.error && s.kind != StepKind::ToolCall;
-        (error_line || s.flags.failed_execution || t.steps[s.index].is_error) && !refused.contains(&s.index)
-    });
-    if errors || t.steps.is_empty() || recorded_failure(t).is_some() {
+    if t.steps.is_empty() || failure_shown(ctx).is_some() {
         return None;
     }
     let expected = if ctx.ground_truth { t.expected_output.as_deref().map(str::trim) } else { None };
     let output = match expected.filter(|e| !e.is_empty()) {
-        Some(_) if !output_agrees(ctx) => return None,
         Some(_) => "the output agrees with the expected output",
         None => "there is no expected output to compare the output with",
     };
-    if (0..t.steps.len()).any(|i| recall(ctx, i).is_some()) {
-        return None;
-    }
-    let stop = match refused.first() {
-        Some(r) => format!("the user refused the call answered at step {r}; otherwise "),
+    let mut stop = match (0..t.steps.len()).find(|&r| refused_by_user(ctx, r)) {
+        Some(r) => format!("the user refused the call answered at step {r}; "),
         None => String::new(),
     };
+    let recovered: Vec<String> = (0..t.steps.len())
+        .filter(|&r| t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error && t.steps[r].kind == StepKind::ToolResult)
+        .filter(|&r| recovered_error(ctx, r))
+        .map(|r| r.to_string())
+        .collect();
+    if !recovered.is_empty() {
+        let (noun, verb) = if recovered.len() == 1 { ("error", "was") } else { ("errors", "were") };
+        stop.push_str(&format!("the tool {noun} at step {} {verb} recovered from; ", recovered.join(", ")));
+    }
+    if !stop.is_empty() {
+        stop.push_str("otherwise ");
+    }
     Some(format!("{stop}no step is an error or shows a finding, and {output}"))
+}
+
+/// Whether the tool output at step `r` (0-based) answers a call the agent recovered from
+/// ([`actions::recovered`]: the lookup retried with success, the change made another way).
+fn recovered_error(ctx: &Context<'_>, r: usize) -> bool {
+    links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| actions::recovered(ctx, c))
+}
+
+/// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says
+/// reward=0`, `the output disagrees with the expected output`, `step 12 shows a finding`), or
+/// `None` when it shows none (then [`no_failure`] applies). Checked in that order; steps 0-based.
+/// A report that names a step with no finding of its own says this, so the user can tell a weak
+/// verdict on a failed run from a run with no failure.
+pub fn failure_shown(ctx: &Context<'_>) -> Option<String> {
+    let t = ctx.trajectory;
+    // Calls the user refused are the user's decision: not errors of the run.
+    let error = ctx.hierarchy.steps.iter().find(|s| {
+        // An error line in a tool call's own text (a command that redirects stderr) is no
+        // error of the run; one in a tool output or an agent's report is.
+        let error_line = s.flags.error && s.kind != StepKind::ToolCall;
+        // A tool error the agent recovered from (the lookup retried with success, the change
+        // made another way) is part of the work, not a failure of the run.
+        (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
+            && !refused_by_user(ctx, s.index)
+            && !recovered_error(ctx, s.index)
+    });
+    if let Some(s) = error {
+        return Some(format!("step {} is an error", s.index));
+    }
+    if let Some(r) = recorded_failure(t) {
+        return Some(format!("the run's record says {r}"));
+    }
+    let expected = if ctx.ground_truth { t.expected_output.as_deref().map(str::trim) } else { None };
+    if expected.is_some_and(|e| !e.is_empty()) && !output_agrees(ctx) {
+        return Some("the output disagrees with the expected output".into());
+    }
+    (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| format!("step {i} shows a finding"))
 }
 
 /// The run's own record of its outcome, when it says the run failed: a metadata field the loader

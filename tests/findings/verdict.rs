@@ -123,6 +123,54 @@ fn a_successful_run_gets_no_failure_found_instead_of_a_root_cause() {
 }
 
 #[test]
+fn a_tool_error_the_agent_recovered_from_is_no_failure_of_the_run() {
+    // The lookup fails (step 2), the agent retries it with the form the tool asked for and it
+    // succeeds (steps 3-4), then answers from what it observed.
+    let mut m = vec![user("Will it rain in Porto tomorrow?")];
+    m.extend(call("c1", "get_forecast", json!({"city": "Porto"}), "Error: unknown city 'Porto', use 'Porto, PT'"));
+    m.extend(call("c2", "get_forecast", json!({"city": "Porto, PT"}), "{\"rain_mm\": 0.0, \"summary\": \"dry\"}"));
+    m.push(assistant("No rain is expected in Porto tomorrow: the forecast says dry."));
+    let t = load(m);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert_eq!(
+        d.reason,
+        "No failure found: the tool error at step 2 was recovered from; otherwise no step is an error or shows a \
+         finding, and there is no expected output to compare the output with."
+    );
+
+    // Not retried: the error stands, a failure is named, and a verdict on a step with no finding
+    // of its own says what shows the failure.
+    let mut m = vec![user("Will it rain in Porto tomorrow?")];
+    m.extend(call("c1", "get_forecast", json!({"city": "Porto"}), "Error: unknown city 'Porto', use 'Porto, PT'"));
+    m.push(assistant("I could not get the forecast."));
+    let d = falat(&load(m));
+    assert!(d.decisive_step.is_some(), "{}", d.reason);
+    assert!(!matches!(d.explanation.rule, Rule::NoFailure { .. }));
+}
+
+#[test]
+fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
+    // The bundled algorithm-generated sample: nothing was left to verify and the ranking's step
+    // has no finding of its own; the run failed (its step 1 reports an error), and the reason says so.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_traces/who-and-when-algorithm-generated-30.json");
+    let bytes = std::fs::read(path).expect("the sample");
+    let t = falat::ingest::parse(path, &bytes, None).expect("the sample").trajectories.remove(0);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(4));
+    assert!(d.explanation.findings.is_empty());
+    assert!(
+        d.reason.starts_with(
+            "Decided by the ranking (no candidate was left to verify, so the ranking's most probable step is \
+             named). Step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows \
+             its failure elsewhere: step 1 is an error."
+        ),
+        "{}",
+        d.reason
+    );
+}
+
+#[test]
 fn a_run_whose_record_says_it_failed_is_never_called_clean() {
     let mut m = vec![user("What is the weather in Paris?")];
     m.extend(call("c1", "get_weather", json!({"city": "Paris"}), "rainy, 57F"));
@@ -180,7 +228,7 @@ fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
     let mut seen = 0;
     for (name, t) in hand_crafted() {
         let d = methods::run(Method::Falat, &t, &HeuristicJudge, &MethodOptions::new(true));
-        let Rule::Ranking { why } = &d.explanation.rule else { continue };
+        let Rule::Ranking { why, .. } = &d.explanation.rule else { continue };
         seen += 1;
         let s = d.decisive_step.expect("a step");
         assert!(d.reason.starts_with("Decided by the ranking ("), "{name}: {}", d.reason);

@@ -642,7 +642,10 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
                 d.warnings.push(format!("unverified: {clause} (step {step}){note}"));
                 d.fallback = Some(clause.clone());
             }
-            d.explanation.rule = Rule::Ranking { why: clause };
+            // No finding on the named step: say what shows the run failed, or the verdict reads
+            // like a run with no failure that was given a ROOT_CAUSE anyway.
+            let failure = if d.explanation.findings.is_empty() { signals::failure_shown(&ctx) } else { None };
+            d.explanation.rule = Rule::Ranking { why: clause, failure };
         }
         if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
@@ -680,7 +683,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
     d.details.push(Detail::Options(opts.falat.departures(opts.window)));
     crate::methods::offline_note(&mut d, judge);
     if !opts.ablations.is_empty() {
-        d.details.push(Detail::Ablated(opts.ablations.iter().map(|c| c.as_str().to_string()).collect()));
+        d.details.push(Detail::Ablated(opts.ablations.iter().collect()));
     }
     if let (Some(space), Some(deps)) = (&p.space, &p.deps) {
         let phases = space
@@ -690,7 +693,7 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             .map(|ph| PhaseSearched {
                 phase: ph.id,
                 steps: ph.range.clone(),
-                purpose: ph.purpose.as_str().to_string(),
+                purpose: ph.purpose,
                 agent: ph.agent.clone(),
                 suspicion: ph.suspicion,
                 searched: deps.searched.contains(&ph.id),

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::Method;
+use crate::diagnosis::{Method, UnknownName};
 
 /// A component of FALAT, ECHO or DeFA that an ablation switches off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,14 +87,14 @@ impl Component {
     /// Parses a comma-separated list (`hierarchy,pruning`).
     ///
     /// # Errors
-    /// The first unknown name, with the known ones.
-    pub fn parse_list(s: &str) -> Result<Vec<Component>, String> {
+    /// [`UnknownName::Component`] for the first unknown name, with the known ones.
+    pub fn parse_list(s: &str) -> Result<Vec<Component>, UnknownName> {
         s.split(',')
             .filter(|x| !x.trim().is_empty())
             .map(|x| {
-                Component::parse(x).ok_or_else(|| {
-                    let known: Vec<&str> = Component::ALL.iter().map(|c| c.as_str()).collect();
-                    format!("unknown component {:?} (known: {})", x.trim(), known.join(", "))
+                Component::parse(x).ok_or_else(|| UnknownName::Component {
+                    name: x.trim().to_string(),
+                    known: Component::ALL.iter().map(|c| c.as_str()).collect(),
                 })
             })
             .collect()
@@ -173,7 +173,11 @@ mod tests {
         );
         assert_eq!(
             Component::parse_list("hierarchy,nope"),
-            Err("unknown component \"nope\" (known: hierarchy, prior, pruning, verification, research, decoupling, consensus, segmentation, graph, propagation)".into())
+            Err(UnknownName::Component { name: "nope".into(), known: Component::ALL.map(Component::as_str).to_vec() })
+        );
+        assert_eq!(
+            Component::parse_list("nope").unwrap_err().to_string(),
+            "unknown component \"nope\" (known: hierarchy, prior, pruning, verification, research, decoupling, consensus, segmentation, graph, propagation)"
         );
         let all = Component::ALL;
         let labels = |m| rows(m, &all).iter().map(Ablations::label).collect::<Vec<_>>();
