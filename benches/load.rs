@@ -3,7 +3,11 @@
 //! Times `ingest::parse` (format detection + loader + checks) on the largest bundled Who&When file,
 //! on generated 50,000-step trajectories (falat JSONL and OpenAI chat), on a generated OTLP/JSON
 //! trace of 100,000 spans (about 100 MB, built in memory at bench time, never written to the
-//! repository; `scripts/gen_otlp_100k_spans.py` writes the same trace to a file) and on one
+//! repository; `scripts/gen_otlp_100k_spans.py` writes the same trace to a file), on generated
+//! large files of the span-list, run-list and JSON Lines shapes (an OpenInference span list of
+//! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session and a codex exec
+//! stream of 50,000 records each; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR
+//! instead, to measure peak memory with `/usr/bin/time -v falat inspect FILE`) and on one
 //! fixture of each agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents,
 //! pydantic-ai, Strands, Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
 //! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
@@ -23,6 +27,25 @@ use serde_json::{Value, json};
 const STEPS: usize = 50_000;
 
 fn main() {
+    // `FALAT_BENCH_WRITE=DIR cargo bench --bench load` writes the generated inputs to DIR (to
+    // measure a load's peak memory with `/usr/bin/time -v falat inspect FILE`) and stops.
+    if let Some(dir) = std::env::var_os("FALAT_BENCH_WRITE") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("create the output folder");
+        let mut all = vec![
+            ("falat-200k.jsonl", falat_jsonl(200_000)),
+            ("openai-chat-50k.json", openai_chat(STEPS)),
+            ("otlp-100k.otlp.json", otlp_crawler(CRAWLER_CALLS)),
+        ];
+        for ((_, bytes, _), file) in generated_shapes().into_iter().zip(SHAPE_FILES) {
+            all.push((file, bytes));
+        }
+        for (file, bytes) in all {
+            std::fs::write(dir.join(file), &bytes).expect("write a generated input");
+            println!("{} {}", dir.join(file).display(), size(bytes.len()));
+        }
+        return;
+    }
     let largest = largest_who_and_when();
     let bytes = std::fs::read(&largest).expect("read the largest Who&When file");
     let name = largest.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&largest).display().to_string();
@@ -35,6 +58,9 @@ fn main() {
     compare("generated falat JSONL (50,000 steps)", &falat_jsonl(STEPS), parse_lines);
     compare("generated OpenAI chat (50,000 steps)", &openai_chat(STEPS), parse_whole);
     compare("generated OTLP trace (100,000 spans)", &otlp_crawler(CRAWLER_CALLS), parse_whole);
+    for (name, bytes, baseline) in generated_shapes() {
+        compare(name, &bytes, baseline);
+    }
     for (file, jsonl) in FRAMEWORK_B_FIXTURES {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b").join(file);
         let bytes = std::fs::read(&path).expect("read a frameworks-b fixture");
@@ -163,6 +189,183 @@ fn parse_lines(bytes: &[u8]) -> usize {
         text.lines().filter(|l| !l.trim().is_empty()).map(|line| serde_json::from_str(line).unwrap()).collect();
     black_box(&values);
     values.len()
+}
+
+/// The file names `FALAT_BENCH_WRITE` gives the inputs of [`generated_shapes`], in order.
+const SHAPE_FILES: [&str; 5] = [
+    "openinference-100k.json",
+    "langsmith-50k.json",
+    "claude-code-50k.jsonl",
+    "codex-exec-50k.jsonl",
+    "langfuse-50k.json",
+];
+
+/// The generated large inputs of the span-list, run-list and JSON Lines formats, with the plain
+/// parse to compare against.
+fn generated_shapes() -> Vec<(&'static str, Vec<u8>, Baseline)> {
+    vec![
+        ("generated OpenInference span list (100,000)", openinference_spans(100_000), parse_whole as Baseline),
+        ("generated LangSmith run list (50,000 runs)", langsmith_runs(STEPS), parse_whole),
+        ("generated Claude Code session (50,000 lines)", claude_session(STEPS), parse_lines),
+        ("generated codex exec stream (50,000 lines)", codex_exec_stream(STEPS), parse_lines),
+        ("generated Langfuse trace (50,000 obs.)", langfuse_trace(STEPS), parse_whole),
+    ]
+}
+
+/// An ISO 8601 time `i` milliseconds after 2025-03-14T09:00:00Z (sorts as text).
+fn iso(i: usize) -> String {
+    let (s, ms) = (i / 1000, i % 1000);
+    format!("2025-03-14T{:02}:{:02}:{:02}.{ms:03}Z", 9 + s / 3600, s / 60 % 60, s % 60)
+}
+
+/// An OpenInference span list `{"spans": [...]}` (the spec's JSON span, flat attribute keys): an
+/// AGENT root, then `LLM` spans whose output asks for a tool and `TOOL` spans answering them
+/// (every 997th fails).
+fn openinference_spans(n: usize) -> Vec<u8> {
+    const TID: &str = "0af7651916cd43dd8448eb211c80319c";
+    let mut spans = vec![json!({"name": "crawler", "context": {"trace_id": TID, "span_id": "r0"}, "parent_id": null,
+        "span_kind": "AGENT", "start_time": iso(0), "end_time": iso(n), "status_code": "OK",
+        "attributes": {"openinference.span.kind": "AGENT", "agent.name": "crawler",
+            "input.value": "Sum the table.", "output.value": "42"}})];
+    for i in 1..n {
+        let span = if i % 2 == 1 {
+            json!({"name": "ChatCompletion", "context": {"trace_id": TID, "span_id": format!("s{i}")},
+                "parent_id": "r0", "span_kind": "LLM", "start_time": iso(i), "end_time": iso(i + 1),
+                "status_code": "OK", "attributes": {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
+                    "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": prose(i),
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": prose(i + 1),
+                    "llm.token_count.prompt": 120, "llm.token_count.completion": 30}})
+        } else {
+            let failed = i % 997 == 0;
+            json!({"name": "fetch_page", "context": {"trace_id": TID, "span_id": format!("s{i}")},
+                "parent_id": "r0", "span_kind": "TOOL", "start_time": iso(i), "end_time": iso(i + 1),
+                "status_code": if failed { "ERROR" } else { "OK" },
+                "status_message": if failed { "HTTP 404" } else { "" },
+                "attributes": {"openinference.span.kind": "TOOL", "tool.name": "fetch_page",
+                    "input.value": format!("{{\"url\": \"https://example.org/p/{i}\"}}"), "output.value": prose(i)}})
+        };
+        spans.push(span);
+    }
+    serde_json::to_vec(&json!({"spans": spans})).unwrap()
+}
+
+/// A flat LangSmith run list: a `chain` root, then `llm` and `tool` runs under it (every 997th
+/// tool run has an error).
+fn langsmith_runs(n: usize) -> Vec<u8> {
+    const TID: &str = "6f1e2c3a-0000-4000-8000-00000000a001";
+    let mut runs = vec![json!({"id": "run-0", "name": "LangGraph", "run_type": "chain", "trace_id": TID,
+        "dotted_order": format!("{}run-0", iso(0)), "start_time": iso(0),
+        "inputs": {"messages": [{"type": "human", "content": "Sum the table."}]},
+        "outputs": {"messages": [{"type": "ai", "content": "42"}]}, "error": null, "status": "success"})];
+    for i in 1..n {
+        let id = format!("run-{i}");
+        let dotted = format!("{}run-0.{}{id}", iso(0), iso(i));
+        let run = if i % 2 == 1 {
+            json!({"id": id, "name": "ChatOpenAI", "run_type": "llm", "trace_id": TID, "parent_run_id": "run-0",
+                "dotted_order": dotted, "start_time": iso(i),
+                "inputs": {"messages": [[{"type": "human", "content": prose(i)}]]},
+                "outputs": {"generations": [[{"text": prose(i + 1), "message": {"type": "ai", "content": prose(i + 1)}}]]},
+                "extra": {"metadata": {"langgraph_node": "agent"}}, "error": null, "status": "success"})
+        } else {
+            let error = (i % 997 == 0).then_some("HTTP 404");
+            json!({"id": id, "name": "fetch_page", "run_type": "tool", "trace_id": TID, "parent_run_id": "run-0",
+                "dotted_order": dotted, "start_time": iso(i), "inputs": {"input": format!("page {i}")},
+                "outputs": {"output": prose(i)}, "error": error, "status": if error.is_some() { "error" } else { "success" }})
+        };
+        runs.push(run);
+    }
+    serde_json::to_vec(&Value::Array(runs)).unwrap()
+}
+
+/// A Claude Code session of `n` lines: the prompt, then assistant `Bash` tool uses each answered
+/// by a user `tool_result` line, chained by `parentUuid`.
+fn claude_session(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    let base = |i: usize, parent: Option<String>, ty: &str, message: Value| {
+        json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/work",
+            "sessionId": "5e55-10n", "version": "2.0.14", "type": ty, "message": message,
+            "uuid": format!("u{i}"), "timestamp": iso(i)})
+    };
+    out.push_str(&base(0, None, "user", json!({"role": "user", "content": "Sum the table."})).to_string());
+    out.push('\n');
+    for i in 1..n {
+        let parent = Some(format!("u{}", i - 1));
+        let line = if i % 2 == 1 {
+            base(
+                i,
+                parent,
+                "assistant",
+                json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4-5", "content": [{"type": "tool_use", "id": format!("toolu_{i}"),
+                "name": "Bash", "input": {"command": format!("grep -n row{i} table.csv"), "description": prose(i)}}],
+                "usage": {"input_tokens": 120, "output_tokens": 30}}),
+            )
+        } else {
+            base(
+                i,
+                parent,
+                "user",
+                json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": format!("toolu_{}", i - 1), "content": prose(i), "is_error": i % 997 == 0}]}),
+            )
+        };
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// A `codex exec --json` stream of about `n` lines: turns of a command execution (started, then
+/// completed with its output; every 997th exits 1) and an agent message.
+fn codex_exec_stream(n: usize) -> Vec<u8> {
+    let mut lines = vec![json!({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"})];
+    let mut i = 0;
+    while lines.len() < n {
+        let cmd = format!("bash -lc 'grep -n row{i} table.csv'");
+        lines.push(json!({"type": "turn.started"}));
+        lines.push(json!({"type": "item.started", "item": {"id": format!("item_{i}"), "type": "command_execution",
+            "command": cmd, "aggregated_output": "", "exit_code": null, "status": "in_progress"}}));
+        lines.push(json!({"type": "item.completed", "item": {"id": format!("item_{i}"), "type": "command_execution",
+            "command": cmd, "aggregated_output": prose(i), "exit_code": i32::from(i % 997 == 0),
+            "status": if i % 997 == 0 { "failed" } else { "completed" }}}));
+        lines.push(json!({"type": "item.completed", "item": {"id": format!("item_{i}m"), "type": "agent_message",
+            "text": prose(i + 1)}}));
+        lines.push(json!({"type": "turn.completed", "usage": {"input_tokens": 120, "cached_input_tokens": 0,
+            "output_tokens": 30}}));
+        i += 1;
+    }
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// A Langfuse trace (`GET /api/public/traces/{id}`) with `n` observations: an `AGENT` root, then
+/// `GENERATION` and `TOOL` observations under it.
+fn langfuse_trace(n: usize) -> Vec<u8> {
+    const TID: &str = "lf-trace-100k";
+    let mut obs = vec![json!({"id": "obs-0", "traceId": TID, "type": "AGENT", "name": "crawler",
+        "startTime": iso(0), "input": "Sum the table.", "output": "42", "level": "DEFAULT",
+        "parentObservationId": null})];
+    for i in 1..n {
+        let o = if i % 2 == 1 {
+            json!({"id": format!("obs-{i}"), "traceId": TID, "type": "GENERATION", "name": "chat",
+                "startTime": iso(i), "model": "gpt-4o-mini", "input": [{"role": "user", "content": prose(i)}],
+                "output": {"role": "assistant", "content": prose(i + 1)}, "level": "DEFAULT",
+                "parentObservationId": "obs-0", "usageDetails": {"input": 120, "output": 30}})
+        } else {
+            json!({"id": format!("obs-{i}"), "traceId": TID, "type": "TOOL", "name": "fetch_page",
+                "startTime": iso(i), "input": {"url": format!("https://example.org/p/{i}")}, "output": prose(i),
+                "level": if i % 997 == 0 { "ERROR" } else { "DEFAULT" }, "parentObservationId": "obs-0"})
+        };
+        obs.push(o);
+    }
+    serde_json::to_vec(&json!({"id": TID, "name": "crawler", "timestamp": iso(0), "input": "Sum the table.",
+        "output": "42", "observations": obs}))
+    .unwrap()
 }
 
 /// One OTLP/JSON trace of a long-running crawler agent (OTel GenAI semconv 1.37), as

@@ -201,6 +201,111 @@ fn the_100k_span_trace_loads_in_a_small_multiple_of_its_size() {
     assert!(peak <= 4 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
 }
 
+/// A falat JSONL file of `steps` step lines after a header: delegations, tool calls, tool results
+/// and messages, linked by ids and refs (as `cargo bench --bench load` generates it).
+fn falat_jsonl(steps: usize) -> Vec<u8> {
+    let mut out =
+        json!({"falat": 1, "task": "Sum the table.", "gold": {"agent": "Coder", "step": steps / 2}}).to_string();
+    out.push('\n');
+    for i in 0..steps {
+        let text =
+            format!("Step {i}: checked source #{} for item {}; the table lists {} rows.", i % 97, i % 13, i % 211);
+        let line = match i % 4 {
+            0 => {
+                json!({"agent": "Planner", "kind": "delegation", "delegate_to": "Coder", "id": format!("d{i}"), "content": text})
+            }
+            1 => json!({"agent": "Coder", "kind": "tool_call", "tool_name": "python", "id": format!("c{i}"),
+                "refs": [format!("d{}", i - 1)], "content": text}),
+            2 => json!({"agent": "python", "kind": "tool_result", "refs": [format!("c{}", i - 1)], "content": text,
+                "tokens": {"input": 120, "output": 30}}),
+            _ => json!({"agent": "Coder", "content": text, "parent": format!("d{}", i - 3)}),
+        };
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_200k_line_jsonl_file_loads_in_a_small_multiple_of_its_size() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = falat_jsonl(200_000);
+    let (loaded, peak, _) = measured(|| ingest::parse("big.jsonl", &bytes, None).unwrap());
+    let t = &loaded.trajectories[0];
+    assert_eq!(t.steps.len(), 200_000);
+    assert_eq!(t.links.len(), 150_000);
+    assert_eq!(t.gold.as_ref().and_then(|g| g.step), Some(100_000));
+    // Read one line at a time: the loaded steps (about 3 times the file by themselves), not a
+    // `Value` of every line (which took about 10 times the file).
+    assert!(peak <= 4 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
+}
+
+#[test]
+fn a_bad_line_in_the_middle_of_a_jsonl_file_is_named_and_the_others_load() {
+    let bytes = falat_jsonl(1_000);
+    let text = String::from_utf8(bytes).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    // Line 499 (the tool call `c497`) loses its closing brace.
+    let broken = lines[498].trim_end_matches('}').to_string();
+    lines[498] = &broken;
+    let l = ingest::parse("mid.jsonl", lines.join("\n").as_bytes(), None).unwrap();
+    let t = &l.trajectories[0];
+    assert_eq!(t.steps.len(), 999);
+    assert_eq!(t.steps[496].ids.line, Some(498));
+    assert_eq!(t.steps[497].ids.line, Some(500));
+    assert_eq!(t.steps[497].content, "Step 498: checked source #13 for item 4; the table lists 76 rows.");
+    let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            format!("line 499: skipped: not JSON at column {}: EOF while parsing an object", broken.chars().count()),
+            // The tool result that answered the lost call says its link is missing.
+            "line 500: ref \"c497\" matches no earlier step id; no link".to_string(),
+        ]
+    );
+}
+
+/// An OpenInference span list `{"spans": [...]}` of `n` spans: an AGENT root, then LLM and TOOL
+/// spans under it (every 997th tool span fails).
+fn openinference_list(n: usize) -> Vec<u8> {
+    let mut spans = vec![
+        json!({"name": "crawler", "context": {"trace_id": "t1", "span_id": "r0"}, "span_kind": "AGENT",
+        "start_time": "2025-03-14T09:00:00.000000Z", "attributes": {"openinference.span.kind": "AGENT", "agent.name": "crawler"}}),
+    ];
+    for i in 1..n {
+        let start = format!("2025-03-14T09:{:02}:{:02}.{:06}Z", i / 60_000 % 60, i / 1000 % 60, i % 1000);
+        let text = format!("Step {i}: fetched page {} and found {} links.", i % 97, i % 211);
+        spans.push(if i % 2 == 1 {
+            json!({"name": "ChatCompletion", "context": {"trace_id": "t1", "span_id": format!("s{i}")}, "parent_id": "r0",
+                "span_kind": "LLM", "start_time": start, "attributes": {"openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": text,
+                "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": text}})
+        } else {
+            json!({"name": "fetch_page", "context": {"trace_id": "t1", "span_id": format!("s{i}")}, "parent_id": "r0",
+                "span_kind": "TOOL", "start_time": start, "status_code": if i % 997 == 0 { "ERROR" } else { "OK" },
+                "attributes": {"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": format!("page {i}"),
+                "output.value": text}})
+        });
+    }
+    serde_json::to_vec(&json!({"spans": spans})).unwrap()
+}
+
+#[test]
+fn a_large_span_list_loads_in_a_small_multiple_of_its_size() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = openinference_list(20_000);
+    let (loaded, peak, _) = measured(|| ingest::parse("spans.json", &bytes, None).unwrap());
+    assert_eq!(loaded.format, falat::model::SourceFormat::OpenInference);
+    let t = &loaded.trajectories[0];
+    // The delegation to the agent, then two steps per LLM span (its new user message and the
+    // reply) and per TOOL span (call and result): 1 + 2 * 10,000 + 2 * 9,999.
+    assert_eq!(t.steps.len(), 39_999);
+    assert_eq!(t.steps.iter().filter(|s| s.is_error).count(), 20_000 / 2 / 997);
+    // Read one span at a time: never a `Value` of the whole list (that alone took about 12 times
+    // the file). What remains is the span-tree nodes and the steps built from them, held together.
+    assert!(peak <= 8 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
+}
+
 /// The crawler trace of `scripts/gen_otlp_100k_spans.py` with `calls` model calls.
 fn crawler(calls: usize) -> Vec<u8> {
     let s = |k: &str, v: String| json!({"key": k, "value": {"stringValue": v}});

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::gemini::{GPart, content_parts, response_text};
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
 
 /// The tool ADK gives the model to hand the conversation to another agent.
@@ -84,7 +84,7 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document is neither a session nor a list of events.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let (session, events): (Option<&Value>, Vec<(Option<usize>, &Value)>) = match doc {
         Document::Json(v) if is_session(v) => {
             (Some(v), v["events"].as_array().into_iter().flatten().map(|e| (None, e)).collect())
@@ -92,7 +92,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         Document::Json(Value::Array(a)) => (None, a.iter().map(|e| (None, e)).collect()),
         Document::Lines { values, .. } => (None, values.iter().map(|(l, v)| (Some(*l), v)).collect()),
         Document::Json(_) => {
-            return Err("expected a session {id, app_name, user_id, events} or a list of events".into());
+            return Err(FormatError::Shape {
+                expected: "a session {id, app_name, user_id, events} or a list of events".into(),
+            });
         }
     };
     let mut diags = Vec::new();

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::messages::placeholder;
 use super::spantree::USER;
-use super::{DETECT_SAMPLE, Document, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
 
 /// Message types of AgentChat that identify a message log.
@@ -76,11 +76,12 @@ pub fn messages_of(doc: &Document) -> Option<Vec<(Option<usize>, &Value)>> {
 ///
 /// # Errors
 /// A message when the document is not a `{messages: [{source, type, content}]}` log.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let messages = messages_of(doc).ok_or(
-        "expected an AutoGen AgentChat TaskResult {messages: [{source, type, content}], stop_reason} or a list of \
-         such messages",
-    )?;
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
+    let messages = messages_of(doc).ok_or(FormatError::Shape {
+        expected: "an AutoGen AgentChat TaskResult {messages: [{source, type, content}], stop_reason} or a list of \
+         such messages"
+            .into(),
+    })?;
     let mut r = Reader::default();
     for (i, (line, m)) in messages.iter().enumerate() {
         match line {

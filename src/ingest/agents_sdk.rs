@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::messages::msgs_from_value;
 use super::spantree::{self, Node, Op};
-use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, TokenCounts};
 
 /// Whether `doc` holds OpenAI Agents SDK exports: items with `object: "trace.span"` and a
@@ -78,7 +78,7 @@ fn items(doc: &Document) -> Vec<(String, &Value)> {
 ///
 /// # Errors
 /// A message when the document holds no `trace.span` item.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let all = items(doc);
     let mut diags = Vec::new();
     let mut order: Vec<String> = Vec::new();
@@ -108,7 +108,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     }
     order.retain(|t| spans.contains_key(t));
     if order.is_empty() {
-        return Err("expected trace.span items {object, id, trace_id, parent_id, span_data}".into());
+        return Err(FormatError::Shape {
+            expected: "trace.span items {object, id, trace_id, parent_id, span_data}".into(),
+        });
     }
     let mut groups = Vec::new();
     for trace in &order {

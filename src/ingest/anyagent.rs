@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::otlp::{self, RawSpan};
-use super::{Document, Loaded, otel, spantree, value_text};
+use super::{Document, FormatError, Loaded, otel, spantree, value_text};
 use crate::model::{Diagnostic, SourceFormat};
 
 /// Whether `doc` is an any-agent dump: an object whose `spans` are span-list items with
@@ -35,15 +35,16 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when `spans` is missing or holds no readable span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON object with \"spans\", found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON object with \"spans\"" });
     };
-    let items = v.get("spans").and_then(Value::as_array).ok_or("expected a \"spans\" array")?;
+    let items =
+        v.get("spans").and_then(Value::as_array).ok_or(FormatError::Shape { expected: "a \"spans\" array".into() })?;
     let mut diags = Vec::new();
     let spans: Vec<RawSpan> = items.iter().enumerate().filter_map(|(i, item)| read_span(item, i, &mut diags)).collect();
     if spans.is_empty() {
-        return Err("no readable span in \"spans\"".into());
+        return Err(FormatError::NoUsable { item: "span", list: "\"spans\"" });
     }
     let groups = otlp::by_trace(spans)
         .into_iter()

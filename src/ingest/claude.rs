@@ -40,6 +40,7 @@
 //! Tokens: per assistant message id, the last line's `usage` (input = `input_tokens` +
 //! `cache_creation_input_tokens` + `cache_read_input_tokens`) on the message's last step.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
@@ -47,7 +48,7 @@ use serde_json::Value;
 use super::messages::{REDACTED_THINKING, block_text, placeholder};
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, Loaded, Related, failed_exit, parse_document, value_text};
+use super::{Document, FormatError, JsonLines, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory};
 
 /// The name of the main session's agent.
@@ -86,20 +87,41 @@ fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
 ///
 /// # Errors
 /// A message when the document has no user or assistant line.
-pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, FormatError> {
     let lines = lines_of(doc);
-    if !lines.iter().any(|(_, v)| v.get("message").is_some()) {
-        return Err("expected JSON lines of type user/assistant with a \"message\"".into());
-    }
+    let first_turn = lines.iter().find(|(_, v)| v.get("message").is_some()).map(|(_, v)| *v);
+    let lines = lines.into_iter().map(|(l, v)| (l, Cow::Borrowed(v)));
+    load_session(name, first_turn, lines, related)
+}
+
+/// Loads a session read one line at a time ([`JsonLines`]): each line is parsed, read into
+/// steps and dropped before the next. Same result as [`load`] on the same lines.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>, related: Related<'_>) -> Result<Loaded, FormatError> {
+    let first_turn = lines.values().map(|(_, v)| v).find(|v| v.get("message").is_some());
+    load_session(name, first_turn.as_ref(), lines.values().map(|(l, v)| (l, Cow::Owned(v))), related)
+}
+
+/// A session from its lines; `first_turn` is the first line with a `message` (none: an error).
+fn load_session<'v>(
+    name: &str,
+    first_turn: Option<&Value>,
+    lines: impl Iterator<Item = (usize, Cow<'v, Value>)>,
+    related: Related<'_>,
+) -> Result<Loaded, FormatError> {
     // A sidechain file (a sub-agent opened on its own) starts with a sidechain turn.
-    let first_turn = lines.iter().find(|(_, v)| v.get("message").is_some());
     let agent = match first_turn {
-        Some((_, v)) if v.get("isSidechain").and_then(Value::as_bool) == Some(true) => sidechain_name(v),
-        _ => MAIN_AGENT.to_string(),
+        None => {
+            return Err(FormatError::Shape { expected: "JSON lines of type user/assistant with a \"message\"".into() });
+        }
+        Some(v) if v.get("isSidechain").and_then(Value::as_bool) == Some(true) => sidechain_name(v),
+        Some(_) => MAIN_AGENT.to_string(),
     };
     let mut ctx = Ctx { stem: name, related, visited: HashSet::new(), diagnostics: Vec::new() };
     let who = Who { agent: &agent, user: USER, file: None, skip_prompt: None };
-    let session = read_session(&lines, &who, &mut ctx, 0);
+    let session = read_session(lines, &who, &mut ctx, 0);
     let mut t = Trajectory {
         id: name.to_string(),
         source: SourceFormat::ClaudeCode,
@@ -137,10 +159,15 @@ struct TaskCall {
     prompt: String,
 }
 
-fn read_session(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Session {
+fn read_session<'v>(
+    lines: impl Iterator<Item = (usize, Cow<'v, Value>)>,
+    who: &Who<'_>,
+    ctx: &mut Ctx<'_>,
+    depth: usize,
+) -> Session {
     let mut r = Reader::default();
-    for &(no, v) in lines {
-        r.line(no, v, who, ctx);
+    for (no, v) in lines {
+        r.line(no, &v, who, ctx);
     }
     r.finish_tokens();
     let links = r.links();
@@ -691,7 +718,8 @@ fn sub_session(t: &TaskCall, agent_id: &str, who: &Who<'_>, ctx: &mut Ctx<'_>, d
     ctx.visited.insert(agent_id.to_string());
     let (file, doc) = sub_document(t, agent_id, who, ctx)?;
     let sub_who = Who { agent: &t.subagent, user: who.agent, file: Some(&file), skip_prompt: Some(&t.prompt) };
-    Some(read_session(&lines_of(&doc), &sub_who, ctx, depth + 1))
+    let lines = lines_of(&doc).into_iter().map(|(l, v)| (l, Cow::Borrowed(v)));
+    Some(read_session(lines, &sub_who, ctx, depth + 1))
 }
 
 /// Finds and parses a sub-agent's file: its name and document, or `None` with a diagnostic.

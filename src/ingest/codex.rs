@@ -39,7 +39,7 @@ use serde_json::Value;
 use super::messages::placeholder;
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, Loaded, Related, failed_exit, parse_document, value_text};
+use super::{Document, FormatError, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{
     AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
 };
@@ -125,7 +125,7 @@ fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
 ///
 /// # Errors
 /// A message when no line is a `{type, payload}` rollout line.
-pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, FormatError> {
     let lines = lines_of(doc);
     let wrapped;
     let lines = if is_legacy(&lines) && !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
@@ -135,9 +135,11 @@ pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, 
         lines
     };
     if !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
-        return Err("expected JSON lines of {timestamp, type, payload} (the rollout envelope), or a rollout \
-                    from before it: a {id, timestamp, instructions, git} header line then bare response items"
-            .into());
+        return Err(FormatError::Shape {
+            expected: "JSON lines of {timestamp, type, payload} (the rollout envelope), or a rollout from before \
+                       it: a {id, timestamp, instructions, git} header line then bare response items"
+                .into(),
+        });
     }
     let mut ctx = Ctx { related, diagnostics: Vec::new(), visited: Vec::new() };
     let agent = session_agent(&lines).unwrap_or_else(|| MAIN_AGENT.to_string());

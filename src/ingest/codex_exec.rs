@@ -24,12 +24,13 @@
 //! prompt: the task is empty. `thread.started`, `turn.started` and `turn.completed` are not steps
 //! (counted in `events_not_steps`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of the stream's steps.
@@ -83,24 +84,47 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when no line is a stream event.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let lines = lines_of(doc);
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
+    load_events(name, lines_of(doc).into_iter().map(|(l, v)| (l, Cow::Borrowed(v))))
+}
+
+/// Loads a stream read one line at a time ([`JsonLines`]): each line is parsed and dropped once
+/// read, keeping only each item's last state. Same result as [`load`] on the same lines.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    load_events(name, lines.values().map(|(l, v)| (l, Cow::Owned(v))))
+}
+
+/// `key` of an object, borrowed from a borrowed value or moved out of an owned one.
+fn take<'v>(v: Cow<'v, Value>, key: &str) -> Option<Cow<'v, Value>> {
+    match v {
+        Cow::Borrowed(v) => v.get(key).map(Cow::Borrowed),
+        Cow::Owned(Value::Object(mut m)) => m.remove(key).map(Cow::Owned),
+        Cow::Owned(_) => None,
+    }
+}
+
+fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value>)>) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     // Each item's last state and the line it first appeared on, in order of first appearance;
     // other events in place.
-    enum Entry<'a> {
+    enum Entry<'v> {
         Item(String),
-        Event(usize, &'a Value),
+        Event(usize, Cow<'v, Value>),
     }
-    let mut entries: Vec<Entry<'_>> = Vec::new();
-    let mut items: HashMap<String, (usize, &Value, bool)> = HashMap::new();
+    let mut entries: Vec<Entry<'v>> = Vec::new();
+    let mut items: HashMap<String, (usize, Cow<'v, Value>, bool)> = HashMap::new();
     let mut not_steps: Vec<(&str, usize)> = Vec::new();
     let mut thread = None;
-    for &(no, v) in &lines {
+    for (no, v) in lines {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "item.started" | "item.updated" | "item.completed" => {
-                let Some(item) = v.get("item").filter(|i| i.is_object()) else {
+                let done = ty == "item.completed";
+                let ty = ty.to_string();
+                let Some(item) = take(v, "item").filter(|i| i.is_object()) else {
                     diags.push(Diagnostic { line: Some(no), message: format!("{ty} skipped: missing \"item\"") });
                     continue;
                 };
@@ -108,7 +132,6 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
                     diags.push(Diagnostic { line: Some(no), message: format!("{ty} skipped: the item has no \"id\"") });
                     continue;
                 };
-                let done = ty == "item.completed";
                 match items.get_mut(&id) {
                     Some(e) => {
                         e.1 = item;
@@ -121,10 +144,13 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
                 }
             }
             "thread.started" | "turn.started" => {
-                if ty == "thread.started" {
+                let key = if ty == "thread.started" {
                     thread = v.get("thread_id").map(value_text);
-                }
-                count(&mut not_steps, ty);
+                    "thread.started"
+                } else {
+                    "turn.started"
+                };
+                count(&mut not_steps, key);
             }
             "turn.completed" | "turn.failed" | "error" => entries.push(Entry::Event(no, v)),
             other => diags.push(Diagnostic {
@@ -138,8 +164,8 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     for e in &entries {
         match e {
             Entry::Item(id) => {
-                let (no, item, done) = items[id];
-                item_steps(&mut b, id, item, done, no, &mut diags);
+                let (no, item, done) = &items[id];
+                item_steps(&mut b, id, item, *done, *no, &mut diags);
             }
             Entry::Event(no, v) => match v.get("type").and_then(Value::as_str).unwrap_or("") {
                 "turn.completed" => {
@@ -168,7 +194,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     }
     b.finish();
     if b.steps.is_empty() && entries.is_empty() && not_steps.is_empty() {
-        return Err("expected JSON lines of codex exec events {type: thread.started | turn.* | item.*}".into());
+        return Err(FormatError::Shape {
+            expected: "JSON lines of codex exec events {type: thread.started | turn.* | item.*}".into(),
+        });
     }
     let observed = b
         .steps

@@ -253,7 +253,7 @@ pub struct LabelledSet {
 }
 
 fn parse_labels(p: &Path, text: &str) -> Result<super::labels::LabelSet, LoadError> {
-    super::labels::parse(text).map_err(|message| LoadError::Labels { path: p.display().to_string(), message })
+    super::labels::parse(text).map_err(|e| LoadError::Labels { path: p.display().to_string(), message: e.to_string() })
 }
 
 /// One `FILE:LINE: message` per record of a label file that was skipped.

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of `gemini` records.
@@ -64,7 +64,7 @@ fn is_record(v: &Value) -> bool {
 ///
 /// # Errors
 /// A message when the document has no session header or no `messages`.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     let mut header = Map::new();
     // (line, record), a record written again replacing the earlier one in place.
@@ -72,13 +72,18 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     match doc {
         Document::Json(v) => {
             if !is_header(v) {
-                return Err("expected a chat recording {sessionId, projectHash, startTime, messages}".into());
+                return Err(FormatError::Shape {
+                    expected: "a chat recording {sessionId, projectHash, startTime, messages}".into(),
+                });
             }
             if let Some(m) = v.as_object() {
                 header = m.iter().filter(|(k, _)| *k != "messages").map(|(k, v)| (k.clone(), v.clone())).collect();
             }
             let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
-                return Err("\"messages\" is missing or not an array".into());
+                return Err(FormatError::NothingUsable {
+                    list: "\"messages\"".into(),
+                    problem: "is missing or not an array",
+                });
             };
             records.extend(msgs.iter().map(|m| (None, m)));
         }
@@ -108,7 +113,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
                 }
             }
             if header.is_empty() {
-                return Err("expected a session line {sessionId, projectHash, startTime}".into());
+                return Err(FormatError::Shape {
+                    expected: "a session line {sessionId, projectHash, startTime}".into(),
+                });
             }
         }
     }

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::messages::REDACTED_THINKING;
 use super::steps::{Builder, with_error};
-use super::{Document, LoadError, Loaded, failed_exit, value_text};
+use super::{Document, FormatError, LoadError, Loaded, failed_exit, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of assistant messages.
@@ -143,16 +143,21 @@ pub fn detect(doc: &Document) -> bool {
 /// # Errors
 /// A message when the log holds no samples (a log written with `--no-log-samples`, or a run
 /// that logged none yet).
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(log) = doc else {
-        return Err("expected one JSON eval log {version, status, eval, samples}, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON eval log {version, status, eval, samples}" });
     };
     if !log.get("eval").is_some_and(Value::is_object) {
-        return Err("expected an eval log {version, status, eval: {task, model}, samples}".into());
+        return Err(FormatError::Shape {
+            expected: "an eval log {version, status, eval: {task, model}, samples}".into(),
+        });
     }
     let samples: Vec<&Value> = log.get("samples").and_then(Value::as_array).into_iter().flatten().collect();
     if samples.is_empty() {
-        return Err("the eval log holds no samples (written with --no-log-samples, or no sample finished)".into());
+        return Err(FormatError::NothingUsable {
+            list: "the eval log".into(),
+            problem: "holds no samples (written with --no-log-samples, or no sample finished)",
+        });
     }
     let mut diags = Vec::new();
     let several_epochs = samples.iter().any(|s| s.get("epoch").and_then(Value::as_u64).is_some_and(|e| e > 1));

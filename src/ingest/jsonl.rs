@@ -11,11 +11,14 @@
 //! `refs` gives a [`LinkKind::ToolResult`] link when a tool_result refers to a tool_call and a
 //! [`LinkKind::Delegation`] link when a step refers to a delegation.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{DETECT_SAMPLE, Document, Loaded, remap_index, type_name};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, remap_index, type_name, typed_line, value_line};
 use crate::model::{
     AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
 };
@@ -50,25 +53,118 @@ type Record<'a> = (usize, Option<&'a Value>);
 ///
 /// # Errors
 /// Never for JSONL input (an empty result is reported by the caller); kept for the loader shape.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let records = records(doc);
     let (header, steps_from) = match records.first() {
         Some((line, Some(v))) if v.get("content").is_none() => (Some((*line, *v)), 1),
         _ => (None, 0),
     };
-    let mut r = Reader::default();
-    r.t.id = name.to_string();
-    r.t.source = SourceFormat::FalatJsonl;
+    let mut r = Reader::new(name);
     for (ordinal, (line, value)) in records[steps_from..].iter().enumerate() {
         if let Some(v) = value {
-            r.step_line(*line, v, ordinal);
+            r.step_line(*line, parse_step(v), ordinal);
         }
     }
     let step_lines = records.len() - steps_from;
     if let Some((line, h)) = header {
         r.header(line, h, step_lines);
     }
-    Ok(Loaded { format: SourceFormat::FalatJsonl, trajectories: vec![r.t], diagnostics: r.diagnostics })
+    Ok(r.loaded())
+}
+
+/// Loads falat JSONL read one line at a time ([`JsonLines`]): each step line is deserialised
+/// into a [`StepLine`] borrowing from the text and turned into a [`Step`] before the next line
+/// is read; only a line of another shape (not an object, a repeated key) is read as a `Value`,
+/// to say what is wrong with it. Same result as [`load`] on the same lines.
+///
+/// # Errors
+/// Never (an empty result is reported by the caller); kept for the loader shape.
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    let mut r = Reader::new(name);
+    let mut header: Option<(usize, Value)> = None;
+    let mut ordinal = 0usize;
+    for (k, (line, text)) in lines.records().enumerate() {
+        let Some(text) = text else {
+            ordinal += 1;
+            continue;
+        };
+        if k == 0 {
+            // The header is the first line when it has no `content`.
+            if let Some(v) = value_line(text).filter(|v| v.get("content").is_none()) {
+                header = Some((line, v));
+                continue;
+            }
+        }
+        let step = match typed_line::<StepLine<'_>>(text) {
+            Some(fields) => step_from(|key| fields.get(key).and_then(|raw| value_line(raw.get())).map(Cow::Owned)),
+            None => match value_line(text) {
+                Some(v) => parse_step(&v),
+                // Checked by the scan: every line read here is JSON.
+                None => continue,
+            },
+        };
+        r.step_line(line, step, ordinal);
+        ordinal += 1;
+    }
+    if let Some((line, h)) = header {
+        r.header(line, &h, ordinal);
+    }
+    Ok(r.loaded())
+}
+
+/// The fields of a step line that [`parse_step`] reads, each the raw JSON text of its value
+/// (borrowed from the line; `null` kept apart from absent); other keys are skipped unread.
+#[derive(Deserialize)]
+struct StepLine<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    agent: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    kind: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    role: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    delegate_to: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    tool_name: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    timestamp: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    parent: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    refs: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    tokens: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    is_error: Option<&'a RawValue>,
+}
+
+impl<'a> StepLine<'a> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        match key {
+            "agent" => self.agent,
+            "content" => self.content,
+            "kind" => self.kind,
+            "role" => self.role,
+            "delegate_to" => self.delegate_to,
+            "tool_name" => self.tool_name,
+            "timestamp" => self.timestamp,
+            "id" => self.id,
+            "parent" => self.parent,
+            "refs" => self.refs,
+            "tokens" => self.tokens,
+            "is_error" => self.is_error,
+            _ => None,
+        }
+    }
+}
+
+/// A present field, `null` included (serde's `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 fn records(doc: &Document) -> Vec<Record<'_>> {
@@ -94,12 +190,23 @@ struct Reader {
 }
 
 impl Reader {
+    fn new(name: &str) -> Reader {
+        let mut r = Reader::default();
+        r.t.id = name.to_string();
+        r.t.source = SourceFormat::FalatJsonl;
+        r
+    }
+
+    fn loaded(self) -> Loaded {
+        Loaded { format: SourceFormat::FalatJsonl, trajectories: vec![self.t], diagnostics: self.diagnostics }
+    }
+
     fn note(&mut self, line: usize, message: String) {
         self.diagnostics.push(Diagnostic { line: Some(line), message });
     }
 
-    fn step_line(&mut self, line: usize, v: &Value, ordinal: usize) {
-        let mut step = match parse_step(v) {
+    fn step_line(&mut self, line: usize, step: Result<Step, FormatError>, ordinal: usize) {
+        let mut step = match step {
             Ok(s) => s,
             Err(e) => return self.note(line, format!("{e}; record skipped")),
         };
@@ -166,7 +273,7 @@ impl Reader {
 
     /// A string field of the header; a field of another type is reported and ignored.
     fn header_text(&mut self, line: usize, obj: &Map<String, Value>, key: &str) -> Option<String> {
-        text(obj, key).map_err(|e| self.note(line, format!("header {e}; ignored"))).ok().flatten()
+        obj_text(obj, key).map_err(|e| self.note(line, format!("header {e}; ignored"))).ok().flatten()
     }
 
     fn agents(&mut self, line: usize, agents: Option<&Value>) {
@@ -211,65 +318,83 @@ impl Reader {
 ///
 /// # Errors
 /// Naming the first bad field.
-pub fn parse_step(v: &Value) -> Result<Step, String> {
-    let obj = v.as_object().ok_or_else(|| format!("expected an object, found {}", type_name(v)))?;
-    let agent = required_name(obj, "agent")?;
-    if !obj.contains_key("content") {
-        return Err("missing \"content\"".into());
-    }
-    let kind = match text(obj, "kind")? {
+pub fn parse_step(v: &Value) -> Result<Step, FormatError> {
+    let obj = v.as_object().ok_or_else(|| FormatError::not_a("an object", v))?;
+    step_from(|key| obj.get(key).map(Cow::Borrowed))
+}
+
+/// A step from its fields, `get(key)` giving a field's value (see [`parse_step`]).
+fn step_from<'v>(get: impl Fn(&str) -> Option<Cow<'v, Value>>) -> Result<Step, FormatError> {
+    let agent = required_name(get("agent"), "agent")?;
+    let content = get("content").ok_or(FormatError::missing("content"))?;
+    let kind = match text(get("kind"), "kind")? {
         None => StepKind::Message,
         Some(k) => StepKind::parse(&k).ok_or_else(|| {
             let names: Vec<&str> = StepKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!("\"kind\" is {k:?}, expected one of {}", names.join(", "))
+            FormatError::Field {
+                field: "kind".into(),
+                what: "".into(),
+                found: format!("{k:?}"),
+                expected: format!("one of {}", names.join(", ")).into(),
+            }
         })?,
     };
     Ok(Step {
         agent,
         kind,
-        content: text(obj, "content")?.unwrap_or_default(),
-        role: text(obj, "role")?.unwrap_or_default(),
-        delegate_to: text(obj, "delegate_to")?,
-        tool_name: text(obj, "tool_name")?,
-        timestamp: text(obj, "timestamp")?,
-        ids: StepIds { id: id(obj, "id")?, parent: id(obj, "parent")?, refs: refs(obj)?, line: None },
-        tokens: tokens(obj)?,
-        is_error: match obj.get("is_error") {
+        content: text(Some(content), "content")?.unwrap_or_default(),
+        role: text(get("role"), "role")?.unwrap_or_default(),
+        delegate_to: text(get("delegate_to"), "delegate_to")?,
+        tool_name: text(get("tool_name"), "tool_name")?,
+        timestamp: text(get("timestamp"), "timestamp")?,
+        ids: StepIds {
+            id: id(get("id").as_deref(), "id")?,
+            parent: id(get("parent").as_deref(), "parent")?,
+            refs: refs(get("refs").as_deref())?,
+            line: None,
+        },
+        tokens: tokens(get("tokens").as_deref())?,
+        is_error: match get("is_error").as_deref() {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(format!("\"is_error\" is {}, expected true or false", type_name(other)));
-            }
+            Some(other) => return Err(FormatError::wrong_type("is_error", other, "true or false")),
         },
         index: 0,
     })
 }
 
 /// A non-empty string field, trimmed.
-fn required_name(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match text(obj, key)? {
-        None => Err(format!("missing \"{key}\"")),
-        Some(a) if a.trim().is_empty() => Err(format!("\"{key}\" is empty")),
+fn required_name(v: Option<Cow<'_, Value>>, key: &'static str) -> Result<String, FormatError> {
+    match text(v, key)? {
+        None => Err(FormatError::missing(key)),
+        Some(a) if a.trim().is_empty() => Err(FormatError::EmptyField { field: key, what: "" }),
         Some(a) => Ok(a.trim().to_string()),
     }
 }
 
-/// A string field (`null` or absent → `None`).
-fn text(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("\"{key}\" is {}, expected a string", type_name(other))),
+/// A string field (`null` or absent → `None`); an owned string is moved, not copied.
+fn text(v: Option<Cow<'_, Value>>, key: &str) -> Result<Option<String>, FormatError> {
+    match v {
+        None => Ok(None),
+        Some(Cow::Owned(Value::String(s))) => Ok(Some(s)),
+        Some(v) => match v.as_ref() {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            other => Err(FormatError::wrong_type(key, other, "a string")),
+        },
     }
 }
 
+/// A string field of an object (`null` or absent → `None`).
+fn obj_text(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, FormatError> {
+    text(obj.get(key).map(Cow::Borrowed), key)
+}
+
 /// An id field: a string or an integer, as text.
-fn id(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match obj.get(key) {
+fn id(v: Option<&Value>, key: &str) -> Result<Option<String>, FormatError> {
+    match v {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => id_text(v)
-            .map(Some)
-            .ok_or_else(|| format!("\"{key}\" is {}, expected a string or an integer", type_name(v))),
+        Some(v) => id_text(v).map(Some).ok_or_else(|| FormatError::wrong_type(key, v, "a string or an integer")),
     }
 }
 
@@ -281,51 +406,56 @@ fn id_text(v: &Value) -> Option<String> {
     }
 }
 
-fn refs(obj: &Map<String, Value>) -> Result<Vec<String>, String> {
-    match obj.get("refs") {
+fn refs(v: Option<&Value>) -> Result<Vec<String>, FormatError> {
+    match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                id_text(v).ok_or_else(|| format!("\"refs\"[{i}] is {}, expected a string or an integer", type_name(v)))
+                id_text(v).ok_or_else(|| FormatError::Field {
+                    field: "refs".into(),
+                    what: format!("[{i}]").into(),
+                    found: type_name(v).into(),
+                    expected: "a string or an integer".into(),
+                })
             })
             .collect(),
-        Some(other) => Err(format!("\"refs\" is {}, expected an array of ids", type_name(other))),
+        Some(other) => Err(FormatError::wrong_type("refs", other, "an array of ids")),
     }
 }
 
-fn tokens(obj: &Map<String, Value>) -> Result<Option<TokenCounts>, String> {
-    let t = match obj.get("tokens") {
+fn tokens(v: Option<&Value>) -> Result<Option<TokenCounts>, FormatError> {
+    let t = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(t)) => t,
-        Some(other) => {
-            return Err(format!("\"tokens\" is {}, expected an object {{input, output}}", type_name(other)));
-        }
+        Some(other) => return Err(FormatError::wrong_type("tokens", other, "an object {input, output}")),
     };
     let count = |key: &str| match t.get(key) {
         None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            let found = if v.is_number() { v.to_string() } else { type_name(v).to_string() };
-            format!("\"tokens.{key}\" is {found}, expected a non-negative integer")
+        Some(v) => v.as_u64().ok_or_else(|| FormatError::Field {
+            field: format!("tokens.{key}"),
+            what: "".into(),
+            found: if v.is_number() { v.to_string() } else { type_name(v).to_string() },
+            expected: "a non-negative integer".into(),
         }),
     };
     Ok(Some(TokenCounts { input: count("input")?, output: count("output")? }))
 }
 
 /// The header's `gold` object; `step` is the raw ordinal, mapped by the caller.
-fn gold(g: &Value) -> Result<GoldLabel, String> {
-    let obj = g.as_object().ok_or_else(|| format!("expected an object, found {}", type_name(g)))?;
-    let agent = required_name(obj, "agent")?;
+fn gold(g: &Value) -> Result<GoldLabel, FormatError> {
+    let obj = g.as_object().ok_or_else(|| FormatError::not_a("an object", g))?;
+    let agent = required_name(obj.get("agent").map(Cow::Borrowed), "agent")?;
     let step = match obj.get("step") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
             v.as_u64()
                 .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| format!("\"step\" is {}, expected a 0-based step number", type_name(v)))?,
+                .ok_or_else(|| FormatError::wrong_type("step", v, "a 0-based step number"))?,
         ),
     };
-    Ok(GoldLabel { agent, step, reason: text(obj, "reason")?, category: text(obj, "category")? })
+    Ok(GoldLabel { agent, step, reason: obj_text(obj, "reason")?, category: obj_text(obj, "category")? })
 }
 
 #[cfg(test)]

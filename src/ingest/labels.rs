@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::describe_value;
+use super::{FormatError, describe_value};
 use crate::model::{Diagnostic, GoldLabel, Trajectory};
 
 /// Which label layout a document uses.
@@ -84,13 +84,15 @@ pub fn detect(text: &str) -> Option<LabelFormat> {
 ///
 /// # Errors
 /// A message when the text is in neither layout, or the AgentRx document is not JSON.
-pub fn parse(text: &str) -> Result<LabelSet, String> {
+pub fn parse(text: &str) -> Result<LabelSet, FormatError> {
     match detect(text) {
         Some(LabelFormat::AgentRx) => parse_agentrx(text),
         Some(LabelFormat::Jsonl) => Ok(parse_jsonl(text)),
-        None => Err("expected an AgentRx ground-truth array [{trajectory_id, failures, root_cause}] or JSON Lines \
-             {\"trajectory\", \"step\", \"agent\"}"
-            .into()),
+        None => Err(FormatError::Shape {
+            expected: "an AgentRx ground-truth array [{trajectory_id, failures, root_cause}] or JSON Lines \
+                       {\"trajectory\", \"step\", \"agent\"}"
+                .into(),
+        }),
     }
 }
 
@@ -106,9 +108,15 @@ fn id_text(v: &Value) -> Option<String> {
 ///
 /// # Errors
 /// A message when the text is not a JSON array.
-pub fn parse_agentrx(text: &str) -> Result<LabelSet, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let items = v.as_array().ok_or_else(|| format!("expected an array of labels, found {}", describe_value(&v)))?;
+pub fn parse_agentrx(text: &str) -> Result<LabelSet, FormatError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| FormatError::NotJson {
+        message: super::error_message(&e),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    let items = v
+        .as_array()
+        .ok_or_else(|| FormatError::Found { expected: "an array of labels", found: describe_value(&v).into() })?;
     let mut out = LabelSet::default();
     for (i, item) in items.iter().enumerate() {
         match agentrx_label(item) {
@@ -119,21 +127,32 @@ pub fn parse_agentrx(text: &str) -> Result<LabelSet, String> {
     Ok(out)
 }
 
-fn agentrx_label(item: &Value) -> Result<ExternalLabel, String> {
-    let trajectory = item.get("trajectory_id").and_then(id_text).ok_or("missing \"trajectory_id\"")?;
+fn agentrx_label(item: &Value) -> Result<ExternalLabel, FormatError> {
+    let trajectory = item.get("trajectory_id").and_then(id_text).ok_or(FormatError::missing("trajectory_id"))?;
     let root = item
         .get("root_cause")
         .and_then(|r| r.get("failure_id"))
         .and_then(Value::as_u64)
-        .ok_or("missing \"root_cause.failure_id\"")?;
-    let failures = item.get("failures").and_then(Value::as_array).ok_or("missing \"failures\" array")?;
+        .ok_or(FormatError::missing("root_cause.failure_id"))?;
+    let failures = item
+        .get("failures")
+        .and_then(Value::as_array)
+        .ok_or(FormatError::Missing { field: "failures", what: " array" })?;
     let f = failures
         .iter()
         .find(|f| f.get("failure_id").and_then(Value::as_u64) == Some(root))
-        .ok_or_else(|| format!("root cause failure {root} is not among \"failures\""))?;
-    let n = f.get("step_number").and_then(Value::as_u64).ok_or("root cause without \"step_number\"")?;
+        .ok_or_else(|| FormatError::NotAmong { what: format!("root cause failure {root}"), list: "failures" })?;
+    let n = f
+        .get("step_number")
+        .and_then(Value::as_u64)
+        .ok_or(FormatError::Missing { field: "step_number", what: " (of the root cause)" })?;
     if n == 0 {
-        return Err("\"step_number\" is 1-based; found 0".into());
+        return Err(FormatError::Field {
+            field: "step_number".into(),
+            what: "".into(),
+            found: "0".into(),
+            expected: "a 1-based step number".into(),
+        });
     }
     let text = |k: &str| f.get(k).and_then(Value::as_str).map(str::to_string);
     Ok(ExternalLabel {

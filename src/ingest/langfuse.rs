@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded, value_text};
+use super::{Document, FormatError, ListDoc, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 const TOOL_TYPES: [&str; 5] = ["TOOL", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"];
@@ -99,15 +99,17 @@ fn traces(v: &Value) -> Vec<TraceGroup<'_>> {
 ///
 /// # Errors
 /// A message when no trace with observations is found.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON trace export, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON trace export" });
     };
     let found = traces(v);
     if found.is_empty() {
-        return Err("expected a trace with an \"observations\" array of {id, type}, or an observations API page \
-                    {data: [{id, traceId, type}], meta}"
-            .into());
+        return Err(FormatError::Shape {
+            expected: "a trace with an \"observations\" array of {id, type}, or an observations API page \
+                       {data: [{id, traceId, type}], meta}"
+                .into(),
+        });
     }
     let mut diags = Vec::new();
     let mut groups = Vec::new();
@@ -132,6 +134,34 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         }
     }
     Ok(loaded)
+}
+
+/// Loads one trace `{id, input, output, ..., observations: [...]}` read one observation at a time
+/// ([`ListDoc`]): each is parsed, mapped to a span-tree node and dropped before the next. `None`
+/// for any other shape [`load`] reads (a list of traces, an observations page, a trace under
+/// `trace`), an observation that does not parse, or no usable observation.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    if list.key.as_deref() != Some("observations") || list.root.contains_key("trace") {
+        return None;
+    }
+    let mut diags = Vec::new();
+    let mut nodes = Vec::new();
+    for (i, raw) in list.items.iter().enumerate() {
+        let o = super::value_line(raw.get())?;
+        if let Some(n) = node(&o, &format!("traces[0].observations[{i}]"), &mut diags) {
+            nodes.push(n);
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let id = list.root.get("id").map(value_text);
+    let mut loaded = spantree::load_groups(name, SourceFormat::Langfuse, vec![(id, nodes)], diags);
+    let header = Value::Object(list.root.clone());
+    for traj in &mut loaded.trajectories {
+        apply_header(traj, &header);
+    }
+    Some(loaded)
 }
 
 /// Task and observed output from the trace's `input` / `output`; name, session and user as

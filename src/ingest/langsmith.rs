@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded, value_text};
+use super::{Document, FormatError, ListDoc, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// LangGraph nodes that are plumbing, not agents.
@@ -57,9 +57,9 @@ fn runs_of(v: &Value) -> Option<&Vec<Value>> {
 ///
 /// # Errors
 /// A message when no run is found.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document of runs, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document of runs" });
     };
     let mut flat = Vec::new();
     let mut diags = Vec::new();
@@ -72,7 +72,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         None => flatten(v, None, "the root run", &mut flat, &mut diags),
     }
     if flat.is_empty() {
-        return Err("expected runs with \"id\" and \"run_type\", found none".into());
+        return Err(FormatError::NoRecords { expected: "runs with \"id\" and \"run_type\"" });
     }
     let mut nodes = Vec::with_capacity(flat.len());
     for (run, parent, place) in &flat {
@@ -84,6 +84,34 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
         .collect();
     Ok(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
+}
+
+/// Loads a run list read one run at a time ([`ListDoc`]): each top-level run is parsed, its
+/// `child_runs` flattened, mapped to span-tree nodes and dropped before the next. `None` for a
+/// list under another key than `runs`, a run that does not parse, or no usable run.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    if !matches!(list.key.as_deref(), None | Some("runs")) {
+        return None;
+    }
+    let mut diags = Vec::new();
+    let mut nodes = Vec::new();
+    for (i, raw) in list.items.iter().enumerate() {
+        let v = super::value_line(raw.get())?;
+        let mut flat = Vec::new();
+        flatten(&v, None, &format!("runs[{i}]"), &mut flat, &mut diags);
+        for (run, parent, place) in flat {
+            let trace = run.get("trace_id").map(value_text).map(spantree::bounded_id);
+            nodes.push((trace, node(run, parent, &place, &mut diags)));
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    Some(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
 }
 
 /// Walks nested `child_runs` into a flat list of `(run, parent id, place)`, depth first, without

@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use super::actions::{Actions, tagged};
-use super::{Document, Loaded, content_text, value_text};
+use super::{Document, FormatError, Loaded, content_text, value_text};
 use crate::model::{AgentInfo, Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent name of the assistant's steps.
@@ -44,11 +44,14 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document has no `messages` array.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document" });
     };
-    let messages = v.get("messages").and_then(Value::as_array).ok_or("expected a \"messages\" array")?;
+    let messages = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or(FormatError::Shape { expected: "a \"messages\" array".into() })?;
     let mut a = Actions::default();
     let mut agents = Vec::new();
     let mut task = None;

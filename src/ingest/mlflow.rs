@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::messages::{Msg, Part, msg_from_value, msgs_from_value};
 use super::spantree::{self, Node, Op};
-use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 const TOOL_TYPES: [&str; 5] = ["TOOL", "RETRIEVER", "EMBEDDING", "RERANKER", "PARSER"];
@@ -76,13 +76,15 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no MLflow trace.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON trace {info, data: {spans}}, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON trace {info, data: {spans}}" });
     };
     let found = traces(v);
     if found.is_empty() {
-        return Err("expected a trace {info: {trace_id}, data: {spans: [...]}} with mlflow.* span attributes".into());
+        return Err(FormatError::Shape {
+            expected: "a trace {info: {trace_id}, data: {spans: [...]}} with mlflow.* span attributes".into(),
+        });
     }
     let mut diags = Vec::new();
     let mut groups = Vec::new();

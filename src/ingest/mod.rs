@@ -10,6 +10,7 @@ pub mod agentchat;
 pub mod anyagent;
 pub mod claude;
 pub mod codex;
+pub mod error;
 pub mod fs;
 pub mod jsonl;
 pub mod labels;
@@ -42,7 +43,10 @@ pub mod steps;
 
 use std::fmt;
 
+use serde::Deserialize as _;
 use serde_json::Value;
+
+pub use error::{FormatError, FormatNameError};
 
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
@@ -110,8 +114,8 @@ impl FormatChoice {
     /// name of a [`SUPPORTED`] format.
     ///
     /// # Errors
-    /// A message listing the accepted names.
-    pub fn parse(name: &str) -> Result<FormatChoice, String> {
+    /// [`FormatNameError`], listing the accepted names.
+    pub fn parse(name: &str) -> Result<FormatChoice, FormatNameError> {
         let lower = name.trim().to_ascii_lowercase();
         match lower.as_str() {
             "auto" => return Ok(FormatChoice::Detect(SUPPORTED.to_vec())),
@@ -120,11 +124,11 @@ impl FormatChoice {
             }
             _ => {}
         }
-        let names = FormatChoice::names().join(", ");
+        let expected = FormatChoice::names();
         match SourceFormat::parse(&lower) {
             Some(f) if SUPPORTED.contains(&f) => Ok(FormatChoice::Force(f)),
-            Some(f) => Err(format!("format {f} has no loader in this build, expected one of: {names}")),
-            None => Err(format!("unknown format {name:?}, expected one of: {names}")),
+            Some(format) => Err(FormatNameError::NoLoader { format, expected }),
+            None => Err(FormatNameError::Unknown { name: name.to_string(), expected }),
         }
     }
 
@@ -314,29 +318,90 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
     // A ZIP archive (Inspect AI's `.eval` log) is recognised by its magic bytes, before any text
     // decoding, and read as the JSON log it packs.
     // A large OTLP trace is read span by span ([`load_otlp_streamed`]).
+    // JSON Lines are read one line at a time ([`load_lines`]).
     let doc = if inspect_ai::is_zip(bytes) {
         inspect_ai::zip_document(path, bytes)?
     } else if let Some(loaded) = load_otlp_streamed(path, bytes, choice) {
         return complete(path, loaded);
     } else {
-        parse_document(path, bytes)?
-    };
-    let format = match choice {
-        FormatChoice::Force(f) => *f,
-        FormatChoice::Detect(candidates) => {
-            candidates.iter().copied().find(|f| matches(&doc, *f)).ok_or_else(|| LoadError::UnknownFormat {
-                path: path.to_string(),
-                tried: candidates.clone(),
-                found: clip_message(describe_with_hint(&doc)),
-            })?
+        let text = decode(path, bytes)?;
+        if let Some(loaded) = load_list_streamed(path, &text, choice) {
+            return complete(path, loaded);
+        }
+        match parse_text(path, &text)? {
+            Parsed::Json(v) => Document::Json(v),
+            Parsed::Lines(lines) => return load_lines(path, &lines, choice, related),
         }
     };
+    let format = choose(path, &doc, choice)?;
     let mut loaded = load_as(path, &doc, format, related)?;
     if let Document::Lines { bad, .. } = &doc {
         loaded
             .diagnostics
             .extend(bad.iter().map(|(line, msg)| Diagnostic { line: Some(*line), message: format!("skipped: {msg}") }));
     }
+    loaded.format = format;
+    complete(path, loaded)
+}
+
+/// The format `choice` gives `doc`: the forced one, or the first candidate that matches.
+///
+/// # Errors
+/// [`LoadError::UnknownFormat`] when no candidate matches.
+fn choose(path: &str, doc: &Document, choice: &FormatChoice) -> Result<SourceFormat, LoadError> {
+    match choice {
+        FormatChoice::Force(f) => Ok(*f),
+        FormatChoice::Detect(candidates) => {
+            candidates.iter().copied().find(|f| matches(doc, *f)).ok_or_else(|| LoadError::UnknownFormat {
+                path: path.to_string(),
+                tried: candidates.clone(),
+                found: clip_message(describe_with_hint(doc)),
+            })
+        }
+    }
+}
+
+/// Loads JSON Lines: the format is detected on the first [`DETECT_SAMPLE`] lines (on every line
+/// when none matches them), then a streaming loader reads the lines one at a time (falat JSONL,
+/// Claude Code, codex exec); the other formats get every line as a `Value` ([`JsonLines::document`]).
+fn load_lines(
+    path: &str,
+    lines: &JsonLines<'_>,
+    choice: &FormatChoice,
+    related: Related<'_>,
+) -> Result<Loaded, LoadError> {
+    use SourceFormat::{ClaudeCode, CodexExec, FalatJsonl};
+    let sampled = match choice {
+        FormatChoice::Force(f) => Some(*f),
+        FormatChoice::Detect(candidates) => {
+            let sample = lines.sample(DETECT_SAMPLE);
+            candidates.iter().copied().find(|f| matches(&sample, *f))
+        }
+    };
+    let name = file_stem(path);
+    let invalid = |format: SourceFormat| {
+        move |e: FormatError| LoadError::Invalid {
+            path: path.to_string(),
+            format,
+            message: clip_message(e.to_string()),
+        }
+    };
+    let (format, mut loaded) = match sampled {
+        Some(f @ FalatJsonl) => (f, jsonl::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ ClaudeCode) => (f, claude::load_lines(&name, lines, related).map_err(invalid(f))?),
+        Some(f @ CodexExec) => (f, codex_exec::load_lines(&name, lines).map_err(invalid(f))?),
+        _ => {
+            let doc = lines.document();
+            let format = match sampled {
+                Some(f) => f,
+                None => choose(path, &doc, choice)?,
+            };
+            (format, load_as(path, &doc, format, related)?)
+        }
+    };
+    loaded.diagnostics.extend(
+        lines.bad.iter().map(|(line, msg)| Diagnostic { line: Some(*line), message: format!("skipped: {msg}") }),
+    );
     loaded.format = format;
     complete(path, loaded)
 }
@@ -428,6 +493,106 @@ fn load_otlp_streamed(path: &str, bytes: &[u8], choice: &FormatChoice) -> Option
     Some(loaded)
 }
 
+/// A JSON document whose records are one list: the document is the array, or the array is under
+/// one key of the root object ([`LIST_KEYS`]). Each item is kept as its raw text, borrowed from
+/// the document, and parsed when a loader reaches it; the root's other keys are parsed.
+#[derive(Debug)]
+pub struct ListDoc<'a> {
+    /// The root object's other keys (empty when the document is the array).
+    pub root: serde_json::Map<String, Value>,
+    /// The key of the list (`None` when the document is the array).
+    pub key: Option<String>,
+    /// The items, in order, each the raw JSON text of one record.
+    pub items: Vec<&'a serde_json::value::RawValue>,
+}
+
+/// The keys under which span lists, run lists and traces hold their records, in the order they
+/// are looked for: `spans` (OpenInference span lists), `runs` (LangSmith), `data` (span lists of a
+/// query API), `observations` (a Langfuse trace).
+pub const LIST_KEYS: [&str; 4] = ["spans", "runs", "data", "observations"];
+
+/// Keys whose presence in the first 64 KiB marks a span or run list worth reading item by item
+/// (OpenInference's span kind and ids, TRAIL's nested spans, LangSmith's `run_type`, a Langfuse
+/// trace's `observations`); any other
+/// document is parsed whole at once.
+const LIST_MARKS: [&str; 6] =
+    ["\"span_kind\"", "openinference.span.kind", "\"child_spans\"", "\"context\"", "\"run_type\"", "\"observations\""];
+
+#[derive(serde::Deserialize, PartialEq, Eq, Hash)]
+struct Key<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
+
+impl<'a> ListDoc<'a> {
+    /// The outline of `text` when it is a list or an object with a [`LIST_KEYS`] array; `None`
+    /// otherwise (or when it is not one JSON value).
+    pub fn outline(text: &'a str) -> Option<ListDoc<'a>> {
+        use serde_json::value::RawValue;
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('[') {
+            let items: Vec<&'a RawValue> = typed_line(text)?;
+            return Some(ListDoc { root: serde_json::Map::new(), key: None, items });
+        }
+        let mut map: std::collections::HashMap<Key<'a>, &'a RawValue> = typed_line(text)?;
+        let key = LIST_KEYS.into_iter().find(|k| {
+            map.get(&Key(std::borrow::Cow::Borrowed(*k))).is_some_and(|v| v.get().trim_start().starts_with('['))
+        })?;
+        let list = map.remove(&Key(std::borrow::Cow::Borrowed(key)))?;
+        let items: Vec<&'a RawValue> = typed_line(list.get())?;
+        let mut root = serde_json::Map::new();
+        for (k, v) in map {
+            root.insert(k.0.into_owned(), from_str(v.get()).ok()?);
+        }
+        Some(ListDoc { root, key: Some(key.to_string()), items })
+    }
+
+    /// The document with only its first `n` items, for format detection.
+    pub fn sample(&self, n: usize) -> Document {
+        let items: Vec<Value> = self.items.iter().take(n).filter_map(|r| from_str(r.get()).ok()).collect();
+        match &self.key {
+            None => Document::Json(Value::Array(items)),
+            Some(k) => {
+                let mut root = self.root.clone();
+                root.insert(k.clone(), Value::Array(items));
+                Document::Json(Value::Object(root))
+            }
+        }
+    }
+}
+
+/// Loads a span list (OpenInference, TRAIL), a LangSmith run list or a Langfuse trace one item at a time
+/// ([`ListDoc`]): the format is detected on the first [`DETECT_SAMPLE`] items, then each item is
+/// parsed, turned into span-tree nodes and dropped before the next. `None` (read the document
+/// whole) for any other document or format, or when the list loader declines it (an item that
+/// does not parse, no usable span).
+fn load_list_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<Loaded> {
+    use SourceFormat::{LangSmith, Langfuse, OpenInference};
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut end = text.len().min(1 << 16);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &text[..end];
+    if !LIST_MARKS.iter().any(|m| head.contains(m)) {
+        return None;
+    }
+    let list = ListDoc::outline(text)?;
+    let format = match choice {
+        FormatChoice::Force(f) => *f,
+        FormatChoice::Detect(candidates) => {
+            let sample = list.sample(DETECT_SAMPLE);
+            candidates.iter().copied().find(|f| matches(&sample, *f))?
+        }
+    };
+    let name = file_stem(path);
+    let mut loaded = match format {
+        OpenInference => openinference::load_list(&name, &list)?,
+        LangSmith => langsmith::load_list(&name, &list)?,
+        Langfuse => langfuse::load_list(&name, &list)?,
+        _ => return None,
+    };
+    loaded.format = format;
+    Some(loaded)
+}
+
 /// Drops a value without recursion (see [`Document`]'s `Drop`).
 fn drop_deep(v: Value) {
     let mut stack = vec![v];
@@ -512,14 +677,30 @@ fn first_reason(diagnostics: &[Diagnostic]) -> String {
 /// Splits the bytes into a [`Document`].
 ///
 /// A document is JSON Lines when it is not one JSON value, its first non-empty line is a JSON
-/// value on its own, and at least as many lines parse as fail.
+/// value on its own, and at least as many lines parse as fail. Every line is held as a `Value`:
+/// loading itself reads JSON Lines one line at a time instead ([`JsonLines`]).
 ///
 /// # Errors
 /// Empty, non-UTF-8 and non-JSON inputs; [`LoadError::NotJson`] names the 1-based line and column
 /// of the first error.
 pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
     let text = decode(path, bytes)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    match parse_text(path, &text)? {
+        Parsed::Json(v) => Ok(Document::Json(v)),
+        Parsed::Lines(lines) => Ok(lines.document()),
+    }
+}
+
+/// A decoded text as one JSON value, or as JSON Lines not yet parsed.
+enum Parsed<'a> {
+    Json(Value),
+    Lines(JsonLines<'a>),
+}
+
+/// `text` (decoded, see [`decode`]) without its byte-order mark, as one JSON value or as
+/// [`JsonLines`] (see [`parse_document`]).
+fn parse_text<'a>(path: &str, text: &'a str) -> Result<Parsed<'a>, LoadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(LoadError::Empty { path: path.to_string() });
     }
@@ -527,9 +708,123 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<Document, LoadError> {
         return Err(LoadError::TooDeep { path: path.to_string(), line });
     }
     match from_str(text) {
-        Ok(v) => Ok(Document::Json(v)),
-        Err(whole_err) => parse_lines(path, text, &whole_err),
+        Ok(v) => Ok(Parsed::Json(v)),
+        Err(whole_err) => JsonLines::scan(path, text, &whole_err).map(Parsed::Lines),
     }
+}
+
+/// A JSON Lines text read one line at a time: a first pass checks each non-blank line's syntax
+/// without building anything (`serde::de::IgnoredAny`), then a loader parses each line when it
+/// reads it, into its own typed record or a `Value`, and drops it before the next. Memory is the
+/// text plus what the loader keeps, never a `Value` of every line.
+#[derive(Debug, Clone)]
+pub struct JsonLines<'a> {
+    text: &'a str,
+    /// `(line number, error message naming the column)` of each non-blank line that is not
+    /// JSON, 1-based, in order.
+    pub bad: Vec<(usize, String)>,
+    /// How many non-blank lines are JSON.
+    pub good: usize,
+}
+
+impl<'a> JsonLines<'a> {
+    /// Checks every line of `text` (see [`parse_document`] for when a text is JSON Lines).
+    ///
+    /// # Errors
+    /// [`LoadError::NotJson`] at the first bad line when most lines fail, else at `whole_err`
+    /// (the error of parsing `text` as one value) when the first non-blank line is not JSON.
+    pub fn scan(path: &str, text: &'a str, whole_err: &serde_json::Error) -> Result<JsonLines<'a>, LoadError> {
+        let not_json = |line: usize, err: &serde_json::Error| LoadError::NotJson {
+            path: path.to_string(),
+            line,
+            column: err.column().max(1),
+            message: error_message(err),
+        };
+        let mut bad = Vec::new();
+        let mut good = 0usize;
+        let mut first_good: Option<usize> = None;
+        let mut first_bad: Option<(usize, serde_json::Error)> = None;
+        for (no, line) in non_blank(text) {
+            match check_syntax(line) {
+                Ok(()) => {
+                    good += 1;
+                    first_good.get_or_insert(no);
+                }
+                Err(e) => {
+                    let msg = format!("not JSON at column {}: {}", e.column(), error_message(&e));
+                    bad.push((no, msg));
+                    first_bad.get_or_insert((no, e));
+                }
+            }
+        }
+        let starts_ok = first_good.is_some_and(|ok| bad.first().is_none_or(|(b, _)| ok < *b));
+        match first_bad {
+            _ if !starts_ok => Err(not_json(whole_err.line(), whole_err)),
+            Some((line, err)) if bad.len() > good => Err(not_json(line, &err)),
+            _ => Ok(JsonLines { text, bad, good }),
+        }
+    }
+
+    /// Every non-blank line in order: its 1-based number and its text, `None` for a line that is
+    /// not JSON (listed in [`JsonLines::bad`]).
+    pub fn records(&self) -> impl Iterator<Item = (usize, Option<&'a str>)> + '_ {
+        let mut bad = self.bad.iter().map(|(l, _)| *l).peekable();
+        non_blank(self.text).map(move |(no, line)| match bad.peek() {
+            Some(&b) if b == no => {
+                bad.next();
+                (no, None)
+            }
+            _ => (no, Some(line)),
+        })
+    }
+
+    /// The JSON lines, each parsed into a `Value` when the iterator reaches it.
+    pub fn values(&self) -> impl Iterator<Item = (usize, Value)> + '_ {
+        self.records().filter_map(|(no, line)| Some((no, from_str(line?).ok()?)))
+    }
+
+    /// The first `n` JSON lines as a [`Document`] (with the bad lines among them), for format
+    /// detection.
+    pub fn sample(&self, n: usize) -> Document {
+        let values: Vec<(usize, Value)> = self.values().take(n).collect();
+        let last = values.last().map_or(0, |(l, _)| *l);
+        let bad = self.bad.iter().filter(|(l, _)| *l <= last).cloned().collect();
+        Document::Lines { values, bad }
+    }
+
+    /// Every JSON line as a [`Document`] (each line a `Value`, all held at once).
+    pub fn document(&self) -> Document {
+        Document::Lines { values: self.values().collect(), bad: self.bad.clone() }
+    }
+}
+
+/// The non-blank lines of `text` with their 1-based numbers (`\n` or `\r\n` ends a line).
+fn non_blank(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l))
+}
+
+/// Whether `line` is one JSON value, checked without building it.
+fn check_syntax(line: &str) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    de.disable_recursion_limit();
+    serde::de::IgnoredAny::deserialize(&mut de)?;
+    de.end()
+}
+
+/// One line as a loader's typed record `T` (borrowing from the line where `T` does), without
+/// serde_json's recursion limit. `None` when the line does not have `T`'s shape: the loader then
+/// reads the line as a `Value` ([`JsonLines::values`]) to say what is wrong with it.
+pub fn typed_line<'a, T: serde::Deserialize<'a>>(line: &'a str) -> Option<T> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    de.disable_recursion_limit();
+    let v = T::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(v)
+}
+
+/// One JSON line as a `Value` (the fallback of [`typed_line`]).
+pub fn value_line(line: &str) -> Option<Value> {
+    from_str(line).ok()
 }
 
 /// One JSON value without serde_json's recursion limit; the stack grows on the heap as needed.
@@ -636,36 +931,6 @@ fn wide_encoding(b: &[u8]) -> Option<(String, usize, usize, bool)> {
     }
 }
 
-/// `text` as JSON Lines (see [`parse_document`]), or the error: at the first bad line when most
-/// lines fail, else `whole_err` (the error of parsing `text` as one value).
-fn parse_lines(path: &str, text: &str, whole_err: &serde_json::Error) -> Result<Document, LoadError> {
-    let not_json = |line: usize, err: &serde_json::Error| LoadError::NotJson {
-        path: path.to_string(),
-        line,
-        column: err.column().max(1),
-        message: error_message(err),
-    };
-    let mut values = Vec::new();
-    let mut bad = Vec::new();
-    let mut first_bad: Option<(usize, serde_json::Error)> = None;
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match from_str(line) {
-            Ok(v) => values.push((i + 1, v)),
-            Err(e) => {
-                let msg = format!("not JSON at column {}: {}", e.column(), error_message(&e));
-                bad.push((i + 1, msg));
-                first_bad.get_or_insert((i + 1, e));
-            }
-        }
-    }
-    let starts_ok = matches!((values.first(), bad.first()), (Some((ok, _)), b) if b.is_none_or(|(b, _)| ok < b));
-    match first_bad {
-        _ if !starts_ok => Err(not_json(whole_err.line(), whole_err)),
-        Some((line, err)) if bad.len() > values.len() => Err(not_json(line, &err)),
-        _ => Ok(Document::Lines { values, bad }),
-    }
-}
-
 /// serde_json's message without its " at line L column C" suffix.
 fn error_message(err: &serde_json::Error) -> String {
     let text = err.to_string();
@@ -741,7 +1006,7 @@ fn load_as(path: &str, doc: &Document, format: SourceFormat, related: Related<'_
         Mlflow => mlflow::load(&name, doc),
         InspectAi => inspect_ai::load(&name, doc),
     };
-    res.map_err(|message| LoadError::Invalid { path: path.to_string(), format, message: clip_message(message) })
+    res.map_err(|e| LoadError::Invalid { path: path.to_string(), format, message: clip_message(e.to_string()) })
 }
 
 /// The file name without folders and the last extension (`data/12.json` → `12`).
@@ -974,12 +1239,12 @@ pub fn failed_exit(text: &str) -> Option<i64> {
 ///
 /// # Errors
 /// `"content" is <type>, expected a string` for numbers, booleans and objects.
-pub fn content_text(v: Option<&Value>) -> Result<String, String> {
+pub fn content_text(v: Option<&Value>) -> Result<String, FormatError> {
     match v {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Array(parts)) => Ok(parts.iter().map(part_text).collect::<Vec<_>>().join("\n")),
-        Some(other) => Err(format!("\"content\" is {}, expected a string", type_name(other))),
+        Some(other) => Err(FormatError::wrong_type("content", other, "a string")),
     }
 }
 
@@ -1041,7 +1306,7 @@ mod tests {
         );
         assert_eq!(FormatChoice::parse("tau-bench"), Ok(FormatChoice::Force(SourceFormat::TauBench)));
         assert_eq!(FormatChoice::parse("otel-genai"), Ok(FormatChoice::Force(SourceFormat::OtelGenAi)));
-        let msg = FormatChoice::parse("otlp").unwrap_err();
+        let msg = FormatChoice::parse("otlp").unwrap_err().to_string();
         assert!(msg.starts_with("unknown format \"otlp\", expected one of: auto,"), "{msg}");
     }
 
@@ -1119,6 +1384,9 @@ mod tests {
         let parts = serde_json::json!([{"type": "text", "text": "a"}, {"type": "image_url"}]);
         assert_eq!(content_text(Some(&parts)), Ok("a\n[image]".into()));
         assert_eq!(content_text(None), Ok(String::new()));
-        assert_eq!(content_text(Some(&serde_json::json!(3))), Err("\"content\" is a number, expected a string".into()));
+        assert_eq!(
+            content_text(Some(&serde_json::json!(3))).map_err(|e| e.to_string()),
+            Err("\"content\" is a number, expected a string".into())
+        );
     }
 }

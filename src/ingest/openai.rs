@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{DETECT_SAMPLE, Document, Loaded, content_text, describe_value, pyrepr, str_field, type_name};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, content_text, describe_value, pyrepr, str_field, type_name};
 use crate::model::{AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory};
 
 /// The roles of the Chat Completions API (`function` is the legacy tool role).
@@ -63,12 +63,13 @@ fn messages_of(v: &Value) -> Option<&[Value]> {
 ///
 /// # Errors
 /// A message when the document is JSON Lines or holds no message array.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document" });
     };
-    let messages = messages_of(v).ok_or_else(|| {
-        format!("expected an array of messages or an object with a \"messages\" array, found {}", describe_value(v))
+    let messages = messages_of(v).ok_or_else(|| FormatError::Found {
+        expected: "an array of messages or an object with a \"messages\" array",
+        found: describe_value(v).into(),
     })?;
     let mut t = Trajectory { id: name.to_string(), source: SourceFormat::OpenAiChat, ..Trajectory::default() };
     let mut diagnostics = Vec::new();
@@ -96,14 +97,14 @@ pub fn read_messages(messages: &[Value], label: &str, t: &mut Trajectory, diagno
 ///
 /// # Errors
 /// When the item is not an object (or the repr of one).
-pub fn decode_message(item: &Value) -> Result<Cow<'_, Map<String, Value>>, String> {
+pub fn decode_message(item: &Value) -> Result<Cow<'_, Map<String, Value>>, FormatError> {
     let obj = match item {
         Value::Object(m) => m,
         Value::String(s) => match pyrepr::parse(s) {
             Some(Value::Object(m)) => return Ok(Cow::Owned(decode_fields(m))),
-            _ => return Err("expected an object, found a string".into()),
+            _ => return Err(FormatError::Found { expected: "an object", found: "a string".into() }),
         },
-        other => return Err(format!("expected an object, found {}", type_name(other))),
+        other => return Err(FormatError::not_a("an object", other)),
     };
     let repr_role = obj.get("role").and_then(Value::as_str).is_some_and(|r| r.starts_with(['\'', '"']));
     let string_calls = ["tool_calls", "function_call"].iter().any(|k| obj.get(*k).is_some_and(Value::is_string));
@@ -302,25 +303,23 @@ fn str_field_map(m: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// `(id, function name, arguments text)` of one `tool_calls[k]` entry.
-fn tool_call(call: &Value) -> Result<Call, String> {
+fn tool_call(call: &Value) -> Result<Call, FormatError> {
     if !call.is_object() {
-        return Err(format!("expected an object, found {}", type_name(call)));
+        return Err(FormatError::not_a("an object", call));
     }
     let id = str_field(call, "id").map(|s| s.into_owned());
-    let function = call.get("function").or_else(|| call.get("custom")).ok_or("missing \"function\"")?;
+    let function = call.get("function").or_else(|| call.get("custom")).ok_or(FormatError::missing("function"))?;
     let (name, args) = function_parts(function)?;
     Ok((id, name, args))
 }
 
 /// `(name, arguments text)` of a `function` object; `input` is accepted for custom tools.
-fn function_parts(f: &Value) -> Result<(String, String), String> {
+fn function_parts(f: &Value) -> Result<(String, String), FormatError> {
     let name = match f.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
-        Some(Value::String(_)) => return Err("\"name\" is empty".into()),
-        Some(other) => {
-            return Err(format!("\"name\" is {}, expected a string", type_name(other)));
-        }
-        None => return Err("missing \"name\"".into()),
+        Some(Value::String(_)) => return Err(FormatError::EmptyField { field: "name", what: "" }),
+        Some(other) => return Err(FormatError::wrong_type("name", other, "a string")),
+        None => return Err(FormatError::missing("name")),
     };
     let args = f.get("arguments").or_else(|| f.get("input"));
     Ok((name, args.map(super::value_text).unwrap_or_default()))

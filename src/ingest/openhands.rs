@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::actions::Actions;
-use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
 use crate::model::{AgentInfo, Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
 
 /// Records that are bookkeeping, not steps.
@@ -79,8 +79,9 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no event list.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let events = events_of(doc).ok_or("expected a list of OpenHands events (or an object with \"history\")")?;
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
+    let events = events_of(doc)
+        .ok_or(FormatError::Shape { expected: "a list of OpenHands events (or an object with \"history\")".into() })?;
     let agent = events
         .iter()
         .find(|e| e.get("action").and_then(Value::as_str) == Some("system"))

@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::messages::{Msg, msg_from_value, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded};
+use super::{Document, FormatError, ListDoc, Loaded};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// The attribute naming the span kind.
@@ -116,11 +116,11 @@ fn flatten_tree(items: &[Value], trace_id: Option<&Value>) -> Vec<Value> {
 ///
 /// # Errors
 /// A message when the document holds no readable span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     let spans = spans(doc, &mut diags)?;
     if spans.is_empty() {
-        return Err("expected OpenInference spans, found none".into());
+        return Err(FormatError::NoRecords { expected: "OpenInference spans" });
     }
     let groups = otlp::by_trace(spans)
         .into_iter()
@@ -129,12 +129,12 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
     Ok(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
 }
 
-fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, String> {
+fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, FormatError> {
     if otlp::is_otlp(doc) {
         return Ok(otlp::otlp_spans(doc, diags));
     }
     let Document::Json(v) = doc else {
-        return Err("expected OTLP/JSON, a span list or an attribute map, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "OTLP/JSON, a span list or an attribute map" });
     };
     if v.get(KIND_KEY).is_some() {
         return Ok(vec![RawSpan {
@@ -145,7 +145,7 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, St
             ..RawSpan::default()
         }]);
     }
-    let items = span_list(v).ok_or("expected a span list")?;
+    let items = span_list(v).ok_or(FormatError::Shape { expected: "a span list".into() })?;
     let items = &flatten_tree(items, v.get("trace_id"));
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -160,6 +160,58 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, St
         }
     }
     Ok(out)
+}
+
+/// Loads a span list read one item at a time ([`ListDoc`]): each item (a TRAIL span with its
+/// `child_spans`, or a flat span) is parsed, flattened, mapped to span-tree nodes and dropped
+/// before the next. `None` for a list [`load`] would read differently (an attribute map, a `data`
+/// list beside `spans`), an item that does not parse, or no usable span.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    match list.key.as_deref() {
+        None | Some("spans") => {}
+        Some("data") if !list.root.contains_key("spans") => {}
+        Some(_) => return None,
+    }
+    if list.root.contains_key(KIND_KEY) {
+        return None;
+    }
+    let mut diags = Vec::new();
+    let mut nodes = Vec::new();
+    let trace = list.root.get("trace_id");
+    let mut i = 0;
+    for raw in &list.items {
+        let v = super::value_line(raw.get())?;
+        // A flat span is read as it is; a TRAIL span is flattened with its children.
+        let flat = v.get("span_attributes").is_none() && v.get("child_spans").is_none();
+        let items = if flat { vec![v] } else { flatten_tree(std::slice::from_ref(&v), trace) };
+        for mut item in items {
+            // The attributes are moved into the span, not copied.
+            let attrs = item.as_object_mut().and_then(|m| m.remove("attributes"));
+            match otlp::list_span(&item, &format!("spans[{i}]")) {
+                Ok(mut s) => {
+                    s.attrs = match attrs {
+                        Some(Value::Object(m)) => m.into_iter().collect(),
+                        Some(a) => otlp::attr_object(&a),
+                        None => otlp::Attrs::new(),
+                    };
+                    if let Some(k) = item.get("span_kind").filter(|_| !s.attrs.contains_key(KIND_KEY)) {
+                        s.attrs.insert(KIND_KEY.into(), k.clone());
+                    }
+                    nodes.push((s.trace_id.clone(), node(&s, &mut diags)));
+                }
+                Err(msg) => diags.push(Diagnostic { line: None, message: format!("spans[{i}] skipped: {msg}") }),
+            }
+            i += 1;
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let groups = otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    Some(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
 }
 
 /// Maps one OpenInference span to a [`Node`].

@@ -48,7 +48,7 @@ use serde_json::Value;
 use super::messages::{Msg, Part, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::spantree::{self, Node, Op};
-use super::{Document, Loaded, value_text};
+use super::{Document, FormatError, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat, TokenCounts};
 
 /// Operations that are model calls (`call_llm` is any-agent's name for `chat`).
@@ -66,7 +66,7 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     otlp::load_span_groups(name, SourceFormat::OtelGenAi, doc, node)
 }
 

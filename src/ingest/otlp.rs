@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use base64::Engine;
 use serde_json::{Map, Value};
 
-use super::{Document, value_text};
+use super::{Document, FormatError, value_text};
 use crate::model::Diagnostic;
 
 /// Span attributes by key, values decoded from `AnyValue`.
@@ -245,9 +245,9 @@ fn request_spans(v: &Value, line: Option<usize>, out: &mut Vec<RawSpan>, diags: 
     }
 }
 
-fn otlp_span(v: &Value, at: &str) -> Result<RawSpan, String> {
-    let obj = v.as_object().ok_or("expected a span object")?;
-    let span_id = obj.get("spanId").and_then(norm_id).ok_or("missing \"spanId\"")?;
+fn otlp_span(v: &Value, at: &str) -> Result<RawSpan, FormatError> {
+    let obj = v.as_object().ok_or(FormatError::Shape { expected: "a span object".into() })?;
+    let span_id = obj.get("spanId").and_then(norm_id).ok_or(FormatError::missing("spanId"))?;
     let name = obj.get("name").map(value_text).unwrap_or_default();
     let start = obj.get("startTimeUnixNano").map(value_text);
     let mut span = RawSpan {
@@ -361,7 +361,7 @@ mod typed {
 ///
 /// # Errors
 /// When the item is not an object or has no `spanId`.
-pub fn request_span(v: &Value, at: &str) -> Result<RawSpan, String> {
+pub fn request_span(v: &Value, at: &str) -> Result<RawSpan, FormatError> {
     otlp_span(v, at)
 }
 
@@ -369,14 +369,14 @@ pub fn request_span(v: &Value, at: &str) -> Result<RawSpan, String> {
 ///
 /// # Errors
 /// When the item is not an object or has no span id in `context.span_id` / `span_id`.
-pub fn list_span(v: &Value, at: &str) -> Result<RawSpan, String> {
-    let obj = v.as_object().ok_or("expected a span object")?;
+pub fn list_span(v: &Value, at: &str) -> Result<RawSpan, FormatError> {
+    let obj = v.as_object().ok_or(FormatError::Shape { expected: "a span object".into() })?;
     let ctx = obj.get("context");
     let span_id = ctx
         .and_then(|c| c.get("span_id"))
         .or_else(|| obj.get("span_id"))
         .and_then(norm_id)
-        .ok_or("missing \"context.span_id\"")?;
+        .ok_or(FormatError::missing("context.span_id"))?;
     let parent_id = obj
         .get("parent_id")
         .or_else(|| obj.get("parent_span_id"))
@@ -688,11 +688,11 @@ pub fn load_span_groups(
     format: crate::model::SourceFormat,
     doc: &Document,
     node: fn(&RawSpan, &mut Vec<Diagnostic>) -> super::spantree::Node,
-) -> Result<super::Loaded, String> {
+) -> Result<super::Loaded, FormatError> {
     let mut diags = Vec::new();
     let spans = otlp_spans(doc, &mut diags);
     if spans.is_empty() {
-        return Err("expected spans under resourceSpans[].scopeSpans[].spans, found none".into());
+        return Err(FormatError::NoRecords { expected: "spans under resourceSpans[].scopeSpans[].spans" });
     }
     let groups = by_trace(spans)
         .into_iter()

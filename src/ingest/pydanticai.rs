@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::messages::{Msg, Part, msg_from_value};
 use super::otlp::{self, RawSpan};
 use super::spantree::{self, Node, Op};
-use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
 use crate::model::SourceFormat;
 
 /// The instrumentation scope pydantic-ai names.
@@ -89,7 +89,7 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     otlp::load_span_groups(name, SourceFormat::PydanticAi, doc, node)
 }
 

@@ -25,7 +25,7 @@
 use serde_json::Value;
 
 use super::actions::Actions;
-use super::{DETECT_SAMPLE, Document, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
 use crate::model::{AgentInfo, Diagnostic, SourceFormat, StepKind, TokenCounts, Trajectory};
 
 /// The agent name when the dump names none.
@@ -75,8 +75,9 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no list of steps.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
-    let (items, agent_name) = steps_of(doc).ok_or("expected a list of smolagents memory steps")?;
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
+    let (items, agent_name) =
+        steps_of(doc).ok_or(FormatError::Shape { expected: "a list of smolagents memory steps".into() })?;
     let agent = agent_name.unwrap_or(AGENT).to_string();
     let mut a = Actions::default();
     let mut agents = Vec::new();

@@ -26,7 +26,7 @@ use super::messages::{Msg, Part, bedrock_text, msg_from_value, msgs_from_value};
 use super::otlp::{self, RawSpan};
 use super::pydanticai::{any_span, has_attr};
 use super::spantree::{Node, Op};
-use super::{Document, Loaded, value_text};
+use super::{Document, FormatError, Loaded, value_text};
 use crate::model::{Diagnostic, SourceFormat};
 
 /// The provider name Strands writes in `gen_ai.system` / `gen_ai.provider.name`.
@@ -57,7 +57,7 @@ pub fn detect(doc: &Document) -> bool {
 ///
 /// # Errors
 /// A message when the document holds no span.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     otlp::load_span_groups(name, SourceFormat::Strands, doc, node)
 }
 

@@ -28,7 +28,7 @@
 use serde_json::Value;
 
 use super::actions::{Actions, tagged};
-use super::{Document, Loaded, content_text, value_text};
+use super::{Document, FormatError, Loaded, content_text, value_text};
 use crate::model::{AgentInfo, Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// Messages SWE-agent's tools and templates write when an action failed (`tools/edit_anthropic`,
@@ -67,14 +67,16 @@ pub fn is_error_text(text: &str) -> bool {
 ///
 /// # Errors
 /// A message when the document is not an object with a `history` or `trajectory` array.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document" });
     };
     let history = v.get("history").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let trajectory = v.get("trajectory").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     if history.is_empty() && trajectory.is_empty() {
-        return Err("expected a \"history\" or \"trajectory\" array with at least one entry".into());
+        return Err(FormatError::Shape {
+            expected: "a \"history\" or \"trajectory\" array with at least one entry".into(),
+        });
     }
     let mut r = Reader::default();
     if history.is_empty() {

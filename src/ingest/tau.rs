@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::{Document, Loaded, describe_value, openai, pyrepr, str_field, type_name, value_text};
+use super::{Document, FormatError, Loaded, describe_value, openai, pyrepr, str_field, value_text};
 use crate::model::{Diagnostic, SourceFormat, Trajectory};
 
 /// Whether a document is a τ-bench record or a list of them (judged by its first item): an object
@@ -41,9 +41,9 @@ fn is_record(v: &Value) -> bool {
 ///
 /// # Errors
 /// A message when the document is JSON Lines or neither an object nor an array.
-pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document" });
     };
     if v.get("simulations").is_some() {
         return load_tau2(name, v);
@@ -52,10 +52,10 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, String> {
         Value::Array(items) => (items.as_slice(), false),
         Value::Object(_) => (std::slice::from_ref(v), true),
         other => {
-            return Err(format!(
-                "expected a τ-bench record {{task_id, reward, info, traj}} or a list of them, found {}",
-                describe_value(other)
-            ));
+            return Err(FormatError::Found {
+                expected: "a τ-bench record {task_id, reward, info, traj} or a list of them",
+                found: describe_value(other).into(),
+            });
         }
     };
     let mut diagnostics = Vec::new();
@@ -76,17 +76,16 @@ fn read_record(
     fallback_id: &str,
     place: &str,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Trajectory, String> {
+) -> Result<Trajectory, FormatError> {
     if !rec.is_object() {
-        return Err(format!("expected an object, found {}", type_name(rec)));
+        return Err(FormatError::not_a("an object", rec));
     }
-    let traj = decoded(rec.get("traj").ok_or("missing \"traj\"")?);
-    let messages =
-        traj.as_array().ok_or_else(|| format!("\"traj\" is {}, expected an array of messages", type_name(&traj)))?;
+    let traj = decoded(rec.get("traj").ok_or(FormatError::missing("traj"))?);
+    let messages = traj.as_array().ok_or_else(|| FormatError::wrong_type("traj", &traj, "an array of messages"))?;
     let mut t = Trajectory { id: record_id(rec, fallback_id), source: SourceFormat::TauBench, ..Trajectory::default() };
     openai::read_messages(messages, &format!("{place}.traj"), &mut t, diagnostics);
     if t.steps.is_empty() {
-        return Err("no usable message in \"traj\"".into());
+        return Err(FormatError::NoUsable { item: "message", list: "\"traj\"" });
     }
     for key in ["task_id", "trial", "reward"] {
         if let Some(v) = str_field(rec, key) {
@@ -113,11 +112,11 @@ fn read_record(
 /// (`requestor`); calls are attributed to whoever made them. The task text is the user scenario's
 /// instructions from the `tasks` entry with the simulation's `task_id` (its `description.purpose`
 /// kept as metadata).
-fn load_tau2(name: &str, v: &Value) -> Result<Loaded, String> {
-    let sims = v
-        .get("simulations")
-        .and_then(Value::as_array)
-        .ok_or_else(|| "τ²-bench results: \"simulations\" is not an array of {task_id, messages}".to_string())?;
+fn load_tau2(name: &str, v: &Value) -> Result<Loaded, FormatError> {
+    let sims = v.get("simulations").and_then(Value::as_array).ok_or(FormatError::NothingUsable {
+        list: "τ²-bench results: \"simulations\"".into(),
+        problem: "is not an array of {task_id, messages}",
+    })?;
     let tasks = v.get("tasks").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let mut diagnostics = Vec::new();
     let mut trajectories = Vec::new();
@@ -170,7 +169,10 @@ fn load_tau2(name: &str, v: &Value) -> Result<Loaded, String> {
         trajectories.push(t);
     }
     if trajectories.is_empty() && sims.is_empty() {
-        return Err("τ²-bench results: \"simulations\" is empty".into());
+        return Err(FormatError::NothingUsable {
+            list: "τ²-bench results: \"simulations\"".into(),
+            problem: "is empty",
+        });
     }
     Ok(Loaded { format: SourceFormat::TauBench, trajectories, diagnostics })
 }

@@ -14,7 +14,9 @@
 
 use serde_json::Value;
 
-use super::{DETECT_SAMPLE, Document, Loaded, content_text, describe_value, remap_index, str_field, value_text};
+use super::{
+    DETECT_SAMPLE, Document, FormatError, Loaded, content_text, describe_value, remap_index, str_field, value_text,
+};
 use crate::model::{AgentInfo, Diagnostic, GoldLabel, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory};
 
 /// The agent name of the code-execution tool in algorithm-generated runs.
@@ -77,7 +79,7 @@ fn is_magentic_role(role: &str) -> bool {
 ///
 /// # Errors
 /// A message when the document has no `history` array (or is no array for a Magentic log).
-pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, String> {
+pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, FormatError> {
     let (history, top) = history_of(doc)?;
     let label = if top.is_some() { "history" } else { "messages" };
     let (steps, origin, mut diagnostics) = read_history(history, format == SourceFormat::WhoWhenAlgorithm, label);
@@ -96,35 +98,37 @@ pub fn load(name: &str, doc: &Document, format: SourceFormat) -> Result<Loaded, 
 }
 
 /// The history records and, for a Who&When object, the object itself.
-fn history_of(doc: &Document) -> Result<(&[Value], Option<&Value>), String> {
+fn history_of(doc: &Document) -> Result<(&[Value], Option<&Value>), FormatError> {
     let Document::Json(v) = doc else {
-        return Err("expected one JSON document, found JSON Lines".into());
+        return Err(FormatError::JsonLines { expected: "one JSON document" });
     };
     let (history, top) = match v {
         Value::Array(items) => (items.as_slice(), None),
         Value::Object(_) => match v.get("history") {
             Some(Value::Array(h)) => (h.as_slice(), Some(v)),
             Some(other) => {
-                let found = super::type_name(other);
-                return Err(format!("\"history\" is {found}, expected an array of messages"));
+                return Err(FormatError::wrong_type("history", other, "an array of messages"));
             }
             None => {
-                let found = describe_value(v);
-                return Err(format!(
-                    "expected a Who&When \"history\" array, a Magentic-One log [{{role, content}}] or an AutoGen \
-                     AgentChat TaskResult {{messages: [{{source, type, content}}]}}, found {found}"
-                ));
+                return Err(FormatError::Found {
+                    expected: "a Who&When \"history\" array, a Magentic-One log [{role, content}] or an AutoGen \
+                               AgentChat TaskResult {messages: [{source, type, content}]}",
+                    found: describe_value(v).into(),
+                });
             }
         },
         other => {
-            return Err(format!(
-                "expected an object with \"history\" or an array of {{role, content}}, found {}",
-                describe_value(other)
-            ));
+            return Err(FormatError::Found {
+                expected: "an object with \"history\" or an array of {role, content}",
+                found: describe_value(other).into(),
+            });
         }
     };
     if history.is_empty() {
-        return Err("the history is empty, expected at least one message".into());
+        return Err(FormatError::NothingUsable {
+            list: "the history".into(),
+            problem: "is empty, expected at least one message",
+        });
     }
     Ok((history, top))
 }
@@ -150,26 +154,23 @@ fn read_history(history: &[Value], algorithm: bool, label: &str) -> (Vec<Step>, 
     (steps, origin, diagnostics)
 }
 
-fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
-    let obj = item.as_object().ok_or_else(|| format!("expected an object, found {}", super::type_name(item)))?;
+fn parse_step(item: &Value, algorithm: bool) -> Result<Step, FormatError> {
+    let obj = item.as_object().ok_or_else(|| FormatError::not_a("an object", item))?;
     let content = match obj.get("content") {
-        None => return Err("missing \"content\"".into()),
+        None => return Err(FormatError::missing("content")),
         Some(c) => content_text(Some(c))?,
     };
     let role = match obj.get("role") {
         None => String::new(),
         Some(Value::String(r)) => r.clone(),
-        Some(other) => {
-            let found = super::type_name(other);
-            return Err(format!("\"role\" is {found}, expected a string"));
-        }
+        Some(other) => return Err(FormatError::wrong_type("role", other, "a string")),
     };
     let mut step = Step { content, role, ..Step::default() };
     if algorithm {
         step.agent = agent_name(obj.get("name"))?;
     } else {
         if step.role.trim().is_empty() {
-            return Err("missing \"role\" (the agent)".into());
+            return Err(FormatError::Missing { field: "role", what: " (the agent)" });
         }
         (step.agent, step.kind, step.delegate_to) = parse_hand_role(&step.role);
     }
@@ -181,12 +182,18 @@ fn parse_step(item: &Value, algorithm: bool) -> Result<Step, String> {
 }
 
 /// The agent of an algorithm-generated record: its `name`, a non-empty string.
-fn agent_name(name: Option<&Value>) -> Result<String, String> {
+fn agent_name(name: Option<&Value>) -> Result<String, FormatError> {
+    const WHAT: &str = " (the agent)";
     match name {
         Some(Value::String(n)) if !n.trim().is_empty() => Ok(n.trim().to_string()),
-        Some(Value::String(_)) => Err("\"name\" (the agent) is empty".into()),
-        Some(other) => Err(format!("\"name\" (the agent) is {}, expected a string", super::type_name(other))),
-        None => Err("missing \"name\" (the agent)".into()),
+        Some(Value::String(_)) => Err(FormatError::EmptyField { field: "name", what: WHAT }),
+        Some(other) => Err(FormatError::Field {
+            field: "name".into(),
+            what: WHAT.into(),
+            found: super::type_name(other).into(),
+            expected: "a string".into(),
+        }),
+        None => Err(FormatError::Missing { field: "name", what: WHAT }),
     }
 }
 
@@ -259,7 +266,8 @@ fn read_gold(top: &Value, t: &mut Trajectory, origin: &[usize], len: usize, diag
     };
     let agent = agent.trim().to_string();
     let mut notes = Vec::new();
-    let step = str_field(top, "mistake_step").and_then(|s| gold_step(&s, origin, len).map_err(|e| notes.push(e)).ok());
+    let step = str_field(top, "mistake_step")
+        .and_then(|s| gold_step(&s, origin, len).map_err(|e| notes.push(e.to_string())).ok());
     if !t.steps.iter().any(|s| s.agent.eq_ignore_ascii_case(&agent)) {
         notes.push(format!("mistake_agent {agent:?} acts at no step of the trajectory"));
     }
@@ -277,13 +285,13 @@ fn read_gold(top: &Value, t: &mut Trajectory, origin: &[usize], len: usize, diag
 ///
 /// # Errors
 /// Why the gold step is dropped: not a number, past the end, or a skipped record.
-fn gold_step(s: &str, origin: &[usize], len: usize) -> Result<usize, String> {
-    let n: usize =
-        s.trim().parse().map_err(|_| format!("mistake_step {s:?} is not a step number; gold step dropped"))?;
+fn gold_step(s: &str, origin: &[usize], len: usize) -> Result<usize, FormatError> {
+    let gold = |step: String, problem: String| FormatError::GoldStep { field: "mistake_step", step, problem };
+    let n: usize = s.trim().parse().map_err(|_| gold(format!("{s:?}"), "is not a step number".into()))?;
     if n >= len {
-        return Err(format!("mistake_step {n} is past the end of history ({len} records); gold step dropped"));
+        return Err(gold(n.to_string(), format!("is past the end of history ({len} records)")));
     }
-    remap_index(origin, n).ok_or_else(|| format!("mistake_step {n} names a skipped record; gold step dropped"))
+    remap_index(origin, n).ok_or_else(|| gold(n.to_string(), "names a skipped record".into()))
 }
 
 /// The run's final answer: a `FINAL ANSWER:` line, else the last Orchestrator / assistant message
