@@ -169,6 +169,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
                 millis: 0.0,
                 warnings: 0,
                 replay_misses: 0,
+                later_prompt_tokens: 0,
+                later_cached_tokens: 0,
                 part: v["part"].as_str().unwrap().into(),
                 confidence: v["confidence"].as_f64().unwrap() as f32,
                 gold_rank: step("gold_rank"),

@@ -697,6 +697,11 @@ impl Client {
         v.get("total_slots").and_then(Value::as_u64).map(|n| n as usize).filter(|n| *n > 0)
     }
 
+    /// Where [`Client::tokenize`] asks, without credentials.
+    pub fn tokenize_url(&self) -> String {
+        without_credentials(&format!("{}/tokenize", self.root()))
+    }
+
     /// Counts the tokens of `text` with the server's own tokenizer (llama.cpp `POST /tokenize`);
     /// `None` when the server has no such endpoint.
     pub async fn tokenize(&self, text: &str) -> Option<u64> {

@@ -370,7 +370,7 @@ pub struct DryRunCall {
     pub kind: String,
     /// Questions the call answers.
     pub questions: usize,
-    /// Prompt tokens counted with `o200k_base`.
+    /// Prompt tokens, counted as [`DryRunReport::counter`] says.
     pub prompt_tokens: u64,
     /// The request's `max_tokens`.
     pub max_completion_tokens: u32,
@@ -396,6 +396,140 @@ pub struct DryRunReport {
     pub model: String,
     /// The requests in order.
     pub calls: Vec<DryRunCall>,
+    /// What counted their prompt tokens.
+    pub counter: TokenCounter,
+}
+
+/// What counted a dry run's prompt tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TokenCounter {
+    /// `tiktoken-rs` `o200k_base`, offline: nothing is sent.
+    #[default]
+    O200k,
+    /// The server's own tokenizer: llama.cpp `POST /tokenize` at this URL (credentials removed);
+    /// nothing else is sent.
+    Server(String),
+}
+
+impl TokenCounter {
+    /// One sentence saying how the prompt tokens were counted and what they are worth.
+    pub fn note(&self) -> String {
+        match self {
+            TokenCounter::O200k => format!(
+                "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: {O200K_MARGIN} (repairs and refusals are not included)"
+            ),
+            TokenCounter::Server(url) => format!(
+                "prompt tokens counted by the server's tokenizer ({}; nothing else was sent), +4 per message and +3 per reply (repairs and refusals are not included)",
+                crate::text::sanitize(url)
+            ),
+        }
+    }
+}
+
+/// How far `o200k_base` counts stand from a server's tokenizer, as measured.
+pub const O200K_MARGIN: &str = "SmolLM2's counted 7-8 % more on these prompts";
+
+/// Counts a dry run's prompt tokens: with the server's tokenizer (llama.cpp `POST /tokenize`)
+/// when a base URL is configured and the server answers it, else with `o200k_base`. Made once
+/// for a whole set ([`dry_run_counting`]); it remembers each message's count, so the system
+/// message shared by every request is sent to the tokenizer once.
+pub struct DryRunCounter {
+    /// The runtime and client reaching `/tokenize`; `None` to count with `o200k_base`.
+    server: Option<(tokio::runtime::Runtime, Client)>,
+    url: String,
+    memo: Mutex<HashMap<String, u64>>,
+}
+
+impl std::fmt::Debug for DryRunCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DryRunCounter").field("counter", &self.counter()).finish()
+    }
+}
+
+impl Drop for DryRunCounter {
+    fn drop(&mut self) {
+        if let Some((rt, _)) = self.server.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl DryRunCounter {
+    /// A counter for `cfg`: when `cfg.base_url` is set, asks the server's `/tokenize` once (with
+    /// the key from `$cfg.api_key_env`) and uses it if it answers; otherwise `o200k_base`.
+    ///
+    /// # Errors
+    /// [`LlmError::Setup`] when the HTTP client or its runtime cannot start.
+    pub fn new(cfg: &LlmConfig) -> Result<DryRunCounter, LlmError> {
+        let mut counter = DryRunCounter { server: None, url: String::new(), memo: Mutex::new(HashMap::new()) };
+        let Some(url) = cfg.base_url.as_deref() else { return Ok(counter) };
+        let key = std::env::var(&cfg.api_key_env).ok().filter(|k| !k.is_empty());
+        let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, 0).map_err(LlmError::Setup)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("falat-tokenize")
+            .enable_all()
+            .build()
+            .map_err(|e| LlmError::Setup(e.to_string()))?;
+        counter.url = client.tokenize_url();
+        counter.server = Some((rt, client));
+        if counter.server_count("falat").is_none() {
+            tracing::info!("{} did not answer; the dry run counts with o200k_base", counter.url);
+            if let Some((rt, _)) = counter.server.take() {
+                rt.shutdown_background();
+            }
+        }
+        Ok(counter)
+    }
+
+    /// The counter in use.
+    pub fn counter(&self) -> TokenCounter {
+        match self.server {
+            Some(_) => TokenCounter::Server(self.url.clone()),
+            None => TokenCounter::O200k,
+        }
+    }
+
+    fn server_count(&self, text: &str) -> Option<u64> {
+        if let Some(n) = self.memo.lock().unwrap_or_else(|p| p.into_inner()).get(text) {
+            return Some(*n);
+        }
+        let (rt, client) = self.server.as_ref()?;
+        let (client, owned) = (client.clone(), text.to_string());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let _ = tx.send(client.tokenize(&owned).await);
+        });
+        let n = rx.recv().ok().flatten()?;
+        self.memo.lock().unwrap_or_else(|p| p.into_inner()).insert(text.to_string(), n);
+        Some(n)
+    }
+
+    /// Prompt tokens of a message list with the server's tokenizer (+4 per message, +3 per
+    /// reply, as [`count_tokens`]); `None` when the server does not answer.
+    fn server_tokens(&self, messages: &[Message]) -> Option<u64> {
+        messages.iter().map(|m| self.server_count(&m.content).map(|n| n + 4)).sum::<Option<u64>>().map(|n| n + 3)
+    }
+
+    /// Counts every call of a report with this counter and names it in the report. Should the
+    /// server stop answering half-way, every call is counted with `o200k_base` instead, so one
+    /// report never mixes two tokenizers.
+    fn count(&self, report: &mut DryRunReport) {
+        report.counter = TokenCounter::O200k;
+        if self.server.is_none() {
+            return;
+        }
+        let counts: Option<Vec<u64>> = report.calls.iter().map(|c| self.server_tokens(&c.messages)).collect();
+        match counts {
+            Some(counts) => {
+                for (c, n) in report.calls.iter_mut().zip(counts) {
+                    c.prompt_tokens = n;
+                }
+                report.counter = self.counter();
+            }
+            None => tracing::warn!("{} stopped answering; these prompts are counted with o200k_base", self.url),
+        }
+    }
 }
 
 impl DryRunReport {
@@ -407,7 +541,11 @@ impl DryRunReport {
     /// A plain-text table: one row per request with, beneath it, the question it asks (the
     /// paragraph before the answer format, cut at 200 characters), then the total.
     pub fn render(&self) -> String {
-        let mut out = format!("dry run for model {}: nothing was sent\n", self.model);
+        let sent = match self.counter {
+            TokenCounter::O200k => "nothing was sent",
+            TokenCounter::Server(_) => "nothing was sent but the prompts to the server's tokenizer",
+        };
+        let mut out = format!("dry run for model {}: {sent}\n", self.model);
         out.push_str(&format!(
             "{:<4} {:<18} {:>9} {:>13} {:>10}\n",
             "#", "kind", "questions", "prompt tok", "max compl"
@@ -426,7 +564,7 @@ impl DryRunReport {
             }
         }
         out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
-        out.push_str(TOKEN_MARGIN);
+        out.push_str(&self.counter.note());
         out.push('\n');
         out
     }
@@ -436,20 +574,33 @@ impl DryRunReport {
 /// `|j| { methods::run(Method::Echo, t, j, &opts); }`), and the report lists every request it
 /// would send, with its prompt tokens (the heuristic judge answers meanwhile, so later prompts are
 /// the ones that follow heuristic answers; repair requests are not included). The command line
-/// chooses what runs (`falat diagnose --dry-run`), so the judge needs no method or pipeline.
+/// chooses what runs (`falat diagnose --dry-run`), so the judge needs no method or pipeline. The
+/// tokens are counted by a [`DryRunCounter`] made for `cfg`: the server's `/tokenize` when a base
+/// URL is configured and the server answers it (the only thing sent), else `o200k_base`.
+///
+/// # Errors
+/// An [`LlmError`] from setting up the judge or the counter.
+pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<DryRunReport, LlmError> {
+    dry_run_counting(cfg, &DryRunCounter::new(cfg)?, run)
+}
+
+/// [`dry_run_with`] with a counter made once for many dry runs (`falat eval --dry-run`).
 ///
 /// # Errors
 /// An [`LlmError`] from setting up the judge.
-pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<DryRunReport, LlmError> {
+pub fn dry_run_counting(
+    cfg: &LlmConfig,
+    counter: &DryRunCounter,
+    run: impl FnOnce(&dyn Judge),
+) -> Result<DryRunReport, LlmError> {
     let cfg = LlmConfig { dry_run: true, record_dir: None, replay_dir: None, ..cfg.clone() };
     let judge = LlmJudge::with_api_key(cfg, None)?;
     run(&judge);
     let calls = judge.lock().dry.clone();
-    Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
+    let mut report = DryRunReport { model: judge.cfg.model.clone(), calls, counter: TokenCounter::O200k };
+    counter.count(&mut report);
+    Ok(report)
 }
-
-/// What a dry run's token counts are worth: they are counted offline, with `o200k_base`.
-pub const TOKEN_MARGIN: &str = "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: SmolLM2's counted 7-8 % more on these prompts (repairs and refusals are not included)";
 
 /// Prompt tokens of a message list, counted with `o200k_base` (+4 per message, +3 per reply).
 pub fn count_tokens(messages: &[Message]) -> u64 {
@@ -571,6 +722,10 @@ struct State {
     asked: HashMap<String, u64>,
     stats: Stats,
     dry: Vec<DryRunCall>,
+    /// Trajectories whose first call was made (for [`Cost::later_prompt_tokens`]).
+    first_call_done: std::collections::HashSet<String>,
+    /// Questions whose replay miss was counted ([`Cost::replay_misses`] counts each once).
+    misses_counted: std::collections::HashSet<(String, String)>,
 }
 
 struct Inner {
@@ -730,30 +885,6 @@ impl LlmJudge {
         *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
 
-    /// Counts the prompt tokens of `messages` with the server's own tokenizer (llama.cpp
-    /// `/tokenize`, +4 per message and +3 per reply as [`count_tokens`]); `None` without a server
-    /// or when it has no tokenizer endpoint.
-    pub fn server_count_tokens(&self, messages: &[Message]) -> Option<u64> {
-        let (Some(rt), Some(client)) = (&self.rt, &self.inner.client) else { return None };
-        let client = client.clone();
-        let texts: Vec<String> = messages.iter().map(|m| m.content.clone()).collect();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        rt.spawn(async move {
-            let mut total = 3u64;
-            for t in &texts {
-                match client.tokenize(t).await {
-                    Some(n) => total += n + 4,
-                    None => {
-                        let _ = tx.send(None);
-                        return;
-                    }
-                }
-            }
-            let _ = tx.send(Some(total));
-        });
-        rx.recv().ok().flatten()
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -902,6 +1033,11 @@ impl LlmJudge {
         cost.cached_tokens += cached;
         cost.wall += wall;
         let mut st = self.lock();
+        // Only a trajectory's later calls can reuse what it sent before.
+        if !st.first_call_done.insert(traj.to_string()) {
+            cost.later_prompt_tokens += p;
+            cost.later_cached_tokens += cached;
+        }
         st.stats.calls += 1;
         st.stats.prompt_tokens += p;
         st.stats.completion_tokens += c;
@@ -1135,6 +1271,9 @@ impl Judge for LlmJudge {
             Some(m) => m,
             None => self.ask_uncached(ctx, question, &traj, &mut cost),
         };
+        if m.origin == Origin::FallbackReplay && self.lock().misses_counted.insert(key) {
+            cost.replay_misses += 1;
+        }
         if cost.calls == 0 {
             cost.wall = start.elapsed();
         }
