@@ -335,11 +335,14 @@ pub enum LlmError {
         message: String,
     },
     /// The record or replay folder could not be used.
-    #[error("{0}")]
-    Cache(String),
+    #[error(transparent)]
+    Cache(#[from] cache::CacheError),
     /// The HTTP client or the runtime could not be set up.
-    #[error("cannot start the LLM client: {0}")]
-    Setup(String),
+    #[error("cannot start the LLM client: {reason}")]
+    Setup {
+        /// The HTTP stack's or the runtime's reason.
+        reason: String,
+    },
 }
 
 /// Counters of one judge (over all trajectories it answered).
@@ -464,13 +467,14 @@ impl DryRunCounter {
         let mut counter = DryRunCounter { server: None, url: String::new(), memo: Mutex::new(HashMap::new()) };
         let Some(url) = cfg.base_url.as_deref() else { return Ok(counter) };
         let key = std::env::var(&cfg.api_key_env).ok().filter(|k| !k.is_empty());
-        let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, 0).map_err(LlmError::Setup)?;
+        let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, 0)
+            .map_err(|e| LlmError::Setup { reason: e.reason })?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("falat-tokenize")
             .enable_all()
             .build()
-            .map_err(|e| LlmError::Setup(e.to_string()))?;
+            .map_err(|e| LlmError::Setup { reason: e.to_string() })?;
         counter.url = client.tokenize_url();
         counter.server = Some((rt, client));
         if counter.server_count("falat").is_none() {
@@ -763,7 +767,7 @@ enum Failure {
     /// A call failed; the message says why.
     Call(CallError),
     /// The answer stayed invalid after the repair request.
-    Invalid(String),
+    Invalid(validate::Invalid),
     /// The trajectory's token budget is spent.
     Budget(u64),
     /// The schema of the question cannot be sent (a server would refuse it).
@@ -813,11 +817,11 @@ impl LlmJudge {
     /// # Errors
     /// As [`LlmJudge::new`].
     pub fn with_api_key(cfg: LlmConfig, key: Option<String>) -> Result<LlmJudge, LlmError> {
-        let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref()).map_err(LlmError::Cache)?;
+        let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref())?;
         let (client, rt) = if cfg.online() {
             let url = cfg.base_url.as_deref().ok_or(LlmError::NoUrl)?;
             let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries)
-                .map_err(LlmError::Setup)?
+                .map_err(|e| LlmError::Setup { reason: e.reason })?
                 .with_limits(client::Limits {
                     max_retry_after: cfg.max_retry_after,
                     max_body_bytes: cfg.max_response_bytes,
@@ -827,7 +831,7 @@ impl LlmJudge {
                 .thread_name("falat-llm")
                 .enable_all()
                 .build()
-                .map_err(|e| LlmError::Setup(e.to_string()))?;
+                .map_err(|e| LlmError::Setup { reason: e.to_string() })?;
             (Some(client), Some(rt))
         } else {
             (None, None)
@@ -1137,6 +1141,7 @@ impl LlmJudge {
             return first.into_iter().map(|r| r.map(|a| (a, Origin::Model)).map_err(Failure::Invalid)).collect();
         }
         self.lock().stats.repairs += 1;
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
         tracing::debug!("{} answer invalid: {}", kind.name(), errors.join("; "));
         messages.push(Message { role: "assistant", content: crate::text::clip(&c.content, 3000) });
         let list: Vec<String> = errors.iter().take(8).map(|e| format!("- {e}")).collect();
@@ -1144,7 +1149,7 @@ impl LlmJudge {
             .push(Message { role: "user", content: prompts::render(prompts::REPAIR, &[("errors", list.join("\n"))]) });
         let second = match self.call(kind.name(), traj, &messages, schema, kind.max_tokens(batch), &mut format, cost) {
             Ok(c2) => parse_reply(ctx, kind, batch, d, &c2),
-            Err(e) => batch.iter().map(|_| Err(e.to_string())).collect(),
+            Err(e) => batch.iter().map(|_| Err(validate::Invalid::RepairCall(e.clone()))).collect(),
         };
         first
             .into_iter()
@@ -1439,21 +1444,24 @@ fn parse_reply(
     batch: &[Question],
     d: Detail,
     c: &Completion,
-) -> Vec<Result<Answer, String>> {
+) -> Vec<Result<Answer, validate::Invalid>> {
     let parsed = validate::extract_json(&c.content).and_then(|v| kind.parse(ctx, batch, d, &v));
     match parsed {
         Ok(each) => each,
         Err(e) => {
-            let e =
-                if c.finish_reason.as_deref() == Some("length") { format!("{e} (stopped at max_tokens)") } else { e };
+            let e = if c.finish_reason.as_deref() == Some("length") {
+                validate::Invalid::StoppedAtMaxTokens(Box::new(e))
+            } else {
+                e
+            };
             batch.iter().map(|_| Err(e.clone())).collect()
         }
     }
 }
 
 /// The distinct problems of a parsed batch.
-fn problems(results: &[Result<Answer, String>]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn problems(results: &[Result<Answer, validate::Invalid>]) -> Vec<validate::Invalid> {
+    let mut out: Vec<validate::Invalid> = Vec::new();
     for e in results.iter().filter_map(|r| r.as_ref().err()) {
         if !out.contains(e) {
             out.push(e.clone());

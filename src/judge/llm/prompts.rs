@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 pub mod attribution;
 
-use super::validate;
+use super::validate::{self, Invalid};
 use crate::diagnosis::Transition;
 use crate::graph::{DepGraph, EdgeKind};
 use crate::hierarchy::Action;
@@ -112,14 +112,14 @@ pub trait Kind: Sync {
     /// Validates an answer: one result per question of the batch, or an error for the whole.
     ///
     /// # Errors
-    /// A sentence per problem that concerns the whole answer (wrong shape, unknown steps).
+    /// An [`Invalid`] for a problem that concerns the whole answer (wrong shape, unknown steps).
     fn parse(
         &self,
         ctx: &Context<'_>,
         batch: &[Question],
         d: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String>;
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid>;
 }
 
 static KINDS: &[&dyn Kind] = &[&PriorKind, &PhaseKind, &RecallKind, &LabelKind, &VerifyKind, &RolesKind];
@@ -356,7 +356,7 @@ impl Kind for PriorKind {
         _: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         validate::prior(ctx, v).map(|p| vec![Ok(Answer::Prior(p))])
     }
 }
@@ -423,14 +423,12 @@ impl Kind for PhaseKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let ids = phase_ids(batch);
         let got = validate::phases(ctx, &ids, v)?;
         Ok(ids
             .iter()
-            .map(|p| {
-                got.iter().find(|(q, _)| q == p).map(|(_, a)| a.clone()).ok_or_else(|| format!("phase {p} is missing"))
-            })
+            .map(|p| got.iter().find(|(q, _)| q == p).map(|(_, a)| a.clone()).ok_or(Invalid::PhaseMissing(*p)))
             .collect())
     }
 }
@@ -541,13 +539,13 @@ impl Kind for RecallKind {
         batch: &[Question],
         d: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let shown = RecallKind::shown(ctx, batch, d);
         let found = validate::candidates(&shown, v)?;
         Ok(batch
             .iter()
             .map(|q| {
-                let Question::RecallCandidates { range } = q else { return Err("not a recall question".into()) };
+                let Question::RecallCandidates { range } = q else { return Err(Invalid::WrongQuestion("recall")) };
                 Ok(Answer::Candidates(found.iter().filter(|(s, _)| range.contains(s)).cloned().collect()))
             })
             .collect())
@@ -625,7 +623,7 @@ impl Kind for LabelKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let keys = edge_keys(batch);
         let got = validate::labels(&keys, v)?;
         Ok(got.into_iter().map(|r| r.map(Answer::Transition)).collect())
@@ -742,13 +740,13 @@ impl Kind for VerifyKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let steps = verify_steps(batch);
         let verdicts = validate::verdicts(&steps, v)?;
         Ok(batch
             .iter()
             .map(|q| {
-                let Question::Verify { step, criterion, .. } = q else { return Err("not a verify question".into()) };
+                let Question::Verify { step, criterion, .. } = q else { return Err(Invalid::WrongQuestion("verify")) };
                 let k = steps.iter().position(|s| s == step).expect("batch step");
                 verdicts[k].clone().map(|(ind, suf)| {
                     Answer::Criterion(if *criterion == CriterionKind::Independence { ind } else { suf })
@@ -813,8 +811,8 @@ impl Kind for RolesKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
-        let Some(Question::Roles { window, .. }) = batch.first() else { return Err("not a roles question".into()) };
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
+        let Some(Question::Roles { window, .. }) = batch.first() else { return Err(Invalid::WrongQuestion("roles")) };
         validate::roles(window.clone(), v).map(|a| vec![Ok(a)])
     }
 }
