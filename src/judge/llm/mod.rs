@@ -67,7 +67,10 @@ pub struct LlmConfig {
     pub retries: usize,
     /// Most requests in flight at once, across threads.
     pub jobs: usize,
-    /// Most prompt + completion tokens spent on one trajectory; then the heuristic answers.
+    /// Most tokens spent on one trajectory: completion tokens plus the prompt tokens the server
+    /// computed (those it served from its prompt cache are not counted, so the shared prefix of a
+    /// trajectory's prompts counts once); then the heuristic answers. A call is not made when the
+    /// tokens spent, its whole prompt and its `max_tokens` would pass the budget.
     pub token_budget: Option<u64>,
     /// Append every exchange to `DIR/exchanges.jsonl`.
     pub record_dir: Option<PathBuf>,
@@ -1046,7 +1049,8 @@ impl LlmJudge {
         st.stats.prompt_tokens += p;
         st.stats.completion_tokens += c;
         st.stats.cached_tokens += cached;
-        *st.spent.entry(traj.to_string()).or_default() += p + c;
+        // What the server computed: the prompt tokens it served from its cache are paid once.
+        *st.spent.entry(traj.to_string()).or_default() += p - cached + c;
         if matches!(result, Err(CallError::ContextTooLong { .. })) {
             st.stats.context_overflows += 1;
         }
@@ -1067,7 +1071,7 @@ impl LlmJudge {
         loop {
             let user = prompts::render(kind.template(), &kind.fill(ctx, batch, known, d));
             let messages = vec![
-                Message { role: "system", content: prompts::render(prompts::SYSTEM, &[]) },
+                Message { role: "system", content: prompts::render(kind.system(), &[]) },
                 Message { role: "user", content: user },
             ];
             let schema = kind.schema(ctx, batch, d);

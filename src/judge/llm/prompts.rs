@@ -2,6 +2,12 @@
 //! is sent: phase summaries first, raw evidence only for the steps under examination, step numbers
 //! always written out.
 //!
+//! Every FALAT prompt of a trajectory starts with the same bytes, so a server's prompt cache
+//! computes them once: the system message ([`FALAT_SYSTEM`], with the fixed definitions), then [`run`]
+//! (the task and agents, the outcome, the whole run one line per step, the prior), then the
+//! stage's own context and its question. The prior's prompt is [`FALAT_SYSTEM`] and [`opening`], the
+//! start of every later one.
+//!
 //! Each kind is a [`Kind`]: a prompt file under `src/judge/llm/prompts/` (loaded with
 //! `include_str!`), the values of its placeholders, the JSON schema of the answer, how many
 //! questions one call answers (batching), and the validation of the answer (in [`super::validate`]).
@@ -31,8 +37,11 @@ use crate::judge::{Answer, Context, CriterionKind, Question, QuestionKind, heuri
 use crate::model::StepKind;
 use crate::text;
 
-/// The system message of every call.
+/// The system message of the attribution questions (ECHO, DeFA, the Who&When baselines).
 pub const SYSTEM: &str = include_str!("prompts/system.md");
+/// The system message of FALAT's questions: [`SYSTEM`]'s text, then the fixed definitions they
+/// use (kinds of error, transition labels, verification criteria, re-search roles).
+pub const FALAT_SYSTEM: &str = include_str!("prompts/falat_system.md");
 /// The follow-up message of a repair request (`{{errors}}`).
 pub const REPAIR: &str = include_str!("prompts/repair.md");
 
@@ -94,6 +103,11 @@ pub trait Kind: Sync {
     }
     /// The prompt file's text.
     fn template(&self) -> &'static str;
+    /// The system message's template: [`FALAT_SYSTEM`] for FALAT's questions (the default),
+    /// [`SYSTEM`] for the attribution questions.
+    fn system(&self) -> &'static str {
+        FALAT_SYSTEM
+    }
     /// The questions answered by the same call as `q`, `q` first.
     fn batch(&self, _ctx: &Context<'_>, q: &Question, _known: &Known) -> Vec<Question> {
         vec![q.clone()]

@@ -1350,8 +1350,9 @@ fn every_prompt_of_a_trajectory_starts_with_the_same_system_text_task_and_run() 
         let share = fixed as f64 / (tokens(sys) + tokens(user)) as f64;
         least = least.min(share);
     }
-    // 70.1 % (o200k_base) for the re-search prompt, which adds the raw text of five steps.
-    assert!(least >= 0.70, "the shared prefix is only {:.1} % of a prompt ({bodies:?})", 100.0 * least);
+    // 68.6 % (o200k_base) for the re-search prompt, which adds the raw text of five steps and the
+    // roles; every other prompt shares more.
+    assert!(least >= 0.68, "the shared prefix is only {:.1} % of a prompt", 100.0 * least);
 }
 
 #[test]

@@ -269,6 +269,9 @@ impl Kind for Attribution {
     fn template(&self) -> &'static str {
         self.template
     }
+    fn system(&self) -> &'static str {
+        super::SYSTEM
+    }
     /// A segment with no step has nothing to choose from: no candidates, without a call.
     fn skip(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Option<Answer> {
         (matches!(q, Question::SegmentRecall { .. }) && segment_steps(ctx, q).is_empty())
