@@ -543,6 +543,16 @@ pub struct Cost {
     pub cached_tokens: u64,
     /// Who answered the questions (LLM judge only; all 0 for the offline judges).
     pub answers: AnswerCounts,
+    /// Of [`Cost::prompt_tokens`], those sent after the trajectory's first call: the calls whose
+    /// prompt could reuse what the trajectory sent before (LLM judge only).
+    pub later_prompt_tokens: u64,
+    /// Of [`Cost::cached_tokens`], those of the calls after the trajectory's first call.
+    /// `later_cached_tokens / later_prompt_tokens` is the share of the prompt the server did not
+    /// compute again ([`Cost::later_cached_share`]).
+    pub later_cached_tokens: u64,
+    /// Questions the LLM judge did not find in its replay folder (the heuristic judge answered
+    /// them; each question counted once however often it is asked).
+    pub replay_misses: u64,
 }
 
 impl Cost {
@@ -554,6 +564,15 @@ impl Cost {
         self.wall += other.wall;
         self.cached_tokens += other.cached_tokens;
         self.answers.add(&other.answers);
+        self.later_prompt_tokens += other.later_prompt_tokens;
+        self.later_cached_tokens += other.later_cached_tokens;
+        self.replay_misses += other.replay_misses;
+    }
+
+    /// Prompt tokens served from the server's cache as a share (0..=1) of those sent after each
+    /// trajectory's first call; `None` when no call followed a first one.
+    pub fn later_cached_share(&self) -> Option<f64> {
+        (self.later_prompt_tokens > 0).then(|| self.later_cached_tokens as f64 / self.later_prompt_tokens as f64)
     }
 }
 

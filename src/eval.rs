@@ -117,9 +117,14 @@ pub struct Record {
     /// Warnings the diagnosis carries (for an LLM judge, mostly answers that fell back to the
     /// heuristic judge).
     pub warnings: usize,
-    /// Of those, questions an LLM judge did not find in its replay cache
-    /// ([`crate::judge::REPLAY_MISS`]; the heuristic judge answered them).
+    /// Questions an LLM judge did not find in its replay folder
+    /// ([`crate::diagnosis::Cost::replay_misses`]; the heuristic judge answered them).
     pub replay_misses: usize,
+    /// Prompt tokens sent after the trajectory's first call
+    /// ([`crate::diagnosis::Cost::later_prompt_tokens`]).
+    pub later_prompt_tokens: u64,
+    /// Of those, served from the server's cache ([`crate::diagnosis::Cost::later_cached_tokens`]).
+    pub later_cached_tokens: u64,
     /// The part of the data ([`crate::rank::split`]); `None` when not split.
     pub part: Option<Part>,
     /// The diagnosis' confidence: its probability that the decisive step is right.
@@ -159,13 +164,10 @@ pub fn score(file: &str, subset: &str, d: &Diagnosis, gold: &GoldLabel) -> Recor
         answers: cost.answers,
         millis: cost.wall.as_secs_f64() * 1000.0,
         warnings: d.warnings.len(),
-        // A question asked twice repeats its warning: count each missing question once.
-        replay_misses: d
-            .warnings
-            .iter()
-            .filter(|w| w.contains(crate::judge::REPLAY_MISS))
-            .collect::<std::collections::HashSet<_>>()
-            .len(),
+        // Counted by the judge, each missing question once however often it is asked.
+        replay_misses: cost.replay_misses as usize,
+        later_prompt_tokens: cost.later_prompt_tokens,
+        later_cached_tokens: cost.later_cached_tokens,
         part: None,
         confidence: d.confidence,
         gold_rank: gold.step.and_then(|g| d.rank_of(g)),
@@ -456,8 +458,10 @@ pub fn render_per_file(records: &[Record]) -> String {
 /// trajectories, median and maximum judge calls and prompt tokens per trajectory and, unless
 /// `dry_run` (nothing was answered), completion tokens and the number of trajectories whose
 /// diagnosis carries warnings (for the LLM judge, mostly answers that fell back to the offline
-/// judge), then the share of prompt tokens the server served from its cache and who answered the
-/// questions: the model at once, after a repair request, or the offline judge after a failure.
+/// judge), then the share of prompt tokens the server served from its cache (`cached%`: of all
+/// prompt tokens; `later%`: of those sent after each trajectory's first call, the calls that can
+/// reuse what the trajectory sent before) and who answered the questions: the model at once, after
+/// a repair request, or the offline judge after a failure.
 pub fn render_costs(records: &[Record], dry_run: bool) -> String {
     let mut groups: Vec<((&Variant, &str), Vec<&Record>)> = Vec::new();
     for r in records {
@@ -473,8 +477,8 @@ pub fn render_costs(records: &[Record], dry_run: bool) -> String {
     );
     if !dry_run {
         out.push_str(&format!(
-            " {:>10} {:>10} {:>12} {:>8} {:>7} {:>8} {:>8}",
-            "med.compl", "max.compl", "w/ warnings", "cached%", "model", "repaired", "fallback"
+            " {:>10} {:>10} {:>12} {:>8} {:>7} {:>7} {:>8} {:>8}",
+            "med.compl", "max.compl", "w/ warnings", "cached%", "later%", "model", "repaired", "fallback"
         ));
     }
     out.push('\n');
@@ -498,13 +502,18 @@ pub fn render_costs(records: &[Record], dry_run: bool) -> String {
                 a.add(&r.answers);
             }
             let (cached, sent): (u64, u64) = (rs.iter().map(|r| r.cached_tokens).sum(), prompt().sum());
-            let share = if sent == 0 { "-".to_string() } else { format!("{:.1}", 100.0 * cached as f64 / sent as f64) };
+            let pct = |part: u64, whole: u64| {
+                if whole == 0 { "-".to_string() } else { format!("{:.1}", 100.0 * part as f64 / whole as f64) }
+            };
+            let later: (u64, u64) =
+                (rs.iter().map(|r| r.later_cached_tokens).sum(), rs.iter().map(|r| r.later_prompt_tokens).sum());
             out.push_str(&format!(
-                " {:>10.0} {:>10} {:>12} {:>8} {:>7} {:>8} {:>8}",
+                " {:>10.0} {:>10} {:>12} {:>8} {:>7} {:>7} {:>8} {:>8}",
                 median(compl()),
                 compl().max().unwrap_or(0),
                 rs.iter().filter(|r| r.warnings > 0).count(),
-                share,
+                pct(cached, sent),
+                pct(later.0, later.1),
                 a.model,
                 a.repaired,
                 a.fallbacks()
@@ -538,6 +547,8 @@ mod tests {
             millis: 1.0,
             warnings: 0,
             replay_misses: 0,
+            later_prompt_tokens: 0,
+            later_cached_tokens: 0,
             part: None,
             confidence: 0.5,
             gold_rank: pred.map(|p| if p == gold { 1 } else { 2 }),
@@ -612,21 +623,23 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_question_asked_twice_counts_once() {
-        let miss = |q: &str| {
-            format!("llm judge: {q}: the exchange is {} (replay never contacts a server)", crate::judge::REPLAY_MISS)
+    fn replay_misses_and_the_later_cached_share_come_from_the_cost() {
+        let cost = |misses: u64, later: u64, cached: u64| crate::diagnosis::StageCost {
+            stage: crate::diagnosis::StageName::Judge,
+            cost: crate::diagnosis::Cost {
+                prompt_tokens: later + 100,
+                replay_misses: misses,
+                later_prompt_tokens: later,
+                later_cached_tokens: cached,
+                ..Default::default()
+            },
         };
-        let d = Diagnosis {
-            warnings: vec![
-                miss("prior"),
-                miss("error_independence of step 1"),
-                miss("error_independence of step 1"),
-                "unverified: x".into(),
-            ],
-            ..Diagnosis::default()
-        };
+        let d = Diagnosis { cost: vec![cost(2, 1000, 600), cost(1, 500, 450)], ..Diagnosis::default() };
         let r = score("f", "A", &d, &crate::model::GoldLabel { agent: "A".into(), ..Default::default() });
-        assert_eq!((r.warnings, r.replay_misses), (4, 2));
+        assert_eq!(
+            (r.replay_misses, r.prompt_tokens, r.later_prompt_tokens, r.later_cached_tokens),
+            (3, 1700, 1500, 1050)
+        );
     }
 
     #[test]
@@ -687,6 +700,8 @@ mod tests {
             r.tokens = r.prompt_tokens + 100;
             r.warnings = i;
             r.cached_tokens = 500 * i as u64;
+            r.later_prompt_tokens = 800 * (i as u64 + 1);
+            r.later_cached_tokens = 400 * i as u64;
             r.answers = crate::diagnosis::AnswerCounts {
                 model: 4,
                 repaired: 1,
@@ -696,8 +711,12 @@ mod tests {
         }
         let text = render_costs(&rs, false);
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
-        // cached 1500 of 6000 prompt tokens; 12 answered by the model, 3 repaired, 3 fell back.
-        assert_eq!(row, ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2", "25.0", "12", "3", "3"]);
+        // cached 1500 of 6000 prompt tokens, 1200 of the 4800 sent after each first call; 12
+        // answered by the model, 3 repaired, 3 fell back.
+        assert_eq!(
+            row,
+            ["falat", "S", "3", "6.0", "7", "2000", "3000", "100", "100", "2", "25.0", "25.0", "12", "3", "3"]
+        );
         let text = render_costs(&rs, true);
         assert!(text.lines().next().unwrap().ends_with("max.prompt"), "{text}");
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();

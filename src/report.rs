@@ -344,6 +344,8 @@ fn cost_json(stage: &str, c: &crate::diagnosis::Cost) -> Value {
     }
     if c.answers.any() || c.cached_tokens > 0 {
         v["cached_tokens"] = json!(c.cached_tokens);
+        v["later_prompt_tokens"] = json!(c.later_prompt_tokens);
+        v["later_cached_tokens"] = json!(c.later_cached_tokens);
         v["answers"] = answers_json(&c.answers);
     }
     v
@@ -623,6 +625,15 @@ fn path_and_cost(out: &mut String, d: &Diagnosis) {
                 s.cost.wall.as_secs_f64() * 1000.0
             ));
         }
+    }
+    let total = d.total_cost();
+    if let (true, Some(share)) = (llm, total.later_cached_share()) {
+        out.push_str(&format!(
+            "\nPrompt tokens served from the server's cache after the trajectory's first call: {} of {} ({:.1} %).\n",
+            total.later_cached_tokens,
+            total.later_prompt_tokens,
+            100.0 * share
+        ));
     }
 }
 

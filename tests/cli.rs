@@ -365,12 +365,12 @@ fn eval_dry_run_counts_each_runs_requests_without_a_server() {
     ]);
     let rows: Vec<String> = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     assert_eq!(rows[0], "dry run for model tiny: nothing was sent");
-    assert_eq!(rows[2], "falat Algorithm-Generated data/who-and-when/Algorithm-Generated/1.json 5 3413");
+    assert_eq!(rows[2], "falat Algorithm-Generated data/who-and-when/Algorithm-Generated/1.json 5 7104");
     assert_eq!(rows[3], "echo Algorithm-Generated data/who-and-when/Algorithm-Generated/1.json 6 21322");
-    assert_eq!(rows[4], "falat Hand-Crafted data/who-and-when/Hand-Crafted/1.json 10 8006");
+    assert_eq!(rows[4], "falat Hand-Crafted data/who-and-when/Hand-Crafted/1.json 10 19141");
     assert_eq!(rows[5], "echo Hand-Crafted data/who-and-when/Hand-Crafted/1.json 6 37048");
-    assert_eq!(rows[7], "total: 27 calls, 69789 prompt tokens (completion tokens are not counted)");
-    assert_eq!(rows[9], "falat Algorithm-Generated 1 5.0 5 3413 3413");
+    assert_eq!(rows[7], "total: 27 calls, 84615 prompt tokens (completion tokens are not counted)");
+    assert_eq!(rows[9], "falat Algorithm-Generated 1 5.0 5 7104 7104");
 
     let err = stderr_of(&["eval", "--dry-run", "--limit", "1", "data/who-and-when"]);
     assert_eq!(err, "falat: --dry-run counts the LLM judge's requests: use it with --judge llm\n");

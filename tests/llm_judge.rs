@@ -23,6 +23,15 @@ use serde_json::Value;
 
 const MODEL: &str = "smollm2-135m";
 
+/// Held by every test that sends questions to the main server: its two slots then serve one
+/// test at a time, so no test's prompt evicts another's from the slot it uses (the cached share
+/// measured below would otherwise depend on what runs beside it).
+static MAIN_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn main_server() -> std::sync::MutexGuard<'static, ()> {
+    MAIN_SERVER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn env(name: &str, test: &str) -> Option<String> {
     let v = std::env::var(name).ok().filter(|v| !v.is_empty());
     if v.is_none() {
@@ -78,6 +87,7 @@ fn zero_walls(mut d: Diagnosis) -> Diagnosis {
 #[test]
 fn whole_diagnosis_of_a_who_and_when_trajectory_then_replay_without_server() {
     let Some(url) = env("FALAT_TEST_LLM_URL", "whole_diagnosis") else { return };
+    let _server = main_server();
     let t = fixture("hand-crafted-24.json");
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&url);
@@ -199,6 +209,7 @@ fn a_prompt_longer_than_the_context_is_split_or_trimmed() {
 fn every_method_asks_the_server_with_its_own_prompts_then_replays() {
     use falat::methods::{self, Method, MethodOptions};
     let Some(url) = env("FALAT_TEST_LLM_URL", "every_method") else { return };
+    let _server = main_server();
     let t = fixture("hand-crafted-24.json");
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&url);
@@ -262,6 +273,7 @@ fn the_command_line_fails_fast_on_a_wrong_key_and_reports_who_answered_with_the_
     assert!(!stderr.contains(wrong) && !stderr.contains(&key), "{stderr}");
 
     let Some(main) = env("FALAT_TEST_LLM_URL", "cli_right_key") else { return };
+    let _server = main_server();
     let out = falat()
         .env_remove("OPENAI_API_KEY")
         .args(["-v", "diagnose", "--judge", "llm", "--model", MODEL, "--llm-url", &main, trace.to_str().unwrap()])
@@ -273,4 +285,44 @@ fn the_command_line_fails_fast_on_a_wrong_key_and_reports_who_answered_with_the_
     assert!(lines.iter().any(|l| l.contains(" prior (prior): ")), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("| answered by |"), "{stdout}");
+}
+
+#[test]
+fn a_trajectory_s_later_prompts_are_mostly_served_from_the_server_s_cache() {
+    let Some(url) = env("FALAT_TEST_LLM_URL", "cached_share") else { return };
+    let _server = main_server();
+    // Who&When Hand-Crafted/48.json (5 steps), bundled under data/.
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when/Hand-Crafted/48.json");
+    let t = falat::ingest::fs::load_path(&p, None).unwrap().trajectories.remove(0);
+    let mut cfg = config(&url);
+    cfg.jobs = 1;
+    let judge = LlmJudge::new(cfg.clone()).unwrap();
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &judge,
+        &falat::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    let total = d.total_cost();
+    eprintln!("{total:?}");
+    assert!(total.calls >= 4, "{total:?}");
+    // Every prompt after the first starts with the system text, task, run and prior the
+    // trajectory's earlier calls left in its llama.cpp slot.
+    let share = total.later_cached_share().expect("calls after the first");
+    assert!(share >= 0.70, "{:.1} % of the later prompt tokens were cached ({total:?})", 100.0 * share);
+    // The dry run counts the same prompts with this server's tokenizer.
+    let report = falat::judge::llm::dry_run_with(&cfg, |j| {
+        falat::methods::run(
+            falat::methods::Method::Falat,
+            &t,
+            j,
+            &falat::methods::MethodOptions::for_falat(Options::new(true)),
+        );
+    })
+    .unwrap();
+    let root = url.trim_end_matches("/v1");
+    assert_eq!(report.counter, falat::judge::llm::TokenCounter::Server(format!("{root}/tokenize")));
+    assert!(
+        report.prompt_tokens() > report.calls.iter().map(|c| falat::judge::llm::count_tokens(&c.messages)).sum::<u64>()
+    );
 }

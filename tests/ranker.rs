@@ -170,6 +170,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
                 millis: 0.0,
                 warnings: 0,
                 replay_misses: 0,
+                later_prompt_tokens: 0,
+                later_cached_tokens: 0,
                 part: falat::eval::Part::parse(v["part"].as_str().unwrap()),
                 confidence: v["confidence"].as_f64().unwrap() as f32,
                 gold_rank: step("gold_rank"),

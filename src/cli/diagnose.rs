@@ -261,12 +261,13 @@ impl Progress {
 #[cfg(feature = "llm")]
 fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let cfg = args.judge.llm_config(true)?;
+    let counter = crate::judge::llm::DryRunCounter::new(&cfg)?;
     for path in &args.traces {
         let loaded = load_input(path, &args.trace_format)?;
         for t in &loaded.trajectories {
             for m in &args.method {
                 let opts = method_options(args);
-                let report = crate::judge::llm::dry_run_with(&cfg, |judge| {
+                let report = crate::judge::llm::dry_run_counting(&cfg, &counter, |judge| {
                     methods::run(*m, t, judge, &opts);
                 })?;
                 writeln!(out, "# {} ({}), method {}", crate::text::sanitize(&t.id), shown_trace(path), m.as_str())?;

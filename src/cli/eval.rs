@@ -323,6 +323,8 @@ fn record_json(r: &Record) -> serde_json::Value {
             "tokens": r.tokens,
             "prompt_tokens": r.prompt_tokens,
             "cached_tokens": r.cached_tokens,
+            "later_prompt_tokens": r.later_prompt_tokens,
+            "later_cached_tokens": r.later_cached_tokens,
             "answers": {
                 "model": r.answers.model,
                 "repaired": r.answers.repaired,
@@ -361,17 +363,26 @@ fn dry_run(
     );
     let cfg = args.judge.llm_config(true)?;
     let mut records = Vec::new();
-    writeln!(out, "dry run for model {}: nothing was sent", crate::text::sanitize(&cfg.model))?;
+    let counter = crate::judge::llm::DryRunCounter::new(&cfg)?;
+    let sent = match counter.counter() {
+        crate::judge::llm::TokenCounter::O200k => "nothing was sent",
+        crate::judge::llm::TokenCounter::Server(_) => "nothing was sent but the prompts to the server's tokenizer",
+    };
+    writeln!(out, "dry run for model {}: {sent}", crate::text::sanitize(&cfg.model))?;
+    let mut counted = Vec::new();
     writeln!(out, "{:<14} {:<20} {:<44} {:>6} {:>11}", "method", "subset", "file", "calls", "prompt tok")?;
     for case in &bench.cases {
         let sub = crate::substrate::Substrate::shared(&case.trajectory);
         for v in rows {
             let opts = MethodOptions { ablations: v.ablations.clone(), ..opts.clone() };
             let mut d = None;
-            let report = crate::judge::llm::dry_run_with(&cfg, |judge: &dyn crate::judge::Judge| {
+            let report = crate::judge::llm::dry_run_counting(&cfg, &counter, |judge: &dyn crate::judge::Judge| {
                 d = Some(crate::methods::run_on(v.method, &case.trajectory, &sub, judge, &opts));
             })?;
             let d = d.expect("the dry run ran the method");
+            if !counted.contains(&report.counter) {
+                counted.push(report.counter.clone());
+            }
             let mut r = eval::score(&case.file, &case.subset, &d, case.trajectory.gold.as_ref().expect("labelled"));
             r.method = v.clone();
             (r.calls, r.prompt_tokens, r.tokens) =
@@ -393,7 +404,9 @@ fn dry_run(
     let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
     writeln!(out, "\ntotal: {calls} calls, {prompt} prompt tokens (completion tokens are not counted)")?;
     out.write_all(eval::render_costs(&records, true).as_bytes())?;
-    writeln!(out, "\n{}", crate::judge::llm::TOKEN_MARGIN)?;
+    for c in if counted.is_empty() { vec![counter.counter()] } else { counted } {
+        writeln!(out, "\n{}", c.note())?;
+    }
     Ok(0)
 }
 

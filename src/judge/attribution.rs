@@ -77,11 +77,63 @@ pub(super) fn answer_json(a: &Answer) -> Option<Value> {
 /// Parses and validates a judge's JSON answer to an attribution question over a trajectory of
 /// `steps` steps: the shape must be the one [`Answer::to_json`] writes for the question's kind,
 /// and every step must lie in the trajectory (and in the question's range where it has one).
+/// Why an attribution answer cannot be used: the first invalid field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A field is absent or holds the wrong type.
+    #[error("\"{field}\" must {expected}")]
+    Field {
+        /// The field.
+        field: &'static str,
+        /// What it must be or hold (`be a string`, `hold names`).
+        expected: &'static str,
+    },
+    /// A name outside the field's allowed values (`category`, `conclusion`, `signal`, `effect`).
+    #[error("unknown \"{0}\"")]
+    Unknown(&'static str),
+    /// `half` is neither `first` nor `second`.
+    #[error("\"half\" must be first or second, not {0:?}")]
+    Half(String),
+    /// A step outside the trajectory.
+    #[error("step {step} is outside 0..{steps}")]
+    StepOutside {
+        /// The step named.
+        step: usize,
+        /// Steps in the trajectory.
+        steps: usize,
+    },
+    /// An adjudicated step that is not a candidate.
+    #[error("step {0} is not one of the candidates")]
+    NotACandidate(usize),
+    /// A recalled step outside the segment asked about.
+    #[error("candidate step {step} is outside {}..{}", segment.start, segment.end)]
+    OutsideSegment {
+        /// The step named.
+        step: usize,
+        /// The segment asked about.
+        segment: std::ops::Range<usize>,
+    },
+    /// A propagation edge that goes backward or leaves the trajectory.
+    #[error("edge {from} -> {to} must go forward inside 0..{steps}")]
+    Edge {
+        /// Its source step.
+        from: usize,
+        /// Its target step.
+        to: usize,
+        /// Steps in the trajectory.
+        steps: usize,
+    },
+}
+
+const fn field(field: &'static str, expected: &'static str) -> ParseError {
+    ParseError::Field { field, expected }
+}
+
 /// `None` when the question is not an attribution question.
 ///
 /// # Errors
-/// A message naming the first invalid field.
-pub fn parse_answer(q: &Question, v: &Value, steps: usize) -> Option<Result<Answer, String>> {
+/// A [`ParseError`] naming the first invalid field.
+pub fn parse_answer(q: &Question, v: &Value, steps: usize) -> Option<Result<Answer, ParseError>> {
     Some(match q {
         Question::LocateError { .. } => parse_attribution(v, steps),
         Question::IsDecisive { .. } => parse_verdict(v),
@@ -94,11 +146,11 @@ pub fn parse_answer(q: &Question, v: &Value, steps: usize) -> Option<Result<Answ
     })
 }
 
-fn in_range(s: usize, steps: usize) -> Result<usize, String> {
-    if s < steps { Ok(s) } else { Err(format!("step {s} is outside 0..{steps}")) }
+fn in_range(s: usize, steps: usize) -> Result<usize, ParseError> {
+    if s < steps { Ok(s) } else { Err(ParseError::StepOutside { step: s, steps }) }
 }
 
-fn parse_attribution(v: &Value, steps: usize) -> Result<Answer, String> {
+fn parse_attribution(v: &Value, steps: usize) -> Result<Answer, ParseError> {
     Ok(Answer::Attribution {
         agent: str_of(v, "agent")?,
         step: in_range(usize_of(v, "step")?, steps)?,
@@ -107,59 +159,59 @@ fn parse_attribution(v: &Value, steps: usize) -> Result<Answer, String> {
     })
 }
 
-fn parse_verdict(v: &Value) -> Result<Answer, String> {
-    let decisive = v.get("decisive").and_then(Value::as_bool).ok_or("\"decisive\" must be true or false")?;
+fn parse_verdict(v: &Value) -> Result<Answer, ParseError> {
+    let decisive = v.get("decisive").and_then(Value::as_bool).ok_or(field("decisive", "be true or false"))?;
     Ok(Answer::Verdict { decisive, reason: str_of(v, "reason").unwrap_or_default(), confidence: conf_of(v)? })
 }
 
-fn parse_half(v: &Value) -> Result<Answer, String> {
+fn parse_half(v: &Value) -> Result<Answer, ParseError> {
     let half = match str_of(v, "half")?.as_str() {
         "first" => Half::First,
         "second" => Half::Second,
-        h => return Err(format!("\"half\" must be first or second, not {h:?}")),
+        h => return Err(ParseError::Half(h.to_string())),
     };
     Ok(Answer::Half { half, reason: str_of(v, "reason").unwrap_or_default() })
 }
 
-fn parse_adjudication(v: &Value, steps: usize, candidates: &[usize]) -> Result<Answer, String> {
+fn parse_adjudication(v: &Value, steps: usize, candidates: &[usize]) -> Result<Answer, ParseError> {
     let step = in_range(usize_of(v, "step")?, steps)?;
     if !candidates.is_empty() && !candidates.contains(&step) {
-        return Err(format!("step {step} is not one of the candidates"));
+        return Err(ParseError::NotACandidate(step));
     }
-    let category = ErrorCategory::parse(&str_of(v, "category")?).ok_or("unknown \"category\"")?;
+    let category = ErrorCategory::parse(&str_of(v, "category")?).ok_or(ParseError::Unknown("category"))?;
     let reason = str_of(v, "reason").unwrap_or_default();
     Ok(Answer::Adjudication { step, category, reason, confidence: conf_of(v)? })
 }
 
-fn str_of(v: &Value, key: &str) -> Result<String, String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string).ok_or_else(|| format!("\"{key}\" must be a string"))
+fn str_of(v: &Value, key: &'static str) -> Result<String, ParseError> {
+    v.get(key).and_then(Value::as_str).map(str::to_string).ok_or(field(key, "be a string"))
 }
 
-fn usize_of(v: &Value, key: &str) -> Result<usize, String> {
-    v.get(key).and_then(Value::as_u64).map(|n| n as usize).ok_or_else(|| format!("\"{key}\" must be a step number"))
+fn usize_of(v: &Value, key: &'static str) -> Result<usize, ParseError> {
+    v.get(key).and_then(Value::as_u64).map(|n| n as usize).ok_or(field(key, "be a step number"))
 }
 
-fn conf_of(v: &Value) -> Result<f32, String> {
+fn conf_of(v: &Value) -> Result<f32, ParseError> {
     match v.get("confidence").and_then(Value::as_f64) {
         Some(c) if (0.0..=1.0).contains(&c) => Ok(c as f32),
-        _ => Err("\"confidence\" must be a number in 0..=1".into()),
+        _ => Err(field("confidence", "be a number in 0..=1")),
     }
 }
 
-fn parse_analysis(v: &Value, steps: usize) -> Result<Analysis, String> {
-    let conclusion = Conclusion::parse(&str_of(v, "conclusion")?).ok_or("unknown \"conclusion\"")?;
+fn parse_analysis(v: &Value, steps: usize) -> Result<Analysis, ParseError> {
+    let conclusion = Conclusion::parse(&str_of(v, "conclusion")?).ok_or(ParseError::Unknown("conclusion"))?;
     let agents = v
         .get("agents")
         .and_then(Value::as_array)
-        .ok_or("\"agents\" must be a list")?
+        .ok_or(field("agents", "be a list"))?
         .iter()
-        .map(|a| a.as_str().map(str::to_string).ok_or("\"agents\" must hold names"))
+        .map(|a| a.as_str().map(str::to_string).ok_or(field("agents", "hold names")))
         .collect::<Result<Vec<_>, _>>()?;
     // A step outside the trajectory is kept out rather than failing the answer (ECHO A.7 discards
     // such step votes); a step that is no number is invalid.
     let step = match v.get("step") {
         None | Some(Value::Null) => None,
-        Some(s) => Some(s.as_u64().ok_or("\"step\" must be a step number or null")? as usize).filter(|s| *s < steps),
+        Some(s) => Some(s.as_u64().ok_or(field("step", "be a step number or null"))? as usize).filter(|s| *s < steps),
     };
     let text_of = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     let evaluations = v
@@ -205,40 +257,40 @@ fn parse_analysis(v: &Value, steps: usize) -> Result<Analysis, String> {
     })
 }
 
-fn parse_candidates(v: &Value, segment: std::ops::Range<usize>) -> Result<Answer, String> {
-    let items = v.get("candidates").and_then(Value::as_array).ok_or("\"candidates\" must be a list")?;
+fn parse_candidates(v: &Value, segment: std::ops::Range<usize>) -> Result<Answer, ParseError> {
+    let items = v.get("candidates").and_then(Value::as_array).ok_or(field("candidates", "be a list"))?;
     let mut out = Vec::new();
     for c in items {
         let step = usize_of(c, "step")?;
         if !segment.contains(&step) {
-            return Err(format!("candidate step {step} is outside {}..{}", segment.start, segment.end));
+            return Err(ParseError::OutsideSegment { step, segment: segment.clone() });
         }
         let findings = c
             .get("findings")
             .and_then(Value::as_array)
-            .ok_or("\"findings\" must be a list")?
+            .ok_or(field("findings", "be a list"))?
             .iter()
             .map(|f| {
-                let signal = Signal::parse(&str_of(f, "signal")?).ok_or("unknown \"signal\"")?;
+                let signal = Signal::parse(&str_of(f, "signal")?).ok_or(ParseError::Unknown("signal"))?;
                 let weight = f.get("weight").and_then(Value::as_f64).unwrap_or(0.5).clamp(0.0, 1.0) as f32;
                 Ok(Finding { signal, evidence: str_of(f, "evidence").unwrap_or_default(), weight })
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, ParseError>>()?;
         out.push((step, findings));
     }
     Ok(Answer::Candidates(out))
 }
 
-fn parse_edges(v: &Value, steps: usize) -> Result<Vec<PropagationEdge>, String> {
-    let items = v.get("edges").and_then(Value::as_array).ok_or("\"edges\" must be a list")?;
+fn parse_edges(v: &Value, steps: usize) -> Result<Vec<PropagationEdge>, ParseError> {
+    let items = v.get("edges").and_then(Value::as_array).ok_or(field("edges", "be a list"))?;
     items
         .iter()
         .map(|e| {
             let (from, to) = (usize_of(e, "from")?, usize_of(e, "to")?);
             if from >= to || to >= steps {
-                return Err(format!("edge {from} -> {to} must go forward inside 0..{steps}"));
+                return Err(ParseError::Edge { from, to, steps });
             }
-            let effect = Effect::parse(&str_of(e, "effect")?).ok_or("unknown \"effect\"")?;
+            let effect = Effect::parse(&str_of(e, "effect")?).ok_or(ParseError::Unknown("effect"))?;
             Ok(PropagationEdge { from, to, effect })
         })
         .collect()
@@ -248,7 +300,7 @@ fn parse_edges(v: &Value, steps: usize) -> Result<Vec<PropagationEdge>, String> 
 mod tests {
     use super::*;
 
-    fn round_trip(q: &Question, a: Answer, steps: usize) -> Result<Answer, String> {
+    fn round_trip(q: &Question, a: Answer, steps: usize) -> Result<Answer, ParseError> {
         parse_answer(q, &a.to_json(), steps).expect("an attribution question")
     }
 
@@ -340,23 +392,39 @@ mod tests {
     fn invalid_answers_are_named() {
         let q = Question::LocateError { context: String::new() };
         let bad = json!({"agent": "A", "step": 5, "reason": "r", "confidence": 0.5});
-        assert_eq!(parse_answer(&q, &bad, 5), Some(Err("step 5 is outside 0..5".into())));
-        let bad = json!({"agent": "A", "step": 1, "confidence": 1.5});
-        assert_eq!(parse_answer(&q, &bad, 5), Some(Err("\"confidence\" must be a number in 0..=1".into())));
-        let q = Question::LocateInRange { range: 0..4, split: 2, context: String::new() };
         assert_eq!(
-            parse_answer(&q, &json!({"half": "upper"}), 5),
-            Some(Err("\"half\" must be first or second, not \"upper\"".into()))
+            parse_answer(&q, &bad, 5).map(|r| r.map_err(|e| e.to_string())),
+            Some(Err("step 5 is outside 0..5".into()))
         );
+        let bad = json!({"agent": "A", "step": 1, "confidence": 1.5});
+        assert_eq!(
+            parse_answer(&q, &bad, 5),
+            Some(Err(ParseError::Field { field: "confidence", expected: "be a number in 0..=1" }))
+        );
+        assert_eq!(
+            parse_answer(&q, &bad, 5).map(|r| r.map_err(|e| e.to_string())),
+            Some(Err("\"confidence\" must be a number in 0..=1".into()))
+        );
+        let q = Question::LocateInRange { range: 0..4, split: 2, context: String::new() };
+        assert_eq!(parse_answer(&q, &json!({"half": "upper"}), 5), Some(Err(ParseError::Half("upper".into()))));
         let q = Question::SegmentRecall { segment: 2..4, context: String::new() };
         let bad = json!({"candidates": [{"step": 4, "findings": []}]});
-        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("candidate step 4 is outside 2..4".into())));
+        assert_eq!(
+            parse_answer(&q, &bad, 9).map(|r| r.map_err(|e| e.to_string())),
+            Some(Err("candidate step 4 is outside 2..4".into()))
+        );
         let q = Question::TracePropagation { candidates: vec![1], context: String::new() };
         let bad = json!({"edges": [{"from": 3, "to": 1, "effect": "continued"}]});
-        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("edge 3 -> 1 must go forward inside 0..9".into())));
+        assert_eq!(
+            parse_answer(&q, &bad, 9).map(|r| r.map_err(|e| e.to_string())),
+            Some(Err("edge 3 -> 1 must go forward inside 0..9".into()))
+        );
         let q = Question::Adjudicate { candidates: vec![1, 3], edges: vec![], context: String::new() };
         let bad = json!({"step": 2, "category": "hallucination", "reason": "", "confidence": 0.5});
-        assert_eq!(parse_answer(&q, &bad, 9), Some(Err("step 2 is not one of the candidates".into())));
+        assert_eq!(
+            parse_answer(&q, &bad, 9).map(|r| r.map_err(|e| e.to_string())),
+            Some(Err("step 2 is not one of the candidates".into()))
+        );
     }
 
     #[test]

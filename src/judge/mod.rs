@@ -22,11 +22,6 @@ pub use crate::substrate::Context;
 pub use crate::substrate::signals;
 use attribution::{Analysis, ErrorCategory, Half, Perspective, PropagationEdge, VoteTarget};
 
-/// The words every warning about a question missing from an LLM judge's replay cache contains
-/// (the judge's error for it says "the exchange is not in the replay cache"): `falat eval` counts
-/// these per run, so a stale recording is reported instead of silently answered offline.
-pub const REPLAY_MISS: &str = "not in the replay cache";
-
 /// The verification criteria of FALAT stage 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CriterionKind {

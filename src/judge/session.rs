@@ -120,6 +120,9 @@ impl<'j> Session<'j> {
         c.completion_tokens += j.cost.completion_tokens;
         c.cached_tokens += j.cost.cached_tokens;
         c.answers.add(&j.cost.answers);
+        c.later_prompt_tokens += j.cost.later_prompt_tokens;
+        c.later_cached_tokens += j.cost.later_cached_tokens;
+        c.replay_misses += j.cost.replay_misses;
         if let Some(w) = j.warning {
             self.warnings.push(w);
         }

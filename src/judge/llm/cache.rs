@@ -48,14 +48,59 @@ pub struct Cache {
     record_path: Option<PathBuf>,
 }
 
+/// Why a record or replay folder cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    /// The record folder could not be created.
+    #[error("cannot create record folder {}: {reason}", dir.display())]
+    CreateFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The record file could not be opened for appending.
+    #[error("cannot open {}: {reason}", path.display())]
+    OpenRecord {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The replay folder could not be listed.
+    #[error("cannot read replay folder {}: {reason}", dir.display())]
+    ReadFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The replay folder holds no `*.jsonl` file.
+    #[error("replay folder {} has no *.jsonl exchanges", dir.display())]
+    NoExchanges {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// A replay file could not be read (`line` 0: it could not be opened).
+    #[error("{}", if *line == 0 { format!("cannot read {}: {reason}", path.display()) } else { format!("{}: line {line}: {reason}", path.display()) })]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line where reading failed; 0 when the file could not be opened.
+        line: usize,
+        /// The system's reason.
+        reason: String,
+    },
+}
+
 impl Cache {
     /// Opens the caches: loads every `*.jsonl` of `replay` and opens `record/exchanges.jsonl` for
     /// appending (creating the folder). When both are given (resuming a run), a replay folder that
     /// does not exist yet or holds no exchanges is an empty cache, not an error.
     ///
     /// # Errors
-    /// A message naming the folder or file that could not be read or created.
-    pub fn open(replay: Option<&Path>, record: Option<&Path>) -> Result<Cache, String> {
+    /// A [`CacheError`] naming the folder or file that could not be read or created.
+    pub fn open(replay: Option<&Path>, record: Option<&Path>) -> Result<Cache, CacheError> {
         let mut cache = Cache::default();
         if let Some(dir) = replay {
             let fresh = record.is_some() && (!dir.exists() || jsonl_files(dir)?.is_empty());
@@ -64,13 +109,14 @@ impl Cache {
             }
         }
         if let Some(dir) = record {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create record folder {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CacheError::CreateFolder { dir: dir.to_path_buf(), reason: e.to_string() })?;
             let path = dir.join(FILE);
             let mut f = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)
-                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                .map_err(|e| CacheError::OpenRecord { path: path.clone(), reason: e.to_string() })?;
             // A run killed mid-write leaves a cut-off last line; end it so the next exchange
             // starts on a line of its own.
             if ends_mid_line(&path) {
@@ -132,24 +178,30 @@ fn ends_mid_line(path: &Path) -> bool {
 }
 
 /// The `*.jsonl` files of a folder, sorted by name.
-fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read replay folder {}: {e}", dir.display()))?;
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, CacheError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CacheError::ReadFolder { dir: dir.to_path_buf(), reason: e.to_string() })?;
     let mut files: Vec<PathBuf> =
         entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
     files.sort();
     Ok(files)
 }
 
-fn load(dir: &Path) -> Result<HashMap<String, Recorded>, String> {
+fn load(dir: &Path) -> Result<HashMap<String, Recorded>, CacheError> {
     let files = jsonl_files(dir)?;
     if files.is_empty() {
-        return Err(format!("replay folder {} has no *.jsonl exchanges", dir.display()));
+        return Err(CacheError::NoExchanges { dir: dir.to_path_buf() });
     }
     let mut out = HashMap::new();
     for path in files {
-        let f = File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let f = File::open(&path).map_err(|e| CacheError::ReadFile {
+            path: path.clone(),
+            line: 0,
+            reason: e.to_string(),
+        })?;
         for (n, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.map_err(|e| format!("{}: line {}: {e}", path.display(), n + 1))?;
+            let line =
+                line.map_err(|e| CacheError::ReadFile { path: path.clone(), line: n + 1, reason: e.to_string() })?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -213,7 +265,9 @@ mod tests {
     #[test]
     fn empty_replay_folder_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(Cache::open(Some(dir.path()), None).unwrap_err().contains("no *.jsonl"));
+        let e = Cache::open(Some(dir.path()), None).unwrap_err();
+        assert_eq!(e, CacheError::NoExchanges { dir: dir.path().to_path_buf() });
+        assert!(e.to_string().contains("no *.jsonl"), "{e}");
     }
 
     #[test]

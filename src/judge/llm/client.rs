@@ -291,6 +291,14 @@ fn bad(what: &str, v: &Value) -> CallError {
     CallError::BadResponse(format!("{what} in {}", crate::text::clip(&v.to_string(), 200)))
 }
 
+/// The HTTP client could not be built (its TLS or HTTP stack did not start).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct SetupError {
+    /// The HTTP stack's reason.
+    pub reason: String,
+}
+
 /// Why a call failed, worded for the person running falat. Every text it carries (URLs, the
 /// server's messages) has the API key and the URL's credentials scrubbed out ([`Client`] builds
 /// them so).
@@ -618,14 +626,14 @@ impl Client {
     /// 5); a redirect elsewhere is reported as [`CallError::Redirected`].
     ///
     /// # Errors
-    /// The TLS or HTTP stack could not be set up (reported as text).
+    /// [`SetupError`]: the TLS or HTTP stack could not be set up.
     pub fn new(
         base: &str,
         key: Option<String>,
         key_env: &str,
         timeout: Duration,
         retries: usize,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, SetupError> {
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().cloned();
             match first {
@@ -638,7 +646,7 @@ impl Client {
             .timeout(timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SetupError { reason: e.to_string() })?;
         let base = base.trim_end_matches('/').trim_end_matches("/chat/completions").to_string();
         let scrubber = Scrubber::new(key.as_deref(), &base);
         Ok(Client {
@@ -695,6 +703,11 @@ impl Client {
         let text = self.read_capped(resp).await.ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;
         v.get("total_slots").and_then(Value::as_u64).map(|n| n as usize).filter(|n| *n > 0)
+    }
+
+    /// Where [`Client::tokenize`] asks, without credentials.
+    pub fn tokenize_url(&self) -> String {
+        without_credentials(&format!("{}/tokenize", self.root()))
     }
 
     /// Counts the tokens of `text` with the server's own tokenizer (llama.cpp `POST /tokenize`);

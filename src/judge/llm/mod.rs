@@ -67,7 +67,10 @@ pub struct LlmConfig {
     pub retries: usize,
     /// Most requests in flight at once, across threads.
     pub jobs: usize,
-    /// Most prompt + completion tokens spent on one trajectory; then the heuristic answers.
+    /// Most tokens spent on one trajectory: completion tokens plus the prompt tokens the server
+    /// computed (those it served from its prompt cache are not counted, so the shared prefix of a
+    /// trajectory's prompts counts once); then the heuristic answers. A call is not made when the
+    /// tokens spent, its whole prompt and its `max_tokens` would pass the budget.
     pub token_budget: Option<u64>,
     /// Append every exchange to `DIR/exchanges.jsonl`.
     pub record_dir: Option<PathBuf>,
@@ -335,11 +338,14 @@ pub enum LlmError {
         message: String,
     },
     /// The record or replay folder could not be used.
-    #[error("{0}")]
-    Cache(String),
+    #[error(transparent)]
+    Cache(#[from] cache::CacheError),
     /// The HTTP client or the runtime could not be set up.
-    #[error("cannot start the LLM client: {0}")]
-    Setup(String),
+    #[error("cannot start the LLM client: {reason}")]
+    Setup {
+        /// The HTTP stack's or the runtime's reason.
+        reason: String,
+    },
 }
 
 /// Counters of one judge (over all trajectories it answered).
@@ -370,7 +376,7 @@ pub struct DryRunCall {
     pub kind: String,
     /// Questions the call answers.
     pub questions: usize,
-    /// Prompt tokens counted with `o200k_base`.
+    /// Prompt tokens, counted as [`DryRunReport::counter`] says.
     pub prompt_tokens: u64,
     /// The request's `max_tokens`.
     pub max_completion_tokens: u32,
@@ -396,6 +402,141 @@ pub struct DryRunReport {
     pub model: String,
     /// The requests in order.
     pub calls: Vec<DryRunCall>,
+    /// What counted their prompt tokens.
+    pub counter: TokenCounter,
+}
+
+/// What counted a dry run's prompt tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TokenCounter {
+    /// `tiktoken-rs` `o200k_base`, offline: nothing is sent.
+    #[default]
+    O200k,
+    /// The server's own tokenizer: llama.cpp `POST /tokenize` at this URL (credentials removed);
+    /// nothing else is sent.
+    Server(String),
+}
+
+impl TokenCounter {
+    /// One sentence saying how the prompt tokens were counted and what they are worth.
+    pub fn note(&self) -> String {
+        match self {
+            TokenCounter::O200k => format!(
+                "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: {O200K_MARGIN} (repairs and refusals are not included)"
+            ),
+            TokenCounter::Server(url) => format!(
+                "prompt tokens counted by the server's tokenizer ({}; nothing else was sent), +4 per message and +3 per reply (repairs and refusals are not included)",
+                crate::text::sanitize(url)
+            ),
+        }
+    }
+}
+
+/// How far `o200k_base` counts stand from a server's tokenizer, as measured.
+pub const O200K_MARGIN: &str = "SmolLM2's counted 7-8 % more on these prompts";
+
+/// Counts a dry run's prompt tokens: with the server's tokenizer (llama.cpp `POST /tokenize`)
+/// when a base URL is configured and the server answers it, else with `o200k_base`. Made once
+/// for a whole set ([`dry_run_counting`]); it remembers each message's count, so the system
+/// message shared by every request is sent to the tokenizer once.
+pub struct DryRunCounter {
+    /// The runtime and client reaching `/tokenize`; `None` to count with `o200k_base`.
+    server: Option<(tokio::runtime::Runtime, Client)>,
+    url: String,
+    memo: Mutex<HashMap<String, u64>>,
+}
+
+impl std::fmt::Debug for DryRunCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DryRunCounter").field("counter", &self.counter()).finish()
+    }
+}
+
+impl Drop for DryRunCounter {
+    fn drop(&mut self) {
+        if let Some((rt, _)) = self.server.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl DryRunCounter {
+    /// A counter for `cfg`: when `cfg.base_url` is set, asks the server's `/tokenize` once (with
+    /// the key from `$cfg.api_key_env`) and uses it if it answers; otherwise `o200k_base`.
+    ///
+    /// # Errors
+    /// [`LlmError::Setup`] when the HTTP client or its runtime cannot start.
+    pub fn new(cfg: &LlmConfig) -> Result<DryRunCounter, LlmError> {
+        let mut counter = DryRunCounter { server: None, url: String::new(), memo: Mutex::new(HashMap::new()) };
+        let Some(url) = cfg.base_url.as_deref() else { return Ok(counter) };
+        let key = std::env::var(&cfg.api_key_env).ok().filter(|k| !k.is_empty());
+        let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, 0)
+            .map_err(|e| LlmError::Setup { reason: e.reason })?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("falat-tokenize")
+            .enable_all()
+            .build()
+            .map_err(|e| LlmError::Setup { reason: e.to_string() })?;
+        counter.url = client.tokenize_url();
+        counter.server = Some((rt, client));
+        if counter.server_count("falat").is_none() {
+            tracing::info!("{} did not answer; the dry run counts with o200k_base", counter.url);
+            if let Some((rt, _)) = counter.server.take() {
+                rt.shutdown_background();
+            }
+        }
+        Ok(counter)
+    }
+
+    /// The counter in use.
+    pub fn counter(&self) -> TokenCounter {
+        match self.server {
+            Some(_) => TokenCounter::Server(self.url.clone()),
+            None => TokenCounter::O200k,
+        }
+    }
+
+    fn server_count(&self, text: &str) -> Option<u64> {
+        if let Some(n) = self.memo.lock().unwrap_or_else(|p| p.into_inner()).get(text) {
+            return Some(*n);
+        }
+        let (rt, client) = self.server.as_ref()?;
+        let (client, owned) = (client.clone(), text.to_string());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let _ = tx.send(client.tokenize(&owned).await);
+        });
+        let n = rx.recv().ok().flatten()?;
+        self.memo.lock().unwrap_or_else(|p| p.into_inner()).insert(text.to_string(), n);
+        Some(n)
+    }
+
+    /// Prompt tokens of a message list with the server's tokenizer (+4 per message, +3 per
+    /// reply, as [`count_tokens`]); `None` when the server does not answer.
+    fn server_tokens(&self, messages: &[Message]) -> Option<u64> {
+        messages.iter().map(|m| self.server_count(&m.content).map(|n| n + 4)).sum::<Option<u64>>().map(|n| n + 3)
+    }
+
+    /// Counts every call of a report with this counter and names it in the report. Should the
+    /// server stop answering half-way, every call is counted with `o200k_base` instead, so one
+    /// report never mixes two tokenizers.
+    fn count(&self, report: &mut DryRunReport) {
+        report.counter = TokenCounter::O200k;
+        if self.server.is_none() {
+            return;
+        }
+        let counts: Option<Vec<u64>> = report.calls.iter().map(|c| self.server_tokens(&c.messages)).collect();
+        match counts {
+            Some(counts) => {
+                for (c, n) in report.calls.iter_mut().zip(counts) {
+                    c.prompt_tokens = n;
+                }
+                report.counter = self.counter();
+            }
+            None => tracing::warn!("{} stopped answering; these prompts are counted with o200k_base", self.url),
+        }
+    }
 }
 
 impl DryRunReport {
@@ -407,7 +548,11 @@ impl DryRunReport {
     /// A plain-text table: one row per request with, beneath it, the question it asks (the
     /// paragraph before the answer format, cut at 200 characters), then the total.
     pub fn render(&self) -> String {
-        let mut out = format!("dry run for model {}: nothing was sent\n", self.model);
+        let sent = match self.counter {
+            TokenCounter::O200k => "nothing was sent",
+            TokenCounter::Server(_) => "nothing was sent but the prompts to the server's tokenizer",
+        };
+        let mut out = format!("dry run for model {}: {sent}\n", self.model);
         out.push_str(&format!(
             "{:<4} {:<18} {:>9} {:>13} {:>10}\n",
             "#", "kind", "questions", "prompt tok", "max compl"
@@ -426,7 +571,7 @@ impl DryRunReport {
             }
         }
         out.push_str(&format!("total: {} calls, {} prompt tokens\n", self.calls.len(), self.prompt_tokens()));
-        out.push_str(TOKEN_MARGIN);
+        out.push_str(&self.counter.note());
         out.push('\n');
         out
     }
@@ -436,20 +581,33 @@ impl DryRunReport {
 /// `|j| { methods::run(Method::Echo, t, j, &opts); }`), and the report lists every request it
 /// would send, with its prompt tokens (the heuristic judge answers meanwhile, so later prompts are
 /// the ones that follow heuristic answers; repair requests are not included). The command line
-/// chooses what runs (`falat diagnose --dry-run`), so the judge needs no method or pipeline.
+/// chooses what runs (`falat diagnose --dry-run`), so the judge needs no method or pipeline. The
+/// tokens are counted by a [`DryRunCounter`] made for `cfg`: the server's `/tokenize` when a base
+/// URL is configured and the server answers it (the only thing sent), else `o200k_base`.
+///
+/// # Errors
+/// An [`LlmError`] from setting up the judge or the counter.
+pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<DryRunReport, LlmError> {
+    dry_run_counting(cfg, &DryRunCounter::new(cfg)?, run)
+}
+
+/// [`dry_run_with`] with a counter made once for many dry runs (`falat eval --dry-run`).
 ///
 /// # Errors
 /// An [`LlmError`] from setting up the judge.
-pub fn dry_run_with(cfg: &LlmConfig, run: impl FnOnce(&dyn Judge)) -> Result<DryRunReport, LlmError> {
+pub fn dry_run_counting(
+    cfg: &LlmConfig,
+    counter: &DryRunCounter,
+    run: impl FnOnce(&dyn Judge),
+) -> Result<DryRunReport, LlmError> {
     let cfg = LlmConfig { dry_run: true, record_dir: None, replay_dir: None, ..cfg.clone() };
     let judge = LlmJudge::with_api_key(cfg, None)?;
     run(&judge);
     let calls = judge.lock().dry.clone();
-    Ok(DryRunReport { model: judge.cfg.model.clone(), calls })
+    let mut report = DryRunReport { model: judge.cfg.model.clone(), calls, counter: TokenCounter::O200k };
+    counter.count(&mut report);
+    Ok(report)
 }
-
-/// What a dry run's token counts are worth: they are counted offline, with `o200k_base`.
-pub const TOKEN_MARGIN: &str = "prompt tokens counted with o200k_base (nothing is sent, not even to a tokenizer); a server's own tokenizer may count more: SmolLM2's counted 7-8 % more on these prompts (repairs and refusals are not included)";
 
 /// Prompt tokens of a message list, counted with `o200k_base` (+4 per message, +3 per reply).
 pub fn count_tokens(messages: &[Message]) -> u64 {
@@ -571,6 +729,10 @@ struct State {
     asked: HashMap<String, u64>,
     stats: Stats,
     dry: Vec<DryRunCall>,
+    /// Trajectories whose first call was made (for [`Cost::later_prompt_tokens`]).
+    first_call_done: std::collections::HashSet<String>,
+    /// Questions whose replay miss was counted ([`Cost::replay_misses`] counts each once).
+    misses_counted: std::collections::HashSet<(String, String)>,
 }
 
 struct Inner {
@@ -608,7 +770,7 @@ enum Failure {
     /// A call failed; the message says why.
     Call(CallError),
     /// The answer stayed invalid after the repair request.
-    Invalid(String),
+    Invalid(validate::Invalid),
     /// The trajectory's token budget is spent.
     Budget(u64),
     /// The schema of the question cannot be sent (a server would refuse it).
@@ -658,11 +820,11 @@ impl LlmJudge {
     /// # Errors
     /// As [`LlmJudge::new`].
     pub fn with_api_key(cfg: LlmConfig, key: Option<String>) -> Result<LlmJudge, LlmError> {
-        let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref()).map_err(LlmError::Cache)?;
+        let cache = Cache::open(cfg.replay_dir.as_deref(), cfg.record_dir.as_deref())?;
         let (client, rt) = if cfg.online() {
             let url = cfg.base_url.as_deref().ok_or(LlmError::NoUrl)?;
             let client = Client::new(url, key, &cfg.api_key_env, cfg.timeout, cfg.retries)
-                .map_err(LlmError::Setup)?
+                .map_err(|e| LlmError::Setup { reason: e.reason })?
                 .with_limits(client::Limits {
                     max_retry_after: cfg.max_retry_after,
                     max_body_bytes: cfg.max_response_bytes,
@@ -672,7 +834,7 @@ impl LlmJudge {
                 .thread_name("falat-llm")
                 .enable_all()
                 .build()
-                .map_err(|e| LlmError::Setup(e.to_string()))?;
+                .map_err(|e| LlmError::Setup { reason: e.to_string() })?;
             (Some(client), Some(rt))
         } else {
             (None, None)
@@ -728,30 +890,6 @@ impl LlmJudge {
     /// Where each question that needed a call is reported (progress lines); `None` for quiet.
     pub fn set_progress(&self, sink: Option<ProgressSink>) {
         *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = sink;
-    }
-
-    /// Counts the prompt tokens of `messages` with the server's own tokenizer (llama.cpp
-    /// `/tokenize`, +4 per message and +3 per reply as [`count_tokens`]); `None` without a server
-    /// or when it has no tokenizer endpoint.
-    pub fn server_count_tokens(&self, messages: &[Message]) -> Option<u64> {
-        let (Some(rt), Some(client)) = (&self.rt, &self.inner.client) else { return None };
-        let client = client.clone();
-        let texts: Vec<String> = messages.iter().map(|m| m.content.clone()).collect();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        rt.spawn(async move {
-            let mut total = 3u64;
-            for t in &texts {
-                match client.tokenize(t).await {
-                    Some(n) => total += n + 4,
-                    None => {
-                        let _ = tx.send(None);
-                        return;
-                    }
-                }
-            }
-            let _ = tx.send(Some(total));
-        });
-        rx.recv().ok().flatten()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -902,11 +1040,17 @@ impl LlmJudge {
         cost.cached_tokens += cached;
         cost.wall += wall;
         let mut st = self.lock();
+        // Only a trajectory's later calls can reuse what it sent before.
+        if !st.first_call_done.insert(traj.to_string()) {
+            cost.later_prompt_tokens += p;
+            cost.later_cached_tokens += cached;
+        }
         st.stats.calls += 1;
         st.stats.prompt_tokens += p;
         st.stats.completion_tokens += c;
         st.stats.cached_tokens += cached;
-        *st.spent.entry(traj.to_string()).or_default() += p + c;
+        // What the server computed: the prompt tokens it served from its cache are paid once.
+        *st.spent.entry(traj.to_string()).or_default() += p - cached + c;
         if matches!(result, Err(CallError::ContextTooLong { .. })) {
             st.stats.context_overflows += 1;
         }
@@ -927,7 +1071,7 @@ impl LlmJudge {
         loop {
             let user = prompts::render(kind.template(), &kind.fill(ctx, batch, known, d));
             let messages = vec![
-                Message { role: "system", content: prompts::render(prompts::SYSTEM, &[]) },
+                Message { role: "system", content: prompts::render(kind.system(), &[]) },
                 Message { role: "user", content: user },
             ];
             let schema = kind.schema(ctx, batch, d);
@@ -1001,6 +1145,7 @@ impl LlmJudge {
             return first.into_iter().map(|r| r.map(|a| (a, Origin::Model)).map_err(Failure::Invalid)).collect();
         }
         self.lock().stats.repairs += 1;
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
         tracing::debug!("{} answer invalid: {}", kind.name(), errors.join("; "));
         messages.push(Message { role: "assistant", content: crate::text::clip(&c.content, 3000) });
         let list: Vec<String> = errors.iter().take(8).map(|e| format!("- {e}")).collect();
@@ -1008,7 +1153,7 @@ impl LlmJudge {
             .push(Message { role: "user", content: prompts::render(prompts::REPAIR, &[("errors", list.join("\n"))]) });
         let second = match self.call(kind.name(), traj, &messages, schema, kind.max_tokens(batch), &mut format, cost) {
             Ok(c2) => parse_reply(ctx, kind, batch, d, &c2),
-            Err(e) => batch.iter().map(|_| Err(e.to_string())).collect(),
+            Err(e) => batch.iter().map(|_| Err(validate::Invalid::RepairCall(e.clone()))).collect(),
         };
         first
             .into_iter()
@@ -1135,6 +1280,9 @@ impl Judge for LlmJudge {
             Some(m) => m,
             None => self.ask_uncached(ctx, question, &traj, &mut cost),
         };
+        if m.origin == Origin::FallbackReplay && self.lock().misses_counted.insert(key) {
+            cost.replay_misses += 1;
+        }
         if cost.calls == 0 {
             cost.wall = start.elapsed();
         }
@@ -1300,21 +1448,24 @@ fn parse_reply(
     batch: &[Question],
     d: Detail,
     c: &Completion,
-) -> Vec<Result<Answer, String>> {
+) -> Vec<Result<Answer, validate::Invalid>> {
     let parsed = validate::extract_json(&c.content).and_then(|v| kind.parse(ctx, batch, d, &v));
     match parsed {
         Ok(each) => each,
         Err(e) => {
-            let e =
-                if c.finish_reason.as_deref() == Some("length") { format!("{e} (stopped at max_tokens)") } else { e };
+            let e = if c.finish_reason.as_deref() == Some("length") {
+                validate::Invalid::StoppedAtMaxTokens(Box::new(e))
+            } else {
+                e
+            };
             batch.iter().map(|_| Err(e.clone())).collect()
         }
     }
 }
 
 /// The distinct problems of a parsed batch.
-fn problems(results: &[Result<Answer, String>]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn problems(results: &[Result<Answer, validate::Invalid>]) -> Vec<validate::Invalid> {
+    let mut out: Vec<validate::Invalid> = Vec::new();
     for e in results.iter().filter_map(|r| r.as_ref().err()) {
         if !out.contains(e) {
             out.push(e.clone());

@@ -2,6 +2,12 @@
 //! is sent: phase summaries first, raw evidence only for the steps under examination, step numbers
 //! always written out.
 //!
+//! Every FALAT prompt of a trajectory starts with the same bytes, so a server's prompt cache
+//! computes them once: the system message ([`FALAT_SYSTEM`], with the fixed definitions), then [`run`]
+//! (the task and agents, the outcome, the whole run one line per step, the prior), then the
+//! stage's own context and its question. The prior's prompt is [`FALAT_SYSTEM`] and [`opening`], the
+//! start of every later one.
+//!
 //! Each kind is a [`Kind`]: a prompt file under `src/judge/llm/prompts/` (loaded with
 //! `include_str!`), the values of its placeholders, the JSON schema of the answer, how many
 //! questions one call answers (batching), and the validation of the answer (in [`super::validate`]).
@@ -23,7 +29,7 @@ use serde_json::{Value, json};
 
 pub mod attribution;
 
-use super::validate;
+use super::validate::{self, Invalid};
 use crate::diagnosis::Transition;
 use crate::graph::{DepGraph, EdgeKind};
 use crate::hierarchy::Action;
@@ -31,8 +37,11 @@ use crate::judge::{Answer, Context, CriterionKind, Question, QuestionKind, heuri
 use crate::model::StepKind;
 use crate::text;
 
-/// The system message of every call.
+/// The system message of the attribution questions (ECHO, DeFA, the Who&When baselines).
 pub const SYSTEM: &str = include_str!("prompts/system.md");
+/// The system message of FALAT's questions: [`SYSTEM`]'s text, then the fixed definitions they
+/// use (kinds of error, transition labels, verification criteria, re-search roles).
+pub const FALAT_SYSTEM: &str = include_str!("prompts/falat_system.md");
 /// The follow-up message of a repair request (`{{errors}}`).
 pub const REPAIR: &str = include_str!("prompts/repair.md");
 
@@ -94,6 +103,11 @@ pub trait Kind: Sync {
     }
     /// The prompt file's text.
     fn template(&self) -> &'static str;
+    /// The system message's template: [`FALAT_SYSTEM`] for FALAT's questions (the default),
+    /// [`SYSTEM`] for the attribution questions.
+    fn system(&self) -> &'static str {
+        FALAT_SYSTEM
+    }
     /// The questions answered by the same call as `q`, `q` first.
     fn batch(&self, _ctx: &Context<'_>, q: &Question, _known: &Known) -> Vec<Question> {
         vec![q.clone()]
@@ -112,14 +126,14 @@ pub trait Kind: Sync {
     /// Validates an answer: one result per question of the batch, or an error for the whole.
     ///
     /// # Errors
-    /// A sentence per problem that concerns the whole answer (wrong shape, unknown steps).
+    /// An [`Invalid`] for a problem that concerns the whole answer (wrong shape, unknown steps).
     fn parse(
         &self,
         ctx: &Context<'_>,
         batch: &[Question],
         d: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String>;
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid>;
 }
 
 static KINDS: &[&dyn Kind] = &[&PriorKind, &PhaseKind, &RecallKind, &LabelKind, &VerifyKind, &RolesKind];
@@ -150,8 +164,61 @@ pub fn render(template: &str, vars: &[(&str, String)]) -> String {
 }
 
 /// `Task: ...` (the first line of every prompt, so servers can reuse the cached prefix).
-fn task(ctx: &Context<'_>) -> String {
+pub(crate) fn task(ctx: &Context<'_>) -> String {
     format!("Task: {}", text::clip(&text::sanitize(ctx.trajectory.task.trim()), 900))
+}
+
+/// Most characters of the run's view ([`view`]) before its step lines are clipped shorter.
+const VIEW_CHARS: usize = 10_000;
+
+/// The opening of every FALAT prompt of a trajectory, the prior's included: the task and the
+/// agents of the team with their roles. Byte for byte the same for every question of the
+/// trajectory (at one [`Detail`]), so a server's prompt cache serves it after the first call.
+pub fn opening(ctx: &Context<'_>, d: Detail) -> String {
+    let agents: Vec<String> = ctx
+        .trajectory
+        .agents
+        .iter()
+        .map(|a| match &a.role {
+            Some(r) => format!("- {}: {}", a.name, text::clip(&text::sanitize(r).replace('\n', " "), d.line_chars)),
+            None => format!("- {}", text::sanitize(&a.name)),
+        })
+        .collect();
+    format!("{}\n\nAgents of the team:\n{}", task(ctx), agents.join("\n"))
+}
+
+/// The shared prefix of every FALAT question after the prior: [`opening`], the outcome, the run
+/// ([`view`]) and the prior `π` (empty before stage 1 has produced it). It is built only from
+/// what does not change while the pipeline runs (the trajectory, the extractive step summaries,
+/// the phase ranges; not the phase summaries or suspicion stage 1 writes), so every question of
+/// a trajectory starts with the same bytes and a stage's own context follows it.
+pub fn run(ctx: &Context<'_>, d: Detail) -> String {
+    let parts = [opening(ctx, d), outcome(ctx), view(ctx, d), prior(ctx)];
+    parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n\n")
+}
+
+/// The run at the level every stage shares (`M_mid` under `M_hi`'s ranges): each phase's step
+/// range, purpose and agent, then one summary line per step, clipped so the whole stays near
+/// [`VIEW_CHARS`] characters (at least 30 per line).
+pub fn view(ctx: &Context<'_>, d: Detail) -> String {
+    let n = ctx.hierarchy.steps.len();
+    if n == 0 {
+        return String::new();
+    }
+    let chars = (VIEW_CHARS / n).clamp(30, d.line_chars.max(30));
+    let mut out = vec!["The run, phase by phase, one line per step:".to_string()];
+    for p in &ctx.hierarchy.phases {
+        out.push(format!(
+            "phase {} (steps {}-{}, {} by {}):",
+            p.id,
+            p.range.start,
+            p.range.end.saturating_sub(1),
+            p.purpose.as_str(),
+            text::sanitize(&p.agent)
+        ));
+        out.extend(p.range.clone().filter(|&i| i < n).map(|i| format!("  {}", step_line(ctx, i, chars))));
+    }
+    out.join("\n")
 }
 
 /// The task-conditioned prior `π` as the later FALAT stages see it (recall, labelling,
@@ -163,7 +230,7 @@ fn prior(ctx: &Context<'_>) -> String {
 }
 
 /// The expected answer (with ground truth only) and the answer the run gave.
-fn outcome(ctx: &Context<'_>) -> String {
+pub(crate) fn outcome(ctx: &Context<'_>) -> String {
     let mut out = Vec::new();
     if let Some(e) = ctx.expected() {
         out.push(format!("Correct answer: {}", text::clip(&text::sanitize(e.trim()), 200)));
@@ -261,16 +328,7 @@ impl Kind for PriorKind {
         include_str!("prompts/prior.md")
     }
     fn fill(&self, ctx: &Context<'_>, _: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
-        let agents: Vec<String> = ctx
-            .trajectory
-            .agents
-            .iter()
-            .map(|a| match &a.role {
-                Some(r) => format!("- {}: {}", a.name, text::clip(&text::sanitize(r).replace('\n', " "), d.line_chars)),
-                None => format!("- {}", a.name),
-            })
-            .collect();
-        vec![("task", task(ctx)), ("agents", agents.join("\n"))]
+        vec![("opening", opening(ctx, d))]
     }
     fn schema(&self, ctx: &Context<'_>, _: &[Question], _: Detail) -> Value {
         let types = ["number", "date", "name", "list", "url", "text"];
@@ -312,7 +370,7 @@ impl Kind for PriorKind {
         _: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         validate::prior(ctx, v).map(|p| vec![Ok(Answer::Prior(p))])
     }
 }
@@ -320,24 +378,10 @@ impl Kind for PriorKind {
 struct PhaseKind;
 
 impl PhaseKind {
+    /// A phase asked about: its number and extractive summary (its step range, purpose and agent
+    /// head it in the run's view, its steps' lines follow there).
     fn phase_text(ctx: &Context<'_>, phase: usize, d: Detail) -> String {
-        let p = &ctx.hierarchy.phases[phase];
-        let mut s = format!(
-            "phase {phase} (steps {}-{}, {} by {}): {}",
-            p.range.start,
-            p.range.end.saturating_sub(1),
-            p.purpose.as_str(),
-            p.agent,
-            text::clip(&p.summary, d.line_chars)
-        );
-        let flagged = p.range.clone().filter(|&i| {
-            let f = ctx.hierarchy.steps[i].flags;
-            f.error || f.failed_execution || f.hedged || f.answer || f.empty_result
-        });
-        for i in flagged.take(2) {
-            s.push_str(&format!("\n  - {}", step_line(ctx, i, d.line_chars / 2)));
-        }
-        s
+        format!("phase {phase}: {}", text::clip(&ctx.hierarchy.phases[phase].summary, d.line_chars))
     }
 }
 
@@ -358,7 +402,7 @@ impl Kind for PhaseKind {
     }
     fn fill(&self, ctx: &Context<'_>, batch: &[Question], _: &Known, d: Detail) -> Vec<(&'static str, String)> {
         let phases: Vec<String> = phase_ids(batch).into_iter().map(|p| PhaseKind::phase_text(ctx, p, d)).collect();
-        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("phases", phases.join("\n"))]
+        vec![("run", run(ctx, d)), ("phases", phases.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let ids = phase_ids(batch);
@@ -393,14 +437,12 @@ impl Kind for PhaseKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let ids = phase_ids(batch);
         let got = validate::phases(ctx, &ids, v)?;
         Ok(ids
             .iter()
-            .map(|p| {
-                got.iter().find(|(q, _)| q == p).map(|(_, a)| a.clone()).ok_or_else(|| format!("phase {p} is missing"))
-            })
+            .map(|p| got.iter().find(|(q, _)| q == p).map(|(_, a)| a.clone()).ok_or(Invalid::PhaseMissing(*p)))
             .collect())
     }
 }
@@ -480,16 +522,21 @@ impl Kind for RecallKind {
             })
             .collect();
         let shown = RecallKind::shown(ctx, batch, d);
-        let summaries: Vec<String> = shown.iter().map(|&i| step_line(ctx, i, d.line_chars)).collect();
+        let ranges = batch.iter().filter_map(|q| match q {
+            Question::RecallCandidates { range } => Some(range.clone()),
+            _ => None,
+        });
+        let (from, end) = ranges.fold((usize::MAX, 0), |(f, e), r| (f.min(r.start), e.max(r.end)));
+        let allowed: Vec<String> = shown.iter().map(|i| i.to_string()).collect();
         let evidence: Vec<String> =
             RecallKind::evidence(ctx, &shown, d).into_iter().map(|i| step_raw(ctx, i, d.step_chars)).collect();
         vec![
-            ("task", task(ctx)),
-            ("outcome", outcome(ctx)),
-            ("prior", prior(ctx)),
+            ("run", run(ctx, d)),
             ("overview", overview.join("\n")),
-            ("summaries", summaries.join("\n")),
-            ("steps", evidence.join("\n")),
+            ("from", from.min(end).to_string()),
+            ("last", end.saturating_sub(1).to_string()),
+            ("allowed", allowed.join(", ")),
+            ("steps", if evidence.is_empty() { "(none flagged)".to_string() } else { evidence.join("\n") }),
             ("max", MAX_CANDIDATES.to_string()),
         ]
     }
@@ -506,13 +553,13 @@ impl Kind for RecallKind {
         batch: &[Question],
         d: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let shown = RecallKind::shown(ctx, batch, d);
         let found = validate::candidates(&shown, v)?;
         Ok(batch
             .iter()
             .map(|q| {
-                let Question::RecallCandidates { range } = q else { return Err("not a recall question".into()) };
+                let Question::RecallCandidates { range } = q else { return Err(Invalid::WrongQuestion("recall")) };
                 Ok(Answer::Candidates(found.iter().filter(|(s, _)| range.contains(s)).cloned().collect()))
             })
             .collect())
@@ -563,10 +610,11 @@ impl Kind for LabelKind {
         for (from, tos) in edges_by_candidate(batch) {
             out.push(format!("Candidate {}", step_raw(ctx, from, d.step_chars / 2)));
             for to in tos {
-                out.push(format!("  {from}>{to}: {}", step_line(ctx, to, d.line_chars)));
+                let s = &ctx.hierarchy.steps[to];
+                out.push(format!("  {from}>{to}: step {to} ({}, {})", text::sanitize(&s.agent), s.action.as_str()));
             }
         }
-        vec![("task", task(ctx)), ("prior", prior(ctx)), ("edges", out.join("\n"))]
+        vec![("run", run(ctx, d)), ("edges", out.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let labels: Vec<&str> = Transition::ALL.iter().map(|t| t.as_str()).collect();
@@ -589,7 +637,7 @@ impl Kind for LabelKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let keys = edge_keys(batch);
         let got = validate::labels(&keys, v)?;
         Ok(got.into_iter().map(|r| r.map(Answer::Transition)).collect())
@@ -632,7 +680,7 @@ impl VerifyKind {
     }
 
     fn describe(ctx: &Context<'_>, c: usize, live: &[usize], known: &Known, d: Detail) -> String {
-        let mut s = format!("- {}", step_line(ctx, c, d.line_chars));
+        let mut s = format!("- step {c} ({})", text::sanitize(&ctx.hierarchy.steps[c].agent));
         if let Some((_, f)) = known.recalled.iter().find(|(s, _)| *s == c) {
             s.push_str(&format!("\n  found: {}", text::clip(f, d.line_chars)));
         }
@@ -677,16 +725,8 @@ impl Kind for VerifyKind {
         let live = batch.first().map(VerifyKind::live).unwrap_or_default();
         let cands: Vec<String> =
             verify_steps(batch).into_iter().map(|c| VerifyKind::describe(ctx, c, &live, known, d)).collect();
-        let fin = signals::final_step(ctx)
-            .map(|e| format!("Final output: {}", step_line(ctx, e, d.line_chars)))
-            .unwrap_or_default();
-        vec![
-            ("task", task(ctx)),
-            ("outcome", outcome(ctx)),
-            ("prior", prior(ctx)),
-            ("final", fin),
-            ("candidates", cands.join("\n")),
-        ]
+        let fin = signals::final_step(ctx).map(|e| format!("Final output: step {e}.\n")).unwrap_or_default();
+        vec![("run", run(ctx, d)), ("final", fin), ("candidates", cands.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let keys: Vec<String> = verify_steps(batch).iter().map(|s| s.to_string()).collect();
@@ -714,13 +754,13 @@ impl Kind for VerifyKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
         let steps = verify_steps(batch);
         let verdicts = validate::verdicts(&steps, v)?;
         Ok(batch
             .iter()
             .map(|q| {
-                let Question::Verify { step, criterion, .. } = q else { return Err("not a verify question".into()) };
+                let Question::Verify { step, criterion, .. } = q else { return Err(Invalid::WrongQuestion("verify")) };
                 let k = steps.iter().position(|s| s == step).expect("batch step");
                 verdicts[k].clone().map(|(ind, suf)| {
                     Answer::Criterion(if *criterion == CriterionKind::Independence { ind } else { suf })
@@ -757,7 +797,7 @@ impl Kind for RolesKind {
         let per_step = (d.step_chars * 3 / 5).max(80);
         let steps: Vec<String> = window.clone().map(|i| step_raw(ctx, i, per_step)).collect();
         // Blind: the step chosen so far is not named (FALAT §4 re-search resists anchoring).
-        vec![("task", task(ctx)), ("outcome", outcome(ctx)), ("prior", prior(ctx)), ("steps", steps.join("\n"))]
+        vec![("run", run(ctx, d)), ("steps", steps.join("\n"))]
     }
     fn schema(&self, _: &Context<'_>, batch: &[Question], _: Detail) -> Value {
         let Some(Question::Roles { window, .. }) = batch.first() else { return json!({}) };
@@ -785,8 +825,8 @@ impl Kind for RolesKind {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
-        let Some(Question::Roles { window, .. }) = batch.first() else { return Err("not a roles question".into()) };
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
+        let Some(Question::Roles { window, .. }) = batch.first() else { return Err(Invalid::WrongQuestion("roles")) };
         validate::roles(window.clone(), v).map(|a| vec![Ok(a)])
     }
 }

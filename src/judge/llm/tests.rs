@@ -465,10 +465,13 @@ fn context_overflow_splits_the_batch() {
 
 #[test]
 fn context_overflow_trims_the_prompt_or_falls_back() {
-    let limit = Arc::new(Mutex::new(3200usize));
+    // The server's context is one byte shorter than the first, full prompt.
+    let limit = Arc::new(Mutex::new(None::<usize>));
     let l = Arc::clone(&limit);
     let m = mock(move |b, n| {
-        if b.to_string().len() > *l.lock().unwrap() {
+        let len = b.to_string().len();
+        let max = *l.lock().unwrap().get_or_insert(len - 1);
+        if len > max {
             error(400, "the request exceeds the available context size", "exceed_context_size_error")
         } else {
             schema_reply(b, n)
@@ -480,7 +483,7 @@ fn context_overflow_trims_the_prompt_or_falls_back() {
     let j = judge.ask(&f.ctx(), &q);
     assert_eq!(j.warning, None);
     assert!(judge.stats().context_overflows >= 1);
-    *limit.lock().unwrap() = 10;
+    *limit.lock().unwrap() = Some(10);
     let q = Question::Roles { window: 0..5 };
     let j = judge.ask(&f.ctx(), &q);
     assert!(j.warning.unwrap().contains("longer than the model's context"));
@@ -661,10 +664,13 @@ fn replay_miss_falls_back_and_never_connects() {
     cfg.replay_dir = Some(dir.path().to_path_buf());
     let judge = LlmJudge::with_api_key(cfg, None).unwrap();
     let f = fixture("hand-crafted-24.json");
-    let w = judge.ask(&f.ctx(), &Question::Prior).warning.unwrap();
+    let j = judge.ask(&f.ctx(), &Question::Prior);
+    let w = j.warning.unwrap();
     assert!(w.contains("not in the replay cache"), "{w}");
-    // `falat eval` counts misses by these words.
-    assert!(w.contains(crate::judge::REPLAY_MISS), "{w}");
+    // `falat eval` counts misses from the cost, each question once however often it is asked.
+    assert_eq!((j.cost.replay_misses, j.cost.answers.fallback_replay), (1, 1));
+    let again = judge.ask(&f.ctx(), &Question::Prior);
+    assert_eq!((again.cost.replay_misses, again.cost.answers.fallback_replay), (0, 1));
 }
 
 #[test]
@@ -1272,4 +1278,187 @@ fn progress_lines_name_each_question_that_needed_a_call() {
     );
     assert!(lines[0].ends_with(": model"), "{}", lines[0]);
     assert!(lines[1].contains("q2") && lines[1].contains("phase_summary (summary of phase 0)"), "{}", lines[1]);
+}
+
+// ---- One prompt prefix per trajectory (issue 27: pay for each prompt token once). ----
+
+/// The bundled hand-crafted run with 17 steps (Who&When `Hand-Crafted/4.json`).
+fn hand_crafted_4() -> Trajectory {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/who-and-when/Hand-Crafted/4.json");
+    crate::ingest::fs::load_path(&p, None).unwrap().trajectories.remove(0)
+}
+
+/// The system text and the user message of a request, as one string.
+fn prompt_of(body: &Value) -> (String, String) {
+    let m = body["messages"].as_array().unwrap();
+    assert_eq!((m[0]["role"].as_str(), m[1]["role"].as_str()), (Some("system"), Some("user")));
+    (m[0]["content"].as_str().unwrap().to_string(), m[1]["content"].as_str().unwrap().to_string())
+}
+
+fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
+    let n = a
+        .char_indices()
+        .zip(b.chars())
+        .take_while(|((_, x), y)| x == y)
+        .last()
+        .map_or(0, |((i, c), _)| i + c.len_utf8());
+    &a[..n]
+}
+
+#[test]
+fn every_prompt_of_a_trajectory_starts_with_the_same_system_text_task_and_run() {
+    let m = mock(schema_reply);
+    let judge = judge_for(&m.url);
+    let t = hand_crafted_4();
+    let d = crate::methods::run(
+        crate::methods::Method::Falat,
+        &t,
+        &judge,
+        &crate::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    let bodies = m.bodies();
+    assert!(bodies.len() >= 4, "{} requests", bodies.len());
+    let prompts: Vec<(String, String)> = bodies.iter().map(prompt_of).collect();
+    // One system text for every request, the prior's included.
+    assert!(prompts.iter().all(|p| p.0 == prompts[0].0));
+    assert!(prompts[0].0.contains("Kinds of error (signal)") && prompts[0].0.contains("ROOT_CAUSE"));
+    // The prior sees the task and the agents only; every later prompt starts with those bytes.
+    let (_, prior) = &prompts[0];
+    let opening = prior.split("\n\nWithout solving the task").next().unwrap();
+    assert!(opening.starts_with("Task: ") && opening.contains("\n\nAgents of the team:\n- "), "{opening}");
+    assert!(!prior.contains("The run, phase by phase"), "{prior}");
+    // After the prior, every prompt shares one prefix: task, agents, outcome, the whole run (one
+    // line per step) and the prior; what differs between stages comes after it.
+    let mut shared = prompts[1].1.as_str();
+    for (_, user) in &prompts[1..] {
+        assert!(user.starts_with(opening), "{user}");
+        shared = common_prefix(shared, user);
+    }
+    assert!(shared.contains("\nAnswer given by the run: "), "{shared}");
+    assert!(shared.contains("The run, phase by phase, one line per step:\nphase 0 (steps 0-"), "{shared}");
+    for i in 0..t.steps.len() {
+        assert!(shared.contains(&format!("\n  step {i} ")), "step {i} is not in the shared prefix: {shared}");
+    }
+    assert!(shared.contains("Expected way to solve the task (prior):\nexpected answer: "), "{shared}");
+    // The shared part (system text + prefix) is most of every prompt after the prior's.
+    let tokens = |s: &str| count_text(s);
+    let system = tokens(&prompts[0].0);
+    let fixed = system + tokens(shared);
+    let mut least = 1.0f64;
+    for (sys, user) in &prompts[1..] {
+        let share = fixed as f64 / (tokens(sys) + tokens(user)) as f64;
+        least = least.min(share);
+    }
+    // 68.6 % (o200k_base) for the re-search prompt, which adds the raw text of five steps and the
+    // roles; every other prompt shares more.
+    assert!(least >= 0.68, "the shared prefix is only {:.1} % of a prompt", 100.0 * least);
+}
+
+#[test]
+fn a_repair_resends_the_question_s_bytes_and_adds_only_the_correction() {
+    let bad =
+        "{\"candidates\": [{\"step\": 99, \"signal\": \"assumption\", \"evidence\": \"a guess\", \"severity\": 2}]}";
+    let m = mock(move |b, n| if n == 0 { ok(bad, n) } else { schema_reply(b, n) });
+    let judge = judge_for(&m.url);
+    let f = fixture("algorithm-generated-10.json");
+    let q = Question::RecallCandidates { range: 0..f.t.steps.len() };
+    let j = judge.ask(&f.ctx(), &q);
+    assert_eq!((j.warning, j.cost.calls, j.cost.answers.repaired), (None, 2, 1));
+    let (first, repair) = (&m.bodies()[0], &m.bodies()[1]);
+    let (a, b) = (first["messages"].as_array().unwrap(), repair["messages"].as_array().unwrap());
+    // The question's messages byte for byte (so the server's cache serves them), the answer as the
+    // model gave it, then the correction and nothing else.
+    assert_eq!(&b[..2], &a[..]);
+    assert_eq!(b[2], json!({"role": "assistant", "content": bad}));
+    assert_eq!(
+        b[3],
+        json!({"role": "user", "content": "That answer cannot be used:\n- step 99 is not one of the steps given (0, 1, 2, 3, 4, 5, 6, 7, 9)\nReply again with only the corrected JSON object in the same format, using only the step numbers given."})
+    );
+    assert_eq!(b.len(), 4);
+    for k in ["model", "max_tokens", "response_format", "temperature", "seed"] {
+        assert_eq!(first[k], repair[k], "{k}");
+    }
+}
+
+/// A llama.cpp-like `/tokenize` on 127.0.0.1 counting one token per word (or a 404 when
+/// `answers` is false), recording the paths it was asked.
+fn tokenizer(answers: bool) -> (String, Arc<Mutex<Vec<String>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten() {
+            let Some((head, body)) = read_request(&stream) else { continue };
+            let path = head.lines().next().unwrap_or("").to_string();
+            log.lock().unwrap().push(path.clone());
+            if answers && path.starts_with("POST /tokenize ") {
+                let n = body["content"].as_str().unwrap_or("").split_whitespace().count();
+                write_response(stream, 200, &[], &json!({"tokens": vec![1; n]}).to_string());
+            } else {
+                write_response(stream, 404, &[], "{}");
+            }
+        }
+    });
+    (url, seen)
+}
+
+fn falat_dry_run(url: &str) -> DryRunReport {
+    let f = fixture("hand-crafted-24.json");
+    dry_run_with(&LlmConfig::new(Some(url), "test-model"), |j| {
+        let _ = crate::methods::run(
+            crate::methods::Method::Falat,
+            &f.t,
+            j,
+            &crate::methods::MethodOptions::for_falat(Options::new(true)),
+        );
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_dry_run_counts_with_the_server_s_tokenizer_when_it_has_one() {
+    let (url, seen) = tokenizer(true);
+    let r = falat_dry_run(&url);
+    let root = url.trim_end_matches("/v1");
+    assert_eq!(r.counter, TokenCounter::Server(format!("{root}/tokenize")));
+    assert!(r.calls.len() >= 4);
+    for c in &r.calls {
+        let words: u64 = c.messages.iter().map(|m| m.content.split_whitespace().count() as u64 + 4).sum();
+        assert_eq!(c.prompt_tokens, words + 3, "{}", c.kind);
+    }
+    // Nothing but the tokenizer was asked, and each distinct message once (the system text once).
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|p| p.starts_with("POST /tokenize ")), "{seen:?}");
+    let distinct: std::collections::HashSet<&str> =
+        r.calls.iter().flat_map(|c| c.messages.iter().map(|m| m.content.as_str())).collect();
+    assert_eq!(seen.len(), distinct.len() + 1, "one probe, then each distinct message once");
+    let text = r.render();
+    assert!(text.contains("nothing was sent but the prompts to the server's tokenizer"), "{text}");
+    assert!(
+        text.contains(&format!("counted by the server's tokenizer ({root}/tokenize; nothing else was sent)")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dry_run_counts_with_o200k_when_the_server_has_no_tokenizer_or_none_is_given() {
+    let (url, seen) = tokenizer(false);
+    let r = falat_dry_run(&url);
+    assert_eq!(r.counter, TokenCounter::O200k);
+    assert!(r.calls.iter().all(|c| c.prompt_tokens == count_tokens(&c.messages)));
+    assert_eq!(seen.lock().unwrap().clone(), vec!["POST /tokenize HTTP/1.1".to_string()], "one probe only");
+    assert!(r.render().contains("counted with o200k_base (nothing is sent"), "{}", r.render());
+    let f = fixture("hand-crafted-24.json");
+    let offline = dry_run_with(&LlmConfig::new(None, "test-model"), |j| {
+        let _ = crate::methods::run(
+            crate::methods::Method::Falat,
+            &f.t,
+            j,
+            &crate::methods::MethodOptions::for_falat(Options::new(true)),
+        );
+    })
+    .unwrap();
+    assert_eq!((offline.counter, offline.calls), (TokenCounter::O200k, r.calls));
 }

@@ -20,6 +20,134 @@ use crate::text;
 /// offline judge, which the model is not asked for.
 pub const LLM_SIGNALS: [Signal; 15] = Signal::FINDINGS;
 
+/// Why an answer (or one question's part of it) cannot be used. Its text is what the repair
+/// request tells the model and what the fallback's warning says.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Invalid {
+    /// The reply holds no `{`.
+    #[error("the answer contains no JSON object")]
+    NoJson,
+    /// The object never closes (cut by `max_tokens`, for example).
+    #[error("truncated JSON: the object is not closed (the answer was cut off)")]
+    Truncated,
+    /// The JSON parser's complaint.
+    #[error("invalid JSON: {0}")]
+    Json(String),
+    /// An object was expected.
+    #[error("expected a JSON object, got {got}")]
+    NotAnObject {
+        /// What came instead (`an array`...).
+        got: &'static str,
+    },
+    /// A required field is absent.
+    #[error("missing field \"{0}\"")]
+    Missing(String),
+    /// A field holds the wrong type.
+    #[error("\"{field}\" must be {expected}, got {got}")]
+    WrongType {
+        /// The field.
+        field: String,
+        /// What it must be (`a string`, `true or false`...).
+        expected: &'static str,
+        /// What it is.
+        got: &'static str,
+    },
+    /// A text copies the prompt's placeholder or says nothing.
+    #[error("\"{0}\" is empty or a placeholder; write the actual text")]
+    Placeholder(String),
+    /// A name outside the allowed set (`answer_type`, `capability`, `agent`, `signal`).
+    #[error("unknown {what} \"{value}\"")]
+    Unknown {
+        /// What was named.
+        what: &'static str,
+        /// The name given.
+        value: String,
+    },
+    /// A step that was not among the steps given.
+    #[error("step {step} is not one of the steps given ({})", list(allowed))]
+    StepNotGiven {
+        /// The step named.
+        step: usize,
+        /// The steps that may be named.
+        allowed: Vec<usize>,
+    },
+    /// A phase that was not among the phases given.
+    #[error("phase {phase} is not one of the phases given ({})", list(allowed))]
+    PhaseNotGiven {
+        /// The phase named.
+        phase: usize,
+        /// The phases asked about.
+        allowed: Vec<usize>,
+    },
+    /// A phase asked about has no entry.
+    #[error("phase {0} is missing")]
+    PhaseMissing(usize),
+    /// A severity outside 1..=3.
+    #[error("severity {0} is outside 1..3")]
+    Severity(u64),
+    /// A suspicion outside 0..=10.
+    #[error("suspicion {suspicion} of phase {phase} is outside 0..10")]
+    Suspicion {
+        /// The phase.
+        phase: usize,
+        /// The value given.
+        suspicion: f64,
+    },
+    /// An edge that was not asked about.
+    #[error("edge \"{edge}\" was not asked about (edges: {})", asked.join(", "))]
+    EdgeNotAsked {
+        /// The edge given (`"3>9"`).
+        edge: String,
+        /// The edges asked about.
+        asked: Vec<String>,
+    },
+    /// An edge asked about has no label.
+    #[error("edge \"{0}\" is missing")]
+    EdgeMissing(String),
+    /// An edge's label is not a transition label.
+    #[error("edge \"{edge}\": unknown label \"{label}\"")]
+    UnknownLabel {
+        /// The edge.
+        edge: String,
+        /// The label given.
+        label: String,
+    },
+    /// A verdict for a step that is not a candidate.
+    #[error("step \"{key}\" is not one of the candidates ({})", list(candidates))]
+    NotACandidate {
+        /// The key given.
+        key: String,
+        /// The candidates asked about.
+        candidates: Vec<usize>,
+    },
+    /// A candidate asked about has no verdict.
+    #[error("the verdict for step {0} is missing")]
+    VerdictMissing(usize),
+    /// A key of `roles` that is no step number.
+    #[error("role key \"{0}\" is not a step number")]
+    RoleKey(String),
+    /// A role that is not one of the roles.
+    #[error("step {step}: unknown role \"{role}\"")]
+    UnknownRole {
+        /// The step.
+        step: usize,
+        /// The role given.
+        role: String,
+    },
+    /// An attribution answer (ECHO, DeFA, the Who&When baselines) that cannot be used.
+    #[error(transparent)]
+    Attribution(#[from] crate::judge::attribution::ParseError),
+    /// The question is not of the kind the prompt serves (a programming error, never the model's).
+    #[error("not a {0} question")]
+    WrongQuestion(&'static str),
+    /// The answer stopped at `max_tokens`, which likely caused the problem.
+    #[error("{0} (stopped at max_tokens)")]
+    StoppedAtMaxTokens(Box<Invalid>),
+    /// The repair request itself failed.
+    #[error("{0}")]
+    RepairCall(super::client::CallError),
+}
+
 /// The finding weight of a severity 1..=3.
 pub fn severity_weight(severity: u64) -> f32 {
     match severity {
@@ -32,13 +160,12 @@ pub fn severity_weight(severity: u64) -> f32 {
 /// The first JSON object in a reply: code fences and prose around it are ignored.
 ///
 /// # Errors
-/// "no JSON object", "truncated JSON" (the object never closes, e.g. cut by `max_tokens`) or the
-/// parser's message.
-pub fn extract_json(reply: &str) -> Result<Value, String> {
-    let start = reply.find('{').ok_or_else(|| "the answer contains no JSON object".to_string())?;
-    let end = object_end(&reply[start..])
-        .ok_or_else(|| "truncated JSON: the object is not closed (the answer was cut off)".to_string())?;
-    serde_json::from_str(&reply[start..start + end]).map_err(|e| format!("invalid JSON: {e}"))
+/// [`Invalid::NoJson`], [`Invalid::Truncated`] (the object never closes, e.g. cut by
+/// `max_tokens`) or [`Invalid::Json`] with the parser's message.
+pub fn extract_json(reply: &str) -> Result<Value, Invalid> {
+    let start = reply.find('{').ok_or(Invalid::NoJson)?;
+    let end = object_end(&reply[start..]).ok_or(Invalid::Truncated)?;
+    serde_json::from_str(&reply[start..start + end]).map_err(|e| Invalid::Json(e.to_string()))
 }
 
 /// Byte length of the balanced `{...}` at the start of `s`, skipping braces inside strings.
@@ -64,9 +191,13 @@ fn object_end(s: &str) -> Option<usize> {
     None
 }
 
-fn field<'a>(obj: &'a Value, name: &str) -> Result<&'a Value, String> {
-    let o = obj.as_object().ok_or_else(|| format!("expected a JSON object, got {}", type_name(obj)))?;
-    o.get(name).ok_or_else(|| format!("missing field \"{name}\""))
+fn field<'a>(obj: &'a Value, name: &str) -> Result<&'a Value, Invalid> {
+    let o = obj.as_object().ok_or(Invalid::NotAnObject { got: type_name(obj) })?;
+    o.get(name).ok_or_else(|| Invalid::Missing(name.to_string()))
+}
+
+fn wrong(field: &str, expected: &'static str, v: &Value) -> Invalid {
+    Invalid::WrongType { field: field.to_string(), expected, got: type_name(v) }
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -85,38 +216,34 @@ fn is_placeholder(s: &str) -> bool {
     s.chars().all(|c| c.is_whitespace() || matches!(c, '.' | '#' | '…' | '-' | '_' | '?'))
 }
 
-fn string(v: &Value, what: &str) -> Result<String, String> {
+fn string(v: &Value, what: &str) -> Result<String, Invalid> {
     match v.as_str() {
         Some(s) if !is_placeholder(s) => Ok(text::clip(&text::sanitize(s.trim()), 240)),
-        Some(_) => Err(format!("\"{what}\" is empty or a placeholder; write the actual text")),
-        None => Err(format!("\"{what}\" must be a string, got {}", type_name(v))),
+        Some(_) => Err(Invalid::Placeholder(what.to_string())),
+        None => Err(wrong(what, "a string", v)),
     }
 }
 
-fn array<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>, String> {
-    v.as_array().ok_or_else(|| format!("\"{what}\" must be an array, got {}", type_name(v)))
+fn array<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>, Invalid> {
+    v.as_array().ok_or_else(|| wrong(what, "an array", v))
 }
 
-fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object().ok_or_else(|| format!("\"{what}\" must be an object, got {}", type_name(v)))
+fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, Invalid> {
+    v.as_object().ok_or_else(|| wrong(what, "an object", v))
 }
 
-fn int(v: &Value, what: &str) -> Result<u64, String> {
-    v.as_u64().ok_or_else(|| format!("\"{what}\" must be a non-negative integer, got {}", type_name(v)))
+fn int(v: &Value, what: &str) -> Result<u64, Invalid> {
+    v.as_u64().ok_or_else(|| wrong(what, "a non-negative integer", v))
 }
 
-fn boolean(v: &Value, what: &str) -> Result<bool, String> {
-    v.as_bool().ok_or_else(|| format!("\"{what}\" must be true or false, got {}", type_name(v)))
+fn boolean(v: &Value, what: &str) -> Result<bool, Invalid> {
+    v.as_bool().ok_or_else(|| wrong(what, "true or false", v))
 }
 
 /// A step number that must be one of `allowed`.
-fn step(v: &Value, what: &str, allowed: &[usize]) -> Result<usize, String> {
+fn step(v: &Value, what: &str, allowed: &[usize]) -> Result<usize, Invalid> {
     let n = int(v, what)? as usize;
-    if allowed.contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("step {n} is not one of the steps given ({})", list(allowed)))
-    }
+    if allowed.contains(&n) { Ok(n) } else { Err(Invalid::StepNotGiven { step: n, allowed: allowed.to_vec() }) }
 }
 
 fn list(xs: &[usize]) -> String {
@@ -129,21 +256,22 @@ fn list(xs: &[usize]) -> String {
 ///
 /// # Errors
 /// Unknown answer type, capability or agent; wrong types; missing fields.
-pub fn prior(ctx: &Context<'_>, v: &Value) -> Result<Prior, String> {
+pub fn prior(ctx: &Context<'_>, v: &Value) -> Result<Prior, Invalid> {
     let at = string(field(v, "answer_type")?, "answer_type")?;
-    let answer_type = AnswerType::parse(&at.to_lowercase()).ok_or_else(|| format!("unknown answer_type \"{at}\""))?;
+    let answer_type =
+        AnswerType::parse(&at.to_lowercase()).ok_or(Invalid::Unknown { what: "answer_type", value: at })?;
     let constraints = strings(field(v, "constraints")?, "constraints")?;
     let key_terms = strings(field(v, "key_terms")?, "key_terms")?.into_iter().map(|k| k.to_lowercase()).collect();
     let mut requirements = Vec::new();
     for r in array(field(v, "requirements")?, "requirements")? {
         let c = string(field(r, "capability")?, "capability")?;
-        let capability = Capability::parse(&c).ok_or_else(|| format!("unknown capability \"{c}\""))?;
+        let capability = Capability::parse(&c).ok_or(Invalid::Unknown { what: "capability", value: c })?;
         let agent = match field(r, "agent")? {
             Value::Null => None,
             a => {
                 let name = string(a, "agent")?;
                 let known = ctx.trajectory.agents.iter().find(|x| x.name.eq_ignore_ascii_case(&name));
-                Some(known.ok_or_else(|| format!("unknown agent \"{name}\""))?.name.clone())
+                Some(known.ok_or(Invalid::Unknown { what: "agent", value: name })?.name.clone())
             }
         };
         requirements.push(Requirement { capability, agent });
@@ -165,7 +293,7 @@ pub fn prior(ctx: &Context<'_>, v: &Value) -> Result<Prior, String> {
                     Some(a) => {
                         let name = string(a, "agent")?;
                         let known = ctx.trajectory.agents.iter().find(|x| x.name.eq_ignore_ascii_case(&name));
-                        Some(known.ok_or_else(|| format!("unknown agent \"{name}\""))?.name.clone())
+                        Some(known.ok_or(Invalid::Unknown { what: "agent", value: name })?.name.clone())
                     }
                 };
                 out.push(ExpectedStep { capability: None, agent, action });
@@ -177,7 +305,7 @@ pub fn prior(ctx: &Context<'_>, v: &Value) -> Result<Prior, String> {
     Ok(p)
 }
 
-fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
+fn strings(v: &Value, what: &str) -> Result<Vec<String>, Invalid> {
     array(v, what)?.iter().map(|s| string(s, what)).collect()
 }
 
@@ -186,18 +314,18 @@ fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
 ///
 /// # Errors
 /// Wrong shape, an unknown phase number, a suspicion out of range.
-pub fn phases(_ctx: &Context<'_>, ids: &[usize], v: &Value) -> Result<Vec<(usize, Answer)>, String> {
+pub fn phases(_ctx: &Context<'_>, ids: &[usize], v: &Value) -> Result<Vec<(usize, Answer)>, Invalid> {
     let mut out: Vec<(usize, Answer)> = Vec::new();
     for item in array(field(v, "phases")?, "phases")? {
         let p = int(field(item, "phase")?, "phase")? as usize;
         if !ids.contains(&p) {
-            return Err(format!("phase {p} is not one of the phases given ({})", list(ids)));
+            return Err(Invalid::PhaseNotGiven { phase: p, allowed: ids.to_vec() });
         }
         let summary = string(field(item, "summary")?, "summary")?;
         let s = field(item, "suspicion")?;
-        let suspicion = s.as_f64().ok_or_else(|| format!("\"suspicion\" must be a number, got {}", type_name(s)))?;
+        let suspicion = s.as_f64().ok_or_else(|| wrong("suspicion", "a number", s))?;
         if !(0.0..=10.0).contains(&suspicion) {
-            return Err(format!("suspicion {suspicion} of phase {p} is outside 0..10"));
+            return Err(Invalid::Suspicion { phase: p, suspicion });
         }
         if !out.iter().any(|(q, _)| *q == p) {
             out.push((p, Answer::PhaseSummary { summary, suspicion: (suspicion / 10.0) as f32 }));
@@ -210,18 +338,18 @@ pub fn phases(_ctx: &Context<'_>, ids: &[usize], v: &Value) -> Result<Vec<(usize
 ///
 /// # Errors
 /// Wrong shape, a step not shown, an unknown signal, a severity outside 1..=3.
-pub fn candidates(shown: &[usize], v: &Value) -> Result<Vec<(usize, Vec<Finding>)>, String> {
+pub fn candidates(shown: &[usize], v: &Value) -> Result<Vec<(usize, Vec<Finding>)>, Invalid> {
     let mut out: Vec<(usize, Vec<Finding>)> = Vec::new();
     for item in array(field(v, "candidates")?, "candidates")? {
         let s = step(field(item, "step")?, "step", shown)?;
         let name = string(field(item, "signal")?, "signal")?;
         let signal = Signal::parse(&name)
             .filter(|x| LLM_SIGNALS.contains(x))
-            .ok_or_else(|| format!("unknown signal \"{name}\""))?;
+            .ok_or(Invalid::Unknown { what: "signal", value: name })?;
         let evidence = string(field(item, "evidence")?, "evidence")?;
         let sev = int(field(item, "severity")?, "severity")?;
         if !(1..=3).contains(&sev) {
-            return Err(format!("severity {sev} is outside 1..3"));
+            return Err(Invalid::Severity(sev));
         }
         let f = Finding { signal, evidence: text::clip(&evidence, 200), weight: severity_weight(sev) };
         match out.iter_mut().find(|(x, _)| *x == s) {
@@ -238,37 +366,37 @@ pub fn candidates(shown: &[usize], v: &Value) -> Result<Vec<(usize, Vec<Finding>
 ///
 /// # Errors
 /// Wrong shape or an edge that was not asked about.
-pub fn labels(keys: &[String], v: &Value) -> Result<Vec<Result<Transition, String>>, String> {
+pub fn labels(keys: &[String], v: &Value) -> Result<Vec<Result<Transition, Invalid>>, Invalid> {
     let obj = object(field(v, "labels")?, "labels")?;
     if let Some(k) = obj.keys().find(|k| !keys.contains(k)) {
-        return Err(format!("edge \"{k}\" was not asked about (edges: {})", keys.join(", ")));
+        return Err(Invalid::EdgeNotAsked { edge: k.clone(), asked: keys.to_vec() });
     }
     Ok(keys
         .iter()
         .map(|k| {
-            let l = obj.get(k).ok_or_else(|| format!("edge \"{k}\" is missing"))?;
+            let l = obj.get(k).ok_or_else(|| Invalid::EdgeMissing(k.clone()))?;
             let s = string(l, k)?;
-            Transition::parse(&s).ok_or_else(|| format!("edge \"{k}\": unknown label \"{s}\""))
+            Transition::parse(&s).ok_or_else(|| Invalid::UnknownLabel { edge: k.clone(), label: s })
         })
         .collect())
 }
 
 /// The two verdicts of one candidate: `(independence, sufficiency)`, or why they are invalid.
-pub type Verdict = Result<(Criterion, Criterion), String>;
+pub type Verdict = Result<(Criterion, Criterion), Invalid>;
 
 /// Verdicts per candidate step: `(independence, sufficiency)` or why it is invalid.
 ///
 /// # Errors
 /// Wrong shape or a step that is not a candidate.
-pub fn verdicts(steps: &[usize], v: &Value) -> Result<Vec<Verdict>, String> {
+pub fn verdicts(steps: &[usize], v: &Value) -> Result<Vec<Verdict>, Invalid> {
     let obj = object(field(v, "verdicts")?, "verdicts")?;
     if let Some(k) = obj.keys().find(|k| !steps.iter().any(|s| s.to_string() == **k)) {
-        return Err(format!("step \"{k}\" is not one of the candidates ({})", list(steps)));
+        return Err(Invalid::NotACandidate { key: k.clone(), candidates: steps.to_vec() });
     }
     Ok(steps
         .iter()
         .map(|s| {
-            let item = obj.get(&s.to_string()).ok_or_else(|| format!("the verdict for step {s} is missing"))?;
+            let item = obj.get(&s.to_string()).ok_or(Invalid::VerdictMissing(*s))?;
             let ind = boolean(field(item, "independent")?, "independent")?;
             let suf = boolean(field(item, "sufficient")?, "sufficient")?;
             let why = string(field(item, "why")?, "why")?;
@@ -281,20 +409,20 @@ pub fn verdicts(steps: &[usize], v: &Value) -> Result<Vec<Verdict>, String> {
 ///
 /// # Errors
 /// Wrong shape, a step outside the window, an unknown role.
-pub fn roles(window: Range<usize>, v: &Value) -> Result<Answer, String> {
+pub fn roles(window: Range<usize>, v: &Value) -> Result<Answer, Invalid> {
     let steps: Vec<usize> = window.clone().collect();
     let obj = object(field(v, "roles")?, "roles")?;
     let mut roles = Vec::new();
     for (k, r) in obj {
-        let s: usize = k.trim().parse().map_err(|_| format!("role key \"{k}\" is not a step number"))?;
+        let s: usize = k.trim().parse().map_err(|_| Invalid::RoleKey(k.clone()))?;
         if !window.contains(&s) {
-            return Err(format!("step {s} is not one of the steps given ({})", list(&steps)));
+            return Err(Invalid::StepNotGiven { step: s, allowed: steps.clone() });
         }
         let name = string(r, k)?;
         if name.eq_ignore_ascii_case("none") {
             continue;
         }
-        roles.push((s, Role::parse(&name).ok_or_else(|| format!("step {s}: unknown role \"{name}\""))?));
+        roles.push((s, Role::parse(&name).ok_or(Invalid::UnknownRole { step: s, role: name })?));
     }
     roles.sort_by_key(|(s, _)| *s);
     let decisive = step(field(v, "decisive_step")?, "decisive_step", &steps)?;
@@ -316,38 +444,38 @@ mod tests {
 
     #[test]
     fn truncated_and_missing_json_are_rejected() {
-        assert!(extract_json("{\"candidates\": [{\"step\": 3, \"evid").unwrap_err().contains("truncated"));
-        assert!(extract_json("I think step 3 is wrong.").unwrap_err().contains("no JSON object"));
-        assert!(extract_json("{\"a\": 1,}").unwrap_err().contains("invalid JSON"));
+        assert!(extract_json("{\"candidates\": [{\"step\": 3, \"evid").unwrap_err().to_string().contains("truncated"));
+        assert!(extract_json("I think step 3 is wrong.").unwrap_err().to_string().contains("no JSON object"));
+        assert!(extract_json("{\"a\": 1,}").unwrap_err().to_string().contains("invalid JSON"));
     }
 
     #[test]
     fn out_of_range_steps_are_rejected() {
         let v = json!({"candidates": [{"step": 99, "signal": "assumption", "evidence": "guess", "severity": 2}]});
-        assert!(candidates(&[2, 3, 4], &v).unwrap_err().contains("step 99 is not one of the steps given"));
+        assert!(candidates(&[2, 3, 4], &v).unwrap_err().to_string().contains("step 99 is not one of the steps given"));
         let r = json!({"roles": {"12": "SYMPTOM"}, "decisive_step": 5, "reason": "x"});
-        assert!(roles(3..8, &r).unwrap_err().contains("step 12"));
+        assert!(roles(3..8, &r).unwrap_err().to_string().contains("step 12"));
         let r = json!({"roles": {"5": "ROOT_CAUSE"}, "decisive_step": 9, "reason": "x"});
-        assert!(roles(3..8, &r).unwrap_err().contains("step 9"));
+        assert!(roles(3..8, &r).unwrap_err().to_string().contains("step 9"));
         let l = json!({"labels": {"3>5": "follow_up", "3>9": "dead_end"}});
-        assert!(labels(&["3>5".into()], &l).unwrap_err().contains("3>9"));
+        assert!(labels(&["3>5".into()], &l).unwrap_err().to_string().contains("3>9"));
     }
 
     #[test]
     fn wrong_types_and_missing_fields_are_rejected() {
         let v = json!({"candidates": [{"step": "3", "signal": "assumption", "evidence": "x", "severity": 2}]});
-        assert!(candidates(&[3], &v).unwrap_err().contains("must be a non-negative integer, got a string"));
+        assert!(candidates(&[3], &v).unwrap_err().to_string().contains("must be a non-negative integer, got a string"));
         let v = json!({"candidates": [{"step": 3, "signal": "assumption", "severity": 2}]});
-        assert!(candidates(&[3], &v).unwrap_err().contains("missing field \"evidence\""));
+        assert!(candidates(&[3], &v).unwrap_err().to_string().contains("missing field \"evidence\""));
         let v = json!({"candidates": [{"step": 3, "signal": "bad_vibes", "evidence": "x", "severity": 2}]});
-        assert!(candidates(&[3], &v).unwrap_err().contains("unknown signal"));
+        assert!(candidates(&[3], &v).unwrap_err().to_string().contains("unknown signal"));
         let v = json!({"verdicts": {"3": {"independent": "yes", "sufficient": true, "why": "x"}}});
         let got = verdicts(&[3, 4], &v).unwrap();
-        assert!(got[0].as_ref().unwrap_err().contains("true or false"));
-        assert!(got[1].as_ref().unwrap_err().contains("missing"));
-        assert!(verdicts(&[3], &json!({"verdicts": []})).unwrap_err().contains("must be an object"));
+        assert!(got[0].as_ref().unwrap_err().to_string().contains("true or false"));
+        assert!(got[1].as_ref().unwrap_err().to_string().contains("missing"));
+        assert!(verdicts(&[3], &json!({"verdicts": []})).unwrap_err().to_string().contains("must be an object"));
         let v = json!({"verdicts": {"3": {"independent": true, "sufficient": true, "why": "..."}}});
-        assert!(verdicts(&[3], &v).unwrap()[0].as_ref().unwrap_err().contains("placeholder"));
+        assert!(verdicts(&[3], &v).unwrap()[0].as_ref().unwrap_err().to_string().contains("placeholder"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::{Detail, Kind, Known, candidates_schema, outcome, short_string, steps_enum, task};
 use crate::judge::attribution::{self, ErrorCategory, VoteTarget};
 use crate::judge::llm::validate;
+use crate::judge::llm::validate::Invalid;
 use crate::judge::{Answer, Context, Question, QuestionKind};
 use crate::text;
 
@@ -268,6 +269,9 @@ impl Kind for Attribution {
     fn template(&self) -> &'static str {
         self.template
     }
+    fn system(&self) -> &'static str {
+        super::SYSTEM
+    }
     /// A segment with no step has nothing to choose from: no candidates, without a call.
     fn skip(&self, ctx: &Context<'_>, q: &Question, _: &Known) -> Option<Answer> {
         (matches!(q, Question::SegmentRecall { .. }) && segment_steps(ctx, q).is_empty())
@@ -384,15 +388,15 @@ impl Kind for Attribution {
         batch: &[Question],
         _: Detail,
         v: &Value,
-    ) -> Result<Vec<Result<Answer, String>>, String> {
-        let Some(q) = batch.first() else { return Err("no question".into()) };
+    ) -> Result<Vec<Result<Answer, Invalid>>, Invalid> {
+        let Some(q) = batch.first() else { return Err(Invalid::WrongQuestion("attribution")) };
         if let Question::SegmentRecall { .. } = q {
             return validate::candidates(&segment_steps(ctx, q), v).map(|c| vec![Ok(Answer::Candidates(c))]);
         }
         match attribution::parse_answer(q, v, ctx.trajectory.steps.len()) {
             Some(Ok(a)) => Ok(vec![Ok(a)]),
-            Some(Err(e)) => Err(e),
-            None => Err(format!("`{}` is not an attribution question", q.kind())),
+            Some(Err(e)) => Err(e.into()),
+            None => Err(Invalid::WrongQuestion("attribution")),
         }
     }
 }
