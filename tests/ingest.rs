@@ -2,6 +2,16 @@
 //! Magentic-One corpus files, and the format override. Files are read from the project copies
 //! (`data/`, `tests/fixtures/`), never from outside the repository.
 
+// The other loaders' tests share this binary (one link of the library instead of five).
+#[path = "ingest/formats.rs"]
+mod formats;
+#[path = "ingest/formats_c.rs"]
+mod formats_c;
+#[path = "ingest/frameworks_a.rs"]
+mod frameworks_a;
+#[path = "ingest/frameworks_b.rs"]
+mod frameworks_b;
+
 use std::path::{Path, PathBuf};
 
 use falat::ingest::{self, FormatChoice, Loaded, fs};
