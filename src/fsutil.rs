@@ -226,7 +226,7 @@ pub enum ReadError {
     Missing,
     /// It is not a regular file of the user's (a symbolic link, a FIFO, another user's file):
     /// left alone, neither read nor changed.
-    NotPrivate(String),
+    NotPrivate(NotPrivate),
     /// Reading failed.
     Io(std::io::Error),
 }
@@ -256,7 +256,7 @@ pub fn read_private(path: &Path) -> Result<PrivateFile, ReadError> {
     }
     #[cfg(not(unix))]
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(ReadError::NotPrivate("a symbolic link".into()));
+        return Err(ReadError::NotPrivate(NotPrivate::SymbolicLink));
     }
     let mut file = match opts.open(path) {
         Ok(f) => f,
@@ -266,7 +266,7 @@ pub fn read_private(path: &Path) -> Result<PrivateFile, ReadError> {
         }
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ReadError::NotPrivate("a symbolic link".into()));
+            return Err(ReadError::NotPrivate(NotPrivate::SymbolicLink));
         }
         Err(e) => return Err(ReadError::Io(e)),
     };
@@ -280,15 +280,33 @@ pub fn read_private(path: &Path) -> Result<PrivateFile, ReadError> {
     Ok(PrivateFile { text: String::from_utf8_lossy(&bytes).into_owned(), modified })
 }
 
+/// What is at a path where falat keeps a file of its own, when it is not a regular file of the
+/// user's (displayed as "a symbolic link", "owned by another user (uid 1001)"...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotPrivate {
+    /// A symbolic link (never followed there).
+    #[error("a symbolic link")]
+    SymbolicLink,
+    /// A folder.
+    #[error("a folder")]
+    Folder,
+    /// A FIFO, a socket or a device.
+    #[error("not a regular file")]
+    NotRegular,
+    /// A regular file of another user (its uid).
+    #[error("owned by another user (uid {0})")]
+    OtherOwner(u32),
+}
+
 /// Why a file's metadata (taken without following links) is not a regular file of the user's;
 /// `None` when it is.
-fn not_private(meta: &std::fs::Metadata) -> Option<String> {
+fn not_private(meta: &std::fs::Metadata) -> Option<NotPrivate> {
     let ft = meta.file_type();
     if ft.is_symlink() {
-        return Some("a symbolic link".into());
+        return Some(NotPrivate::SymbolicLink);
     }
     if !ft.is_file() {
-        return Some(if ft.is_dir() { "a folder".into() } else { "not a regular file".into() });
+        return Some(if ft.is_dir() { NotPrivate::Folder } else { NotPrivate::NotRegular });
     }
     #[cfg(unix)]
     {
@@ -296,15 +314,18 @@ fn not_private(meta: &std::fs::Metadata) -> Option<String> {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         if meta.uid() != me {
-            return Some(format!("owned by another user (uid {})", meta.uid()));
+            return Some(NotPrivate::OtherOwner(meta.uid()));
         }
     }
     None
 }
 
 /// Whether `path` is free for [`write_private`] to write: nothing there, or a regular file of
-/// the user's. Otherwise what is there.
-pub fn check_private(path: &Path) -> Result<(), String> {
+/// the user's.
+///
+/// # Errors
+/// What is there otherwise.
+pub fn check_private(path: &Path) -> Result<(), NotPrivate> {
     match std::fs::symlink_metadata(path) {
         Err(_) => Ok(()),
         Ok(m) => not_private(&m).map_or(Ok(()), Err),
@@ -474,7 +495,7 @@ mod tests {
         std::fs::write(&secret, "TOP SECRET").unwrap();
         let planted = dir.path().join("t.json.falat.json");
         std::os::unix::fs::symlink(&secret, &planted).unwrap();
-        assert!(matches!(read_private(&planted), Err(ReadError::NotPrivate(w)) if w == "a symbolic link"));
+        assert!(matches!(read_private(&planted), Err(ReadError::NotPrivate(NotPrivate::SymbolicLink))));
         let err = format!("{:#}", write_private(&planted, b"{}").unwrap_err());
         assert!(err.contains("it is a symbolic link"), "{err}");
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP SECRET");

@@ -139,7 +139,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 ),
             };
             tune_note = "tune rows: cross-validation by task (ranker refitted without each fold); report rows: ranker fitted on the tune part";
-            Judges::cross_validated(&bench.cases, k, &rows, kind).map_err(anyhow::Error::msg)?
+            Judges::cross_validated(&bench.cases, k, &rows, kind)?
         }
         None => Judges::fresh(&rows, || args.judge.build())?,
     };

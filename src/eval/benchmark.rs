@@ -30,6 +30,7 @@ use crate::judge::heuristic::HeuristicWithRanker;
 use crate::methods::ablation::{self, Component};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
+use crate::rank::model::RankerError;
 use crate::rank::split::{Part, fold_of, part_of};
 use crate::substrate::Substrate;
 
@@ -123,6 +124,22 @@ pub fn variants(methods: &[Method], components: &[Component]) -> Vec<Variant> {
     out
 }
 
+/// Why cross-validated judges could not be made ([`Judges::cross_validated`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CrossValidationError {
+    /// Fewer than 2 folds asked for.
+    #[error("cross-validation needs at least 2 folds, got {0}")]
+    TooFewFolds(usize),
+    /// The ranker of one fold (or of the report part) could not be fitted.
+    #[error("cannot fit the ranker ({what}): {source}")]
+    Fit {
+        /// Which fit: the fold, or the report part.
+        what: String,
+        /// Why.
+        source: RankerError,
+    },
+}
+
 /// Which judge answers for each case and row.
 ///
 /// Cases sit in slots (one slot, or with cross-validation one per fold plus one for the report
@@ -167,10 +184,15 @@ impl Judges {
     /// decisions also read the ranking: FALAT's when verification does not tell candidates apart).
     ///
     /// # Errors
-    /// `k` below 2, or a ranker that cannot be fitted (naming the fold).
-    pub fn cross_validated(cases: &[Case], k: usize, variants: &[Variant], kind: JudgeKind) -> Result<Judges, String> {
+    /// [`CrossValidationError`]: `k` below 2, or a ranker that cannot be fitted (naming the fold).
+    pub fn cross_validated(
+        cases: &[Case],
+        k: usize,
+        variants: &[Variant],
+        kind: JudgeKind,
+    ) -> Result<Judges, CrossValidationError> {
         if k < 2 {
-            return Err(format!("cross-validation needs at least 2 folds, got {k}"));
+            return Err(CrossValidationError::TooFewFolds(k));
         }
         let labelled: Vec<Labelled<'_>> = cases.iter().map(|c| Labelled::of(&c.trajectory)).collect();
         let folds: Vec<usize> = cases.iter().map(|c| fold_of(&c.trajectory.task, k)).collect();
@@ -179,7 +201,7 @@ impl Judges {
                 .filter(|&n| cases[n].part == Part::Tune && keep(n))
                 .map(|n| labelled[n].clone())
                 .collect();
-            fit_ranker(&runs, what).map_err(|e| format!("cannot fit the ranker ({what}): {e}"))
+            fit_ranker(&runs, what).map_err(|source| CrossValidationError::Fit { what: what.to_string(), source })
         };
         let mut models = vec![fit(&|_| true, "tune part")?];
         for f in 0..k {

@@ -21,7 +21,7 @@ use crate::judge::heuristic::HeuristicJudge;
 use crate::judge::{Context, Judge, Judged, Question};
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
-use crate::rank::model::RankerModel;
+use crate::rank::model::{RankerError, RankerModel};
 use crate::rank::split::fold_of;
 use crate::rank::train::{self, Decision, Example, TEMPERATURE_FOLDS, fit_calibration};
 use crate::substrate::Substrate;
@@ -51,7 +51,7 @@ impl<'a> Labelled<'a> {
 ///
 /// # Errors
 /// No usable run, or the fit failing.
-pub fn fit_ranker(runs: &[Labelled<'_>], trained_on: &str) -> Result<RankerModel, String> {
+pub fn fit_ranker(runs: &[Labelled<'_>], trained_on: &str) -> Result<RankerModel, RankerError> {
     let examples = |keep: &dyn Fn(&Labelled<'_>) -> bool, gt: bool| -> Vec<Example> {
         runs.iter().filter(|r| keep(r)).filter_map(|r| if gt { r.with.clone() } else { r.without.clone() }).collect()
     };

@@ -146,20 +146,19 @@ impl RankerModel {
     /// Reads the JSON form.
     ///
     /// # Errors
-    /// A message naming the missing or mismatched field (feature names must equal
+    /// [`RankerError`] naming the missing or mismatched field (feature names must equal
     /// [`NAMES`] in order).
-    pub fn from_json(v: &Value) -> Result<RankerModel, String> {
+    pub fn from_json(v: &Value) -> Result<RankerModel, RankerError> {
+        let bad = |set: &str, problem: String| RankerError::Field { set: set.to_string(), problem };
         if v.get("format").and_then(Value::as_str) != Some("falat.step_ranker/v1") {
-            return Err("expected \"format\": \"falat.step_ranker/v1\"".into());
+            return Err(RankerError::Format);
         }
-        let set = |key: &str| -> Result<StepModel, String> {
-            let s = v.get(key).ok_or_else(|| format!("missing \"{key}\""))?;
-            let num =
-                |o: &Value, k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| format!("{key}: missing {k}"));
-            let feats =
-                s.get("features").and_then(Value::as_array).ok_or_else(|| format!("{key}: missing features"))?;
+        let set = |key: &str| -> Result<StepModel, RankerError> {
+            let s = v.get(key).ok_or_else(|| RankerError::MissingSet(key.to_string()))?;
+            let num = |o: &Value, k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| bad(key, format!("missing {k}")));
+            let feats = s.get("features").and_then(Value::as_array).ok_or_else(|| bad(key, "missing features".into()))?;
             if feats.len() != NAMES.len() {
-                return Err(format!("{key}: {} features, this falat computes {}", feats.len(), NAMES.len()));
+                return Err(bad(key, format!("{} features, this falat computes {}", feats.len(), NAMES.len())));
             }
             let mut m = StepModel {
                 mean: Vec::new(),
@@ -174,9 +173,9 @@ impl RankerModel {
             };
             for (f, name) in feats.iter().zip(NAMES) {
                 if f.get("name").and_then(Value::as_str) != Some(name) {
-                    return Err(format!(
-                        "{key}: expected feature {name}, found {}",
-                        f.get("name").unwrap_or(&Value::Null)
+                    return Err(bad(
+                        key,
+                        format!("expected feature {name}, found {}", f.get("name").unwrap_or(&Value::Null)),
                     ));
                 }
                 m.mean.push(num(f, "mean")?);
@@ -193,6 +192,31 @@ impl RankerModel {
             trained_on: v.get("trained_on").and_then(Value::as_str).unwrap_or_default().to_string(),
         })
     }
+}
+
+/// Why a step ranker could not be read or fitted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RankerError {
+    /// The document is not the JSON form `falat.step_ranker/v1`.
+    #[error("expected \"format\": \"falat.step_ranker/v1\"")]
+    Format,
+    /// A parameter set (`with_ground_truth`, `without_ground_truth`) is missing.
+    #[error("missing \"{0}\"")]
+    MissingSet(String),
+    /// A parameter set lacks a field or does not match this falat's features.
+    #[error("{set}: {problem}")]
+    Field {
+        /// The parameter set.
+        set: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// No example has both a labelled step and an unlabelled one to fit on.
+    #[error("no labelled step to fit on")]
+    NoLabelledStep,
+    /// The logistic regression failed (smartcore's message).
+    #[error("{0}")]
+    Fit(String),
 }
 
 fn round(x: f64) -> f64 {

@@ -11,7 +11,7 @@ use smartcore::linalg::basic::matrix::DenseMatrix;
 use smartcore::linear::logistic_regression::{LogisticRegression, LogisticRegressionParameters};
 
 use super::features::{self, NAMES, StepFeatures};
-use super::model::{RankerModel, StepModel, softmax};
+use super::model::{RankerError, RankerModel, StepModel, softmax};
 use super::split::fold_of;
 use crate::model::Trajectory;
 use crate::substrate::Context;
@@ -49,7 +49,7 @@ pub fn example(t: &Trajectory, ground_truth: bool) -> Option<Example> {
 ///
 /// # Errors
 /// No usable example, or smartcore failing to fit.
-pub fn fit(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
+pub fn fit(examples: &[Example], alpha: f64) -> Result<StepModel, RankerError> {
     let mut model = fit_weights(examples, alpha)?;
     // Out-of-fold logits for the temperature.
     let mut oof: Vec<(Vec<f64>, usize)> = Vec::new();
@@ -133,7 +133,7 @@ pub fn fit_calibration(decisions: &[Decision]) -> (f64, f64) {
     }
 }
 
-fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
+fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, RankerError> {
     let mut rows: Vec<Vec<f64>> = Vec::new();
     let mut y: Vec<i32> = Vec::new();
     for e in examples {
@@ -145,7 +145,7 @@ fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
         }
     }
     if !y.contains(&1) || !y.contains(&0) {
-        return Err("no labelled step to fit on".into());
+        return Err(RankerError::NoLabelledStep);
     }
     let d = NAMES.len();
     let n = rows.len() as f64;
@@ -158,9 +158,9 @@ fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
         .collect();
     let std_rows: Vec<Vec<f64>> =
         rows.iter().map(|r| r.iter().enumerate().map(|(j, x)| (x - mean[j]) / scale[j]).collect()).collect();
-    let x = DenseMatrix::from_2d_vec(&std_rows).map_err(|e| e.to_string())?;
+    let x = DenseMatrix::from_2d_vec(&std_rows).map_err(|e| RankerError::Fit(e.to_string()))?;
     let params = LogisticRegressionParameters::default().with_alpha(alpha);
-    let lr = LogisticRegression::fit(&x, &y, params).map_err(|e| e.to_string())?;
+    let lr = LogisticRegression::fit(&x, &y, params).map_err(|e| RankerError::Fit(e.to_string()))?;
     let weights: Vec<f64> = (0..d).map(|j| *lr.coefficients().get((0, j))).collect();
     let bias = *lr.intercept().get((0, 0));
     Ok(StepModel { mean, scale, weights, bias, temperature: 1.0, calibration: (1.0, 0.0) })
@@ -170,7 +170,7 @@ fn fit_weights(examples: &[Example], alpha: f64) -> Result<StepModel, String> {
 ///
 /// # Errors
 /// No usable trajectory, or the fit failing.
-pub fn train(trajectories: &[&Trajectory], trained_on: &str) -> Result<RankerModel, String> {
+pub fn train(trajectories: &[&Trajectory], trained_on: &str) -> Result<RankerModel, RankerError> {
     let with: Vec<Example> = trajectories.iter().filter_map(|t| example(t, true)).collect();
     let without: Vec<Example> = trajectories.iter().filter_map(|t| example(t, false)).collect();
     train_examples(&with, &without, trained_on)
@@ -180,7 +180,7 @@ pub fn train(trajectories: &[&Trajectory], trained_on: &str) -> Result<RankerMod
 ///
 /// # Errors
 /// No usable example, or the fit failing.
-pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -> Result<RankerModel, String> {
+pub fn train_examples(with: &[Example], without: &[Example], trained_on: &str) -> Result<RankerModel, RankerError> {
     Ok(RankerModel {
         with_ground_truth: fit(with, ALPHA)?,
         without_ground_truth: fit(without, ALPHA)?,

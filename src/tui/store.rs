@@ -276,7 +276,7 @@ pub fn load_places(places: &mut Places, n_steps: usize) -> (Restored, Option<Pat
             Ok(f) => f,
             Err(why) => {
                 // Moved aside; an older file may still be good.
-                problems.extend(corrupt(&path, &why).problems);
+                problems.extend(corrupt(&path, &why.to_string()).problems);
                 continue;
             }
         };
@@ -312,12 +312,25 @@ pub fn load_overrides_at(path: &Path, n_steps: usize) -> Restored {
     }
 }
 
+/// Why an overrides file's text is not one (displayed after the file's name: "… is not valid:
+/// …").
+#[derive(Debug, thiserror::Error)]
+enum Corrupt {
+    /// Its `schema` is neither of the overrides schemas this falat reads (sanitised).
+    #[error("has an unknown schema '{0}'")]
+    Schema(String),
+    /// It is not the JSON of an overrides file.
+    #[error("is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// Parses an overrides file's text: the file, or why it is not one.
-fn parse(text: &str) -> Result<OverridesFile, String> {
-    match serde_json::from_str::<OverridesFile>(text) {
-        Ok(f) if f.schema == OVERRIDES_SCHEMA || f.schema == OVERRIDES_SCHEMA_V1 => Ok(f),
-        Ok(f) => Err(format!("has an unknown schema '{}'", crate::text::sanitize(&f.schema))),
-        Err(e) => Err(format!("is not valid: {e}")),
+fn parse(text: &str) -> Result<OverridesFile, Corrupt> {
+    let f = serde_json::from_str::<OverridesFile>(text)?;
+    if f.schema == OVERRIDES_SCHEMA || f.schema == OVERRIDES_SCHEMA_V1 {
+        Ok(f)
+    } else {
+        Err(Corrupt::Schema(crate::text::sanitize(&f.schema)))
     }
 }
 
@@ -325,7 +338,7 @@ fn parse(text: &str) -> Result<OverridesFile, String> {
 fn from_text(path: &Path, text: &str, n_steps: usize) -> Restored {
     match parse(text) {
         Ok(f) => restore(f, n_steps),
-        Err(why) => corrupt(path, &why),
+        Err(why) => corrupt(path, &why.to_string()),
     }
 }
 
@@ -479,7 +492,7 @@ pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &
                 merged = m;
                 warnings.extend(w);
             }
-            Err(why) => warnings.extend(corrupt(&path, &why).problems),
+            Err(why) => warnings.extend(corrupt(&path, &why.to_string()).problems),
         }
     }
     let text = overrides_json(trajectory, &merged, undo)?;
