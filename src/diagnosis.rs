@@ -687,6 +687,16 @@ impl Stage {
     }
 }
 
+/// What FALAT's pipeline reports progress on (`judge::session::ProgressFn`): one of its
+/// stages, or stage 2's candidate recall, which runs phase by phase before the pruning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineProgress {
+    /// A stage: its judge calls done so far of those expected.
+    Stage(Stage),
+    /// Stage 2's candidate recall: phases searched so far of those to search.
+    Recall,
+}
+
 /// A stage of any method, as its cost is reported (`StageCost`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StageName {

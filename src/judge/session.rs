@@ -15,10 +15,10 @@ use std::time::Instant;
 
 use super::heuristic::HeuristicJudge;
 use super::{Answer, Context, Judge, Question};
-use crate::diagnosis::{Cost, Diagnosis, StageCost, StageName};
+use crate::diagnosis::{Cost, Diagnosis, PipelineProgress, StageCost, StageName};
 
-/// Progress callback: `(stage name, done, total)`.
-pub type ProgressFn = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
+/// Progress callback: `(what, done, total)`.
+pub type ProgressFn = Arc<dyn Fn(PipelineProgress, usize, usize) + Send + Sync>;
 
 /// A stage stopped because the session's cancel flag was set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,10 +78,10 @@ impl<'j> Session<'j> {
         if self.is_cancel_requested() { Err(Cancelled) } else { Ok(()) }
     }
 
-    /// Reports progress: `done` of `total` units of `stage`.
-    pub fn tick(&self, stage: &str, done: usize, total: usize) {
+    /// Reports progress: `done` of `total` units of `what`.
+    pub fn tick(&self, what: PipelineProgress, done: usize, total: usize) {
         if let Some(p) = &self.progress {
-            p(stage, done, total);
+            p(what, done, total);
         }
     }
 
@@ -190,16 +190,16 @@ mod tests {
         let flag = Arc::new(AtomicBool::new(false));
         let ticks = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&ticks);
-        let progress: ProgressFn = Arc::new(move |s: &str, d, n| seen.lock().unwrap().push((s.to_string(), d, n)));
+        let progress: ProgressFn = Arc::new(move |p: PipelineProgress, d, n| seen.lock().unwrap().push((p, d, n)));
         let mut s = Session::controlled(&HeuristicJudge, Some(Arc::clone(&flag)), Some(progress));
         assert!(matches!(s.stage(StageName::RandomDraw, |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));
-        s.tick("one", 1, 1);
+        s.tick(PipelineProgress::Recall, 1, 1);
         assert_eq!(s.check(), Ok(()));
         flag.store(true, Ordering::Relaxed);
         assert_eq!(s.check(), Err(Cancelled));
         let costs: Vec<(&str, u64)> = s.costs.iter().map(|c| (c.stage.as_str(), c.cost.calls)).collect();
         assert_eq!(costs, vec![("draw", 1)]);
-        assert_eq!(*ticks.lock().unwrap(), vec![("one".to_string(), 1, 1)]);
+        assert_eq!(*ticks.lock().unwrap(), vec![(PipelineProgress::Recall, 1, 1)]);
 
         let mut late = Session::controlled(&MustNotAsk, Some(flag), None);
         assert!(matches!(late.stage(StageName::AllAtOnce, |s| s.ask(&ctx, &Question::Prior)), Answer::Prior(_)));

@@ -155,8 +155,10 @@ impl RankerModel {
         }
         let set = |key: &str| -> Result<StepModel, RankerError> {
             let s = v.get(key).ok_or_else(|| RankerError::MissingSet(key.to_string()))?;
-            let num = |o: &Value, k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| bad(key, format!("missing {k}")));
-            let feats = s.get("features").and_then(Value::as_array).ok_or_else(|| bad(key, "missing features".into()))?;
+            let num =
+                |o: &Value, k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| bad(key, format!("missing {k}")));
+            let feats =
+                s.get("features").and_then(Value::as_array).ok_or_else(|| bad(key, "missing features".into()))?;
             if feats.len() != NAMES.len() {
                 return Err(bad(key, format!("{} features, this falat computes {}", feats.len(), NAMES.len())));
             }

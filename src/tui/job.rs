@@ -18,6 +18,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::runs::Activity;
 
 use crate::diagnosis::Diagnosis;
+use crate::diagnosis::PipelineProgress;
 use crate::judge::Judge;
 use crate::methods::falat::{Cancelled, Options, Pipeline, ProgressFn, Stage};
 use crate::methods::{self, Method, MethodOptions};
@@ -172,13 +173,9 @@ pub fn execute(
     }
     let start = Instant::now();
     let mut p = req.pipeline.clone();
-    // The pipeline reports through the judge session's callback, by stage name: read once here.
+    // The pipeline reports through the judge session's callback.
     let progress = progress.map(|p| -> ProgressFn {
-        Arc::new(move |name: &str, done, total| {
-            if let Some(a) = Activity::of_pipeline(name) {
-                p(a, done, total);
-            }
-        })
+        Arc::new(move |what: PipelineProgress, done, total| p(Activity::of_pipeline(what), done, total))
     });
     let opts = Options { cancel: Some(cancel), progress, ..req.opts.clone() };
     let outcome = match req.target {

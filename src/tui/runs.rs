@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use super::job::RunTarget;
+use crate::diagnosis::PipelineProgress;
 use crate::methods::Method;
 use crate::methods::falat::Stage;
 
@@ -40,20 +41,17 @@ impl Activity {
         }
     }
 
-    /// The activity a progress report of the FALAT pipeline names. The pipeline reports through
-    /// the judge session's progress callback (`judge::session::ProgressFn`), which carries the
-    /// stage's name ([`Stage::as_str`], `recall` for stage 2's recall): this is the one place the
-    /// TUI reads that name, so that everything after it is typed. `None` for a name the pipeline
-    /// does not use.
-    pub fn of_pipeline(name: &str) -> Option<Activity> {
-        if name == RECALL {
-            return Some(Activity::Recall);
+    /// The activity a progress report of the FALAT pipeline names
+    /// (`judge::session::ProgressFn`).
+    pub fn of_pipeline(p: PipelineProgress) -> Activity {
+        match p {
+            PipelineProgress::Stage(s) => Activity::Stage(s),
+            PipelineProgress::Recall => Activity::Recall,
         }
-        Stage::ALL.into_iter().find(|s| s.as_str() == name).map(Activity::Stage)
     }
 }
 
-/// The name FALAT's stage 2 reports its candidate recall under (`methods::falat`).
+/// The name the status line shows for stage 2's candidate recall.
 const RECALL: &str = "recall";
 
 /// A run in progress.
@@ -194,13 +192,13 @@ mod tests {
     }
 
     #[test]
-    fn the_pipelines_progress_names_are_read_once_into_activities() {
+    fn the_pipelines_progress_reports_map_to_activities() {
         for s in Stage::ALL {
-            assert_eq!(Activity::of_pipeline(s.as_str()), Some(Activity::Stage(s)));
+            assert_eq!(Activity::of_pipeline(PipelineProgress::Stage(s)), Activity::Stage(s));
             assert_eq!(Activity::Stage(s).label(), s.as_str());
         }
-        assert_eq!(Activity::of_pipeline("recall").and_then(Activity::stage), Some(Stage::Dependencies));
-        assert_eq!(Activity::of_pipeline("draw"), None);
+        assert_eq!(Activity::of_pipeline(PipelineProgress::Recall).stage(), Some(Stage::Dependencies));
+        assert_eq!(Activity::Recall.label(), "recall");
         assert_eq!(Activity::Method(Method::Echo).stage(), None);
     }
 }

@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use crate::diagnosis::details::{PhaseSearched, StepCheck};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, Role, Rule, Signal,
-    StageCost, StageName, Transition, Verification,
+    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, PipelineProgress, Role,
+    Rule, Signal, StageCost, StageName, Transition, Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
@@ -308,7 +308,7 @@ pub fn search_space(
             } else {
                 summaries.push((hierarchy.phases[phase].summary.clone(), 0.0));
             }
-            s.tick(Stage::SearchSpace.as_str(), phase + 1, n);
+            s.tick(PipelineProgress::Stage(Stage::SearchSpace), phase + 1, n);
         }
     }
     for (p, (summary, suspicion)) in hierarchy.phases.iter_mut().zip(summaries) {
@@ -360,7 +360,7 @@ pub fn dependencies(
                 labels.push((c.step, to, l));
             }
         }
-        s.tick(Stage::Dependencies.as_str(), k + 1, candidates.len());
+        s.tick(PipelineProgress::Stage(Stage::Dependencies), k + 1, candidates.len());
     }
     for (from, to, l) in &labels {
         graph.set_label(*from, *to, *l);
@@ -428,7 +428,7 @@ fn recall_candidates(
                 out.push(new_candidate(t, step, findings, Origin::Machine));
             }
         }
-        s.tick("recall", k + 1, total);
+        s.tick(PipelineProgress::Recall, k + 1, total);
     }
     out.sort_by_key(|c| c.step);
     out.dedup_by_key(|c| c.step);
@@ -489,7 +489,7 @@ pub fn verify(
             let independence = as_criterion(s.ask(&ctx, &q(CriterionKind::Independence)));
             let sufficiency = as_criterion(s.ask(&ctx, &q(CriterionKind::Sufficiency)));
             checks.push(Checked { step, independence, sufficiency });
-            s.tick(Stage::Verification.as_str(), k + 1, live.len());
+            s.tick(PipelineProgress::Stage(Stage::Verification), k + 1, live.len());
         }
     }
     // The calibrated ranking's most probable step the user did not exclude: named when
@@ -585,7 +585,7 @@ pub fn research(
             checks,
         },
     };
-    s.tick(Stage::ReSearch.as_str(), 1, 1);
+    s.tick(PipelineProgress::Stage(Stage::ReSearch), 1, 1);
     let cost = s.close(start, warnings);
     Ok((Some(out), cost))
 }
