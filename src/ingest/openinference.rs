@@ -137,8 +137,10 @@ fn spans(doc: &Document, diags: &mut Vec<Diagnostic>) -> Result<Vec<RawSpan>, Fo
         return Err(FormatError::JsonLines { expected: "OTLP/JSON, a span list or an attribute map" });
     };
     if v.get(KIND_KEY).is_some() {
+        // An attribute map is one span's attributes without its id: the steps get no id (an
+        // invented one would be shown as the span's id in reports and exports).
         return Ok(vec![RawSpan {
-            span_id: "0".into(),
+            span_id: String::new(),
             name: v.get("llm.model_name").map(super::value_text).unwrap_or_default(),
             attrs: otlp::attr_object(v),
             place: "the attribute map".into(),

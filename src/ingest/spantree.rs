@@ -684,7 +684,12 @@ impl Emitter {
             role: n.role.clone(),
             kind,
             content,
-            ids: StepIds { id: Some(n.id.clone()), parent: n.parent.clone(), ..StepIds::default() },
+            // A span without an id of its own (an attribute map alone) gives its steps none.
+            ids: StepIds {
+                id: Some(n.id.clone()).filter(|i| !i.is_empty()),
+                parent: n.parent.clone(),
+                ..StepIds::default()
+            },
             timestamp: n.timestamp.clone(),
             ..Step::default()
         });

@@ -129,6 +129,8 @@ fn openinference_bare_attribute_map_links_tool_call_to_tool_message() {
     assert_eq!(tokens(&t, 4), Some((97, 52)));
     assert_eq!(t.task, "Weather in Paris?");
     assert!(t.observed_output.clone().unwrap().contains("rainy"));
+    // The map carries no span id: no step gets an invented one (reports would show it as the span's).
+    assert!(t.steps.iter().all(|s| s.ids.id.is_none()), "{:?}", t.steps.iter().map(|s| &s.ids.id).collect::<Vec<_>>());
 }
 
 #[test]
