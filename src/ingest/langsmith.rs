@@ -79,11 +79,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
         let trace = run.get("trace_id").map(value_text).map(spantree::bounded_id);
         nodes.push((trace, node(run, parent.clone(), place, &mut diags)));
     }
-    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
-        .into_iter()
-        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
-        .collect();
-    Ok(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
+    Ok(spantree::load_by_trace(name, SourceFormat::LangSmith, nodes, diags))
 }
 
 /// Loads a run list read one run at a time ([`ListDoc`]): each top-level run is parsed, its
@@ -107,11 +103,7 @@ pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
     if nodes.is_empty() {
         return None;
     }
-    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
-        .into_iter()
-        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
-        .collect();
-    Some(spantree::load_groups(name, SourceFormat::LangSmith, groups, diags))
+    Some(spantree::load_by_trace(name, SourceFormat::LangSmith, nodes, diags))
 }
 
 /// Walks nested `child_runs` into a flat list of `(run, parent id, place)`, depth first, without

@@ -484,11 +484,7 @@ fn load_otlp_streamed(path: &str, bytes: &[u8], choice: &FormatChoice) -> Option
     if nodes.is_empty() {
         return None;
     }
-    let groups = otlp::group_by(nodes, |(t, _)| t.clone())
-        .into_iter()
-        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
-        .collect();
-    let mut loaded = spantree::load_groups(&file_stem(path), format, groups, diags);
+    let mut loaded = spantree::load_by_trace(&file_stem(path), format, nodes, diags);
     loaded.format = format;
     Some(loaded)
 }

@@ -209,11 +209,7 @@ pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
     if nodes.is_empty() {
         return None;
     }
-    let groups = otlp::group_by(nodes, |(t, _)| t.clone())
-        .into_iter()
-        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
-        .collect();
-    Some(spantree::load_groups(name, SourceFormat::OpenInference, groups, diags))
+    Some(spantree::load_by_trace(name, SourceFormat::OpenInference, nodes, diags))
 }
 
 /// Maps one OpenInference span to a [`Node`].

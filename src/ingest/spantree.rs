@@ -804,6 +804,21 @@ pub fn into_trajectory(id: String, source: SourceFormat, built: Built) -> Trajec
     }
 }
 
+/// [`load_groups`] over nodes paired with their trace id: grouped by trace id, in first-seen
+/// order ([`super::otlp::group_by`]).
+pub fn load_by_trace(
+    name: &str,
+    source: SourceFormat,
+    nodes: Vec<(Option<String>, Node)>,
+    diagnostics: Vec<Diagnostic>,
+) -> Loaded {
+    let groups = super::otlp::group_by(nodes, |(t, _)| t.clone())
+        .into_iter()
+        .map(|(t, nodes)| (t, nodes.into_iter().map(|(_, n)| n).collect()))
+        .collect();
+    load_groups(name, source, groups, diagnostics)
+}
+
 /// One trajectory per group of nodes (one group per trace id): ids are `name` for a single
 /// group, else `name#<trace id>`; each trace's diagnostics are prefixed with its id.
 pub fn load_groups(
