@@ -42,7 +42,7 @@ impl Purpose {
 }
 
 pub use details::Detail;
-pub use explanation::{Caveat, Claim, Explanation, Part, Rule};
+pub use explanation::{Caveat, Claim, Explanation, Part, Prose, Rule};
 
 /// The six transition labels of FALAT stage 2, on an edge from a candidate to a later step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -429,8 +429,9 @@ impl PartialEq<&str> for ErrorCategory {
 pub struct Finding {
     /// The kind of violation.
     pub signal: Signal,
-    /// Evidence quoted or described from the trajectory (sanitised, short).
-    pub evidence: String,
+    /// Evidence quoted or described from the trajectory (sanitised, short), naming the steps it
+    /// cites as data.
+    pub evidence: Prose,
     /// Strength of this finding, 0..=1.
     pub weight: f32,
 }
@@ -442,8 +443,8 @@ pub struct Pruning {
     pub transition: Transition,
     /// The step that the decision rests on, 0-based (the correcting step, the earlier candidate).
     pub by_step: Option<usize>,
-    /// A sentence a person can check.
-    pub reason: String,
+    /// A sentence a person can check, naming the steps it cites as data.
+    pub reason: Prose,
 }
 
 /// One verification criterion of FALAT stage 3, passed or failed with evidence.
@@ -451,8 +452,8 @@ pub struct Pruning {
 pub struct Criterion {
     /// Whether the candidate meets it.
     pub passed: bool,
-    /// Why, in a sentence.
-    pub evidence: String,
+    /// Why, in a sentence naming the steps it cites as data.
+    pub evidence: Prose,
 }
 
 /// The three criteria of FALAT stage 3.
@@ -978,7 +979,7 @@ pub struct Diagnosis {
     /// decisive; all-at-once: no step of the run was named; DeFA: nothing recalled or no usable
     /// adjudication; ECHO: the step vote settled on nothing): why, in a sentence. Reports then
     /// give this, not the rule, as the reason.
-    pub fallback: Option<String>,
+    pub fallback: Option<Prose>,
     /// Whether `o*` was used.
     pub used_ground_truth: bool,
     /// The user's overrides, when any were applied.

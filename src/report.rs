@@ -92,7 +92,7 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         },
         "overrides": overrides_json(&d.overrides),
         "warnings": d.warnings,
-        "fallback": d.fallback,
+        "fallback": d.fallback.as_deref(),
         "details": d.details.iter().map(detail_json).collect::<Vec<_>>(),
         "gold": t.gold.as_ref().map(|g| json!({"agent": g.agent, "step": g.step, "reason": g.reason, "source": g.step.map(|s| source(t, s))})),
     })
@@ -111,18 +111,28 @@ fn explanation_json(d: &Diagnosis) -> Value {
         "rule": e.rule.as_str(),
         "fallback": fallback_name,
         "fallback_reason": fallback_why,
+        "fallback_reason_steps": match &e.rule {
+            Rule::Fallback { why, .. } => Some(why.steps().collect::<Vec<_>>()),
+            _ => None,
+        },
         "failure_shown": match &e.rule {
             Rule::Ranking { failure, .. } => failure.as_deref(),
+            _ => None,
+        },
+        "failure_shown_steps": match &e.rule {
+            Rule::Ranking { failure: Some(f), .. } => Some(f.steps().collect::<Vec<_>>()),
             _ => None,
         },
         "findings": e.findings.iter().map(|f| json!({
             "signal": f.signal.as_str(),
             "category": f.signal.category().as_str(),
-            "evidence": f.evidence,
+            "evidence": f.evidence.as_str(),
+            "steps": f.evidence.steps().collect::<Vec<_>>(),
             "weight": round3(f.weight),
         })).collect::<Vec<_>>(),
         "account": (!e.account.is_empty()).then_some(&e.account),
-        "research": e.research,
+        "research": e.research.as_deref(),
+        "research_steps": e.research.as_ref().map(|r| r.steps().collect::<Vec<_>>()),
         "claims": e.claims.iter().map(|c| {
             let mut v = match c {
                 Claim::RanksFirst { step, p } => json!({"step": step, "probability": round3(*p)}),
@@ -133,7 +143,7 @@ fn explanation_json(d: &Diagnosis) -> Value {
                 Claim::PathToOutput { path } => json!({"path": path}),
                 Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => json!({
                     "from": from, "final_output_step": final_step,
-                    "states_observed_output": states_observed, "sufficiency_evidence": sufficiency,
+                    "states_observed_output": states_observed, "sufficiency_evidence": sufficiency.as_deref(),
                 }),
             };
             v["kind"] = json!(c.as_str());
@@ -279,19 +289,26 @@ fn candidate_json(c: &Candidate) -> Value {
         "findings": c.findings.iter().map(|f| json!({
             "signal": f.signal.as_str(),
             "weight": round3(f.weight),
-            "evidence": f.evidence,
+            "evidence": f.evidence.as_str(),
+            "steps": f.evidence.steps().collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "pruned": c.pruned.as_ref().map(|p| json!({
             "transition": p.transition.as_str(),
             "by_step": p.by_step,
-            "reason": p.reason,
+            "reason": p.reason.as_str(),
+            "steps": p.reason.steps().collect::<Vec<_>>(),
         })),
         "verification": c.verification.as_ref().map(|v| json!({
-            "error_independence": {"passed": v.independence.passed, "evidence": v.independence.evidence},
-            "counterfactual_sufficiency": {"passed": v.sufficiency.passed, "evidence": v.sufficiency.evidence},
-            "temporal_precedence": {"passed": v.precedence.passed, "evidence": v.precedence.evidence},
+            "error_independence": criterion_json(&v.independence),
+            "counterfactual_sufficiency": criterion_json(&v.sufficiency),
+            "temporal_precedence": criterion_json(&v.precedence),
         })),
     })
+}
+
+/// One verification criterion: whether it passed, why, and the steps the why names.
+fn criterion_json(c: &crate::diagnosis::Criterion) -> Value {
+    json!({"passed": c.passed, "evidence": c.evidence.as_str(), "steps": c.evidence.steps().collect::<Vec<_>>()})
 }
 
 /// [`to_markdown`] of the machine's verdict, with the user's overrides after the ranking when

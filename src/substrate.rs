@@ -156,7 +156,7 @@ pub struct Facts {
     /// (`signals::assertion`).
     pub first_assertion: OnceLock<Option<(usize, String)>>,
     /// Per step, why its observation brought nothing new (`signals::progress`).
-    pub no_progress: OnceLock<Vec<Option<String>>>,
+    pub no_progress: OnceLock<Vec<Option<crate::diagnosis::Prose>>>,
     /// The system policy's sentence asking for the user's confirmation, with its step
     /// ([`signals::actions::confirmation_policy`]).
     pub confirmation_policy: OnceLock<Option<(usize, String)>>,

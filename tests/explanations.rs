@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use falat::diagnosis::{Claim, Diagnosis, ErrorCategory, Rule, Signal};
+use falat::diagnosis::{Claim, Diagnosis, ErrorCategory, Part, Prose, Rule, Signal};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::{self, Method, MethodOptions};
 use falat::model::Trajectory;
@@ -264,4 +264,78 @@ fn a_step_with_findings_is_headlined_by_its_strongest_finding() {
         e.render(Some(3), Some("claude")),
         "step 3 (claude): its code failed at step 5 (failed_action); states 80 with no earlier source (unsourced_value)."
     );
+}
+
+/// Every [`Prose`] a diagnosis carries for a reader to follow (findings, pruning reasons,
+/// verification criteria, the re-search, the rule's clauses), with where it comes from.
+fn proses(d: &Diagnosis) -> Vec<(String, &Prose)> {
+    let mut out: Vec<(String, &Prose)> = Vec::new();
+    for f in &d.explanation.findings {
+        out.push((format!("finding {}", f.signal.as_str()), &f.evidence));
+    }
+    for c in &d.candidates {
+        for f in &c.findings {
+            out.push((format!("candidate {} finding {}", c.step, f.signal.as_str()), &f.evidence));
+        }
+        if let Some(p) = &c.pruned {
+            out.push((format!("candidate {} pruning", c.step), &p.reason));
+        }
+        if let Some(v) = &c.verification {
+            for (name, cr) in
+                [("independence", &v.independence), ("sufficiency", &v.sufficiency), ("precedence", &v.precedence)]
+            {
+                out.push((format!("candidate {} {name}", c.step), &cr.evidence));
+            }
+        }
+    }
+    if let Some(r) = &d.explanation.research {
+        out.push(("re-search".into(), r));
+    }
+    match &d.explanation.rule {
+        Rule::Fallback { why, .. } | Rule::NoFailure { why } => out.push(("rule".into(), why)),
+        Rule::Ranking { why, failure } => {
+            out.push(("rule".into(), why));
+            out.extend(failure.iter().map(|f| ("failure shown".to_string(), f)));
+        }
+        _ => {}
+    }
+    for c in &d.explanation.claims {
+        if let Claim::NoPathToOutput { sufficiency: Some(s), .. } = c {
+            out.push(("claim sufficiency".into(), s));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_step_a_sentence_names_is_data_a_reader_can_follow() {
+    // The TUI links the steps of findings, prunings, criteria and rule clauses, and the JSON
+    // report lists them: a step written into the text instead would be a dead reference.
+    let judge = HeuristicJudge;
+    let mut bad = Vec::new();
+    let mut linked = 0;
+    for (file, t) in trajectories() {
+        let sub = Arc::new(Substrate::build(&t));
+        for &method in &Method::ALL {
+            let d = methods::run_on(method, &t, &sub, &judge, &MethodOptions::new(true));
+            for (what, p) in proses(&d) {
+                linked += p.steps().count();
+                for part in p.parts() {
+                    if let Part::Text(text) = part
+                        && !steps_named(text).is_empty()
+                    {
+                        bad.push(format!("{file} {} {what}: a step written as text in \"{p}\"", d.method));
+                    }
+                }
+                if p.steps().any(|s| s >= t.steps.len()) {
+                    bad.push(format!("{file} {} {what}: names a step outside the run: \"{p}\"", d.method));
+                }
+            }
+        }
+    }
+    // 1,362 when this was written: every finding, pruning and criterion that cites a step.
+    assert!(linked >= 1200, "only {linked} steps named as data");
+    bad.sort();
+    bad.dedup();
+    assert!(bad.is_empty(), "{} texts name steps as text:\n{}", bad.len(), bad.join("\n"));
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use falat::diagnosis::{Origin, Role};
+use falat::diagnosis::{Origin, Part, Role};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::judge::{Context, Judge, Judged, Question};
 use falat::methods::Method;
@@ -1392,29 +1392,34 @@ fn tab_selects_the_step_references_of_a_candidates_detail_and_enter_follows_them
     let mut d = app.results.diagnosis.clone().expect("diagnosis");
     let c = &mut d.candidates[0];
     let row_step = c.step;
-    c.findings[0].evidence = "copies the value step 9 produced".into();
+    // One step as data, one written into the text (as a judge's free words would be).
+    c.findings[0].evidence = falat::prose!["copies the value step ", Part::Step(9), " produced; see step 2"];
     c.pruned = Some(falat::diagnosis::Pruning {
         transition: falat::diagnosis::Transition::FollowUp,
         by_step: Some(4),
-        reason: "inherits the error of step 4".into(),
+        reason: falat::prose!["inherits the error of step ", Part::Step(4)],
     });
+    c.verification = None;
     app.results.diagnosis = Some(d);
     app.cands.refresh(app.results.diagnosis.as_ref());
     press(&mut app, "2gg");
     assert_eq!(app.selected_candidate().map(|c| c.step), Some(row_step));
-    // The step that pruned it is data; the step numbers of the finding's and the reason's prose
-    // are not.
-    assert_eq!(app.links(), [4]);
-    press(&mut app, "<tab>");
+    // The steps the finding's and the reason's prose name as data, and the step that pruned it;
+    // a number written into the text is no link.
+    assert_eq!(app.links(), [9, 4, 4]);
+    press(&mut app, "<tab><tab>");
     let status = app.status.clone().expect("status").text;
-    assert!(status.starts_with("step reference 1 of 1: step 4"), "{status}");
-    assert!(screen(&app).contains("tab selects the step reference above"), "the detail says how to reach it");
+    assert!(status.starts_with("step reference 2 of 3: step 4"), "{status}");
+    assert!(screen(&app).contains("tab selects the 3 step references above"), "the detail says how to reach them");
     press(&mut app, "<enter>");
     assert_eq!((app.nav.view, app.nav.step), (View::Hierarchy, 4));
     assert!(app.status.clone().expect("status").text.contains("in candidates"));
     // Esc drops the reference: Enter goes to the row's own step again.
     press(&mut app, "<bs><tab><esc><enter>");
     assert_eq!(app.nav.step, row_step);
+    // The finding's step is a link too.
+    press(&mut app, "<bs><tab><enter>");
+    assert_eq!((app.nav.view, app.nav.step), (View::Hierarchy, 9));
 }
 
 // ----- 80×24 -----
@@ -2294,8 +2299,9 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     let links = app.links();
     assert_eq!(links, steps_the_verdict_names(&app));
     // The decisive step; the ranking's first five; the claim that step 24 is more probable than
-    // the named step 61; the reason's step; the dependency path 61 → 63 → 66; the gold step 51.
-    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 61, 61, 63, 66, 51], "{links:?}");
+    // the named step 61; the reason's steps (61, and 63 where its finding says the output's value
+    // first appears); the dependency path 61 → 63 → 66; the gold step 51.
+    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 61, 63, 61, 61, 61, 63, 66, 51], "{links:?}");
     // 80×24: a frame of header, body, status and hints; the verdict's text inside the body's
     // border, wrapped to 78 columns.
     let vm = app.view.clone();

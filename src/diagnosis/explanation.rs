@@ -26,18 +26,18 @@ pub enum Rule {
         /// `earliest-live`, `ranked-first`); empty otherwise.
         name: String,
         /// Why the rule named nothing and what the fallback did, one clause.
-        why: String,
+        why: Prose,
     },
     /// The method's rule did not tell its candidates apart (FALAT: every verified candidate passed,
     /// or none did) and handed the decision to the calibrated ranking: the most probable step the
     /// user did not exclude. `why` says what verification did, one clause.
     Ranking {
         /// What verification did, one clause.
-        why: String,
+        why: Prose,
         /// When the named step has no finding of its own: the first sign that the run failed,
         /// one clause (`step 3 is an error`), so the verdict does not read like a run with no
         /// failure given a ROOT_CAUSE anyway.
-        failure: Option<String>,
+        failure: Option<Prose>,
     },
     /// The method named no step at all; the finishing step named the best-ranked step the user did
     /// not exclude.
@@ -48,7 +48,7 @@ pub enum Rule {
     /// output), so no ROOT_CAUSE is named; `why` says what was checked, one clause.
     NoFailure {
         /// What was checked, one clause.
-        why: String,
+        why: Prose,
     },
 }
 
@@ -105,7 +105,7 @@ pub enum Claim {
         /// Whether the decisive step states the observed output itself.
         states_observed: bool,
         /// The evidence of its passed sufficiency check, when it passed on other evidence.
-        sufficiency: Option<String>,
+        sufficiency: Option<Prose>,
     },
 }
 
@@ -146,24 +146,26 @@ impl Claim {
                 vec![t("Step "), Step(*step), Text(format!(" ranks first among all steps (P = {p:.2})."))]
             }
             Claim::MoreProbable { step, agent, p, named, p_named } => {
-                let how = match rule {
-                    Rule::Fallback { why, .. } => format!(" by its fallback ({})", text::sanitize(why)),
-                    Rule::Pinned => " because you pinned it".to_string(),
-                    Rule::RankedFirst => ", the best-ranked step you did not exclude".to_string(),
-                    Rule::Ranking { why, .. } => format!(" because {}", text::sanitize(why)),
+                let how: Vec<Part> = match rule {
+                    Rule::Fallback { why, .. } => [vec![t(" by its fallback (")], clean(why), vec![t(")")]].concat(),
+                    Rule::Pinned => vec![t(" because you pinned it")],
+                    Rule::RankedFirst => vec![t(", the best-ranked step you did not exclude")],
+                    Rule::Ranking { why, .. } => [vec![t(" because ")], clean(why)].concat(),
                     Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
-                        format!(" because it is {}", method.decision_rule())
+                        vec![Text(format!(" because it is {}", method.decision_rule()))]
                     }
                 };
-                vec![
+                let mut out = vec![
                     t("Step "),
                     Step(*step),
                     Text(format!(" ({}) is more probable than step ", text::sanitize(agent))),
                     Step(*named),
                     Text(format!(" (P {p:.2} against {p_named:.2}). {} names step ", method.title())),
                     Step(*named),
-                    Text(format!("{how}; it does not name the step that ranks first by P, so read both.")),
-                ]
+                ];
+                out.extend(how);
+                out.push(t("; it does not name the step that ranks first by P, so read both."));
+                out
             }
             Claim::PathToOutput { path } if path.len() == 1 => vec![
                 t("Step "),
@@ -196,7 +198,9 @@ impl Claim {
                     out.extend([t(" Step "), Step(*from), t(" states the observed output itself.")]);
                 }
                 if let Some(e) = sufficiency {
-                    out.push(Text(format!(" Its sufficiency check passed on other evidence: {}.", text::sanitize(e))));
+                    out.push(t(" Its sufficiency check passed on other evidence: "));
+                    out.extend(clean(e));
+                    out.push(t("."));
                 }
                 out
             }
@@ -223,6 +227,167 @@ impl Part {
             Part::Step(s) => std::borrow::Cow::Owned(s.to_string()),
         }
     }
+}
+
+impl From<&str> for Part {
+    fn from(s: &str) -> Part {
+        Part::Text(s.to_string())
+    }
+}
+
+impl From<String> for Part {
+    fn from(s: String) -> Part {
+        Part::Text(s)
+    }
+}
+
+impl From<&String> for Part {
+    fn from(s: &String) -> Part {
+        Part::Text(s.clone())
+    }
+}
+
+/// A sentence that names steps as data: its [`Part`]s (text and 0-based [`Part::Step`]s) with the
+/// joined text kept beside them, so it reads as a `str` (it dereferences to its text) while
+/// the TUI links each step and the JSON report lists them ([`Prose::steps`]). Findings' evidence,
+/// pruning reasons, verification criteria and rule clauses are `Prose`; build one with the
+/// [`crate::prose!`] macro (`prose!["repeats step ", Part::Step(4), "'s observation"]`) or from
+/// a plain string, which names no step.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Prose {
+    parts: Vec<Part>,
+    text: String,
+}
+
+impl Prose {
+    /// Prose of `parts`; adjacent text parts are merged and empty ones dropped.
+    pub fn new(parts: Vec<Part>) -> Prose {
+        let mut merged: Vec<Part> = Vec::with_capacity(parts.len());
+        for p in parts {
+            match (merged.last_mut(), p) {
+                (_, Part::Text(t)) if t.is_empty() => {}
+                (Some(Part::Text(a)), Part::Text(b)) => a.push_str(&b),
+                (_, p) => merged.push(p),
+            }
+        }
+        let text = join(&merged);
+        Prose { parts: merged, text }
+    }
+
+    /// The parts, in order.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// The text as written (step numbers as their numbers).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The steps the text names, 0-based, in order of mention (repeats kept).
+    pub fn steps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Step(s) => Some(*s),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// The same prose with every text part passed through [`text::sanitize`] (trace text is
+    /// untrusted) and clipped to `max` characters ([`clip_parts`]).
+    pub fn sanitized(self, max: usize) -> Prose {
+        let parts = self
+            .parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Text(t) => Part::Text(text::sanitize(&t)),
+                step => step,
+            })
+            .collect();
+        Prose::new(clip_parts(parts, max))
+    }
+
+    /// Prose with `more` appended.
+    pub fn with(self, more: impl Into<Prose>) -> Prose {
+        let mut parts = self.parts;
+        parts.extend(more.into().parts);
+        Prose::new(parts)
+    }
+}
+
+impl std::ops::Deref for Prose {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Prose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::fmt::Debug for Prose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.text, f)
+    }
+}
+
+impl From<String> for Prose {
+    fn from(s: String) -> Prose {
+        Prose::new(vec![Part::Text(s)])
+    }
+}
+
+impl From<&str> for Prose {
+    fn from(s: &str) -> Prose {
+        Prose::new(vec![Part::Text(s.to_string())])
+    }
+}
+
+impl From<&String> for Prose {
+    fn from(s: &String) -> Prose {
+        Prose::from(s.as_str())
+    }
+}
+
+impl From<Vec<Part>> for Prose {
+    fn from(parts: Vec<Part>) -> Prose {
+        Prose::new(parts)
+    }
+}
+
+impl From<Prose> for String {
+    fn from(p: Prose) -> String {
+        p.text
+    }
+}
+
+impl PartialEq<str> for Prose {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for Prose {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl PartialEq<String> for Prose {
+    fn eq(&self, other: &String) -> bool {
+        &self.text == other
+    }
+}
+
+/// Builds a [`Prose`] from parts: strings are text, `Part::Step(i)` a step it names.
+/// `prose!["it repeats candidate step ", Part::Step(f), " without new evidence"]`.
+#[macro_export]
+macro_rules! prose {
+    ($($part:expr),* $(,)?) => {
+        $crate::diagnosis::Prose::new(vec![$($crate::diagnosis::Part::from($part)),*])
+    };
 }
 
 /// The parts as one string.
@@ -297,7 +462,7 @@ pub struct Explanation {
     /// when the findings say it all.
     pub account: String,
     /// FALAT's local re-search: what the blind comparison concluded, one clause.
-    pub research: Option<String>,
+    pub research: Option<Prose>,
     /// What follows from the ranking and the graph ([`Claim`]), set by the finishing step.
     pub claims: Vec<Claim>,
     /// What to weigh with the verdict ([`Caveat`]), set by the finishing step.
@@ -326,58 +491,91 @@ impl Explanation {
     /// same 600 characters.
     pub fn parts(&self, step: Option<usize>, agent: Option<&str>) -> Vec<Part> {
         use Part::{Step, Text};
+        let t = |s: &str| Text(s.to_string());
         let Some(s) = step else {
-            return vec![Text(match &self.rule {
-                Rule::NoFailure { why } => format!("No failure found: {}.", text::sanitize(why)),
-                _ => "No step could be named.".to_string(),
-            })];
+            return match &self.rule {
+                Rule::NoFailure { why } => [vec![t("No failure found: ")], clean(why), vec![t(".")]].concat(),
+                _ => vec![t("No step could be named.")],
+            };
         };
         let who = text::sanitize(agent.unwrap_or("?"));
-        let evidence: Vec<String> = self
-            .findings
-            .iter()
-            .filter(|f| !(self.rule == Rule::Pinned && f.signal == Signal::UserMarked))
-            .map(|f| format!("{} ({})", f.evidence, f.signal.as_str()))
-            .collect();
-        let mut said = evidence.join("; ");
+        // What was found on the step: each finding with its signal, then the method's account.
+        let mut said: Vec<Part> = Vec::new();
+        for f in self.findings.iter().filter(|f| !(self.rule == Rule::Pinned && f.signal == Signal::UserMarked)) {
+            if !said.is_empty() {
+                said.push(t("; "));
+            }
+            said.extend(clean(&f.evidence));
+            said.push(Text(format!(" ({})", f.signal.as_str())));
+        }
         let account = text::sanitize(self.account.trim().trim_end_matches('.'));
         if !account.is_empty() {
-            said = if said.is_empty() { account } else { format!("{said}; {account}") };
+            if !said.is_empty() {
+                said.push(t("; "));
+            }
+            said.push(Text(account));
         }
         if said.is_empty()
             && let Rule::Fallback { why, .. } = &self.rule
         {
             // Nothing found on the step: the fallback's own clause says why it is named.
-            said = text::sanitize(why);
+            said = clean(why);
         }
-        let after = match &self.rule {
-            Rule::Pinned if said.is_empty() => format!(" ({who}) was pinned by the user."),
-            Rule::Pinned => format!(" ({who}) was pinned by the user; the machine found: {said}."),
-            Rule::RankedFirst if said.is_empty() => {
-                format!(" ({who}): the method named no step; this is the best-ranked step.")
+        let after: Vec<Part> = match &self.rule {
+            Rule::Pinned if said.is_empty() => vec![Text(format!(" ({who}) was pinned by the user."))],
+            Rule::Pinned => {
+                [vec![Text(format!(" ({who}) was pinned by the user; the machine found: "))], said, vec![t(".")]]
+                    .concat()
             }
-            Rule::Ranking { failure: Some(failure), .. } if said.is_empty() => format!(
-                " ({who}): no finding recorded for this step; the run shows its failure elsewhere: {}.",
-                text::sanitize(failure)
-            ),
-            _ if said.is_empty() => format!(" ({who}): no finding recorded for this step."),
-            _ => format!(" ({who}): {said}."),
+            Rule::RankedFirst if said.is_empty() => {
+                vec![Text(format!(" ({who}): the method named no step; this is the best-ranked step."))]
+            }
+            Rule::Ranking { failure: Some(failure), .. } if said.is_empty() => [
+                vec![Text(format!(
+                    " ({who}): no finding recorded for this step; the run shows its failure elsewhere: "
+                ))],
+                clean(failure),
+                vec![t(".")],
+            ]
+            .concat(),
+            _ if said.is_empty() => vec![Text(format!(" ({who}): no finding recorded for this step."))],
+            _ => [vec![Text(format!(" ({who}): "))], said, vec![t(".")]].concat(),
         };
         // The sentence about the step, capitalised when a clause goes before it.
         let mut out = match &self.rule {
             Rule::Fallback { name, .. } if !name.is_empty() => {
                 vec![Text(format!("Unverified ({name} fallback). Step "))]
             }
-            Rule::Fallback { why, .. } => vec![Text(format!("Fallback ({}). Step ", text::sanitize(why)))],
-            Rule::Ranking { why, .. } => vec![Text(format!("Decided by the ranking ({}). Step ", text::sanitize(why)))],
-            _ => vec![Text("step ".into())],
+            Rule::Fallback { why, .. } => [vec![t("Fallback (")], clean(why), vec![t("). Step ")]].concat(),
+            Rule::Ranking { why, .. } => {
+                [vec![t("Decided by the ranking (")], clean(why), vec![t("). Step ")]].concat()
+            }
+            _ => vec![t("step ")],
         };
-        out.extend([Step(s), Text(after)]);
+        out.push(Step(s));
+        out.extend(after);
         if let Some(r) = &self.research {
-            out.push(Text(format!(" Re-search: {}.", text::sanitize(r.trim_end_matches('.')))));
+            out.push(t(" Re-search: "));
+            out.extend(clean(&Prose::new(trim_end_dot(r.parts()))));
+            out.push(t("."));
         }
-        clip_parts(out, 600)
+        clip_parts(Prose::new(out).parts().to_vec(), 600)
     }
+}
+
+/// A prose's parts with their text sanitised ([`text::sanitize`]), for a rendered sentence.
+fn clean(p: &Prose) -> Vec<Part> {
+    p.clone().sanitized(usize::MAX).parts().to_vec()
+}
+
+/// `parts` without the full stops that end them.
+fn trim_end_dot(parts: &[Part]) -> Vec<Part> {
+    let mut out = parts.to_vec();
+    if let Some(Part::Text(t)) = out.last_mut() {
+        let trimmed = t.trim_end_matches('.').len();
+        t.truncate(trimmed);
+    }
+    out
 }
 
 /// The signal that best names the error among `findings`: by [`Signal::PRIORITY`] (what a step
@@ -393,6 +591,23 @@ pub fn main_signal(findings: &[Finding]) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_keeps_its_steps_as_data_through_sanitising_and_clipping() {
+        let p = crate::prose!["repeats step ", Part::Step(4), "", " \u{1b}[31mred", Part::Step(12), " of ", "it"];
+        assert_eq!(p, "repeats step 4 [31mred12 of it".replace("[31m", "\u{1b}[31m").as_str());
+        assert_eq!(p.steps().collect::<Vec<_>>(), [4, 12]);
+        // Adjacent text parts merge; empty ones go.
+        assert_eq!(p.parts().len(), 5);
+        let clean = p.clone().sanitized(200);
+        assert!(!clean.contains('\u{1b}'), "{clean}");
+        assert_eq!(clean.steps().collect::<Vec<_>>(), [4, 12]);
+        // Clipped before the second step: that step is gone from the data too.
+        let short = p.sanitized(16);
+        assert_eq!(short.steps().collect::<Vec<_>>(), [4]);
+        assert!(short.ends_with('…'), "{short}");
+        assert_eq!(Prose::from("step 3 as text").steps().count(), 0);
+    }
 
     fn finding(signal: Signal, evidence: &str) -> Finding {
         Finding { signal, evidence: evidence.into(), weight: 0.5 }

@@ -273,7 +273,7 @@ fn parse_candidates(v: &Value, segment: std::ops::Range<usize>) -> Result<Answer
             .map(|f| {
                 let signal = Signal::parse(&str_of(f, "signal")?).ok_or(ParseError::Unknown("signal"))?;
                 let weight = f.get("weight").and_then(Value::as_f64).unwrap_or(0.5).clamp(0.0, 1.0) as f32;
-                Ok(Finding { signal, evidence: str_of(f, "evidence").unwrap_or_default(), weight })
+                Ok(Finding { signal, evidence: str_of(f, "evidence").unwrap_or_default().into(), weight })
             })
             .collect::<Result<Vec<_>, ParseError>>()?;
         out.push((step, findings));

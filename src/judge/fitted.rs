@@ -25,9 +25,11 @@
 use std::time::Instant;
 
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
-use crate::diagnosis::{Cost, Criterion, Finding, Signal, Transition};
+use crate::diagnosis::Part::Step;
+use crate::diagnosis::{Cost, Criterion, Finding, Prose, Signal, Transition};
 use crate::judge::attribution::{ErrorCategory, Half};
 use crate::judge::heuristic::{self, HeuristicJudge};
+use crate::prose;
 use crate::rank::{self, model::RankerModel};
 use crate::substrate::signals;
 
@@ -116,7 +118,7 @@ fn findings(ctx: &Context<'_>, i: usize, p: &[f32]) -> Vec<Finding> {
     let mut f = signals::recall(ctx, i).unwrap_or_default();
     f.push(Finding {
         signal: Signal::Ranked,
-        evidence: format!("the fitted ranker gives it P = {:.2} (rank {rank} of {})", p[i], p.len()),
+        evidence: format!("the fitted ranker gives it P = {:.2} (rank {rank} of {})", p[i], p.len()).into(),
         weight: 0.0,
     });
     let w = 1.0 - (1.0 - share).powf(1.0 / f.len() as f32);
@@ -171,8 +173,11 @@ impl FittedJudge {
                 // Blind re-search: the most probable step of the window, whatever was chosen.
                 let w = window.start..window.end.min(n);
                 let decisive = w.clone().fold(w.start, |b, i| if p[i] > p[b] { i } else { b });
-                let reason =
-                    format!("step {decisive} is the most probable step of the window (P = {:.2})", p[decisive]);
+                let reason = prose![
+                    "step ",
+                    Step(decisive),
+                    format!(" is the most probable step of the window (P = {:.2})", p[decisive])
+                ];
                 match heuristic::answer(ctx, &Question::Roles { window: w }) {
                     Answer::Roles { roles, .. } => Answer::Roles { roles, decisive, reason },
                     other => other,
@@ -251,14 +256,18 @@ impl FittedJudge {
                 match upstream {
                     Some(o) => Criterion {
                         passed: false,
-                        evidence: format!(
-                            "candidate step {o} feeds it and is at least as probable (P = {:.2} against {:.2}): the error is inherited",
-                            p[o], p[step]
-                        ),
+                        evidence: prose![
+                            "candidate step ",
+                            Step(o),
+                            format!(
+                                " feeds it and is at least as probable (P = {:.2} against {:.2}): the error is inherited",
+                                p[o], p[step]
+                            )
+                        ],
                     },
                     None => Criterion {
                         passed: true,
-                        evidence: format!("no earlier candidate as probable feeds it (P = {:.2})", p[step]),
+                        evidence: format!("no earlier candidate as probable feeds it (P = {:.2})", p[step]).into(),
                     },
                 }
             }
@@ -268,16 +277,17 @@ impl FittedJudge {
                 let passed = share >= SUFFICIENT;
                 let reach = match heuristic::answer(ctx, &Question::Verify { step, criterion, live: live.clone() }) {
                     Answer::Criterion(c) => c.evidence,
-                    _ => String::new(),
+                    _ => Prose::default(),
                 };
                 Criterion {
                     passed,
-                    evidence: format!(
-                        "P = {:.2}, {:.0}% of the most probable step ({} needed); {reach}",
+                    evidence: Prose::from(format!(
+                        "P = {:.2}, {:.0}% of the most probable step ({} needed); ",
                         p[step],
                         100.0 * share,
                         if passed { "at least 70 %" } else { "70 %" }
-                    ),
+                    ))
+                    .with(reach),
                 }
             }
         }

@@ -15,11 +15,13 @@ use super::signals::{
     tells_user_a_value, words_of, wrong_value_origins,
 };
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
+use crate::diagnosis::Part::Step;
 use crate::diagnosis::{Cost, Criterion, Finding, Role, Signal, Transition};
 use crate::graph::EdgeKind;
 use crate::hierarchy::Action;
 use crate::model::{LinkKind, StepKind};
 use crate::prior;
+use crate::prose;
 use crate::substrate::Upstream;
 
 /// The heuristic judge.
@@ -83,14 +85,15 @@ pub fn answer(ctx: &Context<'_>, question: &Question) -> Answer {
         }
         Question::LabelTransition { from, to } if *from >= n || *to >= n => Answer::Transition(Transition::NoInfluence),
         Question::LabelTransition { from, to } => Answer::Transition(label(ctx, *from, *to)),
-        Question::Verify { step, .. } if *step >= n => {
-            Answer::Criterion(Criterion { passed: false, evidence: format!("step {step} is not in the trajectory") })
-        }
+        Question::Verify { step, .. } if *step >= n => Answer::Criterion(Criterion {
+            passed: false,
+            evidence: prose!["step ", Step(*step), " is not in the trajectory"],
+        }),
         Question::Verify { step, criterion, live } => Answer::Criterion(verify(ctx, *step, *criterion, live)),
         Question::Roles { window } if window.start >= n || window.is_empty() => Answer::Roles {
             roles: Vec::new(),
             decisive: window.start,
-            reason: format!("steps {}..{} are not in the trajectory", window.start, window.end),
+            reason: format!("steps {}..{} are not in the trajectory", window.start, window.end).into(),
         },
         Question::Roles { window } => roles(ctx, window.start..window.end.min(n)),
         q => attribution::answer(ctx, q),
@@ -194,9 +197,10 @@ fn independence(ctx: &Context<'_>, step: usize, findings: &[Finding], live: &std
             passed: true,
             evidence: "it introduces its own deviation (new values, an assumption or a failed action)".into(),
         },
-        (false, Some(u)) => {
-            Criterion { passed: false, evidence: format!("it only inherits what candidate step {u} introduced") }
-        }
+        (false, Some(u)) => Criterion {
+            passed: false,
+            evidence: prose!["it only inherits what candidate step ", Step(*u), " introduced"],
+        },
         (false, None) => Criterion { passed: true, evidence: "no earlier candidate reaches it".into() },
     }
 }
@@ -241,10 +245,14 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if let Some((o, item)) = reached_origin(ctx, step) {
         return Criterion {
             passed: true,
-            evidence: format!(
-                "the output's wrong \"{}\" surfaces at step {o}, which depends on it",
-                crate::substrate::signals::as_written(ctx, o, &item)
-            ),
+            evidence: prose![
+                format!(
+                    "the output's wrong \"{}\" surfaces at step ",
+                    crate::substrate::signals::as_written(ctx, o, &item)
+                ),
+                Step(o),
+                ", which depends on it"
+            ],
         };
     }
     let Some(end) = final_step(ctx) else {
@@ -261,13 +269,15 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     if reaches && !steering && !crate::substrate::signals::feeds_output_values(ctx, step) {
         return Criterion {
             passed: false,
-            evidence: format!(
-                "its path to the final output at step {end} carries none of its values, and its findings do not steer the run"
-            ),
+            evidence: prose![
+                "its path to the final output at step ",
+                Step(end),
+                " carries none of its values, and its findings do not steer the run"
+            ],
         };
     }
     if reaches {
-        return Criterion { passed: true, evidence: format!("its effect reaches the final output at step {end}") };
+        return Criterion { passed: true, evidence: prose!["its effect reaches the final output at step ", Step(end)] };
     }
     let process = findings.iter().any(|f| {
         matches!(
@@ -295,9 +305,12 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     {
         let what =
             if f.signal == Signal::UnconfirmedAction { "the state it changes" } else { "what it tells the user" };
-        return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome") };
+        return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome").into() };
     }
-    Criterion { passed: false, evidence: format!("no dependency path leads from it to the final output at step {end}") }
+    Criterion {
+        passed: false,
+        evidence: prose!["no dependency path leads from it to the final output at step ", Step(end)],
+    }
 }
 
 /// The blind comparison of a window (FALAT §4): the strongest step of the window is the first
@@ -317,14 +330,26 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
         return Answer::Roles {
             roles: vec![(first, Role::RootCause)],
             decisive: first,
-            reason: format!("no step from {} to {} shows an error", window.start, window.end.saturating_sub(1)),
+            reason: prose![
+                "no step from ",
+                Step(window.start),
+                " to ",
+                Step(window.end.saturating_sub(1)),
+                " shows an error"
+            ],
         };
     };
-    let mut reason = format!("step {decisive} shows the strongest error of the window");
+    let mut reason = prose!["step ", Step(decisive), " shows the strongest error of the window"];
     if ctx.trajectory.steps[decisive].kind == StepKind::ToolResult && !is_agent_output(ctx, decisive) {
         let p = producer(ctx, decisive);
         if p != decisive && window.contains(&p) {
-            reason = format!("step {decisive} is a tool output that only shows the error; step {p} produced it");
+            reason = prose![
+                "step ",
+                Step(decisive),
+                " is a tool output that only shows the error; step ",
+                Step(p),
+                " produced it"
+            ];
             decisive = p;
         }
     }
@@ -335,7 +360,13 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
             let same_kind =
                 recall(ctx, decisive).unwrap_or_default().iter().any(|c| f.iter().any(|x| x.signal == c.signal));
             if same_kind && g.find(j, decisive).is_some() && combine(&f) >= 0.8 * decisive_score {
-                reason = format!("step {j} already shows the same kind of error and step {decisive} builds on it");
+                reason = prose![
+                    "step ",
+                    Step(j),
+                    " already shows the same kind of error and step ",
+                    Step(decisive),
+                    " builds on it"
+                ];
                 decisive = j;
                 break;
             }

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Cost, Criterion, Finding, Role, Transition};
+use crate::diagnosis::{Cost, Criterion, Finding, Prose, Role, Transition};
 use crate::prior::Prior;
 pub use crate::substrate::Context;
 pub use crate::substrate::signals;
@@ -299,8 +299,8 @@ pub enum Answer {
         roles: Vec<(usize, Role)>,
         /// The decisive step after re-judging (may differ from the chosen one).
         decisive: usize,
-        /// Why it stayed or moved.
-        reason: String,
+        /// Why it stayed or moved, naming steps as data.
+        reason: Prose,
     },
     /// For [`Question::LocateError`]: `{"agent", "step", "reason", "confidence"}`.
     Attribution {
@@ -367,14 +367,14 @@ impl Answer {
             }
             Answer::Candidates(c) => json!({ "candidates": c.iter().map(|(s, f)| json!({
                 "step": s,
-                "findings": f.iter().map(|f| json!({"signal": f.signal.as_str(), "evidence": f.evidence, "weight": f.weight})).collect::<Vec<_>>(),
+                "findings": f.iter().map(|f| json!({"signal": f.signal.as_str(), "evidence": f.evidence.as_str(), "weight": f.weight})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>() }),
             Answer::Transition(t) => json!({ "label": t.as_str() }),
-            Answer::Criterion(c) => json!({ "passed": c.passed, "evidence": c.evidence }),
+            Answer::Criterion(c) => json!({ "passed": c.passed, "evidence": c.evidence.as_str() }),
             Answer::Roles { roles, decisive, reason } => json!({
                 "roles": roles.iter().map(|(s, r)| json!({"step": s, "role": r.as_str()})).collect::<Vec<_>>(),
                 "decisive_step": decisive,
-                "reason": reason,
+                "reason": reason.as_str(),
             }),
             a => attribution::answer_json(a).unwrap_or_else(|| json!({})),
         }

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::{Round as RoundRecord, StepVerdict};
-use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
+use crate::diagnosis::{Detail, Diagnosis, Part, Role, StageName};
 use crate::judge::attribution::Half;
 use crate::judge::{Answer, Context, Judge, Question};
 use crate::model::Trajectory;
@@ -45,7 +45,11 @@ pub fn all_at_once(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &Me
         _ => {
             session.warnings.push("the judge named no step inside the trajectory; the default step is used".into());
             let step = fallback(&ctx);
-            let why = format!("the judge named no step inside the trajectory; step {step} is the default step");
+            let why = crate::prose![
+                "the judge named no step inside the trajectory; step ",
+                Part::Step(step),
+                " is the default step"
+            ];
             (step, "no usable answer".into(), String::new(), Some(why))
         }
     };
@@ -67,10 +71,15 @@ pub fn step_by_step(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &M
     let ctx = context(t, sub, opts);
     let mut session = super::session(judge, opts);
     let walk = session.stage(StageName::StepByStep, |s| walk(s, &ctx));
-    let fallback = (!walk.said_yes)
-        .then(|| format!("the judge called no step decisive; step {} was its least certain \"no\"", walk.step));
+    let fallback = (!walk.said_yes).then(|| {
+        crate::prose![
+            "the judge called no step decisive; step ",
+            Part::Step(walk.step),
+            " was its least certain \"no\""
+        ]
+    });
     if let Some(f) = &fallback {
-        session.warnings.push(f.clone());
+        session.warnings.push(f.to_string());
     }
     let mut d = new_diagnosis(Method::StepByStep, t, judge, opts, Some(walk.step));
     d.fallback = fallback;

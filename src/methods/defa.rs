@@ -26,7 +26,7 @@ use std::ops::Range;
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::SegmentRecalled;
-use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Role, StageName};
+use crate::diagnosis::{Candidate, Detail, Diagnosis, Finding, Origin, Part, Prose, Role, StageName};
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
 use crate::judge::attribution::{Effect, ErrorCategory, PropagationEdge};
@@ -388,11 +388,12 @@ fn adjudicate(
     s: &mut Session<'_>,
     ctx: &Context<'_>,
     rec: &Recalled,
-) -> (usize, ErrorCategory, String, f32, Option<String>) {
+) -> (usize, ErrorCategory, String, f32, Option<Prose>) {
     if rec.nodes.is_empty() {
         let step = default_step(ctx, &[]).unwrap_or(0);
-        let reason = format!("no candidate was recalled; step {step} is the first to act on the task");
-        return (step, ErrorCategory::Other, reason.clone(), 0.15, Some(reason));
+        let reason =
+            crate::prose!["no candidate was recalled; step ", Part::Step(step), " is the first to act on the task"];
+        return (step, ErrorCategory::Other, reason.to_string(), 0.15, Some(reason));
     }
     let q = Question::Adjudicate {
         candidates: rec.nodes.clone(),
@@ -407,7 +408,7 @@ fn adjudicate(
             let (step, f) = strongest(rec);
             s.warnings.push(format!("no usable adjudication; the strongest candidate (step {step}) is named"));
             let category = f.map_or(ErrorCategory::Other, |f| ErrorCategory::of_signal(f.signal));
-            let why = format!("no usable adjudication; step {step} is the strongest candidate");
+            let why = crate::prose!["no usable adjudication; step ", Part::Step(step), " is the strongest candidate"];
             (step, category, "the strongest candidate".into(), 0.2, Some(why))
         }
     }

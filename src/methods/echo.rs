@@ -27,7 +27,7 @@
 use super::ablation::Component;
 use super::{Method, MethodOptions, Session, SplitMix64, new_diagnosis, no_steps, view};
 use crate::diagnosis::details::Votes;
-use crate::diagnosis::{Detail, Diagnosis, Role, StageName};
+use crate::diagnosis::{Detail, Diagnosis, Part, Prose, Role, StageName};
 use crate::hierarchy::{Action, Hierarchy};
 use crate::judge::attribution::{Alternative, Analysis, Conclusion, Evaluation, Perspective, VoteTarget};
 use crate::judge::{Answer, Context, Judge, Question};
@@ -387,15 +387,18 @@ pub fn run(t: &Trajectory, sub: &Substrate, judge: &dyn Judge, opts: &MethodOpti
     if by_step.step.is_none() {
         let which =
             if turn == Some(step) { "the voted agent's first turn" } else { "the first step acting on the task" };
-        d.fallback = Some(format!("the step vote settled on no step; step {step} is {which}"));
+        d.fallback =
+            Some(crate::prose!["the step vote settled on no step; step ", Part::Step(step), format!(" is {which}")]);
     } else if by_step.conclusion == Some(Conclusion::NoClearFault) {
         // The analysts still put a step forward (ECHO A.7 keeps it), but as a guess, not a fault.
-        d.fallback = Some(format!(
-            "the step analysts concluded that no agent is clearly at fault; step {step} is the step their analyses put forward as the most likely"
-        ));
+        d.fallback = Some(crate::prose![
+            "the step analysts concluded that no agent is clearly at fault; step ",
+            Part::Step(step),
+            " is the step their analyses put forward as the most likely"
+        ]);
     }
     // Like the other methods' fallbacks, said among the warnings too.
-    d.warnings.extend(d.fallback.clone());
+    d.warnings.extend(d.fallback.as_ref().map(Prose::to_string));
     // ECHO scores the agent and the step of separate analyses: the agent is the agent vote's.
     d.agent = Some(agent.clone());
     explain(&mut d, &by_agent, &by_step, &agent);

@@ -22,11 +22,12 @@ use super::Context;
 
 pub mod actions;
 pub mod grounding;
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::evidence::{self, EvidenceKind};
 use crate::hierarchy::{Action, Origin, StepSummary};
 use crate::model::{StepKind, Trajectory};
 use crate::prior::{self, AnswerType};
+use crate::prose;
 use crate::substrate::LinkIndex;
 use crate::text;
 
@@ -123,8 +124,8 @@ pub(crate) fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
     matches!(s.action, Action::Search | Action::ReadFile)
 }
 
-fn finding(signal: Signal, weight: f32, evidence: String) -> Finding {
-    Finding { signal, weight, evidence: text::clip(&text::sanitize(&evidence), 200) }
+fn finding(signal: Signal, weight: f32, evidence: impl Into<Prose>) -> Finding {
+    Finding { signal, weight, evidence: evidence.into().sanitized(200) }
 }
 
 fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
@@ -234,7 +235,11 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let rs = &ctx.hierarchy.steps[r];
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
-        out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, format!("its code failed at step {r}: {line}")));
+        out.push(finding(
+            Signal::FailedAction,
+            weights::FAILED_ACTION,
+            prose!["its code failed at step ", Part::Step(r), format!(": {line}")],
+        ));
     }
 }
 
@@ -271,7 +276,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::IgnoredToolError,
             weights::IGNORED_ERROR,
-            format!("goes on after the error at step {}", i - 1),
+            prose!["goes on after the error at step ", Part::Step(i - 1)],
         ));
     }
 }
@@ -343,7 +348,7 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::WrongDelegation,
             weights::WRONG_DELEGATION,
-            format!("{target} could not act on it (step {reply}: {})", r.decision),
+            prose![format!("{target} could not act on it (step "), Part::Step(reply), format!(": {})", r.decision)],
         ));
     }
 }
@@ -355,7 +360,11 @@ fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // Ends while the last tool output before it reports an error.
     let last_tool = (0..s.index).rev().find(|&j| ctx.hierarchy.steps[j].kind == StepKind::ToolResult);
     if let Some(j) = last_tool.filter(|&j| ctx.hierarchy.steps[j].flags.failed_execution) {
-        out.push(finding(Signal::PrematureAnswer, weights::PREMATURE, format!("answers although step {j} failed")));
+        out.push(finding(
+            Signal::PrematureAnswer,
+            weights::PREMATURE,
+            prose!["answers although step ", Part::Step(j), " failed"],
+        ));
         return;
     }
     if s.flags.claims_verified
@@ -368,7 +377,7 @@ fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::PrematureAnswer,
             weights::PREMATURE,
-            "claims a verified answer with no tool output behind it".into(),
+            "claims a verified answer with no tool output behind it",
         ));
     }
 }
@@ -391,7 +400,7 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             out.push(finding(
                 Signal::RepeatedFailure,
                 weights::REPEATED,
-                format!("repeats step {j}, which already failed"),
+                prose!["repeats step ", Part::Step(j), ", which already failed"],
             ));
             return;
         }
@@ -629,7 +638,7 @@ pub fn refused_by_user(ctx: &Context<'_>, r: usize) -> bool {
 /// does not say it failed, no step of the whole run has a finding ([`recall`]), and, with ground
 /// truth, the observed output agrees with the expected one. FALAT then says "no failure found"
 /// instead of naming a ROOT_CAUSE.
-pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
+pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
     let t = ctx.trajectory;
     if t.steps.is_empty() || failure_shown(ctx).is_some() {
         return None;
@@ -639,25 +648,32 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<String> {
         Some(_) => "the output agrees with the expected output",
         None => "there is no expected output to compare the output with",
     };
-    let mut stop = match (0..t.steps.len()).find(|&r| refused_by_user(ctx, r)) {
-        Some(r) => format!("the user refused the call answered at step {r}; "),
-        None => String::new(),
+    let mut stop: Vec<Part> = match (0..t.steps.len()).find(|&r| refused_by_user(ctx, r)) {
+        Some(r) => vec!["the user refused the call answered at step ".into(), Part::Step(r), "; ".into()],
+        None => Vec::new(),
     };
-    let recovered: Vec<String> = (0..t.steps.len())
+    let recovered: Vec<usize> = (0..t.steps.len())
         .filter(|&r| {
             t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error && t.steps[r].kind == StepKind::ToolResult
         })
         .filter(|&r| recovered_error(ctx, r))
-        .map(|r| r.to_string())
         .collect();
     if !recovered.is_empty() {
         let (noun, verb) = if recovered.len() == 1 { ("error", "was") } else { ("errors", "were") };
-        stop.push_str(&format!("the tool {noun} at step {} {verb} recovered from; ", recovered.join(", ")));
+        stop.push(format!("the tool {noun} at step ").into());
+        for (k, r) in recovered.iter().enumerate() {
+            if k > 0 {
+                stop.push(", ".into());
+            }
+            stop.push(Part::Step(*r));
+        }
+        stop.push(format!(" {verb} recovered from; ").into());
     }
     if !stop.is_empty() {
-        stop.push_str("otherwise ");
+        stop.push("otherwise ".into());
     }
-    Some(format!("{stop}no step is an error or shows a finding, and {output}"))
+    stop.push(format!("no step is an error or shows a finding, and {output}").into());
+    Some(Prose::new(stop))
 }
 
 /// Whether the tool output at step `r` (0-based) answers a call the agent recovered from
@@ -671,7 +687,7 @@ fn recovered_error(ctx: &Context<'_>, r: usize) -> bool {
 /// `None` when it shows none (then [`no_failure`] applies). Checked in that order; steps 0-based.
 /// A report that names a step with no finding of its own says this, so the user can tell a weak
 /// verdict on a failed run from a run with no failure.
-pub fn failure_shown(ctx: &Context<'_>) -> Option<String> {
+pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     let t = ctx.trajectory;
     // Calls the user refused are the user's decision: not errors of the run.
     let error = ctx.hierarchy.steps.iter().find(|s| {
@@ -685,16 +701,16 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<String> {
             && !recovered_error(ctx, s.index)
     });
     if let Some(s) = error {
-        return Some(format!("step {} is an error", s.index));
+        return Some(prose!["step ", Part::Step(s.index), " is an error"]);
     }
     if let Some(r) = recorded_failure(t) {
-        return Some(format!("the run's record says {r}"));
+        return Some(format!("the run's record says {r}").into());
     }
     let expected = if ctx.ground_truth { t.expected_output.as_deref().map(str::trim) } else { None };
     if expected.is_some_and(|e| !e.is_empty()) && !output_agrees(ctx) {
         return Some("the output disagrees with the expected output".into());
     }
-    (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| format!("step {i} shows a finding"))
+    (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
 }
 
 /// The run's own record of its outcome, when it says the run failed: a metadata field the loader
@@ -793,11 +809,11 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // of what this step ran.
         let first = first_statement(ctx, &item);
         let place = match (first, earlier_number(ctx, &item, i)) {
-            (Some(f), _) if f < i => format!("stated first at step {f}, is adopted here"),
-            (Some(f), _) if f > i => format!("first appears at step {f}, in the output of this step"),
+            (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
+            (Some(f), _) if f > i => prose!["first appears at step ", Part::Step(f), ", in the output of this step"],
             // The line is first written here, but a number in it came from an earlier step.
-            (_, Some((f, number))) => format!("is first written here, with {number} from step {f}"),
-            _ => "first appears here".to_string(),
+            (_, Some((f, number))) => prose![format!("is first written here, with {number} from step "), Part::Step(f)],
+            _ => Prose::from("first appears here"),
         };
         // A number as the step writes it ("$445,000" for the output's 445000), so that a search
         // for the quoted text finds it.
@@ -810,7 +826,9 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::WrongValueOrigin,
             weights::WRONG_VALUE,
-            format!("the output's {shown} {place}; expected {}", text::clip(expected.trim(), 60)),
+            Prose::from(format!("the output's {shown} "))
+                .with(place)
+                .with(format!("; expected {}", text::clip(expected.trim(), 60))),
         ));
         return;
     }
@@ -837,10 +855,11 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::IgnoredToolError,
             weights::MISREAD,
-            format!(
-                "step {j} shows the expected {}, but this step does not carry it on",
-                text::clip(expected.trim(), 60)
-            ),
+            prose![
+                "step ",
+                Part::Step(j),
+                format!(" shows the expected {}, but this step does not carry it on", text::clip(expected.trim(), 60))
+            ],
         ));
     }
 }
@@ -1052,7 +1071,11 @@ fn blocking_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     out.push(finding(
         Signal::BlockingChange,
         weights::BLOCKING_CHANGE,
-        format!("changes {object}; the later {tool} on it fails at step {j}: {error}"),
+        prose![
+            format!("changes {object}; the later {tool} on it fails at step "),
+            Part::Step(*j),
+            format!(": {error}")
+        ],
     ));
 }
 
@@ -1133,7 +1156,7 @@ mod blocking_tests {
                     .unwrap_or_default()
                     .into_iter()
                     .filter(|f| f.signal == Signal::BlockingChange)
-                    .map(move |f| (i, f.evidence))
+                    .map(move |f| (i, f.evidence.to_string()))
             })
             .collect()
     }

@@ -42,6 +42,6 @@ pub fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
         .unwrap_or_default()
         .into_iter()
         .find(|f| f.signal == signal)
-        .map(|f| f.evidence)
+        .map(|f| f.evidence.to_string())
         .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
 }

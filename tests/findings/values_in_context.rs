@@ -242,7 +242,13 @@ fn findings(t: &Trajectory) -> Vec<Vec<(Signal, String)>> {
     let sub = Substrate::build(t);
     let ctx = Context::of(t, &sub, true);
     (0..t.steps.len())
-        .map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(|f| (f.signal, f.evidence)).collect())
+        .map(|i| {
+            signals::recall(&ctx, i)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|f| (f.signal, f.evidence.to_string()))
+                .collect()
+        })
         .collect()
 }
 

@@ -1383,7 +1383,7 @@ fn neutral(q: &Question) -> Answer {
         Question::LabelTransition { .. } => Answer::Transition(crate::diagnosis::Transition::NoInfluence),
         Question::Verify { step, .. } => Answer::Criterion(crate::diagnosis::Criterion {
             passed: false,
-            evidence: format!("step {step} is not in the trajectory"),
+            evidence: crate::prose!["step ", crate::diagnosis::Part::Step(*step), " is not in the trajectory"],
         }),
         Question::Roles { window } => Answer::Roles {
             roles: Vec::new(),

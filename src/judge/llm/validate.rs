@@ -351,7 +351,7 @@ pub fn candidates(shown: &[usize], v: &Value) -> Result<Vec<(usize, Vec<Finding>
         if !(1..=3).contains(&sev) {
             return Err(Invalid::Severity(sev));
         }
-        let f = Finding { signal, evidence: text::clip(&evidence, 200), weight: severity_weight(sev) };
+        let f = Finding { signal, evidence: text::clip(&evidence, 200).into(), weight: severity_weight(sev) };
         match out.iter_mut().find(|(x, _)| *x == s) {
             Some((_, fs)) if fs.iter().any(|g| g.signal == f.signal) => {}
             Some((_, fs)) => fs.push(f),
@@ -400,7 +400,10 @@ pub fn verdicts(steps: &[usize], v: &Value) -> Result<Vec<Verdict>, Invalid> {
             let ind = boolean(field(item, "independent")?, "independent")?;
             let suf = boolean(field(item, "sufficient")?, "sufficient")?;
             let why = string(field(item, "why")?, "why")?;
-            Ok((Criterion { passed: ind, evidence: why.clone() }, Criterion { passed: suf, evidence: why }))
+            Ok((
+                Criterion { passed: ind, evidence: why.as_str().into() },
+                Criterion { passed: suf, evidence: why.into() },
+            ))
         })
         .collect())
 }
@@ -427,7 +430,7 @@ pub fn roles(window: Range<usize>, v: &Value) -> Result<Answer, Invalid> {
     roles.sort_by_key(|(s, _)| *s);
     let decisive = step(field(v, "decisive_step")?, "decisive_step", &steps)?;
     let reason = string(field(v, "reason")?, "reason")?;
-    Ok(Answer::Roles { roles, decisive, reason })
+    Ok(Answer::Roles { roles, decisive, reason: reason.into() })
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Pruning, Transition};
+use crate::diagnosis::Part::Step;
+use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Prose, Pruning, Transition};
+use crate::prose;
 
 /// What FALAT does when no candidate passes both verification criteria (the paper does not
 /// say). Either way the report marks the verdict as unverified with low confidence.
@@ -237,8 +239,8 @@ pub fn prune(
         let adopted = incoming.iter().find(|(_, _, l)| matches!(l, Transition::FollowUp | Transition::Redundancy));
         if let (false, Some((f, _, l))) = (shifted, adopted) {
             let reason = match l {
-                Transition::Redundancy => format!("it repeats candidate step {f} without new evidence"),
-                _ => format!("it adopts the error of candidate step {f}"),
+                Transition::Redundancy => prose!["it repeats candidate step ", Step(*f), " without new evidence"],
+                _ => prose!["it adopts the error of candidate step ", Step(*f)],
             };
             c.pruned = Some(Pruning { transition: *l, by_step: Some(*f), reason });
             continue;
@@ -253,9 +255,11 @@ pub fn prune(
             let (_, to, l) =
                 out.iter().find(|(_, _, l)| *l == Transition::Correction).or(out.first()).expect("non-empty");
             let reason = match l {
-                Transition::Correction => format!("step {to} corrects it, and nothing else carries its effect"),
-                Transition::DeadEnd => "its output is never used again".to_string(),
-                _ => "no later step uses its output".to_string(),
+                Transition::Correction => {
+                    prose!["step ", Step(*to), " corrects it, and nothing else carries its effect"]
+                }
+                Transition::DeadEnd => "its output is never used again".into(),
+                _ => "no later step uses its output".into(),
             };
             let by_step = (*l != Transition::DeadEnd).then_some(*to);
             c.pruned = Some(Pruning { transition: *l, by_step, reason });
@@ -396,24 +400,25 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
             Criterion { passed: true, evidence: "the earliest valid candidate".into() }
         }
         Verdict::Valid(ch) | Verdict::Pinned(ch) if valid && step > ch => {
-            Criterion { passed: false, evidence: format!("step {ch} is an earlier valid candidate") }
+            Criterion { passed: false, evidence: prose!["step ", Step(ch), " is an earlier valid candidate"] }
         }
         Verdict::Valid(ch) | Verdict::Pinned(ch) => {
-            Criterion { passed: false, evidence: format!("not valid; step {ch} was chosen") }
+            Criterion { passed: false, evidence: prose!["not valid; step ", Step(ch), " was chosen"] }
         }
         // The named step passed when verification passed every candidate and the ranking chose
         // among them; otherwise no step passed this last criterion.
         Verdict::Ranked(ch, why) => Criterion {
             passed: ch == step && matches!(why, Undiscriminating::AllPassed { .. }),
             evidence: if ch == step {
-                format!("{}: this step", why.clause())
+                format!("{}: this step", why.clause()).into()
             } else {
-                format!("{}: step {ch}", why.clause())
+                prose![format!("{}: step ", why.clause()), Step(ch)]
             },
         },
         Verdict::Fallback(Some(ch), f) if ch == step => Criterion {
             passed: false,
-            evidence: format!("no candidate passed both criteria; named by the {} fallback, unverified", f.as_str()),
+            evidence: format!("no candidate passed both criteria; named by the {} fallback, unverified", f.as_str())
+                .into(),
         },
         Verdict::Fallback(..) => Criterion { passed: false, evidence: "no candidate passed both criteria".into() },
         Verdict::NoFailure => Criterion { passed: false, evidence: "the run shows no failure".into() },
@@ -426,9 +431,9 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
 /// passes both and temporal precedence allows it: `pick` is earlier than `chosen`, or `chosen`
 /// itself fails its check in the comparison (then the move may go forward). Otherwise it stays.
 /// Returns the decisive step and why.
-pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, String) {
+pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, Prose) {
     if pick == chosen {
-        return (chosen, format!("the blind comparison also names step {chosen}"));
+        return (chosen, prose!["the blind comparison also names step ", Step(chosen)]);
     }
     let own = checks.iter().find(|k| k.step == chosen);
     let chosen_holds = own.is_none_or(Checked::passes);
@@ -436,31 +441,53 @@ pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, 
         Some(k) if k.passes() && (pick < chosen || !chosen_holds) => {
             let dir = if pick < chosen { "back" } else { "forward" };
             let why = if pick < chosen {
-                "it is earlier and its counterfactual check passes".to_string()
+                Prose::from("it is earlier and its counterfactual check passes")
             } else {
-                let failed = own.map_or(String::new(), |o| {
+                let failed = own.map_or(Prose::default(), |o| {
                     if o.independence.passed { o.sufficiency.evidence.clone() } else { o.independence.evidence.clone() }
                 });
-                format!("its counterfactual check passes and step {chosen}'s fails ({failed})")
+                prose!["its counterfactual check passes and step ", Step(chosen), "'s fails ("].with(failed).with(")")
             };
-            (pick, format!("moved {dir} from step {chosen} to step {pick}: the blind comparison names it and {why}"))
+            (
+                pick,
+                prose![
+                    format!("moved {dir} from step "),
+                    Step(chosen),
+                    " to step ",
+                    Step(pick),
+                    ": the blind comparison names it and "
+                ]
+                .with(why),
+            )
         }
         Some(k) if k.passes() => (
             chosen,
-            format!(
-                "kept step {chosen}: the blind comparison names the later step {pick}, but step {chosen} still passes both criteria and comes first"
-            ),
+            prose![
+                "kept step ",
+                Step(chosen),
+                ": the blind comparison names the later step ",
+                Step(pick),
+                ", but step ",
+                Step(chosen),
+                " still passes both criteria and comes first"
+            ],
         ),
         Some(k) => {
             let failed = if k.independence.passed { &k.sufficiency.evidence } else { &k.independence.evidence };
             (
                 chosen,
-                format!(
-                    "kept step {chosen}: the blind comparison names step {pick}, but its counterfactual check fails ({failed})"
-                ),
+                prose![
+                    "kept step ",
+                    Step(chosen),
+                    ": the blind comparison names step ",
+                    Step(pick),
+                    ", but its counterfactual check fails ("
+                ]
+                .with(failed.clone())
+                .with(")"),
             )
         }
-        None => (chosen, format!("kept step {chosen}: step {pick} was not checked")),
+        None => (chosen, prose!["kept step ", Step(chosen), ": step ", Step(pick), " was not checked"]),
     }
 }
 
@@ -473,7 +500,7 @@ mod tests {
         Candidate {
             step,
             agent: "A".into(),
-            findings: vec![Finding { signal: Signal::UnsourcedValue, evidence: String::new(), weight: score }],
+            findings: vec![Finding { signal: Signal::UnsourcedValue, evidence: Prose::default(), weight: score }],
             score,
             pruned: None,
             verification: None,

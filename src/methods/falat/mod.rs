@@ -17,10 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use crate::diagnosis::Part::Step;
 use crate::diagnosis::details::{PhaseSearched, StepCheck};
 use crate::diagnosis::{
-    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, PipelineProgress, Role,
-    Rule, Signal, StageCost, StageName, Transition, Verification,
+    Candidate, Cost, Criterion, Detail, Diagnosis, ErrorCategory, Finding, Origin, Overrides, PipelineProgress, Prose,
+    Role, Rule, Signal, StageCost, StageName, Transition, Verification,
 };
 use crate::graph::DepGraph;
 use crate::hierarchy::Hierarchy;
@@ -30,6 +31,7 @@ use crate::judge::{Answer, Context, CriterionKind, Judge, Question};
 use crate::methods::ablation::{Ablations, Component};
 use crate::model::Trajectory;
 use crate::prior::Prior;
+use crate::prose;
 use crate::substrate::Substrate;
 use crate::substrate::signals::{self, combine};
 use decision::{Checked, FalatOptions, Verdict};
@@ -108,7 +110,7 @@ pub struct ReSearch {
     /// Roles in the window.
     pub roles: Vec<(usize, Role)>,
     /// Why the decision stayed or moved.
-    pub reason: String,
+    pub reason: Prose,
     /// The counterfactual check of each step of the window (both criteria), in step order.
     pub checks: Vec<Checked>,
 }
@@ -376,10 +378,11 @@ pub fn dependencies(
             && let Some(f) = p.by_step
             && edgeless.contains(&(f, c.step))
         {
-            p.reason = format!(
-                "it reports the outcome that candidate step {f} set through what it told the user, not by a \
-                 dependency edge"
-            );
+            p.reason = crate::prose![
+                "it reports the outcome that candidate step ",
+                crate::diagnosis::Part::Step(f),
+                " set through what it told the user, not by a dependency edge"
+            ];
         }
     }
     let cost = s.close(start, warnings);
@@ -547,7 +550,7 @@ pub fn research(
         return Ok((None, Cost::default()));
     };
     if opts.ablations.off(Component::Research) {
-        let reason = "re-search is switched off".to_string();
+        let reason = Prose::from("re-search is switched off");
         let out = ReSearch { decisive: chosen, roles: vec![(chosen, Role::RootCause)], reason, checks: Vec::new() };
         return Ok((Some(out), s.close(start, warnings)));
     }
@@ -570,13 +573,13 @@ pub fn research(
         Answer::Roles { roles, decisive: pick, reason } if window.contains(&pick) => {
             let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&pick);
             let (decisive, why) = if keep {
-                (chosen, format!("kept step {chosen}: the user's overrides decide"))
+                (chosen, prose!["kept step ", Step(chosen), ": the user's overrides decide"])
             } else {
                 decision::research_move(chosen, pick, &checks)
             };
             let mut roles = roles;
             normalise_roles(&mut roles, decisive);
-            ReSearch { decisive, roles, reason: format!("{why}; the comparison: {reason}"), checks }
+            ReSearch { decisive, roles, reason: why.with("; the comparison: ").with(reason), checks }
         }
         _ => ReSearch {
             decisive: chosen,
@@ -658,12 +661,12 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             let clause = why.clause();
             if let decision::Undiscriminating::NonePassed { .. } = why {
                 d.warnings.push(format!("unverified: {clause} (step {step}){note}"));
-                d.fallback = Some(clause.clone());
+                d.fallback = Some(clause.as_str().into());
             }
             // No finding on the named step: say what shows the run failed, or the verdict reads
             // like a run with no failure that was given a ROOT_CAUSE anyway.
             let failure = if d.explanation.findings.is_empty() { signals::failure_shown(&ctx) } else { None };
-            d.explanation.rule = Rule::Ranking { why: clause, failure };
+            d.explanation.rule = Rule::Ranking { why: clause.into(), failure };
         }
         if let Some(Verdict::Fallback(named, rule)) = p.verified.as_ref().and_then(|v| v.verdict)
             && !moved
@@ -672,18 +675,23 @@ fn assemble(t: &Trajectory, p: &Pipeline, judge: &dyn Judge, opts: &Options) -> 
             let (name, why) = match named {
                 Some(_) => (
                     rule.as_str(),
-                    format!(
-                        "no candidate passed both verification criteria; step {step} is named by the {} fallback",
-                        rule.as_str()
-                    ),
+                    prose![
+                        "no candidate passed both verification criteria; step ",
+                        Step(step),
+                        format!(" is named by the {} fallback", rule.as_str())
+                    ],
                 ),
                 None => (
                     "ranked-first",
-                    format!(
-                        "no candidate passed both verification criteria and none was left for the {} fallback; \
-                         step {step} is the best-ranked step",
-                        rule.as_str()
-                    ),
+                    prose![
+                        format!(
+                            "no candidate passed both verification criteria and none was left for the {} fallback; \
+                             step ",
+                            rule.as_str()
+                        ),
+                        Step(step),
+                        " is the best-ranked step"
+                    ],
                 ),
             };
             d.warnings.push(format!("unverified: {why}{note}"));

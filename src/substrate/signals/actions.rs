@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 
 use super::{Context, call_error, changes_state, finding, result_of, weights};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::model::{StepKind, Trajectory};
+use crate::prose;
 
 /// Step `i`, a state-changing call, was rejected by its tool: its result is an error report
 /// ([`super::call_error`]: a result the format marks as an error, or one that opens with an
@@ -37,7 +38,7 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     out.push(finding(
         Signal::RejectedAction,
         weights::REJECTED_ACTION,
-        format!("{tool} changes state and the tool rejects it at step {r}: {error}"),
+        prose![format!("{tool} changes state and the tool rejects it at step "), Part::Step(r), format!(": {error}")],
     ));
     true
 }
@@ -230,15 +231,18 @@ pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some((policy, _)) = confirmation_policy(ctx) else { return };
     let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
     let since = match proposal {
-        Some(p) => format!("no user turn confirms after its question at step {p}"),
-        None => "it never asked the user".to_string(),
+        Some(p) => prose!["no user turn confirms after its question at step ", Part::Step(*p)],
+        None => Prose::from("it never asked the user"),
     };
     out.push(finding(
         Signal::UnconfirmedAction,
         weights::UNCONFIRMED_ACTION,
-        format!(
-            "{tool} changes state without the user's confirmation that the policy at step {policy} asks for: {since}"
-        ),
+        prose![
+            format!("{tool} changes state without the user's confirmation that the policy at step "),
+            Part::Step(*policy),
+            " asks for: "
+        ]
+        .with(since),
     ));
 }
 

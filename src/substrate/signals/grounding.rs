@@ -12,8 +12,9 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 use super::{Context, finding, is_id_key, is_outside_agent, weights};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::{StepKind, Trajectory};
+use crate::prose;
 
 /// Field names by which a tool marks a record as available (or not): a record whose field of
 /// one of these names is `false` is unavailable.
@@ -236,7 +237,7 @@ pub(super) fn unavailable(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         out.push(finding(
             Signal::UnavailableValue,
             weights::UNAVAILABLE_VALUE,
-            format!("uses {id}, whose record at step {at} says \"{field}\": false"),
+            prose![format!("uses {id}, whose record at step "), Part::Step(*at), format!(" says \"{field}\": false")],
         ));
         return;
     }
@@ -396,7 +397,11 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
         out.push(finding(
             Signal::CountMismatch,
             weights::COUNT_MISMATCH,
-            format!("says \"{}\"; the list it counts at step {} has {}{detail}", c.text, last.step, last.size),
+            prose![
+                format!("says \"{}\"; the list it counts at step ", c.text),
+                Part::Step(last.step),
+                format!(" has {}{detail}", last.size)
+            ],
         ));
         return;
     }

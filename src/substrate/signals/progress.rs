@@ -11,9 +11,10 @@
 use std::collections::HashMap;
 
 use super::{Context, finding, is_agent_output, jaccard, result_of, weights, words_of};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::hierarchy::Action;
 use crate::model::StepKind;
+use crate::prose;
 
 /// Two observations with at least this word overlap (Jaccard) say the same thing.
 const SAME_OBSERVATION: f32 = 0.9;
@@ -23,7 +24,7 @@ const MIN_OBSERVATION: usize = 40;
 const LOOK_BACK: usize = 8;
 
 /// Per step, why its observation brought nothing new, computed once per trajectory.
-fn stalls<'a>(ctx: &Context<'a>) -> &'a [Option<String>] {
+fn stalls<'a>(ctx: &Context<'a>) -> &'a [Option<Prose>] {
     ctx.facts.no_progress.get_or_init(|| compute(ctx))
 }
 
@@ -53,7 +54,7 @@ fn asked_for(ctx: &Context<'_>, i: usize) -> bool {
     delegated || result_of(ctx, i).is_some()
 }
 
-fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
+fn compute(ctx: &Context<'_>) -> Vec<Option<Prose>> {
     let t = ctx.trajectory;
     let n = t.steps.len();
     let mut out = vec![None; n];
@@ -68,7 +69,7 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
         let flags = &ctx.hierarchy.steps[o].flags;
         let earlier = seen.entry(who).or_default();
         let why = if flags.empty_result && !flags.failed_execution {
-            Some(format!("its observation (step {o}) is empty"))
+            Some(prose!["its observation (step ", Part::Step(o), ") is empty"])
         } else if t.steps[o].content.trim().len() >= MIN_OBSERVATION {
             earlier
                 .iter()
@@ -77,9 +78,9 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
                 .find(|(_, e)| jaccard(words_of(ctx, o), words_of(ctx, *e)) >= SAME_OBSERVATION)
                 .map(|(s, e)| {
                     if s == e {
-                        format!("it shows what step {e} already showed")
+                        prose!["it shows what step ", Part::Step(*e), " already showed"]
                     } else {
-                        format!("its observation (step {o}) repeats step {e}'s")
+                        prose!["its observation (step ", Part::Step(o), ") repeats step ", Part::Step(*e), "'s"]
                     }
                 })
         } else {
@@ -87,7 +88,7 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<String>> {
         };
         earlier.push((i, o));
         if let Some(why) = why.filter(|_| asked_for(ctx, i)) {
-            *slot = Some(format!("brings nothing new toward the task: {why}"));
+            *slot = Some(Prose::from("brings nothing new toward the task: ").with(why));
         }
     }
     out

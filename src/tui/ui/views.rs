@@ -132,7 +132,7 @@ fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
     let signal = c.main_signal().map_or("-", |s| s.as_str());
     let why = match &c.pruned {
         Some(p) => format!("{}: {}", p.transition, p.reason),
-        None => c.findings.first().map(|f| f.evidence.clone()).unwrap_or_default(),
+        None => c.findings.first().map(|f| f.evidence.to_string()).unwrap_or_default(),
     };
     let checks = c.verification.as_ref().map_or("   ".to_string(), |v| {
         [&v.independence, &v.sufficiency, &v.precedence].iter().map(|c| if c.passed { '✓' } else { '✗' }).collect()

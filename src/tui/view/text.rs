@@ -82,7 +82,8 @@ pub fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
 
 // ----- candidates -----
 
-/// The candidate detail's lines; its links are the step that pruned it (`tab` selects one).
+/// The candidate detail's lines; its links are the steps its findings, its pruning and its
+/// verification name, taken from their [`crate::diagnosis::Prose`] (`tab` selects one).
 pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
     let t = &app.theme;
     let mut l = linker(app, app.nav.link);
@@ -100,12 +101,13 @@ pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
     ]));
     l.push_line(Line::styled("findings", t.title));
     for fi in &c.findings {
-        l.push_line(Line::from(vec![
+        let mut spans = vec![
             Span::styled(format!("  {:<20}", fi.signal.as_str()), t.warn),
             Span::styled(format!("{:.2}  ", fi.weight), t.dim),
             Span::raw(""),
-            Span::styled(clean(&fi.evidence), t.text),
-        ]));
+        ];
+        l.parts(&mut spans, fi.evidence.parts(), t.text);
+        l.push(spans);
     }
     l.push_line(Line::styled("pruning", t.title));
     match &c.pruned {
@@ -118,7 +120,7 @@ pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
             }
             spans.push(Span::styled(" · ", t.pruned));
             spans.push(Span::raw(""));
-            spans.push(Span::styled(clean(&p.reason), t.text));
+            l.parts(&mut spans, p.reason.parts(), t.text);
             l.push(spans);
         }
         None => l.push_line(Line::styled("  kept: no transition label rules it out", t.ok)),
@@ -131,7 +133,7 @@ pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
                 ("counterfactual sufficiency", &v.sufficiency),
                 ("temporal precedence", &v.precedence),
             ] {
-                l.push_line(criterion_line(app, name, cr));
+                criterion_line(app, &mut l, name, cr);
             }
         }
         None if c.pruned.is_some() => l.push_line(Line::styled("  not checked: pruned before verification", t.dim)),
@@ -158,26 +160,25 @@ pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
     l
 }
 
-fn criterion_line(app: &App, name: &str, c: &Criterion) -> Line<'static> {
+fn criterion_line(app: &App, l: &mut Linker, name: &str, c: &Criterion) {
     let t = &app.theme;
     let (mark, style) = if c.passed { ("✓ pass", t.ok) } else { ("✗ fail", t.error) };
-    Line::from(vec![
-        Span::styled(format!("  {mark} "), style),
-        Span::styled(format!("{name:<27}"), t.text),
-        Span::raw(""),
-        Span::styled(clean(&c.evidence), t.dim),
-    ])
+    let mut spans =
+        vec![Span::styled(format!("  {mark} "), style), Span::styled(format!("{name:<27}"), t.text), Span::raw("")];
+    l.parts(&mut spans, c.evidence.parts(), t.dim);
+    l.push(spans);
 }
 
 // ----- roles -----
 
 /// The roles view's header: the decisive step, the re-search's reason, the dependency path; its
-/// links are the decisive step and the path's steps (`tab` selects one).
+/// links are the decisive step, the steps the reason names and the path's steps (`tab` selects
+/// one).
 pub fn roles_head(app: &App) -> Linker {
     let t = &app.theme;
     let mut l = linker(app, app.nav.link);
     let d = app.results.diagnosis.as_ref();
-    let reason = app.results.pipeline.research.as_ref().map(|r| clean(&r.reason)).unwrap_or_default();
+    let reason = app.results.pipeline.research.as_ref().map(|r| r.reason.parts().to_vec()).unwrap_or_default();
     let mut first = vec![Span::styled("around the decisive step ", t.dim)];
     match d.and_then(|d| d.decisive_step) {
         Some(s) => l.link(&mut first, s, t.title_focus),
@@ -185,7 +186,7 @@ pub fn roles_head(app: &App) -> Linker {
     }
     first.push(Span::styled(format!(" (window ±{}) · re-search: ", crate::tui::app::ROLE_WINDOW), t.dim));
     first.push(Span::raw(""));
-    first.push(Span::styled(reason, t.text));
+    l.parts(&mut first, &reason, t.text);
     l.push(first);
     let mut path = vec![Span::styled("dependency path to the final output: ", t.dim), Span::raw("")];
     for (i, s) in d.map_or(&[][..], |d| d.path.as_slice()).iter().enumerate() {
