@@ -445,6 +445,8 @@ pub struct Pruning {
     pub by_step: Option<usize>,
     /// A sentence a person can check, naming the steps it cites as data.
     pub reason: Prose,
+    /// Whether the user excluded it (then `transition` is `no_influence` and `by_step` `None`).
+    pub by_user: bool,
 }
 
 /// One verification criterion of FALAT stage 3, passed or failed with evidence.

@@ -1398,6 +1398,7 @@ fn tab_selects_the_step_references_of_a_candidates_detail_and_enter_follows_them
         transition: falat::diagnosis::Transition::FollowUp,
         by_step: Some(4),
         reason: falat::prose!["inherits the error of step ", Part::Step(4)],
+        by_user: false,
     });
     c.verification = None;
     app.results.diagnosis = Some(d);

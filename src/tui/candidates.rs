@@ -44,7 +44,7 @@ impl CandidateSort {
 /// The state of a candidate as the list shows it: `kept`, `user`, `pruned` or `excluded`.
 pub fn state(c: &Candidate) -> &'static str {
     match (&c.pruned, c.origin) {
-        (Some(p), _) if p.reason.contains("user") => "excluded",
+        (Some(p), _) if p.by_user => "excluded",
         (Some(_), _) => "pruned",
         (None, Origin::User) => "user",
         (None, Origin::Machine) => "kept",
@@ -130,6 +130,27 @@ mod tests {
             verification: None,
             origin: Origin::Machine,
         }
+    }
+
+    #[test]
+    fn a_candidate_is_excluded_only_when_the_user_excluded_it() {
+        use crate::diagnosis::{Pruning, Transition};
+        let mut c = cand(30, "assistant", 0.7);
+        // A pruning whose sentence mentions the user is still the machine's.
+        let reason = crate::prose![
+            "it reports the outcome that candidate step ",
+            crate::diagnosis::Part::Step(6),
+            " set through what it told the user"
+        ];
+        c.pruned = Some(Pruning { transition: Transition::FollowUp, by_step: Some(6), reason, by_user: false });
+        assert_eq!(state(&c), "pruned");
+        c.pruned = Some(Pruning {
+            transition: Transition::NoInfluence,
+            by_step: None,
+            reason: "excluded by the user".into(),
+            by_user: true,
+        });
+        assert_eq!(state(&c), "excluded");
     }
 
     #[test]

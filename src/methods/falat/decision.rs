@@ -222,6 +222,7 @@ pub fn prune(
                 transition: Transition::NoInfluence,
                 by_step: None,
                 reason: "excluded by the user".into(),
+                by_user: true,
             });
             continue;
         }
@@ -242,7 +243,7 @@ pub fn prune(
                 Transition::Redundancy => prose!["it repeats candidate step ", Step(*f), " without new evidence"],
                 _ => prose!["it adopts the error of candidate step ", Step(*f)],
             };
-            c.pruned = Some(Pruning { transition: *l, by_step: Some(*f), reason });
+            c.pruned = Some(Pruning { transition: *l, by_step: Some(*f), reason, by_user: false });
             continue;
         }
         let out: &[&(usize, usize, Transition)] = by_from.get(&c.step).map_or(&[], Vec::as_slice);
@@ -262,7 +263,7 @@ pub fn prune(
                 _ => "no later step uses its output".into(),
             };
             let by_step = (*l != Transition::DeadEnd).then_some(*to);
-            c.pruned = Some(Pruning { transition: *l, by_step, reason });
+            c.pruned = Some(Pruning { transition: *l, by_step, reason, by_user: false });
         }
     }
 }
