@@ -363,14 +363,19 @@ fn choose(path: &str, doc: &Document, choice: &FormatChoice) -> Result<SourceFor
 
 /// Loads JSON Lines: the format is detected on the first [`DETECT_SAMPLE`] lines (on every line
 /// when none matches them), then a streaming loader reads the lines one at a time (falat JSONL,
-/// Claude Code, codex exec); the other formats get every line as a `Value` ([`JsonLines::document`]).
+/// Claude Code, codex exec, Codex rollouts, Gemini CLI, ADK events, OpenAI Agents exports, OTLP
+/// NDJSON of spans); the other formats (OTLP NDJSON with log records, and any format whose
+/// documents are not JSON Lines) get every line as a `Value` ([`JsonLines::document`]).
 fn load_lines(
     path: &str,
     lines: &JsonLines<'_>,
     choice: &FormatChoice,
     related: Related<'_>,
 ) -> Result<Loaded, LoadError> {
-    use SourceFormat::{ClaudeCode, CodexExec, FalatJsonl};
+    use SourceFormat::{
+        ClaudeCode, Codex, CodexExec, FalatJsonl, GeminiCli, GoogleAdk, OpenAiAgents, OpenInference, OtelGenAi,
+        PydanticAi, Strands,
+    };
     let sampled = match choice {
         FormatChoice::Force(f) => Some(*f),
         FormatChoice::Detect(candidates) => {
@@ -386,10 +391,21 @@ fn load_lines(
             message: clip_message(e.to_string()),
         }
     };
+    let span_lines = match sampled {
+        Some(f @ (OtelGenAi | OpenInference | PydanticAi | Strands)) => {
+            otlp::load_span_lines(&name, f, lines, span_node(f)).map(|l| (f, l))
+        }
+        _ => None,
+    };
     let (format, mut loaded) = match sampled {
+        _ if span_lines.is_some() => span_lines.unwrap_or_default(),
         Some(f @ FalatJsonl) => (f, jsonl::load_lines(&name, lines).map_err(invalid(f))?),
         Some(f @ ClaudeCode) => (f, claude::load_lines(&name, lines, related).map_err(invalid(f))?),
         Some(f @ CodexExec) => (f, codex_exec::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ Codex) => (f, codex::load_lines(&name, lines, related).map_err(invalid(f))?),
+        Some(f @ GeminiCli) => (f, gemini::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ GoogleAdk) => (f, adk::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ OpenAiAgents) => (f, agents_sdk::load_lines(&name, lines).map_err(invalid(f))?),
         _ => {
             let doc = lines.document();
             let format = match sampled {
@@ -404,6 +420,16 @@ fn load_lines(
     );
     loaded.format = format;
     complete(path, loaded)
+}
+
+/// The span-to-node mapping of an OTLP format (`format` is one of the four OTLP loaders).
+fn span_node(format: SourceFormat) -> fn(&otlp::RawSpan, &mut Vec<Diagnostic>) -> spantree::Node {
+    match format {
+        SourceFormat::OpenInference => openinference::node,
+        SourceFormat::PydanticAi => pydanticai::node,
+        SourceFormat::Strands => strands::node,
+        _ => otel::node,
+    }
 }
 
 /// Cuts long diagnostics, orders them by line and checks the load ([`finish`]).
