@@ -328,6 +328,9 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
         if let Some(loaded) = load_list_streamed(path, &text, choice) {
             return complete(path, loaded);
         }
+        if let Some(loaded) = load_chat_streamed(path, &text, choice) {
+            return complete(path, loaded);
+        }
         match parse_text(path, &text)? {
             Parsed::Json(v) => Document::Json(v),
             Parsed::Lines(lines) => return load_lines(path, &lines, choice, related),
@@ -547,6 +550,12 @@ impl<'a> ListDoc<'a> {
     /// The outline of `text` when it is a list or an object with a [`LIST_KEYS`] array; `None`
     /// otherwise (or when it is not one JSON value).
     pub fn outline(text: &'a str) -> Option<ListDoc<'a>> {
+        ListDoc::outline_under(text, &LIST_KEYS)
+    }
+
+    /// The outline of `text` when it is a list or an object with an array under one of `keys`
+    /// (the first found, in the order of `keys`); `None` otherwise.
+    pub fn outline_under(text: &'a str, keys: &[&'static str]) -> Option<ListDoc<'a>> {
         use serde_json::value::RawValue;
         let trimmed = text.trim_start();
         if trimmed.starts_with('[') {
@@ -554,7 +563,7 @@ impl<'a> ListDoc<'a> {
             return Some(ListDoc { root: serde_json::Map::new(), key: None, items });
         }
         let mut map: std::collections::HashMap<Key<'a>, &'a RawValue> = typed_line(text)?;
-        let key = LIST_KEYS.into_iter().find(|k| {
+        let key = keys.iter().copied().find(|k| {
             map.get(&Key(std::borrow::Cow::Borrowed(*k))).is_some_and(|v| v.get().trim_start().starts_with('['))
         })?;
         let list = map.remove(&Key(std::borrow::Cow::Borrowed(key)))?;
@@ -611,6 +620,36 @@ fn load_list_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<L
         Langfuse => langfuse::load_list(&name, &list)?,
         _ => return None,
     };
+    loaded.format = format;
+    Some(loaded)
+}
+
+/// Loads an OpenAI chat message array (the document is the array, or holds it under `messages`)
+/// one message at a time ([`ListDoc`], [`openai::load_list`]) when it is detected as one on its
+/// first [`DETECT_SAMPLE`] messages (or forced). `None` (read the document whole) for any other
+/// document: no `"role"` key in its first 64 KiB, nesting deeper than the caller's stack holds,
+/// another format detected, a message that does not parse on its own.
+fn load_chat_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<Loaded> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut end = text.len().min(1 << 16);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if !text[..end].contains("\"role\"") || nests_deeper(text.as_bytes(), SHALLOW_NESTING) {
+        return None;
+    }
+    let list = ListDoc::outline_under(text, &["messages"])?;
+    let format = match choice {
+        FormatChoice::Force(f) => *f,
+        FormatChoice::Detect(candidates) => {
+            let sample = list.sample(DETECT_SAMPLE);
+            candidates.iter().copied().find(|f| matches(&sample, *f))?
+        }
+    };
+    if format != SourceFormat::OpenAiChat {
+        return None;
+    }
+    let mut loaded = openai::load_list(&file_stem(path), &list)?;
     loaded.format = format;
     Some(loaded)
 }
