@@ -168,11 +168,13 @@ pub struct Built {
 
 /// Orders `nodes` as a tree and emits steps and links (see the module doc).
 ///
-/// The nodes are consumed: once a node's steps are emitted its texts (messages, input and output,
-/// error, name, place) are dropped, except those of the roots, which give the run's task and
+/// The nodes are consumed: once a node's steps are emitted its texts (ids, messages, input and
+/// output, error, name, place) are dropped, except those of the roots, which give the run's task and
 /// answer, so the nodes' text and the steps' text are not both held at the end (peak memory is
 /// about one copy of the text, not two).
 pub fn build(mut nodes: Vec<Node>) -> Built {
+    // The nodes stay until the last step is built: no spare capacity beside them.
+    nodes.shrink_to_fit();
     let mut diagnostics = Vec::new();
     let (roots, children) = tree(&nodes, &mut diagnostics);
     let mut em = Emitter { failed_below: failed_below(&nodes, &children), ..Emitter::default() };
@@ -203,6 +205,11 @@ pub fn build(mut nodes: Vec<Node>) -> Built {
 impl Node {
     /// Drops the texts building no longer reads once the node's steps are emitted.
     fn release(&mut self) {
+        self.id = String::new();
+        self.parent = None;
+        self.agent = None;
+        self.role = String::new();
+        self.timestamp = None;
         self.input = Vec::new();
         self.output = Vec::new();
         self.input_text = None;
