@@ -5,12 +5,14 @@
 //! trace of 100,000 spans (about 100 MB, built in memory at bench time, never written to the
 //! repository; `scripts/gen_otlp_100k_spans.py` writes the same trace to a file), on generated
 //! large files of the span-list, run-list and JSON Lines shapes (an OpenInference span list of
-//! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session and a codex exec
-//! stream of 50,000 records each; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR
-//! instead, to measure peak memory with `/usr/bin/time -v falat inspect FILE`) and on one
-//! fixture of each agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents,
-//! pydantic-ai, Strands, Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
-//! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
+//! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session, a codex exec
+//! stream, a Codex rollout, a Gemini CLI JSON Lines recording, ADK events and an OpenAI Agents
+//! export of 50,000 records each, and the 100,000-span OTLP trace as OTLP NDJSON of 100 spans per
+//! line; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR instead, to measure peak
+//! memory with `/usr/bin/time -v falat inspect FILE`; `docs/FORMATS.md`, "Cost bound", has the
+//! figures) and on one fixture of each agent-framework format (SWE-agent, mini-SWE-agent,
+//! OpenHands, smolagents, pydantic-ai, Strands, Claude Code inline sidechains;
+//! `tests/fixtures/frameworks-b/`), next to a plain `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
 //! `Vec` like a loaded document), and prints the figures. Then the same for one fixture of each
 //! agent-framework format (`tests/fixtures/frameworks/`), an Inspect AI `.eval` archive built from
 //! one of them (its baseline: unpacking the archive and parsing every member).

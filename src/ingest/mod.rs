@@ -317,7 +317,8 @@ const LOAD_STACK_BYTES: usize = 512 << 20;
 fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
     // A ZIP archive (Inspect AI's `.eval` log) is recognised by its magic bytes, before any text
     // decoding, and read as the JSON log it packs.
-    // A large OTLP trace is read span by span ([`load_otlp_streamed`]).
+    // A large OTLP trace is read span by span ([`load_otlp_streamed`]), span and run lists and
+    // OpenAI chat arrays item by item ([`load_list_streamed`], [`load_chat_streamed`]).
     // JSON Lines are read one line at a time ([`load_lines`]).
     let doc = if inspect_ai::is_zip(bytes) {
         inspect_ai::zip_document(path, bytes)?
