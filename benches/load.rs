@@ -7,8 +7,8 @@
 //! large files of the span-list, run-list and JSON Lines shapes (an OpenInference span list of
 //! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session, a codex exec
 //! stream, a Codex rollout, a Gemini CLI JSON Lines recording, ADK events and an OpenAI Agents
-//! export of 50,000 records each, and the 100,000-span OTLP trace as OTLP NDJSON of 100 spans per
-//! line; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR instead, to measure peak
+//! export of 50,000 records each, the 100,000-span OTLP trace as OTLP NDJSON of 100 spans per
+//! line, and an OpenHands evaluation `output.jsonl` of 5,000 records; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR instead, to measure peak
 //! memory with `/usr/bin/time -v falat inspect FILE`; `docs/FORMATS.md`, "Cost bound", has the
 //! figures) and on one fixture of each agent-framework format (SWE-agent, mini-SWE-agent,
 //! OpenHands, smolagents, pydantic-ai, Strands, Claude Code inline sidechains;
@@ -194,7 +194,7 @@ fn parse_lines(bytes: &[u8]) -> usize {
 }
 
 /// The file names `FALAT_BENCH_WRITE` gives the inputs of [`generated_shapes`], in order.
-const SHAPE_FILES: [&str; 10] = [
+const SHAPE_FILES: [&str; 11] = [
     "openinference-100k.json",
     "langsmith-50k.json",
     "claude-code-50k.jsonl",
@@ -205,6 +205,7 @@ const SHAPE_FILES: [&str; 10] = [
     "adk-events-50k.jsonl",
     "openai-agents-50k.jsonl",
     "otlp-100k.ndjson",
+    "openhands-output-5k.jsonl",
 ];
 
 /// The generated large inputs of the span-list, run-list and JSON Lines formats, with the plain
@@ -221,7 +222,22 @@ fn generated_shapes() -> Vec<(&'static str, Vec<u8>, Baseline)> {
         ("generated ADK events (50,000 lines)", adk_events(STEPS), parse_lines),
         ("generated OpenAI Agents export (50,000 lines)", agents_sdk_lines(STEPS), parse_lines),
         ("generated OTLP NDJSON (100,000 spans)", otlp_ndjson(CRAWLER_CALLS), parse_lines),
+        ("generated OpenHands output.jsonl (5,000 records)", openhands_output(5_000), parse_lines),
     ]
+}
+
+/// An OpenHands evaluation `output.jsonl` of `n` records: the record of
+/// `tests/fixtures/frameworks-b/openhands-eval-output-record.json` (12 events) under `n` instance
+/// ids, one per line.
+fn openhands_output(n: usize) -> Vec<u8> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b/openhands-eval-output-record.json");
+    let record: Value = serde_json::from_slice(&std::fs::read(path).expect("read the OpenHands record")).unwrap();
+    ndjson((0..n).map(|i| {
+        let mut r = record.clone();
+        r["instance_id"] = format!("instance-{i}").into();
+        r
+    }))
 }
 
 /// `values` one compact JSON text per line.

@@ -367,8 +367,8 @@ fn choose(path: &str, doc: &Document, choice: &FormatChoice) -> Result<SourceFor
 
 /// Loads JSON Lines: the format is detected on the first [`DETECT_SAMPLE`] lines (on every line
 /// when none matches them), then a streaming loader reads the lines one at a time (falat JSONL,
-/// Claude Code, codex exec, Codex rollouts, Gemini CLI, ADK events, OpenAI Agents exports, OTLP
-/// NDJSON of spans); the other formats (OTLP NDJSON with log records, and any format whose
+/// Claude Code, codex exec, Codex rollouts, Gemini CLI, ADK events, OpenAI Agents exports, OpenHands
+/// evaluation records, OTLP NDJSON of spans); the other formats (OTLP NDJSON with log records, and any format whose
 /// documents are not JSON Lines) get every line as a `Value` ([`JsonLines::document`]).
 fn load_lines(
     path: &str,
@@ -377,8 +377,8 @@ fn load_lines(
     related: Related<'_>,
 ) -> Result<Loaded, LoadError> {
     use SourceFormat::{
-        ClaudeCode, Codex, CodexExec, FalatJsonl, GeminiCli, GoogleAdk, OpenAiAgents, OpenInference, OtelGenAi,
-        PydanticAi, Strands,
+        ClaudeCode, Codex, CodexExec, FalatJsonl, GeminiCli, GoogleAdk, OpenAiAgents, OpenHands, OpenInference,
+        OtelGenAi, PydanticAi, Strands,
     };
     let sampled = match choice {
         FormatChoice::Force(f) => Some(*f),
@@ -410,6 +410,7 @@ fn load_lines(
         Some(f @ GeminiCli) => (f, gemini::load_lines(&name, lines).map_err(invalid(f))?),
         Some(f @ GoogleAdk) => (f, adk::load_lines(&name, lines).map_err(invalid(f))?),
         Some(f @ OpenAiAgents) => (f, agents_sdk::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ OpenHands) => (f, openhands::load_lines(&name, lines).map_err(invalid(f))?),
         _ => {
             let doc = lines.document();
             let format = match sampled {
