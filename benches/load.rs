@@ -5,12 +5,14 @@
 //! trace of 100,000 spans (about 100 MB, built in memory at bench time, never written to the
 //! repository; `scripts/gen_otlp_100k_spans.py` writes the same trace to a file), on generated
 //! large files of the span-list, run-list and JSON Lines shapes (an OpenInference span list of
-//! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session and a codex exec
-//! stream of 50,000 records each; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR
-//! instead, to measure peak memory with `/usr/bin/time -v falat inspect FILE`) and on one
-//! fixture of each agent-framework format (SWE-agent, mini-SWE-agent, OpenHands, smolagents,
-//! pydantic-ai, Strands, Claude Code inline sidechains; `tests/fixtures/frameworks-b/`), next to a plain
-//! `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
+//! 100,000 spans, a LangSmith run list, a Langfuse trace, a Claude Code session, a codex exec
+//! stream, a Codex rollout, a Gemini CLI JSON Lines recording, ADK events and an OpenAI Agents
+//! export of 50,000 records each, the 100,000-span OTLP trace as OTLP NDJSON of 100 spans per
+//! line, and an OpenHands evaluation `output.jsonl` of 5,000 records; `FALAT_BENCH_WRITE=DIR` writes every generated input to DIR instead, to measure peak
+//! memory with `/usr/bin/time -v falat inspect FILE`; `docs/FORMATS.md`, "Cost bound", has the
+//! figures) and on one fixture of each agent-framework format (SWE-agent, mini-SWE-agent,
+//! OpenHands, smolagents, pydantic-ai, Strands, Claude Code inline sidechains;
+//! `tests/fixtures/frameworks-b/`), next to a plain `serde_json::Value` parse of the same bytes (for JSONL: every line into a `Value`, held in a
 //! `Vec` like a loaded document), and prints the figures. Then the same for one fixture of each
 //! agent-framework format (`tests/fixtures/frameworks/`), an Inspect AI `.eval` archive built from
 //! one of them (its baseline: unpacking the archive and parsing every member).
@@ -192,12 +194,18 @@ fn parse_lines(bytes: &[u8]) -> usize {
 }
 
 /// The file names `FALAT_BENCH_WRITE` gives the inputs of [`generated_shapes`], in order.
-const SHAPE_FILES: [&str; 5] = [
+const SHAPE_FILES: [&str; 11] = [
     "openinference-100k.json",
     "langsmith-50k.json",
     "claude-code-50k.jsonl",
     "codex-exec-50k.jsonl",
     "langfuse-50k.json",
+    "codex-rollout-50k.jsonl",
+    "gemini-cli-50k.jsonl",
+    "adk-events-50k.jsonl",
+    "openai-agents-50k.jsonl",
+    "otlp-100k.ndjson",
+    "openhands-output-5k.jsonl",
 ];
 
 /// The generated large inputs of the span-list, run-list and JSON Lines formats, with the plain
@@ -209,7 +217,198 @@ fn generated_shapes() -> Vec<(&'static str, Vec<u8>, Baseline)> {
         ("generated Claude Code session (50,000 lines)", claude_session(STEPS), parse_lines),
         ("generated codex exec stream (50,000 lines)", codex_exec_stream(STEPS), parse_lines),
         ("generated Langfuse trace (50,000 obs.)", langfuse_trace(STEPS), parse_whole),
+        ("generated Codex rollout (50,000 lines)", codex_rollout(STEPS), parse_lines),
+        ("generated Gemini CLI JSONL (50,000 lines)", gemini_lines(STEPS), parse_lines),
+        ("generated ADK events (50,000 lines)", adk_events(STEPS), parse_lines),
+        ("generated OpenAI Agents export (50,000 lines)", agents_sdk_lines(STEPS), parse_lines),
+        ("generated OTLP NDJSON (100,000 spans)", otlp_ndjson(CRAWLER_CALLS), parse_lines),
+        ("generated OpenHands output.jsonl (5,000 records)", openhands_output(5_000), parse_lines),
     ]
+}
+
+/// An OpenHands evaluation `output.jsonl` of `n` records: the record of
+/// `tests/fixtures/frameworks-b/openhands-eval-output-record.json` (12 events) under `n` instance
+/// ids, one per line.
+fn openhands_output(n: usize) -> Vec<u8> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b/openhands-eval-output-record.json");
+    let record: Value = serde_json::from_slice(&std::fs::read(path).expect("read the OpenHands record")).unwrap();
+    ndjson((0..n).map(|i| {
+        let mut r = record.clone();
+        r["instance_id"] = format!("instance-{i}").into();
+        r
+    }))
+}
+
+/// `values` one compact JSON text per line.
+fn ndjson(values: impl IntoIterator<Item = Value>) -> Vec<u8> {
+    let mut out = String::new();
+    for v in values {
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// A Codex rollout of about `n` lines: `session_meta`, the user's prompt, then turns of a
+/// `function_call` (`shell`) and its `function_call_output` (every 997th exits 1), with the
+/// `event_msg` copy of the agent's message after every tenth call.
+fn codex_rollout(n: usize) -> Vec<u8> {
+    let line = |i: usize, ty: &str, payload: Value| json!({"timestamp": iso(i), "type": ty, "payload": payload});
+    let mut lines = vec![
+        line(
+            0,
+            "session_meta",
+            json!({"id": "0199a213-81c0-7800-8aa1-bbab2a035a53", "timestamp": iso(0),
+            "cwd": "/work", "originator": "codex_cli_rs", "cli_version": "0.46.0"}),
+        ),
+        line(
+            1,
+            "response_item",
+            json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Sum the table."}]}),
+        ),
+    ];
+    let mut i = 0;
+    while lines.len() < n {
+        let call = format!("call_{i}");
+        lines.push(line(
+            2 * i + 2,
+            "response_item",
+            json!({"type": "function_call", "name": "shell",
+            "arguments": json!({"command": ["bash", "-lc", format!("grep -n row{i} table.csv")]}).to_string(),
+            "call_id": call}),
+        ));
+        let code = i32::from(i % 997 == 0);
+        lines.push(line(2 * i + 3, "response_item", json!({"type": "function_call_output", "call_id": call,
+            "output": json!({"output": prose(i), "metadata": {"exit_code": code, "duration_seconds": 0.1}}).to_string()})));
+        if i % 10 == 9 {
+            lines.push(line(
+                2 * i + 3,
+                "response_item",
+                json!({"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": prose(i + 1)}]}),
+            ));
+            lines.push(line(2 * i + 3, "event_msg", json!({"type": "agent_message", "message": prose(i + 1)})));
+        }
+        i += 1;
+    }
+    ndjson(lines)
+}
+
+/// A Gemini CLI chat recording in JSON Lines of about `n` lines: the session header, the user's
+/// prompt, then `gemini` records with a `run_shell_command` tool call and its result (every 997th
+/// fails), each written twice (first without its tool calls, then complete, as the CLI does).
+fn gemini_lines(n: usize) -> Vec<u8> {
+    let mut lines = vec![
+        json!({"sessionId": "3e0b9f6c-1d2a-4c7e-8f5b-6a9d0e1c2b34", "projectHash": "9c1d7e2f", "startTime": iso(0),
+            "lastUpdated": iso(0), "kind": "main"}),
+        json!({"id": "u-0", "timestamp": iso(0), "type": "user", "content": [{"text": "Sum the table."}]}),
+    ];
+    let mut i = 0;
+    while lines.len() < n {
+        let id = format!("g-{i}");
+        let thoughts = json!([{"subject": "Next row", "description": prose(i), "timestamp": iso(i)}]);
+        let tokens = json!({"input": 120, "output": 30, "cached": 0, "thoughts": 10, "tool": 0, "total": 160});
+        lines.push(json!({"id": id, "timestamp": iso(i), "type": "gemini", "content": "", "thoughts": thoughts,
+            "tokens": tokens, "model": "gemini-2.5-flash"}));
+        let call = format!("run_shell_command-{i}");
+        let failed = i % 997 == 0;
+        let output = format!("{}\nExit Code: {}", prose(i + 1), i32::from(failed));
+        lines.push(json!({"id": id, "timestamp": iso(i), "type": "gemini", "content": "", "thoughts": thoughts,
+            "tokens": tokens, "model": "gemini-2.5-flash", "toolCalls": [{"id": call, "name": "run_shell_command",
+            "args": {"command": format!("grep -n row{i} table.csv")}, "status": if failed { "error" } else { "success" },
+            "timestamp": iso(i), "result": [{"functionResponse": {"id": call, "name": "run_shell_command",
+            "response": {"output": output}}}]}]}));
+        i += 1;
+    }
+    ndjson(lines)
+}
+
+/// Google ADK events, one per line (`Event.model_dump_json`), about `n`: the user's prompt, then
+/// a model event calling `fetch_page` and the tool's response event (every 997th an error).
+fn adk_events(n: usize) -> Vec<u8> {
+    let inv = "e-6f1a2b3c-0d4e-4f5a-8b9c-1d2e3f4a5b6c";
+    let mut lines = vec![json!({"invocation_id": inv, "author": "user", "id": "ev-0", "timestamp": 1.0,
+        "content": {"role": "user", "parts": [{"text": "Sum the table."}]}})];
+    let mut i = 0;
+    while lines.len() < n {
+        let call = format!("adk-{i}");
+        lines.push(json!({"invocation_id": inv, "author": "root_agent", "id": format!("ev-{i}c"),
+            "timestamp": 2.0 + i as f64, "content": {"role": "model", "parts": [{"text": prose(i), "thought": true},
+            {"function_call": {"id": call, "name": "fetch_page", "args": {"url": format!("https://example.org/p/{i}")}}}]},
+            "usage_metadata": {"prompt_token_count": 120, "candidates_token_count": 30}}));
+        let response = if i % 997 == 0 { json!({"error": "HTTP 404"}) } else { json!({"result": prose(i + 1)}) };
+        lines.push(json!({"invocation_id": inv, "author": "root_agent", "id": format!("ev-{i}r"),
+            "timestamp": 2.5 + i as f64, "content": {"role": "user", "parts": [{"function_response":
+            {"id": call, "name": "fetch_page", "response": response}}]}}));
+        i += 1;
+    }
+    ndjson(lines)
+}
+
+/// An OpenAI Agents SDK export, one item per line, of about `n` items: the trace, an `agent`
+/// span, then `generation` spans whose output calls `fetch_page` and the `function` spans
+/// answering them (every 997th with an error).
+fn agents_sdk_lines(n: usize) -> Vec<u8> {
+    const TID: &str = "trace_0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    let span = |id: String, parent: &str, i: usize, data: Value, error: Value| {
+        json!({"object": "trace.span", "id": id, "trace_id": TID, "parent_id": parent, "started_at": iso(i),
+            "ended_at": iso(i + 1), "span_data": data, "error": error})
+    };
+    let mut lines = vec![
+        json!({"object": "trace", "id": TID, "workflow_name": "Crawler", "group_id": null, "metadata": {}}),
+        span(
+            "span_a".into(),
+            "",
+            0,
+            json!({"type": "agent", "name": "Crawler", "handoffs": [], "tools": ["fetch_page"]}),
+            Value::Null,
+        ),
+    ];
+    let mut i = 1;
+    while lines.len() < n {
+        let call = format!("call_{i}");
+        let args = json!({"url": format!("https://example.org/p/{i}")}).to_string();
+        lines.push(span(
+            format!("span_g{i}"),
+            "span_a",
+            2 * i,
+            json!({"type": "generation", "model": "gpt-4o",
+            "input": [{"role": "user", "content": prose(i)}],
+            "output": [{"role": "assistant", "content": null, "tool_calls": [{"id": call, "type": "function",
+                "function": {"name": "fetch_page", "arguments": args}}]}],
+            "usage": {"input_tokens": 120, "output_tokens": 30}}),
+            Value::Null,
+        ));
+        let error = if i % 997 == 0 {
+            json!({"message": "Error running tool", "data": {"error": "HTTP 404"}})
+        } else {
+            Value::Null
+        };
+        lines.push(span(
+            format!("span_f{i}"),
+            "span_a",
+            2 * i + 1,
+            json!({"type": "function", "name": "fetch_page",
+            "input": args, "output": prose(i + 1)}),
+            error,
+        ));
+        i += 1;
+    }
+    ndjson(lines)
+}
+
+/// The spans of [`otlp_crawler`] as OTLP NDJSON (the collector's file exporter): one export
+/// request per line, 100 spans each.
+fn otlp_ndjson(calls: usize) -> Vec<u8> {
+    let whole: Value = serde_json::from_slice(&otlp_crawler(calls)).unwrap();
+    let rs = &whole["resourceSpans"][0];
+    let ss = &rs["scopeSpans"][0];
+    let spans = ss["spans"].as_array().unwrap();
+    ndjson(spans.chunks(100).map(|chunk| {
+        json!({"resourceSpans": [{"resource": rs["resource"], "scopeSpans": [{"scope": ss["scope"], "spans": chunk}]}]})
+    }))
 }
 
 /// An ISO 8601 time `i` milliseconds after 2025-03-14T09:00:00Z (sorts as text).

@@ -265,6 +265,147 @@ fn a_bad_line_in_the_middle_of_a_jsonl_file_is_named_and_the_others_load() {
     );
 }
 
+/// A Codex rollout of about `n` lines (as `cargo bench --bench load` generates it):
+/// `session_meta`, the user's prompt, then `shell` function calls each answered by its output
+/// (every 997th exits 1), and after every tenth call an assistant message with its `event_msg`
+/// copy (not a step of its own).
+fn codex_rollout(n: usize) -> Vec<u8> {
+    let line = |i: usize, ty: &str, payload: Value| {
+        let ts = format!("2025-03-14T09:{:02}:{:02}.{:03}Z", i / 60_000 % 60, i / 1000 % 60, i % 1000);
+        json!({"timestamp": ts, "type": ty, "payload": payload}).to_string()
+    };
+    let mut lines = vec![
+        line(0, "session_meta", json!({"id": "0199a213-81c0-7800-8aa1-bbab2a035a53", "cwd": "/work"})),
+        line(
+            1,
+            "response_item",
+            json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Sum the table."}]}),
+        ),
+    ];
+    let mut i = 0;
+    while lines.len() < n {
+        let text =
+            format!("Step {i}: checked source #{} for item {}; the table lists {} rows.", i % 97, i % 13, i % 211);
+        let call = format!("call_{i}");
+        let args = json!({"command": ["bash", "-lc", format!("grep -n row{i} table.csv")]}).to_string();
+        lines.push(line(
+            2 * i + 2,
+            "response_item",
+            json!({"type": "function_call", "name": "shell",
+            "arguments": args, "call_id": call}),
+        ));
+        let output = json!({"output": text, "metadata": {"exit_code": i32::from(i % 997 == 0)}}).to_string();
+        lines.push(line(
+            2 * i + 3,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": call,
+            "output": output}),
+        ));
+        if i % 10 == 9 {
+            lines.push(line(
+                2 * i + 3,
+                "response_item",
+                json!({"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]}),
+            ));
+            lines.push(line(2 * i + 3, "event_msg", json!({"type": "agent_message", "message": text})));
+        }
+        i += 1;
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out.into_bytes()
+}
+
+#[test]
+fn a_large_codex_rollout_loads_in_a_small_multiple_of_its_size() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 50,000 lines: 2 + 2,272 rounds of 22 lines (10 calls, 10 outputs, a message and its copy),
+    // then 7 more calls and their outputs: 22,727 calls.
+    let bytes = codex_rollout(50_000);
+    let (loaded, peak, _) = measured(|| ingest::parse("rollout.jsonl", &bytes, None).unwrap());
+    assert_eq!(loaded.format, falat::model::SourceFormat::Codex);
+    let t = &loaded.trajectories[0];
+    // The prompt, then per call a call and a result, and the 2,272 messages (their event copies
+    // are not steps): 1 + 2 * 22,727 + 2,272.
+    assert_eq!(t.steps.len(), 1 + 2 * 22_727 + 2_272);
+    assert_eq!(t.task, "Sum the table.");
+    assert_eq!(t.steps.iter().filter(|s| s.is_error).count(), 22_727_usize.div_ceil(997));
+    // Each line is parsed and dropped before the next (every line as a `Value`, as before, took
+    // about 11 times the file).
+    assert!(peak <= 4 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
+}
+
+#[test]
+fn a_bad_line_in_the_middle_of_a_codex_rollout_is_named_and_the_others_load() {
+    let bytes = codex_rollout(1_000);
+    let text = String::from_utf8(bytes).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    // The first call output from line 501 on (line 502, the output of `call_227`) loses its
+    // closing brace.
+    let k = (500..lines.len()).find(|&k| lines[k].contains("\"function_call_output\"")).unwrap();
+    assert_eq!(k + 1, 502);
+    assert!(lines[k].contains("\"call_227\""), "{}", lines[k]);
+    let broken = lines[k].trim_end_matches('}').to_string();
+    lines[k] = &broken;
+    let l = ingest::parse("mid.jsonl", lines.join("\n").as_bytes(), None).unwrap();
+    assert_eq!(l.format, falat::model::SourceFormat::Codex);
+    let t = &l.trajectories[0];
+    let full = ingest::parse("full.jsonl", text.as_bytes(), None).unwrap();
+    assert_eq!(t.steps.len(), full.trajectories[0].steps.len() - 1);
+    let call = t.steps.iter().position(|s| s.ids.line == Some(501)).unwrap();
+    assert_eq!(t.steps[call].kind, falat::model::StepKind::ToolCall);
+    assert_eq!(t.steps[call].tool_name.as_deref(), Some("shell"));
+    assert_eq!(t.steps[call + 1].ids.line, Some(503));
+    assert!(!t.links.iter().any(|link| link.from == call), "the lost output's call has no result link");
+    let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [format!("line 502: skipped: not JSON at column {}: EOF while parsing an object", broken.chars().count())]
+    );
+}
+
+/// An OpenAI chat message array of `n` messages (as `cargo bench --bench load` generates it):
+/// the user's prompt, then assistant tool calls each answered by a `tool` message, and every
+/// tenth round an assistant message.
+fn openai_chat(n: usize) -> Vec<u8> {
+    let mut messages = vec![json!({"role": "user", "content": "Sum the table."})];
+    let mut i = 1;
+    while messages.len() < n {
+        let text =
+            format!("Step {i}: checked source #{} for item {}; the table lists {} rows.", i % 97, i % 13, i % 211);
+        if i % 10 == 0 {
+            messages.push(json!({"role": "assistant", "content": text}));
+        } else {
+            let id = format!("call_{i}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "lookup", "arguments": format!("{{\"row\":{i}}}")}}]}));
+            if messages.len() < n {
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+            }
+        }
+        i += 1;
+    }
+    serde_json::to_vec(&Value::Array(messages)).unwrap()
+}
+
+#[test]
+fn a_large_openai_chat_array_loads_in_a_small_multiple_of_its_size() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = openai_chat(50_000);
+    let (loaded, peak, _) = measured(|| ingest::parse("chat.json", &bytes, None).unwrap());
+    assert_eq!(loaded.format, falat::model::SourceFormat::OpenAiChat);
+    let t = &loaded.trajectories[0];
+    // One step per message (a message with one tool call and no text is the call's step).
+    assert_eq!(t.steps.len(), 50_000);
+    assert_eq!(t.links.len(), t.steps.iter().filter(|s| s.kind == falat::model::StepKind::ToolResult).count());
+    assert_eq!(t.task, "Sum the table.");
+    // Read one message at a time: never a `Value` of the whole array (that took about 16 times
+    // the file).
+    assert!(peak <= 5 * bytes.len(), "{} MB of heap for a {} MB file", peak / MB, bytes.len() / MB);
+}
+
 /// An OpenInference span list `{"spans": [...]}` of `n` spans: an AGENT root, then LLM and TOOL
 /// spans under it (every 997th tool span fails).
 fn openinference_list(n: usize) -> Vec<u8> {

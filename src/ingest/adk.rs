@@ -27,11 +27,13 @@
 //! `grounding_metadata` are dropped (state, not actions). The task is the first user text, the
 //! observed output the last agent text that is not an error.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::gemini::{GPart, content_parts, response_text};
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, FormatError, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, failed_exit, value_line, value_text};
 use crate::model::{Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
 
 /// The tool ADK gives the model to hand the conversation to another agent.
@@ -97,17 +99,49 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             });
         }
     };
+    let called_transfer = events.iter().any(|(_, e)| calls_transfer(e));
+    let events = events.into_iter().map(|(l, e)| (l, Cow::Borrowed(e)));
+    Ok(build(name, session, events, called_transfer))
+}
+
+/// Loads ADK events read one line at a time ([`JsonLines`]): a first look finds whether any event
+/// calls [`TRANSFER_TOOL`] (only lines that name it, or hold a `\u` escape that might spell
+/// it, are parsed), then each line is parsed, mapped
+/// and dropped before the next. Same result as [`load`] on the same lines.
+///
+/// # Errors
+/// None today (a line that is not an event is a diagnostic); the signature matches [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    let called_transfer = lines
+        .records()
+        .filter_map(|(_, t)| t.filter(|t| t.contains(TRANSFER_TOOL) || t.contains("\\u")))
+        .any(|t| value_line(t).is_some_and(|e| calls_transfer(&e)));
+    let events = lines.values().map(|(l, e)| (Some(l), Cow::Owned(e)));
+    Ok(build(name, None, events, called_transfer))
+}
+
+/// Whether an event calls [`TRANSFER_TOOL`].
+fn calls_transfer(e: &Value) -> bool {
+    content_parts(get(e, "content")).iter().any(|p| matches!(p, GPart::Call { name, .. } if name == TRANSFER_TOOL))
+}
+
+/// The trajectory of the `events` (each with its line, when read from JSON Lines) of a session
+/// (`None` for a bare event list).
+fn build<'v>(
+    name: &str,
+    session: Option<&Value>,
+    events: impl Iterator<Item = (Option<usize>, Cow<'v, Value>)>,
+    called_transfer: bool,
+) -> Loaded {
     let mut diags = Vec::new();
     let mut b = Builder::default();
     let mut partial = 0;
-    let called_transfer = events.iter().any(|(_, e)| {
-        content_parts(get(e, "content")).iter().any(|p| matches!(p, GPart::Call { name, .. } if name == TRANSFER_TOOL))
-    });
-    for (i, (line, e)) in events.iter().enumerate() {
+    for (i, (line, e)) in events.enumerate() {
+        let e = e.as_ref();
         if !is_event(e) {
             let place = line.map(|l| format!("line {l}")).unwrap_or_else(|| format!("events[{i}]"));
             diags.push(Diagnostic {
-                line: *line,
+                line,
                 message: format!("{place} skipped: expected an event with \"invocation_id\" and \"author\""),
             });
             continue;
@@ -146,7 +180,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     if partial > 0 {
         t.metadata.push(("events_not_steps".into(), format!("partial {partial}")));
     }
-    Ok(Loaded { format: SourceFormat::GoogleAdk, trajectories: vec![t], diagnostics: diags })
+    Loaded { format: SourceFormat::GoogleAdk, trajectories: vec![t], diagnostics: diags }
 }
 
 fn event(b: &mut Builder, e: &Value, called_transfer: bool) {

@@ -30,13 +30,14 @@
 //! - `error` on any span → the span's step is an error, with `error.data.error` (else
 //!   `error.message`) as its text.
 
-use std::collections::HashMap;
+use std::borrow::{Borrow, Cow};
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use super::messages::msgs_from_value;
 use super::spantree::{self, Node, Op};
-use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, value_line, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, TokenCounts};
 
 /// Whether `doc` holds OpenAI Agents SDK exports: items with `object: "trace.span"` and a
@@ -80,28 +81,78 @@ fn items(doc: &Document) -> Vec<(String, &Value)> {
 /// A message when the document holds no `trace.span` item.
 pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let all = items(doc);
+    let functions = function_spans(all.iter().map(|(_, v)| *v));
+    assemble(name, all.into_iter().map(|(place, v)| (place, Cow::Borrowed(v))), &functions)
+}
+
+/// Loads an export read one line at a time ([`JsonLines`]): a first look collects the ids of
+/// `function` spans (only lines that name the type, or hold a `\u` escape, are parsed), then each
+/// line is parsed, mapped to a span-tree node and dropped before the next. Same result as
+/// [`load`] on the same lines.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    let candidates = lines.records().filter_map(|(_, t)| t.filter(|t| t.contains("\"function\"") || t.contains("\\u")));
+    let functions = function_spans(candidates.filter_map(value_line));
+    let items = lines.values().map(|(l, v)| (format!("line {l}"), Cow::Owned(v)));
+    assemble(name, items, &functions)
+}
+
+/// Trace id → the ids of its `function` spans (an agent span under one is an agent used as a tool).
+type Functions = HashMap<String, HashSet<String>>;
+
+fn function_spans<V: Borrow<Value>>(items: impl Iterator<Item = V>) -> Functions {
+    let mut out = Functions::new();
+    for v in items {
+        let v = v.borrow();
+        if v.get("object").and_then(Value::as_str) != Some("trace.span")
+            || v.pointer("/span_data/type").and_then(Value::as_str) != Some("function")
+        {
+            continue;
+        }
+        if let Some(id) = v.get("id").and_then(Value::as_str) {
+            let trace = v.get("trace_id").map(value_text).unwrap_or_default();
+            out.entry(trace).or_default().insert(id.to_string());
+        }
+    }
+    out
+}
+
+/// One trajectory per trace id of the `items` (each with its place), each span mapped to a node
+/// as it is reached.
+fn assemble<'v>(
+    name: &str,
+    items: impl Iterator<Item = (String, Cow<'v, Value>)>,
+    functions: &Functions,
+) -> Result<Loaded, FormatError> {
     let mut diags = Vec::new();
     let mut order: Vec<String> = Vec::new();
-    let mut headers: HashMap<String, &Value> = HashMap::new();
-    let mut spans: HashMap<String, Vec<(String, &Value)>> = HashMap::new();
-    for (place, v) in &all {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut headers: HashMap<String, Value> = HashMap::new();
+    // Trace id → its nodes and the diagnostics of mapping its spans, in item order.
+    let mut spans: HashMap<String, (Vec<Node>, Vec<Diagnostic>)> = HashMap::new();
+    let none = HashSet::new();
+    for (place, v) in items {
         let trace = v.get("trace_id").or_else(|| v.get("id")).map(value_text).unwrap_or_default();
         match v.get("object").and_then(Value::as_str) {
             Some("trace") => {
-                if !order.contains(&trace) {
+                if seen.insert(trace.clone()) {
                     order.push(trace.clone());
                 }
-                headers.insert(trace, v);
+                headers.insert(trace, v.into_owned());
             }
             Some("trace.span") => {
                 let trace = v.get("trace_id").map(value_text).unwrap_or_default();
-                if !order.contains(&trace) {
+                if seen.insert(trace.clone()) {
                     order.push(trace.clone());
                 }
-                spans.entry(trace).or_default().push((place.clone(), v));
+                let under = functions.get(&trace).unwrap_or(&none);
+                let (nodes, node_diags) = spans.entry(trace).or_default();
+                nodes.extend(node(&v, &place, under, node_diags));
             }
             _ => diags.push(Diagnostic {
-                line: line_of(place),
+                line: line_of(&place),
                 message: format!("{place} skipped: expected \"object\": \"trace\" or \"trace.span\""),
             }),
         }
@@ -114,8 +165,8 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     }
     let mut groups = Vec::new();
     for trace in &order {
-        let list = &spans[trace];
-        let nodes: Vec<Node> = list.iter().filter_map(|(place, s)| node(s, place, list, &mut diags)).collect();
+        let (nodes, node_diags) = spans.remove(trace).unwrap_or_default();
+        diags.extend(node_diags);
         groups.push((Some(trace.clone()), nodes));
     }
     let mut loaded = spantree::load_groups(name, SourceFormat::OpenAiAgents, groups, diags);
@@ -153,7 +204,7 @@ pub fn handoff_tool_name(agent: &str) -> String {
     format!("transfer_to_{styled}")
 }
 
-fn node(s: &Value, place: &str, spans: &[(String, &Value)], diags: &mut Vec<Diagnostic>) -> Option<Node> {
+fn node(s: &Value, place: &str, functions: &HashSet<String>, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     let text = |k: &str| s.get(k).filter(|v| !v.is_null()).map(value_text);
     let Some(id) = text("id") else {
         diags.push(Diagnostic { line: line_of(place), message: format!("{place} skipped: missing \"id\"") });
@@ -183,12 +234,7 @@ fn node(s: &Value, place: &str, spans: &[(String, &Value)], diags: &mut Vec<Diag
     n.op = match ty.as_str() {
         "agent" => {
             let agent = dname.unwrap_or_else(|| spantree::DEFAULT_AGENT.to_string());
-            let under_function = n.parent.as_deref().is_some_and(|p| {
-                spans.iter().any(|(_, o)| {
-                    o.get("id").and_then(Value::as_str) == Some(p)
-                        && o.pointer("/span_data/type").and_then(Value::as_str) == Some("function")
-                })
-            });
+            let under_function = n.parent.as_deref().is_some_and(|p| functions.contains(p));
             if under_function {
                 Op::Agent { name: agent, role: None }
             } else {

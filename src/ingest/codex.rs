@@ -32,6 +32,7 @@
 //! Sub-agent threads: a spawned thread's own rollout (`*<new_thread_id>.jsonl` beside the file,
 //! read through [`Related`]) is placed right after the spawn step and acts as its nickname / role.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -39,7 +40,7 @@ use serde_json::Value;
 use super::messages::placeholder;
 use super::spantree::USER;
 use super::splice::{Thread, Who, splice};
-use super::{Document, FormatError, Loaded, Related, failed_exit, parse_document, value_text};
+use super::{Document, FormatError, JsonLines, Loaded, Related, failed_exit, parse_document, value_text};
 use crate::model::{
     AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepIds, StepKind, TokenCounts, Trajectory,
 };
@@ -88,29 +89,20 @@ fn is_legacy(lines: &[(usize, &Value)]) -> bool {
         && first.get("timestamp").is_some()
         && first.get("type").is_none()
         && first.get("payload").is_none();
-    let bare_item = |v: &Value| {
-        v.get("payload").is_none() && v.get("type").and_then(Value::as_str).is_some_and(|t| ITEM_TYPES.contains(&t))
-    };
-    header && lines.iter().skip(1).any(|(_, v)| v.get("record_type").is_some() || bare_item(v))
+    header && lines.iter().skip(1).any(|(_, v)| v.get("record_type").is_some() || is_bare_item(v))
 }
 
-/// The rollout's lines, with a pre-envelope rollout's lines wrapped in the envelope: the header as
-/// `session_meta`, bare items as `response_item`, `record_type` markers as their own line type.
-fn envelope(lines: &[(usize, &Value)]) -> Vec<(usize, Value)> {
-    lines
-        .iter()
-        .enumerate()
-        .map(|(i, (no, v))| {
-            let ty = match (i, v.get("record_type").and_then(Value::as_str)) {
-                (0, _) => "session_meta".to_string(),
-                (_, Some(record)) => format!("record_{record}"),
-                _ => "response_item".to_string(),
-            };
-            let ts = v.get("timestamp").cloned().unwrap_or(Value::Null);
-            let wrapped = serde_json::json!({"timestamp": ts, "type": ty, "payload": v});
-            (*no, wrapped)
-        })
-        .collect()
+/// A pre-envelope rollout's line `i` (0-based among the JSON lines) wrapped in the envelope: the
+/// header as `session_meta`, bare items as `response_item`, `record_type` markers as their own
+/// line type.
+fn envelope(i: usize, v: &Value) -> Value {
+    let ty = match (i, v.get("record_type").and_then(Value::as_str)) {
+        (0, _) => "session_meta".to_string(),
+        (_, Some(record)) => format!("record_{record}"),
+        _ => "response_item".to_string(),
+    };
+    let ts = v.get("timestamp").cloned().unwrap_or(Value::Null);
+    serde_json::json!({"timestamp": ts, "type": ty, "payload": v})
 }
 
 fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
@@ -121,30 +113,91 @@ fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
     }
 }
 
+/// One pass over a rollout's lines: `(1-based line, value)`.
+type Pass<'s> = Box<dyn Iterator<Item = (usize, Cow<'s, Value>)> + 's>;
+
+/// A rollout's lines, read more than once (the copies of response items are found first): values
+/// held in a document, or JSON Lines parsed again on each pass and dropped line by line
+/// ([`JsonLines`]); `legacy` wraps a pre-envelope rollout's lines in the envelope as they are read.
+#[derive(Clone, Copy)]
+struct Lines<'s> {
+    source: Source<'s>,
+    legacy: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Source<'s> {
+    Held(&'s [(usize, &'s Value)]),
+    Text(&'s JsonLines<'s>),
+}
+
+impl<'s> Lines<'s> {
+    fn pass(self) -> Pass<'s> {
+        let raw: Pass<'s> = match self.source {
+            Source::Held(l) => Box::new(l.iter().map(|(n, v)| (*n, Cow::Borrowed(*v)))),
+            Source::Text(t) => Box::new(t.values().map(|(n, v)| (n, Cow::Owned(v)))),
+        };
+        if self.legacy { Box::new(raw.enumerate().map(|(i, (n, v))| (n, Cow::Owned(envelope(i, &v))))) } else { raw }
+    }
+
+    /// The lines as the rollout's envelope: as written, or wrapped when the rollout is from before
+    /// the envelope (no line has a `payload`, [`is_legacy`]).
+    ///
+    /// # Errors
+    /// When no line is a rollout line of either kind.
+    fn enveloped(source: Source<'s>) -> Result<Lines<'s>, FormatError> {
+        let lines = Lines { source, legacy: false };
+        if lines.pass().any(|(_, v)| v.get("payload").is_some()) {
+            return Ok(lines);
+        }
+        let mut pass = lines.pass();
+        let first = pass.next();
+        let header = first.as_ref().is_some_and(|(_, v)| {
+            v.get("id").is_some()
+                && v.get("timestamp").is_some()
+                && v.get("type").is_none()
+                && v.get("payload").is_none()
+        });
+        if header && pass.any(|(_, v)| v.get("record_type").is_some() || is_bare_item(&v)) {
+            return Ok(Lines { source, legacy: true });
+        }
+        Err(FormatError::Shape {
+            expected: "JSON lines of {timestamp, type, payload} (the rollout envelope), or a rollout from before \
+                       it: a {id, timestamp, instructions, git} header line then bare response items"
+                .into(),
+        })
+    }
+}
+
+fn is_bare_item(v: &Value) -> bool {
+    v.get("payload").is_none() && v.get("type").and_then(Value::as_str).is_some_and(|t| ITEM_TYPES.contains(&t))
+}
+
 /// Loads a rollout named `name`, following spawned threads through `related`.
 ///
 /// # Errors
 /// A message when no line is a `{type, payload}` rollout line.
 pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, FormatError> {
     let lines = lines_of(doc);
-    let wrapped;
-    let lines = if is_legacy(&lines) && !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
-        wrapped = envelope(&lines);
-        wrapped.iter().map(|(l, v)| (*l, v)).collect()
-    } else {
-        lines
-    };
-    if !lines.iter().any(|(_, v)| v.get("payload").is_some()) {
-        return Err(FormatError::Shape {
-            expected: "JSON lines of {timestamp, type, payload} (the rollout envelope), or a rollout from before \
-                       it: a {id, timestamp, instructions, git} header line then bare response items"
-                .into(),
-        });
-    }
+    load_rollout(name, Source::Held(&lines), related)
+}
+
+/// Loads a rollout read one line at a time ([`JsonLines`]): each pass over the lines parses each
+/// line and drops it before the next, so no `Value` of the whole file is held. Same result as
+/// [`load`] on the same lines.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>, related: Related<'_>) -> Result<Loaded, FormatError> {
+    load_rollout(name, Source::Text(lines), related)
+}
+
+fn load_rollout(name: &str, source: Source<'_>, related: Related<'_>) -> Result<Loaded, FormatError> {
+    let lines = Lines::enveloped(source)?;
     let mut ctx = Ctx { related, diagnostics: Vec::new(), visited: Vec::new() };
-    let agent = session_agent(&lines).unwrap_or_else(|| MAIN_AGENT.to_string());
+    let agent = session_agent(lines.pass()).unwrap_or_else(|| MAIN_AGENT.to_string());
     let who = Who { agent: &agent, user: USER, file: None, skip_prompt: None };
-    let r = read_thread(&lines, &who, &mut ctx, 0);
+    let r = read_thread(lines, &who, &mut ctx, 0);
     let observed = r.observed.clone().or_else(|| last_text(&r.thread.steps, &agent));
     let mut t = Trajectory {
         id: name.to_string(),
@@ -163,9 +216,9 @@ pub fn load(name: &str, doc: &Document, related: Related<'_>) -> Result<Loaded, 
 
 /// The agent a rollout names in `session_meta`: `agent_nickname`, `agent_role`, or the spawn's
 /// nickname / role under `source.subagent.thread_spawn`.
-fn session_agent(lines: &[(usize, &Value)]) -> Option<String> {
-    let meta =
-        lines.iter().find(|(_, v)| v.get("type").and_then(Value::as_str) == Some("session_meta"))?.1.get("payload")?;
+fn session_agent(mut lines: Pass<'_>) -> Option<String> {
+    let (_, line) = lines.find(|(_, v)| v.get("type").and_then(Value::as_str) == Some("session_meta"))?;
+    let meta = line.get("payload")?;
     let spawn = meta.pointer("/source/subagent/thread_spawn");
     [
         meta.get("agent_nickname"),
@@ -201,7 +254,7 @@ struct Dupes {
 }
 
 impl Dupes {
-    fn scan(lines: &[(usize, &Value)]) -> Dupes {
+    fn scan(lines: Pass<'_>) -> Dupes {
         let mut d = Dupes::default();
         for (_, v) in lines {
             if v.get("type").and_then(Value::as_str) != Some("response_item") {
@@ -261,15 +314,17 @@ struct Reader {
     line: usize,
 }
 
-fn read_thread(lines: &[(usize, &Value)], who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Read {
-    let mut dupes = Dupes::scan(lines);
+fn read_thread(lines: Lines<'_>, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize) -> Read {
+    let mut dupes = Dupes::scan(lines.pass());
     let mut r = Reader::default();
-    let mut sent: HashMap<String, usize> = HashMap::new();
-    for &(no, v) in lines {
+    // A line's 128-bit digest → the line it was first seen on.
+    let mut sent: HashMap<u128, usize> = HashMap::new();
+    for (no, v) in lines.pass() {
+        let v = v.as_ref();
         let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
         // A record written twice (same time, type and payload) is one step.
         if v.get("timestamp").is_some_and(Value::is_string) && v.get("payload").is_some() {
-            let key = v.to_string();
+            let key = digest(v);
             if let Some(first) = sent.get(&key) {
                 ctx.diagnostics.push(who.diag(no, format!("line repeats line {first}; loaded once")));
                 continue;
@@ -581,11 +636,27 @@ fn sub_thread(
             return None;
         }
     };
-    let lines = lines_of(&doc);
-    let agent = session_agent(&lines).unwrap_or_else(|| delegate.to_string());
+    let held = lines_of(&doc);
+    let lines = Lines { source: Source::Held(&held), legacy: false };
+    let agent = session_agent(lines.pass()).unwrap_or_else(|| delegate.to_string());
     let sub_who = Who { agent: &agent, user: who.agent, file: Some(file), skip_prompt: Some(prompt) };
-    let thread = read_thread(&lines, &sub_who, ctx, depth + 1).thread;
+    let thread = read_thread(lines, &sub_who, ctx, depth + 1).thread;
     Some((agent, thread))
+}
+
+/// A 128-bit digest of a line's JSON text (two SipHash-1-3 sums with fixed keys): two lines with
+/// the same value have the same digest, and different lines collide with a chance of about
+/// `n² / 2¹²⁹`, so repeated lines are found without keeping a copy of every line.
+fn digest(v: &Value) -> u128 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let text = v.to_string();
+    let sum = |seed: u8| {
+        let mut h = DefaultHasher::new();
+        seed.hash(&mut h);
+        text.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(sum(0)) << 64) | u128::from(sum(1))
 }
 
 /// Thread ids that may be used in file names: ASCII letters, digits, `-` and `_`, at most 80.

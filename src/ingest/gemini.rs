@@ -24,12 +24,13 @@
 //!
 //! The observed output is the last `gemini` text.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::steps::{Builder, with_error};
-use super::{DETECT_SAMPLE, Document, FormatError, Loaded, failed_exit, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, failed_exit, value_line, value_text};
 use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of `gemini` records.
@@ -88,40 +89,83 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             records.extend(msgs.iter().map(|m| (None, m)));
         }
         Document::Lines { values, .. } => {
-            let mut at: HashMap<String, usize> = HashMap::new();
-            for (no, v) in values {
-                if is_header(v) && !is_record(v) {
-                    header.extend(v.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
-                } else if let Some(set) = v.get("$set").and_then(Value::as_object) {
-                    header.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
-                } else if is_record(v) {
-                    let id = value_text(&v["id"]);
-                    match at.get(&id) {
-                        Some(&i) => records[i] = (Some(*no), v),
-                        None => {
-                            at.insert(id, records.len());
-                            records.push((Some(*no), v));
-                        }
-                    }
-                } else {
-                    diags.push(Diagnostic {
-                        line: Some(*no),
-                        message:
-                            "skipped: expected a message record {id, type: user | gemini | info | error | warning}"
-                                .into(),
-                    });
-                }
-            }
-            if header.is_empty() {
-                return Err(FormatError::Shape {
-                    expected: "a session line {sessionId, projectHash, startTime}".into(),
-                });
-            }
+            let lines = values.iter().map(|(no, v)| (*no, v));
+            records.extend(read_lines(lines, |_, v| v, &mut header, &mut diags)?);
         }
     }
+    Ok(build(name, header, records.into_iter().map(|(l, r)| (l, Cow::Borrowed(r))), diags))
+}
+
+/// Loads a chat recording read one line at a time ([`JsonLines`]): a first pass keeps the session
+/// header and where each record's last state is (its line), a second parses each record's line
+/// again, maps it and drops it, so no `Value` of the whole file is held. Same result as [`load`]
+/// on the same lines.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    let mut header = Map::new();
+    let mut diags = Vec::new();
+    let texts: Vec<(usize, &str)> = lines.records().filter_map(|(no, t)| Some((no, t?))).collect();
+    let parsed = texts.iter().filter_map(|(no, t)| Some((*no, value_line(t)?)));
+    let at: Vec<(Option<usize>, usize)> = read_lines(parsed, |no, _| no, &mut header, &mut diags)?;
+    let by_line: HashMap<usize, &str> = texts.into_iter().collect();
+    let records = at.into_iter().filter_map(|(line, no)| Some((line, Cow::Owned(value_line(by_line.get(&no)?)?))));
+    Ok(build(name, header, records, diags))
+}
+
+/// The records of JSON lines, each kept as `keep(line, value)`, a record written again replacing
+/// the earlier one in place; header lines and `$set` updates go into `header`.
+///
+/// # Errors
+/// When no line is a session header.
+fn read_lines<V: std::borrow::Borrow<Value>, K>(
+    lines: impl Iterator<Item = (usize, V)>,
+    keep: impl Fn(usize, V) -> K,
+    header: &mut Map<String, Value>,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<Vec<(Option<usize>, K)>, FormatError> {
+    let mut records = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (no, line) in lines {
+        let v = line.borrow();
+        if is_header(v) && !is_record(v) {
+            header.extend(v.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+        } else if let Some(set) = v.get("$set").and_then(Value::as_object) {
+            header.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        } else if is_record(v) {
+            let id = value_text(&v["id"]);
+            match at.get(&id) {
+                Some(&i) => records[i] = (Some(no), keep(no, line)),
+                None => {
+                    at.insert(id, records.len());
+                    records.push((Some(no), keep(no, line)));
+                }
+            }
+        } else {
+            diags.push(Diagnostic {
+                line: Some(no),
+                message: "skipped: expected a message record {id, type: user | gemini | info | error | warning}".into(),
+            });
+        }
+    }
+    if header.is_empty() {
+        return Err(FormatError::Shape { expected: "a session line {sessionId, projectHash, startTime}".into() });
+    }
+    Ok(records)
+}
+
+/// The trajectory of the `records` (each with its line, when read from JSON Lines) and the
+/// session `header`.
+fn build<'v>(
+    name: &str,
+    header: Map<String, Value>,
+    records: impl Iterator<Item = (Option<usize>, Cow<'v, Value>)>,
+    mut diags: Vec<Diagnostic>,
+) -> Loaded {
     let mut b = Builder::default();
-    for (i, (line, r)) in records.iter().enumerate() {
-        record(&mut b, r, i, *line, &mut diags);
+    for (i, (line, r)) in records.enumerate() {
+        record(&mut b, &r, i, line, &mut diags);
     }
     b.finish();
     let task = b.steps.iter().find(|s| s.agent == "user").map(|s| s.content.trim().to_string()).unwrap_or_default();
@@ -146,7 +190,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             t.metadata.push((key.into(), value_text(v)));
         }
     }
-    Ok(Loaded { format: SourceFormat::GeminiCli, trajectories: vec![t], diagnostics: diags })
+    Loaded { format: SourceFormat::GeminiCli, trajectories: vec![t], diagnostics: diags }
 }
 
 fn record(b: &mut Builder, r: &Value, i: usize, line: Option<usize>, diags: &mut Vec<Diagnostic>) {

@@ -317,7 +317,8 @@ const LOAD_STACK_BYTES: usize = 512 << 20;
 fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Related<'_>) -> Result<Loaded, LoadError> {
     // A ZIP archive (Inspect AI's `.eval` log) is recognised by its magic bytes, before any text
     // decoding, and read as the JSON log it packs.
-    // A large OTLP trace is read span by span ([`load_otlp_streamed`]).
+    // A large OTLP trace is read span by span ([`load_otlp_streamed`]), span and run lists and
+    // OpenAI chat arrays item by item ([`load_list_streamed`], [`load_chat_streamed`]).
     // JSON Lines are read one line at a time ([`load_lines`]).
     let doc = if inspect_ai::is_zip(bytes) {
         inspect_ai::zip_document(path, bytes)?
@@ -326,6 +327,9 @@ fn load_document(path: &str, bytes: &[u8], choice: &FormatChoice, related: Relat
     } else {
         let text = decode(path, bytes)?;
         if let Some(loaded) = load_list_streamed(path, &text, choice) {
+            return complete(path, loaded);
+        }
+        if let Some(loaded) = load_chat_streamed(path, &text, choice) {
             return complete(path, loaded);
         }
         match parse_text(path, &text)? {
@@ -363,14 +367,19 @@ fn choose(path: &str, doc: &Document, choice: &FormatChoice) -> Result<SourceFor
 
 /// Loads JSON Lines: the format is detected on the first [`DETECT_SAMPLE`] lines (on every line
 /// when none matches them), then a streaming loader reads the lines one at a time (falat JSONL,
-/// Claude Code, codex exec); the other formats get every line as a `Value` ([`JsonLines::document`]).
+/// Claude Code, codex exec, Codex rollouts, Gemini CLI, ADK events, OpenAI Agents exports, OpenHands
+/// evaluation records, OTLP NDJSON of spans); the other formats (OTLP NDJSON with log records, and any format whose
+/// documents are not JSON Lines) get every line as a `Value` ([`JsonLines::document`]).
 fn load_lines(
     path: &str,
     lines: &JsonLines<'_>,
     choice: &FormatChoice,
     related: Related<'_>,
 ) -> Result<Loaded, LoadError> {
-    use SourceFormat::{ClaudeCode, CodexExec, FalatJsonl};
+    use SourceFormat::{
+        ClaudeCode, Codex, CodexExec, FalatJsonl, GeminiCli, GoogleAdk, OpenAiAgents, OpenHands, OpenInference,
+        OtelGenAi, PydanticAi, Strands,
+    };
     let sampled = match choice {
         FormatChoice::Force(f) => Some(*f),
         FormatChoice::Detect(candidates) => {
@@ -386,10 +395,22 @@ fn load_lines(
             message: clip_message(e.to_string()),
         }
     };
+    let span_lines = match sampled {
+        Some(f @ (OtelGenAi | OpenInference | PydanticAi | Strands)) => {
+            otlp::load_span_lines(&name, f, lines, span_node(f)).map(|l| (f, l))
+        }
+        _ => None,
+    };
     let (format, mut loaded) = match sampled {
+        _ if span_lines.is_some() => span_lines.unwrap_or_default(),
         Some(f @ FalatJsonl) => (f, jsonl::load_lines(&name, lines).map_err(invalid(f))?),
         Some(f @ ClaudeCode) => (f, claude::load_lines(&name, lines, related).map_err(invalid(f))?),
         Some(f @ CodexExec) => (f, codex_exec::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ Codex) => (f, codex::load_lines(&name, lines, related).map_err(invalid(f))?),
+        Some(f @ GeminiCli) => (f, gemini::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ GoogleAdk) => (f, adk::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ OpenAiAgents) => (f, agents_sdk::load_lines(&name, lines).map_err(invalid(f))?),
+        Some(f @ OpenHands) => (f, openhands::load_lines(&name, lines).map_err(invalid(f))?),
         _ => {
             let doc = lines.document();
             let format = match sampled {
@@ -404,6 +425,16 @@ fn load_lines(
     );
     loaded.format = format;
     complete(path, loaded)
+}
+
+/// The span-to-node mapping of an OTLP format (`format` is one of the four OTLP loaders).
+fn span_node(format: SourceFormat) -> fn(&otlp::RawSpan, &mut Vec<Diagnostic>) -> spantree::Node {
+    match format {
+        SourceFormat::OpenInference => openinference::node,
+        SourceFormat::PydanticAi => pydanticai::node,
+        SourceFormat::Strands => strands::node,
+        _ => otel::node,
+    }
 }
 
 /// Cuts long diagnostics, orders them by line and checks the load ([`finish`]).
@@ -521,6 +552,12 @@ impl<'a> ListDoc<'a> {
     /// The outline of `text` when it is a list or an object with a [`LIST_KEYS`] array; `None`
     /// otherwise (or when it is not one JSON value).
     pub fn outline(text: &'a str) -> Option<ListDoc<'a>> {
+        ListDoc::outline_under(text, &LIST_KEYS)
+    }
+
+    /// The outline of `text` when it is a list or an object with an array under one of `keys`
+    /// (the first found, in the order of `keys`); `None` otherwise.
+    pub fn outline_under(text: &'a str, keys: &[&'static str]) -> Option<ListDoc<'a>> {
         use serde_json::value::RawValue;
         let trimmed = text.trim_start();
         if trimmed.starts_with('[') {
@@ -528,7 +565,7 @@ impl<'a> ListDoc<'a> {
             return Some(ListDoc { root: serde_json::Map::new(), key: None, items });
         }
         let mut map: std::collections::HashMap<Key<'a>, &'a RawValue> = typed_line(text)?;
-        let key = LIST_KEYS.into_iter().find(|k| {
+        let key = keys.iter().copied().find(|k| {
             map.get(&Key(std::borrow::Cow::Borrowed(*k))).is_some_and(|v| v.get().trim_start().starts_with('['))
         })?;
         let list = map.remove(&Key(std::borrow::Cow::Borrowed(key)))?;
@@ -585,6 +622,36 @@ fn load_list_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<L
         Langfuse => langfuse::load_list(&name, &list)?,
         _ => return None,
     };
+    loaded.format = format;
+    Some(loaded)
+}
+
+/// Loads an OpenAI chat message array (the document is the array, or holds it under `messages`)
+/// one message at a time ([`ListDoc`], [`openai::load_list`]) when it is detected as one on its
+/// first [`DETECT_SAMPLE`] messages (or forced). `None` (read the document whole) for any other
+/// document: no `"role"` key in its first 64 KiB, nesting deeper than the caller's stack holds,
+/// another format detected, a message that does not parse on its own.
+fn load_chat_streamed(path: &str, text: &str, choice: &FormatChoice) -> Option<Loaded> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut end = text.len().min(1 << 16);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if !text[..end].contains("\"role\"") || nests_deeper(text.as_bytes(), SHALLOW_NESTING) {
+        return None;
+    }
+    let list = ListDoc::outline_under(text, &["messages"])?;
+    let format = match choice {
+        FormatChoice::Force(f) => *f,
+        FormatChoice::Detect(candidates) => {
+            let sample = list.sample(DETECT_SAMPLE);
+            candidates.iter().copied().find(|f| matches(&sample, *f))?
+        }
+    };
+    if format != SourceFormat::OpenAiChat {
+        return None;
+    }
+    let mut loaded = openai::load_list(&file_stem(path), &list)?;
     loaded.format = format;
     Some(loaded)
 }

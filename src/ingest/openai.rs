@@ -15,7 +15,10 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{DETECT_SAMPLE, Document, FormatError, Loaded, content_text, describe_value, pyrepr, str_field, type_name};
+use super::{
+    DETECT_SAMPLE, Document, FormatError, ListDoc, Loaded, content_text, describe_value, pyrepr, str_field, type_name,
+    value_line,
+};
 use crate::model::{AgentInfo, Diagnostic, Link, LinkKind, SourceFormat, Step, StepKind, Trajectory};
 
 /// The roles of the Chat Completions API (`function` is the legacy tool role).
@@ -71,21 +74,52 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
         expected: "an array of messages or an object with a \"messages\" array",
         found: describe_value(v).into(),
     })?;
+    Ok(load_items(name, messages.iter().map(Cow::Borrowed)))
+}
+
+/// Loads a chat message array read one message at a time ([`ListDoc`]: the document is the
+/// array, or holds it under `messages`): each message is parsed when it is reached, mapped and
+/// dropped before the next, so no `Value` of the whole document is held. Same result as [`load`]
+/// on the same document; `None` when a message does not parse on its own.
+pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
+    let mut bad = false;
+    let items = list.items.iter().map_while(|raw| match value_line(raw.get()) {
+        Some(v) => Some(Cow::Owned(v)),
+        None => {
+            bad = true;
+            None
+        }
+    });
+    let loaded = load_items(name, items);
+    (!bad).then_some(loaded)
+}
+
+fn load_items<'v>(name: &str, messages: impl Iterator<Item = Cow<'v, Value>>) -> Loaded {
     let mut t = Trajectory { id: name.to_string(), source: SourceFormat::OpenAiChat, ..Trajectory::default() };
     let mut diagnostics = Vec::new();
-    read_messages(messages, "messages", &mut t, &mut diagnostics);
+    read_items(messages, "messages", &mut t, &mut diagnostics);
     t.task = first_text(&t, "user").unwrap_or_default();
     t.observed_output = last_answer(&t);
-    Ok(Loaded { format: SourceFormat::OpenAiChat, trajectories: vec![t], diagnostics })
+    Loaded { format: SourceFormat::OpenAiChat, trajectories: vec![t], diagnostics }
 }
 
 /// Appends the steps and tool links of `messages` to `t`; bad messages and calls are skipped with
 /// a diagnostic naming `label[i]`. The first system message becomes the role text of `assistant`.
 pub fn read_messages(messages: &[Value], label: &str, t: &mut Trajectory, diagnostics: &mut Vec<Diagnostic>) {
+    read_items(messages.iter().map(Cow::Borrowed), label, t, diagnostics);
+}
+
+/// [`read_messages`] over messages given one at a time, each dropped once read.
+fn read_items<'v>(
+    messages: impl Iterator<Item = Cow<'v, Value>>,
+    label: &str,
+    t: &mut Trajectory,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let mut reader = Reader { t, diagnostics, calls: HashMap::new(), legacy: Vec::new() };
-    for (i, item) in messages.iter().enumerate() {
+    for (i, item) in messages.enumerate() {
         let place = format!("{label}[{i}]");
-        match decode_message(item) {
+        match decode_message(&item) {
             Ok(m) => reader.message(&m, i, &place),
             Err(e) => reader.note(format!("{place}: {e}; record skipped")),
         }

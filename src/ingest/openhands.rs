@@ -1,7 +1,8 @@
 //! OpenHands trajectories: the event list that `openhands/events/serialization/event.py`
 //! (`event_to_dict`) writes for each event of a session (OpenHands 0.2x–0.5x; the
 //! `save_trajectory_path` file, the web UI's trajectory download, and the `history` of an
-//! evaluation's `output.jsonl` record).
+//! evaluation's `output.jsonl` record; a whole `output.jsonl`, one record per line, is one
+//! trajectory per record, [`load_lines`]).
 //!
 //! An action is `{id, timestamp, source, message, action, args, tool_call_metadata:
 //! {function_name, tool_call_id, model_response}, llm_metrics}`; an observation is `{id,
@@ -27,12 +28,13 @@
 //! The agent acting is named by `args.agent_class` of the system action (`CodeActAgent`), else by
 //! the event's `source`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::actions::Actions;
-use super::{DETECT_SAMPLE, Document, FormatError, Loaded, value_text};
+use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, value_text};
 use crate::model::{AgentInfo, Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
 
 /// Records that are bookkeeping, not steps.
@@ -67,12 +69,74 @@ fn is_event(e: &Value) -> bool {
 }
 
 /// Whether `doc` is an OpenHands trajectory: most of its first [`DETECT_SAMPLE`] items are events
-/// with `id`, `source` and `action` or `observation`.
+/// with `id`, `source` and `action` or `observation`; or JSON lines of evaluation records (an
+/// evaluation's `output.jsonl`), most sampled lines an object with a `history` of such events.
 pub fn detect(doc: &Document) -> bool {
+    if let Document::Lines { values, .. } = doc {
+        let sample = &values[..values.len().min(DETECT_SAMPLE)];
+        let n = sample.iter().filter(|(_, v)| is_record(v)).count();
+        return n > 0 && n * 2 > sample.len();
+    }
     let Some(events) = events_of(doc) else { return false };
+    looks_like_events(events)
+}
+
+fn looks_like_events(events: &[Value]) -> bool {
     let sample = &events[..events.len().min(DETECT_SAMPLE)];
     let n = sample.iter().filter(|e| is_event(e)).count();
     n > 0 && n * 2 > sample.len()
+}
+
+/// An evaluation record: an object whose `history` is a list of events.
+fn is_record(v: &Value) -> bool {
+    v.get("history").and_then(Value::as_array).is_some_and(|h| looks_like_events(h))
+}
+
+/// Loads an evaluation's `output.jsonl` read one line at a time ([`JsonLines`]): each line is one
+/// record, parsed, loaded as one trajectory and dropped before the next. A file of one record
+/// gives the trajectory `name`, of several `name#<instance_id>` (else `name#line<N>`); a line that
+/// is not a record is skipped with a diagnostic naming it, and each record's diagnostics name its
+/// line.
+///
+/// # Errors
+/// When no line is a record.
+pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
+    load_records(name, lines.good == 1, lines.values().map(|(no, v)| (no, Cow::Owned(v))))
+}
+
+/// One trajectory per evaluation record of `records` (`(line, value)`), see [`load_lines`].
+fn load_records<'v>(
+    name: &str,
+    single: bool,
+    records: impl Iterator<Item = (usize, Cow<'v, Value>)>,
+) -> Result<Loaded, FormatError> {
+    let mut out = Loaded { format: SourceFormat::OpenHands, ..Loaded::default() };
+    for (no, v) in records {
+        if !is_record(&v) {
+            out.diagnostics.push(Diagnostic {
+                line: Some(no),
+                message: "skipped: expected an evaluation record {instance_id, history: [events]}".into(),
+            });
+            continue;
+        }
+        let id = match v.get("instance_id").filter(|i| !i.is_null()) {
+            _ if single => name.to_string(),
+            Some(i) => format!("{name}#{}", value_text(i)),
+            None => format!("{name}#line{no}"),
+        };
+        let mut one = load(&id, &Document::Json(v.into_owned()))?;
+        for mut d in one.diagnostics.drain(..) {
+            d.line = Some(no);
+            out.diagnostics.push(d);
+        }
+        out.trajectories.append(&mut one.trajectories);
+    }
+    if out.trajectories.is_empty() {
+        return Err(FormatError::Shape {
+            expected: "JSON lines of OpenHands evaluation records {instance_id, history: [events]}".into(),
+        });
+    }
+    Ok(out)
 }
 
 /// Loads an OpenHands event list named `name`.
@@ -80,6 +144,10 @@ pub fn detect(doc: &Document) -> bool {
 /// # Errors
 /// A message when the document holds no event list.
 pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
+    if let Document::Lines { values, .. } = doc {
+        let records = values.iter().map(|(no, v)| (*no, Cow::Borrowed(v)));
+        return load_records(name, values.len() == 1, records);
+    }
     let events = events_of(doc)
         .ok_or(FormatError::Shape { expected: "a list of OpenHands events (or an object with \"history\")".into() })?;
     let agent = events

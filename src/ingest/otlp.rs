@@ -701,6 +701,50 @@ pub fn load_span_groups(
     Ok(super::spantree::load_groups(name, format, groups, diags))
 }
 
+/// Loads OTLP/JSON requests read one line at a time ([`super::JsonLines`], OTLP NDJSON as the
+/// collector's file exporter writes it) as `format`: each line is parsed, its spans are mapped to
+/// span-tree nodes by `node` and the line is dropped before the next, so no `Value` of the whole
+/// file is held. Same result as [`load_span_groups`] on the same lines. `None` (read the
+/// document whole) when a line is not a request with `resourceSpans` or carries log records (GenAI
+/// events in logs are attached to spans of any line), or when no line holds a span.
+pub fn load_span_lines(
+    name: &str,
+    format: crate::model::SourceFormat,
+    lines: &super::JsonLines<'_>,
+    node: fn(&RawSpan, &mut Vec<Diagnostic>) -> super::spantree::Node,
+) -> Option<super::Loaded> {
+    let mut diags = Vec::new();
+    // (trace id, node, the diagnostics of mapping its span), in document order.
+    let mut nodes = Vec::new();
+    for (line, v) in lines.values() {
+        if !v.get("resourceSpans").is_some_and(Value::is_array) || v.get("resourceLogs").is_some() {
+            return None;
+        }
+        let mut spans = Vec::new();
+        request_spans(&v, Some(line), &mut spans, &mut diags);
+        for span in spans {
+            let mut own = Vec::new();
+            let n = node(&span, &mut own);
+            nodes.push((span.trace_id, n, own));
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    // The diagnostics of the spans, then those of the nodes trace by trace, as the whole-document
+    // loader gives them.
+    let mut groups = Vec::new();
+    for (trace, members) in group_by(nodes, |(t, _, _)| t.clone()) {
+        let mut group = Vec::with_capacity(members.len());
+        for (_, n, own) in members {
+            diags.extend(own);
+            group.push(n);
+        }
+        groups.push((trace, group));
+    }
+    Some(super::spantree::load_groups(name, format, groups, diags))
+}
+
 /// Groups spans by trace id, traces in order of first appearance (spans without one join the
 /// first trace).
 pub fn by_trace(spans: Vec<RawSpan>) -> Vec<(Option<String>, Vec<RawSpan>)> {

@@ -93,7 +93,8 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     otlp::load_span_groups(name, SourceFormat::PydanticAi, doc, node)
 }
 
-fn node(span: &RawSpan, diags: &mut Vec<crate::model::Diagnostic>) -> Node {
+/// Maps one span to a [`Node`]: [`super::otel::node`], corrected for the framework.
+pub fn node(span: &RawSpan, diags: &mut Vec<crate::model::Diagnostic>) -> Node {
     let mut n = super::otel::node(span, diags);
     let first = span.name.split_whitespace().next().unwrap_or_default();
     let agent = span.str("agent_name").or_else(|| span.str("gen_ai.agent.name"));

@@ -167,14 +167,25 @@ pub struct Built {
 }
 
 /// Orders `nodes` as a tree and emits steps and links (see the module doc).
-pub fn build(nodes: &[Node]) -> Built {
+///
+/// The nodes are consumed: once a node's steps are emitted its texts (ids, messages, input and
+/// output, error, name, place) are dropped, except those of the roots, which give the run's task and
+/// answer, so the nodes' text and the steps' text are not both held at the end (peak memory is
+/// about one copy of the text, not two).
+pub fn build(mut nodes: Vec<Node>) -> Built {
+    // The nodes stay until the last step is built: no spare capacity beside them.
+    nodes.shrink_to_fit();
     let mut diagnostics = Vec::new();
-    let (roots, children) = tree(nodes, &mut diagnostics);
-    let mut em = Emitter { failed_below: failed_below(nodes, &children), ..Emitter::default() };
-    // Repeated nodes (a span sent twice) are neither roots nor children: mark them done.
-    let mut visited: Vec<bool> = repeated(nodes);
+    let (roots, children) = tree(&nodes, &mut diagnostics);
+    let mut em = Emitter { failed_below: failed_below(&nodes, &children), ..Emitter::default() };
+    let mut keep = vec![false; nodes.len()];
     for &r in &roots {
-        em.walk(nodes, &children, r, &mut visited);
+        keep[r] = true;
+    }
+    // Repeated nodes (a span sent twice) are neither roots nor children: mark them done.
+    let mut visited: Vec<bool> = repeated(&nodes);
+    for &r in &roots {
+        em.walk(&mut nodes, &children, r, &mut visited, &keep);
     }
     // Nodes on a parent cycle are reachable from no root.
     for i in 0..nodes.len() {
@@ -185,10 +196,32 @@ pub fn build(nodes: &[Node]) -> Built {
             line: None,
             message: format!("{}: its parent chain loops back to itself; loaded as a root", nodes[i].place),
         });
-        em.walk(nodes, &children, i, &mut visited);
+        em.walk(&mut nodes, &children, i, &mut visited, &keep);
     }
     em.diagnostics.append(&mut diagnostics);
-    em.finish(nodes, &roots)
+    em.finish(&nodes, &roots)
+}
+
+impl Node {
+    /// Drops the texts building no longer reads once the node's steps are emitted.
+    fn release(&mut self) {
+        self.id = String::new();
+        self.parent = None;
+        self.agent = None;
+        self.role = String::new();
+        self.timestamp = None;
+        self.input = Vec::new();
+        self.output = Vec::new();
+        self.input_text = None;
+        self.output_text = None;
+        self.error = None;
+        self.name = String::new();
+        self.place = String::new();
+        self.sort_key = None;
+        if let Op::Agent { role, .. } = &mut self.op {
+            *role = None;
+        }
+    }
 }
 
 /// Roots and child lists, each sorted by `(sort_key, document order)`.
@@ -313,7 +346,9 @@ struct Emitter {
 }
 
 impl Emitter {
-    fn walk(&mut self, nodes: &[Node], children: &[Vec<usize>], root: usize, visited: &mut [bool]) {
+    /// Emits the steps of the tree under `root`; a node's texts are released ([`Node::release`])
+    /// once its steps are out (an agent node's after its children), unless `keep` says otherwise.
+    fn walk(&mut self, nodes: &mut [Node], children: &[Vec<usize>], root: usize, visited: &mut [bool], keep: &[bool]) {
         let mut stack = vec![Frame::Enter { node: root, agent: None, anchor: None }];
         while let Some(frame) = stack.pop() {
             match frame {
@@ -322,8 +357,16 @@ impl Emitter {
                         continue;
                     }
                     self.enter(nodes, children, node, agent, anchor, &mut stack);
+                    if !keep[node] && !matches!(nodes[node].op, Op::Agent { .. }) {
+                        nodes[node].release();
+                    }
                 }
-                Frame::Leave { node, agent, delegation } => self.leave(&nodes[node], &agent, delegation),
+                Frame::Leave { node, agent, delegation } => {
+                    self.leave(&nodes[node], &agent, delegation);
+                    if !keep[node] {
+                        nodes[node].release();
+                    }
+                }
             }
         }
     }
@@ -830,7 +873,7 @@ pub fn load_groups(
     let single = groups.len() == 1;
     let mut trajectories = Vec::new();
     for (trace, nodes) in groups {
-        let mut built = build(&nodes);
+        let mut built = build(nodes);
         let id = match (&trace, single) {
             (Some(t), false) => format!("{name}#{t}"),
             _ => name.to_string(),
@@ -889,7 +932,7 @@ mod tests {
         llm2.sort_key = Some("2".into());
         llm2.input = vec![text("user", "q"), text("assistant", "thinking aloud")];
         llm2.output = vec![text("assistant", "done")];
-        let built = build(&[llm2, node("a", None, agent), llm1]);
+        let built = build(vec![llm2, node("a", None, agent), llm1]);
         let got: Vec<(&str, StepKind, &str)> =
             built.steps.iter().map(|s| (s.agent.as_str(), s.kind, s.content.as_str())).collect();
         assert_eq!(
@@ -916,7 +959,7 @@ mod tests {
         let mut tool = node("b", None, Op::Tool { name: "f".into(), call_id: Some("c1".into()) });
         tool.sort_key = Some("2".into());
         tool.output_text = Some("42".into());
-        let built = build(&[llm, tool]);
+        let built = build(vec![llm, tool]);
         assert_eq!(built.steps.len(), 2);
         assert_eq!(built.links, vec![Link { from: 0, to: 1, kind: LinkKind::ToolResult }]);
     }
@@ -926,7 +969,7 @@ mod tests {
         let a = node("a", Some("zz"), Op::Event);
         let b = node("b", Some("c"), Op::Event);
         let c = node("c", Some("b"), Op::Event);
-        let built = build(&[a, b, c]);
+        let built = build(vec![a, b, c]);
         assert_eq!(built.steps.len(), 3);
         assert_eq!(built.diagnostics.len(), 2, "{:?}", built.diagnostics);
         assert!(built.diagnostics[0].message.contains("parent \"zz\""));
@@ -938,7 +981,7 @@ mod tests {
         let a = node("a", None, Op::Event);
         let again = node("a", None, Op::Event);
         let own = node("s", Some("s"), Op::Event);
-        let built = build(&[a, again, own]);
+        let built = build(vec![a, again, own]);
         assert_eq!(built.steps.len(), 2);
         let msgs: Vec<&str> = built.diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(msgs.len(), 2, "{msgs:?}");

@@ -61,7 +61,8 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     otlp::load_span_groups(name, SourceFormat::Strands, doc, node)
 }
 
-fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
+/// Maps one span to a [`Node`]: [`super::otel::node`], corrected for the framework.
+pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
     let mut n = super::otel::node(span, diags);
     if span.name.starts_with("execute_event_loop_cycle") {
         n.op = Op::Scope;

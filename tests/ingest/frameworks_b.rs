@@ -263,6 +263,37 @@ fn openhands_evaluation_record_reads_its_history_with_delegation_and_error_obser
     assert_eq!(t.task, "How many rows of data/sales.csv have a negative amount?");
 }
 
+#[test]
+fn openhands_output_jsonl_is_one_trajectory_per_record_and_a_bad_line_is_named() {
+    // An evaluation's `output.jsonl`: the fixture record twice (two instance ids), a line that is
+    // not a record between them, one that is not JSON after them.
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("openhands-eval-output-record.json")).unwrap()).unwrap();
+    let mut second = record.clone();
+    second["instance_id"] = "pandas-dev__pandas-2".into();
+    let text = format!("{}\n{{\"instance_id\": \"x\", \"history\": 3}}\n{}\n{{\"instance_id\": \n", record, second);
+    let loaded = parse("output.jsonl", text.as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::OpenHands);
+    let single = one("openhands-eval-output-record.json", SourceFormat::OpenHands);
+    let ids: Vec<&str> = loaded.trajectories.iter().map(|t| t.id.as_str()).collect();
+    let first = format!("output#{}", record["instance_id"].as_str().unwrap());
+    assert_eq!(ids, [first.as_str(), "output#pandas-dev__pandas-2"]);
+    for t in &loaded.trajectories {
+        assert_eq!(shape(t), shape(&single));
+        assert_eq!(links(t), links(&single));
+        assert_eq!(errors(t), errors(&single));
+        assert_eq!(t.task, single.task);
+    }
+    let msgs: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "line 2: skipped: expected an evaluation record {instance_id, history: [events]}",
+            "line 4: skipped: not JSON at column 16: EOF while parsing a value",
+        ]
+    );
+}
+
 // ----- smolagents -----
 
 #[test]
