@@ -81,3 +81,45 @@ const EXPECTED: [&str; 6] = [
     "falat-research Algorithm-Generated report 10 40.0 40.0 5.1",
     "falat-prior Algorithm-Generated report 10 40.0 40.0 7.8",
 ];
+
+/// The whole hand-crafted set with the LLM judge, replayed from its recording
+/// (`tests/fixtures/llm-hc35/`, see its README): every question answered from the recording, no
+/// request refused, and the share of prompt tokens the server served from its prompt cache after
+/// each trajectory's first call as the server reported it (78.6 %, at least the 70 % the prompt
+/// layout is for).
+#[test]
+fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llm-hc35");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data/who-and-when/Hand-Crafted");
+    let out = Command::cargo_bin("falat")
+        .unwrap()
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args(["eval", data, "--judge", "llm", "--model", "smollm2-135m", "--replay", fixture, "--jobs", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("not in the replay"), "{stderr}");
+    let got: Vec<String> = rows(&stdout)
+        .into_iter()
+        .map(|(m, subset, part, k, agent, step, calls)| format!("{m} {subset} {part} {k} {agent} {step} {calls}"))
+        .collect();
+    assert_eq!(
+        got,
+        ["falat Hand-Crafted report 10 50.0 0.0 6.9", "falat Hand-Crafted tune 25 56.0 32.0 7.2"],
+        "\n{stdout}"
+    );
+    // method subset n med.calls max.calls med.prompt max.prompt med.compl max.compl warned
+    // cached% later% model repaired fallback
+    let cost: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .find(|f| f.len() == 15 && f[0] == "falat" && f[1] == "Hand-Crafted")
+        .unwrap_or_else(|| panic!("no cost row in\n{stdout}"));
+    assert_eq!(cost[2], "35", "{stdout}");
+    let later: f64 = cost[11].parse().unwrap();
+    assert!(later >= 70.0, "later% {later}\n{stdout}");
+    assert_eq!(&cost[10..], ["77.7", "78.6", "681", "12", "191"], "{stdout}");
+}
