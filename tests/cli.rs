@@ -949,3 +949,30 @@ fn names_and_keys_reach_the_terminal_sanitised_and_json_escaped() {
     let v: Value = serde_json::from_str(&stdout_of(&["inspect", "--json", trace.to_str().unwrap()])).unwrap();
     assert_eq!(v["trajectories"][0]["steps"][0]["content"], "x\u{9b}2Jy\u{2066}z", "the value is unchanged");
 }
+
+#[test]
+fn a_report_says_which_lines_of_a_truncated_trace_were_skipped() {
+    // A JSON Lines trace cut in the middle of its last line (a copy stopped half-way): the
+    // report must not read like one of the whole file.
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus/claude-code/spotter_short.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    let cut = format!("{}\n{}", lines[..8].join("\n"), &lines[8][..lines[8].len() / 2]);
+    let trace = dir.path().join("cut.jsonl");
+    std::fs::write(&trace, cut).unwrap();
+    let report = dir.path().join("report.json");
+    // `--out` is the same option as `--output`, as in `falat eval`.
+    let out = falat()
+        .args(["diagnose", trace.to_str().unwrap(), "--format", "json", "--out", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let warnings: Vec<&str> = v[0]["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(warnings.first().is_some_and(|w| w.starts_with("loading: line 9: skipped: not JSON")), "{warnings:?}");
+    let md = stdout_of(&["diagnose", trace.to_str().unwrap()]);
+    assert!(md.contains("- loading: line 9: skipped: not JSON"), "{md}");
+}

@@ -57,7 +57,7 @@ pub struct DiagnoseArgs {
     /// Write the report to this file instead of standard output: a regular file is replaced
     /// atomically, a symbolic link is written through (the link stays), a device or FIFO is
     /// written in place; `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    #[arg(short = 'o', long = "output", visible_alias = "out", value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Do not give the expected output `o*` to the analysis, even when the trace has one.
     #[arg(long)]
@@ -150,13 +150,17 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 true => super::note(&format!("{shown}: {note}")),
             });
         }
+        // What the loader skipped or guessed belongs in the report too, or a truncated file
+        // reads like a whole one.
+        let load_notes = load_warnings(&loaded.diagnostics);
         let opts = method_options(args);
         let n = loaded.trajectories.len();
         progress.add(n.saturating_sub(1) * args.method.len());
         for t in loaded.trajectories {
             for m in &args.method {
                 progress.start(&t.id, m.as_str());
-                let d = methods::run(*m, &t, judge.as_ref(), &opts);
+                let mut d = methods::run(*m, &t, judge.as_ref(), &opts);
+                d.warnings.splice(0..0, load_notes.iter().cloned());
                 results.push((t.clone(), d));
             }
         }
@@ -177,6 +181,23 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         _ => out.write_all(text.as_bytes())?,
     }
     Ok(if failed > 0 { 2 } else { 0 })
+}
+
+/// At most this many of a file's load diagnostics are copied into each report's warnings.
+const MAX_LOAD_WARNINGS: usize = 20;
+
+/// The load diagnostics of a trace file as report warnings (`loading: line 9: skipped: …`),
+/// sanitised, at most [`MAX_LOAD_WARNINGS`] and then how many more there were.
+fn load_warnings<D: std::fmt::Display>(diagnostics: &[D]) -> Vec<String> {
+    let mut out: Vec<String> =
+        diagnostics.iter().take(MAX_LOAD_WARNINGS).map(|d| crate::text::sanitize(&format!("loading: {d}"))).collect();
+    if diagnostics.len() > MAX_LOAD_WARNINGS {
+        out.push(format!(
+            "loading: {} more diagnostics (falat inspect lists them all)",
+            diagnostics.len() - MAX_LOAD_WARNINGS
+        ));
+    }
+    out
 }
 
 /// The traces to read: `paths` without falat's own files ([`falat_file_kind`]), each left out

@@ -335,7 +335,7 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
                 Step(window.start),
                 " to ",
                 Step(window.end.saturating_sub(1)),
-                " shows an error"
+                " has a finding of its own, so none stands out"
             ],
         };
     };

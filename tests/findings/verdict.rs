@@ -273,3 +273,11 @@ fn a_call_the_user_refused_is_the_user_s_decision_not_the_agent_s_error() {
     let d = falat(&t);
     assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }), "{}", d.reason);
 }
+
+#[test]
+fn an_assertion_names_each_unobserved_value_once() {
+    // The answer lists the same number twice and a second one; neither was observed.
+    let t = load(vec![user("Which numbers did the lottery draw?"), assistant("FINAL ANSWER: 35, 35, 12")]);
+    let e = evidence(&t, 1, Signal::UnverifiedAssertion);
+    assert!(e.ends_with("but \"35\", \"12\" appear in no observation before it"), "{e}");
+}

@@ -136,12 +136,19 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         }
         format!("claims the task done (\"{claim}\") with no observation of the result before it")
     } else {
-        let unseen: Vec<&str> = values.iter().map(String::as_str).filter(|v| !observed_before(v)).take(3).collect();
+        // Each value once (an answer may state the same number twice), at most three.
+        let mut unseen: Vec<&str> = Vec::new();
+        for v in values.iter().map(String::as_str).filter(|v| !observed_before(v)) {
+            if !unseen.contains(&v) && unseen.len() < 3 {
+                unseen.push(v);
+            }
+        }
         if unseen.is_empty() {
             return;
         }
+        let verb = if unseen.len() == 1 { "appears" } else { "appear" };
         format!(
-            "asserts the final result (\"{claim}\") but {} appears in no observation before it",
+            "asserts the final result (\"{claim}\") but {} {verb} in no observation before it",
             unseen.iter().map(|v| format!("\"{}\"", crate::text::clip(v, 40))).collect::<Vec<_>>().join(", ")
         )
     };

@@ -129,10 +129,18 @@ fn candidate_row(app: &App, c: &Candidate, width: u16) -> Line<'static> {
         "user" => t.marked,
         _ => t.candidate,
     };
-    let signal = c.main_signal().map_or("-", |s| s.as_str());
+    let main = c.main_signal();
+    let signal = main.map_or("-", |s| s.as_str());
+    // The evidence of the finding the row names, not of whichever finding came first.
     let why = match &c.pruned {
         Some(p) => format!("{}: {}", p.transition, p.reason),
-        None => c.findings.first().map(|f| f.evidence.to_string()).unwrap_or_default(),
+        None => c
+            .findings
+            .iter()
+            .find(|f| Some(f.signal) == main)
+            .or(c.findings.first())
+            .map(|f| f.evidence.to_string())
+            .unwrap_or_default(),
     };
     let checks = c.verification.as_ref().map_or("   ".to_string(), |v| {
         [&v.independence, &v.sufficiency, &v.precedence].iter().map(|c| if c.passed { '✓' } else { '✗' }).collect()
