@@ -525,6 +525,15 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             cap.unwrap_or_default()
         ));
     }
+    if d.decisive_step.is_none() && matches!(d.explanation.rule, Rule::NoFailure { .. }) {
+        // P sums to 1 over the run's steps whatever happened in it: without this, a step with
+        // P 1.00 reads as a failure the verdict denies.
+        out.push_str(
+            "No failure was found, so no step is named. `P` only orders the steps by where the ranker would \
+             look first if the run had failed: it sums to 1 over this run's steps, so a high `P` is no sign of \
+             a failure.\n\n",
+        );
+    }
     if let Some(c) = d.explanation.caveats.iter().find_map(|c| match c {
         Caveat::LowConfidence { confidence } => Some(*confidence),
         _ => None,

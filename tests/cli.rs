@@ -976,3 +976,14 @@ fn a_report_says_which_lines_of_a_truncated_trace_were_skipped() {
     let md = stdout_of(&["diagnose", trace.to_str().unwrap()]);
     assert!(md.contains("- loading: line 9: skipped: not JSON"), "{md}");
 }
+
+#[test]
+fn a_no_failure_report_says_its_ranking_is_no_sign_of_a_failure() {
+    // Two steps, nothing wrong: the softmax still gives one step P 1.00.
+    let md =
+        stdout_of(&["diagnose", "tests/fixtures/corpus/openinference/genai-interlingua_openinference_in.otlp.json"]);
+    assert!(md.contains("No failure found"), "{md}");
+    let ranked = &md[md.find("## Ranked steps").expect("a ranking")..];
+    assert!(ranked.contains("a high `P` is no sign of a failure"), "{ranked}");
+    assert!(ranked.contains("| 1 | 1 | assistant | 1.00 |"), "{ranked}");
+}
