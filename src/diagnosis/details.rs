@@ -215,7 +215,9 @@ impl Detail {
                 // The rows are context for one rule (decision::research_move): without it a row
                 // that passes before the named step reads as a contradiction.
                 let rule = "the decision moves only to the step the blind comparison names, when that step passes \
-                            both checks and is earlier (or the decided step fails them)"
+                            both checks and is earlier (or the decided step fails them); each step is checked \
+                            against the window's steps, not the candidates verification compared, so a verified \
+                            step fails independence here when an earlier step of the window feeds it"
                     .to_string();
                 std::iter::once(vec![Text(rule)])
                     .chain(v.iter().map(|k| {
