@@ -11,12 +11,15 @@ mod formats_c;
 mod frameworks_a;
 #[path = "ingest/frameworks_b.rs"]
 mod frameworks_b;
+#[path = "ingest/support.rs"]
+mod support;
 
 use std::path::{Path, PathBuf};
 
 use falat::ingest::{self, FormatChoice, Loaded, fs};
 use falat::model::{LinkKind, SourceFormat, StepKind, Trajectory};
 use serde_json::Value;
+use support::{errors, shape};
 
 fn project(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -365,17 +368,8 @@ fn variant(name: &str) -> Loaded {
     load(&format!("{VARIANTS}/{name}"))
 }
 
-/// `(agent, kind)` of every step.
-fn shape(t: &Trajectory) -> Vec<(&str, StepKind)> {
-    t.steps.iter().map(|s| (s.agent.as_str(), s.kind)).collect()
-}
-
 fn links(t: &Trajectory) -> Vec<(usize, usize, LinkKind)> {
     t.links.iter().map(|l| (l.from, l.to, l.kind)).collect()
-}
-
-fn errors(t: &Trajectory) -> Vec<usize> {
-    t.steps.iter().filter(|s| s.is_error).map(|s| s.index).collect()
 }
 
 use StepKind::{Delegation as D, Message as M, Thought as Th, ToolCall as C, ToolResult as R};

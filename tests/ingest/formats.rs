@@ -3,10 +3,10 @@
 //! the hand-built fixtures (`tests/fixtures/handbuilt`, see its NOTE.md); broken variants load
 //! with diagnostics or fail with a message naming the place; mutated files never panic.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use falat::ingest::fs::{load_path, read_related};
+use falat::ingest::fs::read_related;
 use falat::ingest::{self, FormatChoice, LoadError, Loaded, SUPPORTED, parse, parse_document, parse_with_related};
 use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
 use proptest::prelude::*;
@@ -14,40 +14,15 @@ use serde_json::{Value, json};
 
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
-}
+use super::support::{count, has, kinds, step_agents, tokens};
 
-fn load(rel: &str) -> Loaded {
-    load_path(&fixture(rel), None).unwrap_or_else(|e| panic!("{e}"))
+fn fixture(rel: &str) -> PathBuf {
+    super::support::fixture_in("", rel)
 }
 
 /// The single trajectory of a fixture, checking the detected format.
 fn one(rel: &str, format: SourceFormat) -> Trajectory {
-    let loaded = load(rel);
-    assert_eq!(loaded.format, format, "{rel}");
-    assert_eq!(loaded.trajectories.len(), 1, "{rel}");
-    loaded.trajectories.into_iter().next().unwrap()
-}
-
-fn kinds(t: &Trajectory) -> Vec<StepKind> {
-    t.steps.iter().map(|s| s.kind).collect()
-}
-
-fn step_agents(t: &Trajectory) -> Vec<&str> {
-    t.steps.iter().map(|s| s.agent.as_str()).collect()
-}
-
-fn has(t: &Trajectory, from: usize, to: usize, kind: LinkKind) -> bool {
-    t.links.contains(&Link { from, to, kind })
-}
-
-fn count(t: &Trajectory, kind: LinkKind) -> usize {
-    t.links.iter().filter(|l| l.kind == kind).count()
-}
-
-fn tokens(t: &Trajectory, i: usize) -> Option<(u64, u64)> {
-    t.steps[i].tokens.map(|k| (k.input, k.output))
+    super::support::one_in("", rel, format, false)
 }
 
 // ---------------------------------------------------------------- OTel GenAI

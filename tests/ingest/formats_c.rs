@@ -2,39 +2,18 @@
 //! fault (`tests/fixtures/formats-c/`, see its README), with the exact steps, agents, flags and
 //! links each must load as.
 
-use std::path::{Path, PathBuf};
+use falat::model::{LinkKind, SourceFormat, StepKind, Trajectory};
 
-use falat::ingest::fs::load_path;
-use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
-
+use super::support::{has, links_of as links};
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats-c").join(name)
-}
-
-/// The single trajectory of a fixture, checking the detected format.
 fn one(name: &str, format: SourceFormat) -> Trajectory {
-    let loaded = load_path(&fixture(name), None).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(loaded.format, format, "{name}");
-    assert_eq!(loaded.trajectories.len(), 1, "{name}");
-    loaded.trajectories.into_iter().next().unwrap()
+    super::support::one_in("formats-c", name, format, false)
 }
 
 /// `(agent, kind, content, is_error)` of every step.
 fn steps(t: &Trajectory) -> Vec<(&str, StepKind, &str, bool)> {
     t.steps.iter().map(|s| (s.agent.as_str(), s.kind, s.content.as_str(), s.is_error)).collect()
-}
-
-/// The links of one kind as `(from, to)`, sorted.
-fn links(t: &Trajectory, kind: LinkKind) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = t.links.iter().filter(|l| l.kind == kind).map(|l| (l.from, l.to)).collect();
-    out.sort();
-    out
-}
-
-fn has(t: &Trajectory, from: usize, to: usize, kind: LinkKind) -> bool {
-    t.links.contains(&Link { from, to, kind })
 }
 
 #[test]

@@ -14,48 +14,23 @@ use serde_json::Value;
 
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
+use super::support::{errors, kinds, links_of as links, step_agents, tokens};
+
 fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks").join(rel)
+    super::support::fixture_in("frameworks", rel)
 }
 
 fn load(rel: &str) -> Loaded {
-    load_path(&fixture(rel), None).unwrap_or_else(|e| panic!("{e}"))
+    super::support::load_fixture("frameworks", rel)
 }
 
-/// The single trajectory of a fixture, checking the detected format.
+/// The single trajectory of a fixture, checking the detected format and that it loads cleanly.
 fn one(rel: &str, format: SourceFormat) -> Trajectory {
-    let loaded = load(rel);
-    assert_eq!(loaded.format, format, "{rel}");
-    assert!(loaded.diagnostics.is_empty(), "{rel}: {:?}", loaded.diagnostics);
-    assert_eq!(loaded.trajectories.len(), 1, "{rel}");
-    loaded.trajectories.into_iter().next().unwrap()
-}
-
-fn kinds(t: &Trajectory) -> Vec<StepKind> {
-    t.steps.iter().map(|s| s.kind).collect()
-}
-
-fn step_agents(t: &Trajectory) -> Vec<&str> {
-    t.steps.iter().map(|s| s.agent.as_str()).collect()
-}
-
-fn errors(t: &Trajectory) -> Vec<usize> {
-    t.steps.iter().filter(|s| s.is_error).map(|s| s.index).collect()
+    super::support::one_in("frameworks", rel, format, true)
 }
 
 fn tools(t: &Trajectory, kind: StepKind) -> Vec<&str> {
     t.steps.iter().filter(|s| s.kind == kind).map(|s| s.tool_name.as_deref().unwrap_or("")).collect()
-}
-
-/// The links of one kind as `(from, to)` pairs, sorted.
-fn links(t: &Trajectory, kind: LinkKind) -> Vec<(usize, usize)> {
-    let mut l: Vec<(usize, usize)> = t.links.iter().filter(|l| l.kind == kind).map(|l| (l.from, l.to)).collect();
-    l.sort();
-    l
-}
-
-fn tokens(t: &Trajectory, i: usize) -> Option<(u64, u64)> {
-    t.steps[i].tokens.map(|k| (k.input, k.output))
 }
 
 fn meta<'a>(t: &'a Trajectory, key: &str) -> Option<&'a str> {

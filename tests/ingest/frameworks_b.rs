@@ -4,7 +4,7 @@
 //! flags, task and output; detection picks each format and no other, and a file that matches a
 //! format only in part is refused with the closest format and what it lacks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use falat::ingest::fs::load_path;
 use falat::ingest::{self, Loaded, SUPPORTED, matches, parse, parse_document};
@@ -12,34 +12,23 @@ use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
 
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
+use super::support::{errors, shape};
+
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/frameworks-b").join(name)
+    super::support::fixture_in("frameworks-b", name)
 }
 
 fn load(name: &str) -> Loaded {
-    load_path(&fixture(name), None).unwrap_or_else(|e| panic!("{e}"))
+    super::support::load_fixture("frameworks-b", name)
 }
 
 /// The single trajectory of a fixture, checking the detected format and that nothing was skipped.
 fn one(name: &str, format: SourceFormat) -> Trajectory {
-    let loaded = load(name);
-    assert_eq!(loaded.format, format, "{name}");
-    assert!(loaded.diagnostics.is_empty(), "{name}: {:?}", loaded.diagnostics);
-    assert_eq!(loaded.trajectories.len(), 1, "{name}");
-    loaded.trajectories.into_iter().next().unwrap()
-}
-
-/// `(agent, kind)` of every step.
-fn shape(t: &Trajectory) -> Vec<(&str, StepKind)> {
-    t.steps.iter().map(|s| (s.agent.as_str(), s.kind)).collect()
+    super::support::one_in("frameworks-b", name, format, true)
 }
 
 fn tools(t: &Trajectory) -> Vec<Option<&str>> {
     t.steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.tool_name.as_deref()).collect()
-}
-
-fn errors(t: &Trajectory) -> Vec<usize> {
-    t.steps.iter().filter(|s| s.is_error).map(|s| s.index).collect()
 }
 
 /// Links other than parent links, sorted.
