@@ -40,29 +40,38 @@ impl Mock {
     }
 }
 
-/// A server on 127.0.0.1 answering each request with `f(body, n)` (n counts from 0).
-fn mock(f: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Mock {
+/// A server on 127.0.0.1 that reads each request in turn and hands it to `f(stream, head,
+/// body)`; returns its base URL (`http://127.0.0.1:PORT/v1`).
+fn serve(f: impl Fn(TcpStream, String, Value) + Send + 'static) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", l.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
     std::thread::spawn(move || {
         for stream in l.incoming().flatten() {
             let Some((head, body)) = read_request(&stream) else { continue };
-            // Only chat completions are the test's: a probe of llama.cpp's `/props` (or anything
-            // else) gets a 404 and is not counted.
-            if !head.starts_with("POST ") || !head.lines().next().is_some_and(|l| l.contains("/chat/completions")) {
-                write_response(stream, 404, &[], "{}");
-                continue;
-            }
-            let n = {
-                let mut s = log.lock().unwrap();
-                s.push(Seen { head, body: body.clone() });
-                s.len() - 1
-            };
-            let (status, headers, text) = f(&body, n);
-            write_response(stream, status, &headers, &text);
+            f(stream, head, body);
         }
+    });
+    url
+}
+
+/// A server on 127.0.0.1 answering each request with `f(body, n)` (n counts from 0).
+fn mock(f: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Mock {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let url = serve(move |stream, head, body| {
+        // Only chat completions are the test's: a probe of llama.cpp's `/props` (or anything
+        // else) gets a 404 and is not counted.
+        if !head.starts_with("POST ") || !head.lines().next().is_some_and(|l| l.contains("/chat/completions")) {
+            write_response(stream, 404, &[], "{}");
+            return;
+        }
+        let n = {
+            let mut s = log.lock().unwrap();
+            s.push(Seen { head, body: body.clone() });
+            s.len() - 1
+        };
+        let (status, headers, text) = f(&body, n);
+        write_response(stream, status, &headers, &text);
     });
     Mock { url, seen }
 }
@@ -1179,25 +1188,20 @@ fn cached_tokens_are_read_from_openai_and_llama_cpp_usage() {
 #[test]
 fn llama_cpp_gets_one_slot_per_trajectory_and_other_servers_no_extra_fields() {
     // A llama.cpp-like server: /props says 2 slots.
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", l.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in l.incoming().flatten().take(200) {
-            let Some((head, body)) = read_request(&stream) else { continue };
-            if head.starts_with("GET /props") {
-                write_response(stream, 200, &[], r#"{"total_slots": 2}"#);
-                continue;
-            }
-            let n = {
-                let mut s = log.lock().unwrap();
-                s.push(body.clone());
-                s.len()
-            };
-            let (st, h, t) = schema_reply(&body, n);
-            write_response(stream, st, &h, &t);
+    let url = serve(move |stream, head, body| {
+        if head.starts_with("GET /props") {
+            write_response(stream, 200, &[], r#"{"total_slots": 2}"#);
+            return;
         }
+        let n = {
+            let mut s = log.lock().unwrap();
+            s.push(body.clone());
+            s.len()
+        };
+        let (st, h, t) = schema_reply(&body, n);
+        write_response(stream, st, &h, &t);
     });
     let judge = judge_for(&url);
     let a = fixture("hand-crafted-24.json");
@@ -1384,21 +1388,16 @@ fn a_repair_resends_the_question_s_bytes_and_adds_only_the_correction() {
 /// A llama.cpp-like `/tokenize` on 127.0.0.1 counting one token per word (or a 404 when
 /// `answers` is false), recording the paths it was asked.
 fn tokenizer(answers: bool) -> (String, Arc<Mutex<Vec<String>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", l.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in l.incoming().flatten() {
-            let Some((head, body)) = read_request(&stream) else { continue };
-            let path = head.lines().next().unwrap_or("").to_string();
-            log.lock().unwrap().push(path.clone());
-            if answers && path.starts_with("POST /tokenize ") {
-                let n = body["content"].as_str().unwrap_or("").split_whitespace().count();
-                write_response(stream, 200, &[], &json!({"tokens": vec![1; n]}).to_string());
-            } else {
-                write_response(stream, 404, &[], "{}");
-            }
+    let url = serve(move |stream, head, body| {
+        let path = head.lines().next().unwrap_or("").to_string();
+        log.lock().unwrap().push(path.clone());
+        if answers && path.starts_with("POST /tokenize ") {
+            let n = body["content"].as_str().unwrap_or("").split_whitespace().count();
+            write_response(stream, 200, &[], &json!({"tokens": vec![1; n]}).to_string());
+        } else {
+            write_response(stream, 404, &[], "{}");
         }
     });
     (url, seen)
