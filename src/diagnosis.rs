@@ -176,6 +176,11 @@ pub enum Signal {
     /// It tells a count that disagrees with the list it counts in the tool outputs since the
     /// last user turn (neither the list's length nor the size of one of its subsets).
     CountMismatch,
+    /// It tells the user an answer right after a lookup's result and uses none of the values
+    /// that result returned: what it tells does not come from what the tool said (a misread
+    /// result). Found by the offline judge only: the step ranker has no feature for it and the
+    /// LLM judge is not asked for it (`docs/METHODS.md`, "Grounding").
+    IgnoredResult,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -229,9 +234,10 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 18] = [
+    pub const PRIORITY: [Signal; 19] = [
         Signal::UserMarked,
         Signal::CountMismatch,
+        Signal::IgnoredResult,
         Signal::UnavailableValue,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
@@ -269,6 +275,7 @@ impl Signal {
             Signal::UnconfirmedAction => "unconfirmed_action",
             Signal::UnavailableValue => "unavailable_value",
             Signal::CountMismatch => "count_mismatch",
+            Signal::IgnoredResult => "ignored_result",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -294,6 +301,7 @@ impl Signal {
             UnconfirmedAction,
             UnavailableValue,
             CountMismatch,
+            IgnoredResult,
             UserMarked,
             Ranked,
         ]
@@ -307,7 +315,7 @@ impl Signal {
             Signal::UnsourcedValue | Signal::WrongValueOrigin => ErrorCategory::Hallucination,
             Signal::Assumption => ErrorCategory::UnsupportedAssumption,
             Signal::FailedAction | Signal::RejectedAction => ErrorCategory::ToolInvocationError,
-            Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch => {
+            Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult => {
                 ErrorCategory::MisreadToolOutput
             }
             Signal::PriorDeviation | Signal::BlockingChange | Signal::UnconfirmedAction => {

@@ -3,7 +3,8 @@
 //! premature answers, the origin of a wrong output value, an answer of the wrong type, a state
 //! change that blocks a later call on the same object; in [`actions`], a state change the tool
 //! rejects or the user did not confirm; in [`grounding`], a value from a record marked
-//! unavailable and a count that disagrees with its list), their
+//! unavailable, a count that disagrees with its list and an answer that uses nothing its lookup
+//! returned), their
 //! weights, and the trajectory facts they rest on (the final step, the output's items, where
 //! wrong values originate, which step produced a tool output). docs/DESIGN.md §4.
 //!
@@ -106,6 +107,7 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     actions::unconfirmed(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
+    grounding::ignored_result(ctx, i, &mut f);
     irrelevant(ctx, s, &mut f);
     wrong_delegation(ctx, i, &mut f);
     premature(ctx, s, &mut f);
@@ -951,6 +953,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::UnconfirmedAction
             | Signal::UnavailableValue
             | Signal::CountMismatch
+            | Signal::IgnoredResult
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
             | Signal::UserMarked

@@ -1,5 +1,6 @@
 //! The findings about a tool-using assistant's actions and grounding (docs/METHODS.md,
-//! "Actions" and "Grounding"), on small runs in the OpenAI Chat Completions shape built here: a
+//! "Actions" and "Grounding": rejected and unconfirmed state changes, recovered lookups, values
+//! of unavailable records, miscounts, answers that use nothing their lookup returned), on small runs in the OpenAI Chat Completions shape built here: a
 //! system policy, user turns, assistant tool calls answered by tool messages.
 
 use falat::diagnosis::Signal;
@@ -8,11 +9,12 @@ use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
 /// The signals these tests watch: the new ones and the generic failure signals they refine.
-const WATCHED: [Signal; 6] = [
+const WATCHED: [Signal; 7] = [
     Signal::RejectedAction,
     Signal::UnconfirmedAction,
     Signal::UnavailableValue,
     Signal::CountMismatch,
+    Signal::IgnoredResult,
     Signal::FailedAction,
     Signal::IgnoredToolError,
 ];
@@ -139,9 +141,10 @@ fn a_lookup_error_recovered_by_a_retry_is_not_an_ignored_error() {
     let t = lookup_run(call("c2", "find_user_id_by_email", json!({"email": "jo.doe@example.com"}), "jo_doe_1234"));
     assert_eq!(t.steps[2].tool_name.as_deref(), Some("find_user_id_by_email"));
     assert_eq!(findings(&t), vec![]);
-    // The agent goes on with another tool after the error: that is ignoring it.
+    // The agent goes on with another tool after the error: that is ignoring it. Its closing
+    // line then tells the user something the product list it just read does not say.
     let t = lookup_run(call("c2", "list_all_product_types", json!({}), r#"{"Jigsaw": "1808611083"}"#));
-    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError)]);
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError), (6, Signal::IgnoredResult)]);
     // The retry fails again: not recovered, and the closing "I found your account" ignores the
     // second error too.
     let t =
@@ -245,4 +248,83 @@ fn a_rejected_change_made_another_way_right_after_is_not_a_finding() {
         r##"{"order_id": "#W301", "status": "pending (item modified)"}"##,
     ));
     assert_eq!(findings(&t), vec![(2, Signal::RejectedAction), (4, Signal::IgnoredToolError)]);
+}
+
+const FORECAST: &str =
+    r#"{"city": "Porto, PT", "date": "2025-07-13", "rain_mm": 14.2, "summary": "heavy showers from 11:00"}"#;
+
+/// A lookup and the answer told to the user after it: steps 0 (user), 1 (call), 2 (result), 3.
+fn forecast_run(answer: &str) -> Trajectory {
+    load(messages(vec![
+        vec![user("I land in Porto tomorrow (2025-07-13). Do I need an umbrella?")],
+        call("c1", "get_forecast", json!({"city": "Porto, PT", "date": "2025-07-13"}), FORECAST),
+        vec![assistant(answer)],
+    ]))
+}
+
+#[test]
+fn an_answer_that_uses_nothing_its_lookup_returned_is_found_and_one_that_reads_it_is_not() {
+    let t = forecast_run("No umbrella needed: Porto will be dry and sunny tomorrow.");
+    assert_eq!(findings(&t), vec![(3, Signal::IgnoredResult)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "tells the user \"No umbrella needed: Porto will be dry and sunny tomorrow.\" right after the tool result \
+         at step 2 and uses none of the values it returned (14.2, \"heavy showers from 11:00\")"
+    );
+    // An answer that takes up the result's words or numbers (rounded as it writes them) read it;
+    // a question asks, it tells nothing.
+    for reads in [
+        "Yes: a heavy shower is expected from late morning.",
+        "Yes, take one: about 14 mm of rain is forecast.",
+        "Take it: rain from 11:00.",
+        "Is the afternoon when you land?",
+    ] {
+        assert_eq!(findings(&forecast_run(reads)), vec![], "{reads}");
+    }
+}
+
+#[test]
+fn an_answer_from_an_earlier_lookup_of_the_turn_a_quoted_id_or_a_confirmation_is_no_ignored_result() {
+    // The answer comes from the first of two lookups of the turn.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Which of my orders has the bookshelf?")],
+        call(
+            "c1",
+            "get_order_details",
+            json!({"order_id": "#W1"}),
+            r##"{"order_id": "#W1", "items": [{"name": "Bookshelf", "item_id": "111111"}], "status": "delivered"}"##,
+        ),
+        call(
+            "c2",
+            "get_order_details",
+            json!({"order_id": "#W2"}),
+            r##"{"order_id": "#W2", "items": [{"name": "Luggage Set", "item_id": "222222"}], "status": "pending"}"##,
+        ),
+        vec![assistant("The bookshelf is in your first order, which was delivered.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+    // It quotes the identifiers the lookup returned.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Which orders do I have? I am jo_doe_1234.")],
+        call(
+            "c1",
+            "get_user_details",
+            json!({"user_id": "jo_doe_1234"}),
+            r##"{"name": "Jo Doe", "orders": ["#W6239298", "#W8660475"], "city": "Chicago"}"##,
+        ),
+        vec![assistant("Thanks, Jo! Your orders are #W6239298 and #W8660475.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+    // A confirmation after a state change need not repeat what the tool returned.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Cancel order #W2, I ordered it by mistake.")],
+        call(
+            "c1",
+            "cancel_pending_order",
+            json!({"order_id": "#W2", "reason": "ordered by mistake"}),
+            r##"{"order_id": "#W2", "refund": {"amount": 514.72, "method": "gift card"}}"##,
+        ),
+        vec![assistant("All done for you, anything else?.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
 }

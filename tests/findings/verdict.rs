@@ -150,6 +150,34 @@ fn a_tool_error_the_agent_recovered_from_is_no_failure_of_the_run() {
 }
 
 #[test]
+fn an_answer_that_uses_nothing_its_lookup_returned_is_a_failure_not_a_clean_run() {
+    // The recovered lookup of the test above, but the answer says the opposite of the forecast.
+    let mut m = vec![user("Will it rain in Porto tomorrow?")];
+    m.extend(call("c1", "get_forecast", json!({"city": "Porto"}), "Error: unknown city 'Porto', use 'Porto, PT'"));
+    m.extend(call(
+        "c2",
+        "get_forecast",
+        json!({"city": "Porto, PT"}),
+        "{\"rain_mm\": 14.2, \"summary\": \"heavy showers from 11:00\"}",
+    ));
+    m.push(assistant("No rain is expected in Porto tomorrow: it will be dry and sunny."));
+    let t = load(m);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "misread_tool_output");
+    assert!(
+        d.reason.starts_with(
+            "step 5 (assistant): tells the user \"No rain is expected in Porto tomorrow: it will be dry and s…\" right \
+             after the tool result at step 4 and uses none of the values it returned (14.2, \"heavy showers from \
+             11:00\") (ignored_result)."
+        ),
+        "{}",
+        d.reason
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![5]);
+}
+
+#[test]
 fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     // The bundled algorithm-generated sample: nothing was left to verify and the ranking's step
     // has no finding of its own; the run failed (its step 1 reports an error), and the reason says so.

@@ -212,9 +212,11 @@ fn lens(p: Perspective) -> Lens {
 impl Lens {
     fn factor(&self, s: Signal) -> f32 {
         match s {
-            Signal::UnsourcedValue | Signal::WrongValueOrigin | Signal::UnavailableValue | Signal::CountMismatch => {
-                self.detail
-            }
+            Signal::UnsourcedValue
+            | Signal::WrongValueOrigin
+            | Signal::UnavailableValue
+            | Signal::CountMismatch
+            | Signal::IgnoredResult => self.detail,
             Signal::PriorDeviation
             | Signal::WrongDelegation
             | Signal::PrematureAnswer

@@ -1,12 +1,12 @@
 //! Findings about how an agent's statements rest on the records its tools returned: a value
-//! taken from a record the tool marked unavailable, and a count the agent states that disagrees
-//! with the list it counts.
+//! taken from a record the tool marked unavailable, a count the agent states that disagrees with
+//! the list it counts, and an answer that uses nothing the lookup before it returned.
 //!
 //! Tool outputs are read as JSON when they are JSON (the text from the first `{` or `[` to the
 //! end); anything else holds no records. Records and lists are indexed once per trajectory
 //! ([`Records`]). docs/METHODS.md, "Grounding".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use serde_json::Value;
@@ -405,6 +405,198 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
         ));
         return;
     }
+}
+
+/// At most this many values of one tool result are read for [`ignored_result`].
+const MAX_RESULT_VALUES: usize = 200;
+
+/// The values a lookup returned that its caller did not already know: the leaves of the result's
+/// JSON (strings up to 120 characters, numbers; not identifiers, not booleans) whose text is not
+/// in `known` (the call, the task, the user's last turn), at most [`MAX_RESULT_VALUES`].
+#[derive(Debug, Default)]
+struct ResultValues {
+    /// The values as written (`14.2`, `heavy showers from 11:00`), for the evidence.
+    shown: Vec<String>,
+    /// Their words of at least three letters, lower case.
+    words: Vec<String>,
+    /// Their numbers, and the lengths of the result's lists.
+    numbers: Vec<f64>,
+    /// The identifiers and codes it returned (lower case): never shown as values, but an answer
+    /// that quotes one uses the result.
+    codes: Vec<String>,
+}
+
+impl ResultValues {
+    fn walk(&mut self, v: &Value, key: &str, known: &str) {
+        if self.shown.len() >= MAX_RESULT_VALUES {
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                // A list's length is something the result tells too ("you have four orders").
+                self.numbers.push(items.len() as f64);
+                items.iter().for_each(|x| self.walk(x, key, known));
+            }
+            Value::Object(map) => map.iter().for_each(|(k, x)| self.walk(x, k, known)),
+            Value::String(s) if is_id_key(key) => {
+                let low = s.trim().to_lowercase();
+                if low.len() >= 4 && !known.contains(&low) {
+                    self.codes.push(low);
+                }
+            }
+            _ if is_id_key(key) => {}
+            Value::String(s) => {
+                let s = s.trim();
+                let low = s.to_lowercase();
+                // An identifier or a code (one token with a digit that is not a number) is no
+                // value told to a user.
+                let code = !s.contains(char::is_whitespace)
+                    && s.chars().any(|c| c.is_ascii_digit())
+                    && s.replace(',', "").parse::<f64>().is_err();
+                if code && s.len() >= 4 && !known.contains(&low) {
+                    self.codes.push(low);
+                    return;
+                }
+                if s.is_empty() || s.len() > 120 || code || known.contains(&low) {
+                    return;
+                }
+                let words: Vec<String> = low
+                    .split(|c: char| !c.is_alphabetic())
+                    .filter(|w| w.chars().count() >= 3 && !known.contains(*w))
+                    .map(str::to_string)
+                    .collect();
+                let numbers = numbers_in(s);
+                if words.is_empty() && numbers.is_empty() {
+                    return;
+                }
+                self.shown.push(format!("\"{s}\""));
+                self.words.extend(words);
+                self.numbers.extend(numbers.into_iter().map(|(x, _)| x));
+            }
+            Value::Number(n) => {
+                let text = n.to_string();
+                // Zero is told in words ("no rain", "nothing left").
+                if known.contains(&text) || n.as_f64() == Some(0.0) {
+                    return;
+                }
+                if let Some(x) = n.as_f64() {
+                    self.shown.push(text);
+                    self.numbers.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The numbers written in `s` (thousands separators dropped), each with its count of decimals,
+/// then the number words two to twelve of [`NUMBER_WORDS`] (as whole numbers).
+fn numbers_in(s: &str) -> Vec<(f64, i32)> {
+    let words = s
+        .split(|c: char| !c.is_alphabetic())
+        .filter_map(|w| NUMBER_WORDS.iter().position(|n| n.eq_ignore_ascii_case(w)))
+        .map(|k| ((k + 2) as f64, 0));
+    let mut out: Vec<(f64, i32)> = s
+        .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .map(|t| t.trim_matches(|c| c == '.' || c == ','))
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .filter_map(|t| {
+            let t = t.replace(',', "");
+            let decimals = t.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+            t.parse::<f64>().ok().map(|x| (x, decimals))
+        })
+        .collect();
+    out.extend(words);
+    out
+}
+
+/// Whether an answer's words take up a word of a result: the same word, or, for words of five
+/// letters or more, the same first five letters (`showers` and `shower`, `cancelled` and
+/// `canceled`).
+fn takes_word(answer: &HashSet<String>, w: &str) -> bool {
+    answer.contains(w)
+        || w.len() >= 5 && answer.iter().any(|a| a.len() >= 5 && a.get(..5).is_some_and(|p| w.get(..5) == Some(p)))
+}
+
+/// Step `i` tells the user an answer right after a lookup's result without using anything the
+/// result returned: an agent's message that ends its turn (the next step, thoughts aside, is the
+/// user's, or there is none), is not a question and tells no count of a list, and follows (thoughts aside) the JSON result of
+/// a call that does not change state; the result holds values the caller did not already know
+/// (not in the call, the task or the user's last turn: [`ResultValues`]), and the message states
+/// none of them nor any value of another lookup's result since the user's last turn, in words or
+/// in numbers (a number rounded to the precision the message writes
+/// counts). What it tells the user then does not come from what the tool returned: a misread
+/// result ("dry and sunny" after `"summary": "heavy showers"`). A result with an error, a plain
+/// text result and a confirmation after a state change are not tested. docs/METHODS.md,
+/// "Grounding".
+pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::Message || !agent_step(t, i) {
+        return;
+    }
+    let text = step.content.trim();
+    // A question tells nothing; a count of a list is checked against it ([`count_mismatch`]).
+    if text.ends_with('?') || text.split_whitespace().count() < 3 || !counts(text).is_empty() {
+        return;
+    }
+    let Some(r) = (0..i).rev().find(|&j| t.steps[j].kind != StepKind::Thought) else { return };
+    if t.steps[r].kind != StepKind::ToolResult || t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error {
+        return;
+    }
+    let Some(call) = super::links(ctx).produced_by.get(r).copied().flatten() else { return };
+    if super::changes_state(t, call) {
+        return;
+    }
+    let next = t.steps[i + 1..].iter().find(|s| s.kind != StepKind::Thought);
+    if next.is_some_and(|s| !is_outside_agent(&s.agent) && !is_outside_agent(&s.role)) {
+        return;
+    }
+    let last_user = records(ctx).last_outside.get(i).copied().flatten();
+    let user = last_user.map_or("", |u| super::lower_of(ctx, u));
+    let task = t.task.to_lowercase();
+    // The values of the last result (for the evidence), then of every other lookup's result
+    // since the user's last turn: an answer may come from an earlier lookup of the same turn.
+    let mut own = ResultValues::default();
+    let mut earlier = ResultValues::default();
+    for j in (last_user.map_or(0, |u| u + 1)..=r).rev() {
+        let s = &t.steps[j];
+        if s.kind != StepKind::ToolResult || s.is_error || ctx.hierarchy.steps[j].flags.error {
+            continue;
+        }
+        let Some(c) = super::links(ctx).produced_by.get(j).copied().flatten() else { continue };
+        if super::changes_state(t, c) {
+            continue;
+        }
+        let Some(value) = json_of(&s.content) else { continue };
+        let known = format!("{}\n{task}\n{user}", super::lower_of(ctx, c));
+        if j == r { own.walk(&value, "", &known) } else { earlier.walk(&value, "", &known) }
+    }
+    if own.shown.is_empty() {
+        return;
+    }
+    let words = super::words_of(ctx, i);
+    let told = numbers_in(text);
+    let close = |v: f64| told.iter().any(|&(a, d)| (a - v).abs() <= 0.5 * 10f64.powi(-d) + 1e-9);
+    let low = super::lower_of(ctx, i);
+    let uses = |v: &ResultValues| {
+        v.words.iter().any(|w| takes_word(words, w))
+            || v.numbers.iter().any(|&x| close(x))
+            || v.codes.iter().any(|c| low.contains(c.as_str()))
+    };
+    if uses(&own) || uses(&earlier) {
+        return;
+    }
+    let shown: Vec<&str> = own.shown.iter().take(3).map(String::as_str).collect();
+    out.push(finding(
+        Signal::IgnoredResult,
+        weights::MISREAD,
+        prose![
+            format!("tells the user \"{}\" right after the tool result at step ", crate::text::first_line(text, 60)),
+            Part::Step(r),
+            format!(" and uses none of the values it returned ({})", shown.join(", "))
+        ],
+    ));
 }
 
 #[cfg(test)]
