@@ -165,6 +165,9 @@ pub struct Facts {
     pub unconfirmed: OnceLock<Vec<Option<Option<usize>>>>,
     /// The records and lists of the tool outputs ([`signals::grounding::records`]).
     pub records: OnceLock<signals::grounding::Records>,
+    /// The identifiers the task names (tests, files, functions), lower case
+    /// (`signals::reproduces_reported_failure`).
+    pub task_identifiers: OnceLock<Vec<String>>,
 }
 
 impl Clone for Facts {
@@ -190,6 +193,7 @@ impl Clone for Facts {
             confirmation_policy: self.confirmation_policy.clone(),
             unconfirmed: self.unconfirmed.clone(),
             records: self.records.clone(),
+            task_identifiers: self.task_identifiers.clone(),
         }
     }
 }

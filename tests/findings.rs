@@ -4,6 +4,8 @@
 //!   a stated value (docs/METHODS.md, "Values in context"), and tool errors written in content;
 //! - `actions`: rejected and unconfirmed state changes, recovered lookups, unavailable values and
 //!   miscounts (docs/METHODS.md, "Findings about actions and grounding");
+//! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
+//!   after it, a claim that the tests pass;
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
 //!   progress and "no failure found" (docs/METHODS.md, FALAT).
 
@@ -11,6 +13,8 @@
 mod actions;
 #[path = "findings/chat.rs"]
 mod chat;
+#[path = "findings/coding.rs"]
+mod coding;
 #[path = "findings/values_in_context.rs"]
 mod values_in_context;
 #[path = "findings/verdict.rs"]

@@ -137,8 +137,9 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::WrongValueOrigin
                                 | Signal::UnavailableValue
                                 | Signal::CountMismatch
+                                | Signal::IgnoredResult
                                 | Signal::UnconfirmedAction
-                        )
+                        ) || failed_edit(ctx, from, f)
                     })
                 });
             return if carries { Transition::FollowUp } else { Transition::DeadEnd };
@@ -238,6 +239,12 @@ fn earliest_upstream(ctx: &Context<'_>, step: usize, live: &std::sync::Arc<[usiz
     earliest.get(step).copied().flatten().filter(|&o| o < step)
 }
 
+/// Whether finding `f` of step `step` is an edit's failure: the step edits files
+/// (`signals::edits`) and the check after it failed (`failed_action`).
+fn failed_edit(ctx: &Context<'_>, step: usize, f: &Finding) -> bool {
+    f.signal == Signal::FailedAction && crate::substrate::signals::edits(ctx.trajectory, step)
+}
+
 fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterion {
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
@@ -258,6 +265,13 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     let Some(end) = final_step(ctx) else {
         return Criterion { passed: false, evidence: "no final output".into() };
     };
+    // The code an edit leaves is what the run leaves behind, whatever path the graph records.
+    if findings.iter().any(|f| failed_edit(ctx, step, f)) {
+        return Criterion {
+            passed: true,
+            evidence: "the code it leaves, which the check fails on, is part of the run's outcome".into(),
+        };
+    }
     let reaches = step >= end || reaches_final(ctx, step);
     // Reaching the output's step in the graph is position, not evidence: in a coordinated run
     // nearly every step does. It counts when the step's finding steers the run, or when the
@@ -299,10 +313,12 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     // A misread record or count told to the user, or a state change the user did not confirm,
     // is part of the outcome itself: the user acts on what they are told, and the changed state
     // is what the run leaves behind.
-    if let Some(f) = findings
-        .iter()
-        .find(|f| matches!(f.signal, Signal::UnavailableValue | Signal::CountMismatch | Signal::UnconfirmedAction))
-    {
+    if let Some(f) = findings.iter().find(|f| {
+        matches!(
+            f.signal,
+            Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult | Signal::UnconfirmedAction
+        )
+    }) {
         let what =
             if f.signal == Signal::UnconfirmedAction { "the state it changes" } else { "what it tells the user" };
         return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome").into() };

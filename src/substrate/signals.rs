@@ -98,7 +98,11 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     }
     // A call the user refused is the user's decision, not the agent's error.
     let refused = result_of(ctx, i).is_some_and(|r| refused_by_user(ctx, r));
-    if !refused && !actions::rejected(ctx, i, &mut f) {
+    // A check that reproduces the failure the task reports, or that fails right after an edit
+    // (the edit's failure, found at the edit), is no rejected state change.
+    let check =
+        result_of(ctx, i).is_some_and(|r| reproduces_reported_failure(ctx, r)) || edit_checked_by(ctx, i).is_some();
+    if !refused && (check || !actions::rejected(ctx, i, &mut f)) {
         failed_action(ctx, i, &mut f);
     }
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
@@ -234,6 +238,23 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if actions::recovered_lookup(ctx, i) {
         return;
     }
+    // An edit is judged by the check after it: when that check fails, the edit broke something
+    // or did not fix it.
+    if edits(ctx.trajectory, i) {
+        if let Some((c, line)) = failed_check_after_edit(ctx, i) {
+            out.push(finding(
+                Signal::FailedAction,
+                weights::FAILED_ACTION,
+                prose!["the check after this edit fails at step ", Part::Step(c), format!(": {line}")],
+            ));
+        }
+        return;
+    }
+    // Running into the failure the task reports reproduces it: the work starts there. A check
+    // failing after an edit is the edit's failure (above), not the check's.
+    if reproduces_reported_failure(ctx, r) || edit_checked_by(ctx, i).is_some() {
+        return;
+    }
     let rs = &ctx.hierarchy.steps[r];
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
@@ -245,7 +266,40 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
 }
 
-fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
+/// Whether the tool output at step `r` shows a failure: a failed execution, or an error line
+/// that is not a "nothing to run" notice.
+fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
+    let h = &ctx.hierarchy.steps[r];
+    h.kind == StepKind::ToolResult && (h.flags.failed_execution || h.flags.error && !h.flags.empty_result)
+        || ctx.trajectory.steps[r].is_error
+}
+
+/// The edit that call `c` checks: `c` is a call that is not an edit ([`edits`]) and the last
+/// call before it is an edit, so `c` is the first check after that edit (tests run, the file read
+/// back, the program started).
+pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    if t.steps[c].kind != StepKind::ToolCall || edits(t, c) {
+        return None;
+    }
+    (0..c).rev().find(|&j| t.steps[j].kind == StepKind::ToolCall).filter(|&j| edits(t, j))
+}
+
+/// The failed check after edit `e`: the next call after it that is not an edit, when it is the
+/// first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that output's
+/// step and its error line.
+fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
+    let t = ctx.trajectory;
+    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall)?;
+    if edit_checked_by(ctx, c) != Some(e) {
+        return None;
+    }
+    let r = result_of(ctx, c).filter(|&r| shows_failure(ctx, r))?;
+    let line = error_line(ctx, r).unwrap_or_else(|| "it failed".into());
+    Some((r, crate::text::clip(&line, 120)))
+}
+
+pub(crate) fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
     let content = &ctx.trajectory.steps[i].content;
     ctx.hierarchy.evidence[i]
         .iter()
@@ -263,7 +317,13 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // A "nothing to run" notice is not an error to react to.
     let failed = prev.kind == StepKind::ToolResult
         && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
-    if !failed || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate) {
+    // Writing code or editing a file after a failure is an attempt to fix it; the failure the
+    // task reports is the work itself.
+    if !failed
+        || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
+        || edits(ctx.trajectory, i)
+        || reproduces_reported_failure(ctx, i - 1)
+    {
         return;
     }
     // Going on after an error that the agent recovered from is not ignoring it.
@@ -654,12 +714,15 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
         Some(r) => vec!["the user refused the call answered at step ".into(), Part::Step(r), "; ".into()],
         None => Vec::new(),
     };
-    let recovered: Vec<usize> = (0..t.steps.len())
+    let errors: Vec<usize> = (0..t.steps.len())
         .filter(|&r| {
             t.steps[r].is_error || ctx.hierarchy.steps[r].flags.error && t.steps[r].kind == StepKind::ToolResult
         })
-        .filter(|&r| recovered_error(ctx, r))
         .collect();
+    if let Some(&r) = errors.iter().find(|&&r| reproduces_reported_failure(ctx, r)) {
+        stop.extend(["step ".into(), Part::Step(r), " reproduces the failure the task reports; ".into()]);
+    }
+    let recovered: Vec<usize> = errors.into_iter().filter(|&r| recovered_error(ctx, r)).collect();
     if !recovered.is_empty() {
         let (noun, verb) = if recovered.len() == 1 { ("error", "was") } else { ("errors", "were") };
         stop.push(format!("the tool {noun} at step ").into());
@@ -701,6 +764,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
             && !refused_by_user(ctx, s.index)
             && !recovered_error(ctx, s.index)
+            && !reproduces_reported_failure(ctx, s.index)
     });
     if let Some(s) = error {
         return Some(prose!["step ", Part::Step(s.index), " is an error"]);
@@ -976,6 +1040,67 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
             let n = n.to_ascii_lowercase();
             !READ_VERBS.iter().any(|v| n.starts_with(v))
         })
+}
+
+/// Words in a tool's name that mark a call editing files or content (`apply_patch`, `Edit`,
+/// `MultiEdit`, `str_replace_editor`, `write_file`, `replace`, `insert`): after a failure, such a
+/// call is an attempt to fix it; before a claim that the work is done, its own result checks
+/// nothing.
+const EDIT_VERBS: [&str; 6] = ["patch", "edit", "write", "replace", "insert", "create"];
+
+/// Whether step `i` is a tool call that edits files or content: its tool's name contains one of
+/// [`EDIT_VERBS`].
+pub fn edits(t: &Trajectory, i: usize) -> bool {
+    let s = &t.steps[i];
+    s.kind == StepKind::ToolCall
+        && s.tool_name.as_deref().is_some_and(|n| {
+            let n = n.to_ascii_lowercase();
+            EDIT_VERBS.iter().any(|v| n.contains(v))
+        })
+}
+
+/// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
+const REPORTED_FAILURE: [&str; 9] =
+    ["fail", "error", "bug", "broken", "crash", "exception", "traceback", "does not work", "doesn't work"];
+
+/// Endings of web addresses (`arxiv.org`, `usgs.gov/...`): a task naming one names where to look.
+const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", ".html"];
+
+/// Whether the failure shown at tool output `r` is the one the task reports: the task reports a
+/// failure ([`REPORTED_FAILURE`]), the output names an identifier the task names (a test, a file,
+/// a function: a token of at least six characters with `_`, `.`, `/` or `::` in it, such as
+/// `test_parse_dates` or `parser.py`, not a web address), and no edit came before it
+/// ([`edits`]). Reproducing the failure the user reported is where the work starts, not the
+/// agent's failed action; the same failure after an edit is the fix failing.
+pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
+    if (0..r).any(|j| edits(ctx.trajectory, j)) {
+        return false;
+    }
+    let names = ctx.facts.task_identifiers.get_or_init(|| {
+        let task = ctx.trajectory.task.to_lowercase();
+        if !REPORTED_FAILURE.iter().any(|w| task.contains(w)) {
+            return Vec::new();
+        }
+        // `tests/test_x.py::test_y` names a file and a test: either may appear in the output.
+        task.split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | ')' | ',' | ';'))
+            .flat_map(|w| w.split("::"))
+            .map(|w| w.trim_end_matches(['.', ':', '?', '!']).to_string())
+            .filter(|w| w.len() >= 6 && w.contains(['_', '.', '/', ':']) && w.chars().any(char::is_alphabetic))
+            // Addresses name a place to look, not the thing that fails.
+            .filter(|w| {
+                !w.contains("://") && !WEB_SUFFIXES.iter().any(|x| w.ends_with(x) || w.contains(&format!("{x}/")))
+            })
+            .collect()
+    });
+    // As a whole identifier: `parser.py` in `src/parser.py`, not in `test_parser.py`.
+    let whole = |hay: &str, n: &str| {
+        let part = |c: char| c.is_alphanumeric() || c == '_';
+        hay.match_indices(n).any(|(i, m)| {
+            hay[..i].chars().next_back().is_none_or(|c| !part(c))
+                && hay[i + m.len()..].chars().next().is_none_or(|c| !part(c))
+        })
+    };
+    !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`

@@ -4,21 +4,24 @@
 //!
 //! A run usually goes wrong before it ends, but the step that first *declares* it finished is
 //! where an unverified result becomes the run's output: the claim "request satisfied", a
-//! `FINAL ANSWER:` line, a ledger's `is_request_satisfied` set to true, "successfully completed".
+//! `FINAL ANSWER:` line, a ledger's `is_request_satisfied` set to true, "successfully completed",
+//! a coding agent's "all tests pass" or "the bug is fixed".
 //! When the values that claim asserts (the observed output's items when it states the output, or
 //! its own numbers)
 //! appear in no observation before it (no tool output, no page an agent read), nothing verified
 //! them: the finding holds. A completion claim without values holds when no observation after the
-//! last action reported on that action's effect.
+//! last action reported on that action's effect (after an edit, only a call that is not an edit
+//! checks it).
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use super::{Context, finding, is_agent_output, is_outside_agent, output_items, weights};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::evidence::{self, EvidenceKind};
 use crate::model::StepKind;
+use crate::prose;
 
 /// A claim that the task is done or the answer final: a final-answer line, a ledger's
 /// `is_request_satisfied` answered true, or words that declare completion.
@@ -30,7 +33,9 @@ static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
         r#"|\brequest (is |has been )?(satisfied|fulfilled|complete)"#,
         r#"|\b(task|request|job|work) (is |has been )?(successfully )?(completed?|done|finished)\b"#,
         r#"|\b(has|have) been successfully (completed|processed|submitted|done)"#,
-        r#"|\bsuccessfully (completed|finished) (the|your|this) (task|request)"#
+        r#"|\bsuccessfully (completed|finished) (the|your|this) (task|request)"#,
+        r#"|\b(all )?(the )?(tests|test suite|suite|build) (now |still )?(pass|passes|passed|are passing|is passing|succeeds)\b"#,
+        r#"|\b(bug|issue|problem|error|failure) (is|has been) (now )?(fixed|resolved)\b"#
     ))
     .unwrap()
 });
@@ -83,7 +88,9 @@ fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
     let observed =
         ctx.trajectory.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
     if observed.is_some_and(|o| content.contains(o)) {
-        let items = output_items(ctx);
+        // Items are values ("Paris", "4310 invoices"), not the sentences of a whole message.
+        let items: Vec<String> =
+            output_items(ctx).into_iter().filter(|x| x.split_whitespace().count() <= MAX_ITEM_WORDS).collect();
         if !items.is_empty() {
             return items;
         }
@@ -94,6 +101,9 @@ fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
         .map(|e| e.text(content).to_lowercase())
         .collect()
 }
+
+/// An item of the observed output with more words than this is a sentence, not a value.
+const MAX_ITEM_WORDS: usize = 6;
 
 /// The text of a final-answer line after its marker.
 static ANSWER_LINE: LazyLock<Regex> =
@@ -117,6 +127,33 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if a != i {
         return;
     }
+    let t = ctx.trajectory;
+    let last_edit = (1..a).rev().find(|&j| super::edits(t, j));
+    // The last check after the edit: a call that is not an edit, with its observation.
+    let check = last_edit.and_then(|e| {
+        (e + 1..a)
+            .rev()
+            .filter(|&c| !super::edits(t, c))
+            .find_map(|c| super::result_of(ctx, c).filter(|&r| r < a && is_observation(ctx, r)))
+    });
+    if let Some(r) = check {
+        // Checked: the claim stands unless the check failed, when it says the opposite of what
+        // it saw.
+        let h = &ctx.hierarchy.steps[r];
+        if h.flags.error || h.flags.failed_execution || t.steps[r].is_error {
+            let line = super::error_line(ctx, r).map(|l| format!(": {}", crate::text::clip(&l, 80)));
+            out.push(finding(
+                Signal::UnverifiedAssertion,
+                weights::UNVERIFIED_ASSERTION,
+                prose![
+                    format!("claims the task done (\"{claim}\") although the check at step "),
+                    Part::Step(r),
+                    format!(" failed{}", line.unwrap_or_default())
+                ],
+            ));
+        }
+        return;
+    }
     let values = asserted_values(ctx, a);
     let lower = super::lower_of;
     // An item is observed when an earlier observation contains it, or, for an item with numbers
@@ -127,14 +164,20 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         let ns = numbers(v);
         seen(v) || !ns.is_empty() && ns.iter().all(|n| seen_number(n))
     };
-    let evidence = if values.is_empty() {
-        // A bare completion claim: verified when an observation follows the last action.
+    let evidence: Prose = if values.is_empty() {
+        // A bare completion claim: verified when an observation follows the last action. After
+        // an edit, the edit's own result checks nothing: only a later call that is not an edit
+        // (the tests run again, the file read back) does (above).
         let last_action = (1..a).rev().find(|&j| super::result_of(ctx, j).is_some());
-        let checked = last_action.is_some_and(|c| (c + 1..a).any(|j| is_observation(ctx, j)));
-        if checked || last_action.is_none() && (1..a).any(|j| is_observation(ctx, j)) {
-            return;
+        if let Some(e) = last_edit {
+            prose![format!("claims the task done (\"{claim}\") with no check after the edit at step "), Part::Step(e)]
+        } else {
+            let checked = last_action.is_some_and(|c| (c + 1..a).any(|j| is_observation(ctx, j)));
+            if checked || last_action.is_none() && (1..a).any(|j| is_observation(ctx, j)) {
+                return;
+            }
+            format!("claims the task done (\"{claim}\") with no observation of the result before it").into()
         }
-        format!("claims the task done (\"{claim}\") with no observation of the result before it")
     } else {
         // Each value once (an answer may state the same number twice), at most three.
         let mut unseen: Vec<&str> = Vec::new();
@@ -151,6 +194,7 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             "asserts the final result (\"{claim}\") but {} {verb} in no observation before it",
             unseen.iter().map(|v| format!("\"{}\"", crate::text::clip(v, 40))).collect::<Vec<_>>().join(", ")
         )
+        .into()
     };
     out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
 }

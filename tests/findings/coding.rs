@@ -1,0 +1,151 @@
+//! Coding-agent sessions (docs/METHODS.md, "Coding-agent sessions"): the failure the task reports,
+//! reproduced first, is where the work starts; an edit is judged by the check after it; a claim
+//! that the work is done ("all tests pass") needs a check after the last edit that did not fail.
+//! Small OpenAI Chat Completions sessions built here, then the real-shaped Codex and OpenHands
+//! files of `tests/fixtures`.
+
+use falat::diagnosis::{Rule, Signal};
+use falat::judge::heuristic::HeuristicJudge;
+use falat::methods::{self, Method, MethodOptions};
+use falat::model::Trajectory;
+use falat::substrate::{Context, Substrate, signals};
+use serde_json::{Value, json};
+
+use crate::chat::{assistant, call, evidence, load, user};
+
+const TASK: &str = "The test suite fails on test_parse_dates. Please fix the bug in parser.py.";
+const FAILING: &str = "..F.......F\nFAILED tests/test_parser.py::test_parse_dates - AssertionError\n\
+    FAILED tests/test_parser.py::test_parse_times - AssertionError\n2 failed, 9 passed in 0.41s";
+const CLAIM: &str = "I fixed the date format in parser.py. All tests pass now.";
+
+/// The task, the failing tests run (steps 1-2), a patch (steps 3-4), then `then` and the claim.
+fn session(then: Vec<Vec<Value>>) -> Trajectory {
+    let mut m = vec![user(TASK)];
+    m.extend(call("c1", "run_shell", json!({"cmd": "pytest -q"}), FAILING));
+    m.extend(call(
+        "c2",
+        "apply_patch",
+        json!({"patch": "*** Update File: parser.py\n-    fmt = '%d-%m-%Y'\n+    fmt = '%Y-%m-%d'"}),
+        "Done. Updated parser.py",
+    ));
+    m.extend(then.into_iter().flatten());
+    m.push(assistant(CLAIM));
+    load(m)
+}
+
+fn tests_run(id: &str, output: &str) -> Vec<Value> {
+    call(id, "run_shell", json!({"cmd": "pytest -q"}), output)
+}
+
+/// Every finding of the session, as `(step, signal)` in step order.
+fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    (0..t.steps.len())
+        .flat_map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(move |f| (i, f.signal)))
+        .collect()
+}
+
+fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
+    methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(false))
+}
+
+#[test]
+fn a_claim_of_passing_tests_with_no_check_after_the_last_edit_is_the_decisive_step() {
+    let t = session(vec![]);
+    // The reproduced failure (steps 1-2) and the patch after it are the work, not errors.
+    assert_eq!(findings(&t), vec![(5, Signal::UnverifiedAssertion)]);
+    assert_eq!(
+        evidence(&t, 5, Signal::UnverifiedAssertion),
+        "claims the task done (\"I fixed the date format in parser.py. All tests pass now.\") with no check after \
+         the edit at step 3"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "premature_termination");
+}
+
+#[test]
+fn a_session_whose_check_after_the_edit_passes_shows_no_failure() {
+    let t = session(vec![tests_run("c3", "...........\n11 passed in 0.39s")]);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }));
+    assert_eq!(
+        d.reason,
+        "No failure found: step 2 reproduces the failure the task reports; otherwise no step is an error or shows a \
+         finding, and there is no expected output to compare the output with."
+    );
+}
+
+#[test]
+fn an_edit_whose_check_fails_is_the_root_cause_and_the_claim_after_it_a_finding() {
+    let failing = "..........F\nFAILED tests/test_parser.py::test_parse_times - AssertionError\n1 failed, 10 passed";
+    let t = session(vec![tests_run("c3", failing)]);
+    // The failing check is the edit's failure, found at the edit; the run of the check itself is
+    // no rejected or failed call; the claim says the opposite of what the check saw.
+    assert_eq!(findings(&t), vec![(3, Signal::FailedAction), (7, Signal::UnverifiedAssertion)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "the check after this edit fails at step 6: FAILED tests/test_parser.py::test_parse_times - AssertionError"
+    );
+    assert_eq!(
+        evidence(&t, 7, Signal::UnverifiedAssertion),
+        "claims the task done (\"I fixed the date format in parser.py. All tests pass now.\") although the check at \
+         step 6 failed: FAILED tests/test_parser.py::test_parse_times - AssertionError"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(3), "{}", d.reason);
+    let outcome = &d.explanation.findings;
+    assert!(outcome.iter().any(|f| f.signal == Signal::FailedAction), "{outcome:?}");
+}
+
+#[test]
+fn a_failure_the_task_does_not_report_or_a_web_address_it_names_is_no_reproduction() {
+    // The same failing run under a task that reports nothing: going on as if it had passed is
+    // ignoring an error, and the run is not clean.
+    let run = |task: &str| {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "run_shell", json!({"cmd": "pytest -q"}), FAILING));
+        m.push(assistant("Added the --verbose flag to parser.py."));
+        load(m)
+    };
+    let t = run("Add a --verbose flag to parser.py.");
+    assert_eq!(findings(&t), vec![(3, Signal::IgnoredToolError)]);
+    assert!(falat(&t).decisive_step.is_some());
+    // A task that reports a failure of something else, naming only a web address and the file.
+    let t = run("The download from example.org fails. Add a --verbose flag to parser.py to debug it.");
+    assert_eq!(findings(&t), vec![(3, Signal::IgnoredToolError)]);
+    // The task reports the failure the run shows: reproducing it is the work.
+    let t = run("test_parse_dates fails. Add a --verbose flag to parser.py to debug it.");
+    assert_eq!(findings(&t), vec![]);
+}
+
+fn fixture(rel: &str) -> Trajectory {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let bytes = std::fs::read(&path).expect("the fixture");
+    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
+}
+
+#[test]
+fn real_shaped_sessions_name_the_edit_the_tests_fail_on() {
+    // Codex: the rename misses a caller; `cargo test` fails on it; the agent says all tests pass.
+    let t = fixture("variants/18-codex-ordinal-world-state-custom-tool.jsonl");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(2), "{}", d.reason);
+    assert_eq!(
+        evidence(&t, 2, Signal::FailedAction),
+        "the check after this edit fails at step 5: error[E0425]: cannot find function `get_usr` in this scope"
+    );
+    assert!(evidence(&t, 6, Signal::UnverifiedAssertion).contains("although the check at step 5 failed"));
+    // OpenHands: the reported test is reproduced (step 2-3), the fix breaks another test (step 9).
+    let t = fixture("frameworks-b/33-openhands-trajectory-events.json");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
+    assert_eq!(
+        evidence(&t, 5, Signal::FailedAction),
+        "the check after this edit fails at step 9: tests/test_money.py:8: AssertionError"
+    );
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 2), "reproducing the reported failure is the work");
+}
