@@ -168,6 +168,8 @@ pub struct Facts {
     /// The identifiers the task names (tests, files, functions), lower case
     /// (`signals::reproduces_reported_failure`).
     pub task_identifiers: OnceLock<Vec<String>>,
+    /// The first call that edits files (`signals::edits`).
+    pub first_edit: OnceLock<Option<usize>>,
 }
 
 impl Clone for Facts {
@@ -194,6 +196,7 @@ impl Clone for Facts {
             unconfirmed: self.unconfirmed.clone(),
             records: self.records.clone(),
             task_identifiers: self.task_identifiers.clone(),
+            first_edit: self.first_edit.clone(),
         }
     }
 }

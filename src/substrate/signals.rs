@@ -1048,6 +1048,11 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
 /// nothing.
 const EDIT_VERBS: [&str; 6] = ["patch", "edit", "write", "replace", "insert", "create"];
 
+/// The first call of the run that edits ([`edits`]), computed once per trajectory.
+fn first_edit(ctx: &Context<'_>) -> Option<usize> {
+    *ctx.facts.first_edit.get_or_init(|| (0..ctx.trajectory.steps.len()).find(|&j| edits(ctx.trajectory, j)))
+}
+
 /// Whether step `i` is a tool call that edits files or content: its tool's name contains one of
 /// [`EDIT_VERBS`].
 pub fn edits(t: &Trajectory, i: usize) -> bool {
@@ -1073,7 +1078,7 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// ([`edits`]). Reproducing the failure the user reported is where the work starts, not the
 /// agent's failed action; the same failure after an edit is the fix failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
-    if (0..r).any(|j| edits(ctx.trajectory, j)) {
+    if first_edit(ctx).is_some_and(|e| e < r) {
         return false;
     }
     let names = ctx.facts.task_identifiers.get_or_init(|| {

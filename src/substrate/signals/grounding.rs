@@ -407,6 +407,10 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     }
 }
 
+/// How far back (in steps, from the result an answer follows) [`ignored_result`] looks for the
+/// lookups of the turn.
+const MAX_LOOKUPS: usize = 64;
+
 /// At most this many values of one tool result are read for [`ignored_result`].
 const MAX_RESULT_VALUES: usize = 200;
 
@@ -523,8 +527,8 @@ fn takes_word(answer: &HashSet<String>, w: &str) -> bool {
 /// user's, or there is none), is not a question and tells no count of a list, and follows (thoughts aside) the JSON result of
 /// a call that does not change state; the result holds values the caller did not already know
 /// (not in the call, the task or the user's last turn: [`ResultValues`]), and the message states
-/// none of them nor any value of another lookup's result since the user's last turn, in words or
-/// in numbers (a number rounded to the precision the message writes
+/// none of them nor any value of another lookup's result since the user's last turn (within
+/// [`MAX_LOOKUPS`] steps), in words or in numbers (a number rounded to the precision the message writes
 /// counts). What it tells the user then does not come from what the tool returned: a misread
 /// result ("dry and sunny" after `"summary": "heavy showers"`). A result with an error, a plain
 /// text result and a confirmation after a state change are not tested. docs/METHODS.md,
@@ -559,7 +563,9 @@ pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     // since the user's last turn: an answer may come from an earlier lookup of the same turn.
     let mut own = ResultValues::default();
     let mut earlier = ResultValues::default();
-    for j in (last_user.map_or(0, |u| u + 1)..=r).rev() {
+    // At most the last [`MAX_LOOKUPS`] steps of the turn: a long run without user turns is not
+    // walked back to its start for every message.
+    for j in (last_user.map_or(0, |u| u + 1).max((r + 1).saturating_sub(MAX_LOOKUPS))..=r).rev() {
         let s = &t.steps[j];
         if s.kind != StepKind::ToolResult || s.is_error || ctx.hierarchy.steps[j].flags.error {
             continue;
