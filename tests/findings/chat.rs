@@ -45,3 +45,10 @@ pub fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
         .map(|f| f.evidence.to_string())
         .unwrap_or_else(|| panic!("no {signal:?} at step {step}"))
 }
+
+/// The first trajectory of a file under `tests/fixtures` (`rel` is relative to it).
+pub fn fixture(rel: &str) -> Trajectory {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
+}

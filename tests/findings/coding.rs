@@ -11,7 +11,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, load, user};
+use crate::chat::{assistant, call, evidence, fixture, load, user};
 
 const TASK: &str = "The test suite fails on test_parse_dates. Please fix the bug in parser.py.";
 const FAILING: &str = "..F.......F\nFAILED tests/test_parser.py::test_parse_dates - AssertionError\n\
@@ -120,12 +120,6 @@ fn a_failure_the_task_does_not_report_or_a_web_address_it_names_is_no_reproducti
     // The task reports the failure the run shows: reproducing it is the work.
     let t = run("test_parse_dates fails. Add a --verbose flag to parser.py to debug it.");
     assert_eq!(findings(&t), vec![]);
-}
-
-fn fixture(rel: &str) -> Trajectory {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
-    let bytes = std::fs::read(&path).expect("the fixture");
-    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
 }
 
 #[test]

@@ -279,9 +279,7 @@ fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
 }
 
 fn corpus(rel: &str) -> Trajectory {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus").join(rel);
-    let bytes = std::fs::read(&path).expect("a bundled corpus file");
-    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
+    crate::chat::fixture(&format!("corpus/{rel}"))
 }
 
 #[test]
