@@ -1054,13 +1054,14 @@ fn first_edit(ctx: &Context<'_>) -> Option<usize> {
 }
 
 /// Whether step `i` is a tool call that edits files or content: its tool's name contains one of
-/// [`EDIT_VERBS`].
+/// [`EDIT_VERBS`] and does not name a to-do list (`TodoWrite` keeps the agent's plan, it changes
+/// no file).
 pub fn edits(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     s.kind == StepKind::ToolCall
         && s.tool_name.as_deref().is_some_and(|n| {
             let n = n.to_ascii_lowercase();
-            EDIT_VERBS.iter().any(|v| n.contains(v))
+            EDIT_VERBS.iter().any(|v| n.contains(v)) && !n.contains("todo")
         })
 }
 

@@ -143,3 +143,16 @@ fn real_shaped_sessions_name_the_edit_the_tests_fail_on() {
     );
     assert!(!findings(&t).iter().any(|(s, _)| *s == 2), "reproducing the reported failure is the work");
 }
+
+#[test]
+fn a_to_do_list_update_is_no_edit() {
+    // Claude Code's TodoWrite keeps the plan: the failing run after it is not its failure.
+    let mut m = vec![user("Add a --verbose flag to parser.py.")];
+    m.extend(call("c1", "TodoWrite", json!({"todos": [{"content": "add the flag", "status": "pending"}]}), "ok"));
+    m.extend(call("c2", "Bash", json!({"command": "pytest -q"}), FAILING));
+    m.push(assistant("Added the --verbose flag to parser.py."));
+    let t = load(m);
+    assert!(!signals::edits(&t, 1));
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
+    assert!(signals::edits(&load(call("c1", "MultiEdit", json!({"file_path": "a.py"}), "ok")), 0));
+}
