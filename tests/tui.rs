@@ -1488,10 +1488,11 @@ fn wrapped_lines_keep_their_indent_and_agent_names_use_the_width() {
     press(&mut app, "a2");
     let screen = draw(&app, 80, 24).backend().to_string();
     let lines: Vec<&str> = screen.lines().collect();
-    let at = lines.iter().position(|l| l.contains("prior_deviation     0.40")).expect("finding row");
-    // The continuation starts under the evidence text (after "  prior_deviation     0.40  ").
-    assert!(lines[at + 1].starts_with(&format!("\"│{}", " ".repeat(28))), "{}", lines[at + 1]);
-    assert!(!lines[at + 1][4 + 28..].starts_with(' '), "{}", lines[at + 1]);
+    let at = lines.iter().position(|l| l.contains("prior_deviation      0.40")).expect("finding row");
+    // The continuation starts under the evidence text (after "  prior_deviation      0.40  ": the
+    // signal's column holds its longest name, unverified_assertion, and a space).
+    assert!(lines[at + 1].starts_with(&format!("\"│{}", " ".repeat(29))), "{}", lines[at + 1]);
+    assert!(!lines[at + 1][4 + 29..].starts_with(' '), "{}", lines[at + 1]);
     // Agent names are whole when there is room (BusinessLogic_Expert has 20 characters).
     let g = Fixture::new(ALGO);
     let mut app = g.open();

@@ -102,7 +102,7 @@ pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
     l.push_line(Line::styled("findings", t.title));
     for fi in &c.findings {
         let mut spans = vec![
-            Span::styled(format!("  {:<20}", fi.signal.as_str()), t.warn),
+            Span::styled(format!("  {:<20} ", fi.signal.as_str()), t.warn),
             Span::styled(format!("{:.2}  ", fi.weight), t.dim),
             Span::raw(""),
         ];
