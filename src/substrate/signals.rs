@@ -268,7 +268,7 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 
 /// Whether the tool output at step `r` shows a failure: a failed execution, or an error line
 /// that is not a "nothing to run" notice.
-fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
+pub(crate) fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
     let h = &ctx.hierarchy.steps[r];
     h.kind == StepKind::ToolResult && (h.flags.failed_execution || h.flags.error && !h.flags.empty_result)
         || ctx.trajectory.steps[r].is_error

@@ -139,8 +139,7 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if let Some(r) = check {
         // Checked: the claim stands unless the check failed, when it says the opposite of what
         // it saw.
-        let h = &ctx.hierarchy.steps[r];
-        if h.flags.error || h.flags.failed_execution || t.steps[r].is_error {
+        if super::shows_failure(ctx, r) {
             let line = super::error_line(ctx, r).map(|l| format!(": {}", crate::text::clip(&l, 80)));
             out.push(finding(
                 Signal::UnverifiedAssertion,
