@@ -295,8 +295,52 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
         return None;
     }
     let r = result_of(ctx, c).filter(|&r| shows_failure(ctx, r))?;
-    let line = error_line(ctx, r).unwrap_or_else(|| "it failed".into());
-    Some((r, crate::text::clip(&line, 120)))
+    Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
+}
+
+/// What the failing check at step `r` reports, for a reason: the tests it names as failed (at
+/// most three) and its last error line ("test_total_is_int_cents failed:
+/// tests/test_money.py:8: AssertionError"), at most 120 characters; `None` when it names neither.
+pub(crate) fn check_failure(ctx: &Context<'_>, r: usize) -> Option<String> {
+    let line = error_line(ctx, r);
+    let tests: Vec<String> = failing_tests(&ctx.trajectory.steps[r].content)
+        .into_iter()
+        .filter(|t| !line.as_deref().is_some_and(|l| l.contains(t.as_str())))
+        .take(3)
+        .collect();
+    let text = match (tests.is_empty(), line) {
+        (true, line) => line?,
+        (false, None) => format!("{} failed", tests.join(", ")),
+        (false, Some(line)) => format!("{} failed: {line}", tests.join(", ")),
+    };
+    Some(crate::text::clip(&text, 120))
+}
+
+/// The names of the tests a test runner's output reports as failed, in order, each once: pytest
+/// (`FAILED tests/t.py::test_x - …`, `____ test_x ____` headers), unittest (`FAIL: test_x (…)`),
+/// `cargo test` (`test mod::test_x ... FAILED`), `go test` (`--- FAIL: TestX`) and Jest or Mocha
+/// (`✕ name`).
+pub(crate) fn failing_tests(output: &str) -> Vec<String> {
+    static RUNNER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r"(?m)^(?:FAILED \S*?::(?P<py>[\w\[\]\-.]+)",
+            r"|_{3,} (?P<head>(?:\w+\.)*test\w*(?:\[[^\]\n]*\])?) _{3,}\s*$",
+            r"|(?:FAIL|ERROR): (?P<ut>test\w*) \(",
+            r"|test (?P<cargo>\S+) \.\.\. FAILED\s*$",
+            r"|\s*--- FAIL: (?P<go>\S+)",
+            r"|\s*[✕×] (?P<js>[^\n(]{1,80}?)(?: \(\d+ ?ms\))?\s*$)"
+        ))
+        .unwrap()
+    });
+    let mut names: Vec<String> = Vec::new();
+    for c in RUNNER.captures_iter(output) {
+        let m = ["py", "head", "ut", "cargo", "go", "js"].iter().find_map(|k| c.name(k));
+        let Some(name) = m.map(|m| m.as_str().trim().to_string()) else { continue };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 pub(crate) fn error_line(ctx: &Context<'_>, i: usize) -> Option<String> {
@@ -1253,6 +1297,32 @@ mod value_tests {
         assert!(!derived("100", &[50.0, 50.0]));
         assert!(!derived("23", &[255.0, 232.0]));
         assert!(!derived("2018", &[2000.0, 18.0]));
+    }
+}
+
+#[cfg(test)]
+mod runner_tests {
+    use super::failing_tests;
+
+    #[test]
+    fn the_failing_tests_of_common_runners_are_named() {
+        let pytest = "..F\n=== FAILURES ===\n____ test_total_is_int_cents ____\n\n>   assert False\n\
+            tests/test_money.py:8: AssertionError\nFAILED tests/test_money.py::test_total_is_int_cents - assert \
+            False\nFAILED tests/test_io.py::test_read[utf-8] - OSError\n2 failed, 3 passed";
+        assert_eq!(failing_tests(pytest), ["test_total_is_int_cents", "test_read[utf-8]"]);
+        let cargo = "running 3 tests\ntest parser::tests::empty ... FAILED\ntest parser::tests::one ... ok\n\
+            ---- parser::tests::empty stdout ----\nthread panicked";
+        assert_eq!(failing_tests(cargo), ["parser::tests::empty"]);
+        let go = "=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 1\nFAIL";
+        assert_eq!(failing_tests(go), ["TestParse"]);
+        let unittest = "FAIL: test_add (tests.test_math.MathTest)\n---\nAssertionError: 3 != 4";
+        assert_eq!(failing_tests(unittest), ["test_add"]);
+        let jest = "  Parser\n    ✓ reads dates (3 ms)\n    ✕ reads times (5 ms)\n";
+        assert_eq!(failing_tests(jest), ["reads times"]);
+        // A passing run, a build error and prose name no failing test.
+        assert!(failing_tests("11 passed in 0.39s").is_empty());
+        assert!(failing_tests("error[E0425]: cannot find function `get_usr`").is_empty());
+        assert!(failing_tests("The tests FAILED earlier; FAIL: none of them now.").is_empty());
     }
 }
 

@@ -328,3 +328,32 @@ fn an_answer_from_an_earlier_lookup_of_the_turn_a_quoted_id_or_a_confirmation_is
     ]));
     assert_eq!(findings(&t), vec![]);
 }
+
+#[test]
+fn a_hedging_word_the_lookup_wrote_is_no_assumption() {
+    let run = |result: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Where is my order #A1043?")],
+            call("c1", "get_order_status", json!({"order_id": "#A1043"}), result),
+            vec![assistant("Order #A1043 is delayed; the estimated delivery is 2025-03-14.")],
+        ]))
+    };
+    let assumptions = |t: &Trajectory| {
+        let sub = Substrate::build(t);
+        let ctx = Context::of(t, &sub, false);
+        (0..t.steps.len())
+            .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == Signal::Assumption))
+            .collect::<Vec<_>>()
+    };
+    // "estimated" is the tool's field (`estimated_delivery`): the answer repeats it.
+    let t = run(r##"{"order_id": "#A1043", "status": "delayed", "estimated_delivery": "2025-03-14"}"##);
+    assert_eq!(assumptions(&t), Vec::<usize>::new());
+    assert!(!Substrate::build(&t).hierarchy.steps[4].flags.hedged);
+    // The same answer after a lookup that estimates nothing: the estimate is the agent's own.
+    let t = run(r##"{"order_id": "#A1043", "status": "delayed", "delivery": "2025-03-14"}"##);
+    assert_eq!(assumptions(&t), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::Assumption),
+        "rests on an assumption: Order #A1043 is delayed; the estimated delivery is 2025-03-14."
+    );
+}

@@ -20,6 +20,11 @@ const CLAIM: &str = "I fixed the date format in parser.py. All tests pass now.";
 
 /// The task, the failing tests run (steps 1-2), a patch (steps 3-4), then `then` and the claim.
 fn session(then: Vec<Vec<Value>>) -> Trajectory {
+    session_claiming(then, CLAIM)
+}
+
+/// [`session`] ending with `claim`.
+fn session_claiming(then: Vec<Vec<Value>>, claim: &str) -> Trajectory {
     let mut m = vec![user(TASK)];
     m.extend(call("c1", "run_shell", json!({"cmd": "pytest -q"}), FAILING));
     m.extend(call(
@@ -29,7 +34,7 @@ fn session(then: Vec<Vec<Value>>) -> Trajectory {
         "Done. Updated parser.py",
     ));
     m.extend(then.into_iter().flatten());
-    m.push(assistant(CLAIM));
+    m.push(assistant(claim));
     load(m)
 }
 
@@ -63,6 +68,24 @@ fn a_claim_of_passing_tests_with_no_check_after_the_last_edit_is_the_decisive_st
     let d = falat(&t);
     assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
     assert_eq!(d.category.as_str(), "premature_termination");
+}
+
+#[test]
+fn other_ways_of_saying_the_work_is_done_are_claims_too() {
+    for claim in [
+        "Fixed the format string. The test suite is green now.",
+        "test_parse_dates now passes.",
+        "Updated parser.py; everything passes.",
+        "The fix is complete: dates are parsed year first.",
+    ] {
+        let t = session_claiming(vec![], claim);
+        assert_eq!(findings(&t), vec![(5, Signal::UnverifiedAssertion)], "{claim}");
+    }
+    // Plans and questions about tests claim nothing.
+    for plain in ["Next I will run the tests to see whether everything works.", "Should the fix be complete by Monday?"]
+    {
+        assert_eq!(findings(&session_claiming(vec![], plain)), vec![], "{plain}");
+    }
 }
 
 #[test]
@@ -139,7 +162,7 @@ fn real_shaped_sessions_name_the_edit_the_tests_fail_on() {
     assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
     assert_eq!(
         evidence(&t, 5, Signal::FailedAction),
-        "the check after this edit fails at step 9: tests/test_money.py:8: AssertionError"
+        "the check after this edit fails at step 9: test_total_is_int_cents failed: tests/test_money.py:8: AssertionError"
     );
     assert!(!findings(&t).iter().any(|(s, _)| *s == 2), "reproducing the reported failure is the work");
 }

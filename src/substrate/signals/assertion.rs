@@ -24,7 +24,8 @@ use crate::model::StepKind;
 use crate::prose;
 
 /// A claim that the task is done or the answer final: a final-answer line, a ledger's
-/// `is_request_satisfied` answered true, or words that declare completion.
+/// `is_request_satisfied` answered true, or words that declare completion (for coding agents:
+/// the tests pass or are green, everything passes, the bug is fixed, the fix is complete).
 static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r#"(?is)\bfinal answer(\*\*)?\s*[:：]"#,
@@ -35,7 +36,10 @@ static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
         r#"|\b(has|have) been successfully (completed|processed|submitted|done)"#,
         r#"|\bsuccessfully (completed|finished) (the|your|this) (task|request)"#,
         r#"|\b(all )?(the )?(tests|test suite|suite|build) (now |still )?(pass|passes|passed|are passing|is passing|succeeds)\b"#,
-        r#"|\b(bug|issue|problem|error|failure) (is|has been) (now )?(fixed|resolved)\b"#
+        r#"|\b(bug|issue|problem|error|failure) (is|has been) (now )?(fixed|resolved)\b"#,
+        r#"|\b(tests|test suite|suite|build|checks|ci) (is |are )?(now )?green\b"#,
+        r#"|\b(test\w*|everything) now pass(es)?\b|\beverything (passes|is passing)\b"#,
+        r#"|\b(fix|change|changes|implementation) (is|are|has been) (now )?(complete|completed|done|in place)\b"#
     ))
     .unwrap()
 });
@@ -140,7 +144,7 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // Checked: the claim stands unless the check failed, when it says the opposite of what
         // it saw.
         if super::shows_failure(ctx, r) {
-            let line = super::error_line(ctx, r).map(|l| format!(": {}", crate::text::clip(&l, 80)));
+            let line = super::check_failure(ctx, r).map(|l| format!(": {l}"));
             out.push(finding(
                 Signal::UnverifiedAssertion,
                 weights::UNVERIFIED_ASSERTION,
@@ -151,6 +155,14 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                 ],
             ));
         }
+        return;
+    }
+    // Not checked after the last edit: whatever it asserts, the code it claims works was never
+    // run (the edit's own result checks nothing).
+    if let Some(e) = last_edit {
+        let evidence =
+            prose![format!("claims the task done (\"{claim}\") with no check after the edit at step "), Part::Step(e)];
+        out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
         return;
     }
     let values = asserted_values(ctx, a);
@@ -164,19 +176,14 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         seen(v) || !ns.is_empty() && ns.iter().all(|n| seen_number(n))
     };
     let evidence: Prose = if values.is_empty() {
-        // A bare completion claim: verified when an observation follows the last action. After
-        // an edit, the edit's own result checks nothing: only a later call that is not an edit
-        // (the tests run again, the file read back) does (above).
+        // A bare completion claim: verified when an observation follows the last action (after
+        // an edit, only a later call that is not an edit checks it: above).
         let last_action = (1..a).rev().find(|&j| super::result_of(ctx, j).is_some());
-        if let Some(e) = last_edit {
-            prose![format!("claims the task done (\"{claim}\") with no check after the edit at step "), Part::Step(e)]
-        } else {
-            let checked = last_action.is_some_and(|c| (c + 1..a).any(|j| is_observation(ctx, j)));
-            if checked || last_action.is_none() && (1..a).any(|j| is_observation(ctx, j)) {
-                return;
-            }
-            format!("claims the task done (\"{claim}\") with no observation of the result before it").into()
+        let checked = last_action.is_some_and(|c| (c + 1..a).any(|j| is_observation(ctx, j)));
+        if checked || last_action.is_none() && (1..a).any(|j| is_observation(ctx, j)) {
+            return;
         }
+        format!("claims the task done (\"{claim}\") with no observation of the result before it").into()
     } else {
         // Each value once (an answer may state the same number twice), at most three.
         let mut unseen: Vec<&str> = Vec::new();
