@@ -1719,6 +1719,23 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
     assert!(std::fs::read_to_string(&md).expect("markdown").contains("## Your decision"));
     assert!(reports.join(format!("{HAND}.falat.report.json")).is_file());
 
+    // An --export-dir that cannot be made is named, with what is in its way.
+    let blocker = ro.home.join("a-file");
+    std::fs::write(&blocker, "not a folder").expect("file");
+    let opts = TuiOptions { export_dir: Some(blocker.join("tickets")), ..ro.opts() };
+    let mut blocked = ro.open(&opts);
+    press(&mut blocked, "ae");
+    let status = blocked.status.clone().expect("status");
+    assert_eq!(status.level, Level::Error, "{}", status.text);
+    assert_eq!(
+        status.text,
+        format!(
+            "export failed: cannot create the folder {}: {} is a file, not a folder",
+            blocker.join("tickets").display(),
+            blocker.display()
+        )
+    );
+
     // --export-dir chooses the folder.
     let chosen = ro.home.join("tickets");
     let opts = TuiOptions { export_dir: Some(chosen.clone()), ..ro.opts() };
@@ -1783,7 +1800,9 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
         let squeezed: String = inside.chars().filter(|c| !c.is_whitespace()).collect();
         let path = store::beside(&ro.trace, ".falat.json").display().to_string();
         assert!(squeezed.contains(&path), "{w}: the whole path is there: {s}");
-        assert!(squeezed.contains("Notadirectory(oserror20)"), "{w}: {s}");
+        // Said in the user's terms, naming what is in the way (not the OS's "Not a directory").
+        assert!(squeezed.contains(&format!("{}isafile,notafolder", blocked.display())), "{w}: {s}");
+        assert!(!squeezed.contains("oserror"), "{w}: {s}");
         // (The first says at open that the folder in the overrides file's place was left alone.)
         assert!(s.contains(" 5 messages "), "{w}: the messages are counted: {s}");
         app.on_key(key_event(KeyCode::Char('!')));
@@ -1793,6 +1812,13 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
     let status = app.status.clone().expect("status");
     assert_eq!(status.level, Level::Error, "{}", status.text);
     assert!(status.text.contains("export failed"), "{}", status.text);
+    // The same wording as the save's: the folder that cannot be made and what is in its way.
+    assert!(
+        status.text.contains(&format!("and the fallback: cannot create the folder {}", blocked.display()))
+            && status.text.ends_with(&format!("{} is a file, not a folder", blocked.display())),
+        "{}",
+        status.text
+    );
     // Quitting with overrides that could not be saved asks first; any key but y stays.
     press(&mut app, "q");
     assert_eq!((app.mode.clone(), app.quit), (Mode::ConfirmQuit, false));
