@@ -399,7 +399,10 @@ fn warnings_go_to_stderr_and_rust_log_filters_them() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
-    let warning = format!(" WARN {}: line 3: skipped: not JSON at column 2: expected ident\n", path.display());
+    let warning = format!(
+        " WARN {}: line 3: skipped: not JSON at column 2: no JSON value here (an object, an array, a string, a number, true, false or null)\n",
+        path.display()
+    );
     let (stdout, stderr) = run(None, false);
     assert_eq!(stderr, warning);
     assert!(stdout.starts_with("# falat diagnosis: run\n") && !stdout.contains("WARN"), "{stdout}");
