@@ -48,6 +48,87 @@ pub fn shown(path: &Path) -> String {
     crate::text::sanitize(&path.display().to_string())
 }
 
+/// The folder a file at `path` is created in: its parent, `.` for a bare name.
+fn folder_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Why a file (or a folder, `what`) could not be created at `path`, in the user's terms, from
+/// the OS error `e` and what is on the way to it: every write of a file the user names or that
+/// falat keeps (reports, `-o`, `--out`, `falat train`'s model, the TUI's overrides and exports)
+/// words its failure with this one function. The message names the path and what is wrong:
+///
+/// - `cannot write /proc/x.md: the folder /proc exists but is not an ordinary folder: no file can be created in it (a system folder such as /proc or /sys)`
+/// - `cannot write /tmp/ro/x.md: the folder /tmp/ro exists but you may not create files in it (permission denied)`
+/// - `... the folder /mnt/cd is on a read-only file system`
+/// - `... /tmp/notes is a file, not a folder`
+/// - `... the folder /tmp/a does not exist`
+///
+/// and otherwise the OS error's own text.
+pub fn write_failure(path: &Path, e: &std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("cannot write {}: {}", shown(path), why_not_created(folder_of(path), e))
+}
+
+/// [`std::fs::create_dir_all`], with a failure worded as [`write_failure`] words it
+/// (`cannot create the folder PATH: ...`).
+///
+/// # Errors
+/// The folder cannot be created; the message names it and what is in the way.
+pub fn create_folder(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let why = match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => format!("{} is a file, not a folder", shown(dir)),
+            _ => why_not_created(folder_of(dir), &e),
+        };
+        anyhow::anyhow!("cannot create the folder {}: {why}", shown(dir))
+    })
+}
+
+/// What stops a new entry in folder `dir`, given the OS error of the attempt.
+fn why_not_created(dir: &Path, e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    // The first of `dir` and its ancestors that exists, and whether it is a folder.
+    let mut existing = Some(dir);
+    while let Some(d) = existing {
+        if std::fs::symlink_metadata(d).is_ok() {
+            break;
+        }
+        existing = d.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    let is_dir = |d: &Path| std::fs::metadata(d).is_ok_and(|m| m.is_dir());
+    match existing {
+        Some(d) if !is_dir(d) && std::fs::metadata(d).is_ok() => {
+            return format!("{} is a file, not a folder", shown(d));
+        }
+        Some(d) if d != dir => {
+            let missing = dir.ancestors().take_while(|a| *a != d).last().unwrap_or(dir);
+            return format!("the folder {} does not exist", shown(missing));
+        }
+        None => return format!("the folder {} does not exist", shown(dir)),
+        _ => {}
+    }
+    let folder = shown(dir);
+    match e.kind() {
+        K::PermissionDenied => {
+            format!("the folder {folder} exists but you may not create files in it (permission denied)")
+        }
+        K::ReadOnlyFilesystem => format!("the folder {folder} is on a read-only file system"),
+        K::StorageFull => format!("no space is left on the device that holds {folder}"),
+        K::QuotaExceeded => format!("your disk quota is used up on the device that holds {folder}"),
+        // The folder exists, yet creating in it says "no such file": a file system that takes no
+        // new files (procfs, sysfs).
+        K::NotFound => format!(
+            "the folder {folder} exists but is not an ordinary folder: no file can be created in it (a system folder such as /proc or /sys)"
+        ),
+        K::NotADirectory => format!("{folder} is not a folder"),
+        // tempfile adds ` at path "<temporary file>"`: the cause alone.
+        _ => {
+            let text = e.to_string();
+            text.find(" at path \"").map_or(text.clone(), |i| text[..i].to_string())
+        }
+    }
+}
+
 /// Whether an output path means standard output (`-`).
 pub fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
@@ -77,7 +158,7 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> anyhow::Result<Written> {
             write_atomic(path, bytes)?;
             return Ok(Written::Replaced);
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot write {}", shown(path))),
+        Err(e) => return Err(write_failure(path, &e)),
     };
     let ft = meta.file_type();
     if ft.is_symlink() {
@@ -112,7 +193,7 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> anyhow::Result<Written> {
 /// Opens `path` (following links) for writing, truncating a regular file, and writes `bytes`.
 fn write_in_place(path: &Path, bytes: &[u8], regular: bool) -> anyhow::Result<()> {
     let mut file = open_in_place(path, regular)?;
-    file.write_all(bytes).and_then(|()| file.flush()).with_context(|| format!("cannot write {}", shown(path)))
+    file.write_all(bytes).and_then(|()| file.flush()).map_err(|e| write_failure(path, &e))
 }
 
 /// Opens `path` (following links) for writing, truncating a regular file. A FIFO is opened
@@ -131,7 +212,13 @@ fn open_in_place(path: &Path, regular: bool) -> anyhow::Result<std::fs::File> {
         if e.raw_os_error() == Some(libc::ENXIO) {
             return anyhow::anyhow!("cannot write {}: it is a FIFO that no process is reading", shown(path));
         }
-        anyhow::anyhow!("cannot write {}: {e}", shown(path))
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return anyhow::anyhow!(
+                "cannot write {}: the file exists but you may not write it (permission denied)",
+                shown(path)
+            );
+        }
+        write_failure(path, &e)
     })?;
     #[cfg(unix)]
     {
@@ -161,7 +248,7 @@ fn open_in_place(path: &Path, regular: bool) -> anyhow::Result<std::fs::File> {
 pub fn open_output(path: &Path) -> anyhow::Result<(std::fs::File, bool)> {
     let regular = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(e).with_context(|| format!("cannot write {}", shown(path))),
+        Err(e) => return Err(write_failure(path, &e)),
         Ok(m) if m.file_type().is_symlink() => {
             let target = std::fs::metadata(path).map_err(|e| {
                 anyhow::anyhow!("cannot write {}: it is a symbolic link that cannot be opened ({e})", shown(path))
@@ -180,7 +267,7 @@ pub fn open_output(path: &Path) -> anyhow::Result<(std::fs::File, bool)> {
         }
     };
     if regular && !path.exists() {
-        let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", shown(path)))?;
+        let file = std::fs::File::create(path).map_err(|e| write_failure(path, &e))?;
         return Ok((file, true));
     }
     Ok((open_in_place(path, regular)?, regular))
@@ -194,7 +281,7 @@ pub fn open_output(path: &Path) -> anyhow::Result<(std::fs::File, bool)> {
 /// The folder cannot be written, or the rename fails; the message names the folder or the file,
 /// not the temporary file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = folder_of(path);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
@@ -203,18 +290,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     // (0666 less the umask), not with the temporary file's owner-only mode.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(dir).map_err(|e| {
-        // tempfile words it "<cause> at path \"<temporary file>\"": keep the cause alone.
-        let text = e.to_string();
-        let cause = match text.find(" at path \"") {
-            Some(i) => text[..i].to_string(),
-            None => text,
-        };
-        anyhow::anyhow!("cannot write in {}: {cause}", shown(dir))
-    })?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // The persist error's text repeats its IO error's: keep the IO error alone.
+    // tempfile's error names the temporary file: the message names `path` and its folder.
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| write_failure(path, &e))?;
+    tmp.write_all(bytes).and_then(|()| tmp.as_file().sync_all()).map_err(|e| write_failure(path, &e))?;
     tmp.persist(path).map_err(|e| e.error).with_context(|| format!("cannot replace {}", shown(path)))?;
     Ok(())
 }
@@ -430,8 +508,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("no").join("report.md");
         let err = format!("{:#}", write_atomic(&missing, b"x").unwrap_err());
-        assert!(err.starts_with(&format!("cannot write in {}: ", dir.path().join("no").display())), "{err}");
+        let folder = dir.path().join("no");
+        assert_eq!(err, format!("cannot write {}: the folder {} does not exist", missing.display(), folder.display()));
         assert!(!err.contains(TEMP_SUFFIX) && !err.contains("at path"), "{err}");
+    }
+
+    #[test]
+    fn every_write_says_what_is_in_the_way_in_the_user_s_terms() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes");
+        std::fs::write(&file, "a file").unwrap();
+        let f = file.display();
+        let below = file.join("x.md");
+        let want = format!("cannot write {}: {f} is a file, not a folder", below.display());
+        assert_eq!(format!("{:#}", write_output(&below, b"x").unwrap_err()), want);
+        assert_eq!(format!("{:#}", write_private(&below, b"x").unwrap_err()), want);
+        assert_eq!(format!("{:#}", open_output(&below).unwrap_err()), want);
+        assert_eq!(
+            format!("{:#}", create_folder(&file.join("a").join("b")).unwrap_err()),
+            format!("cannot create the folder {}: {f} is a file, not a folder", file.join("a").join("b").display())
+        );
+        assert_eq!(
+            format!("{:#}", create_folder(&file).unwrap_err()),
+            format!("cannot create the folder {f}: {f} is a file, not a folder")
+        );
+        // A folder that exists and takes no new files, root or not.
+        if Path::new("/proc/self").is_dir() {
+            let err = format!("{:#}", write_output(Path::new("/proc/falat-report.md"), b"x").unwrap_err());
+            assert_eq!(
+                err,
+                "cannot write /proc/falat-report.md: the folder /proc exists but is not an ordinary folder: no file \
+                 can be created in it (a system folder such as /proc or /sys)"
+            );
+        }
     }
 
     #[cfg(unix)]

@@ -258,7 +258,10 @@ fn a_bad_line_in_the_middle_of_a_jsonl_file_is_named_and_the_others_load() {
     assert_eq!(
         msgs,
         [
-            format!("line 499: skipped: not JSON at column {}: EOF while parsing an object", broken.chars().count()),
+            format!(
+                "line 499: skipped: not JSON at column {}: the text ends inside an object ({{ not closed; the file may be cut short)",
+                broken.chars().count()
+            ),
             // The tool result that answered the lost call says its link is missing.
             "line 500: ref \"c497\" matches no earlier step id; no link".to_string(),
         ]
@@ -362,7 +365,10 @@ fn a_bad_line_in_the_middle_of_a_codex_rollout_is_named_and_the_others_load() {
     let msgs: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         msgs,
-        [format!("line 502: skipped: not JSON at column {}: EOF while parsing an object", broken.chars().count())]
+        [format!(
+            "line 502: skipped: not JSON at column {}: the text ends inside an object ({{ not closed; the file may be cut short)",
+            broken.chars().count()
+        )]
     );
 }
 

@@ -399,7 +399,10 @@ fn warnings_go_to_stderr_and_rust_log_filters_them() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
-    let warning = format!(" WARN {}: line 3: skipped: not JSON at column 2: expected ident\n", path.display());
+    let warning = format!(
+        " WARN {}: line 3: skipped: not JSON at column 2: no JSON value here (an object, an array, a string, a number, true, false or null)\n",
+        path.display()
+    );
     let (stdout, stderr) = run(None, false);
     assert_eq!(stderr, warning);
     assert!(stdout.starts_with("# falat diagnosis: run\n") && !stdout.contains("WARN"), "{stdout}");
@@ -784,6 +787,65 @@ fn diagnose_output_through_a_symlink_writes_the_target_and_keeps_the_link() {
     let v: Value = serde_json::from_str(through.trim_end()).unwrap();
     assert_eq!(v["schema"], "falat.diagnosis/v1");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+}
+
+/// An output file that cannot be created is named with what is wrong, in the user's terms, the
+/// same for `diagnose -o`, `eval --out` and `train -o`; nothing depends on running as root.
+#[test]
+fn an_output_that_cannot_be_created_says_why_in_the_user_s_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes");
+    std::fs::write(&file, "a file").unwrap();
+    let d = file.display();
+    let set = dir.path().join("set").join("Algorithm-Generated");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(ALGO, set.join("30.json")).unwrap();
+    let set = dir.path().join("set");
+    let under_file = file.join("report.md");
+    let missing = dir.path().join("gone").join("deeper").join("report.md");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["diagnose".into(), ALGO.into(), "-o".into(), under_file.display().to_string()],
+            format!("falat: cannot write {}: {d} is a file, not a folder\n", under_file.display()),
+        ),
+        (
+            vec!["diagnose".into(), ALGO.into(), "-o".into(), missing.display().to_string()],
+            format!(
+                "falat: cannot write {}: the folder {} does not exist\n",
+                missing.display(),
+                dir.path().join("gone").display()
+            ),
+        ),
+        (
+            vec!["eval".into(), set.display().to_string(), "--out".into(), under_file.display().to_string()],
+            format!("falat: cannot write {}: {d} is a file, not a folder\n", under_file.display()),
+        ),
+        (
+            vec![
+                "train".into(),
+                set.display().to_string(),
+                "-o".into(),
+                file.join("m").join("model.json").display().to_string(),
+            ],
+            format!("falat: cannot create the folder {}: {d} is a file, not a folder\n", file.join("m").display()),
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(stderr_of(&args), want, "{args:?}");
+    }
+    // A folder that exists but takes no new files: /proc, where the kernel allows none, root or
+    // not ("No such file or directory" was all the OS said).
+    if Path::new("/proc/self").is_dir() {
+        let err = stderr_of(&["diagnose", ALGO, "-o", "/proc/x.md"]);
+        assert_eq!(
+            err,
+            "falat: cannot write /proc/x.md: the folder /proc exists but is not an ordinary folder: no file can be \
+             created in it (a system folder such as /proc or /sys)\n"
+        );
+    } else {
+        eprintln!("no /proc here: its case is skipped");
+    }
 }
 
 #[cfg(unix)]

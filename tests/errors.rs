@@ -187,3 +187,68 @@ fn unknown_format_names_the_closest_formats_and_what_they_lack() {
     let bare = br#"{"history": [{"role": "user", "content": "fix it"}]}"#;
     insta::assert_snapshot!(format!("{}\n{}", error("run.traj", partial, None), error("history.json", bare, None)));
 }
+
+/// Files that are no JSON at all: each message names the file, the line and column where they
+/// are known, what the file is, and what falat reads instead (every `--format` name).
+#[test]
+fn files_that_are_not_json_at_all_say_what_they_are_and_what_falat_reads() {
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    let cases: [(&str, &[u8]); 8] = [
+        // serde_json said "expected ident" for text that starts like true, false or null.
+        ("notes.txt", b"the agent failed at step 3\nthen it stopped\n"),
+        ("run.log", b"\n\n   nothing was found\n"),
+        ("blank.json", b" \n\t\n"),
+        ("answer.json", b"\n  42\n"),
+        ("cut.json", br#"{"messages": ["#),
+        ("image.png", png),
+        ("run.json.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\xae\x05\x00"),
+        ("nul.json", b"[{\"role\": \"user\",\n \"content\": \"a\0b\"}]"),
+    ];
+    let all: Vec<String> = cases.iter().map(|(name, bytes)| error(name, bytes, None)).collect();
+    // Where: file, line and column.
+    let wheres: Vec<&str> = all.iter().map(|m| m.split(": ").next().unwrap()).collect();
+    assert_eq!(
+        wheres,
+        [
+            "notes.txt:1:1",
+            "run.log:3:4",
+            "blank.json",
+            "answer.json:2:3",
+            "cut.json:1:14",
+            "image.png:1:1",
+            "run.json.gz:1:1",
+            "nul.json:2:15"
+        ]
+    );
+    let formats: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.as_str()).collect();
+    for m in all.iter().filter(|m| !m.starts_with("cut.json")) {
+        assert!(m.ends_with(&formats.join(", ")), "every format falat reads is listed: {m}");
+        assert!(!m.contains("expected ident") && !m.contains("expected value"), "{m}");
+    }
+    insta::assert_snapshot!(all.join("\n"));
+}
+
+/// An OpenAI Chat Completions response object (or a streamed chunk) holds the model's reply and
+/// none of the request's messages: it is named as what it is, with what to give instead, and no
+/// format is named as "closest" by keys every JSON object may have ("id").
+#[test]
+fn a_chat_completions_response_is_named_and_no_format_is_closest_by_its_id() {
+    let response = br#"{"id": "chatcmpl-9x", "object": "chat.completion", "created": 1718000000, "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris.", "refusal": null}, "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}}"#;
+    let chunks =
+        br#"[{"id": "chatcmpl-9x", "object": "chat.completion.chunk", "created": 1718000000, "model": "gpt-4o",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Par"}, "finish_reason": null}]}]"#;
+    let only_generic = br#"{"id": "r-1", "level": 2, "messages": "see the log"}"#;
+    let all = [
+        error("reply.json", response, None),
+        error("stream.json", chunks, None),
+        error("record.json", only_generic, None),
+    ];
+    for m in &all {
+        assert!(!m.contains("closest format"), "{m}");
+    }
+    assert!(all[0].contains("an OpenAI Chat Completions response object"), "{}", all[0]);
+    assert!(all[0].ends_with("give the request's \"messages\" array with the reply appended"), "{}", all[0]);
+    insta::assert_snapshot!(all.join("\n"));
+}

@@ -1477,7 +1477,7 @@ fn at_80_by_24_titles_never_collide_and_cut_text_ends_in_an_ellipsis() {
     let row = screen.lines().find(|l| l.contains(" 12 WebSurfer")).expect("step 12 row");
     assert!(row.contains("…│"), "{row}");
     let status = screen.lines().rev().nth(1).expect("status").trim_matches('"');
-    assert!(status.ends_with('…'), "a long status is cut with an ellipsis: {status}");
+    assert!(status.trim_end().ends_with("… (! more)"), "a long status is cut with an ellipsis: {status}");
     assert!(status.contains("decisive step 12"), "what matters comes first: {status}");
 }
 
@@ -1719,6 +1719,23 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
     assert!(std::fs::read_to_string(&md).expect("markdown").contains("## Your decision"));
     assert!(reports.join(format!("{HAND}.falat.report.json")).is_file());
 
+    // An --export-dir that cannot be made is named, with what is in its way.
+    let blocker = ro.home.join("a-file");
+    std::fs::write(&blocker, "not a folder").expect("file");
+    let opts = TuiOptions { export_dir: Some(blocker.join("tickets")), ..ro.opts() };
+    let mut blocked = ro.open(&opts);
+    press(&mut blocked, "ae");
+    let status = blocked.status.clone().expect("status");
+    assert_eq!(status.level, Level::Error, "{}", status.text);
+    assert_eq!(
+        status.text,
+        format!(
+            "export failed: cannot create the folder {}: {} is a file, not a folder",
+            blocker.join("tickets").display(),
+            blocker.display()
+        )
+    );
+
     // --export-dir chooses the folder.
     let chosen = ro.home.join("tickets");
     let opts = TuiOptions { export_dir: Some(chosen.clone()), ..ro.opts() };
@@ -1783,7 +1800,9 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
         let squeezed: String = inside.chars().filter(|c| !c.is_whitespace()).collect();
         let path = store::beside(&ro.trace, ".falat.json").display().to_string();
         assert!(squeezed.contains(&path), "{w}: the whole path is there: {s}");
-        assert!(squeezed.contains("Notadirectory(oserror20)"), "{w}: {s}");
+        // Said in the user's terms, naming what is in the way (not the OS's "Not a directory").
+        assert!(squeezed.contains(&format!("{}isafile,notafolder", blocked.display())), "{w}: {s}");
+        assert!(!squeezed.contains("oserror"), "{w}: {s}");
         // (The first says at open that the folder in the overrides file's place was left alone.)
         assert!(s.contains(" 5 messages "), "{w}: the messages are counted: {s}");
         app.on_key(key_event(KeyCode::Char('!')));
@@ -1793,6 +1812,13 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
     let status = app.status.clone().expect("status");
     assert_eq!(status.level, Level::Error, "{}", status.text);
     assert!(status.text.contains("export failed"), "{}", status.text);
+    // The same wording as the save's: the folder that cannot be made and what is in its way.
+    assert!(
+        status.text.contains(&format!("and the fallback: cannot create the folder {}", blocked.display()))
+            && status.text.ends_with(&format!("{} is a file, not a folder", blocked.display())),
+        "{}",
+        status.text
+    );
     // Quitting with overrides that could not be saved asks first; any key but y stays.
     press(&mut app, "q");
     assert_eq!((app.mode.clone(), app.quit), (Mode::ConfirmQuit, false));
@@ -2308,7 +2334,8 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     // border, wrapped to 78 columns.
     let vm = app.view.clone();
     assert_eq!(vm.screen.text, Rect::new(1, 2, 78, 19));
-    assert_eq!(vm.text_lines, 23);
+    // (The reason names verification's two criteria: "passed both independence and sufficiency".)
+    assert_eq!(vm.text_lines, 25);
     // Every link is drawn where the model places it: select each in turn (the view scrolls it
     // into sight) and read the drawn frame at its row and columns.
     for (k, link) in vm.links.iter().enumerate() {
@@ -2328,9 +2355,9 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     }
     // The scroll bounds: the last page shows the last line.
     press_on(&mut app, "G", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 23 - 19);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 25 - 19);
     press_on(&mut app, "<pgdn>", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 23 - 19, "no scrolling past the end");
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 25 - 19, "no scrolling past the end");
     press_on(&mut app, "g", 80, 24);
     assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
 }
@@ -2359,4 +2386,119 @@ fn the_view_model_holds_the_lists_rows_and_the_header_tabs() {
         verdict.clone().map(|x| buf[(x, 0)].symbol().to_string()).collect()
     };
     assert_eq!(header, " 5 Verdict ");
+}
+
+// ----- the footer, the help's numbers and the verification wording (80 columns) -----
+
+/// At 80 columns the key hints of every view and input mode fit whole: the main keys stay, the
+/// least important hints are left out or shortened whole, never cut inside a word; a status
+/// message too long for its line is cut between words and points to the messages overlay.
+#[test]
+fn at_80_columns_the_footer_keeps_its_main_keys_whole_and_the_status_cuts_between_words() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let labels = [
+        "drill",
+        "go",
+        "go to step",
+        "filter",
+        "sort",
+        "refs",
+        "step refs",
+        "back",
+        "next step ref",
+        "run all",
+        "run all methods",
+        "jump",
+        "jump back",
+        "search",
+        "run",
+        "verdict",
+        "step",
+        "mark",
+        "exclude",
+        "pin",
+        "undo",
+        "export",
+        "copy",
+        "help",
+        "quit",
+        "pane",
+    ];
+    for view in ['1', '2', '3', '4', '5', '6'] {
+        press_on(&mut app, &view.to_string(), 80, 24);
+        let rows = rows_of(&draw(&app, 80, 24));
+        let footer = rows.last().expect("footer").trim_end().to_string();
+        assert!(!footer.contains('…'), "view {view}: {footer}");
+        for hint in ["a run", "? help", "q quit", "e export"] {
+            assert!(footer.contains(hint), "view {view}: {hint} in {footer}");
+        }
+        // Each hint is a key and one of the labels, whole.
+        for hint in footer.trim().split("  ") {
+            let (_, label) = hint.split_once(' ').unwrap_or(("", hint));
+            assert!(labels.contains(&label), "view {view}: {hint:?} is no whole hint in {footer}");
+        }
+        if view == '2' {
+            assert!(footer.contains("/ filter") && footer.contains("enter go"), "{footer}");
+        }
+    }
+    // The input modes keep the keys that end them.
+    for (keys, what) in [("2/", "filter candidates"), ("1/", "search step content"), ("1:", "jump to step number")] {
+        press_on(&mut app, keys, 80, 24);
+        let footer = rows_of(&draw(&app, 80, 24)).last().expect("footer").trim_end().to_string();
+        assert!(footer.ends_with(&format!("{what} · enter ok · esc cancel")), "{keys}: {footer}");
+        press_on(&mut app, "<esc>", 80, 24);
+    }
+    // The status: cut between two words of the message, then the pointer to `!`.
+    let full = "finished all stages: decisive step 61 by Orchestrator (hallucination), confidence 0.07; \
+                the reports are exported beside the trace";
+    app.set_status(Level::Ok, full);
+    let rows = rows_of(&draw(&app, 80, 24));
+    let status = rows[rows.len() - 2].trim_end().to_string();
+    let shown = status.split("│ ").nth(1).expect("the status after the stage marks");
+    let kept = shown.strip_suffix("… (! more)").unwrap_or_else(|| panic!("cut with a pointer: {status}"));
+    assert!(full.starts_with(kept) && full[kept.len()..].starts_with(' '), "cut between words: {status}");
+}
+
+/// The help (at 80×24, scrolled) explains the numbers a user sees, a candidate's score, P and
+/// the confidence, and the three verification marks by name.
+#[test]
+fn the_help_explains_score_p_confidence_and_the_three_checks() {
+    let f = Fixture::new(HAND);
+    let mut app = f.open();
+    let rows = help_rows(&mut app, 80, 24);
+    for r in &rows {
+        assert!(!r.trim_matches('│').trim_end().ends_with('…'), "a help line is cut: {r:?}");
+    }
+    let text = rows.iter().map(|r| r.trim_matches('│').trim()).collect::<Vec<_>>().join(" ");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for said in [
+        "score candidates: how strong the findings that made the step a candidate are (their weights combined by noisy-or), 0-1; not a probability",
+        "P verdict (ranker P): the fitted ranker's probability that the step is the decisive error, 0-1",
+        "confidence verdict: the chance that the named step is right, 0-1: its P calibrated on the methods' past decisions on labelled runs",
+        "named, lower P the verdict comes from verification first",
+        "checks ✓✓✗ candidates, three marks, each passed ✓ or failed ✗: error independence",
+        "counterfactual sufficiency (correcting it alone would have fixed the outcome), temporal precedence",
+        "A verified candidate passed the first two",
+    ] {
+        assert!(text.contains(said), "{said}\nin\n{text}");
+    }
+}
+
+/// When verification passed every candidate and the ranking chose, a candidate row reads ✓✓✗
+/// (it passed independence and sufficiency, not precedence): the verdict names the two criteria
+/// it means, so the third mark does not contradict it.
+#[test]
+fn the_verdict_names_the_two_criteria_beside_a_row_that_failed_the_third() {
+    let f = Fixture::copy(Path::new("sample_traces/who-and-when-hand-crafted-47.json"));
+    let mut app = f.open();
+    press_on(&mut app, "a2", 120, 60);
+    let candidates = draw(&app, 120, 60).backend().to_string();
+    assert!(candidates.contains("✓✓✗") && candidates.contains("✓✓✓"), "{candidates}");
+    press_on(&mut app, "5", 120, 60);
+    let verdict = draw(&app, 120, 60).backend().to_string();
+    let text = verdict.lines().map(|l| l.trim_matches(['"', '│', ' ', '█', '║'])).collect::<Vec<_>>().join(" ");
+    assert!(text.contains("both verified candidates passed both independence and sufficiency"), "{verdict}");
+    assert!(!text.contains("both criteria"), "{verdict}");
 }

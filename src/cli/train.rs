@@ -64,6 +64,11 @@ pub fn model_text(dirs: &[PathBuf], labels: &[PathBuf]) -> anyhow::Result<String
 /// What [`model_text`] returns, or an unwritable output file.
 pub fn run(args: &TrainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let dirs = if args.dirs.is_empty() { bundled_dirs(Path::new(".")) } else { args.dirs.clone() };
+    // The output's folder first: an -o that cannot be written fails at once, not after the fit.
+    let writes = !args.check && !crate::fsutil::is_stdout(&args.out);
+    if let Some(dir) = args.out.parent().filter(|d| writes && !d.as_os_str().is_empty()) {
+        crate::fsutil::create_folder(dir)?;
+    }
     let text = model_text(&dirs, &args.labels)?;
     if args.check {
         let old = std::fs::read_to_string(&args.out).unwrap_or_default();
@@ -79,9 +84,6 @@ pub fn run(args: &TrainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if crate::fsutil::is_stdout(&args.out) {
         out.write_all(text.as_bytes())?;
         return Ok(0);
-    }
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", crate::fsutil::shown(dir)))?;
     }
     crate::fsutil::write_output(&args.out, text.as_bytes())?;
     writeln!(out, "wrote {}", crate::fsutil::shown(&args.out))?;

@@ -513,7 +513,7 @@ mod tests {
             msgs,
             [
                 "line 1: gold step 3 names a skipped line; gold step dropped",
-                "line 5: skipped: not JSON at column 31: expected value",
+                "line 5: skipped: not JSON at column 31: no JSON value here (an object, an array, a string, a number, true, false or null)",
             ]
         );
     }

@@ -154,6 +154,8 @@ pub enum LoadError {
     Empty {
         /// The file.
         path: String,
+        /// Whether it has bytes, all of them white space.
+        white_space: bool,
     },
     /// The file is not valid UTF-8.
     NotUtf8 {
@@ -161,8 +163,47 @@ pub enum LoadError {
         path: String,
         /// 1-based line of the first invalid byte.
         line: usize,
+        /// 1-based column (in characters) of the first invalid byte.
+        column: usize,
         /// 0-based byte offset of the first invalid byte.
         offset: usize,
+        /// The invalid byte.
+        byte: u8,
+    },
+    /// The file is binary, not text: it starts with the signature of a known binary kind (an
+    /// image, a compressed file...) or holds a NUL byte or other control characters text has not.
+    Binary {
+        /// The file.
+        path: String,
+        /// 1-based line of the first byte text has not (1 for a signature).
+        line: usize,
+        /// 1-based column (in characters) of that byte.
+        column: usize,
+        /// What the signature says it is (`a PNG image`), when known.
+        kind: Option<&'static str>,
+    },
+    /// The file is text but not JSON or JSON Lines: its first non-blank line is not JSON and does
+    /// not start an object or an array (a plain-text note, a log, YAML...).
+    PlainText {
+        /// The file.
+        path: String,
+        /// 1-based line of the first non-blank line.
+        line: usize,
+        /// 1-based column of its first non-blank character.
+        column: usize,
+        /// The start of that line (sanitised and clipped, for the message).
+        start: String,
+    },
+    /// The file is one JSON scalar (a number, a string, `true`, `null`): no format is one.
+    Scalar {
+        /// The file.
+        path: String,
+        /// 1-based line of the value.
+        line: usize,
+        /// 1-based column of the value.
+        column: usize,
+        /// What it is (`a number`, see [`type_name`]).
+        found: &'static str,
     },
     /// The file starts with a byte-order mark (or the NUL pattern of UTF-16/32 JSON) but its bytes
     /// are not valid in that encoding.
@@ -223,10 +264,35 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Io { path, message } => write!(f, "{path}: cannot read: {message}"),
-            LoadError::Empty { path } => write!(f, "{path}: the file is empty, expected a JSON or JSONL trace"),
-            LoadError::NotUtf8 { path, line, offset } => {
-                write!(f, "{path}:{line}: not UTF-8 (invalid byte at offset {offset}), expected a JSON or JSONL trace")
+            LoadError::Empty { path, white_space: false } => {
+                write!(f, "{path}: the file is empty; {}", expected_trace())
             }
+            LoadError::Empty { path, white_space: true } => {
+                write!(f, "{path}: the file holds only white space; {}", expected_trace())
+            }
+            LoadError::NotUtf8 { path, line, column, offset, byte } => write!(
+                f,
+                "{path}:{line}:{column}: not UTF-8 text (invalid byte 0x{byte:02X} at byte offset {offset}); expected a \
+                 JSON or JSON Lines trace in UTF-8 (or UTF-16 or UTF-32)"
+            ),
+            LoadError::Binary { path, line, column, kind } => {
+                let what = kind.map(|k| format!(" ({k})")).unwrap_or_default();
+                write!(
+                    f,
+                    "{path}:{line}:{column}: a binary file{what}, not JSON or JSON Lines text; {}",
+                    expected_trace()
+                )
+            }
+            LoadError::PlainText { path, line, column, start } => write!(
+                f,
+                "{path}:{line}:{column}: not JSON or JSON Lines: the text starts \"{start}\"; {}",
+                expected_trace()
+            ),
+            LoadError::Scalar { path, line, column, found } => write!(
+                f,
+                "{path}:{line}:{column}: the file is one JSON value, {found}, not a trace; {}",
+                expected_trace()
+            ),
             LoadError::BadEncoding { path, encoding, offset } => {
                 write!(
                     f,
@@ -250,6 +316,65 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
+
+/// What a trace file must be, for the messages of files that are none: JSON or JSON Lines in one
+/// of the formats falat reads, by their `--format` names.
+fn expected_trace() -> String {
+    let names: Vec<&str> = SUPPORTED.iter().map(|f| f.as_str()).collect();
+    format!(
+        "expected a trace, JSON or JSON Lines (an object or an array), in one of the formats falat reads: {}",
+        names.join(", ")
+    )
+}
+
+/// Signatures of binary kinds a trace is mistaken for, and what to call them.
+const BINARY_SIGNATURES: [(&[u8], &str); 11] = [
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xFF\xD8\xFF", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x1F\x8B", "gzip-compressed: decompress it first"),
+    (b"\x28\xB5\x2F\xFD", "zstd-compressed: decompress it first"),
+    (b"\xFD7zXZ\x00", "xz-compressed: decompress it first"),
+    (b"BZh", "bzip2-compressed: decompress it first"),
+    (b"\x7FELF", "an ELF executable"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+];
+
+/// How much of a file [`binary`] looks at.
+const BINARY_SNIFF: usize = 8192;
+
+/// Whether `bytes` (not UTF-16/32, see [`wide_encoding`]) are a binary file rather than text:
+/// `(0-based offset of the first byte text has not, the kind)` when they start with a signature
+/// of [`BINARY_SIGNATURES`] (offset 0), or hold a NUL byte in their first [`BINARY_SNIFF`]
+/// bytes, or are not UTF-8 and hold a C0 control there other than tab, line feed, form feed,
+/// carriage return and escape.
+fn binary(bytes: &[u8]) -> Option<(usize, Option<&'static str>)> {
+    if let Some((_, kind)) = BINARY_SIGNATURES.iter().find(|(sig, _)| {
+        // bzip2's "BZh" is followed by its block size digit, 1 to 9.
+        bytes.starts_with(sig) && (*sig != b"BZh" || bytes.get(3).is_some_and(|d| (b'1'..=b'9').contains(d)))
+    }) {
+        return Some((0, Some(*kind)));
+    }
+    let head = &bytes[..bytes.len().min(BINARY_SNIFF)];
+    if let Some(at) = head.iter().position(|b| *b == 0) {
+        return Some((at, None));
+    }
+    let invalid = std::str::from_utf8(bytes).err()?.valid_up_to();
+    let control = |b: &u8| *b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | 0x1B);
+    head.iter().any(control).then(|| (head.iter().position(control).unwrap_or(invalid).min(invalid), None))
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `bytes`, whose bytes before
+/// `offset` are UTF-8.
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, column)
+}
 
 /// Reads a file related to the one being parsed, by a path relative to that file's folder.
 ///
@@ -765,14 +890,34 @@ enum Parsed<'a> {
 fn parse_text<'a>(path: &str, text: &'a str) -> Result<Parsed<'a>, LoadError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
-        return Err(LoadError::Empty { path: path.to_string() });
+        return Err(LoadError::Empty { path: path.to_string(), white_space: !text.is_empty() });
     }
     if let Some(line) = too_deep_at(text) {
         return Err(LoadError::TooDeep { path: path.to_string(), line });
     }
+    // Where the first non-blank line starts: line, column, and the line from there.
+    let first = || {
+        let (line, text) = non_blank(text).next()?;
+        let trimmed = text.trim_start();
+        Some((line, text[..text.len() - trimmed.len()].chars().count() + 1, trimmed))
+    };
     match from_str(text) {
-        Ok(v) => Ok(Parsed::Json(v)),
-        Err(whole_err) => JsonLines::scan(path, text, &whole_err).map(Parsed::Lines),
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => Ok(Parsed::Json(v)),
+        Ok(v) => {
+            let (line, column, _) = first().unwrap_or((1, 1, ""));
+            Err(LoadError::Scalar { path: path.to_string(), line, column, found: type_name(&v) })
+        }
+        Err(whole_err) => JsonLines::scan(path, text, &whole_err).map(Parsed::Lines).map_err(|e| {
+            // Not broken JSON but no JSON at all: a first line that is no JSON value and does not
+            // open an object or an array.
+            match first() {
+                Some((line, column, start)) if !start.starts_with(['{', '[']) && check_syntax(start).is_err() => {
+                    let start = crate::text::clip(&crate::text::sanitize(start), 40);
+                    LoadError::PlainText { path: path.to_string(), line, column, start }
+                }
+                _ => e,
+            }
+        }),
     }
 }
 
@@ -944,11 +1089,19 @@ fn deeper_at(bytes: &[u8], limit: usize) -> Option<usize> {
 /// [`LoadError::NotUtf8`] naming the first invalid byte; [`LoadError::BadEncoding`] naming the
 /// encoding recognised and the first invalid code unit.
 fn decode<'a>(path: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, LoadError> {
+    if let Some((offset, kind @ Some(_))) = binary(bytes) {
+        let (line, column) = line_column(bytes, offset);
+        return Err(LoadError::Binary { path: path.to_string(), line, column, kind });
+    }
     let Some((encoding, bom, unit, big_endian)) = wide_encoding(bytes) else {
+        if let Some((offset, kind)) = binary(bytes) {
+            let (line, column) = line_column(bytes, offset);
+            return Err(LoadError::Binary { path: path.to_string(), line, column, kind });
+        }
         return std::str::from_utf8(bytes).map(std::borrow::Cow::Borrowed).map_err(|e| {
             let offset = e.valid_up_to();
-            let line = bytes[..offset].iter().filter(|b| **b == b'\n').count() + 1;
-            LoadError::NotUtf8 { path: path.to_string(), line, offset }
+            let (line, column) = line_column(bytes, offset);
+            LoadError::NotUtf8 { path: path.to_string(), line, column, offset, byte: bytes[offset] }
         });
     };
     let bad = |offset: usize| LoadError::BadEncoding { path: path.to_string(), encoding: encoding.clone(), offset };
@@ -994,13 +1147,28 @@ fn wide_encoding(b: &[u8]) -> Option<(String, usize, usize, bool)> {
     }
 }
 
-/// serde_json's message without its " at line L column C" suffix.
+/// serde_json's message without its " at line L column C" suffix, its terse phrases in plain
+/// words (`EOF while parsing a list` → `the text ends inside a list ([ not closed; ...)`).
 fn error_message(err: &serde_json::Error) -> String {
     let text = err.to_string();
-    match text.rfind(" at line ") {
+    let text = match text.rfind(" at line ") {
         Some(pos) => text[..pos].to_string(),
         None => text,
-    }
+    };
+    let plain = match text.as_str() {
+        "EOF while parsing a list" => "the text ends inside a list ([ not closed; the file may be cut short)",
+        "EOF while parsing an object" => "the text ends inside an object ({ not closed; the file may be cut short)",
+        "EOF while parsing a string" => "the text ends inside a string (\" not closed; the file may be cut short)",
+        "EOF while parsing a value" => "the text ends where a value should follow (the file may be cut short)",
+        "expected ident" | "expected value" => {
+            "no JSON value here (an object, an array, a string, a number, true, false or null)"
+        }
+        "key must be a string" => "an object key must be in double quotes",
+        "trailing characters" => "more text after the JSON value",
+        "trailing comma" => "a comma before the closing bracket",
+        _ => return text,
+    };
+    plain.to_string()
 }
 
 /// The first [`SUPPORTED`] format a document looks like, or `None`.
@@ -1102,9 +1270,14 @@ const SIGNATURES: [(SourceFormat, &[&str], &[&str]); 6] = [
     (SourceFormat::TauBench, &["task_id", "traj"], &[]),
 ];
 
+/// Keys of [`SIGNATURES`] that many JSON documents have: they count towards a format only beside
+/// one of its other keys, never name it alone (a Chat Completions response has an `"id"` and is
+/// no OpenHands event).
+const GENERIC_KEYS: [&str; 4] = ["id", "info", "messages", "level"];
+
 /// The formats whose distinctive keys ([`SIGNATURES`]) the document has most of, with what it
 /// lacks: `the closest format is swe-agent (has "history", "info"; missing "trajectory")`.
-/// `None` when it has none of them.
+/// `None` when it has none of them but [`GENERIC_KEYS`].
 pub fn closest_formats(doc: &Document) -> Option<String> {
     let Document::Json(v) = doc else { return None };
     let obj = match v {
@@ -1115,7 +1288,8 @@ pub fn closest_formats(doc: &Document) -> Option<String> {
     let mut scored: Vec<(usize, String)> = Vec::new();
     for (format, all, one_of) in SIGNATURES {
         let has: Vec<&str> = all.iter().chain(one_of.iter()).copied().filter(|k| obj.contains_key(*k)).collect();
-        if has.is_empty() {
+        // Only a key that marks the format names it: "id" or "messages" alone says nothing.
+        if !has.iter().any(|k| !GENERIC_KEYS.contains(k)) {
             continue;
         }
         let mut missing: Vec<String> =
@@ -1147,6 +1321,9 @@ fn near_miss(doc: &Document) -> Option<String> {
     let first_items = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).and_then(|a| a.first().cloned());
     match doc {
         Document::Json(v) => {
+            if let Some(what) = chat_completion_response(v) {
+                return Some(what.into());
+            }
             if v.get("simulations").is_some() {
                 return Some("it looks like τ²-bench results, which need \"simulations\": [{task_id, messages}] and \"tasks\" or \"info\"".into());
             }
@@ -1189,6 +1366,28 @@ fn near_miss(doc: &Document) -> Option<String> {
             None
         }
     }
+}
+
+/// What an OpenAI Chat Completions *response* (or a list of them) is, and what to give instead:
+/// the API's response object (`{"object": "chat.completion", "choices": [{"message"}]}`, or a
+/// streamed `chat.completion.chunk` with `choices[].delta`) carries only the model's reply, none
+/// of the request's messages, so it is no run (`openai-chat` reads the `messages` array).
+fn chat_completion_response(v: &Value) -> Option<&'static str> {
+    let item = match v {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let object = item.get("object").and_then(Value::as_str);
+    let choice = item.get("choices").and_then(Value::as_array).and_then(|c| c.first());
+    let has = |key: &str| choice.is_some_and(|c| c.get(key).is_some());
+    if object == Some("chat.completion.chunk") || (object.is_none() && has("delta")) {
+        return Some(
+            "it is a streamed OpenAI Chat Completions chunk (\"choices\"[].delta): it holds part of the model's reply only; give the request's \"messages\" array with the whole reply appended",
+        );
+    }
+    (object == Some("chat.completion") || (object.is_none() && has("message"))).then_some(
+        "it is an OpenAI Chat Completions response object: it holds only the model's reply (\"choices\"[].message); give the request's \"messages\" array with the reply appended",
+    )
 }
 
 /// A short description of a document, for "found ... instead" messages.
@@ -1349,7 +1548,7 @@ mod tests {
     fn broken_json_names_line_and_column() {
         assert_eq!(
             err(b"{\n  \"a\": 1,\n  \"b\": ]\n}"),
-            "t.json:3:8: not JSON: expected value; expected a JSON or JSONL trace"
+            "t.json:3:8: not JSON: no JSON value here (an object, an array, a string, a number, true, false or null); expected a JSON or JSONL trace"
         );
     }
 
@@ -1357,7 +1556,7 @@ mod tests {
     fn jsonl_with_more_bad_lines_than_good_is_not_json() {
         assert_eq!(
             err(b"{\"agent\":\"a\",\"content\":\"x\"}\nnope\nnope again\n"),
-            "t.json:2:2: not JSON: expected ident; expected a JSON or JSONL trace"
+            "t.json:2:2: not JSON: no JSON value here (an object, an array, a string, a number, true, false or null); expected a JSON or JSONL trace"
         );
     }
 

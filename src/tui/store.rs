@@ -554,7 +554,7 @@ fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
 /// [`fsutil::write_private`] after creating the folder.
 fn write_creating(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", shown(dir)))?;
+        fsutil::create_folder(dir)?;
     }
     fsutil::write_private(path, bytes)
 }
@@ -583,7 +583,7 @@ pub fn export_places(
 ) -> anyhow::Result<Exported> {
     let name = places.trace.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "trace".into());
     if let Some(dir) = &places.export_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        fsutil::create_folder(dir)?;
         return export(&dir.join(&name), t, machine, user);
     }
     let (first, why) = if places.beside {
@@ -597,7 +597,7 @@ pub fn export_places(
     let Some(dir) = &places.data else {
         anyhow::bail!("{why}; and no home folder is known for a fallback (use --export-dir)");
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("{why}; and cannot create {}", dir.display()))?;
+    fsutil::create_folder(dir).with_context(|| format!("{why}; and the fallback"))?;
     let e = export(&dir.join(&name), t, machine, user).with_context(|| format!("{why}; and the fallback"))?;
     Ok(Exported { fallback: Some(first), ..e })
 }

@@ -278,7 +278,7 @@ fn openhands_output_jsonl_is_one_trajectory_per_record_and_a_bad_line_is_named()
         msgs,
         [
             "line 2: skipped: expected an evaluation record {instance_id, history: [events]}",
-            "line 4: skipped: not JSON at column 16: EOF while parsing a value",
+            "line 4: skipped: not JSON at column 16: the text ends where a value should follow (the file may be cut short)",
         ]
     );
 }

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState, Wrap};
 
 use super::action::Action;
-use super::app::{App, Level, Mode, View, clean};
+use super::app::{App, Mode, View, clean};
 use super::view::{
     HEADER_NAME, frame_areas, help_lines, help_width, level_style, message_lines, overlay_width, tab_labels,
 };
@@ -126,9 +126,10 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
         }
         (None, Some(s)) => {
             let room = (area.width as usize).saturating_sub(Line::from(spans.clone()).width());
-            // A cut warning or error points to the messages overlay, which shows it whole.
-            let more = matches!(s.level, Level::Warn | Level::Error).then(|| app.keymap.hint(Action::Messages));
-            spans.push(Span::styled(shorten(&s.text, room, more.as_deref()), level_style(app, s.level)));
+            // A cut status points to the messages overlay, which shows it whole (every status is
+            // kept there).
+            let more = app.keymap.hint(Action::Messages);
+            spans.push(Span::styled(shorten(&s.text, room, Some(&more)), level_style(app, s.level)));
         }
         (None, None) => spans
             .push(Span::styled(format!("ready · {} runs the whole pipeline", app.keymap.hint(Action::RunAll)), t.dim)),
@@ -164,8 +165,9 @@ pub fn shorten(text: &str, room: usize, more: Option<&str>) -> String {
     }
     let tail = more.map_or("…".to_string(), |k| format!("… ({k} more)"));
     let keep = room.saturating_sub(width(&tail));
+    let joined = words.join(" ");
     let mut out = String::new();
-    for c in words.join(" ").chars() {
+    for c in joined.chars() {
         if width(&out) + c.width().unwrap_or(0) > keep {
             break;
         }
@@ -174,7 +176,21 @@ pub fn shorten(text: &str, room: usize, more: Option<&str>) -> String {
     if keep == 0 {
         return text::clip(text, room);
     }
-    format!("{}{tail}", if more.is_some() { out.trim_end() } else { &out })
+    // Cut between words, never inside one (a path between its folders), unless a single word
+    // fills more than half the room (a long id: its start says more than nothing).
+    if out.len() < joined.len() && !joined[out.len()..].starts_with(' ') {
+        let start = out.rfind(' ').map_or(0, |i| i + 1);
+        match out[start..].rfind('/') {
+            Some(slash) => out.truncate(start + slash + 1),
+            None => {
+                if let Some(space) = out.rfind(' ').filter(|&i| width(&out[..i]) * 2 >= keep) {
+                    out.truncate(space);
+                }
+            }
+        }
+    }
+    let out = out.trim_end().trim_end_matches([',', ';', ':', '(', '·', '—', '-']).trim_end();
+    format!("{out}{tail}")
 }
 
 /// A path with one more middle folder replaced by `…` (the first two parts and the last two
@@ -229,9 +245,11 @@ fn spinner(ticks: u64) -> &'static str {
 fn render_hints(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let line = match &app.mode {
-        Mode::Search(q) => input_line(app, "/", q, "search step content"),
-        Mode::Jump(n) => input_line(app, ":", n, "jump to step number"),
-        Mode::Filter(q) => input_line(app, "/", q, "filter candidates (step, agent, state, signal, text)"),
+        Mode::Search(q) => input_line(app, "/", q, "search step content", area.width as usize),
+        Mode::Jump(n) => input_line(app, ":", n, "jump to step number", area.width as usize),
+        Mode::Filter(q) => {
+            input_line(app, "/", q, "filter candidates (step, agent, state, signal, text)", area.width as usize)
+        }
         Mode::ConfirmQuit => Line::from(vec![
             Span::raw(" "),
             Span::styled("y", t.key),
@@ -251,28 +269,76 @@ fn render_hints(app: &App, f: &mut Frame, area: Rect) {
             Span::styled(" quit", t.dim),
         ]),
         Mode::Normal => {
-            // The most useful hints that fit, shown in their usual order.
-            let hints = hint_actions(app);
-            let cost =
-                |(a, label, _): &(Action, &str, u8)| app.keymap.hint(*a).chars().count() + label.chars().count() + 3;
-            let mut keep: Vec<bool> = vec![true; hints.len()];
-            let mut width: usize = 1 + hints.iter().map(&cost).sum::<usize>();
-            let mut by_priority: Vec<usize> = (0..hints.len()).collect();
-            by_priority.sort_by_key(|&i| std::cmp::Reverse(hints[i].2));
-            while width > area.width as usize {
-                let Some(i) = by_priority.pop() else { break };
-                keep[i] = false;
-                width -= cost(&hints[i]);
-            }
-            let mut spans = vec![Span::raw(" ")];
-            for ((a, label, _), _) in hints.iter().zip(&keep).filter(|(_, k)| **k) {
-                spans.push(Span::styled(app.keymap.hint(*a), t.key));
-                spans.push(Span::styled(format!(" {label}  "), t.dim));
-            }
-            Line::from(spans)
+            let hints: Vec<(String, &str, &str, u8)> = hint_actions(app)
+                .into_iter()
+                .map(|(a, label, prio)| (app.keymap.hint(a), label, short_label(label), prio))
+                .collect();
+            hint_line(app, &hints, area.width as usize)
         }
     };
     f.render_widget(Paragraph::new(fit(line, area.width)), area);
+}
+
+/// The priority from which a footer hint is a main one: shortened before it is left out.
+const MAIN_HINT: u8 = 5;
+
+/// The shorter label a hint takes on a narrow terminal (`go to step` → `go`), or the label.
+fn short_label(label: &str) -> &str {
+    match label {
+        "go to step" => "go",
+        "step refs" | "next step ref" => "refs",
+        "run all methods" => "run all",
+        "jump back" => "jump",
+        other => other,
+    }
+}
+
+/// Key hints `(key, label, short label, priority)` on one line of `width` columns, in their
+/// order. When they do not fit, the minor hints (priority below [`MAIN_HINT`]) are left out,
+/// least important first; if the main ones still do not fit, they take their short labels (least
+/// important first), then the least important of them are left out too. A hint is shown whole or
+/// not at all: never cut inside a word.
+fn hint_line(app: &App, hints: &[(String, &str, &str, u8)], width: usize) -> Line<'static> {
+    let t = &app.theme;
+    let cols = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+    let mut labels: Vec<&str> = hints.iter().map(|h| h.1).collect();
+    let mut keep = vec![true; hints.len()];
+    let total = |labels: &[&str], keep: &[bool]| {
+        1 + hints
+            .iter()
+            .zip(labels)
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|((h, l), _)| cols(&h.0) + cols(l) + 3)
+            .sum::<usize>()
+    };
+    // Least important first; among equals, the later one first.
+    let mut order: Vec<usize> = (0..hints.len()).collect();
+    order.sort_by_key(|&i| (hints[i].3, std::cmp::Reverse(i)));
+    for &i in order.iter().filter(|&&i| hints[i].3 < MAIN_HINT) {
+        if total(&labels, &keep) <= width {
+            break;
+        }
+        keep[i] = false;
+    }
+    for &i in &order {
+        if total(&labels, &keep) <= width {
+            break;
+        }
+        labels[i] = hints[i].2;
+    }
+    for &i in &order {
+        if total(&labels, &keep) <= width {
+            break;
+        }
+        keep[i] = false;
+    }
+    let mut spans = vec![Span::raw(" ")];
+    for ((h, label), _) in hints.iter().zip(&labels).zip(&keep).filter(|(_, k)| **k) {
+        spans.push(Span::styled(h.0.clone(), t.key));
+        spans.push(Span::styled(format!(" {label}  "), t.dim));
+    }
+    Line::from(spans)
 }
 
 /// The footer's hints with a priority (higher stays longer on a narrow terminal).
@@ -281,8 +347,8 @@ fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
         View::Hierarchy => vec![(Action::Enter, "drill", 6), (Action::Back, "back", 3), (Action::NextPane, "pane", 2)],
         View::Candidates => vec![
             (Action::Enter, "go to step", 6),
-            (Action::Search, "filter", 5),
-            (Action::Sort, "sort", 5),
+            (Action::Search, "filter", 8),
+            (Action::Sort, "sort", 6),
             (Action::NextPane, "step refs", 3),
             (Action::Back, "back", 2),
         ],
@@ -320,13 +386,27 @@ fn hint_actions(app: &App) -> Vec<(Action, &'static str, u8)> {
     v
 }
 
-fn input_line(app: &App, prompt: &str, text: &str, what: &str) -> Line<'static> {
+/// The prompt line of an input mode: the text typed, then what it is and the keys that end it,
+/// as much as fits in `width` columns: the keys (enter, esc) stay longest, then what the input
+/// is, shortened before its parenthesis, then left out (never cut inside a word).
+fn input_line(app: &App, prompt: &str, text: &str, what: &str, width: usize) -> Line<'static> {
     let t = &app.theme;
+    let cols = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+    let typed = clean(text);
+    let used = 1 + cols(prompt) + cols(&typed) + 1;
+    let brief = what.split(" (").next().unwrap_or(what);
+    let tails = [
+        format!("   {what} · enter ok · esc cancel"),
+        format!("   {brief} · enter ok · esc cancel"),
+        "   enter ok · esc cancel".to_string(),
+        "   esc cancel".to_string(),
+    ];
+    let tail = tails.iter().find(|s| used + cols(s) <= width).cloned().unwrap_or_default();
     Line::from(vec![
         Span::styled(format!(" {prompt}"), t.key),
-        Span::styled(clean(text), t.text),
+        Span::styled(typed, t.text),
         Span::styled("█", t.dim),
-        Span::styled(format!("   {what} · enter ok · esc cancel"), t.dim),
+        Span::styled(tail, t.dim),
     ])
 }
 
@@ -491,5 +571,15 @@ mod tests {
         );
         assert_eq!(shorten(msg, 40, Some("!")), "could not save: cannot replace… (! more)");
         assert_eq!(shorten(msg, 40, None), "could not save: cannot replace /home/…/…");
+    }
+
+    #[test]
+    fn a_status_is_cut_between_words_and_a_single_long_word_by_characters() {
+        let msg = "finished all stages in 20 ms: decisive step 61 by Orchestrator (hallucination)";
+        assert_eq!(shorten(msg, 60, Some("!")), "finished all stages in 20 ms: decisive step 61 by… (! more)");
+        // No dangling punctuation before the ellipsis.
+        assert_eq!(shorten(msg, 41, Some("!")), "finished all stages in 20 ms… (! more)");
+        let id = "run-0123456789abcdef0123456789abcdef0123456789";
+        assert_eq!(shorten(id, 20, Some("!")), "run-012345… (! more)");
     }
 }

@@ -394,10 +394,45 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         lines.extend(help_entry(app, role, what));
     }
     lines.push(Line::raw(""));
+    lines.push(Line::styled("numbers", t.title_focus));
+    for (term, what) in [
+        (
+            "score",
+            "candidates: how strong the findings that made the step a candidate are (their weights \
+             combined by noisy-or), 0-1; not a probability",
+        ),
+        (
+            "P",
+            "verdict (ranker P): the fitted ranker's probability that the step is the decisive error, 0-1; \
+             the P of all steps of a run add up to 1",
+        ),
+        (
+            "confidence",
+            "verdict: the chance that the named step is right, 0-1: its P calibrated on the methods' past \
+             decisions on labelled runs (docs/RANKER.md); at most 0.20 when no candidate passed \
+             verification, low below 0.30",
+        ),
+        (
+            "named, lower P",
+            "the verdict comes from verification first: the earliest candidate that passed independence \
+             and sufficiency is named, and P decides only when verification tells no candidates apart \
+             (all or none passed); so the named step leads the ranked list even when another has a \
+             higher P",
+        ),
+    ] {
+        lines.extend(help_entry(app, term, what));
+    }
+    lines.push(Line::raw(""));
     lines.push(Line::styled("columns", t.title_focus));
     for (col, what) in [
         ("phase suspicion", "phases: 0-1 with a bar of four cells, how likely the phase holds the error (prior stage)"),
-        ("checks ✓✓✗", "candidates: independence, sufficiency, precedence, each passed ✓ or failed ✗"),
+        (
+            "checks ✓✓✗",
+            "candidates, three marks, each passed ✓ or failed ✗: error independence (the step brings its own \
+             error, not one it inherits), counterfactual sufficiency (correcting it alone would have fixed \
+             the outcome), temporal precedence (it is the one verification named: the earliest that \
+             passed the first two, or the ranking's pick among them). A verified candidate passed the first two",
+        ),
         ("vs gold, vs falat", "methods: ✓ same step · ≈ same agent, other step · ≠ neither · · nothing to compare"),
     ] {
         lines.extend(help_entry(app, col, what));
