@@ -201,7 +201,7 @@ static SEARCH: LazyLock<Regex> = LazyLock::new(|| {
 /// The opening of a tool result that reports an error (see [`error_lead`]).
 static ERROR_LEAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"^(?:(?i:error|fatal(?: error)?|exception)(?:\s*\[[^\]\n]*\])?\s*:|(?i:error)\s+(?:executing|calling|running|invoking|while|during|occurred|in tool)(?-u:\b)|Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|\s*(?:\n|$))|\{\s*"(?:error|exception)"\s*:\s*(?:"[^"\s]|\{\s*"|\[\s*[^\s\]]|true|[1-9]))"#,
+        r#"^(?:(?i:error|fatal(?: error)?|exception)(?:\s*\[[^\]\n]*\])?\s*:|(?i:an? (?:error|exception) (?:occurred|has occurred|was raised))(?-u:\b)|(?i:error)\s+(?:executing|calling|running|invoking|while|during|occurred|in tool)(?-u:\b)|Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|\s*(?:\n|$))|\{\s*"(?:error|exception)"\s*:\s*(?:"[^"\s]|\{\s*"|\[\s*[^\s\]]|true|[1-9]))"#,
     )
     .unwrap()
 });
@@ -335,7 +335,8 @@ fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduc
 
 /// Whether a tool result's text opens with an error report, the way tools and harnesses write
 /// one when the format has no error flag of its own: `Error: …`, `error: …`, `Fatal error: …`,
-/// `Exception: …`, `Error executing tool …`, `Traceback (most recent call last)`, an exception
+/// `Exception: …`, `Error executing tool …`, `An error occurred while running the tool …` (the
+/// OpenAI Agents SDK's default tool error), `Traceback (most recent call last)`, an exception
 /// line (`ZeroDivisionError: division by zero`, `java.io.IOException: …`), or a JSON object whose
 /// first member is a non-empty `"error"`. Only the opening counts (leading whitespace skipped):
 /// an output that mentions an error further on, or reads `Errors: 0`, is data.
@@ -597,6 +598,7 @@ mod tests {
             "java.io.IOException: closed",
             "{\"error\": \"order not found\"}",
             "{\"error\": {\"code\": 404}}",
+            "An error occurred while running the tool. Please try again. Error: no seats on 2025-10-30",
         ] {
             assert!(error_lead(text), "{text}");
         }
@@ -607,6 +609,7 @@ mod tests {
             "{\"result\": 42, \"error\": \"\"}",
             "Found 3 lines with error: in the log",
             "The request failed with an Error: see above",
+            "No error occurred while running the tool.",
             "42",
         ] {
             assert!(!error_lead(text), "{text}");

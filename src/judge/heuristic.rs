@@ -310,17 +310,25 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             evidence: "it changes the course of the run, which every later step follows".into(),
         };
     }
-    // A misread record or count told to the user, or a state change the user did not confirm,
-    // is part of the outcome itself: the user acts on what they are told, and the changed state
-    // is what the run leaves behind.
+    // A misread record or count told to the user, a state change the user did not confirm, or
+    // one the tool refused (and nothing made it another way: `actions::rejected` leaves no finding
+    // then) is part of the outcome itself: the user acts on what they are told, and the state
+    // changed, or left unchanged, is what the run leaves behind.
     if let Some(f) = findings.iter().find(|f| {
         matches!(
             f.signal,
-            Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult | Signal::UnconfirmedAction
+            Signal::UnavailableValue
+                | Signal::CountMismatch
+                | Signal::IgnoredResult
+                | Signal::UnconfirmedAction
+                | Signal::RejectedAction
         )
     }) {
-        let what =
-            if f.signal == Signal::UnconfirmedAction { "the state it changes" } else { "what it tells the user" };
+        let what = match f.signal {
+            Signal::UnconfirmedAction => "the state it changes",
+            Signal::RejectedAction => "the change it failed to make",
+            _ => "what it tells the user",
+        };
         return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome").into() };
     }
     Criterion {

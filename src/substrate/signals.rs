@@ -1075,15 +1075,179 @@ pub fn is_own_signal(s: Signal) -> bool {
 const READ_VERBS: [&str; 12] =
     ["get", "list", "find", "search", "read", "lookup", "fetch", "query", "calculate", "compute", "think", "view"];
 
+/// Verbs that name read-only tools of coding agents and browsers (Claude Code's `Grep`, `Glob`,
+/// `WebSearch`, `WebFetch`; a `check_status`, a `wait_agent`), beside [`READ_VERBS`].
+const MORE_READ_VERBS: [&str; 6] = ["grep", "glob", "web", "check", "wait", "browse"];
+
 /// Whether step `i` calls a tool that changes state: a tool call whose name does not start with
-/// a read verb ([`READ_VERBS`]).
+/// a read verb ([`READ_VERBS`], [`MORE_READ_VERBS`]) nor has `lookup` or `search` as a word
+/// (`price_lookup`, `FlightPlugin-search_flights`); for a shell tool ([`shell_command`]), a
+/// command that does more than read and check ([`command_changes_state`]).
 pub fn changes_state(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     s.kind == StepKind::ToolCall
         && s.tool_name.as_deref().is_some_and(|n| {
             let n = n.to_ascii_lowercase();
-            !READ_VERBS.iter().any(|v| n.starts_with(v))
+            if let Some(cmd) = shell_command(&n, &s.content) {
+                return command_changes_state(&cmd);
+            }
+            let lookup_word = n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "lookup" || w == "search");
+            !(READ_VERBS.iter().chain(&MORE_READ_VERBS).any(|v| n.starts_with(v)) || lookup_word)
         })
+}
+
+/// The command of a call to a shell tool (lower-case `tool` names a shell: `Bash`, `shell`,
+/// `exec_command`, `execute_bash`, `run_shell_command`, `command_execution`, a terminal), read
+/// from the call's arguments (`content`): the `command`, `cmd` or `script` member, a string or an
+/// argument vector (`["bash", "-lc", "ls"]` gives `ls`), or the whole content when it is not a
+/// JSON object (arguments written `name({…})` are read inside the parentheses); a `bash -lc '…'` or `sh -c "…"` wrapper is taken off. `None` for other tools.
+pub fn shell_command(tool: &str, content: &str) -> Option<String> {
+    static WRAPPER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?s)^\s*(?:/bin/|/usr/bin/)?(?:ba|z)?sh\s+-l?c\s+(?:'(.*)'|"(.*)")\s*$"#).unwrap()
+    });
+    let shell = ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
+        .iter()
+        .any(|w| tool.contains(w))
+        || tool == "sh";
+    if !shell {
+        return None;
+    }
+    // Some formats write a call as `name(arguments)` (OpenAI chat logs).
+    let content = content.trim();
+    let content = match (content.find('('), content.strip_suffix(')')) {
+        (Some(open), Some(inner)) if content[..open].eq_ignore_ascii_case(tool) => &inner[open + 1..],
+        _ => content,
+    };
+    let cmd = match serde_json::from_str::<serde_json::Value>(content) {
+        Ok(serde_json::Value::Object(args)) => {
+            let v = ["command", "cmd", "script"].iter().find_map(|k| args.get(*k))?;
+            match v {
+                serde_json::Value::String(c) => c.clone(),
+                serde_json::Value::Array(argv) => {
+                    let words: Vec<&str> = argv.iter().filter_map(|x| x.as_str()).collect();
+                    match words.as_slice() {
+                        [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => (*script).to_string(),
+                        _ => words.join(" "),
+                    }
+                }
+                _ => return None,
+            }
+        }
+        _ => content.to_string(),
+    };
+    Some(match WRAPPER.captures(&cmd) {
+        Some(c) => c.get(1).or_else(|| c.get(2)).map_or(cmd.clone(), |m| m.as_str().to_string()),
+        None => cmd,
+    })
+}
+
+/// Programs that read, list, search or print and change nothing (the first word of a command).
+const READ_PROGRAMS: [&str; 36] = [
+    "cd", "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "ag", "fd", "wc", "echo", "printf",
+    "pwd", "which", "whereis", "type", "tree", "file", "stat", "diff", "cmp", "sort", "uniq", "cut", "jq", "du", "df",
+    "ps", "true", "base64", "nl", "realpath", "date",
+];
+
+/// Test runners and checkers: running them checks the code and changes nothing a user keeps.
+const CHECK_PROGRAMS: [&str; 14] = [
+    "pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "mypy", "ruff", "flake8", "eslint",
+    "tsc",
+];
+
+/// Whether a shell command does more than read and check: some part of it (split at `&&`, `||`,
+/// `;`, `|` and newlines) runs a program that is not a reader ([`READ_PROGRAMS`], `sed` without
+/// `-i`), a test runner or checker ([`CHECK_PROGRAMS`], `python -m pytest`), or a read or check
+/// subcommand (`git status`, `git diff`, `git log`; `cargo test`, `cargo build`; `go test`;
+/// `npm test`; `make test`...), or it redirects output into a file. Quoted text is not read.
+pub fn command_changes_state(cmd: &str) -> bool {
+    let bare = unquoted(cmd);
+    if bare.contains('>') {
+        return true;
+    }
+    bare.split(['|', ';', '\n', '&']).map(str::trim).filter(|p| !p.is_empty()).any(|part| !reads_or_checks(part))
+}
+
+/// Whether a shell command edits files: it redirects output into a file, or some part of it runs
+/// `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `touch`, `mkdir`, `truncate`, or a
+/// `git` subcommand that changes the working tree (`apply`, `checkout`, `restore`, `reset`,
+/// `stash`, `commit`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`). Running a program,
+/// installing packages or building is not an edit (it may change state: [`command_changes_state`]).
+pub fn command_edits_files(cmd: &str) -> bool {
+    let bare = unquoted(cmd);
+    if bare.contains('>') {
+        return true;
+    }
+    bare.split(['|', ';', '\n', '&']).map(str::trim).any(|part| {
+        let words: Vec<&str> = part.split_whitespace().skip_while(|w| w.contains('=') || *w == "sudo").collect();
+        let program = words.first().map_or("", |w| w.rsplit('/').next().unwrap_or(w));
+        let sub = words.iter().skip(1).find(|w| !w.starts_with('-')).copied().unwrap_or("");
+        match program {
+            "sed" | "perl" => words.iter().any(|w| w.starts_with("-i") || *w == "--in-place" || w.starts_with("-pi")),
+            "patch" | "tee" | "mv" | "cp" | "rm" | "touch" | "mkdir" | "truncate" => true,
+            "git" => [
+                "apply",
+                "checkout",
+                "restore",
+                "reset",
+                "stash",
+                "commit",
+                "am",
+                "cherry-pick",
+                "merge",
+                "rebase",
+                "mv",
+                "rm",
+            ]
+            .contains(&sub),
+            _ => false,
+        }
+    })
+}
+
+/// `cmd` with quoted text emptied and harmless redirections (`2>&1`, `>/dev/null`) taken out.
+fn unquoted(cmd: &str) -> String {
+    static QUOTED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r#"'[^']*'|"(?:[^"\\]|\\.)*""#).unwrap());
+    static HARMLESS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d?>&\d|&?\d?>{1,2}\s*/dev/(?:null|stderr|stdout)").unwrap());
+    let bare = QUOTED.replace_all(cmd, "''");
+    HARMLESS.replace_all(&bare, " ").into_owned()
+}
+
+/// Whether one simple command (no pipes or lists) only reads or checks ([`command_changes_state`]).
+fn reads_or_checks(part: &str) -> bool {
+    let mut words = part.split_whitespace().skip_while(|w| {
+        w.contains('=') && !w.starts_with('-')
+            || matches!(*w, "sudo" | "env" | "time" | "nice" | "command" | "exec" | "timeout")
+            || w.starts_with(|c: char| c.is_ascii_digit())
+    });
+    let Some(first) = words.next() else { return true };
+    let program = first.rsplit('/').next().unwrap_or(first);
+    let rest: Vec<&str> = words.filter(|w| !w.starts_with('-') || *w == "-m").collect();
+    let sub = rest.first().copied().unwrap_or("");
+    match program {
+        p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
+        "sed" => !part.split_whitespace().any(|w| w.starts_with("-i") || w == "--in-place"),
+        "find" => {
+            !part.split_whitespace().any(|w| matches!(w, "-delete" | "-exec" | "-execdir" | "-ok"))
+                || part.contains("-exec cat ")
+        }
+        "git" => ["status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch", "remote"]
+            .contains(&sub),
+        "cargo" => ["test", "check", "build", "clippy", "doc", "tree", "metadata", "bench", "nextest"].contains(&sub),
+        "go" => ["test", "vet", "build", "list", "version", "env"].contains(&sub),
+        "npm" | "yarn" | "pnpm" | "bun" => {
+            ["test", "ls", "list", "view", "outdated", "audit"].contains(&sub)
+                || sub == "run" && rest.get(1).is_some_and(|s| ["test", "lint", "check", "build"].contains(s))
+        }
+        "make" => ["", "test", "check", "lint", "build", "all"].contains(&sub),
+        "mix" => ["test", "compile"].contains(&sub),
+        "python" | "python3" | "py" => {
+            sub == "-m"
+                && rest.get(1).is_some_and(|m| ["pytest", "unittest", "mypy", "pyflakes", "compileall"].contains(m))
+        }
+        _ => false,
+    }
 }
 
 /// Words in a tool's name that mark a call editing files or content (`apply_patch`, `Edit`,
@@ -1099,19 +1263,30 @@ fn first_edit(ctx: &Context<'_>) -> Option<usize> {
 
 /// Whether step `i` is a tool call that edits files or content: its tool's name contains one of
 /// [`EDIT_VERBS`] and does not name a to-do list (`TodoWrite` keeps the agent's plan, it changes
-/// no file).
+/// no file); for a shell tool, its command edits files ([`command_edits_files`]: `sed -i`, a
+/// redirection into a file, `git apply`...).
 pub fn edits(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     s.kind == StepKind::ToolCall
         && s.tool_name.as_deref().is_some_and(|n| {
             let n = n.to_ascii_lowercase();
-            EDIT_VERBS.iter().any(|v| n.contains(v)) && !n.contains("todo")
+            match shell_command(&n, &s.content) {
+                Some(cmd) => command_edits_files(&cmd),
+                None => EDIT_VERBS.iter().any(|v| n.contains(v)) && !n.contains("todo"),
+            }
         })
 }
 
 /// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
 const REPORTED_FAILURE: [&str; 9] =
     ["fail", "error", "bug", "broken", "crash", "exception", "traceback", "does not work", "doesn't work"];
+
+/// Words by which a task reports a hang ("the export hangs on …", "never finishes").
+const REPORTED_HANG: [&str; 6] = ["hang", "freez", "never finish", "never return", "times out", "stuck"];
+
+/// An output that says a command ran out of time ("timed out and has been killed", "Timeout").
+pub(crate) static TIMED_OUT: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\btimed? ?out\b|\btimeout\b").unwrap());
 
 /// Endings of web addresses (`arxiv.org`, `usgs.gov/...`): a task naming one names where to look.
 const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", ".html"];
@@ -1120,11 +1295,18 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// failure ([`REPORTED_FAILURE`]), the output names an identifier the task names (a test, a file,
 /// a function: a token of at least six characters with `_`, `.`, `/` or `::` in it, such as
 /// `test_parse_dates` or `parser.py`, not a web address), and no edit came before it
-/// ([`edits`]). Reproducing the failure the user reported is where the work starts, not the
-/// agent's failed action; the same failure after an edit is the fix failing.
+/// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
+/// ran out of time ([`TIMED_OUT`]), before any edit. Reproducing the failure the user reported is
+/// where the work starts, not the agent's failed action; the same failure after an edit is the fix
+/// failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     if first_edit(ctx).is_some_and(|e| e < r) {
         return false;
+    }
+    // A hang the task reports is reproduced by a command that runs out of time.
+    let task = &ctx.trajectory.task;
+    if REPORTED_HANG.iter().any(|w| task.to_lowercase().contains(w)) && TIMED_OUT.is_match(lower_of(ctx, r)) {
+        return true;
     }
     let names = ctx.facts.task_identifiers.get_or_init(|| {
         let task = ctx.trajectory.task.to_lowercase();
@@ -1302,7 +1484,58 @@ mod value_tests {
 
 #[cfg(test)]
 mod runner_tests {
-    use super::failing_tests;
+    use super::{command_changes_state, failing_tests, shell_command};
+
+    #[test]
+    fn a_shell_command_changes_state_when_it_does_more_than_read_and_check() {
+        for reads in [
+            "cargo test parser",
+            "cargo test 2>&1 | tail -5",
+            "cd /workspace/billing && python -m pytest tests/test_invoice.py -q",
+            "ls -la specs 2>/dev/null || echo \"specs directory > missing\"",
+            "find . -name \"*.md\" -type f -mmin -10 2>/dev/null",
+            "find pkg -name package.json -exec cat {} \\;",
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff",
+            "sed -n '1,160p' README.md",
+            "rg --files -g 'AGENTS.md'",
+            "timeout 30 go test ./...",
+            "RUST_BACKTRACE=1 cargo test --lib week",
+            "npm run test -- --watch=false",
+        ] {
+            assert!(!command_changes_state(reads), "{reads}");
+        }
+        for changes in [
+            "sed -i 's/\"h\": 60/\"h\": 3600/' src/timeparse.py && echo done",
+            "npm install lodash@^4.17.21 && npm test",
+            "echo x > notes.txt",
+            "sqlite3 shop.db < report.sql",
+            "rm -rf build",
+            "git commit -am fix",
+            "find . -name '*.pyc' -delete",
+            "python -c \"import os; os.remove('a')\"",
+            "make release",
+        ] {
+            assert!(command_changes_state(changes), "{changes}");
+        }
+    }
+
+    #[test]
+    fn the_command_of_a_shell_call_is_read_from_its_arguments() {
+        let cmd = |tool: &str, content: &str| shell_command(tool, content);
+        assert_eq!(
+            cmd("bash", r#"{"command":"cargo test parser","description":"run"}"#).as_deref(),
+            Some("cargo test parser")
+        );
+        assert_eq!(cmd("exec_command", r#"{"cmd":"git diff --stat"}"#).as_deref(), Some("git diff --stat"));
+        assert_eq!(cmd("shell", r#"{"command":["bash","-lc","ls srcc"]}"#).as_deref(), Some("ls srcc"));
+        assert_eq!(
+            cmd("command_execution", "bash -lc 'rg -n \"fn parse\" src'").as_deref(),
+            Some("rg -n \"fn parse\" src")
+        );
+        assert_eq!(cmd("execute_bash", "ls data").as_deref(), Some("ls data"));
+        assert_eq!(cmd("bash", r#"Bash({"command":"ls -la"})"#).as_deref(), Some("ls -la"));
+        assert_eq!(cmd("get_order_details", r##"{"order_id":"#W1"}"##), None);
+    }
 
     #[test]
     fn the_failing_tests_of_common_runners_are_named() {

@@ -357,3 +357,28 @@ fn a_hedging_word_the_lookup_wrote_is_no_assumption() {
         "rests on an assumption: Order #A1043 is delayed; the estimated delivery is 2025-03-14."
     );
 }
+
+#[test]
+fn a_booking_the_tool_refuses_is_the_decisive_step_of_a_run_that_ends_there() {
+    // OpenAI Agents SDK span list: a fare check, then a booking answered with the SDK's default
+    // tool error ("An error occurred while running the tool …"), then a guardrail trips.
+    let t = crate::chat::fixture("frameworks/openai-agents-responses-span-list.jsonl");
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &falat::judge::heuristic::HeuristicJudge,
+        &falat::methods::MethodOptions::new(false),
+    );
+    assert_eq!(d.decisive_step, Some(4), "{}", d.reason);
+    assert_eq!(
+        crate::chat::evidence(&t, 4, Signal::RejectedAction),
+        "book_seat changes state and the tool rejects it at step 5: An error occurred while running the tool. Please \
+         try again. Error: no seats on 2025-10-30"
+    );
+    // Sufficiency passes on the change the run failed to make, not on a dependency path.
+    let c = d.candidates.iter().find(|c| c.step == 4).expect("step 4 is a candidate");
+    let s = &c.verification.as_ref().expect("checked").sufficiency;
+    assert!(s.passed && s.evidence.to_string().contains("the change it failed to make"), "{s:?}");
+    // The fare check only reads.
+    assert!(!signals::changes_state(&t, 1));
+}

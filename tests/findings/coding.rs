@@ -179,3 +179,35 @@ fn a_to_do_list_update_is_no_edit() {
     assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
     assert!(signals::edits(&load(call("c1", "MultiEdit", json!({"file_path": "a.py"}), "ok")), 0));
 }
+
+#[test]
+fn a_reproduced_hang_then_a_submission_with_no_edit_is_the_decisive_claim() {
+    // mini-swe-agent: the task reports a hang; the program times out (the reproduction); the agent
+    // reads the loop and submits with nothing changed.
+    let t = fixture("frameworks-b/mini-swe-agent-timeout-content-parts.traj.json");
+    assert!(t.steps[3].content.contains("timed out"));
+    assert_eq!(findings(&t), vec![(8, Signal::UnverifiedAssertion)]);
+    assert_eq!(
+        evidence(&t, 8, Signal::UnverifiedAssertion),
+        "claims the task done (\"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\") with no edit after the \
+         failure the task reports was reproduced at step 3"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "premature_termination");
+}
+
+#[test]
+fn a_shell_command_that_only_reads_or_runs_the_tests_is_no_state_change_and_sed_i_is_an_edit() {
+    let mut m = vec![user(TASK)];
+    m.extend(call("c1", "Bash", json!({"command": "cargo test parser 2>&1 | tail -5"}), FAILING));
+    m.extend(call("c2", "Bash", json!({"command": "sed -i 's/%d-%m-%Y/%Y-%m-%d/' parser.py"}), ""));
+    m.extend(call("c3", "Grep", json!({"pattern": "fmt", "path": "parser.py"}), "parser.py:3: fmt = '%Y-%m-%d'"));
+    let t = load(m);
+    assert!(!signals::changes_state(&t, 1), "running the tests changes nothing");
+    assert!(!signals::edits(&t, 1));
+    assert!(signals::changes_state(&t, 3) && signals::edits(&t, 3), "sed -i edits the file");
+    assert!(!signals::changes_state(&t, 5), "Grep only reads");
+    // The failing test run is no state change the tool rejected.
+    assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::RejectedAction), "{:?}", findings(&t));
+}

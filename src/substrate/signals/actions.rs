@@ -31,6 +31,11 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     if ctx.hierarchy.steps[r].flags.failed_execution {
         return false;
     }
+    // A command that ran out of time was not refused: it did not finish (a hang the task may be
+    // about).
+    if super::TIMED_OUT.is_match(&error) {
+        return false;
+    }
     if recovered_change(ctx, i) {
         return true;
     }

@@ -39,7 +39,9 @@ static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
         r#"|\b(bug|issue|problem|error|failure) (is|has been) (now )?(fixed|resolved)\b"#,
         r#"|\b(tests|test suite|suite|build|checks|ci) (is |are )?(now )?green\b"#,
         r#"|\b(test\w*|everything) now pass(es)?\b|\beverything (passes|is passing)\b"#,
-        r#"|\b(fix|change|changes|implementation) (is|are|has been) (now )?(complete|completed|done|in place)\b"#
+        r#"|\b(fix|change|changes|implementation) (is|are|has been) (now )?(complete|completed|done|in place)\b"#,
+        // mini-swe-agent submits by printing this line; SWE-agent by calling `submit` alone.
+        r#"|\bcomplete_task_and_submit_final_output\b|(?m:^\s*submit\s*$)"#
     ))
     .unwrap()
 });
@@ -155,6 +157,20 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                 ],
             ));
         }
+        return;
+    }
+    // Nothing changed after the failure the task reports was reproduced: the claim hands back
+    // the code as it was.
+    if last_edit.is_none()
+        && let Some(r) = (1..a).find(|&r| super::shows_failure(ctx, r) && super::reproduces_reported_failure(ctx, r))
+    {
+        let evidence = prose![
+            format!(
+                "claims the task done (\"{claim}\") with no edit after the failure the task reports was reproduced at step "
+            ),
+            Part::Step(r)
+        ];
+        out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
         return;
     }
     // Not checked after the last edit: whatever it asserts, the code it claims works was never
