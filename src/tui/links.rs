@@ -64,7 +64,7 @@ impl Linker {
         for p in parts {
             match p {
                 Part::Step(s) if *s < self.n_steps => self.link(spans, *s, style.underlined()),
-                p => spans.push(Span::styled(name_criteria(&crate::tui::app::clean(&p.as_text())), style)),
+                p => spans.push(Span::styled(crate::tui::app::clean(&p.as_text()), style)),
             }
         }
     }
@@ -96,14 +96,6 @@ impl Linker {
             l.line += 1;
         }
     }
-}
-
-/// The text with FALAT's "both criteria" named: a candidate passes verification when it passes
-/// error independence and counterfactual sufficiency (`docs/METHODS.md`, "Verification"); the
-/// candidates' third mark, temporal precedence, only says which verified candidate was named, so
-/// beside a `✓✓✗` row the bare phrase would read as "all three marks".
-pub fn name_criteria(text: &str) -> String {
-    text.replace("both criteria", "both independence and sufficiency")
 }
 
 #[cfg(test)]

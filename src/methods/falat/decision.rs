@@ -105,7 +105,7 @@ impl Undiscriminating {
                     format!("all {checked} verified candidates")
                 };
                 format!(
-                    "{all} passed both criteria, so verification did not tell them apart and the most probable of \
+                    "{all} passed both independence and sufficiency, so verification did not tell them apart and the most probable of \
                      them is named"
                 )
             }
@@ -117,7 +117,7 @@ impl Undiscriminating {
                     .to_string()
             }
             Undiscriminating::NonePassed { checked } => format!(
-                "none of the {checked} verified candidates passed both criteria, so the ranking's most probable \
+                "none of the {checked} verified candidates passed both independence and sufficiency, so the ranking's most probable \
                  step is named"
             ),
         }
@@ -418,10 +418,15 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
         },
         Verdict::Fallback(Some(ch), f) if ch == step => Criterion {
             passed: false,
-            evidence: format!("no candidate passed both criteria; named by the {} fallback, unverified", f.as_str())
-                .into(),
+            evidence: format!(
+                "no candidate passed both independence and sufficiency; named by the {} fallback, unverified",
+                f.as_str()
+            )
+            .into(),
         },
-        Verdict::Fallback(..) => Criterion { passed: false, evidence: "no candidate passed both criteria".into() },
+        Verdict::Fallback(..) => {
+            Criterion { passed: false, evidence: "no candidate passed both independence and sufficiency".into() }
+        }
         Verdict::NoFailure => Criterion { passed: false, evidence: "the run shows no failure".into() },
     }
 }
@@ -470,7 +475,7 @@ pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, 
                 Step(pick),
                 ", but step ",
                 Step(chosen),
-                " still passes both criteria and comes first"
+                " still passes both independence and sufficiency and comes first"
             ],
         ),
         Some(k) => {
@@ -538,7 +543,7 @@ mod tests {
         assert!(v.verified());
         assert_eq!(
             precedence(2, true, v).evidence,
-            "all 3 verified candidates passed both criteria, so verification did not tell them apart and the \
+            "all 3 verified candidates passed both independence and sufficiency, so verification did not tell them apart and the \
              most probable of them is named: step 8"
         );
         // None passes: the ranking's best step overall, never the strongest live candidate.
@@ -638,7 +643,7 @@ mod tests {
         assert!(why.contains("step 6's fails (no)"), "{why}");
         let (kept, why) = research_move(4, 8, &checks);
         assert_eq!(kept, 4, "temporal precedence: a still valid earlier step stays");
-        assert!(why.contains("still passes both criteria"), "{why}");
+        assert!(why.contains("still passes both independence and sufficiency"), "{why}");
         let (kept, why) = research_move(4, 6, &checks);
         assert_eq!(kept, 4);
         assert!(why.contains("its counterfactual check fails (no)"), "{why}");
