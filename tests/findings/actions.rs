@@ -382,3 +382,39 @@ fn a_booking_the_tool_refuses_is_the_decisive_step_of_a_run_that_ends_there() {
     // The fare check only reads.
     assert!(!signals::changes_state(&t, 1));
 }
+
+#[test]
+fn an_answer_that_tells_another_status_than_its_lookup_is_found_even_when_it_reuses_other_values() {
+    const STATUS: &str =
+        r##"{"order_id": "#A1043", "status": "delayed", "estimated_delivery": "2025-03-14", "items": 2}"##;
+    let run = |answer: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Is my order #A1043 still arriving on March 6?")],
+            call("c1", "get_order_status", json!({"order_id": "#A1043"}), STATUS),
+            vec![assistant(answer)],
+        ]))
+    };
+    // The order number and the two items are the result's; the status is not.
+    let t = run("Good news: order #A1043 with its 2 items is on schedule and will arrive on March 6.");
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredResult)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the user \"Good news: order #A1043 with its 2 items is on schedule and…\" (\"on schedule\") but the \
+         tool result at step 3 says \"status\": \"delayed\""
+    );
+    for faithful in [
+        "Order #A1043 is delayed; the estimated delivery is 2025-03-14.",
+        "Sorry, it is running late: it should arrive on 2025-03-14.",
+        "Your order is not on schedule: it should now arrive on 2025-03-14.",
+    ] {
+        assert_eq!(findings(&run(faithful)), vec![], "{faithful}");
+    }
+    // Two lookups of the turn hold two statuses: telling either is faithful.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Where are my orders #W1 and #W2?")],
+        call("c1", "get_order_details", json!({"order_id": "#W1"}), r##"{"order_id": "#W1", "status": "delivered"}"##),
+        call("c2", "get_order_details", json!({"order_id": "#W2"}), r##"{"order_id": "#W2", "status": "pending"}"##),
+        vec![assistant("Order #W1 has been delivered and #W2 is still pending.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+}

@@ -428,6 +428,9 @@ struct ResultValues {
     /// The identifiers and codes it returned (lower case): never shown as values, but an answer
     /// that quotes one uses the result.
     codes: Vec<String>,
+    /// The statuses it returned ([`status_key`] members whose value is a [`STATUS_WORDS`] entry),
+    /// as `(key, canonical status)`.
+    statuses: Vec<(String, &'static str)>,
 }
 
 impl ResultValues {
@@ -442,6 +445,19 @@ impl ResultValues {
                 items.iter().for_each(|x| self.walk(x, key, known));
             }
             Value::Object(map) => map.iter().for_each(|(k, x)| self.walk(x, k, known)),
+            Value::String(s) if status_key(key) && status_of(s).is_some() => {
+                let status = status_of(s).unwrap_or_default();
+                self.statuses.push((key.to_string(), status));
+                if !known.contains(&s.trim().to_lowercase()) {
+                    self.shown.push(format!("\"{}\"", s.trim()));
+                    self.words.extend(
+                        s.to_lowercase()
+                            .split(|c: char| !c.is_alphabetic())
+                            .filter(|w| w.len() >= 3)
+                            .map(str::to_string),
+                    );
+                }
+            }
             Value::String(s) if is_id_key(key) => {
                 let low = s.trim().to_lowercase();
                 if low.len() >= 4 && !known.contains(&low) {
@@ -493,6 +509,69 @@ impl ResultValues {
     }
 }
 
+/// Statuses a record can hold, each with the words that write it (the first is the canonical
+/// name): an order's, a flight's, a booking's, a ticket's, a payment's, a stock's.
+const STATUS_WORDS: [&[&str]; 24] = [
+    &["pending"],
+    &["processing", "being processed", "in progress"],
+    &["processed"],
+    &["shipped", "in transit", "on its way", "out for delivery"],
+    &["delivered"],
+    &["delayed", "late", "behind schedule"],
+    &["on time", "on schedule", "on-time"],
+    &["cancelled", "canceled"],
+    &["returned"],
+    &["refunded"],
+    &["active"],
+    &["inactive", "deactivated"],
+    &["suspended"],
+    &["expired"],
+    &["closed"],
+    &["open"],
+    &["completed", "complete"],
+    &["failed"],
+    &["approved"],
+    &["rejected", "denied", "declined"],
+    &["confirmed"],
+    &["unavailable", "sold out", "out of stock"],
+    &["available", "in stock"],
+    &["unpaid", "overdue"],
+];
+
+/// Whether a JSON member names a status: `status`, `state`, or a name ending in `_status`
+/// (`order_status`, `flightStatus`).
+fn status_key(key: &str) -> bool {
+    let low = key.to_ascii_lowercase();
+    low == "status" || low == "state" || low.ends_with("_status") || low.ends_with("status") && key.ends_with("Status")
+}
+
+/// The canonical status a value writes (`"Delayed"`, `"on_time"`, `"in transit"`), if it is one
+/// of [`STATUS_WORDS`] as a whole.
+fn status_of(value: &str) -> Option<&'static str> {
+    let v = value.trim().to_lowercase().replace(['_', '-'], " ");
+    STATUS_WORDS.iter().find(|ws| ws.iter().any(|w| w.replace('-', " ") == v)).map(|ws| ws[0])
+}
+
+/// The statuses a message tells: a [`STATUS_WORDS`] phrase right after "is", "are", "was",
+/// "were", "has been", "have been" or "status:" (a few words such as "still", "currently", "now"
+/// between), and not negated ("is not delayed"). Lower-case `text`; `(phrase as written,
+/// canonical name)`, in order.
+fn told_statuses(text: &str) -> Vec<(&str, &'static str)> {
+    static TOLD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let mut phrases: Vec<String> = STATUS_WORDS.iter().flat_map(|ws| ws.iter().map(|w| regex::escape(w))).collect();
+        phrases.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        regex::Regex::new(&format!(
+            r"\b(?:is|are|was|were|has been|have been|status(?: is)?:?)\s+(?:(?:still|currently|now|already|running|fully)\s+)*({})\b",
+            phrases.join("|")
+        ))
+        .unwrap()
+    });
+    TOLD.captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .filter_map(|m| status_of(m.as_str()).map(|s| (m.as_str(), s)))
+        .collect()
+}
+
 /// The numbers written in `s` (thousands separators dropped), each with its count of decimals,
 /// then the number words two to twelve of [`NUMBER_WORDS`] (as whole numbers).
 fn numbers_in(s: &str) -> Vec<(f64, i32)> {
@@ -540,8 +619,8 @@ pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
         return;
     }
     let text = step.content.trim();
-    // A question tells nothing; a count of a list is checked against it ([`count_mismatch`]).
-    if text.ends_with('?') || text.split_whitespace().count() < 3 || !counts(text).is_empty() {
+    // A question tells nothing.
+    if text.ends_with('?') || text.split_whitespace().count() < 3 {
         return;
     }
     let Some(r) = (0..i).rev().find(|&j| t.steps[j].kind != StepKind::Thought) else { return };
@@ -590,7 +669,31 @@ pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
             || v.numbers.iter().any(|&x| close(x))
             || v.codes.iter().any(|c| low.contains(c.as_str()))
     };
-    if uses(&own) || uses(&earlier) {
+    // A status the message tells that no result of the turn holds, while the last one holds
+    // another ("on schedule" after `"status": "delayed"`), even when it reuses other values.
+    if let Some((key, status)) = own.statuses.first() {
+        let held: Vec<&str> = own.statuses.iter().chain(&earlier.statuses).map(|(_, s)| *s).collect();
+        let told = told_statuses(low);
+        if let Some((other, _)) = told.iter().find(|(_, x)| !held.contains(x))
+            && !told.iter().any(|(_, x)| held.contains(x))
+        {
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    format!(
+                        "tells the user \"{}\" (\"{other}\") but the tool result at step ",
+                        crate::text::first_line(text, 60)
+                    ),
+                    Part::Step(r),
+                    format!(" says \"{key}\": \"{status}\"")
+                ],
+            ));
+            return;
+        }
+    }
+    // A count of a list is checked against it ([`count_mismatch`]).
+    if uses(&own) || uses(&earlier) || !counts(text).is_empty() {
         return;
     }
     let shown: Vec<&str> = own.shown.iter().take(3).map(String::as_str).collect();
