@@ -371,7 +371,17 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     // Going on after an error that the agent recovered from is not ignoring it.
-    if links(ctx).produced_by.get(i - 1).copied().flatten().is_some_and(|c| actions::recovered(ctx, c)) {
+    let failed_call = links(ctx).produced_by.get(i - 1).copied().flatten();
+    if failed_call.is_some_and(|c| actions::recovered(ctx, c)) {
+        return;
+    }
+    // After a failed shell command (a test run, a build), reading files or running a check is
+    // looking into the failure, not going on as if it had passed.
+    let t = ctx.trajectory;
+    let shell = |c: usize| {
+        t.steps[c].tool_name.as_deref().is_some_and(|n| shell_command(&n.to_ascii_lowercase(), "").is_some())
+    };
+    if failed_call.is_some_and(shell) && t.steps[i].kind == StepKind::ToolCall && !changes_state(t, i) {
         return;
     }
     let low = lower_of(ctx, i);
@@ -1262,7 +1272,8 @@ fn first_edit(ctx: &Context<'_>) -> Option<usize> {
 }
 
 /// Whether step `i` is a tool call that edits files or content: its tool's name contains one of
-/// [`EDIT_VERBS`] and does not name a to-do list (`TodoWrite` keeps the agent's plan, it changes
+/// [`EDIT_VERBS`], or has the word `file` with `change`, `update`, `delete`, `modify` or `apply`
+/// (Codex's `file_change`), and does not name a to-do list (`TodoWrite` keeps the agent's plan, it changes
 /// no file); for a shell tool, its command edits files ([`command_edits_files`]: `sed -i`, a
 /// redirection into a file, `git apply`...).
 pub fn edits(t: &Trajectory, i: usize) -> bool {
@@ -1272,7 +1283,15 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
             let n = n.to_ascii_lowercase();
             match shell_command(&n, &s.content) {
                 Some(cmd) => command_edits_files(&cmd),
-                None => EDIT_VERBS.iter().any(|v| n.contains(v)) && !n.contains("todo"),
+                None => {
+                    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+                    // Codex's `file_change`, an `update_file` or `delete_file` tool.
+                    let file_change = words.iter().any(|w| *w == "file" || *w == "files")
+                        && words
+                            .iter()
+                            .any(|w| ["change", "changes", "update", "delete", "modify", "apply"].contains(w));
+                    (file_change || EDIT_VERBS.iter().any(|v| n.contains(v))) && !n.contains("todo")
+                }
             }
         })
 }
@@ -1296,7 +1315,7 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// a function: a token of at least six characters with `_`, `.`, `/` or `::` in it, such as
 /// `test_parse_dates` or `parser.py`, not a web address), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
-/// ran out of time ([`TIMED_OUT`]), before any edit. Reproducing the failure the user reported is
+/// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
@@ -1305,7 +1324,11 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     }
     // A hang the task reports is reproduced by a command that runs out of time.
     let task = &ctx.trajectory.task;
-    if REPORTED_HANG.iter().any(|w| task.to_lowercase().contains(w)) && TIMED_OUT.is_match(lower_of(ctx, r)) {
+    // `timeout` exits with 124 when it stops a command.
+    let stopped = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ExitCode(124));
+    if REPORTED_HANG.iter().any(|w| task.to_lowercase().contains(w))
+        && (stopped || TIMED_OUT.is_match(lower_of(ctx, r)))
+    {
         return true;
     }
     let names = ctx.facts.task_identifiers.get_or_init(|| {

@@ -211,3 +211,28 @@ fn a_shell_command_that_only_reads_or_runs_the_tests_is_no_state_change_and_sed_
     // The failing test run is no state change the tool rejected.
     assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::RejectedAction), "{:?}", findings(&t));
 }
+
+#[test]
+fn sessions_written_by_a_first_user_name_the_edit_and_leave_a_verified_fix_alone() {
+    // Reading the file after the failing test run is looking into it; the `sed -i` fix whose
+    // re-run fails another test is the decisive step, with that test's name.
+    let t = fixture("handbuilt/coding/fix-breaks-another-test.openai-chat.json");
+    assert!(signals::edits(&t, 6) && !signals::edits(&t, 4));
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 4), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(6), "{}", d.reason);
+    assert_eq!(
+        evidence(&t, 6, Signal::FailedAction),
+        "the check after this edit fails at step 9: FAILED tests/test_roundtrip.py::test_roundtrip_import_export - \
+         ValueError"
+    );
+    // The hang reproduced by `timeout` (exit code 124, no output), patched, re-run and tested.
+    let t = fixture("handbuilt/coding/hang-fixed-and-verified.codex.jsonl");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.starts_with("No failure found: step 2 reproduces the failure the task reports"), "{}", d.reason);
+    // Codex's `file_change` edits.
+    let t = fixture("frameworks/codex-exec-failed-test.jsonl");
+    assert!(signals::edits(&t, 4));
+    assert_eq!(falat(&t).decisive_step, Some(4));
+}
