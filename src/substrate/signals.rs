@@ -378,9 +378,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // After a failed shell command (a test run, a build), reading files or running a check is
     // looking into the failure, not going on as if it had passed.
     let t = ctx.trajectory;
-    let shell = |c: usize| {
-        t.steps[c].tool_name.as_deref().is_some_and(|n| shell_command(&n.to_ascii_lowercase(), "").is_some())
-    };
+    let shell = |c: usize| t.steps[c].tool_name.as_deref().is_some_and(|n| is_shell_tool(&n.to_ascii_lowercase()));
     if failed_call.is_some_and(shell) && t.steps[i].kind == StepKind::ToolCall && !changes_state(t, i) {
         return;
     }
@@ -1115,11 +1113,7 @@ pub fn shell_command(tool: &str, content: &str) -> Option<String> {
     static WRAPPER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#"(?s)^\s*(?:/bin/|/usr/bin/)?(?:ba|z)?sh\s+-l?c\s+(?:'(.*)'|"(.*)")\s*$"#).unwrap()
     });
-    let shell = ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
-        .iter()
-        .any(|w| tool.contains(w))
-        || tool == "sh";
-    if !shell {
+    if !is_shell_tool(tool) {
         return None;
     }
     // Some formats write a call as `name(arguments)` (OpenAI chat logs).
@@ -1149,6 +1143,14 @@ pub fn shell_command(tool: &str, content: &str) -> Option<String> {
         Some(c) => c.get(1).or_else(|| c.get(2)).map_or(cmd.clone(), |m| m.as_str().to_string()),
         None => cmd,
     })
+}
+
+/// Whether a lower-case tool name names a shell ([`shell_command`]).
+fn is_shell_tool(tool: &str) -> bool {
+    ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
+        .iter()
+        .any(|w| tool.contains(w))
+        || tool == "sh"
 }
 
 /// Programs that read, list, search or print and change nothing (the first word of a command).

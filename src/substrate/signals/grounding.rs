@@ -445,8 +445,7 @@ impl ResultValues {
                 items.iter().for_each(|x| self.walk(x, key, known));
             }
             Value::Object(map) => map.iter().for_each(|(k, x)| self.walk(x, k, known)),
-            Value::String(s) if status_key(key) && status_of(s).is_some() => {
-                let status = status_of(s).unwrap_or_default();
+            Value::String(s) if let Some(status) = status_of(s).filter(|_| status_key(key)) => {
                 self.statuses.push((key.to_string(), status));
                 if !known.contains(&s.trim().to_lowercase()) {
                     self.shown.push(format!("\"{}\"", s.trim()));
