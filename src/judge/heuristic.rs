@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use super::signals::{
-    combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall, result_of,
-    tells_user_a_value, words_of, wrong_value_origins,
+    claimed_failure, combine, final_step, is_agent_output, is_own_signal, jaccard, producer, reaches_final, recall,
+    result_of, tells_user_a_value, words_of, wrong_value_origins,
 };
 use super::{Answer, Context, CriterionKind, Judge, Judged, Question};
 use crate::diagnosis::Part::Step;
@@ -105,6 +105,11 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     let Some(g) = ctx.graph else {
         return Transition::NoInfluence;
     };
+    // A claim that reports as done the state change a candidate failed to make carries that
+    // failure on to the output: it follows from the candidate, whatever edges lie between them.
+    if claimed_failure(ctx, to) == Some(from) {
+        return Transition::FollowUp;
+    }
     let direct = g.find(from, to).map(|e| g.graph[e].clone());
     let via_child =
         g.outgoing(from).into_iter().any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());
@@ -200,7 +205,7 @@ fn independence(ctx: &Context<'_>, step: usize, findings: &[Finding], live: &std
         },
         (false, Some(u)) => Criterion {
             passed: false,
-            evidence: prose!["it only inherits what candidate step ", Step(*u), " introduced"],
+            evidence: prose!["it only inherits what the earlier step ", Step(*u), " introduced"],
         },
         (false, None) => Criterion { passed: true, evidence: "no earlier candidate reaches it".into() },
     }

@@ -15,6 +15,7 @@
 //! Weights are fixed constants documented at [`weights`]; none refers to a data set.
 
 mod assertion;
+pub use assertion::claimed_failure;
 mod progress;
 
 use std::collections::{HashMap, HashSet};

@@ -357,6 +357,13 @@ pub fn dependencies(
             targets.push(e);
             edgeless.push((c.step, e));
         }
+        // A later claim that reports as done the change this candidate failed to make carries
+        // its failure on without a dependency edge (signals::claimed_failure): ask about it too.
+        for d in &candidates {
+            if d.step > c.step && !targets.contains(&d.step) && signals::claimed_failure(&ctx, d.step) == Some(c.step) {
+                targets.push(d.step);
+            }
+        }
         for to in targets {
             if let Answer::Transition(l) = s.ask(&ctx, &Question::LabelTransition { from: c.step, to }) {
                 labels.push((c.step, to, l));

@@ -40,6 +40,8 @@ static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
         r#"|\b(tests|test suite|suite|build|checks|ci) (is |are )?(now )?green\b"#,
         r#"|\b(test\w*|everything) now pass(es)?\b|\beverything (passes|is passing)\b"#,
         r#"|\b(fix|change|changes|implementation) (is|are|has been) (now )?(complete|completed|done|in place)\b"#,
+        // A report that what was asked worked: "`npm run build` succeeded", "ran successfully".
+        r#"|\b(succeeded|(completed|ran|finished|went through) successfully|(was|were) successful)\b"#,
         // mini-swe-agent submits by printing this line; SWE-agent by calling `submit` alone.
         r#"|\bcomplete_task_and_submit_final_output\b|(?m:^\s*submit\s*$)"#
     ))
@@ -134,6 +136,23 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     let t = ctx.trajectory;
+    // A state change that failed and was never made after all: the claim reports work that was
+    // not done, whatever was checked after it.
+    if let Some((c, r, error)) = unresolved_failure(ctx, a) {
+        let what = action_text(t, c).map_or_else(|| "the call".to_string(), |k| format!("`{k}`"));
+        out.push(finding(
+            Signal::UnverifiedAssertion,
+            weights::UNVERIFIED_ASSERTION,
+            prose![
+                format!("claims the task done (\"{}\") although {what} (step ", crate::text::clip(&claim, 48)),
+                Part::Step(c),
+                ") failed at step ",
+                Part::Step(r),
+                format!(" and was not redone: {error}")
+            ],
+        ));
+        return;
+    }
     let last_edit = (1..a).rev().find(|&j| super::edits(t, j));
     // The last check after the edit: a call that is not an edit, with its observation.
     let check = last_edit.and_then(|e| {
@@ -219,4 +238,98 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         .into()
     };
     out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
+}
+
+/// The failed state change that the run's first assertion, at step `a`, reports as done
+/// ([`unresolved_failure`]): the claim carries that failure on, so it follows from the call.
+/// `None` when step `a` is not the first assertion or no such failure stands before it.
+pub fn claimed_failure(ctx: &Context<'_>, a: usize) -> Option<usize> {
+    let (first, _) = first_assertion(ctx)?;
+    (first == a).then(|| unresolved_failure(ctx, a)).flatten().map(|(c, _, _)| c)
+}
+
+/// The first state-changing call before the claim at step `a` that failed and was never done
+/// after all, as (call, result, error line): its tool reports an error ([`super::call_error`])
+/// that is not a timeout and not the failure the task reports, the agent did not recover from it
+/// ([`super::actions::recovered`]), no edit follows the failure (the agent changed something in
+/// answer to it), and no later call of the same action ([`action_key`]: the same program and
+/// first argument of a shell command, else the same tool on the same object) succeeds before the
+/// claim. A claim that itself speaks of a failure ("could not", "failed", "unable") reports it
+/// and is left alone.
+fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, String)> {
+    static REPORTS_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(could ?n[o']t|can ?n[o']t|unable to|failed|failure|not able to|permission denied|did not|didn't|error)\b")
+            .unwrap()
+    });
+    let t = ctx.trajectory;
+    if REPORTS_FAILURE.is_match(&t.steps[a].content) {
+        return None;
+    }
+    (1..a).find_map(|c| {
+        if !super::changes_state(t, c) {
+            return None;
+        }
+        let r = super::result_of(ctx, c).filter(|&r| r < a)?;
+        let error = super::call_error(ctx, c)?;
+        if super::TIMED_OUT.is_match(&error)
+            || super::reproduces_reported_failure(ctx, r)
+            || super::actions::recovered(ctx, c)
+            || (r + 1..a).any(|j| super::edits(t, j))
+        {
+            return None;
+        }
+        let key = action_key(t, c);
+        let redone = (r + 1..a).any(|k| {
+            k != c
+                && t.steps[k].kind == StepKind::ToolCall
+                && t.steps[k].agent == t.steps[c].agent
+                && key.is_some()
+                && action_key(t, k) == key
+                && super::result_of(ctx, k).is_some_and(|rk| rk < a)
+                && super::call_error(ctx, k).is_none()
+        });
+        (!redone).then_some((c, r, error))
+    })
+}
+
+/// How a reason names state-changing call `c`: the first part of its shell command that changes
+/// state (`rm -rf build`), else its tool's name; at most 40 characters.
+fn action_text(t: &crate::model::Trajectory, c: usize) -> Option<String> {
+    let s = &t.steps[c];
+    let tool = s.tool_name.as_deref()?;
+    let text = match super::shell_command(&tool.to_ascii_lowercase(), &s.content) {
+        Some(cmd) => cmd
+            .split(['|', ';', '\n', '&'])
+            .map(str::trim)
+            .find(|p| !p.is_empty() && super::command_changes_state(p))
+            .unwrap_or(tool)
+            .to_string(),
+        None => tool.to_string(),
+    };
+    Some(crate::text::clip(&text, 40))
+}
+
+/// What a state-changing call does, to tell when it is done again: for a shell command, the
+/// program and first argument of its first part that changes state (`rm build` for
+/// `sudo rm -rf build/`, `npm install`); for another tool, its name and the object it acts on
+/// (`cancel_order order_id=#W1`). `None` for a call without a tool name.
+fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<String> {
+    let s = &t.steps[c];
+    let tool = s.tool_name.as_deref()?;
+    let Some(cmd) = super::shell_command(&tool.to_ascii_lowercase(), &s.content) else {
+        return Some(match super::call_object(&s.content) {
+            Some(object) => format!("{tool} {object}"),
+            None => tool.to_string(),
+        });
+    };
+    let part =
+        cmd.split(['|', ';', '\n', '&']).map(str::trim).find(|p| !p.is_empty() && super::command_changes_state(p))?;
+    let mut words = part.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-') || *w == "sudo");
+    let program = words.next()?;
+    let program = program.rsplit('/').next().unwrap_or(program);
+    let arg = words.find(|w| !w.starts_with('-')).map(|w| w.trim_matches(['\'', '"', '/']));
+    Some(match arg {
+        Some(arg) if !arg.is_empty() => format!("{program} {arg}"),
+        _ => program.to_string(),
+    })
 }
