@@ -119,6 +119,9 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)((?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{4}-\d{2}-\d{2}|\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december) \d{4})(?-u:\b)").unwrap()
 });
+/// An ISO date directly followed by a time (`2025-03-04T14:12`), which [`DATE`] leaves out.
+static ISO_TIMESTAMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[^\w-])(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))T\d").unwrap());
 static URL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"https?://[^\s)\]>"'`]+"#).unwrap());
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[\s'(\x22])((?:/[\w.-]+)+|[\w-]+\.(?:csv|xlsx|xls|json|txt|py|pdf|docx|png|jpg|mp3|pptx|zip|md|jsonl|pdb|xml|html))(?-u:\b)").unwrap()
@@ -203,12 +206,13 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
         out.iter().filter(|e| e.kind == EvidenceKind::Url).map(|e| e.span.clone()).collect();
     let inside_url = |r: &Range<usize>| url_spans.iter().any(|u| u.start <= r.start && r.end <= u.end);
     for m in DATE.find_iter(text) {
-        out.push(Evidence {
-            kind: EvidenceKind::Date,
-            span: m.range(),
-            key: m.as_str().to_ascii_lowercase(),
-            context: None,
-        });
+        let key = date_key(m.as_str()).unwrap_or_else(|| m.as_str().to_ascii_lowercase());
+        out.push(Evidence { kind: EvidenceKind::Date, span: m.range(), key, context: None });
+    }
+    // An ISO date that opens a timestamp (`2025-03-04T14:12:00Z`).
+    for c in ISO_TIMESTAMP.captures_iter(text) {
+        let g = c.get(1).expect("group 1");
+        out.push(Evidence { kind: EvidenceKind::Date, span: g.range(), key: g.as_str().to_string(), context: None });
     }
     for c in NUMBER.captures_iter(text) {
         let g = c.get(1).expect("group 1");
@@ -251,6 +255,33 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
         }
         out.push(Evidence { kind: EvidenceKind::Entity, span: m.range(), key, context: None });
     }
+}
+
+/// The key of a date written with its year, in ISO form (`Mar 4, 2025`, `4 March 2025`,
+/// `2025-03-04` → `2025-03-04`), so that one date written two ways is one value; `None` for a
+/// text that is not such a date.
+pub fn date_key(text: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let low = text.to_ascii_lowercase();
+    let words: Vec<&str> =
+        low.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').filter(|w| !w.is_empty()).collect();
+    let (y, m, d) = match words.as_slice() {
+        [iso] => {
+            let mut p = iso.split('-');
+            (p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?)
+        }
+        [a, b, year] => {
+            let month = |w: &str| MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1);
+            let day = |w: &str| w.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u32>().ok();
+            let (m, d) = match month(a) {
+                Some(m) => (m, day(b)?),
+                None => (month(b)?, day(a)?),
+            };
+            (year.parse::<u32>().ok()?, m, d)
+        }
+        _ => return None,
+    };
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| format!("{y:04}-{m:02}-{d:02}"))
 }
 
 /// `1,234.50` → `1234.5`, `$12` → `12`, `007` → `7`; empty for non-numbers.

@@ -11,7 +11,7 @@
 //!
 //! Building is linear in the steps and links (the hierarchy's evidence extraction dominates).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::graph::DepGraph;
@@ -170,6 +170,9 @@ pub struct Facts {
     pub task_identifiers: OnceLock<Vec<String>>,
     /// The first call that edits files (`signals::edits`).
     pub first_edit: OnceLock<Option<usize>>,
+    /// Per number written anywhere in the run (normalised, [`crate::evidence::normalize_number`]),
+    /// the first step whose text holds it ([`signals::first_written`]).
+    pub first_written: OnceLock<HashMap<String, usize>>,
 }
 
 impl Clone for Facts {
@@ -197,6 +200,7 @@ impl Clone for Facts {
             records: self.records.clone(),
             task_identifiers: self.task_identifiers.clone(),
             first_edit: self.first_edit.clone(),
+            first_written: self.first_written.clone(),
         }
     }
 }

@@ -160,12 +160,47 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter_map(|e| e.key.parse::<f64>().ok())
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
+    // "No earlier source" must hold as written: a number some earlier step writes in another
+    // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
+    let numeric: Vec<&str> =
+        numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
     if numeric.is_empty() {
         return;
     }
     let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
     let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
+}
+
+/// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`]):
+/// as a run of digits not part of a longer one (`88120` in `H-88120`, `14` and `12` in
+/// `2025-03-04T14:12:00Z`), or, for a percentage, as the fraction it is (`0.7` for `70`). One
+/// pass over the run's text, built on first use. `None` when no step writes it.
+pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
+    static DIGITS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap());
+    let index = ctx.facts.first_written.get_or_init(|| {
+        let mut first: HashMap<String, usize> = HashMap::new();
+        for (i, step) in ctx.trajectory.steps.iter().enumerate() {
+            for m in DIGITS.find_iter(&step.content) {
+                let n = evidence::normalize_number(m.as_str());
+                if n.is_empty() {
+                    continue;
+                }
+                // A fraction with at most two decimals is also the percentage it writes.
+                if let Some((_, d)) = n.split_once('.')
+                    && d.len() <= 2
+                    && let Ok(v) = n.parse::<f64>()
+                    && v < 1.0
+                {
+                    first.entry(evidence::normalize_number(&format!("{:.0}", v * 100.0))).or_insert(i);
+                }
+                first.entry(n).or_insert(i);
+            }
+        }
+        first
+    });
+    index.get(key).copied()
 }
 
 /// Whether the number `key` is the sum or the difference of two other numbers stated in the
@@ -817,6 +852,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
             && !refused_by_user(ctx, s.index)
             && !recovered_error(ctx, s.index)
+            && !reports_recovered_error(ctx, s.index)
             && !reproduces_reported_failure(ctx, s.index)
     });
     if let Some(s) = error {
@@ -830,6 +866,21 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         return Some("the output disagrees with the expected output".into());
     }
     (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
+}
+
+/// Whether step `i` is an agent's message that reports the error of the tool output just before
+/// it ("The billing service timed out; retrying once.") when the agent recovered from that error:
+/// the report is part of the recovery, not a failure of its own. Only the last tool output among
+/// the three steps before `i` is looked at.
+fn reports_recovered_error(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    if matches!(t.steps[i].kind, StepKind::ToolResult | StepKind::ToolCall) || t.steps[i].is_error {
+        return false;
+    }
+    (i.saturating_sub(3)..i)
+        .rev()
+        .find(|&r| t.steps[r].kind == StepKind::ToolResult)
+        .is_some_and(|r| shows_failure(ctx, r) && recovered_error(ctx, r))
 }
 
 /// The run's own record of its outcome, when it says the run failed: a metadata field the loader

@@ -418,3 +418,28 @@ fn an_answer_that_tells_another_status_than_its_lookup_is_found_even_when_it_reu
     ]));
     assert_eq!(findings(&t), vec![]);
 }
+
+#[test]
+fn an_agent_saying_it_retries_a_lookup_that_then_succeeds_is_no_failure() {
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("What do I owe on invoice INV-3302?")],
+        call("c1", "get_invoice", json!({"invoice_id": "INV-3302"}), "HTTPError: 504 Gateway Timeout from billing-api"),
+        vec![assistant("The billing service timed out; retrying once.")],
+        call(
+            "c2",
+            "get_invoice",
+            json!({"invoice_id": "INV-3302"}),
+            r#"{"amount_due_eur": 148.2, "due_date": "2025-05-15"}"#,
+        ),
+        vec![assistant("Invoice INV-3302: you owe 148.20 EUR, due on 15 May 2025.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &falat::judge::heuristic::HeuristicJudge,
+        &falat::methods::MethodOptions::new(false),
+    );
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.starts_with("No failure found: the tool error at step 3 was recovered from"), "{}", d.reason);
+}

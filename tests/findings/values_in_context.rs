@@ -319,3 +319,29 @@ fn commands_are_not_claims_and_a_stated_total_stays_unsourced() {
         assert_eq!((step, vals), (6, vec!["4310".to_string()]), "{}", d.reason);
     }
 }
+
+#[test]
+fn a_value_the_tool_wrote_another_way_has_a_source() {
+    // The same date, hour, id and percentage as the lookup wrote them, in the assistant's words.
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "Where is my order W-48213, and will it rain on delivery day?"},
+        call("call_1", "get_order", serde_json::json!({"order_id": "W-48213"})),
+        tool("call_1", r#"{"status": "delivered", "delivered_at": "2025-03-04T14:12:00Z", "hold_id": "H-88120", "rain_probability": 0.7}"#),
+        {"role": "assistant", "content": "It was delivered on 4 March 2025 at 14:12 UTC (hold 88120); the chance of rain was 70% that day."},
+        {"role": "assistant", "content": "Your refund of 1,337 EUR is on its way."}
+    ]));
+    let f = findings(&t);
+    assert!(!f[3].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[3]);
+    // A figure no step wrote stays unsourced.
+    assert!(
+        f[4].iter().any(|(s, e)| *s == Signal::UnsourcedValue && e == "states 1337 with no earlier source"),
+        "{:?}",
+        f[4]
+    );
+    // The date is one value, keyed by its ISO form, however it is written.
+    for written in ["4 March 2025", "Mar 4, 2025", "March 4th 2025", "2025-03-04"] {
+        assert_eq!(falat::evidence::date_key(written).as_deref(), Some("2025-03-04"), "{written}");
+    }
+    let ev = falat::evidence::extract_text("delivered_at: 2025-03-04T14:12:00Z");
+    assert!(ev.iter().any(|e| e.kind == falat::evidence::EvidenceKind::Date && e.key == "2025-03-04"), "{ev:?}");
+}
