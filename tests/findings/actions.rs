@@ -124,6 +124,16 @@ fn a_state_change_without_the_confirmation_the_policy_asks_for_is_found_and_a_co
     let mut plain = cancel_run(Some("What is the refund amount?"));
     plain.steps[0].content = POLICY_PLAIN.into();
     assert_eq!(findings(&plain), vec![]);
+    // Other ways a policy asks for the user's go-ahead: an explicit "yes", consent, approval.
+    for policy in [
+        "Before any cancellation you MUST read the details back and get an explicit 'yes' in the user's next message.",
+        "Never cancel an order without the customer's consent.",
+        "Refunds and cancellations require the user's approval.",
+    ] {
+        let mut t = cancel_run(Some("What is the refund amount?"));
+        t.steps[0].content = policy.into();
+        assert_eq!(findings(&t), vec![(6, Signal::UnconfirmedAction)], "{policy}");
+    }
 }
 
 fn lookup_run(then: Vec<Value>) -> Trajectory {
@@ -442,4 +452,27 @@ fn an_agent_saying_it_retries_a_lookup_that_then_succeeds_is_no_failure() {
     );
     assert_eq!(d.decisive_step, None, "{}", d.reason);
     assert!(d.reason.starts_with("No failure found: the tool error at step 3 was recovered from"), "{}", d.reason);
+}
+
+#[test]
+fn a_count_qualified_as_the_lookup_is_named_is_checked_against_its_list() {
+    // "free slots" from a lookup named get_free_slots: the list is of free slots.
+    let run = |reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Which appointments are free on Tuesday?")],
+            call(
+                "c1",
+                "get_free_slots",
+                json!({"date": "2025-06-10"}),
+                r#"{"slots": ["09:00", "11:30", "15:00", "16:45"]}"#,
+            ),
+            vec![assistant(reply)],
+        ]))
+    };
+    let t = run("There are 3 free slots on Tuesday: 09:00, 11:30 and 15:00.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(evidence(&t, 4, Signal::CountMismatch), "says \"3 free slots\"; the list it counts at step 3 has 4");
+    assert_eq!(findings(&run("There are 4 free slots on Tuesday: 09:00, 11:30, 15:00 and 16:45.")), vec![]);
+    // An adjective the lookup's name does not carry still selects: left alone.
+    assert_eq!(findings(&run("There are 3 morning slots on Tuesday.")), vec![]);
 }

@@ -138,15 +138,21 @@ fn name_words(name: &str) -> Vec<String> {
 }
 
 /// The system policy's sentence asking for the user's confirmation before acting, with its
-/// step: the first sentence of a `system` or `developer` step that names confirmation
-/// (`confirm`, `confirmation`) together with an obligation (`must`, `have to`, `need`,
-/// `required`, `obtain`, `explicit`, `always`, `before`). Computed once per trajectory.
+/// step: the first sentence of a `system` or `developer` step that names the user's go-ahead
+/// (`confirm`, `confirmation`, `consent`, `approval`, `permission`, an explicit "yes") together
+/// with an obligation (`must`, `have to`, `need`,
+/// `require`, `obtain`, `explicit`, `always`, `before`, `never`, `only`). Computed once per trajectory.
 pub fn confirmation_policy<'a>(ctx: &Context<'a>) -> Option<&'a (usize, String)> {
     ctx.facts.confirmation_policy.get_or_init(|| policy_sentence(ctx.trajectory)).as_ref()
 }
 
 fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
-    const OBLIGATION: [&str; 8] = ["must", "have to", "need", "required", "obtain", "explicit", "always", "before"];
+    const OBLIGATION: [&str; 10] =
+        ["must", "have to", "need", "require", "obtain", "explicit", "always", "before", "never", "only"];
+    // Ways a policy names the user's go-ahead: a confirmation, consent, approval, permission, or
+    // the user's "yes".
+    const CONSENT: [&str; 8] =
+        ["confirm", "consent", "approval", "approve", "permission", "'yes'", "\"yes\"", "explicit yes"];
     t.steps
         .iter()
         .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
@@ -156,7 +162,7 @@ fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
                 .map(str::trim)
                 .find(|sentence| {
                     let low = sentence.to_lowercase();
-                    low.contains("confirm") && OBLIGATION.iter().any(|o| low.contains(o))
+                    CONSENT.iter().any(|c| low.contains(c)) && OBLIGATION.iter().any(|o| low.contains(o))
                 })
                 .map(|sentence| (s.index, sentence.trim_start_matches(['-', '*', ' ']).to_string()))
         })

@@ -332,7 +332,10 @@ fn stem(w: &str) -> String {
 /// noun either names it too, selects nothing ([`NEUTRAL`]) or is a field or value by which the
 /// list's entries are counted in its subsets (`available`, `pending`): "2 pending orders"
 /// cannot be checked against a list of order ids that says nothing of their status.
-fn names(phrase: &[String], l: &Listing) -> bool {
+///
+/// `tool` holds the stems of the words of the tool's name that produced the list: a lookup
+/// named `get_free_slots` lists free slots, so "3 free slots" counts that list.
+fn names(phrase: &[String], l: &Listing, tool: &[String]) -> bool {
     if !names_list(phrase, l) {
         return false;
     }
@@ -340,6 +343,7 @@ fn names(phrase: &[String], l: &Listing) -> bool {
     phrase[..phrase.len().saturating_sub(1)].iter().all(|w| {
         let st = stem(w);
         words.contains(&st)
+            || tool.contains(&st)
             || NEUTRAL.contains(&w.as_str())
             || l.subsets.iter().any(|(label, _)| label.split(['=', '_', ' ']).any(|p| p == w || stem(p) == st))
     })
@@ -380,7 +384,16 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
         return;
     }
     for c in counts(&t.steps[i].content) {
-        let named: Vec<&&Listing> = listings.iter().filter(|l| names(&c.phrase, l)).collect();
+        let named: Vec<&&Listing> = listings
+            .iter()
+            .filter(|l| {
+                let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
+                let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
+                let tool: Vec<String> =
+                    tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
+                names(&c.phrase, l, &tool)
+            })
+            .collect();
         let Some(last) = named.last() else { continue };
         let agrees = named.iter().any(|l| l.size == c.n || l.subsets.iter().any(|(_, k)| *k == c.n));
         if agrees {
@@ -751,10 +764,12 @@ mod tests {
         let l = &r.listings[0];
         assert_eq!((l.name.as_str(), l.owner.as_deref(), l.size), ("variants", Some("t-shirt"), 3));
         assert!(l.subsets.contains(&("available=true".into(), 2)));
-        assert!(names(&["t-shirt".into(), "options".into()], l));
-        assert!(names(&["available".into(), "t-shirt".into(), "options".into()], l));
-        assert!(!names(&["orders".into()], l));
+        assert!(names(&["t-shirt".into(), "options".into()], l, &[]));
+        assert!(names(&["available".into(), "t-shirt".into(), "options".into()], l, &[]));
+        assert!(!names(&["orders".into()], l, &[]));
         // "cheap" is no field or value of the list: the count is of a selection it cannot check.
-        assert!(!names(&["cheap".into(), "t-shirt".into(), "options".into()], l));
+        assert!(!names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &[]));
+        // A lookup named for the selection lists that selection.
+        assert!(names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &["get".into(), "cheap".into()]));
     }
 }
