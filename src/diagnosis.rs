@@ -181,6 +181,11 @@ pub enum Signal {
     /// result). Found by the offline judge only: the step ranker has no feature for it and the
     /// LLM judge is not asked for it (`docs/METHODS.md`, "Grounding").
     IgnoredResult,
+    /// It calls a tool with a value the user did not give, where the user gave a near one: an
+    /// identifier with two digits swapped or one mistyped, a date with another month, day or year
+    /// (`docs/METHODS.md`, "Actions"). Found by the offline judge only, as
+    /// [`Signal::IgnoredResult`].
+    ArgumentMismatch,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -234,10 +239,11 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 19] = [
+    pub const PRIORITY: [Signal; 20] = [
         Signal::UserMarked,
         Signal::CountMismatch,
         Signal::IgnoredResult,
+        Signal::ArgumentMismatch,
         Signal::UnavailableValue,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
@@ -276,6 +282,7 @@ impl Signal {
             Signal::UnavailableValue => "unavailable_value",
             Signal::CountMismatch => "count_mismatch",
             Signal::IgnoredResult => "ignored_result",
+            Signal::ArgumentMismatch => "argument_mismatch",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -302,6 +309,7 @@ impl Signal {
             UnavailableValue,
             CountMismatch,
             IgnoredResult,
+            ArgumentMismatch,
             UserMarked,
             Ranked,
         ]
@@ -314,7 +322,9 @@ impl Signal {
         match self {
             Signal::UnsourcedValue | Signal::WrongValueOrigin => ErrorCategory::Hallucination,
             Signal::Assumption => ErrorCategory::UnsupportedAssumption,
-            Signal::FailedAction | Signal::RejectedAction => ErrorCategory::ToolInvocationError,
+            Signal::FailedAction | Signal::RejectedAction | Signal::ArgumentMismatch => {
+                ErrorCategory::ToolInvocationError
+            }
             Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult => {
                 ErrorCategory::MisreadToolOutput
             }

@@ -327,11 +327,13 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::IgnoredResult
                 | Signal::UnconfirmedAction
                 | Signal::RejectedAction
+                | Signal::ArgumentMismatch
         )
     }) {
         let what = match f.signal {
             Signal::UnconfirmedAction => "the state it changes",
             Signal::RejectedAction => "the change it failed to make",
+            Signal::ArgumentMismatch => "what the call with the wrong value did or returned",
             _ => "what it tells the user",
         };
         return Criterion { passed: true, evidence: format!("{what} is part of the run's outcome").into() };

@@ -77,6 +77,9 @@ pub mod weights {
     pub const UNAVAILABLE_VALUE: f32 = 0.5;
     /// A count told that disagrees with the list it counts (a misread list, as [`MISREAD`]).
     pub const COUNT_MISMATCH: f32 = 0.5;
+    /// A call made with a near miss of the value the user gave (a misread request, as
+    /// [`MISREAD`]).
+    pub const ARGUMENT_MISMATCH: f32 = 0.5;
 }
 
 /// Noisy-or of finding weights.
@@ -110,6 +113,7 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
         ignored_error(ctx, i, &mut f);
     }
     actions::unconfirmed(ctx, i, &mut f);
+    actions::argument_mismatch(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
@@ -172,7 +176,8 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
 }
 
-/// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`]):
+/// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`])
+/// or the date `key` (its ISO key, [`evidence::date_key`]):
 /// as a run of digits not part of a longer one (`88120` in `H-88120`, `14` and `12` in
 /// `2025-03-04T14:12:00Z`), or, for a percentage, as the fraction it is (`0.7` for `70`). One
 /// pass over the run's text, built on first use. `None` when no step writes it.
@@ -182,6 +187,10 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
     let index = ctx.facts.first_written.get_or_init(|| {
         let mut first: HashMap<String, usize> = HashMap::new();
         for (i, step) in ctx.trajectory.steps.iter().enumerate() {
+            // Dates by their ISO key (`2025-03-04`, however the step writes them).
+            for e in ctx.hierarchy.evidence[i].iter().filter(|e| e.kind == EvidenceKind::Date) {
+                first.entry(e.key.clone()).or_insert(i);
+            }
             for m in DIGITS.find_iter(&step.content) {
                 let n = evidence::normalize_number(m.as_str());
                 if n.is_empty() {
@@ -1122,6 +1131,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::UnavailableValue
             | Signal::CountMismatch
             | Signal::IgnoredResult
+            | Signal::ArgumentMismatch
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
             | Signal::UserMarked

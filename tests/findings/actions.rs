@@ -9,8 +9,9 @@ use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
 /// The signals these tests watch: the new ones and the generic failure signals they refine.
-const WATCHED: [Signal; 7] = [
+const WATCHED: [Signal; 8] = [
     Signal::RejectedAction,
+    Signal::ArgumentMismatch,
     Signal::UnconfirmedAction,
     Signal::UnavailableValue,
     Signal::CountMismatch,
@@ -475,4 +476,54 @@ fn a_count_qualified_as_the_lookup_is_named_is_checked_against_its_list() {
     assert_eq!(findings(&run("There are 4 free slots on Tuesday: 09:00, 11:30, 15:00 and 16:45.")), vec![]);
     // An adjective the lookup's name does not carry still selects: left alone.
     assert_eq!(findings(&run("There are 3 morning slots on Tuesday.")), vec![]);
+}
+
+#[test]
+fn a_call_with_a_near_miss_of_the_users_value_is_the_decisive_step() {
+    let run = |order: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Please change the address on order 58213 to 14 Rue Oberkampf, Paris.")],
+            call(
+                "c1",
+                "get_order",
+                json!({"order_id": order}),
+                &format!(r#"{{"order_id": "{order}", "status": "processing"}}"#),
+            ),
+            vec![assistant(&format!("I found your order {order}; it is still processing."))],
+        ]))
+    };
+    // Two digits swapped.
+    let t = run("52813");
+    assert_eq!(findings(&t), vec![(2, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 2, Signal::ArgumentMismatch),
+        "calls get_order with 52813, but the user wrote 58213 at step 1"
+    );
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &falat::judge::heuristic::HeuristicJudge,
+        &falat::methods::MethodOptions::new(false),
+    );
+    assert_eq!(d.decisive_step, Some(2), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "tool_parameter_or_invocation_error");
+    // The user's own number, or one far from it, is no near miss.
+    assert_eq!(findings(&run("58213")), vec![]);
+    assert_eq!(findings(&run("90417")), vec![]);
+    // A date a month off, however the user wrote it.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Find me a flight from Amsterdam to Lisbon on 14 July 2025.")],
+        call(
+            "c1",
+            "search_flights",
+            json!({"origin": "AMS", "date": "2025-06-14"}),
+            r#"{"flights": [{"id": "TP663"}]}"#,
+        ),
+        vec![assistant("I found flight TP663.")],
+    ]));
+    assert_eq!(findings(&t), vec![(2, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 2, Signal::ArgumentMismatch),
+        "calls search_flights with 2025-06-14, but the user wrote 14 July 2025 at step 1"
+    );
 }

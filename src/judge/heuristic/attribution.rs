@@ -216,7 +216,8 @@ impl Lens {
             | Signal::WrongValueOrigin
             | Signal::UnavailableValue
             | Signal::CountMismatch
-            | Signal::IgnoredResult => self.detail,
+            | Signal::IgnoredResult
+            | Signal::ArgumentMismatch => self.detail,
             Signal::PriorDeviation
             | Signal::WrongDelegation
             | Signal::PrematureAnswer

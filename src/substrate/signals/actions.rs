@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use super::{Context, call_error, changes_state, finding, result_of, weights};
 use crate::diagnosis::{Finding, Part, Prose, Signal};
+use crate::evidence::EvidenceKind;
 use crate::model::{StepKind, Trajectory};
 use crate::prose;
 
@@ -319,4 +320,80 @@ mod tests {
         assert!(asks("Please confirm the order id."));
         assert!(!asks("Your order has been cancelled."));
     }
+}
+
+/// Step `i`, a tool call, passes a value the user did not give where a user turn before it gave
+/// a near one: a run of at least four digits (an order number, inside an id such as `W-52813`)
+/// that no earlier step writes, of the same length as one a user wrote and differing from it in
+/// one or two places (a typo, two digits swapped); or a date (by its ISO key) that no earlier step
+/// writes, differing from a date a user wrote in exactly one of year, month and day. The user's
+/// value is the one the call should have used. Arguments are read from the JSON object between
+/// the call text's first `{` and last `}`.
+pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall {
+        return;
+    }
+    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
+    let Some(args) = s.content.get(start..=end) else { return };
+    let users: Vec<usize> = (0..i).filter(|&j| is_user(&t.steps[j].role)).collect();
+    if users.is_empty() {
+        return;
+    }
+    let unseen = |key: &str| super::first_written(ctx, key).is_none_or(|j| j >= i);
+    let tool = s.tool_name.as_deref().unwrap_or("the tool");
+    // Dates first: a date's digits would also read as numbers.
+    let call_dates: Vec<String> = crate::evidence::extract_text(args)
+        .into_iter()
+        .filter(|e| e.kind == EvidenceKind::Date)
+        .map(|e| e.key)
+        .collect();
+    for d in call_dates.iter().filter(|d| unseen(d)) {
+        for &u in users.iter().rev() {
+            let near = ctx.hierarchy.evidence[u]
+                .iter()
+                .filter(|e| e.kind == EvidenceKind::Date && one_part_differs(&e.key, d))
+                .map(|e| e.text(&t.steps[u].content).to_string())
+                .next();
+            if let Some(given) = near {
+                push_mismatch(out, tool, d, &given, u);
+                return;
+            }
+        }
+    }
+    static DIGITS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{4,}").unwrap());
+    for m in DIGITS.find_iter(args) {
+        let d = m.as_str();
+        if !unseen(d) || call_dates.iter().any(|k| k.contains(d)) {
+            continue;
+        }
+        for &u in users.iter().rev() {
+            let given = DIGITS.find_iter(&t.steps[u].content).map(|g| g.as_str()).find(|g| {
+                g.len() == d.len() && *g != d && g.bytes().zip(d.bytes()).filter(|(a, b)| a != b).count() <= 2
+            });
+            if let Some(given) = given {
+                push_mismatch(out, tool, d, given, u);
+                return;
+            }
+        }
+    }
+}
+
+/// Whether two ISO dates (`yyyy-mm-dd`) differ in exactly one of year, month and day.
+fn one_part_differs(a: &str, b: &str) -> bool {
+    let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split('-').collect(), b.split('-').collect());
+    pa.len() == 3 && pb.len() == 3 && pa.iter().zip(&pb).filter(|(x, y)| x != y).count() == 1
+}
+
+fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, user_step: usize) {
+    out.push(finding(
+        Signal::ArgumentMismatch,
+        weights::ARGUMENT_MISMATCH,
+        prose![
+            format!("calls {tool} with {used}, but the user wrote {} at step ", crate::text::clip(given, 40)),
+            Part::Step(user_step)
+        ],
+    ));
 }
