@@ -15,7 +15,10 @@
 //!
 //! LLM calls repeat the whole conversation in their input; an input message is new when it occurs
 //! more often in this input (up to its position) than it has already been shown (by any agent:
-//! multi-agent graphs pass one conversation along). A node whose
+//! multi-agent graphs pass one conversation along). An input that holds the call's own reply was
+//! recorded after the call (a message list the traced program kept appending to, serialised
+//! later): the new input messages from the reply on are left out of that call (they are the
+//! steps of later nodes) and one [`Diagnostic`] names the calls. A node whose
 //! parent is missing, or that sits on a parent cycle, becomes a root with a [`Diagnostic`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -343,6 +346,9 @@ struct Emitter {
     closed: HashSet<usize>,
     /// Per node, whether a node below it failed ([`failed_below`]).
     failed_below: Vec<bool>,
+    /// Model calls whose recorded input holds their own reply: the node's place and how many
+    /// input messages were left out from the reply on.
+    late_inputs: Vec<(String, usize)>,
 }
 
 impl Emitter {
@@ -505,7 +511,16 @@ impl Emitter {
     }
 
     fn emit_llm(&mut self, n: &Node, agent: &str) {
-        for m in self.new_msgs(&n.input) {
+        let mut fresh = self.new_msgs(&n.input);
+        // A model call cannot have seen its own reply: an input that holds it was recorded after
+        // the call (a message list the program kept changing, serialised later), and the
+        // messages from the reply on are later steps, shown where they happen.
+        let replies: HashSet<u64> = n.output.iter().filter(|m| !m.parts.is_empty()).map(Msg::hash_key).collect();
+        if let Some(cut) = fresh.iter().position(|m| replies.contains(&m.hash_key())) {
+            self.late_inputs.push((n.place.clone(), fresh.len() - cut));
+            fresh.truncate(cut);
+        }
+        for m in fresh {
             self.emit_msg(n, agent, m);
         }
         let before = self.steps.len();
@@ -804,6 +819,24 @@ impl Emitter {
 
     fn finish(mut self, nodes: &[Node], roots: &[usize]) -> Built {
         self.link_handoffs();
+        if !self.late_inputs.is_empty() {
+            let left: usize = self.late_inputs.iter().map(|(_, k)| k).sum();
+            let places: Vec<&str> = self.late_inputs.iter().take(3).map(|(p, _)| p.as_str()).collect();
+            let more = match self.late_inputs.len() {
+                k if k > 3 => format!(" and {} more", k - 3),
+                _ => String::new(),
+            };
+            self.diagnostics.push(Diagnostic {
+                line: None,
+                message: format!(
+                    "{} model call(s) hold their own reply in their recorded input ({}{more}): the input was \
+                     recorded after the call; the {left} message(s) from the reply on are left out of that \
+                     context and shown where they happen",
+                    self.late_inputs.len(),
+                    places.join(", ")
+                ),
+            });
+        }
         let root_input = roots.first().and_then(|&r| {
             let n = &nodes[r];
             let from_msgs = n.input.iter().find(|m| m.role == "user").map(Msg::text);

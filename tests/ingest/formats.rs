@@ -375,6 +375,118 @@ fn langsmith_nested_child_runs_load_like_the_flat_list() {
     assert_eq!(a, b);
 }
 
+/// Steps as `(agent, kind, tool name, delegate)` and links sorted, the view both message forms of
+/// a LangSmith run must give alike.
+type RunView = (Vec<(String, StepKind, Option<String>, Option<String>)>, Vec<(usize, usize, LinkKind)>);
+
+fn run_view(t: &Trajectory) -> RunView {
+    let steps = t.steps.iter().map(|s| (s.agent.clone(), s.kind, s.tool_name.clone(), s.delegate_to.clone())).collect();
+    let mut links: Vec<_> = t.links.iter().map(|l| (l.from, l.to, l.kind)).collect();
+    links.sort_by_key(|&(f, to, k)| (f, to, k as u8));
+    (steps, links)
+}
+
+fn owned(v: &[&str]) -> Vec<Option<String>> {
+    v.iter().map(|s| (!s.is_empty()).then(|| s.to_string())).collect()
+}
+
+#[test]
+fn langsmith_recovered_error_reads_alike_serialised_or_as_dicts_whose_inputs_grew_after_the_call() {
+    let lc = one("handbuilt/langsmith/r06_recovered_error.langsmith.json", SourceFormat::LangSmith);
+    let dict = one("handbuilt/langsmith/x06_dictform_recovered.langsmith.json", SourceFormat::LangSmith);
+    for t in [&lc, &dict] {
+        assert_eq!(t.agent_names(), ["user", "LangGraph", "support_agent"]);
+        assert_eq!(kinds(t), [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, ToolResult, Message]);
+        assert_eq!(
+            step_agents(t),
+            ["user", "LangGraph", "support_agent", "support_agent", "support_agent", "support_agent", "support_agent", "support_agent"]
+        );
+        let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
+        assert_eq!(tools, owned(&["", "", "get_invoice", "get_invoice", "", "get_invoice", "get_invoice", ""]));
+        assert!(has(t, 2, 3, LinkKind::ToolResult));
+        assert!(has(t, 5, 6, LinkKind::ToolResult));
+        assert!(has(t, 1, 2, LinkKind::Delegation));
+        assert_eq!(count(t, LinkKind::ToolResult), 2);
+        assert!(t.steps[3].is_error);
+        assert!(t.steps[3].content.starts_with("HTTPError: 504 Gateway Timeout"), "{}", t.steps[3].content);
+        assert_eq!(t.steps[4].content, "The billing service timed out; retrying once.");
+        let retries = t.steps.iter().filter(|s| s.content.contains("retrying once")).count();
+        assert_eq!(retries, 1, "the retry message is shown once");
+        assert_eq!(t.observed_output.as_deref(), Some("Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025."));
+    }
+    assert_eq!(run_view(&lc), run_view(&dict));
+    let diags = super::support::load_fixture("", "handbuilt/langsmith/x06_dictform_recovered.langsmith.json").diagnostics;
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(diags[0].message.starts_with("2 model call(s) hold their own reply in their recorded input (run runs[2] (ChatOpenAI), run runs[4] (ChatOpenAI))"), "{}", diags[0].message);
+}
+
+#[test]
+fn langsmith_wrong_delegation_reads_alike_serialised_or_as_dicts_whose_inputs_grew_after_the_call() {
+    let lc = one("handbuilt/langsmith/r09_wrong_delegation.langsmith.json", SourceFormat::LangSmith);
+    let dict = one("handbuilt/langsmith/x09_dictform_wrong_delegation.langsmith.json", SourceFormat::LangSmith);
+    for t in [&lc, &dict] {
+        assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "tech_support"]);
+        assert_eq!(
+            kinds(t),
+            [Delegation, Delegation, ToolCall, Delegation, Delegation, ToolCall, ToolResult, Message, Delegation, Message]
+        );
+        assert_eq!(
+            step_agents(t),
+            [
+                "user", "LangGraph", "supervisor", "supervisor", "LangGraph", "tech_support", "tech_support",
+                "tech_support", "LangGraph", "supervisor"
+            ]
+        );
+        let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
+        assert_eq!(
+            tools,
+            owned(&["", "", "transfer_to_tech_support", "transfer_to_tech_support", "", "run_diagnostics", "run_diagnostics", "", "", ""])
+        );
+        let delegates: Vec<Option<String>> = t.steps.iter().map(|s| s.delegate_to.clone()).collect();
+        assert_eq!(
+            delegates,
+            owned(&["LangGraph", "supervisor", "", "tech_support", "tech_support", "", "", "", "supervisor", ""])
+        );
+        // The worker's report is the worker's, after the hand-off, not the supervisor's before it.
+        assert!(t.steps[7].content.starts_with("I ran diagnostics on account FW-88213"));
+        assert!(has(t, 2, 3, LinkKind::ToolResult));
+        assert!(has(t, 3, 5, LinkKind::Delegation));
+        assert!(has(t, 5, 6, LinkKind::ToolResult));
+        assert!(has(t, 8, 9, LinkKind::Delegation));
+        assert_eq!(count(t, LinkKind::ToolResult), 2);
+        assert_eq!(count(t, LinkKind::Delegation), 5);
+    }
+    assert_eq!(run_view(&lc), run_view(&dict));
+}
+
+#[test]
+fn langchain_message_dicts_read_like_the_serialised_messages() {
+    use falat::ingest::messages::msg_from_value;
+    let call = json!([{"id": "c1", "name": "get_invoice", "args": {"invoice_id": "INV-1"}, "type": "tool_call"}]);
+    let serialised = json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"type": "ai", "content": "checking", "tool_calls": call, "name": "billing"}});
+    let forms = [
+        json!({"type": "ai", "data": {"type": "ai", "content": "checking", "tool_calls": call, "name": "billing",
+            "additional_kwargs": {}, "id": null}}),
+        json!({"type": "ai", "content": "checking", "tool_calls": call, "name": "billing"}),
+        json!({"role": "assistant", "content": "checking", "name": "billing",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_invoice", "arguments": {"invoice_id": "INV-1"}}}]}),
+    ];
+    let want = msg_from_value(&serialised).unwrap();
+    assert_eq!(want.role, "assistant");
+    assert_eq!(want.name.as_deref(), Some("billing"));
+    for f in &forms {
+        assert_eq!(msg_from_value(f).as_ref(), Some(&want), "{f}");
+    }
+    let tool_lc = json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"],
+        "kwargs": {"type": "tool", "content": "ok", "tool_call_id": "c1"}});
+    let tool_dict = json!({"type": "tool", "data": {"type": "tool", "content": "ok", "tool_call_id": "c1"}});
+    let tool_role = json!({"role": "tool", "content": "ok", "tool_call_id": "c1"});
+    let want = msg_from_value(&tool_lc);
+    assert_eq!(msg_from_value(&tool_dict), want);
+    assert_eq!(msg_from_value(&tool_role), want);
+}
+
 #[test]
 fn langfuse_observations_nest_agents_and_mark_error_levels() {
     let t = one("handbuilt/langfuse/trip_planner_trace.json", SourceFormat::Langfuse);
