@@ -445,7 +445,7 @@ fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
 fn a_cut_off_last_line_that_may_hold_the_answer_is_said_under_the_verdict() {
     // ADK events as JSON Lines whose last line (the agent's answer) was cut half-way: the
     // verdict must say up front that a record could not be read, not only the Warnings at the end.
-    let trace = "tests/fixtures/handbuilt/adk/b6_truncated_events.adk.jsonl";
+    let trace = "tests/fixtures/frameworks/adk-truncated-last-line.jsonl";
     let out = falat().args(["diagnose", trace]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let md = String::from_utf8(out.stdout).unwrap();

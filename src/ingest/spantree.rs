@@ -862,6 +862,52 @@ impl Emitter {
     }
 }
 
+/// The chat messages `v` holds ([`super::messages::msgs_from_value`]) when every one has a chat
+/// role (`system`, `developer`, `user`, `assistant`, `tool`), else none: how a span of an unknown
+/// kind is told to carry a conversation rather than data that happens to have a `type` key.
+pub fn chat_messages(v: &serde_json::Value) -> Vec<Msg> {
+    let msgs = super::messages::msgs_from_value(v);
+    let chat = |m: &Msg| matches!(m.role.as_str(), "system" | "developer" | "user" | "assistant" | "tool");
+    match msgs.iter().all(chat) {
+        true => msgs,
+        false => Vec::new(),
+    }
+}
+
+/// What a span of a kind its loader does not know becomes, with a [`Diagnostic`] naming the
+/// span (place, id, name) and the kind, so nothing is dropped silently (`docs/FORMATS-TRACES.md`,
+/// "Nothing silently dropped"). `field` names the kind's field (`span_data.type`, `run_type`).
+/// The node's `input` / `output` must hold the chat messages it carries ([`chat_messages`]) and
+/// its `input_text` / `output_text` its text. In order:
+/// - `as_tool` given (a loader that recognises its own tool span's fields): a tool execution of
+///   the span's name, the reason said in the diagnostic;
+/// - messages in or out: a model call (as OTel GenAI reads an unknown operation with messages);
+/// - text: an event, a message step with its output (else its input) text;
+/// - nothing: a scope.
+pub fn unknown_kind(
+    n: &mut Node,
+    field: &str,
+    kind: &str,
+    as_tool: Option<&str>,
+    diags: &mut Vec<Diagnostic>,
+) -> Op {
+    let has_text = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
+    let (op, read_as) = if let Some(why) = as_tool {
+        (Op::Tool { name: n.name.clone(), call_id: None }, format!("read as a tool execution of {:?} {why}", n.name))
+    } else if !n.input.is_empty() || !n.output.is_empty() {
+        (Op::Llm, "read as a model call because it carries messages".to_string())
+    } else if has_text(&n.output_text) || has_text(&n.input_text) {
+        (Op::Event, "kept as a message with its text".to_string())
+    } else {
+        (Op::Scope, "kept as a scope (it carries no text)".to_string())
+    };
+    diags.push(Diagnostic {
+        line: None,
+        message: format!("{}: unknown {field} {kind:?} (id {:?}, name {:?}); {read_as}", n.place, n.id, n.name),
+    });
+    op
+}
+
 /// A trajectory from built steps: task from the root input or the first user message, observed
 /// output from the root output or the last agent message; agents keep their role text.
 pub fn into_trajectory(id: String, source: SourceFormat, built: Built) -> Trajectory {
