@@ -884,13 +884,7 @@ pub fn chat_messages(v: &serde_json::Value) -> Vec<Msg> {
 /// - messages in or out: a model call (as OTel GenAI reads an unknown operation with messages);
 /// - text: an event, a message step with its output (else its input) text;
 /// - nothing: a scope.
-pub fn unknown_kind(
-    n: &mut Node,
-    field: &str,
-    kind: &str,
-    as_tool: Option<&str>,
-    diags: &mut Vec<Diagnostic>,
-) -> Op {
+pub fn unknown_kind(n: &mut Node, field: &str, kind: &str, as_tool: Option<&str>, diags: &mut Vec<Diagnostic>) -> Op {
     let has_text = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
     let (op, read_as) = if let Some(why) = as_tool {
         (Op::Tool { name: n.name.clone(), call_id: None }, format!("read as a tool execution of {:?} {why}", n.name))
@@ -998,6 +992,31 @@ mod tests {
 
     fn text(role: &str, t: &str) -> Msg {
         Msg { role: role.into(), name: None, parts: vec![Part::Text(t.into())] }
+    }
+
+    #[test]
+    fn an_input_holding_the_call_s_own_reply_is_cut_there_and_a_repeated_reply_is_not() {
+        let agent = Op::Agent { name: "a".into(), role: None };
+        // Call 1 was logged with the list it kept appending to: its reply "ok", the user's "again"
+        // and call 2's reply "ok" (said twice, legitimately) are all in its input.
+        let later = vec![text("user", "q"), text("assistant", "ok"), text("user", "again"), text("assistant", "ok")];
+        let mut llm1 = node("b", Some("a"), Op::Llm);
+        llm1.sort_key = Some("1".into());
+        llm1.input = later.clone();
+        llm1.output = vec![text("assistant", "ok")];
+        let mut llm2 = node("c", Some("a"), Op::Llm);
+        llm2.sort_key = Some("2".into());
+        llm2.input = later[..3].to_vec();
+        llm2.output = vec![text("assistant", "ok")];
+        let built = build(vec![node("a", None, agent), llm1, llm2]);
+        let got: Vec<(&str, &str)> = built.steps.iter().map(|s| (s.agent.as_str(), s.content.as_str())).collect();
+        assert_eq!(got, [("user", "invoke agent a"), ("user", "q"), ("a", "ok"), ("user", "again"), ("a", "ok")]);
+        let d: Vec<&str> = built.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            d,
+            ["1 model call(s) hold their own reply in their recorded input (b): the input was recorded after the \
+              call; the 3 message(s) from the reply on are left out of that context and shown where they happen"]
+        );
     }
 
     #[test]

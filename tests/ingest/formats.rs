@@ -399,7 +399,16 @@ fn langsmith_recovered_error_reads_alike_serialised_or_as_dicts_whose_inputs_gre
         assert_eq!(kinds(t), [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, ToolResult, Message]);
         assert_eq!(
             step_agents(t),
-            ["user", "LangGraph", "support_agent", "support_agent", "support_agent", "support_agent", "support_agent", "support_agent"]
+            [
+                "user",
+                "LangGraph",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent"
+            ]
         );
         let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
         assert_eq!(tools, owned(&["", "", "get_invoice", "get_invoice", "", "get_invoice", "get_invoice", ""]));
@@ -412,10 +421,14 @@ fn langsmith_recovered_error_reads_alike_serialised_or_as_dicts_whose_inputs_gre
         assert_eq!(t.steps[4].content, "The billing service timed out; retrying once.");
         let retries = t.steps.iter().filter(|s| s.content.contains("retrying once")).count();
         assert_eq!(retries, 1, "the retry message is shown once");
-        assert_eq!(t.observed_output.as_deref(), Some("Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025."));
+        assert_eq!(
+            t.observed_output.as_deref(),
+            Some("Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025.")
+        );
     }
     assert_eq!(run_view(&lc), run_view(&dict));
-    let diags = super::support::load_fixture("", "handbuilt/langsmith/x06_dictform_recovered.langsmith.json").diagnostics;
+    let diags =
+        super::support::load_fixture("", "handbuilt/langsmith/x06_dictform_recovered.langsmith.json").diagnostics;
     assert_eq!(diags.len(), 1, "{diags:?}");
     assert!(diags[0].message.starts_with("2 model call(s) hold their own reply in their recorded input (run runs[2] (ChatOpenAI), run runs[4] (ChatOpenAI))"), "{}", diags[0].message);
 }
@@ -428,19 +441,41 @@ fn langsmith_wrong_delegation_reads_alike_serialised_or_as_dicts_whose_inputs_gr
         assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "tech_support"]);
         assert_eq!(
             kinds(t),
-            [Delegation, Delegation, ToolCall, Delegation, Delegation, ToolCall, ToolResult, Message, Delegation, Message]
+            [
+                Delegation, Delegation, ToolCall, Delegation, Delegation, ToolCall, ToolResult, Message, Delegation,
+                Message
+            ]
         );
         assert_eq!(
             step_agents(t),
             [
-                "user", "LangGraph", "supervisor", "supervisor", "LangGraph", "tech_support", "tech_support",
-                "tech_support", "LangGraph", "supervisor"
+                "user",
+                "LangGraph",
+                "supervisor",
+                "supervisor",
+                "LangGraph",
+                "tech_support",
+                "tech_support",
+                "tech_support",
+                "LangGraph",
+                "supervisor"
             ]
         );
         let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
         assert_eq!(
             tools,
-            owned(&["", "", "transfer_to_tech_support", "transfer_to_tech_support", "", "run_diagnostics", "run_diagnostics", "", "", ""])
+            owned(&[
+                "",
+                "",
+                "transfer_to_tech_support",
+                "transfer_to_tech_support",
+                "",
+                "run_diagnostics",
+                "run_diagnostics",
+                "",
+                "",
+                ""
+            ])
         );
         let delegates: Vec<Option<String>> = t.steps.iter().map(|s| s.delegate_to.clone()).collect();
         assert_eq!(
@@ -704,7 +739,9 @@ fn unknown_openinference_kind_is_kept_with_a_diagnostic_and_its_text() {
     assert_eq!(d.len(), 2, "{d:?}");
     assert!(d[0].contains("span 02 (b)"), "{d:?}");
     assert!(
-        d[0].ends_with("unknown openinference.span.kind \"TELEPORTER\" (id \"02\", name \"b\"); kept as a message with its text"),
+        d[0].ends_with(
+            "unknown openinference.span.kind \"TELEPORTER\" (id \"02\", name \"b\"); kept as a message with its text"
+        ),
         "{d:?}"
     );
     assert!(d[1].ends_with("(id \"03\", name \"c\"); kept as a scope (it carries no text)"), "{d:?}");
@@ -712,7 +749,8 @@ fn unknown_openinference_kind_is_kept_with_a_diagnostic_and_its_text() {
 
 #[test]
 fn langsmith_unknown_run_types_are_kept_with_a_diagnostic_and_their_text() {
-    let mut runs: Value = serde_json::from_str(&text("handbuilt/langsmith/r06_recovered_error.langsmith.json")).unwrap();
+    let mut runs: Value =
+        serde_json::from_str(&text("handbuilt/langsmith/r06_recovered_error.langsmith.json")).unwrap();
     runs[5]["run_type"] = json!("function");
     runs[6]["run_type"] = json!("chat_model");
     let loaded = parse("runs.json", runs.to_string().as_bytes(), None).unwrap();
@@ -720,8 +758,14 @@ fn langsmith_unknown_run_types_are_kept_with_a_diagnostic_and_their_text() {
     // The `chat_model` run carries messages: the model call of the final answer. The `function`
     // run carries the tool's output: a message with that text (its tool message then answers
     // the call from the next model input).
-    assert_eq!(kinds(t), [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, Message, ToolResult, Message]);
-    assert_eq!(t.steps[6].content, "{\"invoice_id\": \"INV-3302\", \"amount_due_eur\": 148.2, \"due_date\": \"2025-05-15\", \"status\": \"open\"}");
+    assert_eq!(
+        kinds(t),
+        [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, Message, ToolResult, Message]
+    );
+    assert_eq!(
+        t.steps[6].content,
+        "{\"invoice_id\": \"INV-3302\", \"amount_due_eur\": 148.2, \"due_date\": \"2025-05-15\", \"status\": \"open\"}"
+    );
     assert_eq!(t.steps[6].role, "function");
     assert!(has(t, 5, 7, LinkKind::ToolResult));
     assert_eq!(t.steps[8].content, "Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025.");

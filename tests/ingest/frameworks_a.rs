@@ -55,11 +55,9 @@ fn agents_sdk_span_of_an_unknown_type_with_a_function_span_s_fields_is_kept_as_t
     let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         d,
-        [
-            "data[3] (tool_execution span span_910a04017b608048878ea444): unknown span_data.type \"tool_execution\" \
+        ["data[3] (tool_execution span span_910a04017b608048878ea444): unknown span_data.type \"tool_execution\" \
              (id \"span_910a04017b608048878ea444\", name \"get_subscription\"); read as a tool execution of \
-             \"get_subscription\" because it has a function span's fields (name, input, output)"
-        ]
+             \"get_subscription\" because it has a function span's fields (name, input, output)"]
     );
 }
 
@@ -87,8 +85,16 @@ fn agents_sdk_spans_of_unknown_types_keep_their_messages_or_text_with_a_diagnost
     let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(d.len(), 3, "{d:?}");
     assert!(d[0].ends_with("unknown span_data.type \"chat_turn\" (id \"s2\", name \"chat_turn\"); read as a model call because it carries messages"), "{d:?}");
-    assert!(d[1].ends_with("unknown span_data.type \"audit\" (id \"s3\", name \"audit\"); kept as a message with its text"), "{d:?}");
-    assert!(d[2].ends_with("unknown span_data.type \"heartbeat\" (id \"s4\", name \"heartbeat\"); kept as a scope (it carries no text)"), "{d:?}");
+    assert!(
+        d[1].ends_with("unknown span_data.type \"audit\" (id \"s3\", name \"audit\"); kept as a message with its text"),
+        "{d:?}"
+    );
+    assert!(
+        d[2].ends_with(
+            "unknown span_data.type \"heartbeat\" (id \"s4\", name \"heartbeat\"); kept as a scope (it carries no text)"
+        ),
+        "{d:?}"
+    );
 }
 
 #[test]
@@ -316,7 +322,9 @@ fn adk_events_cut_short_keep_the_whole_lines_and_name_the_cut_one() {
     let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         d,
-        ["line 6: skipped: not JSON at column 80: the text ends inside a string (\" not closed; the file may be cut short)"]
+        [
+            "line 6: skipped: not JSON at column 80: the text ends inside a string (\" not closed; the file may be cut short)"
+        ]
     );
 }
 
@@ -341,7 +349,9 @@ fn adk_parts_of_an_unknown_kind_are_kept_with_a_diagnostic() {
     let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         d,
-        ["line 6: event \"ev-6\" (author \"hotel_agent\"): unknown part kind rateSummary; kept as a message with its text"]
+        [
+            "line 6: event \"ev-6\" (author \"hotel_agent\"): unknown part kind rateSummary; kept as a message with its text"
+        ]
     );
 }
 
@@ -370,7 +380,8 @@ fn mlflow_trace_links_the_tool_span_to_its_call_and_flags_the_exception() {
 
 #[test]
 fn mlflow_spans_of_unknown_types_are_kept_with_a_diagnostic_and_their_text() {
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(fixture("mlflow-trace-tool-error.json")).unwrap()).unwrap();
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("mlflow-trace-tool-error.json")).unwrap()).unwrap();
     for s in v["data"]["spans"].as_array_mut().unwrap() {
         let ty = s["attributes"]["mlflow.spanType"].as_str().unwrap().to_string();
         match ty.as_str() {
@@ -386,7 +397,11 @@ fn mlflow_spans_of_unknown_types_are_kept_with_a_diagnostic_and_their_text() {
     assert_eq!(kinds(t), [Delegation, ToolCall, Message, ToolResult, Message]);
     assert_eq!(step_agents(t), ["user", "travel_agent", "travel_agent", "travel_agent", "travel_agent"]);
     assert_eq!(t.steps[1].content, "{\"city\": \"Porto\", \"day\": \"Saturday\"}");
-    assert!(t.steps[2].content.starts_with("{\"city\":\"Porto\",\"day\":\"Saturday\"}\n[error] "), "{}", t.steps[2].content);
+    assert!(
+        t.steps[2].content.starts_with("{\"city\":\"Porto\",\"day\":\"Saturday\"}\n[error] "),
+        "{}",
+        t.steps[2].content
+    );
     assert!(t.steps[2].is_error);
     assert_eq!(t.steps[4].content, "No rain is expected in Porto on Saturday: sunny, 24 °C.");
     let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
