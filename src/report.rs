@@ -456,6 +456,61 @@ fn markdown(t: &Trajectory, d: &Diagnosis, user: Option<&Diagnosis>) -> String {
     out
 }
 
+/// The prefix of the report warnings that carry the trace file's load diagnostics (`falat
+/// diagnose` puts them first: `loading: line 6: skipped: not JSON ...`).
+pub const LOADING: &str = "loading: ";
+
+/// The records of the trace file the loader skipped, from the report's load warnings ([`LOADING`]
+/// and a diagnostic that says `skipped`): how many, and the 1-based lines of those that name one.
+pub fn unread_records(warnings: &[String]) -> (usize, Vec<usize>) {
+    let mut count = 0;
+    let mut lines = Vec::new();
+    for w in warnings {
+        let Some(diag) = w.strip_prefix(LOADING) else { continue };
+        if !(diag.contains(" skipped") || diag.contains("skipped:")) {
+            continue;
+        }
+        count += 1;
+        let line = diag.strip_prefix("line ").and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next());
+        if let Some(l) = line.and_then(|l| l.parse().ok()) {
+            lines.push(l);
+        }
+    }
+    (count, lines)
+}
+
+/// Whether the trajectory ends without a final answer from an agent: no observed output, or a
+/// last step that is not an agent's (non-user) message with text.
+fn ends_without_answer(t: &Trajectory) -> bool {
+    let last_is_answer = t.steps.last().is_some_and(|s| {
+        s.kind == crate::model::StepKind::Message
+            && !s.agent.eq_ignore_ascii_case("user")
+            && !s.is_error
+            && !s.content.trim().is_empty()
+    });
+    t.observed_output.as_deref().is_none_or(|o| o.trim().is_empty()) || !last_is_answer
+}
+
+/// The sentence said right under the verdict when records of the file could not be read and the
+/// run ends without an answer: the answer may be among the lost records.
+fn lost_answer_note(t: &Trajectory, warnings: &[String]) -> Option<String> {
+    let (n, lines) = unread_records(warnings);
+    if n == 0 || !ends_without_answer(t) {
+        return None;
+    }
+    let records = if n == 1 { "1 record".to_string() } else { format!("{n} records") };
+    let at = match lines.as_slice() {
+        [] => String::new(),
+        [l] => format!(" (line {l})"),
+        ls => format!(" (lines {})", ls.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    Some(format!(
+        "**The run's answer may be lost**: {records} of the file could not be read{at}, and the trajectory \
+         ends without a final answer from an agent. The answer may be among them: read this verdict with \
+         that in mind (see Warnings)."
+    ))
+}
+
 fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     out.push_str("\n## Verdict\n\n");
     match d.decisive_step {
@@ -469,6 +524,9 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             out.push_str("**No failure found**: no ROOT_CAUSE is named.\n")
         }
         None => out.push_str("No decisive step could be named.\n"),
+    }
+    if let Some(note) = lost_answer_note(t, &d.warnings) {
+        out.push_str(&format!("\n{note}\n"));
     }
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
         let src = export::step_source(t, s.index);

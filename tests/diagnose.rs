@@ -440,3 +440,43 @@ fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
         "says \"11 available t-shirt options\"; the list it counts at step 5 has 12 (10 with available=true)"
     );
 }
+
+#[test]
+fn a_cut_off_last_line_that_may_hold_the_answer_is_said_under_the_verdict() {
+    // ADK events as JSON Lines whose last line (the agent's answer) was cut half-way: the
+    // verdict must say up front that a record could not be read, not only the Warnings at the end.
+    let trace = "tests/fixtures/frameworks/adk-truncated-last-line.jsonl";
+    let out = falat().args(["diagnose", trace]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let verdict = md.split("## Verdict\n\n").nth(1).unwrap();
+    let (head, _) = verdict.split_once("### Why").unwrap();
+    assert_eq!(
+        head.trim(),
+        "**No failure found**: no ROOT_CAUSE is named.\n\n**The run's answer may be lost**: 1 record of the file \
+         could not be read (line 6), and the trajectory ends without a final answer from an agent. The answer may \
+         be among them: read this verdict with that in mind (see Warnings)."
+    );
+    assert!(md.contains("- loading: line 6: skipped: not JSON at column 80"), "{md}");
+    // The same file with the cut line left out entirely reads as whole: no such note.
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("five.jsonl");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(trace)).unwrap();
+    std::fs::write(&whole, text.lines().take(5).collect::<Vec<_>>().join("\n")).unwrap();
+    let md = String::from_utf8(falat().args(["diagnose"]).arg(&whole).output().unwrap().stdout).unwrap();
+    assert!(!md.contains("answer may be lost"), "{md}");
+}
+
+#[test]
+fn unread_records_are_counted_from_the_load_warnings_with_their_lines() {
+    let w = |s: &str| s.to_string();
+    let warnings = [
+        w("loading: line 6: skipped: not JSON at column 80"),
+        w("loading: runs[3] skipped: expected a run with \"id\" and \"run_type\""),
+        w("loading: line 9: skipped: not JSON"),
+        w("loading: 2 model call(s) hold their own reply in their recorded input"),
+        w("the judge fell back"),
+    ];
+    assert_eq!(report::unread_records(&warnings), (3, vec![6, 9]));
+    assert_eq!(report::unread_records(&[]), (0, vec![]));
+}

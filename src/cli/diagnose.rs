@@ -16,7 +16,7 @@ use crate::ingest::{
 };
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
-use crate::report;
+use crate::report::{self, LOADING};
 
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -190,10 +190,10 @@ const MAX_LOAD_WARNINGS: usize = 20;
 /// sanitised, at most [`MAX_LOAD_WARNINGS`] and then how many more there were.
 fn load_warnings<D: std::fmt::Display>(diagnostics: &[D]) -> Vec<String> {
     let mut out: Vec<String> =
-        diagnostics.iter().take(MAX_LOAD_WARNINGS).map(|d| crate::text::sanitize(&format!("loading: {d}"))).collect();
+        diagnostics.iter().take(MAX_LOAD_WARNINGS).map(|d| crate::text::sanitize(&format!("{LOADING}{d}"))).collect();
     if diagnostics.len() > MAX_LOAD_WARNINGS {
         out.push(format!(
-            "loading: {} more diagnostics (falat inspect lists them all)",
+            "{LOADING}{} more diagnostics (falat inspect lists them all)",
             diagnostics.len() - MAX_LOAD_WARNINGS
         ));
     }

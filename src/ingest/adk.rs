@@ -20,6 +20,10 @@
 //! - `actions.transfer_to_agent` without a `transfer_to_agent` call in the run → a delegation
 //!   step of its own; `actions.escalate` → `[escalate]` on the event's last step;
 //! - `error_code` / `error_message` → the event's last step (or a message of its own) is an error;
+//! - a part of a kind not read above (no `text`, call, response, code or media field) → kept as a
+//!   message with its text, with a diagnostic naming the event (place, id, author) and the part's
+//!   fields; parts holding only metadata (`thought_signature`, `video_metadata`, ...) are no
+//!   content;
 //! - `usage_metadata.{prompt_token_count, candidates_token_count}` → tokens on its first step.
 //!
 //! `partial: true` events (streaming chunks, repeated in full by the event that completes them)
@@ -31,7 +35,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::gemini::{GPart, content_parts, response_text};
+use super::gemini::{GPart, content_parts, genai_part, response_text};
 use super::steps::{Builder, with_error};
 use super::{DETECT_SAMPLE, Document, FormatError, JsonLines, Loaded, failed_exit, value_line, value_text};
 use crate::model::{Diagnostic, LinkKind, SourceFormat, StepKind, Trajectory};
@@ -150,7 +154,8 @@ fn build<'v>(
             partial += 1;
             continue;
         }
-        event(&mut b, e, called_transfer);
+        let place = line.map(|l| format!("line {l}")).unwrap_or_else(|| format!("events[{i}]"));
+        event(&mut b, e, called_transfer, (&place, line), &mut diags);
     }
     b.finish();
     let task = b.steps.iter().find(|s| s.agent == "user" && s.kind == StepKind::Message).map(|s| s.content.clone());
@@ -183,11 +188,87 @@ fn build<'v>(
     Loaded { format: SourceFormat::GoogleAdk, trajectories: vec![t], diagnostics: diags }
 }
 
-fn event(b: &mut Builder, e: &Value, called_transfer: bool) {
+/// Fields of a google-genai `types.Part` that hold no content of their own (signatures and
+/// media settings beside a part's content).
+const PART_METADATA: [&str; 8] = [
+    "thought",
+    "thought_signature",
+    "thoughtSignature",
+    "video_metadata",
+    "videoMetadata",
+    "media_resolution",
+    "mediaResolution",
+    "part_metadata",
+];
+
+/// One part of an event's content: read, or of a kind falat does not know (its fields and text).
+enum EventPart {
+    Known(GPart),
+    Unknown { kinds: Vec<String>, text: String },
+}
+
+/// The parts of an event's `content`: each of `content.parts` read ([`genai_part`]), a part with
+/// content fields falat does not know kept as [`EventPart::Unknown`] (metadata-only parts left
+/// out); other shapes of `content` as [`content_parts`] reads them.
+fn event_parts(content: Option<&Value>) -> Vec<EventPart> {
+    let Some(raw) = content.and_then(|c| c.get("parts")).and_then(Value::as_array) else {
+        return content_parts(content).into_iter().map(EventPart::Known).collect();
+    };
+    let mut out = Vec::new();
+    for p in raw {
+        if let Some(g) = genai_part(p) {
+            out.push(EventPart::Known(g));
+            continue;
+        }
+        let fields: serde_json::Map<String, Value> = p
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| !PART_METADATA.contains(&k.as_str()) && !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if fields.is_empty() {
+            continue;
+        }
+        let kinds = fields.keys().cloned().collect();
+        let text = match fields.len() {
+            1 => fields.values().next().map(value_text).unwrap_or_default(),
+            _ => value_text(&Value::Object(fields)),
+        };
+        out.push(EventPart::Unknown { kinds, text });
+    }
+    out
+}
+
+/// The steps of one event; `at` is its place (`line 4`, `events[3]`) and line, for diagnostics.
+fn event(b: &mut Builder, e: &Value, called_transfer: bool, at: (&str, Option<usize>), diags: &mut Vec<Diagnostic>) {
     let author = e.get("author").map(value_text).unwrap_or_default();
     let role = get(e, "content").and_then(|c| c.get("role")).map(value_text).unwrap_or_else(|| author.clone());
     let first = b.steps.len();
-    for p in content_parts(get(e, "content")) {
+    for p in event_parts(get(e, "content")) {
+        let p = match p {
+            EventPart::Known(p) => p,
+            EventPart::Unknown { kinds, text } => {
+                let id = e.get("id").map(value_text).unwrap_or_default();
+                let kept = match text.trim().is_empty() {
+                    true => "it carries no text".to_string(),
+                    false => {
+                        b.push(&author, &role, StepKind::Message, text);
+                        "kept as a message with its text".to_string()
+                    }
+                };
+                // A line number is said by the diagnostic itself (`line 4: ...`).
+                let place = if at.1.is_some() { String::new() } else { format!("{} ", at.0) };
+                diags.push(Diagnostic {
+                    line: at.1,
+                    message: format!(
+                        "{place}event {id:?} (author {author:?}): unknown part kind {}; {kept}",
+                        kinds.join(", ")
+                    ),
+                });
+                continue;
+            }
+        };
         match p {
             GPart::Text { text, .. } if text.trim().is_empty() => {}
             GPart::Text { text, thought: true } => {

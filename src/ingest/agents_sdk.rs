@@ -25,8 +25,13 @@
 //!   target agent's next step;
 //! - `guardrail` `{name, triggered}` → a message, an error when the tripwire triggered; `custom`
 //!   `{name, data}` → a message with its data;
-//! - `response`, `mcp_tools`, `transcription`, `speech`, `speech_group` and unknown types →
-//!   scopes (no step; the response span holds no message text);
+//! - `response`, `mcp_tools`, `transcription`, `speech`, `speech_group` → scopes (no step; the
+//!   response span holds no message text);
+//! - a type `span_data.py` does not define → kept with a diagnostic naming the span (id, name)
+//!   and the type ([`spantree::unknown_kind`]): a tool execution when it has a `function` span's
+//!   fields (`name` and a non-message `input` / `output`), a model call when `input` / `output`
+//!   hold chat messages, else a message with its text (its other fields, as a `custom` span's
+//!   data), or a scope when it has none;
 //! - `error` on any span → the span's step is an error, with `error.data.error` (else
 //!   `error.message`) as its text.
 
@@ -282,7 +287,8 @@ fn node(s: &Value, place: &str, functions: &HashSet<String>, diags: &mut Vec<Dia
             });
             Op::Event
         }
-        _ => Op::Scope,
+        "response" | "mcp_tools" | "transcription" | "speech" | "speech_group" => Op::Scope,
+        other => unknown_span(data, &mut n, other, diags),
     };
     if n.is_error && matches!(n.op, Op::Event) {
         let e = n.error.clone().unwrap_or_default();
@@ -291,4 +297,36 @@ fn node(s: &Value, place: &str, functions: &HashSet<String>, diags: &mut Vec<Dia
         }
     }
     Some(n)
+}
+
+/// A span of a type `span_data.py` does not define, kept with a diagnostic
+/// ([`spantree::unknown_kind`]): with a `name` and a non-message `input` / `output`, the fields
+/// of a `function` span, it is read as one; with Chat Completions messages in `input` / `output`
+/// it is a model call; otherwise its `input` / `output` text, else its other fields (as a
+/// `custom` span's data), make a message.
+fn unknown_span(data: &Value, n: &mut Node, ty: &str, diags: &mut Vec<Diagnostic>) -> Op {
+    let field = |k: &str| data.get(k).filter(|v| !v.is_null());
+    let (input, output) = (field("input"), field("output"));
+    n.input = input.map(spantree::chat_messages).unwrap_or_default();
+    n.output = output.map(spantree::chat_messages).unwrap_or_default();
+    let messages = !n.input.is_empty() || !n.output.is_empty();
+    let function_like = field("name").is_some() && (input.is_some() || output.is_some()) && !messages;
+    if !messages {
+        n.input_text = input.map(value_text);
+        n.output_text = output.map(value_text);
+    }
+    if input.is_none() && output.is_none() {
+        let rest: serde_json::Map<String, Value> = data
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| !matches!(k.as_str(), "type" | "name") && !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            n.output_text = Some(format!("{}: {}", n.name, value_text(&Value::Object(rest))));
+        }
+    }
+    let why = function_like.then_some("because it has a function span's fields (name, input, output)");
+    spantree::unknown_kind(n, "span_data.type", ty, why, diags)
 }

@@ -12,7 +12,10 @@
 //!   {input, output}` (legacy `usage.{input, output}`, `promptTokens` / `completionTokens`);
 //! - `TOOL` (and `RETRIEVER`, `EMBEDDING`, `EVALUATOR`, `GUARDRAIL`) → a tool execution: `input`
 //!   arguments, `output` result, call id from `metadata.tool_call_id`;
-//! - `EVENT` → a message; `SPAN`, `CHAIN` → scopes; another type → a scope with a diagnostic;
+//! - `EVENT` → a message; `SPAN`, `CHAIN` → scopes; another type → kept with a diagnostic naming
+//!   the observation (id, name) and the type ([`spantree::unknown_kind`]): a model call when its
+//!   `input` / `output` hold chat messages, else a message with its output (else input) text, else
+//!   a scope;
 //! - `level: ERROR` → error, with `statusMessage`.
 //!
 //! The trace's `input` / `output` are the task and observed output. Layouts: one trace, a list of
@@ -220,11 +223,10 @@ fn observation_op(o: &Value, n: &mut Node, diags: &mut Vec<Diagnostic>) -> Op {
         "EVENT" => Op::Event,
         "SPAN" | "CHAIN" => Op::Scope,
         other => {
-            diags.push(Diagnostic {
-                line: None,
-                message: format!("{}: unknown observation type {other:?}; kept as a scope", n.place),
-            });
-            Op::Scope
+            n.input = o.get("input").map(spantree::chat_messages).unwrap_or_default();
+            n.output = o.get("output").map(spantree::chat_messages).unwrap_or_default();
+            let other = other.to_string();
+            spantree::unknown_kind(n, "observation type", &other, None, diags)
         }
     }
 }

@@ -15,6 +15,10 @@
 //! - `tool` runs → tool executions (arguments `inputs.input`, result `outputs.output`, call id
 //!   from a `ToolMessage` output's `tool_call_id`); a tool named `transfer_to_<agent>` is a
 //!   hand-off to `<agent>`; `retriever` / `embedding` runs → tool-like;
+//! - another `run_type` → kept with a diagnostic naming the run (id, name) and the type
+//!   ([`spantree::unknown_kind`]): a model call when `inputs.messages` / `outputs.generations` /
+//!   `outputs.messages` hold chat messages, else a message with its `outputs` (else `inputs`)
+//!   text, else a scope;
 //! - `error` (text) or `status: "error"` → error.
 //!
 //! The root's `inputs` / `outputs` give the task and the observed output.
@@ -173,11 +177,13 @@ fn run_op(run: &Value, graph_node: Option<&str>, n: &mut Node, diags: &mut Vec<D
         }
         "chain" | "prompt" | "parser" => Op::Scope,
         other => {
-            diags.push(Diagnostic {
-                line: None,
-                message: format!("{}: unknown run_type {other:?}; kept as a scope", n.place),
-            });
-            Op::Scope
+            n.input = run.pointer("/inputs/messages").map(spantree::chat_messages).unwrap_or_default();
+            n.output = match run.pointer("/outputs/generations") {
+                Some(_) => generations(run.get("outputs").unwrap_or(&Value::Null)),
+                None => run.pointer("/outputs/messages").map(spantree::chat_messages).unwrap_or_default(),
+            };
+            let other = other.to_string();
+            spantree::unknown_kind(n, "run_type", &other, None, diags)
         }
     }
 }

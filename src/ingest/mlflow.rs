@@ -22,8 +22,11 @@
 //! - `TOOL`, `RETRIEVER`, `EMBEDDING`, `RERANKER`, `PARSER` → a tool execution (arguments from
 //!   the inputs, result from the outputs) answering the model's call of that tool (matched by
 //!   name: MLflow spans carry no call id), or a call and a result;
-//! - `CHAIN`, `UNKNOWN` and other types → scopes (a failed scope whose failure no child shows is an
-//!   error step of its own).
+//! - `CHAIN`, `UNKNOWN` → scopes (a failed scope whose failure no child shows is an error step of
+//!   its own);
+//! - another type (`span_type` may be any string) → kept with a diagnostic naming the span (id,
+//!   name) and the type ([`spantree::unknown_kind`]): a model call when its inputs / outputs hold
+//!   chat messages, else a message with its outputs (else inputs) text, else a scope.
 //!
 //! A span is an error when its status is `ERROR` (`STATUS_CODE_ERROR`), with the status message or
 //! the `exception` event's `exception.type: exception.message` as its text. The task is the first
@@ -190,9 +193,27 @@ fn node(s: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
             set_io(&mut n, inputs.as_ref(), outputs.as_ref());
             Op::Tool { name, call_id: None }
         }
-        _ => {
+        "CHAIN" | "UNKNOWN" => {
             set_io(&mut n, inputs.as_ref(), outputs.as_ref());
             Op::Scope
+        }
+        other => {
+            set_io(&mut n, inputs.as_ref(), outputs.as_ref());
+            // Chat messages in, or a model's reply out (OpenAI `choices`, LangChain
+            // `generations`, messages): read as the `LLM` span it then is.
+            let chat_in = inputs.as_ref().map(spantree::chat_messages).unwrap_or_default();
+            let reply = outputs.as_ref().filter(|o| {
+                o.get("choices").is_some() || o.get("generations").is_some() || !spantree::chat_messages(o).is_empty()
+            });
+            if !chat_in.is_empty() || reply.is_some() {
+                n.input = chat_in;
+                n.output = outputs.as_ref().map(output_msgs).unwrap_or_default();
+                if !n.output.is_empty() {
+                    n.output_text = None;
+                }
+                n.tokens = tokens(s, outputs.as_ref());
+            }
+            spantree::unknown_kind(&mut n, "mlflow.spanType", other, None, diags)
         }
     };
     Some(n)

@@ -14,7 +14,10 @@
 //!   `input.value` (else `tool_call.function.arguments`; `tool.parameters` is the schema, not the
 //!   call), result `output.value`;
 //! - `CHAIN`, `PROMPT` → scopes (a root chain's `input.value` / `output.value` are the task and
-//!   answer); any other kind → a scope with a diagnostic.
+//!   answer); any other kind → kept with a diagnostic naming the span (id, name) and the kind
+//!   ([`spantree::unknown_kind`]): a model call when it has `llm.input_messages` /
+//!   `llm.output_messages`, else a message with its `output.value` (else `input.value`), else a
+//!   scope.
 //!
 //! `agent.name` on a non-AGENT span names the agent acting there. Tokens:
 //! `llm.token_count.prompt` / `completion`.
@@ -229,11 +232,9 @@ pub fn node(span: &RawSpan, diags: &mut Vec<Diagnostic>) -> Node {
         k if TOOL_KINDS.contains(&k) => tool_op(span, &mut n),
         "CHAIN" | "PROMPT" | "" => Op::Scope,
         other => {
-            diags.push(Diagnostic {
-                line: None,
-                message: format!("{}: unknown openinference.span.kind {other:?}; kept as a scope", span.place),
-            });
-            Op::Scope
+            n.input = messages(span, "llm.input_messages");
+            n.output = messages(span, "llm.output_messages");
+            spantree::unknown_kind(&mut n, "openinference.span.kind", other, None, diags)
         }
     };
     if !matches!(n.op, Op::Agent { .. }) {

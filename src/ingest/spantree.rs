@@ -15,7 +15,10 @@
 //!
 //! LLM calls repeat the whole conversation in their input; an input message is new when it occurs
 //! more often in this input (up to its position) than it has already been shown (by any agent:
-//! multi-agent graphs pass one conversation along). A node whose
+//! multi-agent graphs pass one conversation along). An input that holds the call's own reply was
+//! recorded after the call (a message list the traced program kept appending to, serialised
+//! later): the new input messages from the reply on are left out of that call (they are the
+//! steps of later nodes) and one [`Diagnostic`] names the calls. A node whose
 //! parent is missing, or that sits on a parent cycle, becomes a root with a [`Diagnostic`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -343,6 +346,9 @@ struct Emitter {
     closed: HashSet<usize>,
     /// Per node, whether a node below it failed ([`failed_below`]).
     failed_below: Vec<bool>,
+    /// Model calls whose recorded input holds their own reply: the node's place and how many
+    /// input messages were left out from the reply on.
+    late_inputs: Vec<(String, usize)>,
 }
 
 impl Emitter {
@@ -505,7 +511,16 @@ impl Emitter {
     }
 
     fn emit_llm(&mut self, n: &Node, agent: &str) {
-        for m in self.new_msgs(&n.input) {
+        let mut fresh = self.new_msgs(&n.input);
+        // A model call cannot have seen its own reply: an input that holds it was recorded after
+        // the call (a message list the program kept changing, serialised later), and the
+        // messages from the reply on are later steps, shown where they happen.
+        let replies: HashSet<u64> = n.output.iter().filter(|m| !m.parts.is_empty()).map(Msg::hash_key).collect();
+        if let Some(cut) = fresh.iter().position(|m| replies.contains(&m.hash_key())) {
+            self.late_inputs.push((n.place.clone(), fresh.len() - cut));
+            fresh.truncate(cut);
+        }
+        for m in fresh {
             self.emit_msg(n, agent, m);
         }
         let before = self.steps.len();
@@ -804,6 +819,24 @@ impl Emitter {
 
     fn finish(mut self, nodes: &[Node], roots: &[usize]) -> Built {
         self.link_handoffs();
+        if !self.late_inputs.is_empty() {
+            let left: usize = self.late_inputs.iter().map(|(_, k)| k).sum();
+            let places: Vec<&str> = self.late_inputs.iter().take(3).map(|(p, _)| p.as_str()).collect();
+            let more = match self.late_inputs.len() {
+                k if k > 3 => format!(" and {} more", k - 3),
+                _ => String::new(),
+            };
+            self.diagnostics.push(Diagnostic {
+                line: None,
+                message: format!(
+                    "{} model call(s) hold their own reply in their recorded input ({}{more}): the input was \
+                     recorded after the call; the {left} message(s) from the reply on are left out of that \
+                     context and shown where they happen",
+                    self.late_inputs.len(),
+                    places.join(", ")
+                ),
+            });
+        }
         let root_input = roots.first().and_then(|&r| {
             let n = &nodes[r];
             let from_msgs = n.input.iter().find(|m| m.role == "user").map(Msg::text);
@@ -827,6 +860,46 @@ impl Emitter {
             root_output,
         }
     }
+}
+
+/// The chat messages `v` holds ([`super::messages::msgs_from_value`]) when every one has a chat
+/// role (`system`, `developer`, `user`, `assistant`, `tool`), else none: how a span of an unknown
+/// kind is told to carry a conversation rather than data that happens to have a `type` key.
+pub fn chat_messages(v: &serde_json::Value) -> Vec<Msg> {
+    let msgs = super::messages::msgs_from_value(v);
+    let chat = |m: &Msg| matches!(m.role.as_str(), "system" | "developer" | "user" | "assistant" | "tool");
+    match msgs.iter().all(chat) {
+        true => msgs,
+        false => Vec::new(),
+    }
+}
+
+/// What a span of a kind its loader does not know becomes, with a [`Diagnostic`] naming the
+/// span (place, id, name) and the kind, so nothing is dropped silently (`docs/FORMATS-TRACES.md`,
+/// "Nothing silently dropped"). `field` names the kind's field (`span_data.type`, `run_type`).
+/// The node's `input` / `output` must hold the chat messages it carries ([`chat_messages`]) and
+/// its `input_text` / `output_text` its text. In order:
+/// - `as_tool` given (a loader that recognises its own tool span's fields): a tool execution of
+///   the span's name, the reason said in the diagnostic;
+/// - messages in or out: a model call (as OTel GenAI reads an unknown operation with messages);
+/// - text: an event, a message step with its output (else its input) text;
+/// - nothing: a scope.
+pub fn unknown_kind(n: &mut Node, field: &str, kind: &str, as_tool: Option<&str>, diags: &mut Vec<Diagnostic>) -> Op {
+    let has_text = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
+    let (op, read_as) = if let Some(why) = as_tool {
+        (Op::Tool { name: n.name.clone(), call_id: None }, format!("read as a tool execution of {:?} {why}", n.name))
+    } else if !n.input.is_empty() || !n.output.is_empty() {
+        (Op::Llm, "read as a model call because it carries messages".to_string())
+    } else if has_text(&n.output_text) || has_text(&n.input_text) {
+        (Op::Event, "kept as a message with its text".to_string())
+    } else {
+        (Op::Scope, "kept as a scope (it carries no text)".to_string())
+    };
+    diags.push(Diagnostic {
+        line: None,
+        message: format!("{}: unknown {field} {kind:?} (id {:?}, name {:?}); {read_as}", n.place, n.id, n.name),
+    });
+    op
 }
 
 /// A trajectory from built steps: task from the root input or the first user message, observed
@@ -919,6 +992,31 @@ mod tests {
 
     fn text(role: &str, t: &str) -> Msg {
         Msg { role: role.into(), name: None, parts: vec![Part::Text(t.into())] }
+    }
+
+    #[test]
+    fn an_input_holding_the_call_s_own_reply_is_cut_there_and_a_repeated_reply_is_not() {
+        let agent = Op::Agent { name: "a".into(), role: None };
+        // Call 1 was logged with the list it kept appending to: its reply "ok", the user's "again"
+        // and call 2's reply "ok" (said twice, legitimately) are all in its input.
+        let later = vec![text("user", "q"), text("assistant", "ok"), text("user", "again"), text("assistant", "ok")];
+        let mut llm1 = node("b", Some("a"), Op::Llm);
+        llm1.sort_key = Some("1".into());
+        llm1.input = later.clone();
+        llm1.output = vec![text("assistant", "ok")];
+        let mut llm2 = node("c", Some("a"), Op::Llm);
+        llm2.sort_key = Some("2".into());
+        llm2.input = later[..3].to_vec();
+        llm2.output = vec![text("assistant", "ok")];
+        let built = build(vec![node("a", None, agent), llm1, llm2]);
+        let got: Vec<(&str, &str)> = built.steps.iter().map(|s| (s.agent.as_str(), s.content.as_str())).collect();
+        assert_eq!(got, [("user", "invoke agent a"), ("user", "q"), ("a", "ok"), ("user", "again"), ("a", "ok")]);
+        let d: Vec<&str> = built.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            d,
+            ["1 model call(s) hold their own reply in their recorded input (b): the input was recorded after the \
+              call; the 3 message(s) from the reply on are left out of that context and shown where they happen"]
+        );
     }
 
     #[test]

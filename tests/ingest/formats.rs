@@ -375,6 +375,153 @@ fn langsmith_nested_child_runs_load_like_the_flat_list() {
     assert_eq!(a, b);
 }
 
+/// Steps as `(agent, kind, tool name, delegate)` and links sorted, the view both message forms of
+/// a LangSmith run must give alike.
+type RunView = (Vec<(String, StepKind, Option<String>, Option<String>)>, Vec<(usize, usize, LinkKind)>);
+
+fn run_view(t: &Trajectory) -> RunView {
+    let steps = t.steps.iter().map(|s| (s.agent.clone(), s.kind, s.tool_name.clone(), s.delegate_to.clone())).collect();
+    let mut links: Vec<_> = t.links.iter().map(|l| (l.from, l.to, l.kind)).collect();
+    links.sort_by_key(|&(f, to, k)| (f, to, k as u8));
+    (steps, links)
+}
+
+fn owned(v: &[&str]) -> Vec<Option<String>> {
+    v.iter().map(|s| (!s.is_empty()).then(|| s.to_string())).collect()
+}
+
+#[test]
+fn langsmith_recovered_error_reads_alike_serialised_or_as_dicts_whose_inputs_grew_after_the_call() {
+    let lc = one("handbuilt/langsmith/r06_recovered_error.langsmith.json", SourceFormat::LangSmith);
+    let dict = one("handbuilt/langsmith/x06_dictform_recovered.langsmith.json", SourceFormat::LangSmith);
+    for t in [&lc, &dict] {
+        assert_eq!(t.agent_names(), ["user", "LangGraph", "support_agent"]);
+        assert_eq!(kinds(t), [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, ToolResult, Message]);
+        assert_eq!(
+            step_agents(t),
+            [
+                "user",
+                "LangGraph",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent",
+                "support_agent"
+            ]
+        );
+        let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
+        assert_eq!(tools, owned(&["", "", "get_invoice", "get_invoice", "", "get_invoice", "get_invoice", ""]));
+        assert!(has(t, 2, 3, LinkKind::ToolResult));
+        assert!(has(t, 5, 6, LinkKind::ToolResult));
+        assert!(has(t, 1, 2, LinkKind::Delegation));
+        assert_eq!(count(t, LinkKind::ToolResult), 2);
+        assert!(t.steps[3].is_error);
+        assert!(t.steps[3].content.starts_with("HTTPError: 504 Gateway Timeout"), "{}", t.steps[3].content);
+        assert_eq!(t.steps[4].content, "The billing service timed out; retrying once.");
+        let retries = t.steps.iter().filter(|s| s.content.contains("retrying once")).count();
+        assert_eq!(retries, 1, "the retry message is shown once");
+        assert_eq!(
+            t.observed_output.as_deref(),
+            Some("Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025.")
+        );
+    }
+    assert_eq!(run_view(&lc), run_view(&dict));
+    let diags =
+        super::support::load_fixture("", "handbuilt/langsmith/x06_dictform_recovered.langsmith.json").diagnostics;
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(diags[0].message.starts_with("2 model call(s) hold their own reply in their recorded input (run runs[2] (ChatOpenAI), run runs[4] (ChatOpenAI))"), "{}", diags[0].message);
+}
+
+#[test]
+fn langsmith_wrong_delegation_reads_alike_serialised_or_as_dicts_whose_inputs_grew_after_the_call() {
+    let lc = one("handbuilt/langsmith/r09_wrong_delegation.langsmith.json", SourceFormat::LangSmith);
+    let dict = one("handbuilt/langsmith/x09_dictform_wrong_delegation.langsmith.json", SourceFormat::LangSmith);
+    for t in [&lc, &dict] {
+        assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "tech_support"]);
+        assert_eq!(
+            kinds(t),
+            [
+                Delegation, Delegation, ToolCall, Delegation, Delegation, ToolCall, ToolResult, Message, Delegation,
+                Message
+            ]
+        );
+        assert_eq!(
+            step_agents(t),
+            [
+                "user",
+                "LangGraph",
+                "supervisor",
+                "supervisor",
+                "LangGraph",
+                "tech_support",
+                "tech_support",
+                "tech_support",
+                "LangGraph",
+                "supervisor"
+            ]
+        );
+        let tools: Vec<Option<String>> = t.steps.iter().map(|s| s.tool_name.clone()).collect();
+        assert_eq!(
+            tools,
+            owned(&[
+                "",
+                "",
+                "transfer_to_tech_support",
+                "transfer_to_tech_support",
+                "",
+                "run_diagnostics",
+                "run_diagnostics",
+                "",
+                "",
+                ""
+            ])
+        );
+        let delegates: Vec<Option<String>> = t.steps.iter().map(|s| s.delegate_to.clone()).collect();
+        assert_eq!(
+            delegates,
+            owned(&["LangGraph", "supervisor", "", "tech_support", "tech_support", "", "", "", "supervisor", ""])
+        );
+        // The worker's report is the worker's, after the hand-off, not the supervisor's before it.
+        assert!(t.steps[7].content.starts_with("I ran diagnostics on account FW-88213"));
+        assert!(has(t, 2, 3, LinkKind::ToolResult));
+        assert!(has(t, 3, 5, LinkKind::Delegation));
+        assert!(has(t, 5, 6, LinkKind::ToolResult));
+        assert!(has(t, 8, 9, LinkKind::Delegation));
+        assert_eq!(count(t, LinkKind::ToolResult), 2);
+        assert_eq!(count(t, LinkKind::Delegation), 5);
+    }
+    assert_eq!(run_view(&lc), run_view(&dict));
+}
+
+#[test]
+fn langchain_message_dicts_read_like_the_serialised_messages() {
+    use falat::ingest::messages::msg_from_value;
+    let call = json!([{"id": "c1", "name": "get_invoice", "args": {"invoice_id": "INV-1"}, "type": "tool_call"}]);
+    let serialised = json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"type": "ai", "content": "checking", "tool_calls": call, "name": "billing"}});
+    let forms = [
+        json!({"type": "ai", "data": {"type": "ai", "content": "checking", "tool_calls": call, "name": "billing",
+            "additional_kwargs": {}, "id": null}}),
+        json!({"type": "ai", "content": "checking", "tool_calls": call, "name": "billing"}),
+        json!({"role": "assistant", "content": "checking", "name": "billing",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_invoice", "arguments": {"invoice_id": "INV-1"}}}]}),
+    ];
+    let want = msg_from_value(&serialised).unwrap();
+    assert_eq!(want.role, "assistant");
+    assert_eq!(want.name.as_deref(), Some("billing"));
+    for f in &forms {
+        assert_eq!(msg_from_value(f).as_ref(), Some(&want), "{f}");
+    }
+    let tool_lc = json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"],
+        "kwargs": {"type": "tool", "content": "ok", "tool_call_id": "c1"}});
+    let tool_dict = json!({"type": "tool", "data": {"type": "tool", "content": "ok", "tool_call_id": "c1"}});
+    let tool_role = json!({"role": "tool", "content": "ok", "tool_call_id": "c1"});
+    let want = msg_from_value(&tool_lc);
+    assert_eq!(msg_from_value(&tool_dict), want);
+    assert_eq!(msg_from_value(&tool_role), want);
+}
+
 #[test]
 fn langfuse_observations_nest_agents_and_mark_error_levels() {
     let t = one("handbuilt/langfuse/trip_planner_trace.json", SourceFormat::Langfuse);
@@ -551,26 +698,121 @@ fn unknown_operation_and_missing_parent_load_with_diagnostics() {
 }
 
 #[test]
-fn unknown_openinference_kind_is_a_scope_with_a_diagnostic() {
+fn unknown_openinference_kind_is_kept_with_a_diagnostic_and_its_text() {
     let mut v: Value =
         serde_json::from_str(&text("corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json"))
             .unwrap();
+    let known = parse("attrs.json", v.to_string().as_bytes(), None).unwrap();
     v["openinference.span.kind"] = json!("TELEPORTER");
-    let err = parse("attrs.json", v.to_string().as_bytes(), None).unwrap_err();
-    // A single span of an unknown kind leaves no step: the load fails and says why.
-    assert!(err.to_string().contains("has no usable step"), "{err}");
+    // A span of an unknown kind that carries `llm.input_messages` is read as the model call it is.
+    let loaded = parse("attrs.json", v.to_string().as_bytes(), None).unwrap();
+    let view = |l: &Loaded| -> Vec<(String, StepKind, String)> {
+        l.trajectories[0].steps.iter().map(|s| (s.agent.clone(), s.kind, s.content.clone())).collect()
+    };
+    assert_eq!(view(&loaded), view(&known));
+    assert_eq!(view(&loaded).len(), 5);
+    let d = loaded.diagnostics[0].to_string();
+    assert!(
+        d.ends_with(
+            "unknown openinference.span.kind \"TELEPORTER\" (id \"\", name \"gpt-4-0613\"); read as a model call \
+             because it carries messages"
+        ),
+        "{d}"
+    );
 
-    let mut spans: Value = json!([
+    let spans = json!([
         {"name": "a", "context": {"span_id": "0x01"}, "span_kind": "AGENT",
          "attributes": {"agent.name": "x", "input.value": "go"}},
         {"name": "b", "context": {"span_id": "0x02"}, "parent_id": "0x01", "span_kind": "TELEPORTER",
+         "attributes": {"output.value": "zap"}},
+        {"name": "c", "context": {"span_id": "0x03"}, "parent_id": "0x01", "span_kind": "TELEPORTER",
          "attributes": {}}
     ]);
-    spans[1]["attributes"]["output.value"] = json!("zap");
     let loaded = parse("spans.json", spans.to_string().as_bytes(), None).unwrap();
-    let d = loaded.diagnostics[0].to_string();
-    assert!(d.contains("unknown openinference.span.kind \"TELEPORTER\""), "{d}");
-    assert!(d.contains("span 02 (b)"), "{d}");
+    let t = &loaded.trajectories[0];
+    // Its text is a step of the agent; the span without text is a scope.
+    assert_eq!(kinds(t), [Delegation, Message]);
+    assert_eq!(step_agents(t), ["user", "x"]);
+    assert_eq!(t.steps[1].content, "zap");
+    assert_eq!(t.steps[1].role, "TELEPORTER");
+    let d: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(d[0].contains("span 02 (b)"), "{d:?}");
+    assert!(
+        d[0].ends_with(
+            "unknown openinference.span.kind \"TELEPORTER\" (id \"02\", name \"b\"); kept as a message with its text"
+        ),
+        "{d:?}"
+    );
+    assert!(d[1].ends_with("(id \"03\", name \"c\"); kept as a scope (it carries no text)"), "{d:?}");
+}
+
+#[test]
+fn langsmith_unknown_run_types_are_kept_with_a_diagnostic_and_their_text() {
+    let mut runs: Value =
+        serde_json::from_str(&text("handbuilt/langsmith/r06_recovered_error.langsmith.json")).unwrap();
+    runs[5]["run_type"] = json!("function");
+    runs[6]["run_type"] = json!("chat_model");
+    let loaded = parse("runs.json", runs.to_string().as_bytes(), None).unwrap();
+    let t = &loaded.trajectories[0];
+    // The `chat_model` run carries messages: the model call of the final answer. The `function`
+    // run carries the tool's output: a message with that text (its tool message then answers
+    // the call from the next model input).
+    assert_eq!(
+        kinds(t),
+        [Delegation, Delegation, ToolCall, ToolResult, Message, ToolCall, Message, ToolResult, Message]
+    );
+    assert_eq!(
+        t.steps[6].content,
+        "{\"invoice_id\": \"INV-3302\", \"amount_due_eur\": 148.2, \"due_date\": \"2025-05-15\", \"status\": \"open\"}"
+    );
+    assert_eq!(t.steps[6].role, "function");
+    assert!(has(t, 5, 7, LinkKind::ToolResult));
+    assert_eq!(t.steps[8].content, "Invoice INV-3302 is open: you owe 148.20 EUR, due on 15 May 2025.");
+    let d: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        d,
+        [
+            "run runs[5] (get_invoice): unknown run_type \"function\" (id \"00000000-0000-4000-8000-000000040006\", \
+             name \"get_invoice\"); kept as a message with its text",
+            "run runs[6] (ChatOpenAI): unknown run_type \"chat_model\" (id \"00000000-0000-4000-8000-000000041007\", \
+             name \"ChatOpenAI\"); read as a model call because it carries messages",
+        ]
+    );
+}
+
+#[test]
+fn langfuse_unknown_observation_types_are_kept_with_a_diagnostic_and_their_text() {
+    let mut v: Value = serde_json::from_str(&text("handbuilt/langfuse/trip_planner_trace.json")).unwrap();
+    for o in v["observations"].as_array_mut().unwrap() {
+        match o["id"].as_str() {
+            Some("obs-05") => o["type"] = json!("LLM_CALL"),
+            Some("obs-06") => o["type"] = json!("HTTP_CALL"),
+            _ => {}
+        }
+    }
+    let loaded = parse("trace.json", v.to_string().as_bytes(), None).unwrap();
+    let t = &loaded.trajectories[0];
+    assert_eq!(
+        kinds(t),
+        [Delegation, ToolCall, ToolResult, Delegation, ToolCall, Message, ToolResult, Message, Message, Message]
+    );
+    // The LLM_CALL's messages give the budget agent's call as before; the failed HTTP_CALL keeps
+    // its input text and its error.
+    assert_eq!(t.steps[4].content, "{\"venue\": \"Musée des Confluences\"}");
+    assert_eq!(t.steps[5].agent, "budget_agent");
+    assert_eq!(t.steps[5].content, "Musée des Confluences\n[error] HTTP 503 from the prices API");
+    assert!(t.steps[5].is_error);
+    let d: Vec<String> = loaded.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        d,
+        [
+            "observation traces[0].observations[5] (budget-llm): unknown observation type \"LLM_CALL\" (id \"obs-05\", \
+             name \"budget-llm\"); read as a model call because it carries messages",
+            "observation traces[0].observations[6] (price_lookup): unknown observation type \"HTTP_CALL\" (id \
+             \"obs-06\", name \"price_lookup\"); kept as a message with its text",
+        ]
+    );
 }
 
 #[test]

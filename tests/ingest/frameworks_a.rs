@@ -40,6 +40,64 @@ fn meta<'a>(t: &'a Trajectory, key: &str) -> Option<&'a str> {
 // ---------------------------------------------------------------- OpenAI Agents SDK
 
 #[test]
+fn agents_sdk_span_of_an_unknown_type_with_a_function_span_s_fields_is_kept_as_the_tool_result() {
+    let l = load("openai-agents-unknown-span-type.json");
+    assert_eq!(l.format, SourceFormat::OpenAiAgents);
+    let t = &l.trajectories[0];
+    assert_eq!(kinds(t), [Message, ToolCall, ToolResult, Message]);
+    assert_eq!(step_agents(t), ["user", "Billing Agent", "Billing Agent", "Billing Agent"]);
+    assert_eq!(tools(t, ToolResult), ["get_subscription"]);
+    assert_eq!(links(t, LinkKind::ToolResult), [(1, 2)]);
+    // The result step is the unknown span's own (its id and type), not only the next input's copy.
+    assert_eq!(t.steps[2].role, "tool_execution");
+    assert_eq!(t.steps[2].ids.id.as_deref(), Some("span_910a04017b608048878ea444"));
+    assert!(t.steps[2].content.starts_with("{\"plan\": \"Pro (annual)\""), "{}", t.steps[2].content);
+    let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        d,
+        ["data[3] (tool_execution span span_910a04017b608048878ea444): unknown span_data.type \"tool_execution\" \
+             (id \"span_910a04017b608048878ea444\", name \"get_subscription\"); read as a tool execution of \
+             \"get_subscription\" because it has a function span's fields (name, input, output)"]
+    );
+}
+
+#[test]
+fn agents_sdk_spans_of_unknown_types_keep_their_messages_or_text_with_a_diagnostic() {
+    let span = |id: &str, parent: &str, data: Value| {
+        serde_json::json!({"object": "trace.span", "id": id, "trace_id": "trace_1", "parent_id": parent,
+            "started_at": format!("2025-06-03T09:14:0{}.000000+00:00", &id[id.len() - 1..]), "span_data": data, "error": null})
+    };
+    let doc = serde_json::json!({"data": [
+        {"object": "trace", "id": "trace_1", "workflow_name": "w"},
+        span("s1", "", serde_json::json!({"type": "agent", "name": "Helper"})),
+        span("s2", "s1", serde_json::json!({"type": "chat_turn", "input": [{"role": "user", "content": "Hi there"}],
+            "output": [{"role": "assistant", "content": "Hello!"}]})),
+        span("s3", "s1", serde_json::json!({"type": "audit", "name": "audit", "data": {"ok": true}})),
+        span("s4", "s1", serde_json::json!({"type": "heartbeat"}))
+    ]});
+    let l = parse("spans.json", doc.to_string().as_bytes(), None).unwrap();
+    let t = &l.trajectories[0];
+    assert_eq!(kinds(t), [Message, Message, Message]);
+    assert_eq!(step_agents(t), ["user", "Helper", "Helper"]);
+    assert_eq!(t.steps[1].content, "Hello!");
+    assert_eq!(t.steps[2].content, "audit: {\"data\":{\"ok\":true}}");
+    assert_eq!(t.observed_output.as_deref(), Some("Hello!"));
+    let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert!(d[0].ends_with("unknown span_data.type \"chat_turn\" (id \"s2\", name \"chat_turn\"); read as a model call because it carries messages"), "{d:?}");
+    assert!(
+        d[1].ends_with("unknown span_data.type \"audit\" (id \"s3\", name \"audit\"); kept as a message with its text"),
+        "{d:?}"
+    );
+    assert!(
+        d[2].ends_with(
+            "unknown span_data.type \"heartbeat\" (id \"s4\", name \"heartbeat\"); kept as a scope (it carries no text)"
+        ),
+        "{d:?}"
+    );
+}
+
+#[test]
 fn agents_sdk_payload_hands_off_once_and_flags_the_failed_refund() {
     let t = one("26-openai-agents-sdk-trace-ingest-payload.json", SourceFormat::OpenAiAgents);
     assert_eq!(kinds(&t), [Message, ToolCall, Delegation, ToolCall, ToolResult, ToolCall, ToolResult, Message]);
@@ -253,6 +311,50 @@ fn adk_snake_case_event_list_with_escalation_and_code_execution() {
     assert_eq!(meta(t, "events_not_steps"), Some("partial 1"));
 }
 
+#[test]
+fn adk_events_cut_short_keep_the_whole_lines_and_name_the_cut_one() {
+    let l = load("adk-truncated-last-line.jsonl");
+    assert_eq!(l.format, SourceFormat::GoogleAdk);
+    let t = &l.trajectories[0];
+    assert_eq!(kinds(t), [Message, Thought, Delegation, ToolResult, ToolCall, ToolResult]);
+    assert_eq!(step_agents(t), ["user", "root_agent", "root_agent", "root_agent", "hotel_agent", "hotel_agent"]);
+    assert_eq!(t.observed_output, None, "the answer was on the cut line");
+    let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        d,
+        [
+            "line 6: skipped: not JSON at column 80: the text ends inside a string (\" not closed; the file may be cut short)"
+        ]
+    );
+}
+
+#[test]
+fn adk_parts_of_an_unknown_kind_are_kept_with_a_diagnostic() {
+    let text = std::fs::read_to_string(fixture("adk-truncated-last-line.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().take(5).map(str::to_string).collect();
+    lines.push(
+        serde_json::json!({"content": {"role": "model", "parts": [
+            {"thoughtSignature": "c2lnbmF0dXJl"},
+            {"rateSummary": {"text": "Non-refundable 567 EUR, flexible 642 EUR."}},
+            {"text": "The non-refundable rate is 567 EUR, the flexible one 642 EUR."}
+        ]}, "invocationId": "e-1", "author": "hotel_agent", "actions": {}, "id": "ev-6", "timestamp": 1758011207.0})
+        .to_string(),
+    );
+    let l = parse("events.jsonl", lines.join("\n").as_bytes(), None).unwrap();
+    let t = &l.trajectories[0];
+    assert_eq!(kinds(t), [Message, Thought, Delegation, ToolResult, ToolCall, ToolResult, Message, Message]);
+    assert_eq!(t.steps[6].agent, "hotel_agent");
+    assert_eq!(t.steps[6].content, "{\"text\":\"Non-refundable 567 EUR, flexible 642 EUR.\"}");
+    assert_eq!(t.observed_output.as_deref(), Some("The non-refundable rate is 567 EUR, the flexible one 642 EUR."));
+    let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        d,
+        [
+            "line 6: event \"ev-6\" (author \"hotel_agent\"): unknown part kind rateSummary; kept as a message with its text"
+        ]
+    );
+}
+
 // ---------------------------------------------------------------- MLflow
 
 #[test]
@@ -274,6 +376,39 @@ fn mlflow_trace_links_the_tool_span_to_its_call_and_flags_the_exception() {
     assert_eq!(t.observed_output.as_deref(), Some("No rain is expected in Porto on Saturday: sunny, 24 °C."));
     assert!(t.agent_role("travel_agent").unwrap().starts_with("You are a travel assistant."));
     assert_eq!(meta(&t, "trace_id"), Some("tr-7d1c0e5a9b3f4e2d8c6a1b0f9e8d7c6b"));
+}
+
+#[test]
+fn mlflow_spans_of_unknown_types_are_kept_with_a_diagnostic_and_their_text() {
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("mlflow-trace-tool-error.json")).unwrap()).unwrap();
+    for s in v["data"]["spans"].as_array_mut().unwrap() {
+        let ty = s["attributes"]["mlflow.spanType"].as_str().unwrap().to_string();
+        match ty.as_str() {
+            "\"TOOL\"" => s["attributes"]["mlflow.spanType"] = Value::String("\"MCP_CALL\"".into()),
+            "\"CHAT_MODEL\"" => s["attributes"]["mlflow.spanType"] = Value::String("\"CHAT_MODEL_V2\"".into()),
+            _ => {}
+        }
+    }
+    let l = parse("trace.json", v.to_string().as_bytes(), None).unwrap();
+    let t = &l.trajectories[0];
+    // The model spans keep their messages (an OpenAI response read as the reply); the failed
+    // tool span of an unknown type keeps its arguments and its error as a message.
+    assert_eq!(kinds(t), [Delegation, ToolCall, Message, ToolResult, Message]);
+    assert_eq!(step_agents(t), ["user", "travel_agent", "travel_agent", "travel_agent", "travel_agent"]);
+    assert_eq!(t.steps[1].content, "{\"city\": \"Porto\", \"day\": \"Saturday\"}");
+    assert!(
+        t.steps[2].content.starts_with("{\"city\":\"Porto\",\"day\":\"Saturday\"}\n[error] "),
+        "{}",
+        t.steps[2].content
+    );
+    assert!(t.steps[2].is_error);
+    assert_eq!(t.steps[4].content, "No rain is expected in Porto on Saturday: sunny, 24 °C.");
+    let d: Vec<String> = l.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert!(d[0].starts_with("span data.spans[1] (Completions_1): unknown mlflow.spanType \"CHAT_MODEL_V2\""), "{d:?}");
+    assert!(d[0].ends_with("name \"Completions_1\"); read as a model call because it carries messages"), "{d:?}");
+    assert!(d[1].ends_with("name \"get_forecast\"); kept as a message with its text"), "{d:?}");
 }
 
 #[test]
@@ -450,8 +585,10 @@ fn a_zip_that_is_not_an_eval_log_is_named_as_such() {
 // ---------------------------------------------------------------- detection
 
 /// The new fixtures and their formats.
-const FIXTURES: [(&str, SourceFormat); 9] = [
+const FIXTURES: [(&str, SourceFormat); 11] = [
     ("26-openai-agents-sdk-trace-ingest-payload.json", SourceFormat::OpenAiAgents),
+    ("openai-agents-unknown-span-type.json", SourceFormat::OpenAiAgents),
+    ("adk-truncated-last-line.jsonl", SourceFormat::GoogleAdk),
     ("openai-agents-responses-span-list.jsonl", SourceFormat::OpenAiAgents),
     ("codex-exec-failed-test.jsonl", SourceFormat::CodexExec),
     ("28-gemini-cli-chat-session.json", SourceFormat::GeminiCli),
