@@ -52,8 +52,9 @@ pub fn kind_and_tool(step: &Step) -> String {
 /// The low-confidence sentence's clause after "confidence is low (0.28): ", when the verdict
 /// carries the low-confidence caveat, built from the ranking claim the verdict carries so that it
 /// never contradicts the ranking printed beside it: when another step is more probable than the
-/// named one, it says so; when the named step ranks first, it says with which `P`; else it
-/// points to the ranked steps. Steps are [`Part::Step`]s.
+/// named one, it says so; when the named step ranks first, it gives its `P` (which may be high:
+/// the confidence is that `P` calibrated, and capped when no candidate passed verification, which
+/// it then says); else it points to the ranked steps. Steps are [`Part::Step`]s.
 pub fn low_confidence_parts(d: &Diagnosis) -> Option<(f32, Vec<Part>)> {
     let confidence = d.explanation.caveats.iter().find_map(|c| match c {
         Caveat::LowConfidence { confidence } => Some(*confidence),
@@ -62,18 +63,27 @@ pub fn low_confidence_parts(d: &Diagnosis) -> Option<(f32, Vec<Part>)> {
     let t = |s: String| Part::Text(s);
     let claim =
         d.explanation.claims.iter().find(|c| matches!(c, Claim::MoreProbable { .. } | Claim::RanksFirst { .. }));
+    // A fallback's cap, not the ranking, may be what keeps the confidence low: say so.
+    let capped = d.explanation.caveats.iter().find_map(|c| match c {
+        Caveat::ConfidenceCapped { cap } => Some(format!(" (no candidate passed verification: at most {cap:.2})")),
+        _ => None,
+    });
     let parts = match claim {
         Some(Claim::MoreProbable { step, p, named, p_named, .. }) => vec![
             t("the named step ".into()),
             Part::Step(*named),
-            t(format!(" has P {p_named:.2} only, and step ")),
+            t(format!(" has P {p_named:.2}, and step ")),
             Part::Step(*step),
             t(format!(" is more probable (P {p:.2}); read both")),
         ],
         Some(Claim::RanksFirst { step, p }) => vec![
             t("step ".into()),
             Part::Step(*step),
-            t(format!(" ranks first, but with P {p:.2} only; check the other ranked steps too")),
+            t(format!(
+                " ranks first (P {p:.2}), but its chance of being the decisive step is low{}; check the other \
+                 ranked steps too",
+                capped.unwrap_or_default()
+            )),
         ],
         _ => vec![t("check the ranked steps, not only the named one".into())],
     };
@@ -858,7 +868,7 @@ mod tests {
         let (c, parts) = low_confidence_parts(&d).expect("a low-confidence verdict");
         assert_eq!(c, 0.2);
         let sentence = crate::diagnosis::explanation::join(&parts);
-        assert_eq!(sentence, "the named step 4 has P 0.19 only, and step 5 is more probable (P 0.52); read both");
+        assert_eq!(sentence, "the named step 4 has P 0.19, and step 5 is more probable (P 0.52); read both");
         assert!(!sentence.contains("stands out"));
         let steps: Vec<usize> =
             parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
@@ -866,8 +876,20 @@ mod tests {
         let d = low(&[(44, 0.10), (4, 0.08)], 44, Claim::RanksFirst { step: 44, p: 0.10 });
         let md = to_markdown(&Trajectory::default(), &d);
         assert!(
-            md.contains("Confidence is low (0.20): step 44 ranks first, but with P 0.10 only; check the other ranked steps too.\n"),
+            md.contains(
+                "Confidence is low (0.20): step 44 ranks first (P 0.10), but its chance of being the decisive step \
+                 is low; check the other ranked steps too.\n"
+            ),
             "{md}"
+        );
+        // A high P whose confidence a fallback capped: the cap is the reason.
+        let mut capped = low(&[(44, 0.57), (4, 0.08)], 44, Claim::RanksFirst { step: 44, p: 0.57 });
+        capped.explanation.caveats.push(Caveat::ConfidenceCapped { cap: 0.2 });
+        let sentence = crate::diagnosis::explanation::join(&low_confidence_parts(&capped).expect("low").1);
+        assert_eq!(
+            sentence,
+            "step 44 ranks first (P 0.57), but its chance of being the decisive step is low (no candidate passed \
+             verification: at most 0.20); check the other ranked steps too"
         );
         // Confident: no sentence.
         let mut sure = d.clone();

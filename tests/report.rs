@@ -230,7 +230,7 @@ fn the_candidates_section_names_a_step_the_ranking_named_outside_them() {
     let named = d.decisive_step.expect("a step");
     assert!(d.low_confidence());
     let expected = format!(
-        "Confidence is low ({:.2}): the named step {named} has P {p_named:.2} only, and step {} is more probable (P {:.2}); read both.",
+        "Confidence is low ({:.2}): the named step {named} has P {p_named:.2}, and step {} is more probable (P {:.2}); read both.",
         d.confidence, best.step, best.probability
     );
     assert!(md.contains(&expected), "{expected}\n{md}");

@@ -2608,7 +2608,7 @@ fn the_low_confidence_line_agrees_with_the_ranking() {
     let (best, p) = (best.step, best.probability);
     let screen = draw(&app, 160, 45).backend().to_string();
     let expected = format!(
-        "low confidence: the named step 4 has P {p_named:.2} only, and step {best} is more probable (P {p:.2}); read both"
+        "low confidence: the named step 4 has P {p_named:.2}, and step {best} is more probable (P {p:.2}); read both"
     );
     assert!(screen.contains(&expected), "{expected}\n{screen}");
     assert!(!screen.contains("stands out"), "{screen}");
