@@ -588,8 +588,8 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         }
         // The whole step, quoted: the reader of a ticket sees what the verdict is about. A span
         // format's tool call is its arguments only: the tool's name goes above them.
-        if let Some(name) = s.tool_name.as_deref().filter(|n| !n.trim().is_empty() && s.kind == StepKind::ToolCall) {
-            out.push_str(&format!("\nA call of the tool `{}`:\n", inline(name)));
+        if let Some(name) = called_tool(s) {
+            out.push_str(&format!("\nA call of the tool `{}`:\n", inline(&name)));
         }
         out.push('\n');
         out.push_str(&quote_all(&s.content));
@@ -906,6 +906,8 @@ mod tests {
             ..Trajectory::default()
         };
         let md = to_markdown(&t, &d);
+        // The verdict's quote of a call that is only its arguments names the tool above them.
+        assert!(md.contains("\nA call of the tool `transfer_to_billing`:\n\n> {}\n"), "{md}");
         assert!(
             md.contains(
                 "## Candidates\n\nStep 2, the step named, is not a candidate: the ranking named it (no verified \
