@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Role, Rule};
+use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Part, Role, Rule};
 use crate::export;
-use crate::model::Trajectory;
+use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
 
 /// How many best-ranked steps the reports list.
@@ -14,6 +14,117 @@ pub const RANKED_SHOWN: usize = 10;
 
 /// The JSON report schema identifier; bump the version on any incompatible change.
 pub const SCHEMA: &str = "falat.diagnosis/v1";
+
+/// The tool a step calls, for a one-line view of it: the step's tool name (sanitised) when the
+/// step is a tool call whose content does not already start with that name. Span formats
+/// (LangSmith, OpenTelemetry, Google ADK, OpenAI Agents SDK) keep only the arguments as a tool
+/// call's content (`{"order_id": "58213"}`, `{}`); OpenAI chat logs write `name({...})` already.
+pub fn called_tool(step: &Step) -> Option<String> {
+    let name = step.tool_name.as_deref().map(str::trim).filter(|n| !n.is_empty())?;
+    (step.kind == StepKind::ToolCall && !step.content.trim_start().starts_with(name)).then(|| text::sanitize(name))
+}
+
+/// A step's content in one line of at most `max` characters (sanitised, `…` when clipped), as
+/// the tables and lists show it: the first non-empty line, or for a tool call whose content
+/// lacks the tool's name ([`called_tool`]) `tool_name(arguments)` with the arguments' lines
+/// joined by spaces.
+pub fn step_line(step: &Step, max: usize) -> String {
+    match called_tool(step) {
+        Some(name) => {
+            let args: Vec<&str> = step.content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            text::clip(&format!("{name}({})", text::sanitize(&args.join(" "))), max)
+        }
+        None => text::first_line(&step.content, max),
+    }
+}
+
+/// A step's kind as a header names it: `tool_call get_order` for a tool call or result with a
+/// known tool, else the kind (`message`); sanitised.
+pub fn kind_and_tool(step: &Step) -> String {
+    match step.tool_name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) if matches!(step.kind, StepKind::ToolCall | StepKind::ToolResult) => {
+            format!("{} {}", step.kind, text::sanitize(name))
+        }
+        _ => step.kind.to_string(),
+    }
+}
+
+/// The low-confidence sentence's clause after "confidence is low (0.28): ", when the verdict
+/// carries the low-confidence caveat, built from the ranking claim the verdict carries so that it
+/// never contradicts the ranking printed beside it: when another step is more probable than the
+/// named one, it says so; when the named step ranks first, it gives its `P` (which may be high:
+/// the confidence is that `P` calibrated, and capped when no candidate passed verification, which
+/// it then says); else it points to the ranked steps. Steps are [`Part::Step`]s.
+pub fn low_confidence_parts(d: &Diagnosis) -> Option<(f32, Vec<Part>)> {
+    let confidence = d.explanation.caveats.iter().find_map(|c| match c {
+        Caveat::LowConfidence { confidence } => Some(*confidence),
+        _ => None,
+    })?;
+    let t = |s: String| Part::Text(s);
+    let claim =
+        d.explanation.claims.iter().find(|c| matches!(c, Claim::MoreProbable { .. } | Claim::RanksFirst { .. }));
+    // A fallback's cap, not the ranking, may be what keeps the confidence low: say so.
+    let capped = d.explanation.caveats.iter().find_map(|c| match c {
+        Caveat::ConfidenceCapped { cap } => Some(format!(" (no candidate passed verification: at most {cap:.2})")),
+        _ => None,
+    });
+    let parts = match claim {
+        Some(Claim::MoreProbable { step, p, named, p_named, .. }) => vec![
+            t("the named step ".into()),
+            Part::Step(*named),
+            t(format!(" has P {p_named:.2}, and step ")),
+            Part::Step(*step),
+            t(format!(" is more probable (P {p:.2}); read both")),
+        ],
+        Some(Claim::RanksFirst { step, p }) => vec![
+            t("step ".into()),
+            Part::Step(*step),
+            t(format!(
+                " ranks first (P {p:.2}), but its chance of being the decisive step is low{}; check the other \
+                 ranked steps too",
+                capped.unwrap_or_default()
+            )),
+        ],
+        _ => vec![t("check the ranked steps, not only the named one".into())],
+    };
+    Some((confidence, parts))
+}
+
+/// Why the named step is missing from the candidates, when it is: the rule that named it instead
+/// (the ranking, a fallback, the best-ranked step, the user's pin, the method's own rule), as
+/// parts ("step 44, the step named, is not a candidate: …"). `None` when no step is named or
+/// the named step is a candidate.
+pub fn named_outside_candidates(d: &Diagnosis) -> Option<Vec<Part>> {
+    let s = d.decisive_step?;
+    if d.candidates.iter().any(|c| c.step == s) {
+        return None;
+    }
+    let t = |s: &str| Part::Text(s.to_string());
+    let clause = |p: &crate::diagnosis::Prose| p.clone().sanitized(usize::MAX).parts().to_vec();
+    let mut out = vec![t("Step "), Part::Step(s), t(", the step named, is not a candidate: ")];
+    match &d.explanation.rule {
+        Rule::Ranking { why, .. } => {
+            out.push(t("the ranking named it ("));
+            out.extend(clause(why));
+            out.push(t(")."));
+        }
+        Rule::Fallback { name, why } => {
+            out.push(if name.is_empty() {
+                t("the fallback named it (")
+            } else {
+                Part::Text(format!("the {} fallback named it (", text::sanitize(name)))
+            });
+            out.extend(clause(why));
+            out.push(t(")."));
+        }
+        Rule::RankedFirst => out.push(t("the method named no step, so the best-ranked step is named.")),
+        Rule::Pinned => out.push(t("you pinned it.")),
+        Rule::Method | Rule::Nothing | Rule::NoFailure { .. } => {
+            out.push(Part::Text(format!("{} named it as {}.", d.method.title(), d.method.decision_rule())));
+        }
+    }
+    Some(out)
+}
 
 /// The JSON report of the machine's verdict with the user's decision beside it: `machine` is the
 /// diagnosis without overrides, `user` the one with the user's overrides (see
@@ -433,7 +544,7 @@ fn markdown(t: &Trajectory, d: &Diagnosis, user: Option<&Diagnosis>) -> String {
         user_section(&mut out, d, u);
     }
     roles(&mut out, t, d);
-    candidates(&mut out, d);
+    candidates(&mut out, t, d);
     path_and_cost(&mut out, d);
     sources_section(&mut out, t, d);
     if !d.warnings.is_empty() {
@@ -533,7 +644,11 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         if !src.is_empty() {
             out.push_str(&format!("\nIn the source: {}\n", cell(&src.describe())));
         }
-        // The whole step, quoted: the reader of a ticket sees what the verdict is about.
+        // The whole step, quoted: the reader of a ticket sees what the verdict is about. A span
+        // format's tool call is its arguments only: the tool's name goes above them.
+        if let Some(name) = called_tool(s) {
+            out.push_str(&format!("\nA call of the tool `{}`:\n", inline(&name)));
+        }
         out.push('\n');
         out.push_str(&quote_all(&s.content));
     }
@@ -592,17 +707,12 @@ fn ranking(out: &mut String, t: &Trajectory, d: &Diagnosis) {
              a failure.\n\n",
         );
     }
-    if let Some(c) = d.explanation.caveats.iter().find_map(|c| match c {
-        Caveat::LowConfidence { confidence } => Some(*confidence),
-        _ => None,
-    }) {
-        out.push_str(&format!(
-            "Confidence is low ({c:.2}): no step stands out; check the steps below, not only the first.\n\n"
-        ));
+    if let Some((c, parts)) = low_confidence_parts(d) {
+        out.push_str(&format!("Confidence is low ({c:.2}): {}.\n\n", crate::diagnosis::explanation::join(&parts)));
     }
     out.push_str("| rank | step | agent | P | content |\n| ---: | ---: | --- | ---: | --- |\n");
     for (k, r) in d.ranking.iter().take(RANKED_SHOWN).enumerate() {
-        let content = t.steps.get(r.step).map_or(String::new(), |s| text::first_line(&s.content, 80));
+        let content = t.steps.get(r.step).map_or(String::new(), |s| step_line(s, 80));
         out.push_str(&format!(
             "| {} | {} | {} | {:.2} | {} |\n",
             k + 1,
@@ -622,22 +732,24 @@ fn roles(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     for (s, r) in &d.roles {
         let step = &t.steps[*s];
         let marker = if *r == Role::RootCause { "**ROOT_CAUSE**".to_string() } else { r.as_str().to_string() };
-        out.push_str(&format!(
-            "| {s} | {} | {marker} | {} |\n",
-            cell(&step.agent),
-            cell(&text::first_line(&step.content, 80))
-        ));
+        out.push_str(&format!("| {s} | {} | {marker} | {} |\n", cell(&step.agent), cell(&step_line(step, 80))));
     }
 }
 
-fn candidates(out: &mut String, d: &Diagnosis) {
+/// The candidates table; a note above it names the decisive step when it is not among them, and
+/// why ([`named_outside_candidates`]).
+fn candidates(out: &mut String, t: &Trajectory, d: &Diagnosis) {
+    out.push_str("\n## Candidates\n\n");
+    if let Some(parts) = named_outside_candidates(d) {
+        let content = d.decisive_step.and_then(|s| t.steps.get(s)).map(|s| step_line(s, 80)).unwrap_or_default();
+        let note = crate::diagnosis::explanation::join(&parts);
+        out.push_str(&format!("{} It reads `{}`.\n\n", cell(&note), inline(&content)));
+    }
     if d.candidates.is_empty() {
-        out.push_str("\n## Candidates\n\nNone.\n");
+        out.push_str("None.\n");
         return;
     }
-    out.push_str(
-        "\n## Candidates\n\n| step | agent | score | findings | pruned | independence | sufficiency | precedence |\n",
-    );
+    out.push_str("| step | agent | score | findings | pruned | independence | sufficiency | precedence |\n");
     out.push_str("| ---: | --- | ---: | --- | --- | --- | --- | --- |\n");
     for c in &d.candidates {
         let findings: Vec<String> =
@@ -748,4 +860,136 @@ fn round3(x: f32) -> f64 {
 fn quote(s: &str) -> String {
     let body: Vec<String> = text::sanitize(s.trim()).lines().take(20).map(|l| format!("> {l}")).collect();
     body.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnosis::RankedStep;
+
+    fn call(tool: Option<&str>, content: &str) -> Step {
+        Step {
+            kind: StepKind::ToolCall,
+            tool_name: tool.map(String::from),
+            content: content.into(),
+            agent: "supervisor".into(),
+            ..Step::default()
+        }
+    }
+
+    #[test]
+    fn a_tool_call_reads_as_its_tool_and_arguments_in_one_line() {
+        // A span format's call: only the arguments, pretty-printed over lines.
+        let s = call(Some("get_order"), "{\n  \"order_id\": \"58213\"\n}");
+        assert_eq!(step_line(&s, 80), "get_order({ \"order_id\": \"58213\" })");
+        assert_eq!(called_tool(&s).as_deref(), Some("get_order"));
+        // A hand-off tool without arguments.
+        assert_eq!(step_line(&call(Some("transfer_to_billing"), "{}"), 80), "transfer_to_billing({})");
+        assert_eq!(step_line(&call(Some("transfer_to_billing"), ""), 80), "transfer_to_billing()");
+        // Clipped as before.
+        assert_eq!(step_line(&s, 12), "get_order({…");
+        // An OpenAI chat call already names its tool; a call with no known tool is its content.
+        let chat = call(Some("get_order"), "get_order({\"order_id\": \"58213\"})");
+        assert_eq!(called_tool(&chat), None);
+        assert_eq!(step_line(&chat, 80), "get_order({\"order_id\": \"58213\"})");
+        assert_eq!(step_line(&call(None, "{\"q\": 1}"), 80), "{\"q\": 1}");
+        assert_eq!(step_line(&call(Some("  "), "{\"q\": 1}"), 80), "{\"q\": 1}");
+        // A result keeps its content; the header names its tool.
+        let result = Step { kind: StepKind::ToolResult, ..call(Some("get_order"), "{\"status\": \"ok\"}") };
+        assert_eq!(step_line(&result, 80), "{\"status\": \"ok\"}");
+        assert_eq!(kind_and_tool(&result), "tool_result get_order");
+        assert_eq!(kind_and_tool(&Step { kind: StepKind::Message, ..call(Some("x"), "hi") }), "message");
+        // Trace text never reaches the terminal raw, the tool's name included.
+        let hostile = call(Some("evil\u{1b}[2J"), "{\"a\": \"\u{1b}]0;x\u{7}\"}");
+        assert!(!step_line(&hostile, 80).contains('\u{1b}'), "{:?}", step_line(&hostile, 80));
+    }
+
+    fn low(ranking: &[(usize, f32)], named: usize, claim: Claim) -> Diagnosis {
+        let mut d = Diagnosis {
+            decisive_step: Some(named),
+            confidence: 0.2,
+            ranking: ranking
+                .iter()
+                .map(|&(step, probability)| RankedStep { step, agent: "a".into(), probability })
+                .collect(),
+            ..Diagnosis::default()
+        };
+        d.explanation.claims.push(claim);
+        d.explanation.caveats.push(Caveat::LowConfidence { confidence: 0.2 });
+        d
+    }
+
+    #[test]
+    fn the_low_confidence_sentence_agrees_with_the_ranking() {
+        let more = Claim::MoreProbable { step: 5, agent: "a".into(), p: 0.52, named: 4, p_named: 0.19 };
+        let d = low(&[(4, 0.19), (5, 0.52)], 4, more);
+        let (c, parts) = low_confidence_parts(&d).expect("a low-confidence verdict");
+        assert_eq!(c, 0.2);
+        let sentence = crate::diagnosis::explanation::join(&parts);
+        assert_eq!(sentence, "the named step 4 has P 0.19, and step 5 is more probable (P 0.52); read both");
+        assert!(!sentence.contains("stands out"));
+        let steps: Vec<usize> =
+            parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
+        assert_eq!(steps, [4, 5]);
+        let d = low(&[(44, 0.10), (4, 0.08)], 44, Claim::RanksFirst { step: 44, p: 0.10 });
+        let md = to_markdown(&Trajectory::default(), &d);
+        assert!(
+            md.contains(
+                "Confidence is low (0.20): step 44 ranks first (P 0.10), but its chance of being the decisive step \
+                 is low; check the other ranked steps too.\n"
+            ),
+            "{md}"
+        );
+        // A high P whose confidence a fallback capped: the cap is the reason.
+        let mut capped = low(&[(44, 0.57), (4, 0.08)], 44, Claim::RanksFirst { step: 44, p: 0.57 });
+        capped.explanation.caveats.push(Caveat::ConfidenceCapped { cap: 0.2 });
+        let sentence = crate::diagnosis::explanation::join(&low_confidence_parts(&capped).expect("low").1);
+        assert_eq!(
+            sentence,
+            "step 44 ranks first (P 0.57), but its chance of being the decisive step is low (no candidate passed \
+             verification: at most 0.20); check the other ranked steps too"
+        );
+        // Confident: no sentence.
+        let mut sure = d.clone();
+        sure.explanation.caveats.clear();
+        assert!(low_confidence_parts(&sure).is_none());
+    }
+
+    #[test]
+    fn a_named_step_that_is_no_candidate_is_named_above_the_candidates_with_its_rule() {
+        let mut d = low(&[(2, 0.3)], 2, Claim::RanksFirst { step: 2, p: 0.3 });
+        d.explanation.rule = Rule::Ranking { why: "no verified candidate passed both checks".into(), failure: None };
+        let t = Trajectory {
+            steps: (0..3).map(|i| Step { index: i, ..call(Some("transfer_to_billing"), "{}") }).collect(),
+            ..Trajectory::default()
+        };
+        let md = to_markdown(&t, &d);
+        // The verdict's quote of a call that is only its arguments names the tool above them.
+        assert!(md.contains("\nA call of the tool `transfer_to_billing`:\n\n> {}\n"), "{md}");
+        assert!(
+            md.contains(
+                "## Candidates\n\nStep 2, the step named, is not a candidate: the ranking named it (no verified \
+                 candidate passed both checks). It reads `transfer_to_billing({})`.\n\nNone.\n"
+            ),
+            "{md}"
+        );
+        d.explanation.rule =
+            Rule::Fallback { name: "strongest-live".into(), why: "no candidate passed verification".into() };
+        let note = crate::diagnosis::explanation::join(&named_outside_candidates(&d).expect("a note"));
+        assert_eq!(
+            note,
+            "Step 2, the step named, is not a candidate: the strongest-live fallback named it (no candidate passed \
+             verification)."
+        );
+        d.candidates.push(Candidate {
+            step: 2,
+            agent: "a".into(),
+            findings: Vec::new(),
+            score: 0.5,
+            pruned: None,
+            verification: None,
+            origin: crate::diagnosis::Origin::Machine,
+        });
+        assert!(named_outside_candidates(&d).is_none(), "a candidate needs no note");
+    }
 }

@@ -1049,3 +1049,37 @@ fn a_no_failure_report_says_its_ranking_is_no_sign_of_a_failure() {
     assert!(ranked.contains("a high `P` is no sign of a failure"), "{ranked}");
     assert!(ranked.contains("| 1 | 1 | assistant | 1.00 |"), "{ranked}");
 }
+
+/// A span format keeps only a tool call's arguments as its content: `inspect` names the tool, a
+/// supervisor's hand-off tool included (`transfer_to_researcher({})` instead of `{}`), while an
+/// OpenAI chat call, which already starts with its tool's name, reads as before.
+#[test]
+fn inspect_shows_a_tool_call_as_its_tool_and_its_arguments() {
+    let text = stdout_of(&["inspect", "tests/fixtures/handbuilt/langsmith/supervisor_run.nested.json"]);
+    for line in [
+        "      2  supervisor   tool_call    transfer_to_researcher({})",
+        "      5  researcher   tool_call    web_search({\"query\":\"Paris population 2023\"})",
+        "      9  supervisor   tool_call    transfer_to_math_expert({})",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\nin\n{text}");
+    }
+    let text = stdout_of(&["inspect", "tests/fixtures/frameworks/26-openai-agents-sdk-trace-ingest-payload.json"]);
+    assert!(
+        text.lines().any(|l| l.starts_with("      1  Triage Agent  tool_call    transfer_to_refund_agent(")),
+        "{text}"
+    );
+    let text = stdout_of(&["inspect", "tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json"]);
+    assert!(
+        text.lines().any(|l| l == "      2  assistant  tool_call    get_order({\"order_id\": \"52813\"})"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&stdout_of(&[
+        "inspect",
+        "--json",
+        "tests/fixtures/handbuilt/langsmith/supervisor_run.nested.json",
+    ]))
+    .unwrap();
+    let step = &v["trajectories"][0]["steps"][2];
+    assert_eq!(step["summary"], "transfer_to_researcher({})", "{step}");
+    assert_eq!(step["content"], "{}", "the content stays the format's");
+}

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use falat::diagnosis::Diagnosis;
+use falat::diagnosis::{Diagnosis, Rule};
 use falat::ingest::fs::{dataset_files, load_path};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::falat::Options;
@@ -154,4 +154,138 @@ fn the_user_s_section_says_a_decision_only_when_the_overrides_moved_the_step() {
     assert!(md.contains("## Your decision"), "{md}");
     let (section, ranked) = (md.find("## Your decision").unwrap(), md.find("## Ranked steps").unwrap());
     assert!(ranked < section && md.find("## Candidates").is_none_or(|c| section < c), "{md}");
+}
+
+fn diagnose(path: &str) -> (Trajectory, Diagnosis) {
+    let t = load_path(Path::new(env!("CARGO_MANIFEST_DIR")).join(path).as_path(), None)
+        .expect("loads")
+        .trajectories
+        .remove(0);
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &HeuristicJudge,
+        &falat::methods::MethodOptions::for_falat(Options::new(true)),
+    );
+    (t, d)
+}
+
+/// The rows of the Markdown table under `heading`.
+fn table_rows<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
+    let start = md.find(heading).unwrap_or_else(|| panic!("{heading} in\n{md}"));
+    md[start..].lines().skip(1).skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')).skip(2).collect()
+}
+
+/// A span format (LangSmith here) keeps only a tool call's arguments: the ranked steps and the
+/// roles tables name the tool (`transfer_to_researcher({})`, not `{}`).
+#[test]
+fn report_tables_name_the_tool_of_a_span_formats_tool_call() {
+    let (t, d) = diagnose("tests/fixtures/handbuilt/langsmith/supervisor_run.nested.json");
+    let md = report::to_markdown(&t, &d);
+    let ranked = table_rows(&md, "## Ranked steps");
+    assert!(!ranked.is_empty(), "{md}");
+    for row in &ranked {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let step: usize = cells[1].parse().expect("a step");
+        let content = cells[4].trim_end_matches(" |");
+        let st = &t.steps[step];
+        if st.kind == falat::model::StepKind::ToolCall {
+            let tool = st.tool_name.as_deref().expect("a tool name");
+            assert!(content.starts_with(&format!("{tool}(")), "step {step}: {row}");
+        }
+        assert_ne!(content, "{}", "{row}");
+    }
+    // The supervisor's hand-off calls, whose content is `{}`.
+    let all = ranked.join("\n");
+    assert!(
+        all.contains("transfer_to_researcher({})") || all.contains("transfer_to_math_expert({})"),
+        "a hand-off call among the ranked steps:\n{all}"
+    );
+    for row in table_rows(&md, "## Roles") {
+        assert!(!row.ends_with("| {} |"), "{row}");
+    }
+}
+
+/// The verdict of a run decided by the ranking names a step that is no candidate: a note above
+/// the candidates table says which step and why; the low-confidence sentence never says "no
+/// step stands out" beside a more probable step.
+#[test]
+fn the_candidates_section_names_a_step_the_ranking_named_outside_them() {
+    let (t, d) = diagnose("tests/fixtures/handbuilt/first-user/r12_long_wrong_month.openai.json");
+    let s = d.decisive_step.expect("a step");
+    assert!(d.candidates.iter().all(|c| c.step != s), "step {s} is a candidate: the test needs one that is not");
+    let Rule::Ranking { why, .. } = &d.explanation.rule else { panic!("{:?}", d.explanation.rule) };
+    let md = report::to_markdown(&t, &d);
+    let section = &md[md.find("## Candidates\n\n").expect("the section")..];
+    let expected = format!(
+        "## Candidates\n\nStep {s}, the step named, is not a candidate: the ranking named it ({why}). It reads `{}`.\n\n| step |",
+        report::step_line(&t.steps[s], 80)
+    );
+    assert!(section.starts_with(&expected), "{expected}\n---\n{section}");
+    assert!(report::step_line(&t.steps[s], 80).starts_with(t.steps[s].tool_name.as_deref().unwrap_or("?")));
+
+    let (t, d) = diagnose("tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json");
+    let md = report::to_markdown(&t, &d);
+    let (best, p_named) = d.more_probable_step().expect("a more probable step");
+    let named = d.decisive_step.expect("a step");
+    assert!(d.low_confidence());
+    let expected = format!(
+        "Confidence is low ({:.2}): the named step {named} has P {p_named:.2}, and step {} is more probable (P {:.2}); read both.",
+        d.confidence, best.step, best.probability
+    );
+    assert!(md.contains(&expected), "{expected}\n{md}");
+    assert!(!md.contains("stands out"), "{md}");
+}
+
+/// On every fixture of the project, the sentences that say why a step is named match the rule
+/// the diagnosis records: "Decided by the ranking" only for the ranking's rule, the fallback's
+/// wording only for a fallback, "the earliest candidate that passes verification" only for
+/// FALAT's own rule; the low-confidence sentence agrees with the ranking claim; a named step that
+/// is no candidate is named above the candidates.
+#[test]
+fn the_why_sentences_match_the_recorded_rule_on_every_fixture() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for entry in walkdir::WalkDir::new(&root).into_iter().filter_map(Result::ok).filter(|e| e.file_type().is_file()) {
+        let Ok(loaded) = load_path(entry.path(), None) else { continue };
+        for t in loaded.trajectories {
+            let d = falat::methods::run(
+                falat::methods::Method::Falat,
+                &t,
+                &HeuristicJudge,
+                &falat::methods::MethodOptions::for_falat(Options::new(true)),
+            );
+            let md = report::to_markdown(&t, &d);
+            let json = report::to_json(&t, &d);
+            let mut p = |m: String| problems.push(format!("{}: {m}", entry.path().display()));
+            let why = md.split("### Why\n\n").nth(1).and_then(|w| w.lines().next()).unwrap_or_default();
+            let rule = json["explanation"]["rule"].as_str().unwrap_or_default().to_string();
+            if why.starts_with("Decided by the ranking") != (rule == "ranking") {
+                p(format!("rule {rule}, why {why:?}"));
+            }
+            if why.starts_with("Unverified (") && rule != "fallback" {
+                p(format!("rule {rule}, why {why:?}"));
+            }
+            for c in json["explanation"]["claims"].as_array().into_iter().flatten() {
+                let text = c["text"].as_str().unwrap_or_default();
+                if text.contains("because it is the earliest candidate that passes verification")
+                    && rule != "method_rule"
+                {
+                    p(format!("rule {rule}, claim {text:?}"));
+                }
+                if c["kind"] == "more_probable" && md.contains("no step stands out") {
+                    p(format!("a more probable step, yet: no step stands out ({text:?})"));
+                }
+            }
+            if let Some(s) = d.decisive_step.filter(|s| d.candidates.iter().all(|c| c.step != *s))
+                && !md.contains(&format!("Step {s}, the step named, is not a candidate: "))
+            {
+                p(format!("step {s} is no candidate and the candidates section does not say so"));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked} trajectories");
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }

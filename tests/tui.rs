@@ -1476,9 +1476,15 @@ fn at_80_by_24_titles_never_collide_and_cut_text_ends_in_an_ellipsis() {
     // The steps list: the agent names are whole and the decision is cut with an ellipsis.
     let row = screen.lines().find(|l| l.contains(" 12 WebSurfer")).expect("step 12 row");
     assert!(row.contains("…│"), "{row}");
+    // The status after a run: its shorter form, whole, the verdict first.
+    let status = screen.lines().rev().nth(1).expect("status").trim_matches('"');
+    assert!(status.contains("│ done: decisive step 12 by WebSurfer ("), "what matters comes first: {status}");
+    assert!(!status.contains('…'), "{status}");
+    // A long status with no shorter form is cut with an ellipsis.
+    app.set_status(Level::Ok, "finished all stages: decisive step 12 by WebSurfer, and a long tail of words after it");
+    let screen = draw(&app, 80, 24).backend().to_string();
     let status = screen.lines().rev().nth(1).expect("status").trim_matches('"');
     assert!(status.trim_end().ends_with("… (! more)"), "a long status is cut with an ellipsis: {status}");
-    assert!(status.contains("decisive step 12"), "what matters comes first: {status}");
 }
 
 #[test]
@@ -2329,13 +2335,15 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     // The decisive step; the ranking's first five; the claim that step 24 is more probable than
     // the named step 61; the reason's steps (61, and 63 where its finding says the output's value
     // first appears); the dependency path 61 → 63 → 66; the gold step 51.
-    assert_eq!(links, [61, 61, 24, 4, 12, 59, 24, 61, 61, 61, 63, 61, 61, 61, 63, 66, 51], "{links:?}");
+    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 61, 63, 61, 61, 61, 63, 66, 51], "{links:?}");
     // 80×24: a frame of header, body, status and hints; the verdict's text inside the body's
     // border, wrapped to 78 columns.
     let vm = app.view.clone();
     assert_eq!(vm.screen.text, Rect::new(1, 2, 78, 19));
     // (The reason names verification's two criteria: "passed both independence and sufficiency".)
-    assert_eq!(vm.text_lines, 25);
+    // (Under the headline, the decisive step: a line naming it, three quoted lines and the count
+    // of the others.)
+    assert_eq!(vm.text_lines, 30);
     // Every link is drawn where the model places it: select each in turn (the view scrolls it
     // into sight) and read the drawn frame at its row and columns.
     for (k, link) in vm.links.iter().enumerate() {
@@ -2355,9 +2363,9 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     }
     // The scroll bounds: the last page shows the last line.
     press_on(&mut app, "G", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 25 - 19);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19);
     press_on(&mut app, "<pgdn>", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 25 - 19, "no scrolling past the end");
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19, "no scrolling past the end");
     press_on(&mut app, "g", 80, 24);
     assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
 }
@@ -2376,7 +2384,8 @@ fn the_view_model_holds_the_lists_rows_and_the_header_tabs() {
     assert_eq!(app.view.rows, roles);
     assert_eq!(app.view.text_lines, 0, "the roles view's header does not scroll");
     assert_eq!(app.links().first().copied(), d.decisive_step, "the header links the decisive step");
-    // The tabs: " falat " then " 1 Hierarchy ", " 2 Candidates "... one column apart.
+    // The tabs: " falat " then " 1 ", " 2 "... one column apart (at 80 columns the current view's alone
+    // keeps its title).
     assert_eq!(app.view.tab_at(8), Some(View::Hierarchy));
     assert_eq!(app.view.tab_at(7), None);
     let verdict = app.view.tabs.iter().find(|(v, _)| *v == View::Verdict).expect("a verdict tab").1.clone();
@@ -2385,7 +2394,13 @@ fn the_view_model_holds_the_lists_rows_and_the_header_tabs() {
         let buf = term.backend().buffer();
         verdict.clone().map(|x| buf[(x, 0)].symbol().to_string()).collect()
     };
-    assert_eq!(header, " 5 Verdict ");
+    // At 80 columns the other views' tabs show their key only, leaving room for the file name.
+    assert_eq!(header, " 5 ");
+    press_on(&mut app, "5", 80, 24);
+    let verdict = app.view.tabs.iter().find(|(v, _)| *v == View::Verdict).expect("a verdict tab").1.clone();
+    let term = draw(&app, 80, 24);
+    let buf = term.backend().buffer();
+    assert_eq!(verdict.map(|x| buf[(x, 0)].symbol().to_string()).collect::<String>(), " 5 Verdict ");
 }
 
 // ----- the footer, the help's numbers and the verification wording (80 columns) -----
@@ -2501,4 +2516,170 @@ fn the_verdict_names_the_two_criteria_beside_a_row_that_failed_the_third() {
     let text = verdict.lines().map(|l| l.trim_matches(['"', '│', ' ', '█', '║'])).collect::<Vec<_>>().join(" ");
     assert!(text.contains("both verified candidates passed both independence and sufficiency"), "{verdict}");
     assert!(!text.contains("both criteria"), "{verdict}");
+}
+
+// ----- a first user's tool-using runs: tools by name, the verdict's step, 80 columns -----
+
+const LANGSMITH: &str = "tests/fixtures/handbuilt/langsmith/supervisor_run.nested.json";
+const WRONG_ID: &str = "tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json";
+const LONG_RUN: &str = "tests/fixtures/handbuilt/first-user/r12_long_wrong_month.openai.json";
+
+/// The rows of a screen as text, without the frame's quotes.
+fn text_rows(term: &Terminal<TestBackend>) -> Vec<String> {
+    rows_of(term).into_iter().map(|r| r.trim_end().to_string()).collect()
+}
+
+/// A span format keeps only a tool call's arguments (`{}` for a hand-off tool): the steps pane,
+/// the dependencies and the roles view name the tool (`transfer_to_researcher({})`), and the
+/// evidence header names it before the kind, so that a narrow pane keeps it.
+#[test]
+fn a_tool_call_of_a_span_format_shows_its_tool_in_the_lists_and_the_evidence_header() {
+    let f = Fixture::copy(Path::new(LANGSMITH));
+    let mut app = f.open();
+    assert_eq!(app.traj.steps[2].content, "{}");
+    assert_eq!(app.traj.steps[2].tool_name.as_deref(), Some("transfer_to_researcher"));
+    press_on(&mut app, ":2<enter>", 80, 24);
+    assert_eq!(app.nav.step, 2);
+    let rows = text_rows(&draw(&app, 80, 24));
+    let step_row = rows.iter().find(|r| r.contains("  2 supervisor")).expect("the row of step 2");
+    assert!(step_row.contains("transfer_to_r"), "{step_row}");
+    assert!(!step_row.contains("{}  "), "{step_row}");
+    let header = rows.iter().find(|r| r.contains("#2 supervisor")).expect("the evidence header");
+    assert!(header.contains("#2 supervisor · call transfer_to_researcher"), "{header}");
+    // Wide: the whole call, and the tool's arguments beside its name.
+    let wide = draw(&app, 160, 45).backend().to_string();
+    assert!(wide.contains("transfer_to_researcher({})"), "{wide}");
+    press_on(&mut app, ":5<enter>", 160, 45);
+    let wide = draw(&app, 160, 45).backend().to_string();
+    assert!(wide.contains("web_search({\"query\":\"Paris population 2023\"})"), "{wide}");
+    assert!(wide.contains("#5 researcher · call web_search · "), "{wide}");
+    press_on(&mut app, ":2<enter>", 80, 24);
+    insta::assert_snapshot!("tool-calls-langsmith-80x24", draw(&app, 80, 24).backend().to_string());
+}
+
+/// The verdict view shows the decisive step itself under its headline (agent, kind and tool,
+/// first lines), at 80×24 and 160×45, as the Markdown report quotes it.
+#[test]
+fn the_verdict_view_quotes_the_decisive_step() {
+    let f = Fixture::copy(Path::new(WRONG_ID));
+    let mut app = f.open();
+    press_on(&mut app, "a5", 160, 45);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    assert_eq!(d.decisive_step, Some(4));
+    let wide = draw(&app, 160, 45).backend().to_string();
+    assert!(wide.contains("  the step: assistant · message "), "{wide}");
+    assert!(
+        wide.contains(
+            "  > I found your order 52813 (Oak side table). It is still processing, so the address can be changed."
+        ),
+        "{wide}"
+    );
+    let small_rows = text_rows(&draw(&app, 80, 24));
+    let at = small_rows.iter().position(|r| r.contains("the step: assistant · message")).expect("the step line");
+    assert!(small_rows[at + 1].contains("  > I found your order 52813 (Oak side table)."), "{small_rows:?}");
+    insta::assert_snapshot!("verdict-quote-80x24", small(&app));
+
+    // A tool call of the long run: its tool by name, in the call's one-line form.
+    let f = Fixture::copy(Path::new(LONG_RUN));
+    let mut app = f.open();
+    press_on(&mut app, "a5", 80, 24);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    let s = d.decisive_step.expect("a step");
+    let step = &app.traj.steps[s];
+    assert_eq!(step.kind, falat::model::StepKind::ToolCall);
+    let tool = step.tool_name.clone().expect("a tool");
+    let rows = text_rows(&draw(&app, 80, 24));
+    assert!(rows.iter().any(|r| r.contains(&format!("the step: assistant · tool_call {tool}"))), "{rows:?}");
+    let first = falat::text::first_line(&step.content, 60);
+    assert!(rows.iter().any(|r| r.contains(&format!("> {}", &first[..first.len().min(40)]))), "{rows:?}");
+    insta::assert_snapshot!("verdict-tool-call-160x45", draw(&app, 160, 45).backend().to_string());
+}
+
+/// A low confidence is worded from the ranking beside it: when another step is more probable
+/// than the named one, the sentence says so instead of "no step stands out".
+#[test]
+fn the_low_confidence_line_agrees_with_the_ranking() {
+    let f = Fixture::copy(Path::new(WRONG_ID));
+    let mut app = f.open();
+    press_on(&mut app, "a5", 160, 45);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    assert!(d.low_confidence(), "{}", d.confidence);
+    let (best, p_named) = d.more_probable_step().expect("a more probable step");
+    let (best, p) = (best.step, best.probability);
+    let screen = draw(&app, 160, 45).backend().to_string();
+    let expected = format!(
+        "low confidence: the named step 4 has P {p_named:.2}, and step {best} is more probable (P {p:.2}); read both"
+    );
+    assert!(screen.contains(&expected), "{expected}\n{screen}");
+    assert!(!screen.contains("stands out"), "{screen}");
+}
+
+/// The step the ranking named is no candidate: the candidates view says so above its list, with
+/// the rule that named it, so that a user who looks for it there finds why it is missing.
+#[test]
+fn the_candidates_view_names_the_step_the_ranking_named_outside_them() {
+    let f = Fixture::copy(Path::new(LONG_RUN));
+    let mut app = f.open();
+    press_on(&mut app, "a2", 80, 24);
+    let d = app.results.diagnosis.clone().expect("a diagnosis");
+    let s = d.decisive_step.expect("a step");
+    assert!(d.candidates.iter().all(|c| c.step != s), "step {s} is a candidate here: the test needs one that is not");
+    assert!(matches!(d.explanation.rule, falat::diagnosis::Rule::Ranking { .. }), "{:?}", d.explanation.rule);
+    let wide = draw(&app, 160, 45).backend().to_string();
+    assert!(
+        wide.contains(&format!("▶ Step {s}, the step named, is not a candidate: the ranking named it (")),
+        "{wide}"
+    );
+    let rows = text_rows(&draw(&app, 80, 24));
+    assert!(rows[1].starts_with(&format!("▶ Step {s}, the step named, is not a candidate")), "{rows:?}");
+    // The list and its rows the mouse addresses start below the note.
+    let list_top = rows.iter().position(|r| r.starts_with("┌ Candidates")).expect("the list");
+    assert!(list_top > 1, "{rows:?}");
+    assert_eq!(app.view.screen.view_list.y as usize, list_top);
+    insta::assert_snapshot!("candidates-named-outside-80x24", small(&app));
+}
+
+/// At 80 columns the header keeps the trace's name (its start cut with `…` when it is too long)
+/// by showing the other views' tabs by key only, and the status line after a run says the
+/// verdict in few words instead of cutting it after "decisive step".
+#[test]
+fn at_80_columns_the_header_keeps_the_file_name_and_the_status_the_verdict() {
+    let f = Fixture::copy(Path::new(LONG_RUN));
+    let mut app = f.open();
+    press_on(&mut app, "a", 80, 24);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    let s = d.decisive_step.expect("a step");
+    let rows = text_rows(&draw(&app, 80, 24));
+    assert!(rows[0].ends_with(" r12_long_wrong_month.openai.json"), "{:?}", rows[0]);
+    assert!(rows[0].starts_with(" falat   1 Hierarchy   2   3   4   5   6 "), "{:?}", rows[0]);
+    let status = &rows[rows.len() - 2];
+    let expected = format!("decisive step {s} by assistant ({:.2})", d.confidence);
+    assert!(status.contains(&expected), "{expected} in {status:?}");
+    assert!(!status.contains('…'), "{status:?}");
+    // Wide, the whole tabs and the whole status.
+    let wide = text_rows(&draw(&app, 160, 45));
+    assert!(
+        wide[0].contains(" 2 Candidates ") && wide[0].contains("r12_long_wrong_month.openai.json · "),
+        "{:?}",
+        wide[0]
+    );
+    assert!(wide[wide.len() - 2].contains(&format!("finished all stages, 1 warning: decisive step {s} by assistant")));
+    // The tabs the mouse clicks are the tabs drawn.
+    press_on(&mut app, "5", 80, 24);
+    let verdict = app.view.tabs.iter().find(|(v, _)| *v == View::Verdict).expect("a verdict tab").1.clone();
+    let candidates = app.view.tabs.iter().find(|(v, _)| *v == View::Candidates).expect("a candidates tab").1.clone();
+    let buf_row = &text_rows(&draw(&app, 80, 24))[0];
+    let cols: Vec<char> = buf_row.chars().collect();
+    let at = |r: std::ops::Range<u16>| r.map(|x| cols[x as usize]).collect::<String>();
+    assert_eq!(at(verdict), " 5 Verdict ");
+    assert_eq!(at(candidates), " 2 ");
+    // A name too long for the room loses its start, never its end.
+    let long = f.dir.path().join("a-very-long-export-name-from-the-tracing-tool-r12_long_wrong_month.openai.json");
+    std::fs::copy(&f.trace, &long).expect("copy");
+    let mut app = tui::open(&long, &f.opts(), Arc::new(HeuristicJudge)).expect("open");
+    app.show_timings = false;
+    press_on(&mut app, "1", 80, 24);
+    let header = text_rows(&draw(&app, 80, 24))[0].clone();
+    assert!(header.ends_with("r12_long_wrong_month.openai.json") && header.contains(" …"), "{header:?}");
+    assert!(header.chars().count() <= 80, "{header:?}");
 }

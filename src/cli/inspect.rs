@@ -153,9 +153,10 @@ fn render_steps(s: &mut String, t: &Trajectory) {
     }
 }
 
-/// The first line of a step's content, sanitised and clipped; a delegation names its target.
+/// The first line of a step's content, sanitised and clipped; a delegation names its target, a
+/// tool call its tool (`get_order({"order_id": "58213"})`, [`crate::report::step_line`]).
 pub fn summary(step: &Step) -> String {
-    let line = first_line(&step.content, SUMMARY_WIDTH);
+    let line = crate::report::step_line(step, SUMMARY_WIDTH);
     match (&step.kind, &step.delegate_to) {
         (StepKind::Delegation, Some(to)) => clip(&format!("-> {}: {line}", first_line(to, AGENT_WIDTH)), SUMMARY_WIDTH),
         _ => line,
@@ -311,7 +312,8 @@ pub struct StepReport<'a> {
     pub tokens: Option<[u64; 2]>,
     /// Whether the format marks the step as an error.
     pub is_error: bool,
-    /// The first line of the content, sanitised (as the text view shows it).
+    /// The step in one line as the text view shows it: the first line of the content, sanitised;
+    /// a tool call whose content lacks its tool's name as `tool_name(arguments)`.
     pub summary: String,
     /// The full content, unmodified.
     pub content: &'a str,

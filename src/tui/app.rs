@@ -402,6 +402,16 @@ impl App {
         self.results.decisive_step()
     }
 
+    /// A step in one line for the lists (the steps pane, the roles view, the dependencies): the
+    /// hierarchy's decision line, or for a tool call whose content lacks its tool's name (a span
+    /// format keeps only the arguments) `tool_name(arguments)` ([`crate::report::step_line`]).
+    pub fn step_line(&self, s: usize) -> String {
+        match self.traj.steps.get(s) {
+            Some(st) if crate::report::called_tool(st).is_some() => clean(&crate::report::step_line(st, 160)),
+            _ => self.hierarchy().steps.get(s).map_or(String::new(), |sum| clean(&sum.decision)),
+        }
+    }
+
     /// The wrapped evidence lines of a step at a width: from the cache [`App::prepare`] fills,
     /// else built now (and not kept: reading never changes the app).
     pub fn evidence_lines(&self, step: usize, width: u16) -> Arc<Vec<Line<'static>>> {
@@ -472,7 +482,12 @@ impl App {
     /// Sets the status message and keeps it in the messages overlay.
     /// The text is sanitised: it may quote trace content or file names.
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
-        let status = Status { text: clean(&text.into()), level };
+        self.set_status_with_short(level, text, None);
+    }
+
+    /// [`App::set_status`] with a shorter form for a narrow status line ([`Status::short`]).
+    pub fn set_status_with_short(&mut self, level: Level, text: impl Into<String>, short: Option<String>) {
+        let status = Status { text: clean(&text.into()), level, short: short.map(|s| clean(&s)) };
         if self.messages.back() != Some(&status) {
             if self.messages.len() == MESSAGES {
                 self.messages.pop_front();
@@ -1160,7 +1175,14 @@ impl App {
                         ),
                     ),
                 };
-                self.set_status(level, format!("{done}{took}{warns}{verdict}{see}"));
+                // At 80 columns the long form is cut before its verdict: the short one drops
+                // what the chips and the views already say (which run, how long).
+                let short =
+                    format!("{}{warns}{}{see}", if warns.is_empty() { "done" } else { "" }, self.verdict_short());
+                let short = short.trim_start_matches([',', ' ']).to_string();
+                // A re-run's status starts with what the user changed: no shorter form drops it.
+                let short = (!matches!(run.target, RunTarget::Rerun { .. })).then_some(short);
+                self.set_status_with_short(level, format!("{done}{took}{warns}{verdict}{see}"), short);
             }
             Taken::KeptStages(kept) => {
                 self.clamp_list();
@@ -1204,6 +1226,25 @@ impl App {
                 Level::Info,
                 format!("no verdict yet: press {} to run the pipeline", self.keymap.hint(Action::RunAll)),
             ),
+        }
+    }
+
+    /// [`App::verdict_line`] in fewer words for a narrow status line: `: decisive step 44 by
+    /// assistant (0.20)`.
+    fn verdict_short(&self) -> String {
+        let machine = match self.machine_verdict().and_then(|d| d.decisive_step.map(|s| (s, d))) {
+            Some((s, d)) => {
+                format!(": decisive step {s} by {} ({})", clean(d.agent.as_deref().unwrap_or("?")), prob(d.confidence))
+            }
+            _ => return self.verdict_line(),
+        };
+        match self.user_decision() {
+            Some(u) if self.overrides_kept_the_step() => match u.decisive_step {
+                Some(s) => format!("{machine}; overrides keep {s}"),
+                None => machine,
+            },
+            Some(u) => format!("{machine}; yours: {}", user_decision_text(u)),
+            None => machine,
         }
     }
 

@@ -19,6 +19,10 @@ pub enum Level {
 pub struct Status {
     /// Lowercase text.
     pub text: String,
+    /// A shorter form the status line shows when `text` does not fit (a narrow terminal): the
+    /// same facts with fewer words, so that cutting it loses less; the messages overlay keeps
+    /// `text` whole.
+    pub short: Option<String>,
     /// How it looks.
     pub level: Level,
 }

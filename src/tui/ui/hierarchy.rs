@@ -170,7 +170,7 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
             None => Span::raw("     "),
         });
     }
-    spans.push(Span::styled(clean(&sum.decision), t.text));
+    spans.push(Span::styled(app.step_line(s), t.text));
     Line::from(spans)
 }
 
@@ -230,13 +230,18 @@ fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     let s = app.nav.step;
     let step = &app.traj.steps[s];
     let sum = &app.hierarchy().steps[s];
-    let mut first = vec![
-        Span::styled(format!("#{s} "), t.title_focus),
-        Span::styled(clean(&step.agent), t.text),
-        Span::styled(format!(" · {} · {}", step.kind, sum.action.as_str()), t.dim),
-    ];
-    if let Some(tool) = &step.tool_name {
-        first.push(Span::styled(format!(" · tool {}", clean(tool)), t.dim));
+    let mut first = vec![Span::styled(format!("#{s} "), t.title_focus), Span::styled(clean(&step.agent), t.text)];
+    // A tool call or result names its tool before anything else (a narrow pane cuts the end of
+    // the line, and a span format's tool call shows only its arguments below); other steps their
+    // kind.
+    match step.tool_name.as_deref().filter(|n| !n.trim().is_empty()) {
+        Some(tool) if matches!(step.kind, StepKind::ToolCall | StepKind::ToolResult) => {
+            let what = if step.kind == StepKind::ToolCall { " · call " } else { " · result of " };
+            first.push(Span::styled(what, t.dim));
+            first.push(Span::styled(clean(tool), t.text));
+            first.push(Span::styled(format!(" · {}", sum.action.as_str()), t.dim));
+        }
+        _ => first.push(Span::styled(format!(" · {} · {}", step.kind, sum.action.as_str()), t.dim)),
     }
     if let Some(to) = &step.delegate_to {
         first.push(Span::styled(format!(" · to {}", clean(to)), t.dim));
@@ -388,7 +393,7 @@ fn edge_row(app: &App, cols: &EdgeColumns, incoming: bool, other: usize, e: &Dep
         Span::styled(col(&format!("{:.2}", e.weight), 9), t.dim),
         Span::styled(col(label, 17), t.candidate),
         Span::styled(col(&shared, 23), t.value),
-        Span::styled(format!("{}: {}", clean(&sum.agent), clean(&sum.decision)), t.dim),
+        Span::styled(format!("{}: {}", clean(&sum.agent), app.step_line(other)), t.dim),
     ])
 }
 

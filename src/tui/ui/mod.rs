@@ -17,7 +17,8 @@ use ratatui::widgets::{Block, Clear, Paragraph, Scrollbar, ScrollbarOrientation,
 use super::action::Action;
 use super::app::{App, Mode, View, clean};
 use super::view::{
-    HEADER_NAME, frame_areas, help_lines, help_width, level_style, message_lines, overlay_width, tab_labels,
+    HEADER_NAME, frame_areas, header_name, help_lines, help_width, level_style, message_lines, overlay_width,
+    tab_labels,
 };
 use crate::methods::falat::Stage;
 use crate::text;
@@ -55,19 +56,13 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     f.render_widget(Block::new().style(t.header), area);
     let mut spans = vec![Span::styled(HEADER_NAME, t.header.bold())];
-    for (v, label) in tab_labels(app) {
+    for (v, label) in tab_labels(app, area.width) {
         let style = if v == app.nav.view { t.tab_active } else { t.tab };
         spans.push(Span::raw(" "));
         spans.push(Span::styled(label, style));
     }
     let tabs = Line::from(spans);
-    let mut name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
-    // The run's id, unless the file is named after it: a file of several runs (`--trajectory`)
-    // shows which one is open.
-    let stem = app.trace.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if !app.traj.id.is_empty() && app.traj.id != stem {
-        name = format!("{name} › {}", clean(&app.traj.id));
-    }
+    let name = header_name(app);
     let method =
         if app.method == crate::methods::Method::Falat { String::new() } else { format!(" · method {}", app.method) };
     let long = format!(
@@ -77,11 +72,27 @@ fn render_header(app: &App, f: &mut Frame, area: Rect) {
         clean(&app.judge.name())
     );
     let room = (area.width as usize).saturating_sub(tabs.width() + 1);
-    let info = [long, format!("{name}{method} "), format!("{name} "), String::new()]
+    let info = [long, format!("{name}{method} "), format!("{name} ")]
         .into_iter()
-        .find(|i| i.chars().count() <= room);
+        .find(|i| i.chars().count() <= room)
+        // The name's end says the most (the run, the format, the extension): cut from the left.
+        .unwrap_or_else(|| format!("{} ", clip_left(&name, room.saturating_sub(1))));
     f.render_widget(Paragraph::new(tabs), area);
-    f.render_widget(Paragraph::new(info.unwrap_or_default()).style(t.header).right_aligned(), area);
+    f.render_widget(Paragraph::new(info).style(t.header).right_aligned(), area);
+}
+
+/// `s` cut from the left to at most `max` characters, starting with `…` when cut; empty when
+/// not even the ellipsis and one character fit.
+pub fn clip_left(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max < 2 {
+        return String::new();
+    }
+    let tail: String = s.chars().skip(n - (max - 1)).collect();
+    format!("…{tail}")
 }
 
 /// The stage chips and the running run or the last message.
@@ -129,7 +140,12 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
             // A cut status points to the messages overlay, which shows it whole (every status is
             // kept there).
             let more = app.keymap.hint(Action::Messages);
-            spans.push(Span::styled(shorten(&s.text, room, Some(&more)), level_style(app, s.level)));
+            let width = |x: &str| unicode_width::UnicodeWidthStr::width(x);
+            let text = match &s.short {
+                Some(short) if width(&s.text) > room => short,
+                _ => &s.text,
+            };
+            spans.push(Span::styled(shorten(text, room, Some(&more)), level_style(app, s.level)));
         }
         (None, None) => spans
             .push(Span::styled(format!("ready · {} runs the whole pipeline", app.keymap.hint(Action::RunAll)), t.dim)),
@@ -559,7 +575,17 @@ fn col(s: &str, w: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shorten;
+    use super::{clip_left, shorten};
+
+    #[test]
+    fn a_file_name_too_long_for_the_header_loses_its_start() {
+        let name = "exports/2025-06-01/r12_long_wrong_month.openai.json";
+        assert_eq!(clip_left(name, 80), name);
+        assert_eq!(clip_left(name, 33), "…r12_long_wrong_month.openai.json");
+        assert_eq!(clip_left(name, 33).chars().count(), 33);
+        assert_eq!(clip_left("ab", 1), "");
+        assert_eq!(clip_left("日本語のファイル.json", 6), "….json");
+    }
 
     #[test]
     fn a_long_status_loses_the_middle_of_its_paths_first_then_ends_in_an_ellipsis() {

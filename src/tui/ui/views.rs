@@ -66,13 +66,16 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     if cands.is_empty() {
         let block = pane(app, "Candidates", true, &[], area.width);
         let lines = if app.results.diagnosis.is_some() {
-            vec![Line::styled("no candidate was found.", app.theme.text)]
+            let mut lines = vec![Line::styled("no candidate was found.", app.theme.text)];
+            lines.extend(text::candidates_note(app));
+            lines
         } else {
             not_run(app, "candidates", Action::RunDependencies)
         };
         return wrapped(f, area, block, lines);
     }
-    let [list, detail] = candidates_areas(area);
+    let [note, list, detail] = candidates_areas(app, area);
+    f.render_widget(Paragraph::new(wrap_hanging(text::candidates_note(app), note.width)), note);
     let kept = cands.iter().filter(|c| c.pruned.is_none()).count();
     let rows = app.cands.rows();
     let sort = format!("sort {}", app.cands.sort.name());
@@ -201,7 +204,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(format!("{s:>5}  "), t.text),
                 Span::styled(format!("{name:<13}"), style),
                 Span::styled(col(&clean(&sum.agent), agent_width(app, inner.width)), t.text),
-                Span::styled(clean(&sum.decision), t.dim),
+                Span::styled(app.step_line(*s), t.dim),
             ]);
             let line = fit(line, inner.width);
             if i == app.nav.list_sel { selected(line, t.selection, inner.width) } else { line }

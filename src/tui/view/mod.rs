@@ -22,7 +22,7 @@ use ratatui::widgets::Block;
 use unicode_width::UnicodeWidthChar;
 
 use super::action::{Action, Group};
-use super::app::{App, Level, Mode, View};
+use super::app::{App, Level, Mode, View, clean};
 use super::links::LinkAt;
 use crate::methods::Method;
 
@@ -110,7 +110,7 @@ impl ViewModel {
         };
         let mut tabs = Vec::new();
         let mut start = HEADER_NAME.chars().count();
-        for (v, label) in tab_labels(app) {
+        for (v, label) in tab_labels(app, area.width) {
             start += 1;
             let end = start + label.chars().count();
             tabs.push((v, start as u16..end as u16));
@@ -162,7 +162,7 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     let bordered = |r: Rect| Block::bordered().inner(r);
     match app.nav.view {
         View::Candidates => {
-            let [list, detail] = candidates_areas(body);
+            let [_, list, detail] = candidates_areas(app, body);
             s.view_list = list;
             s.text = bordered(detail);
         }
@@ -206,9 +206,14 @@ pub fn edge_areas(pane: Rect) -> [Rect; 3] {
     Layout::vertical([Constraint::Length(1), Constraint::Length(1), Constraint::Min(0)]).areas(inner)
 }
 
-/// The candidates view's list and detail areas.
-pub fn candidates_areas(area: Rect) -> [Rect; 2] {
-    Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area)
+/// The candidates view's note ([`text::candidates_note`], no rows without one), list and detail areas.
+pub fn candidates_areas(app: &App, area: Rect) -> [Rect; 3] {
+    // The note on a named step that is not a candidate, as tall as it wraps (at most a quarter).
+    let note = wrap_hanging(text::candidates_note(app), area.width).len() as u16;
+    let [note, rest] =
+        Layout::vertical([Constraint::Length(note.min(area.height / 4)), Constraint::Min(0)]).areas(area);
+    let [list, detail] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(rest);
+    [note, list, detail]
 }
 
 /// The roles view's header and list areas: the header as tall as its wrapped lines (at least
@@ -354,9 +359,34 @@ pub fn visible_offset(before: usize, sel: usize, len: usize, rows: usize) -> usi
 /// The program's name at the left of the header, before the tabs.
 pub const HEADER_NAME: &str = " falat ";
 
-/// The view tabs' labels, in header order.
-pub fn tab_labels(app: &App) -> Vec<(View, String)> {
-    View::ALL.into_iter().map(|v| (v, format!(" {} {} ", app.keymap.hint(v.action()), v.title()))).collect()
+/// The view tabs' labels, in header order, for a header `width` columns wide: each tab's key and
+/// title when the trace's file name ([`header_name`]) still fits beside them, else the current
+/// view's tab with its title and the others by their key only (` 2 `), so that a narrow terminal
+/// keeps the file name in sight.
+pub fn tab_labels(app: &App, width: u16) -> Vec<(View, String)> {
+    let full = |v: View| format!(" {} {} ", app.keymap.hint(v.action()), v.title());
+    let labels: Vec<(View, String)> = View::ALL.into_iter().map(|v| (v, full(v))).collect();
+    let used = HEADER_NAME.chars().count() + labels.iter().map(|(_, l)| l.chars().count() + 1).sum::<usize>();
+    // The name, a space before it and one after; before the first frame (no width yet) whole.
+    if width == 0 || used + header_name(app).chars().count() + 2 <= width as usize {
+        return labels;
+    }
+    View::ALL
+        .into_iter()
+        .map(|v| (v, if v == app.nav.view { full(v) } else { format!(" {} ", app.keymap.hint(v.action())) }))
+        .collect()
+}
+
+/// The name the header gives the open trace: its file name, with the run's id after `›` unless
+/// the file is named after it (a file of several runs, `--trajectory`, shows which one is open);
+/// sanitised.
+pub fn header_name(app: &App) -> String {
+    let mut name = app.trace.file_name().map(|n| clean(&n.to_string_lossy())).unwrap_or_default();
+    let stem = app.trace.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if !app.traj.id.is_empty() && app.traj.id != stem {
+        name = format!("{name} › {}", clean(&app.traj.id));
+    }
+    name
 }
 
 /// The style of a status message of level `l`.

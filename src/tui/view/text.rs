@@ -82,6 +82,17 @@ pub fn not_run(app: &App, what: &str, stage_key: Action) -> Vec<Line<'static>> {
 
 // ----- candidates -----
 
+/// The candidates view's note when the step the verdict names is not among the candidates
+/// ([`crate::report::named_outside_candidates`]): which step, who named it instead and why, so
+/// that the user who looks for it here learns where it came from. Empty otherwise.
+pub fn candidates_note(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let Some(parts) = app.results.diagnosis.as_ref().and_then(crate::report::named_outside_candidates) else {
+        return Vec::new();
+    };
+    vec![Line::from(vec![Span::styled("▶ ", t.root_cause), Span::raw(""), Span::styled(join(&parts), t.text)])]
+}
+
 /// The candidate detail's lines; its links are the steps its findings, its pruning and its
 /// verification name, taken from their [`crate::diagnosis::Prose`] (`tab` selects one).
 pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
@@ -299,6 +310,7 @@ fn verdict_lines(app: &App, l: &mut Linker) {
                 Span::styled(format!("{} {bar:<10}", prob(d.confidence)), t.info),
                 Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
             ]));
+            decisive_step_lines(app, l, s);
         }
         (Some(m), None) if matches!(m.explanation.rule, Rule::NoFailure { .. }) => {
             l.push_line(Line::from(vec![
@@ -317,8 +329,17 @@ fn verdict_lines(app: &App, l: &mut Linker) {
             t.warn,
         )),
     }
-    if d.decisive_step.is_some() && d.low_confidence() {
-        l.push_line(Line::styled("  low confidence: no step stands out; check the ranked steps", t.warn));
+    // Worded from the ranking claim the verdict carries, so it agrees with the ranking below.
+    match crate::report::low_confidence_parts(d) {
+        Some((_, parts)) => l.push_line(Line::from(vec![
+            Span::styled("  low confidence: ", t.warn),
+            Span::raw(""),
+            Span::styled(join(&parts), t.warn),
+        ])),
+        None if d.decisive_step.is_some() && d.low_confidence() => {
+            l.push_line(Line::styled("  low confidence: check the ranked steps, not only the first", t.warn));
+        }
+        None => {}
     }
     if !d.ranking.is_empty() {
         // The named step first, then by the ranker's probability `P` (not the confidence, which
@@ -437,6 +458,49 @@ fn verdict_lines(app: &App, l: &mut Linker) {
             None => format!("press {} to write the reports beside the trace", app.keymap.hint(Action::Export)),
         };
         l.push_line(kv(app, "export", &how, t.dim));
+    }
+}
+
+/// How many lines of the decisive step the verdict view quotes.
+const QUOTED_LINES: usize = 3;
+
+/// At most this many characters of each quoted line: two rows at 80 columns.
+const QUOTED_WIDTH: usize = 150;
+
+/// The decisive step under the verdict's headline, as the Markdown report quotes it: its agent,
+/// its kind and tool, and its first lines (sanitised, each clipped; a tool call whose content is
+/// only its arguments as `tool_name(arguments)`), with how many lines are left out.
+fn decisive_step_lines(app: &App, l: &mut Linker, s: usize) {
+    let t = &app.theme;
+    let Some(st) = app.traj.steps.get(s) else { return };
+    l.push_line(Line::from(vec![
+        Span::styled("  the step: ", t.dim),
+        Span::styled(clean(&st.agent), t.text),
+        Span::styled(format!(" · {}", crate::report::kind_and_tool(st)), t.dim),
+    ]));
+    let lines: Vec<String> = if crate::report::called_tool(st).is_some() {
+        vec![crate::report::step_line(st, QUOTED_WIDTH)]
+    } else {
+        text::sanitize(&st.content)
+            .lines()
+            .map(str::trim_end)
+            .filter(|x| !x.trim().is_empty())
+            .map(String::from)
+            .collect()
+    };
+    for line in lines.iter().take(QUOTED_LINES) {
+        l.push_line(Line::from(vec![
+            Span::styled("  > ", t.dim),
+            Span::raw(""),
+            Span::styled(text::clip(&clean(line), QUOTED_WIDTH), t.text),
+        ]));
+    }
+    if lines.len() > QUOTED_LINES {
+        let more = lines.len() - QUOTED_LINES;
+        l.push_line(Line::styled(
+            format!("  > … {} more in the step's evidence", text::count(more, "line", "lines")),
+            t.dim,
+        ));
     }
 }
 
