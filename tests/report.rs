@@ -211,7 +211,7 @@ fn report_tables_name_the_tool_of_a_span_formats_tool_call() {
 /// step stands out" beside a more probable step.
 #[test]
 fn the_candidates_section_names_a_step_the_ranking_named_outside_them() {
-    let (t, d) = diagnose("tests/fixtures/handbuilt/first-user/r12_long_wrong_month.openai.json");
+    let (t, d) = diagnose("tests/fixtures/frameworks-b/openhands-eval-output-record.json");
     let s = d.decisive_step.expect("a step");
     assert!(d.candidates.iter().all(|c| c.step != s), "step {s} is a candidate: the test needs one that is not");
     let Rule::Ranking { why, .. } = &d.explanation.rule else { panic!("{:?}", d.explanation.rule) };

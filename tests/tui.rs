@@ -2523,6 +2523,8 @@ fn the_verdict_names_the_two_criteria_beside_a_row_that_failed_the_third() {
 const LANGSMITH: &str = "tests/fixtures/handbuilt/langsmith/supervisor_run.nested.json";
 const WRONG_ID: &str = "tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json";
 const LONG_RUN: &str = "tests/fixtures/handbuilt/first-user/r12_long_wrong_month.openai.json";
+/// A run whose verdict the ranking names outside the candidates (no candidate passed verification).
+const OUTSIDE_CANDIDATES: &str = "tests/fixtures/frameworks-b/openhands-eval-output-record.json";
 
 /// The rows of a screen as text, without the frame's quotes.
 fn text_rows(term: &Terminal<TestBackend>) -> Vec<String> {
@@ -2565,18 +2567,15 @@ fn the_verdict_view_quotes_the_decisive_step() {
     let mut app = f.open();
     press_on(&mut app, "a5", 160, 45);
     let d = app.machine_verdict().expect("a verdict").clone();
-    assert_eq!(d.decisive_step, Some(4));
+    // The call made with the order number mistyped (argument_mismatch).
+    assert_eq!(d.decisive_step, Some(2));
     let wide = draw(&app, 160, 45).backend().to_string();
-    assert!(wide.contains("  the step: assistant · message "), "{wide}");
-    assert!(
-        wide.contains(
-            "  > I found your order 52813 (Oak side table). It is still processing, so the address can be changed."
-        ),
-        "{wide}"
-    );
+    assert!(wide.contains("  the step: assistant · tool_call get_order"), "{wide}");
+    assert!(wide.contains("  > get_order({\"order_id\": \"52813\"})"), "{wide}");
     let small_rows = text_rows(&draw(&app, 80, 24));
-    let at = small_rows.iter().position(|r| r.contains("the step: assistant · message")).expect("the step line");
-    assert!(small_rows[at + 1].contains("  > I found your order 52813 (Oak side table)."), "{small_rows:?}");
+    let at =
+        small_rows.iter().position(|r| r.contains("the step: assistant · tool_call get_order")).expect("the step line");
+    assert!(small_rows[at + 1].contains("  > get_order({\"order_id\": \"52813\"})"), "{small_rows:?}");
     insta::assert_snapshot!("verdict-quote-80x24", small(&app));
 
     // A tool call of the long run: its tool by name, in the call's one-line form.
@@ -2606,9 +2605,10 @@ fn the_low_confidence_line_agrees_with_the_ranking() {
     assert!(d.low_confidence(), "{}", d.confidence);
     let (best, p_named) = d.more_probable_step().expect("a more probable step");
     let (best, p) = (best.step, best.probability);
+    let named = d.decisive_step.expect("a step");
     let screen = draw(&app, 160, 45).backend().to_string();
     let expected = format!(
-        "low confidence: the named step 4 has P {p_named:.2}, and step {best} is more probable (P {p:.2}); read both"
+        "low confidence: the named step {named} has P {p_named:.2}, and step {best} is more probable (P {p:.2}); read both"
     );
     assert!(screen.contains(&expected), "{expected}\n{screen}");
     assert!(!screen.contains("stands out"), "{screen}");
@@ -2618,7 +2618,7 @@ fn the_low_confidence_line_agrees_with_the_ranking() {
 /// the rule that named it, so that a user who looks for it there finds why it is missing.
 #[test]
 fn the_candidates_view_names_the_step_the_ranking_named_outside_them() {
-    let f = Fixture::copy(Path::new(LONG_RUN));
+    let f = Fixture::copy(Path::new(OUTSIDE_CANDIDATES));
     let mut app = f.open();
     press_on(&mut app, "a2", 80, 24);
     let d = app.results.diagnosis.clone().expect("a diagnosis");
@@ -2663,7 +2663,11 @@ fn at_80_columns_the_header_keeps_the_file_name_and_the_status_the_verdict() {
         "{:?}",
         wide[0]
     );
-    assert!(wide[wide.len() - 2].contains(&format!("finished all stages, 1 warning: decisive step {s} by assistant")));
+    let status = &wide[wide.len() - 2];
+    assert!(
+        status.contains(&format!("finished all stages")) && status.contains(&format!("decisive step {s} by assistant")),
+        "{status:?}"
+    );
     // The tabs the mouse clicks are the tabs drawn.
     press_on(&mut app, "5", 80, 24);
     let verdict = app.view.tabs.iter().find(|(v, _)| *v == View::Verdict).expect("a verdict tab").1.clone();
