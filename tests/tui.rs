@@ -2665,7 +2665,7 @@ fn at_80_columns_the_header_keeps_the_file_name_and_the_status_the_verdict() {
     );
     let status = &wide[wide.len() - 2];
     assert!(
-        status.contains(&format!("finished all stages")) && status.contains(&format!("decisive step {s} by assistant")),
+        status.contains("finished all stages") && status.contains(&format!("decisive step {s} by assistant")),
         "{status:?}"
     );
     // The tabs the mouse clicks are the tabs drawn.

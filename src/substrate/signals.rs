@@ -168,12 +168,86 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
+    // A total that the amounts before it add up to is worked out too ("Total: 78.65" after three
+    // lines of 25.00, 34.90 and 18.75).
+    let content = &ctx.trajectory.steps[s.index].content;
+    let numeric: Vec<&str> =
+        numeric.into_iter().filter(|k| !matches!(total_check(content, ev, k), Some(Total::Adds))).collect();
     if numeric.is_empty() {
         return;
     }
     let w = (numeric.len() as f32 * weights::UNSOURCED_PER_VALUE).min(weights::UNSOURCED_MAX);
     let shown: Vec<&str> = numeric.iter().take(5).copied().collect();
-    out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source", shown.join(", "))));
+    let hint = shown
+        .iter()
+        .find_map(|k| match total_check(content, ev, k) {
+            Some(Total::Near(hint)) => Some(hint),
+            _ => None,
+        })
+        .unwrap_or_default();
+    out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source{hint}", shown.join(", "))));
+}
+
+/// What the amounts before a total add up to ([`total_check`]).
+enum Total {
+    /// Two to four of them give it exactly (at its written precision): the total is worked out.
+    Adds,
+    /// None gives it, but some come within 5 % of it: the reason's hint, `"; the amounts before
+    /// it add up to 83.60 (78.65 + 4.95)"`.
+    Near(String),
+}
+
+/// For a number the step calls a total ("Total to pay: 84.60"), whether the amounts written
+/// before it in the same step add up to it, or come near it without giving it: then the reader
+/// sees the arithmetic slip instead of only "no earlier source". `None` when no word of a total
+/// ("total", "sum", "altogether", "in all", "to pay") stands in the 24 bytes before the number, or
+/// no sum of two to four amounts comes within 5 % of it. At most the last 12 amounts (numbers
+/// over 10 or with decimals, not in context) before it are tried.
+fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<Total> {
+    let e = ev.iter().find(|e| e.kind == EvidenceKind::Number && e.key == key)?;
+    let before = content.get(e.span.start.saturating_sub(24)..e.span.start)?.to_ascii_lowercase();
+    if !["total", "sum", "altogether", "in all", "to pay"].iter().any(|w| before.contains(w)) {
+        return None;
+    }
+    let v: f64 = key.parse().ok()?;
+    // The precision as written ("84.60"), not as normalised ("84.6").
+    let written = e.text(content).trim();
+    let decimals =
+        written.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals.max(2)) + 1e-9;
+    let amounts: Vec<(f64, &str)> = ev
+        .iter()
+        .filter(|a| a.kind == EvidenceKind::Number && a.span.end <= e.span.start && a.context.is_none())
+        .filter_map(|a| {
+            let x: f64 = a.key.parse().ok()?;
+            let text = a.text(content).trim();
+            (x > 10.0 || text.contains('.')).then_some((x, text))
+        })
+        .collect();
+    let amounts = &amounts[amounts.len().saturating_sub(12)..];
+    let n = amounts.len();
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    // Every choice of two to four amounts, in order; fewer terms first, so a tie keeps the
+    // shortest sum (a subtotal and shipping rather than every line).
+    let masks = (2..=4u32).flat_map(|k| (1u32..(1 << n)).filter(move |m| m.count_ones() == k));
+    for mask in masks {
+        let picked: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
+        let sum: f64 = picked.iter().map(|&i| amounts[i].0).sum();
+        if (sum - v).abs() <= tol {
+            return Some(Total::Adds);
+        }
+        if best.as_ref().is_none_or(|(b, _)| (sum - v).abs() < (b - v).abs() - 1e-9) {
+            best = Some((sum, picked));
+        }
+    }
+    let (sum, picked) = best.filter(|(sum, _)| (sum - v).abs() <= 0.05 * v.abs())?;
+    let terms: Vec<&str> = picked.iter().map(|&i| amounts[i].1).collect();
+    Some(Total::Near(format!(
+        "; the amounts before it add up to {:.*} ({})",
+        decimals.max(0) as usize,
+        sum,
+        terms.join(" + ")
+    )))
 }
 
 /// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`])

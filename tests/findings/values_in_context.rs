@@ -345,3 +345,29 @@ fn a_value_the_tool_wrote_another_way_has_a_source() {
     let ev = falat::evidence::extract_text("delivered_at: 2025-03-04T14:12:00Z");
     assert!(ev.iter().any(|e| e.kind == falat::evidence::EvidenceKind::Date && e.key == "2025-03-04"), "{ev:?}");
 }
+
+#[test]
+fn a_total_the_amounts_add_up_to_is_worked_out_and_a_near_miss_is_shown() {
+    let cart = |total: &str| {
+        chat(serde_json::json!([
+            {"role": "user", "content": "What do I pay for my cart?"},
+            call("call_1", "get_cart", serde_json::json!({})),
+            tool("call_1", r#"{"lines": [25.00, 34.90, 18.75], "shipping_eur": 4.95}"#),
+            {"role": "assistant", "content": format!(
+                "Your cart:\n- Espresso cups: 25.00 EUR\n- French press: 34.90 EUR\n- Beans: 18.75 EUR\n\
+                 Subtotal 78.65 EUR, shipping 4.95 EUR.\nTotal to pay: {total} EUR."
+            )}
+        ]))
+    };
+    // 84.60 is 1.00 off the sum: unsourced, and the reason shows what the amounts add up to.
+    let f = findings(&cart("84.60"));
+    assert!(
+        f[3].iter().any(|(s, e)| *s == Signal::UnsourcedValue
+            && e == "states 84.6 with no earlier source; the amounts before it add up to 83.60 (78.65 + 4.95)"),
+        "{:?}",
+        f[3]
+    );
+    // The right total, and the subtotal of three lines, are worked out: no unsourced value.
+    let f = findings(&cart("83.60"));
+    assert!(!f[3].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[3]);
+}

@@ -258,70 +258,6 @@ pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     ));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_split_into_words_and_share_a_kind_by_their_first_two() {
-        assert_eq!(name_words("find_user_id_by_email"), ["find", "user", "id", "by", "email"]);
-        assert_eq!(name_words("getOrderItems"), ["get", "order", "items"]);
-        assert!(same_kind(Some("find_user_id_by_email"), Some("find_user_id_by_name_zip")));
-        assert!(same_kind(Some("getOrder"), Some("get_order_items")));
-        assert!(!same_kind(Some("get_order_details"), Some("get_user_details")));
-        assert!(!same_kind(Some("search"), Some("search_web")), "one word is not a kind");
-        assert!(same_kind(Some("search"), Some("Search")));
-    }
-
-    #[test]
-    fn assent_and_refusal() {
-        assert!(affirms("Yes, please proceed with the return."));
-        assert!(affirms("This works perfectly—please go ahead!"));
-        assert!(affirms("ok"));
-        assert!(!affirms("No, don't do that yet. Yes is not my answer."));
-        assert!(!affirms("I'll go with the first option. Please process the refund to the other card."));
-        assert!(!affirms("Can you escalate this?"));
-        // "yesterday" is not "yes".
-        assert!(!affirms("I ordered it yesterday."));
-    }
-
-    #[test]
-    fn the_policy_sentence_names_confirmation_with_an_obligation() {
-        let step = |role: &str, content: &str| crate::model::Step {
-            role: role.into(),
-            agent: role.into(),
-            content: content.into(),
-            ..Default::default()
-        };
-        let t = Trajectory {
-            steps: vec![
-                step("user", "You must confirm this."),
-                step(
-                    "system",
-                    "# Policy\nBe polite. Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed.",
-                ),
-            ],
-            ..Default::default()
-        };
-        let (at, sentence) = policy_sentence(&t).expect("a policy sentence");
-        assert_eq!(at, 0, "the step's own index (0 by default here)");
-        assert_eq!(
-            sentence,
-            "Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed"
-        );
-        // A policy that mentions confirmation without asking for it, and a user turn, are none.
-        let t = Trajectory { steps: vec![step("system", "Orders are confirmed by email.")], ..Default::default() };
-        assert_eq!(policy_sentence(&t), None);
-    }
-
-    #[test]
-    fn questions_and_requests_to_confirm_ask() {
-        assert!(asks("Would you like me to proceed with the return request?"));
-        assert!(asks("Please confirm the order id."));
-        assert!(!asks("Your order has been cancelled."));
-    }
-}
-
 /// Step `i`, a tool call, passes a value the user did not give where a user turn before it gave
 /// a near one: a run of at least four digits (an order number, inside an id such as `W-52813`)
 /// that no earlier step writes, of the same length as one a user wrote and differing from it in
@@ -396,4 +332,68 @@ fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, us
             Part::Step(user_step)
         ],
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_split_into_words_and_share_a_kind_by_their_first_two() {
+        assert_eq!(name_words("find_user_id_by_email"), ["find", "user", "id", "by", "email"]);
+        assert_eq!(name_words("getOrderItems"), ["get", "order", "items"]);
+        assert!(same_kind(Some("find_user_id_by_email"), Some("find_user_id_by_name_zip")));
+        assert!(same_kind(Some("getOrder"), Some("get_order_items")));
+        assert!(!same_kind(Some("get_order_details"), Some("get_user_details")));
+        assert!(!same_kind(Some("search"), Some("search_web")), "one word is not a kind");
+        assert!(same_kind(Some("search"), Some("Search")));
+    }
+
+    #[test]
+    fn assent_and_refusal() {
+        assert!(affirms("Yes, please proceed with the return."));
+        assert!(affirms("This works perfectly—please go ahead!"));
+        assert!(affirms("ok"));
+        assert!(!affirms("No, don't do that yet. Yes is not my answer."));
+        assert!(!affirms("I'll go with the first option. Please process the refund to the other card."));
+        assert!(!affirms("Can you escalate this?"));
+        // "yesterday" is not "yes".
+        assert!(!affirms("I ordered it yesterday."));
+    }
+
+    #[test]
+    fn the_policy_sentence_names_confirmation_with_an_obligation() {
+        let step = |role: &str, content: &str| crate::model::Step {
+            role: role.into(),
+            agent: role.into(),
+            content: content.into(),
+            ..Default::default()
+        };
+        let t = Trajectory {
+            steps: vec![
+                step("user", "You must confirm this."),
+                step(
+                    "system",
+                    "# Policy\nBe polite. Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed.",
+                ),
+            ],
+            ..Default::default()
+        };
+        let (at, sentence) = policy_sentence(&t).expect("a policy sentence");
+        assert_eq!(at, 0, "the step's own index (0 by default here)");
+        assert_eq!(
+            sentence,
+            "Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed"
+        );
+        // A policy that mentions confirmation without asking for it, and a user turn, are none.
+        let t = Trajectory { steps: vec![step("system", "Orders are confirmed by email.")], ..Default::default() };
+        assert_eq!(policy_sentence(&t), None);
+    }
+
+    #[test]
+    fn questions_and_requests_to_confirm_ask() {
+        assert!(asks("Would you like me to proceed with the return request?"));
+        assert!(asks("Please confirm the order id."));
+        assert!(!asks("Your order has been cancelled."));
+    }
 }
