@@ -173,6 +173,11 @@ pub struct Facts {
     /// Per number written anywhere in the run (normalised, [`crate::evidence::normalize_number`]),
     /// the first step whose text holds it ([`signals::first_written`]).
     pub first_written: OnceLock<HashMap<String, usize>>,
+    /// The failed state change the run's first assertion reports as done, as (call, assertion,
+    /// result, error) (`signals::assertion`).
+    pub first_unresolved: OnceLock<Option<(usize, usize, usize, String)>>,
+    /// The steps of the user, in order (`signals::actions::argument_mismatch`).
+    pub user_steps: OnceLock<Vec<usize>>,
 }
 
 impl Clone for Facts {
@@ -201,6 +206,8 @@ impl Clone for Facts {
             task_identifiers: self.task_identifiers.clone(),
             first_edit: self.first_edit.clone(),
             first_written: self.first_written.clone(),
+            first_unresolved: self.first_unresolved.clone(),
+            user_steps: self.user_steps.clone(),
         }
     }
 }

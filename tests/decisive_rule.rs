@@ -98,12 +98,10 @@ fn the_decision_rule_holds_on_every_bundled_run() {
         }
         assert_eq!(d.decisive_step, Some(r.decisive));
     }
-    // Verification told the candidates apart in 50 runs; in 36 every candidate passed and in 25
+    // Verification told the candidates apart in 49 runs; in 37 every candidate passed and in 25
     // none did (or none was left), where the ranking decided; re-search moved 2 decisions back and
-    // 1 forward. (49 and 37 before the findings of the release that read values written another
-    // way and claims of refused changes: one hand-crafted run's later candidate now fails
-    // independence; the same step is named.) Before the ranking decided those, the earliest valid candidate was named in 85
+    // 1 forward. Before the ranking decided those, the earliest valid candidate was named in 85
     // runs and a fallback in 26 (3 moved back, 2 forward).
     let counts = (with_valid, all_passed, none_passed, moved_back, moved_forward);
-    assert_eq!(counts, (50, 36, 25, 2, 1), "{counts:?}");
+    assert_eq!(counts, (49, 37, 25, 2, 1), "{counts:?}");
 }

@@ -190,10 +190,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             // sums (docs/RANKER.md): refitting the ranker on the changed signals moved runs
             // whose margins were thin.
             // Then one step, two ±1, two top-3 hits and a candidate fewer once the ranking decides
-            // undiscriminated verdicts and the ranker reads the new findings. One top-3 hit fewer
-            // (39 → 38) after the refit for values written another way (a number inside an id
-            // or a timestamp is no longer unsourced): a thin margin in one fold.
-            ("Algorithm-Generated", "tune", [53, 34, 25, 28, 38, 43]),
+            // undiscriminated verdicts and the ranker reads the new findings.
+            ("Algorithm-Generated", "tune", [53, 34, 25, 28, 39, 43]),
             // Agent hits fell from 19 to 16 when FALAT stopped pruning more probable follow-ups:
             // the steps it names now fall more often on a browsing agent where the label blames
             // the coordinating agent.
@@ -213,7 +211,6 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     // 0.116 once the ranking decides undiscriminated verdicts: the map, fitted on the methods'
     // pooled decisions, now sees FALAT name the ranker's favourite more often and is too
     // confident there (docs/RANKER.md, "Where it falls short"). 0.122 after the refit that reads
-    // hedging words a tool output wrote as the tool's, not the agent's (no hit moved). 0.127
-    // after the refit for values written another way (one top-3 hit fewer, above).
-    assert!(ece <= 0.13, "cross-validated ECE {ece}");
+    // hedging words a tool output wrote as the tool's, not the agent's (no hit moved).
+    assert!(ece <= 0.125, "cross-validated ECE {ece}");
 }

@@ -188,11 +188,15 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source{hint}", shown.join(", "))));
 }
 
+/// How close a sum of the amounts before a total must come to it, as a share of the total, for
+/// the reason to show it as the total's arithmetic slip.
+const NEAR_TOTAL: f64 = 0.02;
+
 /// What the amounts before a total add up to ([`total_check`]).
 enum Total {
     /// Two to four of them give it exactly (at its written precision): the total is worked out.
     Adds,
-    /// None gives it, but some come within 5 % of it: the reason's hint, `"; the amounts before
+    /// None gives it, but some come within [`NEAR_TOTAL`] of it: the reason's hint, `"; the amounts before
     /// it add up to 83.60 (78.65 + 4.95)"`.
     Near(String),
 }
@@ -201,12 +205,17 @@ enum Total {
 /// before it in the same step add up to it, or come near it without giving it: then the reader
 /// sees the arithmetic slip instead of only "no earlier source". `None` when no word of a total
 /// ("total", "sum", "altogether", "in all", "to pay") stands in the 24 bytes before the number, or
-/// no sum of two to four amounts comes within 5 % of it. At most the last 12 amounts (numbers
+/// no sum of two to four amounts comes within [`NEAR_TOTAL`] (2 %) of it. At most the last 12 amounts (numbers
 /// over 10 or with decimals, not in context) before it are tried.
 fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<Total> {
     let e = ev.iter().find(|e| e.kind == EvidenceKind::Number && e.key == key)?;
-    let before = content.get(e.span.start.saturating_sub(24)..e.span.start)?.to_ascii_lowercase();
-    if !["total", "sum", "altogether", "in all", "to pay"].iter().any(|w| before.contains(w)) {
+    static TOTAL_WORD: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)(total|\bsum|\baltogether|\bin all|\bto pay)\b").unwrap());
+    let mut from = e.span.start.saturating_sub(24);
+    while !content.is_char_boundary(from) {
+        from -= 1;
+    }
+    if !TOTAL_WORD.is_match(content.get(from..e.span.start)?) {
         return None;
     }
     let v: f64 = key.parse().ok()?;
@@ -240,20 +249,18 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
             best = Some((sum, picked));
         }
     }
-    let (sum, picked) = best.filter(|(sum, _)| (sum - v).abs() <= 0.05 * v.abs())?;
+    let (sum, picked) = best.filter(|(sum, _)| (sum - v).abs() <= NEAR_TOTAL * v.abs())?;
     let terms: Vec<&str> = picked.iter().map(|&i| amounts[i].1).collect();
-    Some(Total::Near(format!(
-        "; the amounts before it add up to {:.*} ({})",
-        decimals.max(0) as usize,
-        sum,
-        terms.join(" + ")
-    )))
+    // Written at the finest precision of the total and its terms.
+    let places = |w: &str| w.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
+    let precision = terms.iter().map(|t| places(t)).chain([decimals.max(0) as usize]).max().unwrap_or(0);
+    Some(Total::Near(format!("; the amounts before it add up to {sum:.precision$} ({})", terms.join(" + "))))
 }
 
 /// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`])
 /// or the date `key` (its ISO key, [`evidence::date_key`]):
-/// as a run of digits not part of a longer one (`88120` in `H-88120`, `14` and `12` in
-/// `2025-03-04T14:12:00Z`), or, for a percentage, as the fraction it is (`0.7` for `70`). One
+/// as a run of digits not part of a longer one and with no letter around it ([`standalone`]:
+/// `88120` in `H-88120`, `14` and `12` in `2025-03-04T14:12:00Z`, not `347` in `a347f`), or, for a percentage, as the fraction it is (`0.7` for `70`). One
 /// pass over the run's text, built on first use. `None` when no step writes it.
 pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
     static DIGITS: std::sync::LazyLock<regex::Regex> =
@@ -266,6 +273,9 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
                 first.entry(e.key.clone()).or_insert(i);
             }
             for m in DIGITS.find_iter(&step.content) {
+                if !standalone(&step.content, m.start(), m.end()) {
+                    continue;
+                }
                 let n = evidence::normalize_number(m.as_str());
                 if n.is_empty() {
                     continue;
@@ -284,6 +294,33 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
         first
     });
     index.get(key).copied()
+}
+
+/// Whether the digits at `start..end` of `text` are a number of their own: no ASCII letter right
+/// before them and none after them but a unit of up to three letters (`48h`, `5km`; not a hex
+/// hash `a347f` or `347f2c`), except the forms that write a value inside another one: an id's
+/// prefix joined by `-` or `#` (`H-88120`), and an ISO timestamp's `T` and `Z`
+/// (`2025-03-04T14:12:00Z`).
+fn standalone(text: &str, start: usize, end: usize) -> bool {
+    let bytes = text.as_bytes();
+    let before = start.checked_sub(1).map(|k| bytes[k]);
+    let after = bytes.get(end).copied();
+    let timestamp_t = |k: usize| k > 0 && bytes[k - 1].is_ascii_digit();
+    let ok_before = match before {
+        Some(b'T') => timestamp_t(start - 1),
+        Some(b) => !b.is_ascii_alphabetic(),
+        None => true,
+    };
+    // A unit of up to three letters may follow (`48h`, `5km`, `12ms`).
+    let unit = bytes[end..].iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let ok_after = match after {
+        Some(b'Z') | Some(b'T') => true,
+        Some(b) if b.is_ascii_alphabetic() => {
+            unit <= 3 && bytes.get(end + unit).is_none_or(|b| !b.is_ascii_alphanumeric())
+        }
+        _ => true,
+    };
+    ok_before && ok_after
 }
 
 /// Whether the number `key` is the sum or the difference of two other numbers stated in the

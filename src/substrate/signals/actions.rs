@@ -140,20 +140,33 @@ fn name_words(name: &str) -> Vec<String> {
 
 /// The system policy's sentence asking for the user's confirmation before acting, with its
 /// step: the first sentence of a `system` or `developer` step that names the user's go-ahead
-/// (`confirm`, `confirmation`, `consent`, `approval`, `permission`, an explicit "yes") together
-/// with an obligation (`must`, `have to`, `need`,
-/// `require`, `obtain`, `explicit`, `always`, `before`, `never`, `only`). Computed once per trajectory.
+/// (`confirm`, `confirmation`; or `consent`, `approval`, `permission`, an explicit "yes" next to
+/// the person served: user, customer, guest...) together with an obligation (whole words: `must`,
+/// `have to`, `need`, `require`, `obtain`, `explicit`, `always`, `before`, `never`, `without`).
+/// Computed once per trajectory.
 pub fn confirmation_policy<'a>(ctx: &Context<'a>) -> Option<&'a (usize, String)> {
     ctx.facts.confirmation_policy.get_or_init(|| policy_sentence(ctx.trajectory)).as_ref()
 }
 
 fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
-    const OBLIGATION: [&str; 10] =
-        ["must", "have to", "need", "require", "obtain", "explicit", "always", "before", "never", "only"];
+    // Whole words: "need" is not "needed", "only" is not "commonly".
+    static OBLIGATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(must|have to|has to|need|needs|require|requires|required|obtain|explicit|explicitly|always|before|never|without)\b",
+        )
+        .unwrap()
+    });
     // Ways a policy names the user's go-ahead: a confirmation, consent, approval, permission, or
-    // the user's "yes".
-    const CONSENT: [&str; 8] =
-        ["confirm", "consent", "approval", "approve", "permission", "'yes'", "\"yes\"", "explicit yes"];
+    // the user's "yes"; tied to the person served ("the user's permission", not "file
+    // permissions").
+    static CONSENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?i)confirm|\b(consent|approval|approve|permission)\b|['"]yes['"]|\bexplicit yes\b"#)
+            .unwrap()
+    });
+    static PERSON: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(user|users|customer|customers|guest|guests|client|clients|caller|patient|buyer|member|passenger|traveller|traveler)('s)?\b")
+            .unwrap()
+    });
     t.steps
         .iter()
         .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
@@ -163,7 +176,9 @@ fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
                 .map(str::trim)
                 .find(|sentence| {
                     let low = sentence.to_lowercase();
-                    CONSENT.iter().any(|c| low.contains(c)) && OBLIGATION.iter().any(|o| low.contains(o))
+                    CONSENT.is_match(&low)
+                        && OBLIGATION.is_match(&low)
+                        && (low.contains("confirm") || PERSON.is_match(&low))
                 })
                 .map(|sentence| (s.index, sentence.trim_start_matches(['-', '*', ' ']).to_string()))
         })
@@ -258,26 +273,40 @@ pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     ));
 }
 
-/// Step `i`, a tool call, passes a value the user did not give where a user turn before it gave
-/// a near one: a run of at least four digits (an order number, inside an id such as `W-52813`)
-/// that no earlier step writes, of the same length as one a user wrote and differing from it in
-/// one or two places (a typo, two digits swapped); or a date (by its ISO key) that no earlier step
-/// writes, differing from a date a user wrote in exactly one of year, month and day. The user's
-/// value is the one the call should have used. Arguments are read from the JSON object between
-/// the call text's first `{` and last `}`.
+/// Step `i`, a tool call, passes a value the user did not give where one of the user's last
+/// [`MISMATCH_TURNS`] turns before it gave a near one: a run of five or more digits (an order
+/// number, also inside an id such as `W-52813`) that no earlier step writes, differing from one the
+/// user wrote by one mistyped digit or two neighbouring digits swapped ([`near_miss`]); or a date
+/// (by its ISO key) that no earlier step writes, differing from a date the user wrote in exactly
+/// one of year, month and day. The user's value must be used by no call of the run (else this
+/// call added a value, it did not replace one: a return date a week after the outbound one).
+/// Shell commands and edits are not read (their text is code). Arguments are read from the JSON
+/// object between the call text's first `{` and last `}`.
 pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let s = &t.steps[i];
     if s.kind != StepKind::ToolCall {
         return;
     }
+    // Commands and edits write code and file text, not values the user gave.
+    let tool_lower = s.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
+    if super::shell_command(&tool_lower, &s.content).is_some() || super::edits(t, i) {
+        return;
+    }
     let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
     let Some(args) = s.content.get(start..=end) else { return };
-    let users: Vec<usize> = (0..i).filter(|&j| is_user(&t.steps[j].role)).collect();
+    let all_users =
+        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_user(&t.steps[j].role)).collect());
+    // The user's last few turns before the call.
+    let before = all_users.partition_point(|&u| u < i);
+    let users = &all_users[before.saturating_sub(MISMATCH_TURNS)..before];
     if users.is_empty() {
         return;
     }
     let unseen = |key: &str| super::first_written(ctx, key).is_none_or(|j| j >= i);
+    // A value the user gave that some call of the run uses was not replaced by this one.
+    let used_by_a_call =
+        |given: &str| t.steps.iter().any(|c| c.kind == StepKind::ToolCall && c.content.contains(given));
     let tool = s.tool_name.as_deref().unwrap_or("the tool");
     // Dates first: a date's digits would also read as numbers.
     let call_dates: Vec<String> = crate::evidence::extract_text(args)
@@ -290,30 +319,58 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
             let near = ctx.hierarchy.evidence[u]
                 .iter()
                 .filter(|e| e.kind == EvidenceKind::Date && one_part_differs(&e.key, d))
-                .map(|e| e.text(&t.steps[u].content).to_string())
-                .next();
+                .find(|e| !call_dates.contains(&e.key) && !used_by_a_call(&e.key))
+                .map(|e| e.text(&t.steps[u].content).to_string());
             if let Some(given) = near {
                 push_mismatch(out, tool, d, &given, u);
                 return;
             }
         }
     }
-    static DIGITS: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{4,}").unwrap());
-    for m in DIGITS.find_iter(args) {
-        let d = m.as_str();
-        if !unseen(d) || call_dates.iter().any(|k| k.contains(d)) {
+    for d in digit_runs(args) {
+        if !unseen(&crate::evidence::normalize_number(d)) || call_dates.iter().any(|k| k.contains(d)) {
             continue;
         }
         for &u in users.iter().rev() {
-            let given = DIGITS.find_iter(&t.steps[u].content).map(|g| g.as_str()).find(|g| {
-                g.len() == d.len() && *g != d && g.bytes().zip(d.bytes()).filter(|(a, b)| a != b).count() <= 2
-            });
+            let given = digit_runs(&t.steps[u].content).find(|g| near_miss(g, d) && !used_by_a_call(g));
             if let Some(given) = given {
                 push_mismatch(out, tool, d, given, u);
                 return;
             }
         }
+    }
+}
+
+/// How many of the user's turns before a call [`argument_mismatch`] compares the call with.
+const MISMATCH_TURNS: usize = 4;
+
+/// The runs of five or more ASCII digits in `text` that are whole numbers (not next to a decimal
+/// point, a comma or another digit): order numbers, also inside ids such as `W-52813`.
+fn digit_runs(text: &str) -> impl Iterator<Item = &str> {
+    static DIGITS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[0-9]{5,}").unwrap());
+    DIGITS
+        .find_iter(text)
+        .filter(move |m| {
+            let before = text[..m.start()].chars().next_back();
+            let after = text[m.end()..].chars().next();
+            !matches!(before, Some('.' | ',')) && !matches!(after, Some('.' | ','))
+        })
+        .map(|m| m.as_str())
+}
+
+/// Whether `given` and `used`, digit runs of the same length, differ by one mistyped digit or by
+/// two neighbouring digits swapped.
+fn near_miss(given: &str, used: &str) -> bool {
+    let (g, u) = (given.as_bytes(), used.as_bytes());
+    if g.len() != u.len() || g == u {
+        return false;
+    }
+    let diff: Vec<usize> = (0..g.len()).filter(|&k| g[k] != u[k]).collect();
+    match diff.as_slice() {
+        [_] => true,
+        [a, b] => *b == a + 1 && g[*a] == u[*b] && g[*b] == u[*a],
+        _ => false,
     }
 }
 

@@ -40,8 +40,6 @@ static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
         r#"|\b(tests|test suite|suite|build|checks|ci) (is |are )?(now )?green\b"#,
         r#"|\b(test\w*|everything) now pass(es)?\b|\beverything (passes|is passing)\b"#,
         r#"|\b(fix|change|changes|implementation) (is|are|has been) (now )?(complete|completed|done|in place)\b"#,
-        // A report that what was asked worked: "`npm run build` succeeded", "ran successfully".
-        r#"|\b(succeeded|(completed|ran|finished|went through) successfully|(was|were) successful)\b"#,
         // mini-swe-agent submits by printing this line; SWE-agent by calling `submit` alone.
         r#"|\bcomplete_task_and_submit_final_output\b|(?m:^\s*submit\s*$)"#
     ))
@@ -55,6 +53,13 @@ pub(crate) fn first_assertion(ctx: &Context<'_>) -> Option<(usize, String)> {
     ctx.facts.first_assertion.get_or_init(|| compute(ctx)).clone()
 }
 
+/// A report that what was asked worked ("`npm run build` succeeded", "ran successfully"): a claim
+/// only in an agent's message to the reader, never in a call's text (a script that prints
+/// "completed successfully", `echo "Build succeeded"`).
+static SUCCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(succeeded|(completed|ran|finished|went through) successfully|(was|were) successful)\b").unwrap()
+});
+
 fn compute(ctx: &Context<'_>) -> Option<(usize, String)> {
     let t = ctx.trajectory;
     ctx.hierarchy.steps.iter().find_map(|s| {
@@ -63,7 +68,11 @@ fn compute(ctx: &Context<'_>) -> Option<(usize, String)> {
             return None;
         }
         let content = &t.steps[s.index].content;
-        let m = CLAIM.find(content)?;
+        let m = CLAIM.find(content).or_else(|| {
+            (t.steps[s.index].kind == StepKind::Message && !content.contains("```"))
+                .then(|| SUCCESS.find(content))
+                .flatten()
+        })?;
         Some((s.index, quote(content, m.start(), m.end())))
     })
 }
@@ -138,7 +147,7 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     // A state change that failed and was never made after all: the claim reports work that was
     // not done, whatever was checked after it.
-    if let Some((c, r, error)) = unresolved_failure(ctx, a) {
+    if let Some((c, _, r, error)) = first_unresolved(ctx).clone() {
         let what = action_text(t, c).map_or_else(|| "the call".to_string(), |k| format!("`{k}`"));
         out.push(finding(
             Signal::UnverifiedAssertion,
@@ -244,8 +253,16 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 /// ([`unresolved_failure`]): the claim carries that failure on, so it follows from the call.
 /// `None` when step `a` is not the first assertion or no such failure stands before it.
 pub fn claimed_failure(ctx: &Context<'_>, a: usize) -> Option<usize> {
-    let (first, _) = first_assertion(ctx)?;
-    (first == a).then(|| unresolved_failure(ctx, a)).flatten().map(|(c, _, _)| c)
+    first_unresolved(ctx).as_ref().filter(|(_, claim, _, _)| *claim == a).map(|(call, _, _, _)| *call)
+}
+
+/// [`unresolved_failure`] of the run's first assertion, as (call, assertion, result, error),
+/// computed once per trajectory.
+fn first_unresolved<'a>(ctx: &Context<'a>) -> &'a Option<(usize, usize, usize, String)> {
+    ctx.facts.first_unresolved.get_or_init(|| {
+        let (a, _) = first_assertion(ctx)?;
+        unresolved_failure(ctx, a).map(|(c, r, e)| (c, a, r, e))
+    })
 }
 
 /// The first state-changing call before the claim at step `a` that failed and was never done
@@ -261,6 +278,12 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
         Regex::new(r"(?i)\b(could ?n[o']t|can ?n[o']t|unable to|failed|failure|not able to|permission denied|did not|didn't|error)\b")
             .unwrap()
     });
+    // Failures that leave the wanted state in place: removing what is not there, creating what
+    // exists, committing nothing, stopping no process.
+    static LEAVES_STATE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)no such file or directory|file exists|already exists|nothing to commit|no process(es)? found")
+            .unwrap()
+    });
     let t = ctx.trajectory;
     if REPORTS_FAILURE.is_match(&t.steps[a].content) {
         return None;
@@ -272,6 +295,7 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
         let r = super::result_of(ctx, c).filter(|&r| r < a)?;
         let error = super::call_error(ctx, c)?;
         if super::TIMED_OUT.is_match(&error)
+            || LEAVES_STATE.is_match(&error)
             || super::reproduces_reported_failure(ctx, r)
             || super::actions::recovered(ctx, c)
             || (r + 1..a).any(|j| super::edits(t, j))
