@@ -322,15 +322,16 @@ fn action_text(t: &crate::model::Trajectory, c: usize) -> Option<String> {
     let s = &t.steps[c];
     let tool = s.tool_name.as_deref()?;
     let text = match super::shell_command(&tool.to_ascii_lowercase(), &s.content) {
-        Some(cmd) => cmd
-            .split(['|', ';', '\n', '&'])
-            .map(str::trim)
-            .find(|p| !p.is_empty() && super::command_changes_state(p))
-            .unwrap_or(tool)
-            .to_string(),
+        Some(cmd) => changing_part(&cmd).unwrap_or(tool).to_string(),
         None => tool.to_string(),
     };
     Some(crate::text::clip(&text, 40))
+}
+
+/// The first part of a shell command (split at `|`, `;`, `&` and newlines) that changes state
+/// ([`super::command_changes_state`]), trimmed.
+fn changing_part(cmd: &str) -> Option<&str> {
+    cmd.split(['|', ';', '\n', '&']).map(str::trim).find(|p| !p.is_empty() && super::command_changes_state(p))
 }
 
 /// What a state-changing call does, to tell when it is done again: for a shell command, the
@@ -346,8 +347,7 @@ fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<String> {
             None => tool.to_string(),
         });
     };
-    let part =
-        cmd.split(['|', ';', '\n', '&']).map(str::trim).find(|p| !p.is_empty() && super::command_changes_state(p))?;
+    let part = changing_part(&cmd)?;
     let mut words = part.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-') || *w == "sudo");
     let program = words.next()?;
     let program = program.rsplit('/').next().unwrap_or(program);
