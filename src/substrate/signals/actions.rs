@@ -288,19 +288,24 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     if s.kind != StepKind::ToolCall {
         return;
     }
-    // Commands and edits write code and file text, not values the user gave.
-    let tool_lower = s.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
-    if super::shell_command(&tool_lower, &s.content).is_some() || super::edits(t, i) {
-        return;
-    }
     let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
     let Some(args) = s.content.get(start..=end) else { return };
+    // Both kinds of value hold four digits in a row (a year, or part of a five-digit run): the
+    // cheap test first, as this runs for every call each time a step's findings are asked for.
+    if !has_digit_run(args, 4) {
+        return;
+    }
     let all_users =
         ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_user(&t.steps[j].role)).collect());
     // The user's last few turns before the call.
     let before = all_users.partition_point(|&u| u < i);
     let users = &all_users[before.saturating_sub(MISMATCH_TURNS)..before];
     if users.is_empty() {
+        return;
+    }
+    // Commands and edits write code and file text, not values the user gave.
+    let tool_lower = s.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
+    if super::shell_command(&tool_lower, &s.content).is_some() || super::edits(t, i) {
         return;
     }
     let unseen = |key: &str| super::first_written(ctx, key).is_none_or(|j| j >= i);
@@ -359,6 +364,15 @@ fn digit_runs(text: &str) -> impl Iterator<Item = &str> {
         .map(|m| m.as_str())
 }
 
+/// Whether `text` holds at least `n` ASCII digits in a row.
+fn has_digit_run(text: &str, n: usize) -> bool {
+    let mut run = 0;
+    text.bytes().any(|b| {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        run >= n
+    })
+}
+
 /// Whether `given` and `used`, digit runs of the same length, differ by one mistyped digit or by
 /// two neighbouring digits swapped.
 fn near_miss(given: &str, used: &str) -> bool {
@@ -394,6 +408,13 @@ fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digit_run_is_counted_in_a_row() {
+        assert!(has_digit_run(r#"{"date": "2025-06-14"}"#, 4));
+        assert!(!has_digit_run(r#"{"id": "r3", "page": 12, "n": 345}"#, 4));
+        assert!(has_digit_run("W-52813", 5));
+    }
 
     #[test]
     fn tool_names_split_into_words_and_share_a_kind_by_their_first_two() {
