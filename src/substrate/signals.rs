@@ -19,6 +19,7 @@ pub use assertion::claimed_failure;
 mod progress;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use super::Context;
 
@@ -88,7 +89,37 @@ pub fn combine(findings: &[Finding]) -> f32 {
 }
 
 /// The findings of one step, or `None` when it shows no violation.
+///
+/// Asked many times per step (by the judge, the ranker's features and the report), so the
+/// findings that depend on the trajectory and the expected output alone are computed once per
+/// step ([`Facts::findings`](crate::substrate::Facts::findings)); the two that read the prior
+/// `π` (an off-task step, an answer of the wrong type) are asked each time, since stage 1 may
+/// answer the prior differently from the substrate's.
 pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
+    let s = ctx.hierarchy.steps.get(i)?;
+    let n = ctx.trajectory.steps.len();
+    let cells = ctx.facts.findings.get(ctx.ground_truth).get_or_init(|| (0..n).map(|_| OnceLock::new()).collect());
+    let own = match cells.get(i) {
+        Some(cell) => cell.get_or_init(|| own_findings(ctx, i)).as_ref()?,
+        None => &own_findings(ctx, i)?,
+    };
+    let [before, middle, after] = own.as_ref();
+    let mut f = before.clone();
+    irrelevant(ctx, s, &mut f);
+    f.extend(middle.iter().cloned());
+    answer_type(ctx, s, &mut f);
+    f.extend(after.iter().cloned());
+    (!f.is_empty()).then_some(f)
+}
+
+/// The findings of one step that read neither the prior nor the graph, in recall's order: those
+/// before the off-task check, those between it and the answer-type check, those after.
+pub type OwnFindings = Box<[Vec<Finding>; 3]>;
+
+/// [`recall`]'s findings that read neither the prior nor the graph; `None` for a step that is
+/// never the error (the system policy, the task statement, a tool output that is not an
+/// agent's report).
+fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     let s = ctx.hierarchy.steps.get(i)?;
     // The system policy and the task statement are the rules and the question, never the error.
     let policy = ctx.trajectory.steps[i].role.eq_ignore_ascii_case("system");
@@ -117,16 +148,18 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
-    irrelevant(ctx, s, &mut f);
-    wrong_delegation(ctx, i, &mut f);
-    premature(ctx, s, &mut f);
-    repeated(ctx, i, &mut f);
-    wrong_value(ctx, i, &mut f);
-    answer_type(ctx, s, &mut f);
-    blocking_change(ctx, i, &mut f);
-    assertion::unverified(ctx, i, &mut f);
-    progress::no_progress(ctx, i, &mut f);
-    (!f.is_empty()).then_some(f)
+    // `irrelevant` (reads the prior) goes here.
+    let mut g = Vec::new();
+    wrong_delegation(ctx, i, &mut g);
+    premature(ctx, s, &mut g);
+    repeated(ctx, i, &mut g);
+    wrong_value(ctx, i, &mut g);
+    // `answer_type` (reads the prior) goes here.
+    let mut h = Vec::new();
+    blocking_change(ctx, i, &mut h);
+    assertion::unverified(ctx, i, &mut h);
+    progress::no_progress(ctx, i, &mut h);
+    Some(Box::new([f, g, h]))
 }
 
 /// A tool result that is really an agent's own output (a browsing agent's report).
@@ -1851,5 +1884,50 @@ mod blocking_tests {
             ("modify_pending_order_address", ADDRESS, "{\"status\": \"pending\",\n\"note\": \"Error: none\"}"),
         ]);
         assert_eq!(signals_of(&t), vec![]);
+    }
+}
+
+#[cfg(test)]
+mod recall_cache_tests {
+    use super::*;
+    use crate::model::Step;
+    use crate::substrate::Substrate;
+
+    /// A browsing step whose page is on-task for the task's own terms and off-task for a prior
+    /// about something else: the cached findings must not carry one prior's answer to the other.
+    #[test]
+    fn the_findings_that_read_the_prior_are_asked_each_time() {
+        let step = |index: usize, agent: &str, kind: StepKind, content: &str| Step {
+            index,
+            agent: agent.into(),
+            kind,
+            content: content.into(),
+            ..Step::default()
+        };
+        let t = Trajectory {
+            task: "What is the weather forecast for Paris tomorrow?".into(),
+            steps: vec![
+                step(0, "human", StepKind::Message, "What is the weather forecast for Paris tomorrow?"),
+                step(
+                    1,
+                    "WebSurfer",
+                    StepKind::Message,
+                    "I clicked 'Forecast'.\nHere is a screenshot of [Paris forecast - Meteo](https://meteo.example/paris).",
+                ),
+            ],
+            ..Trajectory::default()
+        };
+        let sub = Substrate::build(&t);
+        assert_eq!(sub.hierarchy.steps[1].action, Action::Search, "the page visit is a search step");
+        let off = crate::prior::Prior { key_terms: vec!["tokyo".into(), "earthquake".into()], ..Default::default() };
+        let signals = |ctx: &Context<'_>| -> Vec<Signal> {
+            recall(ctx, 1).unwrap_or_default().iter().map(|f| f.signal).collect()
+        };
+        let bare = Context::of(&t, &sub, false).bare();
+        let with_off = Context { prior: Some(&off), ..bare };
+        assert!(!signals(&bare).contains(&Signal::PriorDeviation), "on-task for the task's own terms");
+        assert!(signals(&with_off).contains(&Signal::PriorDeviation), "off-task for a prior about Tokyo");
+        assert!(!signals(&bare).contains(&Signal::PriorDeviation), "the cache kept no prior's answer");
+        assert!(sub.facts.findings.get(false).get().is_some(), "the step's own findings were cached");
     }
 }
