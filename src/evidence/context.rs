@@ -48,6 +48,10 @@ pub enum ValueContext {
     Id,
     /// A counter or progress mark: `[3/10]`, `attempt 4`, `page 12 of 30`, `"limit": 50`.
     Counter,
+    /// The number of a reference: a standard or proposal (`RFC 9110`, `PEP 8`, `ISO 8601`,
+    /// `CVE-2024-3094`), a section (`§5.5`, `section 4.2`), a Unicode code point (`U+0300`), a
+    /// version (`v1.2`, `version 0.17`, `1.4.2`, `attrs==24.2.0`, `lodash@4.17.21`).
+    Reference,
 }
 
 impl ValueContext {
@@ -65,6 +69,7 @@ impl ValueContext {
             ValueContext::Timestamp => "timestamp",
             ValueContext::Id => "id",
             ValueContext::Counter => "counter",
+            ValueContext::Reference => "reference",
         }
     }
 }
@@ -171,6 +176,13 @@ static FLAG: LazyLock<Regex> =
 static ID_MARK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)#(\d+)|(?-u:\b)(?:[a-z]+[_-])?(?:id|ids|pid|uid|gid|tid|uuid)(?-u:\b)\s*[:#=]?\s*(\d+)").unwrap()
 });
+/// A reference's number ([`ValueContext::Reference`]).
+static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?-u:\b)(?:rfc|pep|iso|iec|ieee|ecma|cve|ansi|nist|fips)[ -]?(\d+(?:[.:-]\d+)*(?:,?\s+(?:§\s*|section\s+)?\d+(?:\.\d+)+)?)|§+\s*(\d+(?:\.\d+)*)|(?-u:\b)(?:section|sect?\.|chapter|clause|appendix|version|release|ver\.)\s+(\d+(?:\.\d+)*)|(?-u:\b)U\+([0-9A-F]{4,6})|(?-u:\b)v(\d+(?:\.\d+)+)|(?-u:\b)(\d+\.\d+\.\d+(?:[.-]\w+)?)|[\w.-](?:==|>=|<=|~=|!=|@\^?|@~?)(\d+(?:\.\d+)*)",
+    )
+    .unwrap()
+});
 static COUNTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)[\[(](\d+)\s*/\s*(\d+)[\])]|(?-u:\b)(?:step|attempt|iteration|retry|round|turn|try|epoch|page|chunk|batch|trial)\s*#?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?(?-u:\b)").unwrap()
 });
@@ -238,6 +250,7 @@ impl Regions {
         groups(&FLAG, ValueContext::Flag, &mut r);
         groups(&ID_MARK, ValueContext::Id, &mut r);
         groups(&COUNTER, ValueContext::Counter, &mut r);
+        groups(&REFERENCE, ValueContext::Reference, &mut r);
         // Per kind, in the order of the variants (code before command before query...), merged
         // into disjoint ranges sorted by start.
         r.sort_by_key(|(range, c)| (*c, range.start));
@@ -388,6 +401,22 @@ mod tests {
             ctx_of(StepKind::ToolCall, Some("sendMessage"), "Your refund of 561.05 is on its way", "561.05"),
             None
         );
+    }
+
+    #[test]
+    fn references_and_versions_are_context() {
+        let r = Some(ValueContext::Reference);
+        assert_eq!(said("It now trims both sides per RFC 9110 §5.5.", "9110"), r);
+        assert_eq!(said("It now trims both sides per RFC 9110 §5.5.", "5.5"), r);
+        assert_eq!(said("RFC 9110 5.5: OWS on both sides is not part of the value.", "5.5"), r);
+        assert_eq!(said("Drop combining marks (U+0300–U+036F) first.", "0300"), r);
+        assert_eq!(said("Pinned attrs==24.2.0 in requirements.", "24.2"), r);
+        assert_eq!(said("Since version 0.17 it returns a tuple.", "0.17"), r);
+        assert_eq!(said("Upgraded the client to 2.3.1 today.", "2.3"), r);
+        assert_eq!(said("See section 4.2 of the spec and PEP 8.", "4.2"), r);
+        // Stated figures stay values.
+        assert_eq!(said("The refund of 42.50 was issued in March.", "42.50"), None);
+        assert_eq!(said("Revenue rose by 3.5 points.", "3.5"), None);
     }
 
     #[test]

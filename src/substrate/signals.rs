@@ -197,13 +197,20 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter_map(|e| e.key.parse::<f64>().ok())
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
+    // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025").
+    let content = &ctx.trajectory.steps[s.index].content;
+    let numeric: Vec<&str> = numeric
+        .into_iter()
+        .filter(|k| {
+            !ev.iter().any(|e| e.kind == EvidenceKind::Number && e.key == *k && written_result(content, e.span.start, k))
+        })
+        .collect();
     // "No earlier source" must hold as written: a number some earlier step writes in another
     // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
     // A total that the amounts before it add up to is worked out too ("Total: 78.65" after three
     // lines of 25.00, 34.90 and 18.75).
-    let content = &ctx.trajectory.steps[s.index].content;
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| !matches!(total_check(content, ev, k), Some(Total::Adds))).collect();
     if numeric.is_empty() {
@@ -377,6 +384,54 @@ fn derived(key: &str, operands: &[f64]) -> bool {
     ops.iter()
         .enumerate()
         .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
+}
+
+/// Whether the number `key` written at byte `at` of `text` is the result of the arithmetic written
+/// just before it on the same line: `a op b … = N` with numbers and `+`, `-`, `*`, `×`, `x`, `/`,
+/// `÷` (usual precedence, no brackets), equal to `N` at the precision `N` is written with.
+fn written_result(text: &str, at: usize, key: &str) -> bool {
+    static EXPRESSION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(-?\d+(?:\.\d+)?(?:\s*[-+*×x/÷]\s*\d+(?:\.\d+)?)+)\s*(?:=|≈|equals)\s*[$€£]?\s*$").unwrap()
+    });
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+    let Some(c) = EXPRESSION.captures(&text[line_start..at]) else { return false };
+    let Some(result) = evaluate(&c[1]) else { return false };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    (result - v).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9
+}
+
+/// The value of `a op b op …` (numbers and `+ - * × x / ÷`, multiplication and division first);
+/// `None` when it does not parse or divides by zero.
+fn evaluate(expr: &str) -> Option<f64> {
+    static TOKEN: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:\.\d+)?|[-+*×x/÷]").unwrap());
+    let mut terms: Vec<f64> = Vec::new();
+    let (mut pending, mut sign, mut expect_number) = (None::<char>, 1.0, true);
+    for m in TOKEN.find_iter(expr) {
+        let t = m.as_str();
+        if expect_number {
+            if t == "-" {
+                sign = -sign;
+                continue;
+            }
+            let n: f64 = t.parse().ok()?;
+            let n = sign * n;
+            sign = 1.0;
+            match pending.take() {
+                Some('*' | '×' | 'x') => *terms.last_mut()? *= n,
+                Some('/' | '÷') if n != 0.0 => *terms.last_mut()? /= n,
+                Some('/' | '÷') => return None,
+                Some('-') => terms.push(-n),
+                _ => terms.push(n),
+            }
+            expect_number = false;
+        } else {
+            pending = t.chars().next();
+            expect_number = true;
+        }
+    }
+    (!expect_number).then(|| terms.iter().sum())
 }
 
 fn hedge_evidence(content: &str) -> String {
@@ -1376,14 +1431,26 @@ const CHECK_PROGRAMS: [&str; 14] = [
 /// `;`, `|` and newlines) runs a program that is not a reader ([`READ_PROGRAMS`], `sed` without
 /// `-i`), a test runner or checker ([`CHECK_PROGRAMS`], `python -m pytest`), or a read or check
 /// subcommand (`git status`, `git diff`, `git log`; `cargo test`, `cargo build`; `go test`;
-/// `npm test`; `make test`...), or it redirects output into a file. Quoted text is not read.
+/// `npm test`; `make test`...; a program a runner runs: `npx eslint .`, `uv run pytest`; a
+/// one-line probe: `python -c`, `node -e`; activating an environment: `source .venv/bin/activate`),
+/// or it redirects output into a file, or a quoted one-liner's code writes, moves or deletes files
+/// or runs programs ([`WRITING_CODE`]). Other quoted text is not read.
 pub fn command_changes_state(cmd: &str) -> bool {
     let bare = unquoted(cmd);
-    if bare.contains('>') {
+    if bare.contains('>') || WRITING_CODE.is_match(cmd) {
         return true;
     }
     bare.split(['|', ';', '\n', '&']).map(str::trim).filter(|p| !p.is_empty()).any(|part| !reads_or_checks(part))
 }
+
+/// Code in a command (a `python -c` or `node -e` one-liner, quoted) that writes, moves or
+/// deletes files or runs other programs: such a probe changes state.
+static WRITING_CODE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r#"\.write(?:_text|_bytes|lines)?\(|\bopen\([^)]*['"][wax]b?\+?['"]|\b(?:remove|unlink|rmtree|rename|replace|makedirs|mkdir|rmdir|system|Popen|check_call|check_output|writeFileSync|writeFile|appendFile|unlinkSync|rmSync)\(|subprocess\.run\("#,
+    )
+    .unwrap()
+});
 
 /// Whether a shell command edits files: it redirects output into a file, or some part of it runs
 /// `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `touch`, `mkdir`, `truncate`, or a
@@ -1441,10 +1508,29 @@ fn reads_or_checks(part: &str) -> bool {
     });
     let Some(first) = words.next() else { return true };
     let program = first.rsplit('/').next().unwrap_or(first);
-    let rest: Vec<&str> = words.filter(|w| !w.starts_with('-') || *w == "-m").collect();
+    let all: Vec<&str> = words.collect();
+    // A runner (`npx eslint .`, `uv run pytest`, `poetry run mypy`) is judged by what it runs.
+    let run_by = match (program, all.first().copied()) {
+        ("npx" | "bunx" | "pnpx", _) => 0,
+        ("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye", Some("run")) | ("pnpm" | "yarn", Some("exec" | "dlx")) => 1,
+        _ => usize::MAX,
+    };
+    if let Some(inner) = all.get(run_by..).filter(|_| run_by != usize::MAX) {
+        let inner: Vec<&str> = inner.iter().copied().skip_while(|w| w.starts_with('-')).collect();
+        return !inner.is_empty() && reads_or_checks(&inner.join(" "));
+    }
+    let rest: Vec<&str> = all.iter().copied().filter(|w| !w.starts_with('-') || *w == "-m").collect();
     let sub = rest.first().copied().unwrap_or("");
     match program {
         p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
+        // Setting up the shell (activating a virtual environment) changes nothing a user keeps.
+        "source" | "." | "export" | "set" | "unset" => true,
+        // A one-line probe (`python -c 'import x; print(x.f(1))'`, `node -e …`) runs code to look
+        // at a value; one whose code writes or deletes files is caught by `WRITING_CODE` first.
+        "python" | "python3" | "py" | "node" | "ruby" | "perl" if all.iter().any(|w| matches!(*w, "-c" | "-e")) => {
+            program != "perl" || !all.iter().any(|w| w.starts_with("-i") || w.starts_with("-pi"))
+        }
+        "pip" | "pip3" => ["show", "list", "freeze", "check", "--version"].contains(&all.first().copied().unwrap_or("")),
         "sed" => !part.split_whitespace().any(|w| w.starts_with("-i") || w == "--in-place"),
         "find" => {
             !part.split_whitespace().any(|w| matches!(w, "-delete" | "-exec" | "-execdir" | "-ok"))
@@ -1505,8 +1591,20 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
 }
 
 /// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
-const REPORTED_FAILURE: [&str; 9] =
-    ["fail", "error", "bug", "broken", "crash", "exception", "traceback", "does not work", "doesn't work"];
+const REPORTED_FAILURE: [&str; 12] = [
+    "fail",
+    "error",
+    "bug",
+    "broken",
+    "break",
+    "crash",
+    "exception",
+    "traceback",
+    "does not work",
+    "doesn't work",
+    "instead of",
+    "but should",
+];
 
 /// Words by which a task reports a hang ("the export hangs on …", "never finishes").
 const REPORTED_HANG: [&str; 6] = ["hang", "freez", "never finish", "never return", "times out", "stuck"];
@@ -1520,10 +1618,13 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 
 /// Whether the failure shown at tool output `r` is the one the task reports: the task reports a
 /// failure ([`REPORTED_FAILURE`]), the output names an identifier the task names (a test, a file,
-/// a function: a token of at least six characters with `_`, `.`, `/` or `::` in it, such as
-/// `test_parse_dates` or `parser.py`, not a web address), and no edit came before it
+/// a function, a value it quotes: a token of at least six characters with `_`, `.`, `/`, `-` or
+/// `::` in it, such as `test_parse_dates`, `parser.py` or `cr-me-br-l-e`, not a web address; or
+/// an exception's class such as `ZeroDivisionError`), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
-/// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit. Reproducing the failure the user reported is
+/// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit; or the task
+/// reports a failure of a checker it names ([`CHECK_PROGRAMS`]: "CI is failing on the eslint
+/// step") and the output's command runs it, before any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
@@ -1545,10 +1646,20 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
             return Vec::new();
         }
         // `tests/test_x.py::test_y` names a file and a test: either may appear in the output.
-        task.split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | ')' | ',' | ';'))
+        let original = &ctx.trajectory.task;
+        original
+            .split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | ')' | ',' | ';'))
             .flat_map(|w| w.split("::"))
-            .map(|w| w.trim_end_matches(['.', ':', '?', '!']).to_string())
-            .filter(|w| w.len() >= 6 && w.contains(['_', '.', '/', ':']) && w.chars().any(char::is_alphabetic))
+            .map(|w| w.trim_end_matches(['.', ':', '?', '!']))
+            .filter(|w| {
+                // An exception's class (`ZeroDivisionError`, `KeyError`) names the failure too.
+                let class = w.len() >= 8
+                    && w.chars().filter(char::is_ascii_uppercase).count() >= 2
+                    && w.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ["Error", "Exception", "Panic", "Fault"].iter().any(|e| w.ends_with(e));
+                class || w.len() >= 6 && w.contains(['_', '.', '/', ':', '-']) && w.chars().any(char::is_alphabetic)
+            })
+            .map(str::to_lowercase)
             // Addresses name a place to look, not the thing that fails.
             .filter(|w| {
                 !w.contains("://") && !WEB_SUFFIXES.iter().any(|x| w.ends_with(x) || w.contains(&format!("{x}/")))
@@ -1563,7 +1674,18 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
                 && hay[i + m.len()..].chars().next().is_none_or(|c| !part(c))
         })
     };
-    !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n))
+    if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n)) {
+        return true;
+    }
+    // The check the task names as failing ("CI is failing on the eslint step"), run again.
+    let task = task.to_lowercase();
+    let Some(call) = links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let step = &ctx.trajectory.steps[call];
+    let tool = step.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
+    let Some(cmd) = shell_command(&tool, &step.content) else { return false };
+    let cmd = cmd.to_lowercase();
+    REPORTED_FAILURE.iter().any(|w| task.contains(w))
+        && CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`
@@ -1732,6 +1854,11 @@ mod runner_tests {
             "timeout 30 go test ./...",
             "RUST_BACKTRACE=1 cargo test --lib week",
             "npm run test -- --watch=false",
+            "npx eslint . --max-warnings=0",
+            "python -c 'from sizefmt.core import humanize_bytes; print(humanize_bytes(1023))'",
+            ". .venv/bin/activate && make lint",
+            "uv run pytest -q",
+            "pip show attrs",
         ] {
             assert!(!command_changes_state(reads), "{reads}");
         }
@@ -1745,6 +1872,10 @@ mod runner_tests {
             "find . -name '*.pyc' -delete",
             "python -c \"import os; os.remove('a')\"",
             "make release",
+            "python -c \"open('VERSION', 'w').write('1.2')\"",
+            "npx prettier --write .",
+            "uv run python manage.py migrate",
+            "pip install -e .",
         ] {
             assert!(command_changes_state(changes), "{changes}");
         }
@@ -1929,5 +2060,27 @@ mod recall_cache_tests {
         assert!(signals(&with_off).contains(&Signal::PriorDeviation), "off-task for a prior about Tokyo");
         assert!(!signals(&bare).contains(&Signal::PriorDeviation), "the cache kept no prior's answer");
         assert!(sub.facts.findings.get(false).get().is_some(), "the step's own findings were cached");
+    }
+}
+
+#[cfg(test)]
+mod arithmetic_tests {
+    use super::*;
+
+    #[test]
+    fn a_result_worked_out_in_writing_is_derived() {
+        let text = "Full suite: 14 + 31 + 3 = 48 passed";
+        assert!(written_result(text, text.find("48").unwrap(), "48"));
+        let text = "so 10.125 × 0.20 = 2.025 rounds to 2.02";
+        assert!(written_result(text, text.find("2.025").unwrap(), "2.025"));
+        let text = "net: 120 - 30 / 3 = 110";
+        assert!(written_result(text, text.find("110").unwrap(), "110"));
+        // A wrong sum is not derived, nor a value after another line's arithmetic.
+        let text = "14 + 31 + 3 = 49 passed";
+        assert!(!written_result(text, text.find("49").unwrap(), "49"));
+        let text = "2 + 2 = 4\nThe total is 4";
+        assert!(!written_result(text, text.rfind('4').unwrap(), "4"));
+        assert_eq!(evaluate("1 / 0"), None);
+        assert_eq!(evaluate("2 x 3 + 1"), Some(7.0));
     }
 }
