@@ -1721,6 +1721,25 @@ fn call_object(content: &str) -> Option<String> {
 /// The error a call's result reports, when the result is an error report: a failed execution,
 /// a result the format marks as an error, or one whose text opens with an error line (a page
 /// that merely mentions an error further down does not count).
+/// The line of a failed result that says why, when no error line was found: a line that
+/// opens with a failure word (`FAILED`, `ERROR`, `fatal`, `✖`, `✗`, `×`, `make: ***`), else a
+/// short message (three lines at most) whole, else the last non-empty line (where tools sum up),
+/// clipped to 160 bytes.
+fn failure_line(content: &str) -> Option<String> {
+    static FAILURE_WORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^\s*(?:failed|failure|error|fatal|panic|✖|✗|×|make: \*\*\*)").unwrap()
+    });
+    let lines: Vec<&str> = content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if let Some(line) = lines.iter().find(|l| FAILURE_WORD.is_match(l)) {
+        return Some(text::clip(line, 160));
+    }
+    // A short message (one sentence broken by a quoted snippet) is quoted whole.
+    if lines.len() <= 3 {
+        return (!lines.is_empty()).then(|| text::clip(&lines.join(" "), 160));
+    }
+    lines.last().map(|l| text::clip(l, 160))
+}
+
 fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
     let r = result_of(ctx, call)?;
     let rs = &ctx.hierarchy.steps[r];
@@ -1732,6 +1751,10 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
             .iter()
             .find(|e| e.kind == EvidenceKind::ErrorLine)
             .map(|e| e.text(content).trim().to_string())
+            // The tool marked the result failed in words the error lines do not know ("FAILED:
+            // Multiple heads are present", "✖ 2 problems"): its last non-empty line, where
+            // tools sum up, else its first.
+            .or_else(|| failure_line(content))
             .unwrap_or_else(|| "the call failed".into())
     };
     (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens).then(first_error)
@@ -2082,5 +2105,28 @@ mod arithmetic_tests {
         assert!(!written_result(text, text.rfind('4').unwrap(), "4"));
         assert_eq!(evaluate("1 / 0"), None);
         assert_eq!(evaluate("2 x 3 + 1"), Some(7.0));
+    }
+}
+
+#[cfg(test)]
+mod failure_line_tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_result_is_quoted_by_the_line_that_says_why() {
+        let alembic = "ERROR [alembic.util.messaging] Multiple heads are present; please specify the head revision.\n  FAILED: Multiple heads are present; please specify the head revision.";
+        assert_eq!(
+            failure_line(alembic).as_deref(),
+            Some("ERROR [alembic.util.messaging] Multiple heads are present; please specify the head revision.")
+        );
+        let eslint = "/src/api/client.ts\n  41:7  error  'retries' is assigned a value but never used\n\n✖ 2 problems (2 errors, 0 warnings)";
+        assert_eq!(failure_line(eslint).as_deref(), Some("✖ 2 problems (2 errors, 0 warnings)"));
+        assert_eq!(failure_line("a\nb\ncompiling…\nexit status 2").as_deref(), Some("exit status 2"));
+        let editor = "No replacement was performed, old_str `    if x:\n        return 1` did not appear verbatim in f.py.";
+        assert_eq!(
+            failure_line(editor).as_deref(),
+            Some("No replacement was performed, old_str `    if x: return 1` did not appear verbatim in f.py.")
+        );
+        assert_eq!(failure_line("  \n"), None);
     }
 }
