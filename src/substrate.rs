@@ -182,6 +182,9 @@ pub struct Facts {
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
     /// The calls the user refused at the permission prompt (`signals::instructions`).
     pub refused_calls: OnceLock<Vec<usize>>,
+    /// The shell calls that run tests, with the part of the command that does
+    /// (`signals::instructions`).
+    pub test_runs: OnceLock<Vec<(usize, String)>>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -218,6 +221,7 @@ impl Clone for Facts {
             user_steps: self.user_steps.clone(),
             prohibitions: self.prohibitions.clone(),
             refused_calls: self.refused_calls.clone(),
+            test_runs: self.test_runs.clone(),
             findings: self.findings.clone(),
         }
     }

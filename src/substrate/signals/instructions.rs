@@ -73,8 +73,13 @@ pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
     if OWNS_UP.is_match(&s.content) {
         return;
     }
-    // The last test run before the claim, by any agent of the run.
-    let Some((c, cmd)) = (1..i).rev().find_map(|c| test_run(t, c).map(|cmd| (c, cmd))) else { return };
+    // The last test run before the claim, by any agent of the run (the test runs are listed once
+    // per trajectory: a long run with many claims reads each call once).
+    let runs = ctx
+        .facts
+        .test_runs
+        .get_or_init(|| (0..t.steps.len()).filter_map(|c| test_run(t, c).map(|cmd| (c, cmd))).collect());
+    let Some((c, cmd)) = runs[..runs.partition_point(|(c, _)| *c < i)].last().cloned() else { return };
     let Some(r) = result_of(ctx, c).filter(|&r| r < i) else { return };
     if super::shows_failure(ctx, r) {
         return;
