@@ -186,6 +186,21 @@ pub enum Signal {
     /// (`docs/METHODS.md`, "Actions"). Found by the offline judge only, as
     /// [`Signal::IgnoredResult`].
     ArgumentMismatch,
+    /// It claims the whole test suite passes ("I ran the full test suite", "all tests pass") when
+    /// the last test run before it ran a subset (`pytest -k …`, `cargo test NAME`; "87
+    /// deselected") and did not fail (`docs/METHODS.md`, "Instructions"). Found by the offline
+    /// judge only, as [`Signal::IgnoredResult`].
+    PartialCheck,
+    /// It deletes, moves or edits a path that a user turn before it said not to touch ("Do NOT
+    /// modify or delete any existing migration in migrations/versions/"), where no later user
+    /// turn allowed it (`docs/METHODS.md`, "Instructions"). Offline only, as
+    /// [`Signal::IgnoredResult`].
+    ForbiddenChange,
+    /// It makes, by another tool or command, the change of a call the user refused at the
+    /// permission prompt (an edit refused, then `sed -i` on the same file), with no user turn
+    /// allowing it in between (`docs/METHODS.md`, "Instructions"). Offline only, as
+    /// [`Signal::IgnoredResult`].
+    RefusalBypassed,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -239,11 +254,13 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 20] = [
+    pub const PRIORITY: [Signal; 23] = [
         Signal::UserMarked,
         Signal::CountMismatch,
         Signal::IgnoredResult,
         Signal::ArgumentMismatch,
+        Signal::RefusalBypassed,
+        Signal::ForbiddenChange,
         Signal::UnavailableValue,
         Signal::UnsourcedValue,
         Signal::WrongValueOrigin,
@@ -254,6 +271,7 @@ impl Signal {
         Signal::UnconfirmedAction,
         Signal::RejectedAction,
         Signal::IgnoredToolError,
+        Signal::PartialCheck,
         Signal::UnverifiedAssertion,
         Signal::PrematureAnswer,
         Signal::NoProgress,
@@ -283,6 +301,9 @@ impl Signal {
             Signal::CountMismatch => "count_mismatch",
             Signal::IgnoredResult => "ignored_result",
             Signal::ArgumentMismatch => "argument_mismatch",
+            Signal::PartialCheck => "partial_check",
+            Signal::ForbiddenChange => "forbidden_change",
+            Signal::RefusalBypassed => "refusal_bypassed",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -310,6 +331,9 @@ impl Signal {
             CountMismatch,
             IgnoredResult,
             ArgumentMismatch,
+            PartialCheck,
+            ForbiddenChange,
+            RefusalBypassed,
             UserMarked,
             Ranked,
         ]
@@ -328,11 +352,15 @@ impl Signal {
             Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult => {
                 ErrorCategory::MisreadToolOutput
             }
-            Signal::PriorDeviation | Signal::BlockingChange | Signal::UnconfirmedAction => {
-                ErrorCategory::InstructionOrPlanDeviation
-            }
+            Signal::PriorDeviation
+            | Signal::BlockingChange
+            | Signal::UnconfirmedAction
+            | Signal::ForbiddenChange
+            | Signal::RefusalBypassed => ErrorCategory::InstructionOrPlanDeviation,
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
-            Signal::PrematureAnswer | Signal::UnverifiedAssertion => ErrorCategory::PrematureTermination,
+            Signal::PrematureAnswer | Signal::UnverifiedAssertion | Signal::PartialCheck => {
+                ErrorCategory::PrematureTermination
+            }
             Signal::NoProgress => ErrorCategory::InstructionOrPlanDeviation,
             Signal::RepeatedFailure => ErrorCategory::RepeatedFailingAction,
             Signal::UserMarked => ErrorCategory::UserMarked,

@@ -178,6 +178,13 @@ pub struct Facts {
     pub first_unresolved: OnceLock<Option<(usize, usize, usize, String)>>,
     /// The steps of the user, in order (`signals::actions::argument_mismatch`).
     pub user_steps: OnceLock<Vec<usize>>,
+    /// The user turns' prohibitions of changes to paths (`signals::instructions`).
+    pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
+    /// The calls the user refused at the permission prompt (`signals::instructions`).
+    pub refused_calls: OnceLock<Vec<usize>>,
+    /// The shell calls that run tests, with the part of the command that does
+    /// (`signals::instructions`).
+    pub test_runs: OnceLock<Vec<(usize, String)>>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -212,6 +219,9 @@ impl Clone for Facts {
             first_written: self.first_written.clone(),
             first_unresolved: self.first_unresolved.clone(),
             user_steps: self.user_steps.clone(),
+            prohibitions: self.prohibitions.clone(),
+            refused_calls: self.refused_calls.clone(),
+            test_runs: self.test_runs.clone(),
             findings: self.findings.clone(),
         }
     }

@@ -6,6 +6,8 @@
 //!   miscounts (docs/METHODS.md, "Findings about actions and grounding");
 //! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
 //!   after it, a claim that the tests pass;
+//! - `instructions`: a subset of the tests reported as the full suite, a change of a path the
+//!   user protected, a change the user refused made another way;
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
 //!   progress and "no failure found" (docs/METHODS.md, FALAT).
 
@@ -15,6 +17,8 @@ mod actions;
 mod chat;
 #[path = "findings/coding.rs"]
 mod coding;
+#[path = "findings/instructions.rs"]
+mod instructions;
 #[path = "findings/values_in_context.rs"]
 mod values_in_context;
 #[path = "findings/verdict.rs"]

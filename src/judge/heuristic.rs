@@ -144,6 +144,9 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::CountMismatch
                                 | Signal::IgnoredResult
                                 | Signal::UnconfirmedAction
+                                | Signal::PartialCheck
+                                | Signal::ForbiddenChange
+                                | Signal::RefusalBypassed
                         ) || failed_edit(ctx, from, f)
                     })
                 });
@@ -171,7 +174,17 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     }
     if to != from
         && recall(ctx, to).is_some_and(|f| {
-            f.iter().any(|f| matches!(f.signal, Signal::UnsourcedValue | Signal::Assumption | Signal::PriorDeviation))
+            f.iter().any(|f| {
+                matches!(
+                    f.signal,
+                    Signal::UnsourcedValue
+                        | Signal::Assumption
+                        | Signal::PriorDeviation
+                        | Signal::PartialCheck
+                        | Signal::ForbiddenChange
+                        | Signal::RefusalBypassed
+                )
+            })
         })
     {
         return Transition::ErrorShift;
@@ -328,10 +341,15 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::UnconfirmedAction
                 | Signal::RejectedAction
                 | Signal::ArgumentMismatch
+                | Signal::PartialCheck
+                | Signal::ForbiddenChange
+                | Signal::RefusalBypassed
         )
     }) {
         let what = match f.signal {
             Signal::UnconfirmedAction => "the state it changes",
+            Signal::ForbiddenChange => "the change the user forbade",
+            Signal::RefusalBypassed => "the change the user refused",
             Signal::RejectedAction => "the change it failed to make",
             Signal::ArgumentMismatch => "what the call with the wrong value did or returned",
             _ => "what it tells the user",

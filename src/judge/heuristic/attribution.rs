@@ -226,6 +226,9 @@ impl Lens {
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
             | Signal::UnconfirmedAction
+            | Signal::PartialCheck
+            | Signal::ForbiddenChange
+            | Signal::RefusalBypassed
             | Signal::IgnoredToolError => self.process,
             Signal::FailedAction | Signal::RejectedAction => self.failure,
             Signal::Assumption => self.soft,

@@ -338,7 +338,7 @@ fn changing_part(cmd: &str) -> Option<&str> {
 /// program and first argument of its first part that changes state (`rm build` for
 /// `sudo rm -rf build/`, `npm install`); for another tool, its name and the object it acts on
 /// (`cancel_order order_id=#W1`). `None` for a call without a tool name.
-fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<String> {
+pub(super) fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<String> {
     let s = &t.steps[c];
     let tool = s.tool_name.as_deref()?;
     let Some(cmd) = super::shell_command(&tool.to_ascii_lowercase(), &s.content) else {
