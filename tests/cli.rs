@@ -1083,3 +1083,28 @@ fn inspect_shows_a_tool_call_as_its_tool_and_its_arguments() {
     assert_eq!(step["summary"], "transfer_to_researcher({})", "{step}");
     assert_eq!(step["content"], "{}", "the content stays the format's");
 }
+
+#[test]
+fn loader_diagnostics_of_a_broken_session_reach_inspect_and_diagnose() {
+    // A Claude Code session whose Edit line has no `type` and a Codex rollout whose output answers
+    // no call: `inspect` lists the diagnostics, `diagnose` reports them as warnings.
+    let claude = "tests/fixtures/handbuilt/claude-code/b3_missing_type_claude.jsonl";
+    let said =
+        "line 4: line has no \"type\"; its message has role \"assistant\" and content: read as type \"assistant\"";
+    let text = stdout_of(&["inspect", claude]);
+    assert!(text.contains(&format!("diagnostics 1\n  {said}\n")), "{text}");
+    assert!(text.contains("steps       8\n"), "{text}");
+    let report = stdout_of(&["diagnose", claude]);
+    assert!(report.contains(&format!("## Warnings\n\n- loading: {said}\n")), "{report}");
+    let codex = "tests/fixtures/handbuilt/codex/b4b_unknown_type_codex.jsonl";
+    let json: Value = serde_json::from_str(&stdout_of(&["diagnose", "--format", "json", codex])).unwrap();
+    assert_eq!(
+        json[0]["warnings"],
+        serde_json::json!([
+            "loading: line 12: unknown line type \"response_item_v2\" holds a custom_tool_call payload (a newer Codex \
+             version may write it); not read",
+            "loading: line 13: output answers call_id \"call_1fd147a29679ebc48f0e1e88\", which no call of the file has; \
+             kept as a result linked to no call"
+        ])
+    );
+}

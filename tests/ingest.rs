@@ -3,6 +3,8 @@
 //! (`data/`, `tests/fixtures/`), never from outside the repository.
 
 // The other loaders' tests share this binary (one link of the library instead of five).
+#[path = "ingest/broken.rs"]
+mod broken;
 #[path = "ingest/formats.rs"]
 mod formats;
 #[path = "ingest/formats_c.rs"]

@@ -293,6 +293,16 @@ fn event(b: &mut Builder, e: &Value, called_transfer: bool, at: (&str, Option<us
                 let (text, error) = response_text(&response);
                 let status_error = response.get("status").and_then(Value::as_str) == Some("error");
                 let content = error.as_deref().map(|err| with_error(&text, err)).unwrap_or_else(|| text.clone());
+                if let Some(cid) = id.as_deref().filter(|cid| b.call_step(cid).is_none()) {
+                    let place = if at.1.is_some() { String::new() } else { format!("{}: ", at.0) };
+                    diags.push(Diagnostic {
+                        line: at.1,
+                        message: format!(
+                            "{place}function_response {name:?} answers id {cid:?}, which no earlier function_call \
+                             has; kept as a result linked to no call"
+                        ),
+                    });
+                }
                 let r = b.result(&author, &role, Some(&name), id.as_deref(), content);
                 b.steps[r].is_error = error.is_some() || status_error || failed_exit(&text).is_some();
             }

@@ -17,6 +17,14 @@
 //!   follows; the next `user` line with `isCompactSummary` is the summary the harness wrote, a
 //!   message by [`HARNESS`]. A `system` line that reports an error (`level: error`, `subtype:
 //!   api_error`) is an error message by [`HARNESS`].
+//! - Nothing is dropped silently: a line without `type` whose `message` has role `user` /
+//!   `assistant` and a content is read as that role with a diagnostic (else skipped with one); a
+//!   line of an unknown `type` that holds a `message` or a `toolUseResult` (a newer CLI may write
+//!   it) is named with what it holds and not read; a `tool_result` whose `tool_use_id` no
+//!   `tool_use` of the file has stays an unlinked result with a diagnostic naming id and line.
+//! - A `tool_result` block's text is its `content` (a string, or text blocks joined); a block
+//!   with no text takes the line's `toolUseResult` when that is a string (the CLI writes
+//!   `"Error: <message>"` for a failed call, checked against CLI 2.0.37 session files).
 //! - Links: `parentUuid` → [`LinkKind::Parent`]; `tool_use.id` ↔ `tool_result.tool_use_id` →
 //!   [`LinkKind::ToolResult`]; a `Task` call → the first step of its sub-agent →
 //!   [`LinkKind::Delegation`].
@@ -169,6 +177,7 @@ fn read_session<'v>(
     for (no, v) in lines {
         r.line(no, &v, who, ctx);
     }
+    r.note_orphans(who, ctx);
     r.finish_tokens();
     let links = r.links();
     let roots = r.roots();
@@ -201,7 +210,8 @@ struct Reader {
     /// (first step, last step, parentUuid) of every line with steps.
     line_parents: Vec<(usize, usize, Option<String>)>,
     calls: HashMap<String, usize>,
-    results: Vec<(usize, String)>,
+    /// (result step, the `tool_use_id` it answers, its 1-based line).
+    results: Vec<(usize, String, usize)>,
     tasks: Vec<TaskCall>,
     /// Task call id → sub-agent id.
     agent_ids: HashMap<String, String>,
@@ -216,11 +226,43 @@ struct Reader {
     inline_lines: HashSet<String>,
     /// Step → uuid of its line, for the steps of inline sidechain lines.
     inline_steps: Vec<(usize, String)>,
+    /// The 1-based line being read.
+    line: usize,
 }
 
 impl Reader {
     fn line(&mut self, no: usize, v: &Value, who: &Who<'_>, ctx: &mut Ctx<'_>) {
-        let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        self.line = no;
+        let ty = match line_type(v) {
+            LineType::Typed(t) => t,
+            LineType::Untyped(role) => {
+                ctx.diagnostics.push(who.diag(
+                    no,
+                    format!("line has no \"type\"; its message has role {role:?} and content: read as type {role:?}"),
+                ));
+                role
+            }
+            LineType::UntypedUnread(found) => {
+                ctx.diagnostics.push(who.diag(
+                    no,
+                    format!(
+                        "line has no \"type\" and its message is not a turn (expected role user or assistant and \
+                         content, found {found}); skipped"
+                    ),
+                ));
+                ""
+            }
+            LineType::Unknown(t, holds) => {
+                ctx.diagnostics.push(who.diag(
+                    no,
+                    format!(
+                        "unknown line type {t:?} holds {holds} (a newer Claude Code version may write it); \
+                         not read"
+                    ),
+                ));
+                t
+            }
+        };
         let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_string);
         // A compaction boundary starts a new chain (`parentUuid: null`) but names the line it
         // continues in `logicalParentUuid`: the chain goes on through it.
@@ -292,6 +334,22 @@ impl Reader {
                 self.by_uuid.insert(u, (first, last));
             }
             self.line_parents.push((first, last, parent));
+        }
+    }
+
+    /// A diagnostic for each `tool_result` whose `tool_use_id` no `tool_use` of the file has: the
+    /// result stays a step, unlinked.
+    fn note_orphans(&self, who: &Who<'_>, ctx: &mut Ctx<'_>) {
+        for (_, id, line) in &self.results {
+            let message = match id.is_empty() {
+                true => "tool_result without a \"tool_use_id\"; kept as a result linked to no call".to_string(),
+                false if self.calls.contains_key(id) => continue,
+                false => format!(
+                    "tool_result answers tool_use_id {id:?}, which no tool_use of the file has; kept as a result \
+                     linked to no call"
+                ),
+            };
+            ctx.diagnostics.push(who.diag(*line, message));
         }
     }
 
@@ -448,7 +506,14 @@ impl Reader {
 
     fn tool_result(&mut self, v: &Value, role: &str, agent: &str, b: &Value) {
         let id = b.get("tool_use_id").map(value_text).unwrap_or_default();
-        let text = b.get("content").map(block_text).unwrap_or_default();
+        let mut text = b.get("content").map(block_text).unwrap_or_default();
+        // A result block without text: the CLI's own record of the result, when it is a string
+        // (`"Error: ..."` for a failed call).
+        if text.trim().is_empty()
+            && let Some(Value::String(r)) = v.get("toolUseResult")
+        {
+            text = r.clone();
+        }
         if let Some(agent_id) = agent_id_in_text(&text) {
             self.agent_ids.entry(id.clone()).or_insert(agent_id);
         }
@@ -456,7 +521,7 @@ impl Reader {
         self.steps[s].is_error =
             b.get("is_error").and_then(Value::as_bool) == Some(true) || failed_exit(&self.steps[s].content).is_some();
         self.steps[s].ids.refs.push(id.clone());
-        self.results.push((s, id));
+        self.results.push((s, id, self.line));
     }
 
     fn push(&mut self, v: &Value, role: &str, agent: &str, kind: StepKind, content: String) -> usize {
@@ -566,7 +631,7 @@ impl Reader {
                 links.push(Link { from: s, to: s + 1, kind: LinkKind::Parent });
             }
         }
-        for (s, id) in &self.results {
+        for (s, id, _) in &self.results {
             if let Some(&c) = self.calls.get(id) {
                 links.push(Link { from: c, to: *s, kind: LinkKind::ToolResult });
             }
@@ -689,6 +754,70 @@ impl Reader {
         }
         out
     }
+}
+
+/// Line types Claude Code documents as not steps (bookkeeping written beside the conversation).
+const NOT_STEP_LINES: [&str; 7] =
+    ["progress", "system", "summary", "file-history-snapshot", "queue-operation", "attachment", "custom-title"];
+
+/// What a line's `type` says, checked against what the line holds.
+enum LineType<'v> {
+    /// The line's `type` (a turn, a known non-step line, or an unknown type holding nothing to read).
+    Typed(&'v str),
+    /// No `type`, but a `message` with role `user` / `assistant` and `content`: read as that role.
+    Untyped(&'v str),
+    /// No `type`, and a `message` that is no turn: what was found instead.
+    UntypedUnread(String),
+    /// An unknown `type` whose line holds a message or a tool result: the type and what it holds.
+    Unknown(&'v str, String),
+}
+
+/// The type of line `v` ([`LineType`]); lines without `type` or `message` are `Typed("")`.
+fn line_type(v: &Value) -> LineType<'_> {
+    let msg = v.get("message").filter(|m| m.is_object());
+    let role = msg.and_then(|m| m.get("role")).and_then(Value::as_str);
+    let has_content = msg.is_some_and(|m| m.get("content").is_some_and(|c| c.is_string() || c.is_array()));
+    match v.get("type").and_then(Value::as_str) {
+        Some(t) if matches!(t, "user" | "assistant") || NOT_STEP_LINES.contains(&t) => LineType::Typed(t),
+        Some(t) => match (msg, v.get("toolUseResult")) {
+            (Some(_), _) => LineType::Unknown(t, message_shape(role, msg)),
+            (None, Some(_)) => LineType::Unknown(t, "a \"toolUseResult\"".into()),
+            (None, None) => LineType::Typed(t),
+        },
+        None => match (msg, role) {
+            (None, _) => LineType::Typed(""),
+            (Some(_), Some(r @ ("user" | "assistant"))) if has_content => LineType::Untyped(r),
+            (Some(_), _) => LineType::UntypedUnread(message_shape(role, msg)),
+        },
+    }
+}
+
+/// A message's shape for a diagnostic: `a message with role "assistant" and 1 tool_use block`.
+fn message_shape(role: Option<&str>, msg: Option<&Value>) -> String {
+    let role = role.map_or("no role".to_string(), |r| format!("role {r:?}"));
+    let content = msg.and_then(|m| m.get("content"));
+    let blocks = match content {
+        Some(Value::Array(bs)) => {
+            let mut kinds: Vec<(String, usize)> = Vec::new();
+            for b in bs {
+                let k = b.get("type").and_then(Value::as_str).unwrap_or("untyped").to_string();
+                match kinds.iter_mut().find(|(t, _)| *t == k) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((k, 1)),
+                }
+            }
+            let list: Vec<String> =
+                kinds.iter().map(|(k, n)| format!("{n} {k} block{}", if *n == 1 { "" } else { "s" })).collect();
+            match list.is_empty() {
+                true => "no content blocks".to_string(),
+                false => list.join(", "),
+            }
+        }
+        Some(Value::String(_)) => "text content".to_string(),
+        Some(other) => format!("content of type {}", super::type_name(other)),
+        None => "no content".to_string(),
+    };
+    format!("a message with {role} and {blocks}")
 }
 
 /// The agent name of a sidechain line: `agent-<agentId>`, or `sidechain` without an id.

@@ -16,6 +16,13 @@
 //!   or an `exec_command_end` (non-zero `exit_code`) / `patch_apply_end` (`success: false`) event
 //!   for its call id.
 //!
+//! Nothing is dropped silently: a `response_item` whose payload has no `type` is read as the one
+//! item its fields make unambiguous ([`infer_item`], after the fields of each `ResponseItem`
+//! variant in codex-rs `protocol/src/models.rs`, CLI 0.58) with a diagnostic, else skipped with
+//! one; a line of an unknown type whose payload is a response item (a newer CLI may write it) is
+//! named and not read; an output whose `call_id` no call of the file has stays an unlinked
+//! result with a diagnostic naming id and line.
+//!
 //! Versions: the envelope and `ordinal` (CLI 0.3x–0.15x, 2025–2026; `world_state` lines, which are
 //! not steps, are counted in `lines_not_steps`), and the rollouts written before the envelope
 //! (mid-2025): a bare `{id, timestamp, instructions, git}` header, `{record_type: "state"}` markers
@@ -64,6 +71,45 @@ const ITEM_TYPES: [&str; 9] = [
     "local_shell_call_output",
     "web_search_call",
 ];
+
+/// The item a payload without `type` is, by the fields codex-rs `models.rs` (`ResponseItem`)
+/// gives each variant: `role` + `content` → `message`; `name` + `arguments` + `call_id` →
+/// `function_call`; `name` + `input` + `call_id` → `custom_tool_call`; `call_id` + `output` →
+/// `function_call_output`. `Ok((type, the fields that decided))`, or `Err` with the fields found
+/// when none or several fit.
+fn infer_item(p: &Value) -> Result<(&'static str, &'static str), String> {
+    let has = |k: &str| p.get(k).is_some_and(|v| !v.is_null());
+    let text = |k: &str| p.get(k).is_some_and(Value::is_string);
+    let fits: Vec<(&str, &str)> = [
+        (text("role") && has("content"), ("message", "role and content")),
+        (text("name") && has("arguments") && has("call_id"), ("function_call", "name, arguments and call_id")),
+        (text("name") && has("input") && has("call_id"), ("custom_tool_call", "name, input and call_id")),
+        (has("call_id") && has("output") && !has("name"), ("function_call_output", "call_id and output")),
+    ]
+    .into_iter()
+    .filter_map(|(ok, v)| ok.then_some(v))
+    .collect();
+    match fits.as_slice() {
+        [one] => Ok(*one),
+        _ => {
+            let keys: Vec<&str> = p.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+            Err(match keys.is_empty() {
+                true => "no fields".into(),
+                false => format!("fields {}", keys.join(", ")),
+            })
+        }
+    }
+}
+
+/// What a payload of an unknown line type holds that a newer rollout may mean as a step: its
+/// `type` when it is a response item type, else the item its fields make unambiguous.
+fn item_kind(p: &Value) -> Option<String> {
+    match p.get("type").and_then(Value::as_str) {
+        Some(t) if ITEM_TYPES.contains(&t) || t.ends_with("_call_output") => Some(t.to_string()),
+        Some(_) => None,
+        None => infer_item(p).ok().map(|(t, _)| t.to_string()),
+    }
+}
 
 /// Whether `doc` is a Codex rollout: JSON lines of `{type, payload}` with a rollout line type.
 ///
@@ -338,13 +384,28 @@ fn read_thread(lines: Lines<'_>, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize)
         let ts = v.get("timestamp").and_then(Value::as_str);
         r.line = no;
         match ty {
-            "response_item" => r.response_item(p, ts, who),
+            "response_item" => match p.get("type") {
+                Some(_) => r.response_item(p, ts, who),
+                None => r.untyped_item(p, ts, who, ctx),
+            },
             "event_msg" => r.event(p, ts, who, &mut dupes),
             "session_meta" => r.session_meta(p, who),
             "compacted" => r.metadata.push(("compacted".into(), p.get("message").map(value_text).unwrap_or_default())),
-            other => r.not_step(if other.is_empty() { "untyped" } else { other }),
+            other => {
+                if let Some(what) = (!other.is_empty()).then(|| item_kind(p)).flatten() {
+                    ctx.diagnostics.push(who.diag(
+                        no,
+                        format!(
+                            "unknown line type {other:?} holds a {what} payload (a newer Codex version may write \
+                             it); not read"
+                        ),
+                    ));
+                }
+                r.not_step(if other.is_empty() { "untyped" } else { other })
+            }
         }
     }
+    r.note_orphans(who, ctx);
     if !r.skipped.is_empty() {
         let list: Vec<String> = r.skipped.iter().map(|(t, n)| format!("{t} {n}")).collect();
         r.metadata.push(("lines_not_steps".into(), list.join(", ")));
@@ -414,6 +475,42 @@ impl Reader {
             }
             t if t.ends_with("_output") => self.output(p, ts, who.agent),
             _ => {}
+        }
+    }
+
+    /// A `response_item` whose payload has no `type`: read as the item its fields make
+    /// unambiguous ([`infer_item`]), with a diagnostic either way.
+    fn untyped_item(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>, ctx: &mut Ctx<'_>) {
+        let message = match infer_item(p) {
+            Ok((ty, why)) => {
+                let mut typed = p.clone();
+                if let Value::Object(m) = &mut typed {
+                    m.insert("type".into(), Value::String(ty.into()));
+                }
+                self.response_item(&typed, ts, who);
+                format!("response_item payload has no \"type\"; read as a {ty} (it has {why})")
+            }
+            Err(found) => format!(
+                "response_item payload has no \"type\" and its fields name no item (expected role + content, \
+                 name + arguments or input + call_id, or call_id + output; found {found}); skipped"
+            ),
+        };
+        ctx.diagnostics.push(who.diag(self.line, message));
+    }
+
+    /// A diagnostic for each result whose `call_id` no call of the thread has: the result stays a
+    /// step, linked to no call.
+    fn note_orphans(&self, who: &Who<'_>, ctx: &mut Ctx<'_>) {
+        for step in self.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
+            let id = step.ids.refs.first().map_or("", String::as_str);
+            let message = match id.is_empty() {
+                true => "output without a \"call_id\"; kept as a result linked to no call".to_string(),
+                false if self.calls.contains_key(id) => continue,
+                false => format!(
+                    "output answers call_id {id:?}, which no call of the file has; kept as a result linked to no call"
+                ),
+            };
+            ctx.diagnostics.push(who.diag(step.ids.line.unwrap_or(self.line), message));
         }
     }
 

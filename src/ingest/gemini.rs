@@ -133,7 +133,8 @@ fn read_lines<V: std::borrow::Borrow<Value>, K>(
             header.extend(v.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
         } else if let Some(set) = v.get("$set").and_then(Value::as_object) {
             header.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
-        } else if is_record(v) {
+        } else if is_record(v) || (v.get("id").is_some() && v.get("type").is_some_and(Value::is_string)) {
+            // A record of a type this loader does not know goes on, to be named by its type.
             let id = value_text(&v["id"]);
             match at.get(&id) {
                 Some(&i) => records[i] = (Some(no), keep(no, line)),
@@ -240,7 +241,26 @@ fn record(b: &mut Builder, r: &Value, i: usize, line: Option<usize>, diags: &mut
             b.steps[s].is_error = ty == "error";
         }
         other => {
-            diags.push(Diagnostic { line, message: format!("{place} skipped: unknown message type {other:?}") });
+            // A newer CLI may write a type this loader does not know: say what the record holds.
+            let calls = r.get("toolCalls").and_then(Value::as_array).map_or(0, Vec::len);
+            let text = !parts_text(&parts).trim().is_empty();
+            let holds = match (text, calls) {
+                (_, 0) if !text => String::new(),
+                (true, 0) => " holding text".to_string(),
+                (t, n) => format!(
+                    " holding {}{n} tool call{}",
+                    if t { "text and " } else { "" },
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            let place = if line.is_some() { String::new() } else { format!("{place} ") };
+            diags.push(Diagnostic {
+                line,
+                message: format!(
+                    "{place}skipped: unknown message type {other:?}{holds} (expected user, gemini, info, error or \
+                     warning; a newer Gemini CLI version may write it)"
+                ),
+            });
             return;
         }
     }

@@ -236,6 +236,15 @@ fn sample(id: String, s: &Value, i: usize, diags: &mut Vec<Diagnostic>) -> Traje
                     if ty.is_empty() { msg } else { format!("{ty}: {msg}") }
                 });
                 let body = error.as_deref().map(|e| with_error(&t, e)).unwrap_or_else(|| t.clone());
+                if let Some(id) = cid.as_deref().filter(|id| b.call_step(id).is_none()) {
+                    diags.push(Diagnostic {
+                        line: None,
+                        message: format!(
+                            "samples[{i}].messages[{k}]: tool message answers tool_call_id {id:?}, which no \
+                             earlier assistant tool call has; kept as a result linked to no call"
+                        ),
+                    });
+                }
                 let r = b.result(AGENT, role, function.as_deref(), cid.as_deref(), body);
                 b.steps[r].is_error = error.is_some() || failed_exit(&t).is_some();
             }

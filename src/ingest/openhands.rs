@@ -29,7 +29,7 @@
 //! the event's `source`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -172,6 +172,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             Some(action) => r.action(e, action, &place),
             None => r.observation(e, &place),
         }
+        r.seen.extend(id_of(e));
     }
     let mut t = Trajectory {
         id: name.to_string(),
@@ -198,6 +199,8 @@ struct Reader {
     output: Option<String>,
     /// Event id → the step an observation caused by it answers (a call or a delegation).
     by_event: HashMap<String, usize>,
+    /// The ids of every event read so far (steps or not).
+    seen: HashSet<String>,
     not_steps: usize,
     diagnostics: Vec<Diagnostic>,
 }
@@ -334,6 +337,27 @@ impl Reader {
                 }
             }
         };
+        // An observation whose cause (or tool call id) names no action: say so, and how it was
+        // placed instead.
+        let unmatched = match (&cause, target, call_id) {
+            (Some(c), None, _) if !self.seen.contains(c) => Some(format!("\"cause\" {c}, which no earlier event has")),
+            (None, None, Some(id)) if self.a.call_step(id).is_none() => {
+                Some(format!("tool_call_id {id:?}, which no earlier action has"))
+            }
+            _ => None,
+        };
+        if let Some(what) = unmatched {
+            let linked = self.a.links.iter().find(|l| l.to == s && l.kind == LinkKind::ToolResult).map(|l| l.from);
+            let placed = match (linked, call_id.and_then(|id| self.a.call_step(id))) {
+                (Some(c), Some(by_id)) if c == by_id => format!("linked to step {c} by its tool_call_id"),
+                (Some(c), _) => format!("linked by order to step {c}, the oldest call without a result"),
+                (None, _) => "kept as a result linked to no call".to_string(),
+            };
+            self.diagnostics.push(Diagnostic {
+                line: None,
+                message: format!("{place}: {kind} observation answers {what}; {placed}"),
+            });
+        }
         self.a.steps[s].ids.id = Some(id_of(e).unwrap_or_else(|| place.to_string()));
         if let Some(c) = cause {
             self.a.steps[s].ids.parent = Some(c);
