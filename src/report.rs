@@ -129,7 +129,7 @@ fn short_path(path: &str) -> String {
 }
 
 /// Absolute paths longer than this many characters are shortened in one-line views.
-const PATH_CHARS: usize = 40;
+const PATH_CHARS: usize = 30;
 
 /// At most this many characters of an edit's removed text, so that the added text shows too.
 const OLD_CHARS: usize = 48;

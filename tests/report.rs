@@ -325,11 +325,7 @@ fn step_line_reads_a_tool_call_as_what_it_does() {
             2,
             "run_shell_command: go test ./internal/cache/ -run TestLRUEvictsOldest -v -count=1",
         ),
-        (
-            "r04_ok_gemini_go.json",
-            8,
-            "replace /home/dev/kv/internal/cache/lru.go: old := c.ll.Front() → old := c.ll.Back()",
-        ),
+        ("r04_ok_gemini_go.json", 8, "replace …/cache/lru.go: old := c.ll.Front() → old := c.ll.Back()"),
         (
             "r03_ok_openhands_jest.json",
             2,
