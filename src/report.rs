@@ -25,17 +25,199 @@ pub fn called_tool(step: &Step) -> Option<String> {
 }
 
 /// A step's content in one line of at most `max` characters (sanitised, `…` when clipped), as
-/// the tables and lists show it: the first non-empty line, or for a tool call whose content
-/// lacks the tool's name ([`called_tool`]) `tool_name(arguments)` with the arguments' lines
-/// joined by spaces.
+/// the tables and lists show it: a tool call as it reads ([`call_line`]), else the first
+/// non-empty line.
 pub fn step_line(step: &Step, max: usize) -> String {
-    match called_tool(step) {
-        Some(name) => {
-            let args: Vec<&str> = step.content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-            text::clip(&format!("{name}({})", text::sanitize(&args.join(" "))), max)
-        }
-        None => text::first_line(&step.content, max),
+    call_line(step, max).unwrap_or_else(|| text::first_line(&step.content, max))
+}
+
+/// A tool call in one line of at most `max` characters (sanitised, `…` when clipped), reading as
+/// what it does; `None` for other steps, a call without a tool name, and a call whose content
+/// already starts with its tool's name and says nothing more to read ([`call_subject`]):
+/// - a shell call its command: `shell: cd x && pytest -q` for Codex's
+///   `{"command": ["bash", "-lc", "cd x && pytest -q"]}` (the command read as the substrate reads
+///   it, [`crate::substrate::signals::shell_command`]; its lines joined by ` ↵ `);
+/// - an edit its tool and file first, then the change: `Edit tests/test_x.py: old → new`
+///   ([`call_subject`]);
+/// - a call whose arguments are plain text (not JSON) `tool: text`;
+/// - any other call whose content lacks the tool's name ([`called_tool`]) `tool(arguments)`,
+///   the arguments' lines joined by spaces.
+pub fn call_line(step: &Step, max: usize) -> Option<String> {
+    if let Some((name, subject)) = call_subject(step) {
+        return Some(text::clip(&text::sanitize(&format!("{name}{subject}")), max));
     }
+    let name = called_tool(step)?;
+    let args: Vec<&str> = step.content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    Some(text::clip(&format!("{name}({})", text::sanitize(&args.join(" "))), max))
+}
+
+/// The tool call's name and what it acts on, unsanitised, when its arguments say it: the
+/// separator is part of the subject (`": cd x && pytest -q"`, `" tests/test_x.py: old → new"`).
+/// Read from the arguments each agent writes (content, or `name(arguments)` in chat logs):
+/// - shell tools (Claude Code `Bash`, Codex `shell`/`exec_command`/`local_shell`, OpenHands
+///   `execute_bash`, Gemini CLI `run_shell_command`, mini-swe-agent and SWE-agent `bash`): the
+///   command;
+/// - edits: a JSON object with a file (`file_path`, `path`, `absolute_path`, `notebook_path`,
+///   `filename`, `target_file`) and a change (`old_string`/`new_string` of Claude Code `Edit` and
+///   Gemini CLI `replace`, `old_str`/`new_str` of OpenHands and Anthropic's `str_replace_editor`,
+///   `old`/`new`, Claude Code `MultiEdit`'s `edits`, or the whole text: `content`, `file_text`,
+///   `new_source`), or an editor's `command` (`str_replace_editor view`); Codex `apply_patch`'s
+///   patch (`*** Update File: path`, its first removed and added lines); a long absolute path
+///   keeps its last folder and file ([`short_path`]);
+/// - plain-text arguments of any other tool: the text.
+pub fn call_subject(step: &Step) -> Option<(String, String)> {
+    if step.kind != StepKind::ToolCall {
+        return None;
+    }
+    let name = step.tool_name.as_deref().map(str::trim).filter(|n| !n.is_empty())?;
+    let content = step.content.trim();
+    // Some formats write a call as `name(arguments)` (OpenAI chat logs).
+    let (args, named) = match (content.find('('), content.strip_suffix(')')) {
+        (Some(open), Some(inner)) if content[..open].trim() == name => (inner[open + 1..].trim(), true),
+        _ => (content, false),
+    };
+    if args.is_empty() {
+        return None;
+    }
+    let subject = if let Some(cmd) = crate::substrate::signals::shell_command(&name.to_ascii_lowercase(), args) {
+        // An argument vector joined with spaces (Codex `local_shell`: `bash -lc cd x && ls`)
+        // keeps its shell wrapper unquoted.
+        let cmd = unwrap_shell(&cmd);
+        let lines: Vec<&str> = cmd.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        (!lines.is_empty()).then(|| format!(": {}", lines.join(" ↵ ")))?
+    } else if let Some(patch) = patch_subject(args) {
+        patch
+    } else {
+        match serde_json::from_str::<Value>(args) {
+            Ok(Value::Object(o)) => edit_subject(&o)?,
+            Ok(Value::String(s)) if !s.trim().is_empty() => format!(": {}", squash(&s, usize::MAX)),
+            Ok(_) => return None,
+            // Plain text: the call's argument itself, unless the content already reads
+            // `name ...` (SWE-agent's `str_replace_editor view /x.py`).
+            Err(_) if named || content.starts_with(name) => return None,
+            Err(_) => format!(": {}", squash(args, usize::MAX)),
+        }
+    };
+    Some((name.to_string(), subject))
+}
+
+/// `cmd` without a leading unquoted `bash -lc ` / `sh -c ` (an argument vector joined by spaces).
+fn unwrap_shell(cmd: &str) -> &str {
+    let mut words = cmd.trim_start().splitn(3, ' ');
+    match (words.next(), words.next(), words.next()) {
+        (Some(sh), Some("-c" | "-lc"), Some(rest))
+            if ["sh", "bash", "zsh", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/bin/zsh"].contains(&sh) =>
+        {
+            rest
+        }
+        _ => cmd,
+    }
+}
+
+/// A file path as a one-line view names it: an absolute path longer than [`PATH_CHARS`] loses
+/// its leading folders (`…/versions/0003_fk.py`), so the file's name stays in a narrow list.
+fn short_path(path: &str) -> String {
+    let path = path.trim();
+    if !path.starts_with('/') || path.chars().count() <= PATH_CHARS {
+        return path.to_string();
+    }
+    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+    match parts.as_slice() {
+        [file, dir, _] => format!("…/{dir}/{file}"),
+        _ => path.to_string(),
+    }
+}
+
+/// Absolute paths longer than this many characters are shortened in one-line views.
+const PATH_CHARS: usize = 30;
+
+/// At most this many characters of an edit's removed text, so that the added text shows too.
+const OLD_CHARS: usize = 48;
+
+/// An edit call's subject from its JSON arguments (see [`call_subject`]); `None` when the
+/// arguments name no file or no change.
+fn edit_subject(o: &serde_json::Map<String, Value>) -> Option<String> {
+    let text = |keys: &[&str]| keys.iter().find_map(|k| o.get(*k).and_then(Value::as_str)).map(str::to_string);
+    let path = short_path(&text(&["file_path", "path", "absolute_path", "notebook_path", "filename", "target_file"])?);
+    let command = text(&["command"]).filter(|c| !c.trim().is_empty() && !c.contains(char::is_whitespace));
+    let old = text(&["old_string", "old_str", "old", "old_text"]);
+    let new = text(&["new_string", "new_str", "new", "new_text"]);
+    let whole = text(&["content", "file_text", "new_source"]);
+    let change = match (old, new) {
+        (Some(old), Some(new)) => Some(format!("{} → {}", squash(&old, OLD_CHARS), squash(&new, usize::MAX))),
+        (None, Some(new)) => Some(format!("+ {}", squash(&new, usize::MAX))),
+        _ => match (o.get("edits").and_then(Value::as_array), whole) {
+            (Some(edits), _) if !edits.is_empty() => {
+                let e = |k: &str| edits[0].get(k).and_then(Value::as_str).unwrap_or_default();
+                let more = match edits.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" (+{n} more {})", if n == 1 { "edit" } else { "edits" }),
+                };
+                Some(format!("{} → {}{more}", squash(e("old_string"), OLD_CHARS), squash(e("new_string"), usize::MAX)))
+            }
+            (_, Some(whole)) => Some(squash(&whole, usize::MAX)),
+            _ => None,
+        },
+    };
+    let verb = command.map(|c| format!(" {c}")).unwrap_or_default();
+    match change {
+        Some(change) => Some(format!("{verb} {path}: {change}")),
+        None if !verb.is_empty() => Some(format!("{verb} {path}")),
+        None => None,
+    }
+}
+
+/// A Codex `apply_patch` call's subject from its patch (raw, or in an `input` member): the first
+/// file with its operation unless it is an update (`add src/x.rs`), how many more files, and for
+/// an update its first removed and added lines. `None` when the text is no patch.
+fn patch_subject(args: &str) -> Option<String> {
+    let patch = match serde_json::from_str::<Value>(args) {
+        Ok(Value::Object(o)) => o.get("input").and_then(Value::as_str)?.to_string(),
+        Ok(_) => return None,
+        Err(_) => args.to_string(),
+    };
+    if !patch.trim_start().starts_with("*** Begin Patch") {
+        return None;
+    }
+    let mut files: Vec<(&str, &str)> = Vec::new();
+    let (mut removed, mut added) = (None, None);
+    for line in patch.lines() {
+        let line = line.trim_end();
+        let op = ["Update", "Add", "Delete"].into_iter().find_map(|op| {
+            line.strip_prefix("*** ")?.strip_prefix(op)?.strip_prefix(" File: ").map(|p| (op, p.trim()))
+        });
+        if let Some(f) = op {
+            files.push(f);
+        } else if line.starts_with("***") || line.starts_with("@@") {
+            continue;
+        } else if let Some(r) = line.strip_prefix('-').filter(|r| !r.trim().is_empty()) {
+            removed.get_or_insert(r);
+        } else if let Some(a) = line.strip_prefix('+').filter(|a| !a.trim().is_empty()) {
+            added.get_or_insert(a);
+        }
+    }
+    let (op, path) = *files.first()?;
+    let op = if op == "Update" { String::new() } else { format!(" {}", op.to_ascii_lowercase()) };
+    let more = match files.len() - 1 {
+        0 => String::new(),
+        n => format!(" (+{n} more {})", if n == 1 { "file" } else { "files" }),
+    };
+    let change = match (removed, added) {
+        (Some(r), Some(a)) => format!(": {} → {}", squash(r, OLD_CHARS), squash(a, usize::MAX)),
+        (None, Some(a)) => format!(": + {}", squash(a, usize::MAX)),
+        (Some(r), None) => format!(": - {}", squash(r, OLD_CHARS)),
+        (None, None) => String::new(),
+    };
+    Some(format!("{op} {}{more}{change}", short_path(path)))
+}
+
+/// `s` on one line: runs of whitespace (line breaks too) made one space, trimmed, clipped to
+/// `max` characters; `""` for empty text (an edit that deletes).
+fn squash(s: &str, max: usize) -> String {
+    // Only the start of a long text can show in one line.
+    let head: String = s.chars().take(max.min(400).saturating_add(1)).collect();
+    let line = head.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.is_empty() { "\"\"".to_string() } else { text::clip(&line, max.min(400)) }
 }
 
 /// A step's kind as a header names it: `tool_call get_order` for a tool call or result with a
@@ -176,8 +358,9 @@ pub fn to_json(t: &Trajectory, d: &Diagnosis) -> Value {
         "category": d.category.as_str(),
         "reason": d.reason,
         "explanation": explanation_json(d),
-        "confidence": round3(d.confidence),
-        "low_confidence": d.low_confidence(),
+        // A verdict that names no step ("No failure found") has no step to be sure of.
+        "confidence": d.decisive_step.map(|_| round3(d.confidence)),
+        "low_confidence": d.decisive_step.is_some() && d.low_confidence(),
         "ranking": d.ranking.iter().take(RANKED_SHOWN).map(|r| json!({
             "step": r.step,
             "agent": r.agent,
@@ -902,6 +1085,50 @@ mod tests {
         // Trace text never reaches the terminal raw, the tool's name included.
         let hostile = call(Some("evil\u{1b}[2J"), "{\"a\": \"\u{1b}]0;x\u{7}\"}");
         assert!(!step_line(&hostile, 80).contains('\u{1b}'), "{:?}", step_line(&hostile, 80));
+    }
+
+    #[test]
+    fn a_shell_call_reads_as_its_command_and_an_edit_as_its_file_first() {
+        let line = |tool: &str, content: &str| step_line(&call(Some(tool), content), 200);
+        // Codex: `shell` with an argument vector, `exec_command` with `cmd`, `local_shell` (the
+        // argument vector joined by spaces at ingest).
+        assert_eq!(
+            line("shell", r#"{"command": ["bash", "-lc", "cd x && pytest -q"], "workdir": "/w"}"#),
+            "shell: cd x && pytest -q"
+        );
+        assert_eq!(line("exec_command", r#"{"cmd": "cargo test", "yield_time_ms": 1000}"#), "exec_command: cargo test");
+        assert_eq!(line("local_shell", "bash -lc cd x && pytest -q"), "local_shell: cd x && pytest -q");
+        // A multi-line command keeps its line breaks visible.
+        assert_eq!(line("Bash", r#"{"command": "cd x\nmake test"}"#), "Bash: cd x ↵ make test");
+        // OpenHands' `CmdRunAction` (`run`): its text is the command.
+        assert_eq!(line("run", "ls -la"), "run: ls -la");
+        // A chat log's `name(arguments)`.
+        assert_eq!(step_line(&call(Some("bash"), r#"bash({"command": "ls"})"#), 80), "bash: ls");
+        // Edits: Claude Code `MultiEdit` and `Write`, a Codex patch adding a file.
+        assert_eq!(
+            line(
+                "MultiEdit",
+                r#"{"file_path": "src/a.py", "edits": [{"old_string": "x = 1", "new_string": "x = 2"}, {"old_string": "", "new_string": "y"}]}"#
+            ),
+            "MultiEdit src/a.py: x = 1 → x = 2 (+1 more edit)"
+        );
+        assert_eq!(
+            line("Write", r##"{"file_path": "README.md", "content": "# Title\n\nText"}"##),
+            "Write README.md: # Title Text"
+        );
+        assert_eq!(
+            line("apply_patch", r#"{"input": "*** Begin Patch\n*** Add File: b.rs\n+fn main() {}\n*** End Patch"}"#),
+            "apply_patch add b.rs: + fn main() {}"
+        );
+        // A long old text gives way to the new one.
+        let long = format!(r#"{{"file_path": "a.py", "old_string": "{}", "new_string": "new"}}"#, "o".repeat(100));
+        assert!(line("Edit", &long).ends_with("o… → new"), "{}", line("Edit", &long));
+        // Not a shell, no file: the tool and its arguments as before.
+        assert_eq!(line("Grep", r#"{"pattern": "x"}"#), r#"Grep({"pattern": "x"})"#);
+        // Sanitised.
+        let hostile = line("Bash", r#"{"command": "echo \u001b]0;pwned\u0007 hi"}"#);
+        assert!(!hostile.contains('\u{1b}') && !hostile.contains('\u{7}'), "{hostile:?}");
+        assert!(hostile.starts_with("Bash: echo "), "{hostile:?}");
     }
 
     fn low(ranking: &[(usize, f32)], named: usize, claim: Claim) -> Diagnosis {

@@ -80,7 +80,8 @@ fn the_decision_rule_holds_on_every_bundled_run() {
                 assert!(d.confidence <= 0.2, "{}: {}", case.file, d.confidence);
             }
             if !passed.is_empty() && passed.len() == live && live >= 2 || passed.is_empty() {
-                assert!(d.reason.starts_with("Decided by the ranking ("), "{}: {}", case.file, d.reason);
+                assert!(d.reason.starts_with(&format!("step {stage3} (")), "{}: {}", case.file, d.reason);
+                assert!(d.reason.contains("; named by the ranking: "), "{}: {}", case.file, d.reason);
                 assert_eq!(d.explanation.rule.as_str(), "ranking");
             }
             continue;

@@ -238,7 +238,7 @@ fn the_candidates_section_names_a_step_the_ranking_named_outside_them() {
 }
 
 /// On every fixture of the project, the sentences that say why a step is named match the rule
-/// the diagnosis records: "Decided by the ranking" only for the ranking's rule, the fallback's
+/// the diagnosis records: "named by the ranking" only for the ranking's rule, the fallback's
 /// wording only for a fallback, "the earliest candidate that passes verification" only for
 /// FALAT's own rule; the low-confidence sentence agrees with the ranking claim; a named step that
 /// is no candidate is named above the candidates.
@@ -261,7 +261,7 @@ fn the_why_sentences_match_the_recorded_rule_on_every_fixture() {
             let mut p = |m: String| problems.push(format!("{}: {m}", entry.path().display()));
             let why = md.split("### Why\n\n").nth(1).and_then(|w| w.lines().next()).unwrap_or_default();
             let rule = json["explanation"]["rule"].as_str().unwrap_or_default().to_string();
-            if why.starts_with("Decided by the ranking") != (rule == "ranking") {
+            if why.contains("; named by the ranking: ") != (rule == "ranking") {
                 p(format!("rule {rule}, why {why:?}"));
             }
             if why.starts_with("Unverified (") && rule != "fallback" {
@@ -288,4 +288,129 @@ fn the_why_sentences_match_the_recorded_rule_on_every_fixture() {
     }
     assert!(checked > 50, "{checked} trajectories");
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+// ----- a first user's coding-agent sessions: tool calls as they read, no-failure verdicts -----
+
+/// The first-user coding sessions (`tests/fixtures/handbuilt/coding/`, see its NOTE).
+const CODING: &str = "tests/fixtures/handbuilt/coding";
+
+fn coding(file: &str) -> (Trajectory, Diagnosis) {
+    diagnose(&format!("{CODING}/{file}"))
+}
+
+/// A shell call reads as its command and an edit as its tool and file first, in every agent's
+/// own arguments: Codex `shell` (`{"command": ["bash", "-lc", …]}`) and `apply_patch`, Claude
+/// Code `Bash` and `Edit`, Gemini CLI `run_shell_command` and `replace`, OpenHands
+/// `execute_bash` and `str_replace_editor`, mini-swe-agent `bash`.
+#[test]
+fn step_line_reads_a_tool_call_as_what_it_does() {
+    let cases: [(&str, usize, &str); 11] = [
+        ("r15_long_codex.jsonl", 1, "shell: cat .python-version && ls -1 ~/.pyenv/versions/"),
+        ("r15_long_codex.jsonl", 4, "shell: python3.8 -m venv .venv && . .venv/bin/activate && python --version"),
+        (
+            "r15_long_codex.jsonl",
+            37,
+            "apply_patch tests/test_server.py: srv = start_http_server(0, registry=reg) → srv, _thread = \
+             start_http_server(0, registry=reg)",
+        ),
+        ("r11_deleted_protected_claude.jsonl", 3, "Bash: alembic revision -m 'add coupon_code to orders'"),
+        (
+            "r11_deleted_protected_claude.jsonl",
+            10,
+            "Edit …/versions/7c1e2a9f4b3d_add_coupon_code_to_orders.py: def upgrade() -> None: pass → def upgrade() -> None: op.add_column('orders', sa.Column('coupon_code', sa.String(32), nullable=True))",
+        ),
+        (
+            "r04_ok_gemini_go.json",
+            2,
+            "run_shell_command: go test ./internal/cache/ -run TestLRUEvictsOldest -v -count=1",
+        ),
+        ("r04_ok_gemini_go.json", 8, "replace …/cache/lru.go: old := c.ll.Front() → old := c.ll.Back()"),
+        (
+            "r03_ok_openhands_jest.json",
+            2,
+            "execute_bash: cd /workspace/repo && npm test -w packages/utils -- --silent 2>&1 | tail -30",
+        ),
+        (
+            "r03_ok_openhands_jest.json",
+            7,
+            "str_replace_editor str_replace …/src/slugify.ts: return input .toLowerCase() → return input .normalize('NFKD') .replace(/[\\u0300-\\u036f]/g, '') .toLowerCase()",
+        ),
+        ("r05_recover_mini.json", 2, "bash: grep -rn 'def humanize_bytes' --include=*.py ."),
+        ("r05_recover_mini.json", 14, "bash: sed -n 14,30p sizefmt/core.py"),
+    ];
+    for (file, step, want) in cases {
+        let t = load_path(Path::new(env!("CARGO_MANIFEST_DIR")).join(CODING).join(file).as_path(), None)
+            .expect("loads")
+            .trajectories
+            .remove(0);
+        let st = &t.steps[step];
+        assert_eq!(report::step_line(st, 400), want, "{file} step {step}: {:?}", st.content);
+        // At 80 columns the tool and what it acts on come first.
+        let short = report::step_line(st, 60);
+        assert!(short.chars().count() <= 60, "{short}");
+        assert!(want.starts_with(short.trim_end_matches('…')), "{short}");
+    }
+}
+
+/// The Markdown tables quote each tool call as it reads: no Codex call is shown as its JSON.
+#[test]
+fn report_tables_quote_a_codex_shell_call_by_its_command() {
+    let (t, d) = coding("r15_long_codex.jsonl");
+    let md = report::to_markdown(&t, &d);
+    let ranked = table_rows(&md, "## Ranked steps");
+    assert!(!ranked.is_empty(), "{md}");
+    for row in ranked.iter().chain(&table_rows(&md, "## Roles")) {
+        assert!(!row.contains("{\"command\""), "{row}");
+    }
+    assert!(ranked.iter().any(|r| r.contains("| shell: . .venv/bin/activate && ")), "{ranked:?}");
+}
+
+/// "No failure found" names no step, so it gives no step confidence: `null` and not low in the
+/// JSON, and the Markdown prints none.
+#[test]
+fn a_no_failure_verdict_has_no_confidence() {
+    let (t, d) = coding("r08_subset_claude.jsonl");
+    assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }), "{:?}", d.explanation.rule);
+    assert_eq!(d.decisive_step, None);
+    let json = report::to_json(&t, &d);
+    assert_eq!(json["confidence"], Value::Null, "{json}");
+    assert_eq!(json["low_confidence"], Value::Bool(false), "{json}");
+    let md = report::to_markdown(&t, &d);
+    assert!(md.contains("**No failure found**: no ROOT_CAUSE is named."), "{md}");
+    assert!(!md.contains("confidence"), "{md}");
+    // A named step keeps its confidence.
+    let (t, d) = coding("r04_ok_gemini_go.json");
+    let json = report::to_json(&t, &d);
+    let c = json["confidence"].as_f64().expect("a number");
+    assert!((c - f64::from(d.confidence)).abs() < 1e-3, "{c} {}", d.confidence);
+    assert_eq!(json["low_confidence"], Value::Bool(d.low_confidence()));
+}
+
+/// A verdict the ranking decided says what is wrong with the step first and the rule after it,
+/// in short; the rule's record stays as it was.
+#[test]
+fn a_ranked_verdicts_reason_leads_with_the_finding() {
+    let (t, d) = coding("r15_long_codex.jsonl");
+    let Rule::Ranking { why, .. } = &d.explanation.rule else {
+        panic!("decided by the ranking: {:?}", d.explanation.rule)
+    };
+    let s = d.decisive_step.expect("a step");
+    assert!(d.reason.starts_with(&format!("step {s} (codex): ")), "{}", d.reason);
+    assert!(!d.reason.contains("Decided by"), "{}", d.reason);
+    assert!(
+        d.reason.contains(
+            "(failed_action); named by the ranking: both verified candidates passed both independence and \
+             sufficiency. Re-search: "
+        ),
+        "{}",
+        d.reason
+    );
+    // The rule itself is unchanged: its record names it, and its clause is whole.
+    let json = report::to_json(&t, &d);
+    assert_eq!(json["explanation"]["rule"], "ranking", "{json}");
+    assert!(
+        why.to_string().ends_with("so verification did not tell them apart and the most probable of them is named"),
+        "{why}"
+    );
 }

@@ -65,6 +65,12 @@ impl Fixture {
     }
 }
 
+/// A cut status line without its pointer to the messages overlay (`… — press ! for all
+/// messages`, or `… (press !)` in a short room); `None` when it has none.
+fn without_pointer(status: &str) -> Option<&str> {
+    status.strip_suffix("… — press ! for all messages").or_else(|| status.strip_suffix("… (press !)"))
+}
+
 fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     term.draw(|f| tui::render(app, f)).expect("draw");
@@ -207,7 +213,7 @@ fn assert_titles_whole_and_cuts_marked(screen: &str, what: &str) {
         }
     }
     let status = lines[lines.len() - 2];
-    if !status.ends_with(' ') && !status.ends_with("(! more)") {
+    if !status.ends_with(' ') && without_pointer(status).is_none() {
         assert!(status.ends_with('…'), "{what}: the status line is cut without an ellipsis: {status:?}");
     }
 }
@@ -1484,7 +1490,10 @@ fn at_80_by_24_titles_never_collide_and_cut_text_ends_in_an_ellipsis() {
     app.set_status(Level::Ok, "finished all stages: decisive step 12 by WebSurfer, and a long tail of words after it");
     let screen = draw(&app, 80, 24).backend().to_string();
     let status = screen.lines().rev().nth(1).expect("status").trim_matches('"');
-    assert!(status.trim_end().ends_with("… (! more)"), "a long status is cut with an ellipsis: {status}");
+    assert!(
+        status.trim_end().ends_with("… — press ! for all messages"),
+        "a long status is cut with an ellipsis and says what ! does: {status}"
+    );
 }
 
 #[test]
@@ -1781,7 +1790,7 @@ fn a_save_that_fails_everywhere_is_an_error_on_screen() {
         let s = draw(&app, w, h).backend().to_string();
         let line = s.lines().rev().nth(1).expect("status line");
         assert!(line.contains("could not save the overrides"), "{w}: {line}");
-        assert!(line.trim_end_matches([' ', '"']).ends_with("… (! more)"), "{w}: {line}");
+        assert!(line.trim_end_matches([' ', '"']).ends_with("… — press ! for all messages"), "{w}: {line}");
         if w == 160 {
             assert!(line.contains("will not replace /tmp/…/"), "the path loses its middle first: {line}");
         }
@@ -2343,7 +2352,8 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     // (The reason names verification's two criteria: "passed both independence and sufficiency".)
     // (Under the headline, the decisive step: a line naming it, three quoted lines and the count
     // of the others.)
-    assert_eq!(vm.text_lines, 30);
+    // (The reason names the step's finding first and the ranking's rule after it, in short.)
+    assert_eq!(vm.text_lines, 29);
     // Every link is drawn where the model places it: select each in turn (the view scrolls it
     // into sight) and read the drawn frame at its row and columns.
     for (k, link) in vm.links.iter().enumerate() {
@@ -2363,9 +2373,9 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     }
     // The scroll bounds: the last page shows the last line.
     press_on(&mut app, "G", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 29 - 19);
     press_on(&mut app, "<pgdn>", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19, "no scrolling past the end");
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 29 - 19, "no scrolling past the end");
     press_on(&mut app, "g", 80, 24);
     assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
 }
@@ -2472,7 +2482,8 @@ fn at_80_columns_the_footer_keeps_its_main_keys_whole_and_the_status_cuts_betwee
     let rows = rows_of(&draw(&app, 80, 24));
     let status = rows[rows.len() - 2].trim_end().to_string();
     let shown = status.split("│ ").nth(1).expect("the status after the stage marks");
-    let kept = shown.strip_suffix("… (! more)").unwrap_or_else(|| panic!("cut with a pointer: {status}"));
+    let kept =
+        shown.strip_suffix("… — press ! for all messages").unwrap_or_else(|| panic!("cut with a pointer: {status}"));
     assert!(full.starts_with(kept) && full[kept.len()..].starts_with(' '), "cut between words: {status}");
 }
 
@@ -2686,4 +2697,86 @@ fn at_80_columns_the_header_keeps_the_file_name_and_the_status_the_verdict() {
     let header = text_rows(&draw(&app, 80, 24))[0].clone();
     assert!(header.ends_with("r12_long_wrong_month.openai.json") && header.contains(" …"), "{header:?}");
     assert!(header.chars().count() <= 80, "{header:?}");
+}
+
+// ----- a first user's coding-agent sessions: calls as they read, failures quoted -----
+
+const CODEX_LONG: &str = "tests/fixtures/handbuilt/coding/r15_long_codex.jsonl";
+const CLAUDE_PROTECTED: &str = "tests/fixtures/handbuilt/coding/r11_deleted_protected_claude.jsonl";
+const GEMINI_OK: &str = "tests/fixtures/handbuilt/coding/r04_ok_gemini_go.json";
+
+/// Codex shell calls show their command, not their JSON, in the steps pane at 160 and 80
+/// columns; the verdict quotes the decisive `apply_patch` by its file first, and the evidence
+/// header says what the call does.
+#[test]
+fn codex_calls_read_as_their_commands_in_the_lists_and_the_verdict() {
+    let f = Fixture::copy(Path::new(CODEX_LONG));
+    let mut app = f.open();
+    press_on(&mut app, "a", 160, 45);
+    let s = app.machine_verdict().and_then(|d| d.decisive_step).expect("a step");
+    assert_eq!(app.traj.steps[s].tool_name.as_deref(), Some("apply_patch"));
+    for (w, h) in [(160, 45), (80, 24)] {
+        let screen = draw(&app, w, h).backend().to_string();
+        assert!(!screen.contains("{\"command\""), "{w}x{h}:\n{screen}");
+        assert!(screen.contains(" shell: . .venv"), "{w}x{h}:\n{screen}");
+    }
+    press_on(&mut app, ":4<enter>", 160, 45);
+    let rows = text_rows(&draw(&app, 160, 45));
+    let row = rows.iter().find(|r| r.contains("    4 codex")).expect("the row of step 4");
+    assert!(row.contains("shell: python3.8 -m venv .venv && . .venv/bin/a"), "{row}");
+    let header = rows.iter().find(|r| r.contains("#4 codex")).expect("the evidence header");
+    assert!(header.contains("#4 codex · call shell · discuss · python3.8 -m venv .venv && . .venv/bin/"), "{header}");
+    insta::assert_snapshot!("coding-codex-steps-160x45", draw(&app, 160, 45).backend().to_string());
+    press_on(&mut app, "5", 80, 24);
+    let rows = text_rows(&draw(&app, 80, 24));
+    let at = rows.iter().position(|r| r.contains("the step: codex · tool_call apply_patch")).expect("the step line");
+    assert!(rows[at + 1].contains("> apply_patch tests/test_server.py: srv = start_http_server(0,"), "{rows:?}");
+    // The reason: the step's finding first, the ranking's rule after it.
+    let text = rows.join(" ");
+    assert!(!text.contains("Decided by the ranking"), "{rows:?}");
+    assert!(text.contains(&format!("step {s} (codex): the check after this edit fails")), "{rows:?}");
+    insta::assert_snapshot!("coding-codex-verdict-80x24", small(&app));
+}
+
+/// The roles view's SYMPTOM row quotes the failure (the result's first error line), not the
+/// first line of the tool's output; the ROOT_CAUSE row, a call, its command.
+#[test]
+fn the_roles_view_quotes_the_failure_of_an_error_step() {
+    // Codex: the test run's output starts with the command pytest ran; its error line is below.
+    let f = Fixture::copy(Path::new(CODEX_LONG));
+    let mut app = f.open();
+    press_on(&mut app, "a3", 160, 45);
+    let d = app.machine_verdict().expect("a verdict").clone();
+    let symptom = d.roles.iter().find(|(_, r)| *r == Role::Symptom).map(|(s, _)| *s).expect("a symptom");
+    assert!(app.traj.steps[symptom].content.starts_with(".venv/bin/python -m pytest -q tests"));
+    let rows = text_rows(&draw(&app, 160, 45));
+    let row = rows.iter().find(|r| r.contains("SYMPTOM")).expect("the symptom row");
+    assert!(row.contains(" codex E   SyntaxError: invalid syntax  "), "{row}");
+    // Claude Code: alembic's error; the call that met it by its command.
+    let f = Fixture::copy(Path::new(CLAUDE_PROTECTED));
+    let mut app = f.open();
+    press_on(&mut app, "a3", 160, 45);
+    for (w, h) in [(160, 45), (80, 24)] {
+        let rows = text_rows(&draw(&app, w, h));
+        let row = rows.iter().find(|r| r.contains("SYMPTOM")).expect("the symptom row");
+        assert!(row.contains("claude ERROR [alembic.util.messaging] Multiple heads are"), "{w}x{h}: {row}");
+        let root = rows.iter().find(|r| r.contains("ROOT_CAUSE ")).expect("the root cause row");
+        assert!(root.contains("claude Bash: alembic revision -m 'add coupon_code to"), "{w}x{h}: {root}");
+    }
+    insta::assert_snapshot!("coding-claude-roles-160x45", draw(&app, 160, 45).backend().to_string());
+    insta::assert_snapshot!("coding-claude-roles-80x24", small(&app));
+}
+
+/// At 80 columns a cut status after an export says what `!` does.
+#[test]
+fn a_cut_status_says_what_the_messages_key_does() {
+    let f = Fixture::copy(Path::new(GEMINI_OK));
+    let mut app = f.open();
+    press_on(&mut app, "ae", 80, 24);
+    let rows = text_rows(&draw(&app, 80, 24));
+    let status = &rows[rows.len() - 2];
+    assert!(status.contains("│ exported "), "{status}");
+    assert!(status.ends_with("… — press ! for all messages"), "{status}");
+    assert!(status.chars().count() <= 80, "{status}");
+    insta::assert_snapshot!("coding-gemini-exported-80x24", redact_tmp(&small(&app)));
 }

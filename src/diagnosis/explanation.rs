@@ -481,8 +481,10 @@ impl Explanation {
     }
 
     /// The reason in a few sentences: the decisive step and its agent first, then the evidence
-    /// (each finding with its signal), the rule when it is a fallback, the re-search. Sanitised,
-    /// at most 600 characters.
+    /// (each finding with its signal), the rule when it is a fallback (before the step) or the
+    /// ranking (after the evidence, in short: `…; named by the ranking: both verified candidates
+    /// passed both independence and sufficiency.`), the re-search. Sanitised, at most 600
+    /// characters.
     pub fn render(&self, step: Option<usize>, agent: Option<&str>) -> String {
         join(&self.parts(step, agent))
     }
@@ -541,15 +543,20 @@ impl Explanation {
             _ if said.is_empty() => vec![Text(format!(" ({who}): no finding recorded for this step."))],
             _ => [vec![Text(format!(" ({who}): "))], said, vec![t(".")]].concat(),
         };
+        // The ranking's rule goes after what is wrong with the step, in short: what verification
+        // did (the clause before its ", so …").
+        let after = match &self.rule {
+            Rule::Ranking { why, .. } => {
+                [trim_end_dot(&after), vec![t("; named by the ranking: ")], short_clause(why), vec![t(".")]].concat()
+            }
+            _ => after,
+        };
         // The sentence about the step, capitalised when a clause goes before it.
         let mut out = match &self.rule {
             Rule::Fallback { name, .. } if !name.is_empty() => {
                 vec![Text(format!("Unverified ({name} fallback). Step "))]
             }
             Rule::Fallback { why, .. } => [vec![t("Fallback (")], clean(why), vec![t("). Step ")]].concat(),
-            Rule::Ranking { why, .. } => {
-                [vec![t("Decided by the ranking (")], clean(why), vec![t("). Step ")]].concat()
-            }
             _ => vec![t("step ")],
         };
         out.push(Step(s));
@@ -566,6 +573,23 @@ impl Explanation {
 /// A prose's parts with their text sanitised ([`text::sanitize`]), for a rendered sentence.
 fn clean(p: &Prose) -> Vec<Part> {
     p.clone().sanitized(usize::MAX).parts().to_vec()
+}
+
+/// A rule's clause for the end of a sentence, sanitised: what it did without why it follows
+/// (the text before its first ", so "), and without a closing full stop. A clause with no
+/// ", so " stays whole.
+fn short_clause(p: &Prose) -> Vec<Part> {
+    let mut out = Vec::new();
+    for part in clean(p) {
+        match part {
+            Part::Text(x) if x.contains(", so ") => {
+                out.push(Part::Text(x[..x.find(", so ").unwrap_or(x.len())].to_string()));
+                break;
+            }
+            other => out.push(other),
+        }
+    }
+    trim_end_dot(&out)
 }
 
 /// `parts` without the full stops that end them.

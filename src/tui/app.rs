@@ -402,13 +402,39 @@ impl App {
         self.results.decisive_step()
     }
 
-    /// A step in one line for the lists (the steps pane, the roles view, the dependencies): the
-    /// hierarchy's decision line, or for a tool call whose content lacks its tool's name (a span
-    /// format keeps only the arguments) `tool_name(arguments)` ([`crate::report::step_line`]).
+    /// A step in one line for the lists (the steps pane, the roles view, the dependencies): a
+    /// tool call as it reads ([`crate::report::call_line`]: a shell call its command, an edit its
+    /// tool and file first), else the hierarchy's decision line.
     pub fn step_line(&self, s: usize) -> String {
-        match self.traj.steps.get(s) {
-            Some(st) if crate::report::called_tool(st).is_some() => clean(&crate::report::step_line(st, 160)),
-            _ => self.hierarchy().steps.get(s).map_or(String::new(), |sum| clean(&sum.decision)),
+        match self.traj.steps.get(s).and_then(|st| crate::report::call_line(st, 160)) {
+            Some(line) => clean(&line),
+            None => self.hierarchy().steps.get(s).map_or(String::new(), |sum| clean(&sum.decision)),
+        }
+    }
+
+    /// A step in one line that quotes its failure, for the roles view: when the step is an error
+    /// (its evidence has an error line, or the format marks it), its first error line
+    /// (`ERROR: Multiple heads are present`; a line that only announces what follows and ends in
+    /// `:`, like `Traceback (most recent call last):`, gives way to the next error line), else
+    /// [`App::step_line`].
+    pub fn failure_line(&self, s: usize) -> String {
+        let (Some(st), Some(sum)) = (self.traj.steps.get(s), self.hierarchy().steps.get(s)) else {
+            return String::new();
+        };
+        let errors: Vec<&str> = self
+            .hierarchy()
+            .evidence
+            .get(s)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|e| e.kind == crate::evidence::EvidenceKind::ErrorLine)
+            .map(|e| e.text(&st.content).trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        let line = errors.iter().find(|l| !l.ends_with(':')).or(errors.first());
+        match line {
+            Some(line) if sum.flags.error || sum.flags.failed_execution || st.is_error => clean(&text::clip(line, 160)),
+            _ => self.step_line(s),
         }
     }
 

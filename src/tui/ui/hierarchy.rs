@@ -224,7 +224,8 @@ fn render_evidence(app: &App, f: &mut Frame, area: Rect) {
     }
 }
 
-/// Two lines about the step (agent, kind, markers, flags; values used and introduced) and a rule.
+/// Two lines about the step (agent, kind, markers, flags, what a tool call does; values used and
+/// introduced) and a rule.
 fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
     let s = app.nav.step;
@@ -269,6 +270,12 @@ fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     let flags = sum.flags.names();
     if !flags.is_empty() {
         first.push(Span::styled(format!(" [{}]", flags.join(", ")), t.warn));
+    }
+    // Last, where a wide pane has room: what the call does (a shell call's command, an edit's
+    // file and change), which its arguments below show only as JSON.
+    if let Some((_, subject)) = crate::report::call_subject(step) {
+        let subject = subject.trim_start_matches(':').trim();
+        first.push(Span::styled(format!(" · {}", clean(&crate::text::clip(subject, 120))), t.text));
     }
     vec![Line::from(first), provenance_line(app, s, width), Line::styled("─".repeat(width as usize), t.dim)]
 }

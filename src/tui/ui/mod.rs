@@ -153,10 +153,14 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(fit(Line::from(spans), area.width)), area);
 }
 
+/// The fewest columns of a cut status message the long pointer to the messages overlay leaves.
+const MIN_KEPT: usize = 32;
+
 /// A status message shortened to `room` columns: long paths lose their middle folders first
 /// (`/home/ana/…/falat/overrides.json`), so the reason after a path stays on screen; what still
 /// does not fit is cut with an ellipsis, followed by a pointer to the messages overlay when `more`
-/// (its key) is given: the overlay shows the message whole.
+/// (its key) is given: `… — press ! for all messages`, or `… (press !)` when that would leave
+/// less than [`MIN_KEPT`] columns of the message; the overlay shows the message whole.
 pub fn shorten(text: &str, room: usize, more: Option<&str>) -> String {
     let width = |s: &str| unicode_width::UnicodeWidthStr::width(s);
     if width(text) <= room {
@@ -179,7 +183,14 @@ pub fn shorten(text: &str, room: usize, more: Option<&str>) -> String {
         };
         words[i] = short;
     }
-    let tail = more.map_or("…".to_string(), |k| format!("… ({k} more)"));
+    // The pointer in words a new user reads; in a short room, shorter.
+    let tail = match more {
+        Some(k) if room >= MIN_KEPT + width(&format!("… — press {k} for all messages")) => {
+            format!("… — press {k} for all messages")
+        }
+        Some(k) => format!("… (press {k})"),
+        None => "…".to_string(),
+    };
     let keep = room.saturating_sub(width(&tail));
     let joined = words.join(" ");
     let mut out = String::new();
@@ -595,17 +606,20 @@ mod tests {
             shorten(msg, 73, Some("!")),
             "could not save: cannot replace /home/…/runs/trace.json: Permission denied"
         );
-        assert_eq!(shorten(msg, 40, Some("!")), "could not save: cannot replace… (! more)");
+        assert_eq!(shorten(msg, 40, Some("!")), "could not save: cannot… (press !)");
+        // With room, the pointer says what the key does.
+        assert_eq!(shorten(msg, 64, Some("!")), "could not save: cannot replace /… — press ! for all messages");
         assert_eq!(shorten(msg, 40, None), "could not save: cannot replace /home/…/…");
     }
 
     #[test]
     fn a_status_is_cut_between_words_and_a_single_long_word_by_characters() {
         let msg = "finished all stages in 20 ms: decisive step 61 by Orchestrator (hallucination)";
-        assert_eq!(shorten(msg, 60, Some("!")), "finished all stages in 20 ms: decisive step 61 by… (! more)");
+        assert_eq!(shorten(msg, 60, Some("!")), "finished all stages in 20 ms… — press ! for all messages");
+        assert_eq!(shorten(msg, 50, Some("!")), "finished all stages in 20 ms: decisive… (press !)");
         // No dangling punctuation before the ellipsis.
-        assert_eq!(shorten(msg, 41, Some("!")), "finished all stages in 20 ms… (! more)");
+        assert_eq!(shorten(msg, 41, Some("!")), "finished all stages in 20 ms… (press !)");
         let id = "run-0123456789abcdef0123456789abcdef0123456789";
-        assert_eq!(shorten(id, 20, Some("!")), "run-012345… (! more)");
+        assert_eq!(shorten(id, 20, Some("!")), "run-01234… (press !)");
     }
 }

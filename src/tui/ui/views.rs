@@ -204,7 +204,7 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled(format!("{s:>5}  "), t.text),
                 Span::styled(format!("{name:<13}"), style),
                 Span::styled(col(&clean(&sum.agent), agent_width(app, inner.width)), t.text),
-                Span::styled(app.step_line(*s), t.dim),
+                Span::styled(app.failure_line(*s), t.dim),
             ]);
             let line = fit(line, inner.width);
             if i == app.nav.list_sel { selected(line, t.selection, inner.width) } else { line }

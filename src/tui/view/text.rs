@@ -468,8 +468,8 @@ const QUOTED_LINES: usize = 3;
 const QUOTED_WIDTH: usize = 150;
 
 /// The decisive step under the verdict's headline, as the Markdown report quotes it: its agent,
-/// its kind and tool, and its first lines (sanitised, each clipped; a tool call whose content is
-/// only its arguments as `tool_name(arguments)`), with how many lines are left out.
+/// its kind and tool, and its first lines (sanitised, each clipped; a tool call in one line as it
+/// reads, [`crate::report::call_line`]), with how many lines are left out.
 fn decisive_step_lines(app: &App, l: &mut Linker, s: usize) {
     let t = &app.theme;
     let Some(st) = app.traj.steps.get(s) else { return };
@@ -478,8 +478,8 @@ fn decisive_step_lines(app: &App, l: &mut Linker, s: usize) {
         Span::styled(clean(&st.agent), t.text),
         Span::styled(format!(" · {}", crate::report::kind_and_tool(st)), t.dim),
     ]));
-    let lines: Vec<String> = if crate::report::called_tool(st).is_some() {
-        vec![crate::report::step_line(st, QUOTED_WIDTH)]
+    let lines: Vec<String> = if let Some(line) = crate::report::call_line(st, QUOTED_WIDTH) {
+        vec![line]
     } else {
         text::sanitize(&st.content)
             .lines()
@@ -558,7 +558,13 @@ fn method_detail_lines(app: &App, m: Method, d: &Diagnosis, l: &mut Linker) {
     head.extend([
         Span::styled(clean(d.agent.as_deref().unwrap_or("?")), t.text),
         Span::styled(
-            format!(" · {} · confidence {:.2} · judge {}", d.category.as_str(), d.confidence, clean(&d.judge)),
+            // A verdict that names no step has no confidence to give.
+            match d.decisive_step {
+                Some(_) => {
+                    format!(" · {} · confidence {:.2} · judge {}", d.category.as_str(), d.confidence, clean(&d.judge))
+                }
+                None => format!(" · {} · judge {}", d.category.as_str(), clean(&d.judge)),
+            },
             t.dim,
         ),
     ]);
