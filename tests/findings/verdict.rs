@@ -189,9 +189,8 @@ fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     assert!(d.explanation.findings.is_empty());
     assert!(
         d.reason.starts_with(
-            "Decided by the ranking (no candidate was left to verify, so the ranking's most probable step is \
-             named). Step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows \
-             its failure elsewhere: step 1 is an error."
+            "step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows its \
+             failure elsewhere: step 1 is an error; named by the ranking: no candidate was left to verify."
         ),
         "{}",
         d.reason
@@ -259,7 +258,7 @@ fn when_every_verified_candidate_passes_the_verdict_says_the_ranking_decided() {
         let Rule::Ranking { why, .. } = &d.explanation.rule else { continue };
         seen += 1;
         let s = d.decisive_step.expect("a step");
-        assert!(d.reason.starts_with("Decided by the ranking ("), "{name}: {}", d.reason);
+        assert!(d.reason.contains("; named by the ranking: "), "{name}: {}", d.reason);
         if why.starts_with("all ") {
             let c = d.candidate(s).unwrap_or_else(|| panic!("{name}: step {s} is a candidate"));
             let v = c.verification.as_ref().expect("verified");
