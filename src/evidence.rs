@@ -109,7 +109,7 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t]*$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out(?-u:\b))",
+        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out(?-u:\b))",
     )
     .unwrap()
 });
@@ -191,8 +191,10 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
 /// Whether a field's value says it has none: `(none)`, `none`, `null`, `nil`, `n/a`, `-`,
 /// `(empty)` (case-insensitive, brackets and quotes aside).
 fn no_value(value: &str) -> bool {
-    let v = value.trim().trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | '"' | '\'' | '<' | '>' | ',' | '.'));
-    ["none", "null", "nil", "n/a", "na", "-", "empty", "no error", "no errors"].contains(&v.to_ascii_lowercase().as_str())
+    let v =
+        value.trim().trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | '"' | '\'' | '<' | '>' | ',' | '.'));
+    ["none", "null", "nil", "n/a", "na", "-", "empty", "no error", "no errors"]
+        .contains(&v.to_ascii_lowercase().as_str())
 }
 
 /// Whether `text` is a file shown with a line number before each line, as coding agents' read
@@ -339,11 +341,8 @@ mod tests {
         let gemini = "Command: go test ./...\nDirectory: (root)\nStdout: ok  \tkv/internal/cache\t1.2s\nStderr: (empty)\nError: (none)\nExit Code: 0";
         assert!(!extract_text(gemini).iter().any(|e| e.kind == EvidenceKind::ErrorLine));
         let failed = "Stderr: (empty)\nError: exit status 1\nExit Code: 1";
-        let lines: Vec<&str> = extract_text(failed)
-            .iter()
-            .filter(|e| e.kind == EvidenceKind::ErrorLine)
-            .map(|e| e.text(failed))
-            .collect();
+        let lines: Vec<&str> =
+            extract_text(failed).iter().filter(|e| e.kind == EvidenceKind::ErrorLine).map(|e| e.text(failed)).collect();
         assert_eq!(lines, ["Error: exit status 1"]);
         // A label with its detail on the next lines is an error.
         let npm = "npm error Lifecycle script `test` failed with error:\nnpm error code 1";

@@ -370,7 +370,7 @@ fn report_tables_quote_a_codex_shell_call_by_its_command() {
 /// JSON, and the Markdown prints none.
 #[test]
 fn a_no_failure_verdict_has_no_confidence() {
-    let (t, d) = coding("r08_subset_claude.jsonl");
+    let (t, d) = coding("r04_ok_gemini_go.json");
     assert!(matches!(d.explanation.rule, Rule::NoFailure { .. }), "{:?}", d.explanation.rule);
     assert_eq!(d.decisive_step, None);
     let json = report::to_json(&t, &d);
@@ -380,7 +380,8 @@ fn a_no_failure_verdict_has_no_confidence() {
     assert!(md.contains("**No failure found**: no ROOT_CAUSE is named."), "{md}");
     assert!(!md.contains("confidence"), "{md}");
     // A named step keeps its confidence.
-    let (t, d) = coding("r04_ok_gemini_go.json");
+    let (t, d) = coding("r08_subset_claude.jsonl");
+    assert_eq!(d.decisive_step, Some(7));
     let json = report::to_json(&t, &d);
     let c = json["confidence"].as_f64().expect("a number");
     assert!((c - f64::from(d.confidence)).abs() < 1e-3, "{c} {}", d.confidence);
@@ -391,16 +392,16 @@ fn a_no_failure_verdict_has_no_confidence() {
 /// in short; the rule's record stays as it was.
 #[test]
 fn a_ranked_verdicts_reason_leads_with_the_finding() {
-    let (t, d) = coding("r15_long_codex.jsonl");
+    let (t, d) = coding("r11_deleted_protected_claude.jsonl");
     let Rule::Ranking { why, .. } = &d.explanation.rule else {
         panic!("decided by the ranking: {:?}", d.explanation.rule)
     };
     let s = d.decisive_step.expect("a step");
-    assert!(d.reason.starts_with(&format!("step {s} (codex): ")), "{}", d.reason);
+    assert!(d.reason.starts_with(&format!("step {s} (claude): deletes migrations/")), "{}", d.reason);
     assert!(!d.reason.contains("Decided by"), "{}", d.reason);
     assert!(
         d.reason.contains(
-            "(failed_action); named by the ranking: both verified candidates passed both independence and \
+            "(forbidden_change); named by the ranking: both verified candidates passed both independence and \
              sufficiency. Re-search: "
         ),
         "{}",

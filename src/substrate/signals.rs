@@ -215,7 +215,8 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {
-            !ev.iter().any(|e| e.kind == EvidenceKind::Number && e.key == *k && written_result(content, e.span.start, k))
+            !ev.iter()
+                .any(|e| e.kind == EvidenceKind::Number && e.key == *k && written_result(content, e.span.start, k))
         })
         .collect();
     // "No earlier source" must hold as written: a number some earlier step writes in another
@@ -1528,7 +1529,8 @@ fn reads_or_checks(part: &str) -> bool {
     // A runner (`npx eslint .`, `uv run pytest`, `poetry run mypy`) is judged by what it runs.
     let run_by = match (program, all.first().copied()) {
         ("npx" | "bunx" | "pnpx", _) => 0,
-        ("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye", Some("run")) | ("pnpm" | "yarn", Some("exec" | "dlx")) => 1,
+        ("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye", Some("run"))
+        | ("pnpm" | "yarn", Some("exec" | "dlx")) => 1,
         _ => usize::MAX,
     };
     if let Some(inner) = all.get(run_by..).filter(|_| run_by != usize::MAX) {
@@ -1546,7 +1548,9 @@ fn reads_or_checks(part: &str) -> bool {
         "python" | "python3" | "py" | "node" | "ruby" | "perl" if all.iter().any(|w| matches!(*w, "-c" | "-e")) => {
             program != "perl" || !all.iter().any(|w| w.starts_with("-i") || w.starts_with("-pi"))
         }
-        "pip" | "pip3" => ["show", "list", "freeze", "check", "--version"].contains(&all.first().copied().unwrap_or("")),
+        "pip" | "pip3" => {
+            ["show", "list", "freeze", "check", "--version"].contains(&all.first().copied().unwrap_or(""))
+        }
         "sed" => !part.split_whitespace().any(|w| w.starts_with("-i") || w == "--in-place"),
         "find" => {
             !part.split_whitespace().any(|w| matches!(w, "-delete" | "-exec" | "-execdir" | "-ok"))
@@ -2138,7 +2142,8 @@ mod failure_line_tests {
         let eslint = "/src/api/client.ts\n  41:7  error  'retries' is assigned a value but never used\n\n✖ 2 problems (2 errors, 0 warnings)";
         assert_eq!(failure_line(eslint).as_deref(), Some("✖ 2 problems (2 errors, 0 warnings)"));
         assert_eq!(failure_line("a\nb\ncompiling…\nexit status 2").as_deref(), Some("exit status 2"));
-        let editor = "No replacement was performed, old_str `    if x:\n        return 1` did not appear verbatim in f.py.";
+        let editor =
+            "No replacement was performed, old_str `    if x:\n        return 1` did not appear verbatim in f.py.";
         assert_eq!(
             failure_line(editor).as_deref(),
             Some("No replacement was performed, old_str `    if x: return 1` did not appear verbatim in f.py.")

@@ -650,6 +650,23 @@ fn the_new_detectors_claim_no_other_fixture_of_the_project() {
             continue;
         };
         let claimed: Vec<SourceFormat> = NEW_FORMATS.into_iter().filter(|f| ingest::matches(&d, *f)).collect();
+        // A session of one of these formats kept with other tests (a first user's Gemini CLI
+        // session among the coding runs) says so in its name, and only that format claims it.
+        let name = p.file_name().unwrap().to_string_lossy().to_lowercase();
+        let named = |f: &SourceFormat| match f {
+            SourceFormat::GeminiCli => name.contains("gemini"),
+            SourceFormat::CodexExec => name.contains("codex-exec") || name.contains("codex_exec"),
+            SourceFormat::GoogleAdk => name.contains("adk"),
+            SourceFormat::Mlflow => name.contains("mlflow"),
+            SourceFormat::InspectAi => name.contains("inspect"),
+            SourceFormat::OpenAiAgents => name.contains("agents"),
+            _ => false,
+        };
+        if let [f] = claimed.as_slice()
+            && named(f)
+        {
+            continue;
+        }
         assert!(claimed.is_empty(), "{} claimed by {claimed:?}", p.display());
         checked += 1;
     }
