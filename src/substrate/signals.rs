@@ -1021,7 +1021,16 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
         None => "there is no expected output to compare the output with",
     };
     let mut stop: Vec<Part> = match (0..t.steps.len()).find(|&r| refused_by_user(ctx, r)) {
-        Some(r) => vec!["the user refused the call answered at step ".into(), Part::Step(r), "; ".into()],
+        Some(r) => match links(ctx).produced_by.get(r).copied().flatten() {
+            Some(call) => vec![
+                "the user refused the call at step ".into(),
+                Part::Step(call),
+                " (the refusal is step ".into(),
+                Part::Step(r),
+                "); ".into(),
+            ],
+            None => vec!["the user refused the call answered at step ".into(), Part::Step(r), "; ".into()],
+        },
         None => Vec::new(),
     };
     let errors: Vec<usize> = (0..t.steps.len())

@@ -196,7 +196,11 @@ fn a_refusal_after_which_the_agent_stops_shows_no_failure() {
     assert_eq!(findings(&t), vec![]);
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
-    assert!(d.reason.starts_with("No failure found: the user refused the call answered at step 6"), "{}", d.reason);
+    assert!(
+        d.reason.starts_with("No failure found: the user refused the call at step 5 (the refusal is step 6)"),
+        "{}",
+        d.reason
+    );
 }
 
 const REFUSED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected.";

@@ -290,8 +290,8 @@ fn a_call_the_user_refused_is_the_user_s_decision_not_the_agent_s_error() {
     assert_eq!(d.decisive_step, None);
     assert_eq!(
         d.reason,
-        "No failure found: the user refused the call answered at step 5; otherwise no step is an error or shows a \
-         finding, and there is no expected output to compare the output with."
+        "No failure found: the user refused the call at step 3 (the refusal is step 5); otherwise no step is an \
+         error or shows a finding, and there is no expected output to compare the output with."
     );
     // An OpenInference run that asked the weather and reported it: nothing went wrong.
     let t = corpus("openinference/arize_openinference_client_span_tool_calls.attrs.json");
