@@ -52,3 +52,12 @@ pub fn fixture(rel: &str) -> Trajectory {
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
 }
+
+/// Every finding of the run, as `(step, signal)` in step order.
+pub fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
+    let sub = Substrate::build(t);
+    let ctx = Context::of(t, &sub, false);
+    (0..t.steps.len())
+        .flat_map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(move |f| (i, f.signal)))
+        .collect()
+}

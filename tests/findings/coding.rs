@@ -11,7 +11,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, fixture, load, user};
+use crate::chat::{assistant, call, evidence, findings, fixture, load, user};
 
 const TASK: &str = "The test suite fails on test_parse_dates. Please fix the bug in parser.py.";
 const FAILING: &str = "..F.......F\nFAILED tests/test_parser.py::test_parse_dates - AssertionError\n\
@@ -40,15 +40,6 @@ fn session_claiming(then: Vec<Vec<Value>>, claim: &str) -> Trajectory {
 
 fn tests_run(id: &str, output: &str) -> Vec<Value> {
     call(id, "run_shell", json!({"cmd": "pytest -q"}), output)
-}
-
-/// Every finding of the session, as `(step, signal)` in step order.
-fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    (0..t.steps.len())
-        .flat_map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(move |f| (i, f.signal)))
-        .collect()
 }
 
 fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {

@@ -9,19 +9,9 @@ use falat::diagnosis::Signal;
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::{self, Method, MethodOptions};
 use falat::model::Trajectory;
-use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, fixture, load, user};
-
-/// Every finding of the run, as `(step, signal)` in step order.
-fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    (0..t.steps.len())
-        .flat_map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(move |f| (i, f.signal)))
-        .collect()
-}
+use crate::chat::{assistant, call, evidence, findings, fixture, load, user};
 
 /// The steps holding one signal.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {

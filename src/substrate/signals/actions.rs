@@ -223,7 +223,7 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
 }
 
 /// Whether a role is the user's (the human or the simulated user the agent serves).
-fn is_user(role: &str) -> bool {
+pub(super) fn is_user(role: &str) -> bool {
     role.eq_ignore_ascii_case("user") || role.eq_ignore_ascii_case("human")
 }
 

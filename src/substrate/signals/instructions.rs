@@ -309,7 +309,7 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
 /// Whether step `u` is a user's turn (role `user` or `human`, a message).
 fn is_user_turn(t: &Trajectory, u: usize) -> bool {
     let s = &t.steps[u];
-    s.kind == StepKind::Message && (s.role.eq_ignore_ascii_case("user") || s.role.eq_ignore_ascii_case("human"))
+    s.kind == StepKind::Message && super::actions::is_user(&s.role)
 }
 
 /// The sentences of a text: split at `. `, `! `, `? `, `; ` and line breaks (a dot inside a path or
