@@ -188,6 +188,14 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
     out
 }
 
+/// The error phrase of an error line: from where its first error marker starts (an exception's
+/// class, `error:`, `permission denied`, `timed out`...) to the end of the line, trimmed, or `None`
+/// when the line holds none. `E   AttributeError: 'x'` gives `AttributeError: 'x'`.
+pub fn error_phrase(line: &str) -> Option<&str> {
+    let line = line.lines().next().unwrap_or("");
+    ERROR_LINE.find(line).map(|m| line[m.start()..].trim())
+}
+
 /// Whether a field's value says it has none: `(none)`, `none`, `null`, `nil`, `n/a`, `-`,
 /// `(empty)` (case-insensitive, brackets and quotes aside).
 fn no_value(value: &str) -> bool {

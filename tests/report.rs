@@ -392,16 +392,23 @@ fn a_no_failure_verdict_has_no_confidence() {
 /// in short; the rule's record stays as it was.
 #[test]
 fn a_ranked_verdicts_reason_leads_with_the_finding() {
-    let (t, d) = coding("r11_deleted_protected_claude.jsonl");
+    let (t, d) = coding("fix-breaks-another-test.openai-chat.json");
     let Rule::Ranking { why, .. } = &d.explanation.rule else {
         panic!("decided by the ranking: {:?}", d.explanation.rule)
     };
-    let s = d.decisive_step.expect("a step");
-    assert!(d.reason.starts_with(&format!("step {s} (claude): deletes migrations/")), "{}", d.reason);
+    assert_eq!(d.decisive_step, Some(6));
+    assert!(
+        d.reason.starts_with(
+            "step 6 (assistant): the check after this edit fails at step 9: FAILED \
+             tests/test_roundtrip.py::test_roundtrip_import_export - ValueError (failed_action)"
+        ),
+        "{}",
+        d.reason
+    );
     assert!(!d.reason.contains("Decided by"), "{}", d.reason);
     assert!(
         d.reason.contains(
-            "(forbidden_change); named by the ranking: both verified candidates passed both independence and \
+            "(failed_action); named by the ranking: both verified candidates passed both independence and \
              sufficiency. Re-search: "
         ),
         "{}",

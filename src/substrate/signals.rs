@@ -210,6 +210,17 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter_map(|e| e.key.parse::<f64>().ok())
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
+    // A rate the step states as a percentage, written as a factor ("7.5 %" then "× 0.925").
+    let text = &ctx.trajectory.steps[s.index].content;
+    let percents: Vec<f64> = ev
+        .iter()
+        .filter(|e| {
+            e.kind == EvidenceKind::Number
+                && (e.text(text).contains('%') || text[e.span.end..].trim_start_matches(' ').starts_with(['%', '٪']))
+        })
+        .filter_map(|e| e.key.trim_end_matches('%').trim().parse::<f64>().ok())
+        .collect();
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !rate_factor(k, &percents)).collect();
     // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025").
     let content = &ctx.trajectory.steps[s.index].content;
     let numeric: Vec<&str> = numeric
@@ -377,6 +388,19 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
     ok_before && ok_after
 }
 
+/// Whether `key` is a rate the same step states as a percentage, written as a factor: `p / 100`,
+/// `1 - p / 100` or `1 + p / 100` of one of `percents` (0.075, 0.925 or 1.075 beside "7.5 %"), at
+/// the precision `key` is written with; a factor needs two decimals or more.
+fn rate_factor(key: &str, percents: &[f64]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    if decimals < 2 || !(0.0..2.0).contains(&v) {
+        return false;
+    }
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    percents.iter().any(|p| [p / 100.0, 1.0 - p / 100.0, 1.0 + p / 100.0].iter().any(|f| (f - v).abs() <= tol))
+}
+
 /// Whether the number `key` is the sum or the difference of two other numbers stated in the
 /// same step, at the precision it is written with: a value worked out from the step's own figures
 /// (a price difference, a total) is arithmetic, not an invented value. Only values with at least
@@ -492,8 +516,9 @@ pub fn reaches_final(ctx: &Context<'_>, step: usize) -> bool {
 
 fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(r) = result_of(ctx, i) else { return };
-    // A lookup the agent retried or corrected with success is context, not the error.
-    if actions::recovered_lookup(ctx, i) {
+    // A lookup the agent retried or corrected with success, or a command it ran again with
+    // success, is context, not the error.
+    if actions::recovered(ctx, i) {
         return;
     }
     // An edit is judged by the check after it: when that check fails, the edit broke something
@@ -510,7 +535,12 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     // Running into the failure the task reports reproduces it: the work starts there. A check
     // failing after an edit is the edit's failure (above), not the check's.
-    if reproduces_reported_failure(ctx, r) || edit_checked_by(ctx, i).is_some() {
+    // A program found missing that the agent tells the reader about is a gap in the
+    // environment it owned up to, not its failed action.
+    if reproduces_reported_failure(ctx, r)
+        || edit_checked_by(ctx, i).is_some()
+        || missing_program_reported(ctx, r).is_some()
+    {
         return;
     }
     let rs = &ctx.hierarchy.steps[r];
@@ -532,15 +562,100 @@ pub(crate) fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
         || ctx.trajectory.steps[r].is_error
 }
 
-/// The edit that call `c` checks: `c` is a call that is not an edit ([`edits`]) and the last
-/// call before it is an edit, so `c` is the first check after that edit (tests run, the file read
-/// back, the program started).
+/// The program or module a tool output at step `r` says is missing, when it says so: a shell's
+/// `pytest: command not found` or `sh: 1: pytest: not found`, Python's `No module named pytest`,
+/// Windows' `'pytest' is not recognized as an internal or external command`. The command never
+/// ran: its failure says nothing of the code it was to check, only of the environment.
+pub(crate) fn missing_program(ctx: &Context<'_>, r: usize) -> Option<String> {
+    static MISSING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r#"(?m)(?:^|: )(?P<sh>[\w.+-]+): (?:command )?not found\s*$"#,
+            r#"|No module named '?(?P<py>[\w.]+)'?"#,
+            r#"|'(?P<win>[\w.+-]+)' is not recognized as an internal or external command"#
+        ))
+        .unwrap()
+    });
+    let s = ctx.trajectory.steps.get(r)?;
+    if s.kind != StepKind::ToolResult {
+        return None;
+    }
+    let c = MISSING.captures(&s.content)?;
+    ["sh", "py", "win"].iter().find_map(|k| c.name(k)).map(|m| m.as_str().to_string())
+}
+
+/// How many steps after a missing program's output [`missing_program_reported`] looks for the
+/// agent's message that tells it.
+const REPORT_WINDOW: usize = 200;
+
+/// The agent's message, within [`REPORT_WINDOW`] steps after tool output `r`, that tells the
+/// reader the program `r` found missing is missing or could not be run ("pytest is not installed
+/// here, so I could not run the suite"): the agent owns up to the gap in its environment instead
+/// of going on as if the check had run. `None` when `r` shows no missing program or no message
+/// tells it.
+pub(crate) fn missing_program_reported(ctx: &Context<'_>, r: usize) -> Option<usize> {
+    static ABSENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(not (?:installed|available|found|present)|isn'?t (?:installed|available)|missing|could ?n[o']t|can ?n[o']t|unable to|was ?n[o']t able)\b",
+        )
+        .unwrap()
+    });
+    let name = missing_program(ctx, r)?;
+    let t = ctx.trajectory;
+    let end = t.steps.len().min(r + 1 + REPORT_WINDOW);
+    (r + 1..end).find(|&m| {
+        let s = &t.steps[m];
+        s.kind == StepKind::Message
+            && !is_outside_agent(&s.agent)
+            && contains_word(lower_of(ctx, m), &name.to_lowercase())
+            && ABSENT.is_match(&s.content)
+    })
+}
+
+/// How many edits right before a check [`edit_checked_by`] looks through for the one its output
+/// names.
+const EDIT_GROUP: usize = 20;
+
+/// The edit that call `c` checks: `c` is a call that is not an edit ([`edits`]) and the calls
+/// right before it are edits (the edits since the previous call that was not one), so `c` is the
+/// first check after them (tests run, the file read back, the program started, a migration
+/// applied). It checks the last of them, unless its output names the file of an earlier one of
+/// them (at most [`EDIT_GROUP`] back) and not the last one's: then the latest edit of a file the
+/// output names (a migration that fails to apply, edited before the model edited after it).
 pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
     let t = ctx.trajectory;
     if t.steps[c].kind != StepKind::ToolCall || edits(t, c) {
         return None;
     }
-    (0..c).rev().find(|&j| t.steps[j].kind == StepKind::ToolCall).filter(|&j| edits(t, j))
+    let group: Vec<usize> = (0..c)
+        .rev()
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall)
+        .take_while(|&j| edits(t, j))
+        .take(EDIT_GROUP)
+        .collect();
+    let last = *group.first()?;
+    let Some(output) = result_of(ctx, c).filter(|_| group.len() > 1).map(|r| &t.steps[r].content) else {
+        return Some(last);
+    };
+    let named = |e: usize| instructions::changed_paths(t, e).iter().any(|(p, _)| names_file(output, p));
+    if named(last) {
+        return Some(last);
+    }
+    Some(group.iter().copied().find(|&e| named(e)).unwrap_or(last))
+}
+
+/// Whether a tool's output names the file at `path`: its name (`models.py`, at least 5
+/// characters), its name without the extension (at least 5), or the id its name starts with
+/// (`b2d7f0c4e913` of `b2d7f0c4e913_add_column.py`: at least 8 letters and digits, with a digit),
+/// as a migration tool names a revision.
+fn names_file(output: &str, path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let id = stem.split(['_', '-']).next().unwrap_or("");
+    let id_like =
+        id.len() >= 8 && id.chars().all(|c| c.is_ascii_alphanumeric()) && id.chars().any(|c| c.is_ascii_digit());
+    name.len() >= 5 && output.contains(name)
+        || stem.len() >= 5 && contains_word(output, stem)
+        || id_like && contains_word(output, id)
 }
 
 /// The failed check after edit `e`: the next call after it that is not an edit, when it is the
@@ -548,11 +663,12 @@ pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
 /// step and its error line.
 fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
     let t = ctx.trajectory;
-    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall)?;
+    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j))?;
     if edit_checked_by(ctx, c) != Some(e) {
         return None;
     }
-    let r = result_of(ctx, c).filter(|&r| shows_failure(ctx, r))?;
+    // A checker that is not installed checked nothing.
+    let r = result_of(ctx, c).filter(|&r| shows_failure(ctx, r) && missing_program(ctx, r).is_none())?;
     Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
 }
 
@@ -769,6 +885,14 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             ctx.hierarchy.steps[r].flags.failed_execution || ctx.hierarchy.steps[r].flags.empty_result
         });
         if failed && jaccard(words, words_of(ctx, j)) > 0.8 {
+            // Run again after the agent changed something (a missing package installed, the
+            // database upgraded), or run again with success: a retry, not a blind repeat.
+            let changed =
+                (j + 1..i).any(|k| ctx.trajectory.steps[k].agent == s.agent && changes_state(ctx.trajectory, k));
+            let worked = result_of(ctx, i).is_some_and(|r| !shows_failure(ctx, r));
+            if changed || worked {
+                return;
+            }
             out.push(finding(
                 Signal::RepeatedFailure,
                 weights::REPEATED,
@@ -1041,6 +1165,18 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
     if let Some(&r) = errors.iter().find(|&&r| reproduces_reported_failure(ctx, r)) {
         stop.extend(["step ".into(), Part::Step(r), " reproduces the failure the task reports; ".into()]);
     }
+    let told: Vec<(usize, usize)> =
+        errors.iter().filter_map(|&r| missing_program_reported(ctx, r).map(|m| (r, m))).take(3).collect();
+    for (r, m) in told {
+        let name = missing_program(ctx, r).unwrap_or_default();
+        stop.extend([
+            "step ".into(),
+            Part::Step(r),
+            format!(" shows `{}` missing, which the agent tells at step ", crate::text::clip(&name, 40)).into(),
+            Part::Step(m),
+            "; ".into(),
+        ]);
+    }
     let recovered: Vec<usize> = errors.into_iter().filter(|&r| recovered_error(ctx, r)).collect();
     if !recovered.is_empty() {
         let (noun, verb) = if recovered.len() == 1 { ("error", "was") } else { ("errors", "were") };
@@ -1085,6 +1221,8 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !recovered_error(ctx, s.index)
             && !reports_recovered_error(ctx, s.index)
             && !reproduces_reported_failure(ctx, s.index)
+            && !quotes_observed_error(ctx, s.index)
+            && missing_program_reported(ctx, s.index).is_none()
     });
     if let Some(s) = error {
         return Some(prose!["step ", Part::Step(s.index), " is an error"]);
@@ -1097,6 +1235,48 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         return Some("the output disagrees with the expected output".into());
     }
     (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
+}
+
+/// How many steps before an agent's message [`quotes_observed_error`] looks for the tool output it
+/// quotes.
+const QUOTE_LOOKBACK: usize = 200;
+
+/// Whether every error line of agent step `i` (not a tool call or output, not marked an error by
+/// the format) quotes an error a tool output showed before it, within [`QUOTE_LOOKBACK`] steps:
+/// "The `AttributeError: 'NoneType' object has no attribute 'group'` came from the pattern…". The
+/// agent reports the tool's error, which is judged where the tool showed it; the report is no
+/// error of its own. A line quotes an earlier output when it contains the first 40 characters (at
+/// least 12) of that output's error phrase ([`evidence::error_phrase`]), or names a program an
+/// earlier output found missing ([`missing_program`]: "pytest is not installed, so I could not
+/// run the suite").
+fn quotes_observed_error(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if matches!(s.kind, StepKind::ToolResult | StepKind::ToolCall) || s.is_error {
+        return false;
+    }
+    let error_lines = |j: usize| {
+        let content = &t.steps[j].content;
+        ctx.hierarchy.evidence[j].iter().filter(|e| e.kind == EvidenceKind::ErrorLine).map(move |e| e.text(content))
+    };
+    let mut lines = error_lines(i).peekable();
+    if lines.peek().is_none() {
+        return false;
+    }
+    let outputs = || (i.saturating_sub(QUOTE_LOOKBACK)..i).filter(|&j| t.steps[j].kind == StepKind::ToolResult);
+    let missing: Vec<String> = outputs().filter_map(|j| missing_program(ctx, j)).map(|n| n.to_lowercase()).collect();
+    let observed: Vec<&str> = outputs()
+        .flat_map(error_lines)
+        .filter_map(evidence::error_phrase)
+        .map(|p| p.get(..p.char_indices().nth(40).map_or(p.len(), |(k, _)| k)).unwrap_or(p))
+        .filter(|p| p.len() >= 12)
+        .collect();
+    lines.all(|l| {
+        observed.iter().any(|p| l.contains(p)) || {
+            let low = l.to_lowercase();
+            missing.iter().any(|n| contains_word(&low, n))
+        }
+    })
 }
 
 /// Whether step `i` is an agent's message that reports the error of the tool output just before
@@ -1613,10 +1793,46 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
                         && words
                             .iter()
                             .any(|w| ["change", "changes", "update", "delete", "modify", "apply"].contains(w));
-                    (file_change || EDIT_VERBS.iter().any(|v| n.contains(v))) && !n.contains("todo")
+                    (file_change || EDIT_VERBS.iter().any(|v| n.contains(v)))
+                        && !n.contains("todo")
+                        && !editor_reads(&n, &s.content)
                 }
             }
         })
+}
+
+/// Whether an editing tool's call (lower-case name `tool`) only shows a file: its arguments (a
+/// JSON object) name the `view` or `read` command (SWE-agent's and OpenHands'
+/// `str_replace_editor view`), or, for a tool named an editor, hold nothing but where to read
+/// (OpenHands writes a file read as the editor's call with `path`, `start`, `end`). Such a call
+/// is a read, not an edit.
+fn editor_reads(tool: &str, content: &str) -> bool {
+    const WHERE: [&str; 12] = [
+        "path",
+        "file_path",
+        "filename",
+        "start",
+        "end",
+        "view_range",
+        "offset",
+        "limit",
+        "impl_source",
+        "security_risk",
+        "thought",
+        "command",
+    ];
+    // Some formats write a call as `name({…})`.
+    let json = match (content.find('{'), content.rfind('}')) {
+        (Some(a), Some(b)) if a < b => &content[a..=b],
+        _ => return false,
+    };
+    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(json) else {
+        return false;
+    };
+    match args.get("command").and_then(|c| c.as_str()) {
+        Some(c) => matches!(c.to_ascii_lowercase().as_str(), "view" | "read" | "cat" | "show"),
+        None => tool.contains("editor") && !args.is_empty() && args.keys().all(|k| WHERE.contains(&k.as_str())),
+    }
 }
 
 /// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
@@ -2134,6 +2350,19 @@ mod arithmetic_tests {
         assert!(!written_result(text, text.rfind('4').unwrap(), "4"));
         assert_eq!(evaluate("1 / 0"), None);
         assert_eq!(evaluate("2 x 3 + 1"), Some(7.0));
+    }
+
+    #[test]
+    fn a_percentage_written_as_a_factor_is_derived() {
+        // "tier B gives 7.5 %": 0.075, its complement 0.925 and 1.075 are the same rate.
+        for factor in ["0.075", "0.925", "1.075", "0.93"] {
+            assert!(rate_factor(factor, &[7.5]), "{factor}");
+        }
+        // Another number, a factor written with one decimal, or no percentage stated: not derived.
+        for other in ["0.06", "0.9", "0.925"] {
+            assert!(!rate_factor(other, if other == "0.925" { &[] } else { &[7.5] }), "{other}");
+        }
+        assert!(rate_factor("1.19", &[19.0]));
     }
 }
 

@@ -272,3 +272,142 @@ fn a_failed_change_done_again_or_owned_up_to_is_no_false_claim() {
     let t = run(vec![], "The site built, but I could not remove the build directory: permission denied.");
     assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::UnverifiedAssertion), "{:?}", findings(&t));
 }
+
+#[test]
+fn a_closing_message_that_quotes_the_fixed_error_is_no_error_of_its_own() {
+    let task = "pytest fails on test_parse_iso_with_time with an AttributeError. Please fix it.";
+    let failing = "..F...\n    y, m, d = m.group(1), m.group(2), m.group(3)\n\
+        E   AttributeError: 'NoneType' object has no attribute 'group'\n\
+        FAILED tests/test_dates.py::test_parse_iso_with_time - AttributeError: 'NoneType' object has no attribute 'group'\n\
+        1 failed, 5 passed in 0.08s";
+    let run = |closing: &str| {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "Bash", json!({"command": "pytest -q tests/test_dates.py"}), failing));
+        m.extend(call(
+            "c2",
+            "Edit",
+            json!({"file_path": "src/dates.py", "old_string": "$\")", "new_string": "(?:T[\\d:.]+)?$\")"}),
+            "The file src/dates.py has been updated successfully.",
+        ));
+        m.extend(call("c3", "Bash", json!({"command": "pytest -q"}), "......\n38 passed in 0.21s"));
+        m.push(assistant(closing));
+        load(m)
+    };
+    // The message explains the error the tool showed at step 2, which reproduced the reported
+    // failure: the run shows no failure.
+    let t =
+        run("Fixed. The `AttributeError: 'NoneType' object has no attribute 'group'` came from the pattern rejecting \
+         a time part; the whole suite passes (38 passed).");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // An error of the agent's own, not shown by any tool before, is still an error of the run.
+    let t = run("Fixed, but the release script failed: PermissionError: [Errno 13] Permission denied: 'dist/'.");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(7), "{}", d.reason);
+}
+
+/// A session that edits `cli.py`, then finds its test runner missing.
+fn missing_runner(then: Vec<Vec<Value>>, closing: &str) -> Trajectory {
+    let mut m = vec![user("Add a `--json` flag to the `list` command in cli.py.")];
+    m.extend(call(
+        "c1",
+        "Edit",
+        json!({"file_path": "cli.py", "old_string": "ls = sub.add_parser(\"list\")",
+               "new_string": "ls = sub.add_parser(\"list\")\n    ls.add_argument(\"--json\", action=\"store_true\")"}),
+        "The file cli.py has been updated successfully.",
+    ));
+    m.extend(call("c2", "Bash", json!({"command": "pytest -q"}), "/bin/bash: line 1: pytest: command not found"));
+    m.extend(then.into_iter().flatten());
+    m.push(assistant(closing));
+    load(m)
+}
+
+#[test]
+fn a_checker_that_is_not_installed_checks_nothing_and_saying_so_is_no_failure() {
+    // The runner is missing: the edit is not blamed for it, and the agent tells the user.
+    let t = missing_runner(
+        vec![call("c3", "Bash", json!({"command": "python cli.py list --json"}), "[{\"name\": \"alpha\"}]")],
+        "Added `--json` to `list` (checked by hand). pytest is not installed here, so I could not run the suite.",
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.contains("step 4 shows `pytest` missing, which the agent tells at step 7"), "{}", d.reason);
+    // Claiming the tests pass when they never ran is the error.
+    let t = missing_runner(vec![], "Added `--json` to `list`. All tests pass.");
+    assert_eq!(findings(&t), vec![(5, Signal::IgnoredToolError), (5, Signal::UnverifiedAssertion)]);
+    assert_eq!(falat(&t).decisive_step, Some(5));
+}
+
+#[test]
+fn a_failed_command_run_again_with_success_after_a_fix_is_context() {
+    let task = "tests/test_invoice.py::test_rounding fails on main. Please fix it.";
+    let mut m = vec![user(task)];
+    let cmd = "python -m pytest tests/test_invoice.py::test_rounding -q";
+    m.extend(call("c1", "Bash", json!({"command": cmd}), "ModuleNotFoundError: No module named 'freezegun'\nExit code 4"));
+    m.extend(call("c2", "Bash", json!({"command": "pip install -q freezegun"}), "Successfully installed freezegun-1.5.1"));
+    m.extend(call(
+        "c3",
+        "Bash",
+        json!({"command": cmd}),
+        "F\nFAILED tests/test_invoice.py::test_rounding - AssertionError: 1007.32 != 1007.33\n1 failed in 0.1s",
+    ));
+    m.extend(call(
+        "c4",
+        "Edit",
+        json!({"file_path": "billing/invoice.py", "old_string": "q(a) - q(b)", "new_string": "q(a - b)"}),
+        "The file billing/invoice.py has been updated successfully.",
+    ));
+    m.extend(call("c5", "Bash", json!({"command": "python -m pytest -q"}), "........\n8 passed in 0.3s"));
+    m.push(assistant("Fixed the double rounding in billing/invoice.py; the whole suite passes (8 passed)."));
+    let t = load(m);
+    // Neither the first run (its module installed, then run again) nor its repeat is an error.
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+#[test]
+fn a_failing_check_that_names_an_earlier_edits_file_blames_that_edit() {
+    let mut m = vec![user("Add a reorder_threshold column (NOT NULL, default 10) to products.")];
+    m.extend(call(
+        "c1",
+        "str_replace_editor",
+        json!({"command": "view", "path": "/repo/app/models.py"}),
+        "Here's the result of running `cat -n` on /repo/app/models.py:\n 1\tclass Product(Base):",
+    ));
+    m.extend(call(
+        "c2",
+        "str_replace_editor",
+        json!({"command": "str_replace", "path": "/repo/migrations/versions/b2d7f0c4e913_add_threshold.py",
+               "old_str": "pass", "new_str": "op.add_column('products', sa.Column('reorder_threshold', sa.Integer(), nullable=False))"}),
+        "The file /repo/migrations/versions/b2d7f0c4e913_add_threshold.py has been edited.",
+    ));
+    m.extend(call(
+        "c3",
+        "str_replace_editor",
+        json!({"command": "str_replace", "path": "/repo/app/models.py", "old_str": "on_hand = Column(Integer)",
+               "new_str": "on_hand = Column(Integer)\n    reorder_threshold = Column(Integer, default=10)"}),
+        "The file /repo/app/models.py has been edited.",
+    ));
+    m.extend(call(
+        "c4",
+        "execute_bash",
+        json!({"command": "alembic upgrade head"}),
+        "INFO  Running upgrade e91b05d6c2aa -> b2d7f0c4e913, add threshold\n\
+         sqlalchemy.exc.OperationalError: Cannot add a NOT NULL column with default value NULL\n\
+         [The command completed with exit code 1.]",
+    ));
+    m.push(assistant("The migration fails on SQLite; I will add a server default."));
+    let t = load(m);
+    // Viewing a file with the editor is a read, not an edit.
+    assert!(!signals::edits(&t, 1));
+    assert!(signals::edits(&t, 3) && signals::edits(&t, 5));
+    // The check names the migration (its revision id), edited before the model: that edit fails.
+    assert_eq!(findings(&t), vec![(3, Signal::FailedAction)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "the check after this edit fails at step 8: sqlalchemy.exc.OperationalError: Cannot add a NOT NULL column \
+         with default value NULL"
+    );
+}

@@ -88,7 +88,7 @@ pub const CHANGE_RECOVERY_WINDOW: usize = 40;
 /// modified). A call that names no object is never recovered.
 pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(object) = super::call_object(&t.steps[call].content) else { return false };
+    let Some(object) = super::call_object(&t.steps[call].content) else { return redone_command(ctx, call) };
     let agent = &t.steps[call].agent;
     let next = (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW)).find(|&k| {
         t.steps[k].agent == *agent
@@ -96,6 +96,26 @@ pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
             && super::call_object(&t.steps[k].content).as_deref() == Some(object.as_str())
     });
     next.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+}
+
+/// Whether the failed shell command `call` was done again with success by the same agent within
+/// [`CHANGE_RECOVERY_WINDOW`] steps: a later command with the same action
+/// ([`super::assertion::action_key`]: the same program and first argument, `alembic revision`)
+/// that did not fail, usually after the agent changed what made it fail (the database upgraded,
+/// a missing package installed). A call that is no shell command is never redone this way.
+fn redone_command(ctx: &Context<'_>, call: usize) -> bool {
+    let t = ctx.trajectory;
+    let s = &t.steps[call];
+    let shell =
+        s.tool_name.as_deref().is_some_and(|n| super::shell_command(&n.to_ascii_lowercase(), &s.content).is_some());
+    let Some(key) = super::assertion::action_key(t, call).filter(|_| shell) else { return false };
+    (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW))
+        .find(|&k| {
+            t.steps[k].kind == StepKind::ToolCall
+                && t.steps[k].agent == s.agent
+                && super::assertion::action_key(t, k).as_deref() == Some(key.as_str())
+        })
+        .is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
 }
 
 /// How many steps after a failed lookup's result its retry is looked for.

@@ -329,7 +329,7 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 /// How a call changes a path: deletes (`rm`, `git rm`, a delete-file patch), moves (`mv`) or edits
 /// it (an edit tool, `sed -i`, a redirection, `cp` onto it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Change {
+pub(super) enum Change {
     Deletes,
     Moves,
     Edits,
@@ -352,7 +352,7 @@ impl Change {
 /// (`file_path`, `path`, `filename`, `file`, `target_file`, `notebook_path`) or the files of an
 /// `apply_patch` text (`*** Update File: …`, `*** Delete File: …`). Empty for a call that changes
 /// no file.
-fn changed_paths(t: &Trajectory, c: usize) -> Vec<(String, Change)> {
+pub(super) fn changed_paths(t: &Trajectory, c: usize) -> Vec<(String, Change)> {
     let s = &t.steps[c];
     if s.kind != StepKind::ToolCall {
         return Vec::new();
