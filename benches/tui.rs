@@ -236,6 +236,7 @@ fn cancel_latency(app: &App) {
                 method: falat::methods::Method::Falat,
                 places: app.places.clone(),
                 restored: Default::default(),
+                skipped_at: Vec::new(),
             },
         );
         probe.on_key(key(KeyCode::Char('a')))

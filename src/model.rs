@@ -138,8 +138,9 @@ pub struct StepIds {
     /// Reference ids: tool-call ids, call ids, hand-off or spawn targets.
     pub refs: Vec<String>,
     /// The 1-based line of the file the step was read from, for line-based formats whose lines
-    /// are records (falat JSONL, Codex rollouts; a spawned thread's steps give the line in the
-    /// thread's own file); `None` elsewhere.
+    /// are records (falat JSONL, Codex rollouts, Claude Code sessions, `codex exec --json`; a
+    /// Codex spawned thread's steps give the line in the thread's own file, a Claude Code
+    /// sub-agent file's steps none); `None` elsewhere.
     pub line: Option<usize>,
 }
 

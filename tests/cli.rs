@@ -1034,9 +1034,12 @@ fn a_report_says_which_lines_of_a_truncated_trace_were_skipped() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let warnings: Vec<&str> = v[0]["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(warnings.first().is_some_and(|w| w.starts_with("loading: line 9: skipped: not JSON")), "{warnings:?}");
+    // The cut line is placed among the steps: it came after the last one read.
+    let said = "loading: line 9 (after step 3, the last): skipped: not JSON";
+    assert!(warnings.first().is_some_and(|w| w.starts_with(said)), "{warnings:?}");
     let md = stdout_of(&["diagnose", trace.to_str().unwrap()]);
-    assert!(md.contains("- loading: line 9: skipped: not JSON"), "{md}");
+    assert!(md.contains(&format!("- {said}")), "{md}");
+    assert!(md.contains("could not be read (line 9)"), "{md}");
 }
 
 #[test]
@@ -1101,8 +1104,8 @@ fn loader_diagnostics_of_a_broken_session_reach_inspect_and_diagnose() {
     assert_eq!(
         json[0]["warnings"],
         serde_json::json!([
-            "loading: line 12: unknown line type \"response_item_v2\" holds a custom_tool_call payload (a newer Codex \
-             version may write it); not read",
+            "loading: line 12 (between steps 5 and 6): unknown line type \"response_item_v2\" holds a \
+             custom_tool_call payload (a newer Codex version may write it); not read",
             "loading: line 13: output answers call_id \"call_1fd147a29679ebc48f0e1e88\", which no call of the file has; \
              kept as a result linked to no call"
         ])

@@ -13,6 +13,8 @@ mod formats_c;
 mod frameworks_a;
 #[path = "ingest/frameworks_b.rs"]
 mod frameworks_b;
+#[path = "ingest/names_and_types.rs"]
+mod names_and_types;
 #[path = "ingest/support.rs"]
 mod support;
 

@@ -2781,3 +2781,20 @@ fn a_cut_status_says_what_the_messages_key_does() {
     assert!(status.chars().count() <= 80, "{status}");
     insta::assert_snapshot!("coding-gemini-exported-80x24", redact_tmp(&small(&app)));
 }
+
+#[test]
+fn snapshot_a_record_left_out_is_marked_between_the_steps_it_sat_between() {
+    // Line 12 of this Codex rollout is of a type falat does not know (it holds the apply_patch
+    // call): it sat between steps 5 and 6.
+    let f = Fixture::copy(Path::new("tests/fixtures/handbuilt/codex/b4b_unknown_type_codex.jsonl"));
+    let mut app = f.open();
+    let status = app.status.clone().expect("status").text;
+    assert!(status.contains("2 load warnings, first: line 12 (between steps 5 and 6): unknown line type"), "{status}");
+    press(&mut app, ":5<enter>");
+    assert_eq!(app.nav.step, 5);
+    let shown = screen(&app);
+    // The steps list marks step 5; its evidence header names the line.
+    assert!(shown.contains(" 5⋯codex"), "{shown}");
+    assert!(shown.contains("⋯ line 12 of the file, after this step"), "{shown}");
+    insta::assert_snapshot!("codex-record-left-out-after-step-5", shown);
+}

@@ -152,7 +152,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         // What the loader skipped or guessed belongs in the report too, or a truncated file
         // reads like a whole one.
-        let load_notes = load_warnings(&loaded.diagnostics);
+        let load_notes = load_warnings(&loaded.described());
         let opts = method_options(args);
         let n = loaded.trajectories.len();
         progress.add(n.saturating_sub(1) * args.method.len());

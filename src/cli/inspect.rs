@@ -21,7 +21,7 @@ use crate::ingest::{
     FormatChoice, Loaded, Skipped,
     fs::{STDIN_NAME, apply_label_files, is_stdin, load_input},
 };
-use crate::model::{Diagnostic, Step, StepKind, Trajectory};
+use crate::model::{Step, StepKind, Trajectory};
 use crate::text::{clip, first_line, sanitize};
 
 /// Widest agent column, in characters.
@@ -89,7 +89,7 @@ pub fn render_text(path: &str, loaded: &Loaded) -> String {
             format!("{} records (see diagnostics), {} lines that are not steps", skipped.records, skipped.not_steps);
         field(&mut s, "skipped", &text);
     }
-    render_diagnostics(&mut s, &loaded.diagnostics);
+    render_diagnostics(&mut s, &loaded.described());
     s
 }
 
@@ -163,14 +163,16 @@ pub fn summary(step: &Step) -> String {
     }
 }
 
-fn render_diagnostics(s: &mut String, diagnostics: &[Diagnostic]) {
+/// The diagnostics as [`Loaded::described`] words them (a skipped record with its place among
+/// the steps).
+fn render_diagnostics(s: &mut String, diagnostics: &[String]) {
     if diagnostics.is_empty() {
         field(s, "diagnostics", "none");
         return;
     }
     field(s, "diagnostics", &diagnostics.len().to_string());
     for d in diagnostics {
-        s.push_str(&format!("  {}\n", first_line(&d.to_string(), 300)));
+        s.push_str(&format!("  {}\n", first_line(d, 300)));
     }
 }
 
@@ -210,11 +212,21 @@ impl<'a> InspectReport<'a> {
                 let k = loaded.skipped();
                 SkippedReport { records: k.records, not_steps: k.not_steps }
             },
-            diagnostics: loaded
-                .diagnostics
-                .iter()
-                .map(|d| DiagnosticReport { line: d.line, message: d.message.clone() })
-                .collect(),
+            diagnostics: {
+                let places = loaded.skip_places();
+                let place = |i: usize| places.iter().find(|(k, _)| *k == i).map(|(_, p)| p);
+                loaded
+                    .diagnostics
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| DiagnosticReport {
+                        line: d.line,
+                        message: d.message.clone(),
+                        after_step: place(i).and_then(|p| p.after),
+                        before_step: place(i).and_then(|p| p.before),
+                    })
+                    .collect()
+            },
         }
     }
 }
@@ -358,6 +370,12 @@ pub struct DiagnosticReport {
     pub line: Option<usize>,
     /// What was found and done.
     pub message: String,
+    /// For a record left out: the last step read before it (0-based), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_step: Option<usize>,
+    /// For a record left out: the first step read after it (0-based), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_step: Option<usize>,
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@
 //!   with no text takes the line's `toolUseResult` when that is a string (the CLI writes
 //!   `"Error: <message>"` for a failed call, checked against CLI 2.0.37 session files).
 //! - Links: `parentUuid` → [`LinkKind::Parent`]; `tool_use.id` ↔ `tool_result.tool_use_id` →
-//!   [`LinkKind::ToolResult`]; a `Task` call → the first step of its sub-agent →
+//!   [`LinkKind::ToolResult`] (the result takes the call's tool name); a `Task` call → the first step of its sub-agent →
 //!   [`LinkKind::Delegation`].
 //!
 //! Sub-agents: the `Task` call's result line carries `toolUseResult.agentId` (older files: the
@@ -173,10 +173,11 @@ fn read_session<'v>(
     ctx: &mut Ctx<'_>,
     depth: usize,
 ) -> Session {
-    let mut r = Reader::default();
+    let mut r = Reader { main_file: who.file.is_none(), ..Reader::default() };
     for (no, v) in lines {
         r.line(no, &v, who, ctx);
     }
+    r.name_results();
     r.note_orphans(who, ctx);
     r.finish_tokens();
     let links = r.links();
@@ -228,6 +229,8 @@ struct Reader {
     inline_steps: Vec<(usize, String)>,
     /// The 1-based line being read.
     line: usize,
+    /// Whether the file is the session loaded (its steps keep their line), not a sub-agent's file.
+    main_file: bool,
 }
 
 impl Reader {
@@ -334,6 +337,16 @@ impl Reader {
                 self.by_uuid.insert(u, (first, last));
             }
             self.line_parents.push((first, last, parent));
+        }
+    }
+
+    /// Each `tool_result` takes the name of the `tool_use` it answers (the block carries only the
+    /// id), as a result of every other format does.
+    fn name_results(&mut self) {
+        for (s, id, _) in &self.results {
+            if let Some(&c) = self.calls.get(id) {
+                self.steps[*s].tool_name = self.steps[c].tool_name.clone();
+            }
         }
     }
 
@@ -535,6 +548,7 @@ impl Reader {
             ids: StepIds {
                 id: v.get("uuid").and_then(Value::as_str).map(str::to_string),
                 parent: v.get("parentUuid").and_then(Value::as_str).map(str::to_string),
+                line: self.main_file.then_some(self.line),
                 ..StepIds::default()
             },
             timestamp: v.get("timestamp").and_then(Value::as_str).map(str::to_string),

@@ -19,9 +19,14 @@
 //! Nothing is dropped silently: a `response_item` whose payload has no `type` is read as the one
 //! item its fields make unambiguous ([`infer_item`], after the fields of each `ResponseItem`
 //! variant in codex-rs `protocol/src/models.rs`, CLI 0.58) with a diagnostic, else skipped with
-//! one; a line of an unknown type whose payload is a response item (a newer CLI may write it) is
-//! named and not read; an output whose `call_id` no call of the file has stays an unlinked
-//! result with a diagnostic naming id and line.
+//! one; an output whose `call_id` no call of the file has stays an unlinked result with a
+//! diagnostic naming id and line. Types falat does not know (a newer CLI may write them) are
+//! named with what they hold and not read when they hold a message or a call ([`holds`]): a
+//! line type other than `RolloutItem`'s (codex-rs `protocol.rs`: `session_meta`, `response_item`,
+//! `compacted`, `turn_context`, `event_msg`), a `response_item` type other than `ResponseItem`'s,
+//! an `event_msg` type other than `EventMsg`'s ([`EVENT_TYPES`]); one that holds neither is
+//! counted in `lines_not_steps` (`event_msg NAME`, `response_item NAME`). The documented types
+//! that hold no step (`ghost_snapshot`, `compaction`, the events not listed below) stay quiet.
 //!
 //! Versions: the envelope and `ordinal` (CLI 0.3x–0.15x, 2025–2026; `world_state` lines, which are
 //! not steps, are counted in `lines_not_steps`), and the rollouts written before the envelope
@@ -101,14 +106,132 @@ fn infer_item(p: &Value) -> Result<(&'static str, &'static str), String> {
     }
 }
 
-/// What a payload of an unknown line type holds that a newer rollout may mean as a step: its
-/// `type` when it is a response item type, else the item its fields make unambiguous.
-fn item_kind(p: &Value) -> Option<String> {
-    match p.get("type").and_then(Value::as_str) {
-        Some(t) if ITEM_TYPES.contains(&t) || t.ends_with("_call_output") => Some(t.to_string()),
-        Some(_) => None,
-        None => infer_item(p).ok().map(|(t, _)| t.to_string()),
+/// `response_item` payload types that are no step: codex-rs `models.rs` `ResponseItem`'s
+/// `GhostSnapshot` (the harness's git snapshot), `Compaction` (alias `compaction_summary`, the
+/// encrypted summary of a compacted history) and `Other` (what a client does not know).
+const ITEMS_NOT_STEPS: [&str; 4] = ["ghost_snapshot", "compaction", "compaction_summary", "other"];
+
+/// Every `event_msg` payload type codex-rs `protocol.rs` (`EventMsg`, CLI 0.3x–0.1xx) defines:
+/// the ones falat reads (see the module doc) and the ones that hold no step of their own
+/// (deltas of streamed text, the begin / end events of calls the response items already hold,
+/// approvals, listings, review and undo markers, session and MCP start-up notices).
+const EVENT_TYPES: [&str; 84] = [
+    "error",
+    "warning",
+    "context_compacted",
+    "task_started",
+    "task_complete",
+    "turn_started",
+    "turn_complete",
+    "token_count",
+    "agent_message",
+    "user_message",
+    "agent_message_delta",
+    "agent_reasoning",
+    "agent_reasoning_delta",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_raw_content_delta",
+    "agent_reasoning_section_break",
+    "session_configured",
+    "thread_name_updated",
+    "mcp_startup_update",
+    "mcp_startup_complete",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+    "web_search_begin",
+    "web_search_end",
+    "exec_command_begin",
+    "exec_command_output_delta",
+    "terminal_interaction",
+    "exec_command_end",
+    "view_image_tool_call",
+    "exec_approval_request",
+    "request_user_input",
+    "request_permissions",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+    "elicitation_request",
+    "apply_patch_approval_request",
+    "deprecation_notice",
+    "background_event",
+    "undo_started",
+    "undo_completed",
+    "stream_error",
+    "stream_info",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "turn_diff",
+    "get_history_entry_response",
+    "mcp_list_tools_response",
+    "list_custom_prompts_response",
+    "list_skills_response",
+    "list_remote_skills_response",
+    "remote_skill_downloaded",
+    "skills_update_available",
+    "plan_update",
+    "plan_delta",
+    "turn_aborted",
+    "shutdown_complete",
+    "entered_review_mode",
+    "exited_review_mode",
+    "raw_response_item",
+    "item_started",
+    "item_completed",
+    "agent_message_content_delta",
+    "reasoning_content_delta",
+    "reasoning_raw_content_delta",
+    "progress_trace",
+    "thread_rolled_back",
+    "model_reroute",
+    "hook_started",
+    "hook_completed",
+    "image_generation_begin",
+    "image_generation_end",
+    "conversation_path",
+    "collab_agent_spawn_begin",
+    "collab_agent_spawn_end",
+    "collab_agent_interaction_begin",
+    "collab_agent_interaction_end",
+    "collab_waiting_begin",
+    "collab_waiting_end",
+    "collab_close_begin",
+    "collab_close_end",
+    "collab_resume_begin",
+    "collab_resume_end",
+    "realtime_conversation_started",
+    "realtime_conversation_closed",
+];
+
+/// What a payload of an unknown line type holds that a newer rollout may mean as a step, for the
+/// diagnostic that names it (`a custom_tool_call payload`, `a message`, `a call`): a response
+/// item (by its `type`, or the item its fields make unambiguous), else what its fields hold
+/// ([`holds_fields`]); `None` when it holds neither message nor call.
+fn holds(p: &Value) -> Option<String> {
+    let ty = p.get("type").and_then(Value::as_str);
+    if let Some(t) = ty.filter(|t| ITEM_TYPES.contains(t) || t.ends_with("_call_output")) {
+        return Some(format!("a {t} payload"));
     }
+    if ty.is_none()
+        && let Ok((t, _)) = infer_item(p)
+    {
+        return Some(format!("a {t} payload"));
+    }
+    holds_fields(p)
+}
+
+/// What a payload's fields hold, whatever its type: a call (`call_id`, a `command`, an MCP
+/// `invocation`, a `name` with `arguments` or `input`) or a message (`message`, `text` or
+/// `last_agent_message` text, or `role` and `content`), or what its `item` holds ([`holds`]).
+fn holds_fields(p: &Value) -> Option<String> {
+    let text = |k: &str| p.get(k).and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty());
+    let has = |k: &str| p.get(k).is_some_and(|v| !v.is_null());
+    if has("call_id") || has("invocation") || has("command") || (text("name") && (has("arguments") || has("input"))) {
+        return Some("a call".into());
+    }
+    if ["message", "text", "last_agent_message"].iter().any(|k| text(k)) || (text("role") && has("content")) {
+        return Some("a message".into());
+    }
+    p.get("item").filter(|i| i.is_object()).and_then(holds)
 }
 
 /// Whether `doc` is a Codex rollout: JSON lines of `{type, payload}` with a rollout line type.
@@ -385,19 +508,31 @@ fn read_thread(lines: Lines<'_>, who: &Who<'_>, ctx: &mut Ctx<'_>, depth: usize)
         r.line = no;
         match ty {
             "response_item" => match p.get("type") {
-                Some(_) => r.response_item(p, ts, who),
+                Some(_) => r.response_item(p, ts, who, ctx),
                 None => r.untyped_item(p, ts, who, ctx),
             },
-            "event_msg" => r.event(p, ts, who, &mut dupes),
+            "event_msg" => {
+                let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+                match (EVENT_TYPES.contains(&ty), holds(p)) {
+                    (false, Some(what)) => ctx.diagnostics.push(who.diag(
+                        no,
+                        format!(
+                            "event_msg of unknown type {ty:?} holds {what} (a newer Codex version may write it); not \
+                             read"
+                        ),
+                    )),
+                    (false, None) => r.not_step(&format!("event_msg {ty}")),
+                    (true, _) => r.event(p, ts, who, &mut dupes),
+                }
+            }
             "session_meta" => r.session_meta(p, who),
             "compacted" => r.metadata.push(("compacted".into(), p.get("message").map(value_text).unwrap_or_default())),
             other => {
-                if let Some(what) = (!other.is_empty()).then(|| item_kind(p)).flatten() {
+                if let Some(what) = (!other.is_empty()).then(|| holds(p)).flatten() {
                     ctx.diagnostics.push(who.diag(
                         no,
                         format!(
-                            "unknown line type {other:?} holds a {what} payload (a newer Codex version may write \
-                             it); not read"
+                            "unknown line type {other:?} holds {what} (a newer Codex version may write it); not read"
                         ),
                     ));
                 }
@@ -458,7 +593,7 @@ impl Reader {
         }
     }
 
-    fn response_item(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>) {
+    fn response_item(&mut self, p: &Value, ts: Option<&str>, who: &Who<'_>, ctx: &mut Ctx<'_>) {
         let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
         match ty {
             "message" => self.message(p, ts, who),
@@ -474,7 +609,17 @@ impl Reader {
                 self.call(p, ty, ts, who.agent)
             }
             t if t.ends_with("_output") => self.output(p, ts, who.agent),
-            _ => {}
+            t if ITEMS_NOT_STEPS.contains(&t) => {}
+            t => match holds_fields(p) {
+                Some(what) => ctx.diagnostics.push(who.diag(
+                    self.line,
+                    format!(
+                        "response_item of unknown type {t:?} holds {what} (a newer Codex version may write it); not \
+                         read"
+                    ),
+                )),
+                None => self.not_step(&format!("response_item {t}")),
+            },
         }
     }
 
@@ -487,7 +632,7 @@ impl Reader {
                 if let Value::Object(m) = &mut typed {
                     m.insert("type".into(), Value::String(ty.into()));
                 }
-                self.response_item(&typed, ts, who);
+                self.response_item(&typed, ts, who, ctx);
                 format!("response_item payload has no \"type\"; read as a {ty} (it has {why})")
             }
             Err(found) => format!(

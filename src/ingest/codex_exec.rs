@@ -15,7 +15,18 @@
 //! - `mcp_tool_call {server, tool, arguments, result: {content, structured_content}, error:
 //!   {message}, status}` → a call of `tool` and its result, an error on `error` or `failed`;
 //! - `web_search {query}` → a call of `web_search`; `todo_list {items: [{text, completed}]}` → a
-//!   thought listing the plan (`[x]` done, `[ ]` open); `error {message}` → an error message.
+//!   thought listing the plan (`[x]` done, `[ ]` open); `plan {text}` (plan mode) → a thought;
+//!   `error {message}` → an error message;
+//! - `collab_tool_call {tool, receiver_thread_ids, prompt, agents_states, status}` (multi-agent
+//!   runs, CLI 0.9x) → a call of `tool` with the prompt (`spawn_agent` a delegation to the first
+//!   receiving thread) and, once it ended, a result listing each thread's state.
+//!
+//! `request_user_input {call_id, questions}` is a call of `request_user_input` asking the
+//! questions; `item.plan.delta` (the plan item's streamed text) is no step. An event of a type
+//! falat does not know (a newer CLI may write it) is named in a diagnostic with what it holds and
+//! not read when it holds an item, a message or a call; one named like the stream's events
+//! (`thread.`, `turn.`, `item.`) that holds none is counted in `events_not_steps` as `unknown`.
+//! Each step keeps the line its item first appeared on.
 //!
 //! An item is sent when it starts, as it updates and when it completes: it is one step (or one
 //! call and result) at the place it first appeared, holding its last state; a call that never
@@ -35,7 +46,8 @@ use crate::model::{Diagnostic, SourceFormat, StepKind, Trajectory};
 
 /// The agent of the stream's steps.
 pub const AGENT: &str = "codex";
-const EVENTS: [&str; 8] = [
+/// The `ThreadEvent` types of `exec_events.rs`.
+const EVENTS: [&str; 10] = [
     "thread.started",
     "turn.started",
     "turn.completed",
@@ -43,8 +55,34 @@ const EVENTS: [&str; 8] = [
     "item.started",
     "item.updated",
     "item.completed",
+    "item.plan.delta",
+    "request_user_input",
     "error",
 ];
+/// The prefixes of the stream's own event names: an event of a newer CLI named so is still one
+/// of its events (named in a diagnostic when it holds a step, see [`holds`]).
+const EVENT_PREFIXES: [&str; 3] = ["thread.", "turn.", "item."];
+
+/// Whether `ty` is a stream event: a known one or one named like them.
+fn is_event(ty: &str) -> bool {
+    EVENTS.contains(&ty) || EVENT_PREFIXES.iter().any(|p| ty.starts_with(p))
+}
+
+/// What an event of a type falat does not know holds that may be a step: an item (`item` with an
+/// `id`), a message (`message` or `text`, or an `error.message`) or a call (`call_id`, a
+/// `command`); `None` when it holds none.
+fn holds(v: &Value) -> Option<&'static str> {
+    let text = |k: &str| v.get(k).and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty());
+    if v.get("item").is_some_and(|i| i.get("id").is_some()) {
+        Some("an item")
+    } else if v.get("call_id").is_some() || v.get("command").is_some() {
+        Some("a call")
+    } else if text("message") || text("text") || v.pointer("/error/message").is_some() {
+        Some("a message")
+    } else {
+        None
+    }
+}
 
 fn lines_of(doc: &Document) -> Vec<(usize, &Value)> {
     match doc {
@@ -66,7 +104,7 @@ pub fn detect(doc: &Document) -> bool {
     let lines = lines_of(doc);
     let mut distinctive = false;
     for (_, v) in lines.iter().take(DETECT_SAMPLE) {
-        let Some(ty) = v.get("type").and_then(Value::as_str).filter(|t| EVENTS.contains(t)) else {
+        let Some(ty) = v.get("type").and_then(Value::as_str).filter(|t| is_event(t)) else {
             return false;
         };
         distinctive |= match ty {
@@ -143,6 +181,8 @@ fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value
                     }
                 }
             }
+            "item.plan.delta" => count(&mut not_steps, "item.plan.delta"),
+            "request_user_input" => entries.push(Entry::Event(no, v)),
             "thread.started" | "turn.started" => {
                 let key = if ty == "thread.started" {
                     thread = v.get("thread_id").map(value_text);
@@ -153,10 +193,19 @@ fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value
                 count(&mut not_steps, key);
             }
             "turn.completed" | "turn.failed" | "error" => entries.push(Entry::Event(no, v)),
-            other => diags.push(Diagnostic {
-                line: Some(no),
-                message: format!("skipped: unknown event type {other:?}, expected one of {}", EVENTS.join(", ")),
-            }),
+            other => match holds(&v) {
+                Some(what) => diags.push(Diagnostic {
+                    line: Some(no),
+                    message: format!(
+                        "unknown event type {other:?} holds {what} (a newer Codex version may write it); not read"
+                    ),
+                }),
+                None if is_event(other) => count(&mut not_steps, "unknown"),
+                None => diags.push(Diagnostic {
+                    line: Some(no),
+                    message: format!("skipped: unknown event type {other:?}, expected one of {}", EVENTS.join(", ")),
+                }),
+            },
         }
     }
     let mut b = Builder::default();
@@ -180,6 +229,24 @@ fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value
                     }
                     turn_start = b.steps.len();
                 }
+                "request_user_input" => {
+                    let questions: Vec<String> = v
+                        .get("questions")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|q| q.get("question").map(value_text).unwrap_or_else(|| value_text(q)))
+                        .collect();
+                    let call = v.get("call_id").map(value_text);
+                    let s = b.call(
+                        AGENT,
+                        "request_user_input",
+                        "request_user_input",
+                        call.as_deref(),
+                        questions.join("\n"),
+                    );
+                    b.steps[s].ids.line = Some(*no);
+                }
                 ty => {
                     let msg =
                         v.pointer("/error/message").or_else(|| v.get("message")).map(value_text).unwrap_or_default();
@@ -187,6 +254,7 @@ fn load_events<'v>(name: &str, lines: impl Iterator<Item = (usize, Cow<'v, Value
                     let s = b.push(AGENT, ty, StepKind::Message, format!("[{what}] {msg}"));
                     b.steps[s].is_error = true;
                     b.steps[s].ids.id = Some(format!("line {no}"));
+                    b.steps[s].ids.line = Some(*no);
                     turn_start = b.steps.len();
                 }
             },
@@ -240,8 +308,47 @@ fn item_steps(b: &mut Builder, id: &str, item: &Value, done: bool, no: usize, di
         "agent_message" | "assistant_message" => {
             b.push(AGENT, "agent_message", StepKind::Message, text("text"));
         }
-        "reasoning" => {
+        "reasoning" | "plan" => {
             b.push(AGENT, ty, StepKind::Thought, text("text"));
+        }
+        "collab_tool_call" => {
+            // A collab tool (spawn_agent, send_input, wait, close_agent) of a multi-agent run:
+            // its prompt goes to the receiving threads, and their states are its result.
+            let tool = text("tool");
+            let receivers: Vec<String> = item
+                .get("receiver_thread_ids")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(value_text)
+                .collect();
+            let c = b.call(AGENT, ty, &tool, Some(id), text("prompt"));
+            if tool == "spawn_agent" {
+                b.steps[c].kind = StepKind::Delegation;
+                b.steps[c].delegate_to = Some(receivers.first().cloned().unwrap_or_else(|| "subagent".into()));
+            }
+            if done || matches!(status.as_str(), "completed" | "failed") {
+                let states: Vec<String> = item
+                    .get("agents_states")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(thread, st)| {
+                        let msg = st.get("message").filter(|m| !m.is_null()).map(value_text).unwrap_or_default();
+                        format!("{thread}: {} {msg}", st.get("status").map(value_text).unwrap_or_default())
+                            .trim()
+                            .to_string()
+                    })
+                    .collect();
+                let r = b.result(
+                    AGENT,
+                    ty,
+                    None,
+                    Some(id),
+                    format!("status: {status}\n{}", states.join("\n")).trim().to_string(),
+                );
+                b.steps[r].is_error = status == "failed";
+            }
         }
         "command_execution" => {
             b.call(AGENT, ty, ty, Some(id), text("command"));
@@ -319,12 +426,15 @@ fn item_steps(b: &mut Builder, id: &str, item: &Value, done: bool, no: usize, di
         other => {
             diags.push(Diagnostic {
                 line: Some(no),
-                message: format!("item {id:?} skipped: unknown item type {other:?}"),
+                message: format!(
+                    "item {id:?} skipped: unknown item type {other:?} (a newer Codex version may write it)"
+                ),
             });
         }
     }
     for s in first..b.steps.len() {
         b.steps[s].ids.id = Some(id.to_string());
+        b.steps[s].ids.line = Some(no);
     }
 }
 

@@ -813,9 +813,117 @@ fn finish(path: &str, mut loaded: Loaded) -> Result<Loaded, LoadError> {
         }
         let n = t.steps.len();
         t.links.retain(|l| l.from < n && l.to < n);
+        name_results(t);
         t.refresh_agents();
     }
     Ok(loaded)
+}
+
+/// Gives each tool result without a tool name the name of the call its [`LinkKind::ToolResult`]
+/// link comes from, so every view, report and finding that reads a result by its tool (a shell's
+/// output, an edit's confirmation) finds it on the result itself, whatever the format wrote
+/// there (Claude Code's `tool_result` blocks, AutoGen results before `name` was added to them,
+/// carry only the call's id).
+///
+/// [`LinkKind::ToolResult`]: crate::model::LinkKind::ToolResult
+pub fn name_results(t: &mut Trajectory) {
+    use crate::model::{LinkKind, StepKind};
+    for l in &t.links {
+        if l.kind != LinkKind::ToolResult || l.from >= t.steps.len() || l.to >= t.steps.len() {
+            continue;
+        }
+        let named = t.steps[l.to].tool_name.as_deref().is_some_and(|n| !n.trim().is_empty());
+        if t.steps[l.to].kind != StepKind::ToolResult || named {
+            continue;
+        }
+        if let Some(name) = t.steps[l.from].tool_name.clone().filter(|n| !n.trim().is_empty()) {
+            t.steps[l.to].tool_name = Some(name);
+        }
+    }
+}
+
+/// Whether a load diagnostic says a record of the file was left out (`skipped`, `not read`),
+/// rather than read with a guess or loaded once.
+pub fn is_skip(d: &Diagnostic) -> bool {
+    let m = &d.message;
+    (m.contains("skipped") && !m.contains("names a skipped")) || m.contains("; not read")
+}
+
+/// Where a record the loader left out sat among the steps: between the step read from the last
+/// line before it and the step read from the first line after it (0-based step indices). Known
+/// for formats whose steps keep their source line ([`crate::model::StepIds::line`]: falat JSONL,
+/// Claude Code, Codex rollouts, `codex exec --json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The 1-based line of the record left out.
+    pub line: usize,
+    /// The last step read before it; `None` when it came before every step.
+    pub after: Option<usize>,
+    /// The first step read after it; `None` when it came after every step.
+    pub before: Option<usize>,
+}
+
+impl fmt::Display for Place {
+    /// `between steps 5 and 6`, `before step 0`, `after step 12, the last`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.after, self.before) {
+            (Some(a), Some(b)) => write!(f, "between steps {a} and {b}"),
+            (None, Some(b)) => write!(f, "before step {b}"),
+            (Some(a), None) => write!(f, "after step {a}, the last"),
+            (None, None) => write!(f, "at line {}", self.line),
+        }
+    }
+}
+
+/// Where the record `line` (1-based) of the file sat among `t`'s steps, from the lines its steps
+/// were read from; `None` when no step keeps a line. Steps spliced in from other files (a
+/// sub-agent's thread) keep lines of their own file: a step whose line goes back below a line
+/// already seen is taken as one of them and not used to place the record.
+pub fn place(t: &Trajectory, line: usize) -> Option<Place> {
+    let mut seen = 0;
+    let (mut after, mut before) = (None, None);
+    for s in &t.steps {
+        let Some(l) = s.ids.line else { continue };
+        if l < seen {
+            continue;
+        }
+        seen = l;
+        if l < line {
+            after = Some(s.index);
+        } else if l > line && before.is_none() {
+            before = Some(s.index);
+        }
+    }
+    (after.is_some() || before.is_some()).then_some(Place { line, after, before })
+}
+
+impl Loaded {
+    /// Where each diagnostic that left a record out ([`is_skip`]) sat among the steps, for a
+    /// load of one trajectory: `(index into diagnostics, place)` in diagnostic order.
+    pub fn skip_places(&self) -> Vec<(usize, Place)> {
+        let [t] = self.trajectories.as_slice() else { return Vec::new() };
+        self.diagnostics
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| is_skip(d))
+            .filter_map(|(i, d)| Some((i, place(t, d.line?)?)))
+            .collect()
+    }
+
+    /// Every diagnostic as the user reads it, in order: `line 9 (between steps 5 and 6): skipped:
+    /// …` when it left a record out and its place among the steps is known
+    /// ([`Loaded::skip_places`]), else as [`Diagnostic`] displays it.
+    pub fn described(&self) -> Vec<String> {
+        let places = self.skip_places();
+        self.diagnostics
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match (d.line, places.iter().find(|(k, _)| *k == i)) {
+                (Some(l), Some((_, p))) => format!("line {l} ({p}): {}", d.message),
+                _ => d.to_string(),
+            })
+            .collect()
+    }
 }
 
 /// What a load left out, for `inspect`: records dropped with a diagnostic (unreadable, or sent
@@ -833,14 +941,7 @@ pub struct Skipped {
 impl Loaded {
     /// How much of the document did not become steps (see [`Skipped`]).
     pub fn skipped(&self) -> Skipped {
-        let records = self
-            .diagnostics
-            .iter()
-            .filter(|d| {
-                let m = &d.message;
-                (m.contains("skipped") && !m.contains("names a skipped")) || m.contains("loaded once")
-            })
-            .count();
+        let records = self.diagnostics.iter().filter(|d| is_skip(d) || d.message.contains("loaded once")).count();
         let not_steps = self
             .trajectories
             .iter()

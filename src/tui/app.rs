@@ -129,6 +129,8 @@ pub struct Config {
     pub places: store::Places,
     /// The overrides found at open and the file they came from (see [`store::load_places`]).
     pub restored: (Restored, Option<PathBuf>),
+    /// Where records the loader left out sat among the steps ([`crate::ingest::Loaded::skip_places`]).
+    pub skipped_at: Vec<crate::ingest::Place>,
 }
 
 pub use super::view::Screen;
@@ -188,6 +190,9 @@ pub struct App {
     pub view: ViewModel,
     /// Wrapped evidence lines per (step, width).
     evidence: EvidenceCache,
+    /// Where records the loader left out sat among the steps: the steps list marks the step
+    /// before each (or after, when it came first) and its evidence header names the line.
+    pub skipped_at: Vec<crate::ingest::Place>,
 }
 
 /// Half-width of the re-search window (the pipeline's default).
@@ -201,6 +206,19 @@ pub const SYNC_STEPS: usize = 5_000;
 pub const MESSAGES: usize = 200;
 
 impl App {
+    /// The records left out next to step `s`: those right after it (`true`), or before it when
+    /// it is the first step read after them and none was read before (`false`).
+    pub fn skipped_next_to(&self, s: usize) -> Vec<(crate::ingest::Place, bool)> {
+        self.skipped_at
+            .iter()
+            .filter_map(|p| match (p.after, p.before) {
+                (Some(a), _) if a == s => Some((*p, true)),
+                (None, Some(b)) if b == s => Some((*p, false)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// An app on a loaded trajectory, building its substrate (of the first [`SYNC_STEPS`] steps
     /// of a larger one; the event loop builds the whole one in the background).
     pub fn new(trace: PathBuf, traj: Trajectory, judge: Arc<dyn Judge>, config: Config) -> App {
@@ -258,6 +276,7 @@ impl App {
             dirty: true,
             view: ViewModel::default(),
             evidence: EvidenceCache::default(),
+            skipped_at: config.skipped_at,
         };
         if !notes.is_empty() {
             app.set_status(level, notes.join("; "));

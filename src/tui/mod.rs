@@ -195,6 +195,8 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
             format!("{} holds no trajectory {:?}; it holds {}{more}", path.display(), app::clean(id), ids.join(", "))
         })?,
     };
+    let skipped_at: Vec<crate::ingest::Place> = loaded.skip_places().into_iter().map(|(_, p)| p).collect();
+    let described = loaded.described();
     let traj = loaded.trajectories.into_iter().nth(index).context("the trace holds no trajectory")?;
     anyhow::ensure!(!traj.steps.is_empty(), "{}: the trajectory has no steps", path.display());
     let mut notes = Vec::new();
@@ -205,8 +207,8 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
             index + 1
         ));
     }
-    if let Some(first) = loaded.diagnostics.first() {
-        notes.push(format!("{} load warnings, first: {}", loaded.diagnostics.len(), app::clean(&first.to_string())));
+    if let Some(first) = described.first() {
+        notes.push(format!("{} load warnings, first: {}", described.len(), app::clean(first)));
     }
     let dir = opts.config_dir.clone().or_else(config_dir);
     let mut problems = label_notes;
@@ -243,6 +245,7 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         method: opts.method,
         places,
         restored,
+        skipped_at,
     };
     Ok(App::new(path.to_path_buf(), traj, judge, config))
 }

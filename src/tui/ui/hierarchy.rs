@@ -155,10 +155,16 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
         None => Span::raw(" "),
     };
     let digits = cols.digits;
+    // A record of the file left out right after (or, first of all, before) this step.
+    let gap = match app.skipped_next_to(s).is_empty() {
+        true => Span::raw(" "),
+        false => Span::styled("⋯", t.warn),
+    };
     let mut spans = vec![
         user,
         cand,
-        Span::styled(format!(" {s:>digits$} "), t.dim),
+        Span::styled(format!(" {s:>digits$}"), t.dim),
+        gap,
         Span::styled(col(&clean(&sum.agent), cols.agent), t.text),
     ];
     if cols.kind {
@@ -270,6 +276,10 @@ fn evidence_header(app: &App, width: u16) -> Vec<Line<'static>> {
     let flags = sum.flags.names();
     if !flags.is_empty() {
         first.push(Span::styled(format!(" [{}]", flags.join(", ")), t.warn));
+    }
+    for (p, after) in app.skipped_next_to(s) {
+        let at = if after { "after" } else { "before" };
+        first.push(Span::styled(format!(" ⋯ line {} of the file, {at} this step, was not read", p.line), t.warn));
     }
     // Last, where a wide pane has room: what the call does (a shell call's command, an edit's
     // file and change), which its arguments below show only as JSON.

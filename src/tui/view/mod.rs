@@ -473,6 +473,10 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
         ("◆ ◇", "candidate kept / pruned"),
         ("▲", "a step with an error or a failed execution"),
+        (
+            "⋯",
+            "after the step number: a record of the file next to this step was not read (its evidence says which line)",
+        ),
         ("★", "pinned by you"),
         ("+", "marked by you"),
         ("⊘", "excluded by you"),
