@@ -1865,7 +1865,8 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// failure ([`REPORTED_FAILURE`]), the output names an identifier the task names (a test, a file,
 /// a function, a value it quotes: a token of at least six characters with `_`, `.`, `/`, `-` or
 /// `::` in it, such as `test_parse_dates`, `parser.py` or `cr-me-br-l-e`, not a web address; or
-/// an exception's class such as `ZeroDivisionError`), and no edit came before it
+/// an exception's class such as `ZeroDivisionError`; or an error message the task quotes, such as
+/// `Error: invalid duration: 90s`), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
 /// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit; or the task
 /// reports a failure of a checker it names ([`CHECK_PROGRAMS`]: "CI is failing on the eslint
@@ -1892,6 +1893,17 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
         }
         // `tests/test_x.py::test_y` names a file and a test: either may appear in the output.
         let original = &ctx.trajectory.task;
+        // An error message the task quotes (`Error: invalid duration: 90s`), shown again by a
+        // command, reproduces it: its error phrase, at least 12 characters.
+        static QUOTE: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new(r#"`([^`\n]+)`|"([^"\n]+)""#).unwrap());
+        let messages: Vec<String> = QUOTE
+            .captures_iter(original)
+            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+            .filter_map(|m| evidence::error_phrase(m.as_str()))
+            .filter(|p| p.len() >= 12)
+            .map(str::to_lowercase)
+            .collect();
         original
             .split(|c: char| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | ')' | ',' | ';'))
             .flat_map(|w| w.split("::"))
@@ -1909,6 +1921,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
             .filter(|w| {
                 !w.contains("://") && !WEB_SUFFIXES.iter().any(|x| w.ends_with(x) || w.contains(&format!("{x}/")))
             })
+            .chain(messages)
             .collect()
     });
     // As a whole identifier: `parser.py` in `src/parser.py`, not in `test_parser.py`.
@@ -1990,7 +2003,10 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
     let rs = &ctx.hierarchy.steps[r];
     let content = &ctx.trajectory.steps[r].content;
     let lead = content.len() - content.trim_start().len();
-    let opens = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead);
+    // An error line at the opening, or an error report as tools write one (`{"error": "…"}`,
+    // `Error executing tool …`: [`crate::hierarchy::error_lead`]).
+    let opens = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead)
+        || rs.kind == StepKind::ToolResult && crate::hierarchy::error_lead(content);
     let first_error = || {
         ctx.hierarchy.evidence[r]
             .iter()

@@ -527,3 +527,32 @@ fn a_call_with_a_near_miss_of_the_users_value_is_the_decisive_step() {
         "calls search_flights with 2025-06-14, but the user wrote 14 July 2025 at step 1"
     );
 }
+
+#[test]
+fn a_lookup_retried_after_a_json_error_report_is_recovered() {
+    // The tool answers with an error object, not an error line; the agent corrects the argument.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("What plan am I on? My number is 0176 4432 9018.")],
+        call(
+            "c1",
+            "lookup_customer",
+            json!({"phone": "0176 4432 9018"}),
+            r#"{"error": "INVALID_ARGUMENT", "message": "phone must be in E.164 format"}"#,
+        ),
+        call(
+            "c2",
+            "lookup_customer",
+            json!({"phone": "+4917644329018"}),
+            r#"{"customer_id": "C-558120", "plan": "SMART_M"}"#,
+        ),
+        vec![assistant("You are on the Smart M plan.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+    let d = falat::methods::run(
+        falat::methods::Method::Falat,
+        &t,
+        &falat::judge::heuristic::HeuristicJudge,
+        &falat::methods::MethodOptions::new(false),
+    );
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}

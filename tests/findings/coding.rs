@@ -344,8 +344,18 @@ fn a_failed_command_run_again_with_success_after_a_fix_is_context() {
     let task = "tests/test_invoice.py::test_rounding fails on main. Please fix it.";
     let mut m = vec![user(task)];
     let cmd = "python -m pytest tests/test_invoice.py::test_rounding -q";
-    m.extend(call("c1", "Bash", json!({"command": cmd}), "ModuleNotFoundError: No module named 'freezegun'\nExit code 4"));
-    m.extend(call("c2", "Bash", json!({"command": "pip install -q freezegun"}), "Successfully installed freezegun-1.5.1"));
+    m.extend(call(
+        "c1",
+        "Bash",
+        json!({"command": cmd}),
+        "ModuleNotFoundError: No module named 'freezegun'\nExit code 4",
+    ));
+    m.extend(call(
+        "c2",
+        "Bash",
+        json!({"command": "pip install -q freezegun"}),
+        "Successfully installed freezegun-1.5.1",
+    ));
     m.extend(call(
         "c3",
         "Bash",
@@ -410,4 +420,25 @@ fn a_failing_check_that_names_an_earlier_edits_file_blames_that_edit() {
         "the check after this edit fails at step 8: sqlalchemy.exc.OperationalError: Cannot add a NOT NULL column \
          with default value NULL"
     );
+}
+
+#[test]
+fn a_command_that_shows_the_error_message_the_task_quotes_reproduces_it() {
+    let task = "`shipit deploy --timeout 90s` fails with `Error: invalid duration: 90s`. Please fix it.";
+    let mut m = vec![user(task)];
+    m.extend(call(
+        "c1",
+        "Bash",
+        json!({"command": "shipit deploy --timeout 90s --dry-run"}),
+        "Exit code 2\nError: invalid duration: 90s\nUsage: shipit deploy [OPTIONS]",
+    ));
+    m.push(assistant("Reproduced; looking at the duration parser next."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![]);
+    // Another error is no reproduction of it: the failed call is the agent's.
+    let mut m = vec![user(task)];
+    m.extend(call("c1", "Bash", json!({"command": "shipit deploy"}), "Exit code 1\nError: no such env: staging"));
+    m.push(assistant("That failed; looking at the environments next."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![(1, Signal::FailedAction)]);
 }
