@@ -76,7 +76,30 @@ fn items(doc: &Document) -> Vec<(String, &Value)> {
                 None => Vec::new(),
             }
         }
-        Document::Lines { values, .. } => values.iter().map(|(l, v)| (format!("line {l}"), v)).collect(),
+        Document::Lines { values, .. } => values
+            .iter()
+            .flat_map(|(l, v)| match export_body(v) {
+                Some(a) => a.iter().enumerate().map(|(i, x)| (format!("line {l} data[{i}]"), x)).collect(),
+                None => vec![(format!("line {l}"), v)],
+            })
+            .collect(),
+    }
+}
+
+/// The items of an exporter request body `{"data": [...]}` (one body per line when a file keeps
+/// each batch the `BackendSpanExporter` posted), `None` for an item itself.
+fn export_body(v: &Value) -> Option<&Vec<Value>> {
+    v.get("object").is_none().then(|| v.get("data").and_then(Value::as_array)).flatten()
+}
+
+/// A line's value as exported items: the items of an exporter body, else the value itself.
+fn line_items(place: String, v: Value) -> Vec<(String, Value)> {
+    match v {
+        Value::Object(mut m) if !m.contains_key("object") && m.get("data").is_some_and(Value::is_array) => {
+            let Some(Value::Array(a)) = m.remove("data") else { return Vec::new() };
+            a.into_iter().enumerate().map(|(i, x)| (format!("{place} data[{i}]"), x)).collect()
+        }
+        v => vec![(place, v)],
     }
 }
 
@@ -99,8 +122,10 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
 /// As [`load`].
 pub fn load_lines(name: &str, lines: &JsonLines<'_>) -> Result<Loaded, FormatError> {
     let candidates = lines.records().filter_map(|(_, t)| t.filter(|t| t.contains("\"function\"") || t.contains("\\u")));
-    let functions = function_spans(candidates.filter_map(value_line));
-    let items = lines.values().map(|(l, v)| (format!("line {l}"), Cow::Owned(v)));
+    let functions =
+        function_spans(candidates.filter_map(value_line).flat_map(|v| line_items(String::new(), v)).map(|(_, v)| v));
+    let items =
+        lines.values().flat_map(|(l, v)| line_items(format!("line {l}"), v)).map(|(place, v)| (place, Cow::Owned(v)));
     assemble(name, items, &functions)
 }
 
@@ -195,7 +220,7 @@ fn assemble<'v>(
 }
 
 fn line_of(place: &str) -> Option<usize> {
-    place.strip_prefix("line ").and_then(|l| l.parse().ok())
+    place.strip_prefix("line ").and_then(|l| l.split(' ').next()?.parse().ok())
 }
 
 /// The SDK's default hand-off tool name for an agent (`handoffs.py`, `Handoff.default_tool_name`:

@@ -713,3 +713,25 @@ fn forcing_a_new_format_on_another_format_names_what_is_missing() {
         assert_eq!(ingest::FormatChoice::parse(f.as_str()), Ok(ingest::FormatChoice::Force(f)));
     }
 }
+
+/// The `BackendSpanExporter` posts each batch as `{"data": [...]}`: a file that keeps one posted
+/// body per line reads as the items of every body, the same run as the payload whole.
+#[test]
+fn agents_sdk_exporter_bodies_one_per_line_read_as_their_items() {
+    let path = format!(
+        "{}/tests/fixtures/frameworks/26-openai-agents-sdk-trace-ingest-payload.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let whole: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("the fixture")).expect("JSON");
+    let items = whole["data"].as_array().expect("a data list");
+    let (a, b) = items.split_at(items.len() / 2);
+    let text = format!("{}\n{}\n", serde_json::json!({ "data": a }), serde_json::json!({ "data": b }));
+    let loaded = falat::ingest::parse("batches.jsonl", text.as_bytes(), None).expect("exporter bodies per line");
+    assert_eq!(loaded.format, SourceFormat::OpenAiAgents);
+    let t = &loaded.trajectories[0];
+    let expected = one("26-openai-agents-sdk-trace-ingest-payload.json", SourceFormat::OpenAiAgents);
+    assert_eq!(kinds(t), kinds(&expected));
+    let contents = |t: &Trajectory| t.steps.iter().map(|s| s.content.clone()).collect::<Vec<_>>();
+    assert_eq!(contents(t), contents(&expected));
+    assert_eq!(t.task, expected.task);
+}
