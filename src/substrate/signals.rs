@@ -19,6 +19,9 @@ pub use assertion::claimed_failure;
 mod instructions;
 pub use instructions::Prohibition;
 mod progress;
+pub mod shell;
+use shell::is_shell_tool;
+pub use shell::shell_command;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -1391,196 +1394,22 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
         })
 }
 
-/// The command of a call to a shell tool (lower-case `tool` names a shell: `Bash`, `shell`,
-/// `exec_command`, `execute_bash`, `run_shell_command`, `command_execution`, a terminal), read
-/// from the call's arguments (`content`): the `command`, `cmd` or `script` member, a string or an
-/// argument vector (`["bash", "-lc", "ls"]` gives `ls`), or the whole content when it is not a
-/// JSON object (arguments written `name({…})` are read inside the parentheses); a `bash -lc '…'` or `sh -c "…"` wrapper is taken off. `None` for other tools.
-pub fn shell_command(tool: &str, content: &str) -> Option<String> {
-    static WRAPPER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"(?s)^\s*(?:/bin/|/usr/bin/)?(?:ba|z)?sh\s+-l?c\s+(?:'(.*)'|"(.*)")\s*$"#).unwrap()
-    });
-    if !is_shell_tool(tool) {
-        return None;
-    }
-    // Some formats write a call as `name(arguments)` (OpenAI chat logs).
-    let content = content.trim();
-    let content = match (content.find('('), content.strip_suffix(')')) {
-        (Some(open), Some(inner)) if content[..open].eq_ignore_ascii_case(tool) => &inner[open + 1..],
-        _ => content,
-    };
-    let cmd = match serde_json::from_str::<serde_json::Value>(content) {
-        Ok(serde_json::Value::Object(args)) => {
-            let v = ["command", "cmd", "script"].iter().find_map(|k| args.get(*k))?;
-            match v {
-                serde_json::Value::String(c) => c.clone(),
-                serde_json::Value::Array(argv) => {
-                    let words: Vec<&str> = argv.iter().filter_map(|x| x.as_str()).collect();
-                    match words.as_slice() {
-                        [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => (*script).to_string(),
-                        _ => words.join(" "),
-                    }
-                }
-                _ => return None,
-            }
-        }
-        _ => content.to_string(),
-    };
-    Some(match WRAPPER.captures(&cmd) {
-        Some(c) => c.get(1).or_else(|| c.get(2)).map_or(cmd.clone(), |m| m.as_str().to_string()),
-        None => cmd,
-    })
-}
-
-/// Whether a lower-case tool name names a shell ([`shell_command`]).
-fn is_shell_tool(tool: &str) -> bool {
-    ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
-        .iter()
-        .any(|w| tool.contains(w))
-        || tool == "sh"
-}
-
-/// Programs that read, list, search or print and change nothing (the first word of a command).
-const READ_PROGRAMS: [&str; 36] = [
-    "cd", "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "ag", "fd", "wc", "echo", "printf",
-    "pwd", "which", "whereis", "type", "tree", "file", "stat", "diff", "cmp", "sort", "uniq", "cut", "jq", "du", "df",
-    "ps", "true", "base64", "nl", "realpath", "date",
-];
-
-/// Test runners and checkers: running them checks the code and changes nothing a user keeps.
-const CHECK_PROGRAMS: [&str; 14] = [
-    "pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "mypy", "ruff", "flake8", "eslint",
-    "tsc",
-];
-
-/// Whether a shell command does more than read and check: some part of it (split at `&&`, `||`,
-/// `;`, `|` and newlines) runs a program that is not a reader ([`READ_PROGRAMS`], `sed` without
-/// `-i`), a test runner or checker ([`CHECK_PROGRAMS`], `python -m pytest`), or a read or check
-/// subcommand (`git status`, `git diff`, `git log`; `cargo test`, `cargo build`; `go test`;
-/// `npm test`; `make test`...; a program a runner runs: `npx eslint .`, `uv run pytest`; a
-/// one-line probe: `python -c`, `node -e`; activating an environment: `source .venv/bin/activate`),
-/// or it redirects output into a file, or a quoted one-liner's code writes, moves or deletes files
-/// or runs programs ([`WRITING_CODE`]). Other quoted text is not read.
+/// Whether a shell command does more than read and check: one of its simple commands (the
+/// line split as the shell splits it, [`shell::commands`]) redirects output into a file or runs
+/// a program that is not a reader, a test runner or checker, or a read or check subcommand
+/// ([`shell::reads_or_checks`]: `git status`, `cargo test`, `npx eslint .`, `uv run pytest`, a
+/// `python -c` probe whose code writes nothing, `source .venv/bin/activate`…).
 pub fn command_changes_state(cmd: &str) -> bool {
-    let bare = unquoted(cmd);
-    if bare.contains('>') || WRITING_CODE.is_match(cmd) {
-        return true;
-    }
-    bare.split(['|', ';', '\n', '&']).map(str::trim).filter(|p| !p.is_empty()).any(|part| !reads_or_checks(part))
+    shell::changes_state(cmd)
 }
 
-/// Code in a command (a `python -c` or `node -e` one-liner, quoted) that writes, moves or
-/// deletes files or runs other programs: such a probe changes state.
-static WRITING_CODE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(
-        r#"\.write(?:_text|_bytes|lines)?\(|\bopen\([^)]*['"][wax]b?\+?['"]|\b(?:remove|unlink|rmtree|rename|replace|makedirs|mkdir|rmdir|system|Popen|check_call|check_output|writeFileSync|writeFile|appendFile|unlinkSync|rmSync)\(|subprocess\.run\("#,
-    )
-    .unwrap()
-});
-
-/// Whether a shell command edits files: it redirects output into a file, or some part of it runs
-/// `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `touch`, `mkdir`, `truncate`, or a
-/// `git` subcommand that changes the working tree (`apply`, `checkout`, `restore`, `reset`,
-/// `stash`, `commit`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`). Running a program,
-/// installing packages or building is not an edit (it may change state: [`command_changes_state`]).
+/// Whether a shell command edits files ([`shell::command_edits`]): one of its simple commands
+/// redirects output into a file, or runs `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`,
+/// `rm`, `touch`, `mkdir`, `truncate`, or a `git` subcommand that changes the working tree
+/// (`apply`, `checkout`, `restore`, `reset`, `stash`, `commit`…). Running a program, installing
+/// packages or building is not an edit (it may change state: [`command_changes_state`]).
 pub fn command_edits_files(cmd: &str) -> bool {
-    let bare = unquoted(cmd);
-    if bare.contains('>') {
-        return true;
-    }
-    bare.split(['|', ';', '\n', '&']).map(str::trim).any(|part| {
-        let words: Vec<&str> = part.split_whitespace().skip_while(|w| w.contains('=') || *w == "sudo").collect();
-        let program = words.first().map_or("", |w| w.rsplit('/').next().unwrap_or(w));
-        let sub = words.iter().skip(1).find(|w| !w.starts_with('-')).copied().unwrap_or("");
-        match program {
-            "sed" | "perl" => words.iter().any(|w| w.starts_with("-i") || *w == "--in-place" || w.starts_with("-pi")),
-            "patch" | "tee" | "mv" | "cp" | "rm" | "touch" | "mkdir" | "truncate" => true,
-            "git" => [
-                "apply",
-                "checkout",
-                "restore",
-                "reset",
-                "stash",
-                "commit",
-                "am",
-                "cherry-pick",
-                "merge",
-                "rebase",
-                "mv",
-                "rm",
-            ]
-            .contains(&sub),
-            _ => false,
-        }
-    })
-}
-
-/// `cmd` with quoted text emptied and harmless redirections (`2>&1`, `>/dev/null`) taken out.
-fn unquoted(cmd: &str) -> String {
-    static QUOTED: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r#"'[^']*'|"(?:[^"\\]|\\.)*""#).unwrap());
-    static HARMLESS: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\d?>&\d|&?\d?>{1,2}\s*/dev/(?:null|stderr|stdout)").unwrap());
-    let bare = QUOTED.replace_all(cmd, "''");
-    HARMLESS.replace_all(&bare, " ").into_owned()
-}
-
-/// Whether one simple command (no pipes or lists) only reads or checks ([`command_changes_state`]).
-fn reads_or_checks(part: &str) -> bool {
-    let mut words = part.split_whitespace().skip_while(|w| {
-        w.contains('=') && !w.starts_with('-')
-            || matches!(*w, "sudo" | "env" | "time" | "nice" | "command" | "exec" | "timeout")
-            || w.starts_with(|c: char| c.is_ascii_digit())
-    });
-    let Some(first) = words.next() else { return true };
-    let program = first.rsplit('/').next().unwrap_or(first);
-    let all: Vec<&str> = words.collect();
-    // A runner (`npx eslint .`, `uv run pytest`, `poetry run mypy`) is judged by what it runs.
-    let run_by = match (program, all.first().copied()) {
-        ("npx" | "bunx" | "pnpx", _) => 0,
-        ("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye", Some("run"))
-        | ("pnpm" | "yarn", Some("exec" | "dlx")) => 1,
-        _ => usize::MAX,
-    };
-    if let Some(inner) = all.get(run_by..).filter(|_| run_by != usize::MAX) {
-        let inner: Vec<&str> = inner.iter().copied().skip_while(|w| w.starts_with('-')).collect();
-        return !inner.is_empty() && reads_or_checks(&inner.join(" "));
-    }
-    let rest: Vec<&str> = all.iter().copied().filter(|w| !w.starts_with('-') || *w == "-m").collect();
-    let sub = rest.first().copied().unwrap_or("");
-    match program {
-        p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
-        // Setting up the shell (activating a virtual environment) changes nothing a user keeps.
-        "source" | "." | "export" | "set" | "unset" => true,
-        // A one-line probe (`python -c 'import x; print(x.f(1))'`, `node -e …`) runs code to look
-        // at a value; one whose code writes or deletes files is caught by `WRITING_CODE` first.
-        "python" | "python3" | "py" | "node" | "ruby" | "perl" if all.iter().any(|w| matches!(*w, "-c" | "-e")) => {
-            program != "perl" || !all.iter().any(|w| w.starts_with("-i") || w.starts_with("-pi"))
-        }
-        "pip" | "pip3" => {
-            ["show", "list", "freeze", "check", "--version"].contains(&all.first().copied().unwrap_or(""))
-        }
-        "sed" => !part.split_whitespace().any(|w| w.starts_with("-i") || w == "--in-place"),
-        "find" => {
-            !part.split_whitespace().any(|w| matches!(w, "-delete" | "-exec" | "-execdir" | "-ok"))
-                || part.contains("-exec cat ")
-        }
-        "git" => ["status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch", "remote"]
-            .contains(&sub),
-        "cargo" => ["test", "check", "build", "clippy", "doc", "tree", "metadata", "bench", "nextest"].contains(&sub),
-        "go" => ["test", "vet", "build", "list", "version", "env"].contains(&sub),
-        "npm" | "yarn" | "pnpm" | "bun" => {
-            ["test", "ls", "list", "view", "outdated", "audit"].contains(&sub)
-                || sub == "run" && rest.get(1).is_some_and(|s| ["test", "lint", "check", "build"].contains(s))
-        }
-        "make" => ["", "test", "check", "lint", "build", "all"].contains(&sub),
-        "mix" => ["test", "compile"].contains(&sub),
-        "python" | "python3" | "py" => {
-            sub == "-m"
-                && rest.get(1).is_some_and(|m| ["pytest", "unittest", "mypy", "pyflakes", "compileall"].contains(m))
-        }
-        _ => false,
-    }
+    shell::edits_files(cmd)
 }
 
 /// Words in a tool's name that mark a call editing files or content (`apply_patch`, `Edit`,
@@ -1652,7 +1481,7 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// an exception's class such as `ZeroDivisionError`), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
 /// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit; or the task
-/// reports a failure of a checker it names ([`CHECK_PROGRAMS`]: "CI is failing on the eslint
+/// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
 /// step") and the output's command runs it, before any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
@@ -1714,7 +1543,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     let Some(cmd) = shell_command(&tool, &step.content) else { return false };
     let cmd = cmd.to_lowercase();
     REPORTED_FAILURE.iter().any(|w| task.contains(w))
-        && CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
+        && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`
