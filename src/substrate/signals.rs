@@ -1467,9 +1467,77 @@ const REPORTED_FAILURE: [&str; 12] = [
 /// Words by which a task reports a hang ("the export hangs on …", "never finishes").
 const REPORTED_HANG: [&str; 6] = ["hang", "freez", "never finish", "never return", "times out", "stuck"];
 
-/// An output that says a command ran out of time ("timed out and has been killed", "Timeout").
-pub(crate) static TIMED_OUT: std::sync::LazyLock<regex::Regex> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\btimed? ?out\b|\btimeout\b").unwrap());
+/// A sentence saying that something ran out of time: "timed out" ("Command timed out after 2m",
+/// "The last command … timed out and has been killed"), "Timeout after 30s", "timeout of 5000 ms
+/// exceeded", "Exceeded timeout of 5000 ms", pytest-timeout's "Timeout >10.0s" and its `+++
+/// Timeout +++` banner, "time limit exceeded", "deadline exceeded", "took more than 300 seconds".
+/// The word `timeout` alone is no such sentence: it names a setting (`--timeout=30`,
+/// `timeout=args.timeout`, `'timeout'`), and inside an identifier (`DEFAULT_TIMEOUT`,
+/// `request_timeout`, `TimeoutError`) it is no word at all.
+static TIMEOUT_PROSE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"(?im)\btimed out\b",
+        r"|\btimeout (?:after|of|expired|exceeded|reached|elapsed)\b",
+        r"|\btimeout\s*>\s*\d",
+        r"|\bexceeded (?:the |its |a )?(?:timeout|time limit|deadline)\b",
+        r"|\b(?:time limit|deadline) (?:exceeded|reached)\b",
+        r"|\btook (?:more|longer) than \d+(?:\.\d+)? ?(?:ms|s|secs?|seconds?|m|mins?|minutes?)\b",
+        r"|^[\s+=*!-]*timeout[\s+=*!.-]*$",
+    ))
+    .unwrap()
+});
+
+/// Whether an output says that a command ran out of time ([`TIMEOUT_PROSE`]), in its own words
+/// rather than in code it shows: a file shown with its line numbers
+/// ([`evidence::numbered_listing`]) says nothing of the run, and neither does a match inside a
+/// string assigned to a name (`msg = "request timed out"`) or inline code (after an odd number of
+/// `` ` `` on its line), inside a call's parentheses (`raise TimeoutError('request timed out')`,
+/// `log.warn(… timed out …)`), or on a comment or code line (opening with `#`, `//`, `/*`, `*`, `raise`, `throw`,
+/// `except`, `catch`, `return`, `def`, `assert`, `print`, `log`).
+pub(crate) fn says_timed_out(text: &str) -> bool {
+    if evidence::numbered_listing(text) {
+        return false;
+    }
+    TIMEOUT_PROSE.find_iter(text).any(|m| {
+        let line_start = text[..m.start()].rfind('\n').map_or(0, |p| p + 1);
+        !in_code(&text[line_start..m.start()])
+    })
+}
+
+/// Whether the text before a match on its line (`before`) puts the match in code
+/// ([`says_timed_out`]).
+fn in_code(before: &str) -> bool {
+    static CODE_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^\s*(?:#|//|/\*|\*|(?:raise|throw|except|catch|return|def|assert|print|printf|console|log|logger|logging)\b)",
+        )
+        .unwrap()
+    });
+    static CALL_OPEN: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[\w.]\(").unwrap());
+    if CODE_LINE.is_match(before) {
+        return true;
+    }
+    // Inside a string assigned to a name (`msg = "timed out"`): the last quote before the
+    // match opens it, right after `=`. A quoted message in a tool's JSON or a runner's report
+    // (`"message": "Command timed out"`, `thrown: "Exceeded timeout of 5000 ms"`) is the output's
+    // own words.
+    let chars: Vec<(usize, char)> = before.char_indices().collect();
+    let opening = |k: usize| {
+        let c = chars[k].1;
+        c == '"'
+            || c == '\''
+                && !(k > 0
+                    && chars[k - 1].1.is_alphanumeric()
+                    && chars.get(k + 1).is_some_and(|(_, c)| c.is_alphanumeric()))
+    };
+    let quotes: Vec<usize> = (0..chars.len()).filter(|&k| opening(k)).collect();
+    let assigned =
+        quotes.len() % 2 == 1 && quotes.last().is_some_and(|&k| before[..chars[k].0].trim_end().ends_with('='));
+    let backticks = before.chars().filter(|&c| c == '`').count() % 2 == 1;
+    let open_call = CALL_OPEN.find_iter(before).last().is_some_and(|m| !before[m.end()..].contains(')'));
+    assigned || backticks || open_call
+}
 
 /// Endings of web addresses (`arxiv.org`, `usgs.gov/...`): a task naming one names where to look.
 const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", ".html"];
@@ -1480,7 +1548,7 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// `::` in it, such as `test_parse_dates`, `parser.py` or `cr-me-br-l-e`, not a web address; or
 /// an exception's class such as `ZeroDivisionError`), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
-/// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit; or the task
+/// ran out of time ([`says_timed_out`], or exit code 124, `timeout`'s), before any edit; or the task
 /// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
 /// step") and the output's command runs it, before any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
@@ -1494,7 +1562,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     // `timeout` exits with 124 when it stops a command.
     let stopped = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ExitCode(124));
     if REPORTED_HANG.iter().any(|w| task.to_lowercase().contains(w))
-        && (stopped || TIMED_OUT.is_match(lower_of(ctx, r)))
+        && (stopped || says_timed_out(&ctx.trajectory.steps[r].content))
     {
         return true;
     }
@@ -1987,5 +2055,42 @@ mod failure_line_tests {
             Some("No replacement was performed, old_str `    if x: return 1` did not appear verbatim in f.py.")
         );
         assert_eq!(failure_line("  \n"), None);
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::says_timed_out;
+
+    #[test]
+    fn a_timeout_is_read_where_the_output_says_a_command_ran_out_of_time() {
+        for said in [
+            "Command timed out after 2m 0.0s",
+            "The last command <command>python run.py</command> timed out and has been killed.",
+            "Error: Timeout after 30s",
+            "+++++++++++++++++ Timeout +++++++++++++++++",
+            "FAILED tests/test_sync.py::test_slow - Failed: Timeout >10.0s",
+            "thrown: \"Exceeded timeout of 5000 ms for a test.\nAdd a timeout value to this test",
+            "The command 'python x.py' was cancelled because it took more than 300 seconds.",
+            "panic: test timed out after 10m0s",
+            "The request didn't finish and timed out.",
+            "{\"status\": \"error\", \"message\": \"Command timed out\"}",
+        ] {
+            assert!(says_timed_out(said), "{said}");
+        }
+        for code in [
+            "DEFAULT_TIMEOUT = 30\nrequest_timeout: int = 5",
+            "parser.add_argument('--timeout', type=int, default=30)",
+            "from concurrent.futures import TimeoutError\nimport socket.timeout",
+            "AttributeError: 'Namespace' object has no attribute 'timeout'",
+            "    raise TimeoutError('request timed out')",
+            "MESSAGE = 'the request timed out'",
+            "    log.warning(\"fetch of %s timed out after %ss\", url, t)",
+            "# retry when the request timed out",
+            "timeout: 30\nretries: 3",
+            "  12→        # the socket timed out\n  13→    return None\n  14→\n",
+        ] {
+            assert!(!says_timed_out(code), "{code}");
+        }
     }
 }

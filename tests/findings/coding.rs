@@ -272,3 +272,39 @@ fn a_failed_change_done_again_or_owned_up_to_is_no_false_claim() {
     let t = run(vec![], "The site built, but I could not remove the build directory: permission denied.");
     assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::UnverifiedAssertion), "{:?}", findings(&t));
 }
+
+#[test]
+fn a_timeout_word_in_a_name_a_flag_or_code_is_no_reproduced_hang() {
+    // The task reports a hang; the first run crashes on an attribute named `timeout` and the file
+    // read next sets `DEFAULT_TIMEOUT` and a `--timeout` flag; the agent then claims there is
+    // nothing to change. Before, the crash "reproduced the failure the task reports".
+    let task = "The nightly sync hangs and never finishes when the API is slow. Make it give up after 30 seconds.";
+    let crash = "Traceback (most recent call last):\n  File \"/app/sync.py\", line 41, in <module>\n    \
+        resp = session.get(API_URL, timeout=args.timeout)\nAttributeError: 'Namespace' object has no attribute 'timeout'";
+    let source = "import argparse\nDEFAULT_TIMEOUT = 30\nparser.add_argument('--timeout', type=int, \
+        default=DEFAULT_TIMEOUT)\nresp = session.get(API_URL, timeout=args.timeout)\n";
+    let run = |first: &str| {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "bash", json!({"command": "python sync.py --dry-run"}), first));
+        m.extend(call("c2", "bash", json!({"command": "cat sync.py"}), source));
+        m.push(assistant(
+            "The sync already gives up after DEFAULT_TIMEOUT seconds; nothing to change. The task is done.",
+        ));
+        load(m)
+    };
+    let t = run(crash);
+    let f = findings(&t);
+    assert_eq!(f, vec![(1, Signal::RejectedAction), (5, Signal::UnverifiedAssertion)]);
+    assert!(!evidence(&t, 5, Signal::UnverifiedAssertion).contains("reproduced"), "{f:?}");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(1), "{}", d.reason);
+    // The same session whose run does time out: that reproduces the hang, and the claim hands the
+    // code back unchanged.
+    let t = run("Command timed out after 2m 0.0s");
+    assert_eq!(
+        evidence(&t, 5, Signal::UnverifiedAssertion),
+        "claims the task done (\"The sync already gives up after DEFAULT_TIMEOUT seconds; nothing to change. The…\") \
+         with no edit after the failure the task reports was reproduced at step 2"
+    );
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
+}

@@ -294,7 +294,7 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
         }
         let r = super::result_of(ctx, c).filter(|&r| r < a)?;
         let error = super::call_error(ctx, c)?;
-        if super::TIMED_OUT.is_match(&error)
+        if super::says_timed_out(&error)
             || LEAVES_STATE.is_match(&error)
             || super::reproduces_reported_failure(ctx, r)
             || super::actions::recovered(ctx, c)
