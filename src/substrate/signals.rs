@@ -535,23 +535,30 @@ pub(crate) fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
         || ctx.trajectory.steps[r].is_error
 }
 
-/// The edit that call `c` checks: `c` is a call that is not an edit ([`edits`]) and the last
-/// call before it is an edit, so `c` is the first check after that edit (tests run, the file read
-/// back, the program started).
-pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
-    let t = ctx.trajectory;
-    if t.steps[c].kind != StepKind::ToolCall || edits(t, c) {
-        return None;
-    }
-    (0..c).rev().find(|&j| t.steps[j].kind == StepKind::ToolCall).filter(|&j| edits(t, j))
+/// Whether the user refused call `c` at the permission prompt ([`refused_by_user`] on its
+/// result): the call did not run, so it neither checks nor changes anything.
+pub(crate) fn refused_call(ctx: &Context<'_>, c: usize) -> bool {
+    result_of(ctx, c).is_some_and(|r| refused_by_user(ctx, r))
 }
 
-/// The failed check after edit `e`: the next call after it that is not an edit, when it is the
-/// first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that output's
-/// step and its error line.
+/// The edit that call `c` checks: `c` is a call that ran ([`refused_call`]) and is not an edit
+/// ([`edits`]), and the last call before it that ran is an edit, so `c` is the first check after
+/// that edit (tests run, the file read back, the program started). A call the user refused in
+/// between checked nothing and is passed over.
+pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    if t.steps[c].kind != StepKind::ToolCall || edits(t, c) || refused_call(ctx, c) {
+        return None;
+    }
+    (0..c).rev().find(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j)).filter(|&j| edits(t, j))
+}
+
+/// The failed check after edit `e`: the next call after it that ran and is not an edit, when it
+/// is the first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that
+/// output's step and its error line.
 fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
     let t = ctx.trajectory;
-    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall)?;
+    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))?;
     if edit_checked_by(ctx, c) != Some(e) {
         return None;
     }
@@ -1003,6 +1010,17 @@ pub fn refused_by_user(ctx: &Context<'_>, r: usize) -> bool {
         "declined by the user",
         "rejected by the user",
         "refused by the user",
+        // Codex: "exec command rejected by user", "patch rejected by user".
+        "rejected by user",
+        "denied by user",
+        "declined by user",
+        "cancelled by user",
+        "canceled by user",
+        // Gemini CLI: "[Operation Cancelled] Reason: User denied execution." / "User did not
+        // allow tool call".
+        "user did not allow",
+        "user cancelled",
+        "user canceled",
     ]
     .iter()
     .any(|p| head.contains(p))
@@ -1406,8 +1424,9 @@ pub fn command_changes_state(cmd: &str) -> bool {
 /// Whether a shell command edits files ([`shell::command_edits`]): one of its simple commands
 /// redirects output into a file, or runs `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`,
 /// `rm`, `touch`, `mkdir`, `truncate`, or a `git` subcommand that changes the working tree
-/// (`apply`, `checkout`, `restore`, `reset`, `stash`, `commit`…). Running a program, installing
-/// packages or building is not an edit (it may change state: [`command_changes_state`]).
+/// (`apply`, `checkout`, `restore`, `reset`, `stash`…; not `git commit`, which records the files
+/// as they are). Running a program, installing packages or building is not an edit (it may change
+/// state: [`command_changes_state`]).
 pub fn command_edits_files(cmd: &str) -> bool {
     shell::edits_files(cmd)
 }
@@ -1707,8 +1726,9 @@ pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] 
             }
             let Some(object) = call_object(&t.steps[i].content) else { continue };
             let tool = t.steps[i].tool_name.clone().unwrap_or_default();
-            // A call without a result (a cut-off trace) neither succeeded nor failed.
-            if result_of(ctx, i).is_none() {
+            // A call without a result (a cut-off trace) neither succeeded nor failed, and one the
+            // user refused did not run.
+            if result_of(ctx, i).is_none() || refused_call(ctx, i) {
                 continue;
             }
             if call_error(ctx, i).is_some() {

@@ -246,3 +246,72 @@ fn a_refused_edit_written_by_a_redirect_goes_around_the_refusal_and_another_file
     let t = run("sed -i '41d' src/api/client.ts");
     assert_eq!(steps_with(&t, Signal::RefusalBypassed), Vec::<usize>::new());
 }
+
+#[test]
+fn a_refused_call_is_no_check_of_the_edit_or_commit_before_it() {
+    use crate::chat::claude_code;
+    let task = "Fix the rounding in money.py so that totals are whole cents, run the tests, and commit.";
+    let edit = (
+        "Edit",
+        json!({"file_path": "/w/shop/money.py", "old_string": "round(x, 3)", "new_string": "round(x, 2)"}),
+        "The file /w/shop/money.py has been updated successfully.",
+        false,
+    );
+    let bash = |cmd: &str, out: &'static str, is_error: bool| ("Bash", json!({"command": cmd}), out, is_error);
+    let closing = "Totals are rounded to whole cents, the 12 tests pass and the fix is committed; I did not push.";
+    // Edited, tested, committed, then the user refused `git push` at the prompt. Before: "the
+    // check after this edit fails at step 8: it failed", at the commit.
+    let t = claude_code(
+        task,
+        &[
+            edit.clone(),
+            bash("python -m pytest -q", "............\n12 passed in 0.41s", false),
+            bash("git commit -am 'Round totals to whole cents'", "[main 3f2a1c9] Round totals to whole cents", false),
+            bash("git push origin main", REFUSED, true),
+        ],
+        closing,
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(
+        d.reason.starts_with("No failure found: the user refused the call at step 7 (the refusal is step 8)"),
+        "{}",
+        d.reason
+    );
+    // A check refused right after the edit checks nothing: the check that ran judges the edit.
+    let t = claude_code(
+        task,
+        &[
+            edit,
+            bash("python -m pytest -q", REFUSED, true),
+            bash(
+                "python -m pytest -q",
+                "...F\nFAILED tests/test_money.py::test_cents - AssertionError\n1 failed",
+                false,
+            ),
+        ],
+        closing,
+    );
+    assert_eq!(
+        evidence(&t, 1, Signal::FailedAction),
+        "the check after this edit fails at step 6: FAILED tests/test_money.py::test_cents - AssertionError"
+    );
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 3), "{:?}", findings(&t));
+    // Codex's and Gemini CLI's words for a refusal are refusals too.
+    for refusal in [
+        "exec command rejected by user",
+        "[Operation Cancelled] Reason: User denied execution.",
+        "User cancelled the tool call.",
+    ] {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "shell", json!({"command": ["bash", "-lc", "git push origin main"]}), refusal));
+        m.push(assistant("I did not push."));
+        let d = falat(&load(m));
+        assert!(
+            d.reason.starts_with("No failure found: the user refused the call at step 1"),
+            "{refusal}: {}",
+            d.reason
+        );
+    }
+}

@@ -162,12 +162,14 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    let last_edit = (1..a).rev().find(|&j| super::edits(t, j));
-    // The last check after the edit: a call that is not an edit, with its observation.
+    // Calls the user refused did not run: they neither edit nor check.
+    let ran = |c: usize| !super::refused_call(ctx, c);
+    let last_edit = (1..a).rev().find(|&j| super::edits(t, j) && ran(j));
+    // The last check after the edit: a call that ran and is not an edit, with its observation.
     let check = last_edit.and_then(|e| {
         (e + 1..a)
             .rev()
-            .filter(|&c| !super::edits(t, c))
+            .filter(|&c| !super::edits(t, c) && ran(c))
             .find_map(|c| super::result_of(ctx, c).filter(|&r| r < a && is_observation(ctx, r)))
     });
     if let Some(r) = check {

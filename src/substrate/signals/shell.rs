@@ -874,8 +874,9 @@ fn script_files(inv: &Invocation<'_>) -> Vec<String> {
 /// Whether one simple command edits files: it redirects into a file, or runs `sed -i` or
 /// `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `unlink`, `rmdir`, `touch`, `mkdir`,
 /// `truncate`, or a `git` subcommand that changes the working tree (`apply`, `checkout`,
-/// `restore`, `reset`, `stash`, `commit`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`).
-/// Running a program, installing packages or building is not an edit.
+/// `restore`, `reset`, `stash`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`). Running a
+/// program, installing packages or building is not an edit, and neither is `git commit`: it
+/// records the files as they are (it changes state, [`command_changes`]).
 pub fn command_edits(c: &Command) -> bool {
     if c.writes_file() {
         return true;
@@ -884,21 +885,8 @@ pub fn command_edits(c: &Command) -> bool {
     match inv.program {
         "sed" | "perl" => edits_in_place(&inv),
         "patch" | "tee" | "mv" | "cp" | "rm" | "unlink" | "rmdir" | "touch" | "mkdir" | "truncate" => true,
-        "git" => [
-            "apply",
-            "checkout",
-            "restore",
-            "reset",
-            "stash",
-            "commit",
-            "am",
-            "cherry-pick",
-            "merge",
-            "rebase",
-            "mv",
-            "rm",
-        ]
-        .contains(&inv.subcommand(&GIT_VALUE_OPTIONS).0),
+        "git" => ["apply", "checkout", "restore", "reset", "stash", "am", "cherry-pick", "merge", "rebase", "mv", "rm"]
+            .contains(&inv.subcommand(&GIT_VALUE_OPTIONS).0),
         _ => false,
     }
 }
