@@ -308,3 +308,33 @@ fn a_timeout_word_in_a_name_a_flag_or_code_is_no_reproduced_hang() {
     );
     assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
 }
+
+#[test]
+fn a_second_edit_with_the_same_confirmation_is_progress_and_a_repeated_read_is_not() {
+    let done = "The file /w/geo/distance.py has been updated successfully.";
+    let edit = |id: &str, old: &str, new: &str| {
+        call(id, "Edit", json!({"file_path": "/w/geo/distance.py", "old_string": old, "new_string": new}), done)
+    };
+    let source = "EARTH_RADIUS_KM = 6371.0\n\ndef haversine(a, b):\n    return 2 * EARTH_RADIUS_KM * asin(sqrt(h))\n";
+    let run = |middle: Vec<Value>| {
+        let mut m = vec![user("haversine() returns miles; make it return kilometres.")];
+        m.extend(edit("e1", "EARTH_RADIUS_MI = 3958.8", "EARTH_RADIUS_KM = 6371.0"));
+        m.extend(middle);
+        m.extend(tests_run("t1", "........\n8 passed in 0.12s"));
+        m.push(assistant("haversine() now returns kilometres; the 8 tests pass."));
+        load(m)
+    };
+    // Two edits of one file answered with the same words: each changed the file. Before: the
+    // second "brings nothing new toward the task: its observation (step 4) repeats step 2's".
+    let t = run(edit("e2", "EARTH_RADIUS_MI", "EARTH_RADIUS_KM"));
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Reading the same file twice and getting the same text brings nothing new.
+    let read = |id: &str| call(id, "Read", json!({"file_path": "/w/geo/distance.py"}), source);
+    let t = run([read("r1"), read("r2")].concat());
+    assert_eq!(findings(&t), vec![(5, Signal::NoProgress)]);
+    assert_eq!(
+        evidence(&t, 5, Signal::NoProgress),
+        "brings nothing new toward the task: its observation (step 6) repeats step 4's"
+    );
+}
