@@ -315,3 +315,88 @@ fn a_refused_call_is_no_check_of_the_edit_or_commit_before_it() {
         );
     }
 }
+
+/// A mini-swe-agent 1.x trajectory: the task, then per turn the assistant's `THOUGHT: …` and
+/// command block, answered by the observation template; the last turn submits.
+fn mini_swe_agent(turns: &[(&str, &str, &str)]) -> Trajectory {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that can interact with a computer."}),
+        json!({"role": "user", "content": format!("<pr_description>\nConsider the following PR description:\n{FIX}\n</pr_description>")}),
+    ];
+    for (thought, cmd, output) in turns {
+        messages.push(json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```")}));
+        messages.push(
+            json!({"role": "user", "content": format!("<returncode>0</returncode>\n<output>\n{output}\n</output>")}),
+        );
+    }
+    let doc = json!({"info": {"exit_status": "Submitted", "submission": "diff --git a/geotools/distance.py"},
+        "messages": messages, "trajectory_format": "mini-swe-agent-1"});
+    let loaded = falat::ingest::parse("run.traj.json", doc.to_string().as_bytes(), None).expect("a mini-swe-agent run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+#[test]
+fn a_whole_suite_claim_in_a_thought_after_named_test_files_is_a_partial_check() {
+    let session = |tests: &str, thought: &str| {
+        mini_swe_agent(&[
+            ("Let me see the tests.", "ls tests", "test_distance.py\ntest_units.py\ntest_io.py"),
+            ("Fix the constant.", "sed -i 's/EARTH_RADIUS_MI/EARTH_RADIUS_KM/' geotools/distance.py", ""),
+            ("Run the tests.", tests, "....\n4 passed in 0.05s"),
+            (thought, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", "diff --git a/geotools/distance.py"),
+        ])
+    };
+    let claim = "The full test suite passes now.";
+    // Before: no finding (the claim is a thought, and a named file selects by no option).
+    let t = session("python -m pytest -q tests/test_distance.py", claim);
+    let at = (0..t.steps.len()).find(|&i| t.steps[i].content.starts_with(claim)).expect("the thought");
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![at]);
+    assert!(
+        evidence(&t, at, Signal::PartialCheck).contains(
+            "`python -m pytest -q tests/test_distance.py` (step 8), ran a subset: the test file test_units.py was not \
+             run"
+        ),
+        "{}",
+        evidence(&t, at, Signal::PartialCheck)
+    );
+    // The directory that holds the whole suite is the whole suite; a thought that plans the full
+    // run claims nothing.
+    assert_eq!(steps_with(&session("python -m pytest -q tests/", claim), Signal::PartialCheck), Vec::<usize>::new());
+    let plan = "Let me run the full test suite next to be sure everything passes.";
+    assert_eq!(
+        steps_with(&session("python -m pytest -q tests/test_distance.py", plan), Signal::PartialCheck),
+        Vec::<usize>::new()
+    );
+}
+
+#[test]
+fn go_packages_and_jest_paths_named_are_a_subset_when_the_session_showed_others() {
+    // `run` is what the session ran before the edit (a full run listing the suite), then the edit
+    // and `subset`, then the claim.
+    let run = |full: (&str, &str), subset: (&str, &str)| {
+        let mut m = vec![user(FIX)];
+        m.extend(call("f1", "Bash", json!({"command": full.0}), full.1));
+        m.extend(call(
+            "e1",
+            "Edit",
+            json!({"file_path": "geo/distance.go", "old_string": "a", "new_string": "b"}),
+            "ok",
+        ));
+        m.extend(call("s1", "Bash", json!({"command": subset.0}), subset.1));
+        m.push(assistant("Fixed. All tests pass."));
+        load(m)
+    };
+    let go_full = ("go test ./...", "ok  \texample.com/geo/distance\t0.011s\nok  \texample.com/geo/units\t0.008s");
+    let t = run(go_full, ("go test ./distance", "ok  \texample.com/geo/distance\t0.010s"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![7]);
+    let e = evidence(&t, 7, Signal::PartialCheck);
+    assert!(e.ends_with("ran a subset: the package example.com/geo/units was not run (step 6)"), "{e}");
+    assert_eq!(steps_with(&run(go_full, ("go test ./...", go_full.1)), Signal::PartialCheck), Vec::<usize>::new());
+    let jest_full = ("npx jest", "PASS src/distance.test.ts\nPASS src/units.test.ts\nTests: 9 passed, 9 total");
+    let t = run(jest_full, ("npx jest src/distance.test.ts", "PASS src/distance.test.ts\nTests: 4 passed, 4 total"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![7]);
+    let e = evidence(&t, 7, Signal::PartialCheck);
+    assert!(e.ends_with("ran a subset: the test file src/units.test.ts was not run (step 6)"), "{e}");
+    // Nothing else shown: the named file may be the whole suite.
+    let t = run(("ls", "README.md\nsrc"), ("npx jest src/distance.test.ts", "PASS src/distance.test.ts"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), Vec::<usize>::new());
+}
