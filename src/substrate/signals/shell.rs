@@ -704,7 +704,7 @@ pub fn reads_or_checks(c: &Command) -> bool {
     let Some(inv) = c.invocation() else { return true };
     let p = inv.program;
     if let Some(code) = probe_code(&inv) {
-        return !WRITING_CODE.is_match(code) && !(p == "perl" && edits_in_place(&inv));
+        return !(WRITING_CODE.is_match(code) || p == "perl" && edits_in_place(&inv));
     }
     match p {
         p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
