@@ -109,7 +109,7 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|timed? ?out(?-u:\b))",
+        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])timed? ?out(?:[^\w\n=(]|$))",
     )
     .unwrap()
 });
@@ -342,6 +342,26 @@ mod tests {
 
     fn kinds(text: &str) -> Vec<(String, String)> {
         extract_text(text).iter().map(|e| (e.kind.label().to_string(), e.text(text).to_string())).collect()
+    }
+
+    #[test]
+    fn a_timeout_word_in_a_name_a_flag_or_a_setting_is_no_error_line() {
+        let errors = |t: &str| -> Vec<String> {
+            extract_text(t)
+                .iter()
+                .filter(|e| e.kind == EvidenceKind::ErrorLine)
+                .map(|e| e.text(t).to_string())
+                .collect()
+        };
+        let source = "DEFAULT_TIMEOUT = 30\nparser.add_argument('--timeout', type=int)\n\
+            resp = session.get(url, timeout=args.timeout)\nself.timeout = t\nrequest_timeout: 5";
+        assert_eq!(errors(source), Vec::<String>::new());
+        assert_eq!(
+            errors("ssh: connect to host db port 22: Connection timed out"),
+            ["ssh: connect to host db port 22: Connection timed out"]
+        );
+        assert_eq!(errors("Timeout\nretrying"), ["Timeout"]);
+        assert_eq!(errors("Error executing tool get_weather: timeout"), ["Error executing tool get_weather: timeout"]);
     }
 
     #[test]

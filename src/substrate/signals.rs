@@ -19,6 +19,9 @@ pub use assertion::claimed_failure;
 mod instructions;
 pub use instructions::Prohibition;
 mod progress;
+pub mod shell;
+use shell::is_shell_tool;
+pub use shell::shell_command;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -562,6 +565,12 @@ pub(crate) fn shows_failure(ctx: &Context<'_>, r: usize) -> bool {
         || ctx.trajectory.steps[r].is_error
 }
 
+/// Whether the user refused call `c` at the permission prompt ([`refused_by_user`] on its
+/// result): the call did not run, so it neither checks nor changes anything.
+pub(crate) fn refused_call(ctx: &Context<'_>, c: usize) -> bool {
+    result_of(ctx, c).is_some_and(|r| refused_by_user(ctx, r))
+}
+
 /// The program or module a tool output at step `r` says is missing, when it says so: a shell's
 /// `pytest: command not found` or `sh: 1: pytest: not found`, Python's `No module named pytest`,
 /// Windows' `'pytest' is not recognized as an internal or external command`. The command never
@@ -615,20 +624,21 @@ pub(crate) fn missing_program_reported(ctx: &Context<'_>, r: usize) -> Option<us
 /// names.
 const EDIT_GROUP: usize = 20;
 
-/// The edit that call `c` checks: `c` is a call that is not an edit ([`edits`]) and the calls
-/// right before it are edits (the edits since the previous call that was not one), so `c` is the
-/// first check after them (tests run, the file read back, the program started, a migration
+/// The edit that call `c` checks: `c` is a call that ran ([`refused_call`]) and is not an edit
+/// ([`edits`]), and the calls that ran right before it are edits (the edits since the previous
+/// call that was not one; a call the user refused checked nothing and is passed over), so `c` is
+/// the first check after them (tests run, the file read back, the program started, a migration
 /// applied). It checks the last of them, unless its output names the file of an earlier one of
 /// them (at most [`EDIT_GROUP`] back) and not the last one's: then the latest edit of a file the
 /// output names (a migration that fails to apply, edited before the model edited after it).
 pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
     let t = ctx.trajectory;
-    if t.steps[c].kind != StepKind::ToolCall || edits(t, c) {
+    if t.steps[c].kind != StepKind::ToolCall || edits(t, c) || refused_call(ctx, c) {
         return None;
     }
     let group: Vec<usize> = (0..c)
         .rev()
-        .filter(|&j| t.steps[j].kind == StepKind::ToolCall)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))
         .take_while(|&j| edits(t, j))
         .take(EDIT_GROUP)
         .collect();
@@ -658,12 +668,13 @@ fn names_file(output: &str, path: &str) -> bool {
         || id_like && contains_word(output, id)
 }
 
-/// The failed check after edit `e`: the next call after it that is not an edit, when it is the
-/// first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that output's
-/// step and its error line.
+/// The failed check after edit `e`: the next call after it that ran and is not an edit, when it
+/// is the first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that
+/// output's step and its error line.
 fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
     let t = ctx.trajectory;
-    let c = (e + 1..t.steps.len()).find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j))?;
+    let c = (e + 1..t.steps.len())
+        .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j))?;
     if edit_checked_by(ctx, c) != Some(e) {
         return None;
     }
@@ -1124,6 +1135,17 @@ pub fn refused_by_user(ctx: &Context<'_>, r: usize) -> bool {
         "declined by the user",
         "rejected by the user",
         "refused by the user",
+        // Codex: "exec command rejected by user", "patch rejected by user".
+        "rejected by user",
+        "denied by user",
+        "declined by user",
+        "cancelled by user",
+        "canceled by user",
+        // Gemini CLI: "[Operation Cancelled] Reason: User denied execution." / "User did not
+        // allow tool call".
+        "user did not allow",
+        "user cancelled",
+        "user canceled",
     ]
     .iter()
     .any(|p| head.contains(p))
@@ -1571,196 +1593,23 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
         })
 }
 
-/// The command of a call to a shell tool (lower-case `tool` names a shell: `Bash`, `shell`,
-/// `exec_command`, `execute_bash`, `run_shell_command`, `command_execution`, a terminal), read
-/// from the call's arguments (`content`): the `command`, `cmd` or `script` member, a string or an
-/// argument vector (`["bash", "-lc", "ls"]` gives `ls`), or the whole content when it is not a
-/// JSON object (arguments written `name({…})` are read inside the parentheses); a `bash -lc '…'` or `sh -c "…"` wrapper is taken off. `None` for other tools.
-pub fn shell_command(tool: &str, content: &str) -> Option<String> {
-    static WRAPPER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"(?s)^\s*(?:/bin/|/usr/bin/)?(?:ba|z)?sh\s+-l?c\s+(?:'(.*)'|"(.*)")\s*$"#).unwrap()
-    });
-    if !is_shell_tool(tool) {
-        return None;
-    }
-    // Some formats write a call as `name(arguments)` (OpenAI chat logs).
-    let content = content.trim();
-    let content = match (content.find('('), content.strip_suffix(')')) {
-        (Some(open), Some(inner)) if content[..open].eq_ignore_ascii_case(tool) => &inner[open + 1..],
-        _ => content,
-    };
-    let cmd = match serde_json::from_str::<serde_json::Value>(content) {
-        Ok(serde_json::Value::Object(args)) => {
-            let v = ["command", "cmd", "script"].iter().find_map(|k| args.get(*k))?;
-            match v {
-                serde_json::Value::String(c) => c.clone(),
-                serde_json::Value::Array(argv) => {
-                    let words: Vec<&str> = argv.iter().filter_map(|x| x.as_str()).collect();
-                    match words.as_slice() {
-                        [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => (*script).to_string(),
-                        _ => words.join(" "),
-                    }
-                }
-                _ => return None,
-            }
-        }
-        _ => content.to_string(),
-    };
-    Some(match WRAPPER.captures(&cmd) {
-        Some(c) => c.get(1).or_else(|| c.get(2)).map_or(cmd.clone(), |m| m.as_str().to_string()),
-        None => cmd,
-    })
-}
-
-/// Whether a lower-case tool name names a shell ([`shell_command`]).
-fn is_shell_tool(tool: &str) -> bool {
-    ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
-        .iter()
-        .any(|w| tool.contains(w))
-        || tool == "sh"
-}
-
-/// Programs that read, list, search or print and change nothing (the first word of a command).
-const READ_PROGRAMS: [&str; 36] = [
-    "cd", "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "ag", "fd", "wc", "echo", "printf",
-    "pwd", "which", "whereis", "type", "tree", "file", "stat", "diff", "cmp", "sort", "uniq", "cut", "jq", "du", "df",
-    "ps", "true", "base64", "nl", "realpath", "date",
-];
-
-/// Test runners and checkers: running them checks the code and changes nothing a user keeps.
-const CHECK_PROGRAMS: [&str; 14] = [
-    "pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "mypy", "ruff", "flake8", "eslint",
-    "tsc",
-];
-
-/// Whether a shell command does more than read and check: some part of it (split at `&&`, `||`,
-/// `;`, `|` and newlines) runs a program that is not a reader ([`READ_PROGRAMS`], `sed` without
-/// `-i`), a test runner or checker ([`CHECK_PROGRAMS`], `python -m pytest`), or a read or check
-/// subcommand (`git status`, `git diff`, `git log`; `cargo test`, `cargo build`; `go test`;
-/// `npm test`; `make test`...; a program a runner runs: `npx eslint .`, `uv run pytest`; a
-/// one-line probe: `python -c`, `node -e`; activating an environment: `source .venv/bin/activate`),
-/// or it redirects output into a file, or a quoted one-liner's code writes, moves or deletes files
-/// or runs programs ([`WRITING_CODE`]). Other quoted text is not read.
+/// Whether a shell command does more than read and check: one of its simple commands (the
+/// line split as the shell splits it, [`shell::commands`]) redirects output into a file or runs
+/// a program that is not a reader, a test runner or checker, or a read or check subcommand
+/// ([`shell::reads_or_checks`]: `git status`, `cargo test`, `npx eslint .`, `uv run pytest`, a
+/// `python -c` probe whose code writes nothing, `source .venv/bin/activate`…).
 pub fn command_changes_state(cmd: &str) -> bool {
-    let bare = unquoted(cmd);
-    if bare.contains('>') || WRITING_CODE.is_match(cmd) {
-        return true;
-    }
-    bare.split(['|', ';', '\n', '&']).map(str::trim).filter(|p| !p.is_empty()).any(|part| !reads_or_checks(part))
+    shell::changes_state(cmd)
 }
 
-/// Code in a command (a `python -c` or `node -e` one-liner, quoted) that writes, moves or
-/// deletes files or runs other programs: such a probe changes state.
-static WRITING_CODE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(
-        r#"\.write(?:_text|_bytes|lines)?\(|\bopen\([^)]*['"][wax]b?\+?['"]|\b(?:remove|unlink|rmtree|rename|replace|makedirs|mkdir|rmdir|system|Popen|check_call|check_output|writeFileSync|writeFile|appendFile|unlinkSync|rmSync)\(|subprocess\.run\("#,
-    )
-    .unwrap()
-});
-
-/// Whether a shell command edits files: it redirects output into a file, or some part of it runs
-/// `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `touch`, `mkdir`, `truncate`, or a
-/// `git` subcommand that changes the working tree (`apply`, `checkout`, `restore`, `reset`,
-/// `stash`, `commit`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`). Running a program,
-/// installing packages or building is not an edit (it may change state: [`command_changes_state`]).
+/// Whether a shell command edits files ([`shell::command_edits`]): one of its simple commands
+/// redirects output into a file, or runs `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`,
+/// `rm`, `touch`, `mkdir`, `truncate`, or a `git` subcommand that changes the working tree
+/// (`apply`, `checkout`, `restore`, `reset`, `stash`…; not `git commit`, which records the files
+/// as they are). Running a program, installing packages or building is not an edit (it may change
+/// state: [`command_changes_state`]).
 pub fn command_edits_files(cmd: &str) -> bool {
-    let bare = unquoted(cmd);
-    if bare.contains('>') {
-        return true;
-    }
-    bare.split(['|', ';', '\n', '&']).map(str::trim).any(|part| {
-        let words: Vec<&str> = part.split_whitespace().skip_while(|w| w.contains('=') || *w == "sudo").collect();
-        let program = words.first().map_or("", |w| w.rsplit('/').next().unwrap_or(w));
-        let sub = words.iter().skip(1).find(|w| !w.starts_with('-')).copied().unwrap_or("");
-        match program {
-            "sed" | "perl" => words.iter().any(|w| w.starts_with("-i") || *w == "--in-place" || w.starts_with("-pi")),
-            "patch" | "tee" | "mv" | "cp" | "rm" | "touch" | "mkdir" | "truncate" => true,
-            "git" => [
-                "apply",
-                "checkout",
-                "restore",
-                "reset",
-                "stash",
-                "commit",
-                "am",
-                "cherry-pick",
-                "merge",
-                "rebase",
-                "mv",
-                "rm",
-            ]
-            .contains(&sub),
-            _ => false,
-        }
-    })
-}
-
-/// `cmd` with quoted text emptied and harmless redirections (`2>&1`, `>/dev/null`) taken out.
-fn unquoted(cmd: &str) -> String {
-    static QUOTED: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r#"'[^']*'|"(?:[^"\\]|\\.)*""#).unwrap());
-    static HARMLESS: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\d?>&\d|&?\d?>{1,2}\s*/dev/(?:null|stderr|stdout)").unwrap());
-    let bare = QUOTED.replace_all(cmd, "''");
-    HARMLESS.replace_all(&bare, " ").into_owned()
-}
-
-/// Whether one simple command (no pipes or lists) only reads or checks ([`command_changes_state`]).
-fn reads_or_checks(part: &str) -> bool {
-    let mut words = part.split_whitespace().skip_while(|w| {
-        w.contains('=') && !w.starts_with('-')
-            || matches!(*w, "sudo" | "env" | "time" | "nice" | "command" | "exec" | "timeout")
-            || w.starts_with(|c: char| c.is_ascii_digit())
-    });
-    let Some(first) = words.next() else { return true };
-    let program = first.rsplit('/').next().unwrap_or(first);
-    let all: Vec<&str> = words.collect();
-    // A runner (`npx eslint .`, `uv run pytest`, `poetry run mypy`) is judged by what it runs.
-    let run_by = match (program, all.first().copied()) {
-        ("npx" | "bunx" | "pnpx", _) => 0,
-        ("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye", Some("run"))
-        | ("pnpm" | "yarn", Some("exec" | "dlx")) => 1,
-        _ => usize::MAX,
-    };
-    if let Some(inner) = all.get(run_by..).filter(|_| run_by != usize::MAX) {
-        let inner: Vec<&str> = inner.iter().copied().skip_while(|w| w.starts_with('-')).collect();
-        return !inner.is_empty() && reads_or_checks(&inner.join(" "));
-    }
-    let rest: Vec<&str> = all.iter().copied().filter(|w| !w.starts_with('-') || *w == "-m").collect();
-    let sub = rest.first().copied().unwrap_or("");
-    match program {
-        p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
-        // Setting up the shell (activating a virtual environment) changes nothing a user keeps.
-        "source" | "." | "export" | "set" | "unset" => true,
-        // A one-line probe (`python -c 'import x; print(x.f(1))'`, `node -e …`) runs code to look
-        // at a value; one whose code writes or deletes files is caught by `WRITING_CODE` first.
-        "python" | "python3" | "py" | "node" | "ruby" | "perl" if all.iter().any(|w| matches!(*w, "-c" | "-e")) => {
-            program != "perl" || !all.iter().any(|w| w.starts_with("-i") || w.starts_with("-pi"))
-        }
-        "pip" | "pip3" => {
-            ["show", "list", "freeze", "check", "--version"].contains(&all.first().copied().unwrap_or(""))
-        }
-        "sed" => !part.split_whitespace().any(|w| w.starts_with("-i") || w == "--in-place"),
-        "find" => {
-            !part.split_whitespace().any(|w| matches!(w, "-delete" | "-exec" | "-execdir" | "-ok"))
-                || part.contains("-exec cat ")
-        }
-        "git" => ["status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch", "remote"]
-            .contains(&sub),
-        "cargo" => ["test", "check", "build", "clippy", "doc", "tree", "metadata", "bench", "nextest"].contains(&sub),
-        "go" => ["test", "vet", "build", "list", "version", "env"].contains(&sub),
-        "npm" | "yarn" | "pnpm" | "bun" => {
-            ["test", "ls", "list", "view", "outdated", "audit"].contains(&sub)
-                || sub == "run" && rest.get(1).is_some_and(|s| ["test", "lint", "check", "build"].contains(s))
-        }
-        "make" => ["", "test", "check", "lint", "build", "all"].contains(&sub),
-        "mix" => ["test", "compile"].contains(&sub),
-        "python" | "python3" | "py" => {
-            sub == "-m"
-                && rest.get(1).is_some_and(|m| ["pytest", "unittest", "mypy", "pyflakes", "compileall"].contains(m))
-        }
-        _ => false,
-    }
+    shell::edits_files(cmd)
 }
 
 /// Words in a tool's name that mark a call editing files or content (`apply_patch`, `Edit`,
@@ -1854,9 +1703,77 @@ const REPORTED_FAILURE: [&str; 12] = [
 /// Words by which a task reports a hang ("the export hangs on …", "never finishes").
 const REPORTED_HANG: [&str; 6] = ["hang", "freez", "never finish", "never return", "times out", "stuck"];
 
-/// An output that says a command ran out of time ("timed out and has been killed", "Timeout").
-pub(crate) static TIMED_OUT: std::sync::LazyLock<regex::Regex> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\btimed? ?out\b|\btimeout\b").unwrap());
+/// A sentence saying that something ran out of time: "timed out" ("Command timed out after 2m",
+/// "The last command … timed out and has been killed"), "Timeout after 30s", "timeout of 5000 ms
+/// exceeded", "Exceeded timeout of 5000 ms", pytest-timeout's "Timeout >10.0s" and its `+++
+/// Timeout +++` banner, "time limit exceeded", "deadline exceeded", "took more than 300 seconds".
+/// The word `timeout` alone is no such sentence: it names a setting (`--timeout=30`,
+/// `timeout=args.timeout`, `'timeout'`), and inside an identifier (`DEFAULT_TIMEOUT`,
+/// `request_timeout`, `TimeoutError`) it is no word at all.
+static TIMEOUT_PROSE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"(?im)\btimed out\b",
+        r"|\btimeout (?:after|of|expired|exceeded|reached|elapsed)\b",
+        r"|\btimeout\s*>\s*\d",
+        r"|\bexceeded (?:the |its |a )?(?:timeout|time limit|deadline)\b",
+        r"|\b(?:time limit|deadline) (?:exceeded|reached)\b",
+        r"|\btook (?:more|longer) than \d+(?:\.\d+)? ?(?:ms|s|secs?|seconds?|m|mins?|minutes?)\b",
+        r"|^[\s+=*!-]*timeout[\s+=*!.-]*$",
+    ))
+    .unwrap()
+});
+
+/// Whether an output says that a command ran out of time ([`TIMEOUT_PROSE`]), in its own words
+/// rather than in code it shows: a file shown with its line numbers
+/// ([`evidence::numbered_listing`]) says nothing of the run, and neither does a match inside a
+/// string assigned to a name (`msg = "request timed out"`) or inline code (after an odd number of
+/// `` ` `` on its line), inside a call's parentheses (`raise TimeoutError('request timed out')`,
+/// `log.warn(… timed out …)`), or on a comment or code line (opening with `#`, `//`, `/*`, `*`, `raise`, `throw`,
+/// `except`, `catch`, `return`, `def`, `assert`, `print`, `log`).
+pub(crate) fn says_timed_out(text: &str) -> bool {
+    if evidence::numbered_listing(text) {
+        return false;
+    }
+    TIMEOUT_PROSE.find_iter(text).any(|m| {
+        let line_start = text[..m.start()].rfind('\n').map_or(0, |p| p + 1);
+        !in_code(&text[line_start..m.start()])
+    })
+}
+
+/// Whether the text before a match on its line (`before`) puts the match in code
+/// ([`says_timed_out`]).
+fn in_code(before: &str) -> bool {
+    static CODE_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^\s*(?:#|//|/\*|\*|(?:raise|throw|except|catch|return|def|assert|print|printf|console|log|logger|logging)\b)",
+        )
+        .unwrap()
+    });
+    static CALL_OPEN: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[\w.]\(").unwrap());
+    if CODE_LINE.is_match(before) {
+        return true;
+    }
+    // Inside a string assigned to a name (`msg = "timed out"`): the last quote before the
+    // match opens it, right after `=`. A quoted message in a tool's JSON or a runner's report
+    // (`"message": "Command timed out"`, `thrown: "Exceeded timeout of 5000 ms"`) is the output's
+    // own words.
+    let chars: Vec<(usize, char)> = before.char_indices().collect();
+    let opening = |k: usize| {
+        let c = chars[k].1;
+        c == '"'
+            || c == '\''
+                && !(k > 0
+                    && chars[k - 1].1.is_alphanumeric()
+                    && chars.get(k + 1).is_some_and(|(_, c)| c.is_alphanumeric()))
+    };
+    let quotes: Vec<usize> = (0..chars.len()).filter(|&k| opening(k)).collect();
+    let assigned =
+        quotes.len() % 2 == 1 && quotes.last().is_some_and(|&k| before[..chars[k].0].trim_end().ends_with('='));
+    let backticks = before.chars().filter(|&c| c == '`').count() % 2 == 1;
+    let open_call = CALL_OPEN.find_iter(before).last().is_some_and(|m| !before[m.end()..].contains(')'));
+    assigned || backticks || open_call
+}
 
 /// Endings of web addresses (`arxiv.org`, `usgs.gov/...`): a task naming one names where to look.
 const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", ".html"];
@@ -1868,8 +1785,8 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// an exception's class such as `ZeroDivisionError`; or an error message the task quotes, such as
 /// `Error: invalid duration: 90s`), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
-/// ran out of time ([`TIMED_OUT`], or exit code 124, `timeout`'s), before any edit; or the task
-/// reports a failure of a checker it names ([`CHECK_PROGRAMS`]: "CI is failing on the eslint
+/// ran out of time ([`says_timed_out`], or exit code 124, `timeout`'s), before any edit; or the task
+/// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
 /// step") and the output's command runs it, before any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
@@ -1882,7 +1799,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     // `timeout` exits with 124 when it stops a command.
     let stopped = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ExitCode(124));
     if REPORTED_HANG.iter().any(|w| task.to_lowercase().contains(w))
-        && (stopped || TIMED_OUT.is_match(lower_of(ctx, r)))
+        && (stopped || says_timed_out(&ctx.trajectory.steps[r].content))
     {
         return true;
     }
@@ -1943,7 +1860,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     let Some(cmd) = shell_command(&tool, &step.content) else { return false };
     let cmd = cmd.to_lowercase();
     REPORTED_FAILURE.iter().any(|w| task.contains(w))
-        && CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
+        && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`
@@ -2042,8 +1959,9 @@ pub fn blocking_changes<'a>(ctx: &Context<'a>) -> &'a [Option<(usize, String)>] 
             }
             let Some(object) = call_object(&t.steps[i].content) else { continue };
             let tool = t.steps[i].tool_name.clone().unwrap_or_default();
-            // A call without a result (a cut-off trace) neither succeeded nor failed.
-            if result_of(ctx, i).is_none() {
+            // A call without a result (a cut-off trace) neither succeeded nor failed, and one the
+            // user refused did not run.
+            if result_of(ctx, i).is_none() || refused_call(ctx, i) {
                 continue;
             }
             if call_error(ctx, i).is_some() {
@@ -2403,5 +2321,42 @@ mod failure_line_tests {
             Some("No replacement was performed, old_str `    if x: return 1` did not appear verbatim in f.py.")
         );
         assert_eq!(failure_line("  \n"), None);
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::says_timed_out;
+
+    #[test]
+    fn a_timeout_is_read_where_the_output_says_a_command_ran_out_of_time() {
+        for said in [
+            "Command timed out after 2m 0.0s",
+            "The last command <command>python run.py</command> timed out and has been killed.",
+            "Error: Timeout after 30s",
+            "+++++++++++++++++ Timeout +++++++++++++++++",
+            "FAILED tests/test_sync.py::test_slow - Failed: Timeout >10.0s",
+            "thrown: \"Exceeded timeout of 5000 ms for a test.\nAdd a timeout value to this test",
+            "The command 'python x.py' was cancelled because it took more than 300 seconds.",
+            "panic: test timed out after 10m0s",
+            "The request didn't finish and timed out.",
+            "{\"status\": \"error\", \"message\": \"Command timed out\"}",
+        ] {
+            assert!(says_timed_out(said), "{said}");
+        }
+        for code in [
+            "DEFAULT_TIMEOUT = 30\nrequest_timeout: int = 5",
+            "parser.add_argument('--timeout', type=int, default=30)",
+            "from concurrent.futures import TimeoutError\nimport socket.timeout",
+            "AttributeError: 'Namespace' object has no attribute 'timeout'",
+            "    raise TimeoutError('request timed out')",
+            "MESSAGE = 'the request timed out'",
+            "    log.warning(\"fetch of %s timed out after %ss\", url, t)",
+            "# retry when the request timed out",
+            "timeout: 30\nretries: 3",
+            "  12→        # the socket timed out\n  13→    return None\n  14→\n",
+        ] {
+            assert!(!says_timed_out(code), "{code}");
+        }
     }
 }

@@ -61,3 +61,43 @@ pub fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
         .flat_map(|i| signals::recall(&ctx, i).unwrap_or_default().into_iter().map(move |f| (i, f.signal)))
         .collect()
 }
+
+/// A Claude Code session as its JSONL transcript writes it: the user's task, then per call an
+/// assistant `tool_use` answered by the user's `tool_result` (`(tool, input, result, is_error)`),
+/// then the assistant's closing text.
+pub fn claude_code(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
+    let mut records: Vec<Value> = Vec::new();
+    let mut push = |kind: &str, message: Value| {
+        let n = records.len();
+        let parent = n.checked_sub(1).map(|p| format!("00000000-0000-4000-8000-{p:012}"));
+        records.push(json!({
+            "parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/w/shop",
+            "sessionId": "5e55a7c1-0000-4000-8000-000000000000", "version": "2.0.37", "type": kind,
+            "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2026-11-30T14:00:{:02}.000Z", n % 60), "message": message
+        }));
+    };
+    push("user", json!({"role": "user", "content": task}));
+    for (k, (tool, input, result, is_error)) in calls.iter().enumerate() {
+        let id = format!("toulu_{k:02}");
+        push(
+            "assistant",
+            json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]}),
+        );
+        push(
+            "user",
+            json!({"role": "user", "content": [
+                {"tool_use_id": id, "type": "tool_result", "content": result, "is_error": is_error}]}),
+        );
+    }
+    push(
+        "assistant",
+        json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": closing}]}),
+    );
+    let text: Vec<String> = records.iter().map(Value::to_string).collect();
+    let loaded =
+        falat::ingest::parse("session.jsonl", text.join("\n").as_bytes(), None).expect("a Claude Code session");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}

@@ -442,3 +442,69 @@ fn a_command_that_shows_the_error_message_the_task_quotes_reproduces_it() {
     let t = load(m);
     assert_eq!(findings(&t), vec![(1, Signal::FailedAction)]);
 }
+
+#[test]
+fn a_timeout_word_in_a_name_a_flag_or_code_is_no_reproduced_hang() {
+    // The task reports a hang; the first run crashes on an attribute named `timeout` and the file
+    // read next sets `DEFAULT_TIMEOUT` and a `--timeout` flag; the agent then claims there is
+    // nothing to change. Before, the crash "reproduced the failure the task reports".
+    let task = "The nightly sync hangs and never finishes when the API is slow. Make it give up after 30 seconds.";
+    let crash = "Traceback (most recent call last):\n  File \"/app/sync.py\", line 41, in <module>\n    \
+        resp = session.get(API_URL, timeout=args.timeout)\nAttributeError: 'Namespace' object has no attribute 'timeout'";
+    let source = "import argparse\nDEFAULT_TIMEOUT = 30\nparser.add_argument('--timeout', type=int, \
+        default=DEFAULT_TIMEOUT)\nresp = session.get(API_URL, timeout=args.timeout)\n";
+    let run = |first: &str| {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "bash", json!({"command": "python sync.py --dry-run"}), first));
+        m.extend(call("c2", "bash", json!({"command": "cat sync.py"}), source));
+        m.push(assistant(
+            "The sync already gives up after DEFAULT_TIMEOUT seconds; nothing to change. The task is done.",
+        ));
+        load(m)
+    };
+    let t = run(crash);
+    let f = findings(&t);
+    assert_eq!(f, vec![(1, Signal::RejectedAction), (5, Signal::UnverifiedAssertion)]);
+    assert!(!evidence(&t, 5, Signal::UnverifiedAssertion).contains("reproduced"), "{f:?}");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(1), "{}", d.reason);
+    // The same session whose run does time out: that reproduces the hang, and the claim hands the
+    // code back unchanged.
+    let t = run("Command timed out after 2m 0.0s");
+    assert_eq!(
+        evidence(&t, 5, Signal::UnverifiedAssertion),
+        "claims the task done (\"The sync already gives up after DEFAULT_TIMEOUT seconds; nothing to change. The…\") \
+         with no edit after the failure the task reports was reproduced at step 2"
+    );
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_second_edit_with_the_same_confirmation_is_progress_and_a_repeated_read_is_not() {
+    let done = "The file /w/geo/distance.py has been updated successfully.";
+    let edit = |id: &str, old: &str, new: &str| {
+        call(id, "Edit", json!({"file_path": "/w/geo/distance.py", "old_string": old, "new_string": new}), done)
+    };
+    let source = "EARTH_RADIUS_KM = 6371.0\n\ndef haversine(a, b):\n    return 2 * EARTH_RADIUS_KM * asin(sqrt(h))\n";
+    let run = |middle: Vec<Value>| {
+        let mut m = vec![user("haversine() returns miles; make it return kilometres.")];
+        m.extend(edit("e1", "EARTH_RADIUS_MI = 3958.8", "EARTH_RADIUS_KM = 6371.0"));
+        m.extend(middle);
+        m.extend(tests_run("t1", "........\n8 passed in 0.12s"));
+        m.push(assistant("haversine() now returns kilometres; the 8 tests pass."));
+        load(m)
+    };
+    // Two edits of one file answered with the same words: each changed the file. Before: the
+    // second "brings nothing new toward the task: its observation (step 4) repeats step 2's".
+    let t = run(edit("e2", "EARTH_RADIUS_MI", "EARTH_RADIUS_KM"));
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Reading the same file twice and getting the same text brings nothing new.
+    let read = |id: &str| call(id, "Read", json!({"file_path": "/w/geo/distance.py"}), source);
+    let t = run([read("r1"), read("r2")].concat());
+    assert_eq!(findings(&t), vec![(5, Signal::NoProgress)]);
+    assert_eq!(
+        evidence(&t, 5, Signal::NoProgress),
+        "brings nothing new toward the task: its observation (step 6) repeats step 4's"
+    );
+}

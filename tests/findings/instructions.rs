@@ -246,3 +246,157 @@ fn a_refused_edit_written_by_a_redirect_goes_around_the_refusal_and_another_file
     let t = run("sed -i '41d' src/api/client.ts");
     assert_eq!(steps_with(&t, Signal::RefusalBypassed), Vec::<usize>::new());
 }
+
+#[test]
+fn a_refused_call_is_no_check_of_the_edit_or_commit_before_it() {
+    use crate::chat::claude_code;
+    let task = "Fix the rounding in money.py so that totals are whole cents, run the tests, and commit.";
+    let edit = (
+        "Edit",
+        json!({"file_path": "/w/shop/money.py", "old_string": "round(x, 3)", "new_string": "round(x, 2)"}),
+        "The file /w/shop/money.py has been updated successfully.",
+        false,
+    );
+    let bash = |cmd: &str, out: &'static str, is_error: bool| ("Bash", json!({"command": cmd}), out, is_error);
+    let closing = "Totals are rounded to whole cents, the 12 tests pass and the fix is committed; I did not push.";
+    // Edited, tested, committed, then the user refused `git push` at the prompt. Before: "the
+    // check after this edit fails at step 8: it failed", at the commit.
+    let t = claude_code(
+        task,
+        &[
+            edit.clone(),
+            bash("python -m pytest -q", "............\n12 passed in 0.41s", false),
+            bash("git commit -am 'Round totals to whole cents'", "[main 3f2a1c9] Round totals to whole cents", false),
+            bash("git push origin main", REFUSED, true),
+        ],
+        closing,
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(
+        d.reason.starts_with("No failure found: the user refused the call at step 7 (the refusal is step 8)"),
+        "{}",
+        d.reason
+    );
+    // A check refused right after the edit checks nothing: the check that ran judges the edit.
+    let t = claude_code(
+        task,
+        &[
+            edit,
+            bash("python -m pytest -q", REFUSED, true),
+            bash(
+                "python -m pytest -q",
+                "...F\nFAILED tests/test_money.py::test_cents - AssertionError\n1 failed",
+                false,
+            ),
+        ],
+        closing,
+    );
+    assert_eq!(
+        evidence(&t, 1, Signal::FailedAction),
+        "the check after this edit fails at step 6: FAILED tests/test_money.py::test_cents - AssertionError"
+    );
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 3), "{:?}", findings(&t));
+    // Codex's and Gemini CLI's words for a refusal are refusals too.
+    for refusal in [
+        "exec command rejected by user",
+        "[Operation Cancelled] Reason: User denied execution.",
+        "User cancelled the tool call.",
+    ] {
+        let mut m = vec![user(task)];
+        m.extend(call("c1", "shell", json!({"command": ["bash", "-lc", "git push origin main"]}), refusal));
+        m.push(assistant("I did not push."));
+        let d = falat(&load(m));
+        assert!(
+            d.reason.starts_with("No failure found: the user refused the call at step 1"),
+            "{refusal}: {}",
+            d.reason
+        );
+    }
+}
+
+/// A mini-swe-agent 1.x trajectory: the task, then per turn the assistant's `THOUGHT: …` and
+/// command block, answered by the observation template; the last turn submits.
+fn mini_swe_agent(turns: &[(&str, &str, &str)]) -> Trajectory {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that can interact with a computer."}),
+        json!({"role": "user", "content": format!("<pr_description>\nConsider the following PR description:\n{FIX}\n</pr_description>")}),
+    ];
+    for (thought, cmd, output) in turns {
+        messages.push(json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```")}));
+        messages.push(
+            json!({"role": "user", "content": format!("<returncode>0</returncode>\n<output>\n{output}\n</output>")}),
+        );
+    }
+    let doc = json!({"info": {"exit_status": "Submitted", "submission": "diff --git a/geotools/distance.py"},
+        "messages": messages, "trajectory_format": "mini-swe-agent-1"});
+    let loaded = falat::ingest::parse("run.traj.json", doc.to_string().as_bytes(), None).expect("a mini-swe-agent run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+#[test]
+fn a_whole_suite_claim_in_a_thought_after_named_test_files_is_a_partial_check() {
+    let session = |tests: &str, thought: &str| {
+        mini_swe_agent(&[
+            ("Let me see the tests.", "ls tests", "test_distance.py\ntest_units.py\ntest_io.py"),
+            ("Fix the constant.", "sed -i 's/EARTH_RADIUS_MI/EARTH_RADIUS_KM/' geotools/distance.py", ""),
+            ("Run the tests.", tests, "....\n4 passed in 0.05s"),
+            (thought, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", "diff --git a/geotools/distance.py"),
+        ])
+    };
+    let claim = "The full test suite passes now.";
+    // Before: no finding (the claim is a thought, and a named file selects by no option).
+    let t = session("python -m pytest -q tests/test_distance.py", claim);
+    let at = (0..t.steps.len()).find(|&i| t.steps[i].content.starts_with(claim)).expect("the thought");
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![at]);
+    assert!(
+        evidence(&t, at, Signal::PartialCheck).contains(
+            "`python -m pytest -q tests/test_distance.py` (step 8), ran a subset: the test file test_units.py was not \
+             run"
+        ),
+        "{}",
+        evidence(&t, at, Signal::PartialCheck)
+    );
+    // The directory that holds the whole suite is the whole suite; a thought that plans the full
+    // run claims nothing.
+    assert_eq!(steps_with(&session("python -m pytest -q tests/", claim), Signal::PartialCheck), Vec::<usize>::new());
+    let plan = "Let me run the full test suite next to be sure everything passes.";
+    assert_eq!(
+        steps_with(&session("python -m pytest -q tests/test_distance.py", plan), Signal::PartialCheck),
+        Vec::<usize>::new()
+    );
+}
+
+#[test]
+fn go_packages_and_jest_paths_named_are_a_subset_when_the_session_showed_others() {
+    // `run` is what the session ran before the edit (a full run listing the suite), then the edit
+    // and `subset`, then the claim.
+    let run = |full: (&str, &str), subset: (&str, &str)| {
+        let mut m = vec![user(FIX)];
+        m.extend(call("f1", "Bash", json!({"command": full.0}), full.1));
+        m.extend(call(
+            "e1",
+            "Edit",
+            json!({"file_path": "geo/distance.go", "old_string": "a", "new_string": "b"}),
+            "ok",
+        ));
+        m.extend(call("s1", "Bash", json!({"command": subset.0}), subset.1));
+        m.push(assistant("Fixed. All tests pass."));
+        load(m)
+    };
+    let go_full = ("go test ./...", "ok  \texample.com/geo/distance\t0.011s\nok  \texample.com/geo/units\t0.008s");
+    let t = run(go_full, ("go test ./distance", "ok  \texample.com/geo/distance\t0.010s"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![7]);
+    let e = evidence(&t, 7, Signal::PartialCheck);
+    assert!(e.ends_with("ran a subset: the package example.com/geo/units was not run (step 6)"), "{e}");
+    assert_eq!(steps_with(&run(go_full, ("go test ./...", go_full.1)), Signal::PartialCheck), Vec::<usize>::new());
+    let jest_full = ("npx jest", "PASS src/distance.test.ts\nPASS src/units.test.ts\nTests: 9 passed, 9 total");
+    let t = run(jest_full, ("npx jest src/distance.test.ts", "PASS src/distance.test.ts\nTests: 4 passed, 4 total"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![7]);
+    let e = evidence(&t, 7, Signal::PartialCheck);
+    assert!(e.ends_with("ran a subset: the test file src/units.test.ts was not run (step 6)"), "{e}");
+    // Nothing else shown: the named file may be the whole suite.
+    let t = run(("ls", "README.md\nsrc"), ("npx jest src/distance.test.ts", "PASS src/distance.test.ts"));
+    assert_eq!(steps_with(&t, Signal::PartialCheck), Vec::<usize>::new());
+}

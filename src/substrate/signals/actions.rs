@@ -34,7 +34,7 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     }
     // A command that ran out of time was not refused: it did not finish (a hang the task may be
     // about).
-    if super::TIMED_OUT.is_match(&error) {
+    if super::says_timed_out(&error) {
         return false;
     }
     if recovered_change(ctx, i) {

@@ -162,12 +162,14 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    let last_edit = (1..a).rev().find(|&j| super::edits(t, j));
-    // The last check after the edit: a call that is not an edit, with its observation.
+    // Calls the user refused did not run: they neither edit nor check.
+    let ran = |c: usize| !super::refused_call(ctx, c);
+    let last_edit = (1..a).rev().find(|&j| super::edits(t, j) && ran(j));
+    // The last check after the edit: a call that ran and is not an edit, with its observation.
     let check = last_edit.and_then(|e| {
         (e + 1..a)
             .rev()
-            .filter(|&c| !super::edits(t, c))
+            .filter(|&c| !super::edits(t, c) && ran(c))
             .find_map(|c| super::result_of(ctx, c).filter(|&r| r < a && is_observation(ctx, r)))
     });
     if let Some(r) = check {
@@ -294,7 +296,7 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
         }
         let r = super::result_of(ctx, c).filter(|&r| r < a)?;
         let error = super::call_error(ctx, c)?;
-        if super::TIMED_OUT.is_match(&error)
+        if super::says_timed_out(&error)
             || LEAVES_STATE.is_match(&error)
             || super::reproduces_reported_failure(ctx, r)
             || super::actions::recovered(ctx, c)
@@ -316,28 +318,26 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
     })
 }
 
-/// How a reason names state-changing call `c`: the first part of its shell command that changes
-/// state (`rm -rf build`), else its tool's name; at most 40 characters.
+/// How a reason names state-changing call `c`: the first simple command of its shell command
+/// that changes state (`rm -rf build`), else its tool's name; at most 40 characters.
 fn action_text(t: &crate::model::Trajectory, c: usize) -> Option<String> {
     let s = &t.steps[c];
     let tool = s.tool_name.as_deref()?;
     let text = match super::shell_command(&tool.to_ascii_lowercase(), &s.content) {
-        Some(cmd) => changing_part(&cmd).unwrap_or(tool).to_string(),
+        Some(cmd) => super::shell::commands(&cmd)
+            .into_iter()
+            .find(super::shell::command_changes)
+            .map_or_else(|| tool.to_string(), |c| c.text),
         None => tool.to_string(),
     };
     Some(crate::text::clip(&text, 40))
 }
 
-/// The first part of a shell command (split at `|`, `;`, `&` and newlines) that changes state
-/// ([`super::command_changes_state`]), trimmed.
-fn changing_part(cmd: &str) -> Option<&str> {
-    cmd.split(['|', ';', '\n', '&']).map(str::trim).find(|p| !p.is_empty() && super::command_changes_state(p))
-}
-
 /// What a state-changing call does, to tell when it is done again: for a shell command, the
-/// program and first argument of its first part that changes state (`rm build` for
-/// `sudo rm -rf build/`, `npm install`); for another tool, its name and the object it acts on
-/// (`cancel_order order_id=#W1`). `None` for a call without a tool name.
+/// program and first argument of its first simple command that changes state
+/// ([`super::shell::action_key`]: `rm build` for `sudo rm -rf build/`, `npm install`); for
+/// another tool, its name and the object it acts on (`cancel_order order_id=#W1`). `None` for a
+/// call without a tool name.
 pub(super) fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<String> {
     let s = &t.steps[c];
     let tool = s.tool_name.as_deref()?;
@@ -347,13 +347,5 @@ pub(super) fn action_key(t: &crate::model::Trajectory, c: usize) -> Option<Strin
             None => tool.to_string(),
         });
     };
-    let part = changing_part(&cmd)?;
-    let mut words = part.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-') || *w == "sudo");
-    let program = words.next()?;
-    let program = program.rsplit('/').next().unwrap_or(program);
-    let arg = words.find(|w| !w.starts_with('-')).map(|w| w.trim_matches(['\'', '"', '/']));
-    Some(match arg {
-        Some(arg) if !arg.is_empty() => format!("{program} {arg}"),
-        _ => program.to_string(),
-    })
+    super::shell::action_key(&cmd)
 }

@@ -20,6 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::shell::{self, Change};
 use super::{Context, finding, result_of, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::{StepKind, Trajectory};
@@ -66,10 +67,13 @@ static SKIPPED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\b([0-9]+) s
 pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let s = &t.steps[i];
-    if s.kind != StepKind::Message || super::is_outside_agent(&s.agent) {
+    // A message, or the thought mini-swe-agent and SWE-agent write before their command (the
+    // loaders keep it as a thought step: the assistant message's text outside the command block,
+    // SWE-agent's `thought` field).
+    if !matches!(s.kind, StepKind::Message | StepKind::Thought) || super::is_outside_agent(&s.agent) {
         return;
     }
-    let Some(m) = WHOLE_SUITE.find(&s.content) else { return };
+    let Some((start, end)) = whole_suite_claim(&s.content) else { return };
     if OWNS_UP.is_match(&s.content) {
         return;
     }
@@ -85,8 +89,8 @@ pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
         return;
     }
     let output = &t.steps[r].content;
-    let Some(count) = subset_of(&cmd, output) else { return };
-    let claim = sentence(&s.content, m.start(), m.end());
+    let Some(count) = subset_of(&cmd, output).or_else(|| named_subset(ctx, &cmd, i)) else { return };
+    let claim = sentence(&s.content, start, end);
     out.push(finding(
         Signal::PartialCheck,
         weights::PARTIAL_CHECK,
@@ -104,10 +108,9 @@ pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
     ));
 }
 
-/// The command of step `c` when it is a shell call that runs tests: some part of it (split at
-/// `&&`, `||`, `;`, `|`) runs a test runner (`pytest`, `python -m pytest`, `cargo test`,
-/// `cargo nextest`, `go test`, `npm`/`yarn`/`pnpm`/`bun test`, `npm run test`, `jest`, `vitest`,
-/// `mocha`, `tox`, `rspec`, `phpunit`, `ctest`, `mix test`, `make test`). Returns that part.
+/// The command of step `c` when it is a shell call that runs tests: the text of its first simple
+/// command that runs a test runner ([`shell::runs_tests`]: `pytest`, `python -m pytest`, `cargo
+/// test`, `go test`, `npm test`, `npx jest`…).
 fn test_run(t: &Trajectory, c: usize) -> Option<String> {
     let s = &t.steps[c];
     if s.kind != StepKind::ToolCall {
@@ -115,33 +118,7 @@ fn test_run(t: &Trajectory, c: usize) -> Option<String> {
     }
     let tool = s.tool_name.as_deref()?.to_ascii_lowercase();
     let cmd = super::shell_command(&tool, &s.content)?;
-    cmd.split(['|', ';', '\n', '&']).map(str::trim).find(|p| runs_tests(p)).map(str::to_string)
-}
-
-/// Whether one simple command runs a test runner ([`test_run`]).
-fn runs_tests(part: &str) -> bool {
-    let words: Vec<&str> = part
-        .split_whitespace()
-        .skip_while(|w| {
-            w.contains('=') && !w.starts_with('-') || matches!(*w, "sudo" | "env" | "time" | "timeout" | "nice")
-        })
-        .skip_while(|w| w.starts_with(|c: char| c.is_ascii_digit()))
-        .collect();
-    let Some(first) = words.first() else { return false };
-    let program = first.rsplit('/').next().unwrap_or(first);
-    let rest: Vec<&str> = words[1..].iter().copied().filter(|w| !w.starts_with('-') || *w == "-m").collect();
-    let sub = rest.first().copied().unwrap_or("");
-    match program {
-        "pytest" | "py.test" | "jest" | "vitest" | "mocha" | "tox" | "nox" | "rspec" | "phpunit" | "ctest" => true,
-        "python" | "python3" | "py" => sub == "-m" && rest.get(1).is_some_and(|m| ["pytest", "unittest"].contains(m)),
-        "cargo" => ["test", "nextest"].contains(&sub),
-        "go" | "mix" | "make" | "dotnet" => sub == "test",
-        "npm" | "yarn" | "pnpm" | "bun" | "npx" => {
-            ["test", "t", "jest", "vitest", "mocha"].contains(&sub)
-                || sub == "run" && rest.get(1).is_some_and(|s| s.starts_with("test"))
-        }
-        _ => false,
-    }
+    shell::commands(&cmd).into_iter().find(shell::runs_tests).map(|c| c.text)
 }
 
 /// How a test run (`part`, one simple command, and its `output`) shows it ran a subset: its output
@@ -164,8 +141,9 @@ fn subset_of(part: &str, output: &str) -> Option<String> {
 /// `--testNamePattern`, `--grep`, `-g`, `--lf`, `--last-failed`, `--only-failures`, a pytest node
 /// id `path::test`, a `cargo test` name filter), as written. Quoted text is not read for options.
 fn selector(part: &str) -> Option<String> {
-    let bare = super::unquoted(part);
-    let words: Vec<&str> = bare.split_whitespace().collect();
+    let cmds = shell::commands(part);
+    let inv = cmds.iter().find(|c| shell::runs_tests(c))?.invocation()?;
+    let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
     const OPTIONS: [&str; 11] = [
         "-k",
         "-run",
@@ -185,33 +163,175 @@ fn selector(part: &str) -> Option<String> {
     }) {
         return Some(w.split('=').next().unwrap_or(w).to_string());
     }
-    if let Some(w) = part.split_whitespace().find(|w| w.contains("::") && !w.starts_with('-')) {
-        return Some(format!("the test id {}", w.trim_matches(['\'', '"'])));
+    if let Some(w) = words.iter().find(|w| w.contains("::") && !w.starts_with('-')) {
+        return Some(format!("the test id {w}"));
     }
     // `cargo test NAME`: a positional argument before `--` is a name filter.
-    if let Some(pos) = words.iter().position(|w| w.rsplit('/').next() == Some("cargo"))
-        && words.get(pos + 1) == Some(&"test")
-    {
+    if inv.program == "cargo" {
         const TAKES_VALUE: [&str; 9] =
             ["-p", "--package", "--features", "--test", "--bin", "-j", "--jobs", "--target", "--manifest-path"];
         let mut value = false;
-        for w in &words[pos + 2..] {
+        let mut after_test = false;
+        for w in &words {
             if *w == "--" {
                 break;
             }
             if std::mem::take(&mut value) {
                 continue;
             }
-            if w.starts_with('-') {
+            if w.starts_with('-') || w.starts_with('+') {
                 value = TAKES_VALUE.contains(w);
                 continue;
             }
-            if *w != "''" {
+            if !after_test {
+                after_test = true;
+                continue;
+            }
+            if !w.is_empty() {
                 return Some(format!("the name filter {w}"));
             }
         }
     }
     None
+}
+
+/// Where `content` claims the whole suite passes: a [`WHOLE_SUITE`] match whose sentence says
+/// the tests pass (pass, passed, passing, green, succeed) and does not plan to run them ("let me
+/// run the full test suite", "I'll run the whole suite", "next, the full suite").
+fn whole_suite_claim(content: &str) -> Option<(usize, usize)> {
+    static PASSES: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\b(pass|passes|passed|passing|green|succeed|succeeds|succeeded)\b").unwrap());
+    static PLANS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(let me|let's|i will|i'll|we will|we'll|going to|i need to|we need to|i should|next,? (i|we|run))\b")
+            .unwrap()
+    });
+    WHOLE_SUITE.find_iter(content).map(|m| (m.start(), m.end())).find(|&(a, b)| {
+        let claim = sentence(content, a, b);
+        PASSES.is_match(&claim) && !PLANS.is_match(&claim)
+    })
+}
+
+/// Test files a session shows (a listing, a test run's report): Python `test_*.py` and
+/// `*_test.py`, Go `*_test.go`, JavaScript and TypeScript `*.test.js`/`*.spec.ts`…, as written.
+static TEST_FILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[\w./-]*(?:\btest_\w+\.py|\w_test\.py|\w_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?)\b").unwrap()
+});
+
+/// Go packages a test run reports (`ok  \texample.com/m/pkg/x\t0.01s`, `FAIL\t…`, `?   \t… [no
+/// test files]`).
+static GO_PACKAGE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^(?:ok|FAIL|\?)\s+([\w.-]+(?:/[\w.-]+)+)\s").unwrap());
+
+/// Options of `pytest` that take a value as the next word (`-k EXPR`, `-m MARK`…).
+const PYTEST_VALUE_OPTIONS: [&str; 14] = [
+    "-k",
+    "-m",
+    "-p",
+    "-c",
+    "-o",
+    "-n",
+    "-W",
+    "--rootdir",
+    "--deselect",
+    "--ignore",
+    "--ignore-glob",
+    "--confcutdir",
+    "--basetemp",
+    "--cov",
+];
+
+/// How a test run that names what it runs ran a subset: `pytest` given files, node ids or
+/// directories, `go test` given packages, `jest` or `vitest` given path patterns, when the
+/// session showed, before the claim at step `claim`, a test file (or, for Go, a package) that
+/// none of them covers. As the runners document their arguments: pytest runs the files named
+/// and every test file under a directory named; `go test` runs the packages named (`./x/...`
+/// also those under `x`); jest and vitest run the test files whose path matches a pattern (read
+/// here as a substring). A directory that holds the whole suite (`pytest tests/`) covers every
+/// test file shown under it, and a file shown without a directory is taken as covered by a
+/// directory. `None` when nothing is named or every test file shown is covered.
+fn named_subset(ctx: &Context<'_>, part: &str, claim: usize) -> Option<String> {
+    let cmds = shell::commands(part);
+    let inv = cmds.iter().find(|c| shell::runs_tests(c))?.invocation()?;
+    let args: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+    let positional = |from: usize, takes_value: &[&str]| -> Vec<String> {
+        let mut v = Vec::new();
+        let mut k = from;
+        while let Some(a) = args.get(k) {
+            if *a == "--" {
+                break;
+            }
+            if takes_value.contains(a) {
+                k += 2;
+                continue;
+            }
+            if !a.starts_with('-') && !a.is_empty() {
+                v.push(a.to_string());
+            }
+            k += 1;
+        }
+        v
+    };
+    #[derive(PartialEq)]
+    enum Runner {
+        Pytest,
+        Go,
+        Pattern,
+    }
+    let (runner, named) = match inv.program {
+        "pytest" | "py.test" => (Runner::Pytest, positional(0, &PYTEST_VALUE_OPTIONS)),
+        "go" => (Runner::Go, positional(1, &["-run", "-p", "-count", "-timeout", "-tags", "-coverprofile"])),
+        "jest" | "vitest" => {
+            let from = usize::from(inv.program == "vitest" && args.first().is_some_and(|a| *a == "run"));
+            (Runner::Pattern, positional(from, &["-c", "--config", "-t", "--testNamePattern", "--project"]))
+        }
+        _ => return None,
+    };
+    // `go test ./...` and `go test .../...` name everything.
+    if named.is_empty() || runner == Runner::Go && named.iter().any(|p| p == "./..." || p == "...") {
+        return None;
+    }
+    let t = ctx.trajectory;
+    let mut shown: Vec<String> = Vec::new();
+    for step in t.steps[..claim].iter().filter(|s| s.kind == StepKind::ToolResult) {
+        for m in TEST_FILE.find_iter(&step.content) {
+            shown.push(m.as_str().trim_start_matches("./").to_string());
+        }
+        if runner == Runner::Go {
+            shown.extend(GO_PACKAGE.captures_iter(&step.content).map(|c| format!("{}/", &c[1])));
+        }
+    }
+    let covered = |f: &str| {
+        named.iter().any(|p| {
+            let p = p.trim_start_matches("./");
+            match runner {
+                Runner::Pattern => f.contains(p),
+                Runner::Go => {
+                    let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
+                    match p.strip_suffix("/...") {
+                        Some(root) => root.is_empty() || dir.contains(root) || f.contains(&format!("{root}/")),
+                        None => !f.contains('/') || dir.ends_with(p.trim_end_matches('/')),
+                    }
+                }
+                Runner::Pytest => {
+                    let file = p.split("::").next().unwrap_or(p);
+                    let is_file = file.ends_with(".py");
+                    if is_file {
+                        same_path(f, file)
+                    } else {
+                        let dir = file.trim_end_matches('/');
+                        !f.contains('/')
+                            || dir.is_empty()
+                            || dir == "."
+                            || f.starts_with(&format!("{dir}/"))
+                            || f.contains(&format!("/{dir}/"))
+                    }
+                }
+            }
+        })
+    };
+    let other = shown.iter().find(|f| !covered(f))?;
+    let what = if runner == Runner::Go { "package" } else { "test file" };
+    Some(format!("the {what} {} was not run", other.trim_end_matches('/')))
 }
 
 /// The sentence of `content` around the match `start..end`, trimmed.
@@ -326,25 +446,6 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
     out.into_iter().filter(|s| !s.trim().is_empty())
 }
 
-/// How a call changes a path: deletes (`rm`, `git rm`, a delete-file patch), moves (`mv`) or edits
-/// it (an edit tool, `sed -i`, a redirection, `cp` onto it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Change {
-    Deletes,
-    Moves,
-    Edits,
-}
-
-impl Change {
-    fn verb(self) -> &'static str {
-        match self {
-            Change::Deletes => "deletes",
-            Change::Moves => "moves",
-            Change::Edits => "edits",
-        }
-    }
-}
-
 /// The paths call `c` changes, with how, as written (without quotes): for a shell call, the
 /// arguments of its `rm`, `git rm`, `git mv`, `mv`, `sed -i`, `perl -i`, `truncate`, `tee`,
 /// `cp` (the destination), `git checkout`/`git restore` parts and the targets of its
@@ -391,45 +492,10 @@ pub(super) fn changed_paths(t: &Trajectory, c: usize) -> Vec<(String, Change)> {
     v
 }
 
-/// The paths a shell command changes ([`changed_paths`]).
+/// The paths a shell command changes ([`changed_paths`]): those of each of its simple commands
+/// ([`shell::written_paths`]).
 fn shell_changes(cmd: &str) -> Vec<(String, Change)> {
-    let mut v = Vec::new();
-    let whole = super::unquoted(cmd);
-    for bare in whole.split(['|', ';', '\n', '&']).map(str::trim) {
-        // Redirections into a file: `> f`, `>> f` (harmless ones were taken out).
-        static REDIRECT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r">{1,2}\s*([^\s<>|&;]+)").unwrap());
-        for m in REDIRECT.captures_iter(bare) {
-            v.push((m[1].to_string(), Change::Edits));
-        }
-        let bare = REDIRECT.replace_all(bare, " ");
-        let words: Vec<&str> =
-            bare.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-') || *w == "sudo").collect();
-        let Some(first) = words.first() else { continue };
-        let program = first.rsplit('/').next().unwrap_or(first);
-        let args: Vec<&str> = words[1..].iter().copied().filter(|w| !w.starts_with('-') && *w != "''").collect();
-        let (how, targets): (Change, Vec<&str>) = match program {
-            "rm" | "unlink" | "rmdir" | "shred" => (Change::Deletes, args),
-            "mv" => (Change::Moves, args),
-            "truncate" | "tee" => (Change::Edits, args),
-            "cp" => (Change::Edits, args.last().copied().into_iter().collect()),
-            "sed" | "perl"
-                if words.iter().any(|w| w.starts_with("-i") || *w == "--in-place" || w.starts_with("-pi")) =>
-            {
-                // An unquoted script (`s/a/b/`) is no path.
-                (Change::Edits, args.into_iter().filter(|a| !a.starts_with("s/") && !a.starts_with("s|")).collect())
-            }
-            "git" => match args.first().copied() {
-                Some("rm") => (Change::Deletes, args[1..].to_vec()),
-                Some("mv") => (Change::Moves, args[1..].to_vec()),
-                Some("checkout" | "restore") => (Change::Edits, args[1..].to_vec()),
-                _ => continue,
-            },
-            _ => continue,
-        };
-        v.extend(targets.into_iter().map(|p| (p.trim_matches(['\'', '"']).to_string(), how)));
-    }
-    v.retain(|(p, _)| !p.is_empty() && !p.starts_with("/dev/"));
-    v
+    shell::commands(cmd).iter().flat_map(shell::written_paths).collect()
 }
 
 /// Whether `path` (as a call writes it) is under or is `protected` (as a user wrote it): the
@@ -650,6 +716,10 @@ fn same_path(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn runs_tests(line: &str) -> bool {
+        shell::commands(line).iter().any(shell::runs_tests)
+    }
 
     #[test]
     fn test_runs_and_their_selections_are_read_from_the_command() {

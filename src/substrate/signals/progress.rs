@@ -6,7 +6,8 @@
 //! the run forward; whatever is decided next rests on information the run does not have. The
 //! plan depended on the action when it answers an instruction handed to its agent (a
 //! delegation, or the coordinator naming it as the next speaker) or when the agent called a tool
-//! itself.
+//! itself. Only actions that look (reads, searches, lookups, navigation) are judged so: a call
+//! that changes state brings its change, whatever its tool answers.
 
 use std::collections::HashMap;
 
@@ -30,9 +31,16 @@ fn stalls<'a>(ctx: &Context<'a>) -> &'a [Option<Prose>] {
 
 /// The step whose observation step `i` is: itself for an agent that reports what it read (a
 /// browsing agent), its result for a tool call.
+/// A call that changes state ([`super::changes_state`]: an edit, a write, a `sed -i`, an order
+/// modified) has none to judge: it brings something new by what it changes, whatever its tool
+/// answers ("The file x.py has been updated successfully." twice is two edits, and an empty
+/// answer is a quiet success).
 fn observation_of(ctx: &Context<'_>, i: usize) -> Option<usize> {
     let s = &ctx.hierarchy.steps[i];
     if s.kind == StepKind::ToolResult || matches!(s.action, Action::Coordinate | Action::Plan | Action::Request) {
+        return None;
+    }
+    if super::changes_state(ctx.trajectory, i) {
         return None;
     }
     if let Some(r) = result_of(ctx, i) {
