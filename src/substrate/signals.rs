@@ -668,6 +668,47 @@ fn names_file(output: &str, path: &str) -> bool {
         || id_like && contains_word(output, id)
 }
 
+/// How many steps after a failed check [`rerun_passes`] looks for the same check run again.
+const RERUN_WINDOW: usize = 40;
+
+/// Whether shell call `c` is run again, as the same command line, by the same agent within
+/// [`RERUN_WINDOW`] steps, and that run passed (its exit code is 0, or, without one, its output
+/// shows no failure): the check failed on work in progress (a test that did not compile yet),
+/// which the agent finished.
+pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let command = |k: usize| {
+        let s = &t.steps[k];
+        s.tool_name.as_deref().and_then(|n| shell_command(&n.to_ascii_lowercase(), &s.content))
+    };
+    let Some(line) = command(c) else { return false };
+    let agent = &t.steps[c].agent;
+    (c + 1..t.steps.len().min(c + 1 + RERUN_WINDOW))
+        .find(|&k| {
+            t.steps[k].kind == StepKind::ToolCall
+                && t.steps[k].agent == *agent
+                && command(k).is_some_and(|x| x.trim() == line.trim())
+        })
+        .and_then(|k| result_of(ctx, k))
+        .is_some_and(|r| !check_fails(ctx, r))
+}
+
+/// Whether the output at step `r` of a check (a test run, a build) shows it failed: its exit code
+/// when the output has one (0 passed, whatever its log lines say: "redis ping failed: i/o
+/// timeout" logged by a test that passes), else [`shows_failure`]; the format's error mark
+/// always fails it.
+fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
+    ctx.trajectory.steps[r].is_error || exit_code(ctx, r).map_or_else(|| shows_failure(ctx, r), |code| code != 0)
+}
+
+/// The exit code step `r`'s text reports (`Exit code: 1`, `exitcode: 0`), the first one.
+fn exit_code(ctx: &Context<'_>, r: usize) -> Option<i32> {
+    ctx.hierarchy.evidence[r].iter().find_map(|e| match e.kind {
+        EvidenceKind::ExitCode(code) => Some(code),
+        _ => None,
+    })
+}
+
 /// The failed check after edit `e`: the next call after it that ran and is not an edit, when it
 /// is the first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that
 /// output's step and its error line.
@@ -678,8 +719,12 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
     if edit_checked_by(ctx, c) != Some(e) {
         return None;
     }
-    // A checker that is not installed checked nothing.
-    let r = result_of(ctx, c).filter(|&r| shows_failure(ctx, r) && missing_program(ctx, r).is_none())?;
+    // A checker that is not installed checked nothing; a check run again as it was, with
+    // success, failed on work in progress that the agent went on to finish.
+    if rerun_passes(ctx, c) {
+        return None;
+    }
+    let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none())?;
     Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
 }
 
@@ -744,8 +789,10 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let prev = &ctx.hierarchy.steps[i - 1];
     let s = &ctx.hierarchy.steps[i];
     // A "nothing to run" notice is not an error to react to.
+    // An output whose command exited with 0 passed, whatever its log lines say.
     let failed = prev.kind == StepKind::ToolResult
-        && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result);
+        && (prev.flags.failed_execution || prev.flags.error && !prev.flags.empty_result)
+        && exit_code(ctx, i - 1) != Some(0);
     // Writing code or editing a file after a failure is an attempt to fix it; the failure the
     // task reports is the work itself.
     if !failed
@@ -1234,8 +1281,10 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     // Calls the user refused are the user's decision: not errors of the run.
     let error = ctx.hierarchy.steps.iter().find(|s| {
         // An error line in a tool call's own text (a command that redirects stderr) is no
-        // error of the run; one in a tool output or an agent's report is.
-        let error_line = s.flags.error && s.kind != StepKind::ToolCall;
+        // error of the run; one in a tool output or an agent's report is, unless the output
+        // says its command exited with 0 (a log line of a passing test run).
+        let passed = s.kind == StepKind::ToolResult && exit_code(ctx, s.index) == Some(0);
+        let error_line = s.flags.error && s.kind != StepKind::ToolCall && !passed;
         // A tool error the agent recovered from (the lookup retried with success, the change
         // made another way) is part of the work, not a failure of the run.
         (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
@@ -1245,6 +1294,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)
             && missing_program_reported(ctx, s.index).is_none()
+            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
     });
     if let Some(s) = error {
         return Some(prose!["step ", Part::Step(s.index), " is an error"]);

@@ -508,3 +508,58 @@ fn a_second_edit_with_the_same_confirmation_is_progress_and_a_repeated_read_is_n
         "brings nothing new toward the task: its observation (step 6) repeats step 4's"
     );
 }
+
+#[test]
+fn a_check_that_passes_when_run_again_after_more_edits_leaves_no_failure() {
+    let check = "go test ./internal/httpapi/ -run TestHealth -count=1";
+    let edit = |id: &str, old: &str, new: &str| {
+        call(
+            id,
+            "replace",
+            json!({"file_path": "internal/httpapi/health_test.go", "old_string": old, "new_string": new}),
+            "Successfully modified file: internal/httpapi/health_test.go (1 replacements).",
+        )
+    };
+    let mut m = vec![user("Make /healthz report degraded instead of failing when Redis is down, with a test.")];
+    m.extend(edit(
+        "c1",
+        "func TestHealthOK",
+        "func TestHealthRedisDown(t *testing.T) { h := New(fakeRedis{}) }\nfunc TestHealthOK",
+    ));
+    m.extend(call(
+        "c2",
+        "run_shell_command",
+        json!({"command": check}),
+        "internal/httpapi/health_test.go:37:50: undefined: fakeRedis\nFAIL\tstatuspage/internal/httpapi [build failed]\nExit Code: 1",
+    ));
+    m.extend(edit("c3", "fakeRedis{}", "stubPinger{err: errDown}"));
+    // The passing run logs the outage the test provokes: its exit code says it passed.
+    m.extend(call(
+        "c4",
+        "run_shell_command",
+        json!({"command": check}),
+        "=== RUN   TestHealthRedisDown\nhealthz: redis ping failed: dial tcp 10.0.3.9:6379: i/o timeout\n\
+         --- PASS: TestHealthRedisDown (0.00s)\nok\tstatuspage/internal/httpapi\t0.014s\nExit Code: 0",
+    ));
+    m.push(assistant("Done: /healthz reports degraded when Redis is down, and the new test passes."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // Not run again: the edit the check failed on is the finding.
+    let mut m = vec![user("Make /healthz report degraded instead of failing when Redis is down, with a test.")];
+    m.extend(edit(
+        "c1",
+        "func TestHealthOK",
+        "func TestHealthRedisDown(t *testing.T) { h := New(fakeRedis{}) }\nfunc TestHealthOK",
+    ));
+    m.extend(call(
+        "c2",
+        "run_shell_command",
+        json!({"command": check}),
+        "internal/httpapi/health_test.go:37:50: undefined: fakeRedis\nFAIL\tstatuspage/internal/httpapi [build failed]\nExit Code: 1",
+    ));
+    m.push(assistant("Done: /healthz reports degraded when Redis is down."));
+    let t = load(m);
+    assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
+}
