@@ -112,7 +112,9 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
             // One step and one ±1 hit more since a step where the output's wrong value first
             // appears is not pruned as a dead end (the run's last step is the user's goodbye).
             // The step and top-3 hit of one run lost in the same release (its ±1 hit stays).
-            ("agentrx-tau", "report", [3, 1, 0, 2, 0, 2]),
+            // Then that ±1 hit lost too, once a weak "ok" before a question or a deferral stopped
+            // counting as consent and a tool's error object fails its call (ranker refitted).
+            ("agentrx-tau", "report", [3, 1, 0, 1, 0, 2]),
         ],
     );
     check(
@@ -197,8 +199,10 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             // the coordinating agent.
             ("Hand-Crafted", "tune", [25, 14, 6, 8, 9, 12]),
             // One step and ±1 hit and two candidates more with the findings about actions and
-            // grounding (a miscount told to the user, an unconfirmed change).
-            ("agentrx-tau", "tune", [10, 8, 3, 3, 7, 10]),
+            // grounding (a miscount told to the user, an unconfirmed change). Then one candidate
+            // fewer once a weak "ok" before a question stopped counting as consent and a tool's
+            // error object fails its call (the ranker refitted on the changed findings).
+            ("agentrx-tau", "tune", [10, 8, 3, 3, 7, 9]),
         ],
     );
     let refs: Vec<&Record> = records.iter().filter(|r| r.part == Some(falat::eval::Part::Tune)).collect();
