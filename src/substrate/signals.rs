@@ -795,7 +795,9 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         && exit_code(ctx, i - 1) != Some(0);
     // Writing code or editing a file after a failure is an attempt to fix it; the failure the
     // task reports is the work itself.
+    // Telling the reader that the program the error shows missing is missing owns up to it.
     if !failed
+        || missing_program_reported(ctx, i - 1) == Some(i)
         || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
         || edits(ctx.trajectory, i)
         || reproduces_reported_failure(ctx, i - 1)
@@ -1234,14 +1236,30 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
     if let Some(&r) = errors.iter().find(|&&r| reproduces_reported_failure(ctx, r)) {
         stop.extend(["step ".into(), Part::Step(r), " reproduces the failure the task reports; ".into()]);
     }
-    let told: Vec<(usize, usize)> =
-        errors.iter().filter_map(|&r| missing_program_reported(ctx, r).map(|m| (r, m))).take(3).collect();
-    for (r, m) in told {
-        let name = missing_program(ctx, r).unwrap_or_default();
+    // Per missing program, the outputs that show it and the message that tells it (at most three
+    // programs): "steps 6 and 8 show `pytest` missing, which the agent tells at step 11".
+    let mut told: Vec<(String, Vec<usize>, usize)> = Vec::new();
+    for &r in &errors {
+        let (Some(m), Some(name)) = (missing_program_reported(ctx, r), missing_program(ctx, r)) else { continue };
+        if let Some(k) = told.iter().position(|(n, _, _)| *n == name) {
+            told[k].1.push(r);
+        } else if told.len() < 3 {
+            told.push((name, vec![r], m));
+        }
+    }
+    for (name, steps, m) in told {
+        stop.push(if steps.len() == 1 { "step " } else { "steps " }.into());
+        for (k, r) in steps.iter().enumerate() {
+            stop.push(match k {
+                0 => "".into(),
+                k if k + 1 == steps.len() => " and ".into(),
+                _ => ", ".into(),
+            });
+            stop.push(Part::Step(*r));
+        }
+        let verb = if steps.len() == 1 { "shows" } else { "show" };
         stop.extend([
-            "step ".into(),
-            Part::Step(r),
-            format!(" shows `{}` missing, which the agent tells at step ", crate::text::clip(&name, 40)).into(),
+            format!(" {verb} `{}` missing, which the agent tells at step ", crate::text::clip(&name, 40)).into(),
             Part::Step(m),
             "; ".into(),
         ]);

@@ -333,6 +333,14 @@ fn a_checker_that_is_not_installed_checks_nothing_and_saying_so_is_no_failure() 
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
     assert!(d.reason.contains("step 4 shows `pytest` missing, which the agent tells at step 7"), "{}", d.reason);
+    // Two outputs that show the same program missing are told as one.
+    let t = missing_runner(
+        vec![call("c3", "Bash", json!({"command": "sh -c 'pytest -q tests/'"}), "sh: 1: pytest: not found")],
+        "Added `--json` to `list`. pytest is not installed here, so I could not run the suite.",
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.contains("steps 4 and 6 show `pytest` missing, which the agent tells at step 7"), "{}", d.reason);
     // Claiming the tests pass when they never ran is the error.
     let t = missing_runner(vec![], "Added `--json` to `list`. All tests pass.");
     assert_eq!(findings(&t), vec![(5, Signal::IgnoredToolError), (5, Signal::UnverifiedAssertion)]);
