@@ -668,6 +668,13 @@ fn names_file(output: &str, path: &str) -> bool {
         || id_like && contains_word(output, id)
 }
 
+/// The command line of step `i` when it calls a shell tool ([`shell_command`] on its tool's
+/// name), `None` for any other step.
+pub(crate) fn call_command(t: &Trajectory, i: usize) -> Option<String> {
+    let s = &t.steps[i];
+    s.tool_name.as_deref().and_then(|n| shell_command(&n.to_ascii_lowercase(), &s.content))
+}
+
 /// How many steps after a failed check [`rerun_passes`] looks for the same check run again.
 const RERUN_WINDOW: usize = 40;
 
@@ -677,10 +684,7 @@ const RERUN_WINDOW: usize = 40;
 /// which the agent finished.
 pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
-    let command = |k: usize| {
-        let s = &t.steps[k];
-        s.tool_name.as_deref().and_then(|n| shell_command(&n.to_ascii_lowercase(), &s.content))
-    };
+    let command = |k: usize| call_command(t, k);
     let Some(line) = command(c) else { return false };
     let agent = &t.steps[c].agent;
     (c + 1..t.steps.len().min(c + 1 + RERUN_WINDOW))

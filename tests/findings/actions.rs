@@ -25,7 +25,7 @@ const POLICY_CONFIRM: &str = "# Store agent policy\n- Before taking consequentia
     confirmation (yes) to proceed.\n- You can look up orders and products.";
 const POLICY_PLAIN: &str = "# Store agent policy\n- You can look up, cancel and modify orders.";
 
-use crate::chat::{assistant, call, evidence, system, user};
+use crate::chat::{assistant, call, evidence, falat, system, user};
 
 fn load(messages: Vec<Value>) -> Trajectory {
     let t = crate::chat::load(messages);
@@ -374,12 +374,7 @@ fn a_booking_the_tool_refuses_is_the_decisive_step_of_a_run_that_ends_there() {
     // OpenAI Agents SDK span list: a fare check, then a booking answered with the SDK's default
     // tool error ("An error occurred while running the tool …"), then a guardrail trips.
     let t = crate::chat::fixture("frameworks/openai-agents-responses-span-list.jsonl");
-    let d = falat::methods::run(
-        falat::methods::Method::Falat,
-        &t,
-        &falat::judge::heuristic::HeuristicJudge,
-        &falat::methods::MethodOptions::new(false),
-    );
+    let d = falat(&t);
     assert_eq!(d.decisive_step, Some(4), "{}", d.reason);
     assert_eq!(
         crate::chat::evidence(&t, 4, Signal::RejectedAction),
@@ -445,12 +440,7 @@ fn an_agent_saying_it_retries_a_lookup_that_then_succeeds_is_no_failure() {
         vec![assistant("Invoice INV-3302: you owe 148.20 EUR, due on 15 May 2025.")],
     ]));
     assert_eq!(findings(&t), vec![]);
-    let d = falat::methods::run(
-        falat::methods::Method::Falat,
-        &t,
-        &falat::judge::heuristic::HeuristicJudge,
-        &falat::methods::MethodOptions::new(false),
-    );
+    let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
     assert!(d.reason.starts_with("No failure found: the tool error at step 3 was recovered from"), "{}", d.reason);
 }
@@ -499,12 +489,7 @@ fn a_call_with_a_near_miss_of_the_users_value_is_the_decisive_step() {
         evidence(&t, 2, Signal::ArgumentMismatch),
         "calls get_order with 52813, but the user wrote 58213 at step 1"
     );
-    let d = falat::methods::run(
-        falat::methods::Method::Falat,
-        &t,
-        &falat::judge::heuristic::HeuristicJudge,
-        &falat::methods::MethodOptions::new(false),
-    );
+    let d = falat(&t);
     assert_eq!(d.decisive_step, Some(2), "{}", d.reason);
     assert_eq!(d.category.as_str(), "tool_parameter_or_invocation_error");
     // The user's own number, or one far from it, is no near miss.
@@ -548,11 +533,6 @@ fn a_lookup_retried_after_a_json_error_report_is_recovered() {
         vec![assistant("You are on the Smart M plan.")],
     ]));
     assert_eq!(findings(&t), vec![]);
-    let d = falat::methods::run(
-        falat::methods::Method::Falat,
-        &t,
-        &falat::judge::heuristic::HeuristicJudge,
-        &falat::methods::MethodOptions::new(false),
-    );
+    let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
 }

@@ -34,6 +34,16 @@ pub fn load(messages: Vec<Value>) -> Trajectory {
     loaded.trajectories.into_iter().next().expect("one trajectory")
 }
 
+/// FALAT's diagnosis of `t` with the offline judge, without ground truth.
+pub fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
+    falat::methods::run(
+        falat::methods::Method::Falat,
+        t,
+        &falat::judge::heuristic::HeuristicJudge,
+        &falat::methods::MethodOptions::new(false),
+    )
+}
+
 /// The evidence of one finding (without ground truth).
 pub fn evidence(t: &Trajectory, step: usize, signal: Signal) -> String {
     let sub = Substrate::build(t);

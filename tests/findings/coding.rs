@@ -5,13 +5,11 @@
 //! files of `tests/fixtures`.
 
 use falat::diagnosis::{Rule, Signal};
-use falat::judge::heuristic::HeuristicJudge;
-use falat::methods::{self, Method, MethodOptions};
 use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, findings, fixture, load, user};
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, user};
 
 const TASK: &str = "The test suite fails on test_parse_dates. Please fix the bug in parser.py.";
 const FAILING: &str = "..F.......F\nFAILED tests/test_parser.py::test_parse_dates - AssertionError\n\
@@ -40,10 +38,6 @@ fn session_claiming(then: Vec<Vec<Value>>, claim: &str) -> Trajectory {
 
 fn tests_run(id: &str, output: &str) -> Vec<Value> {
     call(id, "run_shell", json!({"cmd": "pytest -q"}), output)
-}
-
-fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
-    methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(false))
 }
 
 #[test]
@@ -528,18 +522,23 @@ fn a_check_that_passes_when_run_again_after_more_edits_leaves_no_failure() {
             "Successfully modified file: internal/httpapi/health_test.go (1 replacements).",
         )
     };
-    let mut m = vec![user("Make /healthz report degraded instead of failing when Redis is down, with a test.")];
-    m.extend(edit(
-        "c1",
-        "func TestHealthOK",
-        "func TestHealthRedisDown(t *testing.T) { h := New(fakeRedis{}) }\nfunc TestHealthOK",
-    ));
-    m.extend(call(
-        "c2",
-        "run_shell_command",
-        json!({"command": check}),
-        "internal/httpapi/health_test.go:37:50: undefined: fakeRedis\nFAIL\tstatuspage/internal/httpapi [build failed]\nExit Code: 1",
-    ));
+    // The task, a new test that does not compile yet (steps 1-2) and the check that says so (3-4).
+    let failing = || {
+        let mut m = vec![user("Make /healthz report degraded instead of failing when Redis is down, with a test.")];
+        m.extend(edit(
+            "c1",
+            "func TestHealthOK",
+            "func TestHealthRedisDown(t *testing.T) { h := New(fakeRedis{}) }\nfunc TestHealthOK",
+        ));
+        m.extend(call(
+            "c2",
+            "run_shell_command",
+            json!({"command": check}),
+            "internal/httpapi/health_test.go:37:50: undefined: fakeRedis\nFAIL\tstatuspage/internal/httpapi [build failed]\nExit Code: 1",
+        ));
+        m
+    };
+    let mut m = failing();
     m.extend(edit("c3", "fakeRedis{}", "stubPinger{err: errDown}"));
     // The passing run logs the outage the test provokes: its exit code says it passed.
     m.extend(call(
@@ -555,18 +554,7 @@ fn a_check_that_passes_when_run_again_after_more_edits_leaves_no_failure() {
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
     // Not run again: the edit the check failed on is the finding.
-    let mut m = vec![user("Make /healthz report degraded instead of failing when Redis is down, with a test.")];
-    m.extend(edit(
-        "c1",
-        "func TestHealthOK",
-        "func TestHealthRedisDown(t *testing.T) { h := New(fakeRedis{}) }\nfunc TestHealthOK",
-    ));
-    m.extend(call(
-        "c2",
-        "run_shell_command",
-        json!({"command": check}),
-        "internal/httpapi/health_test.go:37:50: undefined: fakeRedis\nFAIL\tstatuspage/internal/httpapi [build failed]\nExit Code: 1",
-    ));
+    let mut m = failing();
     m.push(assistant("Done: /healthz reports degraded when Redis is down."));
     let t = load(m);
     assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));

@@ -6,20 +6,14 @@
 //! the same shapes where the finding must or must not hold.
 
 use falat::diagnosis::Signal;
-use falat::judge::heuristic::HeuristicJudge;
-use falat::methods::{self, Method, MethodOptions};
 use falat::model::Trajectory;
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, findings, fixture, load, user};
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, user};
 
 /// The steps holding one signal.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
     findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
-
-fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
-    methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(false))
 }
 
 const FIX: &str = "Fix haversine() to return kilometres and run the full test suite before reporting.";

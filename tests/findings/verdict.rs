@@ -10,7 +10,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, load, user};
+use crate::chat::{assistant, call, evidence, falat, load, user};
 
 /// The steps showing `signal`, in step order.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
@@ -19,10 +19,6 @@ fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
     (0..t.steps.len())
         .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == signal))
         .collect()
-}
-
-fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
-    methods::run(Method::Falat, t, &HeuristicJudge, &MethodOptions::new(false))
 }
 
 #[test]

@@ -106,8 +106,7 @@ pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
 fn redone_command(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
     let s = &t.steps[call];
-    let shell =
-        s.tool_name.as_deref().is_some_and(|n| super::shell_command(&n.to_ascii_lowercase(), &s.content).is_some());
+    let shell = super::call_command(t, call).is_some();
     let Some(key) = super::assertion::action_key(t, call).filter(|_| shell) else { return false };
     (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW))
         .find(|&k| {
