@@ -360,6 +360,11 @@ fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action
     if lower_start.contains("initial plan")
         || lower_start.contains("new plan")
         || lower_start.contains("here is the plan")
+        // Magentic-One's task ledger restates the request and the team before its fact sheet and
+        // plan ("Here is the plan to follow as best as possible:"; autogen's Magentic-One
+        // orchestrator prompts), so the plan's heading comes after the first 200 characters.
+        || lower_start.starts_with("we are working to address the following user request")
+            && ["Here is the plan to follow", "here is the plan to follow"].iter().any(|h| content.contains(h))
     {
         return Action::Plan;
     }
@@ -636,6 +641,31 @@ mod tests {
         let h = build(&t);
         let errors: Vec<bool> = h.steps.iter().map(|s| s.flags.error).collect();
         assert_eq!(errors, [true, false, false], "only a tool result's opening reports its error");
+    }
+
+    #[test]
+    fn magentic_ones_task_ledger_is_a_plan() {
+        let ledger = "We are working to address the following user request:\n\nOn PyPI, what is the release date of \
+            requests 2.31.0?\n\nTo answer this request we have assembled the following team:\n\nWebSurfer: A helpful \
+            assistant with access to a web browser.\n\nHere is an initial fact sheet to consider:\n\n4. EDUCATED \
+            GUESSES\n- 2.31.0 was a security release in 2023.\n\nHere is the plan to follow as best as possible:\n\n\
+            - WebSurfer: open the release history.";
+        let t = Trajectory {
+            steps: vec![
+                step(0, "user", StepKind::Message, "On PyPI, what is the release date of requests 2.31.0?"),
+                step(1, "MagenticOneOrchestrator", StepKind::Message, ledger),
+                step(
+                    2,
+                    "MagenticOneOrchestrator",
+                    StepKind::Message,
+                    "We are working to address the following user request: see above.",
+                ),
+            ],
+            ..Trajectory::default()
+        };
+        let h = build(&t);
+        assert_eq!(h.steps[1].action, Action::Plan);
+        assert_ne!(h.steps[2].action, Action::Plan, "no plan follows the restated request");
     }
 
     #[test]

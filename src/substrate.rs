@@ -157,9 +157,9 @@ pub struct Facts {
     pub first_assertion: OnceLock<Option<(usize, String)>>,
     /// Per step, why its observation brought nothing new (`signals::progress`).
     pub no_progress: OnceLock<Vec<Option<crate::diagnosis::Prose>>>,
-    /// The system policy's sentence asking for the user's confirmation, with its step
+    /// The rule asking for the user's confirmation, with where it was given
     /// ([`signals::actions::confirmation_policy`]).
-    pub confirmation_policy: OnceLock<Option<(usize, String)>>,
+    pub confirmation_policy: OnceLock<Option<signals::actions::ConfirmationPolicy>>,
     /// Per step, a state change made without that confirmation, with the agent's last question
     /// before it ([`signals::actions::unconfirmed_changes`]).
     pub unconfirmed: OnceLock<Vec<Option<Option<usize>>>>,

@@ -193,6 +193,11 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     if matches!(s.action, Action::Search | Action::ReadFile | Action::ToolOutput | Action::Coordinate | Action::Plan) {
         return;
     }
+    // The user is a source: a figure a user's turn gives (a fee from a notification) is news,
+    // not an invented value.
+    if actions::is_human(&ctx.trajectory.steps[s.index]) {
+        return;
+    }
     let ev = &ctx.hierarchy.evidence[s.index];
     // Only values the step states: not those in a command, a call's input, a query, a line
     // number, an id... (`evidence::ValueContext`).
@@ -237,6 +242,19 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
+    // A value restated in another unit of the same measure ("2.3 km" after "2300 m").
+    let numeric: Vec<&str> = numeric
+        .into_iter()
+        .filter(|k| {
+            !ev.iter().any(|e| {
+                e.kind == EvidenceKind::Number
+                    && e.key == *k
+                    && unit_restated(content, e.span.start, k)
+                        .iter()
+                        .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index))
+            })
+        })
+        .collect();
     // A total that the amounts before it add up to is worked out too ("Total: 78.65" after three
     // lines of 25.00, 34.90 and 18.75).
     let numeric: Vec<&str> =
@@ -389,6 +407,38 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
         _ => true,
     };
     ok_before && ok_after
+}
+
+/// The numbers (normalised, [`evidence::normalize_number`]) that the value `key`, written in
+/// `text` from byte `start` with its unit right after its digits ("2.3 km", "90min"), is in a neighbouring unit of
+/// the same measure: `2300` for 2.3 km (metres), `0.45` for 450 m (kilometres), grams and
+/// kilograms, millilitres and litres, milliseconds, seconds, minutes and hours, kB/MB/GB/TB
+/// (by 1000 and 1024). Empty when no unit follows.
+fn unit_restated(text: &str, start: usize, key: &str) -> Vec<String> {
+    let Ok(v) = key.parse::<f64>() else { return Vec::new() };
+    let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    let rest = rest.trim_start_matches([' ', '\u{a0}']);
+    let unit: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>().to_ascii_lowercase();
+    let factors: &[f64] = match unit.as_str() {
+        "km" | "kg" | "l" | "litre" | "litres" | "liter" | "liters" => &[1000.0],
+        "m" | "g" | "ml" => &[0.001],
+        "s" | "sec" | "secs" | "second" | "seconds" => &[1000.0, 1.0 / 60.0],
+        "ms" => &[0.001],
+        "min" | "mins" | "minute" | "minutes" => &[60.0, 1.0 / 60.0],
+        "h" | "hr" | "hrs" | "hour" | "hours" => &[60.0, 3600.0],
+        "kb" | "mb" | "gb" | "tb" => &[1000.0, 1024.0, 0.001, 1.0 / 1024.0],
+        _ => &[],
+    };
+    factors
+        .iter()
+        .map(|f| {
+            let x = v * f;
+            let written = format!("{x:.6}");
+            let written = written.trim_end_matches('0').trim_end_matches('.');
+            evidence::normalize_number(written)
+        })
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 /// Whether `key` is a rate the same step states as a percentage, written as a factor: `p / 100`,

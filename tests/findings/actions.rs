@@ -80,6 +80,14 @@ fn a_state_change_the_tool_rejects_is_found_at_the_call() {
     );
 }
 
+/// Replaces the run's system policy: its step and the assistant's role text the loader copied it to.
+fn set_policy(t: &mut Trajectory, policy: &str) {
+    t.steps[0].content = policy.into();
+    for a in t.agents.iter_mut().filter(|a| a.role.is_some()) {
+        a.role = Some(policy.into());
+    }
+}
+
 fn cancel_run(confirmation: Option<&str>) -> Trajectory {
     let mut parts = vec![
         vec![system(POLICY_CONFIRM), user("I want to cancel order #W200.")],
@@ -123,7 +131,7 @@ fn a_state_change_without_the_confirmation_the_policy_asks_for_is_found_and_a_co
     assert_eq!(findings(&t), vec![]);
     // A policy that asks for no confirmation: no finding either.
     let mut plain = cancel_run(Some("What is the refund amount?"));
-    plain.steps[0].content = POLICY_PLAIN.into();
+    set_policy(&mut plain, POLICY_PLAIN);
     assert_eq!(findings(&plain), vec![]);
     // Other ways a policy asks for the user's go-ahead: an explicit "yes", consent, approval.
     for policy in [
@@ -132,7 +140,7 @@ fn a_state_change_without_the_confirmation_the_policy_asks_for_is_found_and_a_co
         "Refunds and cancellations require the user's approval.",
     ] {
         let mut t = cancel_run(Some("What is the refund amount?"));
-        t.steps[0].content = policy.into();
+        set_policy(&mut t, policy);
         assert_eq!(findings(&t), vec![(6, Signal::UnconfirmedAction)], "{policy}");
     }
 }
@@ -535,4 +543,81 @@ fn a_lookup_retried_after_a_json_error_report_is_recovered() {
     assert_eq!(findings(&t), vec![]);
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+/// A calendar run without a system policy: the user's request, a lookup, the change, the reply.
+fn move_run(request: &str, asked_and_answered: Option<&str>) -> Trajectory {
+    let mut parts = vec![
+        vec![user(request)],
+        call(
+            "c1",
+            "check_availability",
+            json!({"attendees": ["jan", "priya"], "date": "2025-06-12"}),
+            r#"{"common_free_slots": {"2025-06-12": ["14:00-15:00"]}}"#,
+        ),
+    ];
+    if let Some(reply) = asked_and_answered {
+        parts.push(vec![assistant("Thursday 14:00 is free for both of you. Shall I move the series?")]);
+        parts.push(vec![user(reply)]);
+    }
+    parts.push(call(
+        "c2",
+        "update_event",
+        json!({"event_id": "evt_7hq2", "start": "2025-06-12T14:00:00+02:00", "scope": "this_and_following"}),
+        r#"{"ok": true, "updated_instances": 12}"#,
+    ));
+    parts.push(vec![assistant("Done: your 1:1 is on Thursdays at 14:00 from now on.")]);
+    load(messages(parts))
+}
+
+#[test]
+fn a_change_made_although_the_user_asked_to_be_asked_first_is_unconfirmed() {
+    let check_first =
+        "Could Priya and I move our Tuesday 1:1 to Thursday afternoon? Check first whether that works for both of us.";
+    let t = move_run(check_first, None);
+    assert_eq!(t.steps[3].tool_name.as_deref(), Some("update_event"));
+    assert_eq!(findings(&t), vec![(3, Signal::UnconfirmedAction)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::UnconfirmedAction),
+        "update_event changes state without the user's confirmation that the user asked for at step 0 \
+         (\"Check first whether that works for both of us\"): it never asked the user"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // Other ways to ask to be asked first.
+    for request in [
+        "Find us a slot on Thursday, but don't change anything yet.",
+        "Please ask me before you change the meeting.",
+        "Look into moving the 1:1, but do not reschedule it until I confirm.",
+    ] {
+        assert_eq!(findings(&move_run(request, None)), vec![(3, Signal::UnconfirmedAction)], "{request}");
+    }
+    // A rule that holds back one kind of action (paying, booking) leaves the others free.
+    assert_eq!(findings(&move_run("Move the 1:1 to Thursday and hold the room, but don't pay yet.", None)), vec![]);
+    assert_eq!(
+        signals::actions::asks_to_be_asked(
+            "Find me a flight to Berlin on Friday, but don't book anything yet. Thanks!"
+        ),
+        Some(("Find me a flight to Berlin on Friday, but don't book anything yet", Some("book")))
+    );
+    // Asked, and the user said yes: no finding; a plain request to act sets no such rule.
+    assert_eq!(findings(&move_run(check_first, Some("Yes, go ahead."))), vec![]);
+    assert_eq!(findings(&move_run("Move our Tuesday 1:1 with Priya to Thursday 14:00.", None)), vec![]);
+}
+
+#[test]
+fn the_agents_own_instructions_can_ask_for_confirmation() {
+    // An OpenAI Agents SDK agent's instructions are no step (its generation's system message): the
+    // loader keeps them as the agent's role text.
+    let mut t = move_run("Move our Tuesday 1:1 with Priya to Thursday 14:00.", None);
+    let agent = t.agents.iter_mut().find(|a| a.name == "assistant").expect("the assistant");
+    agent.role = Some(
+        "You are the calendar assistant. Only change or cancel events after the user has explicitly confirmed the exact change."
+            .into(),
+    );
+    assert_eq!(findings(&t), vec![(3, Signal::UnconfirmedAction)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::UnconfirmedAction),
+        "update_event changes state without the user's confirmation that assistant's instructions ask for: \
+         it never asked the user"
+    );
 }

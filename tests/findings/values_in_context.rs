@@ -371,3 +371,24 @@ fn a_total_the_amounts_add_up_to_is_worked_out_and_a_near_miss_is_shown() {
     let f = findings(&cart("83.60"));
     assert!(!f[3].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[3]);
 }
+
+#[test]
+fn a_value_restated_in_another_unit_has_a_source_and_a_users_figure_is_news() {
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "Which hotels are near Alexanderplatz?"},
+        call("call_1", "search_hotels", serde_json::json!({"near": "Alexanderplatz"})),
+        tool("call_1", r#"{"results": [{"name": "Motel One", "distance_m": 450, "walk_min": 6}, {"name": "ibis budget Ostbahnhof", "distance_m": 2300, "walk_min": 29}]}"#),
+        {"role": "assistant", "content": "Motel One is 0.45 km away (6 min walk); ibis budget Ostbahnhof is 2.3 km (about 0.48 h on foot) and 1.7 km by tram."},
+        {"role": "user", "content": "I just got a notification about a $35 fee?? what happened"}
+    ]));
+    let f = findings(&t);
+    // 0.45 km = 450 m and 2.3 km = 2300 m were observed; 0.48 h = 29 min is no exact restatement
+    // and 1.7 km was never observed.
+    assert!(
+        f[3].iter().any(|(s, e)| *s == Signal::UnsourcedValue && e == "states 0.48, 1.7 with no earlier source"),
+        "{:?}",
+        f[3]
+    );
+    // The user tells a figure of their own: no finding.
+    assert!(!f[4].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[4]);
+}

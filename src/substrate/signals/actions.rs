@@ -157,17 +157,85 @@ fn name_words(name: &str) -> Vec<String> {
     words
 }
 
-/// The system policy's sentence asking for the user's confirmation before acting, with its
-/// step: the first sentence of a `system` or `developer` step that names the user's go-ahead
-/// (`confirm`, `confirmation`; or `consent`, `approval`, `permission`, an explicit "yes" next to
-/// the person served: user, customer, guest...) together with an obligation (whole words: `must`,
-/// `have to`, `need`, `require`, `obtain`, `explicit`, `always`, `before`, `never`, `without`).
-/// Computed once per trajectory.
-pub fn confirmation_policy<'a>(ctx: &Context<'a>) -> Option<&'a (usize, String)> {
+/// Where the rule asking for the user's confirmation before a state change was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    /// A `system` or `developer` step (0-based index).
+    Step(usize),
+    /// An agent's instructions that are no step of the run (an OpenAI Agents SDK generation's
+    /// system message, an agent's description): the agent's name.
+    Instructions(String),
+    /// The user's own turn (0-based index) asking to be asked first ("check first whether that
+    /// works", "don't book anything yet").
+    User(usize),
+}
+
+/// The rule asking for the user's confirmation before a state change ([`confirmation_policy`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmationPolicy {
+    /// Where it was given.
+    pub source: PolicySource,
+    /// Its sentence, as written.
+    pub sentence: String,
+    /// The kind of action it holds back, as a word a tool's name holds (`book`, `pay`), when it
+    /// names one ("don't book anything yet"); `None`: every state change.
+    pub only: Option<&'static str>,
+}
+
+impl ConfirmationPolicy {
+    /// Whether the rule holds for a call of the tool `tool` (any tool when it names no kind of
+    /// action; else a tool whose lower-case name holds the kind's word).
+    pub fn covers(&self, tool: Option<&str>) -> bool {
+        self.only.is_none_or(|kind| tool.is_some_and(|t| t.to_ascii_lowercase().contains(kind)))
+    }
+
+    /// The first step the rule holds for: its step, or 0 for an agent's instructions.
+    pub fn from_step(&self) -> usize {
+        match self.source {
+            PolicySource::Step(i) | PolicySource::User(i) => i,
+            PolicySource::Instructions(_) => 0,
+        }
+    }
+}
+
+/// The rule asking for the user's confirmation before acting: the first sentence of a `system`
+/// or `developer` step, else of an agent's instructions (role text that is no step), that names
+/// the user's go-ahead (`confirm`, `confirmation`; or `consent`, `approval`, `permission`, an
+/// explicit "yes" next to the person served: user, customer, guest...) together with an
+/// obligation (whole words: `must`, `have to`, `need`, `require`, `obtain`, `explicit`, `always`,
+/// `before`, `never`, `without`); else the first user turn that asks to be asked first
+/// ([`asks_to_be_asked`]). Computed once per trajectory.
+pub fn confirmation_policy<'a>(ctx: &Context<'a>) -> Option<&'a ConfirmationPolicy> {
     ctx.facts.confirmation_policy.get_or_init(|| policy_sentence(ctx.trajectory)).as_ref()
 }
 
-fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
+fn policy_sentence(t: &Trajectory) -> Option<ConfirmationPolicy> {
+    let from_steps = t
+        .steps
+        .iter()
+        .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
+        .find_map(|s| consent_rule(&s.content).map(|sentence| (PolicySource::Step(s.index), sentence, None)));
+    let from_roles = || {
+        t.agents.iter().find_map(|a| {
+            let role = a.role.as_deref()?;
+            consent_rule(role).map(|sentence| (PolicySource::Instructions(a.name.clone()), sentence, None))
+        })
+    };
+    let from_user = || {
+        t.steps.iter().filter(|s| is_human(s)).find_map(|s| {
+            asks_to_be_asked(&s.content)
+                .map(|(sentence, only)| (PolicySource::User(s.index), sentence.to_string(), only))
+        })
+    };
+    from_steps.or_else(from_roles).or_else(from_user).map(|(source, sentence, only)| ConfirmationPolicy {
+        source,
+        sentence,
+        only,
+    })
+}
+
+/// The first sentence of a system text that asks for the user's go-ahead ([`confirmation_policy`]).
+fn consent_rule(text: &str) -> Option<String> {
     // Whole words: "need" is not "needed", "only" is not "commonly".
     static OBLIGATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
@@ -186,21 +254,54 @@ fn policy_sentence(t: &Trajectory) -> Option<(usize, String)> {
         regex::Regex::new(r"(?i)\b(user|users|customer|customers|guest|guests|client|clients|caller|patient|buyer|member|passenger|traveller|traveler)('s)?\b")
             .unwrap()
     });
-    t.steps
-        .iter()
-        .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
-        .find_map(|s| {
-            s.content
-                .split(['.', '\n', ';'])
-                .map(str::trim)
-                .find(|sentence| {
-                    let low = sentence.to_lowercase();
-                    CONSENT.is_match(&low)
-                        && OBLIGATION.is_match(&low)
-                        && (low.contains("confirm") || PERSON.is_match(&low))
-                })
-                .map(|sentence| (s.index, sentence.trim_start_matches(['-', '*', ' ']).to_string()))
+    text.split(['.', '\n', ';'])
+        .map(str::trim)
+        .find(|sentence| {
+            let low = sentence.to_lowercase();
+            CONSENT.is_match(&low) && OBLIGATION.is_match(&low) && (low.contains("confirm") || PERSON.is_match(&low))
         })
+        .map(|sentence| sentence.trim_start_matches(['-', '*', ' ']).to_string())
+}
+
+/// The sentence of a user's turn that asks the agent to ask (or check) first instead of acting,
+/// with the kind of action it holds back when it names one: "check first whether that works for
+/// both of us", "ask me before you change the meeting", "without asking me" and "don't change
+/// anything yet" hold back every state change (`None`); "don't book anything yet" and "don't pay
+/// yet" only bookings and payments (`Some("book")`, `Some("pay")`: the verb a tool's name must
+/// hold). `None` overall when the turn asks nothing of the kind (a plain request to act is no
+/// such rule).
+pub fn asks_to_be_asked(text: &str) -> Option<(&str, Option<&'static str>)> {
+    // Verbs that name one kind of action, and how a tool that does it is named.
+    const KINDS: [(&str, &str); 14] = [
+        ("book", "book"),
+        ("pay", "pay"),
+        ("buy", "buy"),
+        ("purchas", "purchase"),
+        ("order", "order"),
+        ("charg", "charge"),
+        ("send", "send"),
+        ("delet", "delete"),
+        ("remov", "remove"),
+        ("cancel", "cancel"),
+        ("refund", "refund"),
+        ("transfer", "transfer"),
+        ("reserv", "reserv"),
+        ("submit", "submit"),
+    ];
+    const CHANGES: &str = r"(?:change|modify|update|move|reschedule|edit|book|pay|buy|purchase|order|charge|send|delete|remove|cancel|refund|transfer|reserve|submit)";
+    static ASK_FIRST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(&format!(
+            r"(?i)\b(?:check|ask|confirm)\s+(?:with me\s+)?first\b|\bask me (?:first|before)\b|\bwithout (?:asking|checking with|confirming with) me\b|\b(?:don't|do not|dont|never)\s+(?P<ban>{CHANGES})\w*\b(?:[^.!?\n]{{0,30}}\b(?:yet|until|before|without)\b|\s+anything\b)|\bbefore (?:you\s+)?(?P<before>{CHANGES})\w*\b[^.!?\n]{{0,40}}\b(?:ask|check with|confirm with|tell) me\b"
+        ))
+        .unwrap()
+    });
+    let c = ASK_FIRST.captures(text)?;
+    let m = c.get(0)?;
+    let verb = c.name("ban").or_else(|| c.name("before")).map(|v| v.as_str().to_lowercase());
+    let kind = verb.and_then(|v| KINDS.iter().find(|(stem, _)| v.starts_with(stem)).map(|(_, tool)| *tool));
+    let start = text[..m.start()].rfind(['.', '!', '?', '\n']).map_or(0, |p| p + 1);
+    let end = text[m.end()..].find(['.', '!', '?', '\n']).map_or(text.len(), |p| m.end() + p);
+    Some((text[start..end].trim(), kind))
 }
 
 /// Per step, for a state-changing call made without the user's confirmation where the policy
@@ -212,12 +313,11 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
     ctx.facts.unconfirmed.get_or_init(|| {
         let t = ctx.trajectory;
         let mut out = vec![None; t.steps.len()];
-        if confirmation_policy(ctx).is_none() {
-            return out;
-        }
         // Per agent, its last asking message; the last affirming user turn.
         let mut asked: HashMap<&str, usize> = HashMap::new();
         let mut affirmed: Option<usize> = None;
+        let Some(policy) = confirmation_policy(ctx) else { return out };
+        let from = policy.from_step();
         for (i, s) in t.steps.iter().enumerate() {
             if is_user(&s.role) {
                 if s.kind == StepKind::Message && affirms(&s.content) {
@@ -229,7 +329,7 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
                 asked.insert(s.agent.as_str(), i);
                 continue;
             }
-            if changes_state(t, i) && !is_user(&s.role) {
+            if i > from && changes_state(t, i) && !is_user(&s.role) && policy.covers(s.tool_name.as_deref()) {
                 let proposal = asked.get(s.agent.as_str()).copied();
                 let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p);
                 if !confirmed {
@@ -244,6 +344,17 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
 /// Whether a role is the user's (the human or the simulated user the agent serves).
 pub(super) fn is_user(role: &str) -> bool {
     role.eq_ignore_ascii_case("user") || role.eq_ignore_ascii_case("human")
+}
+
+/// Whether step `s` is the served person's own turn, not an agent's: a message whose role is the
+/// user's ([`is_user`]) and whose speaker is named as one (`user`, `human`, `customer`, or the
+/// role itself). AutoGen group chats give every agent but the speaker the role `user`
+/// (`BusinessLogic_Expert` with role `user` is an agent).
+pub fn is_human(s: &crate::model::Step) -> bool {
+    s.kind == StepKind::Message
+        && is_user(&s.role)
+        && (s.agent.eq_ignore_ascii_case(&s.role)
+            || ["user", "human", "customer"].iter().any(|n| s.agent.eq_ignore_ascii_case(n)))
 }
 
 /// Whether an agent's message asks the user something: a question mark, or a request to
@@ -293,22 +404,24 @@ pub fn affirms(content: &str) -> bool {
 /// the system policy asks for it ([`unconfirmed_changes`]).
 pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(Some(proposal)) = unconfirmed_changes(ctx).get(i) else { return };
-    let Some((policy, _)) = confirmation_policy(ctx) else { return };
+    let Some(policy) = confirmation_policy(ctx) else { return };
     let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
     let since = match proposal {
         Some(p) => prose!["no user turn confirms after its question at step ", Part::Step(*p)],
         None => Prose::from("it never asked the user"),
     };
-    out.push(finding(
-        Signal::UnconfirmedAction,
-        weights::UNCONFIRMED_ACTION,
-        prose![
-            format!("{tool} changes state without the user's confirmation that the policy at step "),
-            Part::Step(*policy),
-            " asks for: "
-        ]
-        .with(since),
-    ));
+    let head = format!("{tool} changes state without the user's confirmation that ");
+    let rule = match &policy.source {
+        PolicySource::Step(p) => prose![head, "the policy at step ", Part::Step(*p), " asks for: "],
+        PolicySource::Instructions(agent) => prose![head, format!("{agent}'s instructions ask for: ")],
+        PolicySource::User(u) => prose![
+            head,
+            "the user asked for at step ",
+            Part::Step(*u),
+            format!(" (\"{}\"): ", crate::text::clip(&policy.sentence, 60))
+        ],
+    };
+    out.push(finding(Signal::UnconfirmedAction, weights::UNCONFIRMED_ACTION, rule.with(since)));
 }
 
 /// Step `i`, a tool call, passes a value the user did not give where one of the user's last
@@ -501,10 +614,11 @@ mod tests {
             ],
             ..Default::default()
         };
-        let (at, sentence) = policy_sentence(&t).expect("a policy sentence");
-        assert_eq!(at, 0, "the step's own index (0 by default here)");
+        let policy = policy_sentence(&t).expect("a policy sentence");
+        assert_eq!(policy.source, PolicySource::Step(0), "the step's own index (0 by default here)");
+        assert_eq!(policy.only, None);
         assert_eq!(
-            sentence,
+            policy.sentence,
             "Before taking actions that update the database, you have to obtain explicit user confirmation (yes) to proceed"
         );
         // A policy that mentions confirmation without asking for it, and a user turn, are none.
