@@ -191,6 +191,11 @@ pub enum Signal {
     /// deselected") and did not fail (`docs/METHODS.md`, "Instructions"). Found by the offline
     /// judge only, as [`Signal::IgnoredResult`].
     PartialCheck,
+    /// It reports on what an instruction asked to be searched for, after searches that all kept
+    /// to some of the folders the instruction names (`Grep` in `app/` only, when `workers/` and
+    /// `scripts/` were asked for too; `docs/METHODS.md`, "Instructions"). Offline only, as
+    /// [`Signal::PartialCheck`].
+    PartialSearch,
     /// It deletes, moves or edits a path that a user turn before it said not to touch ("Do NOT
     /// modify or delete any existing migration in migrations/versions/"), where no later user
     /// turn allowed it (`docs/METHODS.md`, "Instructions"). Offline only, as
@@ -254,7 +259,7 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 23] = [
+    pub const PRIORITY: [Signal; 24] = [
         Signal::UserMarked,
         Signal::CountMismatch,
         Signal::IgnoredResult,
@@ -272,6 +277,7 @@ impl Signal {
         Signal::RejectedAction,
         Signal::IgnoredToolError,
         Signal::PartialCheck,
+        Signal::PartialSearch,
         Signal::UnverifiedAssertion,
         Signal::PrematureAnswer,
         Signal::NoProgress,
@@ -303,6 +309,7 @@ impl Signal {
             Signal::ArgumentMismatch => "argument_mismatch",
             Signal::PartialCheck => "partial_check",
             Signal::ForbiddenChange => "forbidden_change",
+            Signal::PartialSearch => "partial_search",
             Signal::RefusalBypassed => "refusal_bypassed",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
@@ -332,6 +339,7 @@ impl Signal {
             IgnoredResult,
             ArgumentMismatch,
             PartialCheck,
+            PartialSearch,
             ForbiddenChange,
             RefusalBypassed,
             UserMarked,
@@ -358,7 +366,7 @@ impl Signal {
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed => ErrorCategory::InstructionOrPlanDeviation,
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
-            Signal::PrematureAnswer | Signal::UnverifiedAssertion | Signal::PartialCheck => {
+            Signal::PrematureAnswer | Signal::UnverifiedAssertion | Signal::PartialCheck | Signal::PartialSearch => {
                 ErrorCategory::PrematureTermination
             }
             Signal::NoProgress => ErrorCategory::InstructionOrPlanDeviation,

@@ -145,6 +145,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::IgnoredResult
                                 | Signal::UnconfirmedAction
                                 | Signal::PartialCheck
+                                | Signal::PartialSearch
                                 | Signal::ForbiddenChange
                                 | Signal::RefusalBypassed
                         ) || failed_edit(ctx, from, f)
@@ -181,6 +182,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                         | Signal::Assumption
                         | Signal::PriorDeviation
                         | Signal::PartialCheck
+                        | Signal::PartialSearch
                         | Signal::ForbiddenChange
                         | Signal::RefusalBypassed
                 )
@@ -342,6 +344,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::RejectedAction
                 | Signal::ArgumentMismatch
                 | Signal::PartialCheck
+                | Signal::PartialSearch
                 | Signal::ForbiddenChange
                 | Signal::RefusalBypassed
         )

@@ -173,6 +173,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     assertion::unverified(ctx, i, &mut h);
     progress::no_progress(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
+    instructions::partial_search(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
     Some(Box::new([f, g, h]))
@@ -1681,6 +1682,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::PartialCheck
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
+            | Signal::PartialSearch
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
             | Signal::UserMarked

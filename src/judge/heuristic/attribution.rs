@@ -227,6 +227,7 @@ impl Lens {
             | Signal::NoProgress
             | Signal::UnconfirmedAction
             | Signal::PartialCheck
+            | Signal::PartialSearch
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
             | Signal::IgnoredToolError => self.process,

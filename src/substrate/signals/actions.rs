@@ -318,10 +318,17 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         let mut affirmed: Option<usize> = None;
         let Some(policy) = confirmation_policy(ctx) else { return out };
         let from = policy.from_step();
+        // Under the user's own rule, a later turn of the user asking for the change ("Please put
+        // it back to Tuesday") is the user's decision: it confirms the calls after it.
+        let user_rule = matches!(policy.source, PolicySource::User(_));
+        let mut requested: Option<usize> = None;
         for (i, s) in t.steps.iter().enumerate() {
             if is_user(&s.role) {
                 if s.kind == StepKind::Message && affirms(&s.content) {
                     affirmed = Some(i);
+                }
+                if user_rule && i > from && is_human(s) && s.content.to_lowercase().contains("please") {
+                    requested = Some(i);
                 }
                 continue;
             }
@@ -331,7 +338,8 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
             }
             if i > from && changes_state(t, i) && !is_user(&s.role) && policy.covers(s.tool_name.as_deref()) {
                 let proposal = asked.get(s.agent.as_str()).copied();
-                let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p);
+                let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p)
+                    || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
                 if !confirmed {
                     out[i] = Some(proposal);
                 }
