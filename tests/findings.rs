@@ -6,8 +6,10 @@
 //!   miscounts (docs/METHODS.md, "Findings about actions and grounding");
 //! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
 //!   after it, a claim that the tests pass;
-//! - `instructions`: a subset of the tests reported as the full suite, a change of a path the
-//!   user protected, a change the user refused made another way;
+//! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
+//!   folders asked for, a change of a path the user protected, a change the user refused made
+//!   another way;
+//! - `delegation`: a hand-off against the delegating agent's routing instructions;
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
 //!   progress and "no failure found" (docs/METHODS.md, FALAT).
 
@@ -17,6 +19,8 @@ mod actions;
 mod chat;
 #[path = "findings/coding.rs"]
 mod coding;
+#[path = "findings/delegation.rs"]
+mod delegation;
 #[path = "findings/instructions.rs"]
 mod instructions;
 #[path = "findings/values_in_context.rs"]

@@ -164,6 +164,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     // `irrelevant` (reads the prior) goes here.
     let mut g = Vec::new();
     wrong_delegation(ctx, i, &mut g);
+    misrouted(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);
@@ -954,6 +955,189 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             prose![format!("{target} could not act on it (step "), Part::Step(reply), format!(": {})", r.decision)],
         ));
     }
+}
+
+/// Words too common to tell one specialist's remit from another's ([`misrouted`]).
+const ROUTING_STOP: [&str; 40] = [
+    "that",
+    "this",
+    "with",
+    "from",
+    "have",
+    "your",
+    "they",
+    "them",
+    "their",
+    "what",
+    "when",
+    "which",
+    "about",
+    "into",
+    "only",
+    "also",
+    "other",
+    "agent",
+    "agents",
+    "handle",
+    "handles",
+    "hand",
+    "handoff",
+    "questions",
+    "issues",
+    "issue",
+    "customer",
+    "customers",
+    "user",
+    "users",
+    "requests",
+    "request",
+    "anything",
+    "things",
+    "help",
+    "with",
+    "like",
+    "such",
+    "specialist",
+    "exactly",
+];
+
+/// The lower-case content words of a text (four letters or more, not in [`ROUTING_STOP`]), cut
+/// to their first five letters so that "charge" meets "charges" and "changed" meets "changes".
+fn routing_stems(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| !ROUTING_STOP.contains(&w.as_str()))
+        .map(|w| w.chars().take(5).collect())
+        .collect()
+}
+
+/// Step `i`, a hand-off to agent C, where the delegating agent's instructions (its role text)
+/// describe what each specialist takes ("Billing Agent (charges, refunds, plans, invoices),
+/// Account Security Agent (suspected account takeover, password or email changes…)") and the
+/// request being routed (the user's last turn, else the task) matches another specialist's
+/// description better than C's: more shared content words ([`routing_stems`], at least two), or
+/// any when the instructions give that specialist priority ("Security issues take priority over
+/// everything else") and not C. A description is the text after the specialist's name up to the
+/// next specialist's name, the end of the sentence or of the line.
+fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    let Some(chosen) = step.delegate_to.as_deref().filter(|_| step.kind == StepKind::Delegation) else { return };
+    let Some(rules) = t.agents.iter().find(|a| a.name == step.agent).and_then(|a| a.role.as_deref()) else { return };
+    let lower = rules.to_lowercase();
+    // The specialists the instructions name, with where their names stand: the run's agents, and
+    // names built like the chosen one's (a specialist that never acted in this run: "Account
+    // Security Agent" beside "Billing Agent", `security_agent` beside `billing_agent`).
+    let mut named: Vec<(usize, String)> = Vec::new();
+    for a in t.agents.iter().filter(|a| a.name != step.agent && !is_outside_agent(&a.name)) {
+        if let Some(p) = lower.find(&a.name.to_lowercase()) {
+            named.push((p, a.name.clone()));
+        }
+    }
+    let suffix = chosen.rsplit([' ', '_', '-']).next().unwrap_or("").to_lowercase();
+    if suffix.len() >= 3
+        && suffix != chosen.to_lowercase()
+        && let Ok(sibling) =
+            regex::Regex::new(&format!(r"(?i)\b(?:[a-z][a-z0-9]*[ _-]){{1,3}}{}\b", regex::escape(&suffix)))
+    {
+        for m in sibling.find_iter(rules) {
+            if !named.iter().any(|(p, n)| *p <= m.start() && m.start() < p + n.len() || m.start() <= *p && *p < m.end())
+            {
+                // Drop a leading article or verb the pattern took ("to Billing Agent").
+                let name = m.as_str();
+                let words: Vec<&str> = name.split([' ', '_', '-']).collect();
+                let keep = words
+                    .iter()
+                    .position(|w| w.chars().next().is_some_and(char::is_uppercase) || name.contains('_'))
+                    .unwrap_or(0);
+                let offset = words[..keep].iter().map(|w| w.len() + 1).sum::<usize>();
+                named.push((m.start() + offset, name[offset..].to_string()));
+            }
+        }
+    }
+    // Identifiers a routing sentence sends work to ("route billing … to billing_agent").
+    static ROUTE_TO: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\bto (?:the )?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b").unwrap());
+    for c in ROUTE_TO.captures_iter(rules) {
+        let m = c.get(1).expect("group 1");
+        if !named.iter().any(|(p, n)| *p <= m.start() && m.start() < p + n.len()) {
+            named.push((m.start(), m.as_str().to_string()));
+        }
+    }
+    named.sort();
+    named.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
+    if named.len() < 2 || !named.iter().any(|(_, n)| n.eq_ignore_ascii_case(chosen)) {
+        return;
+    }
+    // What the instructions give a specialist: the text after its name up to the next name or
+    // the end of the clause ("Billing Agent (charges, refunds, …)"), or, when that holds fewer
+    // than two content words, the clause before it ("route outages, login and connectivity
+    // problems to tech_support").
+    let describe = |k: usize| -> &str {
+        let (p, name) = &named[k];
+        let from = p + name.len();
+        let until = named.get(k + 1).map_or(lower.len(), |(q, _)| *q);
+        let after = &lower[from..until.max(from)];
+        let end = after.find([';', '\n']).or_else(|| after.find(". ")).unwrap_or(after.len());
+        let after = &after[..end];
+        if routing_stems(after).len() >= 2 {
+            return after;
+        }
+        let since = k.checked_sub(1).map_or(0, |j| named[j].0 + named[j].1.len()).min(*p);
+        let before = &lower[since..*p];
+        let start = before.rfind([';', '\n', '.', ':']).map_or(0, |x| x + 1);
+        &before[start..]
+    };
+    let request =
+        (0..i).rev().find(|&j| actions::is_human(&t.steps[j])).map_or(t.task.as_str(), |j| t.steps[j].content.as_str());
+    let wanted = routing_stems(request);
+    let score = |k: usize| -> Vec<String> {
+        let mut shared: Vec<String> = routing_stems(describe(k)).intersection(&wanted).cloned().collect();
+        shared.sort();
+        shared
+    };
+    // A specialist the instructions put first: a sentence with "priority" or "precedence" that
+    // holds a word of its name other than "agent".
+    let first = |name: &str| {
+        lower.split(['.', '\n']).any(|sentence| {
+            (sentence.contains("priority") || sentence.contains("precedence"))
+                && name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && sentence.contains(w))
+        })
+    };
+    let c = named.iter().position(|(_, n)| n.eq_ignore_ascii_case(chosen)).expect("named");
+    let chosen_score = score(c).len();
+    let better = (0..named.len())
+        .filter(|&k| k != c)
+        .map(|k| (k, score(k)))
+        .max_by_key(|(k, sc)| (first(&named[*k].1) && !sc.is_empty(), sc.len()));
+    let Some((k, shared)) = better else { return };
+    let priority = first(&named[k].1) && !first(chosen) && !shared.is_empty();
+    if !(priority || shared.len() >= 2 && shared.len() > chosen_score) {
+        return;
+    }
+    // The request's own words for the shared stems ("password", not "passw").
+    let words: Vec<String> = shared
+        .iter()
+        .filter_map(|stem| {
+            request
+                .split(|c: char| !c.is_alphanumeric())
+                .map(str::to_lowercase)
+                .find(|w| w.chars().count() >= 4 && w.starts_with(stem.as_str()))
+        })
+        .take(4)
+        .collect();
+    let description = text::clip(describe(k).trim_matches(|c: char| !c.is_alphanumeric()), 40);
+    let first = if priority { " first" } else { "" };
+    out.push(finding(
+        Signal::WrongDelegation,
+        weights::WRONG_DELEGATION,
+        format!(
+            "hands off to {chosen}; its instructions give {} \"{description}\"{first}, which the request matches ({})",
+            named[k].1,
+            words.join(", "),
+        ),
+    ));
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
