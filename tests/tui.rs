@@ -2297,6 +2297,12 @@ fn a_run_without_a_failure_says_so_instead_of_a_root_cause() {
     assert!(s.contains("NO FAILURE FOUND   no ROOT_CAUSE is named"), "{s}");
     assert!(!s.contains("ROOT_CAUSE   decisive step"), "{s}");
     assert!(s.contains("finished all stages") && s.contains(": no failure found"), "{s}");
+    // The roles view says why it has no roles, instead of asking to run the pipeline again.
+    press(&mut app, "3");
+    let s = screen(&app);
+    assert!(s.contains("no roles: no failure was found."), "{s}");
+    assert!(!s.contains("no roles yet") && !s.contains("to run the whole pipeline"), "{s}");
+    insta::assert_snapshot!("roles_view_after_no_failure_found", draw(&app, 80, 24).backend().to_string());
 }
 
 // ----- the view model -----

@@ -183,7 +183,20 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
     let rows = app.role_rows();
     if rows.is_empty() {
         let block = pane(app, "Roles", true, &[], area.width);
-        return wrapped(f, area, block, not_run(app, "roles", Action::RunResearch));
+        // The pipeline ran and named no step: say so, instead of asking to run it.
+        let lines = match app.results.diagnosis.as_ref() {
+            Some(d) if d.decisive_step.is_none() => vec![
+                Line::raw(""),
+                Line::styled("no roles: no failure was found.", t.text),
+                Line::raw(""),
+                Line::styled(
+                    "with no decisive step, no step is a root cause, a propagation or a symptom; the verdict view says why.",
+                    t.dim,
+                ),
+            ],
+            _ => not_run(app, "roles", Action::RunResearch),
+        };
+        return wrapped(f, area, block, lines);
     }
     let head = text::roles_head(app).lines;
     let [top, list] = roles_areas(app, area);
