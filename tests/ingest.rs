@@ -17,6 +17,8 @@ mod frameworks_b;
 mod names_and_types;
 #[path = "ingest/support.rs"]
 mod support;
+#[path = "ingest/sweep.rs"]
+mod sweep;
 
 use std::path::{Path, PathBuf};
 

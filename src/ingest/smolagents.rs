@@ -9,7 +9,7 @@
 //!   placeholders);
 //! - `PlanningStep` `{model_input_messages, model_output_message, plan, timing, token_usage}` → a
 //!   thought (the plan);
-//! - `PlanningStep` of smolagents 1.0–1.1x `{model_input_messages, model_output_message_facts,
+//! - `PlanningStep` of smolagents 1.8–1.1x `{model_input_messages, model_output_message_facts,
 //!   facts, model_output_message_plan, plan}` → two thoughts (the facts, the plan);
 //! - `ActionStep` `{step_number, model_input_messages, tool_calls: [{id, type, function: {name,
 //!   arguments}}], error: {type, message}, model_output_message, model_output, code_action,
@@ -54,7 +54,7 @@ fn step_type(item: &Value) -> Option<&'static str> {
     if has("step_number") && (has("observations") || has("model_output") || has("tool_calls")) {
         Some("action")
     } else if has("step") && has("model_output") && has("observations") {
-        // smolagents 1.0–1.1x `ActionStep.dict()` wrote the step number as `step`.
+        // smolagents 1.8–1.1x `ActionStep.dict()` wrote the step number as `step`.
         Some("action")
     } else if has("task") && has("task_images") {
         Some("task")
@@ -109,7 +109,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
                 a.push(super::spantree::USER, "task", StepKind::Message, content, Some(place.clone()));
             }
             Some("planning") => {
-                // smolagents 1.0–1.1x planned in two parts: the facts survey, then the plan.
+                // smolagents 1.8–1.1x planned in two parts: the facts survey, then the plan.
                 if let Some(facts) = text("facts") {
                     a.push(&agent, "planning", StepKind::Thought, facts, Some(place.clone()));
                 }
@@ -118,7 +118,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             }
             Some("action") => {
                 action(&mut a, &agent, item, &place, &mut output);
-                // Before `is_final_answer` (smolagents 1.0–1.1x) the run's answer is the last
+                // Before `is_final_answer` (smolagents 1.8–1.1x) the run's answer is the last
                 // step's `action_output`, the value `final_answer` returned.
                 if item.get("is_final_answer").is_none() {
                     last_action_output = text("action_output");
