@@ -13,7 +13,7 @@
 //!   the task;
 //! - `think` → a thought; `finish` → the agent's thought (`args.thought`) and its final message
 //!   (`args.final_thought`, else `outputs.content`, else `message`), the observed output unless a
-//!   delegate finishes; `delegate` → a delegation to `args.agent` (its text `inputs.task`);
+//!   delegate finishes; `delegate` → a delegation to `args.agent` (its text the `inputs`);
 //! - the events between a `delegate` action and the `delegate` observation that ends it are the
 //!   delegate's (`AgentController.start_delegate` runs it on the same event stream, source
 //!   `agent`): its actions are attributed to `args.agent`, its `system` action is its role text;
@@ -285,13 +285,7 @@ impl Reader {
                     self.a.push(&agent, action, StepKind::Thought, t, None);
                 }
                 let to = arg("agent").unwrap_or_else(|| "delegate".into());
-                let inputs = args.get("inputs");
-                let text = inputs
-                    .and_then(|i| i.get("task"))
-                    .map(value_text)
-                    .filter(|t| !t.trim().is_empty())
-                    .or_else(|| inputs.map(value_text))
-                    .unwrap_or_default();
+                let text = args.get("inputs").map(value_text).unwrap_or_default();
                 let s = self.a.push(&agent, action, StepKind::Delegation, text, None);
                 self.a.steps[s].delegate_to = Some(to.clone());
                 self.a.steps[s].tool_name =

@@ -328,7 +328,10 @@ fn openhands_delegate_steps_are_the_delegate_s_and_its_end_answers_the_delegatio
     // observation without a cause that ends it answers it.
     assert_eq!(links(&t), [(3, 4, R), (6, 7, D), (6, 11, D), (8, 9, R), (13, 14, R), (15, 16, R)]);
     assert_eq!(t.steps[6].delegate_to.as_deref(), Some("BrowsingAgent"));
-    assert_eq!(t.steps[6].content, "Find in the Django 5.2 release notes what changed for FormMixin.get_form_kwargs.");
+    assert_eq!(
+        t.steps[6].content,
+        r#"{"task":"Find in the Django 5.2 release notes what changed for FormMixin.get_form_kwargs."}"#
+    );
     assert!(t.steps[10].content.starts_with("Django 5.2: FormMixin.get_form_kwargs() takes no extra"));
     assert_eq!(
         t.agent_role("BrowsingAgent"),
