@@ -17,6 +17,8 @@ mod frameworks_b;
 mod names_and_types;
 #[path = "ingest/support.rs"]
 mod support;
+#[path = "ingest/sweep.rs"]
+mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -759,7 +761,8 @@ fn agentchat_messages_as_json_lines_load_with_the_stop_reason() {
     assert_eq!(shape(t), [("user", M), ("coder", C), ("executor", R), ("coder", D), ("checker", M)]);
     assert_eq!(errors(t), [2]);
     assert_eq!(t.steps[3].delegate_to.as_deref(), Some("checker"));
-    assert_eq!(links(t), [(1, 2, LinkKind::Execution)]);
+    // The hand-off reaches the target's next step.
+    assert_eq!(links(t), [(1, 2, LinkKind::Execution), (3, 4, LinkKind::Delegation)]);
     assert!(t.metadata.contains(&("stop_reason".into(), "Text 'TERMINATE' mentioned".into())));
     assert!(t.metadata.contains(&("messages_not_steps".into(), "TaskResult 1".into())));
 }

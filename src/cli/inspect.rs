@@ -2,7 +2,7 @@
 //!
 //! Text output: a header block (file, format, trajectory id, task, expected and observed output,
 //! agents, gold label, metadata), one line per step (`index  agent  kind  first line`, the gold
-//! step marked with `*`), then, when anything was, how much was skipped (records dropped with a
+//! step marked with `*`, another step the format marks as an error with `!`), then, when anything was, how much was skipped (records dropped with a
 //! diagnostic, lines that are not steps by design) and the diagnostics. Every piece of trace text is passed through
 //! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
 //! [`InspectReport`] instead (strings whole, with C1 controls and bidi overrides written as
@@ -142,7 +142,11 @@ fn render_steps(s: &mut String, t: &Trajectory) {
     let gold = t.gold.as_ref().and_then(|g| g.step);
     s.push_str(&format!("  {:>index_width$}  {:<agent_width$}  {:<11}  content\n", "index", "agent", "kind"));
     for st in &t.steps {
-        let mark = if gold == Some(st.index) { '*' } else { ' ' };
+        let mark = match (gold == Some(st.index), st.is_error) {
+            (true, _) => '*',
+            (false, true) => '!',
+            (false, false) => ' ',
+        };
         let agent = first_line(&st.agent, AGENT_WIDTH);
         s.push_str(&format!(
             "{mark} {:>index_width$}  {agent:<agent_width$}  {:<11}  {}\n",

@@ -8,7 +8,8 @@
 //! - `TextMessage`, `StopMessage`, `ToolCallSummaryMessage`, `StructuredMessage` → message;
 //!   `MultiModalMessage` → message whose `content` list mixes text with images (placeholders);
 //! - `ThoughtEvent` → thought;
-//! - `HandoffMessage` → delegation to `target`;
+//! - `HandoffMessage` → delegation to `target` (a Swarm team's hand-off), linked to the target's
+//!   next step;
 //! - `ToolCallRequestEvent` (`content: [{id, name, arguments}]`) → one tool call per call;
 //!   `ToolCallExecutionEvent` (`content: [{call_id, name, content, is_error}]`) → one tool result
 //!   per result, linked to its call by id;
@@ -123,6 +124,8 @@ struct Reader {
     diagnostics: Vec<Diagnostic>,
     /// The stop reason of a `TaskResult` line of a JSON Lines dump.
     stop_reason: Option<String>,
+    /// Hand-offs (`HandoffMessage` step, target agent) whose target has not acted yet.
+    handoffs: Vec<(usize, String)>,
 }
 
 impl Reader {
@@ -147,7 +150,11 @@ impl Reader {
             }
             "HandoffMessage" => {
                 let s = self.push(m, source, ty, StepKind::Delegation, value_text(content));
-                self.steps[s].delegate_to = m.get("target").and_then(Value::as_str).map(str::to_string);
+                let target = m.get("target").and_then(Value::as_str).map(str::to_string);
+                if let Some(t) = &target {
+                    self.handoffs.push((s, t.clone()));
+                }
+                self.steps[s].delegate_to = target;
             }
             "ToolCallRequestEvent" => self.calls(m, source, content),
             "ToolCallExecutionEvent" => self.results(m, source, content),
@@ -263,7 +270,13 @@ impl Reader {
             timestamp: m.get("created_at").and_then(Value::as_str).map(str::to_string),
             ..Step::default()
         });
-        self.steps.len() - 1
+        let s = self.steps.len() - 1;
+        // A hand-off is linked to the first step its target takes after it.
+        if let Some(k) = self.handoffs.iter().position(|(_, t)| t.eq_ignore_ascii_case(source)) {
+            let (from, _) = self.handoffs.remove(k);
+            self.links.push(Link { from, to: s, kind: LinkKind::Delegation });
+        }
+        s
     }
 }
 

@@ -258,14 +258,32 @@ fn tokens(o: &Value) -> Option<TokenCounts> {
         .then(|| TokenCounts { input: input.unwrap_or(0), output: output.unwrap_or(0) })
 }
 
+/// The value an `@observe`d function was called with, when `v` is its `{args, kwargs}` record:
+/// the one positional argument without keywords, else the keywords without positional ones.
+fn observed_args(v: &Value) -> Option<&Value> {
+    let m = v.as_object().filter(|m| m.len() == 2)?;
+    let args = m.get("args")?.as_array()?;
+    let kwargs = m.get("kwargs")?.as_object()?;
+    match (args.as_slice(), kwargs.is_empty()) {
+        ([one], true) => Some(one),
+        ([], false) => m.get("kwargs"),
+        _ => None,
+    }
+}
+
 /// Text of an EVENT's `input` / `output`: strings as they are, anything else as JSON.
 fn event_text(v: &Value) -> String {
     value_text(v)
 }
 
 /// Text of an `input` / `output`: strings as they are, a message's text, a one-field object's
-/// value, else JSON.
+/// value, the arguments the `@observe` decorator records (`{args, kwargs}`, langfuse-python
+/// `_client/observe.py`, `_get_input_from_func_args`) as the one value passed or the keyword
+/// arguments, else JSON.
 fn io_text(v: &Value) -> String {
+    if let Some(passed) = observed_args(v) {
+        return io_text(passed);
+    }
     match v {
         Value::String(s) => s.clone(),
         Value::Object(m) if m.len() == 1 => m.values().next().map(io_text).unwrap_or_default(),

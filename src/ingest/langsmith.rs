@@ -10,8 +10,10 @@
 //!   langgraph_node` equal to the run name, except `__start__` / `__end__` / `tools`) → agent
 //!   invocations; other chains and `prompt` / `parser` runs → scopes;
 //! - `llm` runs → model calls: `inputs.messages` (LangChain messages, possibly batched `[[...]]`)
-//!   or `inputs.prompts`, and `outputs.generations[][].message` (or `.text`); tokens from
-//!   `prompt_tokens` / `completion_tokens`, else `outputs.llm_output.token_usage`;
+//!   or `inputs.prompts`, and `outputs.generations[][].message` (or `.text`), or the Chat
+//!   Completions response `wrap_openai` records (`outputs.choices[].message`); tokens from
+//!   `prompt_tokens` / `completion_tokens`, else `outputs.llm_output.token_usage`, else
+//!   `outputs.usage_metadata`;
 //! - `tool` runs → tool executions (arguments `inputs.input`, result `outputs.output`, call id
 //!   from a `ToolMessage` output's `tool_call_id`); a tool named `transfer_to_<agent>` is a
 //!   hand-off to `<agent>`; `retriever` / `embedding` runs → tool-like;
@@ -173,6 +175,13 @@ fn run_op(run: &Value, graph_node: Option<&str>, n: &mut Node, diags: &mut Vec<D
         "retriever" | "embedding" => Op::Tool { name, call_id: None },
         "chain" if n.parent.is_none() || is_agent_node(graph_node, &name) => {
             n.input = run.pointer("/inputs/messages").map(msgs_from_value).unwrap_or_default();
+            // A request given as one text (a `@traceable` function's `question`) is the user's
+            // message the model calls then repeat: shown once, on the delegation.
+            if n.input.is_empty()
+                && let Some(t) = n.input_text.clone().filter(|t| !t.trim().is_empty() && !t.starts_with('{'))
+            {
+                n.input = vec![text_msg("user", &Value::String(t))];
+            }
             Op::Agent { name, role: None }
         }
         "chain" | "prompt" | "parser" => Op::Scope,
@@ -204,8 +213,20 @@ fn llm(run: &Value, n: &mut Node) -> Op {
     Op::Llm
 }
 
-/// `outputs.generations[][]`: each generation's `message`, else its `text`.
+/// `outputs.generations[][]`: each generation's `message`, else its `text`; or, for a run that
+/// LangSmith's `wrap_openai` recorded (langsmith-sdk `wrappers/_openai.py`,
+/// `_process_chat_completion`: the Chat Completions response dumped whole), `outputs.choices[]`:
+/// each choice's `message`, else its `text`.
 fn generations(outputs: &Value) -> Vec<Msg> {
+    if let Some(choices) = outputs.get("choices").and_then(Value::as_array) {
+        return choices
+            .iter()
+            .filter_map(|c| match c.get("message") {
+                Some(m) => msg_from_value(m),
+                None => c.get("text").map(|t| text_msg("assistant", t)),
+            })
+            .collect();
+    }
     let gens = outputs.get("generations").and_then(Value::as_array);
     let flat = gens.into_iter().flatten().flat_map(|g| match g {
         Value::Array(inner) => inner.iter().collect::<Vec<_>>(),
@@ -222,11 +243,18 @@ fn text_msg(role: &str, v: &Value) -> Msg {
     Msg { role: role.into(), name: None, parts: vec![Part::Text(value_text(v))] }
 }
 
+/// A run's tokens: `prompt_tokens` / `completion_tokens`, else `outputs.llm_output.token_usage`,
+/// else `outputs.usage_metadata.{input_tokens, output_tokens}` (langsmith-sdk's `wrap_openai`).
 fn tokens(run: &Value) -> Option<TokenCounts> {
     let u = |v: Option<&Value>| v.and_then(Value::as_u64);
     let usage = run.pointer("/outputs/llm_output/token_usage");
-    let input = u(run.get("prompt_tokens")).or_else(|| u(usage.and_then(|t| t.get("prompt_tokens"))));
-    let output = u(run.get("completion_tokens")).or_else(|| u(usage.and_then(|t| t.get("completion_tokens"))));
+    let meta = run.pointer("/outputs/usage_metadata");
+    let input = u(run.get("prompt_tokens"))
+        .or_else(|| u(usage.and_then(|t| t.get("prompt_tokens"))))
+        .or_else(|| u(meta.and_then(|t| t.get("input_tokens"))));
+    let output = u(run.get("completion_tokens"))
+        .or_else(|| u(usage.and_then(|t| t.get("completion_tokens"))))
+        .or_else(|| u(meta.and_then(|t| t.get("output_tokens"))));
     (input.is_some() || output.is_some())
         .then(|| TokenCounts { input: input.unwrap_or(0), output: output.unwrap_or(0) })
 }

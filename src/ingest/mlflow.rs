@@ -220,8 +220,16 @@ fn node(s: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
 }
 
 fn set_io(n: &mut Node, inputs: Option<&Value>, outputs: Option<&Value>) {
-    n.input_text = inputs.map(value_text).filter(|t| !t.is_empty());
-    n.output_text = outputs.map(value_text).filter(|t| !t.is_empty());
+    let text = |v: &Value| one_string_argument(v).map(str::to_string).unwrap_or_else(|| value_text(v));
+    n.input_text = inputs.map(text).filter(|t| !t.is_empty());
+    n.output_text = outputs.map(text).filter(|t| !t.is_empty());
+}
+
+/// The text a traced function was called with when it took one string argument: `@mlflow.trace`
+/// records the inputs as the function's arguments by name (`{"question": "..."}`).
+fn one_string_argument(v: &Value) -> Option<&str> {
+    let m = v.as_object().filter(|m| m.len() == 1)?;
+    m.values().next()?.as_str()
 }
 
 /// An LLM span's input messages: `{messages}`, a list, or a prompt string (`{prompt}` too).
@@ -232,7 +240,11 @@ fn input_msgs(v: &Value) -> Vec<Msg> {
     }
     let prompt = match v {
         Value::String(s) => Some(s.clone()),
-        _ => v.get("prompt").or_else(|| v.get("input")).map(value_text),
+        _ => v
+            .get("prompt")
+            .or_else(|| v.get("input"))
+            .map(value_text)
+            .or_else(|| one_string_argument(v).map(str::to_string)),
     };
     prompt.map(|p| vec![Msg { role: "user".into(), name: None, parts: vec![Part::Text(p)] }]).unwrap_or_default()
 }

@@ -12,8 +12,18 @@
 //! - `message` action → a message of its `source` (`user`, `agent`); the first user message is
 //!   the task;
 //! - `think` → a thought; `finish` → the agent's thought (`args.thought`) and its final message
-//!   (`args.final_thought`, else `message`), the observed output; `delegate` → a delegation to
-//!   `args.agent`;
+//!   (`args.final_thought`, else `outputs.content`, else `message`), the observed output unless a
+//!   delegate finishes; `delegate` → a delegation to `args.agent` (its text the `inputs`);
+//! - the events between a `delegate` action and the `delegate` observation that ends it are the
+//!   delegate's (`AgentController.start_delegate` runs it on the same event stream, source
+//!   `agent`): its actions are attributed to `args.agent`, its `system` action is its role text;
+//!   its first step is linked from the delegation; the observation answers the delegation by
+//!   `cause`, else by the delegate action's
+//!   `tool_call_metadata.tool_call_id`, else the innermost delegation still running (OpenHands
+//!   0.4x+ writes no `cause` on it, and a delegate action made without a tool call has no
+//!   metadata);
+//! - `recall` actions (the harness fetching workspace context, 0.3x+) are not steps; their
+//!   observation is a message by its source;
 //! - any other action (`run`, `run_ipython`, `edit`, `read`, `write`, `browse`, MCP calls, ...) →
 //!   the thought in `args.thought`, then a tool call named by `tool_call_metadata.function_name`
 //!   (else the action), its text the command, code or path (else the other arguments as JSON);
@@ -201,14 +211,24 @@ struct Reader {
     by_event: HashMap<String, usize>,
     /// The ids of every event read so far (steps or not).
     seen: HashSet<String>,
+    /// Delegations whose delegate is still running, innermost last: `(delegation step, delegate
+    /// agent)`. The events between a `delegate` action and its observation are the delegate's.
+    delegates: Vec<(usize, String)>,
+    /// Tool call id of a delegate action → its delegation step.
+    delegation_calls: HashMap<String, usize>,
     not_steps: usize,
     diagnostics: Vec<Diagnostic>,
 }
 
 impl Reader {
+    /// The agent of an event: for the `agent` source, the running delegate (the innermost
+    /// delegation still open), else the main agent; else the source (`user`, `environment`).
     fn who(&self, e: &Value) -> String {
         match e.get("source").and_then(Value::as_str).unwrap_or("agent") {
-            "agent" => self.agent.clone().unwrap_or_else(|| "agent".into()),
+            "agent" => match self.delegates.last() {
+                Some((_, d)) => d.clone(),
+                None => self.agent.clone().unwrap_or_else(|| "agent".into()),
+            },
             other => other.to_string(),
         }
     }
@@ -222,12 +242,14 @@ impl Reader {
         match action {
             "system" => {
                 let text = arg("content").or(message).unwrap_or_default();
-                if !text.is_empty() {
+                if !text.is_empty() && !self.agents.iter().any(|a| a.name == agent) {
                     self.agents.push(AgentInfo { name: agent, role: Some(text) });
                 }
                 return;
             }
-            "change_agent_state" => {
+            // `recall` is the harness fetching workspace context and microagent knowledge for the
+            // user's message (OpenHands 0.3x+, `RecallAction`): no one's call.
+            "change_agent_state" | "recall" => {
                 self.not_steps += 1;
                 return;
             }
@@ -250,8 +272,12 @@ impl Reader {
                 if let Some(t) = arg("thought") {
                     self.a.push(&agent, action, StepKind::Thought, t, None);
                 }
-                let text = arg("final_thought").or(message).unwrap_or_default();
-                self.output = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+                let outputs = args.pointer("/outputs/content").map(value_text).filter(|t| !t.trim().is_empty());
+                let text = arg("final_thought").or(outputs).or(message).unwrap_or_default();
+                // A delegate's finish answers its delegation; only the main agent's is the run's.
+                if self.delegates.is_empty() {
+                    self.output = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+                }
                 self.a.push(&agent, action, StepKind::Message, text, None);
             }
             "delegate" => {
@@ -261,7 +287,14 @@ impl Reader {
                 let to = arg("agent").unwrap_or_else(|| "delegate".into());
                 let text = args.get("inputs").map(value_text).unwrap_or_default();
                 let s = self.a.push(&agent, action, StepKind::Delegation, text, None);
-                self.a.steps[s].delegate_to = Some(to);
+                self.a.steps[s].delegate_to = Some(to.clone());
+                self.a.steps[s].tool_name =
+                    e.pointer("/tool_call_metadata/function_name").and_then(Value::as_str).map(str::to_string);
+                if let Some(id) = e.pointer("/tool_call_metadata/tool_call_id").and_then(Value::as_str) {
+                    self.a.steps[s].ids.refs.push(id.to_string());
+                    self.delegation_calls.insert(id.to_string(), s);
+                }
+                self.delegates.push((s, to));
                 self.note_event(e, s);
             }
             _ => {
@@ -282,6 +315,14 @@ impl Reader {
             s.ids.id = Some(id_of(e).unwrap_or_else(|| place.to_string()));
             s.timestamp = e.get("timestamp").map(value_text);
         }
+        // A delegate's first step is linked from the delegation that started it.
+        if let Some(&(d, ref name)) = self.delegates.last()
+            && first < self.a.steps.len()
+            && self.a.steps[first].agent == *name
+            && !self.a.links.iter().any(|l| l.from == d && l.kind == LinkKind::Delegation)
+        {
+            self.a.link(d, first, LinkKind::Delegation);
+        }
     }
 
     fn observation(&mut self, e: &Value, place: &str) {
@@ -299,7 +340,30 @@ impl Reader {
             .filter(|&c| c != 0 && c != -1);
         let failed = exit.is_some() || e.get("success").and_then(Value::as_bool) == Some(false) || kind == "error";
         let cause = e.get("cause").and_then(|c| super::messages::id_text(Some(c)));
-        let target = cause.as_deref().and_then(|c| self.by_event.get(c).copied());
+        let mut target = cause.as_deref().and_then(|c| self.by_event.get(c).copied());
+        // The observation ending a delegation (`AgentDelegateObservation`) carries no cause in
+        // OpenHands 0.4x+ (`AgentController.end_delegate`), only the delegate action's
+        // `tool_call_metadata`, which is null when the action came from no tool call: it answers
+        // that delegation, else the innermost one still running.
+        if kind == "delegate" && target.is_none() {
+            let by_id = e
+                .pointer("/tool_call_metadata/tool_call_id")
+                .and_then(Value::as_str)
+                .and_then(|id| self.delegation_calls.get(id).copied());
+            target = by_id.or_else(|| self.delegates.last().map(|(s, _)| *s));
+        }
+        if kind == "recall" && target.is_none() {
+            // Context the harness added for the user's message (`RecallObservation`).
+            let s = self.a.push(&self.who(e), kind, StepKind::Message, text, None);
+            self.a.steps[s].ids.id = Some(id_of(e).unwrap_or_else(|| place.to_string()));
+            self.a.steps[s].timestamp = e.get("timestamp").map(value_text);
+            return;
+        }
+        if let Some(t) = target
+            && self.a.steps[t].kind == StepKind::Delegation
+        {
+            self.delegates.retain(|(s, _)| *s != t);
+        }
         let agent = match target {
             Some(t) => self.a.steps[t].agent.clone(),
             None => self.who(e),

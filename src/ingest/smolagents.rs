@@ -9,12 +9,16 @@
 //!   placeholders);
 //! - `PlanningStep` `{model_input_messages, model_output_message, plan, timing, token_usage}` → a
 //!   thought (the plan);
+//! - `PlanningStep` of smolagents 1.8–1.1x `{model_input_messages, model_output_message_facts,
+//!   facts, model_output_message_plan, plan}` → two thoughts (the facts, the plan);
 //! - `ActionStep` `{step_number, model_input_messages, tool_calls: [{id, type, function: {name,
 //!   arguments}}], error: {type, message}, model_output_message, model_output, code_action,
 //!   observations, observations_images, action_output, timing, token_usage, is_final_answer}` →
 //!   the model output (a thought when the step calls tools, else a message), one tool call per
 //!   `tool_calls[k]`, and one result (the `observations`, else the error) answering them, flagged
-//!   when `error` is set; a final answer's `action_output` is the observed output;
+//!   when `error` is set; a final answer's `action_output` is the observed output; smolagents
+//!   1.0–1.1x wrote `{step, start_time, end_time, duration, ...}` without `step_number`,
+//!   `token_usage` and `is_final_answer` (the last step's `action_output` is then the answer);
 //! - `FinalAnswerStep` `{output}` (older: `final_answer`) → the answer, the observed output.
 //!
 //! `model_input_messages` are the context the model saw, never new steps. Tokens:
@@ -49,9 +53,12 @@ fn step_type(item: &Value) -> Option<&'static str> {
     let has = |k: &str| item.get(k).is_some();
     if has("step_number") && (has("observations") || has("model_output") || has("tool_calls")) {
         Some("action")
+    } else if has("step") && has("model_output") && has("observations") {
+        // smolagents 1.8–1.1x `ActionStep.dict()` wrote the step number as `step`.
+        Some("action")
     } else if has("task") && has("task_images") {
         Some("task")
-    } else if has("plan") && has("model_output_message") {
+    } else if has("plan") && (has("model_output_message") || has("model_output_message_plan")) {
         Some("planning")
     } else if has("system_prompt") && item.as_object().is_some_and(|m| m.len() <= 2) {
         Some("system")
@@ -84,6 +91,7 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     let mut task: Option<String> = None;
     let mut output: Option<String> = None;
     let mut diagnostics = Vec::new();
+    let mut last_action_output: Option<String> = None;
     for (i, item) in items.iter().enumerate() {
         let place = format!("steps[{i}]");
         let first = a.steps.len();
@@ -101,10 +109,21 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
                 a.push(super::spantree::USER, "task", StepKind::Message, content, Some(place.clone()));
             }
             Some("planning") => {
+                // smolagents 1.8–1.1x planned in two parts: the facts survey, then the plan.
+                if let Some(facts) = text("facts") {
+                    a.push(&agent, "planning", StepKind::Thought, facts, Some(place.clone()));
+                }
                 let plan = text("plan").unwrap_or_default();
                 a.push(&agent, "planning", StepKind::Thought, plan, Some(place.clone()));
             }
-            Some("action") => action(&mut a, &agent, item, &place, &mut output),
+            Some("action") => {
+                action(&mut a, &agent, item, &place, &mut output);
+                // Before `is_final_answer` (smolagents 1.8–1.1x) the run's answer is the last
+                // step's `action_output`, the value `final_answer` returned.
+                if item.get("is_final_answer").is_none() {
+                    last_action_output = text("action_output");
+                }
+            }
             Some("final") => {
                 let out = text("output").or_else(|| text("final_answer")).unwrap_or_default();
                 output = Some(out.trim().to_string());
@@ -125,6 +144,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
         for s in &mut a.steps[first..] {
             s.timestamp = item.pointer("/timing/start_time").or_else(|| item.get("start_time")).map(value_text);
         }
+    }
+    if output.is_none() {
+        output = last_action_output.map(|o| o.trim().to_string());
     }
     let t = Trajectory {
         id: name.to_string(),

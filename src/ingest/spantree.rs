@@ -314,8 +314,23 @@ fn repeated(nodes: &[Node]) -> Vec<bool> {
 
 /// Walk frames: enter a node, or leave an agent node (to emit its output after its children).
 enum Frame {
-    Enter { node: usize, agent: Option<String>, anchor: Option<usize> },
-    Leave { node: usize, agent: String, delegation: Option<usize> },
+    Enter {
+        node: usize,
+        agent: Option<String>,
+        anchor: Option<usize>,
+    },
+    Leave {
+        node: usize,
+        agent: String,
+        delegation: Option<usize>,
+    },
+    /// The result of a tool execution whose span has children (an agent used as a tool, a
+    /// tool that runs model calls): emitted after their steps, answering `call`.
+    ToolEnd {
+        node: usize,
+        agent: String,
+        call: usize,
+    },
 }
 
 #[derive(Default)]
@@ -342,6 +357,9 @@ struct Emitter {
     linked: HashSet<(usize, usize, u8)>,
     /// Per agent, the steps it took, in order (to find an agent's next step by binary search).
     by_agent: HashMap<String, Vec<usize>>,
+    /// Per agent invoked by another agent (an agent used as a tool, a sub-agent), that caller:
+    /// the user-role messages of its model calls are the caller's request, said by the caller.
+    callers: HashMap<String, String>,
     /// Call steps closed out of order, skipped when they reach the front of their queue.
     closed: HashSet<usize>,
     /// Per node, whether a node below it failed ([`failed_below`]).
@@ -363,7 +381,21 @@ impl Emitter {
                         continue;
                     }
                     self.enter(nodes, children, node, agent, anchor, &mut stack);
-                    if !keep[node] && !matches!(nodes[node].op, Op::Agent { .. }) {
+                    let waits = match nodes[node].op {
+                        Op::Agent { .. } => true,
+                        Op::Tool { .. } => !children[node].is_empty(),
+                        _ => false,
+                    };
+                    if !keep[node] && !waits {
+                        nodes[node].release();
+                    }
+                }
+                Frame::ToolEnd { node, agent, call } => {
+                    if let Op::Tool { name, call_id } = &nodes[node].op {
+                        let (name, call_id) = (name.clone(), call_id.clone());
+                        self.emit_tool_result(&nodes[node], &agent, &name, call_id.as_deref(), call);
+                    }
+                    if !keep[node] {
                         nodes[node].release();
                     }
                 }
@@ -393,7 +425,16 @@ impl Emitter {
             _ => n.agent.clone(),
         };
         let agent = named.clone().or_else(|| inherited.clone()).unwrap_or_else(|| DEFAULT_AGENT.to_string());
-        let delegation = self.emit_node(n, &agent, inherited.as_deref());
+        let delegation = match &n.op {
+            // A tool execution with children (an agent used as a tool): its call now, its result
+            // after the children's steps, which happen while it runs.
+            Op::Tool { name, call_id } if !children[i].is_empty() => {
+                let call = self.tool_call(n, &agent, name, call_id.as_deref());
+                stack.push(Frame::ToolEnd { node: i, agent: agent.clone(), call });
+                None
+            }
+            _ => self.emit_node(n, &agent, inherited.as_deref()),
+        };
         // A failed scope (a chain, a plain span) whose failure no descendant reports would lose
         // its error: it becomes an error step of its own.
         if matches!(n.op, Op::Scope) && n.is_error && !self.failed_below.get(i).copied().unwrap_or(false) {
@@ -472,6 +513,9 @@ impl Emitter {
 
     fn emit_agent_start(&mut self, n: &Node, name: &str, caller: Option<&str>) -> usize {
         let caller = caller.unwrap_or(USER);
+        if caller != USER && caller != name {
+            self.callers.insert(name.to_string(), caller.to_string());
+        }
         let fresh: Vec<String> = self
             .new_msgs(&n.input)
             .into_iter()
@@ -552,19 +596,27 @@ impl Emitter {
     }
 
     fn emit_tool(&mut self, n: &Node, agent: &str, tool: &str, call_id: Option<&str>) {
-        let call = self.find_call(tool, call_id);
-        let call = match call {
-            Some(c) => c,
-            None => {
-                let args = n.input_text.clone().unwrap_or_default();
-                let c = self.push(n, agent, StepKind::ToolCall, args);
-                self.steps[c].tool_name = Some(tool.to_string());
-                if let Some(id) = call_id {
-                    self.steps[c].ids.refs.push(id.to_string());
-                }
-                c
-            }
-        };
+        let call = self.tool_call(n, agent, tool, call_id);
+        self.emit_tool_result(n, agent, tool, call_id, call);
+    }
+
+    /// The call step a tool execution answers: the model's earlier call ([`Self::find_call`]),
+    /// else a call step of its own with the execution's arguments.
+    fn tool_call(&mut self, n: &Node, agent: &str, tool: &str, call_id: Option<&str>) -> usize {
+        if let Some(c) = self.find_call(tool, call_id) {
+            return c;
+        }
+        let args = n.input_text.clone().unwrap_or_default();
+        let c = self.push(n, agent, StepKind::ToolCall, args);
+        self.steps[c].tool_name = Some(tool.to_string());
+        if let Some(id) = call_id {
+            self.steps[c].ids.refs.push(id.to_string());
+        }
+        c
+    }
+
+    /// The result step of a tool execution, linked from `call`.
+    fn emit_tool_result(&mut self, n: &Node, agent: &str, tool: &str, call_id: Option<&str>, call: usize) {
         let text = match (&n.output_text, &n.error) {
             (Some(t), Some(e)) if n.is_error && !t.contains(e.as_str()) => format!("{t}\n[error] {e}"),
             (Some(t), _) => t.clone(),
@@ -645,7 +697,7 @@ impl Emitter {
                 self.add_role(agent, &m.text());
                 return;
             }
-            "user" => m.name.clone().unwrap_or_else(|| USER.to_string()),
+            "user" => m.name.clone().unwrap_or_else(|| self.callers.get(agent).cloned().unwrap_or_else(|| USER.into())),
             "assistant" => m.name.clone().unwrap_or_else(|| agent.to_string()),
             _ => agent.to_string(),
         };
@@ -706,7 +758,13 @@ impl Emitter {
             Some(i) => self.calls.get(i).copied(),
             None => self.oldest_open(),
         };
-        let s = self.push(n, speaker, StepKind::ToolResult, text.to_string());
+        // A tool's answer belongs to the agent that called the tool, whichever role carries it
+        // (pydantic-ai sends tool returns in a user-role message).
+        let speaker = match call {
+            Some(c) => self.steps[c].agent.clone(),
+            None => speaker.to_string(),
+        };
+        let s = self.push(n, &speaker, StepKind::ToolResult, text.to_string());
         self.steps[s].role = role.to_string();
         self.steps[s].is_error = is_error || super::failed_exit(text).is_some();
         if let Some(i) = id {

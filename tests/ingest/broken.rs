@@ -300,7 +300,8 @@ fn openhands_unmatched_observations_say_how_they_were_placed() {
     ]"#;
     let l = ingest::parse("oh.json", events.as_bytes(), Some(SourceFormat::OpenHands)).unwrap();
     let t = &l.trajectories[0];
-    assert_eq!(shape(t), [("user", M), ("agent", C), ("agent", R), ("agent", R), ("user", R)]);
+    // The recall observation is context the harness added, a message of its source.
+    assert_eq!(shape(t), [("user", M), ("agent", C), ("agent", R), ("agent", R), ("user", M)]);
     assert_eq!(tool_links(t), [(1, 2)]);
     // A recall caused by the user's message names an event that is no call: no diagnostic.
     assert_eq!(

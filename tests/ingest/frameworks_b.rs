@@ -430,18 +430,17 @@ fn strands_agent_as_tool_with_reasoning_and_an_image_prompt() {
             ("user", Delegation),
             (r, Thought),
             (r, ToolCall),
-            (r, ToolResult),
             (r, Delegation),
             (fx, Message),
+            (r, ToolResult),
             (r, Message),
         ]
     );
     assert_eq!(t.steps[1].content, "The receipt is in USD; I need the rate.", "reasoningContent");
     assert_eq!(t.steps[2].tool_name.as_deref(), Some("fx_agent"));
-    assert_eq!(t.steps[4].delegate_to.as_deref(), Some(fx));
-    // The tool span's result comes before the agent it ran (span order: a tool's own steps, then
-    // its children).
-    assert_eq!(links(&t), vec![(0, 1, D), (2, 3, R), (4, 5, D)]);
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some(fx));
+    // The tool's result comes after the agent it ran: the tool returns when the agent answers.
+    assert_eq!(links(&t), vec![(0, 1, D), (2, 5, R), (3, 4, D)]);
     assert_eq!(t.steps[0].content, "What does this receipt total, in EUR?\n\n[image png]");
     assert_eq!(t.task, "What does this receipt total, in EUR?\n\n[image png]");
     assert_eq!(errors(&t), Vec::<usize>::new());
