@@ -161,6 +161,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
+    grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.
     let mut g = Vec::new();
     wrong_delegation(ctx, i, &mut g);

@@ -629,7 +629,7 @@ fn an_agents_sdk_agent_whose_instructions_ask_for_confirmation_moves_a_series_un
     // A held-out user's OpenAI Agents SDK export: the system message is in the generation span's
     // input (the agent's instructions), the user asks to "check first", the agent moves the
     // recurring meeting and notifies the attendee.
-    let t = crate::chat::fixture("handbuilt/openai-agents/calendar_moved_unasked.json");
+    let t = crate::chat::fixture("handbuilt/openai-agents/agents-sdk_calendar_moved_unasked.json");
     assert_eq!(t.steps[5].tool_name.as_deref(), Some("update_event"));
     // The revert the user asks for at step 8 ("Please put it back to Tuesday") is unconfirmed too:
     // the instructions ask for an explicit confirmation of the exact change, which a request the
@@ -643,4 +643,32 @@ fn an_agents_sdk_agent_whose_instructions_ask_for_confirmation_moves_a_series_un
     );
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("Calendar Assistant")), "{}", d.reason);
+}
+
+fn release_run(answer: &str) -> Trajectory {
+    load(messages(vec![
+        vec![user("When was version 2.31.0 of requests released?")],
+        call(
+            "c1",
+            "fetch_page",
+            json!({"url": "https://pypi.org/project/requests/#history"}),
+            "Release history\n2.32.0 yanked\nMay 20, 2024\n2.31.0\nMay 22, 2023\n2.30.0\nMay 3, 2023\n2.29.0\nApr 26, 2023",
+        ),
+        vec![assistant(answer)],
+    ]))
+}
+
+#[test]
+fn a_date_read_off_the_neighbouring_entry_is_found_and_the_right_one_is_not() {
+    let t = release_run("The release history lists version 2.31.0 with the date May 3, 2023.");
+    assert_eq!(findings(&t), vec![(3, Signal::IgnoredResult)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "states May 3, 2023 for 2.31.0, but step 2 lists 2.31.0 with May 22, 2023; May 3, 2023 goes with 2.30.0"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // The date that goes with the version, however it is written: no finding.
+    for right in ["Version 2.31.0 was released on May 22, 2023.", "2.31.0: 2023-05-22 (a week after 2.30.0)."] {
+        assert_eq!(findings(&release_run(right)), vec![], "{right}");
+    }
 }

@@ -13,7 +13,7 @@ fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_deci
     // not make and an unknown charge; the triage agent's instructions give suspected takeovers to
     // the Account Security Agent (a specialist that never acts in this run) and put security
     // first; it hands off to the Billing Agent, which refunds the charge.
-    let t = fixture("handbuilt/openai-agents/account_takeover_to_billing.jsonl");
+    let t = fixture("handbuilt/openai-agents/agents-sdk_account_takeover_to_billing.jsonl");
     assert_eq!(t.steps[3].delegate_to.as_deref(), Some("Billing Agent"));
     let wrong: Vec<usize> =
         findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();

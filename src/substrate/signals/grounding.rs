@@ -773,3 +773,138 @@ mod tests {
         assert!(names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &["get".into(), "cheap".into()]));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A date read off the neighbouring entry
+// ---------------------------------------------------------------------------------------------
+
+/// How many steps back [`neighbouring_date`] looks for the observation a date was read from.
+const NEIGHBOUR_LOOKBACK: usize = 12;
+
+/// How far after a key (in bytes) its date may stand in an observation ("2.31.0\nMay 22, 2023",
+/// "| 2.31.0 | May 22, 2023 |").
+const KEY_TO_DATE: usize = 60;
+
+/// Step `i`, an agent's statement of a date for a key ("version 2.31.0 with the date May 3,
+/// 2023"), where an observation of the last [`NEIGHBOUR_LOOKBACK`] steps (a tool result or a
+/// browsing agent's page) lists the key with another date right after it ("2.31.0\nMay 22,
+/// 2023") and the stated date after another key ("2.30.0\nMay 3, 2023"): the date of the
+/// neighbouring entry was read. A key is a word of the sentence that states the date, with a
+/// digit or a capital letter and three characters or more, that the observation writes as a
+/// word of its own; the date that goes with it is the first date within [`KEY_TO_DATE`] bytes
+/// after it. Any word of the sentence followed by the stated date in the observation clears it
+/// ("2.31.0: 2023-05-22, a week after 2.30.0" reads 2.31.0's date right).
+pub(super) fn neighbouring_date(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message) || is_outside_agent(&step.agent) || super::is_agent_output(ctx, i) {
+        return;
+    }
+    let ev = &ctx.hierarchy.evidence[i];
+    let dates: Vec<&crate::evidence::Evidence> =
+        ev.iter().filter(|e| e.kind == crate::evidence::EvidenceKind::Date && e.context.is_none()).collect();
+    if dates.is_empty() {
+        return;
+    }
+    let text = &step.content;
+    let observations: Vec<usize> = (i.saturating_sub(NEIGHBOUR_LOOKBACK)..i)
+        .rev()
+        .filter(|&j| t.steps[j].kind == StepKind::ToolResult || super::is_agent_output(ctx, j))
+        .collect();
+    for d in dates {
+        // The sentence around the date, and its key-like words.
+        // A dot inside `2.31.0` ends no sentence: only one before a space or a line break does.
+        let before = &text[..d.span.start];
+        let start = [". ", ".\n", "? ", "! ", "\n"]
+            .iter()
+            .filter_map(|b| before.rfind(b).map(|p| p + b.len()))
+            .max()
+            .unwrap_or(0);
+        let rest = &text[d.span.end..];
+        let end = [". ", ".\n", "? ", "! ", "\n"]
+            .iter()
+            .filter_map(|b| rest.find(b))
+            .min()
+            .map_or(text.len(), |p| d.span.end + p);
+        let sentence = &text[start..end];
+        let own = d.text(text);
+        // Nearest to the date first: "version 2.31.0 with the date May 3, 2023, below the 2.32.0
+        // entry" states the date for 2.31.0.
+        let at = d.span.start - start;
+        let mut keys: Vec<(usize, &str)> = sentence
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '\'' | '"' | '`' | ':'))
+            .map(|w| w.trim_end_matches('.'))
+            .filter(|w| w.chars().count() >= 3 && !own.contains(*w))
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit() || c.is_uppercase()))
+            .filter(|w| crate::evidence::date_key(w).is_none())
+            .map(|w| {
+                let p = w.as_ptr() as usize - sentence.as_ptr() as usize;
+                (p.abs_diff(at), w)
+            })
+            .collect();
+        keys.sort();
+        let keys: Vec<&str> = keys.into_iter().map(|(_, w)| w).collect();
+        for &o in &observations {
+            let page = &t.steps[o].content;
+            let page_dates: Vec<&crate::evidence::Evidence> =
+                ctx.hierarchy.evidence[o].iter().filter(|e| e.kind == crate::evidence::EvidenceKind::Date).collect();
+            if !page_dates.iter().any(|e| e.key == d.key) {
+                continue;
+            }
+            // The date right after each occurrence of a word.
+            let after = |w: &str| -> Vec<&crate::evidence::Evidence> {
+                word_positions(page, w)
+                    .filter_map(|p| {
+                        let from = p + w.len();
+                        page_dates.iter().copied().find(|e| e.span.start >= from && e.span.start <= from + KEY_TO_DATE)
+                    })
+                    .collect()
+            };
+            // Some word of the sentence goes with the stated date: it was read right.
+            if keys.iter().any(|k| after(k).iter().any(|e| e.key == d.key)) {
+                continue;
+            }
+            for &k in &keys {
+                let theirs = after(k);
+                if theirs.is_empty() || theirs.iter().any(|e| e.key == d.key) {
+                    continue;
+                }
+                let other = theirs[0];
+                // The stated date goes with another entry of the page.
+                let Some(owner) = page_dates
+                    .iter()
+                    .find(|e| e.key == d.key)
+                    .and_then(|e| page[..e.span.start].trim_end().rsplit(['\n', '|']).next())
+                    .map(|l| crate::text::clip(l.trim(), 30))
+                else {
+                    continue;
+                };
+                out.push(finding(
+                    Signal::IgnoredResult,
+                    weights::MISREAD,
+                    prose![
+                        format!("states {own} for {k}, but step "),
+                        Part::Step(o),
+                        format!(" lists {k} with {}; {own} goes with {owner}", other.text(page)),
+                    ],
+                ));
+                return;
+            }
+        }
+    }
+}
+
+/// The byte positions where `w` stands in `text` as a word of its own (no letter, digit, `.`
+/// or `-` joined to it on either side: `2.31.0` is not inside `12.31.05`).
+fn word_positions<'a>(text: &'a str, w: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let joined = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    text.match_indices(w).map(|(p, _)| p).filter(move |&p| {
+        let before = text[..p].chars().next_back();
+        let after_text = &text[p + w.len()..];
+        let mut after = after_text.chars();
+        let next = after.next();
+        // A sentence's full stop after the word is no joining dot.
+        let next = if next == Some('.') && after.next().is_none_or(char::is_whitespace) { None } else { next };
+        !joined(before) && !joined(next)
+    })
+}
