@@ -720,60 +720,6 @@ pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     ));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_are_numbers_before_a_plural_and_not_measures_or_amounts() {
-        let c = counts("Currently, there are 11 available T-shirt options in our store.");
-        assert_eq!(c.len(), 1);
-        assert_eq!((c[0].n, c[0].phrase.clone()), (11, vec!["available".into(), "t-shirt".into(), "options".into()]));
-        assert_eq!(counts("You have three pending orders.")[0].n, 3);
-        assert!(counts("Refunds take 5 business days; the 500 pieces puzzle costs $53 dollars.").is_empty());
-        assert!(counts("Order #W123 4 items").iter().all(|c| c.n == 4));
-        assert!(counts("a refund of $3.76 items").is_empty(), "an amount is no count");
-        assert!(counts("You have two orders containing water bottles.").is_empty(), "a selection");
-    }
-
-    #[test]
-    fn stems_drop_plurals() {
-        assert_eq!(stem("orders"), "order");
-        assert_eq!(stem("boxes"), "box");
-        assert_eq!(stem("options"), "option");
-        assert_eq!(stem("T-Shirt"), "t-shirt");
-    }
-
-    #[test]
-    fn lists_their_sizes_and_subsets_and_unavailable_records_are_indexed() {
-        let t = crate::model::Trajectory {
-            steps: vec![crate::model::Step {
-                kind: StepKind::ToolResult,
-                tool_name: Some("get_product_details".into()),
-                content: r#"{"name": "T-Shirt", "variants": {"111111": {"item_id": "111111", "available": true},
-                    "222222": {"item_id": "222222", "available": false}, "333333": {"item_id": "333333", "available": true}}}"#
-                    .into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let r = index(&t);
-        assert_eq!(r.unavailable, vec![("222222".to_string(), 0, "available".to_string())]);
-        assert_eq!(r.elsewhere.get("111111"), Some(&0));
-        assert_eq!(r.elsewhere.get("222222"), None);
-        let l = &r.listings[0];
-        assert_eq!((l.name.as_str(), l.owner.as_deref(), l.size), ("variants", Some("t-shirt"), 3));
-        assert!(l.subsets.contains(&("available=true".into(), 2)));
-        assert!(names(&["t-shirt".into(), "options".into()], l, &[]));
-        assert!(names(&["available".into(), "t-shirt".into(), "options".into()], l, &[]));
-        assert!(!names(&["orders".into()], l, &[]));
-        // "cheap" is no field or value of the list: the count is of a selection it cannot check.
-        assert!(!names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &[]));
-        // A lookup named for the selection lists that selection.
-        assert!(names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &["get".into(), "cheap".into()]));
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // A date read off the neighbouring entry
 // ---------------------------------------------------------------------------------------------
@@ -907,4 +853,58 @@ fn word_positions<'a>(text: &'a str, w: &'a str) -> impl Iterator<Item = usize> 
         let next = if next == Some('.') && after.next().is_none_or(char::is_whitespace) { None } else { next };
         !joined(before) && !joined(next)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_numbers_before_a_plural_and_not_measures_or_amounts() {
+        let c = counts("Currently, there are 11 available T-shirt options in our store.");
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].n, c[0].phrase.clone()), (11, vec!["available".into(), "t-shirt".into(), "options".into()]));
+        assert_eq!(counts("You have three pending orders.")[0].n, 3);
+        assert!(counts("Refunds take 5 business days; the 500 pieces puzzle costs $53 dollars.").is_empty());
+        assert!(counts("Order #W123 4 items").iter().all(|c| c.n == 4));
+        assert!(counts("a refund of $3.76 items").is_empty(), "an amount is no count");
+        assert!(counts("You have two orders containing water bottles.").is_empty(), "a selection");
+    }
+
+    #[test]
+    fn stems_drop_plurals() {
+        assert_eq!(stem("orders"), "order");
+        assert_eq!(stem("boxes"), "box");
+        assert_eq!(stem("options"), "option");
+        assert_eq!(stem("T-Shirt"), "t-shirt");
+    }
+
+    #[test]
+    fn lists_their_sizes_and_subsets_and_unavailable_records_are_indexed() {
+        let t = crate::model::Trajectory {
+            steps: vec![crate::model::Step {
+                kind: StepKind::ToolResult,
+                tool_name: Some("get_product_details".into()),
+                content: r#"{"name": "T-Shirt", "variants": {"111111": {"item_id": "111111", "available": true},
+                    "222222": {"item_id": "222222", "available": false}, "333333": {"item_id": "333333", "available": true}}}"#
+                    .into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let r = index(&t);
+        assert_eq!(r.unavailable, vec![("222222".to_string(), 0, "available".to_string())]);
+        assert_eq!(r.elsewhere.get("111111"), Some(&0));
+        assert_eq!(r.elsewhere.get("222222"), None);
+        let l = &r.listings[0];
+        assert_eq!((l.name.as_str(), l.owner.as_deref(), l.size), ("variants", Some("t-shirt"), 3));
+        assert!(l.subsets.contains(&("available=true".into(), 2)));
+        assert!(names(&["t-shirt".into(), "options".into()], l, &[]));
+        assert!(names(&["available".into(), "t-shirt".into(), "options".into()], l, &[]));
+        assert!(!names(&["orders".into()], l, &[]));
+        // "cheap" is no field or value of the list: the count is of a selection it cannot check.
+        assert!(!names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &[]));
+        // A lookup named for the selection lists that selection.
+        assert!(names(&["cheap".into(), "t-shirt".into(), "options".into()], l, &["get".into(), "cheap".into()]));
+    }
 }
