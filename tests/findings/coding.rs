@@ -937,9 +937,12 @@ fn a_fix_claimed_without_running_the_reproduction_again_is_a_finding_of_the_fix(
     assert_eq!(findings(&t), vec![]);
 }
 
+/// A tool call of [`claude_turns`]: the tool, its input and its result.
+type ToolUse<'a> = (&'a str, Value, &'a str);
+
 /// A Claude Code 2.x transcript: the user's task, then the assistant's texts and its tool calls
 /// (`Some((tool, input, result))`, each answered by the user's `tool_result`) in order.
-fn claude_turns(task: &str, items: &[(&str, Option<(&str, Value, &str)>)]) -> Trajectory {
+fn claude_turns(task: &str, items: &[(&str, Option<ToolUse<'_>>)]) -> Trajectory {
     let mut records: Vec<Value> = Vec::new();
     let mut push = |kind: &str, message: Value| {
         let n = records.len();
