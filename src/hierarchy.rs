@@ -354,6 +354,11 @@ fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action
     if step.role == "human" || step.role == "user" && step.index == 0 {
         return Action::Request;
     }
+    // A framework's own planning step (smolagents' `PlanningStep`: facts survey and plan) is the
+    // plan, whatever its text.
+    if step.role == "planning" && step.kind == StepKind::Thought {
+        return Action::Plan;
+    }
     if content == "TERMINATE" || step.role.contains("termination") {
         return Action::Terminate;
     }

@@ -16,6 +16,7 @@
 
 mod assertion;
 pub use assertion::claimed_failure;
+mod coding;
 mod instructions;
 pub use instructions::Prohibition;
 mod progress;
@@ -150,9 +151,11 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     // (the edit's failure, found at the edit), is no rejected state change.
     let check =
         result_of(ctx, i).is_some_and(|r| reproduces_reported_failure(ctx, r)) || edit_checked_by(ctx, i).is_some();
-    if !refused && (check || !actions::rejected(ctx, i, &mut f)) {
+    // An edit the editor refused and the agent then made again is part of the work.
+    if !refused && !coding::recovered_edit(ctx, i) && (check || !actions::rejected(ctx, i, &mut f)) {
         failed_action(ctx, i, &mut f);
     }
+    coding::silent_noop(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -174,6 +177,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     blocking_change(ctx, i, &mut h);
     assertion::unverified(ctx, i, &mut h);
     progress::no_progress(ctx, i, &mut h);
+    coding::reproduction_not_rerun(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
@@ -232,13 +236,24 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter_map(|e| e.key.trim_end_matches('%').trim().parse::<f64>().ok())
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !rate_factor(k, &percents)).collect();
-    // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025").
+    // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025"), or a
+    // part of a figure from an earlier step that it breaks down in writing ("3630, which is 3600 +
+    // 30", 3630 from the task).
     let content = &ctx.trajectory.steps[s.index].content;
+    let sourced: Vec<(f64, usize)> = ev
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+        .filter(|e| first_written(ctx, &e.key).is_some_and(|j| j < s.index))
+        .filter_map(|e| Some((e.key.parse::<f64>().ok()?, e.span.start)))
+        .collect();
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {
-            !ev.iter()
-                .any(|e| e.kind == EvidenceKind::Number && e.key == *k && written_result(content, e.span.start, k))
+            !ev.iter().any(|e| {
+                e.kind == EvidenceKind::Number
+                    && e.key == *k
+                    && (written_result(content, e.span.start, k) || written_part(content, e.span.start, &sourced))
+            })
         })
         .collect();
     // "No earlier source" must hold as written: a number some earlier step writes in another
@@ -262,6 +277,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // lines of 25.00, 34.90 and 18.75).
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| !matches!(total_check(content, ev, k), Some(Total::Adds))).collect();
+    // A value a coding agent names as the fix ("`m` is 1 instead of 60") and then writes in an
+    // edit whose check passes is its design, checked by the run, not an invented fact.
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !written_and_checked(ctx, s.index, k)).collect();
     if numeric.is_empty() {
         return;
     }
@@ -275,6 +293,23 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         })
         .unwrap_or_default();
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source{hint}", shown.join(", "))));
+}
+
+/// Whether a later edit of the agent of step `i` ([`edits`]) writes the number `key` (as a whole
+/// word of its text) and the first check after that edit ([`edit_checked_by`]) ran and did not
+/// fail ([`failed_check_after_edit`]).
+fn written_and_checked(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    let t = ctx.trajectory;
+    let agent = &t.steps[i].agent;
+    (i + 1..t.steps.len()).any(|e| {
+        t.steps[e].agent == *agent
+            && edits(t, e)
+            && contains_word(&t.steps[e].content, key)
+            && (e + 1..t.steps.len())
+                .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j))
+                .is_some_and(|c| edit_checked_by(ctx, c) == Some(e))
+            && failed_check_after_edit(ctx, e).is_none()
+    })
 }
 
 /// How close a sum of the amounts before a total must come to it, as a share of the total, for
@@ -495,6 +530,31 @@ fn written_result(text: &str, at: usize, key: &str) -> bool {
     (result - v).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9
 }
 
+/// Whether the number written at byte `at` of `text` is a term of a written sum or difference
+/// (`3600 + 30`, `a - b - c`: numbers and `+`, `-` with spaces around them; not a date or a range
+/// such as `2023-05-22` or `10-20`) whose value is a figure written on the same line, outside the
+/// sum, that an earlier step wrote (`sourced`: value and byte offset): the step breaks that
+/// figure down in prose ("3630, which is 3600 + 30"), so each part is worked out from it. Code
+/// (`range(1, 30 + 1)`) states no such figure beside its sum.
+fn written_part(text: &str, at: usize, sourced: &[(f64, usize)]) -> bool {
+    static SUM: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b\d+(?:\.\d+)?(?:[ \t]+[-+][ \t]+\d+(?:\.\d+)?)+\b").unwrap());
+    let start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |p| at + p);
+    SUM.find_iter(&text[start..end]).any(|m| {
+        let span = start + m.start()..start + m.end();
+        span.contains(&at)
+            && evaluate(m.as_str()).is_some_and(|total| {
+                total != 0.0
+                    && sourced.iter().any(|&(x, pos)| {
+                        (start..end).contains(&pos)
+                            && !span.contains(&pos)
+                            && (x - total).abs() <= 1e-9 * x.abs().max(1.0)
+                    })
+            })
+    })
+}
+
 /// The value of `a op b op …` (numbers and `+ - * × x / ÷`, multiplication and division first);
 /// `None` when it does not parse or divides by zero.
 fn evaluate(expr: &str) -> Option<f64> {
@@ -574,7 +634,7 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(r) = result_of(ctx, i) else { return };
     // A lookup the agent retried or corrected with success, or a command it ran again with
     // success, is context, not the error.
-    if actions::recovered(ctx, i) {
+    if recovered(ctx, i) {
         return;
     }
     // An edit is judged by the check after it: when that check fails, the edit broke something
@@ -778,11 +838,43 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
     }
     // A checker that is not installed checked nothing; a check run again as it was, with
     // success, failed on work in progress that the agent went on to finish.
-    if rerun_passes(ctx, c) {
+    let failed = |c: usize| {
+        if rerun_passes(ctx, c) {
+            return None;
+        }
+        let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none())?;
+        Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
+    };
+    if let Some(found) = failed(c) {
+        return Some(found);
+    }
+    // The first check passed without running the tests (the reproduction script run again, the
+    // file read back): the first test run after it, before the next edit, judges the edit too,
+    // when it fails on a test no output before the edit showed failing.
+    if runs_tests(t, c) {
         return None;
     }
-    let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none())?;
-    Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
+    let k = (c + 1..t.steps.len().min(c + 1 + TEST_RUN_WINDOW))
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))
+        .take_while(|&j| !edits(t, j))
+        .find(|&j| runs_tests(t, j))?;
+    let (r, line) = failed(k)?;
+    let tests = failing_tests(&t.steps[r].content);
+    let new = tests.is_empty()
+        || tests.iter().any(|name| {
+            !(0..e)
+                .any(|j| t.steps[j].kind == StepKind::ToolResult && failing_tests(&t.steps[j].content).contains(name))
+        });
+    new.then_some((r, line))
+}
+
+/// How many steps after an edit's first check [`failed_check_after_edit`] looks for the first
+/// test run.
+const TEST_RUN_WINDOW: usize = 12;
+
+/// Whether call `c` is a shell command that runs a test runner ([`shell::runs_tests`]).
+fn runs_tests(t: &Trajectory, c: usize) -> bool {
+    call_command(t, c).is_some_and(|cmd| shell::commands(&cmd).iter().any(shell::runs_tests))
 }
 
 /// What the failing check at step `r` reports, for a reason: the tests it names as failed (at
@@ -863,7 +955,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     // Going on after an error that the agent recovered from is not ignoring it.
     let failed_call = links(ctx).produced_by.get(i - 1).copied().flatten();
-    if failed_call.is_some_and(|c| actions::recovered(ctx, c)) {
+    if failed_call.is_some_and(|c| recovered(ctx, c)) {
         return;
     }
     // After a failed shell command (a test run, a build), reading files or running a check is
@@ -1526,7 +1618,14 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
 /// Whether the tool output at step `r` (0-based) answers a call the agent recovered from
 /// ([`actions::recovered`]: the lookup retried with success, the change made another way).
 fn recovered_error(ctx: &Context<'_>, r: usize) -> bool {
-    links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| actions::recovered(ctx, c))
+    links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| recovered(ctx, c))
+}
+
+/// Whether the agent recovered from the error of call `c`: [`actions::recovered`] (a lookup
+/// retried, a change made another way, a command run again with success), or an edit the editor
+/// refused that the agent made again with success ([`coding::recovered_edit`]).
+pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
+    actions::recovered(ctx, c) || coding::recovered_edit(ctx, c)
 }
 
 /// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says
@@ -1943,7 +2042,8 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
         && s.tool_name.as_deref().is_some_and(|n| {
             let n = n.to_ascii_lowercase();
             match shell_command(&n, &s.content) {
-                Some(cmd) => command_edits_files(&cmd),
+                // Removing a scratch file the agent made itself changes no code under test.
+                Some(cmd) => command_edits_files(&cmd) && !coding::removes_own_scratch(t, i),
                 None => {
                     let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).collect();
                     // Codex's `file_change`, an `update_file` or `delete_file` tool.

@@ -559,3 +559,487 @@ fn a_check_that_passes_when_run_again_after_more_edits_leaves_no_failure() {
     let t = load(m);
     assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Real-shaped sessions of SWE-agent, mini-swe-agent, OpenHands, Claude Code and smolagents
+// ---------------------------------------------------------------------------------------------
+
+/// A SWE-agent 1.1 `.traj`: the instance template with the task, then per turn the assistant's
+/// thought and action line (`history`, as `save_trajectory` writes it, with the same turns in
+/// `trajectory`), answered by the observation; the last action is `submit`.
+fn swe_agent(task: &str, turns: &[(&str, &str, &str)]) -> Trajectory {
+    let mut history = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that can interact with a computer to solve tasks.",
+            "agent": "main", "message_type": "system_prompt"}),
+        json!({"role": "user", "agent": "main", "message_type": "observation", "content":
+            format!("<uploaded_files>\n/testbed\n</uploaded_files>\nConsider the following PR description:\n\n<pr_description>\n{task}\n</pr_description>")}),
+    ];
+    let mut trajectory = Vec::new();
+    for (k, (thought, action, observation)) in turns.iter().enumerate() {
+        // Function calling: the editor and `submit` are tools of their own, every other action
+        // runs in `bash`.
+        let words: Vec<&str> = action.split_whitespace().collect();
+        let (tool, args) = match words.first().copied() {
+            Some("str_replace_editor") => {
+                ("str_replace_editor", json!({"command": words.get(1), "path": words.get(2)}))
+            }
+            Some("submit") => ("submit", json!({})),
+            _ => ("bash", json!({"command": action})),
+        };
+        let id = format!("call_{k:02}");
+        history.push(json!({"role": "assistant", "content": thought, "thought": thought, "action": action,
+            "agent": "main", "message_type": "action", "tool_calls": [{"index": 0, "id": id, "type": "function",
+                "function": {"name": tool, "arguments": args.to_string()}}]}));
+        history.push(
+            json!({"role": "tool", "content": [{"type": "text", "text": format!("OBSERVATION:\n{observation}")}],
+            "agent": "main", "message_type": "observation", "tool_call_ids": [id]}),
+        );
+        trajectory.push(json!({"action": action, "observation": observation, "response": thought, "thought": thought,
+            "execution_time": 0.4, "state": {"working_dir": "/testbed"}, "query": [], "extra_info": {}}));
+    }
+    let doc = json!({"trajectory": trajectory, "history": history,
+        "info": {"exit_status": "submitted", "submission": "diff --git a/pagekit/pagination.py b/pagekit/pagination.py",
+            "swe_agent_version": "1.1.0"},
+        "replay_config": "{}", "environment": "main"});
+    let loaded = falat::ingest::parse("run.traj", doc.to_string().as_bytes(), None).expect("a SWE-agent run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+const PAGES_TASK: &str = "Page.pages drops the last partial page: paginate(range(25), per_page=10) gives 2 pages \
+    instead of 3, so has_next is False on page 2.";
+
+/// The SWE-agent session: a reproduction script written and run, the fix, the script run again,
+/// then `tests_output`, the script removed and the submission.
+fn pages_session(tests_output: &str) -> Trajectory {
+    swe_agent(
+        PAGES_TASK,
+        &[
+            (
+                "Let me write a reproduction script.",
+                "str_replace_editor create /testbed/reproduce.py --file_text 'from pagekit import paginate\nprint(paginate(list(range(25)), page=2, per_page=10).pages)'",
+                "File created successfully at: /testbed/reproduce.py",
+            ),
+            ("Run it.", "cd /testbed && python reproduce.py", "2"),
+            (
+                "Adding one to the floor division counts the last page.",
+                "str_replace_editor str_replace /testbed/pagekit/pagination.py --old_str '        return self.total // self.per_page' --new_str '        return self.total // self.per_page + 1'",
+                "The file /testbed/pagekit/pagination.py has been edited. Here's the result of running `cat -n` on a snippet of /testbed/pagekit/pagination.py:\n    20\t        return self.total // self.per_page + 1\nReview the changes and make sure they are as expected.",
+            ),
+            ("Run the reproduction again.", "cd /testbed && python reproduce.py", "3"),
+            (
+                "Now the test suite.",
+                "cd /testbed && python -m pytest tests/test_pagination.py -q 2>&1 | tail -5",
+                tests_output,
+            ),
+            (
+                "These failures are unrelated to the change. Removing the script.",
+                "rm /testbed/reproduce.py",
+                "Your command ran successfully and did not produce any output.",
+            ),
+            ("Submitting.", "submit", "diff --git a/pagekit/pagination.py b/pagekit/pagination.py"),
+        ],
+    )
+}
+
+#[test]
+fn a_test_run_failing_after_the_edit_blames_the_edit_and_removing_the_own_scratch_file_is_no_edit() {
+    let failing = "..F.F...                                                     [100%]\n\
+        =================================== FAILURES ===================================\n\
+        _____________________________ test_exact_multiple ______________________________\n\
+        >       assert p.pages == 3\nE       assert 4 == 3\n\ntests/test_pagination.py:14: AssertionError\n\
+        __________________________________ test_empty __________________________________\n\
+        >       assert p.pages == 0\nE       assert 1 == 0\n\ntests/test_pagination.py:21: AssertionError\n\
+        =========================== short test summary info ============================\n\
+        FAILED tests/test_pagination.py::test_exact_multiple - assert 4 == 3\n\
+        FAILED tests/test_pagination.py::test_empty - assert 1 == 0\n2 failed, 6 passed in 0.07s";
+    let t = pages_session(failing);
+    let rm = t.steps.iter().position(|s| s.content.contains("rm /testbed/reproduce.py")).expect("the rm call");
+    let edit = t.steps.iter().position(|s| s.content.contains("--old_str")).expect("the edit");
+    // The agent removes the reproduction script it created: no edit, so no check is owed after it.
+    assert!(!signals::edits(&t, rm));
+    assert!(signals::edits(&t, edit));
+    // The reproduction passes after the edit; the test run right after it fails on tests that no
+    // output showed failing before: the edit's failure, found at the edit.
+    let tests_result = t.steps.iter().position(|s| s.content.contains("2 failed, 6 passed")).expect("the tests");
+    assert_eq!(
+        evidence(&t, edit, Signal::FailedAction),
+        format!(
+            "the check after this edit fails at step {tests_result}: test_exact_multiple, test_empty failed: \
+             tests/test_pagination.py:21: AssertionError"
+        )
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(edit), "{}", d.reason);
+    // With the tests passing there is nothing to blame, and the submission after the scratch
+    // file's removal is no unchecked claim.
+    let t = pages_session("........\n8 passed in 0.05s");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+}
+
+#[test]
+fn a_failing_test_run_that_failed_the_same_way_before_the_edit_is_not_the_edit_s() {
+    let failing = "..F.....\nFAILED tests/test_pagination.py::test_partial_last_page - assert 2 == 3\n1 failed";
+    let mut turns: Vec<(&str, &str, &str)> =
+        vec![("Run the tests first.", "cd /testbed && python -m pytest -q", failing)];
+    turns.extend([
+        (
+            "Fix.",
+            "str_replace_editor str_replace /testbed/pagekit/pagination.py --old_str 'a' --new_str 'b'",
+            "The file /testbed/pagekit/pagination.py has been edited.",
+        ),
+        ("Look at it.", "cat /testbed/pagekit/pagination.py", "def pages(self):\n    return b"),
+        ("Tests again.", "cd /testbed && python -m pytest -q", failing),
+    ]);
+    let t = swe_agent(PAGES_TASK, &turns);
+    let edit = t.steps.iter().position(|s| s.content.contains("--old_str")).expect("the edit");
+    assert!(!findings(&t).contains(&(edit, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
+fn an_edit_the_editor_refused_and_the_agent_made_again_is_recovered() {
+    let t = swe_agent(
+        "intcomma drops the sign of negative numbers when ndigits is given: intcomma(-1234.567, 1) gives '1,234.6'.",
+        &[
+            (
+                "Fix the abs().",
+                "str_replace_editor str_replace /testbed/src/humanize/number.py --old_str '    if ndigits is not None:\n        orig = abs(value)' --new_str '    if ndigits is not None:\n        orig = value'",
+                "No replacement was performed, old_str `    if ndigits is not None:\n        orig = abs(value)` did not appear verbatim in /testbed/src/humanize/number.py.",
+            ),
+            (
+                "The whitespace must differ; let me view the lines.",
+                "str_replace_editor view /testbed/src/humanize/number.py --view_range 146 152",
+                "   149\t        orig = abs(value)\t",
+            ),
+            (
+                "Replace just the expression.",
+                "str_replace_editor str_replace /testbed/src/humanize/number.py --old_str 'abs(value)' --new_str 'value'",
+                "The file /testbed/src/humanize/number.py has been edited.",
+            ),
+            (
+                "Run the tests.",
+                "cd /testbed && python -m pytest tests/test_number.py -q",
+                "........\n8 passed in 0.04s",
+            ),
+            ("Submitting.", "submit", "diff --git a/src/humanize/number.py b/src/humanize/number.py"),
+        ],
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.contains("the tool error at step 3 was recovered from"), "{}", d.reason);
+}
+
+/// A mini-swe-agent 1.x run: the PR description, then per turn `THOUGHT:` and one command block,
+/// answered by `<returncode>` and `<output>`; a reply with `None` as its command is the harness's
+/// format complaint about two command blocks.
+fn mini_swe(task: &str, turns: &[(&str, Option<&str>, &str)]) -> Trajectory {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."}),
+        json!({"role": "user", "content": format!("<pr_description>\nConsider the following PR description:\n{task}\n</pr_description>")}),
+    ];
+    for (thought, cmd, output) in turns {
+        match cmd {
+            Some(cmd) => {
+                messages.push(
+                    json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```")}),
+                );
+                messages.push(json!({"role": "user", "content": format!("<returncode>0</returncode>\n<output>\n{output}\n</output>")}));
+            }
+            None => {
+                messages.push(json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\nls\n```\n\n```bash\npwd\n```")}));
+                messages.push(json!({"role": "user", "content": format!("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n{output}")}));
+            }
+        }
+    }
+    let doc = json!({"info": {"exit_status": "Submitted", "submission": ""}, "messages": messages,
+        "trajectory_format": "mini-swe-agent-1"});
+    let loaded = falat::ingest::parse("run.traj.json", doc.to_string().as_bytes(), None).expect("a mini-swe-agent run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+const SED: &str = r#"sed -i 's/LABEL_RE = re.compile(r"(\\w+)=\\"(\[^"\]\*)\\"")/LABEL_RE = re.compile(r"(\\w+)=\\"((?:[^"\\\\]|\\\\.)*)\\"")/' promtext/parser.py"#;
+
+fn sed_session(diff: &str) -> Trajectory {
+    mini_swe(
+        "Label values containing an escaped double quote are cut off by parse_line.",
+        &[
+            ("Two commands at once.", None, "Please format your action in triple backticks."),
+            (
+                "Read the parser.",
+                Some("cat -n promtext/parser.py"),
+                "     8\tLABEL_RE = re.compile(r'(\\w+)=\"([^\"]*)\"')",
+            ),
+            ("Accept escaped characters in the value.", Some(SED), ""),
+            ("Run the tests.", Some("python -m pytest -q 2>&1 | tail -2"), "26 passed in 0.09s"),
+            (
+                "The fix is complete. Submitting.",
+                Some("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"),
+                diff,
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_sed_substitution_the_diff_does_not_show_changed_nothing() {
+    // The submitted diff changes parser.py elsewhere, without the new pattern.
+    let t = sed_session(
+        "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff --git a/promtext/parser.py b/promtext/parser.py\n\
+         --- a/promtext/parser.py\n+++ b/promtext/parser.py\n@@ -25,6 +25,9 @@\n+def _unescape(value: str) -> str:\n",
+    );
+    let sed = t.steps.iter().position(|s| s.content.contains("sed -i")).expect("the sed call");
+    let diff = t.steps.len() - 1;
+    assert_eq!(
+        evidence(&t, sed, Signal::FailedAction),
+        format!(
+            "`sed -i` on parser.py exited without error but changed nothing: the diff at step {diff} shows parser.py \
+             without `LABEL_RE = re.compile(r\"(\\w+)=\\\"((?:[^\"…`"
+        )
+    );
+    // The harness's complaint about the format, recovered at once, is no rejected change.
+    assert!(!findings(&t).iter().any(|(s, _)| *s < sed), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(sed), "{}", d.reason);
+    // A diff that shows the new pattern: the substitution did its work.
+    let t = sed_session(
+        "diff --git a/promtext/parser.py b/promtext/parser.py\n-LABEL_RE = re.compile(r\"(\\w+)=\\\"([^\"]*)\\\"\")\n\
+         +LABEL_RE = re.compile(r\"(\\w+)=\\\"((?:[^\"\\\\]|\\\\.)*)\\\"\")\n",
+    );
+    assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::FailedAction), "{:?}", findings(&t));
+    // The last diff lists another file only.
+    let t = sed_session("diff --git a/CHANGELOG.md b/CHANGELOG.md\n+- Fix escaped quotes.\n");
+    assert!(
+        evidence(&t, sed, Signal::FailedAction)
+            .ends_with(&format!("the last diff, at step {diff}, does not list parser.py"))
+    );
+}
+
+/// An OpenHands 0.48 event list: the user's message, then per command a `run` action and its
+/// observation with the exit code, then the agent's closing message.
+fn openhands(task: &str, commands: &[(&str, &str, i64)], closing: &str) -> Trajectory {
+    let mut events = vec![
+        json!({"id": 0, "source": "agent", "action": "system", "message": "You are OpenHands agent.",
+            "args": {"content": "You are OpenHands agent.", "agent_class": "CodeActAgent", "openhands_version": "0.48.0"}}),
+        json!({"id": 1, "source": "user", "action": "message", "message": task, "args": {"content": task, "image_urls": []}}),
+    ];
+    for (k, (cmd, output, code)) in commands.iter().enumerate() {
+        let id = 2 + 2 * k as i64;
+        let meta = json!({"function_name": "execute_bash", "tool_call_id": format!("toolu_{k:02}"), "total_calls_in_response": 1});
+        events.push(json!({"id": id, "source": "agent", "action": "run", "message": format!("Running command: {cmd}"),
+            "tool_call_metadata": meta, "args": {"command": cmd, "thought": "", "is_input": false}}));
+        events.push(
+            json!({"id": id + 1, "source": "agent", "observation": "run", "cause": id, "tool_call_metadata": meta,
+            "message": format!("Command `{cmd}` executed with exit code {code}."), "content": output,
+            "extras": {"command": cmd, "metadata": {"exit_code": code}}}),
+        );
+    }
+    let last = 2 + 2 * commands.len() as i64;
+    events.push(json!({"id": last, "source": "agent", "action": "message", "message": closing,
+        "args": {"content": closing, "wait_for_response": true}}));
+    let loaded = falat::ingest::parse("events.json", Value::Array(events).to_string().as_bytes(), None)
+        .expect("an OpenHands run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+#[test]
+fn throwing_the_working_tree_away_after_the_user_warned_of_uncommitted_work_is_the_decisive_call() {
+    let warned = "`make build` is broken since I pulled. Please regenerate the protos. Heads-up: I have uncommitted, \
+        unpushed work in services/billing/, so don't lose that.";
+    let run = |task: &str| {
+        openhands(
+            task,
+            &[
+                ("git status --short", " M services/billing/export.go\n?? services/billing/invoice_csv.go", 0),
+                (
+                    "make proto 2>&1 | tail -3",
+                    "internal/gen/fleet/telemetry.pb.go: Tried to write the same file twice.\nmake: *** [Makefile:23: proto] Error 1",
+                    2,
+                ),
+                (
+                    "git checkout -- . && git clean -fd && git status --short",
+                    "Removing services/billing/invoice_csv.go",
+                    0,
+                ),
+                ("make proto && make build 2>&1 | tail -3", "go build -o bin/fleetops ./cmd/fleetops", 0),
+            ],
+            "`make build` works again.",
+        )
+    };
+    let t = run(warned);
+    let reset = t.steps.iter().position(|s| s.content.contains("git checkout -- .")).expect("the reset");
+    assert_eq!(
+        evidence(&t, reset, Signal::ForbiddenChange),
+        "discards the uncommitted work with `git checkout -- .` although the user wrote at step 0: \"Heads-up: I have \
+         uncommitted, unpushed work in services/billing/, so don't lose that.\""
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(reset), "{}", d.reason);
+    // Without the warning the same command is no forbidden change; a sentence about unsaved work
+    // protects its folder from being deleted, not from being edited.
+    let t = run("`make build` is broken since I pulled. Please regenerate the protos.");
+    assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::ForbiddenChange), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_fix_claimed_without_running_the_reproduction_again_is_a_finding_of_the_fix() {
+    let task = "`shipit deploy --timeout 90s` fails with `Error: invalid duration: 90s`. Durations with only seconds \
+        should work.";
+    let run = |rerun: bool| {
+        let mut calls: Vec<(&str, Value, &str, bool)> = vec![
+            (
+                "Bash",
+                json!({"command": "shipit deploy --timeout 90s --dry-run", "description": "Reproduce"}),
+                "Exit code 2\nError: invalid duration: 90s",
+                true,
+            ),
+            (
+                "Read",
+                json!({"file_path": "/w/shipit/shipit/ui/format.py"}),
+                "     1→def format_duration(seconds: int) -> str:",
+                false,
+            ),
+            (
+                "Edit",
+                json!({"file_path": "/w/shipit/shipit/ui/format.py", "old_string": "    return f\"{m}m\"",
+                "new_string": "    return f\"{m}m{s}s\""}),
+                "The file /w/shipit/shipit/ui/format.py has been updated.",
+                false,
+            ),
+            (
+                "Bash",
+                json!({"command": "python -m pytest tests/test_format.py -q"}),
+                "........\n8 passed in 0.02s",
+                false,
+            ),
+        ];
+        if rerun {
+            calls.push((
+                "Bash",
+                json!({"command": "shipit deploy --timeout 90s --dry-run"}),
+                "dry run: would deploy in 90s",
+                false,
+            ));
+        }
+        crate::chat::claude_code(task, &calls, "Fixed: format_duration now shows seconds.")
+    };
+    let t = run(false);
+    let edit = t.steps.iter().position(|s| s.tool_name.as_deref() == Some("Edit")).expect("the edit");
+    assert_eq!(
+        evidence(&t, edit, Signal::UnverifiedAssertion),
+        "the fix starts here, and the reproduction of the reported failure (step 2, `shipit deploy`) is never run \
+         again after it"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(edit), "{}", d.reason);
+    // Running the reproduction again after the fix shows the reported failure gone.
+    let t = run(true);
+    assert_eq!(findings(&t), vec![]);
+}
+
+/// A tool call of [`claude_turns`]: the tool, its input and its result.
+type ToolUse<'a> = (&'a str, Value, &'a str);
+
+/// A Claude Code 2.x transcript: the user's task, then the assistant's texts and its tool calls
+/// (`Some((tool, input, result))`, each answered by the user's `tool_result`) in order.
+fn claude_turns(task: &str, items: &[(&str, Option<ToolUse<'_>>)]) -> Trajectory {
+    let mut records: Vec<Value> = Vec::new();
+    let mut push = |kind: &str, message: Value| {
+        let n = records.len();
+        let parent = n.checked_sub(1).map(|p| format!("00000000-0000-4000-8000-{p:012}"));
+        records.push(json!({
+            "parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/w/invoicer",
+            "sessionId": "5e55a7c1-0000-4000-8000-000000000001", "version": "2.1.3", "type": kind,
+            "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2026-11-30T14:01:{:02}.000Z", n % 60), "message": message
+        }));
+    };
+    push("user", json!({"role": "user", "content": task}));
+    for (k, (text, call)) in items.iter().enumerate() {
+        if !text.is_empty() {
+            push(
+                "assistant",
+                json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": text}]}),
+            );
+        }
+        if let Some((tool, input, result)) = call {
+            let id = format!("toolu_{k:02}");
+            push(
+                "assistant",
+                json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]}),
+            );
+            push(
+                "user",
+                json!({"role": "user", "content": [
+                {"tool_use_id": id, "type": "tool_result", "content": result, "is_error": false}]}),
+            );
+        }
+    }
+    let text: Vec<String> = records.iter().map(Value::to_string).collect();
+    falat::ingest::parse("session.jsonl", text.join("\n").as_bytes(), None)
+        .expect("a Claude Code session")
+        .trajectories
+        .remove(0)
+}
+
+#[test]
+fn a_figure_broken_down_from_the_task_and_a_value_the_checked_fix_writes_are_not_invented() {
+    let task = "parse_duration(\"1h30m\") in invoicer/timeutil.py returns 3630 instead of 5400. Please fix it.";
+    let run = |written: &str| {
+        let edit = json!({"file_path": "/w/invoicer/invoicer/timeutil.py", "old_string": "\"m\": 1,",
+            "new_string": format!("\"m\": {written},")});
+        claude_turns(
+            task,
+            &[
+                ("1h30m gives 3630, which is 3600 + 30, so minutes are counted as seconds.", None),
+                (
+                    "",
+                    Some((
+                        "Bash",
+                        json!({"command": "uv run python -c \"from invoicer.timeutil import parse_duration as p; print(p('1h30m'))\""}),
+                        "3630",
+                    )),
+                ),
+                ("Reproduced. The `m` entry in `_UNITS` is 1 instead of 60.", None),
+                ("", Some(("Edit", edit, "The file /w/invoicer/invoicer/timeutil.py has been updated."))),
+                ("", Some(("Bash", json!({"command": "uv run pytest -q"}), "........\n8 passed in 0.03s"))),
+                ("Fixed: `_UNITS[\"m\"]` is 60 now; the suite passes.", None),
+            ],
+        )
+    };
+    // 3600 is a part of the task's 3630, written out; 60 is the value the fix writes, and the
+    // tests after the fix pass.
+    let t = run("60");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // A fix that writes another value leaves the 60 of the message without a source.
+    let t = run("61");
+    let message = t.steps.iter().position(|s| s.content.contains("instead of 60")).expect("the message");
+    assert_eq!(evidence(&t, message, Signal::UnsourcedValue), "states 60 with no earlier source");
+}
+
+#[test]
+fn a_smolagents_planning_step_is_the_plan_and_its_section_numbers_are_no_values() {
+    let doc = json!({"agent_name": "etl_fixer", "steps": [
+        {"task": "The nightly job crashes on decimal commas in data/rates.csv. Make the loader accept them.", "task_images": null},
+        {"model_input_messages": null, "model_output_message": null, "plan":
+            "## 1. Facts survey\n### 1.1. Facts given in the task\n- the file uses decimal commas\n### 1.2. Facts to look up\n- how the loader parses\n\n## 2. Plan\n1. Read the loader.\n2. Fix it.\n<end_plan>",
+            "timing": {"start_time": 1.0, "end_time": 2.0, "duration": 1.0}, "token_usage": {"input_tokens": 10, "output_tokens": 10}},
+        {"step_number": 1, "model_input_messages": null, "model_output_message": null, "error": null,
+            "timing": {"start_time": 2.0, "end_time": 3.0, "duration": 1.0},
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "python_interpreter", "arguments": "final_answer('Loader fixed.')"}}],
+            "model_output": "Thought: Done.\nCode:\n```py\nfinal_answer('Loader fixed.')\n```<end_code>",
+            "code_action": "final_answer('Loader fixed.')", "observations": "Execution logs:\nLast output from code snippet:\nLoader fixed.",
+            "action_output": "Loader fixed.", "is_final_answer": true, "token_usage": {"input_tokens": 10, "output_tokens": 10}}
+    ]});
+    let t = falat::ingest::parse("memory.json", doc.to_string().as_bytes(), None)
+        .expect("a smolagents run")
+        .trajectories
+        .remove(0);
+    let plan = t.steps.iter().position(|s| s.role == "planning").expect("the planning step");
+    let sub = Substrate::build(&t);
+    assert_eq!(sub.hierarchy.steps[plan].action, falat::hierarchy::Action::Plan);
+    assert!(!findings(&t).iter().any(|(s, _)| *s == plan), "{:?}", findings(&t));
+}

@@ -891,6 +891,146 @@ pub fn command_edits(c: &Command) -> bool {
     }
 }
 
+/// What a `sed -i` substitution writes: for one simple command that runs `sed` in place with an
+/// `s` script (`s/OLD/NEW/g`, any delimiter; the script is the value of `-e`/`--expression` or
+/// the first argument that is no option), the pattern and the replacement as written (the
+/// delimiter's escapes taken off), with the files it edits. `None` for any other command, a
+/// script of several commands (`;`, a newline) or one that does not parse.
+pub fn sed_substitution(c: &Command) -> Option<SedSubstitution> {
+    let inv = c.invocation()?;
+    if inv.program != "sed" || !edits_in_place(&inv) {
+        return None;
+    }
+    let mut script = None;
+    let mut extended = false;
+    let mut k = 0;
+    while let Some(w) = inv.args.get(k) {
+        let t = w.text.as_str();
+        if matches!(t, "-e" | "--expression") {
+            script = script.or_else(|| inv.arg(k + 1).map(str::to_string));
+            k += 2;
+            continue;
+        }
+        if t == "-E" || t == "--regexp-extended" || t.starts_with('-') && !t.starts_with("--") && t.contains(['E', 'r'])
+        {
+            extended = true;
+        }
+        if !t.starts_with('-') && script.is_none() {
+            script = Some(t.to_string());
+        }
+        k += 1;
+    }
+    let script = script?;
+    let rest = script.trim().strip_prefix('s')?;
+    let delim = rest.chars().next().filter(|d| !d.is_alphanumeric() && *d != '\\' && *d != '\n')?;
+    let mut parts: Vec<String> = vec![String::new()];
+    let mut chars = rest[delim.len_utf8()..].chars();
+    while let Some(ch) = chars.next() {
+        if parts.len() > 2 {
+            break;
+        }
+        match ch {
+            '\\' => match chars.next() {
+                Some(d) if d == delim => parts.last_mut()?.push(d),
+                Some(x) => {
+                    parts.last_mut()?.push('\\');
+                    parts.last_mut()?.push(x);
+                }
+                None => parts.last_mut()?.push('\\'),
+            },
+            d if d == delim => parts.push(String::new()),
+            x => parts.last_mut()?.push(x),
+        }
+    }
+    if parts.len() < 3 {
+        return None;
+    }
+    let files = script_files(&inv);
+    Some(SedSubstitution { pattern: parts[0].clone(), replacement: parts[1].clone(), extended, files })
+}
+
+/// A `sed -i` substitution ([`sed_substitution`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SedSubstitution {
+    /// The pattern, as written (the delimiter's escapes taken off, other escapes kept).
+    pub pattern: String,
+    /// The replacement, as written (the same).
+    pub replacement: String,
+    /// Whether the pattern is an extended regular expression (`-E`, `-r`).
+    pub extended: bool,
+    /// The files it edits.
+    pub files: Vec<String>,
+}
+
+impl SedSubstitution {
+    /// The literal pieces of the replacement, in order: the text between `&` and the group
+    /// references `\1`…`\9`, its escapes resolved (`\\` is `\`, `\n` a line break, `\&` an `&`).
+    pub fn replacement_literals(&self) -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut chars = self.replacement.chars();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '\\' => match chars.next() {
+                    Some(d) if d.is_ascii_digit() => out.push(String::new()),
+                    Some('n') => out.last_mut().expect("one piece").push('\n'),
+                    Some('t') => out.last_mut().expect("one piece").push('\t'),
+                    Some(x) => out.last_mut().expect("one piece").push(x),
+                    None => {}
+                },
+                '&' => out.push(String::new()),
+                x => out.last_mut().expect("one piece").push(x),
+            }
+        }
+        out.retain(|p| !p.trim().is_empty());
+        out
+    }
+
+    /// The text the pattern matches, when it matches only itself: its escapes resolved (`\*` is
+    /// `*`), a `.` read as itself; `None` when it holds an operator (a bracket, `*`, an anchor
+    /// inside it; for an extended pattern also `+ ? | ( ) {`) or a class escape (`\w`, `\s`).
+    pub fn pattern_literal(&self) -> Option<String> {
+        let p = self.pattern.strip_prefix('^').unwrap_or(&self.pattern);
+        let p = p.strip_suffix('$').filter(|q| !q.ends_with('\\')).unwrap_or(p);
+        let mut out = String::new();
+        let mut chars = p.chars();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '\\' => match chars.next() {
+                    Some(x) if x.is_ascii_alphanumeric() => return None,
+                    Some(x) => out.push(x),
+                    None => return None,
+                },
+                '[' | '*' | '^' | '$' => return None,
+                '+' | '?' | '|' | '(' | ')' | '{' if self.extended => return None,
+                x => out.push(x),
+            }
+        }
+        (!out.trim().is_empty()).then_some(out)
+    }
+}
+
+/// Whether one simple command throws away the work in the working tree: `git reset --hard`,
+/// `git checkout` or `git restore` of the whole tree (`.`, `:/`, `*`) or forced (`-f`), `git
+/// clean` with `-f`, `git stash drop` or `clear`. Uncommitted changes and untracked files are
+/// gone after it.
+pub fn discards_work(c: &Command) -> bool {
+    let Some(inv) = c.invocation() else { return false };
+    if inv.program != "git" {
+        return false;
+    }
+    let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+    let args: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+    let whole = |a: &&str| matches!(*a, "." | "./" | "*" | ":/" | ":/*" | ":/.");
+    let short = |a: &&str, f: char| a.starts_with('-') && !a.starts_with("--") && a.contains(f);
+    match sub {
+        "reset" => args.contains(&"--hard"),
+        "checkout" | "restore" => args.iter().any(whole) || args.iter().any(|a| short(a, 'f') || *a == "--force"),
+        "clean" => args.iter().any(|a| short(a, 'f') || *a == "--force"),
+        "stash" => matches!(args.first(), Some(&"drop") | Some(&"clear")),
+        _ => false,
+    }
+}
+
 /// Whether one simple command changes state: it redirects into a file or does more than read
 /// and check ([`reads_or_checks`]).
 pub fn command_changes(c: &Command) -> bool {
