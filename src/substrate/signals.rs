@@ -295,17 +295,23 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     out.push(finding(Signal::UnsourcedValue, w, format!("states {} with no earlier source{hint}", shown.join(", "))));
 }
 
-/// Whether a later edit of the agent of step `i` ([`edits`]) writes the number `key` (as a whole
-/// word of its text) and the first check after that edit ([`edit_checked_by`]) ran and did not
+/// How many steps after a stated value [`written_and_checked`] looks for the edit that writes it.
+const FIX_WINDOW: usize = 200;
+
+/// Whether a later edit of the agent of step `i` ([`edits`]) within [`FIX_WINDOW`] steps writes
+/// the number `key` (as a whole word of its text) and the first check after that edit (a call
+/// within [`RERUN_WINDOW`] steps) ([`edit_checked_by`]) ran and did not
 /// fail ([`failed_check_after_edit`]).
 fn written_and_checked(ctx: &Context<'_>, i: usize, key: &str) -> bool {
     let t = ctx.trajectory;
     let agent = &t.steps[i].agent;
-    (i + 1..t.steps.len()).any(|e| {
+    let n = t.steps.len();
+    // Bounded like the other coding rules: a long run is not read to its end for every value.
+    (i + 1..n.min(i + 1 + FIX_WINDOW)).any(|e| {
         t.steps[e].agent == *agent
-            && edits(t, e)
             && contains_word(&t.steps[e].content, key)
-            && (e + 1..t.steps.len())
+            && edits(t, e)
+            && (e + 1..n.min(e + 1 + RERUN_WINDOW))
                 .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j))
                 .is_some_and(|c| edit_checked_by(ctx, c) == Some(e))
             && failed_check_after_edit(ctx, e).is_none()
