@@ -214,24 +214,58 @@ fn policy_sentence(t: &Trajectory) -> Option<ConfirmationPolicy> {
         .steps
         .iter()
         .filter(|s| s.role.eq_ignore_ascii_case("system") || s.role.eq_ignore_ascii_case("developer"))
-        .find_map(|s| consent_rule(&s.content).map(|sentence| (PolicySource::Step(s.index), sentence, None)));
+        .find_map(|s| {
+            consent_rule(&s.content).map(|sentence| (PolicySource::Step(s.index), rule_kind(&sentence), sentence))
+        });
     let from_roles = || {
         t.agents.iter().find_map(|a| {
             let role = a.role.as_deref()?;
-            consent_rule(role).map(|sentence| (PolicySource::Instructions(a.name.clone()), sentence, None))
+            consent_rule(role)
+                .map(|sentence| (PolicySource::Instructions(a.name.clone()), rule_kind(&sentence), sentence))
         })
     };
     let from_user = || {
         t.steps.iter().filter(|s| is_human(s)).find_map(|s| {
             asks_to_be_asked(&s.content)
-                .map(|(sentence, only)| (PolicySource::User(s.index), sentence.to_string(), only))
+                .map(|(sentence, only)| (PolicySource::User(s.index), only, sentence.to_string()))
         })
     };
-    from_steps.or_else(from_roles).or_else(from_user).map(|(source, sentence, only)| ConfirmationPolicy {
+    from_steps.or_else(from_roles).or_else(from_user).map(|(source, only, sentence)| ConfirmationPolicy {
         source,
         sentence,
         only,
     })
+}
+
+/// Verbs that name one kind of action, and the word a tool that does it holds in its name.
+const KINDS: [(&str, &str); 14] = [
+    ("book", "book"),
+    ("pay", "pay"),
+    ("buy", "buy"),
+    ("purchas", "purchase"),
+    ("order", "order"),
+    ("charg", "charge"),
+    ("send", "send"),
+    ("delet", "delete"),
+    ("remov", "remove"),
+    ("cancel", "cancel"),
+    ("refund", "refund"),
+    ("transfer", "transfer"),
+    ("reserv", "reserv"),
+    ("submit", "submit"),
+];
+
+/// The kind of action a policy sentence is about when it opens with one and names no other
+/// ("Sending email on Priya's behalf requires her explicit approval": `send`); `None` for a rule
+/// about every state change.
+fn rule_kind(sentence: &str) -> Option<&'static str> {
+    let words: Vec<String> = sentence.split(|c: char| !c.is_alphanumeric()).map(str::to_lowercase).collect();
+    let kind_of = |w: &str| KINDS.iter().find(|(stem, _)| w.starts_with(stem)).map(|(_, tool)| *tool);
+    let first = kind_of(words.iter().find(|w| !w.is_empty())?)?;
+    // A rule that names other kinds of action too ("Refunds and cancellations require …") is
+    // about all of them: every state change.
+    let kinds: std::collections::HashSet<&str> = words.iter().filter_map(|w| kind_of(w)).collect();
+    (kinds.len() == 1).then_some(first)
 }
 
 /// The first sentence of a system text that asks for the user's go-ahead ([`confirmation_policy`]).
@@ -254,44 +288,35 @@ fn consent_rule(text: &str) -> Option<String> {
         regex::Regex::new(r"(?i)\b(user|users|customer|customers|guest|guests|client|clients|caller|patient|buyer|member|passenger|traveller|traveler)('s)?\b")
             .unwrap()
     });
+    // The go-ahead of the person served named by a pronoun ("requires her explicit approval").
+    static OWNED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(her|his|their|my|your)\s+(explicit\s+|express\s+|written\s+)?(consent|approval|permission|go-ahead)\b")
+            .unwrap()
+    });
     text.split(['.', '\n', ';'])
         .map(str::trim)
         .find(|sentence| {
             let low = sentence.to_lowercase();
-            CONSENT.is_match(&low) && OBLIGATION.is_match(&low) && (low.contains("confirm") || PERSON.is_match(&low))
+            CONSENT.is_match(&low)
+                && OBLIGATION.is_match(&low)
+                && (low.contains("confirm") || PERSON.is_match(&low) || OWNED.is_match(&low))
         })
         .map(|sentence| sentence.trim_start_matches(['-', '*', ' ']).to_string())
 }
 
 /// The sentence of a user's turn that asks the agent to ask (or check) first instead of acting,
 /// with the kind of action it holds back when it names one: "check first whether that works for
-/// both of us", "ask me before you change the meeting", "without asking me" and "don't change
+/// both of us", "ask me before you change the meeting", "show me the draft before anything goes
+/// out", "let me review it first", "without asking me" and "don't change
 /// anything yet" hold back every state change (`None`); "don't book anything yet" and "don't pay
 /// yet" only bookings and payments (`Some("book")`, `Some("pay")`: the verb a tool's name must
 /// hold). `None` overall when the turn asks nothing of the kind (a plain request to act is no
 /// such rule).
 pub fn asks_to_be_asked(text: &str) -> Option<(&str, Option<&'static str>)> {
-    // Verbs that name one kind of action, and how a tool that does it is named.
-    const KINDS: [(&str, &str); 14] = [
-        ("book", "book"),
-        ("pay", "pay"),
-        ("buy", "buy"),
-        ("purchas", "purchase"),
-        ("order", "order"),
-        ("charg", "charge"),
-        ("send", "send"),
-        ("delet", "delete"),
-        ("remov", "remove"),
-        ("cancel", "cancel"),
-        ("refund", "refund"),
-        ("transfer", "transfer"),
-        ("reserv", "reserv"),
-        ("submit", "submit"),
-    ];
     const CHANGES: &str = r"(?:change|modify|update|move|reschedule|edit|book|pay|buy|purchase|order|charge|send|delete|remove|cancel|refund|transfer|reserve|submit)";
     static ASK_FIRST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(&format!(
-            r"(?i)\b(?:check|ask|confirm)\s+(?:with me\s+)?first\b|\bask me (?:first|before)\b|\bwithout (?:asking|checking with|confirming with) me\b|\b(?:don't|do not|dont|never)\s+(?P<ban>{CHANGES})\w*\b(?:[^.!?\n]{{0,30}}\b(?:yet|until|before|without)\b|\s+anything\b)|\bbefore (?:you\s+)?(?P<before>{CHANGES})\w*\b[^.!?\n]{{0,40}}\b(?:ask|check with|confirm with|tell) me\b"
+            r"(?i)\b(?:check|ask|confirm)\s+(?:with me\s+)?first\b|\bask me (?:first|before)\b|\b(?:show|let) me\b[^.!?\n]{{0,40}}?\b(?:first|before)\b|\bwithout (?:asking|checking with|confirming with) me\b|\b(?:don't|do not|dont|never)\s+(?P<ban>{CHANGES})\w*\b(?:[^.!?\n]{{0,30}}\b(?:yet|until|before|without)\b|\s+anything\b)|\bbefore (?:you\s+)?(?P<before>{CHANGES})\w*\b[^.!?\n]{{0,40}}\b(?:ask|check with|confirm with|tell) me\b"
         ))
         .unwrap()
     });
