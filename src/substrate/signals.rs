@@ -226,12 +226,13 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
     // A rate the step states as a percentage, written as a factor ("7.5 %" then "× 0.925").
-    let text = &ctx.trajectory.steps[s.index].content;
+    let content = &ctx.trajectory.steps[s.index].content;
     let percents: Vec<f64> = ev
         .iter()
         .filter(|e| {
             e.kind == EvidenceKind::Number
-                && (e.text(text).contains('%') || text[e.span.end..].trim_start_matches(' ').starts_with(['%', '٪']))
+                && (e.text(content).contains('%')
+                    || content[e.span.end..].trim_start_matches(' ').starts_with(['%', '٪']))
         })
         .filter_map(|e| e.key.trim_end_matches('%').trim().parse::<f64>().ok())
         .collect();
@@ -239,7 +240,6 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025"), or a
     // part of a figure from an earlier step that it breaks down in writing ("3630, which is 3600 +
     // 30", 3630 from the task).
-    let content = &ctx.trajectory.steps[s.index].content;
     let sourced: Vec<(f64, usize)> = ev
         .iter()
         .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
@@ -252,7 +252,13 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
             !ev.iter().any(|e| {
                 e.kind == EvidenceKind::Number
                     && e.key == *k
-                    && (written_result(content, e.span.start, k) || written_part(content, e.span.start, &sourced))
+                    && (written_result(content, e.span.start, k)
+                        || written_part(content, e.span.start, &sourced)
+                        // A value restated in another unit of the same measure ("2.3 km"
+                        // after "2300 m").
+                        || unit_restated(content, e.span.start, k)
+                            .iter()
+                            .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index)))
             })
         })
         .collect();
@@ -260,19 +266,6 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
-    // A value restated in another unit of the same measure ("2.3 km" after "2300 m").
-    let numeric: Vec<&str> = numeric
-        .into_iter()
-        .filter(|k| {
-            !ev.iter().any(|e| {
-                e.kind == EvidenceKind::Number
-                    && e.key == *k
-                    && unit_restated(content, e.span.start, k)
-                        .iter()
-                        .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index))
-            })
-        })
-        .collect();
     // A total that the amounts before it add up to is worked out too ("Total: 78.65" after three
     // lines of 25.00, 34.90 and 18.75).
     let numeric: Vec<&str> =

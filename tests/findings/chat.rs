@@ -76,6 +76,25 @@ pub fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
 /// assistant `tool_use` answered by the user's `tool_result` (`(tool, input, result, is_error)`),
 /// then the assistant's closing text.
 pub fn claude_code(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
+    let mut turns: Vec<ClaudeTurn<'_>> = calls
+        .iter()
+        .map(|(tool, input, result, is_error)| ClaudeTurn::Call(tool, input.clone(), result, *is_error))
+        .collect();
+    turns.push(ClaudeTurn::Text(closing));
+    claude_session(task, &turns)
+}
+
+/// One assistant turn of [`claude_session`].
+pub enum ClaudeTurn<'a> {
+    /// A text message.
+    Text(&'a str),
+    /// A `tool_use` (tool, input) answered by the user's `tool_result` (result, is_error).
+    Call(&'a str, Value, &'a str, bool),
+}
+
+/// A Claude Code 2.x session JSONL transcript (records chained by `parentUuid`): the user's
+/// task, then the assistant's turns in order, loaded through `falat::ingest` (its one trajectory).
+pub fn claude_session(task: &str, turns: &[ClaudeTurn<'_>]) -> Trajectory {
     let mut records: Vec<Value> = Vec::new();
     let mut push = |kind: &str, message: Value| {
         let n = records.len();
@@ -88,24 +107,28 @@ pub fn claude_code(task: &str, calls: &[(&str, Value, &str, bool)], closing: &st
         }));
     };
     push("user", json!({"role": "user", "content": task}));
-    for (k, (tool, input, result, is_error)) in calls.iter().enumerate() {
-        let id = format!("toulu_{k:02}");
-        push(
-            "assistant",
-            json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
-                "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]}),
-        );
-        push(
-            "user",
-            json!({"role": "user", "content": [
-                {"tool_use_id": id, "type": "tool_result", "content": result, "is_error": is_error}]}),
-        );
+    for (k, turn) in turns.iter().enumerate() {
+        match turn {
+            ClaudeTurn::Text(text) => push(
+                "assistant",
+                json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": text}]}),
+            ),
+            ClaudeTurn::Call(tool, input, result, is_error) => {
+                let id = format!("toolu_{k:02}");
+                push(
+                    "assistant",
+                    json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
+                        "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]}),
+                );
+                push(
+                    "user",
+                    json!({"role": "user", "content": [
+                        {"tool_use_id": id, "type": "tool_result", "content": result, "is_error": is_error}]}),
+                );
+            }
+        }
     }
-    push(
-        "assistant",
-        json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": closing}]}),
-    );
     let text: Vec<String> = records.iter().map(Value::to_string).collect();
     let loaded =
         falat::ingest::parse("session.jsonl", text.join("\n").as_bytes(), None).expect("a Claude Code session");

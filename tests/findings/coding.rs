@@ -9,7 +9,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, user};
+use crate::chat::{ClaudeTurn, assistant, call, claude_session, evidence, falat, findings, fixture, load, user};
 
 const TASK: &str = "The test suite fails on test_parse_dates. Please fix the bug in parser.py.";
 const FAILING: &str = "..F.......F\nFAILED tests/test_parser.py::test_parse_dates - AssertionError\n\
@@ -940,48 +940,20 @@ fn a_fix_claimed_without_running_the_reproduction_again_is_a_finding_of_the_fix(
 /// A tool call of [`claude_turns`]: the tool, its input and its result.
 type ToolUse<'a> = (&'a str, Value, &'a str);
 
-/// A Claude Code 2.x transcript: the user's task, then the assistant's texts and its tool calls
-/// (`Some((tool, input, result))`, each answered by the user's `tool_result`) in order.
+/// A Claude Code 2.x transcript ([`claude_session`]): the user's task, then the assistant's texts
+/// (an empty one is left out) and its tool calls (`Some((tool, input, result))`, each answered by
+/// the user's `tool_result`) in order.
 fn claude_turns(task: &str, items: &[(&str, Option<ToolUse<'_>>)]) -> Trajectory {
-    let mut records: Vec<Value> = Vec::new();
-    let mut push = |kind: &str, message: Value| {
-        let n = records.len();
-        let parent = n.checked_sub(1).map(|p| format!("00000000-0000-4000-8000-{p:012}"));
-        records.push(json!({
-            "parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/w/invoicer",
-            "sessionId": "5e55a7c1-0000-4000-8000-000000000001", "version": "2.1.3", "type": kind,
-            "uuid": format!("00000000-0000-4000-8000-{n:012}"),
-            "timestamp": format!("2026-11-30T14:01:{:02}.000Z", n % 60), "message": message
-        }));
-    };
-    push("user", json!({"role": "user", "content": task}));
-    for (k, (text, call)) in items.iter().enumerate() {
+    let mut turns = Vec::new();
+    for (text, call) in items {
         if !text.is_empty() {
-            push(
-                "assistant",
-                json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
-                "content": [{"type": "text", "text": text}]}),
-            );
+            turns.push(ClaudeTurn::Text(text));
         }
         if let Some((tool, input, result)) = call {
-            let id = format!("toolu_{k:02}");
-            push(
-                "assistant",
-                json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
-                "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]}),
-            );
-            push(
-                "user",
-                json!({"role": "user", "content": [
-                {"tool_use_id": id, "type": "tool_result", "content": result, "is_error": false}]}),
-            );
+            turns.push(ClaudeTurn::Call(tool, input.clone(), result, false));
         }
     }
-    let text: Vec<String> = records.iter().map(Value::to_string).collect();
-    falat::ingest::parse("session.jsonl", text.join("\n").as_bytes(), None)
-        .expect("a Claude Code session")
-        .trajectories
-        .remove(0)
+    claude_session(task, &turns)
 }
 
 #[test]

@@ -12,7 +12,7 @@ use falat::model::{Link, LinkKind, SourceFormat, StepKind, Trajectory};
 
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
-use super::support::{errors, shape};
+use super::support::{errors, links, shape};
 
 fn fixture(name: &str) -> PathBuf {
     super::support::fixture_in("frameworks-b", name)
@@ -29,14 +29,6 @@ fn one(name: &str, format: SourceFormat) -> Trajectory {
 
 fn tools(t: &Trajectory) -> Vec<Option<&str>> {
     t.steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.tool_name.as_deref()).collect()
-}
-
-/// Links other than parent links, sorted.
-fn links(t: &Trajectory) -> Vec<(usize, usize, LinkKind)> {
-    let mut out: Vec<_> =
-        t.links.iter().filter(|l| l.kind != LinkKind::Parent).map(|l| (l.from, l.to, l.kind)).collect();
-    out.sort();
-    out
 }
 
 const R: LinkKind = LinkKind::ToolResult;

@@ -70,3 +70,11 @@ pub fn links_of(t: &Trajectory, kind: LinkKind) -> Vec<(usize, usize)> {
 pub fn tokens(t: &Trajectory, i: usize) -> Option<(u64, u64)> {
     t.steps[i].tokens.map(|k| (k.input, k.output))
 }
+
+/// Links other than parent links, sorted.
+pub fn links(t: &Trajectory) -> Vec<(usize, usize, LinkKind)> {
+    let mut out: Vec<_> =
+        t.links.iter().filter(|l| l.kind != LinkKind::Parent).map(|l| (l.from, l.to, l.kind)).collect();
+    out.sort();
+    out
+}

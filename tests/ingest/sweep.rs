@@ -9,7 +9,7 @@ use falat::model::{LinkKind, SourceFormat, StepKind, Trajectory};
 
 use StepKind::{Delegation, Message, Thought, ToolCall, ToolResult};
 
-use super::support::{errors, shape};
+use super::support::{errors, links, shape};
 
 const R: LinkKind = LinkKind::ToolResult;
 const D: LinkKind = LinkKind::Delegation;
@@ -22,14 +22,6 @@ fn one(name: &str, format: SourceFormat) -> Trajectory {
 
 fn tools(t: &Trajectory) -> Vec<&str> {
     t.steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.tool_name.as_deref().unwrap_or("")).collect()
-}
-
-/// Links other than parent links, sorted.
-fn links(t: &Trajectory) -> Vec<(usize, usize, LinkKind)> {
-    let mut out: Vec<_> =
-        t.links.iter().filter(|l| l.kind != LinkKind::Parent).map(|l| (l.from, l.to, l.kind)).collect();
-    out.sort();
-    out
 }
 
 const FIXTURES: [(&str, SourceFormat); 9] = [
