@@ -470,8 +470,9 @@ fn claude_code_inline_sidechains_follow_their_task_call_as_the_sub_agent() {
     );
     assert_eq!(
         links(&t),
-        vec![(2, 3, D), (2, 6, R), (3, 4, R), (7, 8, D), (7, 11, R), (8, 9, R)],
-        "the first chain (root parent null) by its prompt, the second by its parent line"
+        vec![(2, 3, D), (2, 6, R), (3, 4, R), (5, 6, D), (7, 8, D), (7, 11, R), (8, 9, R), (10, 11, D)],
+        "the first chain (root parent null) by its prompt, the second by its parent line; each chain's \
+         report (5, 10) handed back to its Task call's result (6, 11)"
     );
     assert!(t.links.contains(&Link { from: 2, to: 3, kind: LinkKind::Parent }));
     assert!(t.links.contains(&Link { from: 2, to: 6, kind: LinkKind::Parent }), "the main chain goes on");
