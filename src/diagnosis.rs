@@ -196,6 +196,11 @@ pub enum Signal {
     /// `scripts/` were asked for too; `docs/METHODS.md`, "Instructions"). Offline only, as
     /// [`Signal::PartialCheck`].
     PartialSearch,
+    /// It reports on its own searches, naming some of the files their outputs list and leaving
+    /// out others, while saying nothing more was found or counting fewer ("4 places" after a
+    /// search that listed 7 files; `docs/METHODS.md`, "Instructions"). Offline only, as
+    /// [`Signal::PartialSearch`].
+    OmittedHits,
     /// It deletes, moves or edits a path that a user turn before it said not to touch ("Do NOT
     /// modify or delete any existing migration in migrations/versions/"), where no later user
     /// turn allowed it (`docs/METHODS.md`, "Instructions"). Offline only, as
@@ -259,9 +264,10 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 24] = [
+    pub const PRIORITY: [Signal; 25] = [
         Signal::UserMarked,
         Signal::CountMismatch,
+        Signal::OmittedHits,
         Signal::IgnoredResult,
         Signal::ArgumentMismatch,
         Signal::RefusalBypassed,
@@ -310,6 +316,7 @@ impl Signal {
             Signal::PartialCheck => "partial_check",
             Signal::ForbiddenChange => "forbidden_change",
             Signal::PartialSearch => "partial_search",
+            Signal::OmittedHits => "omitted_hits",
             Signal::RefusalBypassed => "refusal_bypassed",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
@@ -340,6 +347,7 @@ impl Signal {
             ArgumentMismatch,
             PartialCheck,
             PartialSearch,
+            OmittedHits,
             ForbiddenChange,
             RefusalBypassed,
             UserMarked,
@@ -357,9 +365,11 @@ impl Signal {
             Signal::FailedAction | Signal::RejectedAction | Signal::ArgumentMismatch => {
                 ErrorCategory::ToolInvocationError
             }
-            Signal::IgnoredToolError | Signal::UnavailableValue | Signal::CountMismatch | Signal::IgnoredResult => {
-                ErrorCategory::MisreadToolOutput
-            }
+            Signal::IgnoredToolError
+            | Signal::UnavailableValue
+            | Signal::CountMismatch
+            | Signal::IgnoredResult
+            | Signal::OmittedHits => ErrorCategory::MisreadToolOutput,
             Signal::PriorDeviation
             | Signal::BlockingChange
             | Signal::UnconfirmedAction

@@ -7,9 +7,11 @@
 //! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
 //!   after it, a claim that the tests pass;
 //! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
-//!   folders asked for, a change of a path the user protected, a change the user refused made
-//!   another way;
+//!   folders asked for, a report that leaves out hits of its own search, a change of a path the
+//!   user protected, a change the user refused made another way;
 //! - `delegation`: a hand-off against the delegating agent's routing instructions;
+//! - `told_and_booked`: a time promised that the tool left empty, a booking in another zone than
+//!   the one checked, a repaired query and a share of two returned counts (no failure);
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
 //!   progress and "no failure found" (docs/METHODS.md, FALAT).
 
@@ -23,6 +25,8 @@ mod coding;
 mod delegation;
 #[path = "findings/instructions.rs"]
 mod instructions;
+#[path = "findings/told_and_booked.rs"]
+mod told_and_booked;
 #[path = "findings/values_in_context.rs"]
 mod values_in_context;
 #[path = "findings/verdict.rs"]

@@ -146,6 +146,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::UnconfirmedAction
                                 | Signal::PartialCheck
                                 | Signal::PartialSearch
+                                | Signal::OmittedHits
                                 | Signal::ForbiddenChange
                                 | Signal::RefusalBypassed
                         ) || failed_edit(ctx, from, f)
@@ -183,6 +184,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                         | Signal::PriorDeviation
                         | Signal::PartialCheck
                         | Signal::PartialSearch
+                        | Signal::OmittedHits
                         | Signal::ForbiddenChange
                         | Signal::RefusalBypassed
                 )
@@ -345,6 +347,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::ArgumentMismatch
                 | Signal::PartialCheck
                 | Signal::PartialSearch
+                | Signal::OmittedHits
                 | Signal::ForbiddenChange
                 | Signal::RefusalBypassed
         )

@@ -164,6 +164,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
+    grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.
     let mut g = Vec::new();
@@ -180,6 +181,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::reproduction_not_rerun(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
+    instructions::omitted_hits(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
     Some(Box::new([f, g, h]))
@@ -203,6 +205,17 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // The user is a source: a figure a user's turn gives (a fee from a notification) is news,
     // not an invented value.
     if actions::is_human(&ctx.trajectory.steps[s.index]) {
+        return;
+    }
+    // The reply right after another agent's code, holding no code itself, is what running the
+    // code printed (a Magentic-One terminal's message): its figures are computed, not invented.
+    let prev = (0..s.index).rev().find(|&j| ctx.trajectory.steps[j].kind != StepKind::Thought);
+    if let Some(p) = prev
+        && ctx.hierarchy.steps[p].action == Action::WriteCode
+        && ctx.trajectory.steps[p].agent != ctx.trajectory.steps[s.index].agent
+        && s.action != Action::WriteCode
+        && s.kind == StepKind::Message
+    {
         return;
     }
     let ev = &ctx.hierarchy.evidence[s.index];
@@ -237,6 +250,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter_map(|e| e.key.trim_end_matches('%').trim().parse::<f64>().ok())
         .collect();
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !rate_factor(k, &percents)).collect();
+    // A percentage the step states that is the share of two of its own figures ("412 of the 9,873
+    // orders, i.e. 4.2%").
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !share_of(k, &percents, &operands)).collect();
     // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025"), or a
     // part of a figure from an earlier step that it breaks down in writing ("3630, which is 3600 +
     // 30", 3630 from the task).
@@ -383,11 +399,14 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
 /// The first step whose text writes the number `key` (normalised, [`evidence::normalize_number`])
 /// or the date `key` (its ISO key, [`evidence::date_key`]):
 /// as a run of digits not part of a longer one and with no letter around it ([`standalone`]:
-/// `88120` in `H-88120`, `14` and `12` in `2025-03-04T14:12:00Z`, not `347` in `a347f`), or, for a percentage, as the fraction it is (`0.7` for `70`). One
+/// `88120` in `H-88120`, `14` and `12` in `2025-03-04T14:12:00Z`, not `347` in `a347f`), or, for a percentage, as the fraction it is (`0.7` for `70`),
+/// or with its thousands grouped by spaces (`78 745` for `78745`). One
 /// pass over the run's text, built on first use. `None` when no step writes it.
 pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
     static DIGITS: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap());
+    static GROUPED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:[ \u{a0}\u{202f}\u{2009}]\d{3})+").unwrap());
     let index = ctx.facts.first_written.get_or_init(|| {
         let mut first: HashMap<String, usize> = HashMap::new();
         for (i, step) in ctx.trajectory.steps.iter().enumerate() {
@@ -412,6 +431,20 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
                     first.entry(evidence::normalize_number(&format!("{:.0}", v * 100.0))).or_insert(i);
                 }
                 first.entry(n).or_insert(i);
+            }
+            // Thousands grouped by spaces ("78 745", "1 204 330"; also no-break and thin spaces).
+            for m in GROUPED.find_iter(&step.content) {
+                let text = &step.content;
+                let before = text[..m.start()].chars().next_back();
+                let after = text[m.end()..].chars().next();
+                if before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',')
+                    || after.is_some_and(|c| c.is_ascii_alphanumeric())
+                    || !standalone(text, m.start(), m.end())
+                {
+                    continue;
+                }
+                let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
+                first.entry(evidence::normalize_number(&digits)).or_insert(i);
             }
         }
         first
@@ -512,6 +545,20 @@ fn derived(key: &str, operands: &[f64]) -> bool {
     ops.iter()
         .enumerate()
         .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
+}
+
+/// Whether the number `key`, which the step states as a percentage (one of `percents`), is the
+/// share `100 × a / b` of two other numbers the step states (`operands`, at most the first 12;
+/// `a` < `b`), at the precision it is written with: "412 of the 9,873 orders, i.e. 4.2%".
+fn share_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if !percents.iter().any(|p| (p - v).abs() < 1e-9) {
+        return false;
+    }
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol && *x > 0.0).take(12).collect();
+    ops.iter().any(|&a| ops.iter().any(|&b| a < b && (100.0 * a / b - v).abs() <= tol))
 }
 
 /// Whether the number `key` written at byte `at` of `text` is the result of the arithmetic written
@@ -1966,6 +2013,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
             | Signal::PartialSearch
+            | Signal::OmittedHits
             | Signal::UnverifiedAssertion
             | Signal::NoProgress
             | Signal::UserMarked
@@ -1980,8 +2028,9 @@ const READ_VERBS: [&str; 12] =
     ["get", "list", "find", "search", "read", "lookup", "fetch", "query", "calculate", "compute", "think", "view"];
 
 /// Verbs that name read-only tools of coding agents and browsers (Claude Code's `Grep`, `Glob`,
-/// `WebSearch`, `WebFetch`; a `check_status`, a `wait_agent`), beside [`READ_VERBS`].
-const MORE_READ_VERBS: [&str; 6] = ["grep", "glob", "web", "check", "wait", "browse"];
+/// `WebSearch`, `WebFetch`; a `check_status`, a `wait_agent`; a database's `describe_table`,
+/// `show_tables`, `inspect_schema`), beside [`READ_VERBS`].
+const MORE_READ_VERBS: [&str; 9] = ["grep", "glob", "web", "check", "wait", "browse", "describe", "show", "inspect"];
 
 /// Whether step `i` calls a tool that changes state: a tool call whose name does not start with
 /// a read verb ([`READ_VERBS`], [`MORE_READ_VERBS`]) nor has `lookup` or `search` as a word
@@ -1996,8 +2045,31 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
                 return command_changes_state(&cmd);
             }
             let lookup_word = n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "lookup" || w == "search");
-            !(READ_VERBS.iter().chain(&MORE_READ_VERBS).any(|v| n.starts_with(v)) || lookup_word)
+            !(READ_VERBS.iter().chain(&MORE_READ_VERBS).any(|v| n.starts_with(v))
+                || lookup_word
+                || reads_sql(&s.content))
         })
+}
+
+/// Whether a call's arguments (the JSON object from the text's first `{` to its last `}`) hold a
+/// SQL statement (a `sql`, `query` or `statement` member) that only reads: it opens with
+/// `SELECT`, `WITH`, `SHOW`, `DESCRIBE`, `EXPLAIN` or `PRAGMA` and holds no word that writes
+/// (`INSERT`, `UPDATE`, `DELETE`, `MERGE`, `DROP`, `ALTER`, `CREATE`, `TRUNCATE`, `GRANT`). A
+/// `run_sql` call with a `SELECT` is a lookup.
+fn reads_sql(content: &str) -> bool {
+    let (Some(start), Some(end)) = (content.find('{'), content.rfind('}')) else { return false };
+    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&content[start..=end]) else {
+        return false;
+    };
+    let Some(sql) = ["sql", "query", "statement"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())) else {
+        return false;
+    };
+    let upper = sql.to_ascii_uppercase();
+    let first = upper.split_whitespace().next().unwrap_or("");
+    const READS: [&str; 6] = ["SELECT", "WITH", "SHOW", "DESCRIBE", "EXPLAIN", "PRAGMA"];
+    const WRITES: [&str; 9] = ["INSERT", "UPDATE", "DELETE", "MERGE", "DROP", "ALTER", "CREATE", "TRUNCATE", "GRANT"];
+    READS.contains(&first)
+        && !upper.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|w| WRITES.contains(&w))
 }
 
 /// Whether a shell command does more than read and check: one of its simple commands (the
@@ -2705,6 +2777,27 @@ mod arithmetic_tests {
             assert!(!rate_factor(other, if other == "0.925" { &[] } else { &[7.5] }), "{other}");
         }
         assert!(rate_factor("1.19", &[19.0]));
+    }
+
+    #[test]
+    fn a_percentage_that_is_the_share_of_two_stated_figures_is_derived() {
+        // "412 of the 9,873 orders shipped late, i.e. 4.2%".
+        assert!(share_of("4.2", &[4.2], &[412.0, 9873.0, 37.0]));
+        assert!(share_of("4.17", &[4.17], &[412.0, 9873.0]));
+        // Not the share at the precision written, not stated as a percentage, or a share of more
+        // than the whole: not derived.
+        assert!(!share_of("4.3", &[4.3], &[412.0, 9873.0]));
+        assert!(!share_of("4.2", &[], &[412.0, 9873.0]));
+        assert!(!share_of("2396.4", &[2396.4], &[412.0, 9873.0]));
+    }
+
+    #[test]
+    fn a_sql_select_only_reads() {
+        assert!(reads_sql(r#"run_sql({"sql": "SELECT count(*) FROM ops.orders WHERE placed_at >= '2026-11-01'"})"#));
+        assert!(reads_sql(r#"{"query": "with late as (select 1) select * from late"}"#));
+        assert!(!reads_sql(r#"{"sql": "UPDATE orders SET status = 'late' WHERE id = 4"}"#));
+        assert!(!reads_sql(r#"{"sql": "WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x"}"#));
+        assert!(!reads_sql(r#"{"path": "SELECT.md"}"#));
     }
 }
 

@@ -392,3 +392,25 @@ fn a_value_restated_in_another_unit_has_a_source_and_a_users_figure_is_news() {
     // The user tells a figure of their own: no finding.
     assert!(!f[4].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[4]);
 }
+
+#[test]
+fn a_figure_written_with_spaces_between_its_thousands_has_a_source() {
+    // A statistics page writes "78 745" (the Norwegian way); the answer states 78745.
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "What was Tromsø's population on 1 January 2025?"},
+        call("c1", "fetch_table", serde_json::json!({"table": "07459", "region": "5501"})),
+        tool("c1", "region | 2025\n5501 Tromsø | 78 745"),
+        {"role": "assistant", "content": "Tromsø had 78745 inhabitants on 1 January 2025."}
+    ]));
+    let f = findings(&t);
+    assert!(!f[3].iter().any(|(s, _)| *s == Signal::UnsourcedValue), "{:?}", f[3]);
+    // A figure the page does not write stays unsourced.
+    let t = chat(serde_json::json!([
+        {"role": "user", "content": "What was Tromsø's population on 1 January 2025?"},
+        call("c1", "fetch_table", serde_json::json!({"table": "07459", "region": "5501"})),
+        tool("c1", "region | 2025\n5501 Tromsø | 78 745"),
+        {"role": "assistant", "content": "Tromsø had 79611 inhabitants on 1 January 2025."}
+    ]));
+    let f = findings(&t);
+    assert!(f[3].iter().any(|(s, e)| *s == Signal::UnsourcedValue && e.contains("79611")), "{:?}", f[3]);
+}

@@ -228,6 +228,7 @@ impl Lens {
             | Signal::UnconfirmedAction
             | Signal::PartialCheck
             | Signal::PartialSearch
+            | Signal::OmittedHits
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
             | Signal::IgnoredToolError => self.process,

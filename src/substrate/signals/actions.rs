@@ -50,9 +50,10 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
 }
 
 /// Whether step `call` is a read-only lookup whose error the agent recovered from: the call
-/// does not change state, its result is an error, and the agent's next call is the same kind of
-/// lookup ([`same_kind`]: the same tool, retried or with a corrected argument) and succeeds.
-/// Only the next call is looked at, within [`RECOVERY_WINDOW`] steps of the failed result.
+/// does not change state, its result is an error, and the agent's next call of the same kind
+/// ([`same_kind`]: the same tool, retried or with a corrected argument) succeeds, with only
+/// successful read-only calls of the agent between (a look at the schema before the corrected
+/// query). Looked for within [`RECOVERY_WINDOW`] steps of the failed result.
 pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
     let Some(step) = t.steps.get(call) else { return false };
@@ -60,13 +61,19 @@ pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
         return false;
     }
     let Some(r) = result_of(ctx, call) else { return false };
-    let next = (r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW))
-        .find(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == step.agent);
-    next.is_some_and(|k| {
-        same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref())
-            && result_of(ctx, k).is_some()
-            && call_error(ctx, k).is_none()
-    })
+    for k in r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW) {
+        if t.steps[k].kind != StepKind::ToolCall || t.steps[k].agent != step.agent {
+            continue;
+        }
+        let ok = result_of(ctx, k).is_some() && call_error(ctx, k).is_none();
+        if same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref()) {
+            return ok;
+        }
+        if !ok || changes_state(t, k) {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether the agent recovered from the error of call `call`: a read-only lookup retried or
@@ -464,6 +471,8 @@ pub(super) fn unconfirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 /// (by its ISO key) that no earlier step writes, differing from a date the user wrote in exactly
 /// one of year, month and day. The user's value must be used by no call of the run (else this
 /// call added a value, it did not replace one: a return date a week after the outbound one).
+/// A state-changing call whose timestamp is the agent's own earlier one in another zone is read
+/// first ([`zone_shift`]).
 /// Shell commands and edits are not read (their text is code). Arguments are read from the JSON
 /// object between the call text's first `{` and last `}`.
 pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
@@ -477,6 +486,9 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     // Both kinds of value hold four digits in a row (a year, or part of a five-digit run): the
     // cheap test first, as this runs for every call each time a step's findings are asked for.
     if !has_digit_run(args, 4) {
+        return;
+    }
+    if zone_shift(ctx, i, args, out) {
         return;
     }
     let all_users =
@@ -528,6 +540,74 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
             }
         }
     }
+}
+
+/// How many steps before a state-changing call [`zone_shift`] looks for the agent's earlier calls.
+const ZONE_LOOKBACK: usize = 40;
+
+/// A timestamp argument with an explicit zone: `"start": "2026-12-09T15:00:00+01:00"` (key,
+/// date, clock time `hh:mm`, zone `Z` or `±hh:mm`).
+static ZONED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r#""([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})""#,
+    )
+    .unwrap()
+});
+
+/// The zone of a timestamp as minutes east of UTC (`Z` is 0, `+01:00` 60, `-0530` -330).
+fn zone_minutes(zone: &str) -> Option<i32> {
+    if zone == "Z" {
+        return Some(0);
+    }
+    let sign = if zone.starts_with('-') { -1 } else { 1 };
+    let digits: String = zone.chars().filter(char::is_ascii_digit).collect();
+    let (h, m) = (digits.get(..2)?.parse::<i32>().ok()?, digits.get(2..4)?.parse::<i32>().ok()?);
+    Some(sign * (h * 60 + m))
+}
+
+/// Step `i`, a state-changing call, passes a timestamp (`args`, its JSON arguments) at the same
+/// date and clock time as the same argument of the agent's own call within [`ZONE_LOOKBACK`]
+/// steps before it, but in another zone: the check said `15:00+01:00`, the booking `15:00Z`, an
+/// hour later. Returns whether the finding was added.
+fn zone_shift(ctx: &Context<'_>, i: usize, args: &str, out: &mut Vec<Finding>) -> bool {
+    let t = ctx.trajectory;
+    if !super::changes_state(t, i) || !args.contains('T') {
+        return false;
+    }
+    let agent = &t.steps[i].agent;
+    for c in ZONED.captures_iter(args) {
+        let (key, date, clock, zone) = (&c[1], &c[2], &c[3], &c[4]);
+        let Some(z) = zone_minutes(zone) else { continue };
+        for j in (i.saturating_sub(ZONE_LOOKBACK)..i).rev() {
+            let x = &t.steps[j];
+            if x.kind != StepKind::ToolCall || x.agent != *agent {
+                continue;
+            }
+            let earlier = ZONED.captures_iter(&x.content).find(|e| {
+                &e[1] == key && &e[2] == date && &e[3] == clock && zone_minutes(&e[4]).is_some_and(|w| w != z)
+            });
+            let Some(e) = earlier else { continue };
+            let w = zone_minutes(&e[4]).unwrap_or(z);
+            let apart = (w - z).abs();
+            let apart = match apart % 60 {
+                0 => format!("{} h", apart / 60),
+                _ => format!("{} min", apart),
+            };
+            let tool = t.steps[i].tool_name.as_deref().unwrap_or("the tool");
+            let other = x.tool_name.as_deref().unwrap_or("a call");
+            out.push(finding(
+                Signal::ArgumentMismatch,
+                weights::ARGUMENT_MISMATCH,
+                prose![
+                    format!("calls {tool} with {key} {date}T{clock}{zone}, but its {other} call at step "),
+                    Part::Step(j),
+                    format!(" gave {key} {date}T{clock}{}: the same clock time in another zone, {apart} apart", &e[4])
+                ],
+            ));
+            return true;
+        }
+    }
+    false
 }
 
 /// How many of the user's turns before a call [`argument_mismatch`] compares the call with.

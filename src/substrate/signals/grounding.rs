@@ -613,6 +613,160 @@ fn takes_word(answer: &HashSet<String>, w: &str) -> bool {
         || w.len() >= 5 && answer.iter().any(|a| a.len() >= 5 && a.get(..5).is_some_and(|p| w.get(..5) == Some(p)))
 }
 
+/// Words of a JSON member's name that make it the time something happens or will be ready
+/// (`estimated_ready`, `eta`, `expectedDelivery`, `pickup_date`, `due_at`).
+const TIME_KEY_WORDS: [&str; 13] = [
+    "eta",
+    "estimated",
+    "expected",
+    "ready",
+    "arrival",
+    "arrives",
+    "delivery",
+    "pickup",
+    "due",
+    "date",
+    "time",
+    "when",
+    "until",
+];
+
+/// Whether a JSON member's name is a time ([`TIME_KEY_WORDS`], split at `_`, `-` and case changes).
+fn time_key(key: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for ch in key.chars() {
+        if ch == '_' || ch == '-' || ch == '.' || ch.is_uppercase() && !cur.is_empty() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            if ch == '_' || ch == '-' || ch == '.' {
+                continue;
+            }
+        }
+        cur.extend(ch.to_lowercase());
+    }
+    words.push(cur);
+    words.iter().any(|w| TIME_KEY_WORDS.contains(&w.as_str()))
+}
+
+/// The members of `v` (at any depth) whose name is a time ([`time_key`]) and whose value is
+/// empty: `null`, `""`, "unknown", "TBD", "n/a", "none". `(name, value as written)`.
+fn empty_times(v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let empty = match x {
+                    Value::Null => true,
+                    Value::String(s) => {
+                        matches!(
+                            s.trim().to_ascii_lowercase().as_str(),
+                            "" | "unknown" | "tbd" | "n/a" | "none" | "pending"
+                        )
+                    }
+                    _ => false,
+                };
+                if empty && time_key(k) {
+                    out.push((k.clone(), x.to_string()));
+                } else {
+                    empty_times(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| empty_times(x, out)),
+        _ => {}
+    }
+}
+
+/// Whether `v` (at any depth) gives a time member ([`time_key`]) a value that is not empty: the
+/// message may tell that one.
+fn gives_time(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, x)| {
+            let empty = x.is_null()
+                || x.as_str().is_some_and(|s| {
+                    matches!(
+                        s.trim().to_ascii_lowercase().as_str(),
+                        "" | "unknown" | "tbd" | "n/a" | "none" | "pending"
+                    )
+                });
+            time_key(k) && !empty && !x.is_object() && !x.is_array() || gives_time(x)
+        }),
+        Value::Array(a) => a.iter().any(gives_time),
+        _ => false,
+    }
+}
+
+/// When something will happen, as a message tells it: a day ("tomorrow", "today", "on
+/// Wednesday", "next week"), a date ("2 December", "Dec 2"), a delay ("within 2 days", "in 3
+/// hours") or a deadline ("by 5 pm").
+static TIME_TOLD: LazyLock<regex::Regex> = LazyLock::new(|| {
+    let months = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?";
+    regex::Regex::new(&format!(
+        r"(?i)\b(tomorrow|today|tonight|this (?:morning|afternoon|evening|week)|next (?:week|month)|(?:on|by|until) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:within|in) (?:\d+|a|an|one|two|three) (?:hours?|days?|business days?|minutes?|weeks?)|by \d{{1,2}}(?::\d{{2}})?\s*(?:am|pm)|\d{{1,2}} (?:{months})\b|(?:{months}) \d{{1,2}}\b)"
+    ))
+    .unwrap()
+});
+
+/// A message that owns up to not knowing when ("no estimated date yet", "can't say when").
+static TIME_UNKNOWN: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(no (?:eta|estimate|estimated|expected|date|time)|not (?:yet )?(?:known|scheduled|confirmed|sure)|(?:can't|cannot|can not|couldn't|don't|do not) (?:say|tell|give|know|promise|guarantee)|unknown|no way to know|depends on)\b").unwrap()
+});
+
+/// Step `i`, an agent's message that ends its turn (the next step, thoughts aside, is the user's,
+/// or there is none), tells the user when something will happen ([`TIME_TOLD`]: "tomorrow", "on
+/// Wednesday", "within 2 days") while a lookup's result since the user's last turn (within
+/// [`MAX_LOOKUPS`] steps) left that time empty (`"estimated_ready": null`, `"eta": "unknown"`:
+/// [`empty_times`]) and no result of the turn gives any time ([`gives_time`]); a message that owns up to not knowing
+/// ([`TIME_UNKNOWN`]) is not read. What it promises does not come from the tool. docs/METHODS.md,
+/// "Grounding".
+pub(super) fn promised_time(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::Message || !agent_step(t, i) {
+        return;
+    }
+    let Some(told) = TIME_TOLD.find(&step.content) else { return };
+    if TIME_UNKNOWN.is_match(&step.content) {
+        return;
+    }
+    let next = t.steps[i + 1..].iter().find(|s| s.kind != StepKind::Thought);
+    if next.is_some_and(|s| !is_outside_agent(&s.agent) && !is_outside_agent(&s.role)) {
+        return;
+    }
+    let last_user = records(ctx).last_outside.get(i).copied().flatten();
+    let from = last_user.map_or(0, |u| u + 1).max(i.saturating_sub(MAX_LOOKUPS));
+    let results: Vec<(usize, Value)> = (from..i)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolResult && !t.steps[j].is_error)
+        .filter_map(|j| Some((j, json_of(&t.steps[j].content)?)))
+        .collect();
+    // A result of the turn that gives some time: the message may tell that one.
+    if results.iter().any(|(_, v)| gives_time(v)) {
+        return;
+    }
+    for (j, v) in results.iter().rev() {
+        let mut empty = Vec::new();
+        empty_times(v, &mut empty);
+        let Some((key, value)) = empty.into_iter().next() else {
+            continue;
+        };
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!(
+                    "tells the user \"{}\" (\"{}\") but the tool result at step ",
+                    crate::text::first_line(&step.content, 60),
+                    told.as_str()
+                ),
+                Part::Step(*j),
+                format!(" gives \"{key}\": {value}")
+            ],
+        ));
+        return;
+    }
+}
+
 /// Step `i` tells the user an answer right after a lookup's result without using anything the
 /// result returned: an agent's message that ends its turn (the next step, thoughts aside, is the
 /// user's, or there is none), is not a question and tells no count of a list, and follows (thoughts aside) the JSON result of

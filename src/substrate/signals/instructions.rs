@@ -16,6 +16,9 @@
 //!   … in app/, tests/, workers/, scripts/"), when the agent's searches since the instruction all
 //!   kept to some of the folders it names (`Grep` in `app`, `rg … app/ tests/`).
 //!
+//! - [`omitted_hits`]: a report on the agent's own searches that names some of the files their
+//!   outputs list and leaves out others, while saying nothing more was found or counting fewer.
+//!
 //! Every rule reads roles, tool names, shell commands and paths: no tool version's wording, file
 //! or run is named. Found by the offline judge only: the step ranker has no feature for them and
 //! the LLM judge is not asked for them.
@@ -221,6 +224,148 @@ pub(crate) fn partial_search(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     parts.push(Part::Step(u));
     parts.push(Part::from(format!(" names {} too", slash(&missing))));
     out.push(finding(Signal::PartialSearch, weights::PARTIAL_CHECK, crate::diagnosis::Prose::new(parts)));
+}
+
+/// A search hit of `grep -n`-style output: `path:LINE:` or `path:LINE-` at a line's start (`rg -n`,
+/// `grep -rn`, `git grep -n`, a `Grep` tool in content mode). The path has a folder or an
+/// extension.
+static HIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^\s*(?:\./)?([A-Za-z0-9_@+-][A-Za-z0-9_@./+-]*(?:/[A-Za-z0-9_@.+-]+|\.[A-Za-z0-9]+)):\d+[:-]")
+        .unwrap()
+});
+
+/// A `Grep` tool's file list (`Found 3 files` then one path per line).
+static FOUND_FILES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*Found \d+ files?\b").unwrap());
+
+/// A report that nothing more was found: "no other references", "no more matches", "none
+/// elsewhere", "not used anywhere else". (Not "clean" or "no other" alone: a lint run is clean
+/// too.)
+static NOTHING_MORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(no (?:other |more |further |remaining )?(?:references?|occurrences?|matches|hits|usages?|uses|mentions|callers|call sites)\b|none (?:elsewhere|remain)|not (?:referenced|used|mentioned|called) (?:anywhere else|elsewhere))",
+    )
+    .unwrap()
+});
+
+/// A count of what was found: "4 places", "three references", "5 files".
+static FOUND_COUNT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:[a-z]+\s+)?(references|places|occurrences|matches|hits|usages|uses|mentions|call sites|callers|locations|files)\b").unwrap()
+});
+
+/// The files a search's output lists ([`HIT`] lines, or a `Grep` tool's file list), in order,
+/// and how many hit lines it holds.
+fn search_hits(output: &str) -> (Vec<String>, usize) {
+    let mut files: Vec<String> = Vec::new();
+    let mut lines = 0;
+    for c in HIT.captures_iter(output) {
+        lines += 1;
+        if !files.iter().any(|f| f == &c[1]) {
+            files.push(c[1].to_string());
+        }
+    }
+    if lines == 0 && output.lines().next().is_some_and(|l| FOUND_FILES.is_match(l)) {
+        for l in output.lines().skip(1).map(str::trim) {
+            if !l.is_empty() && !l.contains(char::is_whitespace) && (l.contains('/') || l.contains('.')) {
+                lines += 1;
+                files.push(l.to_string());
+            }
+        }
+    }
+    (files, lines)
+}
+
+/// Step `i`, an agent's message reporting on its searches since its instruction (the last
+/// delegation to the agent within [`INSTRUCTION_LOOKBACK`] steps, else the user's last turn),
+/// names some of the files its searches' outputs list and leaves out others, while saying that
+/// is all: it says nothing more was found ([`NOTHING_MORE`]: "no other references", "scripts and
+/// templates are clean") or counts fewer ([`FOUND_COUNT`]: "4 places") than the files the outputs
+/// list. A file counts as named when its path or its file name is in the message. A report that
+/// owns up to a partial search ([`SEARCH_OWNS_UP`]) is not read.
+pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::Message
+        || super::is_outside_agent(&s.agent)
+        || super::actions::is_human(s)
+        || SEARCH_OWNS_UP.is_match(&s.content)
+    {
+        return;
+    }
+    let text = &s.content;
+    let from = i.saturating_sub(INSTRUCTION_LOOKBACK);
+    let u = (from..i)
+        .rev()
+        .find(|&j| {
+            let x = &t.steps[j];
+            x.kind == StepKind::Delegation && x.delegate_to.as_deref() == Some(s.agent.as_str())
+                || super::actions::is_human(x)
+        })
+        .unwrap_or(from);
+    let mut files: Vec<String> = Vec::new();
+    let mut searches: Vec<usize> = Vec::new();
+    for j in u..i {
+        let x = &t.steps[j];
+        if x.agent != s.agent || x.kind != StepKind::ToolCall || search_scopes(t, j).is_none() {
+            continue;
+        }
+        let Some(r) = result_of(ctx, j) else { continue };
+        let (hits, _) = search_hits(&t.steps[r].content);
+        if hits.is_empty() {
+            continue;
+        }
+        searches.push(j);
+        for h in hits {
+            if !files.contains(&h) {
+                files.push(h);
+            }
+        }
+    }
+    if files.len() < 2 {
+        return;
+    }
+    let named = |f: &str| {
+        let name = f.rsplit('/').next().unwrap_or(f);
+        text.contains(f) || name.len() >= 4 && text.contains(name)
+    };
+    let (kept, left): (Vec<&String>, Vec<&String>) = files.iter().partition(|f| named(f));
+    if kept.is_empty() || left.is_empty() {
+        return;
+    }
+    let counted = FOUND_COUNT.captures_iter(text).find_map(|c| {
+        let n = match c[1].to_ascii_lowercase().as_str() {
+            "two" => 2,
+            "three" => 3,
+            "four" => 4,
+            "five" => 5,
+            "six" => 6,
+            "seven" => 7,
+            "eight" => 8,
+            "nine" => 9,
+            "ten" => 10,
+            "eleven" => 11,
+            "twelve" => 12,
+            d => d.parse::<usize>().ok()?,
+        };
+        (n < files.len()).then(|| c[0].to_string())
+    });
+    let claim = match (NOTHING_MORE.find(text), counted) {
+        (Some(m), _) => format!("says \"{}\"", m.as_str().trim()),
+        (None, Some(c)) => format!("counts \"{c}\""),
+        (None, None) => return,
+    };
+    let shown: Vec<&str> = left.iter().take(3).map(|f| f.as_str()).collect();
+    let more = if left.len() > 3 { format!(" and {} more", left.len() - 3) } else { String::new() };
+    let mut parts =
+        vec![Part::from(format!("{claim}, but its search{} (step", if searches.len() > 1 { "es" } else { "" }))];
+    if searches.len() > 1 {
+        parts.push(Part::from("s"));
+    }
+    for (k, j) in searches.iter().take(4).enumerate() {
+        parts.push(Part::from(if k == 0 { " " } else { ", " }));
+        parts.push(Part::Step(*j));
+    }
+    parts.push(Part::from(format!(") listed {} files; it leaves out {}{more}", files.len(), shown.join(", "))));
+    out.push(finding(Signal::OmittedHits, weights::COUNT_MISMATCH, crate::diagnosis::Prose::new(parts)));
 }
 
 /// The paths a search call of step `c` keeps to, when it is one: a `Grep`/`Glob`/search tool's

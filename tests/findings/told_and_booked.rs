@@ -1,0 +1,113 @@
+//! What a tool-using assistant tells or books against what its tools returned (docs/METHODS.md,
+//! "Grounding" and "Actions"): a time promised that the tool left empty, a booking made at the
+//! clock time it checked but in another zone, and a correct run whose failed query was repaired
+//! after a look at the schema and whose percentage is the share of two returned counts.
+
+use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+use serde_json::json;
+
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
+
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+#[test]
+fn a_pickup_promised_for_tomorrow_when_the_refill_has_no_ready_date_is_the_decisive_step() {
+    // A held-out user's OpenAI chat log: the refill request goes to the prescriber
+    // (`PENDING_PRESCRIBER`, `"estimated_ready": null`, "typical response 1-3 business days"), and
+    // the assistant tells the patient to pick it up tomorrow.
+    let t = fixture("handbuilt/openai-chat/refill_pickup_promised.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![12]);
+    assert_eq!(
+        evidence(&t, 12, Signal::IgnoredResult),
+        "tells the user \"Your lisinopril refill request has gone through (request RR…\" (\"tomorrow\") but the \
+         tool result at step 11 gives \"estimated_ready\": null"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(12), Some("assistant")), "{}", d.reason);
+}
+
+/// A delivery question: the lookup's result (`eta` as given), then the assistant's answer.
+fn delivery(eta: serde_json::Value, answer: &str) -> Trajectory {
+    let mut m =
+        vec![system("You are the support assistant of a parcel service."), user("When will parcel 88-1042 arrive?")];
+    m.extend(call(
+        "c1",
+        "get_parcel",
+        json!({"parcel_id": "88-1042"}),
+        &json!({"parcel_id": "88-1042", "status": "held_at_customs", "eta": eta}).to_string(),
+    ));
+    m.push(assistant(answer));
+    load(m)
+}
+
+#[test]
+fn a_time_told_is_read_against_the_empty_time_of_the_lookup() {
+    let promised = delivery(json!(null), "It is held at customs, but it will arrive tomorrow.");
+    assert_eq!(steps_with(&promised, Signal::IgnoredResult), vec![4]);
+    // The time given by the tool, an answer that owns up to not knowing, or one that tells no time:
+    // nothing to find.
+    for (eta, answer) in [
+        (json!("2026-12-03"), "It is held at customs and should arrive tomorrow, 3 December."),
+        (json!(null), "It is held at customs, so I can't say when it will arrive; usually within 2 days."),
+        (json!(null), "It is held at customs at the moment; I have opened a ticket with the carrier."),
+    ] {
+        let t = delivery(eta, answer);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{answer}");
+    }
+}
+
+#[test]
+fn a_booking_at_the_checked_clock_time_in_another_zone_is_the_decisive_step() {
+    // A held-out user's Langfuse trace: the availability check asks for 15:00+01:00 (the user's
+    // Berlin time), `create_event` books 15:00Z, an hour later; the calendar echoes 16:00+01:00.
+    let t = fixture("handbuilt/langfuse/scheduler_booked_in_utc.langfuse.json");
+    assert_eq!(t.steps[12].tool_name.as_deref(), Some("create_event"));
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![12]);
+    assert_eq!(
+        evidence(&t, 12, Signal::ArgumentMismatch),
+        "calls create_event with start 2026-12-09T15:00Z, but its check_availability call at step 10 gave start \
+         2026-12-09T15:00+01:00: the same clock time in another zone, 1 h apart"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(12), Some("scheduler")), "{}", d.reason);
+}
+
+/// A check of a slot at `checked`, then a booking at `booked` (OpenAI chat shape).
+fn booked(checked: &str, booked: &str) -> Trajectory {
+    let mut m = vec![user("Book the small room on 9 December at 10:00 my time (Europe/Lisbon) for an hour.")];
+    m.extend(call("c1", "check_room", json!({"room": "small", "start": checked}), r#"{"free": true}"#));
+    m.extend(call("c2", "book_room", json!({"room": "small", "start": booked}), r#"{"booking_id": "BK-2211"}"#));
+    m.push(assistant("Booked the small room for 9 December, 10:00-11:00."));
+    load(m)
+}
+
+#[test]
+fn only_the_same_clock_time_in_another_zone_is_a_shift() {
+    assert_eq!(
+        steps_with(&booked("2026-12-09T10:00:00+01:00", "2026-12-09T10:00:00Z"), Signal::ArgumentMismatch),
+        vec![3]
+    );
+    // The same instant written in another zone, the same zone, or another time: no finding.
+    for b in ["2026-12-09T09:00:00Z", "2026-12-09T10:00:00+01:00", "2026-12-09T11:00:00Z"] {
+        assert_eq!(
+            steps_with(&booked("2026-12-09T10:00:00+01:00", b), Signal::ArgumentMismatch),
+            Vec::<usize>::new(),
+            "{b}"
+        );
+    }
+}
+
+#[test]
+fn a_query_repaired_from_the_schema_and_a_share_of_two_returned_counts_are_no_failure() {
+    // A held-out user's pydantic-ai (Logfire OTLP) run: `run_sql` fails on a wrong column, the
+    // agent describes the table and reruns the corrected SELECT, then reports "412 of the 9,873
+    // orders …, i.e. 4.2%".
+    let t = fixture("handbuilt/pydantic-ai/late_orders_share_ok.pydantic-ai.json");
+    assert!(t.steps[3].is_error || t.steps[3].content.contains("UndefinedColumn"), "{}", t.steps[3].content);
+    assert_eq!(findings(&t), Vec::<(usize, Signal)>::new());
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
