@@ -481,6 +481,20 @@ fn purpose_of(t: &Trajectory, steps: &[StepSummary], i: usize, prev: Option<(Pur
         return (Purpose::Delegated, target.clone());
     }
     let inherit = |fallback: Purpose| prev.map_or((fallback, s.agent.clone()), |(p, a)| (p, a.to_string()));
+    // The delegating agent calling tools itself after the delegate answered (a Claude Code main
+    // agent editing after its Explore sub-agent reported) does its own work, not the delegate's.
+    if let Some((Purpose::Delegated, a)) = prev
+        && s.agent != a
+        && t.steps[i].kind == StepKind::ToolCall
+    {
+        let own = match s.action {
+            Action::WriteCode => Purpose::Compute,
+            Action::Verify => Purpose::Verify,
+            Action::Answer | Action::Terminate => Purpose::Answer,
+            _ => Purpose::Gather,
+        };
+        return (own, s.agent.clone());
+    }
     match s.action {
         Action::Plan | Action::Request => (Purpose::Plan, s.agent.clone()),
         Action::Search | Action::ReadFile => match prev {
@@ -561,6 +575,34 @@ mod tests {
 
     fn step(i: usize, agent: &str, kind: StepKind, content: &str) -> Step {
         Step { index: i, agent: agent.into(), kind, content: content.into(), ..Step::default() }
+    }
+
+    #[test]
+    fn the_delegating_agents_own_calls_after_the_delegate_reported_are_its_own_phase() {
+        let mut delegation = step(1, "claude", StepKind::Delegation, "Find every reference to the flag.");
+        delegation.delegate_to = Some("Explore".into());
+        let mut request = step(0, "user", StepKind::Message, "Remove the flag everywhere.");
+        request.role = "user".into();
+        let steps = vec![
+            request,
+            delegation,
+            step(2, "Explore", StepKind::ToolCall, "Bash: rg -n FLAG"),
+            step(3, "Explore", StepKind::ToolResult, "src/a.py:3:FLAG = 1"),
+            step(4, "Explore", StepKind::Message, "One reference: src/a.py:3."),
+            step(5, "claude", StepKind::ToolResult, "One reference: src/a.py:3."),
+            step(6, "claude", StepKind::ToolCall, "Edit src/a.py"),
+            step(7, "claude", StepKind::ToolResult, "The file src/a.py has been updated."),
+            step(8, "claude", StepKind::ToolCall, "Bash: pytest -q"),
+            step(9, "claude", StepKind::ToolResult, "3 passed"),
+        ];
+        let t = Trajectory { task: "Remove the flag everywhere.".into(), steps, ..Trajectory::default() };
+        let h = build(&t);
+        let phases: Vec<(Range<usize>, Purpose, &str)> =
+            h.phases.iter().map(|p| (p.range.clone(), p.purpose, p.agent.as_str())).collect();
+        let delegated =
+            phases.iter().find(|(_, p, _)| *p == Purpose::Delegated).unwrap_or_else(|| panic!("{phases:?}"));
+        assert_eq!((delegated.0.clone(), delegated.2), (1..6, "Explore"), "{phases:?}");
+        assert_eq!(phases.last().map(|(r, _, a)| (r.start, *a)), Some((6, "claude")), "{phases:?}");
     }
 
     #[test]

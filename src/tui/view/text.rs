@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::diagnosis::explanation::{clip_parts, join};
-use crate::diagnosis::{Candidate, Claim, Criterion, Detail, Diagnosis, Origin, Part, Rule};
+use crate::diagnosis::{Candidate, Claim, Criterion, Detail, Diagnosis, Origin, Part, Rule, Stage, StageName};
 use crate::methods::Method;
 use crate::text;
 use crate::tui::action::Action;
@@ -429,8 +429,18 @@ fn verdict_lines(app: &App, l: &mut Linker) {
         spans.push(Span::styled(format!(" by {}{note}", clean(&g.agent)), t.dim));
         l.push(spans);
     }
-    let calls: Vec<String> =
-        d.cost.iter().map(|c| format!("{} {}", c.stage, crate::text::count(c.cost.calls, "call", "calls"))).collect();
+    // A verification stage that asked nothing had nothing to ask: say so, beside the status bar's
+    // "verify ✓", instead of a bare "0 calls" that reads as if it had not run.
+    let calls: Vec<String> = d
+        .cost
+        .iter()
+        .map(|c| match (c.stage, c.cost.calls) {
+            (StageName::Falat(Stage::Verification), 0) => {
+                "verification 0 calls (no candidate left to verify)".to_string()
+            }
+            (stage, n) => format!("{stage} {}", crate::text::count(n, "call", "calls")),
+        })
+        .collect();
     l.push_line(kv(app, "judge calls", &calls.join(" · "), t.dim));
     // With the LLM judge: tokens, the server's cache and who answered, per stage.
     for c in d.cost.iter().filter(|c| c.cost.answers.any()) {
