@@ -1,7 +1,8 @@
 //! What a tool-using assistant tells or books against what its tools returned (docs/METHODS.md,
 //! "Grounding" and "Actions"): a time promised that the tool left empty, a booking made at the
 //! clock time it checked but in another zone, and a correct run whose failed query was repaired
-//! after a look at the schema and whose percentage is the share of two returned counts.
+//! after a look at the schema and whose percentage is the share of two returned counts; a currency
+//! conversion run the wrong way round.
 
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
@@ -110,4 +111,38 @@ fn a_query_repaired_from_the_schema_and_a_share_of_two_returned_counts_are_no_fa
     assert_eq!(findings(&t), Vec::<(usize, Signal)>::new());
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+/// An expense in Swedish kronor added to a report kept in euros: the conversion `from` → `to`,
+/// then the line entered with the conversion's result as `amount_eur`.
+fn expense(from: &str, to: &str, result: f64) -> Trajectory {
+    let mut m = vec![user("Paid 1 250 kr for the hotel in Stockholm on 14 May. Add it to report ER-7 in EUR.")];
+    m.extend(call(
+        "c1",
+        "convert_currency",
+        json!({"amount": 1250, "from_currency": from, "to_currency": to, "date": "2025-05-14"}),
+        &json!({"amount": 1250.0, "from": from, "to": to, "rate": 10.9215, "result": result}).to_string(),
+    ));
+    m.extend(call(
+        "c2",
+        "add_expense_line",
+        json!({"report_id": "ER-7", "merchant": "Hotel Rival", "amount_eur": result, "original_currency": "SEK"}),
+        r#"{"line_id": 4, "ok": true}"#,
+    ));
+    m.push(assistant("Added the hotel to ER-7."));
+    load(m)
+}
+
+#[test]
+fn a_conversion_whose_result_is_entered_in_the_currency_it_came_from_is_the_decisive_step() {
+    let backwards = expense("EUR", "SEK", 13651.88);
+    assert_eq!(steps_with(&backwards, Signal::ArgumentMismatch), vec![1]);
+    assert_eq!(
+        evidence(&backwards, 1, Signal::ArgumentMismatch),
+        "calls convert_currency from EUR to SEK, but step 3 enters its result 13651.88 as amount_eur: the \
+         conversion ran the wrong way round"
+    );
+    assert_eq!(falat(&backwards).decisive_step, Some(1));
+    // Converted from kronor to euros, and entered as euros: nothing to find.
+    assert_eq!(steps_with(&expense("SEK", "EUR", 114.45), Signal::ArgumentMismatch), Vec::<usize>::new());
 }

@@ -610,6 +610,100 @@ fn zone_shift(ctx: &Context<'_>, i: usize, args: &str, out: &mut Vec<Finding>) -
     false
 }
 
+/// How many steps after a currency conversion [`converted_backwards`] looks for the call that
+/// enters its result.
+const CONVERSION_WINDOW: usize = 40;
+
+/// The members of a call's arguments (`args`, a JSON object) naming the currencies a conversion
+/// goes from and to: a member whose name starts with `from` / ends with `from` and one with `to`
+/// (`from_currency`, `to_currency`, `from`, `to`, `base`/`target`), each a three-letter code.
+fn conversion_codes(args: &serde_json::Map<String, serde_json::Value>) -> Option<(String, String)> {
+    let code = |names: &[&str]| {
+        args.iter().find_map(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            let named =
+                names.iter().any(|n| k == *n || k.starts_with(&format!("{n}_")) || k.ends_with(&format!("_{n}")));
+            let v = v.as_str()?.trim();
+            (named && v.len() == 3 && v.chars().all(|c| c.is_ascii_alphabetic())).then(|| v.to_ascii_uppercase())
+        })
+    };
+    let (from, to) = (code(&["from", "source", "base"])?, code(&["to", "target", "quote"])?);
+    (from != to).then_some((from, to))
+}
+
+/// The numbers of a JSON value, at any depth, with the member name each is under.
+fn numbers_under(v: &serde_json::Value, key: &str, out: &mut Vec<(String, f64)>) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| numbers_under(x, k, out)),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| numbers_under(x, key, out)),
+        serde_json::Value::Number(n) => out.extend(n.as_f64().map(|x| (key.to_string(), x))),
+        _ => {}
+    }
+}
+
+/// Step `i`, a currency conversion (a call whose arguments name a `from` and a `to` currency by
+/// three-letter codes, `{"amount": 1250, "from_currency": "EUR", "to_currency": "SEK"}`), whose
+/// result (a number of its output other than the amount given) a later call of the agent within
+/// [`CONVERSION_WINDOW`] steps enters under a member named for the currency it was converted
+/// *from* (`"amount_eur": 13651.88`): the conversion ran the wrong way round. The finding sits
+/// at the conversion.
+pub(crate) fn converted_backwards(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall {
+        return;
+    }
+    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
+    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&s.content[start..=end]) else {
+        return;
+    };
+    let Some((from, to)) = conversion_codes(&args) else { return };
+    let Some(r) = result_of(ctx, i) else { return };
+    let Some(rs) = t.steps[r].content.find(['{', '[']) else { return };
+    let Ok(result) = serde_json::from_str::<serde_json::Value>(&t.steps[r].content[rs..]) else { return };
+    let mut given = Vec::new();
+    numbers_under(&serde_json::Value::Object(args.clone()), "", &mut given);
+    let mut produced = Vec::new();
+    numbers_under(&result, "", &mut produced);
+    let produced: Vec<f64> = produced
+        .into_iter()
+        .map(|(_, x)| x)
+        .filter(|x| x.fract() != 0.0 || *x >= 10.0)
+        .filter(|x| !given.iter().any(|(_, g)| (g - x).abs() < 1e-9))
+        .collect();
+    if produced.is_empty() {
+        return;
+    }
+    let from_low = from.to_ascii_lowercase();
+    let names_from =
+        |k: &str| k.to_ascii_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == from_low);
+    for j in r + 1..t.steps.len().min(r + 1 + CONVERSION_WINDOW) {
+        let c = &t.steps[j];
+        if c.kind != StepKind::ToolCall || c.agent != s.agent {
+            continue;
+        }
+        let (Some(a), Some(b)) = (c.content.find('{'), c.content.rfind('}')) else { continue };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&c.content[a..=b]) else { continue };
+        let mut entered = Vec::new();
+        numbers_under(&v, "", &mut entered);
+        if let Some((key, x)) =
+            entered.iter().find(|(k, x)| names_from(k) && produced.iter().any(|p| (p - x).abs() < 0.005))
+        {
+            let tool = s.tool_name.as_deref().unwrap_or("the tool");
+            out.push(finding(
+                Signal::ArgumentMismatch,
+                weights::ARGUMENT_MISMATCH,
+                prose![
+                    format!("calls {tool} from {from} to {to}, but step "),
+                    Part::Step(j),
+                    format!(" enters its result {x} as {key}: the conversion ran the wrong way round")
+                ],
+            ));
+            return;
+        }
+    }
+}
+
 /// How many of the user's turns before a call [`argument_mismatch`] compares the call with.
 const MISMATCH_TURNS: usize = 4;
 
