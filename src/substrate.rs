@@ -176,7 +176,8 @@ pub struct Facts {
     /// The failed state change the run's first assertion reports as done, as (call, assertion,
     /// result, error) (`signals::assertion`).
     pub first_unresolved: OnceLock<Option<(usize, usize, usize, String)>>,
-    /// The steps of the user, in order (`signals::actions::argument_mismatch`).
+    /// The served person's turns (`signals::actions::is_human`), in order
+    /// (`signals::actions::argument_mismatch`).
     pub user_steps: OnceLock<Vec<usize>>,
     /// The user turns' prohibitions of changes to paths (`signals::instructions`).
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,

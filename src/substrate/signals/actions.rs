@@ -355,8 +355,10 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         let user_rule = matches!(policy.source, PolicySource::User(_));
         let mut requested: Option<usize> = None;
         for (i, s) in t.steps.iter().enumerate() {
-            if is_user(&s.role) {
-                if s.kind == StepKind::Message && affirms(&s.content) {
+            // The served person's turns only: an AutoGen agent with the role `user` is no user,
+            // and a tool result a format gives the role `user` (Claude Code) affirms nothing.
+            if is_human(s) {
+                if affirms(&s.content) {
                     affirmed = Some(i);
                 }
                 if user_rule && i > from && is_human(s) && s.content.to_lowercase().contains("please") {
@@ -368,7 +370,7 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
                 asked.insert(s.agent.as_str(), i);
                 continue;
             }
-            if i > from && changes_state(t, i) && !is_user(&s.role) && policy.covers(s.tool_name.as_deref()) {
+            if i > from && changes_state(t, i) && policy.covers(s.tool_name.as_deref()) {
                 let proposal = asked.get(s.agent.as_str()).copied();
                 let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p)
                     || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
@@ -492,7 +494,7 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
         return;
     }
     let all_users =
-        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_user(&t.steps[j].role)).collect());
+        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
     // The user's last few turns before the call.
     let before = all_users.partition_point(|&u| u < i);
     let users = &all_users[before.saturating_sub(MISMATCH_TURNS)..before];
