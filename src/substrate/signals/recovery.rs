@@ -430,9 +430,8 @@ pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
             let words: Vec<String> =
                 shell::commands(line).iter().flat_map(|x| x.words.iter().map(|w| w.text.clone())).collect();
             let named = words.iter().any(|w| w.rsplit(['/', ':']).any(|p| p == name) && *w != name)
-                || words.first().is_some_and(|w| w != &name) && words.iter().any(|w| *w == name);
-            let repeated =
-                !args.is_empty() && args.iter().all(|a| words.contains(a)) && !words.iter().any(|w| *w == name);
+                || words.first().is_some_and(|w| w != &name) && words.contains(&name);
+            let repeated = !args.is_empty() && args.iter().all(|a| words.contains(a)) && !words.contains(&name);
             named || repeated
         })
         .and_then(|(k, _)| result_of(ctx, k))
