@@ -20,6 +20,7 @@ mod coding;
 mod instructions;
 pub use instructions::Prohibition;
 mod progress;
+mod recovery;
 pub mod shell;
 use shell::is_shell_tool;
 pub use shell::shell_command;
@@ -151,8 +152,14 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     // (the edit's failure, found at the edit), is no rejected state change.
     let check =
         result_of(ctx, i).is_some_and(|r| reproduces_reported_failure(ctx, r)) || edit_checked_by(ctx, i).is_some();
-    // An edit the editor refused and the agent then made again is part of the work.
-    if !refused && !coding::recovered_edit(ctx, i) && (check || !actions::rejected(ctx, i, &mut f)) {
+    // An edit the editor refused and the agent then made again is part of the work; so is a
+    // check that passed again after a fix, code run again corrected, or a missing program run
+    // another way ([`recovery::recovered_by_another_command`]).
+    if !refused
+        && !coding::recovered_edit(ctx, i)
+        && !recovery::recovered_by_another_command(ctx, i)
+        && (check || !actions::rejected(ctx, i, &mut f))
+    {
         failed_action(ctx, i, &mut f);
     }
     coding::silent_noop(ctx, i, &mut f);
@@ -271,6 +278,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                     && e.key == *k
                     && (written_result(content, e.span.start, k)
                         || written_part(content, e.span.start, &sourced)
+                        || rounded_form(content, e.span.start, k, &sourced)
                         // A value restated in another unit of the same measure ("2.3 km"
                         // after "2300 m").
                         || unit_restated(content, e.span.start, k)
@@ -290,6 +298,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A value a coding agent names as the fix ("`m` is 1 instead of 60") and then writes in an
     // edit whose check passes is its design, checked by the run, not an invented fact.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !written_and_checked(ctx, s.index, k)).collect();
+    // The number of tests a run reports passed over its parts ("all 73 tests pass" after result
+    // lines of 58, 9, 2 and 4 passed) is that run's total, counted, not invented.
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
     if numeric.is_empty() {
         return;
     }
@@ -602,6 +613,26 @@ fn written_part(text: &str, at: usize, sourced: &[(f64, usize)]) -> bool {
     })
 }
 
+/// Whether the number `key` written at byte `at` of `text` is a figure from an earlier step
+/// (`sourced`: value and byte offset) rounded to the precision `key` is written with, and the
+/// sentence around it says so ("4.2107 s … the table shows it rounded to 4.2s"): a rounded
+/// restatement, not a new value. The rounded figure must have more decimals than `key`.
+fn rounded_form(text: &str, at: usize, key: &str, sourced: &[(f64, usize)]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let start = text[..at].rfind(['\n', '.', ';']).map_or(0, |p| p + 1);
+    let end = text[at..].find(['\n', ';', ')']).map_or(text.len(), |p| at + p);
+    let sentence = text[start..end].to_ascii_lowercase();
+    if !sentence.contains("round") {
+        return false;
+    }
+    let scale = 10f64.powi(decimals);
+    sourced.iter().any(|&(x, _)| {
+        let finer = format!("{x}").split_once('.').map_or(0, |(_, d)| d.len()) as i32 > decimals;
+        finer && ((x * scale).round() / scale - v).abs() <= 1e-9 * v.abs().max(1.0)
+    })
+}
+
 /// The value of `a op b op …` (numbers and `+ - * × x / ÷`, multiplication and division first);
 /// `None` when it does not parse or divides by zero.
 fn evaluate(expr: &str) -> Option<f64> {
@@ -886,7 +917,7 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
     // A checker that is not installed checked nothing; a check run again as it was, with
     // success, failed on work in progress that the agent went on to finish.
     let failed = |c: usize| {
-        if rerun_passes(ctx, c) {
+        if rerun_passes(ctx, c) || recovery::check_recovered(ctx, c) {
             return None;
         }
         let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none())?;
@@ -1643,7 +1674,9 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
             "; ".into(),
         ]);
     }
-    let recovered: Vec<usize> = errors.into_iter().filter(|&r| recovered_error(ctx, r)).collect();
+    // The reproduction, already told, is not told again as recovered.
+    let recovered: Vec<usize> =
+        errors.into_iter().filter(|&r| recovered_error(ctx, r) && !reproduces_reported_failure(ctx, r)).collect();
     if !recovered.is_empty() {
         let (noun, verb) = if recovered.len() == 1 { ("error", "was") } else { ("errors", "were") };
         stop.push(format!("the tool {noun} at step ").into());
@@ -1669,10 +1702,13 @@ fn recovered_error(ctx: &Context<'_>, r: usize) -> bool {
 }
 
 /// Whether the agent recovered from the error of call `c`: [`actions::recovered`] (a lookup
-/// retried, a change made another way, a command run again with success), or an edit the editor
-/// refused that the agent made again with success ([`coding::recovered_edit`]).
+/// retried, a change made another way, a command run again with success), an edit the editor
+/// refused that the agent made again with success ([`coding::recovered_edit`]), a check that
+/// passed again after a fix ([`recovery::check_recovered`]), code run again corrected
+/// ([`recovery::code_recovered`]), or a program found missing and run another way
+/// ([`recovery::missing_program_recovered`]).
 pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
-    actions::recovered(ctx, c) || coding::recovered_edit(ctx, c)
+    actions::recovered(ctx, c) || coding::recovered_edit(ctx, c) || recovery::recovered_by_another_command(ctx, c)
 }
 
 /// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says
@@ -2268,7 +2304,9 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
 /// ran out of time ([`says_timed_out`], or exit code 124, `timeout`'s), before any edit; or the task
 /// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
-/// step") and the output's command runs it, before any edit. Reproducing the failure the user reported is
+/// step") and the output's command runs it, before any edit; or the output, a failure, is of a
+/// check the task quotes as a command, run as quoted ([`recovery::runs_quoted_command`]), before
+/// any edit. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
@@ -2331,6 +2369,11 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
         })
     };
     if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n)) {
+        return true;
+    }
+    // The command the task quotes as showing the failure (`go test -race ./pkg/...` "reports a
+    // DATA RACE"), run as quoted before any edit.
+    if recovery::runs_quoted_command(ctx, r) {
         return true;
     }
     // The check the task names as failing ("CI is failing on the eslint step"), run again.

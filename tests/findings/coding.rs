@@ -1015,3 +1015,227 @@ fn a_smolagents_planning_step_is_the_plan_and_its_section_numbers_are_no_values(
     assert_eq!(sub.hierarchy.steps[plan].action, falat::hierarchy::Action::Plan);
     assert!(!findings(&t).iter().any(|(s, _)| *s == plan), "{:?}", findings(&t));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Errors recovered by another command, and a fix checked only by a weaker run
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code transcript ([`claude_session`]): the user's task, the agent's tool calls (tool,
+/// input, result, whether the result is an error, as Claude Code marks a command that exits
+/// non-zero) in order, then its closing message.
+fn claude_calls(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
+    let mut turns: Vec<ClaudeTurn<'_>> = calls
+        .iter()
+        .map(|(tool, input, result, error)| ClaudeTurn::Call(tool, input.clone(), result, *error))
+        .collect();
+    turns.push(ClaudeTurn::Text(closing));
+    claude_session(task, &turns)
+}
+
+/// A Claude Code session adding a flag with a test: the new test does not compile (a missing
+/// dev-dependency, steps 5-6), then fails on its own expected value (steps 9-10); then the edit
+/// `fix_test` (path, old, new) and the closing check (command, output, whether it failed).
+fn kiln_session(fix_test: (&str, &str, &str), closing_check: (&str, &str, bool)) -> Trajectory {
+    let edit = |path: &str, old: &str, new: &str| json!({"file_path": path, "old_string": old, "new_string": new});
+    let updated = |path: &str| format!("The file {path} has been updated.");
+    let (status, tests, manifest) =
+        ("/w/kiln/src/commands/status.rs", "/w/kiln/tests/cli_status.rs", "/w/kiln/Cargo.toml");
+    let (fix_path, fix_old, fix_new) = fix_test;
+    let narrow = json!({"command": "cargo test --test cli_status 2>&1 | tail -5"});
+    claude_calls(
+        "add a `--json` flag to `kiln status`; there's an integration test file tests/cli_status.rs you can extend",
+        &[
+            (
+                "Edit",
+                edit(status, "let mut table", "if args.json { print_json(&jobs); return; }\nlet mut table"),
+                &updated(status),
+                false,
+            ),
+            (
+                "Edit",
+                edit(tests, "}\n", "}\n#[test]\nfn status_json_has_jobs_array() { assert_eq!(ms(), 4210); }\n"),
+                &updated(tests),
+                false,
+            ),
+            (
+                "Bash",
+                narrow.clone(),
+                "error[E0433]: failed to resolve: use of undeclared crate or module `serde_json`\nerror: could not compile `kiln` (test \"cli_status\") due to 1 previous error",
+                true,
+            ),
+            (
+                "Edit",
+                edit(manifest, "[dev-dependencies]", "[dev-dependencies]\nserde_json = \"1\""),
+                &updated(manifest),
+                false,
+            ),
+            (
+                "Bash",
+                narrow,
+                "test status_json_has_jobs_array ... FAILED\n\nfailures:\n    status_json_has_jobs_array\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored",
+                true,
+            ),
+            ("Edit", edit(fix_path, fix_old, fix_new), &updated(fix_path), false),
+            ("Bash", json!({"command": closing_check.0}), closing_check.1, closing_check.2),
+        ],
+        "Added `kiln status --json`; the tests pass.",
+    )
+}
+
+#[test]
+fn a_check_that_fails_until_a_fix_and_then_passes_in_a_broader_run_is_context() {
+    let passing = "test result: ok. 58 passed; 0 failed\ntest result: ok. 2 passed; 0 failed";
+    // The agent's own new test fixed, then the whole suite passes.
+    let t = kiln_session(
+        ("/w/kiln/tests/cli_status.rs", "4210", "4211"),
+        ("cargo test 2>&1 | grep 'test result'", passing, false),
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.contains("the tool errors at step 6, 10 were recovered from"), "{}", d.reason);
+    // Only another, narrower run after the fix (another test binary): the failures stand, and
+    // the edit the first check failed on is named.
+    let t =
+        kiln_session(("/w/kiln/tests/cli_status.rs", "4210", "4211"), ("cargo test --test cli_run", passing, false));
+    assert!(findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+    // The last run of the check still fails: the failures stand.
+    let t = kiln_session(
+        ("/w/kiln/src/commands/status.rs", "print_json", "print_json_pretty"),
+        ("cargo test", "test status_json_has_jobs_array ... FAILED\ntest result: FAILED. 60 passed; 1 failed", true),
+    );
+    assert!(findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_check_that_passes_only_after_a_test_that_was_there_before_is_rewritten_is_not_recovered() {
+    let edit = |path: &str, old: &str, new: &str| json!({"file_path": path, "old_string": old, "new_string": new});
+    let t = claude_calls(
+        "round_money must round half up, as docs/rounding.md says",
+        &[
+            (
+                "Edit",
+                edit("/w/ledgerly/money.py", "ROUND_HALF_EVEN", "ROUND_HALF_EVEN  # keep"),
+                "The file /w/ledgerly/money.py has been updated.",
+                false,
+            ),
+            (
+                "Bash",
+                json!({"command": "pytest tests/test_money.py -q"}),
+                "FAILED tests/test_money.py::test_round_money_half_up - AssertionError\n1 failed, 7 passed in 0.05s",
+                true,
+            ),
+            (
+                "Edit",
+                edit("/w/ledgerly/tests/test_money.py", "Decimal(\"2.68\")", "Decimal(\"2.67\")"),
+                "The file /w/ledgerly/tests/test_money.py has been updated.",
+                false,
+            ),
+            ("Bash", json!({"command": "pytest -q"}), "........\n8 passed in 0.05s", false),
+        ],
+        "Rounding fixed; the suite passes.",
+    );
+    assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
+    assert_eq!(falat(&t).decisive_step, Some(1));
+}
+
+/// A smolagents `CodeAgent` memory: the task, then per step its code (`code_action`) and either
+/// its observations or its error (`AgentExecutionError`, as `step.error.dict()` writes it).
+fn smolagents_code(task: &str, steps: &[(&str, Result<&str, &str>)]) -> Trajectory {
+    let mut out = vec![json!({"task": task, "task_images": null})];
+    for (k, (code, result)) in steps.iter().enumerate() {
+        let n = k + 1;
+        let (observations, error) = match result {
+            Ok(o) => (json!(format!("Execution logs:\n{o}")), Value::Null),
+            Err(e) => (Value::Null, json!({"type": "AgentExecutionError", "message": e})),
+        };
+        out.push(json!({"step_number": n, "model_input_messages": null, "model_output_message": null, "error": error,
+            "timing": {"start_time": n as f64, "end_time": n as f64 + 0.5, "duration": 0.5},
+            "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": "python_interpreter", "arguments": code}}],
+            "model_output": format!("Thought: next.\nCode:\n```py\n{code}\n```<end_code>"),
+            "code_action": code, "observations": observations, "action_output": null, "is_final_answer": false,
+            "token_usage": {"input_tokens": 10, "output_tokens": 10}}));
+    }
+    let doc = json!({"agent_name": "log_analyst", "steps": out});
+    falat::ingest::parse("memory.json", doc.to_string().as_bytes(), None)
+        .expect("a smolagents run")
+        .trajectories
+        .remove(0)
+}
+
+#[test]
+fn code_that_failed_and_ran_again_corrected_is_context_but_a_later_unrelated_call_recovers_nothing() {
+    let crash = "for line in lines:\n    m = pat.search(line)\n    status = m.group('status')\n    counts[status[0]] += 1\nprint(counts)";
+    let error = "Code execution failed at line 'for line in lines:\n    m = pat.search(line)\n    status = m.group('status')' due to: AttributeError: 'NoneType' object has no attribute 'group'";
+    let fixed = "for line in lines:\n    m = pat.search(line)\n    if not m:\n        continue\n    status = m.group('status')\n    counts[status[0]] += 1\nprint(counts)";
+    let task = "Count the 5xx responses in logs/access.log.";
+    let t = smolagents_code(
+        task,
+        &[(crash, Err(error)), (fixed, Ok("Counter({'2': 310, '5': 67})")), ("final_answer(67)", Ok("67"))],
+    );
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Another computation that runs is no correction of the one that crashed.
+    let t =
+        smolagents_code(task, &[(crash, Err(error)), ("print(len(lines))", Ok("412")), ("final_answer(67)", Ok("67"))]);
+    // Step 1 is the thought, 2 the code call, 3 its error.
+    assert_eq!(t.steps[2].tool_name.as_deref(), Some("python_interpreter"));
+    assert!(findings(&t).contains(&(2, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_missing_checker_run_another_way_with_success_is_context() {
+    let edit = json!({"file_path": "/w/app/.github/workflows/ci.yml", "old_string": "node: [18, 20]", "new_string": "node: [20, 22]"});
+    let run = |second: &str, output: &str, failed: bool| {
+        claude_calls(
+            "Update the CI matrix to Node 20 and 22.",
+            &[
+                ("Edit", edit.clone(), "The file /w/app/.github/workflows/ci.yml has been updated.", false),
+                ("Bash", json!({"command": "actionlint"}), "bash: line 1: actionlint: command not found", true),
+                ("Bash", json!({"command": second}), output, failed),
+            ],
+            "Updated the matrix; the workflow lints clean.",
+        )
+    };
+    let t = run("docker run --rm -v $PWD:/repo -w /repo rhysd/actionlint:latest -color", "", false);
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Another command that fails too is no way round the missing checker.
+    let t = run(
+        "docker run --rm -v $PWD:/repo -w /repo rhysd/actionlint:latest -color",
+        "docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock.",
+        true,
+    );
+    assert_ne!(falat(&t).decisive_step, None);
+}
+
+#[test]
+fn the_quoted_command_reproduced_then_a_fix_checked_without_its_flag_is_a_finding_of_the_fix() {
+    let race = "==================\nWARNING: DATA RACE\nWrite at 0x00c0000a4018 by goroutine 9:\n  gatekeeper/internal/bucket.(*Bucket).refill()\n      /w/gk/internal/bucket/bucket.go:79 +0x11c\n==================\n--- FAIL: TestAllowUnderLoad (0.21s)\nFAIL\tgatekeeper/internal/bucket\t1.604s\nFAIL";
+    let edit = json!({"file_path": "/w/gk/internal/bucket/bucket.go", "old_string": "\t// fast path\n", "new_string": "\tb.mu.Lock()\n\tdefer b.mu.Unlock()\n"});
+    let run = |check: &str, output: &str| {
+        claude_calls(
+            "`go test -race ./internal/bucket/...` reports a DATA RACE between Bucket.Allow and refill. Fix the race.",
+            &[
+                ("Bash", json!({"command": "go test -race -count=1 ./internal/bucket/..."}), race, true),
+                ("Edit", edit.clone(), "The file /w/gk/internal/bucket/bucket.go has been updated.", false),
+                ("Bash", json!({"command": check}), output, false),
+            ],
+            "Fixed the data race in internal/bucket.",
+        )
+    };
+    // Steps: 1-2 the reproduction, 3-4 the edit, 5-6 the check, 7 the message.
+    let t = run("go test -count=1 ./internal/bucket/...", "ok  \tgatekeeper/internal/bucket\t0.412s");
+    // The first run reproduces what the user reported: no error of the agent.
+    assert!(!findings(&t).iter().any(|(s, _)| *s < 3), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 3, Signal::UnverifiedAssertion),
+        "the fix starts here, and the check that showed the reported failure (step 2) is run again after it only \
+         weaker: `go test -race` without `-race` (step 5)"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // Run again with the flag, passing: no failure.
+    let t = run("go test -race ./internal/bucket/...", "ok  \tgatekeeper/internal/bucket\t1.412s");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+}

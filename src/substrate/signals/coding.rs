@@ -18,7 +18,7 @@ use crate::model::{StepKind, Trajectory};
 use crate::prose;
 
 /// The file name of a path (its last component).
-fn file_name(path: &str) -> &str {
+pub(super) fn file_name(path: &str) -> &str {
     path.trim_end_matches('/').rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
@@ -85,6 +85,12 @@ pub(super) fn edited_file(t: &Trajectory, c: usize) -> Option<String> {
         .take(4)
         .find(|w| w.contains('/') && file_name(w).contains('.') && !w.contains("://"))
         .map(|w| w.trim_matches(['"', '\'']).to_string())
+}
+
+/// Every file edit call `c` changes ([`changed_paths`]), else the one [`edited_file`] reads.
+pub(super) fn edited_files(t: &Trajectory, c: usize) -> Vec<String> {
+    let paths: Vec<String> = changed_paths(t, c).into_iter().map(|(p, _)| p).collect();
+    if paths.is_empty() { edited_file(t, c).into_iter().collect() } else { paths }
 }
 
 /// How many steps after a refused edit the agent's next edit of the same file is looked for.
@@ -267,7 +273,9 @@ fn edits_code(t: &Trajectory, i: usize) -> bool {
 /// run again after it (no later command runs the same program with the same first argument;
 /// for a reproduction by a test run, no later test run), though the agent checked the fix some
 /// other way (a call after it that is no edit), and then reports to the reader: the fix was
-/// claimed without showing that the reported failure is gone.
+/// claimed without showing that the reported failure is gone. Also when every later run of the
+/// reproduction's check is weaker than it ([`super::recovery::weaker_reruns`]: a flag such as
+/// `-race` dropped, a narrower selection added), which cannot show the failure again.
 pub(super) fn reproduction_not_rerun(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     if !edits_code(t, i) || (0..i).any(|j| edits_code(t, j)) {
@@ -293,7 +301,25 @@ pub(super) fn reproduction_not_rerun(ctx: &Context<'_>, i: usize, out: &mut Vec<
     // With no check at all after the fix, the claim is unverified as it stands (a finding of
     // the claim): this finding is for a fix checked some other way only.
     let checked = (i + 1..t.steps.len()).any(|k| t.steps[k].kind == StepKind::ToolCall && !edits(t, k));
-    if rerun || !reports || !checked {
+    if !reports || !checked {
+        return;
+    }
+    // Run again only weaker (`go test` without the `-race` that showed the race, `pytest -k`
+    // on a part of what failed): the reported failure is not looked for again either.
+    if rerun {
+        if let Some((k, what)) = super::recovery::weaker_reruns(t, rc, i) {
+            out.push(finding(
+                Signal::UnverifiedAssertion,
+                weights::UNVERIFIED_ASSERTION,
+                prose![
+                    "the fix starts here, and the check that showed the reported failure (step ",
+                    Part::Step(r),
+                    format!(") is run again after it only weaker: {what} (step "),
+                    Part::Step(k),
+                    ")"
+                ],
+            ));
+        }
         return;
     }
     let (program, arg) = &keys[0];

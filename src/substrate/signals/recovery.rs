@@ -1,0 +1,598 @@
+//! Errors of a coding session the agent recovered from by another command (docs/METHODS.md,
+//! "Coding-agent sessions"): a check (a test run, a build, a linter) that failed, after which the
+//! agent changed the code or the environment and the same check, or a broader one, passed; a
+//! program found missing that the agent then ran another way; code that failed and was run again
+//! corrected. And the opposite reading of a check run again: a weaker one (a flag or a selection
+//! of the first run dropped), which shows nothing about the failure the first run showed.
+//!
+//! Every rule reads the calls, their command lines ([`super::shell`]) and their outputs only: no
+//! tool, file or benchmark is named. Every scan over later steps is bounded by
+//! [`RECOVERY_WINDOW`] steps.
+
+use std::collections::BTreeSet;
+
+use super::shell::{self, Command};
+use super::{Context, call_command, call_error, check_fails, edits, failing_tests, refused_call, result_of};
+use crate::model::{StepKind, Trajectory};
+
+/// How many steps after a failed call its recovery is looked for.
+pub(crate) const RECOVERY_WINDOW: usize = 200;
+
+/// Options of a check that select what it checks and take a value (`-k NAME`, `--test NAME`,
+/// `-run REGEX`, `-p PACKAGE`): dropping one checks more, adding one checks less.
+const SELECT_WITH_VALUE: [&str; 15] = [
+    "-k",
+    "--test",
+    "-run",
+    "--run",
+    "-t",
+    "--testnamepattern",
+    "--grep",
+    "-g",
+    "--filter",
+    "-p",
+    "--package",
+    "--bin",
+    "--example",
+    "--bench",
+    "--workspace-member",
+];
+
+/// Options of a check that select what it checks without a value (`cargo test --lib`, pytest's
+/// `--lf`).
+const SELECT_FLAGS: [&str; 8] =
+    ["--lib", "--bins", "--tests", "--doc", "--lf", "--last-failed", "--only-failures", "--examples"];
+
+/// Options that change only how a check reports or how often it runs, not what it checks
+/// (`-v`, `-q`, `-x`, `--tb=short`, `-count=1`, `--color never`): neither kept nor dropped
+/// matters. Compared without their `=value`.
+const OUTPUT_OPTIONS: [&str; 26] = [
+    "-v",
+    "-vv",
+    "-vvv",
+    "-q",
+    "-qq",
+    "-x",
+    "-s",
+    "--quiet",
+    "--verbose",
+    "--tb",
+    "--no-header",
+    "-ra",
+    "-rA",
+    "-count",
+    "--count",
+    "--color",
+    "--colors",
+    "--nocapture",
+    "--no-fail-fast",
+    "--exitfirst",
+    "--maxfail",
+    "--message-format",
+    "--format",
+    "--reporter",
+    "--silent",
+    "--no-capture",
+];
+
+/// Programs whose first word that is no option names what they do (`cargo test`, `go vet`,
+/// `npm test`): two runs check the same thing only with the same such word.
+const WITH_SUBCOMMAND: [&str; 13] =
+    ["cargo", "go", "npm", "yarn", "pnpm", "bun", "make", "mix", "dotnet", "deno", "gradle", "mvn", "swift"];
+
+/// One check a shell call runs: its program, its subcommand (for [`WITH_SUBCOMMAND`]), the
+/// options that decide how it checks (not [`OUTPUT_OPTIONS`], not a selection) and what it
+/// selects (its other arguments and the values of [`SELECT_WITH_VALUE`], each as written;
+/// [`SELECT_FLAGS`] too). An empty selection checks everything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Check {
+    /// The program (`go`, `pytest`, `python` for a script run).
+    pub program: String,
+    /// Its subcommand (`test`), or empty.
+    pub sub: String,
+    /// The options that decide how it checks (`-race`, `-D`), without their `=value`.
+    pub modes: BTreeSet<String>,
+    /// What it selects (`./internal/bucket/...`, `cli_status`, `--lib`).
+    pub selection: Vec<String>,
+}
+
+impl Check {
+    /// Whether `other` checks the same thing as `self`, or more: the same program and
+    /// subcommand, every option of `self` that decides how it checks kept, and a selection that
+    /// is empty or covers each of its items with one of `self`'s (equal, or a folder or prefix
+    /// of it: `./...` covers `./internal/bucket/...`).
+    pub fn covered_by(&self, other: &Check) -> bool {
+        self.program == other.program
+            && self.sub == other.sub
+            && self.modes.is_subset(&other.modes)
+            && (other.selection.is_empty()
+                || !self.selection.is_empty()
+                    && other.selection.iter().all(|b| self.selection.iter().any(|a| selects_within(a, b))))
+    }
+
+    /// What `other`, a run of the same program and subcommand, leaves out of `self`: the first
+    /// option of `self` that decides how it checks and `other` drops (`-race`), else the first
+    /// selection item `other` adds (`-k timeout`); `None` when `other` covers `self` or runs
+    /// another check.
+    pub fn weakened_by(&self, other: &Check) -> Option<String> {
+        if self.program != other.program || self.sub != other.sub || self.covered_by(other) {
+            return None;
+        }
+        if let Some(m) = self.modes.difference(&other.modes).next() {
+            return Some(format!("without `{m}`"));
+        }
+        other
+            .selection
+            .iter()
+            .find(|b| self.selection.is_empty() || !self.selection.iter().any(|a| selects_within(a, b)))
+            .map(|b| format!("on `{}` only", crate::text::clip(b, 40)))
+    }
+
+    /// The check as a short command (`go test -race`), for a reason.
+    pub fn label(&self) -> String {
+        let mut s = self.program.clone();
+        if !self.sub.is_empty() {
+            s.push(' ');
+            s.push_str(&self.sub);
+        }
+        for m in &self.modes {
+            s.push(' ');
+            s.push_str(m);
+        }
+        s
+    }
+}
+
+/// Whether selection item `b` selects everything `a` does: equal, or a prefix of it at a path or
+/// name boundary (`./...`, `tests/`, `tests` of `tests/test_x.py::test_y`), Go's `/...` and a
+/// leading `./` not counted.
+fn selects_within(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.trim_start_matches("./").trim_end_matches("...").trim_end_matches('/').to_string();
+    let (a, b) = (norm(a), norm(b));
+    b.is_empty() || a == b || a.starts_with(&b) && a[b.len()..].starts_with(['/', ':', '.'])
+}
+
+/// The checks shell call `c` runs, one per simple command that reads or checks
+/// ([`shell::reads_or_checks`]) and is not a plain reader ([`shell::READ_PROGRAMS`], `git`,
+/// `sed`, `find`, a one-line probe), plus a script run by an interpreter (`python repro.py`,
+/// `node check.js`). Empty for any other call.
+pub(crate) fn checks(t: &Trajectory, c: usize) -> Vec<Check> {
+    if t.steps[c].kind != StepKind::ToolCall {
+        return Vec::new();
+    }
+    let Some(cmd) = call_command(t, c) else { return Vec::new() };
+    shell::commands(&cmd).iter().filter_map(check_of).collect()
+}
+
+/// Options of `docker run` / `docker exec` (and `podman`'s) that take a value.
+const CONTAINER_VALUE_OPTIONS: [&str; 16] = [
+    "-v",
+    "--volume",
+    "-w",
+    "--workdir",
+    "-e",
+    "--env",
+    "--env-file",
+    "--name",
+    "--network",
+    "-p",
+    "--publish",
+    "-u",
+    "--user",
+    "--mount",
+    "--platform",
+    "--entrypoint",
+];
+
+/// The command a container runs (`docker run --rm -v $PWD:/repo IMAGE python -m pytest -q tests`:
+/// `python -m pytest -q tests`), for `docker`/`podman` `run` (after the image) and `exec` (after
+/// the container); `None` for any other command or when nothing follows the image.
+fn in_container(c: &Command) -> Option<Command> {
+    let inv = c.invocation()?;
+    if !matches!(inv.program, "docker" | "podman") {
+        return None;
+    }
+    let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+    let (sub, mut k) = (words.iter().position(|w| !w.starts_with('-'))?, 0);
+    if !matches!(words[sub], "run" | "exec") {
+        return None;
+    }
+    k += sub + 1;
+    while k < words.len() && words[k].starts_with('-') {
+        k += if CONTAINER_VALUE_OPTIONS.contains(&words[k]) { 2 } else { 1 };
+    }
+    // The image or the container, then its command.
+    let rest = words.get(k + 1..).filter(|r| !r.is_empty())?;
+    shell::commands(&rest.join(" ")).into_iter().next()
+}
+
+/// Whether one simple command runs tests ([`shell::runs_tests`]), also inside a container
+/// ([`in_container`]).
+fn runs_tests_anywhere(c: &Command) -> bool {
+    shell::runs_tests(c) || in_container(c).is_some_and(|x| shell::runs_tests(&x))
+}
+
+/// The check one simple command runs ([`checks`]).
+fn check_of(c: &Command) -> Option<Check> {
+    let inv = c.invocation()?;
+    let program = inv.program;
+    let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+    let script = matches!(program, "python" | "python3" | "node" | "ruby" | "bash" | "sh")
+        && words.first().is_some_and(|w| !w.starts_with('-') && w.contains('.'));
+    let plain = shell::READ_PROGRAMS.contains(&program)
+        || matches!(
+            program,
+            "git" | "sed" | "find" | "awk" | "source" | "." | "export" | "set" | "unset" | "pip" | "pip3"
+        );
+    if !script && (plain || !shell::reads_or_checks(c) || words.iter().any(|w| matches!(*w, "-c" | "-e"))) {
+        return None;
+    }
+    let mut k = 0;
+    let mut sub = String::new();
+    if WITH_SUBCOMMAND.contains(&program) {
+        while k < words.len() && words[k].starts_with(['-', '+']) {
+            k += 1;
+        }
+        sub = words.get(k).map_or(String::new(), |w| w.to_string());
+        k += 1;
+    }
+    let (mut modes, mut selection) = (BTreeSet::new(), Vec::new());
+    while k < words.len() {
+        let w = words[k];
+        k += 1;
+        if w == "--" {
+            continue;
+        }
+        if !w.starts_with('-') || w == "-" {
+            selection.push(w.to_string());
+            continue;
+        }
+        let (name, value) = w.split_once('=').map_or((w, None), |(n, v)| (n, Some(v)));
+        let low = name.to_ascii_lowercase();
+        if SELECT_WITH_VALUE.contains(&low.as_str()) {
+            match value {
+                Some(v) => selection.push(format!("{low}={v}")),
+                None => {
+                    selection.push(format!("{low}={}", words.get(k).copied().unwrap_or("")));
+                    k += 1;
+                }
+            }
+        } else if SELECT_FLAGS.contains(&low.as_str()) {
+            selection.push(low);
+        } else if OUTPUT_OPTIONS.iter().any(|o| o.eq_ignore_ascii_case(name)) {
+            // `-count 1`, `--tb short`, `--color never`: skip the value too.
+            if value.is_none()
+                && words.get(k).is_some_and(|v| !v.starts_with('-') && v.len() <= 6 && !v.contains(['/', '.']))
+                && !matches!(
+                    low.as_str(),
+                    "-v" | "-vv"
+                        | "-vvv"
+                        | "-q"
+                        | "-qq"
+                        | "-x"
+                        | "-s"
+                        | "--quiet"
+                        | "--verbose"
+                        | "--no-header"
+                        | "--nocapture"
+                        | "--no-fail-fast"
+                        | "--exitfirst"
+                        | "--silent"
+                        | "--no-capture"
+                        | "-ra"
+                )
+            {
+                k += 1;
+            }
+        } else {
+            modes.insert(name.to_string());
+        }
+    }
+    Some(Check { program: program.to_string(), sub, modes, selection })
+}
+
+/// Whether every check of `a` is covered by one of `b`'s ([`Check::covered_by`]).
+fn all_covered(a: &[Check], b: &[Check]) -> bool {
+    !a.is_empty() && a.iter().all(|x| b.iter().any(|y| x.covered_by(y)))
+}
+
+/// Whether a path is a test file: a folder `test`, `tests`, `__tests__`, `spec` or `testdata` on
+/// it, or a name `test_*`, `*_test.*`, `*.test.*`, `*.spec.*`, `*_spec.*`, `*Test.*`, `*Tests.*`.
+pub(crate) fn is_test_path(path: &str) -> bool {
+    let parts: Vec<&str> = path.split(['/', '\\']).collect();
+    let name = parts.last().copied().unwrap_or("");
+    let stem = name.split('.').next().unwrap_or(name);
+    parts[..parts.len().saturating_sub(1)]
+        .iter()
+        .any(|p| matches!(*p, "test" | "tests" | "__tests__" | "spec" | "testdata"))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || stem.ends_with("Test")
+        || stem.ends_with("Tests")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+/// Whether call `k`, a change made after the failed check `c` (output `r`), can have fixed what
+/// `c` showed: a change that edits no test file (the code, a manifest, a dependency installed),
+/// or an edit of a test file holding a failing test the agent wrote itself before `c` (every
+/// test `r` names as failed is named in an edit of the agent before `c`; when `r` names none, a
+/// test file the agent edited before `c`). Rewriting a test that was there before, so that it
+/// passes, fixes nothing it reported.
+fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
+    let t = ctx.trajectory;
+    let files = super::coding::edited_files(t, k);
+    if files.iter().all(|f| !is_test_path(f)) {
+        return true;
+    }
+    let agent = &t.steps[c].agent;
+    let own_edits = || (c.saturating_sub(RECOVERY_WINDOW)..c).filter(|&j| t.steps[j].agent == *agent && edits(t, j));
+    let failing = failing_tests(&t.steps[r].content);
+    if failing.is_empty() {
+        return files.iter().filter(|f| is_test_path(f)).all(|f| {
+            let name = super::coding::file_name(f);
+            own_edits().any(|j| super::coding::edited_files(t, j).iter().any(|g| super::coding::file_name(g) == name))
+        });
+    }
+    failing.iter().all(|name| {
+        let short = name.rsplit("::").next().unwrap_or(name);
+        own_edits().any(|j| super::contains_word(&t.steps[j].content, short))
+    })
+}
+
+/// Whether the agent recovered from the failed check `c` (a shell call whose checks
+/// ([`checks`]) failed) by another command: within [`RECOVERY_WINDOW`] steps the same agent
+/// changed something that can fix it ([`fixes`]: the code, a manifest, a dependency, its own new
+/// test), and the last run after that of the same check or a broader one ([`Check::covered_by`]:
+/// `cargo test` after `cargo test --test cli_status`) passed. A check that failed on work in
+/// progress and passes once the work is finished is part of the work, not the run's error. A
+/// check that passes only after a test that was there before was rewritten is not recovered;
+/// nor one whose later runs are all weaker ([`Check::weakened_by`]: `-race` dropped); nor one
+/// after whose passing run a test run of another kind fails (the suite run in the container
+/// image, [`in_container`]): the session's last checks do not pass.
+pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(r) = result_of(ctx, c) else { return false };
+    if !check_fails(ctx, r) {
+        return false;
+    }
+    let first = checks(t, c);
+    if first.is_empty() {
+        return false;
+    }
+    let agent = &t.steps[c].agent;
+    let end = t.steps.len().min(c + 1 + RECOVERY_WINDOW);
+    let (mut fixed, mut last) = (false, None);
+    for k in c + 1..end {
+        let s = &t.steps[k];
+        if s.kind != StepKind::ToolCall || s.agent != *agent || refused_call(ctx, k) {
+            continue;
+        }
+        // Tests run another way after the passing run (in the image the code ships in) fail:
+        // the session's last checks do not pass.
+        if last == Some(true) && runs_tests_later(t, k) && result_of(ctx, k).is_some_and(|rk| check_fails(ctx, rk)) {
+            return false;
+        }
+        if super::changes_state(t, k) {
+            if call_error(ctx, k).is_none() && fixes(ctx, c, r, k) {
+                fixed = true;
+            }
+            continue;
+        }
+        if all_covered(&first, &checks(t, k)) {
+            last = Some(fixed && result_of(ctx, k).is_some_and(|rk| !check_fails(ctx, rk)));
+        }
+    }
+    last == Some(true)
+}
+
+/// Whether call `k` is a shell call that runs tests, also inside a container
+/// ([`runs_tests_anywhere`]).
+fn runs_tests_later(t: &Trajectory, k: usize) -> bool {
+    call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(runs_tests_anywhere))
+}
+
+/// Whether the program tool output `r` found missing ([`super::missing_program`]) was run
+/// another way, with success, by the same agent within [`RECOVERY_WINDOW`] steps: a later shell
+/// call that names the program as a word (`docker run … actionlint`, `npx eslint`, `python -m
+/// pytest`), repeats every argument of the failed command (`grep -rn tokens src` after `rg -n
+/// tokens src`) or runs the same check again ([`Check::covered_by`]: `PYTHONPATH=src python
+/// repro.py` after `python repro.py` found a module missing), and did not fail. A checker that is not installed, run through a container or
+/// a runner, checked the code after all.
+pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(name) = super::missing_program(ctx, r) else { return false };
+    let Some(c) = super::links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let Some(cmd) = call_command(t, c) else { return false };
+    let args: Vec<String> = shell::commands(&cmd)
+        .iter()
+        .filter_map(|x| {
+            let inv = x.invocation()?;
+            (inv.program == name).then(|| {
+                inv.args.iter().filter(|w| !w.text.starts_with('-')).map(|w| w.text.clone()).collect::<Vec<_>>()
+            })
+        })
+        .next()
+        .unwrap_or_default();
+    let agent = &t.steps[c].agent;
+    let end = t.steps.len().min(c + 1 + RECOVERY_WINDOW);
+    let first = checks(t, c);
+    (c + 1..end)
+        .filter(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent)
+        .filter_map(|k| Some((k, call_command(t, k)?)))
+        .find(|&(k, ref line)| {
+            // The same check run again once the environment has what it missed (`PYTHONPATH=src
+            // python repro.py` after `No module named 'hookrelay'`).
+            if all_covered(&first, &checks(t, k)) {
+                return true;
+            }
+            let words: Vec<String> =
+                shell::commands(line).iter().flat_map(|x| x.words.iter().map(|w| w.text.clone())).collect();
+            let named = words.iter().any(|w| w.rsplit(['/', ':']).any(|p| p == name) && *w != name)
+                || words.first().is_some_and(|w| w != &name) && words.contains(&name);
+            let repeated = !args.is_empty() && args.iter().all(|a| words.contains(a)) && !words.contains(&name);
+            named || repeated
+        })
+        .and_then(|(k, _)| result_of(ctx, k))
+        .is_some_and(|rk| !check_fails(ctx, rk) && super::missing_program(ctx, rk).is_none())
+}
+
+/// Whether the agent recovered from the error of call `c` by another command:
+/// [`check_recovered`], [`code_recovered`], or the program its output found missing run another
+/// way ([`missing_program_recovered`]).
+pub(crate) fn recovered_by_another_command(ctx: &Context<'_>, c: usize) -> bool {
+    check_recovered(ctx, c)
+        || code_recovered(ctx, c)
+        || result_of(ctx, c).is_some_and(|r| missing_program_recovered(ctx, r))
+}
+
+/// The lines of code (trimmed, eight characters or more, no comment) of a code call's text.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines().map(str::trim).filter(|l| l.len() >= 8 && !l.starts_with('#') && !l.starts_with("//")).collect()
+}
+
+/// Whether code call `c` (a call of a tool that runs code, not a shell: smolagents' Python
+/// interpreter, a `run_python` tool), whose run failed ([`call_error`]: `AgentExecutionError`,
+/// a traceback), was run again corrected: the same agent's last later call of the same tool
+/// within [`RECOVERY_WINDOW`] steps that holds at least half of the failing lines (the lines of
+/// `c`'s code its error quotes, else all of its lines) ran without error. Code that crashed and
+/// was then fixed and run is part of the work, not the run's error.
+pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let s = &t.steps[c];
+    if s.kind != StepKind::ToolCall || call_command(t, c).is_some() || edits(t, c) || call_error(ctx, c).is_none() {
+        return false;
+    }
+    let Some(r) = result_of(ctx, c) else { return false };
+    let lines = code_lines(&s.content);
+    if lines.is_empty() {
+        return false;
+    }
+    let error = &t.steps[r].content;
+    let quoted: Vec<&str> = lines.iter().copied().filter(|l| error.contains(l)).collect();
+    let anchor = if quoted.is_empty() { lines } else { quoted };
+    let end = t.steps.len().min(c + 1 + RECOVERY_WINDOW);
+    let last = (c + 1..end).rev().find(|&k| {
+        let x = &t.steps[k];
+        x.kind == StepKind::ToolCall && x.agent == s.agent && x.tool_name == s.tool_name && {
+            let later = code_lines(&x.content);
+            2 * anchor.iter().filter(|l| later.contains(l)).count() >= anchor.len()
+        }
+    });
+    last.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+}
+
+/// The weaker run of a reproduction: for shell call `rc`, which showed a failure, the first
+/// thing every later run after step `from` (within [`RECOVERY_WINDOW`] steps) of the same
+/// program and subcommand leaves out ([`Check::weakened_by`]: "without `-race`"), when there are
+/// such runs and none of them covers `rc`'s checks.
+pub(crate) fn weaker_reruns(t: &Trajectory, rc: usize, from: usize) -> Option<(usize, String)> {
+    let first = checks(t, rc);
+    if first.is_empty() {
+        return None;
+    }
+    let end = t.steps.len().min(from + 1 + RECOVERY_WINDOW);
+    let mut weaker = None;
+    for k in from + 1..end {
+        let later = checks(t, k);
+        if later.is_empty() {
+            continue;
+        }
+        if all_covered(&first, &later) {
+            return None;
+        }
+        if weaker.is_none() {
+            weaker = first
+                .iter()
+                .find_map(|a| later.iter().find_map(|b| a.weakened_by(b)).map(|w| (k, format!("`{}` {w}", a.label()))));
+        }
+    }
+    weaker
+}
+
+/// Whether tool output `r` shows the failure of a check the task quotes as a command (a
+/// `` `go test -race ./internal/bucket/...` `` in backticks that parses as a check,
+/// [`checks`]), run as quoted: its call runs a check that covers the quoted one
+/// ([`Check::covered_by`]: `-count=1` added, the same selection). Running the command the user
+/// says shows the failure, and seeing it fail, is the reproduction (the caller asks that no edit
+/// came before).
+pub(crate) fn runs_quoted_command(ctx: &Context<'_>, r: usize) -> bool {
+    static QUOTE: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"`([^`\n]{3,200})`").unwrap());
+    let t = ctx.trajectory;
+    if t.steps[r].kind != StepKind::ToolResult || !check_fails(ctx, r) {
+        return false;
+    }
+    let Some(c) = super::links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let ran = checks(t, c);
+    if ran.is_empty() {
+        return false;
+    }
+    QUOTE.captures_iter(&t.task).any(|q| {
+        shell::commands(&q[1]).iter().filter_map(check_of).any(|quoted| ran.iter().any(|x| quoted.covered_by(x)))
+    })
+}
+
+/// Whether the whole number `key`, stated at step `i`, is the total of the tests one earlier
+/// tool output within [`RECOVERY_WINDOW`] steps reports passed: the sum of its `N passed` counts
+/// (`cargo test`'s result line per test binary, pytest's and Jest's summaries), with two counts
+/// or more that are not all zero. A coding agent that says "all 73 tests pass" after result lines
+/// of 58, 9, 2 and 4 passed states what the run showed.
+pub(crate) fn passed_total(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    static PASSED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b(\d+) passed\b").unwrap());
+    let Ok(total) = key.parse::<u64>() else { return false };
+    let t = ctx.trajectory;
+    (i.saturating_sub(RECOVERY_WINDOW)..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult).any(|j| {
+        let counts: Vec<u64> = PASSED.captures_iter(&t.steps[j].content).filter_map(|c| c[1].parse().ok()).collect();
+        counts.len() >= 2 && counts.iter().sum::<u64>() == total && total > 0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str) -> Check {
+        shell::commands(line).iter().find_map(check_of).unwrap()
+    }
+
+    #[test]
+    fn a_broader_run_covers_a_selected_one_and_a_dropped_mode_weakens_it() {
+        let narrow = check("cargo test --test cli_status");
+        assert!(narrow.covered_by(&check("cargo test")));
+        assert!(!check("cargo test").covered_by(&narrow));
+        let race = check("go test -race -count=1 ./internal/bucket/...");
+        assert!(race.covered_by(&check("go test -race ./...")));
+        let plain = check("go test -count=1 ./internal/bucket/...");
+        assert!(!race.covered_by(&plain));
+        assert_eq!(race.weakened_by(&plain).as_deref(), Some("without `-race`"));
+        assert_eq!(
+            check("pytest tests").weakened_by(&check("pytest tests -k timeout")).as_deref(),
+            Some("on `-k=timeout` only")
+        );
+        assert!(check("pytest -q tests/test_a.py").covered_by(&check("pytest tests")));
+        assert_eq!(check("cargo clippy --all-targets").weakened_by(&check("cargo test")), None);
+    }
+
+    #[test]
+    fn tests_run_in_a_container_are_tests() {
+        let c = &shell::commands("docker run --rm -v $PWD:/repo -w /repo app:dev python -m pytest -q tests")[0];
+        assert!(runs_tests_anywhere(c));
+        let c = &shell::commands("docker run --rm -v $PWD:/repo rhysd/actionlint:latest -color")[0];
+        assert!(!runs_tests_anywhere(c));
+    }
+
+    #[test]
+    fn test_files_are_told_by_folder_and_name() {
+        for p in
+            ["tests/cli_status.rs", "src/lib/slug.test.ts", "pkg/bucket_test.go", "test_money.py", "spec/a_spec.rb"]
+        {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in ["src/cli.rs", "Cargo.toml", "internal/bucket/bucket.go", "src/contest.py"] {
+            assert!(!is_test_path(p), "{p}");
+        }
+    }
+}
