@@ -109,7 +109,7 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])timed? ?out(?:[^\w\n=(]|$))",
+        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])timed? ?out(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$))",
     )
     .unwrap()
 });
@@ -362,6 +362,9 @@ mod tests {
         );
         assert_eq!(errors("Timeout\nretrying"), ["Timeout"]);
         assert_eq!(errors("Error executing tool get_weather: timeout"), ["Error executing tool get_weather: timeout"]);
+        // A JSON or dict key named `timeout` is a setting; a quoted value "timeout" is an error.
+        assert!(errors(r#"return self._request("GET", path, **{"timeout": self.timeout})"#).is_empty());
+        assert_eq!(errors(r#"{"status": "error", "reason": "timeout"}"#).len(), 1);
     }
 
     #[test]
