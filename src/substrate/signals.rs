@@ -17,7 +17,7 @@
 mod assertion;
 pub use assertion::claimed_failure;
 mod coding;
-mod instructions;
+pub mod instructions;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
@@ -189,6 +189,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::reproduction_not_rerun(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
+    instructions::scoped_search_reported_whole(ctx, i, &mut h);
     instructions::omitted_hits(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
