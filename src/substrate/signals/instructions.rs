@@ -379,6 +379,11 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         return;
     }
     let text = &s.content;
+    // The claim first: a message that says neither that nothing more was found nor how many is
+    // not read further (this runs for every message of a long session).
+    if !NOTHING_MORE.is_match(text) && !FOUND_COUNT.is_match(text) {
+        return;
+    }
     let from = i.saturating_sub(INSTRUCTION_LOOKBACK);
     let u = (from..i)
         .rev()
