@@ -1184,6 +1184,32 @@ fn code_that_failed_and_ran_again_corrected_is_context_but_a_later_unrelated_cal
 }
 
 #[test]
+fn code_whose_missing_column_is_replaced_in_the_next_run_is_context() {
+    // A held-out user's smolagents run: the column is `created_at`, not `order_date`; the next
+    // code reads the file again and parses the right column.
+    let crash =
+        "df = df[df['status'] != 'refunded']\ndf['date'] = pd.to_datetime(df['order_date'])\nprint(df['date'].min())";
+    let error = "Code execution failed at line 'df['date'] = pd.to_datetime(df['order_date'])' due to: InterpreterError: \
+                 Could not index DataFrame with 'order_date': KeyError: 'order_date'";
+    let fixed = "df = pd.read_csv('data/orders.csv')\ndf['created_at'] = pd.to_datetime(df['created_at'])\nprint(df['created_at'].min())";
+    let task = "Compute the quarterly revenue growth from data/orders.csv.";
+    let t = smolagents_code(
+        task,
+        &[(crash, Err(error)), (fixed, Ok("2025-01-01 08:14:22")), ("final_answer('+4.2%')", Ok("+4.2%"))],
+    );
+    assert_eq!(findings(&t), vec![]);
+    // Code that still reads the missing column, or that computes something else, corrects nothing.
+    let still = "df['date'] = pd.to_datetime(df['order_date'], errors='coerce')\nprint(df['date'].min())";
+    let t = smolagents_code(task, &[(crash, Err(error)), (still, Ok("NaT")), ("final_answer('+4.2%')", Ok("+4.2%"))]);
+    assert!(findings(&t).contains(&(2, Signal::FailedAction)), "{:?}", findings(&t));
+    let t = smolagents_code(
+        task,
+        &[(crash, Err(error)), ("print(len(df))", Ok("18342")), ("final_answer('+4.2%')", Ok("+4.2%"))],
+    );
+    assert!(findings(&t).contains(&(2, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
 fn a_missing_checker_run_another_way_with_success_is_context() {
     let edit = json!({"file_path": "/w/app/.github/workflows/ci.yml", "old_string": "node: [18, 20]", "new_string": "node: [20, 22]"});
     let run = |second: &str, output: &str, failed: bool| {

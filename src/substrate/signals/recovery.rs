@@ -456,8 +456,10 @@ fn code_lines(text: &str) -> Vec<&str> {
 /// interpreter, a `run_python` tool), whose run failed ([`call_error`]: `AgentExecutionError`,
 /// a traceback), was run again corrected: the same agent's last later call of the same tool
 /// within [`RECOVERY_WINDOW`] steps that holds at least half of the failing lines (the lines of
-/// `c`'s code its error quotes, else all of its lines) ran without error. Code that crashed and
-/// was then fixed and run is part of the work, not the run's error.
+/// `c`'s code its error quotes, else all of its lines) ran without error; or the name the error
+/// reports missing ([`MISSING_NAME`]), written in the failing code, is gone from the agent's next
+/// call of the same tool, which calls a function the failing lines call and ran without error. Code that crashed and was then fixed and run
+/// is part of the work, not the run's error.
 pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     let s = &t.steps[c];
@@ -480,8 +482,55 @@ pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
             2 * anchor.iter().filter(|l| later.contains(l)).count() >= anchor.len()
         }
     });
-    last.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+    if last.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none()) {
+        return true;
+    }
+    // The name the error reports missing (`KeyError: 'order_date'`, `name 'x' is not defined`,
+    // `has no attribute 'map'`), written in the failing code and gone from the agent's next call
+    // of the same tool, which runs: the reference was corrected (the column was `created_at`).
+    let names: Vec<&str> = MISSING_NAME
+        .captures_iter(error)
+        .filter_map(|m| m.get(1).or_else(|| m.get(2)).map(|n| n.as_str()))
+        .filter(|n| super::contains_word(&s.content, n))
+        .collect();
+    if names.is_empty() {
+        return false;
+    }
+    let next = (c + 1..end).find(|&k| {
+        let x = &t.steps[k];
+        x.kind == StepKind::ToolCall && x.agent == s.agent && x.tool_name == s.tool_name
+    });
+    // The next call redoes the failing computation: it calls a function the failing lines call
+    // (`pd.to_datetime(`), not something else that happens to run.
+    let called = |text: &str| -> Vec<String> {
+        CALLED
+            .captures_iter(text)
+            .filter_map(|m| m.get(1).map(|n| n.as_str().to_string()))
+            .filter(|n| n.len() >= 4 && n != "print")
+            .collect()
+    };
+    let failing = called(&anchor.join("\n"));
+    next.is_some_and(|k| {
+        let later = &t.steps[k].content;
+        result_of(ctx, k).is_some()
+            && call_error(ctx, k).is_none()
+            && !names.iter().any(|n| super::contains_word(later, n))
+            && called(later).iter().any(|n| failing.contains(n))
+    })
 }
+
+/// A function called in code: its name right before `(`.
+static CALLED: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\(").unwrap());
+
+/// A name an error reports missing: `KeyError: 'x'`, `name 'x' is not defined`, `has no
+/// attribute 'x'`, `index … with 'x'`, `column 'x'`, `no such column: x`.
+static MISSING_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r#"(?:KeyError:\s*|NameError:\s*name\s+|has no attribute\s+|with\s+|column\s+|key\s+)['"]([A-Za-z_][A-Za-z0-9_]*)['"]|no such column:\s*([A-Za-z_][A-Za-z0-9_]*)"#,
+    )
+    .unwrap()
+});
 
 /// The weaker run of a reproduction: for shell call `rc`, which showed a failure, the first
 /// thing every later run after step `from` (within [`RECOVERY_WINDOW`] steps) of the same
