@@ -590,6 +590,9 @@ fn a_change_made_although_the_user_asked_to_be_asked_first_is_unconfirmed() {
         "Look into moving the 1:1, but do not reschedule it until I confirm.",
         "Find a Thursday slot and show me the new invite before anything goes out.",
         "Draft the change; let me review it first.",
+        // The user holding the decision back in other words.
+        "Is there a Thursday slot? I'd have to check with my boss first before I commit to anything.",
+        "Is Thursday free? Just tell me what's available for now.",
     ] {
         assert_eq!(findings(&move_run(request, None)), vec![(3, Signal::UnconfirmedAction)], "{request}");
     }

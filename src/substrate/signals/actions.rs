@@ -323,7 +323,7 @@ pub fn asks_to_be_asked(text: &str) -> Option<(&str, Option<&'static str>)> {
     const CHANGES: &str = r"(?:change|modify|update|move|reschedule|edit|book|pay|buy|purchase|order|charge|send|delete|remove|cancel|refund|transfer|reserve|submit)";
     static ASK_FIRST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(&format!(
-            r"(?i)\b(?:check|ask|confirm)\s+(?:with me\s+)?first\b|\bask me (?:first|before)\b|\b(?:show|let) me\b[^.!?\n]{{0,40}}?\b(?:first|before)\b|\bwithout (?:asking|checking with|confirming with) me\b|\b(?:don't|do not|dont|never)\s+(?P<ban>{CHANGES})\w*\b(?:[^.!?\n]{{0,30}}\b(?:yet|until|before|without)\b|\s+anything\b)|\bbefore (?:you\s+)?(?P<before>{CHANGES})\w*\b[^.!?\n]{{0,40}}\b(?:ask|check with|confirm with|tell) me\b"
+            r"(?i)\b(?:check|ask|confirm)\s+(?:with me\s+)?first\b|\b(?:check|talk|speak) with (?:my|our|the) \w+(?: \w+)? first\b|\bbefore I (?:commit|decide|agree)\b|\bjust (?:tell|show) me\b[^.!?\n]{{0,40}}\bfor now\b|\bask me (?:first|before)\b|\b(?:show|let) me\b[^.!?\n]{{0,40}}?\b(?:first|before)\b|\bwithout (?:asking|checking with|confirming with) me\b|\b(?:don't|do not|dont|never)\s+(?P<ban>{CHANGES})\w*\b(?:[^.!?\n]{{0,30}}\b(?:yet|until|before|without)\b|\s+anything\b)|\bbefore (?:you\s+)?(?P<before>{CHANGES})\w*\b[^.!?\n]{{0,40}}\b(?:ask|check with|confirm with|tell) me\b"
         ))
         .unwrap()
     });
