@@ -2,7 +2,7 @@
 //! "Grounding" and "Actions"): a time promised that the tool left empty, a booking made at the
 //! clock time it checked but in another zone, and a correct run whose failed query was repaired
 //! after a look at the schema and whose percentage is the share of two returned counts; a currency
-//! conversion run the wrong way round.
+//! conversion run the wrong way round; an amount filed without the currency the user gave.
 
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
@@ -145,4 +145,34 @@ fn a_conversion_whose_result_is_entered_in_the_currency_it_came_from_is_the_deci
     assert_eq!(falat(&backwards).decisive_step, Some(1));
     // Converted from kronor to euros, and entered as euros: nothing to find.
     assert_eq!(steps_with(&expense("SEK", "EUR", 114.45), Signal::ArgumentMismatch), Vec::<usize>::new());
+}
+
+/// A train ticket the user paid in euros, filed by a call with no currency: the tool records it in
+/// `recorded` (the project's default).
+fn filed(amount: &str, recorded: &str) -> Trajectory {
+    let mut m = vec![user(&format!("Please file the Lyon train ticket as an expense: {amount}, SNCF, 14 March."))];
+    m.extend(call(
+        "c1",
+        "create_expense",
+        json!({"amount": 84.5, "merchant": "SNCF", "date": "2026-03-14"}),
+        &json!({"amount": 84.5, "currency": recorded, "expense_id": "EXP-100923", "status": "submitted"}).to_string(),
+    ));
+    m.push(assistant("Filed the SNCF ticket for 84.50 € as EXP-100923."));
+    load(m)
+}
+
+#[test]
+fn an_amount_filed_without_the_users_currency_and_recorded_in_another_is_the_decisive_call() {
+    let t = filed("84.50 EUR", "USD");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![1]);
+    assert_eq!(
+        evidence(&t, 1, Signal::ArgumentMismatch),
+        "calls create_expense with 84.5 and no currency, but the user wrote 84.50 EUR at step 0 and the result at \
+         step 2 records it in USD"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(1));
+    // Recorded in the user's currency (written as a symbol or a comma decimal): nothing to find.
+    for (amount, recorded) in [("84.50 EUR", "EUR"), ("84,50 €", "EUR"), ("$84.50", "USD")] {
+        assert_eq!(steps_with(&filed(amount, recorded), Signal::ArgumentMismatch), Vec::<usize>::new(), "{amount}");
+    }
 }

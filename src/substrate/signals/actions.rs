@@ -706,6 +706,104 @@ pub(crate) fn converted_backwards(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     }
 }
 
+/// An amount written with its currency: `84.50 EUR`, `84,50 €`, `€84.50`, `$12`, `1 250 kr`.
+static MONEY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)(?:(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD)\b)\s?(\d[\d,.]*\d|\d)|(\d[\d,.]*\d|\d)\s?(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD|kr)\b))").unwrap()
+});
+
+/// The currency codes a written currency can be: `€` is EUR, `$` any dollar, `kr` any krone.
+fn currency_codes(written: &str) -> &'static [&'static str] {
+    match written.to_ascii_uppercase().as_str() {
+        "€" | "EUR" => &["EUR"],
+        "£" | "GBP" => &["GBP"],
+        "$" => &["USD", "CAD", "AUD", "NZD", "SGD", "HKD"],
+        "USD" => &["USD"],
+        "CAD" => &["CAD"],
+        "AUD" => &["AUD"],
+        "KR" => &["SEK", "NOK", "DKK", "ISK"],
+        "SEK" => &["SEK"],
+        "NOK" => &["NOK"],
+        "DKK" => &["DKK"],
+        "CHF" => &["CHF"],
+        "JPY" => &["JPY"],
+        _ => &[],
+    }
+}
+
+/// A written amount as a number: `84.50`, `84,50` (a comma before two final digits is a decimal
+/// comma), `1,250.00`.
+fn amount_value(written: &str) -> Option<f64> {
+    let w = written.trim();
+    let w = match w.rfind(',') {
+        Some(p) if w.len() - p == 3 && !w.contains('.') => format!("{}.{}", w[..p].replace(',', ""), &w[p + 1..]),
+        _ => w.replace(',', ""),
+    };
+    w.parse().ok()
+}
+
+/// Step `i`, a state-changing call, passes an amount the user wrote with a currency (`84.50 EUR`
+/// in one of the user's last [`MISMATCH_TURNS`] turns) and no currency argument, and its result
+/// records that amount in another currency (`"currency": "USD"`: the tool's default): the call
+/// left out the unit the user gave.
+pub(crate) fn currency_left_out(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall || !s.content.contains(|c: char| c.is_ascii_digit()) || !changes_state(t, i) {
+        return;
+    }
+    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
+    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&s.content[start..=end]) else {
+        return;
+    };
+    if args.keys().any(|k| k.to_ascii_lowercase().contains("currency")) {
+        return;
+    }
+    let amounts: Vec<f64> = args.values().filter_map(serde_json::Value::as_f64).collect();
+    if amounts.is_empty() {
+        return;
+    }
+    let Some(r) = result_of(ctx, i) else { return };
+    let Some(rs) = t.steps[r].content.find('{') else { return };
+    let Ok(serde_json::Value::Object(result)) = serde_json::from_str::<serde_json::Value>(&t.steps[r].content[rs..])
+    else {
+        return;
+    };
+    let Some(recorded) = result.get("currency").and_then(serde_json::Value::as_str) else { return };
+    let all_users =
+        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
+    let before = all_users.partition_point(|&u| u < i);
+    for &u in all_users[before.saturating_sub(MISMATCH_TURNS)..before].iter().rev() {
+        for m in MONEY.captures_iter(&t.steps[u].content) {
+            let (Some(cur), Some(num)) = (m.get(1).or_else(|| m.get(4)), m.get(2).or_else(|| m.get(3))) else {
+                continue;
+            };
+            let Some(v) = amount_value(num.as_str()) else { continue };
+            let codes = currency_codes(cur.as_str());
+            let same = |x: &f64| (x - v).abs() < 0.005;
+            let recorded_amount = result.values().filter_map(serde_json::Value::as_f64).any(|x| same(&x));
+            if amounts.iter().any(same)
+                && recorded_amount
+                && !codes.is_empty()
+                && !codes.iter().any(|c| c.eq_ignore_ascii_case(recorded))
+            {
+                let tool = s.tool_name.as_deref().unwrap_or("the tool");
+                out.push(finding(
+                    Signal::ArgumentMismatch,
+                    weights::ARGUMENT_MISMATCH,
+                    prose![
+                        format!("calls {tool} with {v} and no currency, but the user wrote {} at step ", m[0].trim()),
+                        Part::Step(u),
+                        " and the result at step ",
+                        Part::Step(r),
+                        format!(" records it in {recorded}")
+                    ],
+                ));
+                return;
+            }
+        }
+    }
+}
+
 /// How many of the user's turns before a call [`argument_mismatch`] compares the call with.
 const MISMATCH_TURNS: usize = 4;
 
