@@ -11,7 +11,8 @@
 //!   `audio` blocks become placeholders (`[image image/png, 146 KB]`) joined to the line's text
 //!   (the task is the text); `redacted_thinking` is a thought `[redacted thinking]`.
 //! - `progress`, `system`, `summary`, `file-history-snapshot`, `queue-operation`, `attachment` and
-//!   other lines are not steps (counted in the `lines_not_steps` metadata); `parentUuid` chains
+//!   other lines are not steps (counted in the `lines_not_steps` metadata; the first line's `cwd`
+//!   is the `cwd` metadata); `parentUuid` chains
 //!   through them. Compaction (CLI 2.x): a `system` line with `subtype: compact_boundary` has
 //!   `parentUuid: null` and names the line it continues in `logicalParentUuid`, which the chain
 //!   follows; the next `user` line with `isCompactSummary` is the summary the harness wrote, a
@@ -236,6 +237,13 @@ struct Reader {
 impl Reader {
     fn line(&mut self, no: usize, v: &Value, who: &Who<'_>, ctx: &mut Ctx<'_>) {
         self.line = no;
+        // The session's working folder (every turn line writes it): the repository root a
+        // search's path is read against.
+        if !self.metadata.iter().any(|(k, _)| k == "cwd")
+            && let Some(cwd) = v.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty())
+        {
+            self.metadata.push(("cwd".into(), cwd.to_string()));
+        }
         let ty = match line_type(v) {
             LineType::Typed(t) => t,
             LineType::Untyped(role) => {

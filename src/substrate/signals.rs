@@ -17,7 +17,7 @@
 mod assertion;
 pub use assertion::claimed_failure;
 mod coding;
-mod instructions;
+pub mod instructions;
 mod lookup;
 pub use instructions::Prohibition;
 mod progress;
@@ -194,6 +194,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::reproduction_not_rerun(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
+    instructions::scoped_search_reported_whole(ctx, i, &mut h);
     instructions::omitted_hits(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
@@ -2099,6 +2100,10 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
 /// (`INSERT`, `UPDATE`, `DELETE`, `MERGE`, `DROP`, `ALTER`, `CREATE`, `TRUNCATE`, `GRANT`). A
 /// `run_sql` call with a `SELECT` is a lookup.
 fn reads_sql(content: &str) -> bool {
+    // Cheap test first: this runs each time a rule asks whether a call changes state.
+    if !["\"sql\"", "\"query\"", "\"statement\""].iter().any(|k| content.contains(k)) {
+        return false;
+    }
     let (Some(start), Some(end)) = (content.find('{'), content.rfind('}')) else { return false };
     let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&content[start..=end]) else {
         return false;

@@ -442,6 +442,26 @@ fn a_sub_agents_report_that_leaves_out_hits_of_its_own_search_is_the_decisive_st
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(11), Some("Explore")), "{}", d.reason);
 }
 
+#[test]
+fn a_whole_repository_claim_after_searching_one_package_is_the_decisive_step() {
+    // A first user's Claude Code session: the Explore sub-agent is asked for "every place in this
+    // repository" that uses a helper, greps only the `ledgerly/` package (absolute paths inside
+    // the session's working folder) and reports "no other callers anywhere in the repository";
+    // an ops script outside the package still imported it.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/handbuilt/claude-code/remove_helper_scoped_search.jsonl");
+    let t = falat::ingest::fs::load_path(&path, None).expect("loads").trajectories.remove(0);
+    assert!(t.metadata.contains(&("cwd".to_string(), "/home/marek/dev/ledgerly".to_string())), "{:?}", t.metadata);
+    assert_eq!(steps_with(&t, Signal::PartialSearch), vec![15]);
+    assert_eq!(
+        evidence(&t, 15, Signal::PartialSearch),
+        "says \"no other callers anywhere in the repository\" after searching only ledgerly/ (steps 5, 9, 11), \
+         not the whole repository"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(15), Some("Explore")), "{}", d.reason);
+}
+
 /// The user's task, one search whose output lists `hits`, then the agent's report.
 fn reported(hits: &str, report: &str) -> Trajectory {
     let mut m = vec![user("Find every caller of parse_config before I change its signature.")];

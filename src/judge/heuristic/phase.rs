@@ -28,6 +28,11 @@ pub enum PhaseFact {
     FeedsOutput,
     /// The phase answers or claims a verified result.
     Answer,
+    /// An agent of the phase reports that nothing more exists where it looked: no other
+    /// references, callers or matches, nothing anywhere in the repository
+    /// (`signals::instructions::claims_nothing_more`). A report the next agent acts on without
+    /// looking again.
+    NothingMore,
     /// The phase's agent is none of the agents `π` expects.
     UnexpectedAgent,
     /// The phase's purpose is no step of `π`'s expected procedure (gathering where nothing needs
@@ -45,6 +50,7 @@ impl PhaseFact {
             PhaseFact::OwnValues => 0.25,
             PhaseFact::FeedsOutput => 0.3,
             PhaseFact::Answer => 0.2,
+            PhaseFact::NothingMore => 0.35,
             PhaseFact::UnexpectedAgent => 0.2,
             PhaseFact::OutsideProcedure => 0.15,
         }
@@ -58,6 +64,7 @@ impl PhaseFact {
             PhaseFact::OwnValues => "own values",
             PhaseFact::FeedsOutput => "feeds the output",
             PhaseFact::Answer => "answers",
+            PhaseFact::NothingMore => "reports nothing more",
             PhaseFact::UnexpectedAgent => "agent not expected by the prior",
             PhaseFact::OutsideProcedure => "outside the expected procedure",
         }
@@ -88,6 +95,14 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
     }
     if steps.iter().any(|s| s.flags.answer || s.flags.claims_verified) {
         out.push(PhaseFact::Answer);
+    }
+    if range.clone().any(|i| {
+        let s = &ctx.trajectory.steps[i];
+        s.kind == StepKind::Message
+            && !crate::substrate::signals::actions::is_human(s)
+            && crate::substrate::signals::instructions::claims_nothing_more(&s.content)
+    }) {
+        out.push(PhaseFact::NothingMore);
     }
     if let Some(prior) = ctx.prior {
         let expected: Vec<&str> = prior.requirements.iter().filter_map(|r| r.agent.as_deref()).collect();

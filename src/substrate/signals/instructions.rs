@@ -226,6 +226,87 @@ pub(crate) fn partial_search(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     out.push(finding(Signal::PartialSearch, weights::PARTIAL_CHECK, crate::diagnosis::Prose::new(parts)));
 }
 
+/// A report that claims nothing more in the whole repository: "no other callers anywhere in the
+/// repository", "not used anywhere else in the codebase", "nowhere else in the repo".
+static WHOLE_REPOSITORY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:no|none|not|nothing|nowhere)\b[^.\n]{0,60}\b(?:anywhere|elsewhere)?\s*(?:else\s+)?(?:in|across|throughout) the (?:whole |entire |rest of the )?(?:repo|repository|codebase|code base|project)\b").unwrap()
+});
+
+/// Step `i`, an agent's message reporting back, says there is nothing more in the whole
+/// repository ([`WHOLE_REPOSITORY`]: "no other callers anywhere in the repository") while every
+/// search the agent made since its instruction (the last delegation to it within
+/// [`INSTRUCTION_LOOKBACK`] steps, else the user's last turn) kept to one folder below the
+/// repository's root: a relative path other than `.`, or an absolute path inside the session's
+/// working folder (the `cwd` metadata) and not that folder itself. An absolute path with no
+/// known working folder is not read. The message is the agent's first after its last search
+/// and does not own up to the limit ([`SEARCH_OWNS_UP`]).
+pub(crate) fn scoped_search_reported_whole(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::Message
+        || super::is_outside_agent(&s.agent)
+        || super::actions::is_human(s)
+        || SEARCH_OWNS_UP.is_match(&s.content)
+    {
+        return;
+    }
+    let Some(claim) = WHOLE_REPOSITORY.find(&s.content) else { return };
+    let from = i.saturating_sub(INSTRUCTION_LOOKBACK);
+    let Some(u) = (from..i).rev().find(|&j| {
+        let x = &t.steps[j];
+        x.kind == StepKind::Delegation && x.delegate_to.as_deref() == Some(s.agent.as_str())
+            || super::actions::is_human(x)
+    }) else {
+        return;
+    };
+    let cwd = t.metadata.iter().find(|(k, _)| k == "cwd").map(|(_, v)| v.trim_end_matches('/'));
+    let mut searches: Vec<usize> = Vec::new();
+    let mut folders: Vec<String> = Vec::new();
+    for j in u + 1..i {
+        let x = &t.steps[j];
+        if x.agent != s.agent {
+            continue;
+        }
+        if x.kind == StepKind::Message && !searches.is_empty() {
+            return;
+        }
+        let Some(scopes) = (x.kind == StepKind::ToolCall).then(|| search_scopes(t, j)).flatten() else { continue };
+        for scope in scopes {
+            let scope = scope.trim_end_matches('/');
+            let below = if scope.starts_with('/') {
+                match cwd {
+                    Some(root) => scope.strip_prefix(root).and_then(|r| r.strip_prefix('/')).filter(|r| !r.is_empty()),
+                    None => return,
+                }
+            } else {
+                Some(scope.trim_start_matches("./")).filter(|r| !r.is_empty() && *r != ".")
+            };
+            let Some(below) = below else { return };
+            if !folders.iter().any(|f| f == below) {
+                folders.push(below.to_string());
+            }
+        }
+        searches.push(j);
+    }
+    if searches.is_empty() {
+        return;
+    }
+    let mut parts = vec![Part::from(format!(
+        "says \"{}\" after searching only {} (step",
+        claim.as_str().trim(),
+        folders.iter().take(3).map(|f| format!("{f}/")).collect::<Vec<_>>().join(", ")
+    ))];
+    if searches.len() > 1 {
+        parts.push(Part::from("s"));
+    }
+    for (k, j) in searches.iter().take(4).enumerate() {
+        parts.push(Part::from(if k == 0 { " " } else { ", " }));
+        parts.push(Part::Step(*j));
+    }
+    parts.push(Part::from("), not the whole repository"));
+    out.push(finding(Signal::PartialSearch, weights::PARTIAL_CHECK, crate::diagnosis::Prose::new(parts)));
+}
+
 /// A search hit of `grep -n`-style output: `path:LINE:` or `path:LINE-` at a line's start (`rg -n`,
 /// `grep -rn`, `git grep -n`, a `Grep` tool in content mode). The path has a folder or an
 /// extension.
@@ -246,6 +327,12 @@ static NOTHING_MORE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
+
+/// Whether a message reports that nothing more exists where it looked: "no other references"
+/// ([`NOTHING_MORE`]) or nothing anywhere in the repository ([`WHOLE_REPOSITORY`]).
+pub fn claims_nothing_more(text: &str) -> bool {
+    NOTHING_MORE.is_match(text) || WHOLE_REPOSITORY.is_match(text)
+}
 
 /// A count of what was found: "4 places", "three references", "5 files".
 static FOUND_COUNT: LazyLock<Regex> = LazyLock::new(|| {
@@ -292,6 +379,11 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         return;
     }
     let text = &s.content;
+    // The claim first: a message that says neither that nothing more was found nor how many is
+    // not read further (this runs for every message of a long session).
+    if !NOTHING_MORE.is_match(text) && !FOUND_COUNT.is_match(text) {
+        return;
+    }
     let from = i.saturating_sub(INSTRUCTION_LOOKBACK);
     let u = (from..i)
         .rev()
