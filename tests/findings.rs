@@ -10,6 +10,7 @@
 //!   folders asked for, a report that leaves out hits of its own search, a change of a path the
 //!   user protected, a change the user refused made another way;
 //! - `delegation`: a hand-off against the delegating agent's routing instructions;
+//! - `lookup`: a lookup an agent claims with no tool call, tool output or page read before it;
 //! - `told_and_booked`: a time promised that the tool left empty, a booking in another zone than
 //!   the one checked, a repaired query and a share of two returned counts (no failure);
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
@@ -25,6 +26,8 @@ mod coding;
 mod delegation;
 #[path = "findings/instructions.rs"]
 mod instructions;
+#[path = "findings/lookup.rs"]
+mod lookup;
 #[path = "findings/told_and_booked.rs"]
 mod told_and_booked;
 #[path = "findings/values_in_context.rs"]

@@ -73,19 +73,22 @@ fn the_llm_ablation_table_replays_exactly() {
 /// recorded again, see the fixture's README).
 const EXPECTED_N: usize = 10;
 /// `row subset part n agent% step% calls`, as `falat eval` prints them.
+/// Agent 40.0 (30.0 without the hierarchy) before the ranker was refitted on the claimed-lookup
+/// finding: one run's named step moved to another agent's, and its five new requests were
+/// recorded (docs/METHODS.md).
 const EXPECTED: [&str; 6] = [
-    "falat Algorithm-Generated report 10 40.0 40.0 7.7",
-    "falat-hierarchy Algorithm-Generated report 10 30.0 30.0 10.1",
-    "falat-pruning Algorithm-Generated report 10 40.0 40.0 8.0",
-    "falat-verification Algorithm-Generated report 10 40.0 40.0 6.8",
-    "falat-research Algorithm-Generated report 10 40.0 40.0 5.1",
-    "falat-prior Algorithm-Generated report 10 40.0 40.0 7.8",
+    "falat Algorithm-Generated report 10 50.0 40.0 7.7",
+    "falat-hierarchy Algorithm-Generated report 10 40.0 30.0 10.1",
+    "falat-pruning Algorithm-Generated report 10 50.0 40.0 8.0",
+    "falat-verification Algorithm-Generated report 10 50.0 40.0 6.8",
+    "falat-research Algorithm-Generated report 10 50.0 40.0 5.1",
+    "falat-prior Algorithm-Generated report 10 50.0 40.0 7.8",
 ];
 
 /// The whole hand-crafted set with the LLM judge, replayed from its recording
 /// (`tests/fixtures/llm-hc35/`, see its README): every question answered from the recording, no
 /// request refused, and the share of prompt tokens the server served from its prompt cache after
-/// each trajectory's first call as the server reported it (77.9 %, at least the 70 % the prompt
+/// each trajectory's first call as the server reported it (78.6 %, at least the 70 % the prompt
 /// layout is for).
 #[test]
 fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
@@ -108,7 +111,9 @@ fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
         .collect();
     assert_eq!(
         got,
-        ["falat Hand-Crafted report 10 50.0 0.0 6.9", "falat Hand-Crafted tune 25 52.0 32.0 7.1"],
+        // Tune agent 52.0 and 7.1 calls before the ranker was refitted on the claimed-lookup finding
+        // (one run's verdict moved to another agent; every request still replays).
+        ["falat Hand-Crafted report 10 50.0 0.0 6.9", "falat Hand-Crafted tune 25 56.0 32.0 7.2"],
         "\n{stdout}"
     );
     // method subset n med.calls max.calls med.prompt max.prompt med.compl max.compl warned
@@ -121,5 +126,7 @@ fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
     assert_eq!(cost[2], "35", "{stdout}");
     let later: f64 = cost[11].parse().unwrap();
     assert!(later >= 70.0, "later% {later}\n{stdout}");
-    assert_eq!(&cost[10..], ["77.1", "77.9", "681", "12", "189"], "{stdout}");
+    // 77.1 / 77.9 % and 189 fallbacks before the refit on the claimed-lookup finding (the same
+    // recorded answers, asked in another order and number).
+    assert_eq!(&cost[10..], ["77.7", "78.6", "681", "12", "191"], "{stdout}");
 }

@@ -92,7 +92,10 @@ fn falat() {
     // ANSWER step as the final output, the findings about actions, grounding, assertions and
     // progress, the ranker refitted on them): -1 agent, +1 step, -1 ±1, +1 ±3 on
     // algorithm-generated runs; +2 agent, 0 step, 0 ±1, -1 ±3 on hand-crafted runs.
-    check(Method::Falat, [h(76, 49, 38, 45, 61), h(35, 22, 6, 10, 11)]);
+    // Then the claimed-lookup finding and the refit on it: +1 agent, 0 step, 0 ±1, -1 ±3 on
+    // algorithm-generated runs (measured 50 / 38 / 45 / 60; the ±3 hit is Algorithm-Generated/1,
+    // whose named step moved from 0 to 4 on a 0.001 tie of the ranking; docs/RANKER.md).
+    check(Method::Falat, [h(76, 50, 38, 45, 60), h(35, 22, 6, 10, 11)]);
 }
 
 #[test]

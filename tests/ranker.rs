@@ -120,7 +120,9 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
     check(
         &falat_records(false),
         &[
-            ("Algorithm-Generated", "report", [23, 14, 9, 13, 15, 19]),
+            // One top-3 hit and one candidate fewer (measured [23, 14, 9, 13, 14, 18]) since the
+            // ranker was refitted on the claimed-lookup finding (docs/RANKER.md).
+            ("Algorithm-Generated", "report", [23, 14, 9, 13, 14, 18]),
             // One ±1 hit fewer than before sufficiency moved to 70 % (the run's step is now exact
             // on neither side); one agent hit more. One top-3 hit and one candidate fewer since
             // sums and differences of a step's own figures stopped counting as unsourced values
@@ -195,7 +197,9 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             // whose margins were thin.
             // Then one step, two ±1, two top-3 hits and a candidate fewer once the ranking decides
             // undiscriminated verdicts and the ranker reads the new findings.
-            ("Algorithm-Generated", "tune", [53, 34, 25, 28, 39, 43]),
+            // Then one agent and one step hit more and one candidate fewer (measured [53, 35, 26,
+            // 28, 39, 42]) with the claimed-lookup finding and the refit on it.
+            ("Algorithm-Generated", "tune", [53, 35, 26, 28, 39, 42]),
             // Agent hits fell from 19 to 16 when FALAT stopped pruning more probable follow-ups:
             // the steps it names now fall more often on a browsing agent where the label blames
             // the coordinating agent.
@@ -221,6 +225,8 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
     // after the findings of the held-out users' runs (consent asked by the user or by an agent's
     // instructions, hand-offs against routing instructions, dates read off a neighbouring entry,
     // values in another unit, the served person's figures) and the refit on them: every hit
-    // above is unchanged, only the fitted probabilities of some runs moved.
-    assert!(ece <= 0.135, "cross-validated ECE {ece}");
+    // above is unchanged, only the fitted probabilities of some runs moved. 0.153 after the
+    // claimed-lookup finding and the refit on it (one algorithm-generated agent and step hit more
+    // above; the stated probabilities of the runs it moved fit their hits less well).
+    assert!(ece <= 0.155, "cross-validated ECE {ece}");
 }

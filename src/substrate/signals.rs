@@ -4,7 +4,7 @@
 //! change that blocks a later call on the same object; in [`actions`], a state change the tool
 //! rejects or the user did not confirm; in [`grounding`], a value from a record marked
 //! unavailable, a count that disagrees with its list and an answer that uses nothing its lookup
-//! returned), their
+//! returned; in `lookup`, a lookup an agent claims with nothing looked up before it), their
 //! weights, and the trajectory facts they rest on (the final step, the output's items, where
 //! wrong values originate, which step produced a tool output). docs/DESIGN.md §4.
 //!
@@ -18,6 +18,7 @@ mod assertion;
 pub use assertion::claimed_failure;
 mod coding;
 pub mod instructions;
+mod lookup;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
@@ -48,6 +49,9 @@ pub mod weights {
     pub const UNSOURCED_PER_VALUE: f32 = 0.12;
     /// Cap for unsourced values.
     pub const UNSOURCED_MAX: f32 = 0.55;
+    /// A lookup an agent claims with no tool call, tool output or page read before it (an
+    /// unsourced-value finding, as strong as the most unsourced values weigh).
+    pub const CLAIMED_LOOKUP: f32 = UNSOURCED_MAX;
     /// Hedged or assumed content.
     pub const ASSUMPTION: f32 = 0.5;
     /// Code or tool call that failed.
@@ -146,6 +150,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     if s.flags.hedged && s.action != Action::Plan {
         f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
     }
+    lookup::claimed_lookup(ctx, i, &mut f);
     // A call the user refused is the user's decision, not the agent's error.
     let refused = result_of(ctx, i).is_some_and(|r| refused_by_user(ctx, r));
     // A check that reproduces the failure the task reports, or that fails right after an edit
