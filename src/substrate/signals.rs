@@ -162,6 +162,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     // another way ([`recovery::recovered_by_another_command`]).
     if !refused
         && !coding::recovered_edit(ctx, i)
+        && !coding::edit_checked_at_once(ctx, i)
         && !recovery::recovered_by_another_command(ctx, i)
         && (check || !actions::rejected(ctx, i, &mut f))
     {
@@ -1710,12 +1711,16 @@ fn recovered_error(ctx: &Context<'_>, r: usize) -> bool {
 
 /// Whether the agent recovered from the error of call `c`: [`actions::recovered`] (a lookup
 /// retried, a change made another way, a command run again with success), an edit the editor
-/// refused that the agent made again with success ([`coding::recovered_edit`]), a check that
+/// refused that the agent made again with success ([`coding::recovered_edit`]), a shell edit
+/// whose error the agent checked and corrected at once ([`coding::edit_checked_at_once`]), a check that
 /// passed again after a fix ([`recovery::check_recovered`]), code run again corrected
 /// ([`recovery::code_recovered`]), or a program found missing and run another way
 /// ([`recovery::missing_program_recovered`]).
 pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
-    actions::recovered(ctx, c) || coding::recovered_edit(ctx, c) || recovery::recovered_by_another_command(ctx, c)
+    actions::recovered(ctx, c)
+        || coding::recovered_edit(ctx, c)
+        || coding::edit_checked_at_once(ctx, c)
+        || recovery::recovered_by_another_command(ctx, c)
 }
 
 /// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says

@@ -1265,3 +1265,116 @@ fn the_quoted_command_reproduced_then_a_fix_checked_without_its_flag_is_a_findin
     assert_eq!(findings(&t), vec![]);
     assert_eq!(falat(&t).decisive_step, None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Recovered slips, reverted edits and edits that do harm
+// ---------------------------------------------------------------------------------------------
+
+/// A mini-swe-agent 1.x run as [`mini_swe`], each command with its return code.
+fn mini_swe_codes(task: &str, turns: &[(&str, &str, i32, &str)]) -> Trajectory {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."}),
+        json!({"role": "user", "content": format!("<pr_description>\nConsider the following PR description:\n{task}\n</pr_description>")}),
+    ];
+    for (thought, cmd, code, output) in turns {
+        messages.push(json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```")}));
+        messages.push(
+            json!({"role": "user", "content": format!("<returncode>{code}</returncode>\n<output>\n{output}\n</output>")}),
+        );
+    }
+    let doc = json!({"info": {"exit_status": "Submitted", "submission": ""}, "messages": messages,
+        "trajectory_format": "mini-swe-agent-1"});
+    let loaded = falat::ingest::parse("run.traj.json", doc.to_string().as_bytes(), None).expect("a mini-swe-agent run");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+/// A mini-swe-agent session whose edit (`sed -i … && sed -n '60,64p FILE`, the second quote
+/// missing) fails on the trailing read; the next call reads the file back (`shown`), then the
+/// tests pass and the agent submits.
+fn quoting_slip_session(shown: &str) -> Trajectory {
+    mini_swe_codes(
+        "`clamp()` ignores negative bounds: clamp(-5, lo=-3, hi=3) returns -5.",
+        &[
+            ("Read the function.", "grep -n 'def clamp' -A6 src/mathx/clamp.py", 0, "60:def clamp(x, lo, hi):\n61:    if x < lo and lo > 0:\n62:        return lo"),
+            (
+                "Drop the positive-bound guard.",
+                "sed -i 's/if x < lo and lo > 0:/if x < lo:/' src/mathx/clamp.py && sed -n '60,64p src/mathx/clamp.py",
+                1,
+                "sed: -e expression #1, char 1: unknown command: `''",
+            ),
+            ("The second sed lost a quote; the first one ran. Check the lines.", "sed -n '60,64p' src/mathx/clamp.py", 0, shown),
+            ("Run the tests.", "python -m pytest -q 2>&1 | tail -2", 0, "41 passed in 0.12s"),
+            ("All tests pass. Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", 0, "diff --git a/src/mathx/clamp.py b/src/mathx/clamp.py"),
+        ],
+    )
+}
+
+#[test]
+fn a_compound_edit_whose_trailing_read_failed_and_that_the_agent_checked_at_once_is_no_error() {
+    // Steps: 0 task, 1-3 the grep, 4-6 the sed with the broken quote, 7-9 the read.
+    let t = quoting_slip_session("def clamp(x, lo, hi):\n    if x < lo:\n        return lo");
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert!(d.reason.contains("the tool error at step 6 was recovered from"), "{}", d.reason);
+    // The read shows the old line: the edit did not take, and the failed command keeps its
+    // finding.
+    let t = quoting_slip_session("def clamp(x, lo, hi):\n    if x < lo and lo > 0:\n        return lo");
+    assert!(findings(&t).iter().any(|(s, _)| *s == 5), "{:?}", findings(&t));
+}
+
+/// A Claude Code session that writes new test cases first (they fail: the bug reproduced), fixes
+/// the code, finds the package's build broken by a stray file that is not its own, and runs the
+/// tests with that file set aside by `aside` (a command line that then runs `go test ./...`).
+fn test_first_session(aside: &str) -> Trajectory {
+    let test_edit = json!({"file_path": "/w/shipq/internal/store/paginate_test.go",
+        "old_string": "\t\t{name: \"zero_page\", page: 0, perPage: 10, wantErr: ErrBadPage},",
+        "new_string": "\t\t{name: \"zero_page\", page: 0, perPage: 10, wantErr: ErrBadPage},\n\t\t{name: \"second_page\", page: 2, perPage: 50, wantOffset: 50, wantLimit: 51},"});
+    let fix = json!({"file_path": "/w/shipq/internal/store/paginate.go",
+        "old_string": "offset = (page-1)*perPage - 1", "new_string": "offset = (page - 1) * perPage"});
+    claude_calls(
+        "GET /v1/shipments?page=2 repeats the last shipment of page 1. Fix it and run the store tests.",
+        &[
+            ("Edit", test_edit, "The file /w/shipq/internal/store/paginate_test.go has been updated.", false),
+            (
+                "Bash",
+                json!({"command": "go test ./internal/store -run 'TestPaginate' 2>&1 | tail -8"}),
+                "--- FAIL: TestPaginate (0.00s)\n    --- FAIL: TestPaginate/second_page (0.00s)\n        paginate_test.go:31: offset = 49, want 50\nFAIL\nFAIL\tgithub.com/acme/shipq/internal/store\t0.004s",
+                true,
+            ),
+            ("Edit", fix, "The file /w/shipq/internal/store/paginate.go has been updated.", false),
+            (
+                "Bash",
+                json!({"command": "go test ./internal/store 2>&1 | tail -4"}),
+                "# github.com/acme/shipq/internal/store\ninternal/store/cursor_test.go:9:2: \"math\" imported and not used\nFAIL\tgithub.com/acme/shipq/internal/store [build failed]",
+                true,
+            ),
+            (
+                "Bash",
+                json!({"command": aside}),
+                "ok  \tgithub.com/acme/shipq/internal/api\t1.208s\nok  \tgithub.com/acme/shipq/internal/store\t0.452s",
+                false,
+            ),
+        ],
+        "Fixed: the offset no longer subtracts one. The new second_page case failed before the fix and passes now.",
+    )
+}
+
+#[test]
+fn a_new_test_written_to_fail_first_then_fixed_and_passing_is_no_failed_edit() {
+    // Steps: 0 task, 1-2 the test edit, 3-4 its failing run, 5-6 the fix, 7-8 the build broken
+    // by the stray file, 9-10 the run with it set aside.
+    let t = test_first_session(
+        "mkdir -p /tmp/aside && mv internal/store/cursor_test.go /tmp/aside/ && go test ./... -count=1 2>&1 | tail -6; \
+         mv /tmp/aside/cursor_test.go internal/store/",
+    );
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Run after `git stash` the tests check the code as it was, not the fix: the failure of the
+    // new test stays the edit's.
+    let t = test_first_session("git stash && go test ./... -count=1 2>&1 | tail -6; git stash pop");
+    assert_eq!(
+        evidence(&t, 1, Signal::FailedAction),
+        "the check after this edit fails at step 4: TestPaginate, TestPaginate/second_page failed"
+    );
+}

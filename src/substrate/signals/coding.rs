@@ -118,6 +118,57 @@ pub(crate) fn recovered_edit(ctx: &Context<'_>, c: usize) -> bool {
         .is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
 }
 
+/// How many steps after a failed shell edit the agent's next call, which checks or corrects it,
+/// is looked for ([`edit_checked_at_once`]).
+const CHECK_AT_ONCE_WINDOW: usize = 12;
+
+/// Whether shell call `c`, which edits files ([`shell::command_edits`]: `sed -i`, a redirection
+/// into a file…) and whose result is an error, was checked and corrected at once: the same
+/// agent's next call names a file `c` edits and succeeds, and it either edits that file again
+/// (the command made again, its quoting corrected) or reads it and shows the text of `c`'s
+/// substitution (a literal piece of a `sed` replacement, six characters or more): the edit took
+/// effect, and what failed was another part of the command (a trailing `sed -n` with a broken
+/// quote). Looked for within [`CHECK_AT_ONCE_WINDOW`] steps. The agent saw the error, looked,
+/// and the state is what it meant: no rejected or failed change.
+pub(crate) fn edit_checked_at_once(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(cmd) = call_command(t, c) else { return false };
+    if call_error(ctx, c).is_none() {
+        return false;
+    }
+    let cmds = shell::commands(&cmd);
+    let files: Vec<String> = cmds
+        .iter()
+        .filter(|x| shell::command_edits(x))
+        .flat_map(shell::written_paths)
+        .filter(|(p, how)| *how == Change::Edits && file_name(p).len() >= 3)
+        .map(|(p, _)| p)
+        .collect();
+    if files.is_empty() {
+        return false;
+    }
+    let literals: Vec<String> = cmds
+        .iter()
+        .filter_map(shell::sed_substitution)
+        .flat_map(|s| s.replacement_literals())
+        .map(|p| p.trim().to_string())
+        .filter(|p| p.chars().count() >= 6)
+        .collect();
+    let agent = &t.steps[c].agent;
+    let end = t.steps.len().min(c + 1 + CHECK_AT_ONCE_WINDOW);
+    let Some(k) = (c + 1..end).find(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent) else {
+        return false;
+    };
+    if !files.iter().any(|f| t.steps[k].content.contains(file_name(f))) {
+        return false;
+    }
+    let Some(r) = result_of(ctx, k) else { return false };
+    if call_error(ctx, k).is_some() || super::shows_failure(ctx, r) {
+        return false;
+    }
+    edits(t, k) || literals.iter().any(|p| t.steps[r].content.contains(p.as_str()))
+}
+
 // ---------------------------------------------------------------------------------------------
 // A substitution that changed nothing
 // ---------------------------------------------------------------------------------------------

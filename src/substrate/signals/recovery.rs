@@ -345,7 +345,10 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
 /// ([`checks`]) failed) by another command: within [`RECOVERY_WINDOW`] steps the same agent
 /// changed something that can fix it ([`fixes`]: the code, a manifest, a dependency, its own new
 /// test), and the last run after that of the same check or a broader one ([`Check::covered_by`]:
-/// `cargo test` after `cargo test --test cli_status`) passed. A check that failed on work in
+/// `cargo test` after `cargo test --test cli_status`; also when the call that runs it changes
+/// something first, `mv stale_test.go /tmp && go test ./...`, but not after `git stash`) passed;
+/// or a run that sets aside a file the agent never edited nor made ([`set_aside`],
+/// [`foreign_file`]: a stray file left in the tree breaking the build) passed. A check that failed on work in
 /// progress and passes once the work is finished is part of the work, not the run's error. A
 /// check that passes only after a test that was there before was rewritten is not recovered;
 /// nor one whose later runs are all weaker ([`Check::weakened_by`]: `-race` dropped); nor one
@@ -378,13 +381,61 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
             if call_error(ctx, k).is_none() && fixes(ctx, c, r, k) {
                 fixed = true;
             }
-            continue;
+            // A command that changes something and then runs the check (`mv stale_test.go /tmp
+            // && go test ./...`) is a run of the check too, unless it swaps the agent's work out
+            // of the tree first (`git stash && pytest`: that checks the code as it was).
+            let swaps = call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(shell::swaps_tree));
+            if swaps || checks(t, k).is_empty() {
+                continue;
+            }
         }
         if all_covered(&first, &checks(t, k)) {
-            last = Some(fixed && result_of(ctx, k).is_some_and(|rk| !check_fails(ctx, rk)));
+            // A file that is not the agent's, set aside for this run only.
+            let aside = set_aside(t, k).iter().any(|name| foreign_file(ctx, c, name));
+            last = Some((fixed || aside) && result_of(ctx, k).is_some_and(|rk| !check_fails(ctx, rk)));
         }
     }
     last == Some(true)
+}
+
+/// The file names shell call `k` sets aside while it runs: moved away by one `mv` and moved
+/// back by a later `mv` of the same command line (`mv internal/store/cursor_test.go /tmp/aside/
+/// && go test ./...; mv /tmp/aside/cursor_test.go internal/store/`). The tree is left as it was.
+fn set_aside(t: &Trajectory, k: usize) -> Vec<String> {
+    let Some(cmd) = call_command(t, k) else { return Vec::new() };
+    let moves: Vec<Vec<String>> = shell::commands(&cmd)
+        .iter()
+        .filter_map(|x| {
+            let inv = x.invocation()?;
+            (inv.program == "mv").then(|| {
+                inv.args.iter().map(|w| w.text.clone()).filter(|w| !w.starts_with('-') && !w.is_empty()).collect()
+            })
+        })
+        .filter(|args: &Vec<String>| args.len() == 2)
+        .collect();
+    let name = |p: &str| super::coding::file_name(p).to_string();
+    let mut out = Vec::new();
+    for (n, away) in moves.iter().enumerate() {
+        let file = name(&away[0]);
+        if file.len() >= 3 && moves[n + 1..].iter().any(|back| name(&back[0]) == file) && !out.contains(&file) {
+            out.push(file);
+        }
+    }
+    out
+}
+
+/// Whether the file `name`, which a run after the failed check `c` set aside, is not the agent's
+/// work: the agent of `c` neither edited nor made a file of that name before `c` (within
+/// [`RECOVERY_WINDOW`] steps). When the same check passes with only such a file set aside, the
+/// failure was that file's (a stray file left in the tree breaking the build), not the agent's.
+fn foreign_file(ctx: &Context<'_>, c: usize, name: &str) -> bool {
+    let t = ctx.trajectory;
+    let agent = &t.steps[c].agent;
+    !(c.saturating_sub(RECOVERY_WINDOW)..c).any(|j| {
+        t.steps[j].agent == *agent
+            && super::changes_state(t, j)
+            && super::coding::edited_files(t, j).iter().any(|f| super::coding::file_name(f) == name)
+    })
 }
 
 /// Whether call `k` is a shell call that runs tests, also inside a container

@@ -726,9 +726,10 @@ pub fn reads_or_checks(c: &Command) -> bool {
             reads
         }
         "git" => {
-            let (sub, _) = inv.subcommand(&GIT_VALUE_OPTIONS);
+            let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
             ["status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch", "remote"]
                 .contains(&sub)
+                || sub == "stash" && matches!(rest.first().map(|w| w.text.as_str()), Some("list" | "show"))
         }
         "cargo" => {
             let (sub, _) = inv.subcommand(&CARGO_VALUE_OPTIONS);
@@ -1027,6 +1028,22 @@ pub fn discards_work(c: &Command) -> bool {
         "checkout" | "restore" => args.iter().any(whole) || args.iter().any(|a| short(a, 'f') || *a == "--force"),
         "clean" => args.iter().any(|a| short(a, 'f') || *a == "--force"),
         "stash" => matches!(args.first(), Some(&"drop") | Some(&"clear")),
+        _ => false,
+    }
+}
+
+/// Whether one simple command puts other code in the working tree than the agent's edits left:
+/// `git stash` (not `list` or `show`), `git checkout`, `git restore`, `git reset`, `git switch`.
+/// A check run after it in the same command line checks that other code.
+pub fn swaps_tree(c: &Command) -> bool {
+    let Some(inv) = c.invocation() else { return false };
+    if inv.program != "git" {
+        return false;
+    }
+    let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+    match sub {
+        "stash" => !matches!(rest.first().map(|w| w.text.as_str()), Some("list" | "show")),
+        "checkout" | "restore" | "reset" | "switch" => true,
         _ => false,
     }
 }
