@@ -169,6 +169,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
         failed_action(ctx, i, &mut f);
     }
     coding::silent_noop(ctx, i, &mut f);
+    coding::expectation_rewritten(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -726,6 +727,11 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // An edit is judged by the check after it: when that check fails, the edit broke something
     // or did not fix it.
     if edits(ctx.trajectory, i) {
+        // An edit the agent reverted is not what the run leaves behind: its failed check is not
+        // the decisive error by itself.
+        if coding::reverted(ctx, i).is_some() {
+            return;
+        }
         if let Some((c, line)) = failed_check_after_edit(ctx, i) {
             out.push(finding(
                 Signal::FailedAction,

@@ -1378,3 +1378,122 @@ fn a_new_test_written_to_fail_first_then_fixed_and_passing_is_no_failed_edit() {
         "the check after this edit fails at step 4: TestPaginate, TestPaginate/second_page failed"
     );
 }
+
+/// One turn of [`codex_rollout`]: a reasoning summary, a shell command with its output and exit
+/// code, or an `apply_patch` with its patch.
+enum CodexTurn<'a> {
+    Reasoning(&'a str),
+    Shell(&'a str, &'a str, i32),
+    Patch(&'a str),
+}
+
+/// A Codex CLI rollout (`~/.codex/sessions/…/rollout-*.jsonl`, as codex-rs 0.98 writes it): the
+/// session's meta record, the user's task as a `response_item` message, then per turn a
+/// `reasoning` summary, a `function_call` of `shell` with its `function_call_output` (the output
+/// and the exit code as a JSON string), or a `custom_tool_call` of `apply_patch` with its
+/// output; then the assistant's closing message.
+fn codex_rollout(task: &str, turns: &[CodexTurn<'_>], closing: &str) -> Trajectory {
+    let mut lines = vec![
+        json!({"timestamp": "2026-03-30T14:02:17.793Z", "type": "session_meta", "payload": {
+            "id": "c963cfe0-0000-4000-8000-000000000000", "timestamp": "2026-03-30T14:02:11.000Z",
+            "cwd": "/w/tempora", "originator": "codex_cli_rs", "cli_version": "0.98.0", "instructions": null}}),
+        json!({"timestamp": "2026-03-30T14:02:28.656Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": task}]}}),
+    ];
+    let item = |payload: Value| json!({"timestamp": "2026-03-30T14:03:00.000Z", "type": "response_item", "payload": payload});
+    for (k, turn) in turns.iter().enumerate() {
+        let id = format!("call_{k:02}");
+        match turn {
+            CodexTurn::Reasoning(text) => lines.push(item(json!({"type": "reasoning",
+                "summary": [{"type": "summary_text", "text": text}], "content": null, "encrypted_content": "gAAAAB"}))),
+            CodexTurn::Shell(cmd, output, code) => {
+                let args = json!({"command": ["bash", "-lc", cmd], "workdir": "/w/tempora", "timeout_ms": 120000});
+                lines.push(item(json!({"type": "function_call", "name": "shell", "arguments": args.to_string(), "call_id": id})));
+                let out = json!({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.4}});
+                lines.push(item(json!({"type": "function_call_output", "call_id": id, "output": out.to_string()})));
+            }
+            CodexTurn::Patch(patch) => {
+                lines.push(item(json!({"type": "custom_tool_call", "status": "completed", "call_id": id,
+                    "name": "apply_patch", "input": patch})));
+                let file = patch.lines().find_map(|l| l.strip_prefix("*** Update File: ")).unwrap_or("");
+                let out = json!({"output": format!("Success. Updated the following files:\nM {file}\n"),
+                    "metadata": {"exit_code": 0, "duration_seconds": 0.0}});
+                lines.push(item(json!({"type": "custom_tool_call_output", "call_id": id, "output": out.to_string()})));
+            }
+        }
+    }
+    lines.push(item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": closing}]})));
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    let loaded = falat::ingest::parse("rollout.jsonl", text.join("\n").as_bytes(), None).expect("a Codex rollout");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+const DAY_TASK: &str = "Bug: on the DST switch day in Europe/Berlin, `dayKey` puts events from just after midnight \
+    into the previous day, e.g. 2026-03-29T00:30:00+01:00 ends up under \"2026-03-28\". The failing test is already \
+    on main (`packages/core/test/dayKey.test.ts`). Please fix dayKey so the test passes.";
+
+const DAY_FAILING: &str = " ❯ test/dayKey.test.ts (9 tests | 1 failed) 18ms\n   × dayKey > spring-forward DST day\n     \
+    → expected '2026-03-28' to be '2026-03-29' // Object.is equality\n\n FAIL  test/dayKey.test.ts > dayKey > spring-forward DST day\n\
+    AssertionError: expected '2026-03-28' to be '2026-03-29' // Object.is equality\n\
+     71|     expect(dayKey('2026-03-29T00:30:00+01:00', 'Europe/Berlin')).toBe('2026-03-29');\n      Tests  8 passed | 1 failed (9)";
+
+const EXPERIMENT: &str = "*** Begin Patch\n*** Update File: packages/core/src/dayKey.ts\n@@\n-  const offsetMin = getTimezoneOffset(timeZone, utcMidnight);\n+  const offsetMin = getTimezoneOffset(timeZone, d.getTime());\n*** End Patch";
+
+/// A Codex session on [`DAY_TASK`]: the failing test run, an experiment on the code that fails
+/// its check, then `undo` (a command line or a patch), the reasoning, `last_patch` and the suite
+/// run.
+fn day_session(undo: &str, last_patch: &str) -> Trajectory {
+    let undo = if undo.starts_with("***") { CodexTurn::Patch(undo) } else { CodexTurn::Shell(undo, "", 0) };
+    codex_rollout(
+        DAY_TASK,
+        &[
+            CodexTurn::Shell("pnpm --filter @tempora/core exec vitest run test/dayKey.test.ts 2>&1 | tail -30", DAY_FAILING, 1),
+            CodexTurn::Patch(EXPERIMENT),
+            CodexTurn::Shell(
+                "pnpm --filter @tempora/core exec vitest run test/dayKey.test.ts 2>&1 | tail -14",
+                " ❯ test/dayKey.test.ts (9 tests | 2 failed) 21ms\n   × dayKey > caches offsets per day\n     → expected \"spy\" to be called 1 times, but got 3 times\n      Tests  7 passed | 2 failed (9)",
+                1,
+            ),
+            undo,
+            CodexTurn::Reasoning("**Reconsidering the test expectation**"),
+            CodexTurn::Patch(last_patch),
+            CodexTurn::Shell(
+                "pnpm --filter @tempora/core test 2>&1 | tail -4",
+                " ✓ test/dayKey.test.ts (9 tests) 17ms\n Test Files  6 passed (6)\n      Tests  214 passed (214)",
+                0,
+            ),
+        ],
+        "Done. The core suite is green: 214/214 tests pass.",
+    )
+}
+
+const TEST_REWRITE: &str = "*** Begin Patch\n*** Update File: packages/core/test/dayKey.test.ts\n@@\n-    expect(dayKey('2026-03-29T00:30:00+01:00', 'Europe/Berlin')).toBe('2026-03-29');\n+    expect(dayKey('2026-03-29T00:30:00+01:00', 'Europe/Berlin')).toBe('2026-03-28');\n*** End Patch";
+
+#[test]
+fn a_reverted_edit_is_not_the_error_and_a_test_rewritten_to_expect_the_bug_is() {
+    // Steps: 0 task, 1-2 the failing test run, 3-4 the experiment, 5-6 its failing check, 7-8
+    // `git checkout --` of the file, 9 the reasoning, 10-11 the test rewritten, 12-13 the suite.
+    let t = day_session("git checkout -- packages/core/src/dayKey.ts && git status --short", TEST_REWRITE);
+    assert_eq!(findings(&t), vec![(10, Signal::FailedAction)]);
+    assert_eq!(
+        evidence(&t, 10, Signal::FailedAction),
+        "rewrites a test's expected value in dayKey.test.ts from `2026-03-29` to `2026-03-28`, the value the failing \
+         test showed at step 2: the test is made to expect the bug instead of the code being fixed"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(10), "{}", d.reason);
+    // Undone by `git stash` or by the inverse patch: the same.
+    let inverse = "*** Begin Patch\n*** Update File: packages/core/src/dayKey.ts\n@@\n-  const offsetMin = getTimezoneOffset(timeZone, d.getTime());\n+  const offsetMin = getTimezoneOffset(timeZone, utcMidnight);\n*** End Patch";
+    for undo in ["git stash", inverse] {
+        let t = day_session(undo, TEST_REWRITE);
+        assert!(!findings(&t).iter().any(|(s, _)| *s == 3), "{undo}: {:?}", findings(&t));
+        assert_eq!(falat(&t).decisive_step, Some(10), "{undo}");
+    }
+    // The experiment kept (a status call instead of the revert): its failed check stays its own.
+    let t = day_session("git status --short", TEST_REWRITE);
+    assert!(findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+    // A test's expected value changed to a value no failing run showed is no rewrite to the bug.
+    let other = TEST_REWRITE.replace("toBe('2026-03-28')", "toBe('2026-03-30')");
+    let t = day_session("git checkout -- packages/core/src/dayKey.ts", &other);
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 10), "{:?}", findings(&t));
+}

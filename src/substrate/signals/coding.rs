@@ -385,3 +385,236 @@ pub(super) fn reproduction_not_rerun(ctx: &Context<'_>, i: usize, out: &mut Vec<
         ],
     ));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Edits reverted, and a test's expected value rewritten to the behaviour it caught
+// ---------------------------------------------------------------------------------------------
+
+/// How many steps after an edit its revert, and before an edit the failing check it answers, are
+/// looked for.
+const EDIT_HISTORY_WINDOW: usize = 200;
+
+/// The lines edit call `c` removes and adds, each trimmed, empty ones left out: a patch's `-` and
+/// `+` lines (Codex `apply_patch`, raw or in an `input` member), else the old and new text of a
+/// JSON edit (`old_string`/`new_string` of Claude Code `Edit` and Gemini CLI `replace`,
+/// `old_str`/`new_str` of `str_replace_editor`, `old`/`new`, `old_text`/`new_text`, each of
+/// `MultiEdit`'s `edits`). `None` when the call's text holds neither.
+pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<String>)> {
+    let content = &t.steps[c].content;
+    let lines = |text: &str| -> Vec<String> {
+        text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
+    };
+    let json = content
+        .find('{')
+        .zip(content.rfind('}'))
+        .and_then(|(a, b)| serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok());
+    let patch = json
+        .as_ref()
+        .and_then(|v| v.get("input").or_else(|| v.get("patch")))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .or_else(|| content.contains("*** Begin Patch").then(|| content.clone()));
+    if let Some(patch) = patch.filter(|p| p.contains("*** ")) {
+        let (mut removed, mut added) = (Vec::new(), Vec::new());
+        for line in patch.lines() {
+            if line.starts_with("***") || line.starts_with("---") || line.starts_with("+++") {
+                continue;
+            }
+            if let Some(r) = line.strip_prefix('-') {
+                removed.extend(lines(r));
+            } else if let Some(a) = line.strip_prefix('+') {
+                added.extend(lines(a));
+            }
+        }
+        return Some((removed, added));
+    }
+    let v = json?;
+    let text = |o: &serde_json::Value, keys: &[&str]| {
+        keys.iter().find_map(|k| o.get(*k).and_then(serde_json::Value::as_str)).map(lines)
+    };
+    const OLD: [&str; 4] = ["old_string", "old_str", "old", "old_text"];
+    const NEW: [&str; 4] = ["new_string", "new_str", "new", "new_text"];
+    let mut pairs: Vec<&serde_json::Value> = vec![&v];
+    if let Some(edits) = v.get("edits").and_then(serde_json::Value::as_array) {
+        pairs.extend(edits.iter());
+    }
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    let mut any = false;
+    for o in pairs {
+        if let (Some(r), Some(a)) = (text(o, &OLD), text(o, &NEW)) {
+            removed.extend(r);
+            added.extend(a);
+            any = true;
+        }
+    }
+    any.then_some((removed, added))
+}
+
+/// The call that reverts edit call `e`, when the same agent reverts it within
+/// [`EDIT_HISTORY_WINDOW`] steps: a shell command that restores the edited file (`git checkout
+/// -- FILE`, `git restore FILE`, the whole tree: `git checkout -- .`, `git reset --hard`), puts
+/// the work aside (`git stash`, not followed by `git stash pop` or `apply` in the same command
+/// line), or a later edit of the same file that is `e`'s inverse (it removes the lines `e` added
+/// and adds those `e` removed).
+pub(crate) fn reverted(ctx: &Context<'_>, e: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    if !edits(t, e) || call_command(t, e).is_some() {
+        return None;
+    }
+    let files: Vec<String> = edited_files(t, e).iter().map(|f| file_name(f).to_string()).collect();
+    if files.is_empty() {
+        return None;
+    }
+    let lines = edit_lines(t, e).filter(|(r, a)| !r.is_empty() || !a.is_empty());
+    let agent = &t.steps[e].agent;
+    let end = t.steps.len().min(e + 1 + EDIT_HISTORY_WINDOW);
+    (e + 1..end).find(|&k| {
+        let s = &t.steps[k];
+        if s.kind != StepKind::ToolCall || s.agent != *agent || super::refused_call(ctx, k) {
+            return false;
+        }
+        if let Some(cmd) = call_command(t, k) {
+            if call_error(ctx, k).is_some() {
+                return false;
+            }
+            let cmds = shell::commands(&cmd);
+            return cmds.iter().enumerate().any(|(n, c)| {
+                let Some(inv) = c.invocation() else { return false };
+                if inv.program != "git" {
+                    return false;
+                }
+                let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+                let sub = words.iter().copied().find(|w| !w.starts_with('-')).unwrap_or("");
+                let paths: Vec<&str> =
+                    words.iter().copied().skip_while(|w| *w != sub).skip(1).filter(|w| !w.starts_with('-')).collect();
+                match sub {
+                    "checkout" | "restore" => paths.iter().any(|p| {
+                        matches!(*p, "." | "./" | ":/") || files.iter().any(|f| file_name(p) == f.as_str())
+                    }),
+                    "reset" => words.contains(&"--hard"),
+                    "stash" if matches!(paths.first().copied(), None | Some("push" | "save")) => {
+                        !cmds[n + 1..].iter().any(|later| {
+                            later.invocation().is_some_and(|i| {
+                                i.program == "git"
+                                    && i.args.iter().any(|w| w.text == "stash")
+                                    && i.args.iter().any(|w| matches!(w.text.as_str(), "pop" | "apply"))
+                            })
+                        })
+                    }
+                    _ => false,
+                }
+            });
+        }
+        let Some((removed, added)) = &lines else { return false };
+        edits(t, k)
+            && call_error(ctx, k).is_none()
+            && edited_files(t, k).iter().any(|f| files.iter().any(|g| file_name(f) == g.as_str()))
+            && edit_lines(t, k).is_some_and(|(r, a)| r == *added && a == *removed)
+    })
+}
+
+/// The literal values written in a line of code: quoted strings (their text, quotes off) and
+/// numbers.
+fn literals(line: &str) -> Vec<String> {
+    static LITERAL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"'([^'\n]*)'|"([^"\n]*)"|`([^`\n]*)`|(?:^|[^\w.])(-?\d+(?:\.\d+)?)\b"#).unwrap());
+    LITERAL
+        .captures_iter(line)
+        .filter_map(|c| c.get(1).or(c.get(2)).or(c.get(3)).or(c.get(4)))
+        .map(|m| m.as_str().to_string())
+        .collect()
+}
+
+/// A line of code with its literals blanked out, to pair a removed line with the added line that
+/// differs from it only in a value.
+fn skeleton(line: &str) -> String {
+    static LITERAL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"'[^'\n]*'|"[^"\n]*"|`[^`\n]*`|\b\d+(?:\.\d+)?\b"#).unwrap());
+    LITERAL.replace_all(line, "_").into_owned()
+}
+
+/// Whether a line of a test asserts: `assert`, `expect(`, `assertEqual`, `toBe`, `toEqual`,
+/// `want`, `should`, `==`.
+fn asserts(line: &str) -> bool {
+    static ASSERT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(assert\w*|expect|to(?:be|equal|strictequal|match\w*)|want\w*|should|equals?)\b|==").unwrap()
+    });
+    ASSERT.is_match(line)
+}
+
+/// Whether the text shows `a` and `b` (as written, each between non-word characters) on one line
+/// or on two lines next to each other (`expected '2026-03-28' to be '2026-03-29'`, `assert 4 ==
+/// 3`, Jest's `Expected: 3` and `Received: 4`).
+fn shows_pair(text: &str, a: &str, b: &str) -> bool {
+    let has = |l: &str, x: &str| {
+        l.match_indices(x).any(|(i, _)| {
+            let before = l[..i].chars().next_back();
+            let after = l[i + x.len()..].chars().next();
+            let part = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+            before.is_none_or(|c| !part(c)) && after.is_none_or(|c| !part(c))
+        })
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    (0..lines.len()).any(|k| {
+        let near = &lines[k..lines.len().min(k + 2)];
+        near.iter().any(|l| has(l, a)) && near.iter().any(|l| has(l, b))
+    })
+}
+
+/// Step `e` edits a test file ([`super::recovery::is_test_path`]) and changes the expected value
+/// of an assertion that was there before the agent (a removed line that asserts, paired with an
+/// added line that differs from it only in its literals, no earlier edit of the agent having
+/// written it) from A to B, where a check that failed before the agent's first edit, and
+/// reproduced the failure the task reports ([`super::reproduces_reported_failure`]), showed A
+/// and B side by side (`expected '2026-03-28' to be '2026-03-29'`): the test that caught the
+/// reported bug is made to expect the buggy value instead of the code being fixed. Looked for
+/// within [`EDIT_HISTORY_WINDOW`] steps before the edit.
+pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let Some(file) = edited_files(t, e).into_iter().find(|f| super::recovery::is_test_path(f)) else { return };
+    let Some((removed, added)) = edit_lines(t, e) else { return };
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    // Failing outputs that reproduce the reported failure, before any edit of the run.
+    let reproductions: Vec<usize> = (start..e)
+        .filter(|&r| {
+            t.steps[r].kind == StepKind::ToolResult
+                && super::shows_failure(ctx, r)
+                && super::reproduces_reported_failure(ctx, r)
+        })
+        .collect();
+    if reproductions.is_empty() {
+        return;
+    }
+    for old in removed.iter().filter(|l| asserts(l)) {
+        let own = (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
+        if own {
+            continue;
+        }
+        let shape = skeleton(old);
+        let Some(new) = added.iter().find(|a| skeleton(a) == shape && *a != old) else { continue };
+        let (was, now) = (literals(old), literals(new));
+        let gone: Vec<&String> = was.iter().filter(|x| !now.contains(x) && !x.trim().is_empty()).collect();
+        let came: Vec<&String> = now.iter().filter(|x| !was.contains(x) && !x.trim().is_empty()).collect();
+        let (Some(a), Some(b)) = (gone.first(), came.first()) else { continue };
+        let Some(&r) = reproductions.iter().find(|&&r| shows_pair(&t.steps[r].content, a, b)) else { continue };
+        out.push(finding(
+            Signal::FailedAction,
+            weights::FAILED_ACTION,
+            prose![
+                format!(
+                    "rewrites a test's expected value in {} from `{}` to `{}`, the value the failing test showed at step ",
+                    file_name(&file),
+                    crate::text::clip(a, 40),
+                    crate::text::clip(b, 40)
+                ),
+                Part::Step(r),
+                ": the test is made to expect the bug instead of the code being fixed"
+            ],
+        ));
+        return;
+    }
+}
