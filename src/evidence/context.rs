@@ -44,7 +44,8 @@ pub enum ValueContext {
     /// A timestamp: an ISO date-time, a clock time with seconds, the date that opens a log line.
     Timestamp,
     /// Part of an identifier: a hex or uuid-like token, a token with letters and digits joined by
-    /// `-` or `_` before the number (`gpt-4o-2024`), `#123`, `id 42`, a JSON member keyed as an id.
+    /// `-` or `_` before the number (`gpt-4o-2024`), `#123`, `id 42`, a ticket key (`OPS-2207`),
+    /// a JSON member keyed as an id.
     Id,
     /// A counter or progress mark: `[3/10]`, `attempt 4`, `page 12 of 30`, `"limit": 50`.
     Counter,
@@ -176,6 +177,11 @@ static FLAG: LazyLock<Regex> =
 static ID_MARK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)#(\d+)|(?-u:\b)(?:[a-z]+[_-])?(?:id|ids|pid|uid|gid|tid|uuid)(?-u:\b)\s*[:#=]?\s*(\d+)").unwrap()
 });
+/// A ticket key as issue trackers write it: a project key of two to ten capitals and digits
+/// opening with a capital, a `-`, and a number of three digits or more (`OPS-2207`,
+/// `SUP-4471`). Case-sensitive: `gpt-4o` and `mod-100` are no keys.
+static TICKET: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z][A-Z0-9]{1,9}-(\d{3,})(?-u:\b)").unwrap());
 /// A reference's number ([`ValueContext::Reference`]).
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -249,6 +255,7 @@ impl Regions {
         whole(&IP, ValueContext::Location, &mut r);
         groups(&FLAG, ValueContext::Flag, &mut r);
         groups(&ID_MARK, ValueContext::Id, &mut r);
+        groups(&TICKET, ValueContext::Id, &mut r);
         groups(&COUNTER, ValueContext::Counter, &mut r);
         groups(&REFERENCE, ValueContext::Reference, &mut r);
         // Per kind, in the order of the variants (code before command before query...), merged
@@ -446,6 +453,8 @@ mod tests {
         assert_eq!(said("The model gpt-4o-2024-08-06 replied.", "2024-08-06"), Some(ValueContext::Id));
         assert_eq!(said("See issue #4512 for details.", "4512"), Some(ValueContext::Id));
         assert_eq!(said("Process pid 73121 exited.", "73121"), Some(ValueContext::Id));
+        assert_eq!(said("Renamed the setting (ticket OPS-2207), nothing else.", "2207"), Some(ValueContext::Id));
+        assert_eq!(said("Fixed SUP-4471: page 2 no longer repeats a row.", "4471"), Some(ValueContext::Id));
     }
 
     #[test]

@@ -170,6 +170,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     }
     coding::silent_noop(ctx, i, &mut f);
     coding::expectation_rewritten(ctx, i, &mut f);
+    coding::overbroad_substitution(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }

@@ -1497,3 +1497,74 @@ fn a_reverted_edit_is_not_the_error_and_a_test_rewritten_to_expect_the_bug_is() 
     let t = day_session("git checkout -- packages/core/src/dayKey.ts", &other);
     assert!(!findings(&t).iter().any(|(s, _)| *s == 10), "{:?}", findings(&t));
 }
+
+/// A `codex exec --json` event stream (codex-rs 0.98): `thread.started`, `turn.started`, then per
+/// item a `reasoning` text or a `command_execution` (`item.started`, then `item.completed` with
+/// its aggregated output and exit code), then the `agent_message` and `turn.completed`. The stream
+/// holds no user prompt.
+fn codex_exec(items: &[(&str, Option<(&str, &str, i32)>)], closing: &str) -> Trajectory {
+    let mut lines = vec![
+        json!({"type": "thread.started", "thread_id": "019c483a-50dd-7234-aafe-d66aaad2fc26"}),
+        json!({"type": "turn.started"}),
+    ];
+    for (k, (reasoning, command)) in items.iter().enumerate() {
+        if !reasoning.is_empty() {
+            lines.push(json!({"type": "item.completed", "item": {"type": "reasoning", "text": reasoning, "id": format!("item_r{k}")}}));
+        }
+        if let Some((cmd, output, code)) = command {
+            let id = format!("item_{k}");
+            let cmd = format!("bash -lc \"{cmd}\"");
+            lines.push(json!({"type": "item.started", "item": {"type": "command_execution", "command": cmd,
+                "aggregated_output": "", "exit_code": null, "status": "in_progress", "id": id}}));
+            let status = if *code == 0 { "completed" } else { "failed" };
+            lines.push(json!({"type": "item.completed", "item": {"type": "command_execution", "command": cmd,
+                "aggregated_output": output, "exit_code": code, "status": status, "id": id}}));
+        }
+    }
+    lines.push(json!({"type": "item.completed", "item": {"type": "agent_message", "text": closing, "id": "item_last"}}));
+    lines.push(json!({"type": "turn.completed", "usage": {"input_tokens": 48211, "cached_input_tokens": 40960, "output_tokens": 1873}}));
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    let loaded = falat::ingest::parse("exec.jsonl", text.join("\n").as_bytes(), None).expect("a codex exec stream");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+const CONN_HITS: &str = "orders_api/settings.py:31:    max_conn: int = 20\norders_api/settings.py:32:    max_conn_idle: int = 5\n\
+    orders_api/db.py:18:        max_size=cfg.db.max_conn,\norders_api/db.py:19:        min_size=cfg.db.max_conn_idle,\n\
+    config/base.yaml:12:  max_conn: 20\nconfig/base.yaml:13:  max_conn_idle: 5";
+
+/// A `codex exec` rename of `max_conn`: the search (steps 1-2), `sed` (steps 4-5), the tests.
+fn rename_session(hits: &str, sed: &str) -> Trajectory {
+    codex_exec(
+        &[
+            (
+                "**Renaming the pool setting**\n\nRename `max_conn` to `max_connections` in the settings, the configs and \
+                 the docs (ticket OPS-2207), keeping everything else as is.",
+                Some(("rg -n 'max_conn' --glob '!*.lock'", hits, 0)),
+            ),
+            ("**Applying the rename across files**", Some((sed, "done\n", 0))),
+            ("", Some(("python -m pytest -q tests 2>&1 | tail -2", "117 passed in 4.02s", 0))),
+        ],
+        "Renamed `max_conn` to `max_connections` (OPS-2207). The test suite passes. No other behaviour changed.",
+    )
+}
+
+#[test]
+fn a_global_substitution_the_earlier_search_shows_matching_other_identifiers_is_the_decisive_step() {
+    let sed = "rg -l 'max_conn' | xargs sed -i 's/max_conn/max_connections/g' && echo done";
+    let t = rename_session(CONN_HITS, sed);
+    // The ticket the agent restates is an id, not an invented value.
+    assert_eq!(findings(&t), vec![(4, Signal::FailedAction)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::FailedAction),
+        "`sed` replaces `max_conn` with no word boundary: it also renames max_conn_idle, which the search at step 2 \
+         showed"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(4));
+    // With a word boundary, or when the search showed no longer name, the substitution is what
+    // was asked for.
+    let bounded = "rg -l 'max_conn' | xargs sed -i 's/\\bmax_conn\\b/max_connections/g' && echo done";
+    assert_eq!(findings(&rename_session(CONN_HITS, bounded)), vec![]);
+    let only = "orders_api/settings.py:31:    max_conn: int = 20\nconfig/base.yaml:12:  max_conn: 20";
+    assert_eq!(findings(&rename_session(only, sed)), vec![]);
+    assert_eq!(falat(&rename_session(only, sed)).decisive_step, None);
+}

@@ -618,3 +618,91 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
         return;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A substitution wider than its target
+// ---------------------------------------------------------------------------------------------
+
+/// The identifiers in `text` that hold `old` inside a longer identifier (letters, digits, `_`
+/// around it: `max_conn_idle` for `max_conn`), each once, in order.
+fn longer_identifiers(text: &str, old: &str) -> Vec<String> {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices(old) {
+        let start = text[..i].char_indices().rev().take_while(|&(_, c)| part(c)).last().map_or(i, |(k, _)| k);
+        let end = i + old.len() + text[i + old.len()..].chars().take_while(|&c| part(c)).map(char::len_utf8).sum::<usize>();
+        if start == i && end == i + old.len() {
+            continue;
+        }
+        let word = &text[start..end];
+        if !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// Step `i`, a shell call whose `sed -i` substitution replaces an identifier (`s/OLD/NEW/g`, OLD
+/// of letters, digits and `_`, three characters or more, no word boundary such as `\b` or `\<`
+/// around it), where an earlier output of a call that searched for OLD (its text names OLD),
+/// within [`EDIT_HISTORY_WINDOW`] steps, shows OLD inside longer identifiers (`max_conn_idle`,
+/// `max_conn_lifetime_s` for `max_conn`): the substitution renames those too. Names that start
+/// with NEW (already renamed) do not count, and a later call of the agent that writes one of the
+/// longer names back (its text holds it) clears the finding.
+pub(super) fn overbroad_substitution(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let Some(cmd) = call_command(t, i) else { return };
+    if !cmd.contains("sed") || call_error(ctx, i).is_some() || super::refused_call(ctx, i) {
+        return;
+    }
+    let agent = &t.steps[i].agent;
+    for c in shell::commands(&cmd) {
+        let Some(sub) = shell::sed_substitution(&c) else { continue };
+        let Some(old) = sub.pattern_literal() else { continue };
+        if old.len() < 3 || !old.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+            continue;
+        }
+        let new = sub.replacement.as_str();
+        let start = i.saturating_sub(EDIT_HISTORY_WINDOW);
+        let shown = (start..i).find_map(|r| {
+            let s = &t.steps[r];
+            if s.kind != StepKind::ToolResult {
+                return None;
+            }
+            let q = links(ctx).produced_by.get(r).copied().flatten()?;
+            if t.steps[q].agent != *agent || !t.steps[q].content.contains(old.as_str()) {
+                return None;
+            }
+            let others: Vec<String> = longer_identifiers(&s.content, &old)
+                .into_iter()
+                .filter(|w| new.is_empty() || !w.starts_with(new) && !w.contains(new))
+                .collect();
+            (!others.is_empty()).then_some((r, others))
+        });
+        let Some((r, others)) = shown else { continue };
+        let end = t.steps.len().min(i + 1 + EDIT_HISTORY_WINDOW);
+        let restored = (i + 1..end).any(|k| {
+            t.steps[k].kind == StepKind::ToolCall
+                && t.steps[k].agent == *agent
+                && others.iter().any(|w| t.steps[k].content.contains(w.as_str()))
+        });
+        if restored {
+            continue;
+        }
+        let names: Vec<&str> = others.iter().take(3).map(String::as_str).collect();
+        out.push(finding(
+            Signal::FailedAction,
+            weights::FAILED_ACTION,
+            prose![
+                format!(
+                    "`sed` replaces `{}` with no word boundary: it also renames {}, which the search at step ",
+                    crate::text::clip(&old, 30),
+                    names.join(", ")
+                ),
+                Part::Step(r),
+                " showed"
+            ],
+        ));
+        return;
+    }
+}
