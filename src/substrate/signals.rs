@@ -171,6 +171,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::silent_noop(ctx, i, &mut f);
     coding::expectation_rewritten(ctx, i, &mut f);
     coding::overbroad_substitution(ctx, i, &mut f);
+    coding::outside_repository(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -2192,7 +2193,8 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
 
 /// Whether an editing tool's call (lower-case name `tool`) only shows a file: its arguments (a
 /// JSON object) name the `view` or `read` command (SWE-agent's and OpenHands'
-/// `str_replace_editor view`), or, for a tool named an editor, hold nothing but where to read
+/// `str_replace_editor view`), or its text is the tool's command line with that command
+/// (SWE-agent's `str_replace_editor view /testbed/x.py [1, 40]`), or, for a tool named an editor, hold nothing but where to read
 /// (OpenHands writes a file read as the editor's call with `path`, `start`, `end`). Such a call
 /// is a read, not an edit.
 fn editor_reads(tool: &str, content: &str) -> bool {
@@ -2210,6 +2212,13 @@ fn editor_reads(tool: &str, content: &str) -> bool {
         "thought",
         "command",
     ];
+    // SWE-agent writes the call as its command line: `str_replace_editor view /testbed/x.py`.
+    let mut words = content.split_whitespace();
+    if words.next().is_some_and(|w| w.eq_ignore_ascii_case(tool))
+        && words.next().is_some_and(|w| matches!(w.to_ascii_lowercase().as_str(), "view" | "read" | "cat" | "show"))
+    {
+        return true;
+    }
     // Some formats write a call as `name({…})`.
     let json = match (content.find('{'), content.rfind('}')) {
         (Some(a), Some(b)) if a < b => &content[a..=b],

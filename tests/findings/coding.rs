@@ -1568,3 +1568,37 @@ fn a_global_substitution_the_earlier_search_shows_matching_other_identifiers_is_
     assert_eq!(findings(&rename_session(only, sed)), vec![]);
     assert_eq!(falat(&rename_session(only, sed)).decisive_step, None);
 }
+
+/// A SWE-agent session that finds two copies of the module (the repository's and the installed
+/// one), edits the one under `edited` and checks it with the reproduction script.
+fn installed_copy_session(edited: &str) -> Trajectory {
+    let replace = format!("str_replace_editor str_replace {edited} --old_str '        if options.get(\"fields\"):\n            pass' --new_str '        if options.get(\"fields\"):\n            rows = self._filter(rows, options[\"fields\"])'");
+    swe_agent(
+        "`get_csv_string()` ignores the `fields` option: get_csv_string(fields=[\"City\"]) still writes every column.",
+        &[
+            (
+                "Let me find get_csv_string.",
+                "grep -rn \"def get_csv_string\" /testbed /usr/local/lib/python3.11/site-packages/prettytable",
+                "/testbed/src/prettytable/prettytable.py:1987:    def get_csv_string(self, **kwargs) -> str:\n/usr/local/lib/python3.11/site-packages/prettytable/prettytable.py:1987:    def get_csv_string(self, **kwargs) -> str:",
+            ),
+            ("Python imports the installed package; I'll fix that one.", &replace, "The file has been edited."),
+            ("Run the reproduction.", "cd /testbed && python reproduce.py", "City\r\nAdelaide\r\n\nOK"),
+            ("Fixed. Submitting.", "submit", "diff --git a/reproduce.py b/reproduce.py\ndeleted file mode 100644"),
+        ],
+    )
+}
+
+#[test]
+fn an_edit_of_the_installed_copy_while_the_repository_holds_the_module_is_the_decisive_step() {
+    // Steps: 0 task, 1-3 the search, 4-6 the edit, 7-9 the reproduction, 10-12 the submission.
+    let t = installed_copy_session("/usr/local/lib/python3.11/site-packages/prettytable/prettytable.py");
+    assert_eq!(
+        evidence(&t, 5, Signal::FailedAction),
+        "edits the installed copy site-packages/prettytable/prettytable.py, not the repository's \
+         /testbed/src/prettytable/prettytable.py (step 3): checks run that copy; the repository's diff lacks the fix"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(5));
+    // The repository's copy edited: no such finding.
+    let t = installed_copy_session("/testbed/src/prettytable/prettytable.py");
+    assert!(!findings(&t).contains(&(5, Signal::FailedAction)), "{:?}", findings(&t));
+}

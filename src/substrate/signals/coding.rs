@@ -706,3 +706,96 @@ pub(super) fn overbroad_substitution(ctx: &Context<'_>, i: usize, out: &mut Vec<
         return;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// An edit of the installed copy
+// ---------------------------------------------------------------------------------------------
+
+/// Folders that hold installed code, outside any repository: Python's `site-packages` and
+/// `dist-packages`, `node_modules`.
+const INSTALLED: [&str; 3] = ["site-packages", "dist-packages", "node_modules"];
+
+/// Whether a path lies in installed code or an environment: under one of [`INSTALLED`], under
+/// `/usr/lib/` or `/usr/local/lib/`, or in a virtualenv (`.venv`, `venv`, `.virtualenvs`, `.tox`,
+/// `.nox`).
+fn installed_path(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.iter().any(|p| INSTALLED.contains(p) || matches!(*p, ".venv" | "venv" | ".virtualenvs" | ".tox" | ".nox"))
+        || path.starts_with("/usr/lib/")
+        || path.starts_with("/usr/local/lib/")
+}
+
+/// The module path of an installed file: what follows the last folder of [`INSTALLED`]
+/// (`prettytable/prettytable.py` of `/usr/local/lib/python3.11/site-packages/prettytable/
+/// prettytable.py`), else what follows `lib/pythonX.Y/` or `lib/`; `None` when fewer than two
+/// parts (a folder and a file) follow.
+fn module_path(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let at = parts
+        .iter()
+        .rposition(|p| INSTALLED.contains(p))
+        .or_else(|| parts.iter().rposition(|p| p.starts_with("python") && p.contains('.')))
+        .or_else(|| parts.iter().rposition(|p| *p == "lib"))?;
+    let rest = &parts[at + 1..];
+    (rest.len() >= 2 && rest.iter().all(|p| !p.is_empty())).then(|| rest.join("/"))
+}
+
+/// A path another step writes that ends with `tail` and lies outside installed code
+/// ([`installed_path`]): the repository's own copy of the module (`/testbed/src/prettytable/
+/// prettytable.py`).
+fn repository_copy(text: &str, tail: &str) -> Option<String> {
+    let stop = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '[' | '=' | ',');
+    text.match_indices(tail).find_map(|(i, _)| {
+        let end = i + tail.len();
+        if text[end..].chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            return None;
+        }
+        let start = text[..i].char_indices().rev().take_while(|&(_, c)| !stop(c)).last().map_or(i, |(k, _)| k);
+        let path = &text[start..end];
+        let whole = start == i || path[..i - start].ends_with('/');
+        (whole && !installed_path(path)).then(|| path.to_string())
+    })
+}
+
+/// Step `i` edits a file of installed code (an absolute path under `site-packages`,
+/// `dist-packages`, `node_modules`, `/usr/lib`, a virtualenv: [`installed_path`]) while a step
+/// within [`EDIT_HISTORY_WINDOW`] steps before it (a search, a listing, the task) shows the
+/// repository's own copy of the same module ([`module_path`], [`repository_copy`]): the change
+/// misses the repository. The checks after it pass because they import the installed copy; the
+/// repository's diff does not hold the fix.
+pub(super) fn outside_repository(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[i].kind != StepKind::ToolCall || !edits(t, i) || call_error(ctx, i).is_some() {
+        return;
+    }
+    let Some((path, tail)) = edited_files(t, i)
+        .into_iter()
+        .filter(|p| p.starts_with('/') && installed_path(p))
+        .find_map(|p| module_path(&p).map(|m| (p, m)))
+    else {
+        return;
+    };
+    let start = i.saturating_sub(EDIT_HISTORY_WINDOW);
+    let Some((k, copy)) = (start..i).find_map(|k| repository_copy(&t.steps[k].content, &tail).map(|c| (k, c))) else {
+        return;
+    };
+    // The installed path from its `site-packages` (or the like) on, to keep the reason short.
+    let shown = INSTALLED
+        .iter()
+        .filter_map(|m| path.rfind(&format!("/{m}/")).map(|k| &path[k + 1..]))
+        .min_by_key(|p| p.len())
+        .unwrap_or(&path);
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        prose![
+            format!(
+                "edits the installed copy {}, not the repository's {} (step ",
+                crate::text::clip(shown, 60),
+                crate::text::clip(&copy, 50)
+            ),
+            Part::Step(k),
+            "): checks run that copy; the repository's diff lacks the fix"
+        ],
+    ));
+}
