@@ -172,6 +172,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::expectation_rewritten(ctx, i, &mut f);
     coding::overbroad_substitution(ctx, i, &mut f);
     coding::outside_repository(ctx, i, &mut f);
+    coding::masks_error(ctx, i, &mut f);
+    coding::unsafe_fix(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -908,7 +910,7 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
 /// when the output has one (0 passed, whatever its log lines say: "redis ping failed: i/o
 /// timeout" logged by a test that passes), else [`shows_failure`]; the format's error mark
 /// always fails it.
-fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
+pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
     ctx.trajectory.steps[r].is_error || exit_code(ctx, r).map_or_else(|| shows_failure(ctx, r), |code| code != 0)
 }
 

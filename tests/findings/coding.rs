@@ -1602,3 +1602,114 @@ fn an_edit_of_the_installed_copy_while_the_repository_holds_the_module_is_the_de
     let t = installed_copy_session("/testbed/src/prettytable/prettytable.py");
     assert!(!findings(&t).contains(&(5, Signal::FailedAction)), "{:?}", findings(&t));
 }
+
+/// A Gemini CLI chat file (`~/.gemini/tmp/<project>/chats/session-*.json`): the user's message,
+/// then per turn a `gemini` message with one tool call (name, args, the response's output and
+/// whether it failed), then the closing `gemini` message.
+fn gemini_chat(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
+    let mut messages = vec![json!({"id": "u0", "timestamp": "2026-02-26T16:20:07.248Z", "type": "user", "content": task})];
+    for (k, (name, args, output, failed)) in calls.iter().enumerate() {
+        let id = format!("{name}-17721228{k:05}-0dd234afed66");
+        messages.push(json!({"id": format!("g{k}"), "timestamp": "2026-02-26T16:20:13.516Z", "type": "gemini",
+            "content": "", "thoughts": [], "model": "gemini-2.5-pro",
+            "tokens": {"input": 1200, "output": 80, "cached": 0, "thoughts": 0, "tool": 0, "total": 1280},
+            "toolCalls": [{"id": id, "name": name, "args": args,
+                "result": [{"functionResponse": {"id": id, "name": name, "response": {"output": output}}}],
+                "status": if *failed { "error" } else { "success" }, "timestamp": "2026-02-26T16:20:15.016Z",
+                "resultDisplay": output, "displayName": name, "description": "", "renderOutputAsMarkdown": true}]}));
+    }
+    messages.push(json!({"id": "gz", "timestamp": "2026-02-26T16:20:57.539Z", "type": "gemini", "content": closing,
+        "thoughts": [], "model": "gemini-2.5-pro",
+        "tokens": {"input": 1200, "output": 80, "cached": 0, "thoughts": 0, "tool": 0, "total": 1280}}));
+    let doc = json!({"sessionId": "4853ce75-0000-4000-8000-000000000000", "projectHash": "ce32f602a058",
+        "startTime": "2026-02-26T16:20:07.248Z", "lastUpdated": "2026-02-26T16:20:57.539Z", "messages": messages});
+    let loaded = falat::ingest::parse("session.json", doc.to_string().as_bytes(), None).expect("a Gemini CLI chat");
+    loaded.trajectories.into_iter().next().expect("one trajectory")
+}
+
+/// A Gemini CLI session whose rounding line fails on pandas 2.0 (`DataFrame.map`), then the edit
+/// `handler` puts after `except AttributeError:` around it, and the script run again.
+fn masking_session(handler: &str) -> Trajectory {
+    let script = "/home/lena/dev/gh/scripts/normalize.py";
+    let run = json!({"command": "python scripts/normalize.py data/readings.csv out/readings.parquet"});
+    let failed = "Command: python scripts/normalize.py data/readings.csv out/readings.parquet\nOutput: Traceback (most recent call last):\n  File \"/home/lena/dev/gh/scripts/normalize.py\", line 14, in normalize\n    df[num] = df[num].map(lambda v: round(v, 2))\nAttributeError: 'DataFrame' object has no attribute 'map'\nExit Code: 1";
+    gemini_chat(
+        "In scripts/normalize.py, round every numeric column to 2 decimals, then run it on data/readings.csv.",
+        &[
+            (
+                "replace",
+                json!({"file_path": script, "old_string": "    # TODO: rounding\n    return df",
+                    "new_string": "    df[num] = df[num].map(lambda v: round(v, 2))\n    return df"}),
+                "Successfully modified file: /home/lena/dev/gh/scripts/normalize.py (1 replacements).",
+                false,
+            ),
+            ("run_shell_command", run.clone(), failed, false),
+            (
+                "replace",
+                json!({"file_path": script, "old_string": "    df[num] = df[num].map(lambda v: round(v, 2))\n    return df",
+                    "new_string": format!("    try:\n        df[num] = df[num].map(lambda v: round(v, 2))\n    except AttributeError:\n        {handler}\n    return df")}),
+                "Successfully modified file: /home/lena/dev/gh/scripts/normalize.py (1 replacements).",
+                false,
+            ),
+            (
+                "run_shell_command",
+                run,
+                "Command: python scripts/normalize.py data/readings.csv out/readings.parquet\nOutput: Wrote 80,640 rows to out/readings.parquet\nExit Code: 0",
+                false,
+            ),
+        ],
+        "Done: the numeric columns are rounded to 2 decimals.",
+    )
+}
+
+#[test]
+fn an_edit_that_wraps_the_failing_line_in_a_silent_try_except_masks_the_error() {
+    // Steps: 0 task, 1-2 the first edit, 3-4 the failing run, 5-6 the try/except, 7-8 the run.
+    let t = masking_session("print(\"WARNING: rounding skipped\", file=sys.stderr)");
+    assert_eq!(
+        evidence(&t, 5, Signal::FailedAction),
+        "wraps `df[num] = df[num].map(lambda v: round(v, 2))`, which failed at step 4, in try/except AttributeError \
+         instead of fixing it: the error is silenced, not recovered"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(5));
+    // A handler that does the work another way is a fallback, not a silenced error.
+    let t = masking_session("df[num] = df[num].applymap(lambda v: round(v, 2))");
+    assert!(!findings(&t).contains(&(5, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+/// An OpenHands session that makes `ruff check .` pass: the safe fixes leave three unused
+/// re-exports (step 5), `fix` runs, then the tests and `make smoke`, whose output is `smoke`.
+fn fixer_session(fix: &str, smoke: &str, code: i64) -> Trajectory {
+    openhands(
+        "The lint job is red: `ruff check .` reports errors. Make it pass without changing behaviour; `make smoke` must keep passing.",
+        &[
+            (
+                "cd /workspace/pipekit && ruff check . --fix",
+                "pipekit/plugins/__init__.py:3:29: F401 `.registry.register_plugin` imported but unused\nFound 14 errors (11 fixed, 3 remaining).",
+                1,
+            ),
+            (fix, "Found 3 errors (3 fixed, 0 remaining).", 0),
+            ("cd /workspace/pipekit && python -m pytest -q 2>&1 | tail -2", "402 passed, 3 skipped in 11.84s", 0),
+            ("cd /workspace/pipekit && make smoke 2>&1 | tail -4", smoke, code),
+        ],
+        "`ruff check .` now passes. `make smoke` fails on a plugin loader issue that looks pre-existing.",
+    )
+}
+
+#[test]
+fn an_unsafe_automatic_fix_that_deletes_code_a_later_check_misses_is_the_decisive_step() {
+    let broken = "  File \"/workspace/pipekit/pipekit/loader.py\", line 41, in load_entry_point_plugins\n    ep.load()(register=pipekit.plugins.register_plugin)\nAttributeError: module 'pipekit.plugins' has no attribute 'register_plugin'\nmake: *** [Makefile:31: smoke] Error 1";
+    // Steps: 0 task, 1-2 the safe fixes, 3-4 the unsafe fixes, 5-6 the tests, 7-8 smoke.
+    let t = fixer_session("cd /workspace/pipekit && ruff check . --fix --unsafe-fixes", broken, 2);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "runs ruff with `--unsafe-fixes`, which deletes code: `register_plugin` (shown at step 2) is missing when step 8 \
+         fails"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // The safe mode deletes nothing of the kind; and a smoke run that passes leaves no finding.
+    let t = fixer_session("cd /workspace/pipekit && ruff check . --fix --select I", broken, 2);
+    assert!(!findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+    let t = fixer_session("cd /workspace/pipekit && ruff check . --fix --unsafe-fixes", "smoke ok", 0);
+    assert!(!findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+}

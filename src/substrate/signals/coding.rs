@@ -799,3 +799,157 @@ pub(super) fn outside_repository(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
         ],
     ));
 }
+
+// ---------------------------------------------------------------------------------------------
+// An error silenced, and code deleted by an automatic fixer
+// ---------------------------------------------------------------------------------------------
+
+/// The exception classes an added `except` clause catches (`except AttributeError:`, `except
+/// (KeyError, ValueError) as e:`), with `*` for one that catches everything (a bare `except:`,
+/// `except Exception`, `except BaseException`, a JavaScript `catch`).
+fn caught(line: &str) -> Vec<String> {
+    static EXCEPT: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(?:\}\s*)?(?:except\b\s*(\(?[\w., ]*\)?)?(?:\s+as\s+\w+)?\s*:|catch\b)").unwrap());
+    let Some(c) = EXCEPT.captures(line) else { return Vec::new() };
+    let classes: Vec<String> = c
+        .get(1)
+        .map(|m| m.as_str().trim_matches(['(', ')', ' ']).split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default();
+    let classes: Vec<String> = classes.into_iter().filter(|x| !x.is_empty()).collect();
+    if classes.is_empty() || classes.iter().any(|x| matches!(x.as_str(), "Exception" | "BaseException")) {
+        return vec!["*".into()];
+    }
+    classes
+}
+
+/// Whether a line of an exception handler does nothing in the error's place: `pass`, `...`,
+/// `continue`, `break`, a `return`, a print or a log call (`print(`, `log.warning(`,
+/// `logger.`, `logging.`, `warnings.warn(`, `console.`), a comment, a closing brace.
+fn silent(line: &str) -> bool {
+    static SILENT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:pass|\.\.\.|continue|break|return\b.*|\}|#.*|//.*|(?:print|console\.\w+|log\w*\.\w+|logger\.\w+|logging\.\w+|warnings\.warn|sys\.stderr\.write)\s*\(.*)$").unwrap()
+    });
+    SILENT.is_match(line.trim())
+}
+
+/// The exception class an error output names (`AttributeError: 'DataFrame' object has no
+/// attribute 'map'`): the first word of eight characters or more ending in `Error` or
+/// `Exception` that opens a line or follows `: `.
+fn exception_class(text: &str) -> Option<String> {
+    static CLASS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?m)(?:^|: |\s)(?:\w+\.)*(\w{3,}(?:Error|Exception))\b:").unwrap());
+    CLASS.captures_iter(text).last().map(|c| c[1].to_string())
+}
+
+/// Step `e`, an edit that puts a `try` around a line of code that failed at an earlier output of
+/// the same agent (within [`EDIT_HISTORY_WINDOW`] steps: the traceback quotes the line, which `e`
+/// removes and adds back) and catches the exception that output names (or everything): the
+/// error is silenced, not fixed ("wraps the line that failed at step 11 … in try/except
+/// AttributeError instead of fixing it"), when the handler only passes, logs or returns
+/// ([`silent`]); a handler that does the work another way (`import tomli as tomllib`) is a
+/// fallback. The run that passes after it proves nothing: the code
+/// that failed is skipped.
+pub(super) fn masks_error(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let Some((removed, added)) = edit_lines(t, e) else { return };
+    let catches: Vec<String> = added.iter().flat_map(|l| caught(l)).collect();
+    if catches.is_empty() || removed.iter().any(|l| !caught(l).is_empty()) || !added.iter().any(|l| l.starts_with("try")) {
+        return;
+    }
+    // The handler does something else instead (`import tomli as tomllib`): a fallback, not a
+    // silenced error. Only a handler that passes, logs or returns silences it.
+    let handler = added.iter().skip_while(|l| caught(l).is_empty()).skip(1);
+    if !handler.clone().all(|l| silent(l)) {
+        return;
+    }
+    let kept: Vec<&String> = removed.iter().filter(|l| l.len() >= 8 && added.contains(l)).collect();
+    if kept.is_empty() {
+        return;
+    }
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    let shown = (start..e).rev().find_map(|r| {
+        let s = &t.steps[r];
+        if s.kind != StepKind::ToolResult || !super::shows_failure(ctx, r) {
+            return None;
+        }
+        let q = links(ctx).produced_by.get(r).copied().flatten()?;
+        if t.steps[q].agent != *agent {
+            return None;
+        }
+        let class = exception_class(&s.content)?;
+        if !catches.iter().any(|x| x == "*" || *x == class || x.ends_with(&format!(".{class}"))) {
+            return None;
+        }
+        let line = kept.iter().find(|l| s.content.lines().any(|x| x.trim() == l.as_str()))?;
+        Some((r, class, line.to_string()))
+    });
+    let Some((r, class, line)) = shown else { return };
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        prose![
+            format!("wraps `{}`, which failed at step ", crate::text::clip(&line, 50)),
+            Part::Step(r),
+            format!(", in try/except {class} instead of fixing it: the error is silenced, not recovered")
+        ],
+    ));
+}
+
+/// The name an error output says is missing: `has no attribute 'x'`, `cannot import name 'x'`,
+/// `name 'x' is not defined`, `has no exported member 'x'`, `does not provide an export named
+/// 'x'`, `x is not defined`, Go's `undefined: x`, Rust's ``cannot find value `x` ``.
+fn missing_name(text: &str) -> Option<String> {
+    static MISSING: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r#"has no attribute '(\w+)'|cannot import name '(\w+)'|name '(\w+)' is not defined"#,
+            r#"|has no exported member '(\w+)'|does not provide an export named '(\w+)'"#,
+            r#"|(?:^|\s)(\w+) is not defined|undefined: (\w+)|cannot find (?:value|function|type) `(\w+)`"#
+        ))
+        .unwrap()
+    });
+    MISSING.captures(text).and_then(|c| c.iter().skip(1).flatten().next()).map(|m| m.as_str().to_string())
+}
+
+/// Step `c`, a shell call that runs an automatic fixer in its unsafe mode ([`shell::UNSAFE_FIXES`]),
+/// when the same agent's first failing call after it (within [`EDIT_HISTORY_WINDOW`] steps, with
+/// no edit of the agent in between) fails on a missing name ([`missing_name`]) that an output
+/// before `c` showed (the fixer's own report of what it would remove, a `cat` of the file): the
+/// fixer deleted code that was used, and the check that then fails is its symptom.
+pub(super) fn unsafe_fix(ctx: &Context<'_>, c: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let Some(cmd) = call_command(t, c) else { return };
+    if call_error(ctx, c).is_some() {
+        return;
+    }
+    let mode = shell::commands(&cmd).iter().find_map(shell::unsafe_fix);
+    let Some((program, option)) = mode else { return };
+    let agent = &t.steps[c].agent;
+    let end = t.steps.len().min(c + 1 + EDIT_HISTORY_WINDOW);
+    let failing = (c + 1..end)
+        .filter(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent)
+        .take_while(|&k| !edits(t, k))
+        .find_map(|k| result_of(ctx, k).filter(|&r| super::check_fails(ctx, r)));
+    let Some(r) = failing else { return };
+    let Some(name) = missing_name(&t.steps[r].content) else { return };
+    let start = c.saturating_sub(EDIT_HISTORY_WINDOW);
+    let Some(seen) = (start..c).find(|&j| {
+        t.steps[j].kind == StepKind::ToolResult && super::contains_word(&t.steps[j].content, &name)
+    }) else {
+        return;
+    };
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        prose![
+            format!("runs {program} with `{option}`, which deletes code: `{}` (shown at step ", crate::text::clip(&name, 40)),
+            Part::Step(seen),
+            ") is missing when step ",
+            Part::Step(r),
+            " fails"
+        ],
+    ));
+}

@@ -44,9 +44,13 @@ const SELECT_FLAGS: [&str; 8] =
     ["--lib", "--bins", "--tests", "--doc", "--lf", "--last-failed", "--only-failures", "--examples"];
 
 /// Options that change only how a check reports or how often it runs, not what it checks
-/// (`-v`, `-q`, `-x`, `--tb=short`, `-count=1`, `--color never`): neither kept nor dropped
+/// (`-v`, `-q`, `-x`, `--tb=short`, `-count=1`, `--color never`, ruff's `--statistics`): neither kept nor dropped
 /// matters. Compared without their `=value`.
-const OUTPUT_OPTIONS: [&str; 26] = [
+const OUTPUT_OPTIONS: [&str; 30] = [
+    "--statistics",
+    "--show-fixes",
+    "--show-source",
+    "--output-format",
     "-v",
     "-vv",
     "-vvv",
@@ -154,8 +158,8 @@ fn selects_within(a: &str, b: &str) -> bool {
 
 /// The checks shell call `c` runs, one per simple command that reads or checks
 /// ([`shell::reads_or_checks`]) and is not a plain reader ([`shell::READ_PROGRAMS`], `git`,
-/// `sed`, `find`, a one-line probe), plus a script run by an interpreter (`python repro.py`,
-/// `node check.js`). Empty for any other call.
+/// `sed`, `find`, a one-line probe, a `--version` or `--help` run), plus a script run by an
+/// interpreter (`python repro.py`, `node check.js`). Empty for any other call.
 pub(crate) fn checks(t: &Trajectory, c: usize) -> Vec<Check> {
     if t.steps[c].kind != StepKind::ToolCall {
         return Vec::new();
@@ -227,6 +231,10 @@ fn check_of(c: &Command) -> Option<Check> {
     if !script && (plain || !shell::reads_or_checks(c) || words.iter().any(|w| matches!(*w, "-c" | "-e"))) {
         return None;
     }
+    // `ruff --version`, `pytest --help`: the program prints and exits, checking nothing.
+    if words.iter().any(|w| matches!(*w, "--version" | "--help")) {
+        return None;
+    }
     let mut k = 0;
     let mut sub = String::new();
     if WITH_SUBCOMMAND.contains(&program) {
@@ -279,6 +287,9 @@ fn check_of(c: &Command) -> Option<Check> {
                         | "--exitfirst"
                         | "--silent"
                         | "--no-capture"
+                        | "--statistics"
+                        | "--show-fixes"
+                        | "--show-source"
                         | "-ra"
                 )
             {

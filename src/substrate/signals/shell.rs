@@ -875,9 +875,11 @@ fn script_files(inv: &Invocation<'_>) -> Vec<String> {
 /// Whether one simple command edits files: it redirects into a file, or runs `sed -i` or
 /// `perl -i`, `patch`, `tee`, `mv`, `cp`, `rm`, `unlink`, `rmdir`, `touch`, `mkdir`,
 /// `truncate`, or a `git` subcommand that changes the working tree (`apply`, `checkout`,
-/// `restore`, `reset`, `stash`, `am`, `cherry-pick`, `merge`, `rebase`, `mv`, `rm`). Running a
-/// program, installing packages or building is not an edit, and neither is `git commit`: it
-/// records the files as they are (it changes state, [`command_changes`]).
+/// `restore`, `reset`, `stash` but not `stash list` or `show`, `am`, `cherry-pick`, `merge`,
+/// `rebase`, `mv`, `rm`), or a fixer in its unsafe mode ([`UNSAFE_FIXES`]: `ruff check --fix
+/// --unsafe-fixes`). Running a program, installing packages or building is not an edit, and
+/// neither is `git commit`: it records the files as they are (it changes state,
+/// [`command_changes`]).
 pub fn command_edits(c: &Command) -> bool {
     if c.writes_file() {
         return true;
@@ -886,10 +888,34 @@ pub fn command_edits(c: &Command) -> bool {
     match inv.program {
         "sed" | "perl" => edits_in_place(&inv),
         "patch" | "tee" | "mv" | "cp" | "rm" | "unlink" | "rmdir" | "touch" | "mkdir" | "truncate" => true,
-        "git" => ["apply", "checkout", "restore", "reset", "stash", "am", "cherry-pick", "merge", "rebase", "mv", "rm"]
-            .contains(&inv.subcommand(&GIT_VALUE_OPTIONS).0),
-        _ => false,
+        "git" => {
+            let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+            ["apply", "checkout", "restore", "reset", "stash", "am", "cherry-pick", "merge", "rebase", "mv", "rm"]
+                .contains(&sub)
+                && !(sub == "stash" && matches!(rest.first().map(|w| w.text.as_str()), Some("list" | "show")))
+        }
+        p => unsafe_fix(c).is_some_and(|(q, _)| q == p),
     }
+}
+
+/// Fixers run in the mode that may delete or rewrite code, as (program, option): `ruff
+/// --unsafe-fixes`, `biome --unsafe` or `--apply-unsafe`, `rubocop -A` (`--autocorrect-all`),
+/// `autoflake --remove-all-unused-imports`, `eslint --fix`. Such a run edits files.
+pub const UNSAFE_FIXES: [(&str, &str); 8] = [
+    ("ruff", "--unsafe-fixes"),
+    ("biome", "--unsafe"),
+    ("biome", "--apply-unsafe"),
+    ("rubocop", "-A"),
+    ("rubocop", "--autocorrect-all"),
+    ("rubocop", "--auto-correct-all"),
+    ("autoflake", "--remove-all-unused-imports"),
+    ("eslint", "--fix"),
+];
+
+/// The fixer and its unsafe option ([`UNSAFE_FIXES`]) one simple command runs, if it runs one.
+pub fn unsafe_fix(c: &Command) -> Option<(&'static str, &'static str)> {
+    let inv = c.invocation()?;
+    UNSAFE_FIXES.iter().find(|(p, o)| inv.program == *p && inv.args.iter().any(|w| w.text == *o)).copied()
 }
 
 /// What a `sed -i` substitution writes: for one simple command that runs `sed` in place with an
