@@ -180,8 +180,7 @@ static ID_MARK: LazyLock<Regex> = LazyLock::new(|| {
 /// A ticket key as issue trackers write it: a project key of two to ten capitals and digits
 /// opening with a capital, a `-`, and a number of three digits or more (`OPS-2207`,
 /// `SUP-4471`). Case-sensitive: `gpt-4o` and `mod-100` are no keys.
-static TICKET: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z][A-Z0-9]{1,9}-(\d{3,})(?-u:\b)").unwrap());
+static TICKET: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z][A-Z0-9]{1,9}-(\d{3,})(?-u:\b)").unwrap());
 /// A reference's number ([`ValueContext::Reference`]).
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(

@@ -733,10 +733,9 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if edits(ctx.trajectory, i) {
         // An edit the agent reverted is not what the run leaves behind: its failed check is not
         // the decisive error by itself.
-        if coding::reverted(ctx, i).is_some() {
-            return;
-        }
-        if let Some((c, line)) = failed_check_after_edit(ctx, i) {
+        if let Some((c, line)) = failed_check_after_edit(ctx, i)
+            && coding::reverted(ctx, i).is_none()
+        {
             out.push(finding(
                 Signal::FailedAction,
                 weights::FAILED_ACTION,

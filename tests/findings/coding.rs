@@ -1295,16 +1295,31 @@ fn quoting_slip_session(shown: &str) -> Trajectory {
     mini_swe_codes(
         "`clamp()` ignores negative bounds: clamp(-5, lo=-3, hi=3) returns -5.",
         &[
-            ("Read the function.", "grep -n 'def clamp' -A6 src/mathx/clamp.py", 0, "60:def clamp(x, lo, hi):\n61:    if x < lo and lo > 0:\n62:        return lo"),
+            (
+                "Read the function.",
+                "grep -n 'def clamp' -A6 src/mathx/clamp.py",
+                0,
+                "60:def clamp(x, lo, hi):\n61:    if x < lo and lo > 0:\n62:        return lo",
+            ),
             (
                 "Drop the positive-bound guard.",
                 "sed -i 's/if x < lo and lo > 0:/if x < lo:/' src/mathx/clamp.py && sed -n '60,64p src/mathx/clamp.py",
                 1,
                 "sed: -e expression #1, char 1: unknown command: `''",
             ),
-            ("The second sed lost a quote; the first one ran. Check the lines.", "sed -n '60,64p' src/mathx/clamp.py", 0, shown),
+            (
+                "The second sed lost a quote; the first one ran. Check the lines.",
+                "sed -n '60,64p' src/mathx/clamp.py",
+                0,
+                shown,
+            ),
             ("Run the tests.", "python -m pytest -q 2>&1 | tail -2", 0, "41 passed in 0.12s"),
-            ("All tests pass. Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", 0, "diff --git a/src/mathx/clamp.py b/src/mathx/clamp.py"),
+            (
+                "All tests pass. Submitting.",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+                0,
+                "diff --git a/src/mathx/clamp.py b/src/mathx/clamp.py",
+            ),
         ],
     )
 }
@@ -1400,7 +1415,8 @@ fn codex_rollout(task: &str, turns: &[CodexTurn<'_>], closing: &str) -> Trajecto
         json!({"timestamp": "2026-03-30T14:02:28.656Z", "type": "response_item", "payload": {
             "type": "message", "role": "user", "content": [{"type": "input_text", "text": task}]}}),
     ];
-    let item = |payload: Value| json!({"timestamp": "2026-03-30T14:03:00.000Z", "type": "response_item", "payload": payload});
+    let item =
+        |payload: Value| json!({"timestamp": "2026-03-30T14:03:00.000Z", "type": "response_item", "payload": payload});
     for (k, turn) in turns.iter().enumerate() {
         let id = format!("call_{k:02}");
         match turn {
@@ -1408,7 +1424,9 @@ fn codex_rollout(task: &str, turns: &[CodexTurn<'_>], closing: &str) -> Trajecto
                 "summary": [{"type": "summary_text", "text": text}], "content": null, "encrypted_content": "gAAAAB"}))),
             CodexTurn::Shell(cmd, output, code) => {
                 let args = json!({"command": ["bash", "-lc", cmd], "workdir": "/w/tempora", "timeout_ms": 120000});
-                lines.push(item(json!({"type": "function_call", "name": "shell", "arguments": args.to_string(), "call_id": id})));
+                lines.push(item(
+                    json!({"type": "function_call", "name": "shell", "arguments": args.to_string(), "call_id": id}),
+                ));
                 let out = json!({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.4}});
                 lines.push(item(json!({"type": "function_call_output", "call_id": id, "output": out.to_string()})));
             }
@@ -1422,7 +1440,9 @@ fn codex_rollout(task: &str, turns: &[CodexTurn<'_>], closing: &str) -> Trajecto
             }
         }
     }
-    lines.push(item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": closing}]})));
+    lines.push(item(
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": closing}]}),
+    ));
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     let loaded = falat::ingest::parse("rollout.jsonl", text.join("\n").as_bytes(), None).expect("a Codex rollout");
     loaded.trajectories.into_iter().next().expect("one trajectory")
@@ -1447,7 +1467,11 @@ fn day_session(undo: &str, last_patch: &str) -> Trajectory {
     codex_rollout(
         DAY_TASK,
         &[
-            CodexTurn::Shell("pnpm --filter @tempora/core exec vitest run test/dayKey.test.ts 2>&1 | tail -30", DAY_FAILING, 1),
+            CodexTurn::Shell(
+                "pnpm --filter @tempora/core exec vitest run test/dayKey.test.ts 2>&1 | tail -30",
+                DAY_FAILING,
+                1,
+            ),
             CodexTurn::Patch(EXPERIMENT),
             CodexTurn::Shell(
                 "pnpm --filter @tempora/core exec vitest run test/dayKey.test.ts 2>&1 | tail -14",
@@ -1521,7 +1545,8 @@ fn codex_exec(items: &[(&str, Option<(&str, &str, i32)>)], closing: &str) -> Tra
                 "aggregated_output": output, "exit_code": code, "status": status, "id": id}}));
         }
     }
-    lines.push(json!({"type": "item.completed", "item": {"type": "agent_message", "text": closing, "id": "item_last"}}));
+    lines
+        .push(json!({"type": "item.completed", "item": {"type": "agent_message", "text": closing, "id": "item_last"}}));
     lines.push(json!({"type": "turn.completed", "usage": {"input_tokens": 48211, "cached_input_tokens": 40960, "output_tokens": 1873}}));
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     let loaded = falat::ingest::parse("exec.jsonl", text.join("\n").as_bytes(), None).expect("a codex exec stream");
@@ -1572,7 +1597,9 @@ fn a_global_substitution_the_earlier_search_shows_matching_other_identifiers_is_
 /// A SWE-agent session that finds two copies of the module (the repository's and the installed
 /// one), edits the one under `edited` and checks it with the reproduction script.
 fn installed_copy_session(edited: &str) -> Trajectory {
-    let replace = format!("str_replace_editor str_replace {edited} --old_str '        if options.get(\"fields\"):\n            pass' --new_str '        if options.get(\"fields\"):\n            rows = self._filter(rows, options[\"fields\"])'");
+    let replace = format!(
+        "str_replace_editor str_replace {edited} --old_str '        if options.get(\"fields\"):\n            pass' --new_str '        if options.get(\"fields\"):\n            rows = self._filter(rows, options[\"fields\"])'"
+    );
     swe_agent(
         "`get_csv_string()` ignores the `fields` option: get_csv_string(fields=[\"City\"]) still writes every column.",
         &[
@@ -1607,7 +1634,8 @@ fn an_edit_of_the_installed_copy_while_the_repository_holds_the_module_is_the_de
 /// then per turn a `gemini` message with one tool call (name, args, the response's output and
 /// whether it failed), then the closing `gemini` message.
 fn gemini_chat(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
-    let mut messages = vec![json!({"id": "u0", "timestamp": "2026-02-26T16:20:07.248Z", "type": "user", "content": task})];
+    let mut messages =
+        vec![json!({"id": "u0", "timestamp": "2026-02-26T16:20:07.248Z", "type": "user", "content": task})];
     for (k, (name, args, output, failed)) in calls.iter().enumerate() {
         let id = format!("{name}-17721228{k:05}-0dd234afed66");
         messages.push(json!({"id": format!("g{k}"), "timestamp": "2026-02-26T16:20:13.516Z", "type": "gemini",

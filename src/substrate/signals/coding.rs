@@ -132,10 +132,10 @@ const CHECK_AT_ONCE_WINDOW: usize = 12;
 /// and the state is what it meant: no rejected or failed change.
 pub(crate) fn edit_checked_at_once(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(cmd) = call_command(t, c) else { return false };
-    if call_error(ctx, c).is_none() {
+    if t.steps[c].kind != StepKind::ToolCall || call_error(ctx, c).is_none() {
         return false;
     }
+    let Some(cmd) = call_command(t, c) else { return false };
     let cmds = shell::commands(&cmd);
     let files: Vec<String> = cmds
         .iter()
@@ -473,7 +473,12 @@ pub(crate) fn reverted(ctx: &Context<'_>, e: usize) -> Option<usize> {
         if s.kind != StepKind::ToolCall || s.agent != *agent || super::refused_call(ctx, k) {
             return false;
         }
-        if let Some(cmd) = call_command(t, k) {
+        // Only a `git` command or an edit can restore the file.
+        let git = s.content.contains("git");
+        if !git && lines.is_none() {
+            return false;
+        }
+        if let Some(cmd) = git.then(|| call_command(t, k)).flatten() {
             if call_error(ctx, k).is_some() {
                 return false;
             }
@@ -488,9 +493,9 @@ pub(crate) fn reverted(ctx: &Context<'_>, e: usize) -> Option<usize> {
                 let paths: Vec<&str> =
                     words.iter().copied().skip_while(|w| *w != sub).skip(1).filter(|w| !w.starts_with('-')).collect();
                 match sub {
-                    "checkout" | "restore" => paths.iter().any(|p| {
-                        matches!(*p, "." | "./" | ":/") || files.iter().any(|f| file_name(p) == f.as_str())
-                    }),
+                    "checkout" | "restore" => paths
+                        .iter()
+                        .any(|p| matches!(*p, "." | "./" | ":/") || files.iter().any(|f| file_name(p) == f.as_str())),
                     "reset" => words.contains(&"--hard"),
                     "stash" if matches!(paths.first().copied(), None | Some("push" | "save")) => {
                         !cmds[n + 1..].iter().any(|later| {
@@ -571,7 +576,11 @@ fn shows_pair(text: &str, a: &str, b: &str) -> bool {
 /// within [`EDIT_HISTORY_WINDOW`] steps before the edit.
 pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+    let content = &t.steps[e].content;
+    if t.steps[e].kind != StepKind::ToolCall || !(content.contains("test") || content.contains("spec")) {
+        return;
+    }
+    if !edits(t, e) || call_error(ctx, e).is_some() {
         return;
     }
     let Some(file) = edited_files(t, e).into_iter().find(|f| super::recovery::is_test_path(f)) else { return };
@@ -590,7 +599,8 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
         return;
     }
     for old in removed.iter().filter(|l| asserts(l)) {
-        let own = (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
+        let own =
+            (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
         if own {
             continue;
         }
@@ -630,7 +640,8 @@ fn longer_identifiers(text: &str, old: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (i, _) in text.match_indices(old) {
         let start = text[..i].char_indices().rev().take_while(|&(_, c)| part(c)).last().map_or(i, |(k, _)| k);
-        let end = i + old.len() + text[i + old.len()..].chars().take_while(|&c| part(c)).map(char::len_utf8).sum::<usize>();
+        let end =
+            i + old.len() + text[i + old.len()..].chars().take_while(|&c| part(c)).map(char::len_utf8).sum::<usize>();
         if start == i && end == i + old.len() {
             continue;
         }
@@ -651,8 +662,11 @@ fn longer_identifiers(text: &str, old: &str) -> Vec<String> {
 /// longer names back (its text holds it) clears the finding.
 pub(super) fn overbroad_substitution(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
+    if t.steps[i].kind != StepKind::ToolCall || !t.steps[i].content.contains("sed") {
+        return;
+    }
     let Some(cmd) = call_command(t, i) else { return };
-    if !cmd.contains("sed") || call_error(ctx, i).is_some() || super::refused_call(ctx, i) {
+    if call_error(ctx, i).is_some() || super::refused_call(ctx, i) {
         return;
     }
     let agent = &t.steps[i].agent;
@@ -765,7 +779,10 @@ fn repository_copy(text: &str, tail: &str) -> Option<String> {
 /// repository's diff does not hold the fix.
 pub(super) fn outside_repository(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    if t.steps[i].kind != StepKind::ToolCall || !edits(t, i) || call_error(ctx, i).is_some() {
+    let content = &t.steps[i].content;
+    let installed = INSTALLED.iter().any(|m| content.contains(m))
+        || ["/usr/lib/", "/usr/local/lib/", "venv", ".tox", ".nox"].iter().any(|m| content.contains(m));
+    if t.steps[i].kind != StepKind::ToolCall || !installed || !edits(t, i) || call_error(ctx, i).is_some() {
         return;
     }
     let Some((path, tail)) = edited_files(t, i)
@@ -808,8 +825,9 @@ pub(super) fn outside_repository(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
 /// (KeyError, ValueError) as e:`), with `*` for one that catches everything (a bare `except:`,
 /// `except Exception`, `except BaseException`, a JavaScript `catch`).
 fn caught(line: &str) -> Vec<String> {
-    static EXCEPT: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^(?:\}\s*)?(?:except\b\s*(\(?[\w., ]*\)?)?(?:\s+as\s+\w+)?\s*:|catch\b)").unwrap());
+    static EXCEPT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:\}\s*)?(?:except\b\s*(\(?[\w., ]*\)?)?(?:\s+as\s+\w+)?\s*:|catch\b)").unwrap()
+    });
     let Some(c) = EXCEPT.captures(line) else { return Vec::new() };
     let classes: Vec<String> = c
         .get(1)
@@ -851,12 +869,19 @@ fn exception_class(text: &str) -> Option<String> {
 /// that failed is skipped.
 pub(super) fn masks_error(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+    let content = &t.steps[e].content;
+    if t.steps[e].kind != StepKind::ToolCall || !(content.contains("except") || content.contains("catch")) {
+        return;
+    }
+    if !edits(t, e) || call_error(ctx, e).is_some() {
         return;
     }
     let Some((removed, added)) = edit_lines(t, e) else { return };
     let catches: Vec<String> = added.iter().flat_map(|l| caught(l)).collect();
-    if catches.is_empty() || removed.iter().any(|l| !caught(l).is_empty()) || !added.iter().any(|l| l.starts_with("try")) {
+    if catches.is_empty()
+        || removed.iter().any(|l| !caught(l).is_empty())
+        || !added.iter().any(|l| l.starts_with("try"))
+    {
         return;
     }
     // The handler does something else instead (`import tomli as tomllib`): a fallback, not a
@@ -921,6 +946,10 @@ fn missing_name(text: &str) -> Option<String> {
 /// fixer deleted code that was used, and the check that then fails is its symptom.
 pub(super) fn unsafe_fix(ctx: &Context<'_>, c: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
+    let content = &t.steps[c].content;
+    if t.steps[c].kind != StepKind::ToolCall || !shell::UNSAFE_FIXES.iter().any(|(_, o)| content.contains(o)) {
+        return;
+    }
     let Some(cmd) = call_command(t, c) else { return };
     if call_error(ctx, c).is_some() {
         return;
@@ -936,16 +965,19 @@ pub(super) fn unsafe_fix(ctx: &Context<'_>, c: usize, out: &mut Vec<Finding>) {
     let Some(r) = failing else { return };
     let Some(name) = missing_name(&t.steps[r].content) else { return };
     let start = c.saturating_sub(EDIT_HISTORY_WINDOW);
-    let Some(seen) = (start..c).find(|&j| {
-        t.steps[j].kind == StepKind::ToolResult && super::contains_word(&t.steps[j].content, &name)
-    }) else {
+    let Some(seen) = (start..c)
+        .find(|&j| t.steps[j].kind == StepKind::ToolResult && super::contains_word(&t.steps[j].content, &name))
+    else {
         return;
     };
     out.push(finding(
         Signal::FailedAction,
         weights::FAILED_ACTION,
         prose![
-            format!("runs {program} with `{option}`, which deletes code: `{}` (shown at step ", crate::text::clip(&name, 40)),
+            format!(
+                "runs {program} with `{option}`, which deletes code: `{}` (shown at step ",
+                crate::text::clip(&name, 40)
+            ),
             Part::Step(seen),
             ") is missing when step ",
             Part::Step(r),

@@ -395,8 +395,9 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
             // A command that changes something and then runs the check (`mv stale_test.go /tmp
             // && go test ./...`) is a run of the check too, unless it swaps the agent's work out
             // of the tree first (`git stash && pytest`: that checks the code as it was).
-            let swaps = call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(shell::swaps_tree));
-            if swaps || checks(t, k).is_empty() {
+            if checks(t, k).is_empty()
+                || call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(shell::swaps_tree))
+            {
                 continue;
             }
         }

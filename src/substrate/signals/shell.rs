@@ -894,7 +894,8 @@ pub fn command_edits(c: &Command) -> bool {
                 .contains(&sub)
                 && !(sub == "stash" && matches!(rest.first().map(|w| w.text.as_str()), Some("list" | "show")))
         }
-        p => unsafe_fix(c).is_some_and(|(q, _)| q == p),
+        "ruff" | "biome" | "rubocop" | "autoflake" | "eslint" => unsafe_fix(c).is_some(),
+        _ => false,
     }
 }
 
