@@ -1522,11 +1522,14 @@ fn a_reverted_edit_is_not_the_error_and_a_test_rewritten_to_expect_the_bug_is() 
     assert!(!findings(&t).iter().any(|(s, _)| *s == 10), "{:?}", findings(&t));
 }
 
+/// A command of [`codex_exec`]: the command line, its aggregated output and its exit code.
+type ExecCommand<'a> = (&'a str, &'a str, i32);
+
 /// A `codex exec --json` event stream (codex-rs 0.98): `thread.started`, `turn.started`, then per
 /// item a `reasoning` text or a `command_execution` (`item.started`, then `item.completed` with
 /// its aggregated output and exit code), then the `agent_message` and `turn.completed`. The stream
 /// holds no user prompt.
-fn codex_exec(items: &[(&str, Option<(&str, &str, i32)>)], closing: &str) -> Trajectory {
+fn codex_exec(items: &[(&str, Option<ExecCommand<'_>>)], closing: &str) -> Trajectory {
     let mut lines = vec![
         json!({"type": "thread.started", "thread_id": "019c483a-50dd-7234-aafe-d66aaad2fc26"}),
         json!({"type": "turn.started"}),
