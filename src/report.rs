@@ -9,6 +9,9 @@ use crate::export;
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
 
+mod revert;
+pub use revert::{Revert, reverted_at};
+
 /// How many best-ranked steps the reports list.
 pub const RANKED_SHOWN: usize = 10;
 
@@ -805,6 +808,52 @@ fn lost_answer_note(t: &Trajectory, warnings: &[String]) -> Option<String> {
     ))
 }
 
+/// What a verdict's category means, in a few plain words for the reader of the verdict (the
+/// names are the taxonomy's, [`crate::diagnosis::ErrorCategory::TAXONOMY`]): for the decisive
+/// step itself when the name alone misleads ([`category_caveat`], after `here, `), else what
+/// the category stands for. `None` for `other` and the values that are no error kind
+/// (`unknown`, `user_marked`, `user_pinned`).
+pub fn category_gloss(t: &Trajectory, d: &Diagnosis) -> Option<String> {
+    use crate::diagnosis::ErrorCategory as C;
+    if let Some(c) = category_caveat(t, d) {
+        return Some(format!("here, {c}"));
+    }
+    let g = match d.category {
+        C::Hallucination => "a value, fact or source stated with nothing behind it",
+        C::ToolInvocationError => "a call with a wrong argument, or one the tool rejected or that failed",
+        C::MisreadToolOutput => "a tool's output read wrongly, or an error in it ignored",
+        C::InstructionOrPlanDeviation => "work against the task, the user's or the agent's instructions, or the plan",
+        C::WrongDelegation => "work handed to an agent that cannot do it, or with an instruction that cannot work",
+        C::PrematureTermination => "done or answered before the answer or its check was established",
+        C::VerificationFailure => "a check that claims success without evidence, or misses the error",
+        C::RepeatedFailingAction => "an action that already failed, repeated without change",
+        C::UnsupportedAssumption => "reasoning built on an assumption, a placeholder or made-up data",
+        C::Other | C::UserMarked | C::UserPinned | C::Unknown => return None,
+    };
+    Some(g.to_string())
+}
+
+/// What the category's name gets wrong about the decisive step, when it does: a file edit
+/// ([`crate::substrate::signals::edits`]) whose own result shows no error and whose check
+/// failed after it is a `tool_parameter_or_invocation_error` by its finding (`failed_action`),
+/// yet the call was well formed: the change it made was wrong. No category of the taxonomy
+/// names a wrong change, so the name stays and this says what it means here. `None` for every
+/// other verdict.
+pub fn category_caveat(t: &Trajectory, d: &Diagnosis) -> Option<&'static str> {
+    use crate::diagnosis::{ErrorCategory, Signal};
+    let s = d.decisive_step.filter(|&s| s < t.steps.len())?;
+    if d.category != ErrorCategory::ToolInvocationError
+        || crate::diagnosis::explanation::main_signal(&d.explanation.findings) != Some(Signal::FailedAction)
+        || !crate::substrate::signals::edits(t, s)
+    {
+        return None;
+    }
+    let links = crate::substrate::LinkIndex::build(t);
+    let applied = links.result_of.get(s).copied().flatten().is_none_or(|r| !t.steps[r].is_error);
+    applied
+        .then_some("the edit applied without error and the check after it failed: the change was wrong, not the call")
+}
+
 fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     out.push_str("\n## Verdict\n\n");
     match d.decisive_step {
@@ -818,6 +867,9 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
             out.push_str("**No failure found**: no ROOT_CAUSE is named.\n")
         }
         None => out.push_str("No decisive step could be named.\n"),
+    }
+    if let Some(g) = category_caveat(t, d) {
+        out.push_str(&format!("\nThe category `{}` means here that {g}.\n", d.category));
     }
     if let Some(note) = lost_answer_note(t, &d.warnings) {
         out.push_str(&format!("\n{note}\n"));
@@ -834,6 +886,14 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         }
         out.push('\n');
         out.push_str(&quote_all(&s.content));
+        if let Some(r) = d.decisive_step.and_then(|k| reverted_at(t, k)) {
+            out.push_str(&format!(
+                "\n**Reverted at step {}** (`{}`): a later step undid this edit, so the code the run leaves behind \
+                 does not hold it.\n",
+                r.step,
+                inline(&r.how)
+            ));
+        }
     }
     out.push_str(&format!("\n### Why\n\n{}\n", text::sanitize(&d.reason)));
     for c in &d.explanation.claims {

@@ -422,3 +422,42 @@ fn a_ranked_verdicts_reason_leads_with_the_finding() {
         "{why}"
     );
 }
+
+/// The Markdown verdict on a patch that applied and whose check failed says what its category
+/// means here, and names the later step that reverted the patch (`git checkout -- FILE`); a
+/// verdict on an edit nothing undid says neither.
+#[test]
+fn a_reverted_edit_that_applied_is_said_so_in_the_markdown_verdict() {
+    let (t, d) = coding("r21_reverted_patch_codex.jsonl");
+    assert_eq!(d.decisive_step, Some(7));
+    assert_eq!(
+        report::reverted_at(&t, 7),
+        Some(report::Revert { step: 11, how: "git checkout -- shop/money.py".into() })
+    );
+    let md = report::to_markdown(&t, &d);
+    assert!(
+        md.contains(
+            "The category `tool_parameter_or_invocation_error` means here that the edit applied without error and \
+             the check after it failed: the change was wrong, not the call."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "**Reverted at step 11** (`git checkout -- shop/money.py`): a later step undid this edit, so the code \
+             the run leaves behind does not hold it."
+        ),
+        "{md}"
+    );
+    // The test patch after it stays: nothing reverts it.
+    assert_eq!(report::reverted_at(&t, 14), None);
+    // A `sed -i` edit whose check failed is glossed the same; nothing reverts it.
+    let (t, d) = coding("fix-breaks-another-test.openai-chat.json");
+    let md = report::to_markdown(&t, &d);
+    assert!(md.contains("means here that the edit applied without error"), "{md}");
+    assert!(!md.contains("Reverted at step"), "{md}");
+    // A refused edit is a call the tool rejected: no gloss in the Markdown verdict.
+    let (t, d) = coding("refused-edit-then-sed.claude-code.jsonl");
+    let md = report::to_markdown(&t, &d);
+    assert!(!md.contains("means here that") && !md.contains("Reverted at step"), "{md}");
+}

@@ -2301,7 +2301,7 @@ fn a_run_without_a_failure_says_so_instead_of_a_root_cause() {
     // The roles view says why it has no roles, instead of asking to run the pipeline again.
     press(&mut app, "3");
     let s = screen(&app);
-    assert!(s.contains("no roles: no failure was found."), "{s}");
+    assert!(s.contains("no roles: no failure found, so there is no candidate to classify."), "{s}");
     assert!(!s.contains("no roles yet") && !s.contains("to run the whole pipeline"), "{s}");
     insta::assert_snapshot!("roles_view_after_no_failure_found", draw(&app, 80, 24).backend().to_string());
 }
@@ -2319,6 +2319,8 @@ fn steps_the_verdict_names(app: &App) -> Vec<usize> {
         parts.into_iter().filter_map(|p| if let Part::Step(s) = p { Some(s) } else { None }).collect()
     };
     let mut out: Vec<usize> = d.decisive_step.into_iter().collect();
+    // Under the quoted step, the later step that undid it.
+    out.extend(d.decisive_step.and_then(|s| falat::report::reverted_at(&app.traj, s)).map(|r| r.step));
     out.extend(d.ranking.iter().take(5).map(|r| r.step));
     if !d.ranking.is_empty() {
         for c in d.explanation.claims.iter().filter(|c| matches!(c, Claim::MoreProbable { .. })) {
@@ -2360,7 +2362,8 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     // (Under the headline, the decisive step: a line naming it, three quoted lines and the count
     // of the others.)
     // (The reason names the step's finding first and the ranking's rule after it, in short.)
-    assert_eq!(vm.text_lines, 29);
+    // (Under the headline, what its category means: one line.)
+    assert_eq!(vm.text_lines, 30);
     // Every link is drawn where the model places it: select each in turn (the view scrolls it
     // into sight) and read the drawn frame at its row and columns.
     for (k, link) in vm.links.iter().enumerate() {
@@ -2380,9 +2383,9 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     }
     // The scroll bounds: the last page shows the last line.
     press_on(&mut app, "G", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 29 - 19);
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19);
     press_on(&mut app, "<pgdn>", 80, 24);
-    assert_eq!(app.nav.scroll[View::Verdict.index()], 29 - 19, "no scrolling past the end");
+    assert_eq!(app.nav.scroll[View::Verdict.index()], 30 - 19, "no scrolling past the end");
     press_on(&mut app, "g", 80, 24);
     assert_eq!(app.nav.scroll[View::Verdict.index()], 0);
 }
@@ -2803,4 +2806,147 @@ fn snapshot_a_record_left_out_is_marked_between_the_steps_it_sat_between() {
     assert!(shown.contains(" 5⋯codex"), "{shown}");
     assert!(shown.contains("⋯ line 12 of the file, after this step"), "{shown}");
     insta::assert_snapshot!("codex-record-left-out-after-step-5", shown);
+}
+
+// ----- a user's notes at 120×40: the header's tabs, a run with no failure, the roles window,
+// the category of an edit that applied, an edit undone later -----
+
+/// A copy of `source` under the name `name` in a fresh folder.
+fn renamed(source: &str, name: &str) -> Fixture {
+    let f = Fixture::copy(Path::new(source));
+    let trace = f.dir.path().join(name);
+    std::fs::rename(&f.trace, &trace).expect("rename");
+    Fixture { dir: f.dir, trace }
+}
+
+/// With a 39-character trace name the header keeps the tabs' titles from 100 columns on and cuts
+/// the name with an ellipsis instead; at 80 columns (no room for the titles whatever the name)
+/// it keeps the whole name and shows the other tabs by their keys, as the README says.
+#[test]
+fn a_long_trace_name_is_cut_before_the_tab_titles_are() {
+    let name = "r05_wrong_id_order_lookup_session.openai.json";
+    let name = &name[name.len() - 39..];
+    assert_eq!(name.chars().count(), 39);
+    let f = renamed("tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json", name);
+    let mut app = f.open();
+    let mut headers = Vec::new();
+    for w in [80u16, 100, 120, 160] {
+        press_on(&mut app, "3", w, 40);
+        let header = text_rows(&draw(&app, w, 40))[0].clone();
+        assert!(header.chars().count() <= w as usize, "{w}: {header:?}");
+        if w == 80 {
+            assert!(header.starts_with(" falat   1   2   3 Roles   4   5   6 "), "{w}: {header:?}");
+            assert!(header.ends_with(&format!(" {name}")), "{w}: {header:?}");
+        } else {
+            assert!(
+                header.starts_with(" falat   1 Hierarchy   2 Candidates   3 Roles   4 Prior   5 Verdict   6 Methods "),
+                "{w}: {header:?}"
+            );
+        }
+        match w {
+            100 | 120 => {
+                let shown = header.rsplit(" …").next().expect("a cut name");
+                assert!(name.ends_with(shown) && shown.chars().count() >= 16, "{w}: {header:?}");
+            }
+            _ => assert!(header.ends_with(name) && !header.contains('…'), "{w}: {header:?}"),
+        }
+        // The tabs the mouse clicks are the tabs drawn.
+        let cols: Vec<char> = header.chars().collect();
+        for (v, r) in &app.view.tabs {
+            let drawn: String = r.clone().map(|x| cols[x as usize]).collect();
+            assert!(drawn.starts_with(&format!(" {} ", v.index() + 1)), "{w}: {drawn:?}");
+        }
+        headers.push(format!("{w:>3} |{header}|"));
+    }
+    insta::assert_snapshot!("header-39-char-name-80-100-120-160", headers.join("\n"));
+}
+
+/// A run with no failure: the ranking beside "No failure found" says what it is (where to look
+/// if the user suspects a failure) and that its `P` is no sign of one; the candidates and roles
+/// views say why they are empty, with the verdict's reason.
+#[test]
+fn with_no_failure_found_the_ranking_and_the_empty_views_say_what_they_are() {
+    let f = Fixture::copy(Path::new("tests/fixtures/handbuilt/pydantic-ai/late_orders_share_ok.pydantic-ai.json"));
+    let mut app = f.open();
+    press(&mut app, "a5");
+    let d = app.machine_verdict().expect("a verdict").clone();
+    assert_eq!(d.decisive_step, None);
+    assert!(d.candidates.is_empty());
+    let first = d.ranking[0].step;
+    let s = screen(&app);
+    assert!(s.contains("NO FAILURE FOUND   no ROOT_CAUSE is named"), "{s}");
+    assert!(s.contains(&format!("if you suspect a failure anyway, read first (ranker P): {first} (")), "{s}");
+    assert!(s.contains("so a high P is no sign of a failure"), "{s}");
+    assert!(!s.contains("ranker P ") && !s.contains(", named)"), "{s}");
+    insta::assert_snapshot!("verdict-no-failure-120x40", s);
+    press(&mut app, "2");
+    let s = screen(&app);
+    assert!(s.contains("no candidates: no failure found, so no step became a candidate to classify."), "{s}");
+    assert!(s.contains("No failure found: "), "{s}");
+    press(&mut app, "3");
+    let s = screen(&app);
+    assert!(s.contains("no roles: no failure found, so there is no candidate to classify."), "{s}");
+    assert!(s.contains("No failure found: "), "{s}");
+    assert!(!s.contains("to run the whole pipeline"), "{s}");
+}
+
+/// The reverted-patch session (`coding/r21_reverted_patch_codex.jsonl`): a patch that applied
+/// and whose test run failed (step 7), undone by `git checkout --` (step 11), then the test's
+/// expectation patched instead.
+const REVERTED: &str = "tests/fixtures/handbuilt/coding/r21_reverted_patch_codex.jsonl";
+
+/// The roles view says which steps have roles: those of the window around the decisive step.
+#[test]
+fn the_roles_view_says_only_the_window_around_the_decisive_step_has_roles() {
+    let f = Fixture::copy(Path::new(REVERTED));
+    let mut app = f.open();
+    press(&mut app, "a3");
+    let s = app.machine_verdict().and_then(|d| d.decisive_step).expect("a step");
+    let (lo, hi) = (s - 3, s + 3);
+    let screen = screen(&app);
+    assert!(
+        screen.contains(&format!(
+            "roles of steps {lo}–{hi} only (±3 around the decisive step {s}); other steps unclassified (: goes to any step)"
+        )),
+        "{screen}"
+    );
+    let rows: Vec<usize> = app.role_rows().iter().map(|(k, _)| *k).collect();
+    assert_eq!(rows, (lo..=hi).collect::<Vec<_>>());
+    // The decisive step is a link of the header: tab selects it, enter goes there.
+    press(&mut app, "<tab><enter>");
+    assert_eq!(app.nav.view, View::Hierarchy);
+    assert_eq!(app.nav.step, s);
+}
+
+/// The verdict on a patch that applied and whose check failed glosses its category (no malformed
+/// call), and says the later step that reverted it, as a link.
+#[test]
+fn the_verdict_on_a_reverted_edit_that_applied_glosses_its_category_and_names_the_revert() {
+    let f = Fixture::copy(Path::new(REVERTED));
+    let mut app = f.open();
+    press(&mut app, "a5");
+    let d = app.machine_verdict().expect("a verdict").clone();
+    assert_eq!(d.decisive_step, Some(7));
+    assert_eq!(d.category.as_str(), "tool_parameter_or_invocation_error");
+    let s = screen(&app);
+    assert!(
+        s.contains(
+            "category: here, the edit applied without error and the check after it failed: the change was wrong, not the call"
+        ),
+        "{s}"
+    );
+    assert!(s.contains("reverted at step 11 (git checkout -- shop/money.py): a later step undid this edit"), "{s}");
+    insta::assert_snapshot!("verdict-reverted-edit-120x40", s);
+    // The revert is the second link: j selects it, enter goes there.
+    assert_eq!(app.links()[..2], [7, 11]);
+    press(&mut app, "j<enter>");
+    assert_eq!((app.nav.view, app.nav.step), (View::Hierarchy, 11));
+    // Another category keeps its plain gloss.
+    let f = Fixture::copy(Path::new("tests/fixtures/handbuilt/coding/refused-edit-then-sed.claude-code.jsonl"));
+    let mut app = f.open();
+    press(&mut app, "a5");
+    let s = screen(&app);
+    assert!(s.contains("· instruction_or_plan_deviation"), "{s}");
+    assert!(s.contains("category: work against the task, the user's or the agent's instructions, or the plan"), "{s}");
+    assert!(!s.contains("reverted at step"), "{s}");
 }

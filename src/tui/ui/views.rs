@@ -65,7 +65,17 @@ fn render_candidates(app: &App, f: &mut Frame, area: Rect) {
     let cands = app.results.diagnosis.as_ref().map_or(&[][..], |d| d.candidates.as_slice());
     if cands.is_empty() {
         let block = pane(app, "Candidates", true, &[], area.width);
-        let lines = if app.results.diagnosis.is_some() {
+        let lines = if let Some(why) = text::no_failure_reason(app) {
+            vec![
+                Line::raw(""),
+                Line::styled(
+                    "no candidates: no failure found, so no step became a candidate to classify.",
+                    app.theme.text,
+                ),
+                Line::raw(""),
+                why,
+            ]
+        } else if app.results.diagnosis.is_some() {
             let mut lines = vec![Line::styled("no candidate was found.", app.theme.text)];
             lines.extend(text::candidates_note(app));
             lines
@@ -184,15 +194,19 @@ fn render_roles(app: &App, f: &mut Frame, area: Rect) {
     if rows.is_empty() {
         let block = pane(app, "Roles", true, &[], area.width);
         // The pipeline ran and named no step: say so, instead of asking to run it.
-        let lines = match app.results.diagnosis.as_ref() {
-            Some(d) if d.decisive_step.is_none() => vec![
+        let lines = match (app.results.diagnosis.as_ref(), text::no_failure_reason(app)) {
+            (Some(_), Some(why)) => vec![
                 Line::raw(""),
-                Line::styled("no roles: no failure was found.", t.text),
+                Line::styled("no roles: no failure found, so there is no candidate to classify.", t.text),
                 Line::raw(""),
-                Line::styled(
-                    "with no decisive step, no step is a root cause, a propagation or a symptom; the verdict view says why.",
-                    t.dim,
-                ),
+                Line::styled("with no decisive step, no step is a root cause, a propagation or a symptom:", t.dim),
+                why,
+            ],
+            (Some(d), None) if d.decisive_step.is_none() => vec![
+                Line::raw(""),
+                Line::styled("no roles: no decisive step was named, so no step could be classified.", t.text),
+                Line::raw(""),
+                Line::styled("the verdict view says why.", t.dim),
             ],
             _ => not_run(app, "roles", Action::RunResearch),
         };

@@ -359,16 +359,23 @@ pub fn visible_offset(before: usize, sel: usize, len: usize, rows: usize) -> usi
 /// The program's name at the left of the header, before the tabs.
 pub const HEADER_NAME: &str = " falat ";
 
+/// The fewest columns of the trace's name ([`header_name`]) the header keeps beside the tabs with
+/// their titles: a longer name is cut to make room for the titles (the header then shows its end
+/// after `…`); with less room than this the tabs go by their keys instead.
+pub const HEADER_NAME_MIN: usize = 16;
+
 /// The view tabs' labels, in header order, for a header `width` columns wide: each tab's key and
-/// title when the trace's file name ([`header_name`]) still fits beside them, else the current
-/// view's tab with its title and the others by their key only (` 2 `), so that a narrow terminal
-/// keeps the file name in sight.
+/// title when at least [`HEADER_NAME_MIN`] columns of the trace's name ([`header_name`]), or the
+/// whole of a shorter one, still fit beside them (a longer name is then cut, not the titles);
+/// else the current view's tab with its title and the others by their key only (` 2 `), so that
+/// a narrow terminal (80 columns) keeps the file name in sight.
 pub fn tab_labels(app: &App, width: u16) -> Vec<(View, String)> {
     let full = |v: View| format!(" {} {} ", app.keymap.hint(v.action()), v.title());
     let labels: Vec<(View, String)> = View::ALL.into_iter().map(|v| (v, full(v))).collect();
     let used = HEADER_NAME.chars().count() + labels.iter().map(|(_, l)| l.chars().count() + 1).sum::<usize>();
+    let name = header_name(app).chars().count().min(HEADER_NAME_MIN);
     // The name, a space before it and one after; before the first frame (no width yet) whole.
-    if width == 0 || used + header_name(app).chars().count() + 2 <= width as usize {
+    if width == 0 || used + name + 2 <= width as usize {
         return labels;
     }
     View::ALL

@@ -93,6 +93,17 @@ pub fn candidates_note(app: &App) -> Vec<Line<'static>> {
     vec![Line::from(vec![Span::styled("▶ ", t.root_cause), Span::raw(""), Span::styled(join(&parts), t.text)])]
 }
 
+/// The reason of a verdict that found no failure ("No failure found: the tool error at step 7
+/// was recovered from; otherwise …"), indented, for the views it leaves empty (candidates,
+/// roles); `None` for any other verdict or none yet.
+pub fn no_failure_reason(app: &App) -> Option<Line<'static>> {
+    let d = app.machine_verdict().or(app.results.diagnosis.as_ref())?;
+    if d.decisive_step.is_some() || !matches!(d.explanation.rule, Rule::NoFailure { .. }) {
+        return None;
+    }
+    Some(Line::from(vec![Span::raw("  "), Span::raw(""), Span::styled(join(&reason_parts(d)), app.theme.text)]))
+}
+
 /// The candidate detail's lines; its links are the steps its findings, its pruning and its
 /// verification name, taken from their [`crate::diagnosis::Prose`] (`tab` selects one).
 pub fn candidate_detail(app: &App, c: &Candidate) -> Linker {
@@ -182,22 +193,36 @@ fn criterion_line(app: &App, l: &mut Linker, name: &str, c: &Criterion) {
 
 // ----- roles -----
 
-/// The roles view's header: the decisive step, the re-search's reason, the dependency path; its
-/// links are the decisive step, the steps the reason names and the path's steps (`tab` selects
-/// one).
+/// The roles view's header: which steps have roles (FALAT's: the window around the decisive
+/// step; the others are unclassified), the dependency path, the re-search's reason (last: the
+/// header is cut to a third of the view on a small terminal); its links are the decisive step,
+/// the path's steps and the steps the reason names (`tab` selects one).
 pub fn roles_head(app: &App) -> Linker {
     let t = &app.theme;
     let mut l = linker(app, app.nav.link);
     let d = app.results.diagnosis.as_ref();
     let reason = app.results.pipeline.research.as_ref().map(|r| r.reason.parts().to_vec()).unwrap_or_default();
-    let mut first = vec![Span::styled("around the decisive step ", t.dim)];
-    match d.and_then(|d| d.decisive_step) {
-        Some(s) => l.link(&mut first, s, t.title_focus),
-        None => first.push(Span::styled("-", t.title_focus)),
+    // Which steps have roles at all: FALAT classifies only the re-search window around the
+    // decisive step; say so, or the steps outside it read as having no role.
+    let mut first = Vec::new();
+    match d.and_then(|d| d.decisive_step.map(|s| (d, s))) {
+        Some((d, s)) if d.method == crate::diagnosis::Method::Falat => {
+            let w = crate::tui::app::ROLE_WINDOW;
+            let (lo, hi) = (s.saturating_sub(w), (s + w).min(app.n_steps().saturating_sub(1)));
+            first.push(Span::styled(format!("roles of steps {lo}–{hi} only (±{w} around the decisive step "), t.dim));
+            l.link(&mut first, s, t.title_focus);
+            first.push(Span::styled(
+                format!("); other steps unclassified ({} goes to any step)", app.keymap.hint(Action::JumpToStep)),
+                t.dim,
+            ));
+        }
+        Some((d, s)) => {
+            first.push(Span::styled(format!("roles as {} gives them, around the decisive step ", d.method), t.dim));
+            l.link(&mut first, s, t.title_focus);
+            first.push(Span::styled("; steps without one are unclassified", t.dim));
+        }
+        None => first.push(Span::styled("no decisive step: no roles", t.dim)),
     }
-    first.push(Span::styled(format!(" (window ±{}) · re-search: ", crate::tui::app::ROLE_WINDOW), t.dim));
-    first.push(Span::raw(""));
-    l.parts(&mut first, &reason, t.text);
     l.push(first);
     let mut path = vec![Span::styled("dependency path to the final output: ", t.dim), Span::raw("")];
     for (i, s) in d.map_or(&[][..], |d| d.path.as_slice()).iter().enumerate() {
@@ -210,6 +235,11 @@ pub fn roles_head(app: &App) -> Linker {
         path.push(Span::styled(format!("none from step {}", d.decisive_step.unwrap_or_default()), t.text));
     }
     l.push(path);
+    if !reason.is_empty() {
+        let mut spans = vec![Span::styled("re-search: ", t.dim), Span::raw("")];
+        l.parts(&mut spans, &reason, t.text);
+        l.push(spans);
+    }
     l
 }
 
@@ -305,20 +335,35 @@ fn verdict_lines(app: &App, l: &mut Linker) {
             spans.push(Span::styled(format!(" · agent {}", clean(d.agent.as_deref().unwrap_or("?"))), t.text));
             spans.push(Span::styled(format!(" · {}", d.category.as_str()), t.warn));
             l.push(spans);
+            // The category's name in plain words, for this step when the name misleads (an edit
+            // that applied and whose check failed reads as a malformed call).
+            if let Some(g) = crate::report::category_gloss(&app.traj, d) {
+                l.push_line(kv(app, "category", &g, t.dim));
+            }
             l.push_line(Line::from(vec![
                 Span::styled("  confidence ", t.dim),
                 Span::styled(format!("{} {bar:<10}", prob(d.confidence)), t.info),
                 Span::styled(format!(" · method {} · judge {}", d.method, clean(&d.judge)), t.dim),
             ]));
             decisive_step_lines(app, l, s);
+            if let Some(r) = crate::report::reverted_at(&app.traj, s) {
+                // Continuations hang under the sentence, not under the step's number.
+                let mut spans = vec![Span::raw("  "), Span::raw(""), Span::styled("reverted at step ", t.warn)];
+                l.link(&mut spans, r.step, t.warn);
+                spans.push(Span::styled(
+                    format!(
+                        " ({}): a later step undid this edit, so the code the run leaves behind does not hold it",
+                        clean(&text::clip(&r.how, 120))
+                    ),
+                    t.warn,
+                ));
+                l.push(spans);
+            }
         }
         (Some(m), None) if matches!(m.explanation.rule, Rule::NoFailure { .. }) => {
             l.push_line(Line::from(vec![
                 Span::styled(" NO FAILURE FOUND ", t.title_focus),
-                Span::styled(
-                    "  no ROOT_CAUSE is named; the ranked steps below are the ones to read if it did fail",
-                    t.text,
-                ),
+                Span::styled("  no ROOT_CAUSE is named: no step is shown to be the error (why below)", t.text),
             ]));
         }
         (Some(_), None) => l.push_line(Line::styled(
@@ -341,10 +386,15 @@ fn verdict_lines(app: &App, l: &mut Linker) {
         }
         None => {}
     }
+    // With no failure found, the ranking only says where to look if the user suspects one: its
+    // `P` adds up to 1 over the run's steps whatever happened, so a high `P` is no failure.
+    let no_failure = d.decisive_step.is_none() && matches!(d.explanation.rule, Rule::NoFailure { .. });
     if !d.ranking.is_empty() {
         // The named step first, then by the ranker's probability `P` (not the confidence, which
         // is the named step's `P` calibrated).
-        let mut spans = vec![Span::styled("  ranker P ", t.dim), Span::raw("")];
+        let head =
+            if no_failure { "  if you suspect a failure anyway, read first (ranker P): " } else { "  ranker P " };
+        let mut spans = vec![Span::styled(head, t.dim), Span::raw("")];
         for (i, r) in d.ranking.iter().take(5).enumerate() {
             if i > 0 {
                 spans.push(Span::styled(" · ", t.text));
@@ -354,6 +404,12 @@ fn verdict_lines(app: &App, l: &mut Linker) {
             spans.push(Span::styled(format!(" ({}{named})", prob(r.probability)), t.text));
         }
         l.push(spans);
+        if no_failure {
+            l.push_line(Line::styled(
+                "  P only orders the steps for that search: it sums to 1 over this run's steps, so a high P is no sign of a failure",
+                t.dim,
+            ));
+        }
         // The method's rule, not the ranking, named the step: the explanation's claim says so
         // beside the ranking, as prose, so it wraps under its own indent with its links.
         for c in &d.explanation.claims {
