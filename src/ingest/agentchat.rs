@@ -119,12 +119,15 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
 /// Links from code to the terminal that ran it, for teams whose executor answers in plain text
 /// (autogen-agentchat's `CodeExecutorAgent`, Magentic-One's `ComputerTerminal`: it runs the code
 /// blocks of the messages it received and replies with their output as a `TextMessage`). An
-/// agent is read as such an executor when it never writes a fenced code block and each of its
+/// agent is read as such an executor when it never writes a fenced code block (a line opening
+/// with three backticks) and each of its
 /// messages comes at most 3 steps after another agent's message with one; each of its messages
 /// is then linked from that code (the latest such message). Nothing is added when the log has
 /// `CodeExecutionEvent`s, which are linked by type.
 fn executions(steps: &[Step]) -> Vec<Link> {
-    let fenced = |s: &Step| s.kind == StepKind::Message && s.content.contains("```");
+    // A code block opens on a line of its own (a team's description that mentions "```python
+    // code blocks" in a sentence holds none).
+    let fenced = |s: &Step| s.kind == StepKind::Message && s.content.lines().any(|l| l.trim_start().starts_with("```"));
     if steps.iter().any(|s| s.role == "CodeExecutionEvent") {
         return Vec::new();
     }
