@@ -9,7 +9,8 @@
 //! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
 //!   folders asked for, a report that leaves out hits of its own search, a change of a path the
 //!   user protected, a change the user refused made another way;
-//! - `delegation`: a hand-off against the delegating agent's routing instructions;
+//! - `delegation`: a hand-off against the delegating agent's routing instructions, or one that
+//!   leaves out a version the user stressed;
 //! - `lookup`: a lookup an agent claims with no tool call, tool output or page read before it;
 //! - `read_and_computed`: a figure read from the wrong column of a table, code that prints a mean
 //!   as the median;

@@ -17,6 +17,7 @@
 mod assertion;
 pub use assertion::claimed_failure;
 mod coding;
+mod constraints;
 pub mod instructions;
 mod lookup;
 pub use instructions::Prohibition;
@@ -189,6 +190,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     let mut g = Vec::new();
     wrong_delegation(ctx, i, &mut g);
     misrouted(ctx, i, &mut g);
+    constraints::dropped_constraint(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);
