@@ -211,6 +211,10 @@ pub enum Signal {
     /// allowing it in between (`docs/METHODS.md`, "Instructions"). Offline only, as
     /// [`Signal::IgnoredResult`].
     RefusalBypassed,
+    /// Its code prints or assigns under the name of one statistic a value it computes as another
+    /// (`print("median =", x.mean())`; `docs/METHODS.md`, "Instructions"). Offline only, as
+    /// [`Signal::IgnoredResult`].
+    WrongStatistic,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -264,9 +268,10 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 25] = [
+    pub const PRIORITY: [Signal; 26] = [
         Signal::UserMarked,
         Signal::CountMismatch,
+        Signal::WrongStatistic,
         Signal::OmittedHits,
         Signal::IgnoredResult,
         Signal::ArgumentMismatch,
@@ -318,6 +323,7 @@ impl Signal {
             Signal::PartialSearch => "partial_search",
             Signal::OmittedHits => "omitted_hits",
             Signal::RefusalBypassed => "refusal_bypassed",
+            Signal::WrongStatistic => "wrong_statistic",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -350,6 +356,7 @@ impl Signal {
             OmittedHits,
             ForbiddenChange,
             RefusalBypassed,
+            WrongStatistic,
             UserMarked,
             Ranked,
         ]
@@ -374,7 +381,8 @@ impl Signal {
             | Signal::BlockingChange
             | Signal::UnconfirmedAction
             | Signal::ForbiddenChange
-            | Signal::RefusalBypassed => ErrorCategory::InstructionOrPlanDeviation,
+            | Signal::RefusalBypassed
+            | Signal::WrongStatistic => ErrorCategory::InstructionOrPlanDeviation,
             Signal::WrongDelegation => ErrorCategory::WrongDelegation,
             Signal::PrematureAnswer | Signal::UnverifiedAssertion | Signal::PartialCheck | Signal::PartialSearch => {
                 ErrorCategory::PrematureTermination

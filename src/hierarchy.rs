@@ -379,8 +379,11 @@ fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action
     if SEARCH.is_match(&lower_start) {
         return Action::Search;
     }
+    // A file browser's page: the old Magentic-One file surfer's `Address: file://…`, AgentChat's
+    // FileSurfer's `Path: …` header before its `Viewport position: Showing page …`.
     if lower_start.starts_with("address: file:")
         || lower_start.contains("viewport position") && lower_start.contains("file://")
+        || lower_start.starts_with("path: ") && lower_start.contains("viewport position:")
     {
         return Action::ReadFile;
     }

@@ -9,8 +9,11 @@
 //! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
 //!   folders asked for, a report that leaves out hits of its own search, a change of a path the
 //!   user protected, a change the user refused made another way;
-//! - `delegation`: a hand-off against the delegating agent's routing instructions;
+//! - `delegation`: a hand-off against the delegating agent's routing instructions, or one that
+//!   leaves out a version the user stressed;
 //! - `lookup`: a lookup an agent claims with no tool call, tool output or page read before it;
+//! - `read_and_computed`: a figure read from the wrong column of a table, code that prints a mean
+//!   as the median;
 //! - `told_and_booked`: a time promised that the tool left empty, a booking in another zone than
 //!   the one checked, a repaired query and a share of two returned counts (no failure);
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
@@ -28,6 +31,8 @@ mod delegation;
 mod instructions;
 #[path = "findings/lookup.rs"]
 mod lookup;
+#[path = "findings/read_and_computed.rs"]
+mod read_and_computed;
 #[path = "findings/told_and_booked.rs"]
 mod told_and_booked;
 #[path = "findings/values_in_context.rs"]

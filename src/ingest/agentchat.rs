@@ -90,6 +90,8 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
             None => r.message(m, &format!("messages[{i}]")),
         }
     }
+    let executed = executions(&r.steps);
+    r.links.extend(executed);
     let mut t = Trajectory {
         id: name.to_string(),
         source: SourceFormat::MagenticLog,
@@ -112,6 +114,48 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     }
     t.refresh_agents();
     Ok(Loaded { format: SourceFormat::MagenticLog, trajectories: vec![t], diagnostics: r.diagnostics })
+}
+
+/// Links from code to the terminal that ran it, for teams whose executor answers in plain text
+/// (autogen-agentchat's `CodeExecutorAgent`, Magentic-One's `ComputerTerminal`: it runs the code
+/// blocks of the messages it received and replies with their output as a `TextMessage`). An
+/// agent is read as such an executor when it never writes a fenced code block (a line opening
+/// with three backticks) and each of its
+/// messages comes at most 3 steps after another agent's message with one; each of its messages
+/// is then linked from that code (the latest such message). Nothing is added when the log has
+/// `CodeExecutionEvent`s, which are linked by type.
+fn executions(steps: &[Step]) -> Vec<Link> {
+    // A code block opens on a line of its own (a team's description that mentions "```python
+    // code blocks" in a sentence holds none).
+    let fenced = |s: &Step| s.kind == StepKind::Message && s.content.lines().any(|l| l.trim_start().starts_with("```"));
+    if steps.iter().any(|s| s.role == "CodeExecutionEvent") {
+        return Vec::new();
+    }
+    let mut by_agent: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        if s.kind == StepKind::Message && s.agent != USER {
+            by_agent.entry(s.agent.as_str()).or_default().push(i);
+        }
+    }
+    let code_before = |i: usize| -> Option<usize> {
+        (i.saturating_sub(3)..i).rev().find(|&j| fenced(&steps[j]) && steps[j].agent != steps[i].agent)
+    };
+    let mut links = Vec::new();
+    for own in by_agent.values() {
+        if own.iter().any(|&i| fenced(&steps[i])) {
+            continue;
+        }
+        let from: Vec<Option<usize>> = own.iter().map(|&i| code_before(i)).collect();
+        if from.iter().all(Option::is_some) {
+            links.extend(own.iter().zip(from).map(|(&to, from)| Link {
+                from: from.unwrap_or_default(),
+                to,
+                kind: LinkKind::Execution,
+            }));
+        }
+    }
+    links.sort_by_key(|l| (l.to, l.from));
+    links
 }
 
 #[derive(Default)]

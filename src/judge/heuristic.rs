@@ -149,6 +149,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::OmittedHits
                                 | Signal::ForbiddenChange
                                 | Signal::RefusalBypassed
+                                | Signal::WrongStatistic
                         ) || failed_edit(ctx, from, f)
                     })
                 });
@@ -187,6 +188,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                         | Signal::OmittedHits
                         | Signal::ForbiddenChange
                         | Signal::RefusalBypassed
+                        | Signal::WrongStatistic
                 )
             })
         })

@@ -17,12 +17,15 @@
 mod assertion;
 pub use assertion::claimed_failure;
 mod coding;
+mod constraints;
 pub mod instructions;
 mod lookup;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
 pub mod shell;
+mod statistics;
+mod tables;
 use shell::is_shell_tool;
 pub use shell::shell_command;
 
@@ -100,6 +103,8 @@ pub mod weights {
     pub const FORBIDDEN_CHANGE: f32 = 0.5;
     /// A change the user refused, made another way (as [`FORBIDDEN_CHANGE`]).
     pub const REFUSAL_BYPASSED: f32 = 0.5;
+    /// Code that reports one statistic under the name of another (`statistics::wrong_statistic`).
+    pub const WRONG_STATISTIC: f32 = 0.5;
 }
 
 /// Noisy-or of finding weights.
@@ -184,12 +189,14 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
+    tables::wrong_column(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.
     let mut g = Vec::new();
     wrong_delegation(ctx, i, &mut g);
     misrouted(ctx, i, &mut g);
+    constraints::dropped_constraint(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);
@@ -205,6 +212,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     instructions::omitted_hits(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
+    statistics::wrong_statistic(ctx, i, &mut h);
     Some(Box::new([f, g, h]))
 }
 
@@ -2070,6 +2078,7 @@ pub fn is_own_signal(s: Signal) -> bool {
             | Signal::PartialCheck
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
+            | Signal::WrongStatistic
             | Signal::PartialSearch
             | Signal::OmittedHits
             | Signal::UnverifiedAssertion

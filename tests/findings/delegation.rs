@@ -46,3 +46,61 @@ fn a_billing_request_routed_to_tech_support_is_found_and_a_right_route_is_not() 
     t.task = "I cannot log in since this morning, the connectivity test fails too.".into();
     assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::WrongDelegation), "{:?}", findings(&t));
 }
+
+#[test]
+fn a_delegation_that_drops_the_python_version_the_user_stressed_is_the_decisive_step() {
+    // A held-out user's Claude Code session: "Important: tinyrate still supports Python 3.8 …, so
+    // the tests must stay 3.8-compatible"; the main agent hands the conversion to a sub-agent with
+    // a prompt asking for type hints and no word of 3.8; the sub-agent writes `list[bool]`.
+    let t = with_subagents(&fixture_dir().join("tests_converted_without_py38.jsonl"));
+    let wrong: Vec<usize> =
+        findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
+    assert_eq!(wrong, vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::WrongDelegation),
+        "hands the work to general-purpose without the user's constraint \"Python 3.8\" (step 0: \"Important: \
+         tinyrate still supports Python 3.8 (requires-pyt…\"); general-purpose then edits files (step 10)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("claude")), "{}", d.reason);
+}
+
+#[test]
+fn a_delegation_that_carries_the_version_or_a_version_said_in_passing_is_no_finding() {
+    // Built from the same session: the prompt names the version, or the user only mentions one.
+    let base = std::fs::read_to_string(fixture_dir().join("tests_converted_without_py38.jsonl")).expect("the fixture");
+    for (from, to) in [
+        ("- type hints on fixtures and helpers", "- type hints on fixtures and helpers, valid on Python 3.8"),
+        (
+            "Important: tinyrate still supports Python 3.8 (requires-python >=3.8 in pyproject), and CI runs the \
+             suite on 3.8 through 3.13, so the tests must stay 3.8-compatible.",
+            "The CI image has Python 3.12 and 3.13 installed.",
+        ),
+    ] {
+        assert!(base.contains(from), "{from}");
+        // The session beside a copy of its sub-agent file, as the main agent's hand-off needs it.
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let sub = dir.path().join("session/subagents");
+        std::fs::create_dir_all(&sub).expect("the sub-agent folder");
+        std::fs::copy(
+            fixture_dir().join("tests_converted_without_py38/subagents/agent-a7c31e9.jsonl"),
+            sub.join("agent-a7c31e9.jsonl"),
+        )
+        .expect("the sub-agent file");
+        std::fs::write(dir.path().join("session.jsonl"), base.replace(from, to)).expect("the session");
+        let t = with_subagents(&dir.path().join("session.jsonl"));
+        let wrong: Vec<usize> =
+            findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
+        assert_eq!(wrong, Vec::<usize>::new(), "{to}");
+    }
+}
+
+/// The folder of the hand-built Claude Code sessions.
+fn fixture_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handbuilt/claude-code")
+}
+
+/// The session at `path` with its sub-agent files read from beside it, as `falat diagnose` reads it.
+fn with_subagents(path: &std::path::Path) -> falat::model::Trajectory {
+    falat::ingest::fs::load_path(path, None).expect("loads").trajectories.remove(0)
+}

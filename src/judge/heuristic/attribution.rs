@@ -231,6 +231,7 @@ impl Lens {
             | Signal::OmittedHits
             | Signal::ForbiddenChange
             | Signal::RefusalBypassed
+            | Signal::WrongStatistic
             | Signal::IgnoredToolError => self.process,
             Signal::FailedAction | Signal::RejectedAction => self.failure,
             Signal::Assumption => self.soft,

@@ -132,9 +132,13 @@ fn numbers(text: &str) -> Vec<String> {
     NUM.find_iter(text).map(|m| m.as_str().trim_end_matches(',').replace(',', "")).collect()
 }
 
-/// Whether step `j` is an observation: a tool output or a page an agent read.
+/// Whether step `j` is an observation: a tool output, a page an agent read, or what a terminal
+/// printed running another step's code (a step linked as that code's result).
 fn is_observation(ctx: &Context<'_>, j: usize) -> bool {
-    ctx.trajectory.steps[j].kind == StepKind::ToolResult || is_agent_output(ctx, j)
+    let links = super::links(ctx);
+    ctx.trajectory.steps[j].kind == StepKind::ToolResult
+        || is_agent_output(ctx, j)
+        || links.produced_by[j].is_some_and(|p| links.result_of[p] == Some(j))
 }
 
 /// The assertion finding of step `i`: it is the run's first assertion and what it asserts was

@@ -57,6 +57,8 @@ pub struct Records {
     /// Per step, the last step before it spoken by someone outside the agent system (the user,
     /// the system policy).
     pub last_outside: Vec<Option<usize>>,
+    /// The numeric cells of the tables in every step's text ([`super::tables`]).
+    pub tables: super::tables::TableIndex,
 }
 
 /// The records and lists of every tool output of the trajectory, computed once.
@@ -79,6 +81,7 @@ fn index(t: &Trajectory) -> Records {
         let mut w = Walk { step: s.index, out: &mut out, kept: 0 };
         w.value(&value, &tool, None, false);
     }
+    out.tables = super::tables::index(t);
     out
 }
 

@@ -1,0 +1,266 @@
+//! Tables in the steps of a run, and the values agents read from them: a figure stated for one
+//! column of a table ("Q3 2025 revenue: NOK 4,064 million") that the table gives under another
+//! ("Q3 2024"). docs/METHODS.md, "Grounding".
+//!
+//! A table is a block of two or more consecutive lines that each split into two cells or more:
+//! at `|` (a Markdown table; its `|---|` rule is skipped), else at runs of two spaces or more, or
+//! tabs (a table printed with aligned columns, as pages and terminals show them). The block's
+//! first line is its header; the cells of a row are matched to the header's from the right (a
+//! header often has no cell above the row labels).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use super::{Context, contains_word, finding, weights};
+use crate::diagnosis::{Finding, Part, Signal};
+use crate::model::StepKind;
+use crate::prose;
+
+/// At most this many steps back a stated value is looked for in a table.
+const WINDOW: usize = 60;
+
+/// At most this many cells are kept per step (a huge output is cut, not indexed without end).
+const MAX_CELLS_PER_STEP: usize = 2000;
+
+/// A number as tables and messages write it: thousands grouped by commas or by single spaces
+/// (`4,064`, `78 745`, also no-break and thin spaces), decimals after a point.
+static NUMBER: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[ \u{a0}\u{202f}\u{2009}]\d{3})+|\d+(?:\.\d+)?").unwrap()
+});
+
+/// Cells of a table line split at runs of two spaces or more, or tabs.
+static GAP: LazyLock<regex::Regex> = LazyLock::new(|| regex::Regex::new(r"\t+|\s{2,}").unwrap());
+
+/// One numeric cell of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The step whose text holds the table (0-based).
+    pub step: usize,
+    /// The row's label: its first cell (`Revenue`, `5501 Tromsø`).
+    pub row: String,
+    /// The header of the cell's column (`Q3 2024`).
+    pub column: String,
+    /// The cell's text as written (`4,064`).
+    pub text: String,
+    /// The row's other numeric cells as `(column header, text)`.
+    pub others: Vec<(String, String)>,
+}
+
+/// The numeric cells of every table in the run, by normalised value
+/// ([`crate::evidence::normalize_number`]), each list in step order.
+pub type TableIndex = HashMap<String, Vec<Cell>>;
+
+/// The cells of a table line: at `|` for a Markdown row, else at gaps; `None` for a Markdown
+/// rule (`|---|:--|`).
+fn cells(line: &str) -> Option<Vec<&str>> {
+    let line = line.trim();
+    if line.contains('|') {
+        if line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '+')) {
+            return None;
+        }
+        let inner = line.strip_prefix('|').unwrap_or(line);
+        let inner = inner.strip_suffix('|').unwrap_or(inner);
+        return Some(inner.split('|').map(str::trim).collect());
+    }
+    Some(GAP.split(line).map(str::trim).filter(|c| !c.is_empty()).collect())
+}
+
+/// The value of a numeric cell, normalised: the whole cell is one number ([`NUMBER`]), maybe
+/// with a sign, a percent sign or a currency symbol.
+fn cell_value(cell: &str) -> Option<String> {
+    let t = cell.trim().trim_start_matches(['+', '−', '-', '$', '€', '£']).trim_end_matches(['%', '*']).trim();
+    let m = NUMBER.find(t)?;
+    if m.start() != 0 || m.end() != t.len() {
+        return None;
+    }
+    let n = crate::evidence::normalize_number(&m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], ""));
+    (!n.is_empty()).then_some(n)
+}
+
+/// Indexes the tables of every step's text.
+pub(super) fn index(t: &crate::model::Trajectory) -> TableIndex {
+    let mut out: TableIndex = HashMap::new();
+    for s in &t.steps {
+        index_text(s.index, &s.content, &mut out);
+    }
+    out
+}
+
+/// Adds the tables of step `step`'s text to `out`.
+fn index_text(step: usize, text: &str, out: &mut TableIndex) {
+    // A cheap test first: a table has a gap or a bar, and digits.
+    if !(text.contains("  ") || text.contains('|') || text.contains('\t')) || !text.bytes().any(|b| b.is_ascii_digit())
+    {
+        return;
+    }
+    let mut kept = 0;
+    let mut block: Vec<Vec<&str>> = Vec::new();
+    for line in text.lines().chain(std::iter::once("")) {
+        match cells(line) {
+            None => continue,
+            Some(c) if c.len() >= 2 => block.push(c),
+            Some(_) => {
+                if block.len() >= 2 {
+                    kept += table(step, &block, out);
+                }
+                block.clear();
+                if kept >= MAX_CELLS_PER_STEP {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Adds the numeric cells of one table (`block[0]` its header) to `out`; returns how many.
+fn table(step: usize, block: &[Vec<&str>], out: &mut TableIndex) -> usize {
+    let header = &block[0];
+    let mut added = 0;
+    for row in &block[1..] {
+        // The column of row cell `k`, matched from the right; the first cell is the row's label.
+        let shift = row.len() as isize - header.len() as isize;
+        let column = |k: usize| -> Option<&str> {
+            let h = k as isize - shift;
+            (k >= 1 && h >= 0).then(|| header.get(h as usize).copied()).flatten().filter(|h| !h.is_empty())
+        };
+        let numeric: Vec<(String, &str, &str)> =
+            (1..row.len()).filter_map(|k| Some((cell_value(row[k])?, column(k)?, row[k]))).collect();
+        if numeric.len() < 2 || !row[0].chars().any(char::is_alphabetic) {
+            continue;
+        }
+        for (value, col, text) in &numeric {
+            let others =
+                numeric.iter().filter(|(_, c, _)| c != col).map(|(_, c, t)| (c.to_string(), t.to_string())).collect();
+            out.entry(value.clone()).or_default().push(Cell {
+                step,
+                row: row[0].to_string(),
+                column: col.to_string(),
+                text: text.to_string(),
+                others,
+            });
+            added += 1;
+        }
+    }
+    added
+}
+
+/// Whether a number is too plain to be read from one table cell: fewer than three significant
+/// digits, or a year.
+fn plain(value: &str) -> bool {
+    let digits: String = value.chars().filter(char::is_ascii_digit).collect();
+    let significant = digits.trim_start_matches('0').len();
+    let year = !value.contains('.') && value.parse::<u32>().is_ok_and(|y| (1900..=2100).contains(&y));
+    significant < 3 || year
+}
+
+/// Whether `line` names a row: one of the row label's words of three letters or more, as a word.
+fn names_row(line: &str, row: &str) -> bool {
+    row.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic))
+        .any(|w| contains_word(&line.to_lowercase(), &w.to_lowercase()))
+}
+
+/// Whether `line` names a column by its whole header, as a phrase.
+fn names_column(line: &str, column: &str) -> bool {
+    contains_word(&line.to_lowercase(), &column.to_lowercase())
+}
+
+/// Step `i`, an agent's message or report (not a tool's output, not the user, not code), states
+/// on one line a value that a table of an earlier step (within [`WINDOW`] steps) gives in one
+/// column only of a row the line names ([`names_row`]), while the line names another column of
+/// that table by its header and not the value's own ("Q3 2025 revenue: NOK 4,064 million" where
+/// the table gives 4,064 under "Q3 2024" and 4,312 under "Q3 2025"). The value was read from the
+/// wrong column: a misread result. Plain values (fewer than three significant digits, years:
+/// [`plain`]) and lines that are themselves table rows are not read. docs/METHODS.md,
+/// "Grounding".
+pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || ctx.hierarchy.steps[i].action == crate::hierarchy::Action::WriteCode
+        || !NUMBER.is_match(&step.content)
+    {
+        return;
+    }
+    let index = &super::grounding::records(ctx).tables;
+    if index.is_empty() {
+        return;
+    }
+    let from = i.saturating_sub(WINDOW);
+    for line in step.content.lines() {
+        if line.contains('|') || cells(line).is_some_and(|c| c.len() >= 2) {
+            continue;
+        }
+        for m in NUMBER.find_iter(line) {
+            let text = m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], "");
+            let value = crate::evidence::normalize_number(&text);
+            if value.is_empty() || plain(&value) {
+                continue;
+            }
+            let Some(found) = index.get(&value) else { continue };
+            // The nearest earlier table holding it in a row the line names.
+            let Some(cell) = found.iter().rev().find(|c| c.step < i && c.step >= from && names_row(line, &c.row))
+            else {
+                continue;
+            };
+            // The same value in another column of the row: nothing tells which was read.
+            if cell.others.iter().any(|(_, o)| cell_value(o).as_deref() == Some(value.as_str())) {
+                continue;
+            }
+            if names_column(line, &cell.column) {
+                continue;
+            }
+            let Some((named, there)) = cell
+                .others
+                .iter()
+                .find(|(c, _)| names_column(line, c) && !cell.column.to_lowercase().contains(&c.to_lowercase()))
+            else {
+                continue;
+            };
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    format!("states {} for \"{named}\", but the table at step ", m.as_str()),
+                    Part::Step(cell.step),
+                    format!(
+                        " gives {} under \"{}\" (row \"{}\"); under \"{named}\" it gives {there}",
+                        cell.text, cell.column, cell.row
+                    )
+                ],
+            ));
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_markdown_tables_are_indexed_by_column() {
+        let mut idx = TableIndex::new();
+        index_text(
+            0,
+            "Key figures (NOK million)          Q3 2025   Q3 2024\nRevenue                              4,312     4,064\nEBITDA margin                        11.2%     12.9%\n\n| region | 2024 | 2025 |\n|---|---|---|\n| 5501 Tromsø | 78 745 | 79 611 |",
+            &mut idx,
+        );
+        let c = &idx["4064"][0];
+        assert_eq!((c.row.as_str(), c.column.as_str(), c.text.as_str()), ("Revenue", "Q3 2024", "4,064"));
+        assert_eq!(c.others, vec![("Q3 2025".to_string(), "4,312".to_string())]);
+        assert_eq!(idx["12.9"][0].column, "Q3 2024");
+        let c = &idx["78745"][0];
+        assert_eq!((c.row.as_str(), c.column.as_str()), ("5501 Tromsø", "2024"));
+    }
+
+    #[test]
+    fn plain_values_are_not_read() {
+        assert!(plain("2025"));
+        assert!(plain("12"));
+        assert!(!plain("4064"));
+        assert!(!plain("11.2"));
+    }
+}

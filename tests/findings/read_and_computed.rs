@@ -1,0 +1,142 @@
+//! What an agent reads from a table and what its code computes (docs/METHODS.md, "Grounding" and
+//! "Instructions"): a figure stated for one column of a table that gives it under another, and
+//! code that prints a mean under the name of the median; a terminal's output linked to the code
+//! it ran, and a file browser's page read as a file read.
+
+use falat::diagnosis::Signal;
+use falat::model::{LinkKind, Trajectory};
+use serde_json::json;
+
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
+
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+#[test]
+fn a_revenue_figure_read_from_the_prior_year_column_is_the_decisive_step() {
+    // A held-out user's OpenAI Agents SDK trace: the page's key-figures table gives revenue
+    // 4,312 (Q3 2025) and 4,064 (Q3 2024); the Research agent's notes say "Q3 2025 revenue: NOK
+    // 4,064 million" and hand off; the Writer repeats the figure without a period.
+    let t = fixture("handbuilt/openai-agents/briefing_prior_year_column.openai-agents.json");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![8]);
+    assert_eq!(
+        evidence(&t, 8, Signal::IgnoredResult),
+        "states 4,064 for \"Q3 2025\", but the table at step 7 gives 4,064 under \"Q3 2024\" (row \"Revenue\"); \
+         under \"Q3 2025\" it gives 4,312"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("Research agent")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "misread_tool_output");
+}
+
+#[test]
+fn a_population_read_from_the_other_year_of_an_aligned_table_is_the_decisive_step() {
+    // Another held-out user's Magentic-One run: a statistics page shows the populations of
+    // 2024 and 2025 side by side, and the WebSurfer reports 2025 with the 2024 figure; the
+    // orchestrator's final answer repeats it (written 78,745) and is no new error.
+    let t = fixture("handbuilt/magentic-one/population_wrong_column.json");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![9, 13]);
+    assert_eq!(
+        evidence(&t, 9, Signal::IgnoredResult),
+        "states 78 745 for \"2025\", but the table at step 7 gives 78 745 under \"2024\" (row \"5501 Tromsø\"); \
+         under \"2025\" it gives 79 611"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("WebSurfer")), "{}", d.reason);
+}
+
+/// A lookup returning a quarterly table with aligned columns (or as Markdown), then the
+/// assistant's answer.
+fn quarterly(markdown: bool, answer: &str) -> Trajectory {
+    let table = if markdown {
+        "| Segment | FY2025 | FY2024 |\n|---|---|---|\n| Retail | 18,240 | 16,905 |\n| Wholesale | 7,315 | 7,802 |"
+    } else {
+        "Segment        FY2025    FY2024\nRetail         18,240    16,905\nWholesale       7,315     7,802"
+    };
+    let mut m = vec![
+        system("You answer questions about the company's annual report."),
+        user("What were the Retail segment's sales in FY2025?"),
+    ];
+    m.extend(call("c1", "get_report_table", json!({"table": "segment_sales"}), table));
+    m.push(assistant(answer));
+    load(m)
+}
+
+#[test]
+fn a_value_is_read_against_the_column_its_line_names() {
+    for markdown in [false, true] {
+        let wrong = quarterly(markdown, "Retail sales in FY2025 were 16,905 (in thousands).");
+        assert_eq!(steps_with(&wrong, Signal::IgnoredResult), vec![4], "markdown {markdown}");
+        assert_eq!(
+            evidence(&wrong, 4, Signal::IgnoredResult),
+            "states 16,905 for \"FY2025\", but the table at step 3 gives 16,905 under \"FY2024\" (row \"Retail\"); \
+             under \"FY2025\" it gives 18,240"
+        );
+    }
+    // The right column; both columns named on the line; a row the line does not name; no
+    // column named at all: nothing to find.
+    for answer in [
+        "Retail sales in FY2025 were 18,240 (in thousands).",
+        "Retail sales rose from 16,905 in FY2024 to 18,240 in FY2025.",
+        "In FY2025 the figure was 16,905.",
+        "Retail sales were 16,905.",
+    ] {
+        for markdown in [false, true] {
+            let t = quarterly(markdown, answer);
+            assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{answer}");
+        }
+    }
+}
+
+#[test]
+fn code_that_prints_a_mean_as_the_median_is_the_decisive_step() {
+    // A held-out user's Magentic-One run: the Coder's first script computes `.median()` and
+    // fails for want of openpyxl; the second computes `.mean()` and prints it as
+    // `median_oneway_min`; the orchestrator reports that figure as the median.
+    let t = fixture("handbuilt/magentic-one/commute_median_as_mean.json");
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), vec![8]);
+    assert_eq!(
+        evidence(&t, 8, Signal::WrongStatistic),
+        "reports a mean under the name \"median\": print(\"median_oneway_min =\", round(cyc[\"oneway_min\"].mean(), 1))"
+    );
+    // The terminal's replies are linked to the code they ran, and the file browser's page holds
+    // no invented values.
+    let executed: Vec<(usize, usize)> =
+        t.links.iter().filter(|l| l.kind == LinkKind::Execution).map(|l| (l.from, l.to)).collect();
+    assert_eq!(executed, vec![(5, 6), (8, 9)]);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new());
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("Coder")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "instruction_or_plan_deviation");
+}
+
+/// A code tool called with `code`, answered with `printed`.
+fn computed(code: &str, printed: &str) -> Trajectory {
+    let mut m = vec![user("What is the median order value in orders.csv?")];
+    m.extend(call("c1", "run_python", json!({ "code": code }), printed));
+    m.push(assistant(&format!("The answer is {printed}.")));
+    load(m)
+}
+
+#[test]
+fn a_statistic_is_read_against_the_name_it_is_printed_or_assigned_under() {
+    let wrong = computed(
+        "import pandas as pd\ndf = pd.read_csv('orders.csv')\nmedian_value = df['value'].mean()\nprint(median_value)",
+        "48.20",
+    );
+    assert_eq!(steps_with(&wrong, Signal::WrongStatistic), vec![1]);
+    assert_eq!(
+        evidence(&wrong, 1, Signal::WrongStatistic),
+        "reports a mean under the name \"median\": median_value = df['value'].mean()"
+    );
+    // The statistic named; a column whose name holds "median"; both named and computed.
+    for code in [
+        "import pandas as pd\ndf = pd.read_csv('orders.csv')\nprint('median:', df['value'].median())",
+        "import pandas as pd\ndf = pd.read_csv('orders.csv')\nx = df['median_value'].mean()\nprint(x)",
+        "import numpy as np\nprint('mean and median', np.mean(v), np.median(v))",
+    ] {
+        let t = computed(code, "41.00");
+        assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new(), "{code}");
+    }
+}
