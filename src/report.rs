@@ -9,8 +9,7 @@ use crate::export;
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
 
-mod revert;
-pub use revert::{Revert, reverted_at};
+pub use crate::substrate::signals::revert::{Revert, reverted_at};
 
 /// How many best-ranked steps the reports list.
 pub const RANKED_SHOWN: usize = 10;
@@ -834,9 +833,10 @@ pub fn category_gloss(t: &Trajectory, d: &Diagnosis) -> Option<String> {
 }
 
 /// What the category's name gets wrong about the decisive step, when it does: a file edit
-/// ([`crate::substrate::signals::edits`]) whose own result shows no error and whose check
-/// failed after it is a `tool_parameter_or_invocation_error` by its finding (`failed_action`),
-/// yet the call was well formed: the change it made was wrong. No category of the taxonomy
+/// ([`crate::substrate::signals::edits`]) whose own result shows no error is a
+/// `tool_parameter_or_invocation_error` by its finding (`failed_action`: the check after it
+/// failed, a test's expectation rewritten to the bug), yet the call was well formed: the change
+/// it made was wrong. No category of the taxonomy
 /// names a wrong change, so the name stays and this says what it means here. `None` for every
 /// other verdict.
 pub fn category_caveat(t: &Trajectory, d: &Diagnosis) -> Option<&'static str> {
@@ -850,8 +850,7 @@ pub fn category_caveat(t: &Trajectory, d: &Diagnosis) -> Option<&'static str> {
     }
     let links = crate::substrate::LinkIndex::build(t);
     let applied = links.result_of.get(s).copied().flatten().is_none_or(|r| !t.steps[r].is_error);
-    applied
-        .then_some("the edit applied without error and the check after it failed: the change was wrong, not the call")
+    applied.then_some("the edit applied without error: the change it made was wrong, not the call")
 }
 
 fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {

@@ -423,25 +423,29 @@ fn a_ranked_verdicts_reason_leads_with_the_finding() {
     );
 }
 
-/// The Markdown verdict on a patch that applied and whose check failed says what its category
-/// means here, and names the later step that reverted the patch (`git checkout -- FILE`); a
-/// verdict on an edit nothing undid says neither.
+/// The Markdown verdict on an edit that applied says what its category means here (the change
+/// was wrong, not the call), and a verdict that names an edit a later step reverted (`git
+/// checkout -- FILE`) says so; a verdict on an edit nothing undid says neither.
 #[test]
 fn a_reverted_edit_that_applied_is_said_so_in_the_markdown_verdict() {
+    // The run patches shop/money.py (step 7), reverts it (step 11) and rewrites the test's
+    // expectation to the bug's value (step 14): the verdict is the rewrite, which stays.
     let (t, d) = coding("r21_reverted_patch_codex.jsonl");
-    assert_eq!(d.decisive_step, Some(7));
+    assert_eq!(d.decisive_step, Some(14));
+    let gloss = "The category `tool_parameter_or_invocation_error` means here that the edit applied without error: \
+                 the change it made was wrong, not the call.";
+    let md = report::to_markdown(&t, &d);
+    assert!(md.contains(gloss), "{md}");
+    assert!(!md.contains("Reverted at step"), "{md}");
+    assert_eq!(report::reverted_at(&t, 14), None);
+    // The reverted patch is the ranking's second step; a verdict that names it (a reviewer's, a
+    // ranking's when no finding decides) says it was undone.
     assert_eq!(
         report::reverted_at(&t, 7),
         Some(report::Revert { step: 11, how: "git checkout -- shop/money.py".into() })
     );
-    let md = report::to_markdown(&t, &d);
-    assert!(
-        md.contains(
-            "The category `tool_parameter_or_invocation_error` means here that the edit applied without error and \
-             the check after it failed: the change was wrong, not the call."
-        ),
-        "{md}"
-    );
+    let on_the_patch = Diagnosis { decisive_step: Some(7), ..d.clone() };
+    let md = report::to_markdown(&t, &on_the_patch);
     assert!(
         md.contains(
             "**Reverted at step 11** (`git checkout -- shop/money.py`): a later step undid this edit, so the code \
@@ -449,8 +453,6 @@ fn a_reverted_edit_that_applied_is_said_so_in_the_markdown_verdict() {
         ),
         "{md}"
     );
-    // The test patch after it stays: nothing reverts it.
-    assert_eq!(report::reverted_at(&t, 14), None);
     // A `sed -i` edit whose check failed is glossed the same; nothing reverts it.
     let (t, d) = coding("fix-breaks-another-test.openai-chat.json");
     let md = report::to_markdown(&t, &d);

@@ -2918,25 +2918,30 @@ fn the_roles_view_says_only_the_window_around_the_decisive_step_has_roles() {
     assert_eq!(app.nav.step, s);
 }
 
-/// The verdict on a patch that applied and whose check failed glosses its category (no malformed
-/// call), and says the later step that reverted it, as a link.
+/// The verdict on an edit that applied glosses its category (no malformed call); a verdict that
+/// names an edit a later step reverted says so, with the revert as a link.
 #[test]
 fn the_verdict_on_a_reverted_edit_that_applied_glosses_its_category_and_names_the_revert() {
     let f = Fixture::copy(Path::new(REVERTED));
     let mut app = f.open();
     press(&mut app, "a5");
+    // The machine names the test's expectation rewritten to the bug (step 14), which stays.
     let d = app.machine_verdict().expect("a verdict").clone();
-    assert_eq!(d.decisive_step, Some(7));
+    assert_eq!(d.decisive_step, Some(14));
     assert_eq!(d.category.as_str(), "tool_parameter_or_invocation_error");
     let s = screen(&app);
     assert!(
-        s.contains(
-            "category: here, the edit applied without error and the check after it failed: the change was wrong, not the call"
-        ),
+        s.contains("category: here, the edit applied without error: the change it made was wrong, not the call"),
         "{s}"
     );
+    assert!(!s.contains("reverted at step"), "{s}");
+    insta::assert_snapshot!("verdict-edit-that-applied-120x40", s);
+    // A verdict on the patch it reverted first (the ranking's second step, as when no finding
+    // decides) says the patch was undone.
+    app.results.diagnosis = Some(falat::diagnosis::Diagnosis { decisive_step: Some(7), ..d });
+    app.prepare(ratatui::layout::Rect::new(0, 0, 120, 40));
+    let s = screen(&app);
     assert!(s.contains("reverted at step 11 (git checkout -- shop/money.py): a later step undid this edit"), "{s}");
-    insta::assert_snapshot!("verdict-reverted-edit-120x40", s);
     // The revert is the second link: j selects it, enter goes there.
     assert_eq!(app.links()[..2], [7, 11]);
     press(&mut app, "j<enter>");

@@ -264,7 +264,8 @@ fn earliest_upstream(ctx: &Context<'_>, step: usize, live: &std::sync::Arc<[usiz
 }
 
 /// Whether finding `f` of step `step` is an edit's failure: the step edits files
-/// (`signals::edits`) and the check after it failed (`failed_action`).
+/// (`signals::edits`) and a finding says the change was wrong (`failed_action`: the check after
+/// it failed, a test's expectation rewritten to the bug).
 fn failed_edit(ctx: &Context<'_>, step: usize, f: &Finding) -> bool {
     f.signal == Signal::FailedAction && crate::substrate::signals::edits(ctx.trajectory, step)
 }

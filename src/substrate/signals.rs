@@ -23,6 +23,7 @@ mod lookup;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
+pub mod revert;
 pub mod shell;
 mod statistics;
 mod tables;

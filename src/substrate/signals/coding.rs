@@ -451,71 +451,16 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
 }
 
 /// The call that reverts edit call `e`, when the same agent reverts it within
-/// [`EDIT_HISTORY_WINDOW`] steps: a shell command that restores the edited file (`git checkout
-/// -- FILE`, `git restore FILE`, the whole tree: `git checkout -- .`, `git reset --hard`), puts
-/// the work aside (`git stash`, not followed by `git stash pop` or `apply` in the same command
-/// line), or a later edit of the same file that is `e`'s inverse (it removes the lines `e` added
-/// and adds those `e` removed).
+/// [`EDIT_HISTORY_WINDOW`] steps with a call the user did not refuse: a `git` command that
+/// restores the edited file or puts the work aside, or the inverse edit
+/// ([`super::revert::reverted_within`], the one reader of reverts).
 pub(crate) fn reverted(ctx: &Context<'_>, e: usize) -> Option<usize> {
     let t = ctx.trajectory;
     if !edits(t, e) || call_command(t, e).is_some() {
         return None;
     }
-    let files: Vec<String> = edited_files(t, e).iter().map(|f| file_name(f).to_string()).collect();
-    if files.is_empty() {
-        return None;
-    }
-    let lines = edit_lines(t, e).filter(|(r, a)| !r.is_empty() || !a.is_empty());
-    let agent = &t.steps[e].agent;
-    let end = t.steps.len().min(e + 1 + EDIT_HISTORY_WINDOW);
-    (e + 1..end).find(|&k| {
-        let s = &t.steps[k];
-        if s.kind != StepKind::ToolCall || s.agent != *agent || super::refused_call(ctx, k) {
-            return false;
-        }
-        // Only a `git` command or an edit can restore the file.
-        let git = s.content.contains("git");
-        if !git && lines.is_none() {
-            return false;
-        }
-        if let Some(cmd) = git.then(|| call_command(t, k)).flatten() {
-            if call_error(ctx, k).is_some() {
-                return false;
-            }
-            let cmds = shell::commands(&cmd);
-            return cmds.iter().enumerate().any(|(n, c)| {
-                let Some(inv) = c.invocation() else { return false };
-                if inv.program != "git" {
-                    return false;
-                }
-                let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
-                let sub = words.iter().copied().find(|w| !w.starts_with('-')).unwrap_or("");
-                let paths: Vec<&str> =
-                    words.iter().copied().skip_while(|w| *w != sub).skip(1).filter(|w| !w.starts_with('-')).collect();
-                match sub {
-                    "checkout" | "restore" => paths
-                        .iter()
-                        .any(|p| matches!(*p, "." | "./" | ":/") || files.iter().any(|f| file_name(p) == f.as_str())),
-                    "reset" => words.contains(&"--hard"),
-                    "stash" if matches!(paths.first().copied(), None | Some("push" | "save")) => {
-                        !cmds[n + 1..].iter().any(|later| {
-                            later.invocation().is_some_and(|i| {
-                                i.program == "git"
-                                    && i.args.iter().any(|w| w.text == "stash")
-                                    && i.args.iter().any(|w| matches!(w.text.as_str(), "pop" | "apply"))
-                            })
-                        })
-                    }
-                    _ => false,
-                }
-            });
-        }
-        let Some((removed, added)) = &lines else { return false };
-        edits(t, k)
-            && call_error(ctx, k).is_none()
-            && edited_files(t, k).iter().any(|f| files.iter().any(|g| file_name(f) == g.as_str()))
-            && edit_lines(t, k).is_some_and(|(r, a)| r == *added && a == *removed)
-    })
+    let r = super::revert::reverted_within(t, super::links(ctx), e, EDIT_HISTORY_WINDOW)?;
+    (t.steps[r.step].agent == t.steps[e].agent && !super::refused_call(ctx, r.step)).then_some(r.step)
 }
 
 /// The literal values written in a line of code: quoted strings (their text, quotes off) and

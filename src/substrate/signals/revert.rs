@@ -1,6 +1,8 @@
-//! Whether a later step undid an edit: the verdict on an edit the agent reverted says so
-//! ([`reverted_at`]), or its dependency path, which runs on through later edits, reads as if the
-//! edit were still in the code the run leaves behind.
+//! Whether a later step undid an edit. The one reader of reverts: an edit its agent reverted is no
+//! finding (`coding::reverted`, docs/METHODS.md, "Coding-agent sessions"), and a verdict that
+//! still names a reverted edit (the ranking's, another method's) says so ([`reverted_at`]):
+//! otherwise its dependency path, which runs on through later edits, reads as if the edit were
+//! still in the code the run leaves behind.
 
 use serde_json::Value;
 
@@ -29,12 +31,20 @@ struct Change {
 
 /// The later step that reverts the edit at step `edit`, if one does: a command that restores the
 /// edited file from git (`git checkout [REV] -- FILE`, `git restore FILE` without `--staged`
-/// alone, of the file, a folder holding it or the whole tree, or `git reset --hard`), or a later
-/// edit of the same file that writes back what the edit replaced (its old and new text swapped).
-/// Every file the edit changed must be restored; a reverting command whose result is marked an
-/// error does not count, and neither does a revert after which the same change is made again.
-/// `None` when step `edit` is no file edit or nothing undoes it.
+/// alone, of the file, a folder holding it or the whole tree, or `git reset --hard`), puts the
+/// work aside (`git stash`, `git stash push`, not popped or applied in the same command line), or
+/// a later edit of the same file that writes back what the edit replaced (its old and new text
+/// swapped). Every file the edit changed must be restored; a reverting command whose result is
+/// marked an error does not count, and neither does a revert after which the same change is made
+/// again. `None` when step `edit` is no file edit or nothing undoes it. Reads every later step:
+/// for one verdict; findings use [`reverted_within`].
 pub fn reverted_at(t: &Trajectory, edit: usize) -> Option<Revert> {
+    reverted_within(t, &LinkIndex::build(t), edit, usize::MAX)
+}
+
+/// [`reverted_at`] with the run's links given and only the `window` steps after the edit read
+/// (for the revert, and for the same change made again).
+pub(crate) fn reverted_within(t: &Trajectory, links: &LinkIndex, edit: usize, window: usize) -> Option<Revert> {
     if edit >= t.steps.len() || !signals::edits(t, edit) {
         return None;
     }
@@ -42,15 +52,17 @@ pub fn reverted_at(t: &Trajectory, edit: usize) -> Option<Revert> {
     if changes.is_empty() {
         return None;
     }
-    let links = LinkIndex::build(t);
+    let end = t.steps.len().min(edit.saturating_add(1).saturating_add(window));
     let failed = |k: usize| links.result_of.get(k).copied().flatten().is_some_and(|r| t.steps[r].is_error);
-    for k in edit + 1..t.steps.len() {
+    for k in edit + 1..end {
         let s = &t.steps[k];
         if s.kind != StepKind::ToolCall || failed(k) {
             continue;
         }
         let found = match command_line(t, k) {
-            Some(line) => restores(&line, &changes).map(|how| Revert { step: k, how }),
+            // Only a `git` command restores files.
+            Some(line) if line.contains("git") => restores(&line, &changes).map(|how| Revert { step: k, how }),
+            Some(_) => None,
             None if signals::edits(t, k) => {
                 let later = self::changes(t, k);
                 inverse(&changes, &later).map(|path| Revert { step: k, how: format!("an inverse edit of {path}") })
@@ -59,7 +71,7 @@ pub fn reverted_at(t: &Trajectory, edit: usize) -> Option<Revert> {
         };
         if let Some(r) = found {
             // The same change made again after the revert: the edit is back in the code.
-            let redone = (k + 1..t.steps.len()).any(|j| {
+            let redone = (k + 1..end).any(|j| {
                 t.steps[j].kind == StepKind::ToolCall && !failed(j) && same_change(&changes, &changes_of(t, j))
             });
             return (!redone).then_some(r);
@@ -157,7 +169,8 @@ fn patch_changes(patch: &str) -> Vec<Change> {
 
 /// How a command line restores every file of `changes`, if it does: the simple command that does.
 fn restores(line: &str, changes: &[Change]) -> Option<String> {
-    for c in shell::commands(line) {
+    let cmds = shell::commands(line);
+    for (n, c) in cmds.iter().enumerate() {
         let Some(inv) = c.invocation() else { continue };
         if inv.program != "git" {
             continue;
@@ -172,6 +185,16 @@ fn restores(line: &str, changes: &[Change]) -> Option<String> {
         let rest = &words[k + 1..];
         let covered = match sub {
             "reset" => rest.contains(&"--hard"),
+            // `git stash` puts every change aside, unless the same line brings it back.
+            "stash" if matches!(rest.iter().find(|w| !w.starts_with('-')).copied(), None | Some("push" | "save")) => {
+                !cmds[n + 1..].iter().any(|later| {
+                    later.invocation().is_some_and(|i| {
+                        i.program == "git"
+                            && i.args.iter().any(|w| w.text == "stash")
+                            && i.args.iter().any(|w| matches!(w.text.as_str(), "pop" | "apply"))
+                    })
+                })
+            }
             "checkout" | "restore" => {
                 // `git restore --staged FILE` only unstages: the edit stays in the file.
                 let staged_only = sub == "restore"
@@ -298,25 +321,31 @@ mod tests {
         ]);
         let r = reverted_at(&t, 0).expect("reverted");
         assert_eq!(r, Revert { step: 4, how: "git checkout -- packages/core/src/dayKey.ts".into() });
-        // From a sub-folder, relative to it; the whole tree; `git restore`; `git reset --hard`.
+        // From a sub-folder, relative to it; the whole tree; `git restore`; `git reset --hard`; the
+        // work put aside.
         for cmd in [
             "cd packages/core && git checkout -- src/dayKey.ts",
             "git checkout .",
             "git restore packages/core/src/dayKey.ts",
             "git -C packages/core restore src",
             "git reset --hard HEAD",
+            "git stash",
+            "git stash push -u",
         ] {
             let mut t = t.clone();
             t.steps[4] = Step { index: 4, ..shell(cmd) };
             assert_eq!(reverted_at(&t, 0).map(|r| r.step), Some(4), "{cmd}");
         }
-        // Not a revert: another file, a branch switch, unstaging only, a failed checkout.
+        // Not a revert: another file, a branch switch, unstaging only, a failed checkout, a diff, a
+        // stash popped in the same line, a stash listed.
         for (cmd, failed) in [
             ("git checkout -- packages/core/src/other.ts", false),
             ("git checkout main", false),
             ("git restore --staged packages/core/src/dayKey.ts", false),
             ("git checkout -- packages/core/src/dayKey.ts", true),
             ("git diff packages/core/src/dayKey.ts", false),
+            ("git stash && pnpm test; git stash pop", false),
+            ("git stash list", false),
         ] {
             let mut t = t.clone();
             t.steps[4] = Step { index: 4, ..shell(cmd) };
