@@ -178,6 +178,10 @@ pub struct Step {
     pub tokens: Option<TokenCounts>,
     /// The format marks this step as an error (tool `is_error`, span status ERROR).
     pub is_error: bool,
+    /// The format marks this step with a warning, which is no error (Langfuse `level: WARNING`):
+    /// the warning's message (`statusMessage`, also written into `content` as `[warning] …`), or
+    /// `"WARNING"` when the record gives none. `None` for a step without one.
+    pub warning: Option<String>,
 }
 
 /// What a protocol link stands for.

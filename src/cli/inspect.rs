@@ -2,7 +2,8 @@
 //!
 //! Text output: a header block (file, format, trajectory id, task, expected and observed output,
 //! agents, gold label, metadata), one line per step (`index  agent  kind  first line`, the gold
-//! step marked with `*`, another step the format marks as an error with `!`), then, when anything was, how much was skipped (records dropped with a
+//! step marked with `*`, another step the format marks as an error with `!`, one it marks with a
+//! warning with `~`), then, when anything was, how much was skipped (records dropped with a
 //! diagnostic, lines that are not steps by design) and the diagnostics. Every piece of trace text is passed through
 //! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
 //! [`InspectReport`] instead (strings whole, with C1 controls and bidi overrides written as
@@ -145,6 +146,7 @@ fn render_steps(s: &mut String, t: &Trajectory) {
         let mark = match (gold == Some(st.index), st.is_error) {
             (true, _) => '*',
             (false, true) => '!',
+            (false, false) if st.warning.is_some() => '~',
             (false, false) => ' ',
         };
         let agent = first_line(&st.agent, AGENT_WIDTH);
@@ -328,6 +330,10 @@ pub struct StepReport<'a> {
     pub tokens: Option<[u64; 2]>,
     /// Whether the format marks the step as an error.
     pub is_error: bool,
+    /// The warning the format marks the step with (Langfuse `level: WARNING`: its
+    /// `statusMessage`, or `WARNING`); left out when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<&'a str>,
     /// The step in one line as the text view shows it: the first line of the content, sanitised;
     /// a tool call whose content lacks its tool's name as `tool_name(arguments)`.
     pub summary: String,
@@ -350,6 +356,7 @@ impl<'a> StepReport<'a> {
             timestamp: s.timestamp.as_deref(),
             tokens: s.tokens.map(|t| [t.input, t.output]),
             is_error: s.is_error,
+            warning: s.warning.as_deref(),
             summary: summary(s),
             content: &s.content,
         }

@@ -253,7 +253,7 @@ fn node(s: &Value, place: &str, functions: &HashSet<String>, diags: &mut Vec<Dia
         format!("{place} ({ty} span {})", text("id").unwrap_or_default()),
     );
     n.role = ty.clone();
-    n.sort_key = text("started_at");
+    n.sort_key = text("started_at").map(|t| spantree::time_sort_key(&t));
     n.timestamp = text("started_at");
     if let Some(err) = s.get("error").filter(|e| !e.is_null()) {
         n.is_error = true;

@@ -360,6 +360,7 @@ fn step_from<'v>(get: impl Fn(&str) -> Option<Cow<'v, Value>>) -> Result<Step, F
             Some(other) => return Err(FormatError::wrong_type("is_error", other, "true or false")),
         },
         index: 0,
+        warning: None,
     })
 }
 

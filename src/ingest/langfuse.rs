@@ -5,18 +5,26 @@
 //! observations: [...], scores: [...]}`; an observation is `{id, traceId, type, name, startTime,
 //! endTime, parentObservationId, input, output, model, usageDetails | usage, level,
 //! statusMessage, metadata}`. Each observation becomes a [`spantree`] node, siblings ordered by
-//! `startTime`:
+//! the instant of `startTime` (read at any precision and offset, as Langfuse's trace view sorts by
+//! the parsed time; ties keep the document's order, as its stable sort does):
 //! - `AGENT` → an agent invocation named `name`; descendants act as it;
 //! - `GENERATION` → a model call: `input` (chat messages, `{messages}`, or a prompt string) and
 //!   `output` (an assistant message with `tool_calls`, or text); tokens from `usageDetails.
 //!   {input, output}` (legacy `usage.{input, output}`, `promptTokens` / `completionTokens`);
 //! - `TOOL` (and `RETRIEVER`, `EMBEDDING`, `EVALUATOR`, `GUARDRAIL`) → a tool execution: `input`
 //!   arguments, `output` result, call id from `metadata.tool_call_id`;
-//! - `EVENT` → a message; `SPAN`, `CHAIN` → scopes; another type → kept with a diagnostic naming
+//! - `EVENT` at level DEBUG / DEFAULT → no step (a scope, so observations below it stay in place):
+//!   what the application logged, listed in the trajectory's metadata as `event` = `name payload`
+//!   (payload clipped to 300 characters), never an agent's message nor the final output; an
+//!   EVENT at level WARNING or ERROR → a message step that says it;
+//! - `SPAN`, `CHAIN` → scopes; another type → kept with a diagnostic naming
 //!   the observation (id, name) and the type ([`spantree::unknown_kind`]): a model call when its
 //!   `input` / `output` hold chat messages, else a message with its output (else input) text, else
 //!   a scope;
-//! - `level: ERROR` → error, with `statusMessage`.
+//! - `level` (`ObservationLevel`): `ERROR` → the observation's steps are errors and its last says
+//!   `statusMessage` (`[error] …`); `WARNING` → its last step carries the warning
+//!   ([`crate::model::Step::warning`], the `statusMessage` or `WARNING`) and says the message
+//!   (`[warning] …`); a warning scope (SPAN) gets a step of its own; `DEBUG`, `DEFAULT` → plain.
 //!
 //! The trace's `input` / `output` are the task and observed output. Layouts: one trace, a list of
 //! traces (one trajectory each), `{data: [...]}`, or `{trace, observations}`; and a page of the
@@ -116,7 +124,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
     }
     let mut diags = Vec::new();
     let mut groups = Vec::new();
+    let mut events = Vec::new();
     for (ti, t) in found.iter().enumerate() {
+        let mut sink = Events::default();
         let nodes = t
             .observations
             .iter()
@@ -125,16 +135,18 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
                     Some(_) => format!("traces[{ti}].observations[{i}]"),
                     None => format!("data[{i}]"),
                 };
-                node(o, &place, &mut diags)
+                node(o, &place, &mut sink, &mut diags)
             })
             .collect();
         groups.push((t.id.clone(), nodes));
+        events.push(sink);
     }
     let mut loaded = spantree::load_groups(name, SourceFormat::Langfuse, groups, diags);
-    for (traj, t) in loaded.trajectories.iter_mut().zip(&found) {
+    for ((traj, t), sink) in loaded.trajectories.iter_mut().zip(&found).zip(events) {
         if let Some(h) = t.header {
             apply_header(traj, h);
         }
+        sink.apply(traj);
     }
     Ok(loaded)
 }
@@ -149,9 +161,10 @@ pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
     }
     let mut diags = Vec::new();
     let mut nodes = Vec::new();
+    let mut sink = Events::default();
     for (i, raw) in list.items.iter().enumerate() {
         let o = super::value_line(raw.get())?;
-        if let Some(n) = node(&o, &format!("traces[0].observations[{i}]"), &mut diags) {
+        if let Some(n) = node(&o, &format!("traces[0].observations[{i}]"), &mut sink, &mut diags) {
             nodes.push(n);
         }
     }
@@ -163,6 +176,9 @@ pub fn load_list(name: &str, list: &ListDoc<'_>) -> Option<Loaded> {
     let header = Value::Object(list.root.clone());
     for traj in &mut loaded.trajectories {
         apply_header(traj, &header);
+    }
+    if let Some(traj) = loaded.trajectories.first_mut() {
+        sink.apply(traj);
     }
     Some(loaded)
 }
@@ -185,7 +201,29 @@ fn apply_header(t: &mut crate::model::Trajectory, header: &Value) {
     }
 }
 
-fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
+/// Longest payload kept of an event that is no step, in characters.
+const EVENT_CHARS: usize = 300;
+
+/// The EVENT observations of one trace that are no steps (level DEFAULT or DEBUG): what the
+/// application logged, not something an agent said or did.
+#[derive(Default)]
+struct Events {
+    /// `(start-time sort key, position, "name payload")`.
+    list: Vec<(Option<String>, usize, String)>,
+}
+
+impl Events {
+    /// Adds the events to the trajectory's metadata in start-time order, one `event` entry each
+    /// (`response-sent {"channel":"docs-widget"}`; payloads clipped to [`EVENT_CHARS`]).
+    fn apply(mut self, t: &mut crate::model::Trajectory) {
+        self.list.sort_by(|a, b| (a.0.as_deref(), a.1).cmp(&(b.0.as_deref(), b.1)));
+        for (_, _, text) in self.list {
+            t.metadata.push(("event".into(), text));
+        }
+    }
+}
+
+fn node(o: &Value, place: &str, events: &mut Events, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     let text = |k: &str| o.get(k).filter(|v| !v.is_null()).map(value_text);
     let Some(id) = text("id") else {
         diags.push(Diagnostic { line: None, message: format!("{place} skipped: missing \"id\"") });
@@ -193,10 +231,19 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     };
     let name = text("name").unwrap_or_default();
     let mut n = Node::new(id, text("parentObservationId"), name.clone(), format!("observation {place} ({name})"));
-    n.sort_key = text("startTime");
+    // Langfuse orders observations by the instant they started (`startTime`, a JS `Date`: the
+    // same instant in another precision or offset is a tie), ties in the order it got them.
+    n.sort_key = text("startTime").map(|t| spantree::time_sort_key(&t));
     n.timestamp = text("startTime");
-    n.is_error = text("level").is_some_and(|l| l.eq_ignore_ascii_case("ERROR"));
-    n.error = text("statusMessage").filter(|m| !m.trim().is_empty());
+    // `level` (langfuse `ObservationLevel`): DEBUG and DEFAULT are plain, WARNING marks the
+    // observation's last step with its `statusMessage`, ERROR makes it an error step.
+    let level = text("level").unwrap_or_default().trim().to_ascii_uppercase();
+    let status = text("statusMessage").filter(|m| !m.trim().is_empty());
+    n.is_error = level == "ERROR";
+    n.error = status.clone();
+    if level == "WARNING" {
+        n.warning = Some(status.unwrap_or_default());
+    }
     n.role = text("type").unwrap_or_default().to_ascii_uppercase();
     // An event's payload is shown whole (an object keeps its keys); other observations show the
     // text their input and output carry.
@@ -204,6 +251,18 @@ fn node(o: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {
     n.input_text = o.get("input").filter(|v| !v.is_null()).map(io);
     n.output_text = o.get("output").filter(|v| !v.is_null()).map(io);
     n.op = observation_op(o, &mut n, diags);
+    // An EVENT (a point in time the application logged: a message sent, a cache hit) is no
+    // step unless it reports a problem: it is kept as a scope, so observations below it stay in
+    // place, and listed in the trajectory's metadata.
+    if n.role == "EVENT" && n.op == Op::Event && !n.is_error && n.warning.is_none() {
+        let payload = n.output_text.take().or_else(|| n.input_text.take()).unwrap_or_default();
+        let text = match payload.trim() {
+            "" => n.name.clone(),
+            p => format!("{} {}", n.name, crate::text::clip(p, EVENT_CHARS)),
+        };
+        events.list.push((n.sort_key.clone(), events.list.len(), text.trim().to_string()));
+        n.op = Op::Scope;
+    }
     Some(n)
 }
 

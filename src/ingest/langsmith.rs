@@ -151,7 +151,8 @@ fn node(run: &Value, parent: Option<String>, place: &str, diags: &mut Vec<Diagno
     let name = text("name").unwrap_or_default();
     let id = text("id").unwrap_or_default();
     let mut n = Node::new(id, parent, name.clone(), format!("run {place} ({name})"));
-    n.sort_key = text("dotted_order").or_else(|| text("start_time"));
+    // `dotted_order` segments are fixed-width UTC times: siblings compare as strings.
+    n.sort_key = text("dotted_order").or_else(|| text("start_time").map(|t| spantree::time_sort_key(&t)));
     n.timestamp = text("start_time");
     n.error = text("error");
     n.is_error = n.error.is_some() || text("status").as_deref() == Some("error");

@@ -131,11 +131,16 @@ fn attr(s: &Value, key: &str) -> Option<Value> {
     }
 }
 
-/// A time in nanoseconds as a sort key (zero-padded).
+/// A start time as a sort key: nanoseconds (a number or digits) zero-padded, an ISO 8601 time
+/// as its unix nanoseconds ([`spantree::time_sort_key`]); `None` for anything else.
 fn time_key(v: Option<&Value>) -> Option<String> {
-    let v = v?;
-    let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))?;
-    Some(format!("{n:020}"))
+    let t = match v? {
+        Value::Number(n) => n.as_u64()?.to_string(),
+        Value::String(s) => s.trim().to_string(),
+        _ => return None,
+    };
+    let key = spantree::time_sort_key(&t);
+    key.bytes().all(|c| c.is_ascii_digit()).then_some(key)
 }
 
 fn node(s: &Value, place: &str, diags: &mut Vec<Diagnostic>) -> Option<Node> {

@@ -586,9 +586,11 @@ pub fn kind_name(v: &Value) -> Option<String> {
     NAMES.contains(&name.as_str()).then_some(name)
 }
 
-/// A sort key for a start time: digits zero-padded to 24 places, anything else unchanged.
+/// A sort key for a start time: unix nanoseconds (digits, or an ISO 8601 time read at any
+/// precision and offset) zero-padded to 24 places, anything else unchanged
+/// ([`super::spantree::time_sort_key`]).
 pub fn sort_key(t: &str) -> String {
-    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) { format!("{t:0>24}") } else { t.to_string() }
+    super::spantree::time_sort_key(t)
 }
 
 /// Keys with more dot-separated segments than this are ignored by [`unflatten`] (no convention

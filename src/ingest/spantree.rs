@@ -102,6 +102,9 @@ pub struct Node {
     pub is_error: bool,
     /// The error message, when given.
     pub error: Option<String>,
+    /// A warning the node carries (Langfuse `level: WARNING`): its message, empty when it has
+    /// none; put on the node's last step ([`Step::warning`]).
+    pub warning: Option<String>,
     /// Where the node is in the file, for diagnostics (`span 03491beea3cb073d`, `runs[2]`).
     pub place: String,
 }
@@ -144,6 +147,7 @@ impl Node {
             output_text: None,
             sort_key: None,
             timestamp: None,
+            warning: None,
             tokens: None,
             is_error: false,
             error: None,
@@ -218,6 +222,7 @@ impl Node {
         self.input_text = None;
         self.output_text = None;
         self.error = None;
+        self.warning = None;
         self.name = String::new();
         self.place = String::new();
         self.sort_key = None;
@@ -225,6 +230,84 @@ impl Node {
             *role = None;
         }
     }
+}
+
+/// A sort key for a start time, so that siblings compare by the instant they started whatever
+/// the precision or offset each was written with: an ISO 8601 / RFC 3339 time (`2026-11-29T10:41:07Z`,
+/// `…07.219Z`, `…07.219000+00:00`, a space for `T`, no offset read as UTC) becomes its unix
+/// nanoseconds, and a string of digits (OTLP unix nanoseconds) is kept; both zero-padded to 24
+/// places. Anything else (a time before 1970, a LangSmith `dotted_order`) is returned unchanged
+/// and so sorts after every parsed time (digits sort before letters).
+pub fn time_sort_key(t: &str) -> String {
+    let t = t.trim();
+    if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+        return format!("{t:0>24}");
+    }
+    match iso_unix_nanos(t) {
+        Some(n) => format!("{n:024}"),
+        None => t.to_string(),
+    }
+}
+
+/// Unix nanoseconds of an ISO 8601 date-time `YYYY-MM-DD[T| ]HH:MM[:SS[.fraction]][Z|±HH[:]MM]`
+/// (no offset: UTC); `None` for anything else or a time before 1970.
+pub fn iso_unix_nanos(t: &str) -> Option<u128> {
+    let b = t.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = t.get(r)?;
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    };
+    if b.len() < 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return None;
+    }
+    let (y, mo, d, h, mi) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?);
+    let mut i = 16;
+    let mut sec = 0;
+    let mut nanos: i64 = 0;
+    if b.get(i) == Some(&b':') {
+        sec = num(i + 1..i + 3)?;
+        i += 3;
+        if matches!(b.get(i), Some(b'.' | b',')) {
+            i += 1;
+            let start = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            let frac = &t[start..i];
+            if frac.is_empty() {
+                return None;
+            }
+            let nine: String = frac.chars().chain(std::iter::repeat('0')).take(9).collect();
+            nanos = nine.parse().ok()?;
+        }
+    }
+    let offset_min: i64 = match &t[i..] {
+        "" | "Z" | "z" => 0,
+        rest => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let digits: String = rest[1..].chars().filter(|&c| c != ':').collect();
+            if digits.len() != 4 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            sign * (digits[..2].parse::<i64>().ok()? * 60 + digits[2..].parse::<i64>().ok()?)
+        }
+    };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+    let yy = if mo <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3_600 + mi * 60 + sec - offset_min * 60;
+    u128::try_from(i128::from(secs) * 1_000_000_000 + i128::from(nanos)).ok()
 }
 
 /// Roots and child lists, each sorted by `(sort_key, document order)`.
@@ -442,6 +525,19 @@ impl Emitter {
             let s = self.push(n, &agent, StepKind::Message, text);
             self.steps[s].is_error = true;
         }
+        // A warning goes on the node's last step (a tool's result, which a tool with children
+        // emits on leaving it); a scope's warning, which no step of its own would show, becomes a
+        // step that says it.
+        match &n.op {
+            Op::Tool { .. } if !children[i].is_empty() => {}
+            _ if n.warning.is_none() => {}
+            _ if self.steps.len() > first => self.warn(self.steps.len() - 1, n),
+            Op::Scope => {
+                let s = self.push(n, &agent, StepKind::Message, String::new());
+                self.warn(s, n);
+            }
+            _ => {}
+        }
         let own = (self.steps.len() > first).then_some(first);
         if let (Some(a), Some(f)) = (anchor, own) {
             self.link(a, f, LinkKind::Parent);
@@ -628,6 +724,7 @@ impl Emitter {
         self.steps[r].tool_name = Some(tool.to_string());
         self.steps[r].is_error = n.is_error || failed;
         self.steps[r].tokens = n.tokens;
+        self.warn(r, n);
         if let Some(id) = call_id {
             self.steps[r].ids.refs.push(id.to_string());
             self.answered.insert(id.to_string());
@@ -810,6 +907,22 @@ impl Emitter {
             ..Step::default()
         });
         index
+    }
+
+    /// Marks step `s` with the warning of node `n`, when it has one, and writes the warning's
+    /// message into the step's text (`[warning] …`) unless the text already holds it.
+    fn warn(&mut self, s: usize, n: &Node) {
+        let Some(w) = n.warning.as_deref().filter(|_| self.steps[s].warning.is_none()) else {
+            return;
+        };
+        let step = &mut self.steps[s];
+        let w = w.trim();
+        step.warning = Some(if w.is_empty() { "WARNING".to_string() } else { w.to_string() });
+        if step.content.trim().is_empty() {
+            step.content = format!("[warning] {}", if w.is_empty() { n.name.as_str() } else { w });
+        } else if !w.is_empty() && !step.content.contains(w) {
+            step.content.push_str(&format!("\n[warning] {w}"));
+        }
     }
 
     fn link(&mut self, from: usize, to: usize, kind: LinkKind) {
@@ -1118,6 +1231,60 @@ mod tests {
         let built = build(vec![llm, tool]);
         assert_eq!(built.steps.len(), 2);
         assert_eq!(built.links, vec![Link { from: 0, to: 1, kind: LinkKind::ToolResult }]);
+    }
+
+    #[test]
+    fn start_times_sort_by_instant_whatever_their_precision_and_offset() {
+        let k = time_sort_key;
+        // 09:15:01 UTC written five ways is one key; later instants sort after it.
+        let base = k("2025-03-04T09:15:01Z");
+        for same in [
+            "2025-03-04T09:15:01.000Z",
+            "2025-03-04T10:15:01+01:00",
+            "2025-03-04 09:15:01",
+            "2025-03-04T04:15:01.000000-0500",
+        ] {
+            assert_eq!(k(same), base, "{same}");
+        }
+        assert_eq!(base, format!("{:024}", 1_741_079_701_000_000_000u128));
+        assert!(k("2025-03-04T09:15:00.999999Z") < base);
+        assert!(base < k("2025-03-04T09:15:01.25Z"));
+        assert!(k("2025-03-04T09:15:01.25Z") < k("2025-03-04T09:15:01.250000001Z"));
+        assert!(k("2025-03-04T10:15:00.600+01:00") < k("2025-03-04T09:15:00.700Z"));
+        // Unix nanoseconds as digits compare with parsed times.
+        assert_eq!(k("1741079701000000000"), base);
+        assert_eq!(k("2025-03-04T09:15"), format!("{:024}", 1_741_079_700_000_000_000u128));
+        // Not a time: unchanged (a LangSmith `dotted_order`, a bad date, before 1970).
+        for other in
+            ["20250304T091501000000Zabc", "2025-13-04T09:15:01Z", "1969-12-31T23:59:59Z", "2025-03-04T09:15:01+1"]
+        {
+            assert_eq!(k(other), other);
+        }
+    }
+
+    #[test]
+    fn a_warning_marks_the_nodes_last_step_and_a_warning_scope_gets_a_step() {
+        let mut tool = node("t", None, Op::Tool { name: "search".into(), call_id: None });
+        tool.input_text = Some("q".into());
+        tool.output_text = Some("[]".into());
+        tool.warning = Some("0 documents matched".into());
+        tool.sort_key = Some("1".into());
+        let mut scope = node("s", None, Op::Scope);
+        scope.name = "post".into();
+        scope.warning = Some(String::new());
+        scope.sort_key = Some("2".into());
+        let built = build(vec![scope, tool]);
+        let got: Vec<(&str, Option<&str>)> =
+            built.steps.iter().map(|s| (s.content.as_str(), s.warning.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("q", None),
+                ("[]\n[warning] 0 documents matched", Some("0 documents matched")),
+                ("[warning] post", Some("WARNING"))
+            ]
+        );
+        assert!(built.steps.iter().all(|s| !s.is_error));
     }
 
     #[test]

@@ -545,6 +545,46 @@ fn langfuse_observations_nest_agents_and_mark_error_levels() {
     assert_eq!(t.task, "Plan a day in Lyon for under 50 EUR, indoors if it rains.");
     assert!(t.observed_output.clone().unwrap().starts_with("Morning: Musée"));
     assert!(t.metadata.contains(&("session_id".into(), "sess-42".into())));
+    // The EVENT at `level: WARNING` (no `statusMessage`) stays a step, marked as a warning.
+    let warned: Vec<(usize, &str)> =
+        t.steps.iter().filter_map(|s| s.warning.as_deref().map(|w| (s.index, w))).collect();
+    assert_eq!(warned, [(7, "WARNING")]);
+    assert_eq!(t.steps[7].content, "price estimated, not looked up");
+}
+
+#[test]
+fn langfuse_rag_trace_follows_start_times_shows_its_warning_and_keeps_its_event_out_of_the_steps() {
+    let t = one("handbuilt/langfuse/rag_ratelimit_warning.langfuse.json", SourceFormat::Langfuse);
+    // The steps follow `startTime` (vector-search 07.219 before rewrite-query 07.230, answer
+    // 08.447 before rerank 08.813), not the file's order.
+    let tools: Vec<(usize, StepKind, &str)> =
+        t.steps.iter().filter_map(|s| s.tool_name.as_deref().map(|n| (s.index, s.kind, n))).collect();
+    assert_eq!(
+        tools,
+        [
+            (0, ToolCall, "vector-search"),
+            (1, ToolResult, "vector-search"),
+            (4, ToolCall, "vector-search-filtered"),
+            (5, ToolResult, "vector-search-filtered"),
+            (8, ToolCall, "rerank"),
+            (9, ToolResult, "rerank"),
+            (10, ToolCall, "groundedness-check"),
+            (11, ToolResult, "groundedness-check"),
+        ]
+    );
+    assert_eq!(kinds(&t)[2..4], [Message, Message]);
+    assert_eq!(t.steps[3].content, "Team plan API rate limit requests per minute per API key or per workspace");
+    assert_eq!(t.steps[5].content, "[]\n[warning] 0 documents matched filter {plan: team}");
+    assert_eq!(t.steps[5].warning.as_deref(), Some("0 documents matched filter {plan: team}"));
+    assert!(!t.steps[5].is_error);
+    assert_eq!(t.steps.iter().filter(|s| s.warning.is_some()).count(), 1);
+    // The EVENT `response-sent` is no step (no assistant message says its payload).
+    assert_eq!(t.steps.len(), 12);
+    assert!(
+        t.metadata
+            .contains(&("event".into(), "response-sent {\"channel\":\"docs-widget\",\"latency_ms\":4920}".into()))
+    );
+    assert!(t.observed_output.clone().unwrap().starts_with("On the **Team** plan the API limit is"));
 }
 
 // ---------------------------------------------------------------- detection

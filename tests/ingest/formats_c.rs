@@ -38,6 +38,78 @@ fn langfuse_event_with_level_error_is_an_error_step_that_keeps_its_payload() {
 }
 
 #[test]
+fn langfuse_steps_follow_start_instants_levels_mark_steps_and_events_are_metadata() {
+    let t = one("langfuse-levels-events-start-times.json", SourceFormat::Langfuse);
+    // Start times written at other precisions and offsets (`…01Z`, `…01.250Z`,
+    // `10:15:00.600+01:00`) order by the instant; the two observations starting at the same
+    // instant (`…01.250Z`, `…01.250000+00:00`) keep the file's order, as Langfuse's stable sort.
+    assert_eq!(
+        steps(&t),
+        [
+            ("user", Message, "How long is the refund window for annual plans?", false),
+            ("assistant", Message, "refund window annual plan", false),
+            ("assistant", ToolCall, "refund window annual plan", false),
+            (
+                "assistant",
+                ToolResult,
+                "[{\"id\":\"kb:refunds#annual\",\"text\":\"Annual plans: full refund within 30 days.\"}]",
+                false
+            ),
+            ("assistant", ToolCall, "{\"filter\":{\"locale\":\"de\"},\"query\":\"refund window annual plan\"}", false),
+            ("assistant", ToolResult, "[]\n[warning] 0 documents matched filter {locale: de}", false),
+            ("assistant", ToolCall, "1", false),
+            ("assistant", ToolResult, "[\"kb:refunds#annual\"]", false),
+            (
+                "user",
+                Message,
+                "Context:\n[kb:refunds#annual] Annual plans: full refund within 30 days.\n\nQuestion: How long is the refund window for annual plans?",
+                false
+            ),
+            (
+                "assistant",
+                Message,
+                "Annual plans can be refunded within 30 days of purchase [kb:refunds#annual].",
+                false
+            ),
+            ("assistant", Message, "[warning] citation kb:refunds#annual-v2 not found, dropped", false),
+        ]
+    );
+    let tools: Vec<Option<&str>> = t.steps.iter().map(|s| s.tool_name.as_deref()).collect();
+    assert_eq!(
+        tools[2..8],
+        [
+            Some("kb-search"),
+            Some("kb-search"),
+            Some("kb-search-filtered"),
+            Some("kb-search-filtered"),
+            Some("rerank"),
+            Some("rerank")
+        ]
+    );
+    // WARNING marks the observation's last step with its `statusMessage` (a warning SPAN, which
+    // has no step, gets one); DEBUG and DEFAULT mark nothing.
+    let warned: Vec<(usize, &str)> =
+        t.steps.iter().filter_map(|s| s.warning.as_deref().map(|w| (s.index, w))).collect();
+    assert_eq!(
+        warned,
+        [(5, "0 documents matched filter {locale: de}"), (10, "citation kb:refunds#annual-v2 not found, dropped")]
+    );
+    // DEFAULT EVENTs are no steps: the trajectory's metadata lists them in start order, and the
+    // observed output stays the trace's output.
+    let events: Vec<&str> = t.metadata.iter().filter(|(k, _)| k == "event").map(|(_, v)| v.as_str()).collect();
+    assert_eq!(
+        events,
+        ["cache-miss {\"key\":\"qa:refund-window\"}", "response-sent {\"channel\":\"web\",\"latency_ms\":4100}"]
+    );
+    assert!(t.steps.iter().all(|s| !s.content.contains("latency_ms")));
+    assert_eq!(
+        t.observed_output.as_deref(),
+        Some("Annual plans can be refunded within 30 days of purchase [kb:refunds#annual].")
+    );
+    assert_eq!(links(&t, LinkKind::ToolResult), [(2, 3), (4, 5), (6, 7)]);
+}
+
+#[test]
 fn openllmetry_agent_spans_are_agents_with_delegations() {
     let t = one("openllmetry-traceloop-agents.otlp.json", SourceFormat::OtelGenAi);
     assert_eq!(t.agent_names(), ["user", "researcher", "writer"]);
