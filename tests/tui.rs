@@ -168,11 +168,20 @@ fn snapshot_views(fixture: &str, label: &str) {
         let status = app.status.clone().expect("status");
         if warnings > 0 {
             assert_eq!(status.level, Level::Warn, "{}", status.text);
-            assert!(status.text.starts_with(&format!("finished all stages, {warnings} warning")), "{}", status.text);
+            let count = if warnings == 1 { "1 warning".to_string() } else { format!("{warnings} warnings") };
             assert!(
-                status.text.ends_with("; 5 shows it") || status.text.ends_with("; 5 shows them"),
+                status.text.starts_with(&format!("finished all stages, {count} (press 5: verdict): decisive step")),
                 "{}",
                 status.text
+            );
+            // The short form (80 columns) keeps the count, the key and the view first.
+            assert!(
+                status
+                    .short
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with(&format!("{count} (5: verdict): step {decisive} by "))),
+                "{:?}",
+                status.short
             );
         } else {
             assert_eq!(status.level, Level::Ok, "{}", status.text);
@@ -236,6 +245,22 @@ fn snapshots_algorithm_generated_before_run() {
 #[test]
 fn snapshots_algorithm_generated_after_run() {
     snapshot_views(ALGO, "after");
+}
+
+#[test]
+fn a_langfuse_warning_is_marked_in_the_steps_list_and_its_message_is_in_the_evidence() {
+    // Step 5 is a RETRIEVER at `level: WARNING` whose `statusMessage` says why it found nothing.
+    let f = Fixture::copy(Path::new("tests/fixtures/handbuilt/langfuse/rag_ratelimit_warning.langfuse.json"));
+    let mut app = f.open();
+    press(&mut app, ":5<enter><enter>");
+    assert_eq!(app.nav.step, 5);
+    let s = screen(&app);
+    let row = s.lines().find(|l| l.contains("△")).unwrap_or_else(|| panic!("a warning mark in:\n{s}"));
+    assert!(row.contains(" 5"), "{row}");
+    assert_eq!(s.matches('△').count(), 1, "one warning step: {s}");
+    assert!(s.contains("[warning] 0 documents matched filter {plan: team}"), "{s}");
+    // The Langfuse EVENT is no step: no assistant message says its payload.
+    assert!(!s.contains("latency_ms"), "{s}");
 }
 
 #[test]

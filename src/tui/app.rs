@@ -1204,30 +1204,28 @@ impl App {
                     (_, RunTarget::Method(m)) => (Level::Ok, format!("finished method {m}")),
                     _ => (Level::Ok, format!("finished {}", run.target.label())),
                 };
-                // A run that warned (an unreachable LLM server, an unverified verdict) says so
-                // before the verdict, so that a cut status line still shows it; where to read the
-                // warnings comes last.
+                // A run that warned (an unreachable LLM server, an unverified verdict) says so,
+                // and which view shows the warnings, before the verdict, so that a cut status
+                // line still shows both.
                 let warned = self.machine_verdict().map_or(0, |d| d.warnings.len());
-                let (level, warns, see) = match warned {
+                let key = self.keymap.hint(Action::ViewVerdict);
+                let (level, warns, short_warns) = match warned {
                     0 => (level, String::new(), String::new()),
-                    n => (
-                        Level::Warn,
-                        format!(", {}", crate::text::count(n, "warning", "warnings")),
-                        format!(
-                            "; {} shows {}",
-                            self.keymap.hint(Action::ViewVerdict),
-                            if n == 1 { "it" } else { "them" }
-                        ),
-                    ),
+                    n => {
+                        let count = crate::text::count(n, "warning", "warnings");
+                        (Level::Warn, format!(", {count} (press {key}: verdict)"), format!("{count} ({key}: verdict)"))
+                    }
                 };
                 // At 80 columns the long form is cut before its verdict: the short one drops
-                // what the chips and the views already say (which run, how long).
-                let short =
-                    format!("{}{warns}{}{see}", if warns.is_empty() { "done" } else { "" }, self.verdict_short());
-                let short = short.trim_start_matches([',', ' ']).to_string();
+                // what the chips and the views already say (which run, how long, and, after a
+                // warning, the word "decisive").
+                let short = match warned {
+                    0 => format!("done{}", self.verdict_short()),
+                    _ => format!("{short_warns}{}", self.verdict_short().replacen(": decisive step ", ": step ", 1)),
+                };
                 // A re-run's status starts with what the user changed: no shorter form drops it.
                 let short = (!matches!(run.target, RunTarget::Rerun { .. })).then_some(short);
-                self.set_status_with_short(level, format!("{done}{took}{warns}{verdict}{see}"), short);
+                self.set_status_with_short(level, format!("{done}{took}{warns}{verdict}"), short);
             }
             Taken::KeptStages(kept) => {
                 self.clamp_list();

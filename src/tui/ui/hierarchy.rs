@@ -152,6 +152,7 @@ fn step_row(app: &App, s: usize, cols: &StepColumns) -> Line<'static> {
         Some(true) => Span::styled("◆", t.candidate),
         Some(false) => Span::styled("◇", t.pruned),
         None if sum.flags.error || sum.flags.failed_execution => Span::styled("▲", t.error),
+        None if app.traj.steps.get(s).is_some_and(|st| st.warning.is_some()) => Span::styled("△", t.warn),
         None => Span::raw(" "),
     };
     let digits = cols.digits;

@@ -107,6 +107,10 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     for (s, name) in Stage::ALL.into_iter().zip(names) {
         let (mark, style) = if running_stage == Some(s) {
             (spinner(app.ticks), t.info)
+        } else if stage_done(app, s) && asked_nothing(app, s) {
+            // A judging stage that asked no question (no candidate left to verify) ran but
+            // checked nothing: a ✓ would read as "verified".
+            ("–", t.dim)
         } else if stage_done(app, s) || running_stage.is_some_and(|r| s < r && ran_in_this_run(app, s)) {
             ("✓", t.ok)
         } else {
@@ -252,6 +256,20 @@ fn ran_in_this_run(app: &App, s: Stage) -> bool {
         Some(RunTarget::Rerun { from, .. }) => s >= from,
         _ => false,
     }
+}
+
+/// Whether stage `s` is one that asks the judge (verification, re-search) and its latest run
+/// made no judge call.
+fn asked_nothing(app: &App, s: Stage) -> bool {
+    matches!(s, Stage::Verification | Stage::ReSearch)
+        && app
+            .results
+            .pipeline
+            .costs
+            .iter()
+            .rev()
+            .find(|c| c.stage == crate::diagnosis::StageName::Falat(s))
+            .is_some_and(|c| c.cost.calls == 0)
 }
 
 fn stage_done(app: &App, s: Stage) -> bool {

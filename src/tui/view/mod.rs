@@ -480,6 +480,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ("▶", "the phase / candidate / step (once you override) holding the machine's verdict"),
         ("◆ ◇", "candidate kept / pruned"),
         ("▲", "a step with an error or a failed execution"),
+        ("△", "a step the trace marks with a warning (Langfuse level WARNING); its text says it"),
         (
             "⋯",
             "after the step number: a record of the file next to this step was not read (its evidence says which line)",
@@ -488,6 +489,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ("+", "marked by you"),
         ("⊘", "excluded by you"),
         ("✓ ✗", "a check passed / failed"),
+        ("–", "on the status line: a stage that ran but asked the judge nothing (verify: no candidate left)"),
         ("≈ ≠", "methods: same agent at another step / neither step nor agent"),
         ("↓ more", "on a border: the text goes on below (ctrl-d scrolls it)"),
     ] {

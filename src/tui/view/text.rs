@@ -486,7 +486,7 @@ fn verdict_lines(app: &App, l: &mut Linker) {
         l.push(spans);
     }
     // A verification stage that asked nothing had nothing to ask: say so, beside the status bar's
-    // "verify ✓", instead of a bare "0 calls" that reads as if it had not run.
+    // "verify –", instead of a bare "0 calls" that reads as if it had not run.
     let calls: Vec<String> = d
         .cost
         .iter()
