@@ -134,6 +134,68 @@ fn openinference_span_list_with_agent_and_tool_kinds() {
     assert_eq!(t.observed_output.as_deref(), Some("Oslo"));
 }
 
+#[test]
+fn openinference_siblings_follow_the_instant_they_started_whatever_its_precision_and_offset() {
+    // Listed `late`, `early`, `same`: `early` starts at 21:46:12Z written in +02:00 (a string
+    // order would put it last), `late` 500 ms after it, and `same` at the very instant of
+    // `late` written without fraction (a string order would put it first): it keeps its place
+    // after `late`.
+    let tool = |id: &str, start: &str, q: &str| {
+        json!({"name": id, "context": {"trace_id": "0x01", "span_id": format!("0x0{}", id.len())},
+               "parent_id": "0x0a", "start_time": start, "span_kind": "TOOL",
+               "attributes": {"tool.name": id, "input.value": q, "output.value": "ok"}})
+    };
+    let spans = json!([
+        {"name": "agent", "context": {"trace_id": "0x01", "span_id": "0x0a"}, "parent_id": null,
+         "start_time": "2024-05-08T21:46:11Z",
+         "attributes": {"openinference.span.kind": "AGENT", "agent.name": "researcher", "input.value": "go"}},
+        tool("late", "2024-05-08T21:46:12.500Z", "second"),
+        tool("early", "2024-05-08T23:46:12+02:00", "first"),
+        tool("sametime", "2024-05-08T21:46:12.5Z", "third"),
+    ]);
+    let loaded = parse("spans.json", spans.to_string().as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::OpenInference);
+    let calls: Vec<&str> =
+        loaded.trajectories[0].steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.content.as_str()).collect();
+    assert_eq!(calls, ["first", "second", "third"]);
+}
+
+#[test]
+fn agents_sdk_and_langsmith_siblings_follow_the_instant_they_started() {
+    // Agents SDK: `started_at` with and without a fraction, `Z` and `+00:00`.
+    let span = |id: &str, start: &str, input: &str| {
+        json!({"object": "trace.span", "id": id, "trace_id": "trace_1", "parent_id": "s0", "started_at": start,
+               "span_data": {"type": "function", "name": id, "input": input, "output": "ok"}, "error": null})
+    };
+    let doc = json!({"data": [
+        {"object": "trace", "id": "trace_1", "workflow_name": "w"},
+        {"object": "trace.span", "id": "s0", "trace_id": "trace_1", "parent_id": null,
+         "started_at": "2025-06-03T09:14:00Z", "span_data": {"type": "agent", "name": "Helper"}, "error": null},
+        span("b", "2025-06-03T09:14:01.250Z", "second"),
+        span("a", "2025-06-03T09:14:01Z", "first"),
+        span("c", "2025-06-03T10:14:02+01:00", "third"),
+    ]});
+    let t = &parse("spans.json", doc.to_string().as_bytes(), None).unwrap().trajectories[0];
+    let calls: Vec<&str> = t.steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.content.as_str()).collect();
+    assert_eq!(calls, ["first", "second", "third"]);
+    // LangSmith runs without `dotted_order`: `start_time` at any precision.
+    let run = |id: &str, start: &str, q: &str| {
+        json!({"id": id, "name": id, "run_type": "tool", "trace_id": "r0", "parent_run_id": "r0",
+               "start_time": start, "inputs": {"input": q}, "outputs": {"output": "ok"}})
+    };
+    let runs = json!([
+        {"id": "r0", "name": "agent", "run_type": "chain", "trace_id": "r0", "parent_run_id": null,
+         "start_time": "2025-06-03T09:14:00", "inputs": {"input": "go"}, "outputs": {"output": "done"}},
+        run("r2", "2025-06-03T09:14:01.250000Z", "second"),
+        run("r1", "2025-06-03T09:14:01Z", "first"),
+    ]);
+    let loaded = parse("runs.json", runs.to_string().as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::LangSmith);
+    let calls: Vec<&str> =
+        loaded.trajectories[0].steps.iter().filter(|s| s.kind == ToolCall).map(|s| s.content.as_str()).collect();
+    assert_eq!(calls, ["first", "second"]);
+}
+
 // ---------------------------------------------------------------- any-agent
 
 #[test]
