@@ -198,6 +198,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     wrong_delegation(ctx, i, &mut g);
     misrouted(ctx, i, &mut g);
     constraints::dropped_constraint(ctx, i, &mut g);
+    constraints::flag_against_request(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);
