@@ -101,10 +101,8 @@ fn name_words(key: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     for c in key.chars() {
-        if c == '_' || c == '-' || c.is_uppercase() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
+        if (c == '_' || c == '-' || c.is_uppercase()) && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
         }
         if c.is_alphanumeric() {
             word.extend(c.to_lowercase());
