@@ -198,6 +198,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     wrong_delegation(ctx, i, &mut g);
     misrouted(ctx, i, &mut g);
     constraints::dropped_constraint(ctx, i, &mut g);
+    constraints::flag_against_request(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);
@@ -208,6 +209,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     progress::no_progress(ctx, i, &mut h);
     coding::reproduction_not_rerun(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
+    instructions::stopped_early(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
     instructions::scoped_search_reported_whole(ctx, i, &mut h);
     instructions::omitted_hits(ctx, i, &mut h);
@@ -301,6 +303,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                     && (written_result(content, e.span.start, k)
                         || written_part(content, e.span.start, &sourced)
                         || rounded_form(content, e.span.start, k, &sourced)
+                        // A duration between two clock times the step writes ("arr 11:30 … 2.5
+                        // hours before your 14:00 meeting").
+                        || clock_gap(content, e.span.start, k)
                         // A value restated in another unit of the same measure ("2.3 km"
                         // after "2300 m").
                         || unit_restated(content, e.span.start, k)
@@ -596,11 +601,15 @@ fn share_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
 }
 
 /// Whether the number `key` written at byte `at` of `text` is the result of the arithmetic written
-/// just before it on the same line: `a op b … = N` with numbers and `+`, `-`, `*`, `×`, `x`, `/`,
-/// `÷` (usual precedence, no brackets), equal to `N` at the precision `N` is written with.
+/// just before it on the same line: `a op b … = N` with numbers (thousands may be grouped with
+/// commas, `1,284 / 15,870 = 0.0809`) and `+`, `-`, `*`, `×`, `x`, `/`, `÷` (usual precedence, no
+/// brackets), equal to `N` at the precision `N` is written with.
 fn written_result(text: &str, at: usize, key: &str) -> bool {
     static EXPRESSION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(-?\d+(?:\.\d+)?(?:\s*[-+*×x/÷]\s*\d+(?:\.\d+)?)+)\s*(?:=|≈|equals)\s*[$€£]?\s*$").unwrap()
+        regex::Regex::new(
+            r"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*[-+*×x/÷]\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)+)\s*(?:=|≈|equals)\s*[$€£]?\s*$",
+        )
+        .unwrap()
     });
     let Ok(v) = key.parse::<f64>() else { return false };
     let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
@@ -608,6 +617,34 @@ fn written_result(text: &str, at: usize, key: &str) -> bool {
     let Some(result) = evaluate(&c[1]) else { return false };
     let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
     (result - v).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9
+}
+
+/// Whether the number `key`, written in `text` from byte `start` with a unit of time right after
+/// its digits ("2.5 hours", "45 min", "3h"), is the time between two clock times the same text writes
+/// (`HH:MM`, 24-hour, the same day), in hours or minutes at the precision `key` is written with:
+/// "arrives 11:30 … that leaves you 2.5 hours before your 14:00 meeting" works it out. At most the
+/// first 12 clock times are paired.
+fn clock_gap(text: &str, start: usize, key: &str) -> bool {
+    static UNIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[\s\u{a0}]*(?:(h|hrs?|hours?)|(min|mins|minutes?))\b").unwrap()
+    });
+    static CLOCK: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    let Some(unit) = UNIT.captures(rest) else { return false };
+    let per_minute = if unit.get(1).is_some() { 1.0 / 60.0 } else { 1.0 };
+    let clocks: Vec<f64> = CLOCK
+        .captures_iter(text)
+        .filter_map(|c| Some(c[1].parse::<f64>().ok()? * 60.0 + c[2].parse::<f64>().ok()?))
+        .take(12)
+        .collect();
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    v > 0.0
+        && clocks.iter().enumerate().any(|(i, &a)| {
+            clocks[i + 1..].iter().any(|&b| (a - b).abs() > 0.0 && ((a - b).abs() * per_minute - v).abs() <= tol)
+        })
 }
 
 /// Whether the number written at byte `at` of `text` is a term of a written sum or difference
@@ -659,7 +696,7 @@ fn rounded_form(text: &str, at: usize, key: &str, sourced: &[(f64, usize)]) -> b
 /// `None` when it does not parse or divides by zero.
 fn evaluate(expr: &str) -> Option<f64> {
     static TOKEN: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:\.\d+)?|[-+*×x/÷]").unwrap());
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+*×x/÷]").unwrap());
     let mut terms: Vec<f64> = Vec::new();
     let (mut pending, mut sign, mut expect_number) = (None::<char>, 1.0, true);
     for m in TOKEN.find_iter(expr) {
@@ -669,7 +706,8 @@ fn evaluate(expr: &str) -> Option<f64> {
                 sign = -sign;
                 continue;
             }
-            let n: f64 = t.parse().ok()?;
+            // Thousands written with commas ("15,870") are one number.
+            let n: f64 = t.replace(',', "").parse().ok()?;
             let n = sign * n;
             sign = 1.0;
             match pending.take() {
@@ -2851,6 +2889,26 @@ mod arithmetic_tests {
         assert!(!written_result(text, text.rfind('4').unwrap(), "4"));
         assert_eq!(evaluate("1 / 0"), None);
         assert_eq!(evaluate("2 x 3 + 1"), Some(7.0));
+        // Thousands grouped with commas: one number each.
+        let text = "8.1 % (1,284 / 15,870 = 0.0809).";
+        assert!(written_result(text, text.find("0.0809").unwrap(), "0.0809"));
+        assert!(!written_result(text, text.find("0.0809").unwrap(), "0.0810"));
+        assert_eq!(evaluate("1,284 + 16"), Some(1300.0));
+    }
+
+    #[test]
+    fn a_duration_between_two_clock_times_of_the_step_is_derived() {
+        let text = "arr Wien Hbf 11:30, direct. That leaves you 2.5 hours before your 14:00 meeting.";
+        assert!(clock_gap(text, text.find("2.5").unwrap(), "2.5"));
+        let text = "Boarding 09:10, departure 09:55: 45 min to spare.";
+        assert!(clock_gap(text, text.find("45").unwrap(), "45"));
+        // Another duration, a number with no unit of time, a single clock time: not derived.
+        let text = "arr 11:30, that leaves you 3.5 hours before your 14:00 meeting.";
+        assert!(!clock_gap(text, text.find("3.5").unwrap(), "3.5"));
+        let text = "arr 11:30, seat 2.5 before your 14:00 meeting.";
+        assert!(!clock_gap(text, text.find("2.5").unwrap(), "2.5"));
+        let text = "That leaves you 2.5 hours before your 14:00 meeting.";
+        assert!(!clock_gap(text, text.find("2.5").unwrap(), "2.5"));
     }
 
     #[test]

@@ -686,3 +686,50 @@ fn a_date_read_off_the_neighbouring_entry_is_found_and_the_right_one_is_not() {
         assert_eq!(findings(&release_run(right)), vec![], "{right}");
     }
 }
+
+/// A call's yes/no option set against the user's words for it is the decisive call: "let it run
+/// until the end of the period" then `cancel_subscription` with `at_period_end: false` (a
+/// held-out user's Agents SDK run: the subscription ended at once and PDF export was revoked,
+/// while the closing message said access stays until the period's end).
+#[test]
+fn a_yes_no_option_set_against_the_user_s_words_is_the_decisive_call() {
+    let t = crate::chat::fixture("handbuilt/openai-agents/cancel_now_against_period_end.json");
+    let found: Vec<usize> =
+        crate::chat::findings(&t).into_iter().filter(|(_, s)| *s == Signal::ArgumentMismatch).map(|(i, _)| i).collect();
+    assert_eq!(found, vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "calls cancel_subscription with at_period_end false, but the user asked \"But please let it run until \
+         the end of the period I've already paid f…\" (step 0)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("Billing Assistant")), "{}", d.reason);
+    // Built here: a negated request turns the option round; a request the option keeps, a
+    // one-word option and an option the user said nothing of are no finding.
+    let run = |said: &str, args: Value| {
+        let mut m = vec![user(said)];
+        m.extend(call("c1", "cancel_subscription", args, r#"{"status": "ok"}"#));
+        m.push(assistant("Done."));
+        crate::chat::load(m)
+    };
+    let mismatches = |t: &Trajectory| {
+        crate::chat::findings(t)
+            .into_iter()
+            .filter(|(_, s)| *s == Signal::ArgumentMismatch)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>()
+    };
+    let t = run(
+        "Cancel sub_9 please. Don't notify the customer, I'll call them.",
+        json!({"id": "sub_9", "notify_customer": true}),
+    );
+    assert_eq!(mismatches(&t), vec![1]);
+    for (said, args) in [
+        ("Cancel sub_9 at the end of the period please.", json!({"id": "sub_9", "at_period_end": true})),
+        ("Cancel sub_9 right away, not at the end of the period.", json!({"id": "sub_9", "at_period_end": false})),
+        ("Cancel sub_9 and prorate it.", json!({"id": "sub_9", "prorate": false})),
+        ("Cancel sub_9 right away.", json!({"id": "sub_9", "notify_customer": false})),
+    ] {
+        assert_eq!(mismatches(&run(said, args.clone())), Vec::<usize>::new(), "{said} {args}");
+    }
+}

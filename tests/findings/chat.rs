@@ -63,6 +63,17 @@ pub fn fixture(rel: &str) -> Trajectory {
     falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
 }
 
+/// The first trajectory of the file at `path` read as `falat diagnose` reads it, with the files
+/// beside it that it refers to (a Claude Code session's `subagents/` files).
+pub fn load_beside(path: &std::path::Path) -> Trajectory {
+    falat::ingest::fs::load_path(path, None).expect("loads").trajectories.remove(0)
+}
+
+/// [`load_beside`] of a file under `tests/fixtures`.
+pub fn fixture_beside(rel: &str) -> Trajectory {
+    load_beside(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel))
+}
+
 /// Every finding of the run, as `(step, signal)` in step order.
 pub fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
     let sub = Substrate::build(t);

@@ -5,7 +5,7 @@
 
 use falat::diagnosis::Signal;
 
-use crate::chat::{evidence, falat, findings, fixture};
+use crate::chat::{evidence, falat, findings, fixture, load_beside};
 
 #[test]
 fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_decisive_step() {
@@ -52,7 +52,7 @@ fn a_delegation_that_drops_the_python_version_the_user_stressed_is_the_decisive_
     // A held-out user's Claude Code session: "Important: tinyrate still supports Python 3.8 …, so
     // the tests must stay 3.8-compatible"; the main agent hands the conversion to a sub-agent with
     // a prompt asking for type hints and no word of 3.8; the sub-agent writes `list[bool]`.
-    let t = with_subagents(&fixture_dir().join("tests_converted_without_py38.jsonl"));
+    let t = load_beside(&fixture_dir().join("tests_converted_without_py38.jsonl"));
     let wrong: Vec<usize> =
         findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
     assert_eq!(wrong, vec![6]);
@@ -88,7 +88,7 @@ fn a_delegation_that_carries_the_version_or_a_version_said_in_passing_is_no_find
         )
         .expect("the sub-agent file");
         std::fs::write(dir.path().join("session.jsonl"), base.replace(from, to)).expect("the session");
-        let t = with_subagents(&dir.path().join("session.jsonl"));
+        let t = load_beside(&dir.path().join("session.jsonl"));
         let wrong: Vec<usize> =
             findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
         assert_eq!(wrong, Vec::<usize>::new(), "{to}");
@@ -98,9 +98,4 @@ fn a_delegation_that_carries_the_version_or_a_version_said_in_passing_is_no_find
 /// The folder of the hand-built Claude Code sessions.
 fn fixture_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handbuilt/claude-code")
-}
-
-/// The session at `path` with its sub-agent files read from beside it, as `falat diagnose` reads it.
-fn with_subagents(path: &std::path::Path) -> falat::model::Trajectory {
-    falat::ingest::fs::load_path(path, None).expect("loads").trajectories.remove(0)
 }

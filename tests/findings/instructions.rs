@@ -11,7 +11,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, user};
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, fixture_beside, load, user};
 
 /// The steps holding one signal.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
@@ -532,4 +532,48 @@ fn a_search_of_the_whole_tree_or_of_every_named_folder_is_no_partial_search() {
     let mut t = searched(&["rg -n parse_config src/"]);
     t.steps[3].content = "I only searched src/: parse_config is called at src/app.py:12.".into();
     assert_eq!(steps_with(&t, Signal::PartialSearch), Vec::<usize>::new());
+}
+
+/// A sub-agent reports "one failing test; everything else passes" after `pytest -x` stopped at
+/// the first failure with 16 of 61 tests run: the report generalises from part of the suite and
+/// is the decisive step (a held-out user's Claude Code session; the main agent then fixed that
+/// one test and called the suite green).
+#[test]
+fn a_report_that_everything_else_passes_after_a_run_stopped_at_its_first_failure_is_found() {
+    let t = fixture_beside("handbuilt/claude-code/integration_report_after_pytest_x.jsonl");
+    assert_eq!(steps_with(&t, Signal::PartialCheck), vec![11]);
+    assert_eq!(
+        evidence(&t, 11, Signal::PartialCheck),
+        "says \"everything else passes\" but the last test run, `uv run pytest tests/integration -x -q -p \
+         no:cac…` (step 5), stopped at its first failure: 16 of 61 tests ran (step 6)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(11), Some("general-purpose")), "{}", d.reason);
+}
+
+/// The same report is no finding when the run did not stop early, or when it says the rest did
+/// not run; OpenAI-chat runs of one `pytest` call.
+#[test]
+fn everything_else_passes_after_a_whole_run_or_owned_up_is_no_finding() {
+    let stopped = "collected 61 items\n\ntests/test_retry.py ..F\n!!!!!!!!!! stopping after 1 failures !!!!!!!!!!\n1 failed, 15 passed in 22.84s";
+    let whole = "collected 61 items\n\ntests/test_retry.py ..F\n1 failed, 60 passed in 80.10s";
+    let run = |cmd: &str, output: &str, report: &str| {
+        let mut m = vec![user("Run the integration tests and tell me what fails.")];
+        m.extend(call("c1", "bash", json!({"command": cmd}), output));
+        m.push(assistant(report));
+        load(m)
+    };
+    let report = "One failing test: test_retry_through_egress_proxy. Everything else passes.";
+    assert_eq!(steps_with(&run("pytest tests -x -q", stopped, report), Signal::PartialCheck), vec![3]);
+    // `-qx` asks pytest to stop as `-x` does, and the banner alone says it stopped.
+    assert_eq!(steps_with(&run("pytest tests -qx", stopped, report), Signal::PartialCheck), vec![3]);
+    assert_eq!(steps_with(&run("pytest tests -q", stopped, report), Signal::PartialCheck), vec![3]);
+    for (cmd, output, report) in [
+        ("pytest tests -q", whole, report),
+        ("pytest tests -x -q", stopped, "One failing test; pytest stopped there, so the rest did not run."),
+        ("pytest tests -x -q", stopped, "One failing test: test_retry_through_egress_proxy."),
+    ] {
+        let t = run(cmd, output, report);
+        assert_eq!(steps_with(&t, Signal::PartialCheck), Vec::<usize>::new(), "{cmd} / {report}");
+    }
 }

@@ -414,3 +414,26 @@ fn a_figure_written_with_spaces_between_its_thousands_has_a_source() {
     let f = findings(&t);
     assert!(f[3].iter().any(|(s, e)| *s == Signal::UnsourcedValue && e.contains("79611")), "{:?}", f[3]);
 }
+
+/// Figures worked out in the sentence that states them are no unsourced values: a share written
+/// with its division ("1,284 / 15,870 = 0.0809", thousands grouped with commas) and the hours
+/// between a booked arrival and a meeting ("arr … 11:30 … That leaves you 2.5 hours before your
+/// 14:00 meeting"). Two held-out users' correct runs (a LangSmith SQL agent, Google ADK
+/// sub-agents) that falat called hallucinations.
+#[test]
+fn a_share_written_with_its_division_and_a_time_between_two_clock_times_are_worked_out() {
+    for rel in [
+        "handbuilt/langsmith/sql_share_of_orders_to_canada.json",
+        "handbuilt/google-adk/train_booked_time_to_meeting.json",
+    ] {
+        let t = crate::chat::fixture(rel);
+        let unsourced: Vec<usize> = crate::chat::findings(&t)
+            .into_iter()
+            .filter(|(_, s)| *s == Signal::UnsourcedValue)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(unsourced, Vec::<usize>::new(), "{rel}");
+        let d = crate::chat::falat(&t);
+        assert_eq!(d.decisive_step, None, "{rel}: {}", d.reason);
+    }
+}

@@ -1,6 +1,10 @@
-//! A constraint the user stressed that a delegation leaves out: "the tests must stay
-//! 3.8-compatible", then a sub-agent asked to write the tests with no word of Python 3.8.
-//! docs/METHODS.md, "Instructions".
+//! What the user asked that a step then leaves out or turns round:
+//! - [`dropped_constraint`]: a constraint the user stressed that a delegation leaves out: "the
+//!   tests must stay 3.8-compatible", then a sub-agent asked to write the tests with no word of
+//!   Python 3.8 (docs/METHODS.md, "Instructions");
+//! - [`flag_against_request`]: a call's yes/no option set against the user's words for it: "let
+//!   it run until the end of the period", then `cancel_subscription` with `at_period_end: false`
+//!   (docs/METHODS.md, "Actions").
 
 use std::sync::LazyLock;
 
@@ -81,6 +85,108 @@ pub(super) fn dropped_constraint(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
     }
 }
 
+/// How many of the served user's turns before a call [`flag_against_request`] reads.
+const REQUEST_TURNS: usize = 4;
+
+/// Words that turn a sentence's request round ("not at the end of the period", "don't notify").
+static NEGATED: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(not|no|don't|do not|doesn't|never|without|instead of|rather than|skip)\b").unwrap()
+});
+
+/// The content words of an option's name (`at_period_end`: `period`, `end`; `notifyCustomer`:
+/// `notify`, `customer`), lowercase, connecting words left out.
+fn name_words(key: &str) -> Vec<String> {
+    const CONNECTING: [&str; 16] =
+        ["at", "to", "in", "on", "of", "the", "is", "by", "for", "and", "or", "a", "an", "with", "if", "be"];
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in key.chars() {
+        if (c == '_' || c == '-' || c.is_uppercase()) && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words.retain(|w| w.len() >= 3 && !CONNECTING.contains(&w.as_str()));
+    words
+}
+
+/// Whether `sentence` holds `word` or a form of it: the same first five letters ("periods" for
+/// `period`, "notified" for `notify`), or the word itself when shorter.
+fn holds(sentence: &[String], word: &str) -> bool {
+    let stem: String = word.chars().take(5).collect();
+    sentence.iter().any(|w| if word.len() < 5 { w == word } else { w.starts_with(&stem) })
+}
+
+/// Step `i`, a tool call whose JSON arguments set a yes/no option (`"at_period_end": false`,
+/// `"notify_customer": true`) whose name has two content words or more ([`name_words`]), where a
+/// sentence of one of the served user's last [`REQUEST_TURNS`] turns before it holds every one of
+/// them and asks the other way: without a negation ([`NEGATED`]) it asks for the option
+/// ("please let it run until the end of the period" against `at_period_end: false`), with one it
+/// asks against it ("don't notify the customer" against `notify_customer: true`). The call does
+/// the opposite of what the user asked (docs/METHODS.md, "Actions").
+pub(super) fn flag_against_request(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall || !(step.content.contains("false") || step.content.contains("true")) {
+        return;
+    }
+    let (Some(a), Some(b)) = (step.content.find('{'), step.content.rfind('}')) else { return };
+    let Some(serde_json::Value::Object(args)) =
+        step.content.get(a..=b).and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+    else {
+        return;
+    };
+    let options: Vec<(&String, bool, Vec<String>)> = args
+        .iter()
+        .filter_map(|(k, v)| Some((k, v.as_bool()?, name_words(k))))
+        .filter(|(_, _, words)| words.len() >= 2)
+        .collect();
+    if options.is_empty() {
+        return;
+    }
+    let users = ctx
+        .facts
+        .user_steps
+        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    let before = users.partition_point(|&u| u < i);
+    for &u in users[before.saturating_sub(REQUEST_TURNS)..before].iter().rev() {
+        for sentence in sentences(&t.steps[u].content) {
+            let words: Vec<String> = sentence
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            for (key, value, name) in &options {
+                if !name.iter().all(|w| holds(&words, w)) {
+                    continue;
+                }
+                let asks_for = !NEGATED.is_match(sentence);
+                if asks_for == *value {
+                    continue;
+                }
+                let tool = step.tool_name.as_deref().unwrap_or("the tool");
+                out.push(finding(
+                    Signal::ArgumentMismatch,
+                    weights::ARGUMENT_MISMATCH,
+                    prose![
+                        format!("calls {tool} with {key} {value}, but the user asked \""),
+                        crate::text::first_line(sentence, 70),
+                        "\" (step ",
+                        Part::Step(u),
+                        ")"
+                    ],
+                ));
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +200,16 @@ mod tests {
         assert_eq!((&c[1], &c[2]), ("Python", "3.8"));
         assert!(VERSION.captures("we use Node 18 in CI").is_some_and(|c| &c[2] == "18"));
         assert!(VERSION.captures("version 3.8 of the API").is_none());
+    }
+
+    #[test]
+    fn an_option_s_name_is_read_as_its_content_words() {
+        assert_eq!(name_words("at_period_end"), ["period", "end"]);
+        assert_eq!(name_words("notifyCustomer"), ["notify", "customer"]);
+        assert_eq!(name_words("prorate"), ["prorate"]);
+        let said = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert!(holds(&said("until the end of the periods"), "period"));
+        assert!(holds(&said("please notified them"), "notify"));
+        assert!(!holds(&said("the endpoint"), "end"));
     }
 }
