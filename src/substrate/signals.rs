@@ -27,6 +27,7 @@ pub mod revert;
 pub mod shell;
 mod statistics;
 mod tables;
+mod units;
 use shell::is_shell_tool;
 pub use shell::shell_command;
 
@@ -191,6 +192,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
     tables::wrong_column(ctx, i, &mut f);
+    units::minor_units_as_major(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.

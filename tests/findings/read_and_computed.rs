@@ -1,6 +1,7 @@
 //! What an agent reads from a table and what its code computes (docs/METHODS.md, "Grounding" and
 //! "Instructions"): a figure stated for one column of a table that gives it under another, and
-//! code that prints a mean under the name of the median; a terminal's output linked to the code
+//! code that prints a mean under the name of the median, an amount in cents stated as euros; a
+//! terminal's output linked to the code
 //! it ran, and a file browser's page read as a file read.
 
 use falat::diagnosis::Signal;
@@ -139,4 +140,39 @@ fn a_statistic_is_read_against_the_name_it_is_printed_or_assigned_under() {
         let t = computed(code, "41.00");
         assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new(), "{code}");
     }
+}
+
+/// An amount the billing API gives in cents (the system message says amounts are in the minor
+/// unit) stated as euros in a reminder's draft is the decisive step (a held-out user's OpenAI
+/// chat run: `"amount_remaining": 220000`, then "€220,000.00 outstanding").
+#[test]
+fn an_amount_in_cents_stated_as_euros_is_a_misread() {
+    let t = fixture("handbuilt/openai-chat/reminder_cents_read_as_euros.json");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult).first(), Some(&9));
+    assert_eq!(
+        evidence(&t, 9, Signal::IgnoredResult),
+        "states €220,000.00, but amount_remaining 220000 at step 5 is in the minor unit (cents): 2,200.00"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(9), "misread_tool_output"), "{}", d.reason);
+    // Built here: the same figure from an API that says nothing of cents, and the amount read
+    // right, are no misread.
+    let run = |policy: &str, said: &str| {
+        let mut m = vec![system(policy), user("How much does ACME still owe?")];
+        m.extend(call(
+            "c1",
+            "get_invoice",
+            json!({"id": "in_1"}),
+            r#"{"currency": "eur", "amount_remaining": 220000, "status": "open"}"#,
+        ));
+        m.push(assistant(said));
+        load(m)
+    };
+    let cents = "You are a billing assistant. Amounts are integers in the currency's minor unit (cents).";
+    assert_eq!(steps_with(&run(cents, "ACME still owes €220,000.00."), Signal::IgnoredResult), vec![4]);
+    assert_eq!(steps_with(&run(cents, "ACME still owes €2,200.00."), Signal::IgnoredResult), Vec::<usize>::new());
+    assert_eq!(
+        steps_with(&run("You are a billing assistant.", "ACME still owes €220,000.00."), Signal::IgnoredResult),
+        Vec::<usize>::new()
+    );
 }

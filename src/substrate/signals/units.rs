@@ -1,0 +1,170 @@
+//! An amount a tool gives in the currency's minor unit (cents) stated as if it were in the major
+//! unit: `"amount_remaining": 220000` in cents, then "€220,000.00 outstanding" (it is €2,200.00).
+//! docs/METHODS.md, "Grounding".
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Context, finding, weights};
+use crate::diagnosis::{Finding, Part, Signal};
+use crate::model::StepKind;
+use crate::prose;
+
+/// How many steps back the tool results holding the amount are read.
+const WINDOW: usize = 60;
+
+/// An amount written with its currency: `€220,000.00`, `$ 1,506,050`, `EUR 380.00`, `220.000,00 €`,
+/// `1506050 USD`. Group 1 or 2 is the number.
+static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?:[€$£]|\b(?:EUR|USD|GBP|CHF|SEK|NOK|DKK|CAD|AUD)\b)[\s\u{a0}]?(\d[\d,.\u{a0}\u{202f}]*\d|\d)",
+        r"|(\d[\d,.\u{a0}\u{202f}]*\d|\d)[\s\u{a0}]?(?:€|\b(?:EUR|USD|GBP|CHF|SEK|NOK|DKK|CAD|AUD)\b)",
+    ))
+    .unwrap()
+});
+
+/// A JSON member of a tool result that holds a whole amount: a name that says amount, total,
+/// price, balance, due, paid, remaining, subtotal or cents, and digits with no decimal point.
+/// Group 1 is the name, group 2 the digits.
+static MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#""([A-Za-z_]*(?:amount|total|price|balance|due|paid|remaining|cents)[A-Za-z_]*)"\s*:\s*(\d{3,})\b[^.\d]"#,
+    )
+    .unwrap()
+});
+
+/// A text saying amounts are in the minor unit: "integers in the currency's minor unit (cents)",
+/// "amounts are in cents".
+static MINOR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bminor[ -]units?\b|\b(?:in|as) cents\b|\(cents\)").unwrap());
+
+/// The value of an amount as written, in its unit: the separator followed by exactly two digits at
+/// the end is the decimal point (`220,000.00`, `220.000,00`), the others group thousands.
+fn amount_value(written: &str) -> Option<f64> {
+    let s: String = written.chars().filter(|c| !matches!(c, '\u{a0}' | '\u{202f}' | ' ')).collect();
+    let last = s.rfind([',', '.']);
+    let (whole, cents) = match last {
+        Some(k) if s.len() - k - 1 == 2 => (&s[..k], &s[k + 1..]),
+        _ => (s.as_str(), "0"),
+    };
+    let whole: String = whole.chars().filter(char::is_ascii_digit).collect();
+    Some(whole.parse::<f64>().ok()? + cents.parse::<f64>().ok()? / 100.0)
+}
+
+/// The string values of a call's JSON arguments, one per line (nested ones too), or the text
+/// itself when it is no JSON.
+fn call_text(content: &str) -> String {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let json = content
+        .find('{')
+        .zip(content.rfind('}'))
+        .and_then(|(a, b)| serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok());
+    match json {
+        Some(v) => {
+            let mut out = Vec::new();
+            strings(&v, &mut out);
+            out.join("\n")
+        }
+        None => content.to_string(),
+    }
+}
+
+/// `2200.0` as `2,200.00`.
+fn money(v: f64) -> String {
+    let cents = (v * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (k, c) in whole.chars().enumerate() {
+        if k > 0 && (whole.len() - k) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("{grouped}.{:02}", cents % 100)
+}
+
+/// Step `i`, an agent's message, thought or call (not a shell command; a call's string arguments,
+/// such as a draft's body, are read: [`call_text`]), states an
+/// amount with its currency ([`AMOUNT`]) whose value in the major unit is exactly the whole number
+/// a tool result of the last [`WINDOW`] steps gives for an amount ([`MEMBER`]), where the run says
+/// amounts are in the minor unit: the member's name says cents (`amount_cents`), or a system or
+/// tool text says so ([`MINOR`], in the first five steps or the window). The amount was read a
+/// hundred times too large. Amounts under 100 are not read. docs/METHODS.md, "Grounding".
+pub(super) fn minor_units_as_major(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought | StepKind::ToolCall)
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || !(AMOUNT.is_match(&step.content) || step.content.contains("\\u20ac") || step.content.contains("\\u00a3"))
+    {
+        return;
+    }
+    if step.kind == StepKind::ToolCall {
+        let tool = step.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
+        if super::shell_command(&tool, &step.content).is_some() {
+            return;
+        }
+    }
+    // A call's arguments are read as the texts they hold (a draft's body), JSON escapes undone.
+    let text = match step.kind {
+        StepKind::ToolCall => call_text(&step.content),
+        _ => step.content.clone(),
+    };
+    let from = i.saturating_sub(WINDOW);
+    let said_minor = (0..i.min(5)).chain(from..i).any(|j| MINOR.is_match(&t.steps[j].content));
+    for c in AMOUNT.captures_iter(&text) {
+        let Some(g) = c.get(1).or_else(|| c.get(2)) else { continue };
+        let Some(v) = amount_value(g.as_str()) else { continue };
+        if v < 100.0 || v.fract() != 0.0 {
+            continue;
+        }
+        for j in (from..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult) {
+            let Some(m) = MEMBER
+                .captures_iter(&t.steps[j].content)
+                .find(|m| m[2].parse::<f64>().is_ok_and(|n| n == v) && (said_minor || m[1].contains("cents")))
+            else {
+                continue;
+            };
+            let shown = c.get(0).map_or("", |a| a.as_str()).trim();
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    format!("states {shown}, but {} {} at step ", &m[1], &m[2]),
+                    Part::Step(j),
+                    format!(" is in the minor unit (cents): {}", money(v / 100.0))
+                ],
+            ));
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_read_with_their_decimal_point_and_thousands() {
+        assert_eq!(amount_value("220,000.00"), Some(220000.0));
+        assert_eq!(amount_value("220.000,00"), Some(220000.0));
+        assert_eq!(amount_value("1,506,050"), Some(1506050.0));
+        assert_eq!(amount_value("380.50"), Some(380.5));
+        assert_eq!(money(2200.0), "2,200.00");
+        assert_eq!(money(15060.5), "15,060.50");
+        let c = AMOUNT.captures("still has €220,000.00 outstanding").unwrap();
+        assert_eq!(c.get(1).unwrap().as_str(), "220,000.00");
+        let m = MEMBER.captures(r#"{"amount_remaining": 220000, "x": 1}"#).unwrap();
+        assert_eq!((&m[1], &m[2]), ("amount_remaining", "220000"));
+        assert!(MEMBER.captures(r#"{"amount": 220000.5}"#).is_none());
+    }
+}
