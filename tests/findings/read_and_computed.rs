@@ -168,11 +168,17 @@ fn an_amount_in_cents_stated_as_euros_is_a_misread() {
         m.push(assistant(said));
         load(m)
     };
+    // The misread's own words: another finding may hold for an answer that repeats no figure.
+    let misread = |t: &Trajectory| {
+        (0..t.steps.len())
+            .filter(|&i| {
+                steps_with(t, Signal::IgnoredResult).contains(&i)
+                    && evidence(t, i, Signal::IgnoredResult).contains("in the minor unit")
+            })
+            .collect::<Vec<_>>()
+    };
     let cents = "You are a billing assistant. Amounts are integers in the currency's minor unit (cents).";
-    assert_eq!(steps_with(&run(cents, "ACME still owes €220,000.00."), Signal::IgnoredResult), vec![4]);
-    assert_eq!(steps_with(&run(cents, "ACME still owes €2,200.00."), Signal::IgnoredResult), Vec::<usize>::new());
-    assert_eq!(
-        steps_with(&run("You are a billing assistant.", "ACME still owes €220,000.00."), Signal::IgnoredResult),
-        Vec::<usize>::new()
-    );
+    assert_eq!(misread(&run(cents, "ACME still owes €220,000.00.")), vec![4]);
+    assert_eq!(misread(&run(cents, "ACME still owes €2,200.00.")), Vec::<usize>::new());
+    assert_eq!(misread(&run("You are a billing assistant.", "ACME still owes €220,000.00.")), Vec::<usize>::new());
 }

@@ -83,7 +83,7 @@ fn money(v: f64) -> String {
     let whole = (cents / 100).to_string();
     let mut grouped = String::new();
     for (k, c) in whole.chars().enumerate() {
-        if k > 0 && (whole.len() - k) % 3 == 0 {
+        if k > 0 && (whole.len() - k).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(c);
