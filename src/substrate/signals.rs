@@ -183,6 +183,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::unsafe_fix(ctx, i, &mut f);
     coding::dedupe_incomplete(ctx, i, &mut f);
     coding::pinned_past_constraint(ctx, i, &mut f);
+    coding::other_copy_edited(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }

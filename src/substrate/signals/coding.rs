@@ -955,9 +955,8 @@ const NORMALISES: [&str; 8] =
 /// count above zero on the first line of its output with a number, and then the agent neither
 /// drops duplicates again nor states that count in its final output: the agent's own sanity check
 /// showed duplicates the kept code leaves, and the answer ignores them ("drops duplicates on the
-/// key as written, without the `.lower(`, `.strip(` its own check at step 18 applies, whose
-/// output at step 19 shows `119 58` duplicates left; the final output at step 23 does not tell
-/// them").
+/// key as written; the agent's check at step 18 adds `.lower(`, `.strip(` and finds `119 58`
+/// left (step 19), which the final output at step 23 leaves out").
 pub(super) fn dedupe_incomplete(ctx: &Context<'_>, d: usize, out: &mut Vec<Finding>) {
     static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d+\b").unwrap());
     let t = ctx.trajectory;
@@ -1001,13 +1000,13 @@ pub(super) fn dedupe_incomplete(ctx: &Context<'_>, d: usize, out: &mut Vec<Findi
         Signal::FailedAction,
         weights::FAILED_ACTION,
         prose![
-            format!("drops duplicates on the key as written, without the {} its own check at step ", used.join(", ")),
+            "drops duplicates on the key as written; the agent's check at step ",
             Part::Step(k),
-            " applies, whose output at step ",
+            format!(" adds {} and finds `{}` left (step ", used.join(", "), crate::text::clip(line.trim(), 30)),
             Part::Step(r),
-            format!(" shows `{}` duplicates left; the final output at step ", crate::text::clip(line.trim(), 40)),
+            "), which the final output at step ",
             Part::Step(f),
-            " does not tell them"
+            " leaves out"
         ],
     ));
 }
@@ -1112,6 +1111,100 @@ pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<
                 ));
                 return;
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other copy of a function defined twice
+// ---------------------------------------------------------------------------------------------
+
+/// Step `e`, the agent's first edit of a file (within [`EDIT_HISTORY_WINDOW`] steps), when the
+/// task names a function (`parse_amount()`), an earlier output of the agent's search lists it
+/// defined in two files or more (`path:line:def parse_amount(`, as `grep -n` writes it) and
+/// imported (`from billing.money import parse_amount`) by a file whose name the task says
+/// (`billing/invoice.py` for "invoice line totals"), `e` edits a copy other than the one that file
+/// imports, and no edit of the agent after it (within the window) touches the imported copy: the
+/// fix went into a copy the caller the user named does not use ("edits the copy of
+/// `parse_amount` in billing/legacy/money_v1.py; the search at step 8 shows billing/invoice.py
+/// importing the one in billing/money.py, which the run never edits").
+pub(super) fn other_copy_edited(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    static NAMED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b([A-Za-z_][A-Za-z0-9_]{3,})\(\)").unwrap());
+    static GREP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(?:\./)?([\w./-]+):\d+:(.*)$").unwrap());
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || !t.task.contains("()") {
+        return;
+    }
+    let files = edited_files(t, e);
+    let Some(file) = files.first() else { return };
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    let same_file = |j: usize| edited_files(t, j).iter().any(|f| f == file);
+    if (start..e)
+        .any(|j| t.steps[j].agent == *agent && t.steps[j].kind == StepKind::ToolCall && edits(t, j) && same_file(j))
+    {
+        return;
+    }
+    let task = t.task.to_lowercase();
+    for m in NAMED.captures_iter(&t.task) {
+        let name = &m[1];
+        for r in (start..e).rev() {
+            let s = &t.steps[r];
+            if s.kind != StepKind::ToolResult || s.agent != *agent || !s.content.contains(name) {
+                continue;
+            }
+            let mut defined: Vec<&str> = Vec::new();
+            let mut used: Option<(String, String)> = None;
+            for g in GREP.captures_iter(&s.content) {
+                let (path, text) = (g.get(1).map_or("", |x| x.as_str()), g.get(2).map_or("", |x| x.as_str()).trim());
+                let defines = ["def ", "function ", "func ", "fn "]
+                    .iter()
+                    .any(|k| text.starts_with(k) && text[k.len()..].starts_with(&format!("{name}(")));
+                if defines && !defined.contains(&path) {
+                    defined.push(path);
+                }
+                // `from MODULE import … NAME` in a file whose name the task says.
+                let stem = file_name(path).split('.').next().unwrap_or("");
+                if let Some(rest) = text.strip_prefix("from ")
+                    && let Some((module, names)) = rest.split_once(" import ")
+                    && names.split([',', ' ', '(', ')']).any(|n| n == name)
+                    && stem.len() >= 5
+                    && task.split(|c: char| !c.is_alphanumeric()).any(|w| w.starts_with(&stem.to_lowercase()))
+                {
+                    used = Some((path.to_string(), module.trim().replace('.', "/")));
+                }
+            }
+            let Some((caller, module)) = used else { continue };
+            if defined.len() < 2 {
+                continue;
+            }
+            let Some(imported) = defined
+                .iter()
+                .find(|p| p.trim_end_matches(".py") == module || p.trim_end_matches("/__init__.py") == module)
+            else {
+                continue;
+            };
+            let edited_copy = defined.iter().any(|p| *p != *imported && file.ends_with(*p));
+            if !edited_copy || file.ends_with(*imported) {
+                continue;
+            }
+            let end = t.steps.len().min(e + 1 + EDIT_HISTORY_WINDOW);
+            if (e + 1..end).any(|j| {
+                t.steps[j].agent == *agent && edits(t, j) && edited_files(t, j).iter().any(|f| f.ends_with(*imported))
+            }) {
+                return;
+            }
+            let copy = defined.iter().find(|p| file.ends_with(**p)).copied().unwrap_or(file.as_str());
+            out.push(finding(
+                Signal::FailedAction,
+                weights::FAILED_ACTION,
+                prose![
+                    format!("edits the copy of `{name}` in {copy}; the search at step "),
+                    Part::Step(r),
+                    format!(" shows {caller} importing the one in {imported}, which the run never edits")
+                ],
+            ));
+            return;
         }
     }
 }

@@ -625,8 +625,10 @@ fn code_lines(text: &str) -> Vec<&str> {
 /// within [`RECOVERY_WINDOW`] steps that holds at least half of the failing lines (the lines of
 /// `c`'s code its error quotes, else all of its lines) ran without error; or the name the error
 /// reports missing ([`MISSING_NAME`]), written in the failing code, is gone from the agent's next
-/// call of the same tool, which calls a function the failing lines call and ran without error. Code that crashed and was then fixed and run
-/// is part of the work, not the run's error.
+/// call of the same tool, which calls a function the failing lines call and ran without error; or
+/// the read that failed on the environment was retried at once with a working variant
+/// ([`read_retried`]). Code that crashed and was then fixed and run is part of the work, not the
+/// run's error.
 pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     let s = &t.steps[c];
@@ -810,17 +812,44 @@ pub(crate) fn runs_quoted_command(ctx: &Context<'_>, r: usize) -> bool {
 /// Whether the whole number `key`, stated at step `i`, is the total of the tests one earlier
 /// tool output within [`RECOVERY_WINDOW`] steps reports passed: the sum of its `N passed` counts
 /// (`cargo test`'s result line per test binary, pytest's and Jest's summaries), with two counts
-/// or more that are not all zero. A coding agent that says "all 73 tests pass" after result lines
-/// of 58, 9, 2 and 4 passed states what the run showed.
+/// or more that are not all zero; or the sum of the single counts of the latest two or more
+/// outputs with such a count, counted back from step `i` ("19 tests" after runs of 11 and 8
+/// passed). A coding agent that says "all 73 tests pass" after result lines of 58, 9, 2 and 4
+/// passed states what the run showed.
 pub(crate) fn passed_total(ctx: &Context<'_>, i: usize, key: &str) -> bool {
     static PASSED: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\b(\d+) passed\b").unwrap());
     let Ok(total) = key.parse::<u64>() else { return false };
     let t = ctx.trajectory;
-    (i.saturating_sub(RECOVERY_WINDOW)..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult).any(|j| {
-        let counts: Vec<u64> = PASSED.captures_iter(&t.steps[j].content).filter_map(|c| c[1].parse().ok()).collect();
-        counts.len() >= 2 && counts.iter().sum::<u64>() == total && total > 0
-    })
+    let outputs = || (i.saturating_sub(RECOVERY_WINDOW)..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult);
+    let counts = |j: usize| -> Vec<u64> {
+        PASSED.captures_iter(&t.steps[j].content).filter_map(|c| c[1].parse().ok()).collect()
+    };
+    if total == 0 {
+        return false;
+    }
+    if outputs().any(|j| {
+        let c = counts(j);
+        c.len() >= 2 && c.iter().sum::<u64>() == total
+    }) {
+        return true;
+    }
+    // The agent's last test runs, one count each, added up ("19 tests pass" after 11 and 8
+    // passed in two runs): the latest two or more runs in a row, counted back from the step.
+    let mut sum = 0;
+    for (n, c) in outputs().map(counts).filter(|c| !c.is_empty()).enumerate() {
+        if c.len() != 1 {
+            return false;
+        }
+        sum += c[0];
+        if sum == total && n >= 1 {
+            return true;
+        }
+        if sum > total {
+            return false;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
