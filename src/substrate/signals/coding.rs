@@ -1048,6 +1048,19 @@ pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<
     if !RELEASE.is_match(content) {
         return;
     }
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    // The outputs of the agent that name a requirement, before anything else is read.
+    let named: Vec<usize> = (start..e)
+        .rev()
+        .filter(|&r| {
+            let s = &t.steps[r];
+            s.kind == StepKind::ToolResult && s.agent == *agent && s.content.contains("equires")
+        })
+        .collect();
+    if named.is_empty() {
+        return;
+    }
     let users = ctx
         .facts
         .user_steps
@@ -1070,12 +1083,8 @@ pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<
     if stressed.is_empty() {
         return;
     }
-    let agent = &t.steps[e].agent;
-    for r in (e.saturating_sub(EDIT_HISTORY_WINDOW)..e).rev() {
+    for r in named {
         let s = &t.steps[r];
-        if s.kind != StepKind::ToolResult || s.agent != *agent || !s.content.contains("equires") {
-            continue;
-        }
         let low = s.content.to_lowercase();
         for (u, name, version, parts) in &stressed {
             if *u > r || !low.contains(&name.to_lowercase()) {

@@ -513,7 +513,6 @@ pub(crate) fn missing_program_tried_again(ctx: &Context<'_>, c: usize) -> bool {
     if t.steps[c].kind != StepKind::ToolCall {
         return false;
     }
-    let Some(line) = call_command(t, c) else { return false };
     let agent = &t.steps[c].agent;
     let Some(p) = (c.saturating_sub(CORRECTION_WINDOW)..c)
         .rev()
@@ -522,10 +521,16 @@ pub(crate) fn missing_program_tried_again(ctx: &Context<'_>, c: usize) -> bool {
         return false;
     };
     let Some(rp) = result_of(ctx, p) else { return false };
+    // The words every missing-program message has, before the pattern is run.
+    let said = &t.steps[rp].content;
+    if !(said.contains("not found") || said.contains("No module named") || said.contains("not recognized")) {
+        return false;
+    }
     let Some(name) = super::missing_program(ctx, rp) else { return false };
     if super::missing_program_reported(ctx, rp).is_none() {
         return false;
     }
+    let Some(line) = call_command(t, c) else { return false };
     let words: Vec<String> =
         shell::commands(&line).iter().flat_map(|x| x.words.iter().map(|w| w.text.clone())).collect();
     words.iter().any(|w| w.rsplit(['/', ':']).any(|part| part == name) && *w != name)
@@ -595,17 +600,24 @@ pub(crate) fn environment_corrected(ctx: &Context<'_>, c: usize) -> Option<usize
     if t.steps[c].kind != StepKind::ToolCall {
         return None;
     }
-    let line = call_command(t, c)?;
     let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r))?;
-    let (work, setup) = work_and_setup(&line);
-    if work.is_empty() {
-        return None;
-    }
     let agent = &t.steps[c].agent;
     let end = t.steps.len().min(c + 1 + CORRECTION_WINDOW);
     let k = (c + 1..end)
         .find(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent && !refused_call(ctx, k))?;
-    let (again, other) = work_and_setup(&call_command(t, k)?);
+    let (line, later) = (call_command(t, c)?, call_command(t, k)?);
+    // The same line again is no correction ([`super::rerun_passes`] reads that); a corrected one
+    // ends as the first did (the setup goes first: `cd app && X=1 pytest -q`), before anything
+    // is parsed.
+    let tail = |l: &str| l.trim_end().chars().rev().take(12).collect::<String>();
+    if line.trim() == later.trim() || tail(&line) != tail(&later) {
+        return None;
+    }
+    let (work, setup) = work_and_setup(&line);
+    if work.is_empty() {
+        return None;
+    }
+    let (again, other) = work_and_setup(&later);
     if again != work || other == setup {
         return None;
     }
