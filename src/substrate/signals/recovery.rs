@@ -840,25 +840,25 @@ pub(crate) fn passed_total(ctx: &Context<'_>, i: usize, key: &str) -> bool {
     if total == 0 {
         return false;
     }
-    if outputs().any(|j| {
-        let c = counts(j);
-        c.len() >= 2 && c.iter().sum::<u64>() == total
-    }) {
-        return true;
-    }
-    // The agent's last test runs, one count each, added up ("19 tests pass" after 11 and 8
-    // passed in two runs): the latest two or more runs in a row, counted back from the step.
-    let mut sum = 0;
-    for (n, c) in outputs().map(counts).filter(|c| !c.is_empty()).enumerate() {
-        if c.len() != 1 {
-            return false;
-        }
-        sum += c[0];
-        if sum == total && n >= 1 {
+    // One pass: one output's counts added up, or the agent's last test runs, one count each,
+    // added up ("19 tests pass" after 11 and 8 passed in two runs): the latest two or more runs
+    // in a row, counted back from the step.
+    let (mut sum, mut runs, mut running) = (0, 0, true);
+    for c in outputs().map(counts).filter(|c| !c.is_empty()) {
+        if c.len() >= 2 && c.iter().sum::<u64>() == total {
             return true;
         }
-        if sum > total {
-            return false;
+        if running {
+            if c.len() != 1 {
+                running = false;
+                continue;
+            }
+            sum += c[0];
+            runs += 1;
+            if sum == total && runs >= 2 {
+                return true;
+            }
+            running = sum < total;
         }
     }
     false
