@@ -171,6 +171,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
         && !coding::recovered_edit(ctx, i)
         && !coding::edit_checked_at_once(ctx, i)
         && !recovery::recovered_by_another_command(ctx, i)
+        && !recovery::missing_program_tried_again(ctx, i)
         && (check || !actions::rejected(ctx, i, &mut f))
     {
         failed_action(ctx, i, &mut f);
@@ -181,6 +182,9 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::outside_repository(ctx, i, &mut f);
     coding::masks_error(ctx, i, &mut f);
     coding::unsafe_fix(ctx, i, &mut f);
+    coding::dedupe_incomplete(ctx, i, &mut f);
+    coding::pinned_past_constraint(ctx, i, &mut f);
+    coding::other_copy_edited(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -829,13 +833,15 @@ pub(crate) fn refused_call(ctx: &Context<'_>, c: usize) -> bool {
 }
 
 /// The program or module a tool output at step `r` says is missing, when it says so: a shell's
-/// `pytest: command not found` or `sh: 1: pytest: not found`, Python's `No module named pytest`,
+/// `pytest: command not found` or `sh: 1: pytest: not found`, zsh's `zsh:1: command not found:
+/// pytest`, Python's `No module named pytest`,
 /// Windows' `'pytest' is not recognized as an internal or external command`. The command never
 /// ran: its failure says nothing of the code it was to check, only of the environment.
 pub(crate) fn missing_program(ctx: &Context<'_>, r: usize) -> Option<String> {
     static MISSING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(concat!(
             r#"(?m)(?:^|: )(?P<sh>[\w.+-]+): (?:command )?not found\s*$"#,
+            r#"|(?m)(?:^|: )command not found: (?P<zsh>[\w.+-]+)\s*$"#,
             r#"|No module named '?(?P<py>[\w.]+)'?"#,
             r#"|'(?P<win>[\w.+-]+)' is not recognized as an internal or external command"#
         ))
@@ -846,7 +852,7 @@ pub(crate) fn missing_program(ctx: &Context<'_>, r: usize) -> Option<String> {
         return None;
     }
     let c = MISSING.captures(&s.content)?;
-    ["sh", "py", "win"].iter().find_map(|k| c.name(k)).map(|m| m.as_str().to_string())
+    ["sh", "zsh", "py", "win"].iter().find_map(|k| c.name(k)).map(|m| m.as_str().to_string())
 }
 
 /// How many steps after a missing program's output [`missing_program_reported`] looks for the
@@ -983,10 +989,15 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
     // A checker that is not installed checked nothing; a check run again as it was, with
     // success, failed on work in progress that the agent went on to finish.
     let failed = |c: usize| {
+        // A check that failed on the environment (a settings variable unset, the wrong working
+        // folder) and was run again at once corrected: the corrected run judges the edit.
+        let c = recovery::environment_corrected(ctx, c).unwrap_or(c);
         if rerun_passes(ctx, c) || recovery::check_recovered(ctx, c) {
             return None;
         }
-        let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none())?;
+        // Exit status 127 is the shell's "command not found", whatever the output says.
+        let r = result_of(ctx, c)
+            .filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none() && exit_code(ctx, r) != Some(127))?;
         Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
     };
     if let Some(found) = failed(c) {
@@ -1091,6 +1102,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // Telling the reader that the program the error shows missing is missing owns up to it.
     if !failed
         || missing_program_reported(ctx, i - 1) == Some(i)
+        || recovery::missing_program_tried_again(ctx, i)
         || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
         || edits(ctx.trajectory, i)
         || reproduces_reported_failure(ctx, i - 1)

@@ -1744,3 +1744,125 @@ fn an_unsafe_automatic_fix_that_deletes_code_a_later_check_misses_is_the_decisiv
     let t = fixer_session("cd /workspace/pipekit && ruff check . --fix --unsafe-fixes", "smoke ok", 0);
     assert!(!findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
 }
+
+/// The fixture at `rel` with every `from` in its text replaced by `to` (a variant of a real-shaped
+/// run).
+fn fixture_with(rel: &str, from: &str, to: &str) -> Trajectory {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(text.contains(from), "{from} not in {rel}");
+    let bytes = text.replace(from, to).into_bytes();
+    falat::ingest::parse(&path.display().to_string(), &bytes, None).expect("loads").trajectories.remove(0)
+}
+
+const DEDUPE: &str = "handbuilt/coding/r22_dedupe_smolagents.json";
+
+#[test]
+fn a_read_that_failed_on_its_encoding_and_was_retried_at_once_with_a_working_variant_is_recovered() {
+    // smolagents: `pd.read_csv(path)` fails with a UnicodeDecodeError (steps 3-4), the next
+    // code reads the same file with `encoding='latin-1'` and runs (steps 6-7).
+    let t = fixture(DEDUPE);
+    let f = findings(&t);
+    assert!(!f.iter().any(|&(s, _)| s == 3 || s == 5 || s == 6), "{f:?}");
+    // Retried on another file, the failed read is not recovered.
+    let t = fixture_with(
+        DEDUPE,
+        "pd.read_csv('data/customers.csv', encoding='latin-1')",
+        "pd.read_csv('data/other.csv', encoding='latin-1')",
+    );
+    assert!(findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_dedupe_its_own_check_shows_incomplete_and_the_answer_ignores_is_the_decisive_step() {
+    let t = fixture(DEDUPE);
+    assert_eq!(
+        evidence(&t, 9, Signal::FailedAction),
+        "drops duplicates on the key as written; the agent's check at step 18 adds `.lower(`, `.strip(` and finds \
+         `119 58` left (step 19), which the final output at step 23 leaves out"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(9), "{}", d.reason);
+    // A final answer that tells the duplicates left is no finding: the agent reported them.
+    let t = fixture_with(
+        DEDUPE,
+        "41 duplicate rows were removed",
+        "41 duplicate rows were removed and 58 left that differ by case",
+    );
+    assert!(!findings(&t).contains(&(9, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+const ENV_SLIP: &str = "handbuilt/coding/r22_env_slip_openhands.json";
+
+#[test]
+fn a_check_that_failed_on_the_environment_is_judged_by_its_corrected_rerun() {
+    // OpenHands: the `python -c` check after the edit at step 17 fails for want of
+    // DJANGO_SETTINGS_MODULE (steps 20-21); the same command with it set passes (steps 23-24).
+    let t = fixture(ENV_SLIP);
+    let f = findings(&t);
+    assert!(!f.iter().any(|&(s, _)| s == 17 || s == 20 || s == 21 || s == 23), "{f:?}");
+    // The closing claim's "19 tests" adds up the last two runs' counts (11 and 8 passed).
+    assert!(!f.iter().any(|&(s, _)| s == 32), "{f:?}");
+    // Run again as other work (another interpreter), the failed check still judges the edit.
+    let t = fixture_with(
+        ENV_SLIP,
+        "DJANGO_SETTINGS_MODULE=ledgerly.settings python -c",
+        "DJANGO_SETTINGS_MODULE=ledgerly.settings python3 -c",
+    );
+    assert!(
+        evidence(&t, 17, Signal::FailedAction).starts_with("the check after this edit fails at step 21"),
+        "{:?}",
+        findings(&t)
+    );
+}
+
+#[test]
+fn a_checker_zsh_finds_missing_checks_nothing_and_running_it_another_way_is_no_error() {
+    // Codex rollout: `apply_patch` (step 10), `actionlint` → "zsh:1: command not found:
+    // actionlint" (exit 127, steps 12-13), then `docker run … rhysd/actionlint` fails for want of
+    // network (steps 14-15); the agent tells both at step 20.
+    let t = fixture("handbuilt/coding/r22_cron_codex.jsonl");
+    let f = findings(&t);
+    assert!(!f.iter().any(|&(s, _)| s == 10 || s == 12 || s == 14), "{f:?}");
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(12), "{}", d.reason);
+    assert!(d.reason.contains("no finding recorded for this step"), "{}", d.reason);
+}
+
+const PIN: &str = "handbuilt/coding/r22_pin_past_py37_gemini.json";
+
+#[test]
+fn a_pin_of_a_release_the_tool_said_needs_a_newer_python_than_the_user_stressed_is_the_decisive_step() {
+    // Gemini CLI: "pyfetchr still supports Python 3.7 … has to install on 3.7" (step 0); PyPI
+    // says urllib3 2.2.2 requires `>=3.8` (step 10); the `replace` pins urllib3==2.2.2 (step 16).
+    let t = fixture(PIN);
+    assert_eq!(
+        evidence(&t, 16, Signal::IgnoredResult),
+        "writes 2.2.2, which the output at step 10 says requires Python >=3.8 (`Output: 2.2.2 >=3.8`), although the \
+         user stressed Python 3.7 at step 0"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(16), "{}", d.reason);
+    // When the user's floor is 3.8, the requirement keeps to it.
+    let t = fixture_with(PIN, "still supports Python 3.7", "still supports Python 3.8");
+    assert!(!findings(&t).contains(&(16, Signal::IgnoredResult)), "{:?}", findings(&t));
+}
+
+#[test]
+fn an_edit_of_the_copy_of_a_function_the_named_caller_does_not_import_is_the_decisive_step() {
+    // OpenHands: "invoice line totals … parse_amount() should round half up"; the grep at step 6
+    // lists two definitions and `billing/invoice.py` importing `billing.money`'s (step 7); the
+    // agent edits `billing/legacy/money_v1.py` (steps 15, 17) and never `billing/money.py`.
+    let t = fixture(ENV_SLIP);
+    assert_eq!(
+        evidence(&t, 15, Signal::FailedAction),
+        "edits the copy of `parse_amount` in billing/legacy/money_v1.py; the search at step 7 shows billing/invoice.py \
+         importing the one in billing/money.py, which the run never edits"
+    );
+    assert!(!findings(&t).contains(&(17, Signal::FailedAction)), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(15), "{}", d.reason);
+    // When the file importing it is none the task names, editing either copy is no finding.
+    let t = fixture_with(ENV_SLIP, "./billing/invoice.py:5:from", "./billing/pdfgen.py:5:from");
+    assert!(!findings(&t).contains(&(15, Signal::FailedAction)), "{:?}", findings(&t));
+}

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::constraints;
 use super::instructions::{changed_paths, made_in_run};
 use super::shell::{self, Change};
 use super::{Context, call_command, call_error, edits, finding, links, result_of, weights};
@@ -929,4 +930,290 @@ pub(super) fn unsafe_fix(ctx: &Context<'_>, c: usize, out: &mut Vec<Finding>) {
             " fails"
         ],
     ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A deduplication that the agent's own check shows incomplete
+// ---------------------------------------------------------------------------------------------
+
+/// Calls that drop duplicate rows (pandas' `drop_duplicates(`, Spark's `dropDuplicates(`,
+/// polars' `unique(subset=`).
+const DEDUPLICATES: [&str; 3] = ["drop_duplicates(", "dropDuplicates(", "unique(subset"];
+
+/// Calls that count or mark duplicates (pandas' `duplicated(`, polars' `is_duplicated(`).
+const FINDS_DUPLICATES: [&str; 2] = ["duplicated(", "is_duplicated("];
+
+/// String normalisations a key can go through before it is compared (`.str.strip().str.lower()`,
+/// `.casefold()`, `unicodedata.normalize(`).
+const NORMALISES: [&str; 8] =
+    [".lower(", ".strip(", ".casefold(", ".upper(", ".lstrip(", ".rstrip(", "normalize(", "unidecode("];
+
+/// Step `d`, a call of code that ran without error and drops duplicates ([`DEDUPLICATES`]), when
+/// a later call of the same agent (within [`EDIT_HISTORY_WINDOW`] steps, and the last such call
+/// before the check) counts duplicates ([`FINDS_DUPLICATES`]) on a key normalised in a way `d`'s
+/// code is not ([`NORMALISES`]: `.str.strip().str.lower()`), ran without error and printed a
+/// count above zero on the first line of its output with a number, and then the agent neither
+/// drops duplicates again nor states that count in its final output: the agent's own sanity check
+/// showed duplicates the kept code leaves, and the answer ignores them ("drops duplicates on the
+/// key as written; the agent's check at step 18 adds `.lower(`, `.strip(` and finds `119 58`
+/// left (step 19), which the final output at step 23 leaves out").
+pub(super) fn dedupe_incomplete(ctx: &Context<'_>, d: usize, out: &mut Vec<Finding>) {
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d+\b").unwrap());
+    let t = ctx.trajectory;
+    let s = &t.steps[d];
+    let drops = |text: &str| DEDUPLICATES.iter().any(|w| text.contains(w));
+    if s.kind != StepKind::ToolCall || !drops(&s.content) || call_command(t, d).is_some() {
+        return;
+    }
+    if result_of(ctx, d).is_none() || call_error(ctx, d).is_some() {
+        return;
+    }
+    let calls_of_agent = |from: usize, to: usize| {
+        (from..to.min(t.steps.len())).filter(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == s.agent)
+    };
+    let end = d + 1 + EDIT_HISTORY_WINDOW;
+    // The first later call that counts duplicates, with no dedupe of the agent between.
+    let Some(k) = calls_of_agent(d + 1, end)
+        .take_while(|&k| !drops(&t.steps[k].content) || call_error(ctx, k).is_some())
+        .find(|&k| FINDS_DUPLICATES.iter().any(|w| t.steps[k].content.contains(w)))
+    else {
+        return;
+    };
+    let normalised: Vec<&str> =
+        NORMALISES.iter().copied().filter(|w| t.steps[k].content.contains(w) && !s.content.contains(w)).collect();
+    if normalised.is_empty() || call_error(ctx, k).is_some() {
+        return;
+    }
+    let Some(r) = result_of(ctx, k) else { return };
+    let Some(line) = t.steps[r].content.lines().find(|l| NUMBER.is_match(l)) else { return };
+    let counts: Vec<&str> =
+        NUMBER.find_iter(line).map(|m| m.as_str()).filter(|n| n.parse::<u64>().is_ok_and(|v| v > 0)).collect();
+    if counts.is_empty() || calls_of_agent(k + 1, k + 1 + EDIT_HISTORY_WINDOW).any(|j| drops(&t.steps[j].content)) {
+        return;
+    }
+    let Some(f) = super::final_step(ctx).filter(|&f| f > r) else { return };
+    if counts.iter().any(|n| super::contains_word(&t.steps[f].content, n)) {
+        return;
+    }
+    let used: Vec<String> = normalised.iter().map(|w| format!("`{w}`")).collect();
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        prose![
+            "drops duplicates on the key as written; the agent's check at step ",
+            Part::Step(k),
+            format!(" adds {} and finds `{}` left (step ", used.join(", "), crate::text::clip(line.trim(), 30)),
+            Part::Step(r),
+            "), which the final output at step ",
+            Part::Step(f),
+            " leaves out"
+        ],
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A dependency pinned past a version the user stressed
+// ---------------------------------------------------------------------------------------------
+
+/// A version as numbers (`3.8` is `[3, 8]`), for comparing; `None` when a part is no number.
+fn version_parts(v: &str) -> Option<Vec<u32>> {
+    v.split('.').map(|p| p.parse().ok()).collect()
+}
+
+/// Whether version `a` is above version `b`, part by part (a missing part is 0).
+fn above(a: &[u32], b: &[u32]) -> bool {
+    let n = a.len().max(b.len());
+    let at = |v: &[u32], k: usize| v.get(k).copied().unwrap_or(0);
+    (0..n).map(|k| at(a, k).cmp(&at(b, k))).find(|o| o.is_ne()) == Some(std::cmp::Ordering::Greater)
+}
+
+/// Step `e`, an edit, writes a release of a dependency (`urllib3==2.2.2`: the release's version
+/// as a word of the edit) that an earlier tool output (within [`EDIT_HISTORY_WINDOW`] steps)
+/// states needs a newer version of a language or runtime than one a turn of the served user
+/// before that output stresses (a sentence with [`constraints::VERSION`] and
+/// [`constraints::STRESSED`] words, through [`constraints::sentences`]: "pyfetchr still supports
+/// Python 3.7 … has to install on 3.7"): the output names the requirement (`requires`, with the
+/// language's name: PyPI's `requires_python`, `Requires-Python`, `python_requires`) and, on one
+/// line, the release's version (three parts, `2.2.2`) beside a minimum above the user's (`>=3.8`).
+/// The edit breaks the constraint the tool result showed; the checks after it ran on a newer
+/// runtime and prove nothing about it.
+pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    static MINIMUM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r">=?\s*(\d+(?:\.\d+){0,2})\b").unwrap());
+    static RELEASE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d+\.\d+\.\d+(?:\.\d+)?\b").unwrap());
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let content = &t.steps[e].content;
+    if !RELEASE.is_match(content) {
+        return;
+    }
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    // The outputs of the agent that name a requirement, before anything else is read.
+    let named: Vec<usize> = (start..e)
+        .rev()
+        .filter(|&r| {
+            let s = &t.steps[r];
+            s.kind == StepKind::ToolResult && s.agent == *agent && s.content.contains("equires")
+        })
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    let users = ctx
+        .facts
+        .user_steps
+        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    // The versions the user stressed, with the step that says so.
+    let mut stressed: Vec<(usize, String, String, Vec<u32>)> = Vec::new();
+    for &u in users.iter().filter(|&&u| u < e) {
+        for sentence in constraints::sentences(&t.steps[u].content) {
+            if !constraints::STRESSED.is_match(sentence) {
+                continue;
+            }
+            for c in constraints::VERSION.captures_iter(sentence) {
+                let (name, version) = (c[1].to_string(), c[2].to_string());
+                if let Some(parts) = version_parts(&version).filter(|p| p.len() >= 2) {
+                    stressed.push((u, name, version, parts));
+                }
+            }
+        }
+    }
+    if stressed.is_empty() {
+        return;
+    }
+    for r in named {
+        let s = &t.steps[r];
+        let low = s.content.to_lowercase();
+        for (u, name, version, parts) in &stressed {
+            if *u > r || !low.contains(&name.to_lowercase()) {
+                continue;
+            }
+            for line in s.content.lines() {
+                let Some(m) = MINIMUM.captures(line) else { continue };
+                if !version_parts(&m[1]).is_some_and(|p| above(&p, parts)) {
+                    continue;
+                }
+                let Some(release) = RELEASE
+                    .find_iter(line)
+                    .map(|x| x.as_str())
+                    .find(|v| super::contains_word(content, v) && !m[1].starts_with(*v))
+                else {
+                    continue;
+                };
+                out.push(finding(
+                    Signal::IgnoredResult,
+                    weights::MISREAD,
+                    prose![
+                        format!("writes {release}, which the output at step "),
+                        Part::Step(r),
+                        format!(
+                            " says requires {} {} (`{}`), although the user stressed {} {version} at step ",
+                            name,
+                            crate::text::clip(&m[0], 20),
+                            crate::text::clip(line.trim(), 60),
+                            name
+                        ),
+                        Part::Step(*u)
+                    ],
+                ));
+                return;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other copy of a function defined twice
+// ---------------------------------------------------------------------------------------------
+
+/// Step `e`, the agent's first edit of a file (within [`EDIT_HISTORY_WINDOW`] steps), when the
+/// task names a function (`parse_amount()`), an earlier output of the agent's search lists it
+/// defined in two files or more (`path:line:def parse_amount(`, as `grep -n` writes it) and
+/// imported (`from billing.money import parse_amount`) by a file whose name the task says
+/// (`billing/invoice.py` for "invoice line totals"), `e` edits a copy other than the one that file
+/// imports, and no edit of the agent after it (within the window) touches the imported copy: the
+/// fix went into a copy the caller the user named does not use ("edits the copy of
+/// `parse_amount` in billing/legacy/money_v1.py; the search at step 8 shows billing/invoice.py
+/// importing the one in billing/money.py, which the run never edits").
+pub(super) fn other_copy_edited(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    static NAMED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b([A-Za-z_][A-Za-z0-9_]{3,})\(\)").unwrap());
+    static GREP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(?:\./)?([\w./-]+):\d+:(.*)$").unwrap());
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || !t.task.contains("()") {
+        return;
+    }
+    let files = edited_files(t, e);
+    let Some(file) = files.first() else { return };
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(EDIT_HISTORY_WINDOW);
+    let same_file = |j: usize| edited_files(t, j).iter().any(|f| f == file);
+    if (start..e)
+        .any(|j| t.steps[j].agent == *agent && t.steps[j].kind == StepKind::ToolCall && edits(t, j) && same_file(j))
+    {
+        return;
+    }
+    let task = t.task.to_lowercase();
+    for m in NAMED.captures_iter(&t.task) {
+        let name = &m[1];
+        for r in (start..e).rev() {
+            let s = &t.steps[r];
+            if s.kind != StepKind::ToolResult || s.agent != *agent || !s.content.contains(name) {
+                continue;
+            }
+            let mut defined: Vec<&str> = Vec::new();
+            let mut used: Option<(String, String)> = None;
+            for g in GREP.captures_iter(&s.content) {
+                let (path, text) = (g.get(1).map_or("", |x| x.as_str()), g.get(2).map_or("", |x| x.as_str()).trim());
+                let defines = ["def ", "function ", "func ", "fn "]
+                    .iter()
+                    .any(|k| text.starts_with(k) && text[k.len()..].starts_with(&format!("{name}(")));
+                if defines && !defined.contains(&path) {
+                    defined.push(path);
+                }
+                // `from MODULE import … NAME` in a file whose name the task says.
+                let stem = file_name(path).split('.').next().unwrap_or("");
+                if let Some(rest) = text.strip_prefix("from ")
+                    && let Some((module, names)) = rest.split_once(" import ")
+                    && names.split([',', ' ', '(', ')']).any(|n| n == name)
+                    && stem.len() >= 5
+                    && task.split(|c: char| !c.is_alphanumeric()).any(|w| w.starts_with(&stem.to_lowercase()))
+                {
+                    used = Some((path.to_string(), module.trim().replace('.', "/")));
+                }
+            }
+            let Some((caller, module)) = used else { continue };
+            if defined.len() < 2 {
+                continue;
+            }
+            let Some(imported) = defined
+                .iter()
+                .find(|p| p.trim_end_matches(".py") == module || p.trim_end_matches("/__init__.py") == module)
+            else {
+                continue;
+            };
+            let edited_copy = defined.iter().any(|p| *p != *imported && file.ends_with(*p));
+            if !edited_copy || file.ends_with(*imported) {
+                continue;
+            }
+            let end = t.steps.len().min(e + 1 + EDIT_HISTORY_WINDOW);
+            if (e + 1..end).any(|j| {
+                t.steps[j].agent == *agent && edits(t, j) && edited_files(t, j).iter().any(|f| f.ends_with(*imported))
+            }) {
+                return;
+            }
+            let copy = defined.iter().find(|p| file.ends_with(**p)).copied().unwrap_or(file.as_str());
+            out.push(finding(
+                Signal::FailedAction,
+                weights::FAILED_ACTION,
+                prose![
+                    format!("edits the copy of `{name}` in {copy}; the search at step "),
+                    Part::Step(r),
+                    format!(" shows {caller} importing the one in {imported}, which the run never edits")
+                ],
+            ));
+            return;
+        }
+    }
 }

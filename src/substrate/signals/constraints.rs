@@ -18,7 +18,7 @@ const DELEGATE_WINDOW: usize = 200;
 
 /// A version of a language, runtime or platform the work must keep to: `Python 3.8`, `Node 18`,
 /// `Go 1.20`, `Java 11`, `PostgreSQL 12`, `iOS 15`. Group 1 is the name, group 2 the version.
-static VERSION: LazyLock<regex::Regex> = LazyLock::new(|| {
+pub(super) static VERSION: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
         r"(?i)\b(python|node(?:\.?js)?|go(?:lang)?|java|jdk|ruby|php|typescript|rust|swift|kotlin|\.net|dotnet|postgres(?:ql)?|mysql|django|rails|react|ios|android|ubuntu|debian|bash)\s*(?:>=\s*|≥\s*|version\s+|v)?(\d+(?:\.\d+){0,2})\b",
     )
@@ -26,7 +26,7 @@ static VERSION: LazyLock<regex::Regex> = LazyLock::new(|| {
 });
 
 /// Words that make a sentence a constraint the user insists on.
-static STRESSED: LazyLock<regex::Regex> = LazyLock::new(|| {
+pub(super) static STRESSED: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
         r"(?i)\b(must|important|still supports?|compatib\w*|requires?|required|need to|needs to|has to|have to|only|do not use|don't use|no newer|keep (?:it|them|the \w+) )",
     )
@@ -35,7 +35,7 @@ static STRESSED: LazyLock<regex::Regex> = LazyLock::new(|| {
 
 /// The sentences of a text: cut at a full stop, `!` or `?` followed by a space, and at line ends
 /// (a version's own point, `3.8`, does not cut).
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
+pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
     static CUT: LazyLock<regex::Regex> = LazyLock::new(|| regex::Regex::new(r"[.!?]\s+|\n").unwrap());
     CUT.split(text).map(str::trim).filter(|s| !s.is_empty())
 }

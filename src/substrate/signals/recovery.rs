@@ -501,13 +501,129 @@ pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
         .is_some_and(|rk| !check_fails(ctx, rk) && super::missing_program(ctx, rk).is_none())
 }
 
+/// Whether shell call `c` runs, another way, a program that the output of the same agent's
+/// previous call (within [`CORRECTION_WINDOW`] steps) found missing ([`super::missing_program`]:
+/// `docker run … rhysd/actionlint` after `command not found: actionlint`; the program named as a
+/// word of another command, or a part of one split at `/` and `:`), where the agent later tells
+/// the reader it could not run that program ([`super::missing_program_reported`]). Whether that
+/// attempt fails or not, it is the agent looking for the checker, not going on past an error or
+/// a state change refused: the gap of the environment the agent owned up to.
+pub(crate) fn missing_program_tried_again(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    if t.steps[c].kind != StepKind::ToolCall {
+        return false;
+    }
+    let agent = &t.steps[c].agent;
+    let Some(p) = (c.saturating_sub(CORRECTION_WINDOW)..c)
+        .rev()
+        .find(|&j| t.steps[j].kind == StepKind::ToolCall && t.steps[j].agent == *agent)
+    else {
+        return false;
+    };
+    let Some(rp) = result_of(ctx, p) else { return false };
+    // The words every missing-program message has, before the pattern is run.
+    let said = &t.steps[rp].content;
+    if !(said.contains("not found") || said.contains("No module named") || said.contains("not recognized")) {
+        return false;
+    }
+    let Some(name) = super::missing_program(ctx, rp) else { return false };
+    if super::missing_program_reported(ctx, rp).is_none() {
+        return false;
+    }
+    let Some(line) = call_command(t, c) else { return false };
+    let words: Vec<String> =
+        shell::commands(&line).iter().flat_map(|x| x.words.iter().map(|w| w.text.clone())).collect();
+    words.iter().any(|w| w.rsplit(['/', ':']).any(|part| part == name) && *w != name)
+        || words.first().is_some_and(|w| w != &name) && words.contains(&name)
+}
+
 /// Whether the agent recovered from the error of call `c` by another command:
-/// [`check_recovered`], [`code_recovered`], or the program its output found missing run another
-/// way ([`missing_program_recovered`]).
+/// [`check_recovered`], [`code_recovered`], the program its output found missing run another
+/// way ([`missing_program_recovered`]), or the same command run again at once in a corrected
+/// environment, with success ([`environment_corrected`]).
 pub(crate) fn recovered_by_another_command(ctx: &Context<'_>, c: usize) -> bool {
     check_recovered(ctx, c)
         || code_recovered(ctx, c)
         || result_of(ctx, c).is_some_and(|r| missing_program_recovered(ctx, r))
+        || environment_corrected(ctx, c)
+            .and_then(|k| result_of(ctx, k))
+            .is_some_and(|rk| !check_fails(ctx, rk) && super::missing_program(ctx, rk).is_none())
+}
+
+/// Commands that only set up the environment the next ones run in: the working folder and the
+/// shell's variables.
+const SETUP: [&str; 9] = ["cd", "pushd", "popd", "export", "source", ".", "set", "unset", "setenv"];
+
+/// A command line read as its work and its setup: the work is, per simple command that runs a
+/// program other than a [`SETUP`] one, that program and its arguments ([`Command::invocation`]:
+/// assignments and `env` dropped); the setup is the text of every [`SETUP`] command and every
+/// variable assignment (`DJANGO_SETTINGS_MODULE=app.settings`, `PYTHONPATH=src`).
+fn work_and_setup(line: &str) -> (Vec<Vec<String>>, Vec<String>) {
+    let (mut work, mut setup) = (Vec::new(), Vec::new());
+    for c in shell::commands(line) {
+        let Some(inv) = c.invocation() else {
+            setup.push(c.text.clone());
+            continue;
+        };
+        if SETUP.contains(&inv.program) {
+            setup.push(c.text.clone());
+            continue;
+        }
+        // The words before the program that assign (`A=1 python …`, `env A=1 …`).
+        let before = c.words.len().saturating_sub(inv.args.len() + 1);
+        let assigns = |w: &&shell::Word| {
+            w.text
+                .split_once('=')
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|x| x.is_ascii_alphanumeric() || x == '_'))
+        };
+        setup.extend(c.words[..before].iter().filter(assigns).map(|w| w.text.clone()));
+        let mut run = vec![inv.program.to_string()];
+        run.extend(inv.args.iter().map(|w| w.text.clone()));
+        work.push(run);
+    }
+    (work, setup)
+}
+
+/// How many steps after a failed command [`environment_corrected`] looks for its rerun.
+const CORRECTION_WINDOW: usize = 12;
+
+/// The rerun of shell call `c`, whose output shows a failure ([`check_fails`]), in a corrected
+/// environment: the same agent's next call (within [`CORRECTION_WINDOW`] steps, a call the user
+/// refused passed over) runs the same work as `c` ([`work_and_setup`]: the same programs with the
+/// same arguments) with another setup (a variable set, another working folder:
+/// `DJANGO_SETTINGS_MODULE=ledgerly.settings python -c …` after `python -c …` failed with
+/// "settings are not configured"), and its output is not the same failure (it passed, or it
+/// fails on another error line). The first run failed on the environment, not on the code it
+/// ran: the rerun is the check that counts. `None` otherwise.
+pub(crate) fn environment_corrected(ctx: &Context<'_>, c: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    if t.steps[c].kind != StepKind::ToolCall {
+        return None;
+    }
+    let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r))?;
+    let agent = &t.steps[c].agent;
+    let end = t.steps.len().min(c + 1 + CORRECTION_WINDOW);
+    let k = (c + 1..end)
+        .find(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent && !refused_call(ctx, k))?;
+    let (line, later) = (call_command(t, c)?, call_command(t, k)?);
+    // The same line again is no correction ([`super::rerun_passes`] reads that); a corrected one
+    // ends as the first did (the setup goes first: `cd app && X=1 pytest -q`), before anything
+    // is parsed.
+    let tail = |l: &str| l.trim_end().chars().rev().take(12).collect::<String>();
+    if line.trim() == later.trim() || tail(&line) != tail(&later) {
+        return None;
+    }
+    let (work, setup) = work_and_setup(&line);
+    if work.is_empty() {
+        return None;
+    }
+    let (again, other) = work_and_setup(&later);
+    if again != work || other == setup {
+        return None;
+    }
+    let rk = result_of(ctx, k)?;
+    let same = check_fails(ctx, rk) && super::error_line(ctx, rk) == super::error_line(ctx, r);
+    (!same).then_some(k)
 }
 
 /// The lines of code (trimmed, eight characters or more, no comment) of a code call's text.
@@ -521,8 +637,10 @@ fn code_lines(text: &str) -> Vec<&str> {
 /// within [`RECOVERY_WINDOW`] steps that holds at least half of the failing lines (the lines of
 /// `c`'s code its error quotes, else all of its lines) ran without error; or the name the error
 /// reports missing ([`MISSING_NAME`]), written in the failing code, is gone from the agent's next
-/// call of the same tool, which calls a function the failing lines call and ran without error. Code that crashed and was then fixed and run
-/// is part of the work, not the run's error.
+/// call of the same tool, which calls a function the failing lines call and ran without error; or
+/// the read that failed on the environment was retried at once with a working variant
+/// ([`read_retried`]). Code that crashed and was then fixed and run is part of the work, not the
+/// run's error.
 pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     let s = &t.steps[c];
@@ -546,6 +664,9 @@ pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
         }
     });
     if last.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none()) {
+        return true;
+    }
+    if read_retried(ctx, c, &anchor, error) {
         return true;
     }
     // The name the error reports missing (`KeyError: 'order_date'`, `name 'x' is not defined`,
@@ -581,6 +702,60 @@ pub(crate) fn code_recovered(ctx: &Context<'_>, c: usize) -> bool {
             && called(later).iter().any(|n| failing.contains(n))
     })
 }
+
+/// Whether the read that failed in code call `c` (its failing lines `anchor`, the error text
+/// `error`) for the environment, not the code's logic, was retried at once with a working
+/// variant: the error is an encoding error (`UnicodeDecodeError`, `codec can't decode`) or a
+/// missing dependency (`ModuleNotFoundError`, `ImportError`, `No module named`, pandas'
+/// `Missing optional dependency`); a failing line calls a read ([`READ_CALL`]: `pd.read_csv(`,
+/// `open(`, `json.load(`, `np.loadtxt(`) on a first argument; and the same agent's next call of
+/// the same tool (within [`RETRY_WINDOW`] steps) calls a read on the same first argument
+/// (`pd.read_csv('data/customers.csv', encoding='latin-1')`, `pd.read_excel(p,
+/// engine='calamine')`) and ran without error. The file was read the second time; what failed
+/// was the environment's default, not the work.
+fn read_retried(ctx: &Context<'_>, c: usize, anchor: &[&str], error: &str) -> bool {
+    const ENVIRONMENT: [&str; 7] = [
+        "UnicodeDecodeError",
+        "UnicodeError",
+        "codec can't decode",
+        "ModuleNotFoundError",
+        "ImportError",
+        "No module named",
+        "Missing optional dependency",
+    ];
+    if !ENVIRONMENT.iter().any(|w| error.contains(w)) {
+        return false;
+    }
+    let reads = |text: &str| -> Vec<String> {
+        READ_CALL.captures_iter(text).filter_map(|m| m.get(2).map(|a| a.as_str().trim().to_string())).collect()
+    };
+    let failing = reads(&anchor.join("\n"));
+    if failing.is_empty() {
+        return false;
+    }
+    let t = ctx.trajectory;
+    let s = &t.steps[c];
+    let end = t.steps.len().min(c + 1 + RETRY_WINDOW);
+    let next = (c + 1..end).find(|&k| {
+        let x = &t.steps[k];
+        x.kind == StepKind::ToolCall && x.agent == s.agent && x.tool_name == s.tool_name
+    });
+    next.is_some_and(|k| {
+        result_of(ctx, k).is_some()
+            && call_error(ctx, k).is_none()
+            && reads(&t.steps[k].content).iter().any(|a| failing.contains(a))
+    })
+}
+
+/// How many steps after a failed read [`read_retried`] looks for the agent's next call.
+const RETRY_WINDOW: usize = 12;
+
+/// A call that reads a file or stream: a function whose name is `open` or starts or ends with
+/// `read` or `load` (`read_csv`, `read_excel`, `load`, `loadtxt`, `read_text`), with its first
+/// argument (up to the first `,` or `)`, a literal or a name) as group 2.
+static READ_CALL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\b(open|read\w*|load\w*|\w+_read|\w+_load)\(\s*([^,()\s][^,()]*?)\s*[,)]").unwrap()
+});
 
 /// A function called in code: its name right before `(`.
 static CALLED: std::sync::LazyLock<regex::Regex> =
@@ -649,17 +824,44 @@ pub(crate) fn runs_quoted_command(ctx: &Context<'_>, r: usize) -> bool {
 /// Whether the whole number `key`, stated at step `i`, is the total of the tests one earlier
 /// tool output within [`RECOVERY_WINDOW`] steps reports passed: the sum of its `N passed` counts
 /// (`cargo test`'s result line per test binary, pytest's and Jest's summaries), with two counts
-/// or more that are not all zero. A coding agent that says "all 73 tests pass" after result lines
-/// of 58, 9, 2 and 4 passed states what the run showed.
+/// or more that are not all zero; or the sum of the single counts of the latest two or more
+/// outputs with such a count, counted back from step `i` ("19 tests" after runs of 11 and 8
+/// passed). A coding agent that says "all 73 tests pass" after result lines of 58, 9, 2 and 4
+/// passed states what the run showed.
 pub(crate) fn passed_total(ctx: &Context<'_>, i: usize, key: &str) -> bool {
     static PASSED: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\b(\d+) passed\b").unwrap());
     let Ok(total) = key.parse::<u64>() else { return false };
     let t = ctx.trajectory;
-    (i.saturating_sub(RECOVERY_WINDOW)..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult).any(|j| {
-        let counts: Vec<u64> = PASSED.captures_iter(&t.steps[j].content).filter_map(|c| c[1].parse().ok()).collect();
-        counts.len() >= 2 && counts.iter().sum::<u64>() == total && total > 0
-    })
+    let outputs = || (i.saturating_sub(RECOVERY_WINDOW)..i).rev().filter(|&j| t.steps[j].kind == StepKind::ToolResult);
+    let counts = |j: usize| -> Vec<u64> {
+        PASSED.captures_iter(&t.steps[j].content).filter_map(|c| c[1].parse().ok()).collect()
+    };
+    if total == 0 {
+        return false;
+    }
+    // One pass: one output's counts added up, or the agent's last test runs, one count each,
+    // added up ("19 tests pass" after 11 and 8 passed in two runs): the latest two or more runs
+    // in a row, counted back from the step.
+    let (mut sum, mut runs, mut running) = (0, 0, true);
+    for c in outputs().map(counts).filter(|c| !c.is_empty()) {
+        if c.len() >= 2 && c.iter().sum::<u64>() == total {
+            return true;
+        }
+        if running {
+            if c.len() != 1 {
+                running = false;
+                continue;
+            }
+            sum += c[0];
+            runs += 1;
+            if sum == total && runs >= 2 {
+                return true;
+            }
+            running = sum < total;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
