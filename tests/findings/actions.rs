@@ -693,7 +693,7 @@ fn a_date_read_off_the_neighbouring_entry_is_found_and_the_right_one_is_not() {
 /// while the closing message said access stays until the period's end).
 #[test]
 fn a_yes_no_option_set_against_the_user_s_words_is_the_decisive_call() {
-    let t = crate::chat::fixture("handbuilt/openai-agents/cancel_now_against_period_end.json");
+    let t = crate::chat::fixture("handbuilt/openai-agents/cancel_now_against_period_end.openai-agents.json");
     let found: Vec<usize> =
         crate::chat::findings(&t).into_iter().filter(|(_, s)| *s == Signal::ArgumentMismatch).map(|(i, _)| i).collect();
     assert_eq!(found, vec![4]);

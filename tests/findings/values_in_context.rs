@@ -424,7 +424,7 @@ fn a_figure_written_with_spaces_between_its_thousands_has_a_source() {
 fn a_share_written_with_its_division_and_a_time_between_two_clock_times_are_worked_out() {
     for rel in [
         "handbuilt/langsmith/sql_share_of_orders_to_canada.json",
-        "handbuilt/google-adk/train_booked_time_to_meeting.json",
+        "handbuilt/google-adk/train_booked_time_to_meeting.adk.json",
     ] {
         let t = crate::chat::fixture(rel);
         let unsourced: Vec<usize> = crate::chat::findings(&t)
