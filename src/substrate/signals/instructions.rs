@@ -86,14 +86,7 @@ pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
     if OWNS_UP.is_match(&s.content) {
         return;
     }
-    // The last test run before the claim, by any agent of the run (the test runs are listed once
-    // per trajectory: a long run with many claims reads each call once).
-    let runs = ctx
-        .facts
-        .test_runs
-        .get_or_init(|| (0..t.steps.len()).filter_map(|c| test_run(t, c).map(|cmd| (c, cmd))).collect());
-    let Some((c, cmd)) = runs[..runs.partition_point(|(c, _)| *c < i)].last().cloned() else { return };
-    let Some(r) = result_of(ctx, c).filter(|&r| r < i) else { return };
+    let Some((c, cmd, r)) = last_test_run(ctx, i) else { return };
     if super::shows_failure(ctx, r) {
         return;
     }
@@ -115,6 +108,20 @@ pub(crate) fn partial_check(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
             ")"
         ],
     ));
+}
+
+/// The last test run before step `i`, by any agent of the run, answered before `i`: the call,
+/// its test command ([`test_run`]) and its result. The test runs are listed once per trajectory
+/// (`Facts::test_runs`): a long run with many claims reads each call once.
+fn last_test_run(ctx: &Context<'_>, i: usize) -> Option<(usize, String, usize)> {
+    let t = ctx.trajectory;
+    let runs = ctx
+        .facts
+        .test_runs
+        .get_or_init(|| (0..t.steps.len()).filter_map(|c| test_run(t, c).map(|cmd| (c, cmd))).collect());
+    let (c, cmd) = runs[..runs.partition_point(|(c, _)| *c < i)].last().cloned()?;
+    let r = result_of(ctx, c).filter(|&r| r < i)?;
+    Some((c, cmd, r))
 }
 
 /// A claim that the tests other than the failing ones pass: "everything else passes", "all other
@@ -186,12 +193,7 @@ pub(crate) fn stopped_early(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>)
     if OWNS_UP.is_match(&s.content) {
         return;
     }
-    let runs = ctx
-        .facts
-        .test_runs
-        .get_or_init(|| (0..t.steps.len()).filter_map(|c| test_run(t, c).map(|cmd| (c, cmd))).collect());
-    let Some((c, cmd)) = runs[..runs.partition_point(|(c, _)| *c < i)].last().cloned() else { return };
-    let Some(r) = result_of(ctx, c).filter(|&r| r < i) else { return };
+    let Some((c, cmd, r)) = last_test_run(ctx, i) else { return };
     let output = &t.steps[r].content;
     if !(STOPPED.is_match(output) || stops_at_failure(&cmd) && super::shows_failure(ctx, r)) {
         return;
