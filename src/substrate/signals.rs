@@ -231,6 +231,27 @@ pub(crate) fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
     matches!(s.action, Action::Search | Action::ReadFile)
 }
 
+/// The string values of a call's JSON arguments (`run_python({"code": "…"})`, a draft's
+/// `body`), nested ones too, one per line, JSON escapes undone; `None` when the call's text holds
+/// no JSON object.
+pub(super) fn call_strings(content: &str) -> Option<String> {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let (a, b) = (content.find('{')?, content.rfind('}')?);
+    let v = serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok()?;
+    v.is_object().then(|| {
+        let mut out = Vec::new();
+        strings(&v, &mut out);
+        out.join("\n")
+    })
+}
+
 fn finding(signal: Signal, weight: f32, evidence: impl Into<Prose>) -> Finding {
     Finding { signal, weight, evidence: evidence.into().sanitized(200) }
 }

@@ -109,16 +109,7 @@ pub(super) fn wrong_statistic(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
         return;
     }
     // A call's arguments as JSON (`run_python({"code": "…"})`): the code is in its string values.
-    let decoded: Option<String> = (step.kind == StepKind::ToolCall)
-        .then(|| {
-            let (a, b) = (step.content.find('{')?, step.content.rfind('}')?);
-            serde_json::from_str::<serde_json::Value>(step.content.get(a..=b)?).ok()
-        })
-        .flatten()
-        .and_then(|v| {
-            let strings: Vec<String> = v.as_object()?.values().filter_map(|x| x.as_str().map(str::to_string)).collect();
-            Some(strings.join("\n"))
-        });
+    let decoded = (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten();
     let code = decoded.as_deref().unwrap_or(&step.content);
     for line in code.lines() {
         let trimmed = line.trim();

@@ -52,31 +52,6 @@ fn amount_value(written: &str) -> Option<f64> {
     Some(whole.parse::<f64>().ok()? + cents.parse::<f64>().ok()? / 100.0)
 }
 
-/// The string values of a call's JSON arguments, one per line (nested ones too), or the text
-/// itself when it is no JSON.
-fn call_text(content: &str) -> String {
-    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::String(s) => out.push(s.clone()),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
-            _ => {}
-        }
-    }
-    let json = content
-        .find('{')
-        .zip(content.rfind('}'))
-        .and_then(|(a, b)| serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok());
-    match json {
-        Some(v) => {
-            let mut out = Vec::new();
-            strings(&v, &mut out);
-            out.join("\n")
-        }
-        None => content.to_string(),
-    }
-}
-
 /// `2200.0` as `2,200.00`.
 fn money(v: f64) -> String {
     let cents = (v * 100.0).round() as u64;
@@ -116,7 +91,7 @@ pub(super) fn minor_units_as_major(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     }
     // A call's arguments are read as the texts they hold (a draft's body), JSON escapes undone.
     let text = match step.kind {
-        StepKind::ToolCall => call_text(&step.content),
+        StepKind::ToolCall => super::call_strings(&step.content).unwrap_or_else(|| step.content.clone()),
         _ => step.content.clone(),
     };
     let from = i.saturating_sub(WINDOW);
