@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::Step;
+use crate::model::{Step, StepKind};
 
 pub mod context;
 
@@ -135,10 +135,25 @@ static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Extracts the evidence of one step, sorted by span start, with the [`ValueContext`] of each of
 /// its numbers and dates ([`context::classify`]).
+///
+/// In a tool call's arguments, a quoted string followed by `:` is a JSON member name
+/// (`"command":`), the same in every call of the tool: it is no value the call reuses.
 pub fn extract(step: &Step) -> Vec<Evidence> {
     let mut ev = extract_text(&step.content);
+    if step.kind == StepKind::ToolCall {
+        let text = step.content.as_str();
+        ev.retain(|e| !(e.kind == EvidenceKind::Quoted && is_member_name(text, &e.span)));
+    }
     context::classify(step, &mut ev);
     ev
+}
+
+/// Whether the quoted string at `span` (its inside, quotes excluded) is followed by `:` after its
+/// closing quote and optional blanks, as a JSON or dict member name is.
+fn is_member_name(text: &str, span: &Range<usize>) -> bool {
+    let mut rest = text[span.end..].chars();
+    rest.next(); // the closing quote
+    rest.as_str().trim_start_matches([' ', '\t']).starts_with(':')
 }
 
 /// Extracts the evidence of a text, sorted by span start. Spans are byte ranges into `text`.

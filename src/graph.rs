@@ -322,4 +322,33 @@ mod tests {
         assert_eq!(g.path(3, 0), None);
         assert_eq!(g.descendants(1), vec![2, 3]);
     }
+
+    /// Two shell calls whose arguments are JSON share their member names (`"command":`,
+    /// `"description":`) and nothing else: no edge. A path both calls quote still links them.
+    #[test]
+    fn tool_call_member_names_are_no_shared_value() {
+        let call = |index: usize, args: &str| Step {
+            index,
+            agent: "claude".into(),
+            kind: StepKind::ToolCall,
+            tool_name: Some("Bash".into()),
+            content: args.into(),
+            ..Step::default()
+        };
+        let steps = vec![
+            call(0, r#"{"command": "docker compose up -d", "description": "Start the services"}"#),
+            call(1, r#"{"command": "git status --short", "description": "Show what changed"}"#),
+            call(2, r#"{"command" : "docker compose up -d", "description": "Start them again"}"#),
+        ];
+        let t = Trajectory { steps, ..Trajectory::default() };
+        let h = hierarchy::build(&t);
+        let g = DepGraph::build(&t, &h);
+        assert!(
+            g.find(0, 1).is_none(),
+            "{:?}",
+            g.outgoing(0).iter().map(|(s, e)| (*s, e.shared.clone())).collect::<Vec<_>>()
+        );
+        let shared: Vec<(usize, Vec<String>)> = g.outgoing(0).into_iter().map(|(s, e)| (s, e.shared.clone())).collect();
+        assert_eq!(shared, vec![(2, vec!["docker compose up -d".to_string()])]);
+    }
 }
