@@ -159,6 +159,17 @@ static QUERY_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PATH_TOKEN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)*|[\w.@+-]+(?:/[\w.@+-]+)+").unwrap());
+/// Whether a path-like token is an amount per unit: a number, one `/` and a word of letters
+/// only (`171/night`, `12.50/hour`, `3/day`).
+fn is_per_unit(token: &str) -> bool {
+    token.split_once('/').is_some_and(|(n, unit)| {
+        !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b',')
+            && n.bytes().next().is_some_and(|b| b.is_ascii_digit())
+            && !unit.is_empty()
+            && unit.bytes().all(|b| b.is_ascii_alphabetic())
+    })
+}
 static IP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u:\b)(?:\d{1,3}\.){3}\d{1,3}(?-u:\b)").unwrap());
 static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|(?-u:\b)\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?-u:\b)|^\[?\d{4}-\d{2}-\d{2}\]?[ \t]+(?:\[|[A-Z]{3,8}(?-u:\b))").unwrap()
@@ -233,6 +244,8 @@ impl Regions {
             PATH_TOKEN
                 .find_iter(text)
                 .filter(|m| m.as_str().bytes().any(|b| b.is_ascii_alphabetic()))
+                // An amount per unit (`171/night`, `12.50/hour`) is a rate, not a path.
+                .filter(|m| !is_per_unit(m.as_str()))
                 .map(|m| (m.range(), ValueContext::Location)),
         );
         whole(&DATETIME, ValueContext::Timestamp, &mut r);
@@ -448,6 +461,9 @@ mod tests {
         );
         assert_eq!(said("Saved to /tmp/run/2031/out.txt.", "2031"), Some(ValueContext::Location));
         assert_eq!(said("The host 192.168.10.20 answers.", "192.168"), Some(ValueContext::Location));
+        // An amount per unit is a rate the step states, not a path.
+        assert_eq!(said("ibis Centre: €171/night, 3 min walk", "171"), None);
+        assert_eq!(said("Saved to out/171/night.txt", "171"), Some(ValueContext::Location));
         assert_eq!(said("Session 019b7f94-51b4-7593-922e-ba12b5b73b52 ended.", "7593"), Some(ValueContext::Id));
         assert_eq!(said("The model gpt-4o-2024-08-06 replied.", "2024-08-06"), Some(ValueContext::Id));
         assert_eq!(said("See issue #4512 for details.", "4512"), Some(ValueContext::Id));

@@ -268,7 +268,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     }
     // The reply right after another agent's code, holding no code itself, is what running the
     // code printed (a Magentic-One terminal's message): its figures are computed, not invented.
-    let prev = (0..s.index).rev().find(|&j| ctx.trajectory.steps[j].kind != StepKind::Thought);
+    // An orchestrator's turn between them that only hands the code over ("Executor, please run
+    // the code block Coder just wrote") does not break the link.
+    let prev = code_before_reply(ctx, s.index);
     if let Some(p) = prev
         && ctx.hierarchy.steps[p].action == Action::WriteCode
         && ctx.trajectory.steps[p].agent != ctx.trajectory.steps[s.index].agent
@@ -312,6 +314,20 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A percentage the step states that is the share of two of its own figures ("412 of the 9,873
     // orders, i.e. 4.2%").
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !share_of(k, &percents, &operands)).collect();
+    // A change between two of its own figures that the step states as a percentage ("€50,532.45,
+    // up 22.9% on Q2 (€41,120.70)"), and a count or amount that is the total of a column of the
+    // step's own table ("168 expense lines" over lines of 61, 33 and 74).
+    let totals = tables::column_totals(content);
+    let numeric: Vec<&str> = numeric
+        .into_iter()
+        .filter(|k| {
+            !ev.iter().any(|e| {
+                e.kind == EvidenceKind::Number
+                    && e.key == *k
+                    && (change_of(content, e.span.start, k, &percents, &operands) || column_total(k, &totals))
+            })
+        })
+        .collect();
     // A result the step works out in writing ("14 + 31 + 3 = 48", "10.125 × 0.20 = 2.025"), or a
     // part of a figure from an earlier step that it breaks down in writing ("3630, which is 3600 +
     // 30", 3630 from the task).
@@ -333,11 +349,17 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // A duration between two clock times the step writes ("arr 11:30 … 2.5
                         // hours before your 14:00 meeting").
                         || clock_gap(content, e.span.start, k)
+                        // A clock time worked out from another by a duration the step states
+                        // ("departs 9:50 PM; boarding closes 15 min before, so be there by 9:35").
+                        || clock_shift(content, e.span.start)
                         // A value restated in another unit of the same measure ("2.3 km"
                         // after "2300 m").
                         || unit_restated(content, e.span.start, k)
                             .iter()
-                            .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index)))
+                            .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index))
+                        // An earlier size or duration in another unit, rounded ("1.7 MB" after
+                        // "1712 kB").
+                        || unit_rounded(ctx, s.index, content, e.span.start, k))
             })
         })
         .collect();
@@ -416,11 +438,15 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
     let e = ev.iter().find(|e| e.kind == EvidenceKind::Number && e.key == key)?;
     static TOTAL_WORD: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)(total|\bsum|\baltogether|\bin all|\bto pay)\b").unwrap());
+    // A total word after the amount: "€581.96 in total", "1,204 altogether".
+    static TOTAL_AFTER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^[^\w\n]{0,3}(?:[a-z]{1,3}[ \t]+)?(?:in total|total|altogether|in all)\b").unwrap()
+    });
     let mut from = e.span.start.saturating_sub(24);
     while !content.is_char_boundary(from) {
         from -= 1;
     }
-    if !TOTAL_WORD.is_match(content.get(from..e.span.start)?) {
+    if !TOTAL_WORD.is_match(content.get(from..e.span.start)?) && !TOTAL_AFTER.is_match(&content[e.span.end..]) {
         return None;
     }
     let v: f64 = key.parse().ok()?;
@@ -429,16 +455,52 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
     let decimals =
         written.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count()) as i32;
     let tol = 0.5 * 10f64.powi(-decimals.max(2)) + 1e-9;
+    // A total in a currency adds amounts in that currency ("€581.96" adds the € amounts, not the
+    // clock times and distances between them).
+    let currency_before = |start: usize| {
+        content[..start]
+            .trim_end_matches([' ', '\u{a0}'])
+            .chars()
+            .next_back()
+            .filter(|c| matches!(c, '€' | '$' | '£' | '¥'))
+    };
+    let currency = currency_before(e.span.start);
     let amounts: Vec<(f64, &str)> = ev
         .iter()
         .filter(|a| a.kind == EvidenceKind::Number && a.span.end <= e.span.start && a.context.is_none())
+        .filter(|a| currency.is_none() || currency_before(a.span.start) == currency)
         .filter_map(|a| {
             let x: f64 = a.key.parse().ok()?;
             let text = a.text(content).trim();
             (x > 10.0 || text.contains('.')).then_some((x, text))
         })
         .collect();
-    let amounts = &amounts[amounts.len().saturating_sub(12)..];
+    let mut amounts: Vec<(f64, String)> =
+        amounts[amounts.len().saturating_sub(12)..].iter().map(|&(x, t)| (x, t.to_string())).collect();
+    // An amount per unit ("€139/night", "12.50 per ticket", "€8 each") counts times the number
+    // of units the step states ("3 nights", "4 tickets"): at most 4 such products.
+    static PER_UNIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^[\s\u{a0}]*(?:/[\s\u{a0}]*[a-z]+|per[\s\u{a0}]+[a-z]+|each|a[\s\u{a0}]+(?:night|day|week|month|person|head))\b").unwrap()
+    });
+    static UNITS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([2-9]|[12]\d|3[01])[\s\u{a0}]+([a-z]{2,}s)\b").unwrap());
+    let counts: Vec<u32> = {
+        let mut c: Vec<u32> = UNITS.captures_iter(content).filter_map(|c| c[1].parse().ok()).take(8).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let per_unit: Vec<(f64, String)> = ev
+        .iter()
+        .filter(|a| a.kind == EvidenceKind::Number && a.span.end <= e.span.start && a.context.is_none())
+        .filter(|a| PER_UNIT.is_match(&content[a.span.end..]))
+        .filter(|a| currency.is_none() || currency_before(a.span.start) == currency)
+        .filter_map(|a| Some((a.key.parse::<f64>().ok()?, a.text(content).trim().to_string())))
+        .flat_map(|(x, t)| counts.iter().map(move |&n| (x * f64::from(n), format!("{t} × {n}"))))
+        .take(4)
+        .collect();
+    amounts.extend(per_unit);
+    let amounts = &amounts[..];
     let n = amounts.len();
     let mut best: Option<(f64, Vec<usize>)> = None;
     // Every choice of two to four amounts, in order; fewer terms first, so a tie keeps the
@@ -455,7 +517,7 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
         }
     }
     let (sum, picked) = best.filter(|(sum, _)| (sum - v).abs() <= NEAR_TOTAL * v.abs())?;
-    let terms: Vec<&str> = picked.iter().map(|&i| amounts[i].1).collect();
+    let terms: Vec<&str> = picked.iter().map(|&i| amounts[i].1.as_str()).collect();
     // Written at the finest precision of the total and its terms.
     let places = |w: &str| w.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
     let precision = terms.iter().map(|t| places(t)).chain([decimals.max(0) as usize]).max().unwrap_or(0);
@@ -528,9 +590,22 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
     let before = start.checked_sub(1).map(|k| bytes[k]);
     let after = bytes.get(end).copied();
     let timestamp_t = |k: usize| k > 0 && bytes[k - 1].is_ascii_digit();
+    // A compound duration writes its parts after another part's unit (`30` in `1h30m`, `15` in
+    // `2m15s`): a time unit right before, a digit before it, and a time unit or nothing after.
+    let time_unit = |letters: &[u8]| matches!(letters, b"d" | b"h" | b"m" | b"s" | b"ms" | b"w");
+    let compound_part = |k: usize| {
+        let letters = bytes[..k].iter().rev().take_while(|b| b.is_ascii_alphabetic()).count();
+        let unit_after = bytes[end..].iter().take_while(|b| b.is_ascii_alphabetic()).count();
+        letters <= 2
+            && time_unit(&bytes[k - letters..k])
+            && k > letters
+            && bytes[k - letters - 1].is_ascii_digit()
+            && (unit_after == 0 || time_unit(&bytes[end..end + unit_after]))
+    };
     let ok_before = match before {
         Some(b'T') => timestamp_t(start - 1),
-        Some(b) => !b.is_ascii_alphabetic(),
+        Some(b) if b.is_ascii_alphabetic() => compound_part(start),
+        Some(_) => true,
         None => true,
     };
     // A unit of up to three letters may follow (`48h`, `5km`, `12ms`).
@@ -625,6 +700,184 @@ fn share_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
     let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
     let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol && *x > 0.0).take(12).collect();
     ops.iter().any(|&a| ops.iter().any(|&b| a < b && (100.0 * a / b - v).abs() <= tol))
+}
+
+/// The step whose code a reply of step `i` would be the output of: the nearest earlier step that
+/// is not a thought, past at most two turns of a third agent that only hand the code over: a
+/// coordinating or delegating message with no code block, or a message with no code block that
+/// names the replying agent ("Executor, please run the code block Coder just wrote"). Looks at
+/// most 8 steps back.
+fn code_before_reply(ctx: &Context<'_>, i: usize) -> Option<usize> {
+    let steps = &ctx.trajectory.steps;
+    let mut handed_over = 0;
+    for j in (i.saturating_sub(8)..i).rev() {
+        let step = &steps[j];
+        if step.kind == StepKind::Thought {
+            continue;
+        }
+        let action = ctx.hierarchy.steps[j].action;
+        let addresses_replier = || step.content.to_lowercase().contains(&steps[i].agent.to_lowercase());
+        if handed_over < 2
+            && step.agent != steps[i].agent
+            && !step.content.contains("```")
+            && (matches!(action, Action::Coordinate | Action::Delegate)
+                || action == Action::Discuss && steps[i].agent.len() >= 3 && addresses_replier())
+        {
+            handed_over += 1;
+            continue;
+        }
+        return Some(j);
+    }
+    None
+}
+
+/// Whether the number `key`, which the step states as a percentage (one of `percents`) with a
+/// word of change within 40 bytes of it ("up", "fell", "increase"...), is the relative change
+/// `100 × |a − b| / b` of two other numbers the step states (`operands`), one of them on the
+/// percentage's own line ("€50,532.45 … up 22.9% on Q2 (€41,120.70)"), at the precision it is
+/// written with. At most the first 24 operands are paired.
+fn change_of(text: &str, at: usize, key: &str, percents: &[f64], operands: &[f64]) -> bool {
+    static CHANGE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:up|down|increased?|decreased?|rise|rises|rose|fell|falls?|drop(?:s|ped)?|grew|grows|growth|gain(?:s|ed)?|declined?|higher|lower|more|less|change[ds]?)\b",
+        )
+        .unwrap()
+    });
+    static NUMBER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap());
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if v <= 0.0 || !percents.iter().any(|p| (p - v).abs() < 1e-9) {
+        return false;
+    }
+    let mut from = at.saturating_sub(40);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (at + 40).min(text.len());
+    while !text.is_char_boundary(to) {
+        to += 1;
+    }
+    if !CHANGE.is_match(&text[from..to]) {
+        return false;
+    }
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let usable = |x: &f64| *x > 0.0 && (x - v).abs() > tol;
+    let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |p| at + p);
+    let on_line: Vec<f64> = NUMBER
+        .find_iter(&text[line_start..line_end])
+        .filter_map(|m| evidence::normalize_number(m.as_str()).parse::<f64>().ok())
+        .filter(usable)
+        .collect();
+    let ops: Vec<f64> = operands.iter().copied().filter(usable).take(24).collect();
+    on_line.iter().any(|&a| {
+        ops.iter().any(|&b| {
+            (a - b).abs() > 1e-9
+                && (((100.0 * (a - b) / b).abs() - v).abs() <= tol || ((100.0 * (b - a) / a).abs() - v).abs() <= tol)
+        })
+    })
+}
+
+/// Whether the number `key` (not a whole number of 0 to 10) is one of `totals`, the column totals
+/// of the step's own tables ([`tables::column_totals`]), at the precision it is written with.
+fn column_total(key: &str, totals: &[f64]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if evidence::is_trivial_number(key) {
+        return false;
+    }
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    totals.iter().any(|t| (t - v).abs() <= tol)
+}
+
+/// Whether the number written at byte `at` of `text` is the minutes of a clock time (`9:35`,
+/// `21:35`) that another clock time of the same text gives shifted by a duration the text states
+/// (`15 min`, `2 hours`, `1.5 h`): "new departure 9:50 PM … boarding closes 15 min before
+/// departure, so be at the gate by 9:35 PM". Times compare on a 12-hour dial, so `9:35 PM` and
+/// `21:35` agree. At most the first 24 clock times and 12 durations are tried.
+fn clock_shift(text: &str, at: usize) -> bool {
+    static CLOCK: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
+    static DURATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(\d+(?:\.\d+)?)[\s\u{a0}]*(?:(h|hrs?|hours?)|(min|mins|minutes?))\b").unwrap()
+    });
+    let clocks: Vec<(usize, f64)> = CLOCK
+        .captures_iter(text)
+        .take(24)
+        .filter_map(|c| Some((c.get(2)?.start(), c[1].parse::<f64>().ok()? * 60.0 + c[2].parse::<f64>().ok()?)))
+        .collect();
+    let Some(&(_, own)) = clocks.iter().find(|(m, _)| *m == at) else { return false };
+    let durations: Vec<f64> = DURATION
+        .captures_iter(text)
+        .take(12)
+        .filter_map(|c| {
+            let n = c[1].parse::<f64>().ok()?;
+            Some(if c.get(2).is_some() { n * 60.0 } else { n })
+        })
+        .filter(|d| *d > 0.0)
+        .collect();
+    clocks.iter().filter(|(m, _)| *m != at).any(|&(_, other)| {
+        durations.iter().any(|&d| [other + d, other - d].iter().any(|x| (x - own).rem_euclid(720.0) < 1e-9))
+    })
+}
+
+/// The lower-case unit written right after the number that starts at byte `start` of `text`
+/// (`"mb"` for `1.7 MB`, `"kb"` for `1712kB`): the letters after its digits and blanks.
+fn unit_after(text: &str, start: usize) -> String {
+    let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    rest.trim_start_matches([' ', '\u{a0}'])
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+/// The measure (0 data size, 1 duration) and the sizes in bytes or seconds of a unit; a data
+/// size unit has its decimal and its binary size (`kB` is 1,000 or 1,024 bytes as tools write
+/// it). `None` for any other word.
+fn unit_scale(unit: &str) -> Option<(u8, &'static [f64])> {
+    Some(match unit {
+        "b" | "byte" | "bytes" => (0, &[1.0]),
+        "kb" | "kib" => (0, &[1e3, 1024.0]),
+        "mb" | "mib" => (0, &[1e6, 1_048_576.0]),
+        "gb" | "gib" => (0, &[1e9, 1_073_741_824.0]),
+        "tb" | "tib" => (0, &[1e12, 1_099_511_627_776.0]),
+        "ms" => (1, &[0.001]),
+        "s" | "sec" | "secs" | "second" | "seconds" => (1, &[1.0]),
+        "min" | "mins" | "minute" | "minutes" => (1, &[60.0]),
+        "h" | "hr" | "hrs" | "hour" | "hours" => (1, &[3600.0]),
+        _ => return None,
+    })
+}
+
+/// How many steps back [`unit_rounded`] looks for the value a rounded one restates.
+const ROUNDED_WINDOW: usize = 400;
+
+/// Whether the number `key`, written at byte `start` of `text` with a unit of data size or time
+/// ([`unit_scale`]), is a value that one of the [`ROUNDED_WINDOW`] steps before step `i` writes
+/// in another unit of the same measure, converted and rounded to the precision `key` is written
+/// with: "1.7 MB" after a tool printed "1712 kB", "2.5 h" after "9,000 s".
+fn unit_rounded(ctx: &Context<'_>, i: usize, text: &str, start: usize, key: &str) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let Some((measure, stated)) = unit_scale(&unit_after(text, start)) else { return false };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let scale = 10f64.powi(decimals);
+    (i.saturating_sub(ROUNDED_WINDOW)..i).rev().any(|j| {
+        let content = &ctx.trajectory.steps[j].content;
+        ctx.hierarchy.evidence[j].iter().filter(|e| e.kind == EvidenceKind::Number).any(|e| {
+            let Some((m, written)) = unit_scale(&unit_after(content, e.span.start)) else { return false };
+            let Ok(x) = e.key.parse::<f64>() else { return false };
+            m == measure
+                && x > 0.0
+                && stated.iter().any(|&su| {
+                    written.iter().any(|&sw| {
+                        let y = x * sw / su;
+                        (y - v).abs() > 1e-12 && ((y * scale).round() / scale - v).abs() <= 1e-9 * v.abs().max(1.0)
+                    })
+                })
+        })
+    })
 }
 
 /// Whether the number `key` written at byte `at` of `text` is the result of the arithmetic written

@@ -182,3 +182,95 @@ fn an_amount_in_cents_stated_as_euros_is_a_misread() {
     assert_eq!(misread(&run(cents, "ACME still owes €2,200.00.")), Vec::<usize>::new());
     assert_eq!(misread(&run("You are a billing assistant.", "ACME still owes €220,000.00.")), Vec::<usize>::new());
 }
+
+/// The findings of `signal` at step `step` of `t`, as their evidence texts.
+fn unsourced_at(t: &Trajectory, step: usize) -> Vec<usize> {
+    steps_with(t, Signal::UnsourcedValue).into_iter().filter(|&i| i == step).collect()
+}
+
+/// A lookup returning `result`, then the assistant's `reply` (step 4).
+fn looked_up(result: &str, reply: &str) -> Trajectory {
+    let mut m = vec![system("You help the user with their travel and expenses."), user("What does it look like?")];
+    m.extend(call("c1", "lookup", json!({"q": "status"}), result));
+    m.push(assistant(reply));
+    load(m)
+}
+
+#[test]
+fn values_worked_out_from_what_was_read_are_no_invented_values() {
+    // Each pair: a reply whose figure is worked out from the lookup or from the reply's own
+    // figures, and the same reply with a figure nothing gives, which is still found.
+    let cases = [
+        // A clock time shifted by a duration the reply states.
+        (
+            "UA 1472: new estimated departure 9:50 PM (was 9:05 PM), gate B44; boarding closes 15 min before departure.",
+            "New departure 9:50 PM. Boarding closes 15 min before departure, so be at the gate by 9:35 PM.",
+            "New departure 9:50 PM. Boarding closes 15 min before departure, so be at the gate by 9:20 PM.",
+            "states 20 with no earlier source",
+        ),
+        // A change between two figures, stated as a percentage.
+        (
+            "q3_total: 50532.45 EUR\nq2_total: 41120.70 EUR",
+            "Q3 travel spend: €50,532.45.\nThat is up 22.9% on Q2 (€41,120.70).",
+            "Q3 travel spend: €50,532.45.\nThat is up 27.4% on Q2 (€41,120.70).",
+            "states 27.4 with no earlier source",
+        ),
+        // A count that is the total of a column of the reply's own table.
+        (
+            "July 18240.55 61\nAugust 9875.10 33\nSeptember 22416.80 74",
+            "168 expense lines in Q3:\n\n| Month | Spend | Lines |\n|---|---|---|\n| July | €18,240.55 | 61 |\n| August | €9,875.10 | 33 |\n| September | €22,416.80 | 74 |",
+            "171 expense lines in Q3:\n\n| Month | Spend | Lines |\n|---|---|---|\n| July | €18,240.55 | 61 |\n| August | €9,875.10 | 33 |\n| September | €22,416.80 | 74 |",
+            "states 171 with no earlier source",
+        ),
+        // A total of a price and a price per night times the nights.
+        (
+            "Transavia LIS-AMS return 164.96 EUR; Motel One Waterlooplein 139 EUR per night",
+            "Hotels for 3 nights:\n- Motel One: €139/night\nFlight: Transavia €164.96.\nCheapest combination: €581.96 in total.",
+            "Hotels for 3 nights:\n- Motel One: €139/night\nFlight: Transavia €164.96.\nCheapest combination: €590.45 in total.",
+            "states 590.45 with no earlier source; the amounts before it add up to 581.96 (164.96 + 139 × 3)",
+        ),
+        // A size in another unit, rounded.
+        (
+            " pg_size_pretty | count\n----------------+-------\n 1712 kB        |  4210",
+            "The table is small (4,210 rows, 1.7 MB): no long lock.",
+            "The table is small (4,210 rows, 2.4 MB): no long lock.",
+            "states 2.4 with no earlier source",
+        ),
+        // A part of a compound duration the tool printed, and that part in seconds.
+        (
+            "assert_eq!(parse_duration(\"1h30m\").unwrap(), Duration::from_secs(5400));\nleft: 1800s",
+            "The loop keeps only the last component of 1h30m (30m = 1800s).",
+            "The loop keeps only the last component of 1h30m (45m = 2700s).",
+            "states 45, 2700 with no earlier source",
+        ),
+    ];
+    for (result, worked_out, invented, reason) in cases {
+        let t = looked_up(result, worked_out);
+        assert_eq!(unsourced_at(&t, 4), Vec::<usize>::new(), "{worked_out}");
+        let t = looked_up(result, invented);
+        assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), reason, "{invented}");
+    }
+}
+
+#[test]
+fn correct_runs_whose_figures_are_worked_out_are_no_failure() {
+    // Held-out users' correct runs: a trip total of a flight and three nights at a price per
+    // night (Google ADK); a compound duration taken apart in a Codex exec run's reasoning.
+    for rel in [
+        "handbuilt/google-adk/trip_options_total_per_night.adk.json",
+        "handbuilt/codex/exec_compound_duration_fixed.jsonl",
+    ] {
+        let t = fixture(rel);
+        assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new(), "{rel}");
+        assert_eq!(falat(&t).decisive_step, None, "{rel}");
+    }
+}
+
+#[test]
+fn an_executor_reply_after_the_orchestrator_hands_it_the_code_is_what_the_code_printed() {
+    // Magentic-One with a code executor: the Coder writes the code (step 13), the orchestrator
+    // tells the Executor to run it (14), the Executor answers "42.2%" (15).
+    let t = fixture("handbuilt/magentic-one/executor_after_handover.json");
+    assert_eq!(t.steps[15].agent, "Executor");
+    assert_eq!(unsourced_at(&t, 15), Vec::<usize>::new());
+}
