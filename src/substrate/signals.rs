@@ -2426,10 +2426,26 @@ const READ_VERBS: [&str; 12] =
 /// `show_tables`, `inspect_schema`), beside [`READ_VERBS`].
 const MORE_READ_VERBS: [&str; 9] = ["grep", "glob", "web", "check", "wait", "browse", "describe", "show", "inspect"];
 
+/// Words of a tool's name that say it only shows what a change would do (`preview_invoice`,
+/// `create_preview`, `estimate_shipping`, `simulate_transfer`, `validate_order`).
+const DRY_RUN_WORDS: [&str; 5] = ["preview", "estimate", "simulate", "validate", "dryrun"];
+
+/// Whether a call's arguments ask for a dry run: a member `dry_run`, `dryRun`, `preview`,
+/// `simulate` or `validate_only` set to `true` (`{"plan": "business", "preview": true}`).
+fn dry_run_argument(content: &str) -> bool {
+    static DRY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#""(?:dry_run|dryRun|dry-run|preview|simulate|validate_only|validateOnly)"\s*:\s*true\b"#)
+            .unwrap()
+    });
+    content.contains("true") && DRY.is_match(content)
+}
+
 /// Whether step `i` calls a tool that changes state: a tool call whose name does not start with
-/// a read verb ([`READ_VERBS`], [`MORE_READ_VERBS`]) nor has `lookup` or `search` as a word
-/// (`price_lookup`, `FlightPlugin-search_flights`); for a shell tool ([`shell_command`]), a
-/// command that does more than read and check ([`command_changes_state`]).
+/// a read verb ([`READ_VERBS`], [`MORE_READ_VERBS`]) nor has `lookup`, `search` or a dry run's
+/// word ([`DRY_RUN_WORDS`]) as a word (`price_lookup`, `FlightPlugin-search_flights`,
+/// `preview_invoice`), and whose arguments ask for no dry run ([`dry_run_argument`]); for a shell
+/// tool ([`shell_command`]), a command that does more than read and check
+/// ([`command_changes_state`]).
 pub fn changes_state(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     s.kind == StepKind::ToolCall
@@ -2438,9 +2454,12 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
             if let Some(cmd) = shell_command(&n, &s.content) {
                 return command_changes_state(&cmd);
             }
-            let lookup_word = n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "lookup" || w == "search");
+            let lookup_word = n
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| matches!(w, "lookup" | "search") || DRY_RUN_WORDS.contains(&w));
             !(READ_VERBS.iter().chain(&MORE_READ_VERBS).any(|v| n.starts_with(v))
                 || lookup_word
+                || dry_run_argument(&s.content)
                 || reads_sql(&s.content))
         })
 }

@@ -258,7 +258,7 @@ fn correct_runs_whose_figures_are_worked_out_are_no_failure() {
     // night (Google ADK); a compound duration taken apart in a Codex exec run's reasoning.
     for rel in [
         "handbuilt/google-adk/trip_options_total_per_night.adk.json",
-        "handbuilt/codex/exec_compound_duration_fixed.jsonl",
+        "handbuilt/codex/compound_duration_fixed.codex-exec.jsonl",
     ] {
         let t = fixture(rel);
         assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new(), "{rel}");
