@@ -763,3 +763,59 @@ fn a_preview_of_a_change_is_no_state_change_and_the_change_after_it_is_found() {
         );
     }
 }
+
+/// A spend query rejected for its office code, a listing of the codes, then the retry with
+/// `retry` as its arguments.
+fn retried_query(retry: Value, user_between: bool) -> Trajectory {
+    let first = json!({"office": "Berlin", "category": "travel", "from": "2025-07-01", "to": "2025-09-30"});
+    let mut parts = vec![
+        vec![
+            system("You answer questions about the company's expenses."),
+            user("How much did Berlin spend on travel in Q3?"),
+        ],
+        call(
+            "c1",
+            "query_expenses",
+            first,
+            "Error: unknown office code 'Berlin'; expected one of the codes returned by list_offices",
+        ),
+        call(
+            "c2",
+            "list_offices",
+            json!({}),
+            r#"[{"city": "Berlin", "code": "BER"}, {"city": "Munich", "code": "MUC"}]"#,
+        ),
+    ];
+    if user_between {
+        parts.push(vec![user("Actually, make it Q3 of last year.")]);
+    }
+    parts.push(call("c3", "query_expenses", retry, r#"{"total": 50532.45, "currency": "EUR"}"#));
+    load(messages(parts))
+}
+
+#[test]
+fn a_retry_that_also_changes_what_the_error_did_not_name_is_found() {
+    // The error named the office; the retry fixes it and also moves the dates a year back.
+    let t =
+        retried_query(json!({"office": "BER", "category": "travel", "from": "2024-07-01", "to": "2024-09-30"}), false);
+    assert_eq!(t.steps[6].tool_name.as_deref(), Some("query_expenses"));
+    let found: Vec<(usize, Signal)> =
+        findings(&t).into_iter().filter(|(_, s)| *s == Signal::ArgumentMismatch).collect();
+    assert_eq!(found, vec![(6, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 6, Signal::ArgumentMismatch),
+        "retries query_expenses after the error at step 3 named office, but also changes from 2025-07-01 → 2024-07-01, \
+         to 2025-09-30 → 2024-09-30, none of which the error named"
+    );
+    // Only the named argument fixed; the dates rewritten in another form; a value the listing
+    // between wrote; the user asking for the change between: no finding.
+    for (retry, user_between) in [
+        (json!({"office": "BER", "category": "travel", "from": "2025-07-01", "to": "2025-09-30"}), false),
+        (json!({"office": "BER", "category": "travel", "from": "01.07.2025", "to": "30/09/2025"}), false),
+        (json!({"office": "BER", "category": "MUC", "from": "2025-07-01", "to": "2025-09-30"}), false),
+        (json!({"office": "BER", "category": "travel", "from": "2024-07-01", "to": "2024-09-30"}), true),
+    ] {
+        let t = retried_query(retry.clone(), user_between);
+        assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::ArgumentMismatch), "{retry} {user_between}");
+    }
+}

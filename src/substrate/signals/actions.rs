@@ -852,6 +852,145 @@ fn one_part_differs(a: &str, b: &str) -> bool {
     pa.len() == 3 && pb.len() == 3 && pa.iter().zip(&pb).filter(|(x, y)| x != y).count() == 1
 }
 
+/// How many steps back [`retry_drift`] looks for the failed call that a call retries.
+const RETRY_WINDOW: usize = 12;
+
+/// The JSON object of a call's arguments: the text from its first `{` to its last `}`.
+fn call_arguments(content: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let (start, end) = (content.find('{')?, content.rfind('}')?);
+    match serde_json::from_str::<serde_json::Value>(content.get(start..=end)?).ok()? {
+        serde_json::Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// A string, number or boolean argument as text; `None` for objects, arrays and null.
+fn scalar_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether two argument values are one value written two ways: the same date (`March 21, 2025`
+/// and `2025-03-21`; `21.03.2025` and `2025-03-21`, the same numbers in another order) or the
+/// same number (`7` and `7.0`). A retry that only rewrites a value in the
+/// form the error asked for changes nothing.
+fn same_value(a: &str, b: &str) -> bool {
+    let dates = |v: &str| -> Vec<String> {
+        crate::evidence::extract_text(v).into_iter().filter(|e| e.kind == EvidenceKind::Date).map(|e| e.key).collect()
+    };
+    let (da, db) = (dates(a), dates(b));
+    if !da.is_empty() && da == db {
+        return true;
+    }
+    // A date in another order or with other separators (`21.03.2025`, `17/10/2025`): the same
+    // numbers, and nothing but digits and separators.
+    let parts = |v: &str| -> Option<Vec<u32>> {
+        if !v.trim().chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | '/' | '-' | ' ')) {
+            return None;
+        }
+        let mut p: Vec<u32> = v.split(|c: char| !c.is_ascii_digit()).filter_map(|d| d.parse().ok()).collect();
+        p.sort_unstable();
+        (p.len() >= 3).then_some(p)
+    };
+    if let (Some(pa), Some(pb)) = (parts(a), parts(b))
+        && pa == pb
+    {
+        return true;
+    }
+    matches!((a.trim().parse::<f64>(), b.trim().parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() < 1e-9)
+}
+
+/// Whether an argument is a value rather than prose: not a member that holds free text
+/// (`description`, `reason`, `message`, `query`…), and a number, a boolean or a string of at most
+/// 40 characters and three words (a date, a code, an id, a name).
+fn value_like(key: &str, value: &str) -> bool {
+    const PROSE: [&str; 12] = [
+        "description",
+        "reason",
+        "explanation",
+        "thought",
+        "summary",
+        "message",
+        "comment",
+        "note",
+        "text",
+        "query",
+        "prompt",
+        "content",
+    ];
+    let key = key.to_ascii_lowercase();
+    !PROSE.iter().any(|p| key.contains(p)) && value.chars().count() <= 40 && value.split_whitespace().count() <= 3
+}
+
+/// Step `i`, a tool call, retries the agent's failed call of the same tool (its last call of
+/// that tool within [`RETRY_WINDOW`] steps, with no turn of the served person between) whose
+/// error names one of the call's arguments, by member name or by value; the retry changes that
+/// argument, and also changes others the error did not name to values no tool output between
+/// them wrote: "retries query_expenses after the error at step 3 named office, but also changes
+/// from 2025-07-01 → 2024-07-01, which the error did not name". Fixing what the error named is
+/// the recovery; what else changed came from nowhere. Arguments are the JSON objects of both
+/// calls ([`call_arguments`]); only strings, numbers and booleans present in both are compared.
+pub(crate) fn retry_drift(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall || !s.content.contains('{') {
+        return;
+    }
+    let Some(tool) = s.tool_name.as_deref() else { return };
+    // Commands and edits write code and file text, not values.
+    if super::shell_command(&tool.to_ascii_lowercase(), &s.content).is_some() || super::edits(t, i) {
+        return;
+    }
+    let Some(j) = (i.saturating_sub(RETRY_WINDOW)..i).rev().find(|&j| {
+        let c = &t.steps[j];
+        c.kind == StepKind::ToolCall && c.agent == s.agent && c.tool_name.as_deref() == Some(tool)
+    }) else {
+        return;
+    };
+    let Some(error) = call_error(ctx, j) else { return };
+    if (j..i).any(|k| is_human(&t.steps[k])) {
+        return;
+    }
+    let (Some(before), Some(now)) = (call_arguments(&t.steps[j].content), call_arguments(&s.content)) else { return };
+    let error = error.to_lowercase();
+    let named = |key: &str, value: &str| {
+        error.contains(&key.to_lowercase()) || value.chars().count() >= 3 && error.contains(&value.to_lowercase())
+    };
+    let written_between =
+        |value: &str| (j + 1..i).any(|k| t.steps[k].kind == StepKind::ToolResult && t.steps[k].content.contains(value));
+    let mut fixed = Vec::new();
+    let mut drifted = Vec::new();
+    for (key, old) in &before {
+        let (Some(old), Some(new)) = (scalar_text(old), now.get(key).and_then(scalar_text)) else { continue };
+        if old == new || same_value(&old, &new) {
+            continue;
+        }
+        if named(key, &old) {
+            fixed.push(key.as_str());
+        } else if value_like(key, &old) && value_like(key, &new) && !written_between(&new) {
+            drifted.push(format!("{key} {} → {}", crate::text::clip(&old, 30), crate::text::clip(&new, 30)));
+        }
+    }
+    if fixed.is_empty() || drifted.is_empty() {
+        return;
+    }
+    let r = result_of(ctx, j).unwrap_or(j);
+    let which = if drifted.len() == 1 { "which the error did not name" } else { "none of which the error named" };
+    out.push(finding(
+        Signal::ArgumentMismatch,
+        weights::ARGUMENT_MISMATCH,
+        prose![
+            format!("retries {tool} after the error at step "),
+            Part::Step(r),
+            format!(" named {}, but also changes {}, {which}", fixed.join(", "), drifted.join(", "))
+        ],
+    ));
+}
+
 fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, user_step: usize) {
     out.push(finding(
         Signal::ArgumentMismatch,
