@@ -198,6 +198,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::ignored_result(ctx, i, &mut f);
     tables::wrong_column(ctx, i, &mut f);
     units::minor_units_as_major(ctx, i, &mut f);
+    units::utc_as_local(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.

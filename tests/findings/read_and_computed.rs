@@ -274,3 +274,48 @@ fn an_executor_reply_after_the_orchestrator_hands_it_the_code_is_what_the_code_p
     assert_eq!(t.steps[15].agent, "Executor");
     assert_eq!(unsourced_at(&t, 15), Vec::<usize>::new());
 }
+
+/// A flight status in UTC, the airport's offset (when `offset`), then the assistant's `reply`.
+fn departure(offset: bool, reply: &str) -> Trajectory {
+    let mut m = vec![
+        system("You are a travel desk. Tools return times in UTC. Give times in the airport's local time."),
+        user("Is my flight UA 1472 from Denver still on time?"),
+    ];
+    m.extend(call(
+        "c1",
+        "flight_status",
+        json!({"flight": "UA1472"}),
+        r#"{"status": "DELAYED", "departure": {"airport": "DEN", "scheduled": "2025-11-19T21:05:00Z", "estimated": "2025-11-19T21:50:00Z"}}"#,
+    ));
+    if offset {
+        m.extend(call(
+            "c2",
+            "airport_info",
+            json!({"iata": "DEN"}),
+            r#"{"iata": "DEN", "utc_offset_on_date": "-07:00"}"#,
+        ));
+    }
+    m.push(assistant(reply));
+    load(m)
+}
+
+#[test]
+fn a_utc_time_told_as_local_time_is_a_misread() {
+    let t = departure(true, "It is delayed: new estimated departure **9:50 PM** Mountain Time (was 9:05 PM).");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::IgnoredResult),
+        "states 9:50 PM as local time, but 2025-11-19T21:50:00Z at step 3 is UTC: at the local offset -07:00 it is 14:50"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(6), "misread_tool_output"), "{}", d.reason);
+    // Converted right, told as UTC, or no offset known: nothing to find.
+    for (offset, reply) in [
+        (true, "It is delayed: new estimated departure 2:50 PM Mountain Time (was 2:05 PM)."),
+        (true, "It is delayed: new estimated departure 21:50 UTC (was 21:05 UTC)."),
+        (false, "It is delayed: new estimated departure 9:50 PM local time (was 9:05 PM)."),
+    ] {
+        let t = departure(offset, reply);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{reply}");
+    }
+}

@@ -124,6 +124,112 @@ pub(super) fn minor_units_as_major(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     }
 }
 
+/// A clock time an agent states (`9:50 PM`, `21:50`), with its minutes after midnight and its
+/// byte span.
+static STATED_CLOCK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([01]?\d|2[0-3]):([0-5]\d)(?:\s*([ap])\.?m\.?\b)?").unwrap());
+
+/// A word saying a time is local, after the time on the same line: "local", a zone's name
+/// ("Mountain Time", "Pacific") or abbreviation (`MST`, `PDT`, `CET`).
+static LOCAL_ZONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:local|(?i:mountain|pacific|eastern|central|atlantic|alaska|hawaii)(?:\s+time)?|[MPECA][SD]?T|CES?T|EES?T|WES?T|BST|IST|JST|AES?T)\b",
+    )
+    .unwrap()
+});
+
+/// A UTC timestamp a tool writes (`2025-11-19T21:50:00Z`): hour and minute.
+static UTC_STAMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d{4}-\d{2}-\d{2}T(\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?Z").unwrap());
+
+/// A local offset the run states: `"utc_offset": "-07:00"` (any member whose name holds
+/// `offset`), or `UTC-7` / `UTC+05:30` in prose.
+static OFFSET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)offset[a-z_]*"?\s*[:=]\s*"?([+-])(\d{1,2}):?(\d{2})?|\bUTC\s?([+-])(\d{1,2})(?::?(\d{2}))?\b"#)
+        .unwrap()
+});
+
+/// How many steps back [`utc_as_local`] reads timestamps and offsets.
+const ZONE_WINDOW: usize = 40;
+
+/// Step `i`, an agent's message, states a clock time as local (a [`LOCAL_ZONE`] word after it on
+/// the same line: "9:50 PM Mountain Time") that is the clock time of a UTC timestamp a tool
+/// result of the last [`ZONE_WINDOW`] steps gives (`"estimated": "2025-11-19T21:50:00Z"`), while
+/// the run states a local offset other than zero (`"utc_offset_on_date": "-07:00"`, in a tool
+/// result of the window or the first five steps) and the time at that offset is another: the UTC
+/// time was told as local. docs/METHODS.md, "Grounding".
+pub(super) fn utc_as_local(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::Message
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || !step.content.contains(':')
+        || !LOCAL_ZONE.is_match(&step.content)
+    {
+        return;
+    }
+    let from = i.saturating_sub(ZONE_WINDOW);
+    let offsets: Vec<i32> = (0..i.min(5))
+        .chain(from..i)
+        .flat_map(|j| OFFSET.captures_iter(&t.steps[j].content).collect::<Vec<_>>())
+        .filter_map(|c| {
+            let (sign, h, m) = match c.get(1) {
+                Some(sign) => (sign.as_str(), c.get(2)?, c.get(3)),
+                None => (c.get(4)?.as_str(), c.get(5)?, c.get(6)),
+            };
+            let minutes = h.as_str().parse::<i32>().ok()? * 60 + m.map_or(Some(0), |m| m.as_str().parse().ok())?;
+            Some(if sign == "-" { -minutes } else { minutes })
+        })
+        .filter(|&o| o != 0)
+        .collect();
+    let Some(&offset) = offsets.last() else { return };
+    let stamps: Vec<(usize, i32, String)> = (from..i)
+        .rev()
+        .filter(|&j| t.steps[j].kind == StepKind::ToolResult)
+        .flat_map(|j| {
+            UTC_STAMP
+                .captures_iter(&t.steps[j].content)
+                .filter_map(|c| Some((j, c[1].parse::<i32>().ok()? * 60 + c[2].parse::<i32>().ok()?, c[0].to_string())))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for line in step.content.lines() {
+        for c in STATED_CLOCK.captures_iter(line) {
+            let whole = c.get(0).expect("match");
+            if !LOCAL_ZONE.is_match(&line[whole.end()..]) {
+                continue;
+            }
+            let (Ok(h), Ok(m)) = (c[1].parse::<i32>(), c[2].parse::<i32>()) else { continue };
+            let h = match c.get(3).map(|x| x.as_str().to_ascii_lowercase()) {
+                Some(x) if x == "p" && h < 12 => h + 12,
+                Some(x) if x == "a" && h == 12 => 0,
+                _ => h,
+            };
+            let stated = h * 60 + m;
+            let Some((j, _, stamp)) = stamps.iter().find(|(_, utc, _)| *utc == stated) else { continue };
+            let local = (stated + offset).rem_euclid(24 * 60);
+            let sign = if offset < 0 { '-' } else { '+' };
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    format!("states {} as local time, but {stamp} at step ", whole.as_str().trim()),
+                    Part::Step(*j),
+                    format!(
+                        " is UTC: at the local offset {sign}{:02}:{:02} it is {:02}:{:02}",
+                        offset.abs() / 60,
+                        offset.abs() % 60,
+                        local / 60,
+                        local % 60
+                    )
+                ],
+            ));
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
