@@ -30,7 +30,31 @@ pub fn called_tool(step: &Step) -> Option<String> {
 /// the tables and lists show it: a tool call as it reads ([`call_line`]), else the first
 /// non-empty line.
 pub fn step_line(step: &Step, max: usize) -> String {
-    call_line(step, max).unwrap_or_else(|| text::first_line(&step.content, max))
+    call_line(step, max).or_else(|| handoff_line(step, max)).unwrap_or_else(|| text::first_line(&step.content, max))
+}
+
+/// A hand-off whose content is only the call's arguments naming the target (Google ADK's
+/// `transfer_to_agent({"agent_name": "flight_agent"})`, an Agents SDK `transfer_to_*` call with
+/// `{}`) in one line: `→ flight_agent (transfer_to_agent)`. `None` for other steps and for a
+/// hand-off that carries an instruction (a `Task` prompt, a Magentic-One orchestrator's message).
+fn handoff_line(step: &Step, max: usize) -> Option<String> {
+    if step.kind != StepKind::Delegation {
+        return None;
+    }
+    let to = step.delegate_to.as_deref().map(str::trim).filter(|t| !t.is_empty())?;
+    let content = step.content.trim();
+    let only_target = content.is_empty()
+        || matches!(serde_json::from_str::<serde_json::Value>(content), Ok(serde_json::Value::Object(m))
+            if m.len() <= 1 && m.values().all(|v| v.is_null() || v.as_str().is_some_and(|s| s.trim() == to)));
+    if !only_target {
+        return None;
+    }
+    let tool = step.tool_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+    let line = match tool {
+        Some(tool) => format!("→ {to} ({tool})"),
+        None => format!("→ {to}"),
+    };
+    Some(text::clip(&text::sanitize(&line), max))
 }
 
 /// A tool call in one line of at most `max` characters (sanitised, `…` when clipped), reading as

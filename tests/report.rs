@@ -9,7 +9,7 @@ use falat::diagnosis::{Diagnosis, Rule};
 use falat::ingest::fs::{dataset_files, load_path};
 use falat::judge::heuristic::HeuristicJudge;
 use falat::methods::falat::Options;
-use falat::model::Trajectory;
+use falat::model::{StepKind, Trajectory};
 use falat::{report, text};
 use serde_json::Value;
 
@@ -462,4 +462,31 @@ fn a_reverted_edit_that_applied_is_said_so_in_the_markdown_verdict() {
     let (t, d) = coding("refused-edit-then-sed.claude-code.jsonl");
     let md = report::to_markdown(&t, &d);
     assert!(!md.contains("means here that") && !md.contains("Reverted at step"), "{md}");
+}
+
+/// A hand-off whose call carries nothing but its target reads as where the work goes: Google
+/// ADK's `transfer_to_agent({"agent_name": …})`. A hand-off with an instruction keeps its text.
+#[test]
+fn step_line_reads_a_bare_handoff_as_its_target() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/handbuilt/google-adk/trip_options_total_per_night.adk.json");
+    let t = load_path(path.as_path(), None).expect("loads").trajectories.remove(0);
+    let lines: Vec<(usize, String)> = t
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Delegation)
+        .map(|s| (s.index, report::step_line(s, 80)))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (2, "→ flight_agent (transfer_to_agent)".to_string()),
+            (7, "→ trip_planner (transfer_to_agent)".to_string()),
+            (9, "→ hotel_agent (transfer_to_agent)".to_string()),
+            (16, "→ trip_planner (transfer_to_agent)".to_string()),
+        ]
+    );
+    let mut told = t.steps[2].clone();
+    told.content = r#"{"agent_name": "flight_agent", "request": "find direct flights under 250 EUR"}"#.into();
+    assert!(report::step_line(&told, 80).starts_with("{\"agent_name\""), "{}", report::step_line(&told, 80));
 }
