@@ -543,9 +543,10 @@ fn shows_pair(text: &str, a: &str, b: &str) -> bool {
 /// written it) from A to B (a literal, a boolean or null constant, or, in a message string, the
 /// word changed: [`words_changed`], Go's `want true` becoming `want false`), where a check that
 /// failed before the agent's first edit, and
-/// reproduced the failure the task reports ([`super::reproduces_reported_failure`]), showed A
-/// and B side by side (`expected '2026-03-28' to be '2026-03-29'`): the test that caught the
-/// reported bug is made to expect the buggy value instead of the code being fixed. Looked for
+/// reproduced the failure the task reports ([`super::reproduces_reported_failure`]), or a failing
+/// output after it (the bug as a partial fix left it), showed A and B side by side (`expected
+/// '2026-03-28' to be '2026-03-29'`): the test that caught the reported bug is made to expect the
+/// value the code gives instead of the code being fixed. Looked for
 /// within [`EDIT_HISTORY_WINDOW`] steps before the edit.
 pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
@@ -568,9 +569,12 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
                 && super::reproduces_reported_failure(ctx, r)
         })
         .collect();
-    if reproductions.is_empty() {
-        return;
-    }
+    let Some(&first) = reproductions.first() else { return };
+    // The failing runs since the reproduction: the bug as reproduced, or as a partial fix left it
+    // (`cre-me-bru-le-e` after `crme-brle`), each a value the code gave instead of the expected one.
+    let failing: Vec<usize> = (first..e)
+        .filter(|&r| t.steps[r].kind == StepKind::ToolResult && super::shows_failure(ctx, r))
+        .collect();
     for old in removed.iter().filter(|l| asserts(l)) {
         let own =
             (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
@@ -585,7 +589,7 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
         let (Some(a), Some(b)) = (gone.first(), came.first()) else { continue };
         // In a message (`t.Errorf("got %v, want true")`) the expected value is the word changed.
         let (a, b) = words_changed(a, b).unwrap_or((a.as_str(), b.as_str()));
-        let Some(&r) = reproductions.iter().find(|&&r| shows_pair(&t.steps[r].content, a, b)) else { continue };
+        let Some(&r) = failing.iter().find(|&&r| shows_pair(&t.steps[r].content, a, b)) else { continue };
         out.push(finding(
             Signal::FailedAction,
             weights::FAILED_ACTION,

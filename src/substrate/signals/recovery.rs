@@ -377,8 +377,8 @@ pub(crate) fn is_test_path(path: &str) -> bool {
 /// Whether call `k`, a change made after the failed check `c` (output `r`), can have fixed what
 /// `c` showed: a change that edits no test file (the code, a manifest, a dependency installed),
 /// or an edit of a test file holding a failing test the agent wrote itself before `c` (every
-/// test `r` names as failed is named in an edit of the agent before `c`; when `r` names none, a
-/// test file the agent edited before `c`). Rewriting a test that was there before, so that it
+/// test `r` names as failed is named in an edit of a test file by the agent before `c`; when `r`
+/// names none, a test file the agent edited before `c`). Rewriting a test that was there before, so that it
 /// passes, fixes nothing it reported.
 fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
     let t = ctx.trajectory;
@@ -387,7 +387,15 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
         return true;
     }
     let agent = &t.steps[c].agent;
-    let own_edits = || (c.saturating_sub(RECOVERY_WINDOW)..c).filter(|&j| t.steps[j].agent == *agent && edits(t, j));
+    // The agent's own edits of test files before `c` (a test named in an edit of the code, `slugify`
+    // in `src/lib/slug.ts`, is not a test the agent wrote).
+    let own_edits = || {
+        (c.saturating_sub(RECOVERY_WINDOW)..c).filter(|&j| {
+            t.steps[j].agent == *agent
+                && edits(t, j)
+                && super::coding::edited_files(t, j).iter().any(|f| is_test_path(f))
+        })
+    };
     let failing = failing_tests(&t.steps[r].content);
     if failing.is_empty() {
         return files.iter().filter(|f| is_test_path(f)).all(|f| {
