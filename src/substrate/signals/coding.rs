@@ -1267,18 +1267,16 @@ static NO_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
-/// Whether shell call `c` runs a script the agent wrote itself in the run ([`made_by_agent`]):
-/// an interpreter (`python`, `node`, `ruby`, `bash`, `sh`…) given a file (`python
-/// reproduce.py`), the agent's reproduction.
-fn runs_own_script(t: &Trajectory, c: usize) -> bool {
-    let Some(cmd) = call_command(t, c) else { return false };
-    shell::commands(&cmd).iter().any(|x| {
-        x.invocation().is_some_and(|inv| {
-            let interpreter = inv.program.starts_with("python")
-                || matches!(inv.program, "node" | "ruby" | "bash" | "sh" | "deno" | "bun" | "php" | "perl");
-            let script = inv.args.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-'));
-            interpreter && script.is_some_and(|s| s.contains('.') && made_by_agent(t, s, c))
-        })
+/// The script shell call `c` runs: the file an interpreter (`python`, `node`, `ruby`, `bash`,
+/// `sh`…) is given (`reproduce.py` of `cd /testbed && python reproduce.py`).
+fn script_run(t: &Trajectory, c: usize) -> Option<String> {
+    let cmd = call_command(t, c)?;
+    shell::commands(&cmd).iter().find_map(|x| {
+        let inv = x.invocation()?;
+        let interpreter = inv.program.starts_with("python")
+            || matches!(inv.program, "node" | "ruby" | "bash" | "sh" | "deno" | "bun" | "php" | "perl");
+        let script = inv.args.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-'))?;
+        (interpreter && script.contains('.')).then(|| script.to_string())
     })
 }
 
@@ -1288,7 +1286,7 @@ fn output_lines(text: &str) -> Vec<&str> {
 }
 
 /// Step `e`, the agent's first edit of the code ([`edits_code`]) after it ran its own
-/// reproduction script ([`runs_own_script`]; no other edit of the code between), when the next
+/// reproduction script ([`script_run`], [`made_by_agent`]; no other edit between), when the next
 /// run of the same command line after it (within [`EDIT_HISTORY_WINDOW`] steps) prints the same
 /// output, line for line, and a later thought or message of the agent, before its next edit,
 /// says the fix took effect ([`FIX_CLAIM`]) without saying nothing changed ([`NO_CHANGE`]): the
@@ -1296,29 +1294,29 @@ fn output_lines(text: &str) -> Vec<&str> {
 /// re-run. Checks that pass after it prove nothing (they passed before too).
 pub(super) fn rerun_unchanged(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    if t.steps[e].kind != StepKind::ToolCall || !edits_code(t, e) || call_error(ctx, e).is_some() {
-        return;
-    }
-    if super::refused_call(ctx, e) {
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
         return;
     }
     let agent = &t.steps[e].agent;
+    // The agent's last call before the edit that runs a script, with no edit between (checked
+    // cheaply here; that the script is the agent's own is checked last).
     let mut before = None;
     for j in (e.saturating_sub(EDIT_HISTORY_WINDOW)..e).rev() {
         let s = &t.steps[j];
         if s.kind != StepKind::ToolCall || s.agent != *agent {
             continue;
         }
-        if edits_code(t, j) {
+        if edits(t, j) {
             return;
         }
-        if runs_own_script(t, j) {
-            before = Some(j);
+        if let Some(script) = script_run(t, j) {
+            before = Some((j, script));
             break;
         }
     }
-    let Some(rc) = before else { return };
-    let (Some(line), Some(r0)) = (call_command(t, rc), result_of(ctx, rc)) else { return };
+    let Some((rc, script)) = before else { return };
+    let Some(line) = call_command(t, rc) else { return };
+    let Some(r0) = result_of(ctx, rc) else { return };
     let was = output_lines(&t.steps[r0].content);
     if was.is_empty() {
         return;
@@ -1327,6 +1325,7 @@ pub(super) fn rerun_unchanged(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding
     let Some(k) = (e + 1..end).find(|&k| {
         t.steps[k].kind == StepKind::ToolCall
             && t.steps[k].agent == *agent
+            && t.steps[k].content.contains(script.as_str())
             && call_command(t, k).is_some_and(|x| x.trim() == line.trim())
     }) else {
         return;
@@ -1347,6 +1346,9 @@ pub(super) fn rerun_unchanged(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding
     else {
         return;
     };
+    if super::refused_call(ctx, e) || !edits_code(t, e) || !made_by_agent(t, &script, rc) {
+        return;
+    }
     out.push(finding(
         Signal::FailedAction,
         weights::FAILED_ACTION,
