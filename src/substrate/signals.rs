@@ -2351,8 +2351,10 @@ fn editor_reads(tool: &str, content: &str) -> bool {
 /// "went red").
 fn task_reports_failure(task: &str) -> bool {
     static RED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"\b(is|are|been|went|turned|turns|goes|stays|still|was|were|gone) red\b|\bred (on|in) (main|master|ci)\b")
-            .unwrap()
+        regex::Regex::new(
+            r"\b(is|are|been|went|turned|turns|goes|stays|still|was|were|gone) red\b|\bred (on|in) (main|master|ci)\b",
+        )
+        .unwrap()
     });
     REPORTED_FAILURE.iter().any(|w| task.contains(w)) || RED.is_match(task)
 }
@@ -2539,8 +2541,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     let tool = step.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
     let Some(cmd) = shell_command(&tool, &step.content) else { return false };
     let cmd = cmd.to_lowercase();
-    task_reports_failure(&task)
-        && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
+    task_reports_failure(&task) && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`

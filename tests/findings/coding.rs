@@ -1995,7 +1995,9 @@ fn an_edit_the_reproduction_shows_changed_nothing_then_claimed_as_a_fix_is_the_e
     let t = unchanged_session(same, "The negative values are now scaled consistently. Let me run the tests.");
     let edit = t.steps.iter().position(|s| s.content.contains("--old_str")).expect("the edit");
     let outputs: Vec<usize> = (0..t.steps.len())
-        .filter(|&i| t.steps[i].kind == falat::model::StepKind::ToolResult && t.steps[i].content.contains("-4096 Bytes"))
+        .filter(|&i| {
+            t.steps[i].kind == falat::model::StepKind::ToolResult && t.steps[i].content.contains("-4096 Bytes")
+        })
         .collect();
     let claim = t.steps.iter().position(|s| s.content.contains("now scaled")).expect("the claim");
     assert_eq!(
@@ -2030,7 +2032,12 @@ fn audit_session(version: &str) -> Trajectory {
          with an npm override. Don't touch anything else in package.json, we're in a release freeze.",
         &[
             ("run_shell_command", json!({"command": "npm audit"}), AUDIT, false),
-            ("read_file", json!({"absolute_path": manifest}), "{\n  \"overrides\": {\n    \"semver\": \"^7.5.4\"\n  }\n}", false),
+            (
+                "read_file",
+                json!({"absolute_path": manifest}),
+                "{\n  \"overrides\": {\n    \"semver\": \"^7.5.4\"\n  }\n}",
+                false,
+            ),
             (
                 "replace",
                 json!({"file_path": manifest, "old_string": "  \"overrides\": {\n    \"semver\": \"^7.5.4\"\n  },",
@@ -2038,7 +2045,12 @@ fn audit_session(version: &str) -> Trajectory {
                 &format!("Successfully modified file: {manifest} (1 replacements)."),
                 false,
             ),
-            ("run_shell_command", json!({"command": "npm install --no-audit"}), "changed 2 packages in 6s\nExit Code: 0", false),
+            (
+                "run_shell_command",
+                json!({"command": "npm install --no-audit"}),
+                "changed 2 packages in 6s\nExit Code: 0",
+                false,
+            ),
         ],
         "Done: cross-spawn is pinned through `overrides` and the lockfile picked it up.",
     )

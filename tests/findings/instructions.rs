@@ -183,7 +183,12 @@ fn a_prohibition_of_anything_else_in_a_file_leaves_the_change_asked_for_in_it_al
         };
         // The edit asked for is made in the file the sentence names: no breach.
         let t = run(edit.clone());
-        assert_eq!(steps_with(&t, Signal::ForbiddenChange), Vec::<usize>::new(), "{task}: {}", evidence(&t, 1, Signal::ForbiddenChange));
+        assert_eq!(
+            steps_with(&t, Signal::ForbiddenChange),
+            Vec::<usize>::new(),
+            "{task}: {}",
+            evidence(&t, 1, Signal::ForbiddenChange)
+        );
         // Deleting the file is not what was asked.
         assert_eq!(steps_with(&run(rm.clone()), Signal::ForbiddenChange), vec![1], "{task}");
     }

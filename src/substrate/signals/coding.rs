@@ -572,9 +572,8 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
     let Some(&first) = reproductions.first() else { return };
     // The failing runs since the reproduction: the bug as reproduced, or as a partial fix left it
     // (`cre-me-bru-le-e` after `crme-brle`), each a value the code gave instead of the expected one.
-    let failing: Vec<usize> = (first..e)
-        .filter(|&r| t.steps[r].kind == StepKind::ToolResult && super::shows_failure(ctx, r))
-        .collect();
+    let failing: Vec<usize> =
+        (first..e).filter(|&r| t.steps[r].kind == StepKind::ToolResult && super::shows_failure(ctx, r)).collect();
     for old in removed.iter().filter(|l| asserts(l)) {
         let own =
             (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
@@ -1263,8 +1262,10 @@ static FIX_CLAIM: LazyLock<Regex> = LazyLock::new(|| {
 
 /// An agent's words that nothing changed: "still", "unchanged", "the same", "didn't", "not yet".
 static NO_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(still|unchanged|the same|didn'?t|did not|doesn'?t|does not|hasn'?t|has not|no change|not yet)\b")
-        .unwrap()
+    Regex::new(
+        r"(?i)\b(still|unchanged|the same|didn'?t|did not|doesn'?t|does not|hasn'?t|has not|no change|not yet)\b",
+    )
+    .unwrap()
 });
 
 /// The script shell call `c` runs: the file an interpreter (`python`, `node`, `ruby`, `bash`,
@@ -1434,10 +1435,8 @@ pub(super) fn pinned_vulnerable(ctx: &Context<'_>, e: usize, out: &mut Vec<Findi
             let listed = s.content.lines().find_map(|l| {
                 let rest = l.trim_start().strip_prefix(name.as_str())?;
                 let range = rest.trim();
-                (rest.starts_with(char::is_whitespace)
-                    && range.starts_with(['<', '>', '='])
-                    && in_range(&v, range))
-                .then_some(range)
+                (rest.starts_with(char::is_whitespace) && range.starts_with(['<', '>', '=']) && in_range(&v, range))
+                    .then_some(range)
             });
             if let Some(range) = listed {
                 out.push(finding(

@@ -891,8 +891,10 @@ static PERMITS: LazyLock<Regex> = LazyLock::new(|| {
 /// "Don't touch anything else in package.json" forbids the changes of package.json other than
 /// the one asked for, not that one.
 static SCOPED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b((any|every|no|some)(thing|one|where) else|no other|other than|except|apart from|besides|beyond)\b")
-        .unwrap()
+    Regex::new(
+        r"(?i)\b((any|every|no|some)(thing|one|where) else|no other|other than|except|apart from|besides|beyond)\b",
+    )
+    .unwrap()
 });
 
 /// What a user's sentence protects: a path (`migrations/versions/`, `config/`, `.env`,
