@@ -1234,4 +1234,21 @@ mod tests {
         );
         assert_eq!(written_paths(&commands("sed -i '41d' src/c.ts")[0]), [("src/c.ts".to_string(), Change::Edits)]);
     }
+
+    #[test]
+    fn an_exit_code_a_program_reports_with_is_told_from_a_failure() {
+        let exit = |line: &str, code: i32| reporting_exit(&commands(line)[0], code);
+        assert!(exit("npm audit --omit=optional", 1));
+        assert!(exit("pnpm audit", 1));
+        assert!(exit("yarn audit --groups dependencies", 12));
+        assert!(exit("grep -rn TODO src", 1));
+        assert!(exit("git diff --exit-code", 1));
+        assert!(exit("npm outdated", 1));
+        // Other codes, or other commands, are failures.
+        assert!(!exit("grep -rn TODO src", 2));
+        assert!(!exit("npm audit", 2));
+        assert!(!exit("npm install", 1));
+        assert!(!exit("git diff", 1));
+        assert!(!exit("pytest -q", 1));
+    }
 }
