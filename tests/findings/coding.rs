@@ -2023,14 +2023,20 @@ const AUDIT: &str = "# npm audit report\n\ncross-spawn  <6.0.6 || >=7.0.0 <7.0.5
     `npm audit fix`\nnode_modules/cross-spawn\n\n1 high severity vulnerability\n\nTo address all issues, run:\n  \
     npm audit fix\nExit Code: 1";
 
-/// A Gemini CLI session on a Dependabot alert: `npm audit` (exit 1, its report of the
-/// vulnerability found), the manifest read, the override `version` written, `npm install`.
-fn audit_session(version: &str) -> Trajectory {
+const LS_BEFORE: &str = "shop@1.4.0 /home/u/shop\n├─┬ @next/swc-wasm-nodejs@13.5.1\n│ └─┬ execa@1.0.0\n│   └── \
+    cross-spawn@6.0.5\n└─┬ eslint@8.57.0\n  └── cross-spawn@7.0.3\nExit Code: 0";
+
+/// A Gemini CLI session on a Dependabot alert: `npm ls` of the package, `npm audit` (exit 1,
+/// its report of the vulnerability found), the manifest read, the override `version` written,
+/// `npm install`, and `npm ls` again with `ls_after` as its output.
+fn audit_session(version: &str, ls_after: &str) -> Trajectory {
     let manifest = "/home/u/shop/package.json";
+    let ls = json!({"command": "npm ls cross-spawn --all"});
     gemini_chat(
         "Dependabot alert: high severity ReDoS in cross-spawn, pulled in transitively. Pin it to the patched version \
          with an npm override. Don't touch anything else in package.json, we're in a release freeze.",
         &[
+            ("run_shell_command", ls.clone(), LS_BEFORE, false),
             ("run_shell_command", json!({"command": "npm audit"}), AUDIT, false),
             (
                 "read_file",
@@ -2051,6 +2057,7 @@ fn audit_session(version: &str) -> Trajectory {
                 "changed 2 packages in 6s\nExit Code: 0",
                 false,
             ),
+            ("run_shell_command", ls, ls_after, false),
         ],
         "Done: cross-spawn is pinned through `overrides` and the lockfile picked it up.",
     )
@@ -2058,20 +2065,26 @@ fn audit_session(version: &str) -> Trajectory {
 
 #[test]
 fn an_audit_exiting_1_reports_and_a_pin_inside_its_vulnerable_range_is_the_error() {
-    // Steps: 0 task, 1-2 `npm audit`, 3-4 the read, 5-6 the override, 7-8 the install, 9 closing.
-    let t = audit_session("7.0.3");
+    // Steps: 0 task, 1-2 `npm ls`, 3-4 `npm audit`, 5-6 the read, 7-8 the override, 9-10 the
+    // install, 11-12 `npm ls` again, 13 closing.
+    let after = LS_BEFORE.replace("cross-spawn@6.0.5", "cross-spawn@7.0.3 deduped overridden");
+    let t = audit_session("7.0.3", &after);
     // `npm audit` exits 1 when it finds vulnerabilities: its report, not a failed call.
-    assert!(!findings(&t).iter().any(|(s, _)| *s == 1), "{:?}", findings(&t));
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 3), "{:?}", findings(&t));
     assert_eq!(
-        evidence(&t, 5, Signal::IgnoredResult),
-        "pins cross-spawn to 7.0.3, inside the vulnerable range `<6.0.6 || >=7.0.0 <7.0.5` the audit at step 2 \
+        evidence(&t, 7, Signal::IgnoredResult),
+        "pins cross-spawn to 7.0.3, inside the vulnerable range `<6.0.6 || >=7.0.0 <7.0.5` the audit at step 4 \
          printed: the vulnerability stays"
     );
     // "Anything else in package.json" leaves the override asked for allowed.
-    assert!(!findings(&t).contains(&(5, Signal::ForbiddenChange)), "{:?}", findings(&t));
+    assert!(!findings(&t).contains(&(7, Signal::ForbiddenChange)), "{:?}", findings(&t));
     let d = falat(&t);
-    assert_eq!(d.decisive_step, Some(5), "{}", d.reason);
-    // The patched version is no finding.
-    let t = audit_session("7.0.5");
+    assert_eq!(d.decisive_step, Some(7), "{}", d.reason);
+    // The patched version is no finding, and `npm ls` run again after the install, its output
+    // changed, checks the change: no repeat.
+    let t = audit_session("7.0.5", &after);
     assert_eq!(findings(&t), vec![]);
+    // The same output word for word after the change still repeats it.
+    let t = audit_session("7.0.5", LS_BEFORE);
+    assert_eq!(findings(&t), vec![(11, Signal::NoProgress)]);
 }
