@@ -185,6 +185,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::dedupe_incomplete(ctx, i, &mut f);
     coding::pinned_past_constraint(ctx, i, &mut f);
     coding::other_copy_edited(ctx, i, &mut f);
+    coding::rerun_unchanged(ctx, i, &mut f);
+    coding::pinned_vulnerable(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -1083,6 +1085,11 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     {
         return;
     }
+    // `npm audit` exiting 1 (vulnerabilities found), `grep` exiting 1 (no match): the program
+    // reported what it found, it did not fail.
+    if reports_by_exit_code(ctx, i, r) {
+        return;
+    }
     let rs = &ctx.hierarchy.steps[r];
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
@@ -1242,6 +1249,28 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
 /// always fails it.
 pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
     ctx.trajectory.steps[r].is_error || exit_code(ctx, r).map_or_else(|| shows_failure(ctx, r), |code| code != 0)
+}
+
+/// Whether shell call `c`, whose output `r` reports a non-zero exit code, only ran a program
+/// whose documented exit codes report what it found ([`shell::reporting_exit`]: `npm audit` 1,
+/// vulnerabilities found; `grep` 1, no match) and readers of its output ([`shell::READ_PROGRAMS`],
+/// `sed` without `-i`): the exit code is that program's report, not a failure, even where the
+/// format marks the result an error by its exit code (Claude Code, Gemini CLI). A program the
+/// output says is missing fails it still.
+pub(crate) fn reports_by_exit_code(ctx: &Context<'_>, c: usize, r: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(code) = exit_code(ctx, r).filter(|&code| code != 0) else { return false };
+    let Some(line) = call_command(t, c) else { return false };
+    if missing_program(ctx, r).is_some() {
+        return false;
+    }
+    let cmds = shell::commands(&line);
+    let reader = |x: &shell::Command| {
+        x.invocation().is_none_or(|inv| shell::READ_PROGRAMS.contains(&inv.program) || inv.program == "sed")
+            && !shell::command_edits(x)
+    };
+    cmds.iter().any(|x| shell::reporting_exit(x, code))
+        && cmds.iter().all(|x| shell::reporting_exit(x, code) || reader(x))
 }
 
 /// The exit code step `r`'s text reports (`Exit code: 1`, `exitcode: 0`), the first one.
@@ -2591,6 +2620,19 @@ fn editor_reads(tool: &str, content: &str) -> bool {
     }
 }
 
+/// Whether a task (lower case) reports a failure: one of [`REPORTED_FAILURE`]'s words, or CI's
+/// colour for a failing build or test ("has been red on main since #412", "the build is red",
+/// "went red").
+fn task_reports_failure(task: &str) -> bool {
+    static RED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\b(is|are|been|went|turned|turns|goes|stays|still|was|were|gone) red\b|\bred (on|in) (main|master|ci)\b",
+        )
+        .unwrap()
+    });
+    REPORTED_FAILURE.iter().any(|w| task.contains(w)) || RED.is_match(task)
+}
+
 /// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
 const REPORTED_FAILURE: [&str; 12] = [
     "fail",
@@ -2714,7 +2756,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     }
     let names = ctx.facts.task_identifiers.get_or_init(|| {
         let task = ctx.trajectory.task.to_lowercase();
-        if !REPORTED_FAILURE.iter().any(|w| task.contains(w)) {
+        if !task_reports_failure(&task) {
             return Vec::new();
         }
         // `tests/test_x.py::test_y` names a file and a test: either may appear in the output.
@@ -2773,8 +2815,7 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     let tool = step.tool_name.as_deref().unwrap_or("").to_ascii_lowercase();
     let Some(cmd) = shell_command(&tool, &step.content) else { return false };
     let cmd = cmd.to_lowercase();
-    REPORTED_FAILURE.iter().any(|w| task.contains(w))
-        && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
+    task_reports_failure(&task) && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`

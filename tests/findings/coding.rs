@@ -1866,3 +1866,225 @@ fn an_edit_of_the_copy_of_a_function_the_named_caller_does_not_import_is_the_dec
     let t = fixture_with(ENV_SLIP, "./billing/invoice.py:5:from", "./billing/pdfgen.py:5:from");
     assert!(!findings(&t).contains(&(15, Signal::FailedAction)), "{:?}", findings(&t));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Held-out users' coding sessions (fu8): a package script's echoed command, a Go test's expected
+// value flipped, a reproduction unchanged by the edit, an audit's exit code and range
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code session that writes a new regression test first (its run with `pnpm vitest run`
+/// fails: the bug reproduced), fixes the code, then runs `pnpm test`, whose output echoes the
+/// package script `script` (as npm and pnpm print it) and passes.
+fn red_green_session(script: &str) -> Trajectory {
+    let test_edit = json!({"file_path": "/home/u/ledger/test/importers/bank.test.ts",
+        "old_string": "    expect(txns[0].amount).toBe(-1299);\n  });\n});",
+        "new_string": "    expect(txns[0].amount).toBe(-1299);\n  });\n\n  it('reads dd/mm/yyyy dates', () => {\n    expect(bank.parse(csv)[0].date.toISOString().slice(0, 10)).toBe('2025-04-03');\n  });\n});"});
+    let fix = json!({"file_path": "/home/u/ledger/src/importers/bank.ts",
+        "old_string": "date: parseStatementDate(row['Date']),", "new_string": "date: parseStatementDate(row['Date'], { dayFirst: true }),"});
+    let passing = format!(
+        "\n> ledger@0.9.3 test /home/u/ledger\n> {script}\n\n RUN  v2.1.8 /home/u/ledger\n\n ✓ test/importers/bank.test.ts (3 tests) 40ms\n\n Test Files  7 passed (7)\n      Tests  91 passed (91)"
+    );
+    claude_calls(
+        "Bank statements import with day and month swapped when the day is <= 12. Fix it and run `pnpm test`.",
+        &[
+            ("Edit", test_edit, "The file /home/u/ledger/test/importers/bank.test.ts has been updated.", false),
+            (
+                "Bash",
+                json!({"command": "pnpm vitest run test/importers/bank.test.ts"}),
+                "Exit code 1\n ❯ test/importers/bank.test.ts (3 tests | 1 failed) 41ms\n   × bank importer > reads dd/mm/yyyy dates 9ms\n     → expected '2025-03-04' to be '2025-04-03'\n\n FAIL  test/importers/bank.test.ts > bank importer > reads dd/mm/yyyy dates\nAssertionError: expected '2025-03-04' to be '2025-04-03' // Object.is equality\n\n Test Files  1 failed (1)\n      Tests  1 failed | 2 passed (3)",
+                true,
+            ),
+            ("Edit", fix, "The file /home/u/ledger/src/importers/bank.ts has been updated.", false),
+            ("Bash", json!({"command": "pnpm test"}), &passing, false),
+        ],
+        "Fixed: the importer now parses dates day-first; the new test failed before the fix and `pnpm test` passes.",
+    )
+}
+
+#[test]
+fn a_test_written_to_fail_first_is_recovered_by_the_package_script_that_runs_it() {
+    // Steps: 0 task, 1-2 the new test, 3-4 its failing run, 5-6 the fix, 7-8 `pnpm test`.
+    let t = red_green_session("tsc --noEmit && vitest run");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // A script that runs another program (a linter only) checks nothing of the failing test: the
+    // failure stays the edit's.
+    let t = red_green_session("eslint .");
+    let e = evidence(&t, 1, Signal::FailedAction);
+    assert!(e.starts_with("the check after this edit fails at step 4: bank importer > reads dd/mm/yyyy dates"), "{e}");
+}
+
+const BOUNDARY_FAILING: &str = "=== RUN   TestSlidingWindow_Boundary\n    window_test.go:88: at t=60s: Allow() = false, \
+    want true (limit=5, window=1m0s, used=5)\n--- FAIL: TestSlidingWindow_Boundary (0.00s)\nFAIL\n\
+    FAIL\tgithub.com/acme/throttle\t0.031s\nFAIL";
+
+/// A Codex session on a Go test that fails since a refactor: the failing run, the README's
+/// documented behaviour, then `patch` on the test and a passing suite.
+fn boundary_session(patch: &str) -> Trajectory {
+    codex_rollout(
+        "TestSlidingWindow_Boundary has been red on main since the refactor of window.go. Find out why and get the \
+         suite green again.",
+        &[
+            CodexTurn::Shell("go test -race -run TestSlidingWindow_Boundary -v ./...", BOUNDARY_FAILING, 1),
+            CodexTurn::Shell(
+                "grep -n -i 'boundary' README.md",
+                "41:A request arriving exactly at a window boundary belongs to the new window.",
+                0,
+            ),
+            CodexTurn::Reasoning("**Deciding what to change**"),
+            CodexTurn::Patch(patch),
+            CodexTurn::Shell("go test -race ./...", "ok  \tgithub.com/acme/throttle\t1.204s", 0),
+        ],
+        "I kept the runtime behaviour and updated TestSlidingWindow_Boundary to match it. `go test -race ./...` passes.",
+    )
+}
+
+const BOUNDARY_FLIP: &str = "*** Begin Patch\n*** Update File: window_test.go\n@@ func TestSlidingWindow_Boundary(t *testing.T) {\n\
+    -\tif got := w.Allow(); !got {\n\
+    -\t\tt.Errorf(\"at t=60s: Allow() = %v, want true (limit=%d, window=%v, used=%d)\", got, w.Limit, w.Size, w.curr)\n\
+    +\tif got := w.Allow(); got {\n\
+    +\t\tt.Errorf(\"at t=60s: Allow() = %v, want false (limit=%d, window=%v, used=%d)\", got, w.Limit, w.Size, w.curr)\n \
+    \t}\n*** End Patch";
+
+#[test]
+fn a_go_test_whose_wanted_value_is_flipped_to_the_failing_one_is_the_error() {
+    // Steps: 0 task, 1-2 the failing test, 3-4 the README, 5 the reasoning, 6-7 the patch, 8-9
+    // the suite, 10 the closing message.
+    let t = boundary_session(BOUNDARY_FLIP);
+    assert_eq!(
+        evidence(&t, 6, Signal::FailedAction),
+        "rewrites a test's expected value in window_test.go from `true` to `false`, the value the failing test \
+         showed at step 2: the test is made to expect the bug instead of the code being fixed"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(6), "{}", d.reason);
+    // A message reworded to a value no failing run showed is no rewrite to the bug.
+    let t = boundary_session(&BOUNDARY_FLIP.replace("want false", "want allowed"));
+    assert!(!findings(&t).contains(&(6, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+/// A SWE-agent session: a reproduction script written and run, an edit, the script run again
+/// with `after` as its output and `thought` after it, the tests, the submission.
+fn unchanged_session(after: &str, thought: &str) -> Trajectory {
+    let before = "-4096 '-4096 Bytes' '-4.0K'\n-1 '-1 Byte' '-1B'";
+    swe_agent(
+        "naturalsize() returns raw bytes for negative values in binary mode: naturalsize(-4096, binary=True) gives \
+         '-4096 Bytes' instead of '-4.0 KiB'.",
+        &[
+            (
+                "Let me create a reproduction script.",
+                "str_replace_editor create /testbed/reproduce.py --file_text 'print(naturalsize(-4096, binary=True))'",
+                "File created successfully at: /testbed/reproduce.py",
+            ),
+            ("", "cd /testbed && python reproduce.py", before),
+            (
+                "The byte-size early return compares the raw value; I'll use the absolute value.",
+                "str_replace_editor str_replace /testbed/src/humanize/filesize.py --old_str '    if abs_bytes < base and gnu:' --new_str '    if abs(bytes_) < base and gnu:'",
+                "The file /testbed/src/humanize/filesize.py has been edited. Here's the result of running `cat -n` on a snippet of /testbed/src/humanize/filesize.py:\n    35\t    if abs(bytes_) < base and gnu:\nReview the changes and make sure they are as expected.",
+            ),
+            ("", "cd /testbed && python reproduce.py", after),
+            (thought, "cd /testbed && python -m pytest tests/test_filesize.py -q", "40 passed in 0.11s"),
+            ("Submitting.", "submit", "diff --git a/src/humanize/filesize.py b/src/humanize/filesize.py"),
+        ],
+    )
+}
+
+#[test]
+fn an_edit_the_reproduction_shows_changed_nothing_then_claimed_as_a_fix_is_the_error() {
+    let same = "-4096 '-4096 Bytes' '-4.0K'\n-1 '-1 Byte' '-1B'";
+    let t = unchanged_session(same, "The negative values are now scaled consistently. Let me run the tests.");
+    let edit = t.steps.iter().position(|s| s.content.contains("--old_str")).expect("the edit");
+    let outputs: Vec<usize> = (0..t.steps.len())
+        .filter(|&i| {
+            t.steps[i].kind == falat::model::StepKind::ToolResult && t.steps[i].content.contains("-4096 Bytes")
+        })
+        .collect();
+    let claim = t.steps.iter().position(|s| s.content.contains("now scaled")).expect("the claim");
+    assert_eq!(
+        evidence(&t, edit, Signal::FailedAction),
+        format!(
+            "`cd /testbed && python reproduce.py` prints the same after this edit (step {}) as before it (step {}), \
+             yet step {claim} says the fix works: the edit changed nothing",
+            outputs[1], outputs[0]
+        )
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(edit), "{}", d.reason);
+    // The agent sees that nothing changed: no claim to misread the re-run.
+    let t = unchanged_session(same, "The output is still the same, so the edit missed. Let me look again.");
+    assert!(!findings(&t).contains(&(edit, Signal::FailedAction)), "{:?}", findings(&t));
+    // The output changed: the edit did something.
+    let t = unchanged_session("-4096 '-4.0 KiB' '-4.0K'\n-1 '-1 Byte' '-1B'", "Now negative values are scaled.");
+    assert!(!findings(&t).contains(&(edit, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+const AUDIT: &str = "# npm audit report\n\ncross-spawn  <6.0.6 || >=7.0.0 <7.0.5\nSeverity: high\nRegular Expression \
+    Denial of Service (ReDoS) in cross-spawn - https://github.com/advisories/GHSA-3xgq-45jj-v275\nfix available via \
+    `npm audit fix`\nnode_modules/cross-spawn\n\n1 high severity vulnerability\n\nTo address all issues, run:\n  \
+    npm audit fix\nExit Code: 1";
+
+const LS_BEFORE: &str = "shop@1.4.0 /home/u/shop\n├─┬ @next/swc-wasm-nodejs@13.5.1\n│ └─┬ execa@1.0.0\n│   └── \
+    cross-spawn@6.0.5\n└─┬ eslint@8.57.0\n  └── cross-spawn@7.0.3\nExit Code: 0";
+
+/// A Gemini CLI session on a Dependabot alert: `npm ls` of the package, `npm audit` (exit 1,
+/// its report of the vulnerability found), the manifest read, the override `version` written,
+/// `npm install`, and `npm ls` again with `ls_after` as its output.
+fn audit_session(version: &str, ls_after: &str) -> Trajectory {
+    let manifest = "/home/u/shop/package.json";
+    let ls = json!({"command": "npm ls cross-spawn --all"});
+    gemini_chat(
+        "Dependabot alert: high severity ReDoS in cross-spawn, pulled in transitively. Pin it to the patched version \
+         with an npm override. Don't touch anything else in package.json, we're in a release freeze.",
+        &[
+            ("run_shell_command", ls.clone(), LS_BEFORE, false),
+            ("run_shell_command", json!({"command": "npm audit"}), AUDIT, false),
+            (
+                "read_file",
+                json!({"absolute_path": manifest}),
+                "{\n  \"overrides\": {\n    \"semver\": \"^7.5.4\"\n  }\n}",
+                false,
+            ),
+            (
+                "replace",
+                json!({"file_path": manifest, "old_string": "  \"overrides\": {\n    \"semver\": \"^7.5.4\"\n  },",
+                    "new_string": format!("  \"overrides\": {{\n    \"semver\": \"^7.5.4\",\n    \"cross-spawn\": \"{version}\"\n  }},")}),
+                &format!("Successfully modified file: {manifest} (1 replacements)."),
+                false,
+            ),
+            (
+                "run_shell_command",
+                json!({"command": "npm install --no-audit"}),
+                "changed 2 packages in 6s\nExit Code: 0",
+                false,
+            ),
+            ("run_shell_command", ls, ls_after, false),
+        ],
+        "Done: cross-spawn is pinned through `overrides` and the lockfile picked it up.",
+    )
+}
+
+#[test]
+fn an_audit_exiting_1_reports_and_a_pin_inside_its_vulnerable_range_is_the_error() {
+    // Steps: 0 task, 1-2 `npm ls`, 3-4 `npm audit`, 5-6 the read, 7-8 the override, 9-10 the
+    // install, 11-12 `npm ls` again, 13 closing.
+    let after = LS_BEFORE.replace("cross-spawn@6.0.5", "cross-spawn@7.0.3 deduped overridden");
+    let t = audit_session("7.0.3", &after);
+    // `npm audit` exits 1 when it finds vulnerabilities: its report, not a failed call.
+    assert!(!findings(&t).iter().any(|(s, _)| *s == 3), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 7, Signal::IgnoredResult),
+        "pins cross-spawn to 7.0.3, inside the vulnerable range `<6.0.6 || >=7.0.0 <7.0.5` the audit at step 4 \
+         printed: the vulnerability stays"
+    );
+    // "Anything else in package.json" leaves the override asked for allowed.
+    assert!(!findings(&t).contains(&(7, Signal::ForbiddenChange)), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(7), "{}", d.reason);
+    // The patched version is no finding, and `npm ls` run again after the install, its output
+    // changed, checks the change: no repeat.
+    let t = audit_session("7.0.5", &after);
+    assert_eq!(findings(&t), vec![]);
+    // The same output word for word after the change still repeats it.
+    let t = audit_session("7.0.5", LS_BEFORE);
+    assert_eq!(findings(&t), vec![(11, Signal::NoProgress)]);
+}

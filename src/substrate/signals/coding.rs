@@ -464,24 +464,49 @@ pub(crate) fn reverted(ctx: &Context<'_>, e: usize) -> Option<usize> {
     (t.steps[r.step].agent == t.steps[e].agent && !super::refused_call(ctx, r.step)).then_some(r.step)
 }
 
-/// The literal values written in a line of code: quoted strings (their text, quotes off) and
-/// numbers.
+/// The literal values written in a line of code: quoted strings (their text, quotes off),
+/// numbers, and the boolean and null constants of the common languages (`true`, `False`,
+/// `None`, `nil`, `null`), which a test's expected value often is.
 fn literals(line: &str) -> Vec<String> {
-    static LITERAL: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r#"'([^'\n]*)'|"([^"\n]*)"|`([^`\n]*)`|(?:^|[^\w.])(-?\d+(?:\.\d+)?)\b"#).unwrap());
+    static LITERAL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"'([^'\n]*)'|"([^"\n]*)"|`([^`\n]*)`|(?:^|[^\w.])(-?\d+(?:\.\d+)?)\b|\b(true|false|True|False|None|nil|null)\b"#)
+            .unwrap()
+    });
     LITERAL
         .captures_iter(line)
-        .filter_map(|c| c.get(1).or(c.get(2)).or(c.get(3)).or(c.get(4)))
+        .filter_map(|c| c.get(1).or(c.get(2)).or(c.get(3)).or(c.get(4)).or(c.get(5)))
         .map(|m| m.as_str().to_string())
         .collect()
 }
 
-/// A line of code with its literals blanked out, to pair a removed line with the added line that
-/// differs from it only in a value.
+/// A line of code with its literals ([`literals`]) blanked out, to pair a removed line with the
+/// added line that differs from it only in a value.
 fn skeleton(line: &str) -> String {
-    static LITERAL: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r#"'[^'\n]*'|"[^"\n]*"|`[^`\n]*`|\b\d+(?:\.\d+)?\b"#).unwrap());
+    static LITERAL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"'[^'\n]*'|"[^"\n]*"|`[^`\n]*`|\b\d+(?:\.\d+)?\b|\b(?:true|false|True|False|None|nil|null)\b"#)
+            .unwrap()
+    });
     LITERAL.replace_all(line, "_").into_owned()
+}
+
+/// The words two string literals differ in, when both are sentences (a test's failure message,
+/// Go's `"Allow() = %v, want true"` becoming `"… want false"`): the first word of `a` that `b`
+/// lacks and the first word of `b` that `a` lacks (words of letters, digits, `.`, `-`, `_`).
+/// `None` when either literal is one word, or either side has no word of its own.
+fn words_changed<'a>(a: &'a str, b: &'a str) -> Option<(&'a str, &'a str)> {
+    let words = |s: &'a str| -> Vec<&'a str> {
+        s.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+            .map(|w| w.trim_matches(['.', '-']))
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    let (wa, wb) = (words(a), words(b));
+    if wa.len() < 2 || wb.len() < 2 {
+        return None;
+    }
+    let x = wa.iter().find(|w| !wb.contains(w))?;
+    let y = wb.iter().find(|w| !wa.contains(w))?;
+    Some((x, y))
 }
 
 /// Whether a line of a test asserts: `assert`, `expect(`, `assertEqual`, `toBe`, `toEqual`,
@@ -515,10 +540,13 @@ fn shows_pair(text: &str, a: &str, b: &str) -> bool {
 /// Step `e` edits a test file ([`super::recovery::is_test_path`]) and changes the expected value
 /// of an assertion that was there before the agent (a removed line that asserts, paired with an
 /// added line that differs from it only in its literals, no earlier edit of the agent having
-/// written it) from A to B, where a check that failed before the agent's first edit, and
-/// reproduced the failure the task reports ([`super::reproduces_reported_failure`]), showed A
-/// and B side by side (`expected '2026-03-28' to be '2026-03-29'`): the test that caught the
-/// reported bug is made to expect the buggy value instead of the code being fixed. Looked for
+/// written it) from A to B (a literal, a boolean or null constant, or, in a message string, the
+/// word changed: [`words_changed`], Go's `want true` becoming `want false`), where a check that
+/// failed before the agent's first edit, and
+/// reproduced the failure the task reports ([`super::reproduces_reported_failure`]), or a failing
+/// output after it (the bug as a partial fix left it), showed A and B side by side (`expected
+/// '2026-03-28' to be '2026-03-29'`): the test that caught the reported bug is made to expect the
+/// value the code gives instead of the code being fixed. Looked for
 /// within [`EDIT_HISTORY_WINDOW`] steps before the edit.
 pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
@@ -541,9 +569,11 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
                 && super::reproduces_reported_failure(ctx, r)
         })
         .collect();
-    if reproductions.is_empty() {
-        return;
-    }
+    let Some(&first) = reproductions.first() else { return };
+    // The failing runs since the reproduction: the bug as reproduced, or as a partial fix left it
+    // (`cre-me-bru-le-e` after `crme-brle`), each a value the code gave instead of the expected one.
+    let failing: Vec<usize> =
+        (first..e).filter(|&r| t.steps[r].kind == StepKind::ToolResult && super::shows_failure(ctx, r)).collect();
     for old in removed.iter().filter(|l| asserts(l)) {
         let own =
             (start..e).any(|j| t.steps[j].agent == *agent && edits(t, j) && t.steps[j].content.contains(old.as_str()));
@@ -556,7 +586,9 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
         let gone: Vec<&String> = was.iter().filter(|x| !now.contains(x) && !x.trim().is_empty()).collect();
         let came: Vec<&String> = now.iter().filter(|x| !was.contains(x) && !x.trim().is_empty()).collect();
         let (Some(a), Some(b)) = (gone.first(), came.first()) else { continue };
-        let Some(&r) = reproductions.iter().find(|&&r| shows_pair(&t.steps[r].content, a, b)) else { continue };
+        // In a message (`t.Errorf("got %v, want true")`) the expected value is the word changed.
+        let (a, b) = words_changed(a, b).unwrap_or((a.as_str(), b.as_str()));
+        let Some(&r) = failing.iter().find(|&&r| shows_pair(&t.steps[r].content, a, b)) else { continue };
         out.push(finding(
             Signal::FailedAction,
             weights::FAILED_ACTION,
@@ -1214,6 +1246,213 @@ pub(super) fn other_copy_edited(ctx: &Context<'_>, e: usize, out: &mut Vec<Findi
                 ],
             ));
             return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// An edit its reproduction shows changed nothing
+// ---------------------------------------------------------------------------------------------
+
+/// An agent's words that the fix took effect: "now", "fixed", "works", "resolved", "correctly",
+/// "as expected".
+static FIX_CLAIM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(now|fixed|fixes|works|working|resolved|correctly|as expected|succeed(?:s|ed)?)\b").unwrap()
+});
+
+/// An agent's words that nothing changed: "still", "unchanged", "the same", "didn't", "not yet".
+static NO_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(still|unchanged|the same|didn'?t|did not|doesn'?t|does not|hasn'?t|has not|no change|not yet)\b",
+    )
+    .unwrap()
+});
+
+/// The script shell call `c` runs: the file an interpreter (`python`, `node`, `ruby`, `bash`,
+/// `sh`…) is given (`reproduce.py` of `cd /testbed && python reproduce.py`).
+fn script_run(t: &Trajectory, c: usize) -> Option<String> {
+    let cmd = call_command(t, c)?;
+    shell::commands(&cmd).iter().find_map(|x| {
+        let inv = x.invocation()?;
+        let interpreter = inv.program.starts_with("python")
+            || matches!(inv.program, "node" | "ruby" | "bash" | "sh" | "deno" | "bun" | "php" | "perl");
+        let script = inv.args.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-'))?;
+        (interpreter && script.contains('.')).then(|| script.to_string())
+    })
+}
+
+/// An output's lines, each trimmed, empty ones left out, to compare two runs' outputs.
+fn output_lines(text: &str) -> Vec<&str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect()
+}
+
+/// Step `e`, the agent's first edit of the code ([`edits_code`]) after it ran its own
+/// reproduction script ([`script_run`], [`made_by_agent`]; no other edit between), when the next
+/// run of the same command line after it (within [`EDIT_HISTORY_WINDOW`] steps) prints the same
+/// output, line for line, and a later thought or message of the agent, before its next edit,
+/// says the fix took effect ([`FIX_CLAIM`]) without saying nothing changed ([`NO_CHANGE`]): the
+/// edit changed nothing of the behaviour it was meant to change, and the claim misreads the
+/// re-run. Checks that pass after it prove nothing (they passed before too).
+pub(super) fn rerun_unchanged(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let agent = &t.steps[e].agent;
+    // The agent's last call before the edit that runs a script, with no edit between (checked
+    // cheaply here; that the script is the agent's own is checked last).
+    let mut before = None;
+    for j in (e.saturating_sub(EDIT_HISTORY_WINDOW)..e).rev() {
+        let s = &t.steps[j];
+        if s.kind != StepKind::ToolCall || s.agent != *agent {
+            continue;
+        }
+        if edits(t, j) {
+            return;
+        }
+        if let Some(script) = script_run(t, j) {
+            before = Some((j, script));
+            break;
+        }
+    }
+    let Some((rc, script)) = before else { return };
+    let Some(line) = call_command(t, rc) else { return };
+    let Some(r0) = result_of(ctx, rc) else { return };
+    let was = output_lines(&t.steps[r0].content);
+    if was.is_empty() {
+        return;
+    }
+    let end = t.steps.len().min(e + 1 + EDIT_HISTORY_WINDOW);
+    let Some(k) = (e + 1..end).find(|&k| {
+        t.steps[k].kind == StepKind::ToolCall
+            && t.steps[k].agent == *agent
+            && t.steps[k].content.contains(script.as_str())
+            && call_command(t, k).is_some_and(|x| x.trim() == line.trim())
+    }) else {
+        return;
+    };
+    let Some(r1) = result_of(ctx, k) else { return };
+    if output_lines(&t.steps[r1].content) != was {
+        return;
+    }
+    let Some(claim) = (r1 + 1..end)
+        .take_while(|&m| !(t.steps[m].kind == StepKind::ToolCall && t.steps[m].agent == *agent && edits(t, m)))
+        .find(|&m| {
+            let s = &t.steps[m];
+            s.agent == *agent
+                && matches!(s.kind, StepKind::Thought | StepKind::Message)
+                && FIX_CLAIM.is_match(&s.content)
+                && !NO_CHANGE.is_match(&s.content)
+        })
+    else {
+        return;
+    };
+    if super::refused_call(ctx, e) || !edits_code(t, e) || !made_by_agent(t, &script, rc) {
+        return;
+    }
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        prose![
+            format!("`{}` prints the same after this edit (step ", crate::text::clip(&line, 50)),
+            Part::Step(r1),
+            ") as before it (step ",
+            Part::Step(r0),
+            "), yet step ",
+            Part::Step(claim),
+            " says the fix works: the edit changed nothing"
+        ],
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A version pinned inside the vulnerable range an audit printed
+// ---------------------------------------------------------------------------------------------
+
+/// Whether version `v` satisfies one comparator (`<7.0.5`, `>=7.0.0`, `=7.0.3`, a bare version).
+fn satisfies(v: &[u32], comparator: &str) -> bool {
+    let (op, version) = match comparator.find(|c: char| c.is_ascii_digit()) {
+        Some(k) => comparator.split_at(k),
+        None => return false,
+    };
+    let Some(w) = version_parts(version.trim_start_matches('v')) else { return false };
+    match op.trim() {
+        "<" => above(&w, v),
+        "<=" => !above(v, &w),
+        ">" => above(v, &w),
+        ">=" => !above(&w, v),
+        "" | "=" | "==" => !above(v, &w) && !above(&w, v),
+        _ => false,
+    }
+}
+
+/// Whether version `v` is in a range as npm audit writes it (`<6.0.6 || >=7.0.0 <7.0.5`): one of
+/// the `||` alternatives whose comparators (separated by spaces) it all satisfies. `false` for
+/// a text that is no range.
+fn in_range(v: &[u32], range: &str) -> bool {
+    range.split("||").any(|alt| {
+        let parts: Vec<&str> = alt.split_whitespace().collect();
+        !parts.is_empty() && parts.iter().all(|c| satisfies(v, c))
+    })
+}
+
+/// Step `e`, an edit of a manifest, writes a dependency's exact version (`"cross-spawn":
+/// "7.0.3"` in JSON, `name==1.2.3`, `name@1.2.3`; `=` and `v` accepted, not `^`, `~`, `>=`)
+/// that an earlier output of an audit (a text that says `vulnerab…`, within
+/// [`EDIT_HISTORY_WINDOW`] steps) lists as vulnerable: a line that opens with the package's
+/// name followed by a range of comparators (npm audit's `cross-spawn  <6.0.6 || >=7.0.0 <7.0.5`)
+/// which the version is in ([`in_range`]). The pin keeps the vulnerability the task is about;
+/// the install after it succeeds either way.
+pub(super) fn pinned_vulnerable(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    static PIN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#""(@?[\w.\-/]+)"\s*:\s*"[=v]?(\d+\.\d+\.\d+)"|\b([\w.\-]+)==(\d+\.\d+\.\d+)\b|(@?[\w.\-/]+)@[=v]?(\d+\.\d+\.\d+)\b"#)
+            .unwrap()
+    });
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let Some((_, added)) = edit_lines(t, e) else { return };
+    let pins: Vec<(String, String)> = added
+        .iter()
+        .flat_map(|l| PIN.captures_iter(l).collect::<Vec<_>>())
+        .filter_map(|c| {
+            let name = c.get(1).or(c.get(3)).or(c.get(5))?.as_str().to_string();
+            let version = c.get(2).or(c.get(4)).or(c.get(6))?.as_str().to_string();
+            Some((name, version))
+        })
+        .collect();
+    if pins.is_empty() {
+        return;
+    }
+    for r in (e.saturating_sub(EDIT_HISTORY_WINDOW)..e).rev() {
+        let s = &t.steps[r];
+        if s.kind != StepKind::ToolResult || !s.content.to_ascii_lowercase().contains("vulnerab") {
+            continue;
+        }
+        for (name, version) in &pins {
+            let Some(v) = version_parts(version) else { continue };
+            let listed = s.content.lines().find_map(|l| {
+                let rest = l.trim_start().strip_prefix(name.as_str())?;
+                let range = rest.trim();
+                (rest.starts_with(char::is_whitespace) && range.starts_with(['<', '>', '=']) && in_range(&v, range))
+                    .then_some(range)
+            });
+            if let Some(range) = listed {
+                out.push(finding(
+                    Signal::IgnoredResult,
+                    weights::MISREAD,
+                    prose![
+                        format!(
+                            "pins {name} to {version}, inside the vulnerable range `{}` the audit at step ",
+                            crate::text::clip(range, 40)
+                        ),
+                        Part::Step(r),
+                        " printed: the vulnerability stays"
+                    ],
+                ));
+                return;
+            }
         }
     }
 }

@@ -62,6 +62,26 @@ fn asked_for(ctx: &Context<'_>, i: usize) -> bool {
     delegated || result_of(ctx, i).is_some()
 }
 
+/// How many steps apart a command and its re-run may be for [`recheck`] to look between them.
+const RECHECK_WINDOW: usize = 200;
+
+/// Whether shell call `i` (output `o`) runs again the command line of shell call `s` (output
+/// `e`) to check a change: the same agent changed state between them ([`super::changes_state`]:
+/// an edit, an install), at most [`RECHECK_WINDOW`] steps apart, and the output is not the same
+/// text (`npm ls` showing `overridden` after the override was written). What changed is the
+/// news; a re-run whose output is word for word the same still repeats it.
+fn recheck(ctx: &Context<'_>, s: usize, e: usize, i: usize, o: usize) -> bool {
+    let t = ctx.trajectory;
+    if i <= s || i - s > RECHECK_WINDOW || t.steps[o].content.trim() == t.steps[e].content.trim() {
+        return false;
+    }
+    let (Some(a), Some(b)) = (super::call_command(t, s), super::call_command(t, i)) else { return false };
+    a.trim() == b.trim()
+        && (s + 1..i).any(|k| {
+            t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == t.steps[i].agent && super::changes_state(t, k)
+        })
+}
+
 fn compute(ctx: &Context<'_>) -> Vec<Option<Prose>> {
     let t = ctx.trajectory;
     let n = t.steps.len();
@@ -83,7 +103,9 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<Prose>> {
                 .iter()
                 .rev()
                 .take(LOOK_BACK)
-                .find(|(_, e)| jaccard(words_of(ctx, o), words_of(ctx, *e)) >= SAME_OBSERVATION)
+                .find(|(s, e)| {
+                    jaccard(words_of(ctx, o), words_of(ctx, *e)) >= SAME_OBSERVATION && !recheck(ctx, *s, *e, i, o)
+                })
                 .map(|(s, e)| {
                     if s == e {
                         prose!["it shows what step ", Part::Step(*e), " already showed"]

@@ -221,6 +221,15 @@ fn check_of(c: &Command) -> Option<Check> {
     let inv = c.invocation()?;
     let program = inv.program;
     let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+    // `pnpm vitest run FILE`, `yarn jest`: pnpm, yarn and bun run a package's program when no
+    // command or script of theirs has its name, so the check is that program's.
+    if matches!(program, "pnpm" | "yarn" | "bun") {
+        let first = words.iter().position(|w| !w.starts_with(['-', '+']));
+        if let Some(p) = first.filter(|&p| PACKAGE_RUNNERS.contains(&words[p])) {
+            let line = words[p..].join(" ");
+            return shell::commands(&line).first().and_then(check_of);
+        }
+    }
     let script = matches!(program, "python" | "python3" | "node" | "ruby" | "bash" | "sh")
         && words.first().is_some_and(|w| !w.starts_with('-') && w.contains('.'));
     let plain = shell::READ_PROGRAMS.contains(&program)
@@ -302,6 +311,46 @@ fn check_of(c: &Command) -> Option<Check> {
     Some(Check { program: program.to_string(), sub, modes, selection })
 }
 
+/// Test runners and checkers that a package manager (`pnpm`, `yarn`, `bun`) runs by their name
+/// from the project's installed packages (`pnpm vitest run`).
+const PACKAGE_RUNNERS: [&str; 5] = ["jest", "vitest", "mocha", "tsc", "eslint"];
+
+/// How many lines of a package script run's output are read for the command it echoes.
+const SCRIPT_ECHO_LINES: usize = 12;
+
+/// The checks call `c` runs ([`checks`]), and for a package script run (`npm test`, `pnpm test`,
+/// `yarn run lint`, `bun run test`) also those of the script, read from the lines its output
+/// echoes before running it: npm and pnpm print `> NAME@VERSION SCRIPT [DIR]` then `> COMMAND`
+/// (`> tsc --noEmit && vitest run`), yarn 1 and bun print `$ COMMAND`; only the first
+/// [`SCRIPT_ECHO_LINES`] lines are read. So `pnpm test` whose script runs `vitest run` covers an
+/// earlier `pnpm vitest run test/a.test.ts`.
+pub(crate) fn checks_run(ctx: &Context<'_>, c: usize) -> Vec<Check> {
+    let t = ctx.trajectory;
+    let mut out = checks(t, c);
+    if !out.iter().any(|x| matches!(x.program.as_str(), "npm" | "pnpm" | "yarn" | "bun")) {
+        return out;
+    }
+    let Some(r) = result_of(ctx, c) else { return out };
+    let mut header = false;
+    for line in t.steps[r].content.lines().take(SCRIPT_ECHO_LINES) {
+        let line = line.trim();
+        let echoed = match line.strip_prefix("> ") {
+            // npm's and pnpm's header names the package with its version.
+            Some(rest) if !header && rest.split_whitespace().next().is_some_and(|w| w.contains('@')) => {
+                header = true;
+                continue;
+            }
+            Some(rest) if header => Some(rest),
+            _ => line.strip_prefix("$ "),
+        };
+        if let Some(cmd) = echoed {
+            out.extend(shell::commands(cmd).iter().filter_map(check_of));
+            header = false;
+        }
+    }
+    out
+}
+
 /// Whether every check of `a` is covered by one of `b`'s ([`Check::covered_by`]).
 fn all_covered(a: &[Check], b: &[Check]) -> bool {
     !a.is_empty() && a.iter().all(|x| b.iter().any(|y| x.covered_by(y)))
@@ -328,8 +377,8 @@ pub(crate) fn is_test_path(path: &str) -> bool {
 /// Whether call `k`, a change made after the failed check `c` (output `r`), can have fixed what
 /// `c` showed: a change that edits no test file (the code, a manifest, a dependency installed),
 /// or an edit of a test file holding a failing test the agent wrote itself before `c` (every
-/// test `r` names as failed is named in an edit of the agent before `c`; when `r` names none, a
-/// test file the agent edited before `c`). Rewriting a test that was there before, so that it
+/// test `r` names as failed is named in an edit of a test file by the agent before `c`; when `r`
+/// names none, a test file the agent edited before `c`). Rewriting a test that was there before, so that it
 /// passes, fixes nothing it reported.
 fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
     let t = ctx.trajectory;
@@ -338,7 +387,15 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
         return true;
     }
     let agent = &t.steps[c].agent;
-    let own_edits = || (c.saturating_sub(RECOVERY_WINDOW)..c).filter(|&j| t.steps[j].agent == *agent && edits(t, j));
+    // The agent's own edits of test files before `c` (a test named in an edit of the code, `slugify`
+    // in `src/lib/slug.ts`, is not a test the agent wrote).
+    let own_edits = || {
+        (c.saturating_sub(RECOVERY_WINDOW)..c).filter(|&j| {
+            t.steps[j].agent == *agent
+                && edits(t, j)
+                && super::coding::edited_files(t, j).iter().any(|f| is_test_path(f))
+        })
+    };
     let failing = failing_tests(&t.steps[r].content);
     if failing.is_empty() {
         return files.iter().filter(|f| is_test_path(f)).all(|f| {
@@ -371,7 +428,7 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
     if !check_fails(ctx, r) {
         return false;
     }
-    let first = checks(t, c);
+    let first = checks_run(ctx, c);
     if first.is_empty() {
         return false;
     }
@@ -401,7 +458,7 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
                 continue;
             }
         }
-        if all_covered(&first, &checks(t, k)) {
+        if all_covered(&first, &checks_run(ctx, k)) {
             // A file that is not the agent's, set aside for this run only.
             let aside = set_aside(t, k).iter().any(|name| foreign_file(ctx, c, name));
             last = Some((fixed || aside) && result_of(ctx, k).is_some_and(|rk| !check_fails(ctx, rk)));

@@ -748,6 +748,36 @@ pub fn reads_or_checks(c: &Command) -> bool {
     }
 }
 
+/// Whether exit status `code` of simple command `c` is how its program reports what it found, as
+/// its documentation gives it, and not a failure: 1 from `grep` (`egrep`, `fgrep`, `zgrep`,
+/// `rg`, `ag`, `ack`, `git grep`: no line matched), from `diff`, `cmp` and `git diff
+/// --exit-code`/`--quiet` (the inputs differ) and from `test`/`[` (false); 1 from `npm audit`,
+/// `pnpm audit`, `cargo audit` and `pip-audit` (vulnerabilities found) and from `npm outdated`
+/// and `pnpm outdated` (packages out of date); 1 to 31 from `yarn audit` (a bit per severity
+/// found).
+pub fn reporting_exit(c: &Command, code: i32) -> bool {
+    let Some(inv) = c.invocation() else { return false };
+    match inv.program {
+        "grep" | "egrep" | "fgrep" | "zgrep" | "rg" | "ag" | "ack" | "diff" | "cmp" | "test" | "[" | "pip-audit" => {
+            code == 1
+        }
+        "git" => {
+            let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+            code == 1
+                && (sub == "grep"
+                    || sub == "diff" && rest.iter().any(|w| matches!(w.text.as_str(), "--exit-code" | "--quiet")))
+        }
+        "cargo" => code == 1 && inv.subcommand(&CARGO_VALUE_OPTIONS).0 == "audit",
+        "npm" | "pnpm" => code == 1 && matches!(inv.subcommand(&NPM_VALUE_OPTIONS).0, "audit" | "outdated"),
+        "yarn" => match inv.subcommand(&NPM_VALUE_OPTIONS).0 {
+            "audit" => (1..=31).contains(&code),
+            "outdated" => code == 1,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Whether one simple command runs a test runner: `pytest`, `py.test`, `python -m pytest` or
 /// `unittest`, `jest`, `vitest`, `mocha` (also through `npx`), `tox`, `nox`, `rspec`,
 /// `phpunit`, `ctest`, `cargo test`/`nextest`, `go`/`mix`/`make`/`dotnet test`, `npm test`,
@@ -1203,5 +1233,22 @@ mod tests {
             [("a.py".to_string(), Change::Edits), ("b.py".to_string(), Change::Edits)]
         );
         assert_eq!(written_paths(&commands("sed -i '41d' src/c.ts")[0]), [("src/c.ts".to_string(), Change::Edits)]);
+    }
+
+    #[test]
+    fn an_exit_code_a_program_reports_with_is_told_from_a_failure() {
+        let exit = |line: &str, code: i32| reporting_exit(&commands(line)[0], code);
+        assert!(exit("npm audit --omit=optional", 1));
+        assert!(exit("pnpm audit", 1));
+        assert!(exit("yarn audit --groups dependencies", 12));
+        assert!(exit("grep -rn TODO src", 1));
+        assert!(exit("git diff --exit-code", 1));
+        assert!(exit("npm outdated", 1));
+        // Other codes, or other commands, are failures.
+        assert!(!exit("grep -rn TODO src", 2));
+        assert!(!exit("npm audit", 2));
+        assert!(!exit("npm install", 1));
+        assert!(!exit("git diff", 1));
+        assert!(!exit("pytest -q", 1));
     }
 }
