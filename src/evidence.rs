@@ -137,15 +137,24 @@ static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
 /// its numbers and dates ([`context::classify`]).
 ///
 /// In a tool call's arguments, a quoted string followed by `:` is a JSON member name
-/// (`"command":`), the same in every call of the tool: it is no value the call reuses.
+/// (`"command":`), the same in every call of the tool, and a quoted flag or shell name (`"-lc"`,
+/// `"bash"`) is a word every shell call repeats: neither is a value the call reuses.
 pub fn extract(step: &Step) -> Vec<Evidence> {
     let mut ev = extract_text(&step.content);
     if step.kind == StepKind::ToolCall {
         let text = step.content.as_str();
-        ev.retain(|e| !(e.kind == EvidenceKind::Quoted && is_member_name(text, &e.span)));
+        ev.retain(|e| !(e.kind == EvidenceKind::Quoted && (is_member_name(text, &e.span) || is_command_word(&e.key))));
     }
     context::classify(step, &mut ev);
     ev
+}
+
+/// Whether a quoted string of a tool call's arguments is a word every shell call repeats: a flag
+/// (`-lc`, `--json`) or a shell's name (`bash`, `sh`, `zsh`, `powershell`) in an argument list
+/// such as Codex's `["bash", "-lc", "…"]`.
+fn is_command_word(key: &str) -> bool {
+    key.starts_with('-') && !key.contains(char::is_whitespace)
+        || matches!(key, "bash" | "sh" | "zsh" | "fish" | "dash" | "cmd" | "powershell" | "pwsh")
 }
 
 /// Whether the quoted string at `span` (its inside, quotes excluded) is followed by `:` after its

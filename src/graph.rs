@@ -324,7 +324,8 @@ mod tests {
     }
 
     /// Two shell calls whose arguments are JSON share their member names (`"command":`,
-    /// `"description":`) and nothing else: no edge. A path both calls quote still links them.
+    /// `"description":`), or the shell and its flag (`"bash", "-lc"`), and nothing else: no
+    /// edge. A command both calls quote still links them.
     #[test]
     fn tool_call_member_names_are_no_shared_value() {
         let call = |index: usize, args: &str| Step {
@@ -350,5 +351,13 @@ mod tests {
         );
         let shared: Vec<(usize, Vec<String>)> = g.outgoing(0).into_iter().map(|(s, e)| (s, e.shared.clone())).collect();
         assert_eq!(shared, vec![(2, vec!["docker compose up -d".to_string()])]);
+        // Codex's argument lists repeat the shell and its flag in every call.
+        let steps = vec![
+            call(0, r#"{"command": ["bash", "-lc", "cat .python-version"], "timeout_ms": 120000}"#),
+            call(1, r#"{"command": ["bash", "-lc", "pytest -q tests/unit"], "timeout_ms": 600000}"#),
+        ];
+        let t = Trajectory { steps, ..Trajectory::default() };
+        let h = hierarchy::build(&t);
+        assert!(DepGraph::build(&t, &h).find(0, 1).is_none());
     }
 }
