@@ -273,6 +273,12 @@ fn an_executor_reply_after_the_orchestrator_hands_it_the_code_is_what_the_code_p
     let t = fixture("handbuilt/magentic-one/executor_after_handover.json");
     assert_eq!(t.steps[15].agent, "Executor");
     assert_eq!(unsourced_at(&t, 15), Vec::<usize>::new());
+    // The final answer's long claim and values are clipped, not the end of the sentence.
+    assert_eq!(
+        evidence(&t, 16, Signal::UnverifiedAssertion),
+        "asserts the final result (\"FINAL ANSWER: According to RenewableUK,…\") but \"according to renewableuk\", \
+         \"the uk had 21.1 gw of offshore wind oper…\" appear in no observation before it"
+    );
 }
 
 /// A flight status in UTC, the airport's offset (when `offset`), then the assistant's `reply`.

@@ -246,11 +246,26 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             return;
         }
         let verb = if unseen.len() == 1 { "appears" } else { "appear" };
-        format!(
-            "asserts the final result (\"{claim}\") but {} {verb} in no observation before it",
-            unseen.iter().map(|v| format!("\"{}\"", crate::text::clip(v, 40))).collect::<Vec<_>>().join(", ")
-        )
-        .into()
+        let sentence = |claim: &str, value_chars: usize| {
+            format!(
+                "asserts the final result (\"{claim}\") but {} {verb} in no observation before it",
+                unseen
+                    .iter()
+                    .map(|v| format!("\"{}\"", crate::text::clip(v, value_chars)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        // A finding's evidence is kept to 200 characters: a long claim and long values are
+        // clipped so that the sentence's end, what is wrong with them, is never the part cut.
+        let full = sentence(&claim, 40);
+        if full.chars().count() <= 200 {
+            full.into()
+        } else {
+            let short = crate::text::clip(&claim, 40);
+            let value_chars = (200usize.saturating_sub(sentence(&short, 0).chars().count()) / unseen.len()).max(8);
+            sentence(&short, value_chars).into()
+        }
     };
     out.push(finding(Signal::UnverifiedAssertion, weights::UNVERIFIED_ASSERTION, evidence));
 }
