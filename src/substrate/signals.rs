@@ -631,10 +631,7 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
 /// (by 1000 and 1024). Empty when no unit follows.
 fn unit_restated(text: &str, start: usize, key: &str) -> Vec<String> {
     let Ok(v) = key.parse::<f64>() else { return Vec::new() };
-    let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
-    let rest = rest.trim_start_matches([' ', '\u{a0}']);
-    let unit: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>().to_ascii_lowercase();
-    let factors: &[f64] = match unit.as_str() {
+    let factors: &[f64] = match unit_after(text, start).as_str() {
         "km" | "kg" | "l" | "litre" | "litres" | "liter" | "liters" => &[1000.0],
         "m" | "g" | "ml" => &[0.001],
         "s" | "sec" | "secs" | "second" | "seconds" => &[1000.0, 1.0 / 60.0],
@@ -669,6 +666,17 @@ fn rate_factor(key: &str, percents: &[f64]) -> bool {
     percents.iter().any(|p| [p / 100.0, 1.0 - p / 100.0, 1.0 + p / 100.0].iter().any(|f| (f - v).abs() <= tol))
 }
 
+/// A clock time `H:MM` or `HH:MM` (24-hour), hours and minutes captured.
+static CLOCK: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
+
+/// Half a unit of the last decimal place `key` is written with (`"22.9"` 0.05, `"168"` 0.5): how
+/// far a worked-out value may lie from it and still be written so.
+fn written_tolerance(key: &str) -> f64 {
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    0.5 * 10f64.powi(-decimals) + 1e-9
+}
+
 /// Whether the number `key` is the sum or the difference of two other numbers stated in the
 /// same step, at the precision it is written with: a value worked out from the step's own figures
 /// (a price difference, a total) is arithmetic, not an invented value. Only values with at least
@@ -684,8 +692,7 @@ fn derived(key: &str, operands: &[f64]) -> bool {
     if significant.len() < 3 || year {
         return false;
     }
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let tol = written_tolerance(key);
     let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol).take(40).collect();
     ops.iter()
         .enumerate()
@@ -700,8 +707,7 @@ fn share_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
     if !percents.iter().any(|p| (p - v).abs() < 1e-9) {
         return false;
     }
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let tol = written_tolerance(key);
     let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol && *x > 0.0).take(12).collect();
     ops.iter().any(|&a| ops.iter().any(|&b| a < b && (100.0 * a / b - v).abs() <= tol))
 }
@@ -764,8 +770,7 @@ fn change_of(text: &str, at: usize, key: &str, percents: &[f64], operands: &[f64
     if !CHANGE.is_match(&text[from..to]) {
         return false;
     }
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let tol = written_tolerance(key);
     let usable = |x: &f64| *x > 0.0 && (x - v).abs() > tol;
     let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
     let line_end = text[at..].find('\n').map_or(text.len(), |p| at + p);
@@ -790,8 +795,7 @@ fn column_total(key: &str, totals: &[f64]) -> bool {
     if evidence::is_trivial_number(key) {
         return false;
     }
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let tol = written_tolerance(key);
     totals.iter().any(|t| (t - v).abs() <= tol)
 }
 
@@ -801,8 +805,6 @@ fn column_total(key: &str, totals: &[f64]) -> bool {
 /// departure, so be at the gate by 9:35 PM". Times compare on a 12-hour dial, so `9:35 PM` and
 /// `21:35` agree. At most the first 24 clock times and 12 durations are tried.
 fn clock_shift(text: &str, at: usize) -> bool {
-    static CLOCK: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
     static DURATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)\b(\d+(?:\.\d+)?)[\s\u{a0}]*(?:(h|hrs?|hours?)|(min|mins|minutes?))\b").unwrap()
     });
@@ -912,8 +914,6 @@ fn clock_gap(text: &str, start: usize, key: &str) -> bool {
     static UNIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"^[\s\u{a0}]*(?:(h|hrs?|hours?)|(min|mins|minutes?))\b").unwrap()
     });
-    static CLOCK: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
     let Ok(v) = key.parse::<f64>() else { return false };
     let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
     let Some(unit) = UNIT.captures(rest) else { return false };
@@ -923,8 +923,7 @@ fn clock_gap(text: &str, start: usize, key: &str) -> bool {
         .filter_map(|c| Some(c[1].parse::<f64>().ok()? * 60.0 + c[2].parse::<f64>().ok()?))
         .take(12)
         .collect();
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let tol = 0.5 * 10f64.powi(-decimals) + 1e-9;
+    let tol = written_tolerance(key);
     v > 0.0
         && clocks.iter().enumerate().any(|(i, &a)| {
             clocks[i + 1..].iter().any(|&b| (a - b).abs() > 0.0 && ((a - b).abs() * per_minute - v).abs() <= tol)

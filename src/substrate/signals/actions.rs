@@ -655,10 +655,7 @@ pub(crate) fn converted_backwards(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     if s.kind != StepKind::ToolCall {
         return;
     }
-    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
-    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&s.content[start..=end]) else {
-        return;
-    };
+    let Some(args) = call_arguments(&s.content) else { return };
     let Some((from, to)) = conversion_codes(&args) else { return };
     let Some(r) = result_of(ctx, i) else { return };
     let Some(rs) = t.steps[r].content.find(['{', '[']) else { return };

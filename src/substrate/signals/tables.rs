@@ -86,30 +86,37 @@ pub(super) fn index(t: &crate::model::Trajectory) -> TableIndex {
     out
 }
 
-/// Adds the tables of step `step`'s text to `out`.
-fn index_text(step: usize, text: &str, out: &mut TableIndex) {
+/// Calls `each` with every table of `text` (a run of two lines or more with two cells or more,
+/// its header first; Markdown rules skipped), in order, until it returns `false`. A text with no
+/// gap, bar or tab, or no digit, has none.
+fn for_each_table<'a>(text: &'a str, mut each: impl FnMut(&[Vec<&'a str>]) -> bool) {
     // A cheap test first: a table has a gap or a bar, and digits.
     if !(text.contains("  ") || text.contains('|') || text.contains('\t')) || !text.bytes().any(|b| b.is_ascii_digit())
     {
         return;
     }
-    let mut kept = 0;
     let mut block: Vec<Vec<&str>> = Vec::new();
     for line in text.lines().chain(std::iter::once("")) {
         match cells(line) {
             None => continue,
             Some(c) if c.len() >= 2 => block.push(c),
             Some(_) => {
-                if block.len() >= 2 {
-                    kept += table(step, &block, out);
-                }
-                block.clear();
-                if kept >= MAX_CELLS_PER_STEP {
+                if block.len() >= 2 && !each(&block) {
                     return;
                 }
+                block.clear();
             }
         }
     }
+}
+
+/// Adds the tables of step `step`'s text to `out`.
+fn index_text(step: usize, text: &str, out: &mut TableIndex) {
+    let mut kept = 0;
+    for_each_table(text, |block| {
+        kept += table(step, block, out);
+        kept < MAX_CELLS_PER_STEP
+    });
 }
 
 /// Adds the numeric cells of one table (`block[0]` its header) to `out`; returns how many.
@@ -150,38 +157,25 @@ fn table(step: usize, block: &[Vec<&str>], out: &mut TableIndex) -> usize {
 /// 33 and 74 is counted from the table, not invented. At most the first 16 tables and 40 rows
 /// of each are read.
 pub(super) fn column_totals(text: &str) -> Vec<f64> {
-    if !(text.contains('|') || text.contains("  ") || text.contains('\t')) {
-        return Vec::new();
-    }
     let mut totals = Vec::new();
     let mut blocks = 0;
-    let mut block: Vec<Vec<&str>> = Vec::new();
-    for line in text.lines().chain(std::iter::once("")) {
-        match cells(line) {
-            None => continue,
-            Some(c) if c.len() >= 2 => block.push(c),
-            Some(_) => {
-                if block.len() >= 3 {
-                    blocks += 1;
-                    let rows = &block[1..block.len().min(41)];
-                    for k in 1..block[0].len() {
-                        let values: Vec<f64> = rows
-                            .iter()
-                            .filter(|r| r.len() == block[0].len())
-                            .filter_map(|r| cell_value(r[k])?.parse::<f64>().ok())
-                            .collect();
-                        if values.len() >= 2 {
-                            totals.push(values.iter().sum());
-                        }
-                    }
-                }
-                block.clear();
-                if blocks >= 16 {
-                    break;
+    for_each_table(text, |block| {
+        if block.len() >= 3 {
+            blocks += 1;
+            let rows = &block[1..block.len().min(41)];
+            for k in 1..block[0].len() {
+                let values: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.len() == block[0].len())
+                    .filter_map(|r| cell_value(r[k])?.parse::<f64>().ok())
+                    .collect();
+                if values.len() >= 2 {
+                    totals.push(values.iter().sum());
                 }
             }
         }
-    }
+        blocks < 16
+    });
     totals
 }
 
