@@ -983,8 +983,8 @@ impl Method {
 /// A name on the command line that is not one of a closed set (a method, an ablation component).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownName {
-    /// Not a method name ([`Method::parse`]).
-    #[error("unknown method {0:?}")]
+    /// Not a method name ([`Method::parse`]); the message lists every method and `all`.
+    #[error("unknown method {0:?} (known: {known}, all)", known = Method::ALL.map(Method::as_str).join(", "))]
     Method(String),
     /// Not a component name ([`ablation::Component::parse`]); `known` lists the names, in table order.
     #[error("unknown component {name:?} (known: {})", known.join(", "))]

@@ -2804,16 +2804,35 @@ fn the_roles_view_quotes_the_failure_of_an_error_step() {
 
 /// At 80 columns a cut status after an export says what `!` does.
 #[test]
-fn a_cut_status_says_what_the_messages_key_does() {
+fn a_narrow_status_names_both_reports_and_their_folder() {
+    // The two exported paths do not fit 80 columns; the short form names the two kinds of report
+    // once and the folder, and the messages overlay keeps both full paths.
     let f = Fixture::copy(Path::new(GEMINI_OK));
     let mut app = f.open();
     press_on(&mut app, "ae", 80, 24);
     let rows = text_rows(&draw(&app, 80, 24));
     let status = &rows[rows.len() - 2];
-    assert!(status.contains("│ exported "), "{status}");
+    let folder = f.trace.parent().expect("folder").display().to_string();
+    assert!(status.contains(&format!("│ exported .falat.md and .falat.report.json to {folder}")), "{status}");
+    assert!(!status.contains('…'), "{status}");
+    let full = app.messages.back().expect("message").text.clone();
+    let trace = f.trace.display().to_string();
+    assert_eq!(full, format!("exported {trace}.falat.md and {trace}.falat.report.json"));
+    insta::assert_snapshot!("coding-gemini-exported-80x24", redact_tmp(&small(&app)));
+}
+
+#[test]
+fn a_cut_status_says_what_the_messages_key_does() {
+    // Marking a step saves the overrides and re-runs the search: the message names the file and
+    // the new verdict, more than 80 columns hold.
+    let f = Fixture::copy(Path::new(GEMINI_OK));
+    let mut app = f.open();
+    press_on(&mut app, "am", 80, 24);
+    let rows = text_rows(&draw(&app, 80, 24));
+    let status = &rows[rows.len() - 2];
+    assert!(status.contains("│ marked step "), "{status}");
     assert!(status.ends_with("… — press ! for all messages"), "{status}");
     assert!(status.chars().count() <= 80, "{status}");
-    insta::assert_snapshot!("coding-gemini-exported-80x24", redact_tmp(&small(&app)));
 }
 
 #[test]

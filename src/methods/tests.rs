@@ -195,7 +195,10 @@ fn method_names_parse_and_print() {
     assert_eq!(Method::parse("bisect"), None);
     assert_eq!(Method::parse_list("falat, echo"), Ok(vec![Method::Falat, Method::Echo]));
     assert_eq!(Method::parse_list("all").unwrap().len(), 7);
-    assert_eq!(Method::parse_list("falat,nope").unwrap_err().to_string(), "unknown method \"nope\"");
+    assert_eq!(
+        Method::parse_list("falat,nope").unwrap_err().to_string(),
+        "unknown method \"nope\" (known: falat, echo, defa, all-at-once, step-by-step, binary-search, random, all)"
+    );
 }
 
 #[test]

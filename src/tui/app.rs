@@ -1388,8 +1388,16 @@ impl App {
                 // The reason first: a long path may be shortened in the status line.
                 let why = e.fallback.as_ref().map_or(String::new(), |f| format!("{}: ", f.reason()));
                 let msg = format!("{why}exported {} and {}", e.markdown.display(), e.json.display());
+                // Two long paths do not fit a narrow status line: the short form names the two
+                // kinds of report once and their folder, which the path shortening can fold.
+                let folder = e.markdown.parent().map(|d| d.display().to_string()).unwrap_or_default();
+                let short = format!(
+                    "{why}exported {} and {} to {folder}",
+                    crate::ingest::fs::REPORT_MD_SUFFIX,
+                    crate::ingest::fs::REPORT_JSON_SUFFIX
+                );
                 self.exported = Some(e);
-                self.set_status(Level::Ok, msg);
+                self.set_status_with_short(Level::Ok, msg, Some(short));
             }
             Err(e) => self.set_status(Level::Error, format!("export failed: {e:#}")),
         }
