@@ -269,6 +269,42 @@ fn a_rejected_change_made_another_way_right_after_is_not_a_finding() {
     assert_eq!(findings(&t), vec![(2, Signal::RejectedAction), (4, Signal::IgnoredToolError)]);
 }
 
+#[test]
+fn a_rejected_change_retried_at_once_with_the_value_the_error_asked_for_is_not_a_finding() {
+    // A booking names no object (no id argument): the retry of the same tool is what recovers it.
+    let run = |retry: Vec<Value>| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Book a ride for the 4 of us from the restaurant to the hotel at 22:30.")],
+            call(
+                "c1",
+                "schedule_ride",
+                json!({"pickup": "228 W 52nd St", "dropoff": "1535 Broadway", "passengers": 4, "vehicle": "standard"}),
+                "Error: vehicle class 'standard' seats max 3 passengers; use 'xl'",
+            ),
+            retry,
+            vec![assistant("Your ride is booked for 22:30.")],
+        ]))
+    };
+    // Booked at once with the class the error named: the refusal is context.
+    let t = run(call(
+        "c2",
+        "schedule_ride",
+        json!({"pickup": "228 W 52nd St", "dropoff": "1535 Broadway", "passengers": 4, "vehicle": "xl"}),
+        r#"{"ride_id": "RIDE-55K1V", "status": "scheduled"}"#,
+    ));
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // The retry is refused too: the booking was never made, and the closing message says it was.
+    let t = run(call(
+        "c2",
+        "schedule_ride",
+        json!({"pickup": "228 W 52nd St", "dropoff": "1535 Broadway", "passengers": 4, "vehicle": "xl"}),
+        "Error: no xl vehicle available at 22:30",
+    ));
+    assert_eq!(findings(&t)[0], (2, Signal::RejectedAction));
+}
+
 const FORECAST: &str =
     r#"{"city": "Porto, PT", "date": "2025-07-13", "rain_mm": 14.2, "summary": "heavy showers from 11:00"}"#;
 

@@ -92,10 +92,15 @@ pub const CHANGE_RECOVERY_WINDOW: usize = 40;
 /// state-changing call on the same object ([`super::call_object`], within
 /// [`CHANGE_RECOVERY_WINDOW`] steps) succeeds, so the change the
 /// user wanted was made another way (an exchange refused for a pending order, then the order
-/// modified). A call that names no object is never recovered.
+/// modified). A call that names no object is recovered when it is a shell command done again
+/// with success ([`redone_command`]) or a call retried at once with success
+/// ([`retried_at_once`]: a booking refused for its vehicle class, then made with the class the
+/// error asked for).
 pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(object) = super::call_object(&t.steps[call].content) else { return redone_command(ctx, call) };
+    let Some(object) = super::call_object(&t.steps[call].content) else {
+        return redone_command(ctx, call) || retried_at_once(ctx, call);
+    };
     let agent = &t.steps[call].agent;
     let next = (call + 1..t.steps.len().min(call + 1 + CHANGE_RECOVERY_WINDOW)).find(|&k| {
         t.steps[k].agent == *agent
@@ -103,6 +108,37 @@ pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
             && super::call_object(&t.steps[k].content).as_deref() == Some(object.as_str())
     });
     next.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+}
+
+/// Whether the rejected call `call` was retried at once with success: the agent's next call
+/// after the rejection, within [`RECOVERY_WINDOW`] steps and with only successful read-only calls
+/// between, is of the same tool (the name equal, ignoring case) and its result is no error. The
+/// change was made; the rejection only made the agent correct an argument. Not for a shell
+/// command, a file edit or code that failed to run: any next call of a shell, an editor or an
+/// interpreter is "the same tool" whatever it does (their own recoveries are
+/// [`redone_command`], `coding::recovered_edit` and the failed-code rules).
+fn retried_at_once(ctx: &Context<'_>, call: usize) -> bool {
+    let t = ctx.trajectory;
+    let step = &t.steps[call];
+    let Some(tool) = step.tool_name.as_deref() else { return false };
+    let r = result_of(ctx, call).unwrap_or(call);
+    if super::call_command(t, call).is_some() || super::edits(t, call) || ctx.hierarchy.steps[r].flags.failed_execution
+    {
+        return false;
+    }
+    for k in r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW) {
+        if t.steps[k].kind != StepKind::ToolCall || t.steps[k].agent != step.agent {
+            continue;
+        }
+        let ok = result_of(ctx, k).is_some() && call_error(ctx, k).is_none();
+        if t.steps[k].tool_name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(tool)) {
+            return ok;
+        }
+        if !ok || changes_state(t, k) {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether the failed shell command `call` was done again with success by the same agent within
