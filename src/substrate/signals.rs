@@ -2110,10 +2110,13 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         // error of the run; one in a tool output or an agent's report is, unless the output
         // says its command exited with 0 (a log line of a passing test run).
         let passed = s.kind == StepKind::ToolResult && exit_code(ctx, s.index) == Some(0);
-        let error_line = s.flags.error && s.kind != StepKind::ToolCall && !passed;
+        // Nor is one in an agent's thought: it reasons about the work ("find where the read
+        // timeout is configured"); an error it saw is shown where a tool showed it.
+        let error_line = s.flags.error && !matches!(s.kind, StepKind::ToolCall | StepKind::Thought) && !passed;
         // A tool error the agent recovered from (the lookup retried with success, the change
         // made another way) is part of the work, not a failure of the run.
         (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
+            && !states_the_task(ctx, s.index)
             && !refused_by_user(ctx, s.index)
             && !recovered_error(ctx, s.index)
             && !reports_recovered_error(ctx, s.index)
@@ -2133,6 +2136,17 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         return Some("the output disagrees with the expected output".into());
     }
     (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
+}
+
+/// Whether step `i` states the task: the request ([`Action::Request`]) or a user message before
+/// any agent's step (after a system prompt, or in two parts). The errors it describes ("checkout
+/// gets 504s, the gateway read times out") are the task's premise, not a failure of the run; a
+/// user's message after the agent has worked ("it still fails with …") is not the task.
+fn states_the_task(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    let user = |k: usize| matches!(t.steps[k].role.to_ascii_lowercase().as_str(), "user" | "human");
+    ctx.hierarchy.steps[i].action == Action::Request
+        || user(i) && (0..i).all(|k| user(k) || t.steps[k].role.eq_ignore_ascii_case("system"))
 }
 
 /// How many steps before an agent's message [`quotes_observed_error`] looks for the tool output it
@@ -2889,7 +2903,12 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
             .or_else(|| failure_line(content))
             .unwrap_or_else(|| "the call failed".into())
     };
-    (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens).then(first_error)
+    // A terminal that reports exit code 0 says the command ran and succeeded: an error word in
+    // what it printed (a commit message about a "read timeout", a log it showed) is content, not
+    // a refusal of the call. The format's own error mark still counts.
+    let succeeded =
+        !rs.flags.failed_execution && ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ExitCode(0));
+    (rs.flags.failed_execution || ctx.trajectory.steps[r].is_error || opens && !succeeded).then(first_error)
 }
 
 /// Per step, the later call its state change blocked: `Some((j, object))` when step `i` is a

@@ -1637,12 +1637,27 @@ fn an_edit_of_the_installed_copy_while_the_repository_holds_the_module_is_the_de
 /// then per turn a `gemini` message with one tool call (name, args, the response's output and
 /// whether it failed), then the closing `gemini` message.
 fn gemini_chat(task: &str, calls: &[(&str, Value, &str, bool)], closing: &str) -> Trajectory {
+    gemini_chat_thinking(task, None, calls, closing)
+}
+
+/// [`gemini_chat`] whose first tool-calling message carries a thought (`subject`, `description`).
+fn gemini_chat_thinking(
+    task: &str,
+    thought: Option<(&str, &str)>,
+    calls: &[(&str, Value, &str, bool)],
+    closing: &str,
+) -> Trajectory {
     let mut messages =
         vec![json!({"id": "u0", "timestamp": "2026-02-26T16:20:07.248Z", "type": "user", "content": task})];
     for (k, (name, args, output, failed)) in calls.iter().enumerate() {
         let id = format!("{name}-17721228{k:05}-0dd234afed66");
+        let thoughts = match thought.filter(|_| k == 0) {
+            Some((subject, description)) => json!([{"subject": subject, "description": description,
+                "timestamp": "2026-02-26T16:20:12.100Z"}]),
+            None => json!([]),
+        };
         messages.push(json!({"id": format!("g{k}"), "timestamp": "2026-02-26T16:20:13.516Z", "type": "gemini",
-            "content": "", "thoughts": [], "model": "gemini-2.5-pro",
+            "content": "", "thoughts": thoughts, "model": "gemini-2.5-pro",
             "tokens": {"input": 1200, "output": 80, "cached": 0, "thoughts": 0, "tool": 0, "total": 1280},
             "toolCalls": [{"id": id, "name": name, "args": args,
                 "result": [{"functionResponse": {"id": id, "name": name, "response": {"output": output}}}],
@@ -1824,8 +1839,10 @@ fn a_checker_zsh_finds_missing_checks_nothing_and_running_it_another_way_is_no_e
     let t = fixture("handbuilt/coding/r22_cron_codex.jsonl");
     let f = findings(&t);
     assert!(!f.iter().any(|&(s, _)| s == 10 || s == 12 || s == 14), "{f:?}");
+    // No finding anywhere: the ranking names the edit of the cron line (a timeout setting in
+    // the workflow is no error line).
     let d = falat(&t);
-    assert_eq!(d.decisive_step, Some(12), "{}", d.reason);
+    assert_eq!(d.decisive_step, Some(10), "{}", d.reason);
     assert!(d.reason.contains("no finding recorded for this step"), "{}", d.reason);
 }
 
@@ -2087,4 +2104,59 @@ fn an_audit_exiting_1_reports_and_a_pin_inside_its_vulnerable_range_is_the_error
     // The same output word for word after the change still repeats it.
     let t = audit_session("7.0.5", LS_BEFORE);
     assert_eq!(findings(&t), vec![(11, Signal::NoProgress)]);
+}
+
+/// A Gemini CLI session on a task that describes errors (504s, a read timeout): the agent thinks
+/// about "the read timeout", edits the setting, renders the config and commits with a message
+/// about the timeout; the shell's result says `Error: (none)` and `Exit Code: 0`.
+fn timeout_session(commit_output: &str) -> Trajectory {
+    let file = "/home/oskar/infra/checkout/deploy/config/production.yaml";
+    let commit = "git add deploy/config/production.yaml && git commit -m 'ops: raise payments read timeout to 45s (504s at peak)'";
+    gemini_chat_thinking(
+        "We're getting 504s from the payments gateway in prod at peak; the upstream read times out. Raise \
+         its read timeout to 45s for production only. Open a branch, don't push.",
+        Some(("Locating the timeout", "I need to find where the payments gateway read timeout is configured.")),
+        &[
+            (
+                "run_shell_command",
+                json!({"command": "grep -rn read_timeout deploy/config/"}),
+                "Command: grep -rn read_timeout deploy/config/\nDirectory: (root)\nOutput: deploy/config/production.yaml:9:    read_timeout: 20s\nError: (none)\nExit Code: 0\nSignal: (none)",
+                false,
+            ),
+            (
+                "replace",
+                json!({"file_path": file, "old_string": "    read_timeout: 20s", "new_string": "    read_timeout: 45s"}),
+                "Successfully modified file: /home/oskar/infra/checkout/deploy/config/production.yaml (1 replacements).",
+                false,
+            ),
+            (
+                "run_shell_command",
+                json!({"command": "bin/render-config --env production | grep read_timeout"}),
+                "Command: bin/render-config --env production | grep read_timeout\nDirectory: (root)\nOutput:     read_timeout: 45s\nError: (none)\nExit Code: 0\nSignal: (none)",
+                false,
+            ),
+            ("run_shell_command", json!({"command": commit}), commit_output, false),
+        ],
+        "Done: production's payments read timeout is 45s on branch ops/read-timeout (not pushed).",
+    )
+}
+
+#[test]
+fn errors_the_task_describes_and_a_timeout_in_a_command_that_exited_0_are_no_failure() {
+    // Steps: 0 task, 1 thought, 2-3 grep, 4-5 replace, 6-7 render, 8-9 commit, 10 closing.
+    let ok = "Command: git add deploy/config/production.yaml && git commit -m 'ops: raise payments read timeout to 45s (504s at peak)'\nDirectory: (root)\nOutput: [ops/read-timeout 4be1c07] ops: raise payments read timeout to 45s (504s at peak)\n 1 file changed, 1 insertion(+), 1 deletion(-)\nError: (none)\nExit Code: 0\nSignal: (none)";
+    let t = timeout_session(ok);
+    assert_eq!(t.steps[1].kind, falat::model::StepKind::Thought);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    assert_eq!(
+        d.reason,
+        "No failure found: no step is an error or shows a finding, and there is no expected output to compare the \
+         output with."
+    );
+    // The commit refused (exit 128): a failed change, and the closing "Done" claims it.
+    let refused = "Command: git add deploy/config/production.yaml && git commit -m 'ops: raise payments read timeout to 45s (504s at peak)'\nDirectory: (root)\nOutput: fatal: Unable to create '/home/oskar/infra/checkout/.git/index.lock': File exists.\nError: (none)\nExit Code: 128\nSignal: (none)";
+    let t = timeout_session(refused);
+    assert_eq!(falat(&t).decisive_step, Some(8), "{}", falat(&t).reason);
 }
