@@ -318,6 +318,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A percentage the step states that is the share of two of its own figures ("412 of the 9,873
     // orders, i.e. 4.2%").
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !share_of(k, &percents, &operands)).collect();
+    // An amount that is a percentage the step states of another of its figures: "78.40 EUR
+    // (incl. 7% VAT = 5.13 EUR)", a 15% tip of 42.00, a net price before the tax.
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !percent_of(k, &percents, &operands)).collect();
     // A change between two of its own figures that the step states as a percentage ("€50,532.45,
     // up 22.9% on Q2 (€41,120.70)"), and a count or amount that is the total of a column of the
     // step's own table ("168 expense lines" over lines of 61, 33 and 74).
@@ -532,11 +535,14 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
 /// or the date `key` (its ISO key, [`evidence::date_key`]):
 /// as a run of digits not part of a longer one and with no letter around it ([`standalone`]:
 /// `88120` in `H-88120`, `14` and `12` in `2025-03-04T14:12:00Z`, not `347` in `a347f`), or, for a percentage, as the fraction it is (`0.7` for `70`),
-/// or with its thousands grouped by spaces (`78 745` for `78745`). One
+/// with its thousands grouped by spaces (`78 745` for `78745`), or with a decimal comma (`78,40`
+/// for `78.4`). One
 /// pass over the run's text, built on first use. `None` when no step writes it.
 pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
     static DIGITS: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap());
+    static DECIMAL_COMMA: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+,\d{1,2}").unwrap());
     static GROUPED: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:[ \u{a0}\u{202f}\u{2009}]\d{3})+").unwrap());
     let index = ctx.facts.first_written.get_or_init(|| {
@@ -563,6 +569,22 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
                     first.entry(evidence::normalize_number(&format!("{:.0}", v * 100.0))).or_insert(i);
                 }
                 first.entry(n).or_insert(i);
+            }
+            // A decimal comma ("78,40 EUR", "5,13"): one or two digits after the comma, not a list
+            // of numbers ("3,14,15") nor a thousands group ("78,400"). The number is also the
+            // decimal it writes.
+            for m in DECIMAL_COMMA.find_iter(&step.content) {
+                let text = &step.content;
+                let before = text[..m.start()].chars().next_back();
+                let after = &text[m.end()..];
+                if before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',')
+                    || after.starts_with(|c: char| c.is_ascii_digit())
+                    || after.starts_with(',') && after[1..].starts_with(|c: char| c.is_ascii_digit())
+                    || !standalone(text, m.start(), m.end())
+                {
+                    continue;
+                }
+                first.entry(evidence::normalize_number(&m.as_str().replace(',', "."))).or_insert(i);
             }
             // Thousands grouped by spaces ("78 745", "1 204 330"; also no-break and thin spaces).
             for m in GROUPED.find_iter(&step.content) {
@@ -710,6 +732,29 @@ fn share_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
     let tol = written_tolerance(key);
     let ops: Vec<f64> = operands.iter().copied().filter(|x| (x - v).abs() > tol && *x > 0.0).take(12).collect();
     ops.iter().any(|&a| ops.iter().any(|&b| a < b && (100.0 * a / b - v).abs() <= tol))
+}
+
+/// Whether the number `key`, which is no percentage the step states, is a percentage `p` of the
+/// step (`percents`) of another of its numbers `a` (`operands`, at most the first 12), at the
+/// precision it is written with: the part `a × p / 100` (a 15% tip), the part included in `a`
+/// `a × p / (100 + p)` (the VAT in a gross amount) or what is left without it `a × 100 / (100 +
+/// p)` (the net amount). Only values with at least three significant digits are tested, as in
+/// [`derived`].
+fn percent_of(key: &str, percents: &[f64], operands: &[f64]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let significant = key.chars().filter(char::is_ascii_digit).collect::<String>();
+    if significant.trim_start_matches('0').trim_end_matches('0').len() < 3
+        || percents.iter().any(|p| (p - v).abs() < 1e-9)
+    {
+        return false;
+    }
+    let tol = written_tolerance(key);
+    let ops: Vec<f64> = operands.iter().copied().filter(|&a| a > v + tol).take(12).collect();
+    percents.iter().filter(|&&p| p > 0.0 && p < 100.0).any(|&p| {
+        ops.iter().any(|&a| {
+            [a * p / 100.0, a * p / (100.0 + p), a * 100.0 / (100.0 + p)].iter().any(|x| (x - v).abs() <= tol)
+        })
+    })
 }
 
 /// The step whose code a reply of step `i` would be the output of: the nearest earlier step that

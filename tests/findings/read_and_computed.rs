@@ -325,3 +325,24 @@ fn a_utc_time_told_as_local_time_is_a_misread() {
         assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{reply}");
     }
 }
+
+/// An expense run: the user gives the receipt's amount with a decimal comma and its VAT rate;
+/// the assistant restates it with a point and works out the VAT included (`answer`).
+fn expense_run(answer: &str) -> Trajectory {
+    load(vec![
+        system("You are an expense assistant. Restate the expense and ask before filing it."),
+        user("I need to file a taxi from the airport on 12 Feb, the receipt says 78,40 EUR incl. 7% VAT."),
+        assistant(answer),
+    ])
+}
+
+#[test]
+fn an_amount_with_a_decimal_comma_and_the_vat_it_includes_are_sourced() {
+    // 78.40 is the user's 78,40; 5.13 is the 7% VAT included in it (78.40 × 7 / 107).
+    let t = expense_run("Here's what I'd file: Taxi on 12 Feb, 78.40 EUR (incl. 7% VAT = 5.13 EUR). Shall I file it?");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new());
+    assert_eq!(falat(&t).decisive_step, None, "{}", falat(&t).reason);
+    // A VAT that is no share of the amount, and an amount the user did not give, are invented.
+    let t = expense_run("Here's what I'd file: Taxi on 12 Feb, 87.40 EUR (incl. 7% VAT = 5.81 EUR). Shall I file it?");
+    assert_eq!(evidence(&t, 2, Signal::UnsourcedValue), "states 87.4, 5.81 with no earlier source");
+}
