@@ -2865,7 +2865,7 @@ fn renamed(source: &str, name: &str) -> Fixture {
 
 /// With a 39-character trace name the header keeps the tabs' titles from 100 columns on and cuts
 /// the name with an ellipsis instead; at 80 columns (no room for the titles whatever the name)
-/// it keeps the whole name and shows the other tabs by their keys, as the README says.
+/// it keeps the whole name and shows the other tabs by their keys, as docs/COMMANDS.md ("Small terminals") says.
 #[test]
 fn a_long_trace_name_is_cut_before_the_tab_titles_are() {
     let name = "r05_wrong_id_order_lookup_session.openai.json";
