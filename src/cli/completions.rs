@@ -23,6 +23,38 @@ pub struct CompletionsArgs {
 /// A failed write.
 pub fn run(args: &CompletionsArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut cmd = super::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "falat", out);
+    // clap_complete panics when its writer fails (`falat completions bash | head -1` closes the
+    // pipe): the script is built in memory and written here, so a closed pipe is an error the
+    // caller treats as every command's (no error at all).
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "falat", &mut script);
+    out.write_all(&script)?;
+    out.flush()?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer whose reader went away (`| head -1`).
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_is_a_broken_pipe_error_not_a_panic() {
+        let err = run(&CompletionsArgs { shell: Shell::Bash }, &mut ClosedPipe).expect_err("the write fails");
+        assert!(crate::cli::is_broken_pipe(&err), "{err:#}");
+        let mut out = Vec::new();
+        assert_eq!(run(&CompletionsArgs { shell: Shell::Zsh }, &mut out).expect("written"), 0);
+        assert!(String::from_utf8(out).expect("utf-8").starts_with("#compdef falat"));
+    }
 }
