@@ -109,7 +109,7 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| exceeded| expired| reached| occurred| after|!|:?[ \t]*$)|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
+        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
     )
     .unwrap()
 });
@@ -392,7 +392,8 @@ mod tests {
         // The noun in prose names a setting (a task, a plan, a commit message); the error says the
         // time ran out.
         let prose = "Raise the gateway's read timeout to 45s.\nI need to find where the read timeout is configured.\n\
-            [ops/read-timeout 4be1c07] ops: raise payments read timeout to 45s\nwith a timeout of 30s per call";
+            [ops/read-timeout 4be1c07] ops: raise payments read timeout to 45s\nwith a timeout of 30s per call\n\
+            ## Session-wide timeout\n# a per-request timeout";
         assert_eq!(errors(prose), Vec::<String>::new());
         for error in [
             "Request failed: connection timeout",
@@ -400,6 +401,7 @@ mod tests {
             "thrown: Exceeded timeout of 5000 ms for a test.",
             "the page load hit a timeout error",
             "timeout after 30s waiting for the lock",
+            "upstream connect error: connection timeout",
         ] {
             assert_eq!(errors(error), [error], "{error}");
         }
