@@ -855,3 +855,45 @@ fn a_retry_that_also_changes_what_the_error_did_not_name_is_found() {
         assert!(!findings(&t).iter().any(|(_, s)| *s == Signal::ArgumentMismatch), "{retry} {user_between}");
     }
 }
+
+#[test]
+fn a_refund_of_the_line_the_agent_did_not_describe_is_a_wrong_argument() {
+    let order = r#"{"order_id": "5581-2207", "status": "delivered", "lines": [
+        {"line_id": "L1", "sku": "KT17-WHT", "name": "Ardent kettle 1.7 L, white", "paid": 58.41},
+        {"line_id": "L2", "sku": "KT17-BLU", "name": "Ardent kettle 1.7 L, blue", "paid": 62.91},
+        {"line_id": "L3", "sku": "DSC-4PK", "name": "Citric descaler, 4-pack", "paid": 7.65}]}"#;
+    let run = |line: &str, paid: f64| {
+        load(messages(vec![
+            vec![
+                system(POLICY_PLAIN),
+                user(
+                    "Order 5581-2207: the blue kettle arrived cracked. The white one and the descaler are fine. Refund just the blue kettle.",
+                ),
+            ],
+            call("c1", "get_order", json!({"order_id": "5581-2207"}), order),
+            vec![assistant(
+                "The order has two kettles; the blue one is the damaged one. Refunding it at the price paid.",
+            )],
+            call(
+                "c2",
+                "refund_line",
+                json!({"order_id": "5581-2207", "line_id": line, "amount": paid}),
+                &format!(
+                    r#"{{"refund_id": "RF-90331", "line_id": "{line}", "amount": {paid}, "status": "processed"}}"#
+                ),
+            ),
+            vec![assistant("Done: the blue kettle is refunded.")],
+        ]))
+    };
+    // The blue kettle's line: what the agent said it would refund.
+    assert_eq!(findings(&run("L2", 62.91)), vec![]);
+    // The white kettle's line, next to it in the list.
+    let t = run("L1", 58.41);
+    assert_eq!(findings(&t), vec![(5, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 5, Signal::ArgumentMismatch),
+        "refund_line acts on line_id L1 (\"Ardent kettle 1.7 L, white\"), but step 4 describes \"blue\", which only \
+         line_id L2 (\"Ardent kettle 1.7 L, blue\") of the list at step 3 has"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(5), "{}", falat(&t).reason);
+}

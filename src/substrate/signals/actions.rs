@@ -1035,6 +1035,167 @@ fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, us
     ));
 }
 
+/// How many steps back [`wrong_record`] looks for the lookup that lists the record a call names.
+const RECORD_LOOKBACK: usize = 30;
+
+/// Step `i`, a state-changing call, names a record of a list an earlier tool output gave by one
+/// of its identifiers (`"line_id": "L1"`), while the agent's own message right before the call
+/// (what it says it is about to do), or else the user's last turn, describes another record of
+/// that list: it names a word that only that other record has among the list's records
+/// ("blue"), and no word that only the named record has ("white"). The list is the last one
+/// within [`RECORD_LOOKBACK`] steps whose records (two or more objects) hold the call's field
+/// with the call's value; words are the letters-only words of three or more characters of a
+/// record's text fields other than identifiers. Shell commands and edits are not read.
+pub(crate) fn wrong_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall || !changes_state(t, i) || super::call_command(t, i).is_some() || super::edits(t, i)
+    {
+        return;
+    }
+    let Some(args) = call_arguments(&s.content) else { return };
+    let ids: Vec<(&String, String)> = args
+        .iter()
+        .filter(|(k, _)| super::is_id_key(k))
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::String(x) if !x.trim().is_empty() => Some((k, x.trim().to_string())),
+            serde_json::Value::Number(n) => Some((k, n.to_string())),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    for j in (i.saturating_sub(RECORD_LOOKBACK)..i).rev() {
+        if t.steps[j].kind != StepKind::ToolResult || !t.steps[j].content.contains('[') {
+            continue;
+        }
+        let Some(value) = super::grounding::json_of(&t.steps[j].content) else { continue };
+        for (key, id) in &ids {
+            let Some(list) = list_holding(&value, key, id) else { continue };
+            if let Some(found) = describes_other(ctx, i, j, key, id, &list) {
+                out.push(found);
+            }
+            return;
+        }
+    }
+}
+
+/// The records (objects) of the first array in `v` that has two or more records with the field
+/// `key` and one whose `key` is `id`.
+fn list_holding<'v>(
+    v: &'v serde_json::Value,
+    key: &str,
+    id: &str,
+) -> Option<Vec<&'v serde_json::Map<String, serde_json::Value>>> {
+    use serde_json::Value;
+    let holds = |r: &serde_json::Map<String, Value>| match r.get(key) {
+        Some(Value::String(x)) => x.trim() == id,
+        Some(Value::Number(n)) => n.to_string() == id,
+        _ => false,
+    };
+    match v {
+        Value::Array(items) => {
+            let records: Vec<_> = items.iter().filter_map(Value::as_object).filter(|r| r.contains_key(key)).collect();
+            if records.len() >= 2 && records.iter().any(|r| holds(r)) {
+                return Some(records);
+            }
+            items.iter().find_map(|x| list_holding(x, key, id))
+        }
+        Value::Object(map) => map.values().find_map(|x| list_holding(x, key, id)),
+        _ => None,
+    }
+}
+
+/// The letters-only words (three or more letters, lower case) of a record's text fields other
+/// than identifiers.
+fn record_words(r: &serde_json::Map<String, serde_json::Value>) -> std::collections::HashSet<String> {
+    r.iter()
+        .filter(|(k, _)| !super::is_id_key(k))
+        .filter_map(|(_, v)| v.as_str())
+        .flat_map(|x| x.split(|c: char| !c.is_alphabetic()))
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// A record's label: its `name`, `title`, `description` or `product` text, else none.
+fn record_label(r: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    ["name", "title", "description", "product", "item"].iter().find_map(|k| r.get(*k).and_then(|v| v.as_str()))
+}
+
+/// The finding of [`wrong_record`] when the description before call `i` (the agent's message
+/// after the lookup at step `j`, else the user's last turn) names another record of `list` than
+/// the one whose `key` is `id`.
+fn describes_other(
+    ctx: &Context<'_>,
+    i: usize,
+    j: usize,
+    key: &str,
+    id: &str,
+    list: &[&serde_json::Map<String, serde_json::Value>],
+) -> Option<Finding> {
+    let t = ctx.trajectory;
+    let agent = &t.steps[i].agent;
+    let said = (j + 1..i).rev().find(|&k| t.steps[k].kind == StepKind::Message && t.steps[k].agent == *agent);
+    let d = said.or_else(|| (0..i).rev().find(|&k| is_human(&t.steps[k])))?;
+    let text: std::collections::HashSet<String> = t.steps[d]
+        .content
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    let words: Vec<_> = list.iter().map(|r| record_words(r)).collect();
+    // The words only one record of the list has.
+    let own = |n: usize| -> Vec<&String> {
+        let mut w: Vec<&String> =
+            words[n].iter().filter(|w| words.iter().enumerate().all(|(m, o)| m == n || !o.contains(*w))).collect();
+        w.sort();
+        w
+    };
+    let chosen = list.iter().position(|r| match r.get(key) {
+        Some(serde_json::Value::String(x)) => x.trim() == id,
+        Some(serde_json::Value::Number(n)) => n.to_string() == id,
+        _ => false,
+    })?;
+    if own(chosen).iter().any(|w| text.contains(*w)) {
+        return None;
+    }
+    let mut described = (0..list.len()).filter(|&n| n != chosen).filter_map(|n| {
+        let named: Vec<&String> = own(n).into_iter().filter(|w| text.contains(*w)).collect();
+        (!named.is_empty()).then_some((n, named))
+    });
+    let (other, named) = described.next()?;
+    if described.next().is_some() {
+        return None;
+    }
+    let other_id = match list[other].get(key)? {
+        serde_json::Value::String(x) => x.trim().to_string(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let label = |r: &serde_json::Map<String, serde_json::Value>| {
+        record_label(r).map_or(String::new(), |l| format!(" (\"{}\")", crate::text::clip(l, 60)))
+    };
+    let tool = t.steps[i].tool_name.as_deref().unwrap_or("the call");
+    let named: Vec<&str> = named.iter().take(3).map(|w| w.as_str()).collect();
+    Some(finding(
+        Signal::ArgumentMismatch,
+        weights::ARGUMENT_MISMATCH,
+        prose![
+            format!("{tool} acts on {key} {id}{}, but step ", label(list[chosen])),
+            Part::Step(d),
+            format!(
+                " describes \"{}\", which only {key} {other_id}{} of the list at step ",
+                named.join("\", \""),
+                label(list[other])
+            ),
+            Part::Step(j),
+            " has"
+        ],
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

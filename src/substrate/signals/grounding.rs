@@ -86,7 +86,7 @@ fn index(t: &Trajectory) -> Records {
 }
 
 /// The JSON value of a tool output: the text from its first `{` or `[` to its end.
-fn json_of(content: &str) -> Option<Value> {
+pub(super) fn json_of(content: &str) -> Option<Value> {
     let start = content.find(['{', '['])?;
     serde_json::from_str(content[start..].trim_end()).ok()
 }
