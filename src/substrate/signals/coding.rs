@@ -812,7 +812,12 @@ fn caught(line: &str) -> Vec<String> {
     let Some(c) = EXCEPT.captures(line) else { return Vec::new() };
     let classes: Vec<String> = c
         .get(1)
-        .map(|m| m.as_str().trim_matches(['(', ')', ' ']).split(',').map(|x| x.trim().to_string()).collect())
+        .map(|m| {
+            // `except ValueError as exc:`: the name bound is no class.
+            let group = m.as_str();
+            let group = group.split_once(" as ").map_or(group, |(classes, _)| classes);
+            group.trim_matches(['(', ')', ' ']).split(',').map(|x| x.trim().to_string()).collect()
+        })
         .unwrap_or_default();
     let classes: Vec<String> = classes.into_iter().filter(|x| !x.is_empty()).collect();
     if classes.is_empty() || classes.iter().any(|x| matches!(x.as_str(), "Exception" | "BaseException")) {

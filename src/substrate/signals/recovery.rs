@@ -552,7 +552,8 @@ fn runs_tests_later(t: &Trajectory, k: usize) -> bool {
     call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(runs_tests_anywhere))
 }
 
-/// Whether the program tool output `r` found missing ([`super::missing_program`]) was run
+/// Whether the program tool output `r` found missing, or the command name the shell could not
+/// run ([`super::shell_could_not_run`]: `"python -m pytest"` quoted as one word), was run
 /// another way, with success, by the same agent within [`RECOVERY_WINDOW`] steps: a later shell
 /// call that names the program as a word (`docker run … actionlint`, `npx eslint`, `python -m
 /// pytest`), repeats every argument of the failed command (`grep -rn tokens src` after `rg -n
@@ -561,7 +562,7 @@ fn runs_tests_later(t: &Trajectory, k: usize) -> bool {
 /// a runner, checked the code after all.
 pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(name) = super::missing_program(ctx, r) else { return false };
+    let Some(name) = super::shell_could_not_run(ctx, r) else { return false };
     let Some(c) = super::links(ctx).produced_by.get(r).copied().flatten() else { return false };
     let Some(cmd) = call_command(t, c) else { return false };
     let args: Vec<String> = shell::commands(&cmd)
@@ -594,7 +595,7 @@ pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
             named || repeated
         })
         .and_then(|(k, _)| result_of(ctx, k))
-        .is_some_and(|rk| !check_fails(ctx, rk) && super::missing_program(ctx, rk).is_none())
+        .is_some_and(|rk| !check_fails(ctx, rk) && super::shell_could_not_run(ctx, rk).is_none())
 }
 
 /// Whether shell call `c` runs, another way, a program that the output of the same agent's
