@@ -440,7 +440,7 @@ mod tests {
         // A version in an API's history: when it came, went or became stable.
         assert_eq!(said("The method exists since 1.39; look at the imports.", "1.39"), r);
         assert_eq!(said("`removeprefix` was added in Python 3.9.", "3.9"), r);
-        assert_eq!(said("It is deprecated since v2.0 and removed in 3.0.", "2.0"), r);
+        assert_eq!(said("It is deprecated since 2.0 and removed in 3.0.", "2.0"), r);
         // Stated figures stay values.
         assert_eq!(said("The refund of 42.50 was issued in March.", "42.50"), None);
         assert_eq!(said("Revenue rose by 3.5 points.", "3.5"), None);

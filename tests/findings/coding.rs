@@ -2131,7 +2131,8 @@ fn a_check_the_shell_could_not_run_is_no_verdict_on_the_edit() {
 fn a_check_that_passes_run_again_with_nothing_changed_is_no_failure_of_the_edit() {
     // After the patch, one test file's run fails on a dropped connection; the whole suite, run
     // next with nothing changed, passes: nothing in the code made the first run fail.
-    let flaky = "F\nFAILED tests/test_parser.py::test_remote_dates - ConnectionResetError: [Errno 104]\n1 failed in 0.31s";
+    let flaky =
+        "F\nFAILED tests/test_parser.py::test_remote_dates - ConnectionResetError: [Errno 104]\n1 failed in 0.31s";
     let t = session(vec![
         call("c3", "run_shell", json!({"cmd": "pytest -q tests/test_parser.py"}), flaky),
         tests_run("c4", "...........\n11 passed in 0.39s"),

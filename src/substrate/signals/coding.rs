@@ -921,7 +921,10 @@ pub(super) fn masks_error(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let Some((r, class, line)) = shown else { return };
     let why = match asked {
         Some(said) => {
-            format!(", in try/except {class} and skips it unrecorded; the task says to \"{}\"", crate::text::clip(&said, 56))
+            format!(
+                ", in try/except {class} and skips it unrecorded; the task says to \"{}\"",
+                crate::text::clip(&said, 56)
+            )
         }
         None => format!(", in try/except {class} instead of fixing it: the error is silenced, not recovered"),
     };
