@@ -51,7 +51,8 @@ pub enum ValueContext {
     Counter,
     /// The number of a reference: a standard or proposal (`RFC 9110`, `PEP 8`, `ISO 8601`,
     /// `CVE-2024-3094`), a section (`§5.5`, `section 4.2`), a Unicode code point (`U+0300`), a
-    /// version (`v1.2`, `version 0.17`, `1.4.2`, `attrs==24.2.0`, `lodash@4.17.21`).
+    /// version (`v1.2`, `version 0.17`, `1.4.2`, `attrs==24.2.0`, `lodash@4.17.21`, a version in
+    /// an API's history: "exists since 1.39", "added in Python 3.9", "deprecated since 2.0").
     Reference,
 }
 
@@ -194,8 +195,11 @@ static ID_MARK: LazyLock<Regex> = LazyLock::new(|| {
 static TICKET: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z][A-Z0-9]{1,9}-(\d{3,})(?-u:\b)").unwrap());
 /// A reference's number ([`ValueContext::Reference`]).
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    Regex::new(concat!(
         r"(?i)(?-u:\b)(?:rfc|pep|iso|iec|ieee|ecma|cve|ansi|nist|fips)[ -]?(\d+(?:[.:-]\d+)*(?:,?\s+(?:§\s*|section\s+)?\d+(?:\.\d+)+)?)|§+\s*(\d+(?:\.\d+)*)|(?-u:\b)(?:section|sect?\.|chapter|clause|appendix|version|release|ver\.)\s+(\d+(?:\.\d+)*)|(?-u:\b)U\+([0-9A-F]{4,6})|(?-u:\b)v(\d+(?:\.\d+)+)|(?-u:\b)(\d+\.\d+\.\d+(?:[.-]\w+)?)|[\w.-](?:==|>=|<=|~=|!=|@\^?|@~?)(\d+(?:\.\d+)*)",
+            r"|(?-u:\b)(?:exists?|existed|stable|stabili[sz]ed|available|added|introduced|deprecated|removed|supported)\s+since\s+(?:[a-z]+\s+)?v?(\d+\.\d+(?:\.\d+)*)(?-u:\b)",
+            r"|(?-u:\b)(?:added|introduced|deprecated|removed|stabili[sz]ed)\s+in\s+(?:[a-z]+\s+)?v?(\d+\.\d+(?:\.\d+)*)(?-u:\b)",
+        )
     )
     .unwrap()
 });
@@ -433,6 +437,10 @@ mod tests {
         assert_eq!(said("Since version 0.17 it returns a tuple.", "0.17"), r);
         assert_eq!(said("Upgraded the client to 2.3.1 today.", "2.3"), r);
         assert_eq!(said("See section 4.2 of the spec and PEP 8.", "4.2"), r);
+        // A version in an API's history: when it came, went or became stable.
+        assert_eq!(said("The method exists since 1.39; look at the imports.", "1.39"), r);
+        assert_eq!(said("`removeprefix` was added in Python 3.9.", "3.9"), r);
+        assert_eq!(said("It is deprecated since 2.0 and removed in 3.0.", "2.0"), r);
         // Stated figures stay values.
         assert_eq!(said("The refund of 42.50 was issued in March.", "42.50"), None);
         assert_eq!(said("Revenue rose by 3.5 points.", "3.5"), None);

@@ -1183,6 +1183,39 @@ pub(crate) fn missing_program(ctx: &Context<'_>, r: usize) -> Option<String> {
     ["sh", "zsh", "py", "win"].iter().find_map(|k| c.name(k)).map(|m| m.as_str().to_string())
 }
 
+/// What the shell says when it could not run a command line at all, at tool output `r`: a
+/// program missing ([`missing_program`]); a command name the shell did not find, whatever it is
+/// (dash's `/bin/sh: 1: python -m pytest: not found` after a quoting slip made a whole command
+/// line one word; bash's `bash: ./run_tests.sh: No such file or directory`, zsh's `zsh: no such
+/// file or directory: ./x`); a syntax error of the line (`Syntax error: Unterminated quoted
+/// string`, `unexpected EOF while looking for matching`, `syntax error near unexpected token`,
+/// zsh's `parse error near`, `bad substitution`). Only a line the shell itself writes counts
+/// (`sh:`, `bash:`, `/bin/sh: 1:`, `zsh:1:`…, right at its start); a builtin's own error (`bash:
+/// line 1: cd: x: No such file or directory`) is a failure of that command, not of the line.
+/// `None` when the output shows none: such a failure says nothing of the code the command was
+/// to check.
+pub(crate) fn shell_could_not_run(ctx: &Context<'_>, r: usize) -> Option<String> {
+    static SHELL_SAYS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r"(?m)^\s*(?:/[\w/]*/)?(?:ba|da|z|k|fi|)sh(?::\s*(?:line\s*)?\d+)?:\s*",
+            r"(?:(?P<name>[^:\n]+): (?:command )?not found\s*$",
+            r"|(?P<file>[^:\n]+): No such file or directory\s*$",
+            r"|(?:command not found|no such file or directory): (?P<zsh>\S+)\s*$",
+            r"|(?P<syntax>.*(?:[Ss]yntax error|unexpected EOF while looking for matching|[Uu]nterminated quoted string|parse error near|bad substitution|unexpected end of file).*))"
+        ))
+        .unwrap()
+    });
+    if let Some(name) = missing_program(ctx, r) {
+        return Some(name);
+    }
+    let s = ctx.trajectory.steps.get(r)?;
+    if s.kind != StepKind::ToolResult {
+        return None;
+    }
+    let c = SHELL_SAYS.captures(&s.content)?;
+    ["name", "file", "zsh", "syntax"].iter().find_map(|k| c.name(k)).map(|m| m.as_str().trim().to_string())
+}
+
 /// How many steps after a missing program's output [`missing_program_reported`] looks for the
 /// agent's message that tells it.
 const REPORT_WINDOW: usize = 200;
@@ -1272,11 +1305,16 @@ const RERUN_WINDOW: usize = 40;
 /// Whether shell call `c` is run again, as the same command line, by the same agent within
 /// [`RERUN_WINDOW`] steps, and that run passed (its exit code is 0, or, without one, its output
 /// shows no failure): the check failed on work in progress (a test that did not compile yet),
-/// which the agent finished.
+/// which the agent finished. Also when the same agent's next run of the same check or a broader
+/// one ([`recovery::rerun_unchanged_passes`]), with nothing changed in between, passed: the first
+/// run's failure was not the code's.
 pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     let command = |k: usize| call_command(t, k);
     let Some(line) = command(c) else { return false };
+    if recovery::rerun_unchanged_passes(ctx, c, RERUN_WINDOW) {
+        return true;
+    }
     let agent = &t.steps[c].agent;
     (c + 1..t.steps.len().min(c + 1 + RERUN_WINDOW))
         .find(|&k| {
@@ -1339,6 +1377,10 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
     // A checker that is not installed checked nothing; a check run again as it was, with
     // success, failed on work in progress that the agent went on to finish.
     let failed = |c: usize| {
+        // A read (`cat`, `sed -n`) shows the code, it checks nothing.
+        if only_reads(t, c) {
+            return None;
+        }
         // A check that failed on the environment (a settings variable unset, the wrong working
         // folder) and was run again at once corrected: the corrected run judges the edit.
         let c = recovery::environment_corrected(ctx, c).unwrap_or(c);
@@ -1346,8 +1388,11 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
             return None;
         }
         // Exit status 127 is the shell's "command not found", whatever the output says.
-        let r = result_of(ctx, c)
-            .filter(|&r| check_fails(ctx, r) && missing_program(ctx, r).is_none() && exit_code(ctx, r) != Some(127))?;
+        // The shell could not run the command line (a program missing, a quoting slip that
+        // made `python -m pytest` one word): it says nothing of the code.
+        let r = result_of(ctx, c).filter(|&r| {
+            check_fails(ctx, r) && shell_could_not_run(ctx, r).is_none() && exit_code(ctx, r) != Some(127)
+        })?;
         Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
     };
     if let Some(found) = failed(c) {
@@ -1462,6 +1507,14 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // Going on after an error that the agent recovered from is not ignoring it.
     let failed_call = links(ctx).produced_by.get(i - 1).copied().flatten();
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
+        return;
+    }
+    // A read (`grep -rn`, `cat`, `sed -n`) that did not fail shows the files' text: the error
+    // lines it lists (`self.error('--timeout must be >= 0')`) are code, not an error of the run.
+    if failed_call.is_some_and(|c| only_reads(ctx.trajectory, c))
+        && !prev.flags.failed_execution
+        && !ctx.trajectory.steps[i - 1].is_error
+    {
         return;
     }
     // After a failed shell command (a test run, a build), reading files or running a check is
@@ -2679,6 +2732,39 @@ fn editor_reads(tool: &str, content: &str) -> bool {
     }
 }
 
+/// Whether call `c` only reads files: a shell call whose command line only reads, lists or
+/// searches files ([`shell::reads_files_only`]: `sed -n '1,60p' x.rs`, `cat`, `rg`, `git
+/// show`), a file-reading tool (its name `read`, `read_file`, `read_many_files`, `view`,
+/// `view_file`, `open_file`, `cat`, `ls`, `list_directory`, `list_dir`, `glob`, `grep`,
+/// `search_file_content`), or an editor's call that only shows a file ([`editor_reads`]). Such a
+/// call neither reproduces a failure nor checks a change: it shows the code, it does not run it.
+pub(crate) fn only_reads(t: &Trajectory, c: usize) -> bool {
+    const READ_TOOLS: [&str; 13] = [
+        "read",
+        "read_file",
+        "read_many_files",
+        "view",
+        "view_file",
+        "open_file",
+        "cat",
+        "ls",
+        "list_directory",
+        "list_dir",
+        "glob",
+        "grep",
+        "search_file_content",
+    ];
+    let s = &t.steps[c];
+    if s.kind != StepKind::ToolCall {
+        return false;
+    }
+    let Some(tool) = s.tool_name.as_deref().map(str::to_ascii_lowercase) else { return false };
+    match shell_command(&tool, &s.content) {
+        Some(cmd) => shell::reads_files_only(&cmd),
+        None => READ_TOOLS.contains(&tool.as_str()) || editor_reads(&tool, &s.content),
+    }
+}
+
 /// Whether a task (lower case) reports a failure: one of [`REPORTED_FAILURE`]'s words, or CI's
 /// colour for a failing build or test ("has been red on main since #412", "the build is red",
 /// "went red").
@@ -2797,11 +2883,17 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
 /// step") and the output's command runs it, before any edit; or the output, a failure, is of a
 /// check the task quotes as a command, run as quoted ([`recovery::runs_quoted_command`]), before
-/// any edit. Reproducing the failure the user reported is
+/// any edit. A call that only reads files ([`only_reads`]: `sed -n`, `cat`, `rg`, `git show`)
+/// is never a reproduction. Reproducing the failure the user reported is
 /// where the work starts, not the agent's failed action; the same failure after an edit is the fix
 /// failing.
 pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     if first_edit(ctx).is_some_and(|e| e < r) {
+        return false;
+    }
+    // A read shows the code, it does not run it: `sed -n '1,60p' window.rs` printing a comment
+    // that names the reported flag reproduces nothing.
+    if links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| only_reads(ctx.trajectory, c)) {
         return false;
     }
     // A hang the task reports is reproduced by a command that runs out of time.

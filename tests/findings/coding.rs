@@ -2159,4 +2159,79 @@ fn errors_the_task_describes_and_a_timeout_in_a_command_that_exited_0_are_no_fai
     let refused = "Command: git add deploy/config/production.yaml && git commit -m 'ops: raise payments read timeout to 45s (504s at peak)'\nDirectory: (root)\nOutput: fatal: Unable to create '/home/oskar/infra/checkout/.git/index.lock': File exists.\nError: (none)\nExit Code: 128\nSignal: (none)";
     let t = timeout_session(refused);
     assert_eq!(falat(&t).decisive_step, Some(8), "{}", falat(&t).reason);
+
+#[test]
+fn a_read_of_the_source_is_no_reproduction_of_the_reported_failure() {
+    // A Codex session: the task reports a panic of `--window`; the agent prints src/window.rs
+    // with `sed -n` (its doc comment names `--window`), runs the tests (green), patches and runs
+    // the tests again with a new case. The read shows the code; it reproduces nothing, so the fix
+    // owes no re-run of it.
+    let ok = fixture("handbuilt/codex/window_read_not_reproduction_ok.codex.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
+    // The same session whose agent first runs the command and sees the panic, and after the
+    // patch only runs the tests: the reproduction is never run again.
+    let t = fixture("handbuilt/codex/window_reproduction_never_rerun.codex.jsonl");
+    assert_eq!(
+        evidence(&t, 11, Signal::UnverifiedAssertion),
+        "the fix starts here, and the reproduction of the reported failure (step 4, `cargo run`) is never run again after it"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(11));
+}
+
+#[test]
+fn a_check_the_shell_could_not_run_is_no_verdict_on_the_edit() {
+    // A mini-swe-agent run: after the fix, `"python -m pytest" tests/…` (one quoted word) makes
+    // dash say `python -m pytest: not found`; the agent runs it unquoted and it passes.
+    let ok = fixture("handbuilt/mini-swe-agent/pytest_quoting_slip_rerun_ok.mini-swe-agent.json");
+    assert_eq!(findings(&ok), vec![]);
+    let d = falat(&ok);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // The same run whose tests fail on an assertion, twice with nothing changed in between: the
+    // edit's failed check stands.
+    let t = fixture("handbuilt/mini-swe-agent/pytest_failure_rerun_unchanged.mini-swe-agent.json");
+    assert_eq!(
+        evidence(&t, 5, Signal::FailedAction),
+        "the check after this edit fails at step 9: FAILED tests/test_durations.py::test_minutes_only - AssertionError: \
+         assert 45 == 2700"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(5));
+}
+
+#[test]
+fn a_check_that_passes_run_again_with_nothing_changed_is_no_failure_of_the_edit() {
+    // After the patch, one test file's run fails on a dropped connection; the whole suite, run
+    // next with nothing changed, passes: nothing in the code made the first run fail.
+    let flaky =
+        "F\nFAILED tests/test_parser.py::test_remote_dates - ConnectionResetError: [Errno 104]\n1 failed in 0.31s";
+    let t = session(vec![
+        call("c3", "run_shell", json!({"cmd": "pytest -q tests/test_parser.py"}), flaky),
+        tests_run("c4", "...........\n11 passed in 0.39s"),
+    ]);
+    assert_eq!(findings(&t), vec![]);
+    // With the same failure on the rerun, the edit's check failed.
+    let t = session(vec![
+        call("c3", "run_shell", json!({"cmd": "pytest -q tests/test_parser.py"}), FAILING),
+        tests_run("c4", FAILING),
+    ]);
+    assert!(findings(&t).contains(&(3, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
+#[test]
+fn a_try_except_that_skips_items_the_task_says_to_record_is_the_error() {
+    // A Claude Code session: "skip them, and record each one in `IngestReport.errors`". The edit
+    // wraps the failing line in try/except ValueError, logs and `continue`s; the reproduction then
+    // prints "0 errors".
+    let t = fixture("handbuilt/claude-code/garbled_lines_skipped_not_recorded.claude-code.jsonl");
+    assert_eq!(
+        evidence(&t, 6, Signal::FailedAction),
+        "wraps `meter, value = parse_line(line)`, which failed at step 4, in try/except ValueError and skips it \
+         unrecorded; the task says to \"record each one in `IngestReport.errors` (line number +…\""
+    );
+    assert_eq!(falat(&t).decisive_step, Some(6));
+    // The handler that appends the error and then skips does what the task asks; the
+    // reproduction (step 4) is the task's premise.
+    let ok = fixture("handbuilt/claude-code/garbled_lines_skipped_and_recorded_ok.claude-code.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
 }

@@ -609,3 +609,48 @@ fn everything_else_passes_after_a_whole_run_or_owned_up_is_no_finding() {
         assert_eq!(steps_with(&t, Signal::PartialCheck), Vec::<usize>::new(), "{cmd} / {report}");
     }
 }
+
+#[test]
+fn a_count_of_callers_is_read_against_the_hits_that_use_the_name() {
+    // A Claude Code session: the Grep for `slugify\(` lists the definition, the package's
+    // re-export, a test and two callers; the closing message names "the two callers". The other
+    // three hits are no callers, so the count is right.
+    let ok = fixture("handbuilt/claude-code/callers_count_beside_definition_ok.claude-code.jsonl");
+    assert_eq!(steps_with(&ok, Signal::OmittedHits), Vec::<usize>::new());
+    assert_eq!(falat(&ok).decisive_step, None);
+    // The same session where the search also lists a third caller the message leaves out.
+    let missed = fixture("handbuilt/claude-code/callers_count_omits_a_caller.claude-code.jsonl");
+    assert_eq!(steps_with(&missed, Signal::OmittedHits), vec![9]);
+    assert_eq!(
+        evidence(&missed, 9, Signal::OmittedHits),
+        "counts \"two callers\", but its search (step 3) listed 3 files that use it; it leaves out cli/rename.py"
+    );
+    let d = falat(&missed);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(9), "misread_tool_output"), "{}", d.reason);
+}
+
+#[test]
+fn a_uses_claim_is_not_read_when_the_hits_cannot_be_told_apart() {
+    // A file list ("Found 3 files") shows no line: a definition cannot be told from a use, so a
+    // count of callers is not read against it. A count of places still is.
+    let files = "Found 3 files\nsrc/config.py\nsrc/app.py\nsrc/cli.py";
+    let mut m = vec![user("Find every caller of parse_config before I change its signature.")];
+    m.extend(call("s0", "Grep", json!({"pattern": "parse_config", "output_mode": "files_with_matches"}), files));
+    m.push(assistant("Two callers: src/app.py and src/cli.py."));
+    assert_eq!(steps_with(&load(m), Signal::OmittedHits), Vec::<usize>::new());
+    let mut m = vec![user("Find every caller of parse_config before I change its signature.")];
+    m.extend(call("s0", "Grep", json!({"pattern": "parse_config", "output_mode": "files_with_matches"}), files));
+    m.push(assistant("It appears in 2 places: src/app.py and src/cli.py."));
+    assert_eq!(steps_with(&load(m), Signal::OmittedHits), vec![3]);
+    // A definition, a comment and an import among `rg -n` lines are no uses; a call is.
+    let hits = "src/config.py:10:def parse_config(path):\nsrc/app.py:12:    cfg = parse_config(path)\n\
+                src/cli.py:3:# parse_config reads the TOML file\nsrc/cli.py:4:from app.config import parse_config\n\
+                plugins/s3.py:7:    return parse_config(url)";
+    let t = reported(hits, "Two callers: src/app.py:12 and plugins/s3.py:7.");
+    assert_eq!(steps_with(&t, Signal::OmittedHits), Vec::<usize>::new());
+    let t = reported(hits, "The caller is src/app.py:12; no other callers.");
+    assert_eq!(
+        evidence(&t, 3, Signal::OmittedHits),
+        "says \"no other callers\", but its search (step 1) listed 2 files that use it; it leaves out plugins/s3.py"
+    );
+}

@@ -324,7 +324,8 @@ fn edits_code(t: &Trajectory, i: usize) -> bool {
 /// failure the task reports ([`super::reproduces_reported_failure`]), when that command is never
 /// run again after it (no later command runs the same program with the same first argument;
 /// for a reproduction by a test run, no later test run), though the agent checked the fix some
-/// other way (a call after it that is no edit), and then reports to the reader: the fix was
+/// other way (a call after it that is no edit and does more than read files,
+/// [`super::only_reads`]), and then reports to the reader: the fix was
 /// claimed without showing that the reported failure is gone. Also when every later run of the
 /// reproduction's check is weaker than it ([`super::recovery::weaker_reruns`]: a flag such as
 /// `-race` dropped, a narrower selection added), which cannot show the failure again.
@@ -352,7 +353,9 @@ pub(super) fn reproduction_not_rerun(ctx: &Context<'_>, i: usize, out: &mut Vec<
     let reports = (i + 1..t.steps.len()).any(|k| t.steps[k].kind == StepKind::Message && t.steps[k].agent == *agent);
     // With no check at all after the fix, the claim is unverified as it stands (a finding of
     // the claim): this finding is for a fix checked some other way only.
-    let checked = (i + 1..t.steps.len()).any(|k| t.steps[k].kind == StepKind::ToolCall && !edits(t, k));
+    // A read (`cat`, `sed -n`) shows the code; it checks nothing.
+    let checked = (i + 1..t.steps.len())
+        .any(|k| t.steps[k].kind == StepKind::ToolCall && !edits(t, k) && !super::only_reads(t, k));
     if !reports || !checked {
         return;
     }
@@ -809,7 +812,12 @@ fn caught(line: &str) -> Vec<String> {
     let Some(c) = EXCEPT.captures(line) else { return Vec::new() };
     let classes: Vec<String> = c
         .get(1)
-        .map(|m| m.as_str().trim_matches(['(', ')', ' ']).split(',').map(|x| x.trim().to_string()).collect())
+        .map(|m| {
+            // `except ValueError as exc:`: the name bound is no class.
+            let group = m.as_str();
+            let group = group.split_once(" as ").map_or(group, |(classes, _)| classes);
+            group.trim_matches(['(', ')', ' ']).split(',').map(|x| x.trim().to_string()).collect()
+        })
         .unwrap_or_default();
     let classes: Vec<String> = classes.into_iter().filter(|x| !x.is_empty()).collect();
     if classes.is_empty() || classes.iter().any(|x| matches!(x.as_str(), "Exception" | "BaseException")) {
@@ -864,10 +872,30 @@ pub(super) fn masks_error(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     }
     // The handler does something else instead (`import tomli as tomllib`): a fallback, not a
     // silenced error. Only a handler that passes, logs or returns silences it.
-    let handler = added.iter().skip_while(|l| caught(l).is_empty()).skip(1);
-    if !handler.clone().all(|l| silent(l)) {
+    // The handler ends at its first jump (`continue`, `break`, `return`, `raise`, `throw`): the
+    // lines after it are the code after the `try`, not the handler (the lines are read without
+    // their indentation).
+    let mut handler: Vec<&String> = Vec::new();
+    for l in added.iter().skip_while(|l| caught(l).is_empty()).skip(1) {
+        handler.push(l);
+        if JUMP.is_match(l) {
+            break;
+        }
+    }
+    if !handler.iter().all(|l| silent(l)) {
         return;
     }
+    // A handler that skips to the next item (`continue`) does what a task that asks to skip bad
+    // items asks, unless the task also asks for each skipped one to be recorded, which the
+    // handler does not do.
+    let skips = handler.iter().any(|l| l.trim_end_matches(';') == "continue");
+    let task = &t.task;
+    let asked = if skips && SKIP_ASKED.is_match(task) {
+        let Some(m) = RECORD_ASKED.find(task) else { return };
+        Some(clause_from(task, m.start()))
+    } else {
+        None
+    };
     let kept: Vec<&String> = removed.iter().filter(|l| l.len() >= 8 && added.contains(l)).collect();
     if kept.is_empty() {
         return;
@@ -891,15 +919,51 @@ pub(super) fn masks_error(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
         Some((r, class, line.to_string()))
     });
     let Some((r, class, line)) = shown else { return };
+    let why = match asked {
+        Some(said) => {
+            format!(
+                ", in try/except {class} and skips it unrecorded; the task says to \"{}\"",
+                crate::text::clip(&said, 56)
+            )
+        }
+        None => format!(", in try/except {class} instead of fixing it: the error is silenced, not recovered"),
+    };
     out.push(finding(
         Signal::FailedAction,
         weights::FAILED_ACTION,
-        prose![
-            format!("wraps `{}`, which failed at step ", crate::text::clip(&line, 50)),
-            Part::Step(r),
-            format!(", in try/except {class} instead of fixing it: the error is silenced, not recovered")
-        ],
+        prose![format!("wraps `{}`, which failed at step ", crate::text::clip(&line, 50)), Part::Step(r), why],
     ));
+}
+
+/// A handler line that leaves it: `continue`, `break`, a `return`, `raise` or `throw`.
+static JUMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:continue|break|return|raise|throw)\b").unwrap());
+
+/// A task that asks for bad items to be skipped: "skip them", "skip malformed rows", "ignore
+/// invalid lines", "drop bad records", "must not crash".
+static SKIP_ASKED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:skip|skipping|ignore|ignoring|drop|dropping|must not crash|should not crash|shouldn't crash)\b",
+    )
+    .unwrap()
+});
+
+/// A task that asks for what is skipped to be recorded, as an instruction whose object is the
+/// skipped items: "record each one", "collect the errors", "keep track of them", "report every
+/// rejected row", "count them" (not "the customer reports a crash").
+static RECORD_ASKED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(?:record|collect|keep track of|track|report|count|list)\s+",
+        r"(?:each|every|all|them|those|these|the (?:skipped|rejected|failed|failing|bad|invalid|malformed|errors?))\b"
+    ))
+    .unwrap()
+});
+
+/// The words of `text` from byte `at` to the end of their sentence (a `.`, `!` or `?` followed
+/// by a space, or a line break), trimmed.
+fn clause_from(text: &str, at: usize) -> String {
+    let rest = &text[at..];
+    let end = [". ", "! ", "? ", "\n"].iter().filter_map(|p| rest.find(p).map(|k| k + 1)).min().unwrap_or(rest.len());
+    rest[..end].trim().to_string()
 }
 
 /// The name an error output says is missing: `has no attribute 'x'`, `cannot import name 'x'`,

@@ -443,26 +443,117 @@ static FOUND_COUNT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:[a-z]+\s+)?(references|places|occurrences|matches|hits|usages|uses|mentions|call sites|callers|locations|files)\b").unwrap()
 });
 
-/// The files a search's output lists ([`HIT`] lines, or a `Grep` tool's file list), in order,
-/// and how many hit lines it holds.
-fn search_hits(output: &str) -> (Vec<String>, usize) {
-    let mut files: Vec<String> = Vec::new();
-    let mut lines = 0;
+/// One hit of a search's output: the file, and the matched line's text after `path:LINE:`
+/// (`None` for a context line, `path:LINE-`, and for a file list that shows no line).
+struct Hit {
+    file: String,
+    text: Option<String>,
+}
+
+/// The hits of a search's output, in order: its [`HIT`] lines, or a `Grep` tool's file list.
+fn search_hit_lines(output: &str) -> Vec<Hit> {
+    let mut hits = Vec::new();
     for c in HIT.captures_iter(output) {
-        lines += 1;
-        if !files.iter().any(|f| f == &c[1]) {
-            files.push(c[1].to_string());
-        }
+        let m = c.get(0).expect("whole match");
+        let text = m.as_str().ends_with(':').then(|| {
+            let rest = &output[m.end()..];
+            rest[..rest.find('\n').unwrap_or(rest.len())].to_string()
+        });
+        hits.push(Hit { file: c[1].to_string(), text });
     }
-    if lines == 0 && output.lines().next().is_some_and(|l| FOUND_FILES.is_match(l)) {
+    if hits.is_empty() && output.lines().next().is_some_and(|l| FOUND_FILES.is_match(l)) {
         for l in output.lines().skip(1).map(str::trim) {
             if !l.is_empty() && !l.contains(char::is_whitespace) && (l.contains('/') || l.contains('.')) {
-                lines += 1;
-                files.push(l.to_string());
+                hits.push(Hit { file: l.to_string(), text: None });
             }
         }
     }
-    (files, lines)
+    hits
+}
+
+/// Whether a claim's words count or deny uses of a name ("two callers", "no other usages", "3
+/// call sites", "not used anywhere else") rather than places in general ("4 places", "no
+/// references", "5 files").
+fn counts_uses(phrase: &str) -> bool {
+    let p = phrase.to_ascii_lowercase();
+    ["caller", "call site", "usage"].iter().any(|w| p.contains(w))
+        || p.split(|c: char| !c.is_ascii_alphabetic()).any(|w| matches!(w, "use" | "uses" | "used"))
+}
+
+/// A line that defines or declares a name, after its modifiers (`pub`, `export`, `async`,
+/// `static`…): the keyword and the name (`func PeriodFor(`, `func (s *Svc) Close(`, `def
+/// parse_config(`, `fn window_start`, `class Importer`, `const LIMIT =`).
+static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:(?:pub(?:\([\w:]+\))?|export|default|async|static|public|private|protected|internal|override|abstract|final|inline|extern|unsafe|declare|virtual|open)\s+)*",
+        r"(?:func(?:\s*\([^)]*\))?|def|fn|function\*?|class|struct|interface|trait|type|enum|const|let|var|val|sub|macro_rules!)\s+",
+        r"([A-Za-z_$][\w$]*)"
+    ))
+    .unwrap()
+});
+
+/// A line that imports a name (`import x`, `from a import x`, `use a::x;`, `#include`, `require(`,
+/// `export { x } from`) or is a comment (`//`, `#`, `/*`, `*`, `--`, `<!--`).
+static IMPORT_OR_COMMENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:import\b|from\s+\S+\s+import\b|use\s+[\w:{]|using\s+[\w.]+\s*;|#\s*include\b|require(?:_once)?\b|export\s+(?:\*|\{[^}]*\})\s+from\b",
+        r"|(?:const|let|var)\s+[\w{}, ]+\s*=\s*require\(",
+        r"|//|#|/\*|\*|--|<!--)"
+    ))
+    .unwrap()
+});
+
+/// The names a search looks for: the identifiers (three characters or more) of the pattern of
+/// search call `c` (a `Grep` tool's `pattern`; the pattern of `rg`, `ag`, `ack`, `grep`, `git
+/// grep`: `-e`'s value or the first word that is no option), with regex escapes (`\b`, `\(`)
+/// taken out. Empty when no pattern is found.
+fn searched_names(t: &Trajectory, c: usize) -> Vec<String> {
+    static IDENT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z_$][\w$]{2,}").unwrap());
+    static ESCAPE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\\.").unwrap());
+    let mut patterns: Vec<String> = Vec::new();
+    if let Some(cmd) = super::call_command(t, c) {
+        for command in shell::commands(&cmd) {
+            let Some(inv) = command.invocation() else { continue };
+            let args: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+            let args = match (inv.program, args.first()) {
+                ("git", Some(&"grep")) => &args[1..],
+                ("rg" | "ag" | "ack" | "grep" | "egrep", _) => &args[..],
+                _ => continue,
+            };
+            match args.iter().position(|a| matches!(*a, "-e" | "--regexp")) {
+                Some(k) => patterns.extend(args.get(k + 1).map(|p| p.to_string())),
+                None => patterns.extend(args.iter().find(|a| !a.starts_with('-')).map(|p| p.to_string())),
+            }
+        }
+    } else {
+        let s = &t.steps[c].content;
+        if let (Some(a), Some(b)) = (s.find('{'), s.rfind('}'))
+            && let Some(v) = s.get(a..=b).and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        {
+            patterns.extend(v.get("pattern").and_then(|p| p.as_str()).map(str::to_string));
+        }
+    }
+    patterns
+        .iter()
+        .flat_map(|p| {
+            let p = ESCAPE.replace_all(p, " ");
+            IDENT.find_iter(&p).map(|m| m.as_str().to_string()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether a search hit is a use of what the search looks for (`names`, [`searched_names`]): a
+/// matched line (not a context line) in a file that is no test ([`super::recovery::is_test_path`]),
+/// that neither imports nor is a comment ([`IMPORT_OR_COMMENT`]) nor defines one of `names`
+/// ([`DEFINITION`]: `func PeriodFor(` defines it, `let cfg = parse_config(path)` uses it).
+/// `None` when the hit shows no line, so it cannot be told apart.
+fn is_use(hit: &Hit, names: &[String]) -> Option<bool> {
+    let text = hit.text.as_deref()?;
+    if super::recovery::is_test_path(&hit.file) || IMPORT_OR_COMMENT.is_match(text) {
+        return Some(false);
+    }
+    let defines = DEFINITION.captures(text).is_some_and(|c| names.iter().any(|n| n == &c[1]));
+    Some(!defines)
 }
 
 /// Step `i`, an agent's message reporting on its searches since its instruction (the last
@@ -498,6 +589,9 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         })
         .unwrap_or(from);
     let mut files: Vec<String> = Vec::new();
+    // Per file, whether one of its hits uses the searched name (`Some(true)`), none does
+    // (`Some(false)`: the definition, a test, an import, a comment), or a hit shows no line.
+    let mut uses: Vec<Option<bool>> = Vec::new();
     let mut searches: Vec<usize> = Vec::new();
     for j in u..i {
         let x = &t.steps[j];
@@ -505,50 +599,78 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             continue;
         }
         let Some(r) = result_of(ctx, j) else { continue };
-        let (hits, _) = search_hits(&t.steps[r].content);
+        let hits = search_hit_lines(&t.steps[r].content);
         if hits.is_empty() {
             continue;
         }
+        let names = searched_names(t, j);
         searches.push(j);
         for h in hits {
-            if !files.contains(&h) {
-                files.push(h);
-            }
+            // Without the searched name a definition cannot be told from a use.
+            let used = if names.is_empty() { None } else { is_use(&h, &names) };
+            let k = match files.iter().position(|f| f == &h.file) {
+                Some(k) => k,
+                None => {
+                    files.push(h.file.clone());
+                    uses.push(Some(false));
+                    files.len() - 1
+                }
+            };
+            uses[k] = match (uses[k], used) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (None, _) | (_, None) => None,
+                _ => Some(false),
+            };
         }
     }
     if files.len() < 2 {
         return;
     }
+    // A claim about uses ("two callers", "no other usages") is read against the files that use
+    // the name; when a hit cannot be told apart, it is not read at all.
+    let used_files: Option<Vec<&String>> = uses
+        .iter()
+        .all(Option::is_some)
+        .then(|| files.iter().zip(&uses).filter(|(_, u)| **u == Some(true)).map(|(f, _)| f).collect());
+    let all_files: Vec<&String> = files.iter().collect();
+    let compared = |noun: &str| -> Option<&Vec<&String>> {
+        if counts_uses(noun) { used_files.as_ref() } else { Some(&all_files) }
+    };
     let named = |f: &str| {
         let name = f.rsplit('/').next().unwrap_or(f);
         text.contains(f) || name.len() >= 4 && text.contains(name)
     };
-    let (kept, left): (Vec<&String>, Vec<&String>) = files.iter().partition(|f| named(f));
-    if kept.is_empty() || left.is_empty() {
-        return;
-    }
-    let counted = FOUND_COUNT.captures_iter(text).find_map(|c| {
-        let n = match c[1].to_ascii_lowercase().as_str() {
-            "two" => 2,
-            "three" => 3,
-            "four" => 4,
-            "five" => 5,
-            "six" => 6,
-            "seven" => 7,
-            "eight" => 8,
-            "nine" => 9,
-            "ten" => 10,
-            "eleven" => 11,
-            "twelve" => 12,
-            d => d.parse::<usize>().ok()?,
-        };
-        (n < files.len()).then(|| c[0].to_string())
-    });
-    let claim = match (NOTHING_MORE.find(text), counted) {
-        (Some(m), _) => format!("says \"{}\"", m.as_str().trim()),
-        (None, Some(c)) => format!("counts \"{c}\""),
-        (None, None) => return,
+    let split = |set: &Vec<&String>| -> Option<(usize, Vec<String>)> {
+        let left: Vec<String> = set.iter().filter(|f| !named(f)).map(|f| f.to_string()).collect();
+        (left.len() < set.len() && !left.is_empty()).then_some((set.len(), left))
     };
+    let nothing_more = NOTHING_MORE.find(text).and_then(|m| {
+        let (n, left) = split(compared(m.as_str())?)?;
+        Some((format!("says \"{}\"", m.as_str().trim()), n, left))
+    });
+    let counted = || {
+        FOUND_COUNT.captures_iter(text).find_map(|c| {
+            let n = match c[1].to_ascii_lowercase().as_str() {
+                "two" => 2,
+                "three" => 3,
+                "four" => 4,
+                "five" => 5,
+                "six" => 6,
+                "seven" => 7,
+                "eight" => 8,
+                "nine" => 9,
+                "ten" => 10,
+                "eleven" => 11,
+                "twelve" => 12,
+                d => d.parse::<usize>().ok()?,
+            };
+            let set = compared(&c[2])?;
+            let (total, left) = split(set)?;
+            (n < total).then(|| (format!("counts \"{}\"", &c[0]), total, left))
+        })
+    };
+    let Some((claim, total, left)) = nothing_more.or_else(counted) else { return };
+    let kind = if total < files.len() { " that use it" } else { "" };
     let shown: Vec<&str> = left.iter().take(3).map(|f| f.as_str()).collect();
     let more = if left.len() > 3 { format!(" and {} more", left.len() - 3) } else { String::new() };
     let mut parts =
@@ -560,7 +682,7 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         parts.push(Part::from(if k == 0 { " " } else { ", " }));
         parts.push(Part::Step(*j));
     }
-    parts.push(Part::from(format!(") listed {} files; it leaves out {}{more}", files.len(), shown.join(", "))));
+    parts.push(Part::from(format!(") listed {total} files{kind}; it leaves out {}{more}", shown.join(", "))));
     out.push(finding(Signal::OmittedHits, weights::COUNT_MISMATCH, crate::diagnosis::Prose::new(parts)));
 }
 

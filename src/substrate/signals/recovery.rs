@@ -19,7 +19,7 @@ use crate::model::{StepKind, Trajectory};
 pub(crate) const RECOVERY_WINDOW: usize = 200;
 
 /// Options of a check that select what it checks and take a value (`-k NAME`, `--test NAME`,
-/// `-run REGEX`, `-p PACKAGE`): dropping one checks more, adding one checks less.
+/// `-run REGEX`, cargo's `-p PACKAGE`): dropping one checks more, adding one checks less.
 const SELECT_WITH_VALUE: [&str; 15] = [
     "-k",
     "--test",
@@ -266,6 +266,14 @@ fn check_of(c: &Command) -> Option<Check> {
         }
         let (name, value) = w.split_once('=').map_or((w, None), |(n, v)| (n, Some(v)));
         let low = name.to_ascii_lowercase();
+        // `-p` selects a package for cargo only: pytest's `-p no:cacheprovider` loads or blocks
+        // a plugin, `go test -p 4` sets how many run at once. Neither selects what is checked.
+        if low == "-p" && program != "cargo" {
+            if value.is_none() {
+                k += 1;
+            }
+            continue;
+        }
         if SELECT_WITH_VALUE.contains(&low.as_str()) {
             match value {
                 Some(v) => selection.push(format!("{low}={v}")),
@@ -467,6 +475,37 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
     last == Some(true)
 }
 
+/// Whether the failed check `c` (a shell call whose checks ([`checks_run`]) failed) passed when
+/// the same agent ran the same check or a broader one ([`Check::covered_by`]) again, within
+/// `window` steps, with no call of the agent changing anything in between ([`super::changes_state`]:
+/// no edit, no install, no setting changed): nothing the code holds made the first run fail (a
+/// quoting slip, a flaky test), so its failure is no verdict on the code.
+pub(crate) fn rerun_unchanged_passes(ctx: &Context<'_>, c: usize, window: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(r) = result_of(ctx, c) else { return false };
+    if !check_fails(ctx, r) {
+        return false;
+    }
+    let first = checks_run(ctx, c);
+    if first.is_empty() {
+        return false;
+    }
+    let agent = &t.steps[c].agent;
+    for k in c + 1..t.steps.len().min(c + 1 + window) {
+        let s = &t.steps[k];
+        if s.kind != StepKind::ToolCall || refused_call(ctx, k) {
+            continue;
+        }
+        if s.agent != *agent || edits(t, k) || super::changes_state(t, k) {
+            return false;
+        }
+        if all_covered(&first, &checks_run(ctx, k)) {
+            return result_of(ctx, k).is_some_and(|rk| !check_fails(ctx, rk));
+        }
+    }
+    false
+}
+
 /// The file names shell call `k` sets aside while it runs: moved away by one `mv` and moved
 /// back by a later `mv` of the same command line (`mv internal/store/cursor_test.go /tmp/aside/
 /// && go test ./...; mv /tmp/aside/cursor_test.go internal/store/`). The tree is left as it was.
@@ -513,7 +552,8 @@ fn runs_tests_later(t: &Trajectory, k: usize) -> bool {
     call_command(t, k).is_some_and(|cmd| shell::commands(&cmd).iter().any(runs_tests_anywhere))
 }
 
-/// Whether the program tool output `r` found missing ([`super::missing_program`]) was run
+/// Whether the program tool output `r` found missing, or the command name the shell could not
+/// run ([`super::shell_could_not_run`]: `"python -m pytest"` quoted as one word), was run
 /// another way, with success, by the same agent within [`RECOVERY_WINDOW`] steps: a later shell
 /// call that names the program as a word (`docker run … actionlint`, `npx eslint`, `python -m
 /// pytest`), repeats every argument of the failed command (`grep -rn tokens src` after `rg -n
@@ -522,7 +562,7 @@ fn runs_tests_later(t: &Trajectory, k: usize) -> bool {
 /// a runner, checked the code after all.
 pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(name) = super::missing_program(ctx, r) else { return false };
+    let Some(name) = super::shell_could_not_run(ctx, r) else { return false };
     let Some(c) = super::links(ctx).produced_by.get(r).copied().flatten() else { return false };
     let Some(cmd) = call_command(t, c) else { return false };
     let args: Vec<String> = shell::commands(&cmd)
@@ -555,7 +595,7 @@ pub(crate) fn missing_program_recovered(ctx: &Context<'_>, r: usize) -> bool {
             named || repeated
         })
         .and_then(|(k, _)| result_of(ctx, k))
-        .is_some_and(|rk| !check_fails(ctx, rk) && super::missing_program(ctx, rk).is_none())
+        .is_some_and(|rk| !check_fails(ctx, rk) && super::shell_could_not_run(ctx, rk).is_none())
 }
 
 /// Whether shell call `c` runs, another way, a program that the output of the same agent's

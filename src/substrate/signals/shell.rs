@@ -1105,6 +1105,36 @@ pub fn swaps_tree(c: &Command) -> bool {
     }
 }
 
+/// Whether one simple command only reads, lists or searches files and runs nothing that checks
+/// the code: a reader ([`READ_PROGRAMS`]: `cat`, `head`, `less`, `grep`, `rg`, `ls`…), `sed`
+/// without `-i`, `find` without `-delete`, `-fprint` or an `-exec` of a program that is not a
+/// reader, a `git` subcommand that shows the repository (`git show`, `git log`, `git diff`,
+/// `git status`, `git grep`, `git blame`), `cd`. A command that writes a file is none.
+/// Such a command neither reproduces a failure nor checks a change.
+pub fn only_reads_files(c: &Command) -> bool {
+    let Some(inv) = c.invocation() else { return true };
+    if c.writes_file() {
+        return false;
+    }
+    match inv.program {
+        p if READ_PROGRAMS.contains(&p) => true,
+        "sed" => !edits_in_place(&inv),
+        "find" => reads_or_checks(c),
+        "git" => {
+            let (sub, _) = inv.subcommand(&GIT_VALUE_OPTIONS);
+            ["status", "diff", "log", "show", "grep", "blame", "ls-files"].contains(&sub)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a command line only reads files: every simple command of it does
+/// ([`only_reads_files`]), and one of them runs a program.
+pub fn reads_files_only(line: &str) -> bool {
+    let cmds = commands(line);
+    cmds.iter().any(|c| c.invocation().is_some()) && cmds.iter().all(only_reads_files)
+}
+
 /// Whether one simple command changes state: it redirects into a file or does more than read
 /// and check ([`reads_or_checks`]).
 pub fn command_changes(c: &Command) -> bool {
