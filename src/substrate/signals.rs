@@ -16,6 +16,7 @@
 
 mod assertion;
 pub use assertion::claimed_failure;
+mod callers;
 mod coding;
 mod constraints;
 pub mod instructions;
@@ -25,6 +26,7 @@ mod progress;
 mod recovery;
 pub mod revert;
 pub mod shell;
+mod side_effects;
 mod statistics;
 mod tables;
 mod units;
@@ -187,6 +189,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::other_copy_edited(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
     coding::pinned_vulnerable(ctx, i, &mut f);
+    callers::callers_broken(ctx, i, &mut f);
+    side_effects::wider_than_task(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
