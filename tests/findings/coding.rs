@@ -2088,3 +2088,65 @@ fn an_audit_exiting_1_reports_and_a_pin_inside_its_vulnerable_range_is_the_error
     let t = audit_session("7.0.5", LS_BEFORE);
     assert_eq!(findings(&t), vec![(11, Signal::NoProgress)]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A change that breaks callers the agent had seen; a command with side effects wider than the task
+// ---------------------------------------------------------------------------------------------
+
+const NARROWED: &str = "handbuilt/coding/narrowed_signature_callers_left.openhands.json";
+
+#[test]
+fn an_edit_that_drops_a_parameter_callers_the_search_showed_still_pass_is_the_decisive_step() {
+    // OpenHands: the grep at step 2 lists `render_digest` defined in pagoda/digest.py and called
+    // with `locale=`/`max_items=` in pagoda/jobs/daily.py and `include_unsubscribe=` in
+    // pagoda/api/preview.py (step 3); the edit at step 8 narrows it to (items, user); the daily
+    // job is updated (step 11), the preview endpoint never is; the digest tests pass (step 15).
+    let t = fixture(NARROWED);
+    assert_eq!(
+        evidence(&t, 8, Signal::FailedAction),
+        "narrows `render_digest` to (items, user), dropping `include_unsubscribe`; the search at step 3 shows \
+         pagoda/api/preview.py passing it, never edited"
+    );
+    assert!(!findings(&t).contains(&(11, Signal::FailedAction)), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
+    // When the only caller left passes nothing the new signature dropped, the narrowing is safe
+    // (the other caller was updated in the same session).
+    let t = fixture_with(NARROWED, "request.user, include_unsubscribe=False)", "request.user)");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // A caller passing one argument more than the new signature takes breaks too.
+    let t = fixture_with(NARROWED, "request.user, include_unsubscribe=False)", "request.user, False)");
+    assert_eq!(
+        evidence(&t, 8, Signal::FailedAction),
+        "narrows `render_digest` to (items, user), which takes 2 arguments now; the search at step 3 shows \
+         pagoda/api/preview.py calling it, never edited"
+    );
+}
+
+const HOTFIX_LOCK: &str = "handbuilt/coding/hotfix_lock_refreshed.claude-code.jsonl";
+
+#[test]
+fn a_lock_refresh_that_upgrades_packages_the_hotfix_never_named_is_the_decisive_step() {
+    // Claude Code: "Hotfix … keep the change minimal" (step 0); the panic reproduced (steps
+    // 2-3), fixed (step 6), then `cargo update` (step 8) upgrades nine crates; the tests pass.
+    let t = fixture(HOTFIX_LOCK);
+    assert_eq!(
+        evidence(&t, 8, Signal::PriorDeviation),
+        "`cargo update` changes the versions of 8 packages the task never named, although the user wrote \"Hotfix\" \
+         (its output: clap 4.4.18 → 4.5.20, clap_builder 4.4.18 → 4.5.20, tokio 1.35.1 → 1.40.0)"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "instruction_or_plan_deviation");
+    // On a task that asks for the upgrade, the same command is the work.
+    let t = fixture_with(HOTFIX_LOCK, "keep the change minimal, this ships tonight", "and upgrade the dependencies too");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Two crates moved is no wide effect.
+    let many = "    Updating clap_builder v4.4.18 -> v4.5.20\\n    Updating csv v1.3.0 -> v1.3.1\\n    Updating serde v1.0.195 \
+                -> v1.0.210\\n    Updating serde_derive v1.0.195 -> v1.0.210\\n    Updating tokio v1.35.1 -> v1.40.0\\n    \
+                Updating tokio-macros v2.2.0 -> v2.4.0\\n    Updating unicode-width v0.1.11 -> v0.1.14\\n";
+    let t = fixture_with(HOTFIX_LOCK, many, "");
+    assert!(!findings(&t).iter().any(|&(s, _)| s == 8), "{:?}", findings(&t));
+}

@@ -364,3 +364,63 @@ pub(super) fn callers_broken(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(text: &str) -> Signature {
+        definitions(text).remove(0)
+    }
+
+    #[test]
+    fn definitions_read_the_parameters_of_each_language() {
+        let py = sig(r#"def write_csv(self, rows, fh, header=None, *, dialect="excel", **kw):"#);
+        assert_eq!(py.params, ["rows", "fh", "header", "dialect"]);
+        assert!(py.keywords && !py.variadic);
+        let go = sig("func (s *Store) Put(ctx context.Context, key string, opts ...Option) error {");
+        assert_eq!((go.name.as_str(), go.params.clone(), go.variadic), ("Put", vec!["ctx".to_string(), "key".to_string()], true));
+        let rs = sig("pub fn render<W: Write>(&mut self, rows: &[Row], out: W) -> Result<()> {");
+        assert_eq!(rs.params, ["rows", "out"]);
+        let ts = sig("export async function fetchUser(id: string, opts: Options = {}): Promise<User> {");
+        assert_eq!(ts.params, ["id", "opts"]);
+        // A list a line cut before it closed is no definition.
+        assert!(definitions("def f(a, b,").is_empty());
+    }
+
+    #[test]
+    fn calls_count_positional_arguments_and_name_keywords() {
+        let c = calls("    write_csv(rows, out, header=cols, dialect=args.dialect)", "write_csv");
+        assert_eq!((c[0].keywords.clone(), c[0].positional, c[0].counted), (vec!["header".into(), "dialect".into()], 2, true));
+        // A method call is a call; a definition, a longer name and a spread list are not counted.
+        assert_eq!(calls("self.store.put(ctx, k, v)", "put")[0].positional, 3);
+        assert!(calls("def put(ctx, k):", "put").is_empty());
+        assert!(calls("output(ctx)", "put").is_empty());
+        assert!(!calls("put(*args)", "put")[0].counted);
+        // Comparisons inside an argument are no keyword.
+        assert_eq!(calls("check(a == b)", "check")[0].keywords, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_call_breaks_only_when_the_new_definition_refuses_it() {
+        let new = sig("def f(rows, fh):");
+        let narrowed = Change::Narrowed { new, dropped: vec!["header".into()] };
+        assert_eq!(breaks(&calls("f(r, fh, header=h)", "f")[0], &narrowed), Some(vec!["header".to_string()]));
+        assert_eq!(breaks(&calls("f(r, fh)", "f")[0], &narrowed), None);
+        assert_eq!(breaks(&calls("f(r, fh, h)", "f")[0], &narrowed), Some(vec!["3 arguments".to_string()]));
+        // A definition that takes **kwargs accepts any keyword.
+        let open = Change::Narrowed { new: sig("def f(rows, fh, **kw):"), dropped: vec!["header".into()] };
+        assert_eq!(breaks(&calls("f(r, fh, header=h)", "f")[0], &open), None);
+    }
+
+    #[test]
+    fn search_lines_read_grep_and_ripgrep_output() {
+        let out = "./app/cli.py:112:    write_csv(rows, out)\nsrc/lib.rs:7:fn x() {}\nno match here\napp/x.py:print(1)";
+        assert_eq!(
+            search_lines(out),
+            vec![("app/cli.py", "    write_csv(rows, out)"), ("src/lib.rs", "fn x() {}"), ("app/x.py", "print(1)")]
+        );
+        assert!(same_file("/workspace/app/cli.py", "app/cli.py"));
+        assert!(!same_file("/workspace/myapp/cli.py", "app/cli.py"));
+    }
+}

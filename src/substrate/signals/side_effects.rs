@@ -282,3 +282,62 @@ pub(super) fn wider_than_task(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
         return;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> Vec<String> {
+        upgraded(text).into_iter().map(|(n, a, b)| format!("{n} {a}>{b}")).collect()
+    }
+
+    #[test]
+    fn upgrades_are_read_in_each_package_managers_words() {
+        // poetry (an unchanged version is no change), cargo, uv, go, Composer, Bundler.
+        assert_eq!(
+            names("  - Updating idna (3.6 -> 3.10)\n  - Updating asyncpg (0.29.0 -> 0.29.0)\n  - Downgrading h11 (0.16.0 -> 0.14.0)"),
+            ["idna 3.6>3.10", "h11 0.16.0>0.14.0"]
+        );
+        assert_eq!(names("    Updating serde v1.0.195 -> v1.0.210\n     Locking 3 packages"), ["serde 1.0.195>1.0.210"]);
+        assert_eq!(names("Updated anyio v4.3.0 -> v4.8.0"), ["anyio 4.3.0>4.8.0"]);
+        assert_eq!(names("go: upgraded golang.org/x/net v0.17.0 => v0.19.0"), ["golang.org/x/net 0.17.0>0.19.0"]);
+        assert_eq!(names("  - Upgrading symfony/console (v6.3.0 => v6.4.1)"), ["symfony/console 6.3.0>6.4.1"]);
+        assert_eq!(names("Installing rack 3.0.9 (was 2.2.8)"), ["rack 2.2.8>3.0.9"]);
+        // pnpm's and uv's removed and added pairs; pip's existing and installed versions.
+        assert_eq!(names("dependencies:\n- react 17.0.2\n+ react 18.2.0\n+ zod 3.22.4"), ["react 17.0.2>18.2.0"]);
+        assert_eq!(names(" - idna==3.6\n + idna==3.10\n + rich==13.7.0"), ["idna 3.6>3.10"]);
+        assert_eq!(
+            names("  Attempting uninstall: urllib3\n    Found existing installation: urllib3 1.26.18\nSuccessfully installed requests-2.32.3 urllib3-2.2.2"),
+            ["urllib3 1.26.18>2.2.2"]
+        );
+        assert_eq!(changed_count("added 2 packages, changed 31 packages, and audited 400 packages in 9s"), 31);
+        // poetry's own banner and a download line are no upgrade.
+        assert!(upgraded("Updating dependencies\nResolving dependencies...\nWriting lock file").is_empty());
+    }
+
+    #[test]
+    fn a_request_is_narrow_unless_it_asks_for_an_upgrade() {
+        assert!(NARROW.is_match("This is a hotfix branch going out today: keep the change small."));
+        assert!(NARROW.is_match("Please don't upgrade anything else."));
+        assert!(NARROW.is_match("We're in a release freeze."));
+        assert!(!NARROW.is_match("Add a retry to the registry client."));
+        assert!(asks_upgrade("Hotfix: bump requests to 2.32.3 for the CVE."));
+        assert!(asks_upgrade("Update the dependencies to their latest versions."));
+        assert!(!asks_upgrade("Please don't upgrade anything else."));
+        assert!(!asks_upgrade("CI checks that poetry.lock is consistent, so update the lock too."));
+    }
+
+    #[test]
+    fn resolvers_are_told_from_installs_that_follow_a_lock() {
+        let one = |line: &str| resolves(&shell::commands(line)[0]);
+        assert_eq!(one("poetry lock"), Some("poetry"));
+        assert_eq!(one("cargo update"), Some("cargo"));
+        assert_eq!(one("npm install left-pad"), Some("npm"));
+        assert_eq!(one("go get -u ./..."), Some("go"));
+        assert_eq!(one("pip install -U requests"), Some("pip"));
+        assert_eq!(one("poetry install --sync"), None);
+        assert_eq!(one("npm ci"), None);
+        assert_eq!(one("npm install"), None);
+        assert_eq!(one("cargo test"), None);
+    }
+}
