@@ -2140,7 +2140,8 @@ fn a_lock_refresh_that_upgrades_packages_the_hotfix_never_named_is_the_decisive_
     assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
     assert_eq!(d.category.as_str(), "instruction_or_plan_deviation");
     // On a task that asks for the upgrade, the same command is the work.
-    let t = fixture_with(HOTFIX_LOCK, "keep the change minimal, this ships tonight", "and upgrade the dependencies too");
+    let t =
+        fixture_with(HOTFIX_LOCK, "keep the change minimal, this ships tonight", "and upgrade the dependencies too");
     assert_eq!(findings(&t), vec![]);
     assert_eq!(falat(&t).decisive_step, None);
     // Two crates moved is no wide effect.
@@ -2149,4 +2150,34 @@ fn a_lock_refresh_that_upgrades_packages_the_hotfix_never_named_is_the_decisive_
                 Updating tokio-macros v2.2.0 -> v2.4.0\\n    Updating unicode-width v0.1.11 -> v0.1.14\\n";
     let t = fixture_with(HOTFIX_LOCK, many, "");
     assert!(!findings(&t).iter().any(|&(s, _)| s == 8), "{:?}", findings(&t));
+}
+
+#[test]
+fn an_audit_after_an_edit_that_exits_1_reports_and_fails_no_check() {
+    // `npm audit` exits 1 whenever it finds vulnerabilities: after an edit it reports, it does
+    // not fail the edit (nor does `grep` finding nothing).
+    for (cmd, output) in [
+        (
+            "npm audit --omit=dev",
+            "# npm audit report\n\nsemver  <5.7.2\nSeverity: moderate\nsemver vulnerable to Regular Expression Denial of \
+             Service\nfix available via `npm audit fix`\n\n1 moderate severity vulnerability\nExit code: 1",
+        ),
+        ("grep -rn 'legacyParse' src/", "Exit code: 1"),
+    ] {
+        let m = [
+            vec![user("Replace the deprecated legacyParse call in src/config.js with parseConfig.")],
+            call(
+                "c1",
+                "apply_patch",
+                json!({"patch": "*** Update File: src/config.js\n-const cfg = legacyParse(raw);\n+const cfg = parseConfig(raw);"}),
+                "Done. Updated src/config.js",
+            ),
+            call("c2", "run_shell", json!({"cmd": cmd}), output),
+            call("c3", "run_shell", json!({"cmd": "npm test"}), "> app@1.4.0 test\n> jest\n\nTests: 12 passed, 12 total\nExit code: 0"),
+            vec![assistant("Replaced legacyParse with parseConfig in src/config.js; the 12 tests pass.")],
+        ]
+        .concat();
+        let t = load(m);
+        assert_eq!(findings(&t), vec![], "{cmd}");
+    }
 }

@@ -94,7 +94,8 @@ fn definitions(text: &str) -> Vec<Signature> {
         if !closed {
             continue;
         }
-        let mut sig = Signature { name: name.as_str().to_string(), params: Vec::new(), variadic: false, keywords: false };
+        let mut sig =
+            Signature { name: name.as_str().to_string(), params: Vec::new(), variadic: false, keywords: false };
         for p in top_level(list) {
             let p = p.trim_start_matches('&').trim_start_matches("mut ").trim();
             if p == "*" || p == "/" {
@@ -217,7 +218,9 @@ fn search_lines(text: &str) -> Vec<(&str, &str)> {
 fn same_file(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim_start_matches("./"), b.trim_start_matches("./"));
     let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-    !short.is_empty() && long.ends_with(short) && (long.len() == short.len() || long[..long.len() - short.len()].ends_with('/'))
+    !short.is_empty()
+        && long.ends_with(short)
+        && (long.len() == short.len() || long[..long.len() - short.len()].ends_with('/'))
 }
 
 /// Whether call `j` changes the file at `path`: an edit ([`edits`]) whose files
@@ -288,7 +291,9 @@ pub(super) fn callers_broken(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>
                 let dropped: Vec<String> = old.params.iter().filter(|p| !n.params.contains(p)).cloned().collect();
                 Change::Narrowed { new: n, dropped }
             }
-            (None, Change::Narrowed { new, dropped }) => Change::Narrowed { new: new.clone(), dropped: dropped.clone() },
+            (None, Change::Narrowed { new, dropped }) => {
+                Change::Narrowed { new: new.clone(), dropped: dropped.clone() }
+            }
             (None, Change::Gone { renamed_to }) => Change::Gone { renamed_to: renamed_to.clone() },
         };
         // A function gone that another edit of the session defines elsewhere was moved.
@@ -379,7 +384,10 @@ mod tests {
         assert_eq!(py.params, ["rows", "fh", "header", "dialect"]);
         assert!(py.keywords && !py.variadic);
         let go = sig("func (s *Store) Put(ctx context.Context, key string, opts ...Option) error {");
-        assert_eq!((go.name.as_str(), go.params.clone(), go.variadic), ("Put", vec!["ctx".to_string(), "key".to_string()], true));
+        assert_eq!(
+            (go.name.as_str(), go.params.clone(), go.variadic),
+            ("Put", vec!["ctx".to_string(), "key".to_string()], true)
+        );
         let rs = sig("pub fn render<W: Write>(&mut self, rows: &[Row], out: W) -> Result<()> {");
         assert_eq!(rs.params, ["rows", "out"]);
         let ts = sig("export async function fetchUser(id: string, opts: Options = {}): Promise<User> {");
@@ -391,7 +399,10 @@ mod tests {
     #[test]
     fn calls_count_positional_arguments_and_name_keywords() {
         let c = calls("    write_csv(rows, out, header=cols, dialect=args.dialect)", "write_csv");
-        assert_eq!((c[0].keywords.clone(), c[0].positional, c[0].counted), (vec!["header".into(), "dialect".into()], 2, true));
+        assert_eq!(
+            (c[0].keywords.clone(), c[0].positional, c[0].counted),
+            (vec!["header".into(), "dialect".into()], 2, true)
+        );
         // A method call is a call; a definition, a longer name and a spread list are not counted.
         assert_eq!(calls("self.store.put(ctx, k, v)", "put")[0].positional, 3);
         assert!(calls("def put(ctx, k):", "put").is_empty());

@@ -133,7 +133,12 @@ fn upgraded(text: &str) -> Vec<(String, String, String)> {
         EXISTING.captures_iter(text).map(|c| (key(&c[1]), c[2].to_string())).collect();
     for c in INSTALLED.captures_iter(text) {
         for w in c[1].split_whitespace() {
-            let Some(k) = w.char_indices().filter(|&(k, ch)| ch == '-' && w[k + 1..].starts_with(|d: char| d.is_ascii_digit())).map(|(k, _)| k).last() else {
+            let Some(k) = w
+                .char_indices()
+                .filter(|&(k, ch)| ch == '-' && w[k + 1..].starts_with(|d: char| d.is_ascii_digit()))
+                .map(|(k, _)| k)
+                .last()
+            else {
                 continue;
             };
             if let Some(from) = existing.get(&key(&w[..k])) {
@@ -192,7 +197,8 @@ fn named_in(text: &str, name: &str) -> bool {
     low.match_indices(name).any(|(k, _)| {
         let before = low[..k].chars().next_back();
         let after = low[k + name.len()..].chars().next();
-        !before.is_some_and(|c| c.is_alphanumeric() || c == '-') && !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '-')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
     })
 }
 
@@ -295,10 +301,15 @@ mod tests {
     fn upgrades_are_read_in_each_package_managers_words() {
         // poetry (an unchanged version is no change), cargo, uv, go, Composer, Bundler.
         assert_eq!(
-            names("  - Updating idna (3.6 -> 3.10)\n  - Updating asyncpg (0.29.0 -> 0.29.0)\n  - Downgrading h11 (0.16.0 -> 0.14.0)"),
+            names(
+                "  - Updating idna (3.6 -> 3.10)\n  - Updating asyncpg (0.29.0 -> 0.29.0)\n  - Downgrading h11 (0.16.0 -> 0.14.0)"
+            ),
             ["idna 3.6>3.10", "h11 0.16.0>0.14.0"]
         );
-        assert_eq!(names("    Updating serde v1.0.195 -> v1.0.210\n     Locking 3 packages"), ["serde 1.0.195>1.0.210"]);
+        assert_eq!(
+            names("    Updating serde v1.0.195 -> v1.0.210\n     Locking 3 packages"),
+            ["serde 1.0.195>1.0.210"]
+        );
         assert_eq!(names("Updated anyio v4.3.0 -> v4.8.0"), ["anyio 4.3.0>4.8.0"]);
         assert_eq!(names("go: upgraded golang.org/x/net v0.17.0 => v0.19.0"), ["golang.org/x/net 0.17.0>0.19.0"]);
         assert_eq!(names("  - Upgrading symfony/console (v6.3.0 => v6.4.1)"), ["symfony/console 6.3.0>6.4.1"]);
@@ -307,7 +318,9 @@ mod tests {
         assert_eq!(names("dependencies:\n- react 17.0.2\n+ react 18.2.0\n+ zod 3.22.4"), ["react 17.0.2>18.2.0"]);
         assert_eq!(names(" - idna==3.6\n + idna==3.10\n + rich==13.7.0"), ["idna 3.6>3.10"]);
         assert_eq!(
-            names("  Attempting uninstall: urllib3\n    Found existing installation: urllib3 1.26.18\nSuccessfully installed requests-2.32.3 urllib3-2.2.2"),
+            names(
+                "  Attempting uninstall: urllib3\n    Found existing installation: urllib3 1.26.18\nSuccessfully installed requests-2.32.3 urllib3-2.2.2"
+            ),
             ["urllib3 1.26.18>2.2.2"]
         );
         assert_eq!(changed_count("added 2 packages, changed 31 packages, and audited 400 packages in 9s"), 31);
