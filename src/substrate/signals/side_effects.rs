@@ -135,9 +135,9 @@ fn upgraded(text: &str) -> Vec<(String, String, String)> {
         for w in c[1].split_whitespace() {
             let Some(k) = w
                 .char_indices()
-                .filter(|&(k, ch)| ch == '-' && w[k + 1..].starts_with(|d: char| d.is_ascii_digit()))
+                .rev()
+                .find(|&(k, ch)| ch == '-' && w[k + 1..].starts_with(|d: char| d.is_ascii_digit()))
                 .map(|(k, _)| k)
-                .last()
             else {
                 continue;
             };
