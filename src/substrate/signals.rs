@@ -16,6 +16,7 @@
 
 mod assertion;
 pub use assertion::claimed_failure;
+mod callers;
 mod coding;
 mod constraints;
 pub mod instructions;
@@ -25,6 +26,7 @@ mod progress;
 mod recovery;
 pub mod revert;
 pub mod shell;
+mod side_effects;
 mod statistics;
 mod tables;
 mod units;
@@ -187,6 +189,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::other_copy_edited(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
     coding::pinned_vulnerable(ctx, i, &mut f);
+    callers::callers_broken(ctx, i, &mut f);
+    side_effects::wider_than_task(ctx, i, &mut f);
     if !(i > 0 && refused_by_user(ctx, i - 1)) {
         ignored_error(ctx, i, &mut f);
     }
@@ -1329,8 +1333,13 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
 /// Whether the output at step `r` of a check (a test run, a build) shows it failed: its exit code
 /// when the output has one (0 passed, whatever its log lines say: "redis ping failed: i/o
 /// timeout" logged by a test that passes), else [`shows_failure`]; the format's error mark
-/// always fails it.
+/// always fails it. A program that reports what it found by its exit code (`npm audit` 1:
+/// vulnerabilities found; `grep` 1: no match; [`reports_by_exit_code`]) did not fail, whatever
+/// the format's mark, on every path that asks whether a check failed.
 pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
+    if links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| reports_by_exit_code(ctx, c, r)) {
+        return false;
+    }
     ctx.trajectory.steps[r].is_error || exit_code(ctx, r).map_or_else(|| shows_failure(ctx, r), |code| code != 0)
 }
 

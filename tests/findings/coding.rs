@@ -2159,6 +2159,7 @@ fn errors_the_task_describes_and_a_timeout_in_a_command_that_exited_0_are_no_fai
     let refused = "Command: git add deploy/config/production.yaml && git commit -m 'ops: raise payments read timeout to 45s (504s at peak)'\nDirectory: (root)\nOutput: fatal: Unable to create '/home/oskar/infra/checkout/.git/index.lock': File exists.\nError: (none)\nExit Code: 128\nSignal: (none)";
     let t = timeout_session(refused);
     assert_eq!(falat(&t).decisive_step, Some(8), "{}", falat(&t).reason);
+}
 
 #[test]
 fn a_read_of_the_source_is_no_reproduction_of_the_reported_failure() {
@@ -2234,4 +2235,97 @@ fn a_try_except_that_skips_items_the_task_says_to_record_is_the_error() {
     let ok = fixture("handbuilt/claude-code/garbled_lines_skipped_and_recorded_ok.claude-code.jsonl");
     assert_eq!(findings(&ok), vec![]);
     assert_eq!(falat(&ok).decisive_step, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A change that breaks callers the agent had seen; a command with side effects wider than the task
+// ---------------------------------------------------------------------------------------------
+
+const NARROWED: &str = "handbuilt/coding/narrowed_signature_callers_left.openhands.json";
+
+#[test]
+fn an_edit_that_drops_a_parameter_callers_the_search_showed_still_pass_is_the_decisive_step() {
+    // OpenHands: the grep at step 2 lists `render_digest` defined in pagoda/digest.py and called
+    // with `locale=`/`max_items=` in pagoda/jobs/daily.py and `include_unsubscribe=` in
+    // pagoda/api/preview.py (step 3); the edit at step 8 narrows it to (items, user); the daily
+    // job is updated (step 11), the preview endpoint never is; the digest tests pass (step 15).
+    let t = fixture(NARROWED);
+    assert_eq!(
+        evidence(&t, 8, Signal::FailedAction),
+        "narrows `render_digest` to (items, user), dropping `include_unsubscribe`; the search at step 3 shows \
+         pagoda/api/preview.py passing it, never edited"
+    );
+    assert!(!findings(&t).contains(&(11, Signal::FailedAction)), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
+    // When the only caller left passes nothing the new signature dropped, the narrowing is safe
+    // (the other caller was updated in the same session).
+    let t = fixture_with(NARROWED, "request.user, include_unsubscribe=False)", "request.user)");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // A caller passing one argument more than the new signature takes breaks too.
+    let t = fixture_with(NARROWED, "request.user, include_unsubscribe=False)", "request.user, False)");
+    assert_eq!(
+        evidence(&t, 8, Signal::FailedAction),
+        "narrows `render_digest` to (items, user), which takes 2 arguments now; the search at step 3 shows \
+         pagoda/api/preview.py calling it, never edited"
+    );
+}
+
+const HOTFIX_LOCK: &str = "handbuilt/coding/hotfix_lock_refreshed.claude-code.jsonl";
+
+#[test]
+fn a_lock_refresh_that_upgrades_packages_the_hotfix_never_named_is_the_decisive_step() {
+    // Claude Code: "Hotfix … keep the change minimal" (step 0); the panic reproduced (steps
+    // 2-3), fixed (step 6), then `cargo update` (step 8) upgrades nine crates; the tests pass.
+    let t = fixture(HOTFIX_LOCK);
+    assert_eq!(
+        evidence(&t, 8, Signal::PriorDeviation),
+        "`cargo update` changes the versions of 8 packages the task never named, although the user wrote \"Hotfix\" \
+         (its output: clap 4.4.18 → 4.5.20, clap_builder 4.4.18 → 4.5.20, tokio 1.35.1 → 1.40.0)"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(8), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "instruction_or_plan_deviation");
+    // On a task that asks for the upgrade, the same command is the work.
+    let t =
+        fixture_with(HOTFIX_LOCK, "keep the change minimal, this ships tonight", "and upgrade the dependencies too");
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+    // Two crates moved is no wide effect.
+    let many = "    Updating clap_builder v4.4.18 -> v4.5.20\\n    Updating csv v1.3.0 -> v1.3.1\\n    Updating serde v1.0.195 \
+                -> v1.0.210\\n    Updating serde_derive v1.0.195 -> v1.0.210\\n    Updating tokio v1.35.1 -> v1.40.0\\n    \
+                Updating tokio-macros v2.2.0 -> v2.4.0\\n    Updating unicode-width v0.1.11 -> v0.1.14\\n";
+    let t = fixture_with(HOTFIX_LOCK, many, "");
+    assert!(!findings(&t).iter().any(|&(s, _)| s == 8), "{:?}", findings(&t));
+}
+
+#[test]
+fn an_audit_after_an_edit_that_exits_1_reports_and_fails_no_check() {
+    // `npm audit` exits 1 whenever it finds vulnerabilities: after an edit it reports, it does
+    // not fail the edit (nor does `grep` finding nothing).
+    for (cmd, output) in [
+        (
+            "npm audit --omit=dev",
+            "# npm audit report\n\nsemver  <5.7.2\nSeverity: moderate\nsemver vulnerable to Regular Expression Denial of \
+             Service\nfix available via `npm audit fix`\n\n1 moderate severity vulnerability\nExit code: 1",
+        ),
+        ("grep -rn 'legacyParse' src/", "Exit code: 1"),
+    ] {
+        let m = [
+            vec![user("Replace the deprecated legacyParse call in src/config.js with parseConfig.")],
+            call(
+                "c1",
+                "apply_patch",
+                json!({"patch": "*** Update File: src/config.js\n-const cfg = legacyParse(raw);\n+const cfg = parseConfig(raw);"}),
+                "Done. Updated src/config.js",
+            ),
+            call("c2", "run_shell", json!({"cmd": cmd}), output),
+            call("c3", "run_shell", json!({"cmd": "npm test"}), "> app@1.4.0 test\n> jest\n\nTests: 12 passed, 12 total\nExit code: 0"),
+            vec![assistant("Replaced legacyParse with parseConfig in src/config.js; the 12 tests pass.")],
+        ]
+        .concat();
+        let t = load(m);
+        assert_eq!(findings(&t), vec![], "{cmd}");
+    }
 }

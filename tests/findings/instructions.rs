@@ -654,3 +654,22 @@ fn a_uses_claim_is_not_read_when_the_hits_cannot_be_told_apart() {
         "says \"no other callers\", but its search (step 1) listed 2 files that use it; it leaves out plugins/s3.py"
     );
 }
+
+#[test]
+fn a_path_the_prohibition_exempts_is_where_changes_are_allowed() {
+    let rm = call("s1", "Bash", json!({"command": "rm -rf tests/fixtures/tmp/2024-*"}), "");
+    for task in [
+        "Clean out the stale snapshots. Don't delete anything except tests/fixtures/tmp/.",
+        "Clean out the stale snapshots; do not remove anything but `tests/fixtures/tmp/` and `build/`.",
+    ] {
+        let mut m = vec![user(task)];
+        m.extend(rm.clone());
+        m.push(assistant("Done."));
+        assert_eq!(steps_with(&load(m), Signal::ForbiddenChange), Vec::<usize>::new(), "{task}");
+    }
+    // Named as the protected path, the same folder is protected.
+    let mut m = vec![user("Clean out the stale snapshots. Don't delete anything in tests/fixtures/tmp/.")];
+    m.extend(rm);
+    m.push(assistant("Done."));
+    assert_eq!(steps_with(&load(m), Signal::ForbiddenChange), vec![1]);
+}

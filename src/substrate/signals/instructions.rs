@@ -1029,8 +1029,30 @@ fn protected_paths(sentence: &str) -> Vec<String> {
         )
         .unwrap()
     });
-    let mut v: Vec<String> = PATH
-        .find_iter(sentence)
+    // A path the sentence exempts ("anything except src/", "everything but `docs/` and
+    // `tests/`", "files other than package.json") is the one place the user allows changes in:
+    // not protected. A path listed right after an exempt one ("and", "or", a comma) is exempt too.
+    static EXEMPT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r#"(?i)\b(?:except(?:\s+for)?|but(?:\s+for)?|other\s+than|apart\s+from|besides|save\s+for|excluding)\s+(?:(?:the|files?|folders?|directory|directories|in|under)\s+)*[`'"(]*$"#,
+        )
+        .unwrap()
+    });
+    static LISTED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"(?i)^[`'")]*\s*(?:,|and|or|,\s*and|,\s*or)\s*[`'"(]*$"#).unwrap());
+    let mut exempt_end: Option<usize> = None;
+    let mut kept = Vec::new();
+    for m in PATH.find_iter(sentence) {
+        let exempt = EXEMPT.is_match(&sentence[..m.start()])
+            || exempt_end.is_some_and(|e| e <= m.start() && LISTED.is_match(&sentence[e..m.start()]));
+        if exempt {
+            exempt_end = Some(m.end());
+        } else {
+            kept.push(m);
+        }
+    }
+    let mut v: Vec<String> = kept
+        .into_iter()
         .map(|m| m.as_str().trim_end_matches(['.', ',', ':']).trim_start_matches("./").to_ascii_lowercase())
         // A bare `e.g`, `i.e` or a version `1.2` is no path.
         .filter(|p| {
@@ -1444,6 +1466,12 @@ mod tests {
         assert_eq!(protected_paths("don't touch config/"), vec!["config/"]);
         assert_eq!(protected_paths("Please leave package-lock.json alone"), vec!["package-lock.json"]);
         assert!(protected_paths("Don't change the public API").is_empty());
+        // The paths a sentence exempts are the ones it allows changes in.
+        assert!(protected_paths("Don't delete anything except src/.").is_empty());
+        assert!(protected_paths("Do not touch everything but `docs/` and `tests/`").is_empty());
+        assert!(protected_paths("Don't modify files other than package.json").is_empty());
+        assert_eq!(protected_paths("Don't touch anything in config/ except config/local.yaml"), vec!["config/"]);
+        assert_eq!(protected_paths("Don't touch anything else in package.json"), vec!["package.json"]);
         assert!(under("/home/dev/shop/migrations/versions/0003_fk.py", "migrations/versions/"));
         assert!(!under("/home/dev/shop/src/versions.py", "migrations/versions/"));
         assert!(under("config/app.yaml", "config/"));
