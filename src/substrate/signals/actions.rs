@@ -61,12 +61,21 @@ pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
         return false;
     }
     let Some(r) = result_of(ctx, call) else { return false };
+    next_try_succeeds(ctx, call, r, |k| same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref()))
+}
+
+/// Whether the agent of call `call`, whose result is step `r`, tried again with success: its next
+/// call for which `again` holds, within [`RECOVERY_WINDOW`] steps of `r` and with only successful
+/// read-only calls of the agent before it, has a result that is no error.
+fn next_try_succeeds(ctx: &Context<'_>, call: usize, r: usize, again: impl Fn(usize) -> bool) -> bool {
+    let t = ctx.trajectory;
+    let agent = &t.steps[call].agent;
     for k in r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW) {
-        if t.steps[k].kind != StepKind::ToolCall || t.steps[k].agent != step.agent {
+        if t.steps[k].kind != StepKind::ToolCall || t.steps[k].agent != *agent {
             continue;
         }
         let ok = result_of(ctx, k).is_some() && call_error(ctx, k).is_none();
-        if same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref()) {
+        if again(k) {
             return ok;
         }
         if !ok || changes_state(t, k) {
@@ -126,19 +135,7 @@ fn retried_at_once(ctx: &Context<'_>, call: usize) -> bool {
     {
         return false;
     }
-    for k in r + 1..t.steps.len().min(r + 1 + RECOVERY_WINDOW) {
-        if t.steps[k].kind != StepKind::ToolCall || t.steps[k].agent != step.agent {
-            continue;
-        }
-        let ok = result_of(ctx, k).is_some() && call_error(ctx, k).is_none();
-        if t.steps[k].tool_name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(tool)) {
-            return ok;
-        }
-        if !ok || changes_state(t, k) {
-            return false;
-        }
-    }
-    false
+    next_try_succeeds(ctx, call, r, |k| t.steps[k].tool_name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(tool)))
 }
 
 /// Whether the failed shell command `call` was done again with success by the same agent within
@@ -1055,13 +1052,9 @@ pub(crate) fn wrong_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
     let Some(args) = call_arguments(&s.content) else { return };
     let ids: Vec<(&String, String)> = args
-        .iter()
-        .filter(|(k, _)| super::is_id_key(k))
-        .filter_map(|(k, v)| match v {
-            serde_json::Value::String(x) if !x.trim().is_empty() => Some((k, x.trim().to_string())),
-            serde_json::Value::Number(n) => Some((k, n.to_string())),
-            _ => None,
-        })
+        .keys()
+        .filter(|k| super::is_id_key(k))
+        .filter_map(|k| field_text(&args, k).filter(|x| !x.is_empty()).map(|x| (k, x)))
         .collect();
     if ids.is_empty() {
         return;
@@ -1081,6 +1074,16 @@ pub(crate) fn wrong_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
 }
 
+/// A record's field `key` as text: a string trimmed, or a number as written; `None` for other
+/// values.
+fn field_text(r: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<String> {
+    match r.get(key)? {
+        serde_json::Value::String(x) => Some(x.trim().to_string()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// The records (objects) of the first array in `v` that has two or more records with the field
 /// `key` and one whose `key` is `id`.
 fn list_holding<'v>(
@@ -1089,11 +1092,7 @@ fn list_holding<'v>(
     id: &str,
 ) -> Option<Vec<&'v serde_json::Map<String, serde_json::Value>>> {
     use serde_json::Value;
-    let holds = |r: &serde_json::Map<String, Value>| match r.get(key) {
-        Some(Value::String(x)) => x.trim() == id,
-        Some(Value::Number(n)) => n.to_string() == id,
-        _ => false,
-    };
+    let holds = |r: &serde_json::Map<String, Value>| field_text(r, key).as_deref() == Some(id);
     match v {
         Value::Array(items) => {
             let records: Vec<_> = items.iter().filter_map(Value::as_object).filter(|r| r.contains_key(key)).collect();
@@ -1153,11 +1152,7 @@ fn describes_other(
         w.sort();
         w
     };
-    let chosen = list.iter().position(|r| match r.get(key) {
-        Some(serde_json::Value::String(x)) => x.trim() == id,
-        Some(serde_json::Value::Number(n)) => n.to_string() == id,
-        _ => false,
-    })?;
+    let chosen = list.iter().position(|r| field_text(r, key).as_deref() == Some(id))?;
     if own(chosen).iter().any(|w| text.contains(*w)) {
         return None;
     }
@@ -1169,11 +1164,7 @@ fn describes_other(
     if described.next().is_some() {
         return None;
     }
-    let other_id = match list[other].get(key)? {
-        serde_json::Value::String(x) => x.trim().to_string(),
-        serde_json::Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
+    let other_id = field_text(list[other], key)?;
     let label = |r: &serde_json::Map<String, serde_json::Value>| {
         record_label(r).map_or(String::new(), |l| format!(" (\"{}\")", crate::text::clip(l, 60)))
     };

@@ -417,6 +417,14 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
     })
 }
 
+/// The result step of shell call `c` and the checks it ran ([`checks_run`]), when it ran some
+/// and they failed ([`check_fails`]); `None` otherwise.
+fn failed_checks(ctx: &Context<'_>, c: usize) -> Option<(usize, Vec<Check>)> {
+    let r = result_of(ctx, c).filter(|&r| check_fails(ctx, r))?;
+    let first = checks_run(ctx, c);
+    (!first.is_empty()).then_some((r, first))
+}
+
 /// Whether the agent recovered from the failed check `c` (a shell call whose checks
 /// ([`checks`]) failed) by another command: within [`RECOVERY_WINDOW`] steps the same agent
 /// changed something that can fix it ([`fixes`]: the code, a manifest, a dependency, its own new
@@ -432,14 +440,7 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
 /// image, [`in_container`]): the session's last checks do not pass.
 pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(r) = result_of(ctx, c) else { return false };
-    if !check_fails(ctx, r) {
-        return false;
-    }
-    let first = checks_run(ctx, c);
-    if first.is_empty() {
-        return false;
-    }
+    let Some((r, first)) = failed_checks(ctx, c) else { return false };
     let agent = &t.steps[c].agent;
     let end = t.steps.len().min(c + 1 + RECOVERY_WINDOW);
     let (mut fixed, mut last) = (false, None);
@@ -482,14 +483,7 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
 /// quoting slip, a flaky test), so its failure is no verdict on the code.
 pub(crate) fn rerun_unchanged_passes(ctx: &Context<'_>, c: usize, window: usize) -> bool {
     let t = ctx.trajectory;
-    let Some(r) = result_of(ctx, c) else { return false };
-    if !check_fails(ctx, r) {
-        return false;
-    }
-    let first = checks_run(ctx, c);
-    if first.is_empty() {
-        return false;
-    }
+    let Some((_, first)) = failed_checks(ctx, c) else { return false };
     let agent = &t.steps[c].agent;
     for k in c + 1..t.steps.len().min(c + 1 + window) {
         let s = &t.steps[k];
