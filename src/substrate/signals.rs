@@ -379,6 +379,17 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // form (inside an id such as `H-88120`, a timestamp, a fraction 0.7 for 70 %) has one.
     let numeric: Vec<&str> =
         numeric.into_iter().filter(|k| first_written(ctx, k).is_none_or(|j| j >= s.index)).collect();
+    // A date given without its year and dated by the step ("Friday Dec 12" → `2025-12-12`), and
+    // that year as the step writes it in the date, are the given date, not invented.
+    let completed: Vec<&str> = ev
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Date && completes_given_date(ctx, s.index, &e.key))
+        .map(|e| e.key.as_str())
+        .collect();
+    let numeric: Vec<&str> = numeric
+        .into_iter()
+        .filter(|k| !completed.iter().any(|d| d == k || d.strip_prefix(k).is_some_and(|r| r.starts_with('-'))))
+        .collect();
     // A total that the amounts before it add up to is worked out too ("Total: 78.65" after three
     // lines of 25.00, 34.90 and 18.75).
     let numeric: Vec<&str> =
@@ -605,10 +616,56 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
                 let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
                 first.entry(evidence::normalize_number(&digits)).or_insert(i);
             }
+            // A month and day with a month name, with or without a year ("Friday Dec 12", "12th
+            // of December"): by its ISO 8601 key without a year, `--12-12`.
+            for key in month_days(&step.content) {
+                first.entry(key).or_insert(i);
+            }
         }
         first
     });
     index.get(key).copied()
+}
+
+/// The month-and-day dates `text` writes with a month name ("Dec 12", "December 12th", "12 Dec",
+/// "12th of December"), each as its ISO 8601 key without a year (`--12-12`). Dates written
+/// with digits only (`12/12`) are not read: their order of day and month is not known.
+fn month_days(text: &str) -> Vec<String> {
+    static MONTH_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let month = r"(?P<m{n}>jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?";
+        regex::Regex::new(&format!(
+            r"(?i)\b(?:{}\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{})\b",
+            month.replace("{n}", "1"),
+            month.replace("{n}", "2")
+        ))
+        .unwrap()
+    });
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    MONTH_DAY
+        .captures_iter(text)
+        .filter_map(|c| {
+            let (m, d) = match (c.name("m1"), c.name("d1")) {
+                (Some(m), Some(d)) => (m, d),
+                _ => (c.name("m2")?, c.name("d2")?),
+            };
+            let low = m.as_str().to_ascii_lowercase();
+            let month = MONTHS.iter().position(|n| low.starts_with(n))? + 1;
+            let day: u32 = d.as_str().parse().ok()?;
+            (1..=31).contains(&day).then(|| format!("--{month:02}-{day:02}"))
+        })
+        .collect()
+}
+
+/// Whether the date `key` (ISO, `2025-12-12`) completes with a year a month and day an earlier
+/// step than `i` wrote without one ("Friday Dec 12" in the request): the agent dated what it
+/// was given, it did not invent the date.
+fn completes_given_date(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    key.len() == 10
+        && key.as_bytes()[4] == b'-'
+        && key.get(5..).is_some_and(|md| first_written(ctx, &format!("--{md}")).is_some_and(|j| j < i))
 }
 
 /// Whether the digits at `start..end` of `text` are a number of their own: no ASCII letter right
@@ -1108,6 +1165,11 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if recovered(ctx, i) {
         return;
     }
+    // A read that fails (`git log` outside a repository, `cat` of a missing file) changes
+    // nothing and checks nothing: what the agent does with the answer is judged where it does it.
+    if only_reads(ctx.trajectory, i) {
+        return;
+    }
     // An edit is judged by the check after it: when that check fails, the edit broke something
     // or did not fix it.
     if edits(ctx.trajectory, i) {
@@ -1604,9 +1666,18 @@ fn wrong_delegation(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if step.kind != StepKind::Delegation {
         return;
     }
+    // The served person's request is the task, not a routing decision of the system.
+    if actions::served_person(step) {
+        return;
+    }
     let Some(reply) = links(ctx).reply_to.get(i).copied().flatten() else {
         return;
     };
+    // An error the delegate recovered from (the lookup corrected and run again) is part of its
+    // work: the delegate could act on the request.
+    if recovered_error(ctx, reply) {
+        return;
+    }
     let r = &ctx.hierarchy.steps[reply];
     if r.flags.empty_result || r.flags.failed_execution || r.flags.error && r.kind == StepKind::ToolResult {
         let target = step.delegate_to.as_deref().unwrap_or("the delegate");
@@ -2227,6 +2298,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !states_the_task(ctx, s.index)
             && !refused_by_user(ctx, s.index)
             && !recovered_error(ctx, s.index)
+            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| only_reads(t, c))
             && !reports_recovered_error(ctx, s.index)
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)

@@ -346,3 +346,27 @@ fn an_amount_with_a_decimal_comma_and_the_vat_it_includes_are_sourced() {
     let t = expense_run("Here's what I'd file: Taxi on 12 Feb, 87.40 EUR (incl. 7% VAT = 5.81 EUR). Shall I file it?");
     assert_eq!(evidence(&t, 2, Signal::UnsourcedValue), "states 87.4, 5.81 with no earlier source");
 }
+
+#[test]
+fn a_date_given_without_its_year_and_dated_by_the_agent_is_sourced() {
+    // The user gives "Friday Dec 12"; the agent writes it as 2025-12-12: the date and its year are
+    // the user's date, completed.
+    let run = |reply: &str| {
+        load(vec![
+            system("You are a travel assistant."),
+            user("Find me the earliest direct flight from Oslo to Berlin on Friday Dec 12 and hold it."),
+            assistant(reply),
+        ])
+    };
+    for reply in [
+        "Searching direct OSL→BER flights on 2025-12-12 for one adult.",
+        "I will look for flights on 12 December 2025, direct only.",
+    ] {
+        let t = run(reply);
+        assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new(), "{reply}");
+        assert_eq!(falat(&t).decisive_step, None, "{}", falat(&t).reason);
+    }
+    // Another day is no completion of the user's date.
+    let t = run("Searching direct OSL→BER flights on 2025-12-13 for one adult.");
+    assert_eq!(evidence(&t, 2, Signal::UnsourcedValue), "states 2025, 2025-12-13, 13 with no earlier source");
+}

@@ -426,8 +426,15 @@ pub(super) fn is_user(role: &str) -> bool {
 /// role itself). AutoGen group chats give every agent but the speaker the role `user`
 /// (`BusinessLogic_Expert` with role `user` is an agent).
 pub fn is_human(s: &crate::model::Step) -> bool {
-    s.kind == StepKind::Message
-        && is_user(&s.role)
+    s.kind == StepKind::Message && served_person(s)
+}
+
+/// Whether step `s`, of any kind, is the served person's own: its role is the user's and its
+/// agent is that role or is named `user`, `human` or `customer` (a request a framework records
+/// as a delegation to the system, a LangGraph root run). An AutoGen expert whose role is `user`
+/// is not.
+pub fn served_person(s: &crate::model::Step) -> bool {
+    is_user(&s.role)
         && (s.agent.eq_ignore_ascii_case(&s.role)
             || ["user", "human", "customer"].iter().any(|n| s.agent.eq_ignore_ascii_case(n)))
 }

@@ -50,14 +50,15 @@ pub struct Cell {
 /// ([`crate::evidence::normalize_number`]), each list in step order.
 pub type TableIndex = HashMap<String, Vec<Cell>>;
 
-/// The cells of a table line: at `|` for a Markdown row, else at gaps; `None` for a Markdown
-/// rule (`|---|:--|`).
+/// The cells of a table line: at `|` for a Markdown row, else at gaps; `None` for a rule under
+/// the header or between rows: Markdown's `|---|:--|`, psql's `------+------`, MySQL's
+/// `+----+----+`, or dashes under aligned columns (`-----  -----`).
 fn cells(line: &str) -> Option<Vec<&str>> {
     let line = line.trim();
+    if line.contains('-') && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '+' | '=')) {
+        return None;
+    }
     if line.contains('|') {
-        if line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '+')) {
-            return None;
-        }
         let inner = line.strip_prefix('|').unwrap_or(line);
         let inner = inner.strip_suffix('|').unwrap_or(inner);
         return Some(inner.split('|').map(str::trim).collect());
@@ -289,6 +290,32 @@ mod tests {
         assert_eq!(idx["12.9"][0].column, "Q3 2024");
         let c = &idx["78745"][0];
         assert_eq!((c.row.as_str(), c.column.as_str()), ("5501 Tromsø", "2024"));
+    }
+
+    #[test]
+    fn psql_and_mysql_rules_keep_the_header() {
+        // psql prints `---+---` under the header, MySQL `+---+` around it: the first row is a
+        // row, not a header of its own.
+        let mut idx = TableIndex::new();
+        index_text(
+            0,
+            "  code    | churned | active_start\n----------+---------+--------------\n pro      |     121 |         4310\n pro_2024 |      66 |         1330\n(2 rows)",
+            &mut idx,
+        );
+        let c = &idx["1330"][0];
+        assert_eq!((c.row.as_str(), c.column.as_str()), ("pro_2024", "active_start"));
+        assert_eq!(c.others, vec![("churned".to_string(), "66".to_string())]);
+        let mut idx = TableIndex::new();
+        index_text(
+            0,
+            "+--------+-------+-------+\n| region | q1    | q2    |\n+--------+-------+-------+\n| north  | 1,204 | 1,380 |\n+--------+-------+-------+",
+            &mut idx,
+        );
+        assert_eq!(idx["1380"][0].column, "q2");
+        // Dashes under aligned columns are a rule too.
+        let mut idx = TableIndex::new();
+        index_text(0, "name      total   paid\n--------  ------  ------\nacme      4,200   3,900", &mut idx);
+        assert_eq!((idx["3900"][0].row.as_str(), idx["3900"][0].column.as_str()), ("acme", "paid"));
     }
 
     #[test]
