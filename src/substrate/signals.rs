@@ -397,6 +397,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A value a coding agent names as the fix ("`m` is 1 instead of 60") and then writes in an
     // edit whose check passes is its design, checked by the run, not an invented fact.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !written_and_checked(ctx, s.index, k)).collect();
+    // A value an agent's reasoning expects and its next tool output then shows ("fakeredis 2.26
+    // is already installed", then the version printed) is what it went to check, not a claim.
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !checked_next(ctx, s.index, k)).collect();
     // The number of tests a run reports passed over its parts ("all 73 tests pass" after result
     // lines of 58, 9, 2 and 4 passed) is that run's total, counted, not invented.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
@@ -1328,7 +1331,7 @@ pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
     }
     let group: Vec<usize> = (0..c)
         .rev()
-        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j) && !installs(t, j))
         .take_while(|&j| edits(t, j))
         .take(EDIT_GROUP)
         .collect();
@@ -1341,6 +1344,52 @@ pub(crate) fn edit_checked_by(ctx: &Context<'_>, c: usize) -> Option<usize> {
         return Some(last);
     }
     Some(group.iter().copied().find(|&e| named(e)).unwrap_or(last))
+}
+
+/// Whether call `c` installs dependencies ([`installs`]) and the agent's last command after it
+/// that runs something (not a read, not another install) succeeds: the environment had what the
+/// work needed (an install refused offline, the packages already there), so the failed install
+/// is no failure of the run.
+pub(crate) fn install_worked_around(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    if !installs(t, c) {
+        return false;
+    }
+    let agent = &t.steps[c].agent;
+    (c + 1..t.steps.len())
+        .rev()
+        .find(|&k| {
+            t.steps[k].kind == StepKind::ToolCall
+                && t.steps[k].agent == *agent
+                && call_command(t, k).is_some()
+                && !only_reads(t, k)
+                && !installs(t, k)
+        })
+        .is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+}
+
+/// How many steps after an agent's thought [`checked_next`] looks for the tool output that
+/// shows what it expected.
+const CHECKED_NEXT: usize = 4;
+
+/// Whether step `i` is an agent's thought whose value `key` the first tool output after it
+/// (within [`CHECKED_NEXT`] steps, before any other message of the agent) writes too: the agent
+/// said what it expected and then looked.
+fn checked_next(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    let t = ctx.trajectory;
+    if t.steps[i].kind != StepKind::Thought {
+        return false;
+    }
+    (i + 1..t.steps.len().min(i + 1 + CHECKED_NEXT))
+        .take_while(|&k| !matches!(t.steps[k].kind, StepKind::Message | StepKind::Thought))
+        .find(|&k| t.steps[k].kind == StepKind::ToolResult)
+        .is_some_and(|r| ctx.hierarchy.evidence[r].iter().any(|e| e.key == key))
+}
+
+/// Whether call `c` is a shell command that installs dependencies
+/// ([`side_effects::installs_dependencies`]): it prepares the environment, it checks nothing.
+fn installs(t: &Trajectory, c: usize) -> bool {
+    call_command(t, c).is_some_and(|line| side_effects::installs_dependencies(&line))
 }
 
 /// Whether a tool's output names the file at `path`: its name (`models.py`, at least 5
@@ -1441,7 +1490,7 @@ fn exit_code(ctx: &Context<'_>, r: usize) -> Option<i32> {
 fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
     let t = ctx.trajectory;
     let c = (e + 1..t.steps.len())
-        .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j))?;
+        .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j) && !installs(t, j))?;
     if edit_checked_by(ctx, c) != Some(e) {
         return None;
     }
@@ -2299,6 +2348,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !refused_by_user(ctx, s.index)
             && !recovered_error(ctx, s.index)
             && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| only_reads(t, c))
+            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| install_worked_around(ctx, c))
             && !reports_recovered_error(ctx, s.index)
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)

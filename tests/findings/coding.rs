@@ -2329,3 +2329,31 @@ fn an_audit_after_an_edit_that_exits_1_reports_and_fails_no_check() {
         assert_eq!(findings(&t), vec![], "{cmd}");
     }
 }
+
+#[test]
+fn a_failed_install_after_the_edit_is_no_check_and_no_failure_when_the_tests_then_pass() {
+    let install = |id: &str| {
+        call(
+            id,
+            "run_shell",
+            json!({"cmd": "pip install -e '.[dev]' -q"}),
+            "ERROR: Could not find a version that satisfies the requirement fakeredis>=2.23 (from versions: none)\n\
+             ERROR: No matching distribution found for fakeredis>=2.23",
+        )
+    };
+    // The install fails offline; the tests run after it pass: the edit is checked by them and
+    // the run shows no failure.
+    let t = session(vec![install("c3"), tests_run("c4", "...........\n11 passed in 0.39s")]);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // The tests after the install fail: the edit is named, with the tests' failure, not the
+    // install's.
+    let failing = "..........F\nFAILED tests/test_parser.py::test_parse_times - AssertionError\n1 failed, 10 passed";
+    let t = session(vec![install("c3"), tests_run("c4", failing)]);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "the check after this edit fails at step 8: FAILED tests/test_parser.py::test_parse_times - AssertionError"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3), "{}", falat(&t).reason);
+}

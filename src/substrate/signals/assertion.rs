@@ -288,7 +288,8 @@ fn first_unresolved<'a>(ctx: &Context<'a>) -> &'a Option<(usize, usize, usize, S
 
 /// The first state-changing call before the claim at step `a` that failed and was never done
 /// after all, as (call, result, error line): its tool reports an error ([`super::call_error`])
-/// that is not a timeout, not the failure the task reports and not the shell's own refusal to run
+/// that is not a timeout, not the failure the task reports, not an install the work went on
+/// without ([`super::install_worked_around`]) and not the shell's own refusal to run
 /// the command line ([`super::shell_could_not_run`]: it changed nothing), the agent did not recover from it
 /// ([`super::actions::recovered`]) nor checked and corrected it at once
 /// ([`super::coding::edit_checked_at_once`]), no edit follows the failure (the agent changed something in
@@ -319,6 +320,7 @@ fn unresolved_failure(ctx: &Context<'_>, a: usize) -> Option<(usize, usize, Stri
         let error = super::call_error(ctx, c)?;
         if super::says_timed_out(&error)
             || LEAVES_STATE.is_match(&error)
+            || super::install_worked_around(ctx, c)
             || super::reproduces_reported_failure(ctx, r)
             || super::shell_could_not_run(ctx, r).is_some()
             || super::actions::recovered(ctx, c)

@@ -53,6 +53,29 @@ fn family(program: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether a command line installs dependencies: one of its simple commands is a package
+/// manager's `install`, `i`, `ci`, `add` or `sync` ([`family`]: `pip install -e '.[dev]'`,
+/// `npm ci`, `poetry install`, `cargo add`), `python -m pip install`, or a system package
+/// manager's install (`apt-get`, `apt`, `apk`, `dnf`, `yum`, `brew`). Installing prepares the
+/// environment: it checks no change to the code, and a check after an edit is the next command
+/// that runs something.
+pub(crate) fn installs_dependencies(line: &str) -> bool {
+    super::shell::commands(line).iter().any(|c| {
+        let Some(inv) = c.invocation() else { return false };
+        let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+        let sub = first_word(c).unwrap_or_default();
+        match inv.program {
+            "python" | "python3" | "py" => words.windows(3).any(|w| w == ["-m", "pip", "install"]),
+            "apt-get" | "apt" | "apk" | "dnf" | "yum" | "brew" => matches!(sub.as_str(), "install" | "add"),
+            p if family(p).is_some() => {
+                matches!(sub.as_str(), "install" | "i" | "ci" | "add" | "sync")
+                    || p == "uv" && sub == "pip" && words.contains(&"install")
+            }
+            _ => false,
+        }
+    })
+}
+
 /// The first word of a command's arguments that is no option.
 fn first_word(c: &Command) -> Option<String> {
     let inv = c.invocation()?;
@@ -338,6 +361,24 @@ mod tests {
         assert!(asks_upgrade("Update the dependencies to their latest versions."));
         assert!(!asks_upgrade("Please don't upgrade anything else."));
         assert!(!asks_upgrade("CI checks that poetry.lock is consistent, so update the lock too."));
+    }
+
+    #[test]
+    fn installs_of_dependencies_are_told_from_checks() {
+        for line in [
+            "pip install -e '.[dev]' -q",
+            "python -m pip install -r requirements.txt",
+            "npm ci && echo ok",
+            "poetry install --no-root",
+            "uv pip install pytest",
+            "sudo apt-get install -y libpq-dev",
+            "cargo add serde",
+        ] {
+            assert!(installs_dependencies(line), "{line}");
+        }
+        for line in ["pytest -q", "npm test", "cargo test", "python -m pytest", "go test ./...", "pip list"] {
+            assert!(!installs_dependencies(line), "{line}");
+        }
     }
 
     #[test]
