@@ -1451,7 +1451,49 @@ pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
     if links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| reports_by_exit_code(ctx, c, r)) {
         return false;
     }
-    ctx.trajectory.steps[r].is_error || exit_code(ctx, r).map_or_else(|| shows_failure(ctx, r), |code| code != 0)
+    ctx.trajectory.steps[r].is_error
+        || exit_code(ctx, r).map_or_else(
+            || test_summary_passed(&ctx.trajectory.steps[r].content).map_or_else(|| shows_failure(ctx, r), |p| !p),
+            |code| code != 0,
+        )
+}
+
+/// What the last summary line of a test runner in `text` says: `Some(true)` when it counts
+/// passed tests and no failed or erroring one, `Some(false)` when it counts failures, `None`
+/// when there is no such line. Read: pytest's `38 passed, 2 skipped in 2.91s` (with or without
+/// its `===` rule; `1 failed, 36 passed in 2.87s`), Jest's and Vitest's `Tests:  1 failed, 11
+/// passed, 12 total`, and cargo's `test result: ok.` / `test result: FAILED.`. Captured log
+/// lines above the summary (`ERROR    syncd.worker: … Read timed out`, from a test that
+/// simulates the error on purpose) do not make a run that the summary says passed fail.
+pub fn test_summary_passed(text: &str) -> Option<bool> {
+    static PYTEST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+) in \d+(?:\.\d+)?s\b",
+        )
+        .unwrap()
+    });
+    static JEST: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*Tests?:?\s+((?:\d+ \w+, )*\d+ total)").unwrap());
+    static COUNT: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(\d+) (passed|failed|errors?)").unwrap());
+    let verdict = |counts: &str| {
+        let (mut passed, mut failed) = (0u64, 0u64);
+        for c in COUNT.captures_iter(counts) {
+            let n: u64 = c[1].parse().unwrap_or(0);
+            if &c[2] == "passed" { passed += n } else { failed += n }
+        }
+        (passed + failed > 0).then_some(failed == 0)
+    };
+    text.lines().rev().find_map(|line| {
+        let line = line.trim_end();
+        if let Some(rest) = line.trim_start().strip_prefix("test result: ") {
+            return Some(rest.starts_with("ok"));
+        }
+        if let Some(c) = PYTEST.captures(line.trim_start().trim_start_matches('=').trim_start()) {
+            return verdict(&c[1]);
+        }
+        JEST.captures(line).and_then(|c| verdict(&c[1]))
+    })
 }
 
 /// Whether shell call `c`, whose output `r` reports a non-zero exit code, only ran a program
@@ -2337,7 +2379,9 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         // An error line in a tool call's own text (a command that redirects stderr) is no
         // error of the run; one in a tool output or an agent's report is, unless the output
         // says its command exited with 0 (a log line of a passing test run).
-        let passed = s.kind == StepKind::ToolResult && exit_code(ctx, s.index) == Some(0);
+        let passed = s.kind == StepKind::ToolResult
+            && exit_code(ctx, s.index)
+                .map_or_else(|| test_summary_passed(&t.steps[s.index].content) == Some(true), |code| code == 0);
         // Nor is one in an agent's thought: it reasons about the work ("find where the read
         // timeout is configured"); an error it saw is shown where a tool showed it.
         let error_line = s.flags.error && !matches!(s.kind, StepKind::ToolCall | StepKind::Thought) && !passed;

@@ -2357,3 +2357,50 @@ fn a_failed_install_after_the_edit_is_no_check_and_no_failure_when_the_tests_the
     );
     assert_eq!(falat(&t).decisive_step, Some(3), "{}", falat(&t).reason);
 }
+
+/// "Raise the default from 10 to 30": the edit, the test that pins the old default fails
+/// (`assert 30 == 10`), the agent rewrites that test with `test_edit`, and the suite passes.
+fn pinned_default_session(test_edit: &str) -> Trajectory {
+    let pinned = "..........F\n    def test_default_timeout_is_10s():\n>       assert worker.DEFAULT_TIMEOUT_S == 10\n\
+        E       assert 30 == 10\n------------------------------ Captured log call -------------------------------\n\
+        ERROR    syncd.worker:worker.py:61 partner GET /records failed: ReadTimeout (read timeout=10)\n\
+        FAILED tests/test_worker.py::test_default_timeout_is_10s - assert 30 == 10\n1 failed, 10 passed in 0.52s";
+    let passing = "...........\n------------------------------ Captured log call -------------------------------\n\
+        ERROR    syncd.worker:worker.py:61 partner GET /records failed: ReadTimeout (read timeout=30)\n\
+        11 passed in 0.49s";
+    let mut m = vec![user("Raise the default request timeout of the sync worker from 10s to 30s.")];
+    m.extend(call(
+        "c1",
+        "apply_patch",
+        json!({"patch": "*** Update File: syncd/worker.py\n-DEFAULT_TIMEOUT_S = 10\n+DEFAULT_TIMEOUT_S = 30"}),
+        "Done. Updated syncd/worker.py",
+    ));
+    m.extend(tests_run("c2", pinned));
+    m.extend(call("c3", "apply_patch", json!({ "patch": test_edit }), "Done. Updated tests/test_worker.py"));
+    m.extend(tests_run("c4", passing));
+    m.push(assistant("The default timeout is now 30 s; I updated the test that pinned the old default."));
+    load(m)
+}
+
+#[test]
+fn a_test_that_pins_the_value_the_task_changes_updated_to_the_new_value_is_no_failure() {
+    let t = pinned_default_session(
+        "*** Update File: tests/test_worker.py\n-def test_default_timeout_is_10s():\n-    assert worker.DEFAULT_TIMEOUT_S == 10\n\
+         +def test_default_timeout_is_30s():\n+    assert worker.DEFAULT_TIMEOUT_S == 30",
+    );
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+#[test]
+fn a_test_runner_summary_decides_whether_a_run_passed_whatever_its_captured_log_says() {
+    use falat::substrate::signals::test_summary_passed;
+    assert_eq!(test_summary_passed("ERROR    x: Read timed out\n38 passed, 2 skipped in 2.91s"), Some(true));
+    assert_eq!(test_summary_passed("=========== 1 failed, 36 passed in 2.87s ==========="), Some(false));
+    assert_eq!(test_summary_passed("Tests:       1 failed, 11 passed, 12 total"), Some(false));
+    assert_eq!(test_summary_passed("Tests:       12 passed, 12 total"), Some(true));
+    assert_eq!(test_summary_passed("test result: ok. 4 passed; 0 failed"), Some(true));
+    assert_eq!(test_summary_passed("test result: FAILED. 3 passed; 1 failed"), Some(false));
+    assert_eq!(test_summary_passed("ERROR: could not connect"), None);
+}

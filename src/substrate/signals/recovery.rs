@@ -404,6 +404,14 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
                 && super::coding::edited_files(t, j).iter().any(|f| is_test_path(f))
         })
     };
+    // The failed assertion compares the new value the task asks for with the old one it
+    // replaces ("raise the timeout from 10s to 30s": `assert 30.0 == 10`), and the edit writes the
+    // new value into the test: the test pinned the behaviour the task changes.
+    if replaced_values(&t.task).iter().any(|(old, new)| {
+        asserts_both(&t.steps[r].content, old, new) && numbers_in(&t.steps[k].content).any(|n| n == *new)
+    }) {
+        return true;
+    }
     let failing = failing_tests(&t.steps[r].content);
     if failing.is_empty() {
         return files.iter().filter(|f| is_test_path(f)).all(|f| {
@@ -415,6 +423,53 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
         let short = name.rsplit("::").next().unwrap_or(name);
         own_edits().any(|j| super::contains_word(&t.steps[j].content, short))
     })
+}
+
+/// The values a task asks to change, as (old, new), normalised
+/// ([`crate::evidence::normalize_number`]): "raise the default timeout from 10s to 30s" → (10,
+/// 30), "from 1.5 % to 2 %" → (1.5, 2).
+fn replaced_values(task: &str) -> Vec<(String, String)> {
+    static FROM_TO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\bfrom\s+(\d+(?:\.\d+)?)\s*[a-z%]{0,8}\s+to\s+(\d+(?:\.\d+)?)").unwrap()
+    });
+    FROM_TO
+        .captures_iter(task)
+        .map(|c| (crate::evidence::normalize_number(&c[1]), crate::evidence::normalize_number(&c[2])))
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty() && a != b)
+        .collect()
+}
+
+/// The numbers of `text`, normalised ([`crate::evidence::normalize_number`]).
+fn numbers_in(text: &str) -> impl Iterator<Item = String> + '_ {
+    static NUMBER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:\.\d+)?").unwrap());
+    NUMBER.find_iter(text).map(|m| crate::evidence::normalize_number(m.as_str()))
+}
+
+/// Whether a line of a test run's output that asserts or expects (`assert 30.0 == 10`,
+/// `Expected: 10, Received: 30`) holds both `old` and `new`.
+fn asserts_both(output: &str, old: &str, new: &str) -> bool {
+    output
+        .lines()
+        .filter(|l| {
+            let low = l.to_ascii_lowercase();
+            low.contains("assert") || low.contains("expected") || low.contains("received")
+        })
+        .any(|l| {
+            let ns: Vec<String> = numbers_in(l).collect();
+            ns.iter().any(|n| n == old) && ns.iter().any(|n| n == new)
+        })
+        || {
+            // Expected and received on lines of their own (Jest).
+            let lines: Vec<&str> = output.lines().collect();
+            lines.windows(2).any(|w| {
+                let joined = format!("{} {}", w[0], w[1]).to_ascii_lowercase();
+                joined.contains("expected") && joined.contains("received") && {
+                    let ns: Vec<String> = numbers_in(&joined).collect();
+                    ns.iter().any(|n| n == old) && ns.iter().any(|n| n == new)
+                }
+            })
+        }
 }
 
 /// The result step of shell call `c` and the checks it ran ([`checks_run`]), when it ran some
