@@ -21,9 +21,11 @@ pub use context::ValueContext;
 pub enum EvidenceKind {
     /// A fenced code block; the language tag when given (`python`, `sh`, `json`).
     CodeBlock(Option<String>),
-    /// An exit code reported by a terminal (`exitcode: 1`, `exit code: 0`).
+    /// An exit code reported by a terminal (`exitcode: 1`, `exit code: 0`,
+    /// `<returncode>1</returncode>`).
     ExitCode(i32),
-    /// A line reporting an error: traceback, exception, HTTP error, "not found", a refusal.
+    /// A line reporting an error: traceback, exception, a panic (Go's `panic: …`, Rust's
+    /// `thread 'main' panicked at …`), HTTP error, "not found", a refusal.
     ErrorLine,
     /// A number, with its unit when one follows.
     Number,
@@ -96,8 +98,12 @@ impl Evidence {
 /// CommonMark), so a sentence that mentions "```python code blocks" opens no block.
 static CODE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?ms)^ {0,3}```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^ {0,3}```").unwrap());
-static EXIT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:exit ?code|exited with code|exit status):? *(-?\d+)").unwrap());
+/// An exit code in a terminal's words (`Exit code: 1`, `exited with code 2`, `exit status 1`) or
+/// in mini-swe-agent's observation tag (`<returncode>1</returncode>`, its
+/// `action_observation_template`): the same fact, read the same way for every format.
+static EXIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:(?:exit ?code|exited with code|exit status):? *|<returncode>[ \t\n]*)(-?\d+)").unwrap()
+});
 /// Plumbing fields: ids, timeouts, yield and wall times, token counts of the harness, written as
 /// JSON members (`"yield_time_ms": 10000`) or header lines (`Chunk ID: 5f2a`). Their values are
 /// settings of the harness, never evidence of what the agent did.
@@ -474,7 +480,8 @@ mod tests {
 
     #[test]
     fn every_wording_of_a_failed_exit_is_an_exit_code() {
-        for t in ["Exit code: 2", "Process exited with code 101", "exit status 1", "(exit status: 101)"] {
+        let mini = "<returncode>1</returncode>\n<output>\n1 failed, 9 passed in 0.07s\n</output>";
+        for t in ["Exit code: 2", "Process exited with code 101", "exit status 1", "(exit status: 101)", mini] {
             let codes: Vec<i32> = extract_text(t)
                 .iter()
                 .filter_map(|e| match e.kind {

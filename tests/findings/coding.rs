@@ -1338,6 +1338,68 @@ fn a_compound_edit_whose_trailing_read_failed_and_that_the_agent_checked_at_once
     assert!(findings(&t).iter().any(|(s, _)| *s == 5), "{:?}", findings(&t));
 }
 
+/// A mini-swe-agent session that writes a test for the Redis outage (it fails: its stub is not
+/// written yet), writes the stub and the handling, and runs the same check again, which returns
+/// `code` with `output`.
+fn redis_outage_session(code: i32, output: &str) -> Trajectory {
+    let check = "python -m pytest tests/test_health.py -q";
+    mini_swe_codes(
+        "/healthz should report degraded instead of failing when Redis is down, with a test.",
+        &[
+            (
+                "Read the handler.",
+                "grep -n 'def healthz' -A3 app/health.py",
+                0,
+                "12:def healthz(redis):\n13:    redis.ping()",
+            ),
+            (
+                "Add a test for Redis down.",
+                "cat >> tests/test_health.py <<'EOF'\ndef test_redis_down():\n    assert healthz(DownRedis())['status'] == 'degraded'\nEOF",
+                0,
+                "",
+            ),
+            (
+                "Run the tests.",
+                check,
+                1,
+                "F.\nFAILED tests/test_health.py::test_redis_down - NameError: name 'DownRedis' is not defined\n1 failed, 1 passed in 0.02s",
+            ),
+            (
+                "Add the stub and catch the outage.",
+                "sed -i 's/    redis.ping()/    try: redis.ping()\\n    except ConnectionError: return DEGRADED/' app/health.py && printf 'class DownRedis:\\n    def ping(self): raise ConnectionError\\n' >> tests/test_health.py",
+                0,
+                "",
+            ),
+            ("Run the tests again.", check, code, output),
+            (
+                "Submit.",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+                0,
+                "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_mini_swe_agent_return_code_is_the_checks_exit_code() {
+    // `<returncode>0</returncode>`: the check passed, whatever its captured log says (the outage
+    // the test provokes). Before: the log line failed the rerun, and the test written first
+    // (step 5) was "the edit the check failed on".
+    let log = "..\n---- Captured log call ----\nERROR    app.health:health.py:14 redis ping failed: ConnectionError\n2 passed in 0.02s";
+    let t = redis_outage_session(0, log);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // `<returncode>1</returncode>`: the check failed again, and the edit it failed on stays the
+    // finding.
+    let t = redis_outage_session(
+        1,
+        "F.\nFAILED tests/test_health.py::test_redis_down - AssertionError\n1 failed, 1 passed in 0.02s",
+    );
+    assert!(findings(&t).contains(&(5, Signal::FailedAction)), "{:?}", findings(&t));
+}
+
 /// A Claude Code session that writes new test cases first (they fail: the bug reproduced), fixes
 /// the code, finds the package's build broken by a stray file that is not its own, and runs the
 /// tests with that file set aside by `aside` (a command line that then runs `go test ./...`).
