@@ -2787,14 +2787,16 @@ fn task_reports_failure(task: &str) -> bool {
     REPORTED_FAILURE.iter().any(|w| task.contains(w)) || RED.is_match(task)
 }
 
-/// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
-const REPORTED_FAILURE: [&str; 12] = [
+/// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception",
+/// "the CLI panics on an empty file").
+const REPORTED_FAILURE: [&str; 13] = [
     "fail",
     "error",
     "bug",
     "broken",
     "break",
     "crash",
+    "panic",
     "exception",
     "traceback",
     "does not work",

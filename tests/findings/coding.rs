@@ -56,6 +56,37 @@ fn a_claim_of_passing_tests_with_no_check_after_the_last_edit_is_the_decisive_st
 }
 
 #[test]
+fn a_go_or_rust_panic_in_the_last_check_shows_the_failure() {
+    let rust = "thread 'main' panicked at src/main.rs:7:22:\nindex out of bounds: the len is 3 but the index is 3\n\
+                note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+    let go = "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/app/main.go:9 +0x2c";
+    for (output, line) in
+        [(rust, "thread 'main' panicked at src/main.rs:7:22:"), (go, "panic: assignment to entry in nil map")]
+    {
+        let mut m = vec![user("Make the summing program print the total of the vector.")];
+        m.extend(call(
+            "c1",
+            "run_shell",
+            json!({"cmd": "cat src/main.rs"}),
+            "fn main() {\n    println!(\"{}\", total(&[1, 2, 3]));\n}",
+        ));
+        m.extend(call(
+            "c2",
+            "apply_patch",
+            json!({"patch": "*** Update File: src/main.rs\n-    for i in 0..=v.len() {\n+    for i in 0..v.len() {"}),
+            "Done. Updated src/main.rs",
+        ));
+        m.extend(call("c3", "run_shell", json!({"cmd": "cargo run -q"}), output));
+        m.push(assistant("The loop bound is fixed; the program prints the total."));
+        let t = load(m);
+        // Before: no error line in the panic, and "No failure found".
+        assert_eq!(findings(&t), vec![(3, Signal::FailedAction)]);
+        assert_eq!(evidence(&t, 3, Signal::FailedAction), format!("the check after this edit fails at step 6: {line}"));
+        assert_eq!(falat(&t).decisive_step, Some(3));
+    }
+}
+
+#[test]
 fn other_ways_of_saying_the_work_is_done_are_claims_too() {
     for claim in [
         "Fixed the format string. The test suite is green now.",
