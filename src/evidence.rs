@@ -21,9 +21,11 @@ pub use context::ValueContext;
 pub enum EvidenceKind {
     /// A fenced code block; the language tag when given (`python`, `sh`, `json`).
     CodeBlock(Option<String>),
-    /// An exit code reported by a terminal (`exitcode: 1`, `exit code: 0`).
+    /// An exit code reported by a terminal (`exitcode: 1`, `exit code: 0`,
+    /// `<returncode>1</returncode>`).
     ExitCode(i32),
-    /// A line reporting an error: traceback, exception, HTTP error, "not found", a refusal.
+    /// A line reporting an error: traceback, exception, a panic (Go's `panic: …`, Rust's
+    /// `thread 'main' panicked at …`), HTTP error, "not found", a refusal.
     ErrorLine,
     /// A number, with its unit when one follows.
     Number,
@@ -96,8 +98,12 @@ impl Evidence {
 /// CommonMark), so a sentence that mentions "```python code blocks" opens no block.
 static CODE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?ms)^ {0,3}```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^ {0,3}```").unwrap());
-static EXIT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(?:exit ?code|exited with code|exit status):? *(-?\d+)").unwrap());
+/// An exit code in a terminal's words (`Exit code: 1`, `exited with code 2`, `exit status 1`) or
+/// in mini-swe-agent's observation tag (`<returncode>1</returncode>`, its
+/// `action_observation_template`): the same fact, read the same way for every format.
+static EXIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:(?:exit ?code|exited with code|exit status):? *|<returncode>[ \t\n]*)(-?\d+)").unwrap()
+});
 /// Plumbing fields: ids, timeouts, yield and wall times, token counts of the harness, written as
 /// JSON members (`"yield_time_ms": 10000`) or header lines (`Chunk ID: 5f2a`). Their values are
 /// settings of the harness, never evidence of what the agent did.
@@ -107,9 +113,11 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
+/// A line that reports an error ([`EvidenceKind::ErrorLine`]). A panic is one in its runtime's
+/// own words, matched with their case: Go's `panic: ` opening a line, Rust's `panicked at`.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
+        r"(?im)(traceback \(most recent call last\)|(?-i:^panic: |(?-u:\b)panicked at )|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
     )
     .unwrap()
 });
@@ -474,7 +482,8 @@ mod tests {
 
     #[test]
     fn every_wording_of_a_failed_exit_is_an_exit_code() {
-        for t in ["Exit code: 2", "Process exited with code 101", "exit status 1", "(exit status: 101)"] {
+        let mini = "<returncode>1</returncode>\n<output>\n1 failed, 9 passed in 0.07s\n</output>";
+        for t in ["Exit code: 2", "Process exited with code 101", "exit status 1", "(exit status: 101)", mini] {
             let codes: Vec<i32> = extract_text(t)
                 .iter()
                 .filter_map(|e| match e.kind {
@@ -485,6 +494,21 @@ mod tests {
             assert_eq!(codes.len(), 1, "{t}");
             assert!(codes[0] > 0, "{t}");
         }
+    }
+
+    #[test]
+    fn a_go_or_rust_panic_is_an_error_line() {
+        let rust = "thread 'main' panicked at src/main.rs:7:22:\nindex out of bounds: the len is 3 but the index is 3";
+        let go = "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\nmain.main()";
+        for (t, line) in
+            [(rust, "thread 'main' panicked at src/main.rs:7:22:"), (go, "panic: assignment to entry in nil map")]
+        {
+            let lines: Vec<&str> =
+                extract_text(t).iter().filter(|e| e.kind == EvidenceKind::ErrorLine).map(|e| e.text(t)).collect();
+            assert_eq!(lines, [line]);
+        }
+        // The word in prose is no panic.
+        assert!(!extract_text("Don't panic: the tests pass.").iter().any(|e| e.kind == EvidenceKind::ErrorLine));
     }
 
     #[test]

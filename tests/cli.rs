@@ -375,9 +375,32 @@ fn eval_dry_run_counts_each_runs_requests_without_a_server() {
     assert_eq!(rows[5], "echo Hand-Crafted data/who-and-when/Hand-Crafted/1.json 6 37048");
     assert_eq!(rows[7], "total: 27 calls, 84637 prompt tokens (completion tokens are not counted)");
     assert_eq!(rows[9], "falat Algorithm-Generated 1 5.0 5 7126 7126");
+}
 
-    let err = stderr_of(&["eval", "--dry-run", "--limit", "1", "data/who-and-when"]);
-    assert_eq!(err, "falat: --dry-run counts the LLM judge's requests: use it with --judge llm\n");
+/// `--dry-run` counts the LLM judge's requests in `diagnose` and `eval` alike: with `--judge llm`
+/// or without `--judge` the same, and with another judge named an error. Before, `eval --dry-run`
+/// refused without `--judge llm` while `diagnose --dry-run` went on.
+#[cfg(feature = "llm")]
+#[test]
+fn dry_run_is_the_llm_judges_in_diagnose_and_eval_alike() {
+    let eval = ["eval", "--model", "tiny", "--dry-run", "--limit", "1", "data/who-and-when"];
+    let diagnose = ["diagnose", "--model", "tiny", "--dry-run", HAND];
+    for args in [&eval[..], &diagnose[..]] {
+        let without = stdout_of(args);
+        assert!(without.contains("dry run for model tiny: nothing was sent"), "{without}");
+        let with_llm = stdout_of(&[args, &["--judge", "llm"][..]].concat());
+        assert_eq!(without, with_llm, "{args:?}");
+        for judge in ["heuristic", "fitted"] {
+            let err = stderr_of(&[args, &["--judge", judge][..]].concat());
+            assert_eq!(
+                err,
+                format!(
+                    "falat: --dry-run counts the LLM judge's requests and --judge {judge} sends none: leave --judge out \
+                     or use --judge llm\n"
+                )
+            );
+        }
+    }
 }
 
 /// Library warnings (`tracing`) reach stderr, never stdout; `RUST_LOG` chooses what is shown.

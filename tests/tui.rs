@@ -1734,7 +1734,10 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
     let saved = ro.home.join("state/falat/traces").join(&key).join("overrides.falat.json");
     let status = app.status.clone().expect("status");
     assert!(status.text.contains(&format!("saved to {}", saved.display())), "{}", status.text);
-    assert!(status.text.contains("cannot be written"), "{}", status.text);
+    // A folder stands where the overrides file goes (as root the folder's mode stops nothing):
+    // the reason is that, as it is for an ordinary user.
+    let reason = format!("{HAND}.falat.json is a folder, which falat leaves alone: saved to");
+    assert!(status.text.contains(&reason), "{}", status.text);
     assert_eq!(status.level, Level::Warn);
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).expect("saved")).expect("json");
     assert_eq!(file["pinned"], 16);
@@ -1752,7 +1755,8 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
     let status = again.status.clone().expect("status");
     assert_eq!(status.level, Level::Ok, "{}", status.text);
     assert!(
-        status.text.contains(&md.display().to_string()) && status.text.contains("cannot be written"),
+        status.text.contains(&md.display().to_string())
+            && status.text.contains(&format!("{HAND}.falat.md is a folder, which falat leaves alone")),
         "{}",
         status.text
     );
@@ -1783,6 +1787,55 @@ fn overrides_and_reports_of_a_read_only_folder_go_to_the_state_and_data_folders(
     press(&mut third, "ae");
     assert!(chosen.join(format!("{HAND}.falat.md")).is_file(), "{:?}", third.status);
     assert!(chosen.join(format!("{HAND}.falat.report.json")).is_file());
+}
+
+/// The overrides file and the Markdown report beside a trace in a folder that can be written
+/// are symbolic links: falat follows neither, saves and exports to the fallback folders, and the
+/// status says why in those words. Before, it said "the trace's folder cannot be written".
+#[test]
+fn a_symbolic_link_beside_the_trace_is_the_reason_the_status_gives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join(HAND);
+    std::fs::copy(Path::new("tests/fixtures/tui").join(HAND), &trace).expect("copy");
+    let mine = dir.path().join("mine.txt");
+    std::fs::write(&mine, "the user's own file").expect("mine");
+    for suffix in [".falat.json", ".falat.md"] {
+        std::os::unix::fs::symlink(&mine, store::beside(&trace, suffix)).expect("link");
+    }
+    let home = dir.path().join("home");
+    let opts = TuiOptions {
+        theme: Some("dark".into()),
+        config_dir: Some(home.join("config")),
+        fallback_dir: Some(home.clone()),
+        ..TuiOptions::default()
+    };
+    let mut app = tui::open(&trace, &opts, Arc::new(HeuristicJudge)).expect("open");
+    press(&mut app, "a:16<enter>p");
+    let key = store::trace_key(&trace);
+    let saved = home.join("state/falat/traces").join(&key).join("overrides.falat.json");
+    let status = app.status.clone().expect("status");
+    assert_eq!(status.level, Level::Warn);
+    assert!(
+        status.text.contains(&format!(
+            "{HAND}.falat.json is a symbolic link, which falat does not follow: saved to {}",
+            saved.display()
+        )),
+        "{}",
+        status.text
+    );
+    assert!(!status.text.contains("cannot be written"), "{}", status.text);
+    press(&mut app, "e");
+    let status = app.status.clone().expect("status").text;
+    assert!(
+        status.starts_with(&format!("{HAND}.falat.md is a symbolic link, which falat does not follow: exported")),
+        "{status}"
+    );
+    // Nothing the user made is lost: the overrides are saved, the links and the file they point
+    // to are as they were.
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&saved).expect("saved")).expect("json");
+    assert_eq!(file["pinned"], 16);
+    assert_eq!(std::fs::read_to_string(&mine).expect("mine"), "the user's own file");
+    assert!(std::fs::symlink_metadata(store::beside(&trace, ".falat.json")).expect("link").file_type().is_symlink());
 }
 
 #[test]

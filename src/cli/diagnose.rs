@@ -79,8 +79,8 @@ pub struct DiagnoseArgs {
     /// Seed of the random baseline and of ECHO's analyst draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// With `--judge llm`: show what would be sent to the server and its token count, send
-    /// nothing (FALAT).
+    /// Show what the LLM judge would send to the server and its token count, send nothing
+    /// (`--judge llm` or no `--judge`).
     #[arg(long)]
     pub dry_run: bool,
     /// The judge.
@@ -281,6 +281,7 @@ impl Progress {
 /// `--dry-run`: the requests the LLM judge would send for each trajectory, with token counts.
 #[cfg(feature = "llm")]
 fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    args.judge.check_dry_run()?;
     let cfg = args.judge.llm_config(true)?;
     let counter = crate::judge::llm::DryRunCounter::new(&cfg)?;
     for path in &args.traces {

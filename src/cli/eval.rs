@@ -20,9 +20,9 @@
 //! component it has, with that component off (`falat-hierarchy`), every row on the same
 //! trajectories with the same judge: the papers' ablation tables.
 //!
-//! With `--judge llm --dry-run`, nothing is sent: each trajectory's requests are counted (calls
-//! and prompt tokens per trajectory and method, then medians and maxima per subset), to price a
-//! run before making it.
+//! With `--dry-run` (the LLM judge's: `--judge llm` or no `--judge`, as `diagnose --dry-run`),
+//! nothing is sent: each trajectory's requests are counted (calls and prompt tokens per
+//! trajectory and method, then medians and maxima per subset), to price a run before making it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -101,8 +101,8 @@ pub struct EvalArgs {
     /// the fitted judge).
     #[arg(long, value_name = "K")]
     pub folds: Option<usize>,
-    /// With `--judge llm`: count the requests and prompt tokens each trajectory would need, send
-    /// nothing.
+    /// Count the requests and prompt tokens each trajectory would need with the LLM judge, send
+    /// nothing (`--judge llm` or no `--judge`).
     #[arg(long)]
     pub dry_run: bool,
     /// The judge.
@@ -131,7 +131,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let judges = match args.folds {
         Some(k) => {
             anyhow::ensure!(k >= 2, "--folds needs at least 2 folds, got {k}");
-            let kind = match args.judge.judge {
+            let kind = match args.judge.choice() {
                 JudgeChoice::Fitted => crate::judge::JudgeKind::Fitted,
                 JudgeChoice::Heuristic => crate::judge::JudgeKind::Heuristic,
                 JudgeChoice::Llm => anyhow::bail!(
@@ -218,7 +218,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         writeln!(out)?;
         out.write_all(eval::render_reliability(&v.name(), &rs).as_bytes())?;
     }
-    if args.judge.judge == JudgeChoice::Llm {
+    if args.judge.choice() == JudgeChoice::Llm {
         writeln!(out, "\njudge calls and tokens per trajectory ({:.0} s wall)", wall.as_secs_f64())?;
         out.write_all(eval::render_costs(&records, false).as_bytes())?;
     }
@@ -357,10 +357,7 @@ fn dry_run(
     opts: &MethodOptions,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    anyhow::ensure!(
-        args.judge.judge == JudgeChoice::Llm,
-        "--dry-run counts the LLM judge's requests: use it with --judge llm"
-    );
+    args.judge.check_dry_run()?;
     let cfg = args.judge.llm_config(true)?;
     let mut records = Vec::new();
     let counter = crate::judge::llm::DryRunCounter::new(&cfg)?;

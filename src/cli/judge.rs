@@ -26,9 +26,10 @@ pub enum JudgeChoice {
 #[derive(Debug, Clone, Args)]
 pub struct JudgeArgs {
     /// The judge: heuristic (offline signals, default), fitted (the fitted step ranker over the
-    /// offline signals) or llm (an OpenAI-compatible server).
-    #[arg(long, value_enum, default_value = "heuristic")]
-    pub judge: JudgeChoice,
+    /// offline signals) or llm (an OpenAI-compatible server). `None` when not given
+    /// ([`JudgeArgs::choice`] is then the heuristic judge; `--dry-run` counts the LLM judge's).
+    #[arg(long, value_enum)]
+    pub judge: Option<JudgeChoice>,
     /// Base URL of the LLM server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL or
     /// the config file).
     #[arg(long, value_name = "URL")]
@@ -71,6 +72,29 @@ pub struct JudgeArgs {
 }
 
 impl JudgeArgs {
+    /// The judge chosen: `--judge`, else the offline (heuristic) judge.
+    pub fn choice(&self) -> JudgeChoice {
+        self.judge.unwrap_or(JudgeChoice::Heuristic)
+    }
+
+    /// Checks the judge for `--dry-run` (`diagnose` and `eval` alike): a dry run counts what the
+    /// LLM judge would send, so it is the LLM judge's whether `--judge llm` is given or `--judge`
+    /// is left out; another judge named sends nothing to count.
+    ///
+    /// # Errors
+    /// `--dry-run` with `--judge heuristic` or `--judge fitted`.
+    pub fn check_dry_run(&self) -> anyhow::Result<()> {
+        match self.judge {
+            None | Some(JudgeChoice::Llm) => Ok(()),
+            Some(other) => {
+                let name = other.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+                anyhow::bail!(
+                    "--dry-run counts the LLM judge's requests and --judge {name} sends none: leave --judge out or use --judge llm"
+                )
+            }
+        }
+    }
+
     /// The LLM settings from these options and the environment.
     ///
     /// # Errors
@@ -117,7 +141,7 @@ impl JudgeArgs {
     /// As [`JudgeArgs::build`], and the failed server check.
     pub fn build_with_progress(&self, progress: bool) -> anyhow::Result<Arc<dyn Judge>> {
         let _ = progress;
-        match self.judge {
+        match self.choice() {
             JudgeChoice::Heuristic => Ok(Arc::new(HeuristicJudge)),
             JudgeChoice::Fitted => Ok(Arc::new(crate::judge::fitted::FittedJudge::shipped())),
             #[cfg(feature = "llm")]

@@ -45,7 +45,7 @@ pub struct OpenArgs {
     #[arg(long, value_name = "FILE")]
     pub labels: Vec<PathBuf>,
     /// The folder `e` writes the reports into (default: beside the trace, or the user's data
-    /// folder when the trace's folder cannot be written).
+    /// folder when they cannot be written there).
     #[arg(long, value_name = "DIR")]
     pub export_dir: Option<PathBuf>,
 }

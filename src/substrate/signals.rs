@@ -2816,7 +2816,8 @@ pub fn command_changes_state(cmd: &str) -> bool {
     shell::changes_state(cmd)
 }
 
-/// Whether a shell command edits files ([`shell::command_edits`]): one of its simple commands
+/// Whether a shell command edits files ([`shell::edits_files`]: not only scratch files in the
+/// system's temporary folder): one of its simple commands
 /// redirects output into a file, or runs `sed -i` or `perl -i`, `patch`, `tee`, `mv`, `cp`,
 /// `rm`, `touch`, `mkdir`, `truncate`, or a `git` subcommand that changes the working tree
 /// (`apply`, `checkout`, `restore`, `reset`, `stash`…; not `git commit`, which records the files
@@ -2841,7 +2842,9 @@ fn first_edit(ctx: &Context<'_>) -> Option<usize> {
 /// [`EDIT_VERBS`], or has the word `file` with `change`, `update`, `delete`, `modify` or `apply`
 /// (Codex's `file_change`), and does not name a to-do list (`TodoWrite` keeps the agent's plan, it changes
 /// no file); for a shell tool, its command edits files ([`command_edits_files`]: `sed -i`, a
-/// redirection into a file, `git apply`...).
+/// redirection into a file, `git apply`...). A call that changes only scratch files in the
+/// system's temporary folder (`/tmp/repro.py`, [`shell::in_temp_dir`]) edits nothing of the work:
+/// a reproduction written there stays a reproduction.
 pub fn edits(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     s.kind == StepKind::ToolCall
@@ -2857,9 +2860,16 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
                         && words
                             .iter()
                             .any(|w| ["change", "changes", "update", "delete", "modify", "apply"].contains(w));
+                    // A scratch file in the system's temporary folder (a `Write` of
+                    // `/tmp/repro.py`) is no file of the work.
+                    let scratch = || {
+                        let paths = instructions::tool_paths(&n, &s.content);
+                        !paths.is_empty() && paths.iter().all(|(p, _)| shell::in_temp_dir(p))
+                    };
                     (file_change || EDIT_VERBS.iter().any(|v| n.contains(v)))
                         && !n.contains("todo")
                         && !editor_reads(&n, &s.content)
+                        && !scratch()
                 }
             }
         })
@@ -2953,14 +2963,16 @@ fn task_reports_failure(task: &str) -> bool {
     REPORTED_FAILURE.iter().any(|w| task.contains(w)) || RED.is_match(task)
 }
 
-/// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception").
-const REPORTED_FAILURE: [&str; 12] = [
+/// Words by which a task reports a failure ("the test suite fails on ...", "raises an exception",
+/// "the CLI panics on an empty file").
+const REPORTED_FAILURE: [&str; 13] = [
     "fail",
     "error",
     "bug",
     "broken",
     "break",
     "crash",
+    "panic",
     "exception",
     "traceback",
     "does not work",

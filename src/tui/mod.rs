@@ -89,11 +89,11 @@ pub struct TuiOptions {
     /// The folder of `config.toml` and `keys.toml`; `None` is `$XDG_CONFIG_HOME/falat` or
     /// `~/.config/falat`.
     pub config_dir: Option<PathBuf>,
-    /// The folder `e` writes the reports into; `None` writes them beside the trace (or, when its
-    /// folder cannot be written, into the data folder).
+    /// The folder `e` writes the reports into; `None` writes them beside the trace (or, when they
+    /// cannot be written there, into the data folder).
     pub export_dir: Option<PathBuf>,
-    /// Replaces the XDG state and data folders used when the trace's folder cannot be written
-    /// (see [`store::Places`]); `None` uses them.
+    /// Replaces the XDG state and data folders used when files cannot be written beside the
+    /// trace (see [`store::Places`]); `None` uses them.
     pub fallback_dir: Option<PathBuf>,
     /// The id of the trajectory to open in a file that holds several; `None` opens the first.
     pub trajectory: Option<String>,

@@ -2,12 +2,13 @@
 //! change and restored on open) and the exported reports (`TRACE.falat.md`,
 //! `TRACE.falat.report.json`).
 //!
-//! When the trace's folder cannot be written (a shared data set, a mounted volume, installed
-//! samples), the overrides go to the user's state folder (`$XDG_STATE_HOME/falat/traces/KEY`,
-//! else `~/.local/state/...`) and the reports to the data folder (`$XDG_DATA_HOME/falat/
-//! reports/KEY`, else `~/.local/share/...`), where KEY is the trace's file name and a hash of
-//! its path and content ([`Places`]); callers say where the files went. `--export-dir` chooses
-//! the reports' folder instead.
+//! When a file cannot be written beside the trace (its folder cannot be written: a shared data
+//! set, a mounted volume, installed samples; or a symbolic link or a folder stands where the file
+//! goes, which is never followed or replaced), the overrides go to the user's state folder
+//! (`$XDG_STATE_HOME/falat/traces/KEY`, else `~/.local/state/...`) and the reports to the data
+//! folder (`$XDG_DATA_HOME/falat/reports/KEY`, else `~/.local/share/...`), where KEY is the
+//! trace's file name and a hash of its path and content ([`Places`]); callers say where the
+//! files went and why ([`Fallback`]). `--export-dir` chooses the reports' folder instead.
 //!
 //! The trace's folder is as untrusted as the trace: every file here is read and written through
 //! [`crate::fsutil`], without following symbolic links and only as regular files of the user's.
@@ -48,18 +49,55 @@ pub struct Places {
 /// Why overrides or reports went to the fallback folders instead of beside the trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fallback {
-    /// The trace's folder cannot be written: the error.
+    /// The trace's folder cannot be written (no file can be made in it): the error.
     Unwritable(String),
+    /// What stands where the file beside the trace goes is not a regular file of the user's (a
+    /// symbolic link, never followed; a folder; another user's file), and is left as it is.
+    NotPrivate {
+        /// The file's name (`TRACE.falat.json`).
+        file: String,
+        /// What stands there.
+        what: fsutil::NotPrivate,
+    },
+    /// Writing beside the trace failed in a folder that can be written (no space left, a
+    /// rename refused): the error.
+    Failed(String),
     /// The trace was read from standard input: there is no file to write beside.
     Stdin,
 }
 
 impl Fallback {
-    /// The reason in a few words, as the status line puts it before the place.
-    pub fn reason(&self) -> &'static str {
+    /// Why the files of a trace could not be written at `paths`, beside it, given the error of
+    /// the write ([`fsutil::write_private`]): something other than a regular file of the user's
+    /// stands at one of them ([`Fallback::NotPrivate`]), else the folder takes no new file
+    /// ([`Fallback::Unwritable`], tried with a nameless temporary file), else the error itself
+    /// ([`Fallback::Failed`]).
+    fn of_write(paths: &[&Path], e: &anyhow::Error) -> Fallback {
+        for path in paths {
+            if let Err(what) = fsutil::check_private(path) {
+                let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                return Fallback::NotPrivate { file, what };
+            }
+        }
+        let folder = paths.first().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty());
+        match tempfile::tempfile_in(folder.unwrap_or(Path::new("."))) {
+            Err(_) => Fallback::Unwritable(format!("{e:#}")),
+            Ok(_) => Fallback::Failed(format!("{e:#}")),
+        }
+    }
+
+    /// The reason in a few words, as the status line puts it before the place: what really
+    /// stopped the write ("the trace's folder cannot be written", "TRACE.falat.json is a symbolic
+    /// link, which falat does not follow", or the error's own text).
+    pub fn reason(&self) -> String {
         match self {
-            Fallback::Unwritable(_) => "the trace's folder cannot be written",
-            Fallback::Stdin => "the trace came from standard input",
+            Fallback::Unwritable(_) => "the trace's folder cannot be written".into(),
+            Fallback::NotPrivate { file, what: fsutil::NotPrivate::SymbolicLink } => {
+                format!("{file} is a symbolic link, which falat does not follow")
+            }
+            Fallback::NotPrivate { file, what } => format!("{file} is {what}, which falat leaves alone"),
+            Fallback::Failed(e) => e.clone(),
+            Fallback::Stdin => "the trace came from standard input".into(),
         }
     }
 }
@@ -496,20 +534,16 @@ pub fn save_places(places: &mut Places, trajectory: &str, o: &Overrides, undo: &
         }
     }
     let text = overrides_json(trajectory, &merged, undo)?;
-    let first = match places.beside_overrides() {
-        None => Fallback::Stdin,
+    let (first, why) = match places.beside_overrides() {
+        None => (Fallback::Stdin, Fallback::Stdin.reason()),
         Some(beside) => match fsutil::write_private(&beside, text.as_bytes()) {
             Ok(()) => {
                 places.seen = Some(Seen { text, overrides: merged.clone() });
                 let merged = (merged != *o).then_some(merged);
                 return Ok(Saved { path: beside, fallback: None, merged, warnings });
             }
-            Err(e) => Fallback::Unwritable(format!("{e:#}")),
+            Err(e) => (Fallback::of_write(&[&beside], &e), format!("{e:#}")),
         },
-    };
-    let why = match &first {
-        Fallback::Unwritable(e) => e.clone(),
-        Fallback::Stdin => "the trace came from standard input".to_string(),
     };
     let Some(path) = places.fallback_overrides() else {
         anyhow::bail!("{why}; and no home folder is known for a fallback");
@@ -589,10 +623,13 @@ pub fn export_places(
     let (first, why) = if places.beside {
         match export(&places.trace, t, machine, user) {
             Ok(e) => return Ok(e),
-            Err(e) => (Fallback::Unwritable(format!("{e:#}")), format!("{e:#}")),
+            Err(e) => {
+                let (md, json) = (beside(&places.trace, REPORT_MD_SUFFIX), beside(&places.trace, REPORT_JSON_SUFFIX));
+                (Fallback::of_write(&[&md, &json], &e), format!("{e:#}"))
+            }
         }
     } else {
-        (Fallback::Stdin, "the trace came from standard input".to_string())
+        (Fallback::Stdin, Fallback::Stdin.reason())
     };
     let Some(dir) = &places.data else {
         anyhow::bail!("{why}; and no home folder is known for a fallback (use --export-dir)");
@@ -862,6 +899,56 @@ mod tests {
                 assert!(!text.contains("SECRET KEY"), "{} holds the secret", e.path().display());
             }
         }
+    }
+
+    /// The overrides file is a symbolic link in a folder that can be written:
+    /// the save goes to the fallback, and the reason names the link, not the folder. Before, it
+    /// read "the trace's folder cannot be written".
+    #[cfg(unix)]
+    #[test]
+    fn a_save_beside_a_symbolic_link_names_the_link_as_the_reason() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let trace = dir.path().join("t.json");
+        std::fs::write(&trace, "[]").expect("trace");
+        let target = dir.path().join("mine.json");
+        std::fs::write(&target, "kept").expect("target");
+        std::os::unix::fs::symlink(&target, overrides_path(&trace)).expect("link");
+        let mut places = Places::new(&trace, None, Some(&dir.path().join("home")));
+        let o = Overrides { pinned: Some(3), ..Overrides::default() };
+        let saved = save_places(&mut places, "t", &o, &[]).expect("saved to the fallback");
+        let why = saved.fallback.expect("a fallback");
+        assert_eq!(
+            why,
+            Fallback::NotPrivate { file: "t.json.falat.json".into(), what: fsutil::NotPrivate::SymbolicLink }
+        );
+        assert_eq!(why.reason(), "t.json.falat.json is a symbolic link, which falat does not follow");
+        // Nothing is lost: the overrides are in the fallback, the link and its target as they were.
+        assert_eq!(load_overrides_at(&saved.path), o);
+        assert_eq!(std::fs::read_to_string(&target).expect("target"), "kept");
+        assert!(std::fs::symlink_metadata(overrides_path(&trace)).expect("link").file_type().is_symlink());
+    }
+
+    /// The reason of each kind of failed write beside the trace: a folder that takes no file (a
+    /// system folder, even for root), and any other error in a folder that can be written.
+    #[test]
+    fn a_failed_write_beside_the_trace_gives_the_reason_that_stopped_it() {
+        let e = anyhow::anyhow!("cannot write /proc/self/t.json.falat.json: no file can be created in it");
+        let why = Fallback::of_write(&[Path::new("/proc/self/t.json.falat.json")], &e);
+        assert_eq!(why, Fallback::Unwritable(format!("{e:#}")));
+        assert_eq!(why.reason(), "the trace's folder cannot be written");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let e = anyhow::anyhow!("cannot replace t.json.falat.json: rename refused");
+        let why = Fallback::of_write(&[&dir.path().join("t.json.falat.json")], &e);
+        assert_eq!(why.reason(), "cannot replace t.json.falat.json: rename refused");
+        std::fs::create_dir(dir.path().join("t.json.falat.md")).expect("folder");
+        let why = Fallback::of_write(&[&dir.path().join("t.json.falat.md")], &e);
+        assert_eq!(why.reason(), "t.json.falat.md is a folder, which falat leaves alone");
+    }
+
+    /// The overrides of the file at `path`.
+    fn load_overrides_at(path: &Path) -> Overrides {
+        let text = std::fs::read_to_string(path).expect("overrides");
+        Overrides::from(parse(&text).expect("parses").current)
     }
 
     #[test]

@@ -56,6 +56,88 @@ fn a_claim_of_passing_tests_with_no_check_after_the_last_edit_is_the_decisive_st
 }
 
 #[test]
+fn a_go_or_rust_panic_in_the_last_check_shows_the_failure() {
+    let rust = "thread 'main' panicked at src/main.rs:7:22:\nindex out of bounds: the len is 3 but the index is 3\n\
+                note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+    let go = "panic: assignment to entry in nil map\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/app/main.go:9 +0x2c";
+    for (output, line) in
+        [(rust, "thread 'main' panicked at src/main.rs:7:22:"), (go, "panic: assignment to entry in nil map")]
+    {
+        let mut m = vec![user("Make the summing program print the total of the vector.")];
+        m.extend(call(
+            "c1",
+            "run_shell",
+            json!({"cmd": "cat src/main.rs"}),
+            "fn main() {\n    println!(\"{}\", total(&[1, 2, 3]));\n}",
+        ));
+        m.extend(call(
+            "c2",
+            "apply_patch",
+            json!({"patch": "*** Update File: src/main.rs\n-    for i in 0..=v.len() {\n+    for i in 0..v.len() {"}),
+            "Done. Updated src/main.rs",
+        ));
+        m.extend(call("c3", "run_shell", json!({"cmd": "cargo run -q"}), output));
+        m.push(assistant("The loop bound is fixed; the program prints the total."));
+        let t = load(m);
+        // Before: no error line in the panic, and "No failure found".
+        assert_eq!(findings(&t), vec![(3, Signal::FailedAction)]);
+        assert_eq!(evidence(&t, 3, Signal::FailedAction), format!("the check after this edit fails at step 6: {line}"));
+        assert_eq!(falat(&t).decisive_step, Some(3));
+    }
+}
+
+/// A scratch file written under the system's temporary folder after the passing check is no
+/// edit of the work: the claim that follows is checked. Before, the note or the reproduction
+/// written there was "the edit at step 7" with no check after it, and a copy of a protected
+/// file into /tmp was a change of it.
+#[test]
+fn a_scratch_file_in_the_temp_folder_is_no_edit_of_the_work() {
+    let passing = || tests_run("t1", "...........\n11 passed in 0.40s");
+    let notes = call("n1", "run_shell", json!({"cmd": "echo 'parse_dates: fmt order' > /tmp/notes.txt"}), "");
+    let repro = call(
+        "n1",
+        "run_shell",
+        json!({"cmd": "cat > /tmp/check_dates.py <<'EOF'\nfrom parser import parse\nprint(parse('2024-01-02'))\nEOF"}),
+        "",
+    );
+    let write = call("n1", "write_file", json!({"path": "/tmp/notes.md", "content": "fixed"}), "Wrote /tmp/notes.md");
+    for scratch in [notes, repro, write] {
+        let t = session(vec![passing(), scratch]);
+        assert_eq!(findings(&t), vec![], "{:?}", t.steps[7].content);
+        assert_eq!(falat(&t).decisive_step, None);
+    }
+    // The same note in the project is an edit, and the claim after it is unchecked.
+    let t = session(vec![passing(), call("n1", "run_shell", json!({"cmd": "echo 'fmt order' > notes.txt"}), "")]);
+    assert_eq!(findings(&t), vec![(9, Signal::UnverifiedAssertion)]);
+    // A copy of a protected file into /tmp changes none of the user's files.
+    let mut m = vec![user(
+        "The build fails with 'Cannot find module ./util'. Fix the import in src/index.js. Do not modify package.json.",
+    )];
+    m.extend(call(
+        "c1",
+        "run_shell",
+        json!({"cmd": "npm run build"}),
+        "Error: Cannot find module './util'\nExit code: 1",
+    ));
+    m.extend(call(
+        "c2",
+        "run_shell",
+        json!({"cmd": "cp package.json /tmp/package.json && node -e \"console.log(require('/tmp/package.json').main)\""}),
+        "src/index.js\nExit code: 0",
+    ));
+    m.extend(call(
+        "c3",
+        "apply_patch",
+        json!({"patch": "*** Update File: src/index.js\n-const util = require('./util')\n+const util = require('./utils')"}),
+        "Done. Updated src/index.js",
+    ));
+    m.extend(call("c4", "run_shell", json!({"cmd": "npm run build"}), "built in 0.4s\nExit code: 0"));
+    m.push(assistant("Fixed the import in src/index.js; the build passes."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![]);
+}
+
+#[test]
 fn other_ways_of_saying_the_work_is_done_are_claims_too() {
     for claim in [
         "Fixed the format string. The test suite is green now.",
@@ -1336,6 +1418,68 @@ fn a_compound_edit_whose_trailing_read_failed_and_that_the_agent_checked_at_once
     // finding.
     let t = quoting_slip_session("def clamp(x, lo, hi):\n    if x < lo and lo > 0:\n        return lo");
     assert!(findings(&t).iter().any(|(s, _)| *s == 5), "{:?}", findings(&t));
+}
+
+/// A mini-swe-agent session that writes a test for the Redis outage (it fails: its stub is not
+/// written yet), writes the stub and the handling, and runs the same check again, which returns
+/// `code` with `output`.
+fn redis_outage_session(code: i32, output: &str) -> Trajectory {
+    let check = "python -m pytest tests/test_health.py -q";
+    mini_swe_codes(
+        "/healthz should report degraded instead of failing when Redis is down, with a test.",
+        &[
+            (
+                "Read the handler.",
+                "grep -n 'def healthz' -A3 app/health.py",
+                0,
+                "12:def healthz(redis):\n13:    redis.ping()",
+            ),
+            (
+                "Add a test for Redis down.",
+                "cat >> tests/test_health.py <<'EOF'\ndef test_redis_down():\n    assert healthz(DownRedis())['status'] == 'degraded'\nEOF",
+                0,
+                "",
+            ),
+            (
+                "Run the tests.",
+                check,
+                1,
+                "F.\nFAILED tests/test_health.py::test_redis_down - NameError: name 'DownRedis' is not defined\n1 failed, 1 passed in 0.02s",
+            ),
+            (
+                "Add the stub and catch the outage.",
+                "sed -i 's/    redis.ping()/    try: redis.ping()\\n    except ConnectionError: return DEGRADED/' app/health.py && printf 'class DownRedis:\\n    def ping(self): raise ConnectionError\\n' >> tests/test_health.py",
+                0,
+                "",
+            ),
+            ("Run the tests again.", check, code, output),
+            (
+                "Submit.",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+                0,
+                "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_mini_swe_agent_return_code_is_the_checks_exit_code() {
+    // `<returncode>0</returncode>`: the check passed, whatever its captured log says (the outage
+    // the test provokes). Before: the log line failed the rerun, and the test written first
+    // (step 5) was "the edit the check failed on".
+    let log = "..\n---- Captured log call ----\nERROR    app.health:health.py:14 redis ping failed: ConnectionError\n2 passed in 0.02s";
+    let t = redis_outage_session(0, log);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+    // `<returncode>1</returncode>`: the check failed again, and the edit it failed on stays the
+    // finding.
+    let t = redis_outage_session(
+        1,
+        "F.\nFAILED tests/test_health.py::test_redis_down - AssertionError\n1 failed, 1 passed in 0.02s",
+    );
+    assert!(findings(&t).contains(&(5, Signal::FailedAction)), "{:?}", findings(&t));
 }
 
 /// A Claude Code session that writes new test cases first (they fail: the bug reproduced), fixes

@@ -27,9 +27,12 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     }
     let Some(error) = call_error(ctx, i) else { return false };
     // Code that crashed (a traceback, a non-zero exit) failed to run: that is a failed action,
-    // not a refusal by the tool.
+    // not a refusal by the tool. An edit is judged by the check after it instead
+    // ([`Signal::FailedAction`] names that check), so an editing command that exits non-zero
+    // (`sed -i … && sed -n '60,64p FILE`, a quote lost) stays a rejected change, whichever way
+    // the format writes the exit code.
     let r = result_of(ctx, i).unwrap_or(i);
-    if ctx.hierarchy.steps[r].flags.failed_execution {
+    if ctx.hierarchy.steps[r].flags.failed_execution && !super::edits(ctx.trajectory, i) {
         return false;
     }
     // A command that ran out of time was not refused: it did not finish (a hang the task may be

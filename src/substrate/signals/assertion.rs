@@ -178,8 +178,10 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     });
     if let Some(r) = check {
         // Checked: the claim stands unless the check failed, when it says the opposite of what
-        // it saw.
-        if super::shows_failure(ctx, r) {
+        // it saw. Failed as every rule reads a check ([`super::check_fails`]): by its exit code
+        // when the output reports one (0 passed, whatever its captured log says), else by its
+        // words.
+        if super::check_fails(ctx, r) {
             let line = super::check_failure(ctx, r).map(|l| format!(": {l}"));
             out.push(finding(
                 Signal::UnverifiedAssertion,

@@ -1153,20 +1153,28 @@ pub(super) fn changed_paths(t: &Trajectory, c: usize) -> Vec<(String, Change)> {
     if !super::edits(t, c) {
         return Vec::new();
     }
+    tool_paths(&tool, &s.content)
+}
+
+/// The paths an editing tool's call (lower-case name `tool`, its text `content`) names as the
+/// ones it changes: the files of an `apply_patch` text (`*** Update File: …`, `*** Delete File:
+/// …`), else the path in its arguments (`file_path`, `path`, `filename`, `file`, `target_file`,
+/// `notebook_path`, `absolute_path`). Whether the call edits at all is [`super::edits`]'s to say.
+pub(super) fn tool_paths(tool: &str, content: &str) -> Vec<(String, Change)> {
     let mut v = Vec::new();
     static PATCH: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\*\*\* (Update|Delete|Add) File: ([^\n\\]+)").unwrap());
-    for m in PATCH.captures_iter(&s.content) {
+    for m in PATCH.captures_iter(content) {
         let how = if &m[1] == "Delete" { Change::Deletes } else { Change::Edits };
         if &m[1] != "Add" {
             v.push((m[2].trim().to_string(), how));
         }
     }
     if v.is_empty() {
-        let start = s.content.find('{');
-        let end = s.content.rfind('}');
+        let start = content.find('{');
+        let end = content.rfind('}');
         if let (Some(a), Some(b)) = (start, end)
-            && let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&s.content[a..=b])
+            && let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&content[a..=b])
         {
             let how = if tool.contains("delete") { Change::Deletes } else { Change::Edits };
             for k in ["file_path", "path", "filename", "file", "target_file", "notebook_path", "absolute_path"] {
@@ -1290,10 +1298,13 @@ pub(crate) fn forbidden_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
             ));
             return;
         }
+        // A scratch file in the system's temporary folder (`cp package.json /tmp/package.json`)
+        // is none of the paths the user protected.
         let hit = changes.iter().find(|(path, how)| {
             (p.forbids && !(p.scoped && *how == Change::Edits) || *how == Change::Deletes)
                 && p.paths.iter().any(|w| under(path, w))
                 && !made_in_run(t, path, i)
+                && !shell::in_temp_dir(path)
         });
         if let Some((path, how)) = hit {
             out.push(finding(

@@ -1147,9 +1147,36 @@ pub fn changes_state(line: &str) -> bool {
     commands(line).iter().any(command_changes)
 }
 
-/// Whether a command line edits files: one of its simple commands does ([`command_edits`]).
+/// Whether a command line edits files of the work: one of its simple commands does
+/// ([`command_edits`]) and changes more than scratch files in the system's temporary folder
+/// ([`changes_only_temp`]: `cat > /tmp/repro.py <<EOF` writes a reproduction, not the code).
 pub fn edits_files(line: &str) -> bool {
-    commands(line).iter().any(command_edits)
+    commands(line).iter().any(|c| command_edits(c) && !changes_only_temp(c))
+}
+
+/// Folders of the system's temporary files, as a path written in a command or a tool's
+/// arguments opens with one: `/tmp`, `/var/tmp`, macOS's `/private/tmp` and per-user
+/// `/var/folders/…`, and `$TMPDIR` unexpanded.
+const TEMP_DIRS: [&str; 7] =
+    ["/tmp", "/var/tmp", "/private/tmp", "/var/folders", "/private/var/folders", "$TMPDIR", "${TMPDIR}"];
+
+/// Whether `path` (as a call writes it) is in the system's temporary folder ([`TEMP_DIRS`]) or is
+/// that folder: a scratch file there is no file of the work under way.
+pub fn in_temp_dir(path: &str) -> bool {
+    let path = path.trim_matches(['"', '\'']);
+    TEMP_DIRS.iter().any(|d| path.strip_prefix(d).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+}
+
+/// Whether one simple command that edits ([`command_edits`]) changes nothing but paths in the
+/// system's temporary folder ([`in_temp_dir`]): every path it changes ([`written_paths`]; the
+/// folders of a `mkdir`) is there, and it names one at least. `cp src/app.py /tmp/app.py` keeps
+/// a copy aside; `mv stale_test.go /tmp/` moves a file of the work, which is a change of it.
+pub fn changes_only_temp(c: &Command) -> bool {
+    let mut paths: Vec<String> = written_paths(c).into_iter().map(|(p, _)| p).collect();
+    if let Some(inv) = c.invocation().filter(|inv| inv.program == "mkdir") {
+        paths.extend(inv.args.iter().map(|w| w.text.clone()).filter(|t| !t.starts_with('-') && !t.is_empty()));
+    }
+    !paths.is_empty() && paths.iter().all(|p| in_temp_dir(p))
 }
 
 /// What a state-changing command line does, to tell when it is done again: the program and first
@@ -1172,6 +1199,28 @@ mod tests {
 
     fn texts(line: &str) -> Vec<String> {
         commands(line).into_iter().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn a_scratch_file_in_the_temp_folder_is_no_edit_of_the_work() {
+        for line in [
+            "cat > /tmp/repro.py <<'EOF'\nprint(1)\nEOF",
+            "echo 'x' > /tmp/x.txt && python /tmp/x.txt",
+            "mkdir -p /tmp/repro && cp src/app.py /tmp/repro/app.py",
+            "tee \"$TMPDIR/notes.md\" < notes",
+            "rm -f /var/tmp/repro.py",
+        ] {
+            assert!(!edits_files(line), "{line}");
+        }
+        for line in [
+            "mv stale_test.go /tmp/",
+            "echo x > /tmp/x.txt && sed -i 's/a/b/' src/app.py",
+            "cat > tmp/repro.py <<'EOF'\nx\nEOF",
+            "echo x > /tmpfile",
+            "git apply /tmp/fix.patch",
+        ] {
+            assert!(edits_files(line), "{line}");
+        }
     }
 
     fn words(c: &Command) -> Vec<&str> {
