@@ -907,6 +907,21 @@ fn unit_scale(unit: &str) -> Option<(u8, &'static [f64])> {
     })
 }
 
+/// A value written as a number and a unit of data size or time and nothing else (`2 min`,
+/// `120s`, `1.5 GB`): its measure ([`unit_scale`]) and its size in bytes or seconds for each
+/// reading of the unit.
+fn quantity(text: &str) -> Option<(u8, Vec<f64>)> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let v: f64 = t[..digits].parse().ok()?;
+    let unit = t[digits..].trim_start().to_ascii_lowercase();
+    if unit.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let (measure, sizes) = unit_scale(&unit)?;
+    Some((measure, sizes.iter().map(|s| v * s).collect()))
+}
+
 /// How many steps back [`unit_rounded`] looks for the value a rounded one restates.
 const ROUNDED_WINDOW: usize = 400;
 
