@@ -437,7 +437,7 @@ fn a_step_where_the_output_s_wrong_value_first_appears_is_never_a_dead_end() {
     let count = six.findings.iter().find(|f| f.signal == falat::diagnosis::Signal::CountMismatch).expect("a count");
     assert_eq!(
         count.evidence,
-        "says \"11 available t-shirt options\"; the list it counts at step 5 has 12 (10 with available=true)"
+        "says \"11 available T-shirt options\"; the list it counts at step 5 has 12 (10 with available=true)"
     );
 }
 

@@ -967,6 +967,21 @@ fn unit_scale(unit: &str) -> Option<(u8, &'static [f64])> {
     })
 }
 
+/// A value written as a number and a unit of data size or time and nothing else (`2 min`,
+/// `120s`, `1.5 GB`): its measure ([`unit_scale`]) and its size in bytes or seconds for each
+/// reading of the unit.
+fn quantity(text: &str) -> Option<(u8, Vec<f64>)> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let v: f64 = t[..digits].parse().ok()?;
+    let unit = t[digits..].trim_start().to_ascii_lowercase();
+    if unit.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let (measure, sizes) = unit_scale(&unit)?;
+    Some((measure, sizes.iter().map(|s| v * s).collect()))
+}
+
 /// How many steps back [`unit_rounded`] looks for the value a rounded one restates.
 const ROUNDED_WINDOW: usize = 400;
 
@@ -1835,14 +1850,31 @@ fn routing_stems(text: &str) -> HashSet<String> {
         .collect()
 }
 
+/// One specialist's name as the instructions and the hand-off may write it: lower case, words
+/// apart, without a hand-off tool's verb (`transfer_to_billing_agent`, `Billing Agent` and
+/// `billing-agent` are `billing agent`).
+fn specialist_key(name: &str) -> String {
+    let words = name.trim_matches('`').to_lowercase().replace(['_', '-'], " ");
+    let words: Vec<&str> = words.split_whitespace().collect();
+    let verb = match words.as_slice() {
+        ["transfer" | "handoff" | "delegate" | "route", "to", ..] => 2,
+        ["hand", "off", "to", ..] => 3,
+        _ => 0,
+    };
+    words[verb.min(words.len())..].join(" ")
+}
+
 /// Step `i`, a hand-off to agent C, where the delegating agent's instructions (its role text)
 /// describe what each specialist takes ("Billing Agent (charges, refunds, plans, invoices),
-/// Account Security Agent (suspected account takeover, password or email changes…)") and the
-/// request being routed (the user's last turn, else the task) matches another specialist's
-/// description better than C's: more shared content words ([`routing_stems`], at least two), or
-/// any when the instructions give that specialist priority ("Security issues take priority over
-/// everything else") and not C. A description is the text after the specialist's name up to the
-/// next specialist's name, the end of the sentence or of the line.
+/// Account Security Agent (suspected account takeover, password or email changes…)", or a list
+/// of topics and hand-off tools: "- charges, refunds -> transfer_to_billing_agent", "refunds:
+/// `billing_agent`", "for refunds use billing_agent") and the request being routed (the user's
+/// last turn, else the task) matches another specialist's description better than C's: more
+/// shared content words ([`routing_stems`], at least two), or any when the instructions give
+/// that specialist priority ("Security issues take priority over everything else") and not C. A
+/// description is the text after the specialist's name up to the next specialist's name, the end
+/// of the sentence or of the line, or else the clause before the name. C is named by the agent
+/// handed to or by the hand-off tool ([`specialist_key`]).
 fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
@@ -1870,18 +1902,24 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                 // Drop a leading article or verb the pattern took ("to Billing Agent").
                 let name = m.as_str();
                 let words: Vec<&str> = name.split([' ', '_', '-']).collect();
-                let keep = words
-                    .iter()
-                    .position(|w| w.chars().next().is_some_and(char::is_uppercase) || name.contains('_'))
-                    .unwrap_or(0);
-                let offset = words[..keep].iter().map(|w| w.len() + 1).sum::<usize>();
+                // An identifier is its last word ("use billing_agent").
+                let offset = if name.contains('_') {
+                    name.rfind(' ').map_or(0, |x| x + 1)
+                } else {
+                    let keep = words.iter().position(|w| w.chars().next().is_some_and(char::is_uppercase)).unwrap_or(0);
+                    words[..keep].iter().map(|w| w.len() + 1).sum::<usize>()
+                };
                 named.push((m.start() + offset, name[offset..].to_string()));
             }
         }
     }
-    // Identifiers a routing sentence sends work to ("route billing … to billing_agent").
-    static ROUTE_TO: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\bto (?:the )?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b").unwrap());
+    // Identifiers a routing sentence or list sends work to ("route billing … to billing_agent",
+    // "refunds -> transfer_to_billing_agent", "refunds: `billing_agent`", "for refunds use
+    // billing_agent").
+    static ROUTE_TO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:\bto |\buse |\bcall |->|→|=>|:)\s*(?:the )?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+            .unwrap()
+    });
     for c in ROUTE_TO.captures_iter(rules) {
         let m = c.get(1).expect("group 1");
         if !named.iter().any(|(p, n)| *p <= m.start() && m.start() < p + n.len()) {
@@ -1890,7 +1928,11 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     named.sort();
     named.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
-    if named.len() < 2 || !named.iter().any(|(_, n)| n.eq_ignore_ascii_case(chosen)) {
+    // The chosen specialist, by the agent's name or the hand-off tool's.
+    let keys: Vec<String> =
+        [Some(chosen), step.tool_name.as_deref()].into_iter().flatten().map(specialist_key).collect();
+    let is_chosen = |n: &str| keys.contains(&specialist_key(n));
+    if named.len() < 2 || !named.iter().any(|(_, n)| is_chosen(n)) {
         return;
     }
     // What the instructions give a specialist: the text after its name up to the next name or
@@ -1909,7 +1951,13 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         }
         let since = k.checked_sub(1).map_or(0, |j| named[j].0 + named[j].1.len()).min(*p);
         let before = &lower[since..*p];
-        let start = before.rfind([';', '\n', '.', ':']).map_or(0, |x| x + 1);
+        let start = before.rfind([';', '\n', '.']).map_or(0, |x| x + 1);
+        // A colon ends the clause unless the clause ends in it ("refunds: billing_agent").
+        let start = before[start..]
+            .rfind(':')
+            .map(|x| start + x + 1)
+            .filter(|&x| routing_stems(&before[x..]).len() >= 2)
+            .unwrap_or(start);
         &before[start..]
     };
     let request =
@@ -1928,10 +1976,9 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                 && name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && sentence.contains(w))
         })
     };
-    let c = named.iter().position(|(_, n)| n.eq_ignore_ascii_case(chosen)).expect("named");
-    let chosen_score = score(c).len();
+    let chosen_score = (0..named.len()).filter(|&k| is_chosen(&named[k].1)).map(|k| score(k).len()).max().unwrap_or(0);
     let better = (0..named.len())
-        .filter(|&k| k != c)
+        .filter(|&k| !is_chosen(&named[k].1))
         .map(|k| (k, score(k)))
         .max_by_key(|(k, sc)| (first(&named[*k].1) && !sc.is_empty(), sc.len()));
     let Some((k, shared)) = better else { return };
@@ -3697,5 +3744,76 @@ mod timeout_tests {
         ] {
             assert!(!says_timed_out(code), "{code}");
         }
+    }
+}
+
+#[cfg(test)]
+mod routing_tests {
+    use super::*;
+    use crate::model::{AgentInfo, Step, Trajectory};
+    use crate::substrate::Substrate;
+
+    /// The wrong-delegation evidence of a two-step run: the user's `request`, then the agent
+    /// `Triage` (instructions `rules`) handing off to `to` through the tool `tool`.
+    fn handoff(rules: &str, request: &str, to: &str, tool: &str) -> Vec<String> {
+        let step = |index, agent: &str, kind, content: &str| Step {
+            index,
+            agent: agent.into(),
+            role: agent.into(),
+            kind,
+            content: content.into(),
+            ..Default::default()
+        };
+        let mut d = step(1, "Triage", StepKind::Delegation, "hand off");
+        d.delegate_to = Some(to.into());
+        d.tool_name = Some(tool.into());
+        let agent = |name: &str, role: Option<&str>| AgentInfo { name: name.into(), role: role.map(str::to_string) };
+        let t = Trajectory {
+            task: request.into(),
+            steps: vec![step(0, "user", StepKind::Message, request), d],
+            agents: vec![agent("user", None), agent("Triage", Some(rules)), agent(to, None)],
+            ..Default::default()
+        };
+        let sub = Substrate::build(&t);
+        let ctx = Context::of(&t, &sub, false);
+        let mut out = Vec::new();
+        misrouted(&ctx, 1, &mut out);
+        out.into_iter().map(|f| f.evidence.to_string()).collect()
+    }
+
+    const REQUEST: &str = "My internet was billed twice this month, please refund the duplicate payment.";
+
+    #[test]
+    fn routing_written_as_a_list_of_topics_and_hand_off_tools_is_read() {
+        let lists = [
+            // Arrows in a Markdown list, the specialist named by its hand-off tool.
+            "Hand off:\n- outages, slow speeds, router faults -> transfer_to_network_agent\n\
+             - payments, duplicate bills, refunds -> transfer_to_accounts_agent",
+            // Colons and code spans.
+            "Routing:\n* **Outages, slow speeds, router faults**: `network_agent`\n\
+             * **Payments, duplicate bills, refunds**: `accounts_agent`",
+            // "For X, use Y" and a Unicode arrow.
+            "For outages, slow speeds and router faults, use network_agent. \
+             For payments, duplicate bills and refunds, use accounts_agent.",
+            "outages / slow speeds / router faults → transfer_to_network_agent\n\
+             payments / duplicate bills / refunds → transfer_to_accounts_agent",
+        ];
+        for rules in lists {
+            let found = handoff(rules, REQUEST, "Network Agent", "transfer_to_network_agent");
+            assert_eq!(found.len(), 1, "{rules}: {found:?}");
+            assert!(found[0].starts_with("hands off to Network Agent; its instructions give "), "{}", found[0]);
+            assert!(found[0].ends_with("which the request matches (duplicate, payment, refund)"), "{}", found[0]);
+            // The same request handed to the specialist the list names: no finding.
+            assert_eq!(handoff(rules, REQUEST, "Accounts Agent", "transfer_to_accounts_agent"), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn a_specialist_is_one_name_however_it_is_written() {
+        assert_eq!(specialist_key("transfer_to_billing_agent"), "billing agent");
+        assert_eq!(specialist_key("Billing Agent"), "billing agent");
+        assert_eq!(specialist_key("`billing-agent`"), "billing agent");
+        assert_eq!(specialist_key("hand_off_to_billing"), "billing");
+        assert_eq!(specialist_key("transfer"), "transfer");
     }
 }

@@ -232,7 +232,7 @@ fn a_count_of_available_entries_is_checked_against_the_available_subset() {
     assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
     assert_eq!(
         evidence(&t, 4, Signal::CountMismatch),
-        "says \"4 available t-shirt options\"; the list it counts at step 3 has 3 (2 with available=true)"
+        "says \"4 available T-shirt options\"; the list it counts at step 3 has 3 (2 with available=true)"
     );
 }
 

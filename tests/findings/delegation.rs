@@ -1,7 +1,7 @@
 //! A hand-off against the delegating agent's routing instructions (docs/METHODS.md, "Wrong
-//! delegation"): two real-shaped multi-agent runs whose triage agent's instructions say which
-//! specialist takes what, in the two ways instructions say it ("Billing Agent (charges, …)" and
-//! "route billing, charges and refunds to billing_agent").
+//! delegation"): real-shaped multi-agent runs whose triage agent's instructions say which
+//! specialist takes what, in the ways instructions say it ("Billing Agent (charges, …)", "route
+//! billing, charges and refunds to billing_agent", a list of topics and hand-off tools).
 
 use falat::diagnosis::Signal;
 
@@ -25,6 +25,26 @@ fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_deci
     );
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("Triage Agent")), "{}", d.reason);
+}
+
+#[test]
+fn a_hand_off_against_a_list_of_topics_and_hand_off_tools_is_the_decisive_step() {
+    // A hand-built OpenAI Agents SDK export: the triage agent's instructions route topics to
+    // hand-off tools as a Markdown list ("- **Payments, duplicate bills, refunds, direct
+    // debits**: `transfer_to_accounts_agent`"); a refund of a direct debit taken twice is handed
+    // to the Network Agent, which runs a line test and cannot refund.
+    let t = fixture("handbuilt/openai-agents/agents-sdk_duplicate_debit_to_network.jsonl");
+    assert_eq!(t.steps[5].delegate_to.as_deref(), Some("Network Agent"));
+    let wrong: Vec<usize> =
+        findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
+    assert_eq!(wrong, vec![5]);
+    assert_eq!(
+        evidence(&t, 5, Signal::WrongDelegation),
+        "hands off to Network Agent; its instructions give transfer_to_accounts_agent \"payments, duplicate bills, \
+         refunds, dir…\", which the request matches (debit, direct, refund)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("Triage Agent")), "{}", d.reason);
 }
 
 #[test]

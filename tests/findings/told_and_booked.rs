@@ -176,3 +176,21 @@ fn an_amount_filed_without_the_users_currency_and_recorded_in_another_is_the_dec
         assert_eq!(steps_with(&filed(amount, recorded), Signal::ArgumentMismatch), Vec::<usize>::new(), "{amount}");
     }
 }
+
+#[test]
+fn a_count_above_the_list_and_its_total_is_the_decisive_step_and_a_date_retry_is_no_drift() {
+    // A hand-built Langfuse trace: the incident search fails on a date in words ("422 …
+    // opened_after must be an ISO 8601 date"), the retry writes both dates in ISO form, and the
+    // search returns five SEV2 incidents (`"total": 5`); the answer says "6 SEV2 incidents": "SEV2"
+    // is a value the search asked for.
+    let t = fixture("handbuilt/langfuse/incident_count_after_date_retry.langfuse.json");
+    assert_eq!(t.steps[4].tool_name.as_deref(), Some("list_incidents"));
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
+    assert_eq!(steps_with(&t, Signal::CountMismatch), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::CountMismatch),
+        "says \"6 SEV2 incidents\"; the list it counts at step 5 has 5 (total 5)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("oncall_assistant")), "{}", d.reason);
+}

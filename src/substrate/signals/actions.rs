@@ -914,6 +914,34 @@ fn scalar_text(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// Whether a retry that did not need to change an argument only wrote its value another way:
+/// the same value ([`same_value`]), the same date without and with its year (`Nov 30` and
+/// `2025-11-30` when 2025 is in `years`, the years the retry wrote for the arguments its error
+/// named), the same size or duration in another unit (`2 min` and `120 s`) or the same word in
+/// another case (`Payments` and `payments`). Putting every date in the form the error asked for
+/// is part of the fix.
+fn rewritten(a: &str, b: &str, years: &[u32]) -> bool {
+    if same_value(a, b) {
+        return true;
+    }
+    let (ta, tb) = (a.trim(), b.trim());
+    if ta.to_lowercase() == tb.to_lowercase() {
+        return true;
+    }
+    // A date written without its year, given with the year of the dates the retry fixed.
+    let yearless = |short: &str, full: &str| {
+        let Some(key) = crate::evidence::date_key(full) else { return false };
+        let year: Option<u32> = key.get(..4).and_then(|y| y.parse().ok());
+        month_day(short).is_some_and(|md| key.ends_with(&format!("-{:02}-{:02}", md.0, md.1)))
+            && year.is_some_and(|y| years.contains(&y))
+    };
+    if yearless(ta, tb) || yearless(tb, ta) {
+        return true;
+    }
+    let (Some(x), Some(y)) = (super::quantity(ta), super::quantity(tb)) else { return false };
+    x.0 == y.0 && x.1.iter().any(|sx| y.1.iter().any(|sy| (sx - sy).abs() <= 1e-9 * sx.abs().max(1.0)))
+}
+
 /// Whether two argument values are one value written two ways: the same date (`March 21, 2025`
 /// and `2025-03-21`; `21.03.2025` and `2025-03-21`, the same numbers in another order) or the
 /// same number (`7` and `7.0`). A retry that only rewrites a value in the
@@ -942,6 +970,29 @@ fn same_value(a: &str, b: &str) -> bool {
         return true;
     }
     matches!((a.trim().parse::<f64>(), b.trim().parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() < 1e-9)
+}
+
+/// The month and day of a date written with a month name and no year (`Nov 30`, `30 November`,
+/// `Nov 30th`); `None` for anything else.
+fn month_day(text: &str) -> Option<(u32, u32)> {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let low = text.to_ascii_lowercase();
+    let words: Vec<&str> = low.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let [a, b] = words.as_slice() else { return None };
+    let month = |w: &str| {
+        (w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()))
+            .then(|| MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1))
+            .flatten()
+    };
+    let day = |w: &str| {
+        let digits = w.trim_end_matches(['s', 't', 'n', 'd', 'h', 'r']);
+        digits.parse::<u32>().ok().filter(|d| (1..=31).contains(d) && digits.len() <= 2)
+    };
+    match (month(a), month(b)) {
+        (Some(m), None) => Some((m, day(b)?)),
+        (None, Some(m)) => Some((m, day(a)?)),
+        _ => None,
+    }
 }
 
 /// Whether an argument is a value rather than prose: not a member that holds free text
@@ -1002,16 +1053,31 @@ pub(crate) fn retry_drift(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     };
     let written_between =
         |value: &str| (j + 1..i).any(|k| t.steps[k].kind == StepKind::ToolResult && t.steps[k].content.contains(value));
+    let changed: Vec<(&String, String, String)> = before
+        .iter()
+        .filter_map(|(key, old)| Some((key, scalar_text(old)?, now.get(key).and_then(scalar_text)?)))
+        .filter(|(_, old, new)| old != new)
+        .collect();
+    // The years of the dates the retry wrote for the arguments the error named: a date of
+    // another argument given the same year is the same date, written as the error asked.
+    let years: Vec<u32> = changed
+        .iter()
+        .filter(|(key, old, _)| named(key, old))
+        .filter_map(|(_, _, new)| crate::evidence::date_key(new)?.get(..4)?.parse().ok())
+        .collect();
     let mut fixed = Vec::new();
     let mut drifted = Vec::new();
-    for (key, old) in &before {
-        let (Some(old), Some(new)) = (scalar_text(old), now.get(key).and_then(scalar_text)) else { continue };
-        if old == new || same_value(&old, &new) {
+    for (key, old, new) in changed {
+        if same_value(&old, &new) {
             continue;
         }
         if named(key, &old) {
             fixed.push(key.as_str());
-        } else if value_like(key, &old) && value_like(key, &new) && !written_between(&new) {
+        } else if value_like(key, &old)
+            && value_like(key, &new)
+            && !written_between(&new)
+            && !rewritten(&old, &new, &years)
+        {
             drifted.push(format!("{key} {} → {}", crate::text::clip(&old, 30), crate::text::clip(&new, 30)));
         }
     }
@@ -1200,6 +1266,25 @@ fn describes_other(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_written_another_way_is_no_change_of_it() {
+        // A date without its year, given the year the retry wrote for the date the error named.
+        assert!(rewritten("Oct 12", "2026-10-12", &[2026]));
+        assert!(rewritten("12 October", "2026-10-12", &[2026]));
+        assert!(rewritten("Oct 12th", "2026-10-12", &[2026]));
+        assert!(!rewritten("Oct 12", "2025-10-12", &[2026]), "another year");
+        assert!(!rewritten("Oct 12", "2026-10-13", &[2026]), "another day");
+        assert!(!rewritten("Oct 12", "2026-10-12", &[]), "no year to go by");
+        assert!(!rewritten("Oct 12", "October", &[2026]));
+        // Another case, another unit of the same size or duration.
+        assert!(rewritten("Checkout", "checkout", &[]));
+        assert!(rewritten("2 min", "120 s", &[]));
+        assert!(rewritten("1 GB", "1024 MB", &[]));
+        assert!(!rewritten("2 min", "100 s", &[]));
+        assert!(!rewritten("eu-west-1", "us-east-1", &[]));
+        assert!(!rewritten("2 min", "2 MB", &[]), "another measure");
+    }
 
     #[test]
     fn a_digit_run_is_counted_in_a_row() {

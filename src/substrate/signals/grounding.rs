@@ -37,6 +37,9 @@ pub struct Listing {
     pub owner: Option<String>,
     /// The number of entries.
     pub size: usize,
+    /// The count the output gives beside the list (a `total`, `count` or `total_count` member of
+    /// the object holding it), which a page of a longer result differs from.
+    pub total: Option<usize>,
     /// Sub-counts of the entries that are records: per boolean field, how many are `true` and
     /// how many `false`; per short string field (a status), how many have each value. As
     /// `(field=value, count)`.
@@ -78,7 +81,7 @@ fn index(t: &Trajectory) -> Records {
     for s in t.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
         let Some(value) = json_of(&s.content) else { continue };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
-        let mut w = Walk { step: s.index, out: &mut out, kept: 0 };
+        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None };
         w.value(&value, &tool, None, false);
     }
     out.tables = super::tables::index(t);
@@ -95,6 +98,18 @@ struct Walk<'r> {
     step: usize,
     out: &'r mut Records,
     kept: usize,
+    /// The count given beside the array walked next ([`Listing::total`]).
+    total: Option<usize>,
+}
+
+/// Member names under which an output gives the number of entries of the list beside them.
+const TOTAL_KEYS: [&str; 7] = ["total", "count", "total_count", "totalcount", "total_results", "num_results", "hits"];
+
+/// The count an object gives for the list it holds: a whole number under one of [`TOTAL_KEYS`].
+fn total_of(map: &serde_json::Map<String, Value>) -> Option<usize> {
+    map.iter()
+        .find(|(k, v)| v.is_u64() && TOTAL_KEYS.contains(&k.to_ascii_lowercase().as_str()))
+        .and_then(|(_, v)| usize::try_from(v.as_u64()?).ok())
 }
 
 impl Walk<'_> {
@@ -106,15 +121,17 @@ impl Walk<'_> {
         }
         match v {
             Value::Array(items) => {
-                self.listing(key, owner, items.iter().collect());
+                let total = self.total.take();
+                self.listing(key, owner, items.iter().collect(), total);
                 for item in items {
                     self.value(item, key, owner, inside);
                 }
             }
             Value::Object(map) => {
                 if map.len() >= 2 && map.values().all(Value::is_object) {
-                    self.listing(key, owner, map.values().collect());
+                    self.listing(key, owner, map.values().collect(), None);
                 }
+                let total = total_of(map);
                 let off =
                     map.iter().find(|(k, v)| is_availability(k) && **v == Value::Bool(false)).map(|(k, _)| k.clone());
                 let name = map.get("name").and_then(Value::as_str).map(str::to_lowercase);
@@ -137,6 +154,7 @@ impl Walk<'_> {
                             _ => {}
                         }
                     }
+                    self.total = if child.is_array() { total } else { None };
                     self.value(child, &k.to_lowercase(), name.as_deref(), inside || off.is_some());
                 }
             }
@@ -166,7 +184,7 @@ impl Walk<'_> {
         }
     }
 
-    fn listing(&mut self, key: &str, owner: Option<&str>, entries: Vec<&Value>) {
+    fn listing(&mut self, key: &str, owner: Option<&str>, entries: Vec<&Value>, total: Option<usize>) {
         if entries.is_empty() {
             return;
         }
@@ -191,6 +209,7 @@ impl Walk<'_> {
             name: key.to_string(),
             owner: owner.map(str::to_string),
             size: entries.len(),
+            total,
             subsets,
         });
     }
@@ -293,7 +312,7 @@ const NEUTRAL: [&str; 9] =
 fn counts(content: &str) -> Vec<Count> {
     static COUNT: LazyLock<regex::Regex> = LazyLock::new(|| {
         regex::Regex::new(
-            r"(?i)(^|[^\w$#.,€£-])(\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)((?:[ \t]+[a-z][a-z'-]*){1,5})",
+            r"(?i)(^|[^\w$#.,€£-])(\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)((?:[ \t]+[a-z][a-z0-9'-]*){1,5})",
         )
         .expect("a valid pattern")
     });
@@ -313,7 +332,8 @@ fn counts(content: &str) -> Vec<Count> {
             continue;
         }
         let phrase: Vec<String> = words[..=end].to_vec();
-        out.push(Count { n, text: format!("{} {}", &c[2], phrase.join(" ")), phrase });
+        let written: Vec<&str> = c[3].split_whitespace().take(end + 1).collect();
+        out.push(Count { n, text: format!("{} {}", &c[2], written.join(" ")), phrase });
     }
     out
 }
@@ -336,8 +356,10 @@ fn stem(w: &str) -> String {
 /// list's entries are counted in its subsets (`available`, `pending`): "2 pending orders"
 /// cannot be checked against a list of order ids that says nothing of their status.
 ///
-/// `tool` holds the stems of the words of the tool's name that produced the list: a lookup
-/// named `get_free_slots` lists free slots, so "3 free slots" counts that list.
+/// `tool` holds the stems of the words of the tool's name that produced the list and of the
+/// values the call asked for: a lookup named `get_free_slots` lists free slots, so "3 free
+/// slots" counts that list, and a search called with `"priority": "P2"` lists P2 entries, so "4
+/// P2 tickets" counts it.
 fn names(phrase: &[String], l: &Listing, tool: &[String]) -> bool {
     if !names_list(phrase, l) {
         return false;
@@ -392,13 +414,15 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
             .filter(|l| {
                 let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
                 let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
-                let tool: Vec<String> =
+                let mut tool: Vec<String> =
                     tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
+                tool.extend(call.map(|c| selection_words(&t.steps[c].content)).unwrap_or_default());
                 names(&c.phrase, l, &tool)
             })
             .collect();
         let Some(last) = named.last() else { continue };
-        let agrees = named.iter().any(|l| l.size == c.n || l.subsets.iter().any(|(_, k)| *k == c.n));
+        let agrees =
+            named.iter().any(|l| l.size == c.n || l.total == Some(c.n) || l.subsets.iter().any(|(_, k)| *k == c.n));
         if agrees {
             continue;
         }
@@ -410,17 +434,32 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
             .map(|(s, k)| format!("{k} with {s}"))
             .collect();
         let detail = if subsets.is_empty() { String::new() } else { format!(" ({})", subsets.join(", ")) };
+        let total = last.total.map(|n| format!(" (total {n})")).unwrap_or_default();
         out.push(finding(
             Signal::CountMismatch,
             weights::COUNT_MISMATCH,
             prose![
                 format!("says \"{}\"; the list it counts at step ", c.text),
                 Part::Step(last.step),
-                format!(" has {}{detail}", last.size)
+                format!(" has {}{detail}{total}", last.size)
             ],
         ));
         return;
     }
+}
+
+/// The stems of the words of the short values a call asked for (its JSON string arguments of at
+/// most three words: a filter such as `"team": "payments"`, `"priority": "P1"`): the list it
+/// returned is already that selection. Words of two characters count (`p1`).
+fn selection_words(call: &str) -> Vec<String> {
+    let Some(strings) = super::call_strings(call) else { return Vec::new() };
+    strings
+        .lines()
+        .filter(|v| v.split_whitespace().count() <= 3)
+        .flat_map(|v| v.split(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic))
+        .map(stem)
+        .collect()
 }
 
 /// How far back (in steps, from the result an answer follows) [`ignored_result`] looks for the
@@ -1026,6 +1065,35 @@ mod tests {
         assert!(counts("Order #W123 4 items").iter().all(|c| c.n == 4));
         assert!(counts("a refund of $3.76 items").is_empty(), "an amount is no count");
         assert!(counts("You have two orders containing water bottles.").is_empty(), "a selection");
+    }
+
+    #[test]
+    fn a_count_s_words_may_hold_digits_and_the_values_the_call_asked_for_select_nothing_more() {
+        let c = counts("We had **6 SEV2 checkout incidents** last week.");
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].n, c[0].phrase.clone()), (6, vec!["sev2".into(), "checkout".into(), "incidents".into()]));
+        let call = r#"{"service": "checkout", "severity": "SEV2", "opened_after": "2026-10-05"}"#;
+        let selected = selection_words(call);
+        assert_eq!(selected, ["checkout", "sev2"]);
+        let t = crate::model::Trajectory {
+            steps: vec![crate::model::Step {
+                kind: StepKind::ToolResult,
+                content: r#"{"page": 1, "incidents": [{"id": "INC-1", "status": "closed"},
+                    {"id": "INC-2", "status": "open"}, {"id": "INC-3", "status": "closed"}], "total": 3}"#
+                    .into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let r = index(&t);
+        let l = &r.listings[0];
+        assert_eq!((l.name.as_str(), l.size, l.total), ("incidents", 3, Some(3)));
+        assert!(l.subsets.contains(&("status=closed".into(), 2)));
+        assert!(!names(&c[0].phrase, l, &[]), "sev2 is no word of the list");
+        assert!(names(&c[0].phrase, l, &selected));
+        // A count given beside a list that is one page of it.
+        assert_eq!(total_of(serde_json::json!({"count": 120, "items": []}).as_object().unwrap()), Some(120));
+        assert_eq!(total_of(serde_json::json!({"page": 2, "items": []}).as_object().unwrap()), None);
     }
 
     #[test]
