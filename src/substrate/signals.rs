@@ -1401,6 +1401,28 @@ fn checked_next(ctx: &Context<'_>, i: usize, key: &str) -> bool {
         .is_some_and(|r| ctx.hierarchy.evidence[r].iter().any(|e| e.key == key))
 }
 
+/// Whether a message tells the error an output showed: it repeats two words in a row (three
+/// letters or more each, ignoring case) of one of the output's lines that says it failed
+/// ("not a git repository" → "No git repository here").
+fn tells_error(message: &str, output: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let said = words(message);
+    let pairs: HashSet<(String, String)> = said.windows(2).map(|w| (w[0].clone(), w[1].clone())).collect();
+    output
+        .lines()
+        .filter(|l| {
+            let low = l.to_lowercase();
+            ["fatal", "error", "not ", "no such", "cannot", "can't", "failed", "denied"].iter().any(|w| low.contains(w))
+        })
+        .any(|l| {
+            words(l)
+                .windows(2)
+                .any(|w| w[0].len() >= 3 && w[1].len() >= 3 && pairs.contains(&(w[0].clone(), w[1].clone())))
+        })
+}
+
 /// Whether call `c` is a shell command that installs dependencies
 /// ([`side_effects::installs_dependencies`]): it prepares the environment, it checks nothing.
 fn installs(t: &Trajectory, c: usize) -> bool {
@@ -1683,6 +1705,14 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     // Going on after an error that the agent recovered from is not ignoring it.
     let failed_call = links(ctx).produced_by.get(i - 1).copied().flatten();
+    // A failed read (`git diff` with no repository) that the agent's message then tells ("No git
+    // repository here, so there is no diff to review") is owned up to, not ignored.
+    if failed_call.is_some_and(|c| only_reads(ctx.trajectory, c))
+        && s.kind == StepKind::Message
+        && tells_error(&ctx.trajectory.steps[i].content, &ctx.trajectory.steps[i - 1].content)
+    {
+        return;
+    }
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
         return;
     }

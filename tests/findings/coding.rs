@@ -2548,3 +2548,13 @@ fn a_test_runner_summary_decides_whether_a_run_passed_whatever_its_captured_log_
     assert_eq!(test_summary_passed("test result: FAILED. 3 passed; 1 failed"), Some(false));
     assert_eq!(test_summary_passed("ERROR: could not connect"), None);
 }
+
+#[test]
+fn a_failed_read_that_the_agent_tells_is_neither_a_failed_action_nor_ignored() {
+    // "review code": `git diff --stat` exits 128 (no repository), and the sub-agent says "No git
+    // repository here, so there is no diff to review."
+    let t = fixture("handbuilt/codex/rollout-2026-05-12T10-00-03-child-thread-uuid.jsonl");
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
