@@ -315,7 +315,6 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
 /// `2025-03-04` → `2025-03-04`), so that one date written two ways is one value; `None` for a
 /// text that is not such a date.
 pub fn date_key(text: &str) -> Option<String> {
-    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     let low = text.to_ascii_lowercase();
     let words: Vec<&str> =
         low.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').filter(|w| !w.is_empty()).collect();
@@ -325,7 +324,7 @@ pub fn date_key(text: &str) -> Option<String> {
             (p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?)
         }
         [a, b, year] => {
-            let month = |w: &str| MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1);
+            let month = month_number;
             let day = |w: &str| w.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u32>().ok();
             let (m, d) = match month(a) {
                 Some(m) => (m, day(b)?),
@@ -336,6 +335,13 @@ pub fn date_key(text: &str) -> Option<String> {
         _ => return None,
     };
     ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| format!("{y:04}-{m:02}-{d:02}"))
+}
+
+/// The month (1-12) a lower-case word names by its first three letters (`dec`, `december`,
+/// `sept`); `None` for any other word.
+pub fn month_number(word: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    MONTHS.iter().position(|m| word.starts_with(m)).map(|i| i as u32 + 1)
 }
 
 /// `1,234.50` → `1234.5`, `$12` → `12`, `007` → `7`; empty for non-numbers.

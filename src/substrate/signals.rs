@@ -643,7 +643,6 @@ fn month_days(text: &str) -> Vec<String> {
         ))
         .unwrap()
     });
-    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     if !text.bytes().any(|b| b.is_ascii_digit()) {
         return Vec::new();
     }
@@ -655,7 +654,7 @@ fn month_days(text: &str) -> Vec<String> {
                 _ => (c.name("m2")?, c.name("d2")?),
             };
             let low = m.as_str().to_ascii_lowercase();
-            let month = MONTHS.iter().position(|n| low.starts_with(n))? + 1;
+            let month = evidence::month_number(&low)?;
             let day: u32 = d.as_str().parse().ok()?;
             (1..=31).contains(&day).then(|| format!("--{month:02}-{day:02}"))
         })

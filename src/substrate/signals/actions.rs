@@ -975,14 +975,11 @@ fn same_value(a: &str, b: &str) -> bool {
 /// The month and day of a date written with a month name and no year (`Nov 30`, `30 November`,
 /// `Nov 30th`); `None` for anything else.
 fn month_day(text: &str) -> Option<(u32, u32)> {
-    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     let low = text.to_ascii_lowercase();
     let words: Vec<&str> = low.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let [a, b] = words.as_slice() else { return None };
     let month = |w: &str| {
-        (w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()))
-            .then(|| MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1))
-            .flatten()
+        (w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic())).then(|| crate::evidence::month_number(w)).flatten()
     };
     let day = |w: &str| {
         let digits = w.trim_end_matches(['s', 't', 'n', 'd', 'h', 'r']);
