@@ -739,7 +739,10 @@ fn markdown(t: &Trajectory, d: &Diagnosis, user: Option<&Diagnosis>) -> String {
         if d.used_ground_truth { "yes" } else { "no" }
     ));
     out.push_str("## Task\n\n");
-    out.push_str(&quote(&t.task));
+    match t.task.trim().is_empty() {
+        true => out.push_str("(none recorded; `--task` or `--task-file` gives it)\n"),
+        false => out.push_str(&quote(&t.task)),
+    }
     if let Some(e) = &t.expected_output {
         let unused = if d.used_ground_truth { "" } else { " (not given to the analysis)" };
         out.push_str(&format!("\nExpected output{unused}: `{}`\n", inline(e)));

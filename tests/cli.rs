@@ -1138,3 +1138,58 @@ fn loader_diagnostics_of_a_broken_session_reach_inspect_and_diagnose() {
         ])
     );
 }
+
+/// `codex exec --json` records no prompt: `inspect` and the report say the task is missing, and
+/// `--task` / `--task-file` give it to every command that reads the trace.
+#[test]
+fn a_task_the_trace_does_not_record_is_said_and_can_be_given() {
+    const EXEC: &str = "tests/fixtures/frameworks/codex-exec-failed-test.jsonl";
+    const NO_TASK: &str = "the trace records no task (the user's request): what compares the run with what was \
+                           asked read nothing; give it with --task or --task-file";
+    let task_line = |text: &str| text.lines().find(|l| l.starts_with("task ")).unwrap().to_string();
+    assert_eq!(
+        task_line(&stdout_of(&["inspect", EXEC])),
+        "task        (none recorded; --task or --task-file gives it)"
+    );
+    assert_eq!(
+        task_line(&stdout_of(&["inspect", EXEC, "--task", "Make ISO week dates parse"])),
+        "task        Make ISO week dates parse"
+    );
+
+    let report = |extra: &[&str]| -> Value {
+        let mut args = vec!["diagnose", "--format", "json", EXEC];
+        args.extend_from_slice(extra);
+        serde_json::from_str::<Value>(&stdout_of(&args)).unwrap()[0].clone()
+    };
+    let without = report(&[]);
+    assert_eq!(without["warnings"], serde_json::json!([NO_TASK]));
+    let md = stdout_of(&["diagnose", EXEC]);
+    assert!(md.contains("## Task\n\n(none recorded; `--task` or `--task-file` gives it)\n"), "{md}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prompt.txt");
+    std::fs::write(&file, "  Make ISO week dates like 2026-W05-3 parse in parse_week_date.\n").unwrap();
+    let with = report(&["--task-file", file.to_str().unwrap()]);
+    assert_eq!(with["warnings"], serde_json::json!([]));
+    let md = stdout_of(&["diagnose", EXEC, "--task-file", file.to_str().unwrap()]);
+    assert!(md.contains("## Task\n\n> Make ISO week dates like 2026-W05-3 parse in parse_week_date.\n"), "{md}");
+
+    // A recorded task replaced is said on stderr, never silently.
+    let out = falat().args(["inspect", TAU, "--task", "Cancel order #W1"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("falat: the task given replaces the one "), "{err}");
+    assert_eq!(task_line(&String::from_utf8(out.stdout).unwrap()), "task        Cancel order #W1");
+
+    // Bad input: a missing file is named; an empty task and both options are refused.
+    let missing = dir.path().join("nope.txt");
+    let err = stderr_of(&["diagnose", EXEC, "--task-file", missing.to_str().unwrap()]);
+    assert!(err.starts_with(&format!("falat: cannot read the task file {}", missing.display())), "{err}");
+    assert_eq!(
+        stderr_of(&["diagnose", EXEC, "--task", " "]),
+        "falat: the task given with --task/--task-file is empty\n"
+    );
+    let out = falat().args(["diagnose", EXEC, "--task", "x", "--task-file", file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}

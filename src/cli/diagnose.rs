@@ -12,7 +12,7 @@ use crate::diagnosis::Diagnosis;
 use crate::fsutil::is_stdout;
 use crate::ingest::{
     FormatChoice,
-    fs::{STDIN_NAME, apply_label_sets, falat_file_kind, is_stdin, load_input, read_label_files},
+    fs::{STDIN_NAME, apply_label_sets, apply_task, falat_file_kind, is_stdin, load_input, read_label_files},
 };
 use crate::methods::{self, Method, MethodOptions};
 use crate::model::Trajectory;
@@ -83,6 +83,9 @@ pub struct DiagnoseArgs {
     /// (`--judge llm` or no `--judge`).
     #[arg(long)]
     pub dry_run: bool,
+    /// The task, when the trace does not record it.
+    #[command(flatten)]
+    pub task: super::task::TaskArgs,
     /// The judge.
     #[command(flatten)]
     pub judge: super::judge::JudgeArgs,
@@ -112,6 +115,7 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for note in skipped {
         super::note(&note);
     }
+    let task = args.task.read()?;
     let traces = trace_paths(&args.traces)?;
     let several = traces.len() > 1;
     let progress = Progress::new(traces.len() * args.method.len());
@@ -150,6 +154,14 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 true => super::note(&format!("{shown}: {note}")),
             });
         }
+        if let Some(task) = &task {
+            for note in apply_task(task, &mut loaded.trajectories) {
+                progress.suspend(|| match several {
+                    false => super::note(&note),
+                    true => super::note(&format!("{shown}: {note}")),
+                });
+            }
+        }
         // What the loader skipped or guessed belongs in the report too, or a truncated file
         // reads like a whole one.
         let load_notes = load_warnings(&loaded.described());
@@ -161,6 +173,9 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 progress.start(&t.id, m.as_str());
                 let mut d = methods::run(*m, &t, judge.as_ref(), &opts);
                 d.warnings.splice(0..0, load_notes.iter().cloned());
+                if t.task.trim().is_empty() {
+                    d.warnings.insert(load_notes.len(), NO_TASK.to_string());
+                }
                 results.push((t.clone(), d));
             }
         }
@@ -182,6 +197,10 @@ pub fn run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     Ok(if failed > 0 { 2 } else { 0 })
 }
+
+/// The report's warning for a trajectory that records no task: the rules that compare the run
+/// with what was asked (the reproduction, the expected value, the user's constraints) read nothing.
+pub const NO_TASK: &str = "the trace records no task (the user's request): what compares the run with what was asked read nothing; give it with --task or --task-file";
 
 /// At most this many of a file's load diagnostics are copied into each report's warnings.
 const MAX_LOAD_WARNINGS: usize = 20;
@@ -284,8 +303,13 @@ fn dry_run(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     args.judge.check_dry_run()?;
     let cfg = args.judge.llm_config(true)?;
     let counter = crate::judge::llm::DryRunCounter::new(&cfg)?;
+    let task = args.task.read()?;
     for path in &args.traces {
-        let loaded = load_input(path, &args.trace_format)?;
+        let mut loaded = load_input(path, &args.trace_format)?;
+        if let Some(task) = &task {
+            // The prompts quote the task: show them as they would be sent.
+            apply_task(task, &mut loaded.trajectories);
+        }
         for t in &loaded.trajectories {
             for m in &args.method {
                 let opts = method_options(args);

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::ingest::{
     FormatChoice, Loaded, Skipped,
-    fs::{STDIN_NAME, apply_label_files, is_stdin, load_input},
+    fs::{STDIN_NAME, apply_label_files, apply_task, is_stdin, load_input},
 };
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text::{clip, first_line, sanitize};
@@ -52,6 +52,9 @@ pub struct InspectArgs {
     /// step and agent replace the trace's own, and the steps they name are marked.
     #[arg(long, value_name = "FILE")]
     pub labels: Vec<PathBuf>,
+    /// The task, when the trace does not record it.
+    #[command(flatten)]
+    pub task: super::task::TaskArgs,
 }
 
 /// Loads the trace and writes it to `out` as text or JSON; returns exit code 0.
@@ -62,6 +65,11 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut loaded = load_input(&args.trace, &args.format)?;
     for note in apply_label_files(&args.labels, &mut loaded.trajectories)? {
         super::note(&note);
+    }
+    if let Some(task) = args.task.read()? {
+        for note in apply_task(&task, &mut loaded.trajectories) {
+            super::note(&note);
+        }
     }
     let shown = if is_stdin(&args.trace) { STDIN_NAME.to_string() } else { args.trace.display().to_string() };
     if args.json {
@@ -100,8 +108,11 @@ fn field(s: &mut String, name: &str, value: &str) {
 
 fn render_trajectory(s: &mut String, t: &Trajectory) {
     field(s, "trajectory", &first_line(&t.id, VALUE_WIDTH));
-    field(s, "task", &first_line(&t.task, VALUE_WIDTH));
     let none = || "(none)".to_string();
+    match t.task.trim().is_empty() {
+        true => field(s, "task", "(none recorded; --task or --task-file gives it)"),
+        false => field(s, "task", &first_line(&t.task, VALUE_WIDTH)),
+    }
     let expected = t.expected_output.as_deref().map(|o| first_line(o, VALUE_WIDTH));
     field(s, "expected", &expected.unwrap_or_else(none));
     let observed = t.observed_output.as_deref().map(|o| first_line(o, VALUE_WIDTH));

@@ -12,6 +12,7 @@ pub mod inspect;
 pub mod judge;
 pub mod man;
 pub mod open;
+pub mod task;
 pub mod train;
 
 use std::io::Write;

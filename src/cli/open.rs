@@ -48,6 +48,9 @@ pub struct OpenArgs {
     /// folder when they cannot be written there).
     #[arg(long, value_name = "DIR")]
     pub export_dir: Option<PathBuf>,
+    /// The task, when the trace does not record it.
+    #[command(flatten)]
+    pub task: super::task::TaskArgs,
 }
 
 fn parse_method(s: &str) -> Result<Method, String> {
@@ -79,6 +82,7 @@ pub fn run(args: &OpenArgs, theme: Option<&str>, _out: &mut dyn Write) -> anyhow
         fallback_dir: None,
         trajectory: args.trajectory.clone(),
         labels: args.labels.clone(),
+        task: args.task.read()?,
     };
     let judge = args.judge.build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

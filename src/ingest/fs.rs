@@ -348,6 +348,24 @@ pub fn apply_label_sets(
     notes
 }
 
+/// Gives every trajectory of one trace the task given on the command line (`--task`,
+/// `--task-file`), for a trace that does not record it or records it wrongly.
+///
+/// Returns one note per trajectory whose recorded, non-empty task differs and is replaced (its
+/// id and the recorded task's first line, sanitised), so a replaced request is never silent.
+pub fn apply_task(task: &str, trajectories: &mut [crate::model::Trajectory]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for t in trajectories.iter_mut() {
+        let recorded = t.task.trim();
+        if !recorded.is_empty() && recorded != task.trim() {
+            let first: String = recorded.lines().next().unwrap_or_default().chars().take(80).collect();
+            notes.push(crate::text::sanitize(&format!("the task given replaces the one {} records: {first:?}", t.id)));
+        }
+        t.task = task.to_string();
+    }
+    notes
+}
+
 /// [`read_label_files`] then [`apply_label_sets`], for one trace: the skipped records' messages
 /// first, then the trace's.
 ///

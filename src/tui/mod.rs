@@ -100,6 +100,8 @@ pub struct TuiOptions {
     /// Label files (`docs/LABELS.md`) whose gold step and agent the views show; never read by
     /// the analysis.
     pub labels: Vec<PathBuf>,
+    /// The task given on the command line (`--task`), replacing the trace's; `None` keeps it.
+    pub task: Option<String>,
 }
 
 impl Default for TuiOptions {
@@ -116,6 +118,7 @@ impl Default for TuiOptions {
             fallback_dir: None,
             trajectory: None,
             labels: Vec::new(),
+            task: None,
         }
     }
 }
@@ -184,7 +187,10 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
         None => crate::ingest::fs::load_path(path, opts.format)?,
     };
     let path = if piped.is_some() { Path::new(crate::ingest::fs::STDIN_NAME) } else { path };
-    let label_notes = crate::ingest::fs::apply_label_files(&opts.labels, &mut loaded.trajectories)?;
+    let mut label_notes = crate::ingest::fs::apply_label_files(&opts.labels, &mut loaded.trajectories)?;
+    if let Some(task) = &opts.task {
+        label_notes.extend(crate::ingest::fs::apply_task(task, &mut loaded.trajectories));
+    }
     let count = loaded.trajectories.len();
     anyhow::ensure!(count > 0, "the trace holds no trajectory");
     let index = match &opts.trajectory {
@@ -209,6 +215,9 @@ pub fn open(path: &Path, opts: &TuiOptions, judge: Arc<dyn Judge>) -> anyhow::Re
     }
     if let Some(first) = described.first() {
         notes.push(format!("{} load warnings, first: {}", described.len(), app::clean(first)));
+    }
+    if traj.task.trim().is_empty() {
+        notes.push("the trace records no task (the user's request); --task or --task-file gives it".to_string());
     }
     let dir = opts.config_dir.clone().or_else(config_dir);
     let mut problems = label_notes;
