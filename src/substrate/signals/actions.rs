@@ -856,7 +856,7 @@ fn has_word(text: &str, word: &str) -> bool {
 }
 
 /// Whether `v` reads as a member of a listed set: a code or name of 2 to 24 characters that starts
-/// with a letter and holds only letters, digits, `_` and `-` (`APAC`, `eu-west-1`, `PRO_PLAN`).
+/// with a letter and holds only letters, digits, `_` and `-` (`NORTH`, `eu-west-1`, `PRO_PLAN`).
 fn is_member(v: &str) -> bool {
     (2..=24).contains(&v.len())
         && v.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -905,7 +905,7 @@ fn listed_sets(output: &str) -> Vec<Vec<String>> {
 }
 
 /// Step `i`, a tool call of a delegate (an agent another agent briefed by a delegation within
-/// [`BRIEF_LOOKBACK`] steps), passes a quoted value (`'EMEA'` in a query, a JSON string) that is
+/// [`BRIEF_LOOKBACK`] steps), passes a quoted value (`'MAD1'` in a query, a JSON string) that is
 /// one member of a set its own earlier tool output since the brief listed ([`listed_sets`]: the
 /// codes of a lookup table, the names of a record list), while the brief names another member
 /// of that set and not this one, and the call names no member the brief names: the delegate
@@ -1392,7 +1392,7 @@ mod tests {
         // Two members are no set; a number or a sentence is no member.
         assert!(listed_sets("AMS1 | Amsterdam\nBER2 | Berlin").is_empty());
         assert!(listed_sets(r#"[{"n": "1 2"}, {"n": "3"}, {"n": "a b"}]"#).is_empty());
-        assert!(has_word("for region APAC, Q3", "APAC") && !has_word("APAC2 only", "APAC"));
+        assert!(has_word("for site BER2, November", "BER2") && !has_word("BER21 only", "BER2"));
     }
 
     #[test]
