@@ -110,6 +110,11 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     if claimed_failure(ctx, to) == Some(from) {
         return Transition::FollowUp;
     }
+    // A step acting on a delegate's report whose own search showed what the report denied
+    // carries the report's error on.
+    if crate::substrate::signals::instructions::relayed_denial(ctx, to) == Some(from) {
+        return Transition::FollowUp;
+    }
     let direct = g.find(from, to).map(|e| g.graph[e].clone());
     let via_child =
         g.outgoing(from).into_iter().any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());

@@ -196,6 +196,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     }
     actions::unconfirmed(ctx, i, &mut f);
     actions::argument_mismatch(ctx, i, &mut f);
+    actions::off_brief(ctx, i, &mut f);
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
@@ -851,14 +852,15 @@ fn code_before_reply(ctx: &Context<'_>, i: usize) -> Option<usize> {
 }
 
 /// Whether the number `key`, which the step states as a percentage (one of `percents`) with a
-/// word of change within 40 bytes of it ("up", "fell", "increase"...), is the relative change
+/// word of change or comparison within 40 bytes of it ("up", "fell", "increase", "vs", "QoQ"...)
+/// or a sign ("+6.2%"), is the relative change
 /// `100 × |a − b| / b` of two other numbers the step states (`operands`), one of them on the
 /// percentage's own line ("€50,532.45 … up 22.9% on Q2 (€41,120.70)"), at the precision it is
 /// written with. At most the first 24 operands are paired.
 fn change_of(text: &str, at: usize, key: &str, percents: &[f64], operands: &[f64]) -> bool {
     static CHANGE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
-            r"(?i)\b(?:up|down|increased?|decreased?|rise|rises|rose|fell|falls?|drop(?:s|ped)?|grew|grows|growth|gain(?:s|ed)?|declined?|higher|lower|more|less|change[ds]?)\b",
+            r"(?i)\b(?:up|down|increased?|decreased?|rise|rises|rose|fell|falls?|drop(?:s|ped)?|grew|grows|growth|gain(?:s|ed)?|declined?|higher|lower|more|less|change[ds]?|vs|versus|compared|against|qoq|yoy|mom)\b",
         )
         .unwrap()
     });
@@ -876,7 +878,9 @@ fn change_of(text: &str, at: usize, key: &str, percents: &[f64], operands: &[f64
     while !text.is_char_boundary(to) {
         to += 1;
     }
-    if !CHANGE.is_match(&text[from..to]) {
+    // A signed percentage ("+6.2%", "−3.1 %") is a change by its sign alone.
+    let signed = text[at..].starts_with(['+', '-', '−']) || text[..at].ends_with(['+', '-', '−']);
+    if !signed && !CHANGE.is_match(&text[from..to]) {
         return false;
     }
     let tol = written_tolerance(key);
@@ -3703,6 +3707,22 @@ mod arithmetic_tests {
         assert!(!share_of("4.3", &[4.3], &[412.0, 9873.0]));
         assert!(!share_of("4.2", &[], &[412.0, 9873.0]));
         assert!(!share_of("2396.4", &[2396.4], &[412.0, 9873.0]));
+    }
+
+    #[test]
+    fn a_signed_or_compared_percentage_change_is_derived() {
+        // A signed percentage or one set against another figure ("vs") is a change by itself.
+        let text = "Orders: 48,210 vs 45,390 in March, +6.2%.";
+        let at = text.find("6.2").unwrap();
+        assert!(change_of(text, at, "6.2", &[6.2], &[48210.0, 45390.0]));
+        let text = "Orders 48,210 against 45,390: 6.2% more.";
+        assert!(change_of(text, text.find("6.2").unwrap(), "6.2", &[6.2], &[48210.0, 45390.0]));
+        // No sign and no word of change or comparison, or not the change at the precision
+        // written: not derived.
+        let text = "Orders: 48,210 and 45,390; 6.2% of them late.";
+        assert!(!change_of(text, text.find("6.2").unwrap(), "6.2", &[6.2], &[48210.0, 45390.0]));
+        let text = "Orders: 48,210 vs 45,390, +6.4%.";
+        assert!(!change_of(text, text.find("6.4").unwrap(), "6.4", &[6.4], &[48210.0, 45390.0]));
     }
 
     #[test]

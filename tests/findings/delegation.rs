@@ -119,3 +119,41 @@ fn a_delegation_that_carries_the_version_or_a_version_said_in_passing_is_no_find
 fn fixture_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handbuilt/claude-code")
 }
+
+#[test]
+fn a_delegate_filtering_on_another_listed_entry_than_its_brief_names_is_the_decisive_step() {
+    // A hand-built Langfuse trace (agents as tools): the coordinator briefs data_puller for
+    // warehouse BER2; data_puller lists the warehouses (AMS1, BER2, MAD1, WAW3), then counts
+    // shipments for MAD1 twice and labels the counts "warehouse BER2"; the coordinator works out
+    // the month-on-month change (+9.4%) and the writer and the answer repeat it.
+    let t = fixture("handbuilt/langfuse/late_shipments_wrong_warehouse.langfuse.json");
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("data_puller"));
+    let found: Vec<(usize, Signal)> = findings(&t)
+        .into_iter()
+        .filter(|(_, s)| matches!(s, Signal::ArgumentMismatch | Signal::UnsourcedValue))
+        .collect();
+    assert_eq!(found, vec![(8, Signal::ArgumentMismatch), (10, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 8, Signal::ArgumentMismatch),
+        "calls count_shipments with 'MAD1', but its brief at step 3 asks for BER2, and the listing at step 7 \
+         gives BER2 and MAD1 as different entries"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("data_puller")), "{}", d.reason);
+    assert_eq!(d.role_of(8), Some(falat::diagnosis::Role::RootCause));
+    // The same run counting the warehouse the brief names: no mismatch, and the change worked out
+    // from the two counts ("1,894 against 1,731 is +9.4%") is no invented value.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/handbuilt/langfuse/late_shipments_wrong_warehouse.langfuse.json");
+    let text = std::fs::read_to_string(&path)
+        .expect("reads")
+        .replace(r#"\"warehouse\": \"MAD1\""#, r#"\"warehouse\": \"BER2\""#)
+        .replace(r#""warehouse": "MAD1""#, r#""warehouse": "BER2""#);
+    let right =
+        falat::ingest::parse("right.langfuse.json", text.as_bytes(), None).expect("loads").trajectories.remove(0);
+    let found: Vec<(usize, Signal)> = findings(&right)
+        .into_iter()
+        .filter(|(_, s)| matches!(s, Signal::ArgumentMismatch | Signal::UnsourcedValue))
+        .collect();
+    assert_eq!(found, vec![]);
+}

@@ -475,6 +475,53 @@ fn a_sub_agents_report_that_leaves_out_hits_of_its_own_search_is_the_decisive_st
 }
 
 #[test]
+fn a_delegates_report_denying_the_callers_its_own_search_listed_is_the_decisive_step() {
+    // A hand-built Claude Code session: the Explore sub-agent's `rg` lists the helper's definition,
+    // its re-export, a test and two calls (src/billing/invoice.ts, tools/backfill-ledger.ts); its
+    // report names the first three and says "It is not used anywhere else". The main agent removes
+    // the helper on that report: its removal (step 9) is found too, on the same search, but it only
+    // carries the report's error on.
+    let t = fixture_beside("handbuilt/claude-code/helper_removal_explore_denies_callers.jsonl");
+    assert_eq!((t.steps[6].agent.as_str(), t.steps[9].agent.as_str()), ("Explore", "claude"));
+    assert_eq!(steps_with(&t, Signal::OmittedHits), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::OmittedHits),
+        "says \"not used anywhere else\", but its searches (steps 2, 4) listed 2 files that use it; it leaves out \
+         src/billing/invoice.ts, tools/backfill-ledger.ts"
+    );
+    assert_eq!(steps_with(&t, Signal::FailedAction), vec![9]);
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("Explore")), "{}", d.reason);
+    let removal = d.candidates.iter().find(|c| c.step == 9).expect("the removal is a candidate");
+    let pruned = removal.pruned.as_ref().expect("the removal is pruned");
+    assert_eq!((pruned.transition, pruned.by_step), (falat::diagnosis::Transition::FollowUp, Some(6)));
+    assert_eq!(d.role_of(6), Some(falat::diagnosis::Role::RootCause));
+    assert_eq!(d.role_of(9), Some(falat::diagnosis::Role::Propagation));
+}
+
+#[test]
+fn a_report_that_names_only_the_definition_and_denies_uses_leaves_out_the_callers() {
+    let hits = "src/config.py:10:def parse_config(path):\nsrc/app.py:12:    cfg = parse_config(path)\n\
+                plugins/s3.py:7:    return parse_config(url)";
+    for (report, claim) in [
+        ("parse_config is defined in src/config.py:10. It is not used anywhere.", "not used anywhere"),
+        ("Defined in src/config.py; only called from tests.", "only called from"),
+    ] {
+        let t = reported(hits, report);
+        assert_eq!(
+            evidence(&t, 3, Signal::OmittedHits),
+            format!(
+                "says \"{claim}\", but its search (step 1) listed 2 files that use it; it leaves out src/app.py, \
+                 plugins/s3.py"
+            ),
+            "{report}"
+        );
+    }
+    // A report that names none of the files its search listed is not read as a report on it.
+    assert_eq!(steps_with(&reported(hits, "It is not used anywhere."), Signal::OmittedHits), Vec::<usize>::new());
+}
+
+#[test]
 fn a_whole_repository_claim_after_searching_one_package_is_the_decisive_step() {
     // A first user's Claude Code session: the Explore sub-agent is asked for "every place in this
     // repository" that uses a helper, greps only the `ledgerly/` package (absolute paths inside

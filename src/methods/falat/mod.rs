@@ -358,9 +358,15 @@ pub fn dependencies(
             edgeless.push((c.step, e));
         }
         // A later claim that reports as done the change this candidate failed to make carries
-        // its failure on without a dependency edge (signals::claimed_failure): ask about it too.
+        // its failure on without a dependency edge (signals::claimed_failure), and so does a step
+        // acting on this candidate's report when the report denied what its own search showed
+        // (signals::instructions::relayed_denial): ask about them too.
         for d in &candidates {
-            if d.step > c.step && !targets.contains(&d.step) && signals::claimed_failure(&ctx, d.step) == Some(c.step) {
+            if d.step > c.step
+                && !targets.contains(&d.step)
+                && (signals::claimed_failure(&ctx, d.step) == Some(c.step)
+                    || signals::instructions::relayed_denial(&ctx, d.step) == Some(c.step))
+            {
                 targets.push(d.step);
             }
         }

@@ -844,6 +844,125 @@ pub(crate) fn currency_left_out(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     }
 }
 
+/// How many steps before a delegate's call [`off_brief`] looks for the delegation that briefed it.
+const BRIEF_LOOKBACK: usize = 60;
+
+/// Whether `word` occurs in `text` as a whole word (no letter, digit or `_` on either side).
+fn has_word(text: &str, word: &str) -> bool {
+    let inner = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(p, _)| {
+        !text[..p].chars().next_back().is_some_and(inner) && !text[p + word.len()..].chars().next().is_some_and(inner)
+    })
+}
+
+/// Whether `v` reads as a member of a listed set: a code or name of 2 to 24 characters that starts
+/// with a letter and holds only letters, digits, `_` and `-` (`NORTH`, `eu-west-1`, `PRO_PLAN`).
+fn is_member(v: &str) -> bool {
+    (2..=24).contains(&v.len())
+        && v.starts_with(|c: char| c.is_ascii_alphabetic())
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The sets a tool output lists, each of three or more distinct members ([`is_member`]): the
+/// first cells of its rows (a query's table, `code | name` or aligned columns), and, for a JSON
+/// array of records, the string values each member name takes across the records.
+fn listed_sets(output: &str) -> Vec<Vec<String>> {
+    static ROW_HEAD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)^[ \t]*\|?[ \t]*([A-Za-z][A-Za-z0-9_-]{1,23})[ \t]*(?:\||\t|  |,|$)").unwrap()
+    });
+    let mut sets = Vec::new();
+    let mut heads: Vec<String> = Vec::new();
+    for c in ROW_HEAD.captures_iter(output) {
+        if !heads.iter().any(|h| h == &c[1]) {
+            heads.push(c[1].to_string());
+        }
+    }
+    if heads.len() >= 3 {
+        sets.push(heads);
+    }
+    if let Some(start) = output.find('[')
+        && let Ok(serde_json::Value::Array(records)) = serde_json::from_str::<serde_json::Value>(&output[start..])
+    {
+        let mut by_key: Vec<(String, Vec<String>)> = Vec::new();
+        for r in records.iter().filter_map(serde_json::Value::as_object) {
+            for (k, v) in r {
+                let Some(v) = v.as_str().filter(|v| is_member(v)) else { continue };
+                let k = match by_key.iter().position(|(x, _)| x == k) {
+                    Some(k) => k,
+                    None => {
+                        by_key.push((k.clone(), Vec::new()));
+                        by_key.len() - 1
+                    }
+                };
+                if !by_key[k].1.iter().any(|x| x == v) {
+                    by_key[k].1.push(v.to_string());
+                }
+            }
+        }
+        sets.extend(by_key.into_iter().map(|(_, v)| v).filter(|v| v.len() >= 3));
+    }
+    sets
+}
+
+/// Step `i`, a tool call of a delegate (an agent another agent briefed by a delegation within
+/// [`BRIEF_LOOKBACK`] steps), passes a quoted value (`'MAD1'` in a query, a JSON string) that is
+/// one member of a set its own earlier tool output since the brief listed ([`listed_sets`]: the
+/// codes of a lookup table, the names of a record list), while the brief names another member
+/// of that set and not this one, and the call names no member the brief names: the delegate
+/// filtered on a different entry than the one it was asked for. Unlike [`argument_mismatch`],
+/// no digit need be involved; the listing is what shows the two values are different entries.
+pub(crate) fn off_brief(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    static QUOTED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r#"'([^'\n\\]{2,24})'|"([^"\n\\]{2,24})""#).unwrap());
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall || super::is_outside_agent(&s.agent) || is_human(s) {
+        return;
+    }
+    let Some(brief) = (i.saturating_sub(BRIEF_LOOKBACK)..i)
+        .rev()
+        .find(|&j| t.steps[j].kind == StepKind::Delegation && t.steps[j].delegate_to.as_deref() == Some(&s.agent))
+    else {
+        return;
+    };
+    let brief_text = &t.steps[brief].content;
+    let values: Vec<&str> = QUOTED
+        .captures_iter(&s.content)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str())
+        .filter(|v| is_member(v) && !has_word(brief_text, v))
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    for r in brief + 1..i {
+        let x = &t.steps[r];
+        if x.kind != StepKind::ToolResult || x.agent != s.agent {
+            continue;
+        }
+        for set in listed_sets(&x.content) {
+            let asked: Vec<&String> = set.iter().filter(|m| has_word(brief_text, m)).collect();
+            if asked.is_empty() || asked.iter().any(|m| has_word(&s.content, m)) {
+                continue;
+            }
+            let Some(used) = values.iter().find(|v| set.iter().any(|m| m == *v)) else { continue };
+            let tool = s.tool_name.as_deref().unwrap_or("the tool");
+            out.push(finding(
+                Signal::ArgumentMismatch,
+                weights::ARGUMENT_MISMATCH,
+                prose![
+                    format!("calls {tool} with '{used}', but its brief at step "),
+                    Part::Step(brief),
+                    format!(" asks for {}, and the listing at step ", asked[0]),
+                    Part::Step(r),
+                    format!(" gives {} and {used} as different entries", asked[0])
+                ],
+            ));
+            return;
+        }
+    }
+}
+
 /// How many of the user's turns before a call [`argument_mismatch`] compares the call with.
 const MISMATCH_TURNS: usize = 4;
 
@@ -1263,6 +1382,18 @@ fn describes_other(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sets_a_listing_gives_are_its_row_heads_and_its_records_values() {
+        let table = "SITE | CITY\n-----+------\nAMS1 | Amsterdam\nBER2 | Berlin\nMAD1 | Madrid\n(3 rows)";
+        assert_eq!(listed_sets(table), vec![vec!["SITE", "AMS1", "BER2", "MAD1"]]);
+        let records = r#"[{"code": "gold", "seats": 5}, {"code": "silver", "seats": 3}, {"code": "bronze"}]"#;
+        assert_eq!(listed_sets(records), vec![vec!["gold", "silver", "bronze"]]);
+        // Two members are no set; a number or a sentence is no member.
+        assert!(listed_sets("AMS1 | Amsterdam\nBER2 | Berlin").is_empty());
+        assert!(listed_sets(r#"[{"n": "1 2"}, {"n": "3"}, {"n": "a b"}]"#).is_empty());
+        assert!(has_word("for site BER2, November", "BER2") && !has_word("BER21 only", "BER2"));
+    }
 
     #[test]
     fn a_value_written_another_way_is_no_change_of_it() {

@@ -423,11 +423,11 @@ static HIT: LazyLock<Regex> = LazyLock::new(|| {
 static FOUND_FILES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*Found \d+ files?\b").unwrap());
 
 /// A report that nothing more was found: "no other references", "no more matches", "none
-/// elsewhere", "not used anywhere else". (Not "clean" or "no other" alone: a lint run is clean
+/// elsewhere", "not used anywhere (else)", "only called from …". (Not "clean" or "no other" alone: a lint run is clean
 /// too.)
 static NOTHING_MORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(no (?:other |more |further |remaining )?(?:references?|occurrences?|matches|hits|usages?|uses|mentions|callers|call sites)\b|none (?:elsewhere|remain)|not (?:referenced|used|mentioned|called) (?:anywhere else|elsewhere))",
+        r"(?i)\b(no (?:other |more |further |remaining )?(?:references?|occurrences?|matches|hits|usages?|uses|mentions|callers|call sites)\b|none (?:elsewhere|remain)|not (?:referenced|used|mentioned|called) (?:anywhere(?: else)?|elsewhere)|only (?:referenced|used|called) (?:in|by|from)\b)",
     )
     .unwrap()
 });
@@ -476,7 +476,7 @@ fn search_hit_lines(output: &str) -> Vec<Hit> {
 /// references", "5 files").
 fn counts_uses(phrase: &str) -> bool {
     let p = phrase.to_ascii_lowercase();
-    ["caller", "call site", "usage"].iter().any(|w| p.contains(w))
+    ["caller", "call site", "called", "usage"].iter().any(|w| p.contains(w))
         || p.split(|c: char| !c.is_ascii_alphabetic()).any(|w| matches!(w, "use" | "uses" | "used"))
 }
 
@@ -640,9 +640,13 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         let name = f.rsplit('/').next().unwrap_or(f);
         text.contains(f) || name.len() >= 4 && text.contains(name)
     };
+    // The report must name one of the files its searches listed (it reports on them); what it
+    // leaves out is read against the set its claim is about: a claim about uses ("no other call
+    // sites") that names only the definition and an import still leaves out every file using it.
+    let names_some = all_files.iter().any(|f| named(f));
     let split = |set: &Vec<&String>| -> Option<(usize, Vec<String>)> {
         let left: Vec<String> = set.iter().filter(|f| !named(f)).map(|f| f.to_string()).collect();
-        (left.len() < set.len() && !left.is_empty()).then_some((set.len(), left))
+        (names_some && !left.is_empty()).then_some((set.len(), left))
     };
     let nothing_more = NOTHING_MORE.find(text).and_then(|m| {
         let (n, left) = split(compared(m.as_str())?)?;
@@ -684,6 +688,37 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
     parts.push(Part::from(format!(") listed {total} files{kind}; it leaves out {}{more}", shown.join(", "))));
     out.push(finding(Signal::OmittedHits, weights::COUNT_MISMATCH, crate::diagnosis::Prose::new(parts)));
+}
+
+/// The delegate's report that step `to` acts on, when `to`'s own finding rests on an observation
+/// that the report's agent made and then denied: a finding of `to` cites a step `k` of another
+/// agent (its search output), and a step of that agent between `k` and `to` has an
+/// [`omitted_hits`] finding on the same search (the report said nothing more was found, while
+/// the output at `k` listed more). The step that acted on the report carries its error on (FALAT
+/// labels the pair `follow_up`): the report is where the error starts. `None` otherwise.
+pub fn relayed_denial(ctx: &Context<'_>, to: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    let agent = &t.steps.get(to)?.agent;
+    let own = super::recall(ctx, to)?;
+    // The search call and its output are the same observation.
+    let same_search = |cited: usize, k: usize| cited == k || result_of(ctx, cited) == Some(k);
+    for f in own.iter().filter(|f| f.signal != Signal::OmittedHits) {
+        for k in f.evidence.steps().filter(|&k| k < to && t.steps[k].agent != *agent) {
+            let delegate = &t.steps[k].agent;
+            let report = (k + 1..to).find(|&r| {
+                t.steps[r].agent == *delegate
+                    && t.steps[r].kind == StepKind::Message
+                    && super::recall(ctx, r).is_some_and(|g| {
+                        g.iter()
+                            .any(|g| g.signal == Signal::OmittedHits && g.evidence.steps().any(|c| same_search(c, k)))
+                    })
+            });
+            if report.is_some() {
+                return report;
+            }
+        }
+    }
+    None
 }
 
 /// The paths a search call of step `c` keeps to, when it is one: a `Grep`/`Glob`/search tool's
