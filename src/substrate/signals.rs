@@ -1456,7 +1456,8 @@ const RERUN_WINDOW: usize = 40;
 /// Whether shell call `c` is run again, as the same command line, by the same agent within
 /// [`RERUN_WINDOW`] steps, and that run passed (its exit code is 0, or, without one, its output
 /// shows no failure): the check failed on work in progress (a test that did not compile yet),
-/// which the agent finished. Also when the same agent's next run of the same check or a broader
+/// which the agent finished; not when the only changes in between rewrote a test that was there
+/// before ([`recovery::rerun_counts`]). Also when the same agent's next run of the same check or a broader
 /// one ([`recovery::rerun_unchanged_passes`]), with nothing changed in between, passed: the first
 /// run's failure was not the code's.
 pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
@@ -1473,6 +1474,8 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
                 && t.steps[k].agent == *agent
                 && command(k).is_some_and(|x| x.trim() == line.trim())
         })
+        // A test that was there before, rewritten to pass, fixed nothing the run showed.
+        .filter(|&k| recovery::rerun_counts(ctx, c, k))
         .and_then(|k| result_of(ctx, k))
         .is_some_and(|r| !check_fails(ctx, r))
 }

@@ -1221,6 +1221,51 @@ fn a_check_that_passes_only_after_a_test_that_was_there_before_is_rewritten_is_n
     assert_eq!(falat(&t).decisive_step, Some(1));
 }
 
+/// The same protection when the passing run is the same command line as the failed one: the
+/// check run again after the agent only weakened an assertion that was there before is no
+/// recovery (before, the rerun of the same line passing made the failure work in progress).
+#[test]
+fn the_same_check_run_again_after_a_test_that_was_there_before_is_weakened_is_not_recovered() {
+    let edit = |path: &str, old: &str, new: &str| json!({"file_path": path, "old_string": old, "new_string": new});
+    let check = json!({"command": "pytest tests/test_units.py -q"});
+    let session = |fix: (&str, &str, &str)| {
+        claude_calls(
+            "to_celsius must round to one decimal place, as the README says",
+            &[
+                (
+                    "Edit",
+                    edit("/w/thermo/units.py", "return (f - 32) * 5 / 9", "return round((f - 32) * 5 / 9)"),
+                    "The file /w/thermo/units.py has been updated.",
+                    false,
+                ),
+                (
+                    "Bash",
+                    check.clone(),
+                    "FAILED tests/test_units.py::test_to_celsius_body_temp - assert 37 == 37.0\n\
+                     1 failed, 5 passed in 0.03s",
+                    true,
+                ),
+                ("Edit", edit(fix.0, fix.1, fix.2), &format!("The file {} has been updated.", fix.0), false),
+                ("Bash", check.clone(), "......\n6 passed in 0.03s", false),
+            ],
+            "to_celsius rounds now; the tests pass.",
+        )
+    };
+    // The assertion loosened to what the code returns, and the same line run again.
+    let t = session(("/w/thermo/tests/test_units.py", "== 37.0", "== pytest.approx(37.0, abs=1)"));
+    assert_eq!(findings(&t), vec![(1, Signal::FailedAction)]);
+    assert_eq!(
+        evidence(&t, 1, Signal::FailedAction),
+        "the check after this edit fails at step 4: test_to_celsius_body_temp failed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(1), Some("claude")), "{}", d.reason);
+    // The code fixed instead: the same line passing again is the work finished.
+    let t = session(("/w/thermo/units.py", "round((f - 32) * 5 / 9)", "round((f - 32) * 5 / 9, 1)"));
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
+}
+
 /// A smolagents `CodeAgent` memory: the task, then per step its code (`code_action`) and either
 /// its observations or its error (`AgentExecutionError`, as `step.error.dict()` writes it).
 fn smolagents_code(task: &str, steps: &[(&str, Result<&str, &str>)]) -> Trajectory {
