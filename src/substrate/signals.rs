@@ -24,6 +24,7 @@ mod lookup;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
+mod reproduction;
 pub mod revert;
 pub mod shell;
 mod side_effects;
@@ -187,6 +188,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::dedupe_incomplete(ctx, i, &mut f);
     coding::pinned_past_constraint(ctx, i, &mut f);
     coding::other_copy_edited(ctx, i, &mut f);
+    reproduction::copy_of_reproduced_module(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
     coding::pinned_vulnerable(ctx, i, &mut f);
     callers::callers_broken(ctx, i, &mut f);
@@ -223,6 +225,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     assertion::unverified(ctx, i, &mut h);
     progress::no_progress(ctx, i, &mut h);
     coding::reproduction_not_rerun(ctx, i, &mut h);
+    reproduction::claim_against_expected(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::stopped_early(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);

@@ -2603,3 +2603,116 @@ fn a_failed_read_that_the_agent_tells_is_neither_a_failed_action_nor_ignored() {
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
 }
+
+// ---------------------------------------------------------------------------------------------
+// What the reproduction ran and printed, against the fix and the claim
+// ---------------------------------------------------------------------------------------------
+
+/// The reproduction imports one module (`parcelpost.pricing.tariffs`, step 4-5, which the agent
+/// says it reproduced at step 6); the only code edit changes a vendored file of the same name
+/// (step 9), the new test imports that copy, the suite passes and the reproduction is never run
+/// again: the edit is the decisive step.
+#[test]
+fn a_fix_written_into_another_copy_of_the_module_the_reproduction_ran_is_the_decisive_step() {
+    let t = fixture("handbuilt/coding/copy_of_reproduced_module_edited.claude-code.jsonl");
+    assert!(findings(&t).contains(&(9, Signal::FailedAction)), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 9, Signal::FailedAction),
+        "edits third_party/carrier_sdk/tariffs.py, not `parcelpost.pricing.tariffs` that the reproduction (step 5) \
+         ran, which is never edited nor run again: the check passing at step 14 does not show it fixed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("claude")), "{}", d.reason);
+}
+
+/// The same shape with the module the reproduction ran edited, or with the reproduction run again
+/// after the edit of the other copy: no finding of the copy.
+#[test]
+fn an_edit_of_the_module_the_reproduction_ran_or_a_reproduction_run_again_is_no_copy_finding() {
+    let task = "Parcels that weigh exactly a tier boundary are charged the next tier up. Please fix rate_for_weight().";
+    let repro = json!({"command": "python -c \"from parcelpost.pricing.tariffs import rate_for_weight, DOMESTIC; print(rate_for_weight(2000, DOMESTIC))\""});
+    let edit = |path: &str| {
+        (
+            "Edit",
+            json!({"file_path": path, "old_string": "if grams < limit:", "new_string": "if grams <= limit:"}),
+            "The file has been updated.",
+            false,
+        )
+    };
+    let suite = ("Bash", json!({"command": "python -m pytest tests/pricing -q"}), "22 passed in 0.64s", false);
+    let copy = "/w/parcelpost/third_party/carrier_sdk/tariffs.py";
+    let session = |calls: Vec<(&str, Value, &str, bool)>| {
+        let mut turns =
+            vec![ClaudeTurn::Call("Bash", repro.clone(), "840", false), ClaudeTurn::Text("Reproduced: 840.")];
+        turns.extend(calls.iter().map(|(tool, input, out, err)| ClaudeTurn::Call(tool, input.clone(), out, *err)));
+        turns.push(ClaudeTurn::Text("Fixed: a parcel at a tier limit is in the lower tier."));
+        claude_session(task, &turns)
+    };
+    let copy_finding = |t: &Trajectory| {
+        let sub = Substrate::build(t);
+        let ctx = Context::of(t, &sub, false);
+        (0..t.steps.len()).any(|i| {
+            signals::recall(&ctx, i)
+                .unwrap_or_default()
+                .iter()
+                .any(|f| f.evidence.to_string().contains("another copy than"))
+        })
+    };
+    // The module itself edited.
+    let t = session(vec![edit("/w/parcelpost/parcelpost/pricing/tariffs.py"), suite.clone()]);
+    assert!(!copy_finding(&t), "{:?}", findings(&t));
+    assert_eq!(falat(&t).decisive_step, None);
+    // The copy edited, then the reproduction run again: what it prints judges the fix.
+    let t = session(vec![edit(copy), ("Bash", repro.clone(), "840", false), suite]);
+    assert!(!copy_finding(&t), "{:?}", findings(&t));
+}
+
+/// SWE-agent: the task's example block expects `'3 h'` for 9000; after the edit the script
+/// prints `9000 -> 2 h` and the next thought says the output matches the PR (step 16).
+#[test]
+fn a_claim_that_the_output_matches_when_it_prints_another_value_than_the_task_expects_is_the_decisive_step() {
+    let t = fixture("handbuilt/coding/claim_matches_against_expected_value.swe-agent.traj");
+    assert!(findings(&t).contains(&(16, Signal::IgnoredResult)), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 16, Signal::IgnoredResult),
+        "says \"The output now matches the PR: 5400 -> 2 h and …\", but the run at step 15 prints `9000 -> 2 h`, \
+         where the task expects `3 h` for 9000"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(16), Some("main")), "{}", d.reason);
+}
+
+/// The same claim after an output that shows every value the task expects is no finding; nor is
+/// a thought that says the output is still wrong.
+#[test]
+fn a_claim_after_an_output_with_the_expected_values_is_no_finding() {
+    let task = "duration_label() rounds hours down\n\n```python\n>>> duration_label(5400)\n'1 h'   # expected '2 h'\n\
+                >>> duration_label(9000)\n'2 h'   # expected '3 h'\n```";
+    let examples = "cd /testbed && python -c \"from timefmt.labels import duration_label as d; print(5400, '->', d(5400)); \
+                    print(9000, '->', d(9000))\"";
+    let run = |output: &str, thought: &str| {
+        swe_agent(
+            task,
+            &[
+                (
+                    "Find it.",
+                    "grep -rn 'def duration_label' timefmt",
+                    "timefmt/labels.py:9:def duration_label(seconds: int) -> str:",
+                ),
+                ("Run the examples.", examples, "5400 -> 1 h\n9000 -> 2 h"),
+                ("Round half up.", "sed -i 's/seconds \\/\\/ 3600/int(seconds \\/ 3600 + 0.5)/' timefmt/labels.py", ""),
+                ("Run them again.", examples, output),
+                (thought, "submit", "diff --git a/timefmt/labels.py b/timefmt/labels.py"),
+            ],
+        )
+    };
+    let ignored =
+        |t: &Trajectory| findings(t).into_iter().filter(|(_, s)| *s == Signal::IgnoredResult).collect::<Vec<_>>();
+    let claim = "The output now matches the PR.";
+    // Every expected value printed.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 3 h", claim)), vec![]);
+    // The agent says the output is still wrong.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 2 h", "9000 still prints 2 h; submitting what I have.")), vec![]);
+    // The claim against the same output is the finding.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 2 h", claim)), vec![(13, Signal::IgnoredResult)]);
+}
