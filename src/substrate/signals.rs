@@ -3146,7 +3146,8 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// a function, a value it quotes: a token of at least six characters with `_`, `.`, `/`, `-` or
 /// `::` in it, such as `test_parse_dates`, `parser.py` or `cr-me-br-l-e`, not a web address; or
 /// an exception's class such as `ZeroDivisionError`; or an error message the task quotes, such as
-/// `Error: invalid duration: 90s`), and no edit came before it
+/// `Error: invalid duration: 90s`; a file's path only in an output that shows a failure,
+/// [`check_fails`]: a command that succeeded and printed a path lists it), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
 /// ran out of time ([`says_timed_out`], or exit code 124, `timeout`'s), before any edit; or the task
 /// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
@@ -3220,7 +3221,16 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
                 && hay[i + m.len()..].chars().next().is_none_or(|c| !part(c))
         })
     };
-    if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n)) {
+    // A file's path the task names (`src/index.js`), printed by a command that did not fail (a
+    // listing, a script that prints a manifest's entry point), is no failure: only a failing
+    // output reproduces by a path; a test, a function or an error message counts either way.
+    let is_path = |n: &str| {
+        n.contains('/')
+            || n.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty() && (1..=4).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+    };
+    if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n) && (!is_path(n) || check_fails(ctx, r))) {
         return true;
     }
     // The command the task quotes as showing the failure (`go test -race ./pkg/...` "reports a

@@ -137,6 +137,39 @@ fn a_scratch_file_in_the_temp_folder_is_no_edit_of_the_work() {
     assert_eq!(findings(&t), vec![]);
 }
 
+/// A command that succeeds and prints a path the task names (`node -e` printing the manifest's
+/// entry point `src/index.js`) reproduces no failure, also when the task is too short to quote
+/// the error: before, it was "the reproduction of the reported failure (step 4, `cp
+/// package.json`)", never run again after the fix.
+#[test]
+fn a_command_that_succeeds_printing_a_path_the_task_names_reproduces_nothing() {
+    let mut m = vec![user("The build fails: fix the import in src/index.js.")];
+    m.extend(call(
+        "c1",
+        "run_shell",
+        json!({"cmd": "npm run build"}),
+        "Error: Cannot find module './util'\nExit code: 1",
+    ));
+    m.extend(call(
+        "c2",
+        "run_shell",
+        json!({"cmd": "cp package.json /tmp/package.json && node -e \"console.log(require('/tmp/package.json').main)\""}),
+        "src/index.js\nExit code: 0",
+    ));
+    m.extend(call(
+        "c3",
+        "apply_patch",
+        json!({"patch": "*** Update File: src/index.js\n-const util = require('./util')\n+const util = require('./utils')"}),
+        "Done. Updated src/index.js",
+    ));
+    m.extend(call("c4", "run_shell", json!({"cmd": "npm run build"}), "built in 0.4s\nExit code: 0"));
+    m.push(assistant("Fixed the import in src/index.js; the build passes."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
 #[test]
 fn other_ways_of_saying_the_work_is_done_are_claims_too() {
     for claim in [

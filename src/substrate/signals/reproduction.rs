@@ -195,10 +195,10 @@ pub(super) fn copy_of_reproduced_module(ctx: &Context<'_>, e: usize, out: &mut V
     }
     // The last check after the edit that passed: no evidence about the reproduced failure.
     let passed = (e + 1..end)
+        .rev()
         .filter(|&k| mine(k) && !edits(t, k) && call_command(t, k).is_some() && !only_reads(t, k))
         .filter_map(|k| result_of(ctx, k))
-        .filter(|&rk| !check_fails(ctx, rk))
-        .last();
+        .find(|&rk| !check_fails(ctx, rk));
     let tail = |p: &str| {
         let parts: Vec<&str> = p.trim_end_matches('/').split('/').filter(|x| !x.is_empty()).collect();
         parts[parts.len().saturating_sub(3)..].join("/")
