@@ -24,6 +24,7 @@ mod lookup;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
+mod reproduction;
 pub mod revert;
 pub mod shell;
 mod side_effects;
@@ -187,6 +188,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::dedupe_incomplete(ctx, i, &mut f);
     coding::pinned_past_constraint(ctx, i, &mut f);
     coding::other_copy_edited(ctx, i, &mut f);
+    reproduction::copy_of_reproduced_module(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
     coding::pinned_vulnerable(ctx, i, &mut f);
     callers::callers_broken(ctx, i, &mut f);
@@ -224,6 +226,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     assertion::unverified(ctx, i, &mut h);
     progress::no_progress(ctx, i, &mut h);
     coding::reproduction_not_rerun(ctx, i, &mut h);
+    reproduction::claim_against_expected(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::stopped_early(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
@@ -1460,7 +1463,8 @@ const RERUN_WINDOW: usize = 40;
 /// Whether shell call `c` is run again, as the same command line, by the same agent within
 /// [`RERUN_WINDOW`] steps, and that run passed (its exit code is 0, or, without one, its output
 /// shows no failure): the check failed on work in progress (a test that did not compile yet),
-/// which the agent finished. Also when the same agent's next run of the same check or a broader
+/// which the agent finished; not when the only changes in between rewrote a test that was there
+/// before ([`recovery::rerun_counts`]). Also when the same agent's next run of the same check or a broader
 /// one ([`recovery::rerun_unchanged_passes`]), with nothing changed in between, passed: the first
 /// run's failure was not the code's.
 pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
@@ -1477,6 +1481,8 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
                 && t.steps[k].agent == *agent
                 && command(k).is_some_and(|x| x.trim() == line.trim())
         })
+        // A test that was there before, rewritten to pass, fixed nothing the run showed.
+        .filter(|&k| recovery::rerun_counts(ctx, c, k))
         .and_then(|k| result_of(ctx, k))
         .is_some_and(|r| !check_fails(ctx, r))
 }
@@ -3144,7 +3150,8 @@ const WEB_SUFFIXES: [&str; 7] = [".org", ".com", ".net", ".gov", ".edu", ".io", 
 /// a function, a value it quotes: a token of at least six characters with `_`, `.`, `/`, `-` or
 /// `::` in it, such as `test_parse_dates`, `parser.py` or `cr-me-br-l-e`, not a web address; or
 /// an exception's class such as `ZeroDivisionError`; or an error message the task quotes, such as
-/// `Error: invalid duration: 90s`), and no edit came before it
+/// `Error: invalid duration: 90s`; a file's path only in an output that shows a failure,
+/// [`check_fails`]: a command that succeeded and printed a path lists it), and no edit came before it
 /// ([`edits`]); or the task reports a hang ([`REPORTED_HANG`]) and the output says the command
 /// ran out of time ([`says_timed_out`], or exit code 124, `timeout`'s), before any edit; or the task
 /// reports a failure of a checker it names ([`shell::CHECK_PROGRAMS`]: "CI is failing on the eslint
@@ -3218,7 +3225,16 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
                 && hay[i + m.len()..].chars().next().is_none_or(|c| !part(c))
         })
     };
-    if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n)) {
+    // A file's path the task names (`src/index.js`), printed by a command that did not fail (a
+    // listing, a script that prints a manifest's entry point), is no failure: only a failing
+    // output reproduces by a path; a test, a function or an error message counts either way.
+    let is_path = |n: &str| {
+        n.contains('/')
+            || n.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty() && (1..=4).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+    };
+    if !names.is_empty() && names.iter().any(|n| whole(lower_of(ctx, r), n) && (!is_path(n) || check_fails(ctx, r))) {
         return true;
     }
     // The command the task quotes as showing the failure (`go test -race ./pkg/...` "reports a

@@ -137,6 +137,39 @@ fn a_scratch_file_in_the_temp_folder_is_no_edit_of_the_work() {
     assert_eq!(findings(&t), vec![]);
 }
 
+/// A command that succeeds and prints a path the task names (`node -e` printing the manifest's
+/// entry point `src/index.js`) reproduces no failure, also when the task is too short to quote
+/// the error: before, it was "the reproduction of the reported failure (step 4, `cp
+/// package.json`)", never run again after the fix.
+#[test]
+fn a_command_that_succeeds_printing_a_path_the_task_names_reproduces_nothing() {
+    let mut m = vec![user("The build fails: fix the import in src/index.js.")];
+    m.extend(call(
+        "c1",
+        "run_shell",
+        json!({"cmd": "npm run build"}),
+        "Error: Cannot find module './util'\nExit code: 1",
+    ));
+    m.extend(call(
+        "c2",
+        "run_shell",
+        json!({"cmd": "cp package.json /tmp/package.json && node -e \"console.log(require('/tmp/package.json').main)\""}),
+        "src/index.js\nExit code: 0",
+    ));
+    m.extend(call(
+        "c3",
+        "apply_patch",
+        json!({"patch": "*** Update File: src/index.js\n-const util = require('./util')\n+const util = require('./utils')"}),
+        "Done. Updated src/index.js",
+    ));
+    m.extend(call("c4", "run_shell", json!({"cmd": "npm run build"}), "built in 0.4s\nExit code: 0"));
+    m.push(assistant("Fixed the import in src/index.js; the build passes."));
+    let t = load(m);
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
 #[test]
 fn other_ways_of_saying_the_work_is_done_are_claims_too() {
     for claim in [
@@ -1219,6 +1252,51 @@ fn a_check_that_passes_only_after_a_test_that_was_there_before_is_rewritten_is_n
     );
     assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
     assert_eq!(falat(&t).decisive_step, Some(1));
+}
+
+/// The same protection when the passing run is the same command line as the failed one: the
+/// check run again after the agent only weakened an assertion that was there before is no
+/// recovery (before, the rerun of the same line passing made the failure work in progress).
+#[test]
+fn the_same_check_run_again_after_a_test_that_was_there_before_is_weakened_is_not_recovered() {
+    let edit = |path: &str, old: &str, new: &str| json!({"file_path": path, "old_string": old, "new_string": new});
+    let check = json!({"command": "pytest tests/test_units.py -q"});
+    let session = |fix: (&str, &str, &str)| {
+        claude_calls(
+            "to_celsius must round to one decimal place, as the README says",
+            &[
+                (
+                    "Edit",
+                    edit("/w/thermo/units.py", "return (f - 32) * 5 / 9", "return round((f - 32) * 5 / 9)"),
+                    "The file /w/thermo/units.py has been updated.",
+                    false,
+                ),
+                (
+                    "Bash",
+                    check.clone(),
+                    "FAILED tests/test_units.py::test_to_celsius_body_temp - assert 37 == 37.0\n\
+                     1 failed, 5 passed in 0.03s",
+                    true,
+                ),
+                ("Edit", edit(fix.0, fix.1, fix.2), &format!("The file {} has been updated.", fix.0), false),
+                ("Bash", check.clone(), "......\n6 passed in 0.03s", false),
+            ],
+            "to_celsius rounds now; the tests pass.",
+        )
+    };
+    // The assertion loosened to what the code returns, and the same line run again.
+    let t = session(("/w/thermo/tests/test_units.py", "== 37.0", "== pytest.approx(37.0, abs=1)"));
+    assert_eq!(findings(&t), vec![(1, Signal::FailedAction)]);
+    assert_eq!(
+        evidence(&t, 1, Signal::FailedAction),
+        "the check after this edit fails at step 4: test_to_celsius_body_temp failed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(1), Some("claude")), "{}", d.reason);
+    // The code fixed instead: the same line passing again is the work finished.
+    let t = session(("/w/thermo/units.py", "round((f - 32) * 5 / 9)", "round((f - 32) * 5 / 9, 1)"));
+    assert_eq!(findings(&t), vec![]);
+    assert_eq!(falat(&t).decisive_step, None);
 }
 
 /// A smolagents `CodeAgent` memory: the task, then per step its code (`code_action`) and either
@@ -2557,4 +2635,117 @@ fn a_failed_read_that_the_agent_tells_is_neither_a_failed_action_nor_ignored() {
     assert_eq!(findings(&t), vec![]);
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the reproduction ran and printed, against the fix and the claim
+// ---------------------------------------------------------------------------------------------
+
+/// The reproduction imports one module (`parcelpost.pricing.tariffs`, step 4-5, which the agent
+/// says it reproduced at step 6); the only code edit changes a vendored file of the same name
+/// (step 9), the new test imports that copy, the suite passes and the reproduction is never run
+/// again: the edit is the decisive step.
+#[test]
+fn a_fix_written_into_another_copy_of_the_module_the_reproduction_ran_is_the_decisive_step() {
+    let t = fixture("handbuilt/coding/copy_of_reproduced_module_edited.claude-code.jsonl");
+    assert!(findings(&t).contains(&(9, Signal::FailedAction)), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 9, Signal::FailedAction),
+        "edits third_party/carrier_sdk/tariffs.py, not `parcelpost.pricing.tariffs` that the reproduction (step 5) \
+         ran, which is never edited nor run again: the check passing at step 14 does not show it fixed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("claude")), "{}", d.reason);
+}
+
+/// The same shape with the module the reproduction ran edited, or with the reproduction run again
+/// after the edit of the other copy: no finding of the copy.
+#[test]
+fn an_edit_of_the_module_the_reproduction_ran_or_a_reproduction_run_again_is_no_copy_finding() {
+    let task = "Parcels that weigh exactly a tier boundary are charged the next tier up. Please fix rate_for_weight().";
+    let repro = json!({"command": "python -c \"from parcelpost.pricing.tariffs import rate_for_weight, DOMESTIC; print(rate_for_weight(2000, DOMESTIC))\""});
+    let edit = |path: &str| {
+        (
+            "Edit",
+            json!({"file_path": path, "old_string": "if grams < limit:", "new_string": "if grams <= limit:"}),
+            "The file has been updated.",
+            false,
+        )
+    };
+    let suite = ("Bash", json!({"command": "python -m pytest tests/pricing -q"}), "22 passed in 0.64s", false);
+    let copy = "/w/parcelpost/third_party/carrier_sdk/tariffs.py";
+    let session = |calls: Vec<(&str, Value, &str, bool)>| {
+        let mut turns =
+            vec![ClaudeTurn::Call("Bash", repro.clone(), "840", false), ClaudeTurn::Text("Reproduced: 840.")];
+        turns.extend(calls.iter().map(|(tool, input, out, err)| ClaudeTurn::Call(tool, input.clone(), out, *err)));
+        turns.push(ClaudeTurn::Text("Fixed: a parcel at a tier limit is in the lower tier."));
+        claude_session(task, &turns)
+    };
+    let copy_finding = |t: &Trajectory| {
+        let sub = Substrate::build(t);
+        let ctx = Context::of(t, &sub, false);
+        (0..t.steps.len()).any(|i| {
+            signals::recall(&ctx, i)
+                .unwrap_or_default()
+                .iter()
+                .any(|f| f.evidence.to_string().contains("another copy than"))
+        })
+    };
+    // The module itself edited.
+    let t = session(vec![edit("/w/parcelpost/parcelpost/pricing/tariffs.py"), suite.clone()]);
+    assert!(!copy_finding(&t), "{:?}", findings(&t));
+    assert_eq!(falat(&t).decisive_step, None);
+    // The copy edited, then the reproduction run again: what it prints judges the fix.
+    let t = session(vec![edit(copy), ("Bash", repro.clone(), "840", false), suite]);
+    assert!(!copy_finding(&t), "{:?}", findings(&t));
+}
+
+/// SWE-agent: the task's example block expects `'3 h'` for 9000; after the edit the script
+/// prints `9000 -> 2 h` and the next thought says the output matches the PR (step 16).
+#[test]
+fn a_claim_that_the_output_matches_when_it_prints_another_value_than_the_task_expects_is_the_decisive_step() {
+    let t = fixture("handbuilt/coding/claim_matches_against_expected_value.swe-agent.traj");
+    assert!(findings(&t).contains(&(16, Signal::IgnoredResult)), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 16, Signal::IgnoredResult),
+        "says \"The output now matches the PR: 5400 -> 2 h and …\", but the run at step 15 prints `9000 -> 2 h`, \
+         where the task expects `3 h` for 9000"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(16), Some("main")), "{}", d.reason);
+}
+
+/// The same claim after an output that shows every value the task expects is no finding; nor is
+/// a thought that says the output is still wrong.
+#[test]
+fn a_claim_after_an_output_with_the_expected_values_is_no_finding() {
+    let task = "duration_label() rounds hours down\n\n```python\n>>> duration_label(5400)\n'1 h'   # expected '2 h'\n\
+                >>> duration_label(9000)\n'2 h'   # expected '3 h'\n```";
+    let examples = "cd /testbed && python -c \"from timefmt.labels import duration_label as d; print(5400, '->', d(5400)); \
+                    print(9000, '->', d(9000))\"";
+    let run = |output: &str, thought: &str| {
+        swe_agent(
+            task,
+            &[
+                (
+                    "Find it.",
+                    "grep -rn 'def duration_label' timefmt",
+                    "timefmt/labels.py:9:def duration_label(seconds: int) -> str:",
+                ),
+                ("Run the examples.", examples, "5400 -> 1 h\n9000 -> 2 h"),
+                ("Round half up.", "sed -i 's/seconds \\/\\/ 3600/int(seconds \\/ 3600 + 0.5)/' timefmt/labels.py", ""),
+                ("Run them again.", examples, output),
+                (thought, "submit", "diff --git a/timefmt/labels.py b/timefmt/labels.py"),
+            ],
+        )
+    };
+    let ignored =
+        |t: &Trajectory| findings(t).into_iter().filter(|(_, s)| *s == Signal::IgnoredResult).collect::<Vec<_>>();
+    let claim = "The output now matches the PR.";
+    // Every expected value printed.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 3 h", claim)), vec![]);
+    // The agent says the output is still wrong.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 2 h", "9000 still prints 2 h; submitting what I have.")), vec![]);
+    // The claim against the same output is the finding.
+    assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 2 h", claim)), vec![(13, Signal::IgnoredResult)]);
 }

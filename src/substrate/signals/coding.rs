@@ -310,7 +310,7 @@ fn command_keys(t: &Trajectory, c: usize) -> Option<(Vec<(String, String)>, bool
 
 /// Whether call `i` is the first edit of the run's code after the reproduction: an edit
 /// ([`edits`]) of a file that is not the agent's own scratch file ([`made_by_agent`]).
-fn edits_code(t: &Trajectory, i: usize) -> bool {
+pub(super) fn edits_code(t: &Trajectory, i: usize) -> bool {
     if !edits(t, i) {
         return false;
     }

@@ -510,7 +510,7 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
             return false;
         }
         if super::changes_state(t, k) {
-            if call_error(ctx, k).is_none() && fixes(ctx, c, r, k) {
+            if fixing_change(ctx, c, r, k) {
                 fixed = true;
             }
             // A command that changes something and then runs the check (`mv stale_test.go /tmp
@@ -529,6 +529,36 @@ pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
         }
     }
     last == Some(true)
+}
+
+/// Whether call `k`, made after the failed check `c` (output `r`), is a change that can have
+/// fixed what `c` showed: it changes something ([`super::changes_state`]), it did not fail
+/// ([`call_error`]), and it is no rewrite of a test that was there before ([`fixes`]). The one
+/// test of a change, for a check that passes after a fix ([`check_recovered`]) and for the same
+/// command line run again with success ([`rerun_counts`]).
+fn fixing_change(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
+    super::changes_state(ctx.trajectory, k) && call_error(ctx, k).is_none() && fixes(ctx, c, r, k)
+}
+
+/// Whether the passing run `k` of the check `c` (the same command line, run again by the same
+/// agent) says the failure `c` showed is gone: `c` did not fail, or the agent changed nothing
+/// between the two runs (a call the user refused passed over), or one of its changes between them
+/// can have fixed it ([`fixing_change`]). A check that passes only after a test that was there
+/// before was rewritten (its expected value moved to what the code returns) fixed nothing: the
+/// same protection as [`check_recovered`]'s.
+pub(crate) fn rerun_counts(ctx: &Context<'_>, c: usize, k: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(r) = result_of(ctx, c).filter(|&r| check_fails(ctx, r)) else { return true };
+    let agent = &t.steps[c].agent;
+    let changes: Vec<usize> = (c + 1..k)
+        .filter(|&j| {
+            t.steps[j].kind == StepKind::ToolCall
+                && t.steps[j].agent == *agent
+                && !refused_call(ctx, j)
+                && super::changes_state(t, j)
+        })
+        .collect();
+    changes.is_empty() || changes.iter().any(|&j| fixing_change(ctx, c, r, j))
 }
 
 /// Whether the failed check `c` (a shell call whose checks ([`checks_run`]) failed) passed when
