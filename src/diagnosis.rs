@@ -183,8 +183,9 @@ pub enum Signal {
     IgnoredResult,
     /// It calls a tool with a value the user did not give, where the user gave a near one: an
     /// identifier with two digits swapped or one mistyped, a date with another month, day or year
-    /// (`docs/METHODS.md`, "Actions"). Found by the offline judge only, as
-    /// [`Signal::IgnoredResult`].
+    /// (`docs/METHODS.md`, "Actions"); also a call or message on another record than the one
+    /// described, and a change of a record whose lookup breaks a requirement the user insisted on.
+    /// Found by the offline judge only, as [`Signal::IgnoredResult`].
     ArgumentMismatch,
     /// It claims the whole test suite passes ("I ran the full test suite", "all tests pass") when
     /// the last test run before it ran a subset (`pytest -k …`, `cargo test NAME`; "87

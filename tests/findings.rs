@@ -14,6 +14,8 @@
 //! - `lookup`: a lookup an agent claims with no tool call, tool output or page read before it;
 //! - `read_and_computed`: a figure read from the wrong column of a table, code that prints a mean
 //!   as the median;
+//! - `records`: a message that pairs an identifier with another record's item, a state change
+//!   on a record whose own lookup breaks what the user insisted on;
 //! - `told_and_booked`: a time promised that the tool left empty, a booking in another zone than
 //!   the one checked, a repaired query and a share of two returned counts (no failure);
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
@@ -33,6 +35,8 @@ mod instructions;
 mod lookup;
 #[path = "findings/read_and_computed.rs"]
 mod read_and_computed;
+#[path = "findings/records.rs"]
+mod records;
 #[path = "findings/told_and_booked.rs"]
 mod told_and_booked;
 #[path = "findings/values_in_context.rs"]

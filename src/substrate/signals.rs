@@ -202,6 +202,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
+    actions::paired_with_other_record(ctx, i, &mut f);
     actions::currency_left_out(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
@@ -217,6 +218,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     misrouted(ctx, i, &mut g);
     constraints::dropped_constraint(ctx, i, &mut g);
     constraints::flag_against_request(ctx, i, &mut g);
+    constraints::broken_requirement(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);
     wrong_value(ctx, i, &mut g);

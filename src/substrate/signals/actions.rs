@@ -1379,6 +1379,185 @@ fn describes_other(
     ))
 }
 
+/// How many steps before an agent's message [`paired_with_other_record`] reads tool outputs for
+/// records.
+const PAIRING_LOOKBACK: usize = 40;
+
+/// A record of a tool output as [`paired_with_other_record`] reads it: one of its identifiers and
+/// what it is (its own label, else the labels of the objects it holds: an order's items).
+struct Described {
+    /// The tool output's step.
+    step: usize,
+    /// The identifier's field (`order_id`).
+    key: String,
+    /// The identifier as the output writes it (`#W100231`).
+    id: String,
+    /// The record's labels ([`record_label`]): its own, and those of the objects it holds.
+    labels: Vec<String>,
+}
+
+/// Whether a value can be told apart as an identifier in prose: four characters or more, with a
+/// digit.
+fn is_telling_id(x: &str) -> bool {
+    x.trim_start_matches('#').chars().count() >= 4 && x.chars().any(|c| c.is_ascii_digit())
+}
+
+/// The records of a tool output's JSON `v` that have an identifier ([`is_telling_id`]) and a
+/// label: one [`Described`] per identifier field.
+fn described_records(v: &serde_json::Value, step: usize, out: &mut Vec<Described>) {
+    use serde_json::Value;
+    let label = |x: &Value| {
+        x.as_object()
+            .and_then(record_label)
+            .map(str::trim)
+            .filter(|l| (3..=60).contains(&l.chars().count()) && l.chars().any(char::is_alphabetic))
+            .map(str::to_string)
+    };
+    match v {
+        Value::Object(map) => {
+            let mut labels: Vec<String> = label(v).into_iter().collect();
+            for x in map.values() {
+                match x {
+                    Value::Object(_) => labels.extend(label(x)),
+                    Value::Array(items) => labels.extend(items.iter().filter_map(label)),
+                    _ => {}
+                }
+            }
+            if !labels.is_empty() {
+                for k in map.keys().filter(|k| super::is_id_key(k)) {
+                    if let Some(id) = field_text(map, k).filter(|x| is_telling_id(x)) {
+                        out.push(Described { step, key: k.clone(), id, labels: labels.clone() });
+                    }
+                }
+            }
+            map.values().for_each(|x| described_records(x, step, out));
+        }
+        Value::Array(items) => items.iter().for_each(|x| described_records(x, step, out)),
+        _ => {}
+    }
+}
+
+/// The pieces of a message [`paired_with_other_record`] reads one by one: cut after `.`, `!`,
+/// `?`, `;` and at line ends, each with its closing mark.
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    static PIECE: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[^.!?;\n]+[.!?;]*").unwrap());
+    PIECE.find_iter(text).map(|m| m.as_str().trim()).filter(|p| !p.is_empty())
+}
+
+/// Words that set a description against the identifier beside it instead of pairing them ("not
+/// the boots", "instead of", "unlike").
+static CONTRAST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)(n't\b|\bnot\b|\binstead\b|\brather\b|\bneither\b|\bnor\b|\bexcept\b|\bother than\b|\bapart from\b|\bbesides\b|\bunlike\b|\bwhereas\b|\bwhile\b)",
+    )
+    .unwrap()
+});
+
+/// Step `i`, an agent's message, states an identifier next to a description that the tool
+/// outputs within [`PAIRING_LOOKBACK`] steps before it give to another record: a piece of the
+/// message ([`pieces`]; not a question, no word of [`CONTRAST`]) names exactly one identifier of
+/// the outputs' records ([`described_records`]: an identifier field of four or more characters
+/// with a digit, and a label: the record's own `name`, `title`..., or those of the objects it
+/// holds, an order's items), none of that record's labels (nor a word of four or more letters of
+/// them), and the whole label of another record whose same identifier field holds another value
+/// and which that identifier's records do not have: "cancel #W100231 (the kayak order)" where the
+/// lookup shows #W100231 holds the tent and the kayak is #W100213. A label both records have is
+/// no finding. docs/METHODS.md, "Actions".
+pub(crate) fn paired_with_other_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::Message
+        || is_user(&s.role)
+        || s.role.eq_ignore_ascii_case("system")
+        || !s.content.chars().any(|c| c.is_ascii_digit())
+    {
+        return;
+    }
+    // The message's tokens that could be identifiers: only outputs that hold one are read.
+    let tokens: Vec<&str> = s
+        .content
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        .filter(|w| is_telling_id(w))
+        .collect();
+    if tokens.is_empty() {
+        return;
+    }
+    let mut records = Vec::new();
+    for j in i.saturating_sub(PAIRING_LOOKBACK)..i {
+        let r = &t.steps[j];
+        if r.kind != StepKind::ToolResult || !tokens.iter().any(|w| r.content.contains(w)) {
+            continue;
+        }
+        if let Some(v) = super::grounding::json_of(&r.content) {
+            described_records(&v, j, &mut records);
+        }
+    }
+    if records.len() < 2 {
+        return;
+    }
+    for piece in pieces(&s.content) {
+        if piece.ends_with('?') || CONTRAST.is_match(piece) {
+            continue;
+        }
+        if let Some(found) = pairs_other(piece, &records) {
+            out.push(found);
+            return;
+        }
+    }
+}
+
+/// The finding of [`paired_with_other_record`] for one piece of a message, if it pairs the one
+/// identifier it names with another record's label.
+fn pairs_other(piece: &str, records: &[Described]) -> Option<Finding> {
+    let bare = |id: &str| id.trim_start_matches('#').to_string();
+    let mut named: Vec<&str> =
+        records.iter().map(|r| r.id.as_str()).filter(|id| super::contains_word(piece, &bare(id))).collect();
+    named.sort_unstable();
+    named.dedup();
+    let [x] = named[..] else { return None };
+    let low = piece.to_lowercase();
+    let own: Vec<&Described> = records.iter().filter(|r| r.id == x).collect();
+    let own_labels: Vec<String> = own.iter().flat_map(|r| r.labels.iter().map(|l| l.to_lowercase())).collect();
+    let keys: Vec<&str> = own.iter().map(|r| r.key.as_str()).collect();
+    let words = |l: &str| -> Vec<String> {
+        l.split(|c: char| !c.is_alphabetic()).filter(|w| w.chars().count() >= 4).map(str::to_string).collect()
+    };
+    for other in records.iter().filter(|r| r.id != x && keys.contains(&r.key.as_str())) {
+        for label in &other.labels {
+            let d = label.to_lowercase();
+            if own_labels.contains(&d) || !super::contains_word(&low, &d) {
+                continue;
+            }
+            let d_words = words(&d);
+            let mentions_own = own_labels.iter().any(|l| {
+                super::contains_word(&low, l)
+                    || words(l).iter().any(|w| !d_words.contains(w) && super::contains_word(&low, w))
+            });
+            if mentions_own {
+                return None;
+            }
+            let shown = own.last()?;
+            let as_written = low
+                .find(&d)
+                .filter(|_| low.len() == piece.len())
+                .and_then(|at| piece.get(at..at + d.len()))
+                .unwrap_or(label);
+            let what: Vec<String> = shown.labels.iter().take(2).map(|l| format!("\"{l}\"")).collect();
+            let mut parts = vec![
+                Part::from(format!("pairs {x} with \"{as_written}\"; the lookup at step ")),
+                Part::Step(shown.step),
+                Part::from(format!(" shows {x} is {} and \"{label}\" is {}", what.join(" and "), other.id)),
+            ];
+            if other.step != shown.step {
+                parts.extend([Part::from(" (step "), Part::Step(other.step), Part::from(")")]);
+            }
+            return Some(finding(Signal::ArgumentMismatch, weights::ARGUMENT_MISMATCH, Prose::new(parts)));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1412,6 +1591,17 @@ mod tests {
         assert!(!rewritten("2 min", "100 s", &[]));
         assert!(!rewritten("eu-west-1", "us-east-1", &[]));
         assert!(!rewritten("2 min", "2 MB", &[]), "another measure");
+    }
+
+    #[test]
+    fn a_message_is_read_in_pieces_and_ids_need_a_digit() {
+        let text = "1. A-1042: the tent\nPlan: cancel A-1042 (the boots); refund in 5 days. Ok?";
+        let p: Vec<&str> = pieces(text).collect();
+        assert_eq!(p, ["1.", "A-1042: the tent", "Plan: cancel A-1042 (the boots);", "refund in 5 days.", "Ok?"]);
+        assert!(is_telling_id("#W5523180"));
+        assert!(is_telling_id("RN-40917"));
+        assert!(!is_telling_id("L1"), "too short to tell apart in prose");
+        assert!(!is_telling_id("standard"), "no digit");
     }
 
     #[test]

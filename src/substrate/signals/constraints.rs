@@ -4,7 +4,10 @@
 //!   Python 3.8 (docs/METHODS.md, "Instructions");
 //! - [`flag_against_request`]: a call's yes/no option set against the user's words for it: "let
 //!   it run until the end of the period", then `cancel_subscription` with `at_period_end: false`
-//!   (docs/METHODS.md, "Actions").
+//!   (docs/METHODS.md, "Actions");
+//! - [`broken_requirement`]: a state change on a record whose own lookup breaks a requirement the
+//!   user insisted on: "it MUST have free cancellation", then a booking of the rate whose details
+//!   said `"type": "non_refundable"` (docs/METHODS.md, "Actions").
 
 use std::sync::LazyLock;
 
@@ -187,6 +190,246 @@ pub(super) fn flag_against_request(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     }
 }
 
+/// How many steps before a state-changing call [`broken_requirement`] reads tool outputs for the
+/// record it acts on.
+const RECORD_LOOKBACK: usize = 40;
+
+/// A kind of requirement a user states in words and a record states in fields: its words in a
+/// user's sentence ([`Requirement::said`]), and the fields that break it ([`Requirement::broken_by`]).
+struct Requirement {
+    /// How the finding names it ("free cancellation").
+    name: &'static str,
+    /// The user's words for it: "free cancellation", "refundable", "direct flights".
+    said: &'static LazyLock<regex::Regex>,
+    /// The user's words that give it up ("non-refundable is fine", "with one stop").
+    given_up: &'static LazyLock<regex::Regex>,
+    /// Whether a record's field (its key and value) says the record breaks it; `Some(false)` when
+    /// the field says the record meets it, `None` when the field says nothing of it.
+    broken_by: fn(&str, &serde_json::Value) -> Option<bool>,
+}
+
+static REFUND_SAID: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(free[ -]cancell?ation|(?:fully )?refundable|cancell?able|cancel (?:it )?for free)\b")
+        .unwrap()
+});
+static REFUND_GIVEN_UP: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(non[- ]?refundable|not refundable|no free[ -]cancell?ation|without free[ -]cancell?ation|non[- ]?cancell?able)\b").unwrap()
+});
+static DIRECT_SAID: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(direct|non[- ]?stop)\s+(flights?|routes?|connections?|trains?)\b").unwrap()
+});
+static DIRECT_GIVEN_UP: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(one|a|1|two|2)\s+(stops?|layovers?|connections?)\s+(is|are)\s+(ok|okay|fine)\b").unwrap()
+});
+
+/// The requirements [`broken_requirement`] reads: each maps the user's words to record fields by
+/// their names, never by a guess.
+static REQUIREMENTS: [Requirement; 2] = [
+    Requirement { name: "free cancellation", said: &REFUND_SAID, given_up: &REFUND_GIVEN_UP, broken_by: refund_field },
+    Requirement { name: "a direct route", said: &DIRECT_SAID, given_up: &DIRECT_GIVEN_UP, broken_by: stops_field },
+];
+
+/// A key or value with `-`, spaces and case changes made `_`, lower case: `nonRefundable` and
+/// `non-refundable` are `non_refundable`.
+fn snake(x: &str) -> String {
+    let mut out = String::new();
+    for c in x.trim().chars() {
+        if c.is_uppercase() && out.chars().next_back().is_some_and(|p| p.is_lowercase()) {
+            out.push('_');
+        }
+        out.extend(if c == '-' || c == ' ' { '_' } else { c }.to_lowercase());
+    }
+    out
+}
+
+/// Whether a field speaks of free cancellation: a yes/no field named `refundable`,
+/// `free_cancellation`, `cancellable` (`is_refundable`, `freeCancellation`) says whether it holds,
+/// one named `non_refundable` the opposite; a text value `non_refundable` (`"type":
+/// "non-refundable"`) breaks it and `free_cancellation`/`refundable` meets it.
+fn refund_field(key: &str, value: &serde_json::Value) -> Option<bool> {
+    let key = snake(key);
+    let negative = |k: &str| k.contains("non_refundable") || k.contains("nonrefundable") || k.contains("non_cancel");
+    let positive = |k: &str| {
+        k.contains("refundable") || k.contains("free_cancel") || k.contains("freecancel") || k.ends_with("cancellable")
+    };
+    match value {
+        serde_json::Value::Bool(b) if negative(&key) => Some(*b),
+        serde_json::Value::Bool(b) if positive(&key) => Some(!b),
+        serde_json::Value::String(x) => {
+            let x = snake(x);
+            if negative(&x) || x == "not_refundable" || x == "no_refund" {
+                Some(true)
+            } else if x == "refundable" || x == "fully_refundable" || x == "free_cancellation" {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a field speaks of a direct route: a count named `stops` (`num_stops`, `stop_count`,
+/// `layovers`) breaks it when above 0; a yes/no field named `direct`, `nonstop` (`is_direct`) says
+/// whether it holds.
+fn stops_field(key: &str, value: &serde_json::Value) -> Option<bool> {
+    let key = snake(key);
+    let words: Vec<&str> = key.split('_').collect();
+    let counts = ["stops", "stop", "layovers", "stopovers"];
+    match value {
+        serde_json::Value::Number(n) if words.iter().any(|w| counts.contains(w)) && words.len() <= 3 => {
+            n.as_f64().map(|x| x > 0.0)
+        }
+        serde_json::Value::Bool(b) if words.iter().any(|w| ["direct", "nonstop"].contains(w)) => Some(!b),
+        _ => None,
+    }
+}
+
+/// Whether an argument names a record: an identifier ([`super::is_id_key`]) or a code
+/// (`rate_code`, `fareCode`).
+fn names_record(key: &str) -> bool {
+    super::is_id_key(key) || key.to_ascii_lowercase().ends_with("code")
+}
+
+/// A scalar as text: a string trimmed, a number as written.
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(x) => Some(x.trim().to_string()).filter(|x| !x.is_empty()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The objects of `v` that are the record the call's identifiers `ids` name: every identifier is
+/// the object's own field or an enclosing object's (a rate inside its hotel) with the call's
+/// value, and one at least is the object's own. Outermost first.
+fn named_records<'v>(
+    v: &'v serde_json::Value,
+    ids: &[(&String, String)],
+    inherited: &[(String, String)],
+    out: &mut Vec<&'v serde_json::Map<String, serde_json::Value>>,
+) {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut here = inherited.to_vec();
+            for (k, x) in map {
+                if let Some(x) = scalar(x).filter(|_| names_record(k)) {
+                    here.retain(|(hk, _)| hk != k);
+                    here.push((k.clone(), x));
+                }
+            }
+            let own = ids.iter().any(|(k, x)| map.get(k.as_str()).and_then(scalar).as_deref() == Some(x.as_str()));
+            let all = ids.iter().all(|(k, x)| here.iter().any(|(hk, hx)| hk == *k && hx == x));
+            if own && all {
+                out.push(map);
+            }
+            map.values().for_each(|x| named_records(x, ids, &here, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| named_records(x, ids, inherited, out)),
+        _ => {}
+    }
+}
+
+/// The first field of `record` (its own, or of an object inside it, not of a list inside it) that
+/// [`Requirement::broken_by`] reads, as `(key, value as written, broken)`.
+fn requirement_field(
+    record: &serde_json::Map<String, serde_json::Value>,
+    req: &Requirement,
+) -> Option<(String, String, bool)> {
+    record.iter().find_map(|(k, v)| match v {
+        serde_json::Value::Object(inner) => requirement_field(inner, req),
+        _ => (req.broken_by)(k, v).map(|broken| (k.clone(), v.to_string(), broken)),
+    })
+}
+
+/// The latest sentence of the served user's turns before step `i` that speaks of `req`, as
+/// `(step, sentence)`, when it insists on it ([`STRESSED`] words or "needs", and none that give it
+/// up): a later turn that speaks of it without insisting ("non-refundable is fine") lifts it.
+fn required<'t>(ctx: &Context<'t>, i: usize, req: &Requirement) -> Option<(usize, &'t str)> {
+    static NEEDS: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"(?i)\b(needs?|essential|mandatory|non-negotiable)\b").unwrap());
+    static WAIVED: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(n't|\bnot|\bno)\s+(need|needed|required|necessary|important|must)\b|\boptional\b")
+            .unwrap()
+    });
+    let t = ctx.trajectory;
+    let users = ctx
+        .facts
+        .user_steps
+        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    for &u in users.iter().rev().filter(|&&u| u < i) {
+        let spoken: Vec<&str> =
+            sentences(&t.steps[u].content).filter(|s| req.said.is_match(s) || req.given_up.is_match(s)).collect();
+        let Some(&last) = spoken.last() else { continue };
+        let insists = (STRESSED.is_match(last) || NEEDS.is_match(last)) && !WAIVED.is_match(last);
+        return (insists && !req.given_up.is_match(last)).then_some((u, last));
+    }
+    None
+}
+
+/// The clause of `sentence` that holds the words of `req`: the sentence cut at `,`, `;`, dashes,
+/// " and " and " but " (the whole sentence when none holds them).
+fn clause_of<'s>(sentence: &'s str, req: &Requirement) -> &'s str {
+    static CUT: LazyLock<regex::Regex> = LazyLock::new(|| regex::Regex::new(r"[,;—–]|\s-\s|\s(?:and|but)\s").unwrap());
+    CUT.split(sentence).map(str::trim).find(|c| req.said.is_match(c)).unwrap_or(sentence)
+}
+
+/// Step `i`, a state-changing call (not a shell command), acts on a record that a tool
+/// output within [`RECORD_LOOKBACK`] steps before it shows, found by the call's identifier and code
+/// arguments ([`names_record`]: `hotel_id`, `rate_code`; [`named_records`]), and that record's
+/// field breaks a requirement the served user insisted on before the call ([`required`]; the
+/// requirement's words name the field, [`REQUIREMENTS`]): "it MUST have free cancellation", then
+/// a booking of the rate whose details said `"type": "non_refundable"`; "only direct flights",
+/// then the fare with `"stops": 1`. The latest output that shows the record with such a field
+/// decides: one that shows it meets the requirement is no finding. docs/METHODS.md, "Actions".
+pub(super) fn broken_requirement(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    // A call that writes a file names no record (`create_reservation` is read as an edit, so
+    // edits are not left out: their arguments hold paths, not identifiers).
+    if step.kind != StepKind::ToolCall || !super::changes_state(t, i) || super::call_command(t, i).is_some() {
+        return;
+    }
+    let (Some(a), Some(b)) = (step.content.find('{'), step.content.rfind('}')) else { return };
+    let Some(serde_json::Value::Object(args)) =
+        step.content.get(a..=b).and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+    else {
+        return;
+    };
+    let ids: Vec<(&String, String)> =
+        args.iter().filter(|(k, _)| names_record(k)).filter_map(|(k, v)| Some((k, scalar(v)?))).collect();
+    if ids.is_empty() {
+        return;
+    }
+    for req in &REQUIREMENTS {
+        let Some((u, sentence)) = required(ctx, i, req) else { continue };
+        let decided = (i.saturating_sub(RECORD_LOOKBACK).max(u)..i).rev().find_map(|j| {
+            if t.steps[j].kind != StepKind::ToolResult {
+                return None;
+            }
+            let value = super::grounding::json_of(&t.steps[j].content)?;
+            let mut records = Vec::new();
+            named_records(&value, &ids, &[], &mut records);
+            records.iter().rev().find_map(|r| requirement_field(r, req)).map(|f| (j, f))
+        });
+        let Some((j, (key, value, true))) = decided else { continue };
+        let tool = step.tool_name.as_deref().unwrap_or("the call");
+        let named: Vec<String> = ids.iter().map(|(k, x)| format!("{k} {x}")).collect();
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![
+                format!("{tool} on {}: the record at step ", named.join(", ")),
+                Part::Step(j),
+                format!(" has \"{key}\": {value}, but the user required {} at step ", req.name),
+                Part::Step(u),
+                format!(" (\"{}\")", crate::text::first_line(clause_of(sentence, req), 90))
+            ],
+        ));
+        return;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +443,34 @@ mod tests {
         assert_eq!((&c[1], &c[2]), ("Python", "3.8"));
         assert!(VERSION.captures("we use Node 18 in CI").is_some_and(|c| &c[2] == "18"));
         assert!(VERSION.captures("version 3.8 of the API").is_none());
+    }
+
+    #[test]
+    fn a_record_field_breaks_a_requirement_only_by_its_own_words() {
+        use serde_json::json;
+        assert_eq!(snake("nonRefundable"), "non_refundable");
+        assert_eq!(snake("Non-refundable"), "non_refundable");
+        assert_eq!(refund_field("type", &json!("non_refundable")), Some(true));
+        assert_eq!(refund_field("policy", &json!("Non-Refundable")), Some(true));
+        assert_eq!(refund_field("free_cancellation", &json!(false)), Some(true));
+        assert_eq!(refund_field("isRefundable", &json!(true)), Some(false));
+        assert_eq!(refund_field("non_refundable", &json!(false)), Some(false));
+        assert_eq!(refund_field("type", &json!("free_cancellation")), Some(false));
+        // A deadline, a penalty or a label says nothing by itself.
+        assert_eq!(refund_field("free_cancellation_until", &json!(null)), None);
+        assert_eq!(refund_field("label", &json!("Saver (pay now)")), None);
+        assert_eq!(stops_field("stops", &json!(1)), Some(true));
+        assert_eq!(stops_field("num_stops", &json!(0)), Some(false));
+        assert_eq!(stops_field("is_direct", &json!(false)), Some(true));
+        assert_eq!(stops_field("bus_stop_distance_m", &json!(300)), None);
+    }
+
+    #[test]
+    fn a_requirement_is_quoted_by_its_clause() {
+        let s = "Budget is under 200 a night and it MUST be refundable, my plans may change";
+        assert_eq!(clause_of(s, &REQUIREMENTS[0]), "it MUST be refundable");
+        assert!(REFUND_GIVEN_UP.is_match("non-refundable is fine"));
+        assert!(DIRECT_SAID.is_match("only non-stop flights"));
     }
 
     #[test]

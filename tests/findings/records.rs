@@ -1,0 +1,138 @@
+//! A tool-using assistant acting on the wrong record (docs/METHODS.md, "Actions"): a message that
+//! pairs an identifier with the item another record of the lookups holds, and a state change on a
+//! record whose own lookup breaks a requirement the user insisted on.
+
+use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+use serde_json::json;
+
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
+
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+#[test]
+fn a_plan_that_pairs_a_delivery_number_with_the_other_deliverys_piece_is_the_decisive_step() {
+    // Two deliveries looked up one by one: D-7730412 holds the sofa, D-7730421 the bookshelf the
+    // user wants moved. The plan calls D-7730412 "the Oak bookshelf"; the user says yes and the
+    // sofa's delivery is moved.
+    let t = fixture("handbuilt/openai-chat/reschedule_neighbouring_delivery.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![8]);
+    assert_eq!(
+        evidence(&t, 8, Signal::ArgumentMismatch),
+        "pairs D-7730412 with \"Oak bookshelf\"; the lookup at step 5 shows D-7730412 is \"Three-seat sofa\" and \
+         \"Oak bookshelf\" is D-7730421 (step 7)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("assistant")), "{}", d.reason);
+}
+
+/// Two rentals looked up in one list, then the agent's plan `plan` and the user's yes.
+fn rentals_run(plan: &str) -> Trajectory {
+    let list = r#"{"rentals": [
+        {"rental_id": "RN-40917", "status": "reserved", "items": [{"name": "Touring kayak", "sku": "KY-TR-2"}, {"name": "Paddle set", "sku": "PD-2"}]},
+        {"rental_id": "RN-40971", "status": "reserved", "items": [{"name": "Stand-up board", "sku": "SUP-11"}, {"name": "Paddle set", "sku": "PD-2"}]}]}"#;
+    load(
+        [
+            vec![
+                system("You are the rental desk of Lakeside Outdoor. Cancel reservations only after the customer says yes."),
+                user("Please cancel the reservation with the stand-up board; keep the kayak. Account lina.ek@mail.se"),
+            ],
+            call("c1", "list_rentals", json!({"email": "lina.ek@mail.se"}), list),
+            vec![assistant(plan), user("yes")],
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn an_identifier_paired_with_its_own_item_or_an_item_both_records_hold_is_no_finding() {
+    // The neighbouring number with the board: one digit pair apart, the other record's item.
+    let t = rentals_run(
+        "I will cancel RN-40917 (the Stand-up board and its paddles). Shall I go ahead?\n\nPlease answer yes or no.",
+    );
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "pairs RN-40917 with \"Stand-up board\"; the lookup at step 3 shows RN-40917 is \"Touring kayak\" and \
+         \"Paddle set\" and \"Stand-up board\" is RN-40971"
+    );
+    // The right number with the board.
+    assert_eq!(
+        steps_with(&rentals_run("I will cancel RN-40971 (the Stand-up board)."), Signal::ArgumentMismatch),
+        Vec::<usize>::new()
+    );
+    // An item both reservations hold says nothing of which one is meant.
+    assert_eq!(
+        steps_with(&rentals_run("I will cancel RN-40917 (the one with the Paddle set)."), Signal::ArgumentMismatch),
+        Vec::<usize>::new()
+    );
+    // Naming the record's own item too, a contrast, or a question: no pairing.
+    for plan in [
+        "RN-40917 holds the Touring kayak, and the Stand-up board is in the other one.",
+        "I will cancel RN-40917, not the Stand-up board.",
+        "Is RN-40917 the one with the Stand-up board?",
+    ] {
+        assert_eq!(steps_with(&rentals_run(plan), Signal::ArgumentMismatch), Vec::<usize>::new(), "{plan}");
+    }
+}
+
+#[test]
+fn a_connecting_flight_booked_after_the_user_asked_for_direct_flights_only_is_the_decisive_call() {
+    // An Agents SDK run: "It has to be direct flights only"; the offer's details say `"stops": 1`
+    // and the agent books it, while a direct offer was listed.
+    let t = fixture("handbuilt/openai-agents/connecting_flight_against_direct_only.openai-agents.json");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::ArgumentMismatch),
+        "book_offer on offer_id OF-88213: the record at step 4 has \"stops\": 1, but the user required a direct \
+         route at step 0 (\"It has to be direct flights only\")"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("Travel Assistant")), "{}", d.reason);
+}
+
+/// A car rental: the user's request, the rate details looked up (`refundable` as given), a reply
+/// of the user before the booking when `then` holds one, and the booking of that rate.
+fn car_run(request: &str, refundable: bool, then: Option<&str>) -> Trajectory {
+    let rate = format!(
+        r#"{{"station_id": "ST-2291", "rate_code": "PREPAID-S", "price_eur": 212.0, "terms": {{"refundable": {refundable}, "deposit_eur": 300}}}}"#
+    );
+    let mut m = vec![system("You are the booking assistant of Cartago Rentals."), user(request)];
+    m.extend(call("c1", "get_rate", json!({"station_id": "ST-2291", "rate_code": "PREPAID-S"}), &rate));
+    if let Some(reply) = then {
+        m.extend([assistant("The prepaid rate costs EUR 212. Shall I book it?"), user(reply)]);
+    }
+    m.extend(call(
+        "c2",
+        "create_reservation",
+        json!({"station_id": "ST-2291", "rate_code": "PREPAID-S", "pickup": "2026-05-04"}),
+        r#"{"reservation": "CT-88120", "status": "confirmed"}"#,
+    ));
+    m.push(assistant("Booked: reservation CT-88120."));
+    load(m)
+}
+
+#[test]
+fn a_booking_of_a_rate_whose_details_break_the_users_must_is_found_and_one_that_keeps_it_is_not() {
+    let must =
+        "A small car in Porto from 4 May please. The booking must be fully refundable, my trip is not certain yet.";
+    let t = car_run(must, false, None);
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "create_reservation on rate_code PREPAID-S, station_id ST-2291: the record at step 3 has \"refundable\": \
+         false, but the user required free cancellation at step 1 (\"The booking must be fully refundable\")"
+    );
+    // The record keeps the requirement.
+    assert_eq!(steps_with(&car_run(must, true, None), Signal::ArgumentMismatch), Vec::<usize>::new());
+    // The user gives it up before the booking.
+    assert_eq!(
+        steps_with(&car_run(must, false, Some("Fine, non-refundable is ok for that price.")), Signal::ArgumentMismatch),
+        Vec::<usize>::new()
+    );
+    // Asked about, not insisted on.
+    let asked = "A small car in Porto from 4 May please. Is it refundable?";
+    assert_eq!(steps_with(&car_run(asked, false, None), Signal::ArgumentMismatch), Vec::<usize>::new());
+}
