@@ -25,8 +25,8 @@ const WINDOW: usize = 200;
 /// How many steps after an output the agent's words about it are looked for.
 const WORDS_WINDOW: usize = 3;
 
-/// A module a command runs: `path` without its extension (`ledgerly/billing/proration`), and
-/// how the command names it (`ledgerly.billing.proration`).
+/// A module a command runs: `path` without its extension (`parcelpost/pricing/tariffs`), and
+/// how the command names it (`parcelpost.pricing.tariffs`).
 #[derive(Debug, Clone, PartialEq)]
 struct Module {
     path: String,
@@ -155,8 +155,8 @@ fn reproduction(ctx: &Context<'_>, e: usize, agent: &str) -> Option<(usize, usiz
 /// Step `e`, the run's first edit of its code ([`edits_code`]), when it edits a file named as a
 /// module the reproduction of the reported failure ran ([`reproduction`], [`modules_run`]: the
 /// module a `python -c "from … import …"` imports, the script it runs, the modules a scratch
-/// reproduction script imports) in another place (`vendor/legacy/proration.py` for
-/// `ledgerly.billing.proration`), no edit of the agent after the reproduction changes that
+/// reproduction script imports) in another place (`third_party/carrier_sdk/tariffs.py` for
+/// `parcelpost.pricing.tariffs`), no edit of the agent after the reproduction changes that
 /// module, the reproduction is not run again after the edit (no later call runs the same
 /// module or the same command line), and the agent then reports: the fix went into a copy the
 /// failing code does not run, and whatever check passes after it does not run the code the
@@ -214,16 +214,16 @@ pub(super) fn copy_of_reproduced_module(ctx: &Context<'_>, e: usize, out: &mut V
     out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, text));
 }
 
-/// An output the task states for an input: "`f(1_000_000)` … expected `976.6 KiB`".
+/// An output the task states for an input: "`label(5400)` … expected `1 h 30 min`".
 #[derive(Debug, Clone, PartialEq)]
 struct Expectation {
-    /// The input: the first argument of the call the task shows (`1000000` for `f(1_000_000)`,
+    /// The input: the first argument of the call the task shows (`5400` for `label(5_400)`,
     /// digits' `_` and `,` separators dropped), at least two characters.
     input: String,
     /// The value the task expects for it, as quoted.
     expected: String,
     /// The value the task gives as the wrong output, quoted on the same line before the
-    /// expectation (`'1.0 MiB'  # expected '976.6 KiB'`), if any.
+    /// expectation (`'2 h'  # expected '1 h 30 min'`), if any.
     wrong: Option<String>,
 }
 
@@ -312,7 +312,7 @@ fn contradicting_line<'a>(text: &'a str, x: &Expectation) -> Option<&'a str> {
 /// PR", "works as expected"), right after the output `r` of a command run after an edit of the
 /// code (the agent's words only between them), when the task states the output it expects for an
 /// input ([`expectations`]) and a line of `r` shows something else for that input
-/// ([`contradicting_line`]: `1000000 -> 1.0 MiB` where the task expects `976.6 KiB`): the claim
+/// ([`contradicting_line`]: `5400 -> 2 h` where the task expects `1 h 30 min`): the claim
 /// says the opposite of what the run just printed.
 pub(super) fn claim_against_expected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
