@@ -346,6 +346,14 @@ pub fn dependencies(
     let mut labels: Vec<(usize, usize, Transition)> = Vec::new();
     // Labels asked of a candidate and the final step with no graph edge between them.
     let mut edgeless: Vec<(usize, usize)> = Vec::new();
+    // The earlier candidate each candidate carries on without a dependency edge, found once per
+    // candidate (not once per pair: a long run has thousands).
+    let carriers: Vec<(usize, [Option<usize>; 2])> = candidates
+        .iter()
+        .map(|d| {
+            (d.step, [signals::claimed_failure(&ctx, d.step), signals::instructions::relayed_denial(&ctx, d.step)])
+        })
+        .collect();
     for (k, c) in candidates.iter().enumerate() {
         s.check()?;
         let mut targets = effect_targets(&graph, c.step);
@@ -361,13 +369,9 @@ pub fn dependencies(
         // its failure on without a dependency edge (signals::claimed_failure), and so does a step
         // acting on this candidate's report when the report denied what its own search showed
         // (signals::instructions::relayed_denial): ask about them too.
-        for d in &candidates {
-            if d.step > c.step
-                && !targets.contains(&d.step)
-                && (signals::claimed_failure(&ctx, d.step) == Some(c.step)
-                    || signals::instructions::relayed_denial(&ctx, d.step) == Some(c.step))
-            {
-                targets.push(d.step);
+        for &(d, from) in &carriers {
+            if d > c.step && !targets.contains(&d) && from.contains(&Some(c.step)) {
+                targets.push(d);
             }
         }
         for to in targets {

@@ -690,6 +690,9 @@ pub(crate) fn omitted_hits(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     out.push(finding(Signal::OmittedHits, weights::COUNT_MISMATCH, crate::diagnosis::Prose::new(parts)));
 }
 
+/// How many steps after its search output a delegate's report is looked for ([`relayed_denial`]).
+const REPORT_WINDOW: usize = 60;
+
 /// The delegate's report that step `to` acts on, when `to`'s own finding rests on an observation
 /// that the report's agent made and then denied: a finding of `to` cites a step `k` of another
 /// agent (its search output), and a step of that agent between `k` and `to` has an
@@ -705,7 +708,8 @@ pub fn relayed_denial(ctx: &Context<'_>, to: usize) -> Option<usize> {
     for f in own.iter().filter(|f| f.signal != Signal::OmittedHits) {
         for k in f.evidence.steps().filter(|&k| k < to && t.steps[k].agent != *agent) {
             let delegate = &t.steps[k].agent;
-            let report = (k + 1..to).find(|&r| {
+            // A report follows its search within [`REPORT_WINDOW`] steps.
+            let report = (k + 1..to.min(k + 1 + REPORT_WINDOW)).find(|&r| {
                 t.steps[r].agent == *delegate
                     && t.steps[r].kind == StepKind::Message
                     && super::recall(ctx, r).is_some_and(|g| {
