@@ -1015,7 +1015,7 @@ fn one_part_differs(a: &str, b: &str) -> bool {
 const RETRY_WINDOW: usize = 12;
 
 /// The JSON object of a call's arguments: the text from its first `{` to its last `}`.
-fn call_arguments(content: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+pub(super) fn call_arguments(content: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     let (start, end) = (content.find('{')?, content.rfind('}')?);
     match serde_json::from_str::<serde_json::Value>(content.get(start..=end)?).ok()? {
         serde_json::Value::Object(m) => Some(m),
