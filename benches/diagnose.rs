@@ -1,4 +1,5 @@
-//! Diagnosis benchmark: `cargo bench --bench diagnose [-- --sizes 1000,5000 --methods falat --timeout 60]`.
+//! Diagnosis benchmark: `cargo bench --bench diagnose [-- --sizes 1000,5000 --methods falat
+//! --shapes generated,coding --timeout 60]`.
 //!
 //! Two parts, both offline (heuristic judge, ground truth on):
 //!
@@ -7,7 +8,10 @@
 //! 2. Scaling: generated falat JSONL traces of 1,000, 5,000, 10,000 and 50,000 steps (four agents
 //!    cycling message, tool call, tool result and message; numbers in every step, some of them
 //!    new and unsourced; a failing tool result with an error line about every 50 steps; an
-//!    ignored error and a wrong final answer), diagnosed by every method. Each run is a child
+//!    ignored error and a wrong final answer), diagnosed by every method; then a coding-agent
+//!    session of the same sizes (shape `coding`: the bundled Claude Code session
+//!    `tests/fixtures/corpus/claude-code/spotter_short.jsonl`, 15 lines with a command the user
+//!    refuses, repeated with fresh ids). Each run is a child
 //!    process (this binary with `--child`) so that its peak resident memory (`VmHWM` from
 //!    `/proc/self/status`, Linux) is its own; a run past the timeout (default 120 s) is killed
 //!    and reported as such. The table gives wall and CPU time of the diagnosis (loading excluded;
@@ -31,7 +35,7 @@ const SIZES: [usize; 4] = [1_000, 5_000, 10_000, 50_000];
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
-        child(&args[i + 1], args[i + 2].parse().expect("size"));
+        child(Shape::parse(&args[i + 1]), &args[i + 2], args[i + 3].parse().expect("size"));
         return;
     }
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
@@ -41,11 +45,42 @@ fn main() {
     let methods = value("--methods")
         .map(|s| Method::parse_list(&s).expect("--methods takes method names"))
         .unwrap_or_else(|| Method::ALL.to_vec());
+    let shapes: Vec<Shape> = value("--shapes")
+        .map(|s| s.split(',').map(Shape::parse).collect())
+        .unwrap_or_else(|| vec![Shape::Generated, Shape::Coding]);
     let timeout = Duration::from_secs(value("--timeout").map(|s| s.parse().expect("seconds")).unwrap_or(120));
     if !args.iter().any(|a| a == "--skip-bundled") {
         bundled();
     }
-    scaling(&sizes, &methods, timeout);
+    for shape in shapes {
+        scaling(shape, &sizes, &methods, timeout);
+    }
+}
+
+/// The kind of trace the scaling part generates.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A falat JSONL multi-agent run ([`generated_trace`]).
+    Generated,
+    /// A Claude Code session ([`coding_session`]).
+    Coding,
+}
+
+impl Shape {
+    fn parse(s: &str) -> Shape {
+        match s {
+            "generated" => Shape::Generated,
+            "coding" => Shape::Coding,
+            other => panic!("--shapes takes generated and coding, not {other}"),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Shape::Generated => "generated",
+            Shape::Coding => "coding",
+        }
+    }
 }
 
 /// Part 1: the bundled Who&When set.
@@ -76,9 +111,14 @@ fn bundled() {
 }
 
 /// Part 2: every method on generated traces of growing size, one child process per run.
-fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
+fn scaling(shape: Shape, sizes: &[usize], methods: &[Method], timeout: Duration) {
     let exe = std::env::current_exe().expect("own path");
-    println!("generated traces, one process per run, timeout {} s", timeout.as_secs());
+    let what = match shape {
+        Shape::Generated => "generated multi-agent traces",
+        Shape::Coding => "a Claude Code session repeated with fresh ids",
+    };
+    println!();
+    println!("{what}, one process per run, timeout {} s", timeout.as_secs());
     println!(
         "{:<14} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9}  decisive",
         "method", "steps", "wall", "cpu", "peak RSS", "candidates", "exponent"
@@ -88,7 +128,7 @@ fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
         for &n in sizes {
             let started = Instant::now();
             let mut child = Command::new(&exe)
-                .args(["--child", m.as_str(), &n.to_string()])
+                .args(["--child", shape.as_str(), m.as_str(), &n.to_string()])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()
@@ -141,10 +181,13 @@ fn scaling(sizes: &[usize], methods: &[Method], timeout: Duration) {
 }
 
 /// One run in a child process: prints `wall_seconds cpu_seconds peak_kB candidates decisive`.
-fn child(method: &str, steps: usize) {
+fn child(shape: Shape, method: &str, steps: usize) {
     let m = Method::parse(method).expect("method");
-    let bytes = generated_trace(steps);
-    let mut loaded = parse("generated.jsonl", &bytes, Some(SourceFormat::FalatJsonl)).expect("parses");
+    let (bytes, name, format) = match shape {
+        Shape::Generated => (generated_trace(steps), "generated.jsonl", SourceFormat::FalatJsonl),
+        Shape::Coding => (coding_session(steps), "session.jsonl", SourceFormat::ClaudeCode),
+    };
+    let mut loaded = parse(name, &bytes, Some(format)).expect("parses");
     let t = loaded.trajectories.remove(0);
     drop(bytes);
     let opts = MethodOptions::new(true);
@@ -251,6 +294,47 @@ fn generated_trace(steps: usize) -> Vec<u8> {
             ),
         };
         out.push_str(&line);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// A Claude Code session of `lines` lines: the bundled session
+/// `tests/fixtures/corpus/claude-code/spotter_short.jsonl` (a user's request, commands, a call the
+/// user refuses) repeated, every identifier (a string under a key ending in `id`, `Id`, `ID` or
+/// `Uuid`, the session's id aside) given the repetition's suffix so that calls, results and
+/// parents link within their own copy.
+fn coding_session(lines: usize) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus/claude-code/spotter_short.jsonl");
+    let text = std::fs::read_to_string(&path).expect("read the bundled Claude Code session");
+    let records: Vec<serde_json::Value> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    fn suffix(v: &mut serde_json::Value, key: Option<&str>, tag: &str) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, x) in map.iter_mut() {
+                    suffix(x, Some(k), tag);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|x| suffix(x, key, tag)),
+            serde_json::Value::String(s) => {
+                let is_id = key.is_some_and(|k| {
+                    k != "sessionId"
+                        && (k.ends_with("id") || k.ends_with("Id") || k.ends_with("ID") || k.ends_with("Uuid"))
+                        || k == "uuid"
+                });
+                if is_id {
+                    s.push_str(tag);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    for n in 0..lines {
+        let mut record = records[n % records.len()].clone();
+        suffix(&mut record, None, &format!("-{}", n / records.len()));
+        out.push_str(&record.to_string());
         out.push('\n');
     }
     out.into_bytes()

@@ -182,7 +182,9 @@ pub struct Facts {
     /// The user turns' prohibitions of changes to paths (`signals::instructions`).
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
     /// The calls the user refused at the permission prompt (`signals::instructions`).
-    pub refused_calls: OnceLock<Vec<usize>>,
+    pub refused_calls: OnceLock<Vec<signals::instructions::RefusedCall>>,
+    /// The user turns that lift a prohibition or a refusal, in order (`signals::instructions`).
+    pub permits: OnceLock<Vec<usize>>,
     /// The shell calls that run tests, with the part of the command that does
     /// (`signals::instructions`).
     pub test_runs: OnceLock<Vec<(usize, String)>>,
@@ -222,6 +224,7 @@ impl Clone for Facts {
             user_steps: self.user_steps.clone(),
             prohibitions: self.prohibitions.clone(),
             refused_calls: self.refused_calls.clone(),
+            permits: self.permits.clone(),
             test_runs: self.test_runs.clone(),
             findings: self.findings.clone(),
         }
