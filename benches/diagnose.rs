@@ -1,5 +1,5 @@
 //! Diagnosis benchmark: `cargo bench --bench diagnose [-- --sizes 1000,5000 --methods falat
-//! --shapes generated,coding --timeout 60]`.
+//! --shapes generated,coding,tool-loop --timeout 60]`.
 //!
 //! Two parts, both offline (heuristic judge, ground truth on):
 //!
@@ -11,7 +11,12 @@
 //!    ignored error and a wrong final answer), diagnosed by every method; then a coding-agent
 //!    session of the same sizes (shape `coding`: the bundled Claude Code session
 //!    `tests/fixtures/corpus/claude-code/spotter_short.jsonl`, 15 lines with a command the user
-//!    refuses, repeated with fresh ids). Each run is a child
+//!    refuses, repeated with fresh ids), and a long tool loop after one request (shape
+//!    `tool-loop`: the bundled OpenAI Agents SDK trace
+//!    `tests/fixtures/handbuilt/openai-agents/agents-sdk_calendar_moved_unasked.json`, whose
+//!    spans — lookups returning lists, an update, a message stating counts — are repeated with
+//!    fresh span ids under the one trace: no user turn after the first, so every rule that reads
+//!    "since the user's last turn" sees the whole run). Each run is a child
 //!    process (this binary with `--child`) so that its peak resident memory (`VmHWM` from
 //!    `/proc/self/status`, Linux) is its own; a run past the timeout (default 120 s) is killed
 //!    and reported as such. The table gives wall and CPU time of the diagnosis (loading excluded;
@@ -47,7 +52,7 @@ fn main() {
         .unwrap_or_else(|| Method::ALL.to_vec());
     let shapes: Vec<Shape> = value("--shapes")
         .map(|s| s.split(',').map(Shape::parse).collect())
-        .unwrap_or_else(|| vec![Shape::Generated, Shape::Coding]);
+        .unwrap_or_else(|| vec![Shape::Generated, Shape::Coding, Shape::ToolLoop]);
     let timeout = Duration::from_secs(value("--timeout").map(|s| s.parse().expect("seconds")).unwrap_or(120));
     if !args.iter().any(|a| a == "--skip-bundled") {
         bundled();
@@ -64,6 +69,8 @@ enum Shape {
     Generated,
     /// A Claude Code session ([`coding_session`]).
     Coding,
+    /// An Agents SDK run of one request and a long tool loop ([`tool_loop`]).
+    ToolLoop,
 }
 
 impl Shape {
@@ -71,7 +78,8 @@ impl Shape {
         match s {
             "generated" => Shape::Generated,
             "coding" => Shape::Coding,
-            other => panic!("--shapes takes generated and coding, not {other}"),
+            "tool-loop" => Shape::ToolLoop,
+            other => panic!("--shapes takes generated, coding and tool-loop, not {other}"),
         }
     }
 
@@ -79,6 +87,7 @@ impl Shape {
         match self {
             Shape::Generated => "generated",
             Shape::Coding => "coding",
+            Shape::ToolLoop => "tool-loop",
         }
     }
 }
@@ -116,6 +125,7 @@ fn scaling(shape: Shape, sizes: &[usize], methods: &[Method], timeout: Duration)
     let what = match shape {
         Shape::Generated => "generated multi-agent traces",
         Shape::Coding => "a Claude Code session repeated with fresh ids",
+        Shape::ToolLoop => "an Agents SDK run of one request, its spans repeated with fresh ids",
     };
     println!();
     println!("{what}, one process per run, timeout {} s", timeout.as_secs());
@@ -186,6 +196,7 @@ fn child(shape: Shape, method: &str, steps: usize) {
     let (bytes, name, format) = match shape {
         Shape::Generated => (generated_trace(steps), "generated.jsonl", SourceFormat::FalatJsonl),
         Shape::Coding => (coding_session(steps), "session.jsonl", SourceFormat::ClaudeCode),
+        Shape::ToolLoop => (tool_loop(steps), "trace.json", SourceFormat::OpenAiAgents),
     };
     let mut loaded = parse(name, &bytes, Some(format)).expect("parses");
     let t = loaded.trajectories.remove(0);
@@ -338,6 +349,31 @@ fn coding_session(lines: usize) -> Vec<u8> {
         out.push('\n');
     }
     out.into_bytes()
+}
+
+/// An OpenAI Agents SDK trace of about `spans` spans: the bundled trace record once, then the
+/// bundled run's spans repeated, each copy with fresh span ids (`id`, `parent_id`) so that its
+/// links stay within it, all under the one trace. The loaded run is one user request followed
+/// by a tool loop of lookups returning lists, updates and messages that state counts.
+fn tool_loop(spans: usize) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/handbuilt/openai-agents/agents-sdk_calendar_moved_unasked.json");
+    let text = std::fs::read_to_string(&path).expect("read the bundled Agents SDK trace");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("a JSON document");
+    let data = doc["data"].as_array().expect("a data list");
+    let (trace, spans_of_run) = data.split_first().expect("a trace record");
+    let mut out = vec![trace.clone()];
+    for n in 0..spans {
+        let mut span = spans_of_run[n % spans_of_run.len()].clone();
+        let tag = format!("-{}", n / spans_of_run.len());
+        for key in ["id", "parent_id"] {
+            if let Some(serde_json::Value::String(s)) = span.get_mut(key) {
+                s.push_str(&tag);
+            }
+        }
+        out.push(span);
+    }
+    serde_json::to_vec(&serde_json::json!({ "data": out })).expect("serialise")
 }
 
 /// Runs `f` after one warm-up until about two seconds have passed (at least 5 runs).

@@ -179,6 +179,13 @@ pub struct Facts {
     /// The served person's turns (`signals::actions::is_human`), in order
     /// (`signals::actions::argument_mismatch`).
     pub user_steps: OnceLock<Vec<usize>>,
+    /// The served user's turns with a sentence that stresses a version
+    /// (`signals::constraints::version_turns`), in order.
+    pub version_turns: OnceLock<Vec<usize>>,
+    /// Per kind of requirement a user states in words (`signals::constraints`), the user turns
+    /// that speak of it, in order, each with its last sentence that does (as a byte range of the
+    /// turn's text).
+    pub requirement_turns: OnceLock<Vec<Vec<(usize, std::ops::Range<usize>)>>>,
     /// The user turns' prohibitions of changes to paths (`signals::instructions`).
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
     /// The calls the user refused at the permission prompt (`signals::instructions`).
@@ -222,6 +229,8 @@ impl Clone for Facts {
             first_written: self.first_written.clone(),
             first_unresolved: self.first_unresolved.clone(),
             user_steps: self.user_steps.clone(),
+            version_turns: self.version_turns.clone(),
+            requirement_turns: self.requirement_turns.clone(),
             prohibitions: self.prohibitions.clone(),
             refused_calls: self.refused_calls.clone(),
             permits: self.permits.clone(),

@@ -1157,13 +1157,10 @@ pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<
     if named.is_empty() {
         return;
     }
-    let users = ctx
-        .facts
-        .user_steps
-        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    let users = constraints::version_turns(ctx);
     // The versions the user stressed, with the step that says so.
     let mut stressed: Vec<(usize, String, String, Vec<u32>)> = Vec::new();
-    for &u in users.iter().filter(|&&u| u < e) {
+    for &u in &users[..users.partition_point(|&u| u < e)] {
         for sentence in constraints::sentences(&t.steps[u].content) {
             if !constraints::STRESSED.is_match(sentence) {
                 continue;

@@ -43,6 +43,24 @@ pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
     CUT.split(text).map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// The served user's turns (`actions::is_human`) with a sentence that stresses a version
+/// ([`STRESSED`] words and a [`VERSION`]), in order: found once per run, as every later
+/// delegation and edit of a long run reads them.
+pub(super) fn version_turns<'a>(ctx: &Context<'a>) -> &'a [usize] {
+    let t = ctx.trajectory;
+    ctx.facts.version_turns.get_or_init(|| {
+        let users = ctx
+            .facts
+            .user_steps
+            .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+        users
+            .iter()
+            .copied()
+            .filter(|&u| sentences(&t.steps[u].content).any(|s| STRESSED.is_match(s) && VERSION.is_match(s)))
+            .collect()
+    })
+}
+
 /// Step `i`, a delegation, hands work to an agent that then edits files (within
 /// [`DELEGATE_WINDOW`] steps), while a turn of the served user before it stresses a version
 /// constraint ([`VERSION`] in a sentence with [`STRESSED`] words: "the tests must stay
@@ -54,12 +72,9 @@ pub(super) fn dropped_constraint(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
     let step = &t.steps[i];
     let Some(delegate) = step.delegate_to.as_deref().filter(|_| step.kind == StepKind::Delegation) else { return };
     let prompt = step.content.to_lowercase();
-    // The served user's turns before the delegation, the latest first.
-    let users = ctx
-        .facts
-        .user_steps
-        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
-    for &u in users.iter().rev().filter(|&&u| u < i) {
+    // The served user's turns before the delegation that stress a version, the latest first.
+    let users = version_turns(ctx);
+    for &u in users[..users.partition_point(|&u| u < i)].iter().rev() {
         for sentence in sentences(&t.steps[u].content) {
             if !STRESSED.is_match(sentence) {
                 continue;
@@ -337,10 +352,11 @@ fn requirement_field(
     })
 }
 
-/// The latest sentence of the served user's turns before step `i` that speaks of `req`, as
-/// `(step, sentence)`, when it insists on it ([`STRESSED`] words or "needs", and none that give it
-/// up): a later turn that speaks of it without insisting ("non-refundable is fine") lifts it.
-fn required<'t>(ctx: &Context<'t>, i: usize, req: &Requirement) -> Option<(usize, &'t str)> {
+/// The latest sentence of the served user's turns before step `i` that speaks of
+/// `REQUIREMENTS[r]`, as `(step, sentence)`, when it insists on it ([`STRESSED`] words or "needs",
+/// and none that give it up): a later turn that speaks of it without insisting ("non-refundable is
+/// fine") lifts it. The turns that speak of each requirement are found once per run.
+fn required<'t>(ctx: &Context<'t>, i: usize, r: usize) -> Option<(usize, &'t str)> {
     static NEEDS: LazyLock<regex::Regex> =
         LazyLock::new(|| regex::Regex::new(r"(?i)\b(needs?|essential|mandatory|non-negotiable)\b").unwrap());
     static WAIVED: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -352,14 +368,29 @@ fn required<'t>(ctx: &Context<'t>, i: usize, req: &Requirement) -> Option<(usize
         .facts
         .user_steps
         .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
-    for &u in users.iter().rev().filter(|&&u| u < i) {
-        let spoken: Vec<&str> =
-            sentences(&t.steps[u].content).filter(|s| req.said.is_match(s) || req.given_up.is_match(s)).collect();
-        let Some(&last) = spoken.last() else { continue };
-        let insists = (STRESSED.is_match(last) || NEEDS.is_match(last)) && !WAIVED.is_match(last);
-        return (insists && !req.given_up.is_match(last)).then_some((u, last));
-    }
-    None
+    let turns = ctx.facts.requirement_turns.get_or_init(|| {
+        REQUIREMENTS
+            .iter()
+            .map(|req| {
+                users
+                    .iter()
+                    .filter_map(|&u| {
+                        let text = t.steps[u].content.as_str();
+                        let last =
+                            sentences(text).filter(|s| req.said.is_match(s) || req.given_up.is_match(s)).last()?;
+                        let start = last.as_ptr() as usize - text.as_ptr() as usize;
+                        Some((u, start..start + last.len()))
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    let req = &REQUIREMENTS[r];
+    let spoken = &turns[r];
+    let (u, range) = spoken[..spoken.partition_point(|(u, _)| *u < i)].last()?;
+    let last = &t.steps[*u].content[range.clone()];
+    let insists = (STRESSED.is_match(last) || NEEDS.is_match(last)) && !WAIVED.is_match(last);
+    (insists && !req.given_up.is_match(last)).then_some((*u, last))
 }
 
 /// The clause of `sentence` that holds the words of `req`: the sentence cut at `,`, `;`, dashes,
@@ -391,8 +422,8 @@ pub(super) fn broken_requirement(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
     if ids.is_empty() {
         return;
     }
-    for req in &REQUIREMENTS {
-        let Some((u, sentence)) = required(ctx, i, req) else { continue };
+    for (r, req) in REQUIREMENTS.iter().enumerate() {
+        let Some((u, sentence)) = required(ctx, i, r) else { continue };
         let decided = (i.saturating_sub(RECORD_LOOKBACK).max(u)..i).rev().find_map(|j| {
             if t.steps[j].kind != StepKind::ToolResult {
                 return None;

@@ -57,6 +57,9 @@ pub struct Records {
     pub elsewhere: HashMap<String, usize>,
     /// The lists of every tool output, in step order.
     pub listings: Vec<Listing>,
+    /// The words that name each list of `listings`, in the same order ([`list_words`]): found
+    /// once per run, as every later message that states a count is matched against them.
+    pub listing_words: Vec<Vec<String>>,
     /// Per step, the last step before it spoken by someone outside the agent system (the user,
     /// the system policy).
     pub last_outside: Vec<Option<usize>>,
@@ -84,6 +87,7 @@ fn index(t: &Trajectory) -> Records {
         let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None };
         w.value(&value, &tool, None, false);
     }
+    out.listing_words = out.listings.iter().map(list_words).collect();
     out.tables = super::tables::index(t);
     out
 }
@@ -387,8 +391,17 @@ fn list_words(l: &Listing) -> Vec<String> {
 
 /// Whether a word of the phrase names the list ([`list_words`]).
 fn names_list(phrase: &[String], l: &Listing) -> bool {
-    let words = list_words(l);
-    phrase.iter().map(|w| stem(w)).any(|w| w.len() > 2 && words.contains(&w))
+    names_words(&phrase_stems(phrase), &list_words(l))
+}
+
+/// The stems of a phrase's words longer than two characters, which [`names_words`] looks for.
+fn phrase_stems(phrase: &[String]) -> Vec<String> {
+    phrase.iter().map(|w| stem(w)).filter(|w| w.len() > 2).collect()
+}
+
+/// Whether one of a phrase's stems ([`phrase_stems`]) is one of a list's words ([`list_words`]).
+fn names_words(stems: &[String], words: &[String]) -> bool {
+    stems.iter().any(|w| words.contains(w))
 }
 
 /// Step `i`, an agent's message, states a count of a list that a tool output since the last
@@ -404,13 +417,19 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
     // The lists are in step order: the ones since the last user turn are one range.
     let (a, b) = (r.listings.partition_point(|l| l.step < from), r.listings.partition_point(|l| l.step < i));
-    let listings: Vec<&Listing> = r.listings[a..b.max(a)].iter().collect();
-    if listings.is_empty() {
+    let range = a..b.max(a);
+    if range.is_empty() {
         return;
     }
     for c in counts(&t.steps[i].content) {
-        let named: Vec<&&Listing> = listings
-            .iter()
+        // Only a list a word of the phrase names is weighed further (the test [`names`] starts
+        // with), from the list words found once per run: a run without user turns has every
+        // earlier list in range.
+        let stems = phrase_stems(&c.phrase);
+        let named: Vec<&Listing> = range
+            .clone()
+            .filter(|&k| names_words(&stems, &r.listing_words[k]))
+            .map(|k| &r.listings[k])
             .filter(|l| {
                 let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
                 let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
