@@ -185,7 +185,7 @@ pub struct Facts {
     /// Per kind of requirement a user states in words (`signals::constraints`), the user turns
     /// that speak of it, in order, each with its last sentence that does (as a byte range of the
     /// turn's text).
-    pub requirement_turns: OnceLock<Vec<Vec<(usize, std::ops::Range<usize>)>>>,
+    pub requirement_turns: OnceLock<Vec<RequirementTurns>>,
     /// The user turns' prohibitions of changes to paths (`signals::instructions`).
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
     /// The calls the user refused at the permission prompt (`signals::instructions`).
@@ -200,6 +200,10 @@ pub struct Facts {
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
     pub findings: ByTruth<Vec<OnceLock<Option<signals::OwnFindings>>>>,
 }
+
+/// The user turns that speak of one kind of requirement, in order, each with the byte range of
+/// its last sentence that does ([`Facts::requirement_turns`]).
+pub type RequirementTurns = Vec<(usize, std::ops::Range<usize>)>;
 
 impl Clone for Facts {
     /// Copies what is computed, except the per-run [`Upstream`] cache.
