@@ -1170,7 +1170,12 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
             for sentence in sentences(&s.content) {
                 let unsaved_work = UNSAVED_WORK.is_match(sentence);
                 let forbids = FORBIDS.is_match(sentence);
-                let deletions = FORBIDS_DELETING.is_match(sentence) && !SCOPED.is_match(sentence);
+                // "anything but `build/`", "except tests/tmp/": the sentence allows deleting there.
+                static EXEMPTS: LazyLock<Regex> = LazyLock::new(|| {
+                    Regex::new(r"(?i)\b(except|but|other than|apart from|besides|save for|excluding)\b").unwrap()
+                });
+                let deletions =
+                    FORBIDS_DELETING.is_match(sentence) && !SCOPED.is_match(sentence) && !EXEMPTS.is_match(sentence);
                 if !forbids && !unsaved_work && !deletions {
                     continue;
                 }
