@@ -18,6 +18,7 @@ mod assertion;
 pub use assertion::claimed_failure;
 mod callers;
 mod coding;
+mod confirmed;
 mod constraints;
 pub mod instructions;
 mod lookup;
@@ -198,6 +199,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     }
     actions::unconfirmed(ctx, i, &mut f);
     actions::argument_mismatch(ctx, i, &mut f);
+    confirmed::beyond_confirmed(ctx, i, &mut f);
     actions::off_brief(ctx, i, &mut f);
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
@@ -680,7 +682,7 @@ fn completes_given_date(ctx: &Context<'_>, i: usize, key: &str) -> bool {
 /// before them and none after them but a unit of up to three letters (`48h`, `5km`; not a hex
 /// hash `a347f` or `347f2c`), except the forms that write a value inside another one: an id's
 /// prefix joined by `-` or `#` (`H-88120`), and an ISO timestamp's `T` and `Z`
-/// (`2025-03-04T14:12:00Z`).
+/// (`2025-03-04T14:12:00Z`). A JSON escape (`\n`, `\t`, `\r`) right before them is no letter.
 fn standalone(text: &str, start: usize, end: usize) -> bool {
     let bytes = text.as_bytes();
     let before = start.checked_sub(1).map(|k| bytes[k]);
@@ -698,7 +700,11 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
             && bytes[k - letters - 1].is_ascii_digit()
             && (unit_after == 0 || time_unit(&bytes[end..end + unit_after]))
     };
+    // A JSON string escape right before the digits (`\n412G`, `\t25763`: a tool's output kept
+    // as escaped JSON text) separates them like the line break or tab it stands for.
+    let escaped = |k: usize| k >= 2 && bytes[k - 2] == b'\\' && matches!(bytes[k - 1], b'n' | b't' | b'r');
     let ok_before = match before {
+        _ if escaped(start) => true,
         Some(b'T') => timestamp_t(start - 1),
         Some(b) if b.is_ascii_alphabetic() => compound_part(start),
         Some(_) => true,
@@ -2829,8 +2835,10 @@ const READ_VERBS: [&str; 12] =
 
 /// Verbs that name read-only tools of coding agents and browsers (Claude Code's `Grep`, `Glob`,
 /// `WebSearch`, `WebFetch`; a `check_status`, a `wait_agent`; a database's `describe_table`,
-/// `show_tables`, `inspect_schema`), beside [`READ_VERBS`].
-const MORE_READ_VERBS: [&str; 9] = ["grep", "glob", "web", "check", "wait", "browse", "describe", "show", "inspect"];
+/// `show_tables`, `inspect_schema`), and lookups that only confirm or count what a record holds
+/// (`verify_customer`, `retrieve_invoice`, `count_orders`), beside [`READ_VERBS`].
+const MORE_READ_VERBS: [&str; 12] =
+    ["grep", "glob", "web", "check", "wait", "browse", "describe", "show", "inspect", "verify", "retrieve", "count"];
 
 /// Words of a tool's name that say it only shows what a change would do (`preview_invoice`,
 /// `create_preview`, `estimate_shipping`, `simulate_transfer`, `validate_order`).
@@ -2921,6 +2929,14 @@ pub fn command_edits_files(cmd: &str) -> bool {
 /// nothing.
 const EDIT_VERBS: [&str; 6] = ["patch", "edit", "write", "replace", "insert", "create"];
 
+/// Whether a lower-case tool name holds an edit verb ([`EDIT_VERBS`]) in one of its words
+/// (`str_replace_editor`, `multiedit`, `overwrite_file`), but not in a word that only spells one:
+/// `apply_credit` and `accredit_vendor` credit an account, they edit nothing.
+fn names_edit(name: &str) -> bool {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| EDIT_VERBS.iter().any(|v| w.contains(v)) && !w.ends_with("credit"))
+}
+
 /// The first call of the run that edits ([`edits`]), computed once per trajectory.
 fn first_edit(ctx: &Context<'_>) -> Option<usize> {
     *ctx.facts.first_edit.get_or_init(|| (0..ctx.trajectory.steps.len()).find(|&j| edits(ctx.trajectory, j)))
@@ -2954,7 +2970,7 @@ pub fn edits(t: &Trajectory, i: usize) -> bool {
                         let paths = instructions::tool_paths(&n, &s.content);
                         !paths.is_empty() && paths.iter().all(|(p, _)| shell::in_temp_dir(p))
                     };
-                    (file_change || EDIT_VERBS.iter().any(|v| n.contains(v)))
+                    (file_change || names_edit(&n))
                         && !n.contains("todo")
                         && !editor_reads(&n, &s.content)
                         && !scratch()

@@ -897,3 +897,49 @@ fn a_refund_of_the_line_the_agent_did_not_describe_is_a_wrong_argument() {
     );
     assert_eq!(falat(&t).decisive_step, Some(5), "{}", falat(&t).reason);
 }
+
+#[test]
+fn a_change_that_passes_more_than_the_user_confirmed_is_the_decisive_step() {
+    // A hand-built Google ADK session: the user asks to be asked before any change; the assistant
+    // verifies the account holder (a lookup, no change), reads the invoice, proposes "a credit of
+    // $42.50 for line R2", the user says yes, and `apply_credit` passes 61.0 for lines R2 and R3
+    // (the data add-on the user said was right). The closing message says $42.50.
+    let t = crate::chat::fixture("handbuilt/google-adk/roaming_credit_beyond_confirmed.adk.json");
+    assert_eq!(t.steps[1].tool_name.as_deref(), Some("verify_account_holder"));
+    assert!(!signals::changes_state(&t, 1));
+    assert!(signals::changes_state(&t, 9));
+    assert_eq!(findings(&t), vec![(9, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 9, Signal::ArgumentMismatch),
+        "apply_credit passes amount 61.0 and line_ids R2, R3, but the proposal at step 7 that the user confirmed \
+         at step 8 names $42.50 and R2"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("billing_assistant")), "{}", d.reason);
+}
+
+#[test]
+fn a_change_that_passes_what_the_user_confirmed_is_no_finding() {
+    // The same session with the call the user agreed to: the amount asked and line R2 only.
+    let mut t = crate::chat::fixture("handbuilt/google-adk/roaming_credit_beyond_confirmed.adk.json");
+    t.steps[9].content = t.steps[9].content.replace("61.0", "42.5").replace("[\"R2\",\"R3\"]", "[\"R2\"]");
+    assert!(t.steps[9].content.contains("\"amount\":42.5"), "{}", t.steps[9].content);
+    assert_eq!(findings(&t), vec![]);
+    // The proposal's question names the sum; a price quoted before it is no confirmed sum.
+    let t = load(vec![
+        system(POLICY_PLAIN),
+        user("The kettle of order #K-20417 arrived broken, please refund it."),
+        assistant(
+            "Your order has the kettle ($89.90) and two filters at $6.50 each. Shall I refund $89.90 for the kettle?",
+        ),
+        user("Yes please."),
+    ]
+    .into_iter()
+    .chain(call("c1", "refund_items", json!({"order_id": "#K-20417", "amount": 6.5}), "{\"status\": \"refunded\"}"))
+    .chain([assistant("Done: $89.90 refunded.")])
+    .collect());
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "refund_items passes amount 6.5, but the proposal at step 2 that the user confirmed at step 3 names $89.90"
+    );
+}

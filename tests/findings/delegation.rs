@@ -157,3 +157,25 @@ fn a_delegate_filtering_on_another_listed_entry_than_its_brief_names_is_the_deci
         .collect();
     assert_eq!(found, vec![]);
 }
+
+#[test]
+fn a_status_word_the_user_wrote_is_no_pointer_to_another_record_after_a_wrong_hand_off() {
+    // A hand-built OpenAI Agents SDK export (JSON lines): a top-up "failed the first time", then
+    // went through twice; the front desk's instructions send any payment question to the Payments
+    // Agent unless someone else used the account, and it hands off to Trust & Safety, which opens
+    // a fraud case on the second successful top-up and freezes the wallet. "failed" is the status
+    // of the one payment that needs nothing: it says what happened, not which payment to act on.
+    let t = fixture("handbuilt/openai-agents/agents-sdk_duplicate_topup_to_trust_safety.jsonl");
+    assert_eq!(t.steps[3].delegate_to.as_deref(), Some("Trust & Safety Agent"));
+    let signals = findings(&t);
+    let on = |signal: Signal| -> Vec<usize> { signals.iter().filter(|(_, s)| *s == signal).map(|(i, _)| *i).collect() };
+    assert_eq!(on(Signal::ArgumentMismatch), Vec::<usize>::new());
+    assert_eq!(on(Signal::WrongDelegation), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::WrongDelegation),
+        "hands off to Trust & Safety Agent; its instructions give Payments Agent \"top-ups, duplicate payments, \
+         refunds, r…\", which the request matches (payments, refund)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("Triage Agent")), "{}", d.reason);
+}

@@ -1299,15 +1299,26 @@ fn list_holding<'v>(
 }
 
 /// The letters-only words (three or more letters, lower case) of a record's text fields other
-/// than identifiers.
+/// than identifiers and states ([`is_state_key`]).
 fn record_words(r: &serde_json::Map<String, serde_json::Value>) -> std::collections::HashSet<String> {
     r.iter()
-        .filter(|(k, _)| !super::is_id_key(k))
+        .filter(|(k, _)| !super::is_id_key(k) && !is_state_key(k))
         .filter_map(|(_, v)| v.as_str())
         .flat_map(|x| x.split(|c: char| !c.is_alphabetic()))
         .filter(|w| w.chars().count() >= 3)
         .map(str::to_lowercase)
         .collect()
+}
+
+/// Whether a record's field holds its state or kind, not what it is: `status`, `state`,
+/// `outcome`, `result`, `type`, `kind`, or a code (`decline_code`, `paymentStatus`). A user who
+/// writes "declined" or "failed" tells what happened to one of several records; that word is weak
+/// evidence of which record a call should act on (the one still to fix is often another).
+fn is_state_key(key: &str) -> bool {
+    // The key's last word: after the last `_`, `-` or `.`, or its last capitalised part.
+    let tail = key.rsplit(['_', '-', '.']).next().unwrap_or(key);
+    let last = tail.rfind(|c: char| c.is_ascii_uppercase()).map_or(tail, |at| &tail[at..]);
+    ["status", "state", "outcome", "result", "type", "kind", "code"].iter().any(|w| last.eq_ignore_ascii_case(w))
 }
 
 /// A record's label: its `name`, `title`, `description` or `product` text, else none.

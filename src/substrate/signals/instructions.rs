@@ -1028,6 +1028,19 @@ static FORBIDS: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
+/// A sentence forbidding deletions as such, of whatever: "do not … delete / remove / drop /
+/// purge / wipe (or move) anything (any files, files, data)", "no deletions". It protects every path: a
+/// command that deletes ([`shell::written_paths`]: `rm`, `find … -delete`) breaks it wherever it
+/// points.
+static FORBIDS_DELETING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(do not|don'?t|never|must not|mustn'?t|should not|shouldn'?t|not allowed to)",
+        r"\s+(\w+\s+){0,3}?(delete|remove|drop|purge|wipe|erase)(\s+(or|and)\s+\w+)?\s+(anything|any\s+\w+|files|data|nothing)\b",
+        r"|\bno\s+(deletions?|deleting|removals?)\b",
+    ))
+    .unwrap()
+});
+
 /// A user's sentence telling of work that exists only in the working tree: "uncommitted",
 /// "unpushed", "unsaved", "unstaged", "not committed / pushed yet", "local changes". A command
 /// that throws the working tree away ([`shell::discards_work`]) loses it.
@@ -1121,29 +1134,66 @@ pub struct Prohibition {
     /// Whether it forbids only the changes other than the one asked for ([`SCOPED`]: "anything
     /// else in package.json"): an edit of its paths may be the requested one, a deletion is not.
     pub scoped: bool,
+    /// Whether it forbids deleting anything at all ([`FORBIDS_DELETING`]), whatever the path.
+    pub deletions: bool,
+    /// The agent whose delegation brief holds it, `None` for the user's own turn.
+    pub brief_of: Option<String>,
 }
 
-/// The prohibitions of the run's user turns (role `user` or `human`), in step order, computed once
-/// per trajectory.
+impl Prohibition {
+    /// Who wrote it, as a finding says it, around the step: ("the user wrote at step ", "") or
+    /// ("InfraLead's brief at step ", " says").
+    fn source(&self) -> (String, &'static str) {
+        match &self.brief_of {
+            Some(agent) => (format!("{agent}'s brief at step "), " says"),
+            None => ("the user wrote at step ".to_string(), ""),
+        }
+    }
+}
+
+/// The prohibitions of the run's user turns (role `user` or `human`) and of its delegations (the
+/// served person's request a framework records as one, a supervisor's brief to a worker: the
+/// worker is bound by it), in step order, computed once per trajectory.
 pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
     ctx.facts.prohibitions.get_or_init(|| {
         let t = ctx.trajectory;
         let mut v = Vec::new();
         for (u, s) in t.steps.iter().enumerate() {
-            if !is_user_turn(t, u) {
+            let brief = s.kind == StepKind::Delegation;
+            if !is_user_turn(t, u) && !brief {
                 continue;
             }
+            // The served person's own request, recorded as a delegation to the first agent, is the
+            // user's word; any other delegation is the delegating agent's brief.
+            let users = super::actions::served_person(s) || super::actions::is_user(&s.agent);
+            let brief_of = (brief && !users).then(|| s.agent.clone());
             for sentence in sentences(&s.content) {
                 let unsaved_work = UNSAVED_WORK.is_match(sentence);
                 let forbids = FORBIDS.is_match(sentence);
-                if !forbids && !unsaved_work {
+                // "anything but `build/`", "except tests/tmp/": the sentence allows deleting there.
+                static EXEMPTS: LazyLock<Regex> = LazyLock::new(|| {
+                    Regex::new(r"(?i)\b(except|but|other than|apart from|besides|save for|excluding)\b").unwrap()
+                });
+                let deletions =
+                    FORBIDS_DELETING.is_match(sentence) && !SCOPED.is_match(sentence) && !EXEMPTS.is_match(sentence);
+                if !forbids && !unsaved_work && !deletions {
                     continue;
                 }
                 let paths = protected_paths(sentence);
-                if !paths.is_empty() || unsaved_work {
+                if !paths.is_empty() || unsaved_work || deletions {
                     let sentence = sentence.trim().to_string();
                     let scoped = SCOPED.is_match(&sentence);
-                    v.push(Prohibition { step: u, sentence, paths, unsaved_work, forbids, scoped });
+                    let brief_of = brief_of.clone();
+                    v.push(Prohibition {
+                        step: u,
+                        sentence,
+                        paths,
+                        unsaved_work,
+                        forbids,
+                        scoped,
+                        deletions,
+                        brief_of,
+                    });
                 }
             }
         }
@@ -1327,20 +1377,24 @@ pub(crate) fn forbidden_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                 weights::FORBIDDEN_CHANGE,
                 prose![
                     format!(
-                        "discards the uncommitted work with `{}` although the user wrote at step ",
-                        crate::text::clip(command, 50)
+                        "discards the uncommitted work with `{}` although {}",
+                        crate::text::clip(command, 50),
+                        p.source().0
                     ),
                     Part::Step(p.step),
-                    format!(": \"{}\"", crate::text::clip(&p.sentence, 110))
+                    format!("{}: \"{}\"", p.source().1, crate::text::clip(&p.sentence, 110))
                 ],
             ));
             return;
         }
         // A scratch file in the system's temporary folder (`cp package.json /tmp/package.json`)
         // is none of the paths the user protected.
+        // A prohibition of deletions as such ([`Prohibition::deletions`]) protects every path
+        // from being deleted.
         let hit = changes.iter().find(|(path, how)| {
-            (p.forbids && !(p.scoped && *how == Change::Edits) || *how == Change::Deletes)
+            ((p.forbids && !(p.scoped && *how == Change::Edits) || *how == Change::Deletes)
                 && p.paths.iter().any(|w| under(path, w))
+                || p.deletions && *how == Change::Deletes)
                 && !made_in_run(t, path, i)
                 && !shell::in_temp_dir(path)
         });
@@ -1349,9 +1403,9 @@ pub(crate) fn forbidden_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                 Signal::ForbiddenChange,
                 weights::FORBIDDEN_CHANGE,
                 prose![
-                    format!("{} {} although the user wrote at step ", how.verb(), crate::text::clip(path, 60)),
+                    format!("{} {} although {}", how.verb(), crate::text::clip(path, 60), p.source().0),
                     Part::Step(p.step),
-                    format!(": \"{}\"", crate::text::clip(&p.sentence, 110))
+                    format!("{}: \"{}\"", p.source().1, crate::text::clip(&p.sentence, 110))
                 ],
             ));
             return;

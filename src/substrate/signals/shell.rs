@@ -607,12 +607,14 @@ pub fn shell_command(tool: &str, content: &str) -> Option<String> {
     })
 }
 
-/// Whether a lower-case tool name names a shell ([`shell_command`]).
+/// Whether a lower-case tool name names a shell ([`shell_command`]): also a remote one, a tool
+/// with `ssh` as a word of its name (`ssh_exec`, `run_ssh`) that runs its `command` on a host.
 pub fn is_shell_tool(tool: &str) -> bool {
     ["bash", "shell", "exec_command", "command_execution", "terminal", "run_command", "powershell"]
         .iter()
         .any(|w| tool.contains(w))
         || tool == "sh"
+        || tool.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "ssh")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -827,7 +829,8 @@ impl Change {
 /// redirections into files; the arguments of `rm`, `unlink`, `rmdir`, `shred` (deleted), `mv`
 /// (moved), `truncate`, `tee`, `touch` (edited), the destination of `cp`, the files of `sed -i`
 /// and `perl -i` (not the script), the paths of `git rm`, `git mv`, `git checkout`, `git
-/// restore`. Options are left out, and `/dev/…` paths.
+/// restore`, the start folders of a `find` that deletes its hits ([`find_deletes`]: deleted).
+/// Options are left out, and `/dev/…` paths.
 pub fn written_paths(c: &Command) -> Vec<(String, Change)> {
     let mut v: Vec<(String, Change)> =
         c.redirects.iter().filter(|r| r.writes_file()).map(|r| (r.target.clone(), Change::Edits)).collect();
@@ -842,6 +845,9 @@ pub fn written_paths(c: &Command) -> Vec<(String, Change)> {
             "tee" | "touch" => (Change::Edits, plain(inv.args)),
             "cp" => (Change::Edits, plain(inv.args).pop().into_iter().collect()),
             "sed" | "perl" if edits_in_place(&inv) => (Change::Edits, script_files(&inv)),
+            "find" if find_deletes(&inv) => {
+                (Change::Deletes, inv.args.iter().map(|w| w.text.clone()).take_while(|t| !t.starts_with('-')).collect())
+            }
             "git" => {
                 let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
                 match sub {
@@ -857,6 +863,19 @@ pub fn written_paths(c: &Command) -> Vec<(String, Change)> {
     }
     v.retain(|(p, _)| !p.is_empty() && !p.starts_with("/dev/"));
     v
+}
+
+/// Whether a `find` deletes what it finds: it has `-delete`, or runs `rm`, `unlink` or `shred` on
+/// each hit (`-exec rm {} +`).
+fn find_deletes(inv: &Invocation<'_>) -> bool {
+    inv.args.iter().enumerate().any(|(k, w)| {
+        w.text == "-delete"
+            || matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                && inv
+                    .args
+                    .get(k + 1)
+                    .is_some_and(|r| matches!(r.text.rsplit('/').next().unwrap_or(""), "rm" | "unlink" | "shred"))
+    })
 }
 
 /// The non-option arguments of a command, skipping the values of `takes_value` options.
@@ -1312,6 +1331,17 @@ mod tests {
             [("a.py".to_string(), Change::Edits), ("b.py".to_string(), Change::Edits)]
         );
         assert_eq!(written_paths(&commands("sed -i '41d' src/c.ts")[0]), [("src/c.ts".to_string(), Change::Edits)]);
+        assert_eq!(
+            written_paths(&commands("sudo find /srv/media/cache -name '*.jpg' -mtime +30 -delete")[0]),
+            [("/srv/media/cache".to_string(), Change::Deletes)]
+        );
+        assert_eq!(
+            written_paths(&commands("find logs old -type f -exec rm -f {} +")[0]),
+            [("logs".to_string(), Change::Deletes), ("old".to_string(), Change::Deletes)]
+        );
+        assert_eq!(written_paths(&commands("find /srv/media -mtime +30 | wc -l")[0]), []);
+        assert_eq!(shell_command("ssh_exec", r#"{"host": "db-2", "command": "df -h"}"#).as_deref(), Some("df -h"));
+        assert_eq!(shell_command("sshkey_rotate", r#"{"command": "rotate"}"#), None);
     }
 
     #[test]

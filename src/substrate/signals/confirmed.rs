@@ -1,0 +1,184 @@
+//! A state-changing call that does something else than what the user confirmed: the agent
+//! proposed a change with its amount ("Shall I credit $42.50 to your card?"), the user said yes,
+//! and the call then passes another amount, or names records the proposal did not. The confirmed
+//! values are read from the agent's proposal and the user's confirming turn; the call's from its
+//! JSON arguments. docs/METHODS.md, "Actions".
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::actions::{affirms, asks, call_arguments, is_human};
+use super::{Context, changes_state, finding, weights};
+use crate::diagnosis::{Finding, Part, Signal};
+use crate::model::StepKind;
+use crate::prose;
+
+/// A sum of money as prose writes it: a currency sign or code before or after a number
+/// (`€129.00`, `$ 1,204.50`, `42.50 USD`, `EUR 18`).
+static MONEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:[€$£¥]|\b(?:EUR|USD|GBP|CHF|CAD|AUD|JPY)\s?)\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:€|\b(?:EUR|USD|GBP|CHF|CAD|AUD|JPY|euros?|dollars?|pounds?)\b)",
+    )
+    .unwrap()
+});
+
+/// The sums of money a text names ([`MONEY`]), as numbers.
+pub(super) fn money_values(text: &str) -> Vec<f64> {
+    MONEY
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        .collect()
+}
+
+/// Whether an argument's key names a sum of money (`amount`, `refund_amount`, `total`, `price`,
+/// `credit`).
+fn is_money_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| matches!(w, "amount" | "total" | "price" | "sum" | "credit" | "charge" | "value"))
+        || k.ends_with("amount")
+}
+
+/// The sentences of an agent's message that ask the user ([`asks`]), joined by line breaks. A
+/// sentence ends at `.`, `!` or `?` before a space or the end, or at a line break (a decimal
+/// point does not end one).
+fn asking_sentences(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (k, b) in bytes.iter().enumerate() {
+        let ends =
+            matches!(b, b'.' | b'!' | b'?') && bytes.get(k + 1).is_none_or(u8::is_ascii_whitespace) || *b == b'\n';
+        if ends {
+            let sentence = &text[start..=k];
+            if asks(sentence) {
+                out.push(sentence.trim());
+            }
+            start = k + 1;
+        }
+    }
+    if start < text.len() && asks(&text[start..]) {
+        out.push(text[start..].trim());
+    }
+    out.join("\n")
+}
+
+/// How many steps before a state-changing call [`beyond_confirmed`] looks for the confirming turn.
+const CONFIRM_LOOKBACK: usize = 12;
+
+/// The confirmation that call `i` acts on: the user's last turn before it (within
+/// [`CONFIRM_LOOKBACK`] steps), which affirms ([`affirms`]), and the agent's message right
+/// before that turn, which asks ([`asks`]). No other state-changing call of the agent may sit
+/// between the confirmation and `i` (that call used it). Returns (proposal, confirmation).
+fn confirmation_for(ctx: &Context<'_>, i: usize) -> Option<(usize, usize)> {
+    let t = ctx.trajectory;
+    let agent = &t.steps[i].agent;
+    let from = i.saturating_sub(CONFIRM_LOOKBACK);
+    let u = (from..i).rev().find(|&k| is_human(&t.steps[k]))?;
+    if !affirms(&t.steps[u].content) || (u + 1..i).any(|k| t.steps[k].agent == *agent && changes_state(t, k)) {
+        return None;
+    }
+    let p = (from..u).rev().find(|&k| t.steps[k].kind == StepKind::Message && !is_human(&t.steps[k]))?;
+    (t.steps[p].agent == *agent && asks(&t.steps[p].content)).then_some((p, u))
+}
+
+/// Step `i`, a state-changing call right after the user confirmed the agent's proposal
+/// ([`confirmation_for`]), passes a sum of money (an argument whose key names one:
+/// [`is_money_key`]) that neither the proposal nor the confirming turn names, while they name a
+/// sum ([`money_values`]); or a list of identifiers (`"line_ids": ["A1", "A2"]`) with one the
+/// proposal and the confirmation do not name, while they name another of the list. The finding
+/// quotes both values. Shell commands and edits are not read.
+pub(crate) fn beyond_confirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall
+        || !changes_state(t, i)
+        || super::call_command(t, i).is_some()
+        || super::edits(t, i)
+        || !s.content.contains('{')
+    {
+        return;
+    }
+    let Some(args) = call_arguments(&s.content) else { return };
+    let Some((p, u)) = confirmation_for(ctx, i) else { return };
+    let said = format!("{}\n{}", t.steps[p].content, t.steps[u].content);
+    // The sums the question itself names ("Shall I refund €129.00?"), else all the proposal's: a
+    // price quoted as context ("two lids at €14.50 each") is no sum the user agreed to.
+    let asked = format!("{}\n{}", asking_sentences(&t.steps[p].content), t.steps[u].content);
+    let money_text = if money_values(&asked).is_empty() { said.as_str() } else { asked.as_str() };
+    let confirmed = money_values(money_text);
+    let tool = s.tool_name.as_deref().unwrap_or("the call");
+    let mut parts: Vec<String> = Vec::new();
+    let mut quoted: Vec<String> = Vec::new();
+    if !confirmed.is_empty() {
+        for (key, v) in &args {
+            let Some(x) = v.as_f64().or_else(|| v.as_str().and_then(|x| x.trim().parse().ok())) else { continue };
+            if is_money_key(key) && !confirmed.iter().any(|c| (c - x).abs() < 0.005) {
+                parts.push(format!("{key} {}", v.to_string().trim_matches('"')));
+                for m in MONEY.find_iter(money_text).map(|m| m.as_str().trim().to_string()) {
+                    if !quoted.contains(&m) {
+                        quoted.push(m);
+                    }
+                }
+            }
+        }
+    }
+    for (key, v) in &args {
+        let Some(items) = v.as_array() else { continue };
+        let ids: Vec<&str> = items.iter().filter_map(|x| x.as_str()).filter(|x| !x.is_empty()).collect();
+        let named = |id: &str| said.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_').any(|w| w == id);
+        let (kept, added): (Vec<&str>, Vec<&str>) = ids.iter().partition(|id| named(id));
+        if kept.is_empty() || added.is_empty() {
+            continue;
+        }
+        parts.push(format!("{key} {}", ids.join(", ")));
+        quoted.push(kept.join(", "));
+    }
+    if parts.is_empty() {
+        return;
+    }
+    out.push(finding(
+        Signal::ArgumentMismatch,
+        weights::ARGUMENT_MISMATCH,
+        prose![
+            format!("{tool} passes {}, but the proposal at step ", parts.join(" and ")),
+            Part::Step(p),
+            " that the user confirmed at step ",
+            Part::Step(u),
+            format!(" names {}", quoted.join(" and ")),
+        ],
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_of_money_are_read_with_their_currency() {
+        assert_eq!(
+            money_values("Shall I credit €129.00 to the card, or $ 1,204.50 or 42.5 USD?"),
+            vec![129.0, 1204.5, 42.5]
+        );
+        assert_eq!(money_values("order 4471, 3 items"), Vec::<f64>::new());
+    }
+
+    #[test]
+    fn the_sums_a_question_asks_about_are_told_from_prices_quoted_before_it() {
+        let text =
+            "Your order has the kettle (€89.90) and two filters at €6.50 each. Shall I refund €89.90 for the kettle?";
+        assert_eq!(asking_sentences(text), "Shall I refund €89.90 for the kettle?");
+        assert_eq!(asking_sentences("Done. Anything else?"), "Anything else?");
+    }
+
+    #[test]
+    fn money_keys_are_told_from_others() {
+        assert!(is_money_key("amount"));
+        assert!(is_money_key("refund_amount"));
+        assert!(is_money_key("creditAmount"));
+        assert!(!is_money_key("order_id"));
+        assert!(!is_money_key("quantity"));
+    }
+}
