@@ -30,6 +30,7 @@ pub mod shell;
 mod side_effects;
 mod statistics;
 mod tables;
+mod targets;
 mod units;
 use shell::is_shell_tool;
 pub use shell::shell_command;
@@ -203,6 +204,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
     actions::paired_with_other_record(ctx, i, &mut f);
+    targets::sibling_file_edited(ctx, i, &mut f);
+    targets::neighbouring_commit(ctx, i, &mut f);
     actions::currency_left_out(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
