@@ -196,8 +196,8 @@ fn same_commit(a: &str, b: &str) -> bool {
 /// another row shares two or more (more than every other row), the request does not give the
 /// acted-on hash, and no later call of the run acts on the other row's commit: the agent took the
 /// neighbouring row of the one the user described ("reverts 1a2b3c4 ("Raise log level"), but
-/// the request's words (cache, expiry) describe 9f8e7d6 ("Lower cache expiry") of the listing
-/// at step 5").
+/// the request's words (cache, expiry) describe 9f8e7d6 ("Lower cache expiry") listed at step
+/// 5"; the first three shared words are given).
 pub(super) fn neighbouring_commit(ctx: &Context<'_>, c: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     if t.steps[c].kind != StepKind::ToolCall {
@@ -235,26 +235,22 @@ pub(super) fn neighbouring_commit(ctx: &Context<'_>, c: usize, out: &mut Vec<Fin
         if acted_later {
             return;
         }
-        let said = shared(other).join(", ");
-        let mut parts = vec![
+        let words = shared(other);
+        let said = if words.len() > 3 { format!("{}…", words[..3].join(", ")) } else { words.join(", ") };
+        let tail = subject_tail(mine.subject);
+        let mut parts = vec![Part::from(format!("{verb} {hash} (\"{}\"", crate::text::clip(tail, 40)))];
+        // The call's own output naming the acted-on subject (`Revert "…"`) says which was taken.
+        if let Some(res) = result_of(ctx, c).filter(|&res| !tail.is_empty() && t.steps[res].content.contains(tail)) {
+            parts.extend([Part::from(", as its output at step "), Part::Step(res), Part::from(" shows")]);
+        }
+        parts.extend([
             Part::from(format!(
-                "{verb} {hash} (\"{}\"), but the request's words ({said}) describe {} (\"{}\") of the listing at step ",
-                crate::text::clip(subject_tail(mine.subject), 40),
+                "), but the request's words ({said}) describe {} (\"{}\") listed at step ",
                 other.hash,
                 crate::text::clip(subject_tail(other.subject), 40),
             )),
             Part::Step(r),
-        ];
-        if let Some(res) = result_of(ctx, c) {
-            let tail = subject_tail(mine.subject);
-            if !tail.is_empty() && t.steps[res].content.contains(tail) {
-                parts.extend([
-                    Part::from("; its own output at step "),
-                    Part::Step(res),
-                    Part::from(format!(" says \"{tail}\"")),
-                ]);
-            }
-        }
+        ]);
         out.push(finding(Signal::ArgumentMismatch, weights::ARGUMENT_MISMATCH, Prose::new(parts)));
         return;
     }
