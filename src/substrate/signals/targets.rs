@@ -225,7 +225,7 @@ pub(super) fn neighbouring_commit(ctx: &Context<'_>, c: usize, out: &mut Vec<Fin
             return;
         }
         let mut scored: Vec<(usize, &Row<'_>)> = rows.iter().map(|w| (shared(w).len(), w)).collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0));
+        scored.sort_by_key(|s| std::cmp::Reverse(s.0));
         let [(best, other), rest @ ..] = &scored[..] else { return };
         if *best < 2 || rest.first().is_some_and(|(n, _)| n == best) || same_commit(other.hash, &hash) {
             return;
