@@ -184,7 +184,9 @@ pub enum Signal {
     /// It calls a tool with a value the user did not give, where the user gave a near one: an
     /// identifier with two digits swapped or one mistyped, a date with another month, day or year
     /// (`docs/METHODS.md`, "Actions"); also a call or message on another record than the one
-    /// described, and a change of a record whose lookup breaks a requirement the user insisted on.
+    /// described, a change of a record whose lookup breaks a requirement the user insisted on, and
+    /// a change of the sibling of the object the request names, both listed by the agent (a file
+    /// named but for one part, the neighbouring row of a commit listing; "Targets").
     /// Found by the offline judge only, as [`Signal::IgnoredResult`].
     ArgumentMismatch,
     /// It claims the whole test suite passes ("I ran the full test suite", "all tests pass") when

@@ -31,6 +31,7 @@ pub mod shell;
 mod side_effects;
 mod statistics;
 mod tables;
+mod targets;
 mod units;
 use shell::is_shell_tool;
 pub use shell::shell_command;
@@ -170,12 +171,14 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
         result_of(ctx, i).is_some_and(|r| reproduces_reported_failure(ctx, r)) || edit_checked_by(ctx, i).is_some();
     // An edit the editor refused and the agent then made again is part of the work; so is a
     // check that passed again after a fix, code run again corrected, or a missing program run
-    // another way ([`recovery::recovered_by_another_command`]).
+    // another way ([`recovery::recovered_by_another_command`]); so is a look-up of a program that
+    // found nothing (`which hatch && hatch run test`, [`guard_found_nothing`]): nothing ran.
     if !refused
         && !coding::recovered_edit(ctx, i)
         && !coding::edit_checked_at_once(ctx, i)
         && !recovery::recovered_by_another_command(ctx, i)
         && !recovery::missing_program_tried_again(ctx, i)
+        && !result_of(ctx, i).is_some_and(|r| guard_found_nothing(ctx, r))
         && (check || !actions::rejected(ctx, i, &mut f))
     {
         failed_action(ctx, i, &mut f);
@@ -205,6 +208,8 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
     actions::paired_with_other_record(ctx, i, &mut f);
+    targets::sibling_file_edited(ctx, i, &mut f);
+    targets::neighbouring_commit(ctx, i, &mut f);
     actions::currency_left_out(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
@@ -1710,10 +1715,12 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         && exit_code(ctx, i - 1) != Some(0);
     // Writing code or editing a file after a failure is an attempt to fix it; the failure the
     // task reports is the work itself.
-    // Telling the reader that the program the error shows missing is missing owns up to it.
+    // Telling the reader that the program the error shows missing is missing owns up to it; a
+    // look-up of a program that found nothing ([`guard_found_nothing`]) ran nothing to react to.
     if !failed
         || missing_program_reported(ctx, i - 1) == Some(i)
         || recovery::missing_program_tried_again(ctx, i)
+        || guard_found_nothing(ctx, i - 1)
         || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
         || edits(ctx.trajectory, i)
         || reproduces_reported_failure(ctx, i - 1)
@@ -2491,6 +2498,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)
             && missing_program_reported(ctx, s.index).is_none()
+            && !guard_found_nothing(ctx, s.index)
             && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
     });
     if let Some(s) = error {
@@ -3188,6 +3196,14 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     if links(ctx).produced_by.get(r).copied().flatten().is_some_and(|c| only_reads(ctx.trajectory, c)) {
         return false;
     }
+    // A command line that could not run (a program missing, exit status 127, a `which poetry &&`
+    // guard that found nothing) ran none of the code: it shows the environment, not the failure.
+    if shell_could_not_run(ctx, r).is_some()
+        || ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ExitCode(127))
+        || guard_found_nothing(ctx, r)
+    {
+        return false;
+    }
     // A hang the task reports is reproduced by a command that runs out of time.
     let task = &ctx.trajectory.task;
     // `timeout` exits with 124 when it stops a command.
@@ -3268,6 +3284,23 @@ pub(crate) fn reproduces_reported_failure(ctx: &Context<'_>, r: usize) -> bool {
     let Some(cmd) = shell_command(&tool, &step.content) else { return false };
     let cmd = cmd.to_lowercase();
     task_reports_failure(&task) && shell::CHECK_PROGRAMS.iter().any(|p| whole(&task, p) && whole(&cmd, p))
+}
+
+/// Whether tool output `r` is that of a command line guarded by a look-up of its program
+/// (`which poetry && poetry run pytest`, `command -v tox && tox`, after any `cd`) that prints no
+/// path ending in that program (`/usr/bin/poetry`): the look-up failed and nothing after the
+/// `&&` ran.
+fn guard_found_nothing(ctx: &Context<'_>, r: usize) -> bool {
+    let Some(call) = links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let Some(cmd) = call_command(ctx.trajectory, call) else { return false };
+    let Some(first) = cmd.split("&&").map(str::trim).find(|p| !p.starts_with("cd ")) else { return false };
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let program = match words[..] {
+        ["which", p] | ["type", p] | ["hash", p] | ["command", "-v", p] => p,
+        _ => return false,
+    };
+    let path_end = format!("/{program}");
+    cmd.contains("&&") && !ctx.trajectory.steps[r].content.split_whitespace().any(|w| w.ends_with(&path_end))
 }
 
 /// Whether an argument name names an identifier: `id`, or ending in `_id`, `-id` or `Id`

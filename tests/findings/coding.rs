@@ -2749,3 +2749,56 @@ fn a_claim_after_an_output_with_the_expected_values_is_no_finding() {
     // The claim against the same output is the finding.
     assert_eq!(ignored(&run("5400 -> 2 h\n9000 -> 2 h", claim)), vec![(13, Signal::IgnoredResult)]);
 }
+
+#[test]
+fn an_edit_of_the_sibling_file_of_the_one_the_request_names_is_the_decisive_step() {
+    // Codex rollout: the user asks for the live tier's snapshot retention ("Leave dev alone");
+    // `rg` lists retention-dev.hcl, retention-prelive.hcl and retention-live.hcl (step 3); the
+    // agent reads and patches retention-prelive.hcl (step 6); `terraform validate` passes and the
+    // closing message says the live tier is changed. No error anywhere.
+    let t = fixture("handbuilt/coding/sibling_tier_file_edited.codex.jsonl");
+    assert_eq!(findings(&t), vec![(6, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 6, Signal::ArgumentMismatch),
+        "edits retention-prelive.hcl, but the request says \"live\" (step 0): retention-live.hcl, listed beside it \
+         at step 3, is never edited"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("codex")), "{}", d.reason);
+    // The same session patching retention-live.hcl: the file asked for, no finding.
+    let ok = fixture("handbuilt/coding/asked_tier_file_edited_ok.codex.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
+}
+
+#[test]
+fn a_revert_of_the_neighbouring_row_of_the_commit_the_request_describes_is_the_decisive_step() {
+    // Codex rollout: the user wants the change "that cut the thumbnail cache expiry" reverted;
+    // `git log --oneline` (step 2) lists it as b4d19a2 and, one row below, 9a07f3e "Switch avatar
+    // uploads to multipart form"; the agent reverts 9a07f3e (step 4), whose own output names that
+    // subject, the tests pass and the closing message reports the revert.
+    let t = fixture("handbuilt/coding/neighbouring_commit_reverted.codex.jsonl");
+    assert_eq!(findings(&t), vec![(4, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "reverts 9a07f3e (\"avatar uploads to multipart form\", as its output at step 5 shows), but the request's \
+         words (cache, expiry, image…) describe b4d19a2 (\"to 5m in image proxy\") listed at step 2"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("codex")), "{}", d.reason);
+    // The same session reverting b4d19a2, the commit described: no finding.
+    let ok = fixture("handbuilt/coding/described_commit_reverted_ok.codex.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
+}
+
+#[test]
+fn a_runner_looked_up_and_not_found_reproduces_nothing_and_fails_nothing() {
+    // Codex rollout: `which hatch && hatch run test` exits 1 with no output (step 2): hatch is
+    // not installed and nothing ran. The agent reproduces the ValueError with python (step 6),
+    // patches, runs the reproduction and the whole suite again (26 passed), and says so.
+    let t = fixture("handbuilt/coding/missing_runner_not_reproduction_ok.codex.jsonl");
+    assert_eq!(findings(&t), vec![]);
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
