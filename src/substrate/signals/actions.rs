@@ -746,10 +746,21 @@ pub(crate) fn converted_backwards(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     }
 }
 
-/// An amount written with its currency: `84.50 EUR`, `84,50 €`, `€84.50`, `$12`, `1 250 kr`.
-static MONEY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)(?:(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD)\b)\s?(\d[\d,.]*\d|\d)|(\d[\d,.]*\d|\d)\s?(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD|kr)\b))").unwrap()
+/// An amount written with its currency: `84.50 EUR`, `84,50 €`, `€84.50`, `$ 12`, `1 250 kr`,
+/// `42.5 euros`. Groups: 1 the currency before, 2 its number; 3 the number before, 4 its
+/// currency.
+pub(super) static MONEY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)(?:(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD)\b)\s?(\d[\d,.]*\d|\d)|(\d[\d,.]*\d|\d)\s?(€|£|\$|\b(?:EUR|USD|GBP|SEK|NOK|DKK|CHF|JPY|CAD|AUD|kr|euros?|dollars?|pounds?)\b))").unwrap()
 });
+
+/// The sums of money a text names ([`MONEY`], read by [`amount_value`]), in order.
+pub(super) fn money_values(text: &str) -> Vec<f64> {
+    MONEY
+        .captures_iter(text)
+        .filter_map(|c| c.get(2).or_else(|| c.get(3)))
+        .filter_map(|m| amount_value(m.as_str()))
+        .collect()
+}
 
 /// The currency codes a written currency can be: `€` is EUR, `$` any dollar, `kr` any krone.
 fn currency_codes(written: &str) -> &'static [&'static str] {

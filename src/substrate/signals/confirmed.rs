@@ -4,33 +4,11 @@
 //! values are read from the agent's proposal and the user's confirming turn; the call's from its
 //! JSON arguments. docs/METHODS.md, "Actions".
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-use super::actions::{affirms, asks, call_arguments, is_human};
+use super::actions::{MONEY, affirms, asks, call_arguments, is_human, money_values};
 use super::{Context, changes_state, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
 use crate::prose;
-
-/// A sum of money as prose writes it: a currency sign or code before or after a number
-/// (`€129.00`, `$ 1,204.50`, `42.50 USD`, `EUR 18`).
-static MONEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?:[€$£¥]|\b(?:EUR|USD|GBP|CHF|CAD|AUD|JPY)\s?)\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:€|\b(?:EUR|USD|GBP|CHF|CAD|AUD|JPY|euros?|dollars?|pounds?)\b)",
-    )
-    .unwrap()
-});
-
-/// The sums of money a text names ([`MONEY`]), as numbers.
-pub(super) fn money_values(text: &str) -> Vec<f64> {
-    MONEY
-        .captures_iter(text)
-        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
-        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-        .collect()
-}
 
 /// Whether an argument's key names a sum of money (`amount`, `refund_amount`, `total`, `price`,
 /// `credit`).
@@ -87,7 +65,7 @@ fn confirmation_for(ctx: &Context<'_>, i: usize) -> Option<(usize, usize)> {
 /// Step `i`, a state-changing call right after the user confirmed the agent's proposal
 /// ([`confirmation_for`]), passes a sum of money (an argument whose key names one:
 /// [`is_money_key`]) that neither the proposal nor the confirming turn names, while they name a
-/// sum ([`money_values`]); or a list of identifiers (`"line_ids": ["A1", "A2"]`) with one the
+/// sum ([`money_values`], one reader of written amounts with `signals::actions`); or a list of identifiers (`"line_ids": ["A1", "A2"]`) with one the
 /// proposal and the confirmation do not name, while they name another of the list. The finding
 /// quotes both values. Shell commands and edits are not read.
 pub(crate) fn beyond_confirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
