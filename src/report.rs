@@ -814,6 +814,14 @@ fn ends_without_answer(t: &Trajectory) -> bool {
     t.observed_output.as_deref().is_none_or(|o| o.trim().is_empty()) || !last_is_answer
 }
 
+/// The sentence said right under the verdict of a trajectory that records no task: the rules that
+/// compare the run with the request read nothing, and a value from the unrecorded request has no
+/// source in the trace, so the reader should know before reading the step (the same warning is
+/// under Warnings, where a reader of the verdict alone does not look).
+const NO_TASK_NOTE: &str = "**No task recorded**: the trace does not hold the user's request, so this verdict was made \
+     without it (what was asked, its constraints and its values read nothing). Give it with `--task` or `--task-file` \
+     and diagnose again.";
+
 /// The sentence said right under the verdict when records of the file could not be read and the
 /// run ends without an answer: the answer may be among the lost records.
 fn lost_answer_note(t: &Trajectory, warnings: &[String]) -> Option<String> {
@@ -899,6 +907,9 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     }
     if let Some(note) = lost_answer_note(t, &d.warnings) {
         out.push_str(&format!("\n{note}\n"));
+    }
+    if t.task.trim().is_empty() {
+        out.push_str(&format!("\n{NO_TASK_NOTE}\n"));
     }
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
         let src = export::step_source(t, s.index);

@@ -1165,6 +1165,14 @@ fn a_task_the_trace_does_not_record_is_said_and_can_be_given() {
     assert_eq!(without["warnings"], serde_json::json!([NO_TASK]));
     let md = stdout_of(&["diagnose", EXEC]);
     assert!(md.contains("## Task\n\n(none recorded; `--task` or `--task-file` gives it)\n"), "{md}");
+    // And right under the verdict, where a reader of the verdict alone looks, not only in Warnings.
+    const NOTE: &str = "**No task recorded**: the trace does not hold the user's request, so this verdict was \
+                        made without it (what was asked, its constraints and its values read nothing). Give it \
+                        with `--task` or `--task-file` and diagnose again.";
+    let verdict = &md[md.find("## Verdict").unwrap()..];
+    let verdict = &verdict[..verdict.find("### Why").unwrap()];
+    assert!(verdict.contains(&format!("\n\n{NOTE}\n")), "{verdict}");
+    assert!(verdict.find(NOTE).unwrap() < verdict.find("\n> ").unwrap_or(usize::MAX), "{verdict}");
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("prompt.txt");
@@ -1173,6 +1181,7 @@ fn a_task_the_trace_does_not_record_is_said_and_can_be_given() {
     assert_eq!(with["warnings"], serde_json::json!([]));
     let md = stdout_of(&["diagnose", EXEC, "--task-file", file.to_str().unwrap()]);
     assert!(md.contains("## Task\n\n> Make ISO week dates like 2026-W05-3 parse in parse_week_date.\n"), "{md}");
+    assert!(!md.contains("No task recorded"), "{md}");
 
     // A recorded task replaced is said on stderr, never silently.
     let out = falat().args(["inspect", TAU, "--task", "Cancel order #W1"]).output().unwrap();
