@@ -22,6 +22,9 @@ mod confirmed;
 mod constraints;
 pub mod instructions;
 mod lookup;
+mod outcome;
+pub use outcome::relayed_outcome;
+mod picked;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
@@ -207,6 +210,9 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
+    picked::picked_other_record(ctx, i, &mut f);
+    picked::restated_against_result(ctx, i, &mut f);
+    outcome::outcome_against_source(ctx, i, &mut f);
     actions::paired_with_other_record(ctx, i, &mut f);
     targets::sibling_file_edited(ctx, i, &mut f);
     targets::neighbouring_commit(ctx, i, &mut f);
@@ -2062,6 +2068,24 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             words.join(", "),
         ),
     ));
+}
+
+/// How many steps before a delegate's step [`misrouted_by`] looks for the hand-off to it.
+const HANDOFF_LOOKBACK: usize = 200;
+
+/// The hand-off that step `to` works under, when that hand-off went against the delegating
+/// agent's routing instructions ([`misrouted`]): the last delegation to `to`'s agent within
+/// [`HANDOFF_LOOKBACK`] steps before it. Everything the wrong specialist does answers a request
+/// it should not have been given, so FALAT labels the pair `follow_up`. `None` otherwise.
+pub fn misrouted_by(ctx: &Context<'_>, to: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    let agent = &t.steps.get(to)?.agent;
+    let j = (to.saturating_sub(HANDOFF_LOOKBACK)..to)
+        .rev()
+        .find(|&j| t.steps[j].kind == StepKind::Delegation && t.steps[j].delegate_to.as_deref() == Some(agent))?;
+    let mut found = Vec::new();
+    misrouted(ctx, j, &mut found);
+    (!found.is_empty()).then_some(j)
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
