@@ -1931,7 +1931,8 @@ fn specialist_key(name: &str) -> String {
 /// `billing_agent`", "for refunds use billing_agent") and the request being routed (the user's
 /// last turn, else the task) matches another specialist's description better than C's: more
 /// shared content words ([`routing_stems`], at least two), or any when the instructions give
-/// that specialist priority ("Security issues take priority over everything else") and not C. A
+/// that specialist priority ("Security issues take priority over everything else", "a disputed
+/// payment goes to the Billing Agent even if a meter fault is mentioned too") and not C. A
 /// description is the text after the specialist's name up to the next specialist's name, the end
 /// of the sentence or of the line, or else the clause before the name. C is named by the agent
 /// handed to or by the hand-off tool ([`specialist_key`]).
@@ -2028,12 +2029,19 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         shared.sort();
         shared
     };
-    // A specialist the instructions put first: a sentence with "priority" or "precedence" that
-    // holds a word of its name other than "agent".
+    // A specialist the instructions put first: a sentence with "priority" or "precedence", or
+    // one that keeps a topic with it whatever else the request holds ("…, the Billing Agent takes
+    // it, even if a meter fault is mentioned as well"; "regardless of"), that holds a word of its
+    // name other than "agent" (before the "even if": what follows it is the topic overridden).
     let first = |name: &str| {
         lower.split(['.', '\n']).any(|sentence| {
-            (sentence.contains("priority") || sentence.contains("precedence"))
-                && name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && sentence.contains(w))
+            let main = ["even if", "even when", "regardless of"]
+                .iter()
+                .find_map(|w| sentence.find(w).map(|p| &sentence[..p]))
+                .or_else(|| (sentence.contains("priority") || sentence.contains("precedence")).then_some(sentence));
+            main.is_some_and(|main| {
+                name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && main.contains(w))
+            })
         })
     };
     let chosen_score = (0..named.len()).filter(|&k| is_chosen(&named[k].1)).map(|k| score(k).len()).max().unwrap_or(0);

@@ -93,11 +93,22 @@ fn text_of(r: &Map<String, Value>, key: &str) -> Option<String> {
     r.get(key)?.as_str().map(|s| s.trim().to_string())
 }
 
+/// Whether a field or argument names a record's identifier: an id ([`super::is_id_key`]) or a
+/// reference or number (`patient_ref`, `caseRef`, `member_number`, `account_no`).
+fn is_ref_key(k: &str) -> bool {
+    let low = k.to_ascii_lowercase();
+    super::is_id_key(k)
+        || low == "ref"
+        || ["_ref", "-ref", "_number", "_no"].iter().any(|e| low.ends_with(e))
+        || k.ends_with("Ref")
+        || k.ends_with("Number")
+}
+
 /// The identifier field of `r` whose value is `id`.
 fn id_field(r: &Map<String, Value>, id: &str) -> Option<String> {
     r.iter()
         .find(|(k, v)| {
-            super::is_id_key(k)
+            is_ref_key(k)
                 && match v {
                     Value::String(s) => s.trim() == id,
                     Value::Number(n) => n.to_string() == id,
@@ -196,7 +207,7 @@ pub(crate) fn picked_other_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     let Some(args) = call_arguments(&s.content) else { return };
     let ids: Vec<String> = args
         .iter()
-        .filter(|(k, _)| super::is_id_key(k))
+        .filter(|(k, _)| is_ref_key(k))
         .filter_map(|(_, v)| match v {
             Value::String(x) if !x.trim().is_empty() => Some(x.trim().to_string()),
             Value::Number(n) => Some(n.to_string()),
@@ -246,7 +257,7 @@ fn other_matches(
 ) -> Option<Finding> {
     let record = list[chosen];
     let mut fields: Vec<&String> =
-        record.keys().filter(|k| !super::is_id_key(k) && k.as_str() != key && !is_state(k)).collect();
+        record.keys().filter(|k| !is_ref_key(k) && k.as_str() != key && !is_state(k)).collect();
     fields.sort();
     // The user's value (as written, and its turn) for each field the chosen record holds.
     let chosen_says: Vec<(&String, String, Option<(usize, String)>)> = fields
