@@ -30,6 +30,15 @@ static NUMERIC_DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::ne
     regex::Regex::new(r"\b(?:(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})|(\d{4})/(\d{1,2})/(\d{1,2}))\b").unwrap()
 });
 
+/// The dates of a text: each as the ISO keys it may mean and as written ([`stated_dates`]).
+type Dates = Vec<(Vec<String>, String)>;
+
+/// One of the user's turns: its step, its lower-case text and its dates.
+type UserTurn = (usize, String, Dates);
+
+/// The records of a list, in order.
+type Records<'v> = Vec<&'v Map<String, Value>>;
+
 /// The ISO key of a date `y`, `m`, `d` when it is one.
 fn iso(y: u32, m: u32, d: u32) -> Option<String> {
     ((1..=12).contains(&m) && (1..=31).contains(&d) && (1000..=2999).contains(&y))
@@ -39,8 +48,8 @@ fn iso(y: u32, m: u32, d: u32) -> Option<String> {
 /// The dates `text` states, each as the ISO keys it may mean (one, or two for a numeric date whose
 /// day and month could be either: `04/05/1978`) and as written. Words and ISO dates are read as
 /// the evidence reads them ([`crate::evidence::date_key`]); numeric dates here.
-pub(super) fn stated_dates(text: &str) -> Vec<(Vec<String>, String)> {
-    let mut out: Vec<(Vec<String>, String)> = crate::evidence::extract_text(text)
+pub(super) fn stated_dates(text: &str) -> Dates {
+    let mut out: Dates = crate::evidence::extract_text(text)
         .into_iter()
         .filter(|e| e.kind == crate::evidence::EvidenceKind::Date && e.key.len() == 10)
         .map(|e| (vec![e.key.clone()], e.text(text).to_string()))
@@ -121,7 +130,7 @@ fn id_field(r: &Map<String, Value>, id: &str) -> Option<String> {
 /// The records (objects) of the first array in `v` holding two or more objects, one of which has
 /// an identifier field ([`super::is_id_key`]) whose value is `id`, with that field's name and the
 /// position of that record.
-fn list_naming<'v>(v: &'v Value, id: &str) -> Option<(Vec<&'v Map<String, Value>>, String, usize)> {
+fn list_naming<'v>(v: &'v Value, id: &str) -> Option<(Records<'v>, String, usize)> {
     match v {
         Value::Array(items) => {
             let records: Vec<&Map<String, Value>> = items.iter().filter_map(Value::as_object).collect();
@@ -160,7 +169,7 @@ fn marked_unusable(r: &Map<String, Value>) -> bool {
 
 /// What the user stated in their last [`USER_TURNS`] turns before step `i`: each turn's step, its
 /// lower-case text and its dates.
-fn user_statements(ctx: &Context<'_>, i: usize) -> Vec<(usize, String, Vec<(Vec<String>, String)>)> {
+fn user_statements(ctx: &Context<'_>, i: usize) -> Vec<UserTurn> {
     let t = ctx.trajectory;
     let mut out: Vec<_> = (0..i)
         .rev()
@@ -175,7 +184,7 @@ fn user_statements(ctx: &Context<'_>, i: usize) -> Vec<(usize, String, Vec<(Vec<
 /// Where the user stated `value` (a record's field), with the value as they wrote it: as a date
 /// among their dates, else as a name or code (five or more characters with a letter, or four or
 /// more digits) among their words, in whole words.
-fn user_states(users: &[(usize, String, Vec<(Vec<String>, String)>)], value: &str) -> Option<(usize, String)> {
+fn user_states(users: &[UserTurn], value: &str) -> Option<(usize, String)> {
     if let Some(d) = field_date(value) {
         return users.iter().rev().find_map(|(u, _, dates)| {
             dates.iter().find(|(keys, _)| keys.contains(&d)).map(|(_, written)| (*u, written.clone()))
@@ -248,7 +257,7 @@ pub(crate) fn picked_other_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
 /// for a field where the chosen record holds something else, and differs from the user in no
 /// field where the chosen record agrees with them.
 fn other_matches(
-    users: &[(usize, String, Vec<(Vec<String>, String)>)],
+    users: &[UserTurn],
     list: &[&Map<String, Value>],
     key: &str,
     chosen: usize,
@@ -260,7 +269,7 @@ fn other_matches(
         record.keys().filter(|k| !is_ref_key(k) && k.as_str() != key && !is_state(k)).collect();
     fields.sort();
     // The user's value (as written, and its turn) for each field the chosen record holds.
-    let chosen_says: Vec<(&String, String, Option<(usize, String)>)> = fields
+    let chosen_says: Vec<_> = fields
         .into_iter()
         .filter_map(|f| text_of(record, f).filter(|v| !v.is_empty()).map(|v| (f, v)))
         .map(|(f, v)| {
