@@ -178,15 +178,19 @@ pub enum Signal {
     CountMismatch,
     /// It tells the user an answer right after a lookup's result and uses none of the values
     /// that result returned: what it tells does not come from what the tool said (a misread
-    /// result). Found by the offline judge only: the step ranker has no feature for it and the
-    /// LLM judge is not asked for it (`docs/METHODS.md`, "Grounding").
+    /// result); also a report of an outcome its own tool output denies, and a date the user gave
+    /// told back against the record just read. Found by the offline judge only: the step ranker
+    /// has no feature for it and the LLM judge is not asked for it (`docs/METHODS.md`,
+    /// "Grounding").
     IgnoredResult,
     /// It calls a tool with a value the user did not give, where the user gave a near one: an
     /// identifier with two digits swapped or one mistyped, a date with another month, day or year
     /// (`docs/METHODS.md`, "Actions"); also a call or message on another record than the one
-    /// described, a change of a record whose lookup breaks a requirement the user insisted on, and
-    /// a change of the sibling of the object the request names, both listed by the agent (a file
-    /// named but for one part, the neighbouring row of a commit listing; "Targets").
+    /// described, a record picked from a lookup's list against the date, name or code the user
+    /// gave while another record holds it, a change of a record whose lookup breaks a requirement
+    /// the user insisted on, and a change of the sibling of the object the request names, both
+    /// listed by the agent (a file named but for one part, the neighbouring row of a commit
+    /// listing; "Targets").
     /// Found by the offline judge only, as [`Signal::IgnoredResult`].
     ArgumentMismatch,
     /// It claims the whole test suite passes ("I ran the full test suite", "all tests pass") when

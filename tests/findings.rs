@@ -15,7 +15,10 @@
 //! - `read_and_computed`: a figure read from the wrong column of a table, code that prints a mean
 //!   as the median;
 //! - `records`: a message that pairs an identifier with another record's item, a state change
-//!   on a record whose own lookup breaks what the user insisted on;
+//!   on a record whose own lookup breaks what the user insisted on, a call that picks a listed
+//!   record against the date, name or code the user gave while another record holds it;
+//! - `reports`: a worker's report of an outcome its own tool output denies, and the agent that
+//!   relays it;
 //! - `told_and_booked`: a time promised that the tool left empty, a booking in another zone than
 //!   the one checked, a repaired query and a share of two returned counts (no failure);
 //! - `verdict`: the ranking deciding undiscriminated verdicts, the final output, assertions,
@@ -37,6 +40,8 @@ mod lookup;
 mod read_and_computed;
 #[path = "findings/records.rs"]
 mod records;
+#[path = "findings/reports.rs"]
+mod reports;
 #[path = "findings/told_and_booked.rs"]
 mod told_and_booked;
 #[path = "findings/values_in_context.rs"]

@@ -115,6 +115,13 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     if crate::substrate::signals::instructions::relayed_denial(ctx, to) == Some(from) {
         return Transition::FollowUp;
     }
+    // A message relaying an outcome that the reporting agent's own source denied, and a step of
+    // the specialist a hand-off against the routing instructions chose, carry that error on.
+    if crate::substrate::signals::relayed_outcome(ctx, to) == Some(from)
+        || crate::substrate::signals::misrouted_by(ctx, to) == Some(from)
+    {
+        return Transition::FollowUp;
+    }
     let direct = g.find(from, to).map(|e| g.graph[e].clone());
     let via_child =
         g.outgoing(from).into_iter().any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());

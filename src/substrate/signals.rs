@@ -22,6 +22,9 @@ mod confirmed;
 mod constraints;
 pub mod instructions;
 mod lookup;
+mod outcome;
+pub use outcome::relayed_outcome;
+mod picked;
 pub use instructions::Prohibition;
 mod progress;
 mod recovery;
@@ -207,6 +210,9 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
+    picked::picked_other_record(ctx, i, &mut f);
+    picked::restated_against_result(ctx, i, &mut f);
+    outcome::outcome_against_source(ctx, i, &mut f);
     actions::paired_with_other_record(ctx, i, &mut f);
     targets::sibling_file_edited(ctx, i, &mut f);
     targets::neighbouring_commit(ctx, i, &mut f);
@@ -1925,7 +1931,8 @@ fn specialist_key(name: &str) -> String {
 /// `billing_agent`", "for refunds use billing_agent") and the request being routed (the user's
 /// last turn, else the task) matches another specialist's description better than C's: more
 /// shared content words ([`routing_stems`], at least two), or any when the instructions give
-/// that specialist priority ("Security issues take priority over everything else") and not C. A
+/// that specialist priority ("Security issues take priority over everything else", "a disputed
+/// payment goes to the Billing Agent even if a meter fault is mentioned too") and not C. A
 /// description is the text after the specialist's name up to the next specialist's name, the end
 /// of the sentence or of the line, or else the clause before the name. C is named by the agent
 /// handed to or by the hand-off tool ([`specialist_key`]).
@@ -2022,12 +2029,19 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         shared.sort();
         shared
     };
-    // A specialist the instructions put first: a sentence with "priority" or "precedence" that
-    // holds a word of its name other than "agent".
+    // A specialist the instructions put first: a sentence with "priority" or "precedence", or
+    // one that keeps a topic with it whatever else the request holds ("…, the Billing Agent takes
+    // it, even if a meter fault is mentioned as well"; "regardless of"), that holds a word of its
+    // name other than "agent" (before the "even if": what follows it is the topic overridden).
     let first = |name: &str| {
         lower.split(['.', '\n']).any(|sentence| {
-            (sentence.contains("priority") || sentence.contains("precedence"))
-                && name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && sentence.contains(w))
+            let main = ["even if", "even when", "regardless of"]
+                .iter()
+                .find_map(|w| sentence.find(w).map(|p| &sentence[..p]))
+                .or_else(|| (sentence.contains("priority") || sentence.contains("precedence")).then_some(sentence));
+            main.is_some_and(|main| {
+                name.to_lowercase().split_whitespace().any(|w| w != "agent" && w.len() >= 4 && main.contains(w))
+            })
         })
     };
     let chosen_score = (0..named.len()).filter(|&k| is_chosen(&named[k].1)).map(|k| score(k).len()).max().unwrap_or(0);
@@ -2062,6 +2076,24 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             words.join(", "),
         ),
     ));
+}
+
+/// How many steps before a delegate's step [`misrouted_by`] looks for the hand-off to it.
+const HANDOFF_LOOKBACK: usize = 200;
+
+/// The hand-off that step `to` works under, when that hand-off went against the delegating
+/// agent's routing instructions ([`misrouted`]): the last delegation to `to`'s agent within
+/// [`HANDOFF_LOOKBACK`] steps before it. Everything the wrong specialist does answers a request
+/// it should not have been given, so FALAT labels the pair `follow_up`. `None` otherwise.
+pub fn misrouted_by(ctx: &Context<'_>, to: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    let agent = &t.steps.get(to)?.agent;
+    let j = (to.saturating_sub(HANDOFF_LOOKBACK)..to)
+        .rev()
+        .find(|&j| t.steps[j].kind == StepKind::Delegation && t.steps[j].delegate_to.as_deref() == Some(agent))?;
+    let mut found = Vec::new();
+    misrouted(ctx, j, &mut found);
+    (!found.is_empty()).then_some(j)
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {

@@ -179,3 +179,37 @@ fn a_status_word_the_user_wrote_is_no_pointer_to_another_record_after_a_wrong_ha
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("Triage Agent")), "{}", d.reason);
 }
+
+#[test]
+fn a_disputed_payment_handed_to_the_meter_agent_against_an_even_if_rule_is_named_before_what_the_meter_agent_says() {
+    // A hand-built OpenAI Agents SDK export: "When a customer disputes a payment, the Billing
+    // Agent takes it, even if a meter fault is mentioned as well"; a direct debit taken twice,
+    // with a display fault mentioned, is handed to the Meter Agent, which re-pairs the display
+    // and promises a credit no tool gave (an unsourced value at step 7). The Meter Agent only
+    // works on a request it should never have had: its step follows from the hand-off.
+    let t = fixture("handbuilt/openai-agents/double_debit_to_meter_agent.openai-agents.json");
+    assert_eq!(t.steps[2].delegate_to.as_deref(), Some("Meter Agent"));
+    let wrong: Vec<usize> =
+        findings(&t).into_iter().filter(|(_, s)| *s == Signal::WrongDelegation).map(|(i, _)| i).collect();
+    assert_eq!(wrong, vec![2]);
+    assert_eq!(
+        evidence(&t, 2, Signal::WrongDelegation),
+        "hands off to Meter Agent; its instructions give Billing Agent \"bills, payments, direct debits, refunds…\" \
+         first, which the request matches (debit, direct, payment, refund)"
+    );
+    assert_eq!(evidence(&t, 7, Signal::UnsourcedValue), "states 15 with no earlier source");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(2), Some("Triage Agent")), "{}", d.reason);
+    let pruned =
+        d.candidates.iter().find(|c| c.step == 7).and_then(|c| c.pruned.as_ref()).map(|p| p.reason.to_string());
+    assert_eq!(pruned.as_deref(), Some("it adopts the error of candidate step 2"));
+}
+
+#[test]
+fn the_same_double_debit_handed_to_the_billing_agent_is_no_failure() {
+    let t = fixture("handbuilt/openai-agents/double_debit_to_billing_ok.openai-agents.json");
+    assert_eq!(t.steps[2].delegate_to.as_deref(), Some("Billing Agent"));
+    assert!(findings(&t).is_empty(), "{:?}", findings(&t));
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}

@@ -136,3 +136,95 @@ fn a_booking_of_a_rate_whose_details_break_the_users_must_is_found_and_one_that_
     let asked = "A small car in Porto from 4 May please. Is it refundable?";
     assert_eq!(steps_with(&car_run(asked, false, None), Signal::ArgumentMismatch), Vec::<usize>::new());
 }
+
+#[test]
+fn a_record_picked_against_the_birth_date_the_user_gave_is_the_decisive_step() {
+    // A hand-built Google ADK session: the user gives the father's date of birth day first
+    // ("21.09.1941"); the lookup returns two records of the same name, one born 1941-09-12 and
+    // one 1941-09-21. The assistant opens the first, tells the user's date back right after the
+    // record showed the other one, and sends the refill for that record.
+    let t = fixture("handbuilt/google-adk/repeat_refill_lookalike_birth_date.adk.json");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "get_repeat_medications picks patient_ref PT-880312 (birth_date 1941-09-12), but the user gave \
+         \"21.09.1941\" at step 0, and patient_ref PT-880321 of the list at step 2 has birth_date 1941-09-21"
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![5]);
+    assert_eq!(
+        evidence(&t, 5, Signal::IgnoredResult),
+        "tells 21.09.1941 as the user gave it at step 0, but the get_repeat_medications output at step 4 just \
+         before gives birth_date 1941-09-12"
+    );
+    // The refill at step 7 names the same record again: the first pick is the error.
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("refill_assistant")), "{}", d.reason);
+}
+
+#[test]
+fn the_record_that_matches_the_birth_date_the_user_gave_is_no_finding() {
+    // The same session with the record born 1941-09-21 picked and its items refilled.
+    let t = fixture("handbuilt/google-adk/repeat_refill_matching_birth_date_ok.adk.json");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+/// A member lookup that lists two records, then the agent's call `pick` on one of them, in a run
+/// where the user gave `stated`.
+fn members_run(stated: &str, pick: &str) -> Trajectory {
+    let list = r#"{"members": [
+        {"member_no": "40311", "name": "Jonas Bergström", "born": "1990-04-18", "postcode": "75320"},
+        {"member_no": "40313", "name": "Jonas Berg", "born": "1990-08-14", "postcode": "75230"}]}"#;
+    load(
+        [
+            vec![
+                system("You are the front desk of Fyris Climbing Club. Identify members before changing bookings."),
+                user(stated),
+            ],
+            call("c1", "find_members", json!({"first_name": "Jonas"}), list),
+            call(
+                "c2",
+                "book_course",
+                json!({"member_no": pick, "course": "Lead climbing 1"}),
+                r#"{"status": "booked"}"#,
+            ),
+            vec![assistant("You're booked on Lead climbing 1.")],
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn a_member_picked_against_the_users_name_code_or_us_date_is_found_and_the_matching_one_is_not() {
+    let cases = [
+        ("Book me on Lead climbing 1, I'm Jonas Berg.", "name Jonas Bergström", "\"Jonas Berg\"", "name Jonas Berg"),
+        ("Book me on Lead climbing 1. Postcode 75230.", "postcode 75320", "\"75230\"", "postcode 75230"),
+        ("Book me on Lead climbing 1. Born 08/14/1990.", "born 1990-04-18", "\"08/14/1990\"", "born 1990-08-14"),
+    ];
+    for (stated, chosen, given, other) in cases {
+        let t = members_run(stated, "40311");
+        assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![4], "{stated}");
+        assert_eq!(
+            evidence(&t, 4, Signal::ArgumentMismatch),
+            format!(
+                "book_course picks member_no 40311 ({chosen}), but the user gave {given} at step 1, and member_no \
+                 40313 of the list at step 3 has {other}"
+            )
+        );
+        assert_eq!(
+            steps_with(&members_run(stated, "40313"), Signal::ArgumentMismatch),
+            Vec::<usize>::new(),
+            "{stated}"
+        );
+    }
+    // The user named the record picked: their choice.
+    assert_eq!(
+        steps_with(
+            &members_run("I'm Jonas Berg, but book member 40311 (my cousin).", "40311"),
+            Signal::ArgumentMismatch
+        ),
+        Vec::<usize>::new()
+    );
+}

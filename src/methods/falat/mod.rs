@@ -348,10 +348,18 @@ pub fn dependencies(
     let mut edgeless: Vec<(usize, usize)> = Vec::new();
     // The earlier candidate each candidate carries on without a dependency edge, found once per
     // candidate (not once per pair: a long run has thousands).
-    let carriers: Vec<(usize, [Option<usize>; 2])> = candidates
+    let carriers: Vec<(usize, [Option<usize>; 4])> = candidates
         .iter()
         .map(|d| {
-            (d.step, [signals::claimed_failure(&ctx, d.step), signals::instructions::relayed_denial(&ctx, d.step)])
+            (
+                d.step,
+                [
+                    signals::claimed_failure(&ctx, d.step),
+                    signals::instructions::relayed_denial(&ctx, d.step),
+                    signals::relayed_outcome(&ctx, d.step),
+                    signals::misrouted_by(&ctx, d.step),
+                ],
+            )
         })
         .collect();
     for (k, c) in candidates.iter().enumerate() {
@@ -368,7 +376,9 @@ pub fn dependencies(
         // A later claim that reports as done the change this candidate failed to make carries
         // its failure on without a dependency edge (signals::claimed_failure), and so does a step
         // acting on this candidate's report when the report denied what its own search showed
-        // (signals::instructions::relayed_denial): ask about them too.
+        // (signals::instructions::relayed_denial), a message relaying an outcome its reporter's
+        // own source denied (signals::relayed_outcome), and a step of a specialist that a hand-off
+        // against the routing instructions chose (signals::misrouted_by): ask about them too.
         for &(d, from) in &carriers {
             if d > c.step && !targets.contains(&d) && from.contains(&Some(c.step)) {
                 targets.push(d);
