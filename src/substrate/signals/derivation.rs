@@ -130,7 +130,7 @@ pub(crate) fn member_unit(text: &str, start: usize) -> String {
     let part = match name.rfind(['_', '-']) {
         Some(p) => &name[p + 1..],
         None => {
-            let upper = name.char_indices().filter(|(p, c)| *p > 0 && c.is_ascii_uppercase()).last();
+            let upper = name.char_indices().filter(|(p, c)| *p > 0 && c.is_ascii_uppercase()).next_back();
             match upper {
                 Some((p, _)) => &name[p..],
                 None => return String::new(),

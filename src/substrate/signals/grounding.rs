@@ -1073,11 +1073,8 @@ pub(super) fn neighbouring_date(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
                         let line = line_around(page, p);
                         let cells = &page[line.clone()];
                         let is_row = cells.contains('|') || cells.contains('\t') || cells.trim().contains("  ");
-                        let row: Vec<&crate::evidence::Evidence> = page_dates
-                            .iter()
-                            .copied()
-                            .filter(|e| is_row && line.contains(&e.span.start))
-                            .collect();
+                        let row: Vec<&crate::evidence::Evidence> =
+                            page_dates.iter().copied().filter(|e| is_row && line.contains(&e.span.start)).collect();
                         if !row.is_empty() {
                             return row;
                         }
