@@ -130,7 +130,7 @@ pub(crate) fn member_unit(text: &str, start: usize) -> String {
     let part = match name.rfind(['_', '-']) {
         Some(p) => &name[p + 1..],
         None => {
-            let upper = name.char_indices().filter(|(p, c)| *p > 0 && c.is_ascii_uppercase()).next_back();
+            let upper = name.char_indices().rfind(|(p, c)| *p > 0 && c.is_ascii_uppercase());
             match upper {
                 Some((p, _)) => &name[p..],
                 None => return String::new(),
@@ -171,9 +171,11 @@ pub(super) fn confirmed_later(ctx: &Context<'_>, i: usize, written: &str) -> boo
         page.match_indices(written).any(|(p, m)| {
             let before = page[..p].chars().next_back();
             let after = page[p + m.len()..].chars().next();
-            !before.is_some_and(|c| c.is_ascii_digit() || c == '.')
-                && !after.is_some_and(|c| c.is_ascii_digit())
-                && !(after == Some('.') && page[p + m.len() + 1..].starts_with(|c: char| c.is_ascii_digit()))
+            // No digit (or decimal point and digit) joined to it on either side.
+            let joined_before = before.is_some_and(|c| c.is_ascii_digit() || c == '.');
+            let joined_after = after.is_some_and(|c| c.is_ascii_digit())
+                || after == Some('.') && page[p + m.len() + 1..].starts_with(|c: char| c.is_ascii_digit());
+            !(joined_before || joined_after)
         })
     })
 }
