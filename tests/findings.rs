@@ -11,6 +11,9 @@
 //!   user protected, a change the user refused made another way;
 //! - `delegation`: a hand-off against the delegating agent's routing instructions, or one that
 //!   leaves out a version the user stressed;
+//! - `derived`: values worked out from sourced values (a split, a ratio as a percentage, a unit
+//!   named by its JSON member), the first actions of a run with no task recorded, a count against
+//!   the rows an SQL query printed;
 //! - `lookup`: a lookup an agent claims with no tool call, tool output or page read before it;
 //! - `read_and_computed`: a figure read from the wrong column of a table, code that prints a mean
 //!   as the median;
@@ -32,6 +35,8 @@ mod chat;
 mod coding;
 #[path = "findings/delegation.rs"]
 mod delegation;
+#[path = "findings/derived.rs"]
+mod derived;
 #[path = "findings/instructions.rs"]
 mod instructions;
 #[path = "findings/lookup.rs"]

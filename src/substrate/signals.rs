@@ -20,6 +20,7 @@ mod callers;
 mod coding;
 mod confirmed;
 mod constraints;
+mod derivation;
 pub mod instructions;
 mod lookup;
 mod outcome;
@@ -299,6 +300,11 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // An orchestrator's turn between them that only hands the code over ("Executor, please run
     // the code block Coder just wrote") does not break the link.
     let prev = code_before_reply(ctx, s.index);
+    // In a trace that records no task, a step before anything was observed has only the
+    // unrecorded prompt to go on: nothing it states lacks a source for certain.
+    if derivation::before_unrecorded_prompt_ends(ctx, s.index) {
+        return;
+    }
     if let Some(p) = prev
         && ctx.hierarchy.steps[p].action == Action::WriteCode
         && ctx.trajectory.steps[p].agent != ctx.trajectory.steps[s.index].agent
@@ -389,8 +395,16 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                             .iter()
                             .any(|src| first_written(ctx, src).is_some_and(|j| j < s.index))
                         // An earlier size or duration in another unit, rounded ("1.7 MB" after
-                        // "1712 kB").
-                        || unit_rounded(ctx, s.index, content, e.span.start, k))
+                        // "1712 kB", "8.2 GB" after `"remaining_mb": 8210`).
+                        || unit_rounded(ctx, s.index, content, e.span.start, k)
+                        // The sum or difference of two figures the step names, each sourced
+                        // ("ship 800 from here and 400 from there" for an order of 1,200).
+                        || derivation::sourced_sum(content, e.span.start, k, &sourced)
+                        // A ratio the line writes, as a percentage or its complement ("by 18%
+                        // (HR 0.82)").
+                        || derivation::ratio_percent(content, e.span.start, k, &percents)
+                        // No task recorded: a value a later tool output confirms.
+                        || derivation::confirmed_later(ctx, s.index, e.text(content)))
             })
         })
         .collect();
@@ -992,6 +1006,22 @@ fn unit_scale(unit: &str) -> Option<(u8, &'static [f64])> {
     })
 }
 
+/// The measure and sizes of a unit as [`unit_rounded`] reads it: [`unit_scale`]'s data sizes
+/// and durations, and lengths (2: `mm`, `cm`, `m`, `km`, in metres) and masses (3: `mg`, `g`,
+/// `kg`, in grams).
+fn rounded_scale(unit: &str) -> Option<(u8, &'static [f64])> {
+    Some(match unit {
+        "mm" => (2, &[0.001]),
+        "cm" => (2, &[0.01]),
+        "m" => (2, &[1.0]),
+        "km" => (2, &[1000.0]),
+        "mg" => (3, &[0.001]),
+        "g" => (3, &[1.0]),
+        "kg" => (3, &[1000.0]),
+        _ => return unit_scale(unit),
+    })
+}
+
 /// A value written as a number and a unit of data size or time and nothing else (`2 min`,
 /// `120s`, `1.5 GB`): its measure ([`unit_scale`]) and its size in bytes or seconds for each
 /// reading of the unit.
@@ -1010,19 +1040,25 @@ fn quantity(text: &str) -> Option<(u8, Vec<f64>)> {
 /// How many steps back [`unit_rounded`] looks for the value a rounded one restates.
 const ROUNDED_WINDOW: usize = 400;
 
-/// Whether the number `key`, written at byte `start` of `text` with a unit of data size or time
-/// ([`unit_scale`]), is a value that one of the [`ROUNDED_WINDOW`] steps before step `i` writes
-/// in another unit of the same measure, converted and rounded to the precision `key` is written
-/// with: "1.7 MB" after a tool printed "1712 kB", "2.5 h" after "9,000 s".
+/// Whether the number `key`, written at byte `start` of `text` with a unit of data size, time,
+/// length or mass ([`rounded_scale`]), is a value that one of the [`ROUNDED_WINDOW`] steps before
+/// step `i` writes in another unit of the same measure (written after it, or named by its JSON
+/// member, [`derivation::member_unit`]), converted and rounded to the precision `key` is written
+/// with: "1.7 MB" after a tool printed "1712 kB", "2.5 h" after "9,000 s", "8.2 GB" after
+/// `"remaining_mb": 8210`.
 fn unit_rounded(ctx: &Context<'_>, i: usize, text: &str, start: usize, key: &str) -> bool {
     let Ok(v) = key.parse::<f64>() else { return false };
-    let Some((measure, stated)) = unit_scale(&unit_after(text, start)) else { return false };
+    let Some((measure, stated)) = rounded_scale(&unit_after(text, start)) else { return false };
     let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
     let scale = 10f64.powi(decimals);
     (i.saturating_sub(ROUNDED_WINDOW)..i).rev().any(|j| {
         let content = &ctx.trajectory.steps[j].content;
         ctx.hierarchy.evidence[j].iter().filter(|e| e.kind == EvidenceKind::Number).any(|e| {
-            let Some((m, written)) = unit_scale(&unit_after(content, e.span.start)) else { return false };
+            // The unit written after the number, else the one its JSON member's name gives
+            // (`"remaining_mb": 8210`).
+            let after = unit_after(content, e.span.start);
+            let unit = if after.is_empty() { derivation::member_unit(content, e.span.start) } else { after };
+            let Some((m, written)) = rounded_scale(&unit) else { return false };
             let Ok(x) = e.key.parse::<f64>() else { return false };
             m == measure
                 && x > 0.0

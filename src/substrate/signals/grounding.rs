@@ -82,13 +82,65 @@ fn index(t: &Trajectory) -> Records {
         }
     }
     for s in t.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
-        let Some(value) = json_of(&s.content) else { continue };
+        let Some(value) = json_of(&s.content) else {
+            text_tables(t, s.index, &mut out);
+            continue;
+        };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
         let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None };
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
     out.tables = super::tables::index(t);
+    out
+}
+
+/// Adds the tables that the text output of step `r` prints (psql's or MySQL's result, aligned
+/// columns; [`super::tables::row_counts`]) as lists, when the call that produced it is an SQL
+/// query: a query's result lists rows of the tables it selects from, so each table is named by
+/// them (`card_transactions` for `SELECT … FROM finance.card_transactions`), and the count its
+/// footer gives (`(11 rows)`) is its total when it differs from the rows printed.
+fn text_tables(t: &Trajectory, r: usize, out: &mut Records) {
+    let call = t.links.iter().find(|l| l.to == r && l.kind == crate::model::LinkKind::ToolResult).map(|l| l.from);
+    let Some(call) = call.filter(|&c| c < r) else { return };
+    let names = sql_tables(&t.steps[call].content);
+    if names.is_empty() {
+        return;
+    }
+    for (rows, footer) in super::tables::row_counts(&t.steps[r].content) {
+        out.listings.push(Listing {
+            step: r,
+            name: names.join(" "),
+            owner: None,
+            size: rows,
+            total: footer.filter(|&f| f != rows),
+            subsets: Vec::new(),
+        });
+    }
+}
+
+/// The tables an SQL query in a call's text selects rows of (after `FROM` or `JOIN`), without
+/// their schema, in lower case: `card_transactions` for `FROM finance.card_transactions`. Empty
+/// when the text holds no `SELECT`, or when the query's rows are not the tables' rows: it selects
+/// `DISTINCT` values, groups (`GROUP BY`) or aggregates (`COUNT(`, `SUM(`, `AVG(`, `MIN(`,
+/// `MAX(`).
+fn sql_tables(call: &str) -> Vec<String> {
+    static FROM: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r#"(?i)\b(?:from|join)\s+[`"]?([a-z_][\w.`"]*)"#).expect("a valid pattern"));
+    static NOT_ROWS: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\bdistinct\b|\bgroup\s+by\b|\b(?:count|sum|avg|min|max)\s*\(").expect("a valid pattern")
+    });
+    if !call.to_ascii_lowercase().contains("select") || NOT_ROWS.is_match(call) {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for c in FROM.captures_iter(call) {
+        let name = c[1].replace(['`', '"'], "");
+        let name = name.rsplit('.').next().unwrap_or_default().to_lowercase();
+        if name.len() > 2 && !out.contains(&name) {
+            out.push(name);
+        }
+    }
     out
 }
 
@@ -1012,12 +1064,27 @@ pub(super) fn neighbouring_date(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
             if !page_dates.iter().any(|e| e.key == d.key) {
                 continue;
             }
-            // The date right after each occurrence of a word.
+            // The date that goes with each occurrence of a word: in a table row (a line with
+            // cells split by `|`, tabs or wide gaps) the dates of that row, whichever column
+            // comes first; else the date right after it.
             let after = |w: &str| -> Vec<&crate::evidence::Evidence> {
                 word_positions(page, w)
-                    .filter_map(|p| {
+                    .flat_map(|p| {
+                        let line = line_around(page, p);
+                        let cells = &page[line.clone()];
+                        let is_row = cells.contains('|') || cells.contains('\t') || cells.trim().contains("  ");
+                        let row: Vec<&crate::evidence::Evidence> =
+                            page_dates.iter().copied().filter(|e| is_row && line.contains(&e.span.start)).collect();
+                        if !row.is_empty() {
+                            return row;
+                        }
                         let from = p + w.len();
-                        page_dates.iter().copied().find(|e| e.span.start >= from && e.span.start <= from + KEY_TO_DATE)
+                        page_dates
+                            .iter()
+                            .copied()
+                            .find(|e| e.span.start >= from && e.span.start <= from + KEY_TO_DATE)
+                            .into_iter()
+                            .collect()
                     })
                     .collect()
             };
@@ -1031,13 +1098,16 @@ pub(super) fn neighbouring_date(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
                     continue;
                 }
                 let other = theirs[0];
-                // The stated date goes with another entry of the page.
-                let Some(owner) = page_dates
-                    .iter()
-                    .find(|e| e.key == d.key)
-                    .and_then(|e| page[..e.span.start].trim_end().rsplit(['\n', '|']).next())
-                    .map(|l| crate::text::clip(l.trim(), 30))
-                else {
+                // The stated date goes with another entry of the page: the text before it on its
+                // line (after a cell's bar), else, when the date opens its line or row, that row.
+                let Some(owner) = page_dates.iter().find(|e| e.key == d.key).and_then(|e| {
+                    let before = page[..e.span.start].trim_end().rsplit(['\n', '|']).next().unwrap_or("").trim();
+                    if !before.is_empty() {
+                        return Some(crate::text::clip(before, 30));
+                    }
+                    let row = page[line_around(page, e.span.start)].trim();
+                    (!row.is_empty()).then(|| format!("the row \"{}\"", crate::text::clip(row, 60)))
+                }) else {
                     continue;
                 };
                 out.push(finding(
@@ -1053,6 +1123,13 @@ pub(super) fn neighbouring_date(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
             }
         }
     }
+}
+
+/// The byte range of the line of `text` that holds byte `p`, without its line break.
+fn line_around(text: &str, p: usize) -> std::ops::Range<usize> {
+    let start = text[..p].rfind('\n').map_or(0, |x| x + 1);
+    let end = text[p..].find('\n').map_or(text.len(), |x| p + x);
+    start..end
 }
 
 /// The byte positions where `w` stands in `text` as a word of its own (no letter, digit, `.`

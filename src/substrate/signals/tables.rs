@@ -152,6 +152,25 @@ fn table(step: usize, block: &[Vec<&str>], out: &mut TableIndex) -> usize {
     added
 }
 
+/// The tables of `text` (as [`for_each_table`] reads them) as lists of rows: for each, the
+/// number of rows under its header, and the count a footer line gives (psql's `(11 rows)`,
+/// MySQL's `11 rows in set`) when the text prints one table and one such line. At most the
+/// first 16 tables.
+pub(super) fn row_counts(text: &str) -> Vec<(usize, Option<usize>)> {
+    static FOOTER: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"(?m)^\s*\(?(\d+) rows?\)?(?: in set\b.*)?\s*$").unwrap());
+    let mut out = Vec::new();
+    for_each_table(text, |block| {
+        out.push((block.len() - 1, None));
+        out.len() < 16
+    });
+    let footers: Vec<usize> = FOOTER.captures_iter(text).filter_map(|c| c[1].parse().ok()).collect();
+    if let ([only], [footer]) = (out.as_mut_slice(), footers.as_slice()) {
+        only.1 = Some(*footer);
+    }
+    out
+}
+
 /// The totals of the numeric columns of every table in `text` (a Markdown table or aligned
 /// columns, as [`index`] reads them): for each column with two numeric cells or more below its
 /// header, the sum of its values. "168 expense lines" over a table whose lines column gives 61,

@@ -1,0 +1,227 @@
+//! Values an agent works out from values it has a source for, and values whose source the trace
+//! does not record: what the unsourced-value rule ([`super::unsourced`]) must not call invented.
+//! docs/METHODS.md, "Values in context" ("Worked out from sourced values" and "No task
+//! recorded").
+//!
+//! - The sum or the difference of two figures the same step writes, each with an earlier source
+//!   ("ship 800 from the first warehouse and 400 from the second" for an order of 1,200).
+//! - A percentage that is a ratio the same line writes, or its complement ("reduced by 18% (HR
+//!   0.82)").
+//! - A figure in another unit of a value whose unit a JSON member's name gives (`"remaining_mb":
+//!   8210` → "8.2 GB"; [`member_unit`], read by `signals::unit_rounded`).
+//! - With no task recorded, what the agent states before it observed anything, and a value a
+//!   later tool output of the run confirms.
+
+use super::{Context, written_tolerance};
+use crate::model::StepKind;
+
+/// At most this many sourced figures of a step are paired by [`sourced_sum`].
+const MAX_OPERANDS: usize = 12;
+
+/// How far (in bytes, either side) from a percentage [`ratio_percent`] looks for the ratio it
+/// restates: the same line, near it.
+const RATIO_REACH: usize = 120;
+
+/// How many steps after a value [`confirmed_later`] reads for the tool output that confirms it.
+const CONFIRM_WINDOW: usize = 20;
+
+/// Whether the number `key`, written at byte `at` of `text`, is the sum or the difference of two
+/// figures that the same sentence writes and that each have an earlier source (`sourced`: value
+/// and byte offset, the step's numbers other than 0 to 10 that an earlier step, the task or a
+/// tool output wrote), at the precision `key` is written with: "enough for 1,200 if we ship 800
+/// from Gothenburg and 400 from Hamburg" after an order of 1,200 and a stock of 800 works 400
+/// out. Unlike a sum of figures the step alone states (`signals::derived`, three significant
+/// digits or more), a round figure counts here: both operands are sourced and named in the
+/// statement itself ([`sentence_around`]), which keeps a step full of figures from sourcing a
+/// number by coincidence. At most [`MAX_OPERANDS`] distinct operands are paired; a year is never
+/// worked out this way.
+pub(super) fn sourced_sum(text: &str, at: usize, key: &str, sourced: &[(f64, usize)]) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let year = v.fract() == 0.0 && (1000.0..=2100.0).contains(&v);
+    if year || v <= 0.0 {
+        return false;
+    }
+    let sentence = sentence_around(text, at);
+    let tol = written_tolerance(key);
+    let mut ops: Vec<f64> = Vec::new();
+    for &(x, _) in sourced.iter().filter(|(_, p)| sentence.contains(p) && *p != at) {
+        if x > 0.0 && (x - v).abs() > tol && !ops.iter().any(|o| (o - x).abs() < 1e-12) {
+            ops.push(x);
+        }
+        if ops.len() >= MAX_OPERANDS {
+            break;
+        }
+    }
+    ops.iter()
+        .enumerate()
+        .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
+}
+
+/// The byte range of the sentence of `text` around byte `at`: from after the last sentence end
+/// (". ", "? ", "! ", "; " or a line break) before it to the first one after it.
+fn sentence_around(text: &str, at: usize) -> std::ops::Range<usize> {
+    const ENDS: [&str; 6] = [". ", ".\n", "? ", "! ", "; ", "\n"];
+    let start = ENDS.iter().filter_map(|b| text[..at].rfind(b).map(|p| p + b.len())).max().unwrap_or(0);
+    let end = ENDS.iter().filter_map(|b| text[at..].find(b)).min().map_or(text.len(), |p| at + p);
+    start..end
+}
+
+/// Whether the number `key`, written at byte `at` of `text` and stated by the step as a
+/// percentage (one of `percents`), is a ratio `r` (0 < r < 1, written with a decimal point)
+/// written on the same line within [`RATIO_REACH`] bytes, as a percentage: `100 × r` ("a hazard
+/// ratio of 0.82, i.e. 82% of the risk") or its complement `100 × (1 − r)` ("reduced the risk by
+/// 18% (HR 0.82)"), at the precision `key` is written with. The bounds of a range ("95% CI
+/// 0.69-0.84") are no such ratio.
+pub(super) fn ratio_percent(text: &str, at: usize, key: &str, percents: &[f64]) -> bool {
+    static RATIO: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?:^|[^\d.,])(0\.\d+)\b").unwrap());
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if !percents.iter().any(|p| (p - v).abs() < 1e-9) {
+        return false;
+    }
+    let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |p| at + p);
+    let mut from = at.saturating_sub(RATIO_REACH).max(line_start);
+    let mut to = (at + RATIO_REACH).min(line_end);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    while !text.is_char_boundary(to) {
+        to -= 1;
+    }
+    let tol = written_tolerance(key);
+    let window = &text[from..to];
+    RATIO
+        .captures_iter(window)
+        .filter_map(|c| c.get(1))
+        .filter(|m| !range_bound(window, m.start(), m.end()))
+        .filter_map(|m| m.as_str().parse::<f64>().ok())
+        .any(|r| r > 0.0 && r < 1.0 && ((100.0 * r - v).abs() <= tol || (100.0 * (1.0 - r) - v).abs() <= tol))
+}
+
+/// Whether the number at `start..end` of `text` is a bound of a range (`0.69-0.84`, `0.69 to
+/// 0.84`, `0.69–0.84`): an interval's bounds are not the ratio it gives the interval of.
+fn range_bound(text: &str, start: usize, end: usize) -> bool {
+    static AFTER: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*(?:-|–|to)\s*\d").unwrap());
+    static BEFORE: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d\s*(?:-|–|to)\s*$").unwrap());
+    AFTER.is_match(&text[end..]) || BEFORE.is_match(&text[..start])
+}
+
+/// The unit that the name of the JSON member (or `name=` / `name:` field) holding the number at
+/// byte `start` of `text` gives, in lower case: `mb` for `"remaining_mb": 8210`, `ms` for
+/// `latencyMs=412`, `bytes` for `size_bytes: 1048576`. The name's last part after `_`, `-` or a
+/// change to upper case is the unit when it is one; empty when no such name stands right before
+/// the number.
+pub(crate) fn member_unit(text: &str, start: usize) -> String {
+    let before = text[..start].trim_end_matches([' ', '\t']);
+    let Some(before) = before.strip_suffix([':', '=']) else { return String::new() };
+    let before = before.trim_end_matches([' ', '\t']);
+    let before = before.strip_suffix(['"', '\'']).unwrap_or(before);
+    let name_start = before
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        .last()
+        .map_or(before.len(), |(p, _)| p);
+    let name = &before[name_start..];
+    // The last part: after `_` or `-`, or from the last upper-case letter of a camelCase name.
+    let part = match name.rfind(['_', '-']) {
+        Some(p) => &name[p + 1..],
+        None => {
+            let upper = name.char_indices().rfind(|(p, c)| *p > 0 && c.is_ascii_uppercase());
+            match upper {
+                Some((p, _)) => &name[p..],
+                None => return String::new(),
+            }
+        }
+    };
+    let part = part.to_ascii_lowercase();
+    let known = [
+        "b", "bytes", "kb", "kib", "mb", "mib", "gb", "gib", "tb", "tib", "ms", "s", "sec", "secs", "seconds", "min",
+        "mins", "minutes", "h", "hr", "hrs", "hours", "mm", "cm", "m", "km", "g", "kg", "mg",
+    ];
+    if known.contains(&part.as_str()) { part } else { String::new() }
+}
+
+/// Whether step `i` comes before anything the run observed, in a trace that records no task:
+/// no tool output and no turn of another speaker stands before it. Such a step has only the
+/// prompt to go on, and the trace does not hold the prompt (`codex exec --json` writes none), so
+/// no value it states can be called invented for want of an earlier source.
+pub(super) fn before_unrecorded_prompt_ends(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    t.task.trim().is_empty()
+        && !t.steps[..i].iter().any(|s| s.kind == StepKind::ToolResult || s.agent != t.steps[i].agent)
+}
+
+/// Whether, in a trace that records no task, the value written `written` by step `i` is
+/// confirmed by a tool output of the [`CONFIRM_WINDOW`] steps after it, which writes it too (with
+/// no digit joined to it: the date `2026-07-01` in `orders_2026-07-01.csv`, a count in a log
+/// line). Without the prompt, a value the run then finds in the world is taken to come from the
+/// prompt. With a task recorded this does not hold: the task is the source the value lacks.
+pub(super) fn confirmed_later(ctx: &Context<'_>, i: usize, written: &str) -> bool {
+    let t = ctx.trajectory;
+    if !t.task.trim().is_empty() || written.is_empty() {
+        return false;
+    }
+    let n = t.steps.len();
+    (i + 1..n.min(i + 1 + CONFIRM_WINDOW)).filter(|&k| t.steps[k].kind == StepKind::ToolResult).any(|k| {
+        let page = &t.steps[k].content;
+        page.match_indices(written).any(|(p, m)| {
+            let before = page[..p].chars().next_back();
+            let after = page[p + m.len()..].chars().next();
+            // No digit (or decimal point and digit) joined to it on either side.
+            let joined_before = before.is_some_and(|c| c.is_ascii_digit() || c == '.');
+            let joined_after = after.is_some_and(|c| c.is_ascii_digit())
+                || after == Some('.') && page[p + m.len() + 1..].starts_with(|c: char| c.is_ascii_digit());
+            !(joined_before || joined_after)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sum_or_difference_of_two_sourced_figures_of_its_sentence_is_worked_out() {
+        let text = "For 1,200 we ship 800 from A and 400 from B. Or 2000 in all.\nA second 400 here.";
+        let at = |n: &str| text.find(n).unwrap();
+        let sourced = [(1200.0, at("1,200")), (800.0, at("800"))];
+        assert!(sourced_sum(text, at("400"), "400", &sourced));
+        assert!(!sourced_sum(text, at("400"), "500", &sourced));
+        // The operands are in another sentence: not this statement's arithmetic.
+        assert!(!sourced_sum(text, text.rfind("400").unwrap(), "400", &sourced));
+        // A single operand is no arithmetic; a year is never worked out.
+        assert!(!sourced_sum(text, at("400"), "400", &[(800.0, at("800"))]));
+        assert!(!sourced_sum(text, at("2000"), "2000", &sourced));
+    }
+
+    #[test]
+    fn a_percentage_is_a_ratio_on_its_line_or_its_complement() {
+        let text = "lowered readmissions by 27% (odds ratio 0.73), ordinary 73% of the risk\nratio 0.50";
+        let at = text.find("27").unwrap();
+        assert!(ratio_percent(text, at, "27", &[27.0, 73.0]));
+        let at73 = text.find("73%").unwrap();
+        assert!(ratio_percent(text, at73, "73", &[27.0, 73.0]));
+        // Not a percentage the step states, or no ratio on the line that gives it.
+        assert!(!ratio_percent(text, at, "27", &[73.0]));
+        assert!(!ratio_percent("down 50%\nratio 0.50", 5, "50", &[50.0]));
+        // The bounds of an interval are not the ratio.
+        let ci = "31% fewer (RR 0.76, 95% CI 0.69-0.84; or 0.69 to 0.84)";
+        assert!(!ratio_percent(ci, 0, "31", &[31.0, 95.0]));
+        assert!(ratio_percent(ci, 0, "24", &[24.0, 95.0]));
+    }
+
+    #[test]
+    fn a_member_s_name_gives_its_unit() {
+        let json = r#"{"remaining_mb": 8210, "latencyMs":412, "size_bytes" : 9, "count": 3}"#;
+        assert_eq!(member_unit(json, json.find("8210").unwrap()), "mb");
+        assert_eq!(member_unit(json, json.find("412").unwrap()), "ms");
+        assert_eq!(member_unit(json, json.find("9,").unwrap()), "bytes");
+        assert_eq!(member_unit(json, json.find("3}").unwrap()), "");
+        assert_eq!(member_unit("sent 4 items", 5), "");
+        assert_eq!(member_unit("elapsed_s=12.5", 10), "s");
+    }
+}

@@ -1,0 +1,82 @@
+//! Values an agent works out from sourced values, or whose source the trace does not record, are
+//! not called invented; a count is checked against the rows an SQL query printed, and a date
+//! against its own table row (docs/METHODS.md, "Values in context", "Worked out from sourced
+//! values" and "No task recorded"; "Grounding"). Each file has a twin: the same run with the value
+//! invented or the count wrong.
+
+use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+
+use crate::chat::{evidence, falat, findings, fixture};
+
+/// The steps with a finding of `signal`.
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+/// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
+fn no_failure(rel: &str) {
+    let t = fixture(rel);
+    assert_eq!(findings(&t), Vec::new(), "{rel}");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{rel}: {}", d.reason);
+    assert!(d.reason.starts_with("No failure found"), "{rel}: {}", d.reason);
+}
+
+#[test]
+fn a_split_worked_out_from_the_user_s_figure_and_the_tool_s_is_sourced() {
+    // 35 = 90 (the organiser's group) − 55 (a coach's free seats, from the tool), in the sentence
+    // that names both; "101 km" and "1.8 h" restate `"distance_m": 101400` and `"duration_s":
+    // 6540`, whose members name their units.
+    no_failure("handbuilt/openai-chat/coach_split_worked_out_ok.openai-chat.json");
+    // The same answer with 45 for 35: no arithmetic of the sentence's sourced figures gives it.
+    let t = fixture("handbuilt/openai-chat/coach_split_invented.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![6]);
+    assert_eq!(evidence(&t, 6, Signal::UnsourcedValue), "states 45 with no earlier source");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "hallucination");
+}
+
+#[test]
+fn a_ratio_told_as_a_percentage_or_its_complement_is_sourced() {
+    // "24% fewer claims … (rate ratio 0.76 …)" is 1 − 0.76; "76%" the ratio itself.
+    no_failure("handbuilt/google-adk/claims_ratio_as_percent_ok.adk.json");
+    // "31% fewer": 1 − 0.69, but 0.69 bounds the interval, it is not the ratio.
+    let t = fixture("handbuilt/google-adk/claims_ratio_misstated.adk.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![8]);
+    assert_eq!(evidence(&t, 8, Signal::UnsourcedValue), "states 31 with no earlier source");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("board_assistant")), "{}", d.reason);
+}
+
+#[test]
+fn with_no_task_recorded_the_first_actions_rest_on_the_prompt() {
+    // `codex exec --json` writes no prompt: the first reasoning names the batch's figures from it,
+    // and the commands' output confirms them.
+    let rel = "handbuilt/codex/invoice_batch_resumed_no_task_ok.codex-exec.jsonl";
+    let t = fixture(rel);
+    assert_eq!(t.task, "");
+    no_failure(rel);
+    // The same run with a task recorded that does not give them: the figure stated before any
+    // observation has no source.
+    let mut tasked = fixture(rel);
+    tasked.task = "Please re-run the stuck invoice batch from last night and tell me when it is done.".to_string();
+    assert_eq!(steps_with(&tasked, Signal::UnsourcedValue), vec![0]);
+    assert_eq!(evidence(&tasked, 0, Signal::UnsourcedValue), "states 188 with no earlier source");
+}
+
+#[test]
+fn a_count_is_checked_against_the_rows_an_sql_query_printed() {
+    // psql's table of 5 rows under `SELECT … FROM support.escalated_tickets`, and an answer whose
+    // own table lists the 5 with the date first: "5 tickets" agrees, and each date is read from
+    // its own row (the next row's date follows the customer's name within a few bytes).
+    no_failure("handbuilt/openai-chat/escalated_tickets_counted_ok.openai-chat.json");
+    let t = fixture("handbuilt/openai-chat/escalated_tickets_miscounted.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::CountMismatch), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::CountMismatch), "says \"4 tickets\"; the list it counts at step 3 has 5");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "misread_tool_output");
+}
