@@ -124,7 +124,7 @@ pub(super) struct Contradicted {
 pub(super) fn contradicted(ctx: &Context<'_>, r: usize) -> Vec<Contradicted> {
     let t = ctx.trajectory;
     let s = &t.steps[r];
-    if s.kind != StepKind::Message || is_human(s) || super::is_outside_agent(&s.agent) || !team(ctx) {
+    if s.kind != StepKind::Message || is_human(s) || super::is_outside_agent(&s.agent) {
         return Vec::new();
     }
     let lines: Vec<(&str, &str)> = s.content.lines().filter_map(|l| SUBJECT.find(l).map(|m| (m.as_str(), l))).collect();
@@ -159,6 +159,10 @@ pub(super) fn contradicted(ctx: &Context<'_>, r: usize) -> Vec<Contradicted> {
             out.push(Contradicted { subject: subject.to_string(), word: word.to_string(), family: k, source, denial });
             break;
         }
+    }
+    // Whether it is a team run is asked last: it reads the run's steps.
+    if !out.is_empty() && !team(ctx) {
+        out.clear();
     }
     out
 }

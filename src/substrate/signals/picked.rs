@@ -171,14 +171,12 @@ fn marked_unusable(r: &Map<String, Value>) -> bool {
 /// lower-case text and its dates.
 fn user_statements(ctx: &Context<'_>, i: usize) -> Vec<UserTurn> {
     let t = ctx.trajectory;
-    let mut out: Vec<_> = (0..i)
-        .rev()
-        .filter(|&u| is_human(&t.steps[u]))
-        .take(USER_TURNS)
-        .map(|u| (u, t.steps[u].content.to_lowercase(), stated_dates(&t.steps[u].content)))
-        .collect();
-    out.reverse();
-    out
+    let all = ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
+    let before = all.partition_point(|&u| u < i);
+    all[before.saturating_sub(USER_TURNS)..before]
+        .iter()
+        .map(|&u| (u, t.steps[u].content.to_lowercase(), stated_dates(&t.steps[u].content)))
+        .collect()
 }
 
 /// Where the user stated `value` (a record's field), with the value as they wrote it: as a date
@@ -232,7 +230,10 @@ pub(crate) fn picked_other_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     }
     for j in (i.saturating_sub(PICK_LOOKBACK)..i).rev() {
         let r = &t.steps[j];
-        if r.kind != StepKind::ToolResult || !r.content.contains('[') {
+        if r.kind != StepKind::ToolResult
+            || !r.content.contains('[')
+            || !ids.iter().any(|id| r.content.contains(id.as_str()))
+        {
             continue;
         }
         let Some(value) = super::grounding::json_of(&r.content) else { continue };
