@@ -1502,7 +1502,9 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
 
 /// Whether the output at step `r` of a check (a test run, a build) shows it failed: its exit code
 /// when the output has one (0 passed, whatever its log lines say: "redis ping failed: i/o
-/// timeout" logged by a test that passes), else [`shows_failure`]; the format's error mark
+/// timeout" logged by a test that passes, unless a test runner's summary in it counts failures:
+/// `43 tests completed, 1 failed` under Gradle's `BUILD SUCCESSFUL`, [`test_summary_passed`]),
+/// else the summary, else [`shows_failure`]; the format's error mark
 /// always fails it. A program that reports what it found by its exit code (`npm audit` 1:
 /// vulnerabilities found; `grep` 1: no match; [`reports_by_exit_code`]) did not fail, whatever
 /// the format's mark, on every path that asks whether a check failed.
@@ -1513,46 +1515,46 @@ pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
     ctx.trajectory.steps[r].is_error
         || exit_code(ctx, r).map_or_else(
             || test_summary_passed(&ctx.trajectory.steps[r].content).map_or_else(|| shows_failure(ctx, r), |p| !p),
-            |code| code != 0,
+            // A runner's summary that counts failures fails the check whatever the exit status
+            // (a build set to ignore test failures, a pipe into `tail`).
+            |code| code != 0 || test_summary_passed(&ctx.trajectory.steps[r].content) == Some(false),
         )
 }
 
-/// What the last summary line of a test runner in `text` says: `Some(true)` when it counts
-/// passed tests and no failed or erroring one, `Some(false)` when it counts failures, `None`
-/// when there is no such line. Read: pytest's `38 passed, 2 skipped in 2.91s` (with or without
-/// its `===` rule; `1 failed, 36 passed in 2.87s`), Jest's and Vitest's `Tests:  1 failed, 11
-/// passed, 12 total`, and cargo's `test result: ok.` / `test result: FAILED.`. Captured log
-/// lines above the summary (`ERROR    syncd.worker: … Read timed out`, from a test that
-/// simulates the error on purpose) do not make a run that the summary says passed fail.
-pub fn test_summary_passed(text: &str) -> Option<bool> {
-    static PYTEST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+) in \d+(?:\.\d+)?s\b",
-        )
-        .unwrap()
-    });
-    static JEST: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*Tests?:?\s+((?:\d+ \w+, )*\d+ total)").unwrap());
-    static COUNT: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(\d+) (passed|failed|errors?)").unwrap());
-    let verdict = |counts: &str| {
-        let (mut passed, mut failed) = (0u64, 0u64);
-        for c in COUNT.captures_iter(counts) {
-            let n: u64 = c[1].parse().unwrap_or(0);
-            if &c[2] == "passed" { passed += n } else { failed += n }
-        }
-        (passed + failed > 0).then_some(failed == 0)
-    };
-    text.lines().rev().find_map(|line| {
-        let line = line.trim_end();
-        if let Some(rest) = line.trim_start().strip_prefix("test result: ") {
-            return Some(rest.starts_with("ok"));
-        }
-        if let Some(c) = PYTEST.captures(line.trim_start().trim_start_matches('=').trim_start()) {
-            return verdict(&c[1]);
-        }
-        JEST.captures(line).and_then(|c| verdict(&c[1]))
-    })
+pub use crate::evidence::summary::test_summary_passed;
+
+/// The summary line of a test run whose output at step `r` reports exit status 0 while its
+/// runner's summary counts failures (`43 tests completed, 1 failed` above Gradle's `BUILD
+/// SUCCESSFUL`, a `pytest | tail` that lost pytest's status): the failure is in the text only,
+/// and an agent that goes by the status reads it as a pass. `None` for any other output.
+pub(crate) fn hidden_test_failure<'a>(ctx: &Context<'a>, r: usize) -> Option<&'a str> {
+    let s = &ctx.trajectory.steps[r];
+    if s.kind != StepKind::ToolResult || s.is_error || exit_code(ctx, r) != Some(0) {
+        return None;
+    }
+    evidence::summary::test_summary(&s.content).filter(|(passed, _)| !passed).map(|(_, line)| line)
+}
+
+/// Whether step `a` is the claim that reads a test run failing in its text only as a pass
+/// ([`misread_as_pass`], the 40 tool outputs before it): the claim steers the run to its end
+/// as if the tests passed, whether or not a later step uses its words.
+pub fn misreads_failed_run(ctx: &Context<'_>, a: usize) -> bool {
+    let t = ctx.trajectory;
+    (0..a)
+        .rev()
+        .filter(|&r| t.steps[r].kind == StepKind::ToolResult)
+        .take(40)
+        .any(|r| misread_as_pass(ctx, r) == Some(a))
+}
+
+/// The run's first claim that the work is done or the tests pass ([`assertion::first_assertion`])
+/// when it follows the test run at step `r` whose failure is in its text only
+/// ([`hidden_test_failure`]) with no edit in between: the agent read the failing run as a pass.
+/// The claim is the error, not the edit the run checked.
+pub(crate) fn misread_as_pass(ctx: &Context<'_>, r: usize) -> Option<usize> {
+    hidden_test_failure(ctx, r)?;
+    let (a, _) = assertion::first_assertion(ctx)?;
+    (a > r && !(r + 1..a).any(|j| edits(ctx.trajectory, j))).then_some(a)
 }
 
 /// Whether shell call `c`, whose output `r` reports a non-zero exit code, only ran a program
@@ -1611,8 +1613,13 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
         // Exit status 127 is the shell's "command not found", whatever the output says.
         // The shell could not run the command line (a program missing, a quoting slip that
         // made `python -m pytest` one word): it says nothing of the code.
+        // A run that failed in its text only, read by the agent as a pass: the misreading is
+        // the error, not the edit ([`misread_as_pass`]).
         let r = result_of(ctx, c).filter(|&r| {
-            check_fails(ctx, r) && shell_could_not_run(ctx, r).is_none() && exit_code(ctx, r) != Some(127)
+            check_fails(ctx, r)
+                && shell_could_not_run(ctx, r).is_none()
+                && exit_code(ctx, r) != Some(127)
+                && misread_as_pass(ctx, r).is_none()
         })?;
         Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
     };
