@@ -1722,10 +1722,12 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         && exit_code(ctx, i - 1) != Some(0);
     // Writing code or editing a file after a failure is an attempt to fix it; the failure the
     // task reports is the work itself.
-    // Telling the reader that the program the error shows missing is missing owns up to it; a
-    // look-up of a program that found nothing ([`guard_found_nothing`]) ran nothing to react to.
+    // Telling the reader that the program the error shows missing is missing owns up to it,
+    // whether at once or in a later message after checking another way (an optional tool such as
+    // a local CI runner missing, a linter run instead); a look-up of a program that found nothing
+    // ([`guard_found_nothing`]) ran nothing to react to.
     if !failed
-        || missing_program_reported(ctx, i - 1) == Some(i)
+        || missing_program_reported(ctx, i - 1).is_some()
         || recovery::missing_program_tried_again(ctx, i)
         || guard_found_nothing(ctx, i - 1)
         || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
