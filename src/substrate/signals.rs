@@ -1614,12 +1614,14 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
         // The shell could not run the command line (a program missing, a quoting slip that
         // made `python -m pytest` one word): it says nothing of the code.
         // A run that failed in its text only, read by the agent as a pass: the misreading is
-        // the error, not the edit ([`misread_as_pass`]).
+        // the error, not the edit ([`misread_as_pass`]). A linter or format check that names
+        // only files the run never changed found what was there before ([`names_only_untouched`]).
         let r = result_of(ctx, c).filter(|&r| {
             check_fails(ctx, r)
                 && shell_could_not_run(ctx, r).is_none()
                 && exit_code(ctx, r) != Some(127)
                 && misread_as_pass(ctx, r).is_none()
+                && !names_only_untouched(ctx, c, r)
         })?;
         Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
     };
@@ -1644,6 +1646,54 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
                 .any(|j| t.steps[j].kind == StepKind::ToolResult && failing_tests(&t.steps[j].content).contains(name))
         });
     new.then_some((r, line))
+}
+
+/// How many steps before a check [`names_only_untouched`] looks for the run's edits.
+const UNTOUCHED_WINDOW: usize = 200;
+
+/// Whether the failing check `c` (output `r`) is a checker that reports per file (a linter, a
+/// format check: not a test run, [`runs_tests`]) and every file path its output names is one no
+/// edit of the run before it changed (within [`UNTOUCHED_WINDOW`] steps): `terraform fmt -check`
+/// listing `envs/dev/main.tf` after an edit of `envs/prod/terraform.tfvars` found what was there
+/// before, so its failure is no evidence against the edit. Paths are compared by their trailing
+/// components (`./envs/dev/main.tf` and `/home/x/repo/envs/dev/main.tf` are one file). `false`
+/// when the output names no path: the failure may be anywhere. A test run is never read so: a
+/// failing test in a file nobody edited fails on the code it calls.
+fn names_only_untouched(ctx: &Context<'_>, c: usize, r: usize) -> bool {
+    untouched_named(ctx, c, r).is_some()
+}
+
+/// The files the failing check `c` (output `r`) names when all of them are files the run never
+/// changed ([`names_only_untouched`]).
+fn untouched_named<'a>(ctx: &Context<'a>, c: usize, r: usize) -> Option<Vec<&'a str>> {
+    let t = ctx.trajectory;
+    if runs_tests(t, c) {
+        return None;
+    }
+    // A file path as checkers print one: at a line's start or after a space or quote, with an
+    // extension, before an optional `:line` (`envs/dev/main.tf`, `src/a.py:3:1: E501`).
+    static FILE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r#"(?m)(?:^|[\s'"(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w{0,5})(?::\d+)?(?:[\s:'")]|$)"#,
+        )
+        .unwrap()
+    });
+    let content = &t.steps[r].content;
+    let named: Vec<&str> =
+        FILE.captures_iter(content).map(|m| m.get(1).map_or("", |m| m.as_str()).trim_start_matches("./")).collect();
+    if named.is_empty() {
+        return None;
+    }
+    let changed: Vec<String> = (c.saturating_sub(UNTOUCHED_WINDOW)..c)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))
+        .flat_map(|j| instructions::changed_paths(t, j))
+        .map(|(p, _)| p.trim_start_matches("./").to_string())
+        .collect();
+    let same = |a: &str, b: &str| {
+        let tail = |long: &str, short: &str| long == short || long.ends_with(&format!("/{short}"));
+        tail(a, b) || tail(b, a)
+    };
+    (!changed.is_empty() && !named.iter().any(|n| changed.iter().any(|p| same(p, n)))).then_some(named)
 }
 
 /// How many steps after an edit's first check [`failed_check_after_edit`] looks for the first
@@ -1747,6 +1797,13 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
+        return;
+    }
+    // A linter or format check that names only files the run never changed found what was
+    // there before; the agent that says so (names one of them) goes on knowingly.
+    if let Some(files) = failed_call.and_then(|c| untouched_named(ctx, c, i - 1))
+        && files.iter().any(|f| ctx.trajectory.steps[i].content.contains(f))
+    {
         return;
     }
     // A read (`grep -rn`, `cat`, `sed -n`) that did not fail shows the files' text: the error
