@@ -1523,13 +1523,16 @@ pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
 
 pub use crate::evidence::summary::test_summary_passed;
 
-/// The summary line of a test run whose output at step `r` reports exit status 0 while its
+/// The summary line of a test run whose output at step `r` reports exit status 0 (or no status,
+/// and the format marks no error) while its
 /// runner's summary counts failures (`43 tests completed, 1 failed` above Gradle's `BUILD
 /// SUCCESSFUL`, a `pytest | tail` that lost pytest's status): the failure is in the text only,
 /// and an agent that goes by the status reads it as a pass. `None` for any other output.
 pub(crate) fn hidden_test_failure<'a>(ctx: &Context<'a>, r: usize) -> Option<&'a str> {
     let s = &ctx.trajectory.steps[r];
-    if s.kind != StepKind::ToolResult || s.is_error || exit_code(ctx, r) != Some(0) {
+    // The status said success, or the format keeps it only as its error mark (a Codex output
+    // unwrapped from `{output, metadata: {exit_code: 0}}`), which is not set.
+    if s.kind != StepKind::ToolResult || s.is_error || exit_code(ctx, r).is_some_and(|c| c != 0) {
         return None;
     }
     evidence::summary::test_summary(&s.content).filter(|(passed, _)| !passed).map(|(_, line)| line)
@@ -1696,6 +1699,22 @@ fn untouched_named<'a>(ctx: &Context<'a>, c: usize, r: usize) -> Option<Vec<&'a 
     (!changed.is_empty() && !named.iter().any(|n| changed.iter().any(|p| same(p, n)))).then_some(named)
 }
 
+/// The last component of a path (`charts.js` of `/home/x/web/src/charts.js`).
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether tool output `r` is a failing linter or format check that names only files the run
+/// never changed ([`untouched_named`]) and the agent's next step names one of them ("flags
+/// envs/dev/main.tf, which I didn't touch"): a failure that was there before, told, is no
+/// failure of the run.
+fn preexisting_told(ctx: &Context<'_>, r: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(c) = links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let Some(files) = untouched_named(ctx, c, r) else { return false };
+    t.steps.get(r + 1).is_some_and(|next| files.iter().any(|f| next.content.contains(file_name(f))))
+}
+
 /// How many steps after an edit's first check [`failed_check_after_edit`] looks for the first
 /// test run.
 const TEST_RUN_WINDOW: usize = 12;
@@ -1802,7 +1821,7 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     // A linter or format check that names only files the run never changed found what was
     // there before; the agent that says so (names one of them) goes on knowingly.
     if let Some(files) = failed_call.and_then(|c| untouched_named(ctx, c, i - 1))
-        && files.iter().any(|f| ctx.trajectory.steps[i].content.contains(f))
+        && files.iter().any(|f| ctx.trajectory.steps[i].content.contains(file_name(f)))
     {
         return;
     }
@@ -2564,6 +2583,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)
             && missing_program_reported(ctx, s.index).is_none()
+            && !preexisting_told(ctx, s.index)
             && !guard_found_nothing(ctx, s.index)
             && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
     });
