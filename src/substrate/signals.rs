@@ -1524,7 +1524,7 @@ pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
 pub use crate::evidence::summary::test_summary_passed;
 
 /// The summary line of a test run whose output at step `r` reports exit status 0 (or no status,
-/// and the format marks no error) while its
+/// no error mark of the format, and a build tool's `BUILD SUCCESS` line) while its
 /// runner's summary counts failures (`43 tests completed, 1 failed` above Gradle's `BUILD
 /// SUCCESSFUL`, a `pytest | tail` that lost pytest's status): the failure is in the text only,
 /// and an agent that goes by the status reads it as a pass. `None` for any other output.
@@ -1532,7 +1532,14 @@ pub(crate) fn hidden_test_failure<'a>(ctx: &Context<'a>, r: usize) -> Option<&'a
     let s = &ctx.trajectory.steps[r];
     // The status said success, or the format keeps it only as its error mark (a Codex output
     // unwrapped from `{output, metadata: {exit_code: 0}}`), which is not set.
-    if s.kind != StepKind::ToolResult || s.is_error || exit_code(ctx, r).is_some_and(|c| c != 0) {
+    static BUILD_SUCCESS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?m)^(?:\[INFO\]\s*)?BUILD SUCCESS").unwrap());
+    let status_ok = match exit_code(ctx, r) {
+        Some(code) => code == 0,
+        // Without a status in the text, only an output that also says the build succeeded.
+        None => BUILD_SUCCESS.is_match(&s.content),
+    };
+    if s.kind != StepKind::ToolResult || s.is_error || !status_ok {
         return None;
     }
     evidence::summary::test_summary(&s.content).filter(|(passed, _)| !passed).map(|(_, line)| line)
