@@ -2813,8 +2813,7 @@ fn a_test_run_whose_summary_counts_a_failure_under_success_is_failed_and_the_cla
     assert_eq!(
         evidence(&t, 8, Signal::UnverifiedAssertion),
         "claims the task done (\"BUILD SUCCESS: the module's test suite passes with the 8.1% rate. TaxRates now …\") \
-         although the test run at step 7 reports \"[ERROR] Tests run: 58, Failures: 1, Errors: 0, Skipped: 2\" under \
-         exit status 0"
+         although the test run at step 7 reports \"[ERROR] Tests run: 58, Failures: 1, Errors: 0, Skipp…"
     );
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("codex")), "{}", d.reason);
