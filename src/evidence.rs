@@ -13,6 +13,7 @@ use regex::Regex;
 use crate::model::{Step, StepKind};
 
 pub mod context;
+pub mod summary;
 
 pub use context::ValueContext;
 

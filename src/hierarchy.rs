@@ -72,7 +72,9 @@ pub struct Flags {
     /// The step contains error lines (traceback, exception, not found, refusal), the format
     /// flags it as an error, or it is a tool result that opens with an error ([`error_lead`]).
     pub error: bool,
-    /// A terminal reports a non-zero exit code or failed execution.
+    /// A terminal reports a non-zero exit code or failed execution, or a tool result's test
+    /// runner summary counts failures (`43 tests completed, 1 failed`, whatever the exit code;
+    /// [`evidence::summary::test_summary_passed`]).
     pub failed_execution: bool,
     /// A tool reports that there was nothing to run or nothing was found.
     pub empty_result: bool,
@@ -310,8 +312,10 @@ fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduc
     let content = step.content.trim();
     let has_code = ev.iter().any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
     let reported = step.kind == StepKind::ToolResult && error_lead(content);
+    // A test runner's summary that counts failures is a failed run whatever its exit status.
     let failed = ev.iter().any(|e| matches!(e.kind, EvidenceKind::ExitCode(c) if c != 0))
-        || content.contains("execution failed");
+        || content.contains("execution failed")
+        || step.kind == StepKind::ToolResult && evidence::summary::test_summary_passed(content) == Some(false);
     let flags = Flags {
         error: ev.iter().any(|e| e.kind == EvidenceKind::ErrorLine) || step.is_error || reported,
         failed_execution: failed,

@@ -154,7 +154,11 @@ fn render_steps(s: &mut String, t: &Trajectory) {
     let gold = t.gold.as_ref().and_then(|g| g.step);
     s.push_str(&format!("  {:>index_width$}  {:<agent_width$}  {:<11}  content\n", "index", "agent", "kind"));
     for st in &t.steps {
-        let mark = match (gold == Some(st.index), st.is_error) {
+        // A test run whose runner counts failures failed, whatever exit status it reports.
+        let failed = st.is_error
+            || st.kind == StepKind::ToolResult
+                && crate::evidence::summary::test_summary_passed(&st.content) == Some(false);
+        let mark = match (gold == Some(st.index), failed) {
             (true, _) => '*',
             (false, true) => '!',
             (false, false) if st.warning.is_some() => '~',

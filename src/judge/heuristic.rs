@@ -164,7 +164,9 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::WrongStatistic
                         ) || failed_edit(ctx, from, f)
                     })
-                });
+                })
+                // A claim that reads a failing test run as a pass ends the work on it.
+                || crate::substrate::signals::misreads_failed_run(ctx, from);
             return if carries { Transition::FollowUp } else { Transition::DeadEnd };
         }
         return Transition::NoInfluence;
@@ -340,7 +342,8 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::IgnoredToolError
                 | Signal::UserMarked
         )
-    });
+    }) || crate::substrate::signals::misreads_failed_run(ctx, step);
+    // A claim that reads a failing test run as a pass ends the work as if it had passed.
     if process {
         return Criterion {
             passed: true,

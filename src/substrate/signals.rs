@@ -1544,7 +1544,9 @@ pub(crate) fn rerun_passes(ctx: &Context<'_>, c: usize) -> bool {
 
 /// Whether the output at step `r` of a check (a test run, a build) shows it failed: its exit code
 /// when the output has one (0 passed, whatever its log lines say: "redis ping failed: i/o
-/// timeout" logged by a test that passes), else [`shows_failure`]; the format's error mark
+/// timeout" logged by a test that passes, unless a test runner's summary in it counts failures:
+/// `43 tests completed, 1 failed` under Gradle's `BUILD SUCCESSFUL`, [`test_summary_passed`]),
+/// else the summary, else [`shows_failure`]; the format's error mark
 /// always fails it. A program that reports what it found by its exit code (`npm audit` 1:
 /// vulnerabilities found; `grep` 1: no match; [`reports_by_exit_code`]) did not fail, whatever
 /// the format's mark, on every path that asks whether a check failed.
@@ -1555,46 +1557,56 @@ pub(crate) fn check_fails(ctx: &Context<'_>, r: usize) -> bool {
     ctx.trajectory.steps[r].is_error
         || exit_code(ctx, r).map_or_else(
             || test_summary_passed(&ctx.trajectory.steps[r].content).map_or_else(|| shows_failure(ctx, r), |p| !p),
-            |code| code != 0,
+            // A runner's summary that counts failures fails the check whatever the exit status
+            // (a build set to ignore test failures, a pipe into `tail`).
+            |code| code != 0 || test_summary_passed(&ctx.trajectory.steps[r].content) == Some(false),
         )
 }
 
-/// What the last summary line of a test runner in `text` says: `Some(true)` when it counts
-/// passed tests and no failed or erroring one, `Some(false)` when it counts failures, `None`
-/// when there is no such line. Read: pytest's `38 passed, 2 skipped in 2.91s` (with or without
-/// its `===` rule; `1 failed, 36 passed in 2.87s`), Jest's and Vitest's `Tests:  1 failed, 11
-/// passed, 12 total`, and cargo's `test result: ok.` / `test result: FAILED.`. Captured log
-/// lines above the summary (`ERROR    syncd.worker: … Read timed out`, from a test that
-/// simulates the error on purpose) do not make a run that the summary says passed fail.
-pub fn test_summary_passed(text: &str) -> Option<bool> {
-    static PYTEST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+) in \d+(?:\.\d+)?s\b",
-        )
-        .unwrap()
-    });
-    static JEST: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*Tests?:?\s+((?:\d+ \w+, )*\d+ total)").unwrap());
-    static COUNT: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(\d+) (passed|failed|errors?)").unwrap());
-    let verdict = |counts: &str| {
-        let (mut passed, mut failed) = (0u64, 0u64);
-        for c in COUNT.captures_iter(counts) {
-            let n: u64 = c[1].parse().unwrap_or(0);
-            if &c[2] == "passed" { passed += n } else { failed += n }
-        }
-        (passed + failed > 0).then_some(failed == 0)
+pub use crate::evidence::summary::test_summary_passed;
+
+/// The summary line of a test run whose output at step `r` reports exit status 0 (or no status,
+/// no error mark of the format, and a build tool's `BUILD SUCCESS` line) while its
+/// runner's summary counts failures (`43 tests completed, 1 failed` above Gradle's `BUILD
+/// SUCCESSFUL`, a `pytest | tail` that lost pytest's status): the failure is in the text only,
+/// and an agent that goes by the status reads it as a pass. `None` for any other output.
+pub(crate) fn hidden_test_failure<'a>(ctx: &Context<'a>, r: usize) -> Option<&'a str> {
+    let s = &ctx.trajectory.steps[r];
+    // The status said success, or the format keeps it only as its error mark (a Codex output
+    // unwrapped from `{output, metadata: {exit_code: 0}}`), which is not set.
+    static BUILD_SUCCESS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?m)^(?:\[INFO\]\s*)?BUILD SUCCESS").unwrap());
+    let status_ok = match exit_code(ctx, r) {
+        Some(code) => code == 0,
+        // Without a status in the text, only an output that also says the build succeeded.
+        None => BUILD_SUCCESS.is_match(&s.content),
     };
-    text.lines().rev().find_map(|line| {
-        let line = line.trim_end();
-        if let Some(rest) = line.trim_start().strip_prefix("test result: ") {
-            return Some(rest.starts_with("ok"));
-        }
-        if let Some(c) = PYTEST.captures(line.trim_start().trim_start_matches('=').trim_start()) {
-            return verdict(&c[1]);
-        }
-        JEST.captures(line).and_then(|c| verdict(&c[1]))
-    })
+    if s.kind != StepKind::ToolResult || s.is_error || !status_ok {
+        return None;
+    }
+    evidence::summary::test_summary(&s.content).filter(|(passed, _)| !passed).map(|(_, line)| line)
+}
+
+/// Whether step `a` is the claim that reads a test run failing in its text only as a pass
+/// ([`misread_as_pass`], the 40 tool outputs before it): the claim steers the run to its end
+/// as if the tests passed, whether or not a later step uses its words.
+pub fn misreads_failed_run(ctx: &Context<'_>, a: usize) -> bool {
+    let t = ctx.trajectory;
+    (0..a)
+        .rev()
+        .filter(|&r| t.steps[r].kind == StepKind::ToolResult)
+        .take(40)
+        .any(|r| misread_as_pass(ctx, r) == Some(a))
+}
+
+/// The run's first claim that the work is done or the tests pass ([`assertion::first_assertion`])
+/// when it follows the test run at step `r` whose failure is in its text only
+/// ([`hidden_test_failure`]) with no edit in between: the agent read the failing run as a pass.
+/// The claim is the error, not the edit the run checked.
+pub(crate) fn misread_as_pass(ctx: &Context<'_>, r: usize) -> Option<usize> {
+    hidden_test_failure(ctx, r)?;
+    let (a, _) = assertion::first_assertion(ctx)?;
+    (a > r && !(r + 1..a).any(|j| edits(ctx.trajectory, j))).then_some(a)
 }
 
 /// Whether shell call `c`, whose output `r` reports a non-zero exit code, only ran a program
@@ -1653,8 +1665,15 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
         // Exit status 127 is the shell's "command not found", whatever the output says.
         // The shell could not run the command line (a program missing, a quoting slip that
         // made `python -m pytest` one word): it says nothing of the code.
+        // A run that failed in its text only, read by the agent as a pass: the misreading is
+        // the error, not the edit ([`misread_as_pass`]). A linter or format check that names
+        // only files the run never changed found what was there before ([`names_only_untouched`]).
         let r = result_of(ctx, c).filter(|&r| {
-            check_fails(ctx, r) && shell_could_not_run(ctx, r).is_none() && exit_code(ctx, r) != Some(127)
+            check_fails(ctx, r)
+                && shell_could_not_run(ctx, r).is_none()
+                && exit_code(ctx, r) != Some(127)
+                && misread_as_pass(ctx, r).is_none()
+                && !names_only_untouched(ctx, c, r)
         })?;
         Some((r, check_failure(ctx, r).unwrap_or_else(|| "it failed".into())))
     };
@@ -1679,6 +1698,70 @@ fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String
                 .any(|j| t.steps[j].kind == StepKind::ToolResult && failing_tests(&t.steps[j].content).contains(name))
         });
     new.then_some((r, line))
+}
+
+/// How many steps before a check [`names_only_untouched`] looks for the run's edits.
+const UNTOUCHED_WINDOW: usize = 200;
+
+/// Whether the failing check `c` (output `r`) is a checker that reports per file (a linter, a
+/// format check: not a test run, [`runs_tests`]) and every file path its output names is one no
+/// edit of the run before it changed (within [`UNTOUCHED_WINDOW`] steps): `terraform fmt -check`
+/// listing `envs/dev/main.tf` after an edit of `envs/prod/terraform.tfvars` found what was there
+/// before, so its failure is no evidence against the edit. Paths are compared by their trailing
+/// components (`./envs/dev/main.tf` and `/home/x/repo/envs/dev/main.tf` are one file). `false`
+/// when the output names no path: the failure may be anywhere. A test run is never read so: a
+/// failing test in a file nobody edited fails on the code it calls.
+fn names_only_untouched(ctx: &Context<'_>, c: usize, r: usize) -> bool {
+    untouched_named(ctx, c, r).is_some()
+}
+
+/// The files the failing check `c` (output `r`) names when all of them are files the run never
+/// changed ([`names_only_untouched`]).
+fn untouched_named<'a>(ctx: &Context<'a>, c: usize, r: usize) -> Option<Vec<&'a str>> {
+    let t = ctx.trajectory;
+    if runs_tests(t, c) {
+        return None;
+    }
+    // A file path as checkers print one: at a line's start or after a space or quote, with an
+    // extension, before an optional `:line` (`envs/dev/main.tf`, `src/a.py:3:1: E501`).
+    static FILE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r#"(?m)(?:^|[\s'"(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w{0,5})(?::\d+)?(?:[\s:'")]|$)"#,
+        )
+        .unwrap()
+    });
+    let content = &t.steps[r].content;
+    let named: Vec<&str> =
+        FILE.captures_iter(content).map(|m| m.get(1).map_or("", |m| m.as_str()).trim_start_matches("./")).collect();
+    if named.is_empty() {
+        return None;
+    }
+    let changed: Vec<String> = (c.saturating_sub(UNTOUCHED_WINDOW)..c)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolCall && !refused_call(ctx, j))
+        .flat_map(|j| instructions::changed_paths(t, j))
+        .map(|(p, _)| p.trim_start_matches("./").to_string())
+        .collect();
+    let same = |a: &str, b: &str| {
+        let tail = |long: &str, short: &str| long == short || long.ends_with(&format!("/{short}"));
+        tail(a, b) || tail(b, a)
+    };
+    (!changed.is_empty() && !named.iter().any(|n| changed.iter().any(|p| same(p, n)))).then_some(named)
+}
+
+/// The last component of a path (`charts.js` of `/home/x/web/src/charts.js`).
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether tool output `r` is a failing linter or format check that names only files the run
+/// never changed ([`untouched_named`]) and the agent's next step names one of them ("flags
+/// envs/dev/main.tf, which I didn't touch"): a failure that was there before, told, is no
+/// failure of the run.
+fn preexisting_told(ctx: &Context<'_>, r: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(c) = links(ctx).produced_by.get(r).copied().flatten() else { return false };
+    let Some(files) = untouched_named(ctx, c, r) else { return false };
+    t.steps.get(r + 1).is_some_and(|next| files.iter().any(|f| next.content.contains(file_name(f))))
 }
 
 /// How many steps after an edit's first check [`failed_check_after_edit`] looks for the first
@@ -1757,10 +1840,12 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         && exit_code(ctx, i - 1) != Some(0);
     // Writing code or editing a file after a failure is an attempt to fix it; the failure the
     // task reports is the work itself.
-    // Telling the reader that the program the error shows missing is missing owns up to it; a
-    // look-up of a program that found nothing ([`guard_found_nothing`]) ran nothing to react to.
+    // Telling the reader that the program the error shows missing is missing owns up to it,
+    // whether at once or in a later message after checking another way (an optional tool such as
+    // a local CI runner missing, a linter run instead); a look-up of a program that found nothing
+    // ([`guard_found_nothing`]) ran nothing to react to.
     if !failed
-        || missing_program_reported(ctx, i - 1) == Some(i)
+        || missing_program_reported(ctx, i - 1).is_some()
         || recovery::missing_program_tried_again(ctx, i)
         || guard_found_nothing(ctx, i - 1)
         || matches!(s.action, Action::WriteCode | Action::Coordinate | Action::Delegate)
@@ -1780,6 +1865,13 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
+        return;
+    }
+    // A linter or format check that names only files the run never changed found what was
+    // there before; the agent that says so (names one of them) goes on knowingly.
+    if let Some(files) = failed_call.and_then(|c| untouched_named(ctx, c, i - 1))
+        && files.iter().any(|f| ctx.trajectory.steps[i].content.contains(file_name(f)))
+    {
         return;
     }
     // A read (`grep -rn`, `cat`, `sed -n`) that did not fail shows the files' text: the error
@@ -2566,6 +2658,7 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !reproduces_reported_failure(ctx, s.index)
             && !quotes_observed_error(ctx, s.index)
             && missing_program_reported(ctx, s.index).is_none()
+            && !preexisting_told(ctx, s.index)
             && !guard_found_nothing(ctx, s.index)
             && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
     });

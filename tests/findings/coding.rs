@@ -2802,3 +2802,39 @@ fn a_runner_looked_up_and_not_found_reproduces_nothing_and_fails_nothing() {
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
 }
+
+#[test]
+fn a_test_run_whose_summary_counts_a_failure_under_success_is_failed_and_the_claim_misreads_it() {
+    // Codex rollout, Java: `mvn -q test -Dmaven.test.failure.ignore=true | tail` prints
+    // "[ERROR] Tests run: 58, Failures: 1, …" above "BUILD SUCCESS" with exit status 0 (step 7);
+    // the agent says the suite passes (step 8). The misreading is the error, not the patch.
+    let t = fixture("handbuilt/coding/hidden_test_failure_mvn.codex.jsonl");
+    assert_eq!(findings(&t), vec![(8, Signal::IgnoredToolError), (8, Signal::UnverifiedAssertion)]);
+    assert_eq!(
+        evidence(&t, 8, Signal::UnverifiedAssertion),
+        "claims the task done (\"BUILD SUCCESS: the module's test suite passes with the 8.1% rate. TaxRates now …\") \
+         although the test run at step 7 reports \"[ERROR] Tests run: 58, Failures: 1, Errors: 0, Skipp…"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("codex")), "{}", d.reason);
+    // The twin: the test's expectation updated, "Failures: 0", 2 skipped: no finding.
+    let ok = fixture("handbuilt/coding/hidden_test_failure_mvn_ok.codex.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
+}
+
+#[test]
+fn a_lint_failure_in_a_file_the_run_never_touched_blames_no_edit() {
+    // Codex rollout, JavaScript: eslint fails naming only web/src/legacy/charts.js (step 6), a
+    // file no edit touched; the agent says so, `act` is not installed (step 9, told at step 12),
+    // vitest passes. A correct run.
+    let ok = fixture("handbuilt/coding/lint_flags_untouched_file_ok.codex.jsonl");
+    assert_eq!(findings(&ok), vec![]);
+    assert_eq!(falat(&ok).decisive_step, None);
+    // The twin: eslint names the edited file (its new unused variable): the edit is decisive.
+    let t = fixture("handbuilt/coding/lint_flags_edited_file.codex.jsonl");
+    assert_eq!(findings(&t), vec![(3, Signal::FailedAction)]);
+    assert_eq!(evidence(&t, 3, Signal::FailedAction), "the check after this edit fails at step 6: it failed");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("codex")), "{}", d.reason);
+}

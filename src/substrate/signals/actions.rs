@@ -40,6 +40,11 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     if super::says_timed_out(&error) {
         return false;
     }
+    // A program that is not installed ran nothing; the agent that tells the reader so owns up
+    // to a gap of the environment (an optional local CI runner, a linter run instead).
+    if super::missing_program_reported(ctx, r).is_some() {
+        return true;
+    }
     if recovered_change(ctx, i) {
         return true;
     }

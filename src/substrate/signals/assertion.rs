@@ -149,6 +149,25 @@ pub(crate) fn unverified(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     let t = ctx.trajectory;
+    // A test run after the last edit that exited with 0 while its runner counted failures: the
+    // claim read the status, not the summary.
+    let hidden = (1..a).rev().find_map(|r| {
+        (super::misread_as_pass(ctx, r) == Some(a))
+            .then(|| super::hidden_test_failure(ctx, r).map(|l| (r, l)))
+            .flatten()
+    });
+    if let Some((r, summary)) = hidden {
+        out.push(finding(
+            Signal::UnverifiedAssertion,
+            weights::UNVERIFIED_ASSERTION,
+            prose![
+                format!("claims the task done (\"{claim}\") although the test run at step "),
+                Part::Step(r),
+                format!(" reports \"{}\" under exit status 0", crate::text::clip(summary, 80))
+            ],
+        ));
+        return;
+    }
     // A state change that failed and was never made after all: the claim reports work that was
     // not done, whatever was checked after it.
     if let Some((c, _, r, error)) = first_unresolved(ctx).clone() {

@@ -782,7 +782,8 @@ pub fn reporting_exit(c: &Command, code: i32) -> bool {
 
 /// Whether one simple command runs a test runner: `pytest`, `py.test`, `python -m pytest` or
 /// `unittest`, `jest`, `vitest`, `mocha` (also through `npx`), `tox`, `nox`, `rspec`,
-/// `phpunit`, `ctest`, `cargo test`/`nextest`, `go`/`mix`/`make`/`dotnet test`, `npm test`,
+/// `phpunit`, `ctest`, `cargo test`/`nextest`, `go`/`mix`/`make`/`dotnet test`, a Gradle test
+/// task (`./gradlew :app:testDebugUnitTest`, `check`), Maven's `test` or `verify`, `npm test`,
 /// `npm t`, `npm run test…`, and `yarn`/`pnpm`/`bun` `test…`, `jest`, `vitest`, `mocha`.
 pub fn runs_tests(c: &Command) -> bool {
     let Some(inv) = c.invocation() else { return false };
@@ -792,6 +793,13 @@ pub fn runs_tests(c: &Command) -> bool {
         "cargo" => ["test", "nextest"].contains(&inv.subcommand(&CARGO_VALUE_OPTIONS).0),
         "make" => inv.subcommand(&MAKE_VALUE_OPTIONS).0 == "test",
         "go" | "mix" | "dotnet" => inv.subcommand(&[]).0 == "test",
+        // A Gradle task that tests (`test`, `:app:testDebugUnitTest`, `connectedAndroidTest`,
+        // `check`); a Maven phase that runs Surefire (`test`, `verify`).
+        "gradle" | "gradlew" | "gradlew.bat" => inv.args.iter().any(|w| {
+            let task = w.text.rsplit(':').next().unwrap_or("");
+            !w.text.starts_with('-') && (task.starts_with("test") || task.ends_with("Test") || task == "check")
+        }),
+        "mvn" | "mvnw" => inv.args.iter().any(|w| matches!(w.text.as_str(), "test" | "verify" | "surefire:test")),
         p @ ("npm" | "yarn" | "pnpm" | "bun") => {
             let (sub, rest) = inv.subcommand(&NPM_VALUE_OPTIONS);
             let script = rest.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-')).unwrap_or("");
