@@ -195,6 +195,9 @@ pub struct Facts {
     /// The shell calls that run tests, with the part of the command that does
     /// (`signals::instructions`).
     pub test_runs: OnceLock<Vec<(usize, String)>>,
+    /// The hand-offs that go against the delegating agent's routing instructions, in order
+    /// (`signals::misrouted_by`).
+    pub misrouted_handoffs: OnceLock<Vec<usize>>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -239,6 +242,7 @@ impl Clone for Facts {
             refused_calls: self.refused_calls.clone(),
             permits: self.permits.clone(),
             test_runs: self.test_runs.clone(),
+            misrouted_handoffs: self.misrouted_handoffs.clone(),
             findings: self.findings.clone(),
         }
     }

@@ -1281,6 +1281,15 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     let rs = &ctx.hierarchy.steps[r];
+    // A test run whose failure only its runner's summary counts (no failing exit status, no
+    // error mark): the tests ran and reported, the call did not fail. What the agent makes of
+    // the report is judged where it does it (the claim that reads it as a pass).
+    let counted_only = !ctx.trajectory.steps[r].is_error
+        && exit_code(ctx, r).is_none_or(|c| c == 0)
+        && !ctx.trajectory.steps[r].content.contains("execution failed");
+    if counted_only && runs_tests(ctx.trajectory, i) {
+        return;
+    }
     if rs.flags.failed_execution || rs.flags.error && ctx.trajectory.steps[r].is_error {
         let line = error_line(ctx, r).unwrap_or_else(|| "execution failed".into());
         out.push(finding(
@@ -1719,7 +1728,7 @@ fn names_only_untouched(ctx: &Context<'_>, c: usize, r: usize) -> bool {
 /// changed ([`names_only_untouched`]).
 fn untouched_named<'a>(ctx: &Context<'a>, c: usize, r: usize) -> Option<Vec<&'a str>> {
     let t = ctx.trajectory;
-    if runs_tests(t, c) {
+    if runs_tests(t, c) || !lints(t, c) {
         return None;
     }
     // A file path as checkers print one: at a line's start or after a space or quote, with an
@@ -1746,6 +1755,20 @@ fn untouched_named<'a>(ctx: &Context<'a>, c: usize, r: usize) -> Option<Vec<&'a 
         tail(a, b) || tail(b, a)
     };
     (!changed.is_empty() && !named.iter().any(|n| changed.iter().any(|p| same(p, n)))).then_some(named)
+}
+
+/// Whether call `c` runs a linter or a format check (`eslint`, `ruff`, `terraform fmt -check`,
+/// `cargo fmt --check`, `make lint`…): a checker of style and form, whose complaint about a file
+/// no edit of another file causes. A program run or a type check is none: an edit can break
+/// code in a file it did not touch (a panic's trace, a caller's type error).
+fn lints(t: &Trajectory, c: usize) -> bool {
+    static LINTER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:^|[\s/])(?:[\w-]*lint(?:er)?|eslint|ruff|flake8|pycodestyle|pydocstyle|black|isort|prettier|gofmt|goimports|rustfmt|clippy|shellcheck|rubocop|stylelint|hadolint|ktlint|fmt|format)(?:$|[\s:])",
+        )
+        .expect("a valid pattern")
+    });
+    call_command(t, c).is_some_and(|cmd| LINTER.is_match(&cmd))
 }
 
 /// The last component of a path (`charts.js` of `/home/x/web/src/charts.js`).
@@ -2219,9 +2242,18 @@ pub fn misrouted_by(ctx: &Context<'_>, to: usize) -> Option<usize> {
     let j = (to.saturating_sub(HANDOFF_LOOKBACK)..to)
         .rev()
         .find(|&j| t.steps[j].kind == StepKind::Delegation && t.steps[j].delegate_to.as_deref() == Some(agent))?;
-    let mut found = Vec::new();
-    misrouted(ctx, j, &mut found);
-    (!found.is_empty()).then_some(j)
+    // Which hand-offs are misrouted is decided once per run: every step of a specialist asks.
+    let misrouted_handoffs = ctx.facts.misrouted_handoffs.get_or_init(|| {
+        (0..t.steps.len())
+            .filter(|&k| t.steps[k].kind == StepKind::Delegation)
+            .filter(|&k| {
+                let mut found = Vec::new();
+                misrouted(ctx, k, &mut found);
+                !found.is_empty()
+            })
+            .collect()
+    });
+    misrouted_handoffs.binary_search(&j).is_ok().then_some(j)
 }
 
 fn premature(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
