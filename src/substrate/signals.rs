@@ -2075,6 +2075,22 @@ fn specialist_key(name: &str) -> String {
     words[verb.min(words.len())..].join(" ")
 }
 
+/// The pattern of a specialist name ending in `suffix` ("billing agent", `security_agent`),
+/// compiled once per suffix and thread: a long run asks it at every hand-off.
+fn sibling_pattern(suffix: &str) -> Option<regex::Regex> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<HashMap<String, Option<regex::Regex>>> = Default::default();
+    }
+    CACHE.with(|c| {
+        c.borrow_mut()
+            .entry(suffix.to_string())
+            .or_insert_with(|| {
+                regex::Regex::new(&format!(r"(?i)\b(?:[a-z][a-z0-9]*[ _-]){{1,3}}{}\b", regex::escape(suffix))).ok()
+            })
+            .clone()
+    })
+}
+
 /// Step `i`, a hand-off to agent C, where the delegating agent's instructions (its role text)
 /// describe what each specialist takes ("Billing Agent (charges, refunds, plans, invoices),
 /// Account Security Agent (suspected account takeover, password or email changes…)", or a list
@@ -2105,8 +2121,7 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let suffix = chosen.rsplit([' ', '_', '-']).next().unwrap_or("").to_lowercase();
     if suffix.len() >= 3
         && suffix != chosen.to_lowercase()
-        && let Ok(sibling) =
-            regex::Regex::new(&format!(r"(?i)\b(?:[a-z][a-z0-9]*[ _-]){{1,3}}{}\b", regex::escape(&suffix)))
+        && let Some(sibling) = sibling_pattern(&suffix)
     {
         for m in sibling.find_iter(rules) {
             if !named.iter().any(|(p, n)| *p <= m.start() && m.start() < p + n.len() || m.start() <= *p && *p < m.end())
