@@ -1026,7 +1026,13 @@ fn candidates(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         out.push_str(&format!("{} It reads `{}`.\n\n", cell(&note), inline(&content)));
     }
     if d.candidates.is_empty() {
-        out.push_str("None.\n");
+        // A bare "None." under a named step reads as if the verdict had no support: say that no
+        // step was left to verify, so the verdict (if any) is the ranking's.
+        out.push_str(if d.decisive_step.is_some() {
+            "None: no step was kept as a candidate to verify, so the step named comes from the ranking (its findings are under **Why**).\n"
+        } else {
+            "None: no step was kept as a candidate to verify.\n"
+        });
         return;
     }
     out.push_str("| step | agent | score | findings | pruned | independence | sufficiency | precedence |\n");
@@ -1293,7 +1299,7 @@ mod tests {
         assert!(
             md.contains(
                 "## Candidates\n\nStep 2, the step named, is not a candidate: the ranking named it (no verified \
-                 candidate passed both checks). It reads `transfer_to_billing({})`.\n\nNone.\n"
+                 candidate passed both checks). It reads `transfer_to_billing({})`.\n\nNone: no step was kept as a candidate to verify, so the step named comes from the ranking (its findings are under **Why**).\n"
             ),
             "{md}"
         );
