@@ -1080,6 +1080,25 @@ fn a_no_failure_report_says_its_ranking_is_no_sign_of_a_failure() {
     assert!(ranked.contains("| 1 | 1 | assistant | 1.00 |"), "{ranked}");
 }
 
+/// A tool result whose text opens with an error is marked `!` by `inspect` even when the format
+/// has no error flag (an OpenAI chat tool message is only text): the analysis reads it as an error
+/// too, so the step list must not look clean where the verdict sees a failure.
+#[test]
+fn inspect_marks_an_error_written_in_a_tool_body() {
+    let text =
+        stdout_of(&["inspect", "tests/fixtures/handbuilt/openai-chat/cancel_rejected_in_json_body.openai-chat.json"]);
+    let line =
+        "!     3  tool       tool_result  {\"error\": \"order 4411 already shipped, cannot cancel\", \"status\": 409}";
+    assert!(text.lines().any(|l| l == line), "{line}\nin\n{text}");
+    assert!(
+        text.lines().any(|l| l == "      2  assistant  tool_call    cancel_order({\"order_id\": \"4411\"})"),
+        "{text}"
+    );
+    // A tool result that mentions an error further on is data, not a failed call.
+    let text = stdout_of(&["inspect", "tests/fixtures/handbuilt/first-user/r05_wrong_id.openai.json"]);
+    assert!(!text.lines().any(|l| l.starts_with('!')), "{text}");
+}
+
 /// A span format keeps only a tool call's arguments as its content: `inspect` names the tool, a
 /// supervisor's hand-off tool included (`transfer_to_researcher({})` instead of `{}`), while an
 /// OpenAI chat call, which already starts with its tool's name, reads as before.

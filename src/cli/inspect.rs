@@ -2,8 +2,9 @@
 //!
 //! Text output: a header block (file, format, trajectory id, task, expected and observed output,
 //! agents, gold label, metadata), one line per step (`index  agent  kind  first line`, the gold
-//! step marked with `*`, another step the format marks as an error with `!`, one it marks with a
-//! warning with `~`), then, when anything was, how much was skipped (records dropped with a
+//! step marked with `*`, another step the format marks as an error, or a tool result whose text
+//! opens with an error ([`crate::hierarchy::error_lead`]) or counts failed tests, with `!`, one the
+//! format marks with a warning with `~`), then, when anything was, how much was skipped (records dropped with a
 //! diagnostic, lines that are not steps by design) and the diagnostics. Every piece of trace text is passed through
 //! [`crate::text::sanitize`] first, so a trace cannot drive the terminal. `--json` prints an
 //! [`InspectReport`] instead (strings whole, with C1 controls and bidi overrides written as
@@ -154,10 +155,13 @@ fn render_steps(s: &mut String, t: &Trajectory) {
     let gold = t.gold.as_ref().and_then(|g| g.step);
     s.push_str(&format!("  {:>index_width$}  {:<agent_width$}  {:<11}  content\n", "index", "agent", "kind"));
     for st in &t.steps {
-        // A test run whose runner counts failures failed, whatever exit status it reports.
+        // A test run whose runner counts failures failed, whatever exit status it reports; a tool
+        // result whose text opens with an error (`Error: …`, `{"error": …}`, a traceback) failed
+        // too when the format has no error flag of its own: the analysis reads both as errors.
         let failed = st.is_error
             || st.kind == StepKind::ToolResult
-                && crate::evidence::summary::test_summary_passed(&st.content) == Some(false);
+                && (crate::evidence::summary::test_summary_passed(&st.content) == Some(false)
+                    || crate::hierarchy::error_lead(&st.content));
         let mark = match (gold == Some(st.index), failed) {
             (true, _) => '*',
             (false, true) => '!',
