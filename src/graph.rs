@@ -51,8 +51,17 @@ pub struct DepEdge {
 /// The dependency graph of one trajectory.
 #[derive(Debug, Clone, Default)]
 pub struct DepGraph {
-    /// The graph; node weight = step index.
+    /// The graph; node weight = step index. Edges are added only by [`DepGraph::build`]: the
+    /// indexes below are built with them (labels may be set on edges afterwards).
     pub graph: StableDiGraph<usize, DepEdge>,
+    /// Each edge by its ends `(from, to)`: a later edge between the same two steps replaces the
+    /// earlier, as petgraph's `find_edge` would see it. A value first seen at one step and used by
+    /// thousands of later steps gives that step thousands of edges: looking an edge up by a scan
+    /// of them, for every one, was quadratic on long runs.
+    ends: HashMap<(usize, usize), EdgeIndex>,
+    /// For each step, the steps its protocol edges lead to (a call's result, a delegate), in the
+    /// order they were added.
+    protocol_children: Vec<Vec<usize>>,
 }
 
 impl DepGraph {
@@ -64,7 +73,11 @@ impl DepGraph {
         for i in 0..t.steps.len() {
             graph.add_node(i);
         }
-        let mut g = DepGraph { graph };
+        let mut g = DepGraph {
+            graph,
+            ends: HashMap::with_capacity(t.links.len() * 2),
+            protocol_children: vec![Vec::new(); t.steps.len()],
+        };
         for l in &t.links {
             if l.from < t.steps.len() && l.to < t.steps.len() && l.from != l.to {
                 g.add(l.from, l.to, EdgeKind::Protocol(l.kind), Vec::new(), 1.0);
@@ -114,12 +127,46 @@ impl DepGraph {
     }
 
     fn add(&mut self, from: usize, to: usize, kind: EdgeKind, shared: Vec<String>, weight: f32) {
-        self.graph.add_edge(NodeIndex::new(from), NodeIndex::new(to), DepEdge { kind, shared, weight, label: None });
+        let protocol = matches!(kind, EdgeKind::Protocol(_));
+        let e = self.graph.add_edge(
+            NodeIndex::new(from),
+            NodeIndex::new(to),
+            DepEdge { kind, shared, weight, label: None },
+        );
+        self.ends.insert((from, to), e);
+        if protocol {
+            self.protocol_children[from].push(to);
+        }
     }
 
-    /// The edge from `from` to `to`, if any.
+    /// The edge from `from` to `to`, if any (the last added when there are several), found in
+    /// constant time.
     pub fn find(&self, from: usize, to: usize) -> Option<EdgeIndex> {
-        self.graph.find_edge(NodeIndex::new(from), NodeIndex::new(to))
+        self.ends.get(&(from, to)).copied()
+    }
+
+    /// The steps that protocol edges from `step` lead to (a call's result, a delegate); empty for
+    /// a step out of range.
+    pub fn protocol_children(&self, step: usize) -> &[usize] {
+        self.protocol_children.get(step).map_or(&[], Vec::as_slice)
+    }
+
+    /// The number of edges leaving and entering `step` (0 for a step out of range), without
+    /// listing them.
+    pub fn degree(&self, step: usize) -> (usize, usize) {
+        if step >= self.len() {
+            return (0, 0);
+        }
+        let n = NodeIndex::new(step);
+        (
+            self.graph.edges_directed(n, Direction::Outgoing).count(),
+            self.graph.edges_directed(n, Direction::Incoming).count(),
+        )
+    }
+
+    /// Whether any edge leaves `step`, in constant time.
+    pub fn has_outgoing(&self, step: usize) -> bool {
+        step < self.len() && self.graph.neighbors_directed(NodeIndex::new(step), Direction::Outgoing).next().is_some()
     }
 
     /// Number of steps (nodes).
@@ -292,6 +339,51 @@ mod tests {
     use super::*;
     use crate::hierarchy;
     use crate::model::{Link, Step, StepKind};
+
+    /// The lookups the judge makes for every edge of a candidate answer from the indexes, and
+    /// agree with the graph: a value first seen at step 0 and used by 2,000 later steps gives
+    /// step 0 2,000 edges, each found directly; protocol children are listed; a protocol edge
+    /// that also shares a value is one edge carrying it.
+    #[test]
+    fn edges_are_found_by_their_ends_on_a_hub_step() {
+        let mut steps =
+            vec![Step { index: 0, agent: "A".into(), content: "The code is 48213".into(), ..Step::default() }];
+        for i in 1..=2000 {
+            steps.push(Step { index: i, agent: "B".into(), content: format!("using 48213 at {i}"), ..Step::default() });
+        }
+        let n = steps.len();
+        steps.push(Step {
+            index: n,
+            agent: "B".into(),
+            kind: StepKind::ToolCall,
+            content: "lookup 48213".into(),
+            ..Step::default()
+        });
+        steps.push(Step {
+            index: n + 1,
+            agent: "tool".into(),
+            kind: StepKind::ToolResult,
+            content: "ok".into(),
+            ..Step::default()
+        });
+        let t = Trajectory {
+            steps,
+            links: vec![Link { from: n, to: n + 1, kind: LinkKind::ToolResult }],
+            ..Trajectory::default()
+        };
+        let h = hierarchy::build(&t);
+        let g = DepGraph::build(&t, &h);
+        assert_eq!(g.degree(0), (2001, 0));
+        for to in [1, 1000, 2000, n] {
+            let e = g.find(0, to).expect("an edge from the value's origin");
+            assert_eq!(g.graph[e].shared, vec!["48213".to_string()]);
+        }
+        assert_eq!(g.find(1, 0), None);
+        assert_eq!(g.protocol_children(n), &[n + 1]);
+        assert_eq!(g.protocol_children(0), &[] as &[usize]);
+        assert_eq!(g.protocol_children(n + 5), &[] as &[usize]);
+        assert!(g.has_outgoing(0) && g.has_outgoing(n) && !g.has_outgoing(n + 1) && !g.has_outgoing(n + 5));
+    }
 
     #[test]
     fn protocol_and_semantic_edges() {

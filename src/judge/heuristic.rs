@@ -123,10 +123,11 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         return Transition::FollowUp;
     }
     let direct = g.find(from, to).map(|e| g.graph[e].clone());
-    let via_child =
-        g.outgoing(from).into_iter().any(|(c, e)| matches!(e.kind, EdgeKind::Protocol(_)) && g.find(c, to).is_some());
+    // Only when there is no direct edge: a step with thousands of edges is asked about each of
+    // them, and looking through its children for every one would be quadratic.
+    let via_child = || g.protocol_children(from).iter().any(|&c| g.find(c, to).is_some());
     let Some(e) = direct.or_else(|| {
-        via_child.then(|| crate::graph::DepEdge {
+        via_child().then(|| crate::graph::DepEdge {
             kind: EdgeKind::Protocol(LinkKind::ToolResult),
             shared: Vec::new(),
             weight: 1.0,
@@ -141,7 +142,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
         // a simulated user's goodbye, that quotes nothing). A misread record or count told to the
         // user reaches the outcome through the user, whom the graph does not model, and a state
         // change is itself part of the outcome.
-        if Some(to) == final_step(ctx) && g.outgoing(from).is_empty() {
+        if Some(to) == final_step(ctx) && !g.has_outgoing(from) {
             // A message that tells the user a value is itself an output the user reads.
             let carries = tells_user_a_value(ctx, from)
                 || recall(ctx, from).is_some_and(|f| {

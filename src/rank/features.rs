@@ -247,8 +247,9 @@ pub fn extract(ctx: &Context<'_>) -> StepFeatures {
         r.push(flag(hops[i].is_some()));
         r.push(hops[i].map_or(1.0, |d| (d as f64 / 10.0).min(1.0)));
         r.push(flag(final_step == Some(i)));
-        r.push((graph.outgoing(i).len() as f64).ln_1p());
-        r.push((graph.incoming(i).len() as f64).ln_1p());
+        let (out_degree, in_degree) = graph.degree(i);
+        r.push((out_degree as f64).ln_1p());
+        r.push((in_degree as f64).ln_1p());
         r.push(output_origin[i].min(5.0));
         r.push((s.introduces.len() as f64).ln_1p());
         r.push((s.uses.iter().filter(|(_, o)| matches!(o, Origin::Step(_))).count() as f64).ln_1p());
