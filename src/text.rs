@@ -136,8 +136,63 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// Where sentences end: `.`, `!`, `?` or `;` followed by white space or the end of the text, and
+/// line breaks. A dot inside a number (`3.8`), a path or a file name (`app/main.py`) ends none.
+static SENTENCE_END: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"[.!?;](?:\s|$)|\n").unwrap());
+
+/// The sentences of a text ([`SENTENCE_END`]), trimmed, empty ones left out; each keeps its
+/// closing mark (`Do not touch app/main.py.`). The one splitter the findings read users' and
+/// agents' sentences with.
+pub fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut last = 0;
+    let mut out = Vec::new();
+    for m in SENTENCE_END.find_iter(text) {
+        let end = if text[m.start()..].starts_with('\n') { m.start() } else { m.start() + 1 };
+        out.push(&text[last..end]);
+        last = m.end();
+    }
+    out.push(&text[last..]);
+    out.into_iter().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The byte range of the sentence of `text` that holds bytes `start..end` (a match in it): from
+/// after the last sentence end before `start` to the first one at or after `end`, its closing
+/// mark included, white space trimmed. Byte offsets; `start <= end <= text.len()`, on character
+/// boundaries.
+pub fn sentence_around(text: &str, start: usize, end: usize) -> std::ops::Range<usize> {
+    let from = SENTENCE_END.find_iter(&text[..start]).last().map_or(0, |m| m.end());
+    let to = SENTENCE_END.find(&text[end..]).map_or(text.len(), |m| {
+        if text[end + m.start()..].starts_with('\n') { end + m.start() } else { end + m.start() + 1 }
+    });
+    let s = &text[from..to];
+    let lead = s.len() - s.trim_start().len();
+    from + lead..from + s.trim_end().len()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sentences_end_at_marks_before_space_and_at_line_breaks() {
+        let text = "Keep Python 3.8 support; do not touch app/main.py. Why? Because\nCI runs it!";
+        let got: Vec<&str> = super::sentences(text).collect();
+        assert_eq!(got, ["Keep Python 3.8 support;", "do not touch app/main.py.", "Why?", "Because", "CI runs it!"]);
+        assert_eq!(super::sentences("  \n ").count(), 0);
+    }
+
+    #[test]
+    fn the_sentence_around_a_match_keeps_its_mark_and_no_neighbour() {
+        let text = "Ran it. The full suite passes: 40 passed. Done";
+        let at = text.find("full").unwrap();
+        assert_eq!(&text[super::sentence_around(text, at, at + 4)], "The full suite passes: 40 passed.");
+        let at = text.find("Done").unwrap();
+        assert_eq!(&text[super::sentence_around(text, at, at + 4)], "Done");
+        assert_eq!(&text[super::sentence_around(text, 0, 3)], "Ran it.");
+        let text = "see src/a.py\nall 12 tests pass";
+        let at = text.find("12").unwrap();
+        assert_eq!(&text[super::sentence_around(text, at, at + 2)], "all 12 tests pass");
+    }
+
     use super::*;
 
     #[test]

@@ -36,12 +36,8 @@ pub(super) static STRESSED: LazyLock<regex::Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
-/// The sentences of a text: cut at a full stop, `!` or `?` followed by a space, and at line ends
-/// (a version's own point, `3.8`, does not cut).
-pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    static CUT: LazyLock<regex::Regex> = LazyLock::new(|| regex::Regex::new(r"[.!?]\s+|\n").unwrap());
-    CUT.split(text).map(str::trim).filter(|s| !s.is_empty())
-}
+/// The sentences of a text ([`crate::text::sentences`]: a version's own point, `3.8`, does not cut).
+pub(super) use crate::text::sentences;
 
 /// The served user's turns (`actions::is_human`) with a sentence that stresses a version
 /// ([`STRESSED`] words and a [`VERSION`]), in order: found once per run, as every later

@@ -57,13 +57,9 @@ pub(super) fn sourced_sum(text: &str, at: usize, key: &str, sourced: &[(f64, usi
         .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
 }
 
-/// The byte range of the sentence of `text` around byte `at`: from after the last sentence end
-/// (". ", "? ", "! ", "; " or a line break) before it to the first one after it.
+/// The byte range of the sentence of `text` around byte `at` ([`crate::text::sentence_around`]).
 fn sentence_around(text: &str, at: usize) -> std::ops::Range<usize> {
-    const ENDS: [&str; 6] = [". ", ".\n", "? ", "! ", "; ", "\n"];
-    let start = ENDS.iter().filter_map(|b| text[..at].rfind(b).map(|p| p + b.len())).max().unwrap_or(0);
-    let end = ENDS.iter().filter_map(|b| text[at..].find(b)).min().map_or(text.len(), |p| at + p);
-    start..end
+    crate::text::sentence_around(text, at, at)
 }
 
 /// Whether the number `key`, written at byte `at` of `text` and stated by the step as a

@@ -1003,11 +1003,9 @@ fn named_subset(ctx: &Context<'_>, part: &str, claim: usize) -> Option<String> {
     Some(format!("the {what} {} was not run", other.trim_end_matches('/')))
 }
 
-/// The sentence of `content` around the match `start..end`, trimmed.
+/// The sentence of `content` around the match `start..end` ([`crate::text::sentence_around`]).
 fn sentence(content: &str, start: usize, end: usize) -> String {
-    let from = content[..start].rfind(['.', '!', '?', '\n']).map_or(0, |x| x + 1);
-    let to = content[end..].find(['.', '!', '?', '\n']).map_or(content.len(), |x| end + x + 1);
-    content[from..to.min(content.len())].trim().to_string()
+    content[crate::text::sentence_around(content, start, end)].to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1208,19 +1206,7 @@ fn is_user_turn(t: &Trajectory, u: usize) -> bool {
     s.kind == StepKind::Message && (super::actions::is_user(&s.role) || super::actions::is_user(&s.agent))
 }
 
-/// The sentences of a text: split at `. `, `! `, `? `, `; ` and line breaks (a dot inside a path or
-/// a file name does not end one).
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    static END: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[.!?;](\s|$)|\n").unwrap());
-    let mut last = 0;
-    let mut out = Vec::new();
-    for m in END.find_iter(text) {
-        out.push(&text[last..m.end()]);
-        last = m.end();
-    }
-    out.push(&text[last..]);
-    out.into_iter().filter(|s| !s.trim().is_empty())
-}
+use crate::text::sentences;
 
 /// The paths call `c` changes, with how, as written (without quotes): for a shell call, the
 /// arguments of its `rm`, `git rm`, `git mv`, `mv`, `sed -i`, `perl -i`, `truncate`, `tee`,
