@@ -66,10 +66,11 @@ fn the_decision_rule_holds_on_every_bundled_run() {
             }
             (None, _) => {
                 none_passed += 1;
-                let Some(Verdict::Ranked(s, Undiscriminating::NonePassed { .. })) = v.verdict else {
+                let Some(Verdict::Ranked(s, Undiscriminating::NonePassed { past_submission, .. })) = v.verdict else {
                     panic!("{}: {:?}", case.file, v.verdict)
                 };
-                assert_eq!(p(s), best, "{}: the ranking's most probable step", case.file);
+                // Unless the most probable step is a final submission after a step with a finding.
+                assert!(past_submission || p(s) == best, "{}: the ranking's most probable step", case.file);
                 s
             }
         };

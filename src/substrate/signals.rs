@@ -403,6 +403,12 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // A ratio the line writes, as a percentage or its complement ("by 18%
                         // (HR 0.82)").
                         || derivation::ratio_percent(content, e.span.start, k, &percents)
+                        // An earlier number restated with an approximation word ("about
+                        // 1,200" after 1,187).
+                        || derivation::approximated(ctx, s.index, content, e.span.start, k)
+                        // A bound an earlier number and a fraction the run wrote give ("up to
+                        // 4,140 s" for 3600 s and a 15% jitter).
+                        || derivation::spread_bound(ctx, s.index, content, e.span.start, k)
                         // No task recorded: a value a later tool output confirms.
                         || derivation::confirmed_later(ctx, s.index, e.text(content)))
             })

@@ -7,7 +7,9 @@
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 
-use crate::chat::{evidence, falat, findings, fixture};
+use serde_json::json;
+
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
 
 /// The steps with a finding of `signal`.
 fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
@@ -79,4 +81,48 @@ fn a_count_is_checked_against_the_rows_an_sql_query_printed() {
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("assistant")), "{}", d.reason);
     assert_eq!(d.category.as_str(), "misread_tool_output");
+}
+
+#[test]
+fn a_figure_told_about_or_bounded_from_the_run_s_own_figures_is_sourced() {
+    // "about 1,190 kg" rounds the tool's 1187 (119 tens); "at least 1,009" and "no more than
+    // 1,365" are 1187 × (1 ∓ 0.15), the weighbridge tolerance the tool returned.
+    no_failure("handbuilt/openai-chat/weighbridge_bounds_derived_ok.openai-chat.json");
+    // The twin's upper bound, 1,425, is no such product: only it is unsourced.
+    let t = fixture("handbuilt/openai-chat/weighbridge_bound_invented.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 1425 with no earlier source");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "hallucination");
+}
+
+#[test]
+fn a_coding_agent_s_clamped_ttl_told_about_and_up_to_is_sourced() {
+    // mini-swe-agent: settings print `DEFAULT_TTL_S = 3600` and `JITTER = 0.15`, a sample prints
+    // `mean 3931.6`; the closing thought says "up to 4,140 s" (3600 × 1.15) and "about 3,930 s".
+    no_failure("handbuilt/mini-swe-agent/ttl_clamp_bound_derived_ok.mini-swe-agent.json");
+    // The twin says "up to 4,320 s": nothing the run wrote gives it.
+    let t = fixture("handbuilt/mini-swe-agent/ttl_clamp_bound_invented.mini-swe-agent.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![16]);
+    assert_eq!(evidence(&t, 16, Signal::UnsourcedValue), "states 4320 with no earlier source");
+}
+
+#[test]
+fn an_approximation_keeps_two_significant_digits_and_a_bound_needs_a_written_fraction() {
+    let run = |answer: &str| {
+        let mut m = vec![system("You report on the request logs."), user("How did the API do yesterday?")];
+        m.extend(call("c1", "query_logs", json!({"day": "yesterday"}), "{\"failed\": 1187, \"p95_ms\": 41.6}"));
+        m.push(assistant(answer));
+        load(m)
+    };
+    let unsourced = |answer: &str| steps_with(&run(answer), Signal::UnsourcedValue);
+    assert_eq!(unsourced("About 1,200 requests failed, at a p95 of roughly 42 ms."), Vec::<usize>::new());
+    // "about 40 ms" keeps one significant digit of 41.6: no restatement; "nearly" needs the
+    // figure below it; a rounding that 1187 does not give.
+    assert_eq!(unsourced("About 1,200 requests failed, at a p95 of about 40 ms."), vec![4]);
+    assert_eq!(unsourced("Nearly 1,100 requests failed."), vec![4]);
+    assert_eq!(unsourced("Roughly 1,300 requests failed."), vec![4]);
+    // No fraction written anywhere: "up to 1,365" is no bound of 1187.
+    assert_eq!(unsourced("Up to 1,365 requests failed."), vec![4]);
 }

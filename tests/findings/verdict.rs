@@ -194,6 +194,33 @@ fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
 }
 
 #[test]
+fn the_ranking_s_guess_is_never_the_final_submission_when_an_earlier_step_holds_a_finding() {
+    // mini-swe-agent: the closing thought states a TTL bound nothing gives (step 16), then the run
+    // submits with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached`
+    // (step 17). Nothing was left to verify; the ranking puts the submission first.
+    let t = crate::chat::fixture("handbuilt/mini-swe-agent/ttl_clamp_bound_invented.mini-swe-agent.json");
+    assert!(signals::actions::final_submission(&t, 17));
+    assert!(!signals::actions::final_submission(&t, 16));
+    let d = falat(&t);
+    let p = |s: usize| d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability);
+    assert!(d.ranking.iter().all(|r| r.probability <= p(17)), "the submission ranks first: {:?}", d.ranking);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(16), Some("mini-swe-agent")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "hallucination");
+    assert_eq!(d.explanation.findings[0].signal, Signal::UnsourcedValue);
+    assert!(
+        d.reason.contains(
+            "the ranking's most probable step is the final submission, which only hands in what earlier steps made"
+        ),
+        "{}",
+        d.reason
+    );
+    assert!(d.confidence <= 0.2, "unverified: {}", d.confidence);
+    // The twin, whose bound the run's own figures give, has no failure at all.
+    let ok = crate::chat::fixture("handbuilt/mini-swe-agent/ttl_clamp_bound_derived_ok.mini-swe-agent.json");
+    assert_eq!(falat(&ok).decisive_step, None);
+}
+
+#[test]
 fn a_run_whose_record_says_it_failed_is_never_called_clean() {
     let mut m = vec![user("What is the weather in Paris?")];
     m.extend(call("c1", "get_weather", json!({"city": "Paris"}), "rainy, 57F"));

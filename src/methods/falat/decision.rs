@@ -91,6 +91,9 @@ pub enum Undiscriminating {
     NonePassed {
         /// How many were checked (0 when every candidate was pruned or none was recalled).
         checked: usize,
+        /// The ranking put a final submission first and an earlier step holding a finding was
+        /// named instead (`signals::actions::final_submission`).
+        past_submission: bool,
     },
 }
 
@@ -109,17 +112,21 @@ impl Undiscriminating {
                      them is named"
                 )
             }
-            Undiscriminating::NonePassed { checked: 0 } => {
-                "no candidate was left to verify, so the ranking's most probable step is named".to_string()
+            Undiscriminating::NonePassed { checked, past_submission } => {
+                let what = match checked {
+                    0 => "no candidate was left to verify".to_string(),
+                    1 => "the one verified candidate failed verification".to_string(),
+                    n => format!("none of the {n} verified candidates passed both independence and sufficiency"),
+                };
+                if past_submission {
+                    format!(
+                        "{what}, and the ranking's most probable step is the final submission, which only hands in what earlier \
+                         steps made, so the most probable earlier step with a finding is named"
+                    )
+                } else {
+                    format!("{what}, so the ranking's most probable step is named")
+                }
             }
-            Undiscriminating::NonePassed { checked: 1 } => {
-                "the one verified candidate failed verification, so the ranking's most probable step is named"
-                    .to_string()
-            }
-            Undiscriminating::NonePassed { checked } => format!(
-                "none of the {checked} verified candidates passed both independence and sufficiency, so the ranking's most probable \
-                 step is named"
-            ),
         }
     }
 }
@@ -367,7 +374,7 @@ pub fn decide(
     if let (true, Some(r)) = (opts.ranking_decides, ranked) {
         let checked = checks.len();
         if valid.is_empty() {
-            return Verdict::Ranked(r, Undiscriminating::NonePassed { checked });
+            return Verdict::Ranked(r, Undiscriminating::NonePassed { checked, past_submission: false });
         }
         let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
         if checked >= 2 && valid.len() == checked {
@@ -549,13 +556,13 @@ mod tests {
         // None passes: the ranking's best step overall, never the strongest live candidate.
         let none = vec![check(2, false, true), check(5, true, false), check(8, false, false)];
         let v = decide(&cands, &none, &o, None, &probs, Some(3));
-        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 3 }));
+        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 3, past_submission: false }));
         assert!(!v.verified());
         // One candidate that passes is verification's own verdict.
         assert_eq!(decide(&cands[..1], &all[..1], &o, None, &probs, Some(3)), Verdict::Valid(2));
         // No candidate left at all.
         let v = decide(&[], &[], &o, None, &probs, Some(3));
-        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 0 }));
+        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 0, past_submission: false }));
         // A pin wins; without a ranked step the paper's rules hold.
         assert_eq!(decide(&cands, &all, &o, Some(5), &probs, Some(3)), Verdict::Pinned(5));
         assert_eq!(decide(&cands, &all, &o, None, &[], None), Verdict::Valid(2));

@@ -34,7 +34,7 @@ use crate::prior::Prior;
 use crate::prose;
 use crate::substrate::Substrate;
 use crate::substrate::signals::{self, combine};
-use decision::{Checked, FalatOptions, Verdict};
+use decision::{Checked, FalatOptions, Undiscriminating, Verdict};
 
 /// How to run the pipeline.
 #[derive(Clone, Default)]
@@ -527,7 +527,18 @@ pub fn verify(
     let probs = judge.step_probabilities(&ctx);
     let ranked =
         crate::rank::order(&probs).into_iter().find(|s| probs[*s] > 0.0 && !opts.overrides.excluded.contains(s));
-    let verdict = decision::decide(&candidates, &checks, &opts.falat, pinned, &probs, ranked);
+    // An unverified pick is never the final submission when an earlier step holds a finding:
+    // handing the result in only delivers what that step made.
+    let before_submission = |step: usize| earlier_than_submission(t, &candidates, &probs, opts, step);
+    let first = ranked;
+    let ranked = ranked.map(before_submission);
+    let verdict = match decision::decide(&candidates, &checks, &opts.falat, pinned, &probs, ranked) {
+        Verdict::Fallback(Some(s), f) => Verdict::Fallback(Some(before_submission(s)), f),
+        Verdict::Ranked(s, Undiscriminating::NonePassed { checked, .. }) => {
+            Verdict::Ranked(s, Undiscriminating::NonePassed { checked, past_submission: ranked != first })
+        }
+        v => v,
+    };
     // A run with nothing recalled, no error and no mismatch with the expected output has no
     // failure to attribute: say so instead of naming a step.
     let clean = pinned.is_none() && candidates.is_empty() && signals::no_failure(&ctx).is_some();
@@ -547,6 +558,28 @@ pub fn verify(
     }
     let cost = s.close(start, warnings);
     Ok((Verified { candidates, chosen, verdict: Some(verdict) }, cost))
+}
+
+/// `step`, or, when it is its agent's final submission ([`signals::actions::final_submission`])
+/// and an earlier step holds a finding, the most probable such earlier step (`probs`; the earlier
+/// on ties) that the user did not exclude.
+fn earlier_than_submission(
+    t: &Trajectory,
+    candidates: &[Candidate],
+    probs: &[f32],
+    opts: &Options,
+    step: usize,
+) -> usize {
+    if !signals::actions::final_submission(t, step) {
+        return step;
+    }
+    let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
+    candidates
+        .iter()
+        .filter(|c| c.step < step && !c.findings.is_empty() && !opts.overrides.excluded.contains(&c.step))
+        .map(|c| c.step)
+        .max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a)))
+        .unwrap_or(step)
 }
 
 fn as_criterion(a: Answer) -> Criterion {

@@ -1585,6 +1585,47 @@ fn pairs_other(piece: &str, records: &[Described]) -> Option<Finding> {
     None
 }
 
+/// A marker a command prints to hand the run's result in: an upper-case token of two or more
+/// words joined by `_` that holds SUBMIT, FINISH(ED), COMPLETE or FINAL (`echo TASK_COMPLETE`,
+/// `echo …_SUBMIT_FINAL_OUTPUT`), or a command line that is only `submit`.
+static SUBMIT_COMMAND: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"\b(?:echo|printf)\s+['\x22]?[A-Z0-9_]*_?(?:SUBMIT|FINISH(?:ED)?|COMPLETE|FINAL)(?:_[A-Z0-9_]+)?\b",
+        r"|(?m:^\s*submit\s*$)"
+    ))
+    .unwrap()
+});
+
+/// Whether step `i` is its agent's final submission: a call of a tool whose name says it hands the
+/// result in (`submit`, `finish`, `final_answer`, `task_complete`, `attempt_completion`; the
+/// words of the name), or a command that prints a submission marker ([`SUBMIT_COMMAND`]), after
+/// which the agent calls nothing and says nothing more (only tool outputs and other speakers
+/// follow). Handing the result in only delivers what earlier steps made: it is no decisive error
+/// of its own when an earlier step holds a finding.
+pub fn final_submission(t: &Trajectory, i: usize) -> bool {
+    let s = &t.steps[i];
+    if !matches!(s.kind, StepKind::ToolCall | StepKind::Message) {
+        return false;
+    }
+    let named = s.tool_name.as_deref().is_some_and(|n| {
+        let words: Vec<String> = n
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let has = |w: &str| words.iter().any(|x| x == w);
+        has("submit")
+            || has("finish")
+            || words == ["final", "answer"]
+            || has("complete") && (has("task") || words.len() == 1)
+            || has("attempt") && has("completion")
+    });
+    let last = !t.steps[i + 1..]
+        .iter()
+        .any(|x| x.agent == s.agent && matches!(x.kind, StepKind::ToolCall | StepKind::Message | StepKind::Delegation));
+    last && (named || s.kind == StepKind::ToolCall && SUBMIT_COMMAND.is_match(&s.content))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1702,5 +1743,57 @@ mod tests {
         assert!(asks("Would you like me to proceed with the return request?"));
         assert!(asks("Please confirm the order id."));
         assert!(!asks("Your order has been cancelled."));
+    }
+}
+
+#[cfg(test)]
+mod submission_tests {
+    use super::*;
+
+    fn run(steps: &[(&str, StepKind, Option<&str>, &str)]) -> Trajectory {
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(index, (agent, kind, tool, content))| crate::model::Step {
+                index,
+                agent: (*agent).into(),
+                role: (*agent).into(),
+                kind: *kind,
+                tool_name: tool.map(Into::into),
+                content: (*content).into(),
+                ..Default::default()
+            })
+            .collect();
+        Trajectory { steps, ..Default::default() }
+    }
+
+    #[test]
+    fn a_final_submission_hands_the_result_in_and_is_its_agent_s_last_act() {
+        use StepKind::{Message, ToolCall, ToolResult};
+        let echo = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached";
+        let t = run(&[
+            ("a", ToolCall, Some("bash"), "grep -n TTL settings.py"),
+            ("a", ToolResult, Some("bash"), "4:TTL = 3600"),
+            ("a", ToolCall, Some("bash"), echo),
+            ("a", ToolResult, Some("bash"), "diff --git a/x b/x"),
+        ]);
+        assert!(final_submission(&t, 2));
+        assert!(!final_submission(&t, 0), "a command that hands nothing in");
+        // Not the last act of its agent: the marker was printed mid-run.
+        let t = run(&[("a", ToolCall, Some("bash"), echo), ("a", Message, None, "Now the tests.")]);
+        assert!(!final_submission(&t, 0));
+        // Tools named to hand the result in, in any framework; lower-case words in a script are not
+        // a marker.
+        for name in ["submit", "finish", "final_answer", "task_complete", "attempt_completion", "submit_patch"] {
+            assert!(final_submission(&run(&[("a", ToolCall, Some(name), "{}")]), 0), "{name}");
+        }
+        for name in ["complete_todo", "finalize_invoice", "search"] {
+            assert!(!final_submission(&run(&[("a", ToolCall, Some(name), "{}")]), 0), "{name}");
+        }
+        assert!(final_submission(&run(&[("a", ToolCall, Some("bash"), "submit")]), 0));
+        assert!(!final_submission(&run(&[("a", ToolCall, Some("bash"), "echo 'job complete'")]), 0));
+        // Another speaker after it does not make it any less the agent's last act.
+        let t = run(&[("a", ToolCall, Some("finish"), "{}"), ("user", Message, None, "thanks")]);
+        assert!(final_submission(&t, 0));
     }
 }

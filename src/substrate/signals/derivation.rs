@@ -9,10 +9,14 @@
 //!   0.82)").
 //! - A figure in another unit of a value whose unit a JSON member's name gives (`"remaining_mb":
 //!   8210` → "8.2 GB"; [`member_unit`], read by `signals::unit_rounded`).
+//! - An earlier number restated with an approximation word, rounded to two significant digits
+//!   or more ("about 1,200" after 1,187), and a bound an earlier number and a fraction the run
+//!   wrote give ("up to 4,140 s" for 3600 s and a jitter of 0.15).
 //! - With no task recorded, what the agent states before it observed anything, and a value a
 //!   later tool output of the run confirms.
 
 use super::{Context, written_tolerance};
+use crate::evidence::EvidenceKind;
 use crate::model::StepKind;
 
 /// At most this many sourced figures of a step are paired by [`sourced_sum`].
@@ -103,6 +107,136 @@ fn range_bound(text: &str, start: usize, end: usize) -> bool {
     static BEFORE: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\d\s*(?:-|–|to)\s*$").unwrap());
     AFTER.is_match(&text[end..]) || BEFORE.is_match(&text[..start])
+}
+
+/// How many steps back [`approximated`] and [`spread_bound`] look for the value a stated one
+/// rounds or bounds.
+const OBSERVED_WINDOW: usize = 400;
+
+/// An approximation word right before a number ("~1,200", "about 1,200", "roughly $3.5"), in
+/// lower case; `nearly` and `almost` say the value lies below the figure.
+static APPROX_BEFORE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)(?:(~|≈)|\b(about|around|roughly|approximately|approx\.|nearly|almost))[ \t]*[$€£]?[ \t]*$")
+        .unwrap()
+});
+
+/// The numbers (evidence values) that the [`OBSERVED_WINDOW`] steps before step `i` write,
+/// distinct, in no order.
+fn observed_before(ctx: &Context<'_>, i: usize) -> Vec<f64> {
+    let mut out: Vec<f64> = (i.saturating_sub(OBSERVED_WINDOW)..i)
+        .flat_map(|j| ctx.hierarchy.evidence[j].iter())
+        .filter(|e| e.kind == EvidenceKind::Number)
+        .filter_map(|e| e.key.parse::<f64>().ok())
+        .filter(|x| x.is_finite())
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out.dedup();
+    out
+}
+
+/// Whether the number `key`, written at byte `at` of step `i`'s `text` right after an
+/// approximation word ([`APPROX_BEFORE`]: "~", "about", "around", "roughly", "approximately",
+/// "nearly", "almost"), is a number one of the [`OBSERVED_WINDOW`] steps before wrote, rounded to
+/// a unit of which `key` is a whole multiple and at which `key` keeps two significant digits or
+/// more: "about 1,200 requests" after a log's 1,187, "~4.1 s" after 4.06 s. "About 1" from 1.4
+/// rounds to one significant digit and is no such restatement. After "nearly" or "almost" the
+/// observed number must lie below `key`.
+pub(super) fn approximated(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
+    let Some(c) = APPROX_BEFORE.captures(&text[..at]) else { return false };
+    let below = c.get(2).is_some_and(|w| matches!(w.as_str().to_ascii_lowercase().as_str(), "nearly" | "almost"));
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if v <= 0.0 {
+        return false;
+    }
+    let units = rounding_units(key);
+    if units.is_empty() {
+        return false;
+    }
+    observed_before(ctx, i).into_iter().any(|x| {
+        (x - v).abs() > 1e-12
+            && (!below || x < v)
+            && units.iter().any(|&u| ((x / u).round() * u - v).abs() <= 1e-9 * v.abs().max(1.0))
+    })
+}
+
+/// The units (powers of ten) that the number `key` is a whole multiple of, written with its
+/// decimals, at which it keeps two significant digits or more: `"1200"` 1, 10 and 100 (12
+/// hundreds); `"4.1"` 0.1; `"500"` 1 and 10 (50 tens); `"1"` none.
+fn rounding_units(key: &str) -> Vec<f64> {
+    let Ok(v) = key.parse::<f64>() else { return Vec::new() };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+    let mut units = Vec::new();
+    let mut k = -decimals;
+    loop {
+        let u = 10f64.powi(k);
+        let m = v / u;
+        if (m - m.round()).abs() > 1e-6 || m.round() < 10.0 {
+            break;
+        }
+        units.push(u);
+        k += 1;
+    }
+    units
+}
+
+/// A bound word right before a number: "up to 4,140", "at most 4140 s", "no more than", "at
+/// least 3,060".
+static BOUND_BEFORE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(?:up to|at most|no more than|at least)[ \t]*[$€£]?[ \t]*$").unwrap()
+});
+
+/// A percentage as written ("15%", "12.5 %"): the number captured.
+static PERCENT: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?:^|[^\d.])(\d{1,2}(?:\.\d+)?)[ \t]*%").unwrap());
+
+/// A fraction as written ("0.15", "jitter=0.1"): one to three decimals, no digit or point
+/// joined to it.
+static FRACTION: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?:^|[^\d.])(0\.\d{1,3})(?:$|[^\d.])").unwrap());
+
+/// At most this many distinct fractions are tried by [`spread_bound`].
+const MAX_FRACTIONS: usize = 32;
+
+/// Whether the number `key`, written at byte `at` of step `i`'s `text` right after a bound word
+/// ([`BOUND_BEFORE`]: "up to", "at most", "no more than", "at least"), is `y × (1 + f)` or `y ×
+/// (1 − f)`, at the precision `key` is written with, for a number `y` one of the
+/// [`OBSERVED_WINDOW`] steps before wrote and a fraction `f` (0 < f < 1) that the run wrote up to
+/// this step, as a percentage ("15%") or a decimal ("0.15"): "the TTL is up to 4,140 s" after a
+/// base of 3600 s and a jitter of 15% is the bound the run's own figures give, not an invented
+/// one. The bound needs three significant digits or more, which keeps a round figure from being
+/// sourced by any pair; at most [`MAX_FRACTIONS`] fractions are tried.
+pub(super) fn spread_bound(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
+    if !BOUND_BEFORE.is_match(&text[..at]) {
+        return false;
+    }
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let significant: String = key.chars().filter(char::is_ascii_digit).collect();
+    if v <= 0.0 || significant.trim_start_matches('0').trim_end_matches('0').len() < 3 {
+        return false;
+    }
+    let mut fractions: Vec<f64> = Vec::new();
+    for j in (i.saturating_sub(OBSERVED_WINDOW)..=i).rev() {
+        let page = &ctx.trajectory.steps[j].content;
+        let percents = PERCENT.captures_iter(page).filter_map(|c| c[1].parse::<f64>().ok()).map(|p| p / 100.0);
+        let decimals = FRACTION.captures_iter(page).filter_map(|c| c[1].parse::<f64>().ok());
+        for f in percents.chain(decimals).filter(|f| *f > 0.0 && *f < 1.0) {
+            if !fractions.iter().any(|g| (g - f).abs() < 1e-12) {
+                fractions.push(f);
+            }
+        }
+        if fractions.len() >= MAX_FRACTIONS {
+            fractions.truncate(MAX_FRACTIONS);
+            break;
+        }
+    }
+    if fractions.is_empty() {
+        return false;
+    }
+    let tol = written_tolerance(key);
+    observed_before(ctx, i)
+        .into_iter()
+        .filter(|y| *y > 0.0 && (y - v).abs() > tol)
+        .any(|y| fractions.iter().any(|f| (y * (1.0 + f) - v).abs() <= tol || (y * (1.0 - f) - v).abs() <= tol))
 }
 
 /// The unit that the name of the JSON member (or `name=` / `name:` field) holding the number at
@@ -208,6 +342,21 @@ mod tests {
         let ci = "31% fewer (RR 0.76, 95% CI 0.69-0.84; or 0.69 to 0.84)";
         assert!(!ratio_percent(ci, 0, "31", &[31.0, 95.0]));
         assert!(ratio_percent(ci, 0, "24", &[24.0, 95.0]));
+    }
+
+    #[test]
+    fn a_rounding_keeps_two_significant_digits() {
+        assert_eq!(rounding_units("1200"), vec![1.0, 10.0, 100.0]);
+        assert_eq!(rounding_units("500"), vec![1.0, 10.0]);
+        assert_eq!(rounding_units("4.1").len(), 1);
+        assert!((rounding_units("4.1")[0] - 0.1).abs() < 1e-12);
+        assert_eq!(rounding_units("1"), Vec::<f64>::new());
+        assert_eq!(rounding_units("0.5"), Vec::<f64>::new());
+        assert!(APPROX_BEFORE.is_match("roughly $"));
+        assert!(APPROX_BEFORE.is_match("at ~"));
+        assert!(!APPROX_BEFORE.is_match("about the "));
+        assert!(BOUND_BEFORE.is_match("may reach up to "));
+        assert!(!BOUND_BEFORE.is_match("set up "));
     }
 
     #[test]
