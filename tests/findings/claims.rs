@@ -132,3 +132,32 @@ fn warnings_the_agent_calls_harmless_are_no_failure_when_the_command_did_its_wor
     assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![5]);
     named(bad, 5, "Coder");
 }
+
+#[test]
+fn a_change_the_tool_did_not_make_told_as_made_is_the_decisive_step() {
+    // `change_plan` answers `"dry_run": true, "applied": false`; the reply says the plan "has been
+    // switched". The twin says it was a dry run and asks to apply it.
+    let bad = "handbuilt/openai-chat/plan_change_dry_run_told_done.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the user the change was made, but its result at step 3 says `\"dry_run\": true`: nothing was changed"
+    );
+    named(bad, 4, "assistant");
+    no_failure("handbuilt/openai-chat/plan_change_dry_run_told_ok.openai-chat.json");
+}
+
+#[test]
+fn data_the_tool_marks_cached_told_as_current_is_the_decisive_step() {
+    // `"cached": true, "as_of": …` told as "currently operational"; the twin says it is cached.
+    let bad = "handbuilt/openai-chat/payments_status_cached_told_live.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the data as current, but its result at step 3 says `\"cached\": true`"
+    );
+    named(bad, 4, "assistant");
+    no_failure("handbuilt/openai-chat/payments_status_cached_told_ok.openai-chat.json");
+}
