@@ -261,8 +261,7 @@ pub fn build(t: &Trajectory) -> Hierarchy {
 }
 
 /// Clears the `hedged` flag of a step whose every hedging word an earlier tool output wrote
-/// or a page an agent read (`_` read as a space), in any of its forms (words compared by their
-/// stem, [`hedge_stem`]):
+/// (`_` read as a space), in any of its forms (words compared by their stem, [`hedge_stem`]):
 /// "the estimated delivery is 14 March" after a lookup returning `estimated_delivery` or
 /// `delivery_estimate` repeats the tool's field; it assumes nothing.
 fn unhedge_observed(t: &Trajectory, steps: &mut [StepSummary]) {
@@ -271,13 +270,10 @@ fn unhedge_observed(t: &Trajectory, steps: &mut [StepSummary]) {
     }
     let mut observed: HashSet<String> = HashSet::new();
     for (i, summary) in steps.iter_mut().enumerate() {
-        // A page an agent read (a web surfer's or a file surfer's view) is observed too; its own
-        // flag is left as its text sets it.
-        let page = matches!(summary.action, Action::Search | Action::ReadFile);
-        if summary.kind != StepKind::ToolResult && !page && summary.flags.hedged && !observed.is_empty() {
+        if summary.kind != StepKind::ToolResult && summary.flags.hedged && !observed.is_empty() {
             summary.flags.hedged = hedge_words(&strip_code(&t.steps[i].content)).any(|w| !observed.contains(&w));
         }
-        if summary.kind == StepKind::ToolResult || page {
+        if summary.kind == StepKind::ToolResult {
             let content = t.steps[i].content.replace('_', " ");
             observed.extend(HEDGE_FORMS.find_iter(&content).map(|m| hedge_stem(m.as_str())));
         }

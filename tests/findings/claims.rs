@@ -64,13 +64,14 @@ fn a_hedging_word_the_tool_wrote_in_another_form_is_no_assumption() {
     assert_eq!(steps_with(&t, Signal::Assumption), vec![4]);
     assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
     named("handbuilt/openai-chat/parcel_estimate_invented.openai-chat.json", 4, "assistant");
-    // "Completion estimates: 15 June 2027" on the page the web surfer read, "The estimated
-    // completion date" in the answer; the twin's page gives no date.
-    no_failure("handbuilt/magentic-one/bridge_completion_estimates_ok.json");
-    let bad = "handbuilt/magentic-one/bridge_completion_estimated_unsourced.json";
+    // `"completion_estimates"` in an OpenAI Agents SDK tool span, "The estimated completion date"
+    // in the answer; the twin's ticket gives no date.
+    no_failure("handbuilt/openai-agents/repair_completion_estimates_ok.openai-agents.json");
+    let bad = "handbuilt/openai-agents/repair_completion_estimated_unsourced.openai-agents.json";
     let t = fixture(bad);
-    assert_eq!(steps_with(&t, Signal::Assumption), vec![4]);
-    named(bad, 4, "MagenticOneOrchestrator");
+    assert_eq!(steps_with(&t, Signal::Assumption), vec![3]);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![3]);
+    named(bad, 3, "Repair desk");
 }
 
 #[test]
