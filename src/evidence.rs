@@ -115,10 +115,12 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap()
 });
 /// A line that reports an error ([`EvidenceKind::ErrorLine`]). A panic is one in its runtime's
-/// own words, matched with their case: Go's `panic: ` opening a line, Rust's `panicked at`.
+/// own words, matched with their case: Go's `panic: ` opening a line, Rust's `panicked at`. An
+/// apology reports an error only when it leads into what could not be done ("I'm sorry, I
+/// couldn't find it", "sorry, the booking failed"), not as a courtesy ("sorry for the wait").
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-i:^panic: |(?-u:\b)panicked at )|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|i'?m sorry|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
+        r"(?im)(traceback \(most recent call last\)|(?-i:^panic: |(?-u:\b)panicked at )|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|(?-u:\b)sorry(?:,| but| to (?:say|report|tell you)| that)[^\n.!?]{0,80}?(?-u:\b)(?:couldn['’]?t|could not|can['’]?t|cannot|unable|(?:was|were)(?:n['’]?t| not) able|not able|failed|fails|didn['’]?t (?:work|go through|succeed)|did not (?:work|go through|succeed)|(?:is|was)(?:n['’]?t| not) possible|won['’]?t be able|went wrong|an error|no longer available)|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
     )
     .unwrap()
 });

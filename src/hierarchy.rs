@@ -185,9 +185,20 @@ impl Hierarchy {
 static HEDGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(assum(e|ing|ption)|hypothetical(ly)?|placeholder|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(e|ed|ing)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimated?)(?-u:\b)").unwrap()
 });
-/// The hedging words of `text` ([`HEDGE`]'s matches), lower case.
+/// A hedging word of [`HEDGE`] in any of its inflections (`estimates`, `assumptions`,
+/// `simulation`), as a tool output writes it in a field name or a value. An adverb's adjective is
+/// no inflection: "a typical sight" in a review does not write "typically".
+static HEDGE_FORMS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(assum(?:e|es|ed|ing|ptions?)|hypothetical(?:ly)?|placeholders?|for (demonstration|illustration|the sake of)|sample data|dummy|mock(ed)? data|simulat(?:e|es|ed|ing|ions?)|example (data|values)|let'?s suppose|made[- ]up|fictional data|without (actual|real) (data|access)|based on (my|general) knowledge|typically|estimat(?:e|es|ed|ing|ions?))(?-u:\b)").unwrap()
+});
+/// The stem of a hedging word: its first five letters, lower case, so that "estimated",
+/// "estimates" and "estimate" are one word.
+fn hedge_stem(word: &str) -> String {
+    word.chars().take(5).flat_map(char::to_lowercase).collect()
+}
+/// The stems of the hedging words of `text` ([`HEDGE`]'s matches).
 fn hedge_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    HEDGE.find_iter(text).map(|m| m.as_str().to_lowercase())
+    HEDGE.find_iter(text).map(|m| hedge_stem(m.as_str()))
 }
 
 static VERIFIED: LazyLock<Regex> = LazyLock::new(|| {
@@ -244,23 +255,77 @@ pub fn build(t: &Trajectory) -> Hierarchy {
         summary.introduces = introduces;
     }
     unhedge_observed(t, &mut steps);
+    waved_off_warnings(t, &evidence, &mut steps);
     let phases = phases(t, &steps);
     Hierarchy { evidence, steps, phases, first_seen }
 }
 
 /// Clears the `hedged` flag of a step whose every hedging word an earlier tool output wrote
-/// (`_` read as a space): "the estimated delivery is 14 March" after a lookup returning
-/// `estimated_delivery` repeats the tool's field; it assumes nothing.
+/// (`_` read as a space), in any of its forms (words compared by their stem, [`hedge_stem`]):
+/// "the estimated delivery is 14 March" after a lookup returning `estimated_delivery` or
+/// `delivery_estimate` repeats the tool's field; it assumes nothing.
 fn unhedge_observed(t: &Trajectory, steps: &mut [StepSummary]) {
     if !steps.iter().any(|s| s.flags.hedged) {
         return;
     }
     let mut observed: HashSet<String> = HashSet::new();
     for (i, summary) in steps.iter_mut().enumerate() {
-        if summary.kind == StepKind::ToolResult {
-            observed.extend(hedge_words(&t.steps[i].content.replace('_', " ")));
-        } else if summary.flags.hedged && !observed.is_empty() {
+        if summary.kind != StepKind::ToolResult && summary.flags.hedged && !observed.is_empty() {
             summary.flags.hedged = hedge_words(&strip_code(&t.steps[i].content)).any(|w| !observed.contains(&w));
+        }
+        if summary.kind == StepKind::ToolResult {
+            let content = t.steps[i].content.replace('_', " ");
+            observed.extend(HEDGE_FORMS.find_iter(&content).map(|m| hedge_stem(m.as_str())));
+        }
+    }
+}
+
+/// How many steps after a tool output [`waved_off_warnings`] reads for the agent's word on it.
+const WAVE_OFF_WINDOW: usize = 3;
+
+/// A message that calls warnings harmless: "those deprecation warnings are harmless", "the font
+/// warnings can be ignored", "warnings are just noise", "the warning is expected".
+static WARNINGS_HARMLESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)warn(?:ing)?s?(?-u:\b)[^.\n!?;]{0,60}?(?-u:\b)(?:(?:is|are|was|were|'s|'re|seem|seems|look|looks)\s+(?:just\s+|only\s+|all\s+|merely\s+|purely\s+)?(?:harmless|benign|noise|noisy|cosmetic|expected|safe to ignore|nothing to worry about|informational)|can (?:be )?(?:safely )?(?:be )?ignored?|(?:are|is) not (?:a problem|an error|errors))(?-u:\b)").unwrap()
+});
+
+/// Clears the `error` flag of a tool output whose error lines are all warnings, whose last line
+/// is no error, that the format does not mark failed, and that the agent's next message (within
+/// [`WAVE_OFF_WINDOW`] steps) calls harmless: a run printing `WARNING: … Font family 'Arial'
+/// not found.` before "Saved chart to …", then "those font warnings are harmless", did what it
+/// was asked; it shows no failure for the agent to ignore. Had the output ended on an error
+/// line, the agent's word would not clear it.
+fn waved_off_warnings(t: &Trajectory, evidence: &[Vec<Evidence>], steps: &mut [StepSummary]) {
+    for r in 0..steps.len() {
+        let s = &steps[r];
+        // A tool's output, or a terminal's reply to another agent's code (Magentic-One's
+        // ComputerTerminal).
+        let output = s.kind == StepKind::ToolResult
+            || r > 0
+                && t.steps[r - 1].agent != t.steps[r].agent
+                && evidence[r - 1].iter().any(|e| matches!(e.kind, EvidenceKind::CodeBlock(_)));
+        if !output || !s.flags.error || s.flags.failed_execution || t.steps[r].is_error {
+            continue;
+        }
+        let content = &t.steps[r].content;
+        if error_lead(content.trim()) {
+            continue;
+        }
+        let line_of = |at: usize| {
+            let start = content[..at].rfind('\n').map_or(0, |p| p + 1);
+            let end = content[at..].find('\n').map_or(content.len(), |p| at + p);
+            start..end
+        };
+        let mut lines = evidence[r].iter().filter(|e| e.kind == EvidenceKind::ErrorLine).map(|e| line_of(e.span.start));
+        let all_warnings = lines.all(|l| content[l].to_ascii_lowercase().contains("warn"));
+        let last = content.trim_end().rsplit('\n').next().unwrap_or_default();
+        let last_is_error = !evidence::extract_text(last).iter().all(|e| e.kind != EvidenceKind::ErrorLine);
+        if !all_warnings || last_is_error {
+            continue;
+        }
+        let next = (r + 1..steps.len().min(r + 1 + WAVE_OFF_WINDOW)).find(|&k| steps[k].kind != StepKind::ToolResult);
+        if next.is_some_and(|k| WARNINGS_HARMLESS.is_match(&t.steps[k].content)) {
+            steps[r].flags.error = false;
         }
     }
 }

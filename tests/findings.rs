@@ -4,6 +4,9 @@
 //!   a stated value (docs/METHODS.md, "Values in context"), and tool errors written in content;
 //! - `actions`: rejected and unconfirmed state changes, recovered lookups, unavailable values and
 //!   miscounts (docs/METHODS.md, "Findings about actions and grounding");
+//! - `claims`: what an agent says that is no failure (a courtesy apology, a hedge the tool wrote
+//!   in another form, a duration between a record's timestamps, a rounded figure, warnings called
+//!   harmless), each beside its faulty twin;
 //! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
 //!   after it, a claim that the tests pass;
 //! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
@@ -31,6 +34,8 @@
 mod actions;
 #[path = "findings/chat.rs"]
 mod chat;
+#[path = "findings/claims.rs"]
+mod claims;
 #[path = "findings/coding.rs"]
 mod coding;
 #[path = "findings/delegation.rs"]

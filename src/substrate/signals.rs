@@ -221,6 +221,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
+    grounding::told_not_applied(ctx, i, &mut f);
     tables::wrong_column(ctx, i, &mut f);
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
@@ -400,6 +401,12 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // The sum or difference of two figures the step names, each sourced
                         // ("ship 800 from here and 400 from there" for an order of 1,200).
                         || derivation::sourced_sum(content, e.span.start, k, &sourced)
+                        // The time between two timestamps of one earlier record ("took 77
+                        // minutes" after `started_at` 08:48, `finished_at` 10:05).
+                        || derivation::timestamp_gap(ctx, s.index, content, e.span.start, k)
+                        // A rounded form of a finer figure of its sentence or an earlier tool
+                        // output ("about 3.4 million" after 3,412,880).
+                        || derivation::rounded_figure(ctx, s.index, content, e.span.start, k)
                         // A ratio the line writes, as a percentage or its complement ("by 18%
                         // (HR 0.82)").
                         || derivation::ratio_percent(content, e.span.start, k, &percents)
@@ -3576,8 +3583,10 @@ fn call_error(ctx: &Context<'_>, call: usize) -> Option<String> {
     let lead = content.len() - content.trim_start().len();
     // An error line at the opening, or an error report as tools write one (`{"error": "…"}`,
     // `Error executing tool …`: [`crate::hierarchy::error_lead`]).
-    let opens = ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead)
-        || rs.kind == StepKind::ToolResult && crate::hierarchy::error_lead(content);
+    // Warnings the agent called harmless (the step's error flag cleared) open no error.
+    let opens = rs.flags.error
+        && (ctx.hierarchy.evidence[r].iter().any(|e| e.kind == EvidenceKind::ErrorLine && e.span.start <= lead)
+            || rs.kind == StepKind::ToolResult && crate::hierarchy::error_lead(content));
     let first_error = || {
         ctx.hierarchy.evidence[r]
             .iter()

@@ -12,6 +12,10 @@
 //! - An earlier number restated with an approximation word, rounded to two significant digits
 //!   or more ("about 1,200" after 1,187), and a bound an earlier number and a fraction the run
 //!   wrote give ("up to 4,140 s" for 3600 s and a jitter of 0.15).
+//! - A duration that is the time between two timestamps of one earlier record
+//!   (`"started_at": "…T08:48:00Z", "finished_at": "…T10:05:00Z"` → "77 minutes").
+//! - A rounded figure ("about 3.4 million") whose finer figure (3,412,880) the same sentence or
+//!   an earlier tool output writes.
 //! - With no task recorded, what the agent states before it observed anything, and a value a
 //!   later tool output of the run confirms.
 
@@ -310,6 +314,130 @@ pub(super) fn confirmed_later(ctx: &Context<'_>, i: usize, written: &str) -> boo
     })
 }
 
+/// How many steps back [`timestamp_gap`] and [`rounded_figure`] read for their source.
+const SOURCE_WINDOW: usize = 60;
+
+/// At most this many timestamps of one record are paired by [`timestamp_gap`].
+const MAX_TIMESTAMPS: usize = 200;
+
+/// An ISO-8601 date and time (`2026-03-04T09:42:00Z`, `2026-03-04 09:42:10.5+01:00`): date,
+/// hours, minutes, optional seconds and offset captured.
+static ISO_TIME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))?",
+    )
+    .unwrap()
+});
+
+/// The seconds since 1970-01-01 of an [`ISO_TIME`] match (UTC when it gives no offset).
+fn epoch_seconds(c: &regex::Captures<'_>) -> Option<i64> {
+    let n = |k: usize| c.get(k).map_or(Some(0), |m| m.as_str().parse::<i64>().ok());
+    let (y, m, d) = (n(1)?, n(2)?, n(3)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let offset = match c.get(8).map(|m| m.as_str()) {
+        Some(sign) => (n(9)? * 3600 + n(10)? * 60) * if sign == "-" { -1 } else { 1 },
+        None => 0,
+    };
+    Some(days * 86_400 + n(4)? * 3600 + n(5)? * 60 + n(6)? - offset)
+}
+
+/// Whether the number `key`, written in `text` from byte `start` with a unit of time right after
+/// its digits ("77 minutes", "1.3 h", "45 s", "2 days"), is the time between two ISO-8601
+/// timestamps that one step of the [`SOURCE_WINDOW`] steps before step `i` writes (a job's
+/// `started_at` and `finished_at`), at the precision `key` is written with: the agent works the
+/// duration out of the record. At most [`MAX_TIMESTAMPS`] timestamps of a step are read, sorted,
+/// and each paired by a binary search, so a long run stays linear.
+pub(super) fn timestamp_gap(ctx: &Context<'_>, i: usize, text: &str, start: usize, key: &str) -> bool {
+    static UNIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[\s\u{a0}]*(?:(s|secs?|seconds?)|(min|mins|minutes?)|(h|hrs?|hours?)|(days?))\b").unwrap()
+    });
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let rest = text.get(start..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    let Some(unit) = UNIT.captures(rest) else { return false };
+    let per = [1.0, 60.0, 3600.0, 86_400.0][(1..=4).find(|&k| unit.get(k).is_some()).unwrap_or(1) - 1];
+    if v <= 0.0 {
+        return false;
+    }
+    let (gap, tol) = (v * per, written_tolerance(key) * per);
+    let t = ctx.trajectory;
+    (i.saturating_sub(SOURCE_WINDOW)..i).rev().any(|j| {
+        let mut times: Vec<i64> = ISO_TIME
+            .captures_iter(&t.steps[j].content)
+            .take(MAX_TIMESTAMPS)
+            .filter_map(|c| epoch_seconds(&c))
+            .collect();
+        if times.len() < 2 {
+            return false;
+        }
+        times.sort_unstable();
+        times.iter().any(|&a| {
+            let lo = a as f64 + gap - tol;
+            let k = times.partition_point(|&b| (b as f64) < lo);
+            times.get(k).is_some_and(|&b| b > a && (b as f64) <= a as f64 + gap + tol)
+        })
+    })
+}
+
+/// Whether the number `key`, written at byte `at` of `text`, is a rounded form of a finer figure
+/// that the same sentence ([`sentence_around`]) or a tool output or page an agent read of the
+/// [`SOURCE_WINDOW`] steps before step `i` writes: followed by a scale word ("about 3.4 million" for 3,412,880, "1.2
+/// billion") or, without one, introduced as approximate ("about 3,400", "roughly 41%"). The
+/// rounding unit is that of the last digit written (0.1 million for "3.4 million", 100 for
+/// "3,400"); the finer figure must differ from the stated one and lie within half a unit of it.
+pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
+    static SCALE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^[\s\u{a0}]*(thousand|million|mn|billion|bn|trillion)\b").unwrap()
+    });
+    static APPROX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|close to|just (?:over|under))|~|≈)\s*[$€£]?\s*$").unwrap()
+    });
+    static FIGURE: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap());
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if v <= 0.0 {
+        return false;
+    }
+    let rest = text.get(at..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    let scale = match SCALE.captures(rest).map(|c| c[1].to_ascii_lowercase()) {
+        Some(w) if w == "thousand" => 1e3,
+        Some(w) if w == "million" || w == "mn" => 1e6,
+        Some(w) if w == "billion" || w == "bn" => 1e9,
+        Some(_) => 1e12,
+        None if APPROX.is_match(&text[..at]) => 1.0,
+        None => return false,
+    };
+    let (decimals, zeros) = match key.split_once('.') {
+        Some((_, d)) => (d.len() as i32, 0),
+        None => (0, key.len() as i32 - key.trim_end_matches('0').len() as i32),
+    };
+    let unit = scale * 10f64.powi(zeros - decimals);
+    let stated = v * scale;
+    let rounds = |x: f64| (x - stated).abs() > 1e-9 * stated && (x - stated).abs() <= unit / 2.0 + 1e-9 * stated;
+    let sentence = sentence_around(text, at);
+    if FIGURE.find_iter(&text[sentence]).filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok()).any(rounds) {
+        return true;
+    }
+    let t = ctx.trajectory;
+    (i.saturating_sub(SOURCE_WINDOW)..i)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolResult || super::is_agent_output(ctx, j))
+        .any(|j| {
+            ctx.hierarchy.evidence[j]
+                .iter()
+                .filter(|e| e.kind == crate::evidence::EvidenceKind::Number)
+                .filter_map(|e| e.key.parse::<f64>().ok())
+                .any(rounds)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +485,15 @@ mod tests {
         assert!(!APPROX_BEFORE.is_match("about the "));
         assert!(BOUND_BEFORE.is_match("may reach up to "));
         assert!(!BOUND_BEFORE.is_match("set up "));
+    }
+
+    #[test]
+    fn a_timestamp_is_read_with_its_offset() {
+        let at = |s: &str| epoch_seconds(&ISO_TIME.captures(s).unwrap()).unwrap();
+        assert_eq!(at("1970-01-02T00:00:00Z"), 86_400);
+        assert_eq!(at("2026-03-04T10:05:00Z") - at("2026-03-04T08:48:00Z"), 77 * 60);
+        assert_eq!(at("2026-03-04T10:00:00+01:00"), at("2026-03-04T09:00:00Z"));
+        assert_eq!(at("2026-03-01 00:00") - at("2026-02-28 23:30"), 1800);
     }
 
     #[test]

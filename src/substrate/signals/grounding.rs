@@ -1147,6 +1147,113 @@ fn word_positions<'a>(text: &'a str, w: &'a str) -> impl Iterator<Item = usize> 
     })
 }
 
+/// How many steps back [`told_not_applied`] reads for a result that says nothing was done.
+const NOT_APPLIED_WINDOW: usize = 12;
+
+/// A member of a tool's result that says the change was not made: a dry run or a preview
+/// (`"dry_run": true`), or a change not applied, committed or saved (`"applied": false`).
+static NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r#""(?:dry_?run|dryRun|dry-run|preview|simulated?|validate_?only|validateOnly)"\s*:\s*true\b|"(?:applied|committed|executed|persisted|saved|performed|written)"\s*:\s*false\b"#,
+    )
+    .unwrap()
+});
+
+/// A member of a tool's result that says its data is not live: `"live": false`, or
+/// `"cached": true` beside the time it was taken (`"as_of"`, `"fetched_at"`, `"last_updated"`).
+static NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r#""(?:live|is_live|realtime|real_time)"\s*:\s*false\b|"(?:cached|from_cache|stale)"\s*:\s*true\b"#,
+    )
+    .unwrap()
+});
+
+/// A message that tells the user a change was made ("has been updated", "I've cancelled it",
+/// "was successfully applied").
+static CHANGE_MADE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(?:(?:has|have) been|was|were|is now|are now|i(?:'ve|’ve| have))\s+(?:now\s+)?(?:successfully\s+)?(?:updated|changed|applied|cancel+ed|booked|created|deleted|removed|saved|committed|made|processed|moved|sent|scheduled|refunded|set|upgraded|downgraded|transferred|migrated|renamed|enabled|disabled|reset|switched|activated|placed|submitted|approved|paid)\b").unwrap()
+});
+
+/// A message that says the change was only tried or shown: a dry run, a preview, nothing changed.
+static OWNS_NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)dry[- ]?run|\bpreview|\bsimulat|\bnot (?:yet )?(?:been )?(?:applied|made|committed|saved|changed|executed)\b|\bnothing (?:was|has been|is) (?:changed|applied)|\bno changes? (?:was|were|has been|have been) (?:made|applied)|\bwould (?:be|have)\b").unwrap()
+});
+
+/// A message that tells data as current ("currently", "right now", "live", "up to date").
+static TOLD_CURRENT: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date)\b")
+        .unwrap()
+});
+
+/// A message that says the data is not live: from a cache, as of a time, possibly out of date.
+static OWNS_NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\bcached?\b|\bas of\b|\bout of date\b|\boutdated\b|\bstale\b|\bnot live\b|\blast updated\b")
+        .unwrap()
+});
+
+/// An agent's message that tells the user what a tool's result says did not happen: a change
+/// made when the result of the call (within [`NOT_APPLIED_WINDOW`] steps, since the user's last
+/// turn) says it was a dry run or not applied (`"dry_run": true`, `"applied": false`), with no
+/// later call of the same tool that made it; or data told as current when the result says it is
+/// not live (`"live": false`, `"cached": true` with its `as_of`). The message that says so ("this
+/// was a dry run", "from the cache, as of 09:00") tells it right.
+pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::Message || !agent_step(t, i) {
+        return;
+    }
+    let text = &step.content;
+    let change = CHANGE_MADE.is_match(text) && !OWNS_NOT_APPLIED.is_match(text);
+    let current = TOLD_CURRENT.is_match(text) && !OWNS_NOT_LIVE.is_match(text);
+    if !change && !current {
+        return;
+    }
+    let last_user = records(ctx).last_outside.get(i).copied().flatten();
+    let from = last_user.map_or(0, |u| u + 1).max(i.saturating_sub(NOT_APPLIED_WINDOW));
+    let links = super::links(ctx);
+    let tool_of = |r: usize| links.produced_by.get(r).copied().flatten().and_then(|c| t.steps[c].tool_name.clone());
+    for r in (from..i).rev() {
+        if t.steps[r].kind != StepKind::ToolResult {
+            continue;
+        }
+        let content = &t.steps[r].content;
+        if change && let Some(m) = NOT_APPLIED.find(content) {
+            let tool = tool_of(r);
+            // A later call of the same tool whose result says nothing of the kind made it.
+            let made_later = (r + 1..i).any(|k| {
+                t.steps[k].kind == StepKind::ToolResult
+                    && tool_of(k) == tool
+                    && !NOT_APPLIED.is_match(&t.steps[k].content)
+            });
+            if !made_later {
+                out.push(finding(
+                    Signal::IgnoredResult,
+                    weights::MISREAD,
+                    prose![
+                        "tells the user the change was made, but its result at step ",
+                        Part::Step(r),
+                        format!(" says `{}`: nothing was changed", m.as_str())
+                    ],
+                ));
+                return;
+            }
+        }
+        if current && let Some(m) = NOT_LIVE.find(content) {
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    "tells the data as current, but its result at step ",
+                    Part::Step(r),
+                    format!(" says `{}`", m.as_str())
+                ],
+            ));
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

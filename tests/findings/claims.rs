@@ -1,0 +1,164 @@
+//! What an agent says that is no failure: an apology that is a courtesy, a hedging word the tool
+//! wrote in another form, a duration worked out from two timestamps of a record, a rounded
+//! figure whose finer one was read, warnings the agent calls harmless when the command did what
+//! it was asked (docs/METHODS.md, "Claims that are no failure"). Each correct run has a twin
+//! with the fault, named at its step.
+
+use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+
+use crate::chat::{evidence, falat, findings, fixture};
+
+/// The steps with a finding of `signal`.
+fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+/// Whether step `i` counts as an error (its `error` flag).
+fn error_flag(t: &Trajectory, i: usize) -> bool {
+    falat::hierarchy::build(t).steps[i].flags.error
+}
+
+/// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
+fn no_failure(rel: &str) {
+    let t = fixture(rel);
+    assert_eq!(findings(&t), Vec::new(), "{rel}");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{rel}: {}", d.reason);
+    assert!(d.reason.starts_with("No failure found"), "{rel}: {}", d.reason);
+}
+
+/// Asserts FALAT's step and agent for the run of fixture `rel`.
+fn named(rel: &str, step: usize, agent: &str) {
+    let d = falat(&fixture(rel));
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(step), Some(agent)), "{rel}: {}", d.reason);
+}
+
+#[test]
+fn an_apology_is_an_error_only_when_it_leads_into_what_could_not_be_done() {
+    // "I'm sorry for the wait! Good news: …": a courtesy before the answer.
+    let ok = "handbuilt/openai-chat/order_status_apology_ok.openai-chat.json";
+    assert!(!error_flag(&fixture(ok), 4));
+    no_failure(ok);
+    // "I'm sorry, I couldn't find a shipment …" after a lookup that found it: the agent gives up.
+    let bad = "handbuilt/openai-chat/order_status_apology_gave_up.openai-chat.json";
+    assert!(error_flag(&fixture(bad), 4));
+    named(bad, 4, "assistant");
+    // A web surfer's "I'm sorry for the delay" before the page it read; its twin could not load
+    // the page, and the orchestrator answers anyway.
+    let ok = "handbuilt/magentic-one/flam_railway_apology_ok.json";
+    assert!(!error_flag(&fixture(ok), 3));
+    no_failure(ok);
+    let bad = "handbuilt/magentic-one/flam_railway_apology_gave_up.json";
+    assert!(error_flag(&fixture(bad), 3));
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![5]);
+    named(bad, 5, "MagenticOneOrchestrator");
+}
+
+#[test]
+fn a_hedging_word_the_tool_wrote_in_another_form_is_no_assumption() {
+    // `"delivery_estimate"` in the tracking result, "estimated delivery date" in the answer.
+    no_failure("handbuilt/openai-chat/parcel_estimate_field_ok.openai-chat.json");
+    let t = fixture("handbuilt/openai-chat/parcel_estimate_invented.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::Assumption), vec![4]);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    named("handbuilt/openai-chat/parcel_estimate_invented.openai-chat.json", 4, "assistant");
+    // `"completion_estimates"` in an OpenAI Agents SDK tool span, "The estimated completion date"
+    // in the answer; the twin's ticket gives no date.
+    no_failure("handbuilt/openai-agents/repair_completion_estimates_ok.openai-agents.json");
+    let bad = "handbuilt/openai-agents/repair_completion_estimated_unsourced.openai-agents.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::Assumption), vec![3]);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![3]);
+    named(bad, 3, "Repair desk");
+}
+
+#[test]
+fn a_duration_between_two_timestamps_of_a_record_is_worked_out() {
+    // 01:48 to 03:05 UTC is 77 minutes; 71 is no gap of the record.
+    no_failure("handbuilt/openai-chat/warehouse_load_duration_ok.openai-chat.json");
+    let bad = "handbuilt/openai-chat/warehouse_load_duration_invented.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 71 with no earlier source");
+    named(bad, 4, "assistant");
+    // 23:30 to 01:15 the next day, at +01:00, is 1.75 hours; 1.25 is not.
+    no_failure("handbuilt/magentic-one/backup_duration_ok.json");
+    let bad = "handbuilt/magentic-one/backup_duration_invented.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![5]);
+    assert_eq!(evidence(&t, 5, Signal::UnsourcedValue), "states 1.25 with no earlier source");
+    named(bad, 5, "MagenticOneOrchestrator");
+}
+
+#[test]
+fn a_rounded_figure_is_sourced_by_the_finer_one_it_rounds() {
+    // "about 1.6 million" for 1,588,457; 1.8 million rounds nothing the tool gave.
+    no_failure("handbuilt/openai-chat/metro_population_rounded_ok.openai-chat.json");
+    let bad = "handbuilt/openai-chat/metro_population_misrounded.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 1.8 with no earlier source");
+    named(bad, 4, "assistant");
+    // "about 6.4 million" for 6,412,880 on the page the web surfer read; 6.9 million is not.
+    no_failure("handbuilt/magentic-one/airport_passengers_rounded_ok.json");
+    let bad = "handbuilt/magentic-one/airport_passengers_misrounded.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 6.9 with no earlier source");
+    named(bad, 4, "MagenticOneOrchestrator");
+}
+
+#[test]
+fn warnings_the_agent_calls_harmless_are_no_failure_when_the_command_did_its_work() {
+    // Font warnings, then "Saved chart to …", then "Those font warnings are harmless".
+    let ok = "handbuilt/openai-chat/sales_chart_font_warnings_ok.openai-chat.json";
+    assert!(!error_flag(&fixture(ok), 3));
+    no_failure(ok);
+    // The same warnings and words, but the output ends on a PermissionError: the save failed.
+    let bad = "handbuilt/openai-chat/sales_chart_save_failed.openai-chat.json";
+    let t = fixture(bad);
+    assert!(error_flag(&t, 3));
+    assert_eq!(steps_with(&t, Signal::IgnoredToolError), vec![4]);
+    named(bad, 2, "assistant");
+    // A deprecation warning and a git warning before "Loaded 1,284 orders", waved off by the
+    // Coder; the twin's loader ends on a refused database login.
+    let ok = "handbuilt/magentic-one/order_loader_warnings_ok.json";
+    assert!(!error_flag(&fixture(ok), 4));
+    no_failure(ok);
+    let bad = "handbuilt/magentic-one/order_loader_failed_last_line.json";
+    let t = fixture(bad);
+    assert!(error_flag(&t, 4));
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![5]);
+    named(bad, 5, "Coder");
+}
+
+#[test]
+fn a_change_the_tool_did_not_make_told_as_made_is_the_decisive_step() {
+    // `change_plan` answers `"dry_run": true, "applied": false`; the reply says the plan "has been
+    // switched". The twin says it was a dry run and asks to apply it.
+    let bad = "handbuilt/openai-chat/plan_change_dry_run_told_done.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the user the change was made, but its result at step 3 says `\"dry_run\": true`: nothing was changed"
+    );
+    named(bad, 4, "assistant");
+    no_failure("handbuilt/openai-chat/plan_change_dry_run_told_ok.openai-chat.json");
+}
+
+#[test]
+fn data_the_tool_marks_cached_told_as_current_is_the_decisive_step() {
+    // `"cached": true, "as_of": …` told as "currently operational"; the twin says it is cached.
+    let bad = "handbuilt/openai-chat/payments_status_cached_told_live.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the data as current, but its result at step 3 says `\"cached\": true`"
+    );
+    named(bad, 4, "assistant");
+    no_failure("handbuilt/openai-chat/payments_status_cached_told_ok.openai-chat.json");
+}
