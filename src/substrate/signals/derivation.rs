@@ -392,7 +392,9 @@ pub(super) fn timestamp_gap(ctx: &Context<'_>, i: usize, text: &str, start: usiz
 /// [`SOURCE_WINDOW`] steps before step `i` writes: followed by a scale word ("about 3.4 million" for 3,412,880, "1.2
 /// billion") or, without one, introduced as approximate ("about 3,400", "roughly 41%"). The
 /// rounding unit is that of the last digit written (0.1 million for "3.4 million", 100 for
-/// "3,400"); the finer figure must differ from the stated one and lie within half a unit of it.
+/// "3,400"); the finer figure must differ from the stated one and lie within half a unit of it
+/// (below it after "nearly", "almost", "just under"). Without a scale word the stated figure keeps
+/// two significant digits or more.
 pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
     static SCALE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)^[\s\u{a0}]*(thousand|million|mn|billion|bn|trillion)\b").unwrap()
@@ -412,16 +414,25 @@ pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize,
         Some(w) if w == "million" || w == "mn" => 1e6,
         Some(w) if w == "billion" || w == "bn" => 1e9,
         Some(_) => 1e12,
-        None if APPROX.is_match(&text[..at]) => 1.0,
+        // Without a scale word the figure must keep two significant digits, as an approximation
+        // of an observed number must ([`approximated`]): any number rounds to some one-digit
+        // figure ("about 40 ms" is no restatement of 41.6).
+        None if APPROX.is_match(&text[..at]) && significant_digits(key) >= 2 => 1.0,
         None => return false,
     };
+    // "Nearly" and "almost" put the finer figure below the stated one.
+    static BELOW: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\b(?:nearly|almost|just under)\s*[$€£]?\s*$").unwrap());
+    let below = BELOW.is_match(&text[..at]);
     let (decimals, zeros) = match key.split_once('.') {
         Some((_, d)) => (d.len() as i32, 0),
         None => (0, key.len() as i32 - key.trim_end_matches('0').len() as i32),
     };
     let unit = scale * 10f64.powi(zeros - decimals);
     let stated = v * scale;
-    let rounds = |x: f64| (x - stated).abs() > 1e-9 * stated && (x - stated).abs() <= unit / 2.0 + 1e-9 * stated;
+    let rounds = |x: f64| {
+        (x - stated).abs() > 1e-9 * stated && (x - stated).abs() <= unit / 2.0 + 1e-9 * stated && (!below || x < stated)
+    };
     let sentence = sentence_around(text, at);
     if FIGURE.find_iter(&text[sentence]).filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok()).any(rounds) {
         return true;
@@ -438,9 +449,26 @@ pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize,
         })
 }
 
+/// The significant digits of a number as written (`key` without thousands separators): leading
+/// zeros and, for a whole number, trailing zeros do not count ("40" has 1, "4.0" 2, "1200" 2).
+fn significant_digits(key: &str) -> usize {
+    let digits: String = key.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_start_matches('0');
+    if key.contains('.') { digits.len() } else { digits.trim_end_matches('0').len() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn significant_digits_leave_out_leading_and_whole_trailing_zeros() {
+        assert_eq!(significant_digits("40"), 1);
+        assert_eq!(significant_digits("4.0"), 2);
+        assert_eq!(significant_digits("1200"), 2);
+        assert_eq!(significant_digits("0.05"), 1);
+        assert_eq!(significant_digits("3412880"), 6);
+    }
 
     #[test]
     fn a_sum_or_difference_of_two_sourced_figures_of_its_sentence_is_worked_out() {
