@@ -3565,7 +3565,11 @@ fn failure_line(content: &str) -> Option<String> {
     static FAILURE_WORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)^\s*(?:failed|failure|error|fatal|panic|✖|✗|×|make: \*\*\*)").unwrap()
     });
-    let lines: Vec<&str> = content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    // A line that is only a markup tag (`<output>`, `</output>`, as harnesses wrap a command's
+    // output) says nothing of the failure.
+    static TAG_ONLY: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>$").unwrap());
+    let lines: Vec<&str> = content.lines().map(str::trim).filter(|l| !l.is_empty() && !TAG_ONLY.is_match(l)).collect();
     if let Some(line) = lines.iter().find(|l| FAILURE_WORD.is_match(l)) {
         return Some(text::clip(line, 160));
     }
@@ -3665,6 +3669,19 @@ fn blocking_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod value_tests {
     use super::*;
+
+    /// A harness that wraps a command's output in tags (`<returncode>2</returncode>`,
+    /// `<output>` … `</output>`) is quoted by the failure's own line, never by a closing tag.
+    #[test]
+    fn a_failure_is_quoted_by_its_line_not_by_the_tags_around_it() {
+        let wrapped = "<returncode>1</returncode>\n<output>\nrunning 12 tests\ntest a ... ok\ntest b ... FAILED\n2 of 12 tests did not pass\n</output>";
+        assert_eq!(failure_line(wrapped).as_deref(), Some("2 of 12 tests did not pass"));
+        let short = "<output>\nsed: can't read src/slug.py/: Not a directory\n</output>";
+        assert_eq!(failure_line(short).as_deref(), Some("sed: can't read src/slug.py/: Not a directory"));
+        assert_eq!(failure_line("<output>\nerror: no such file\n</output>").as_deref(), Some("error: no such file"));
+        // A tag with text on its line is content.
+        assert_eq!(failure_line("<returncode>2</returncode>").as_deref(), Some("<returncode>2</returncode>"));
+    }
 
     #[test]
     fn a_browsed_page_is_quoted_as_written_and_a_long_title_is_cut_on_a_character() {
