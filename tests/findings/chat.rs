@@ -145,3 +145,17 @@ pub fn claude_session(task: &str, turns: &[ClaudeTurn<'_>]) -> Trajectory {
         falat::ingest::parse("session.jsonl", text.join("\n").as_bytes(), None).expect("a Claude Code session");
     loaded.trajectories.into_iter().next().expect("one trajectory")
 }
+
+/// The steps with a finding of `signal`.
+pub fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
+    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
+}
+
+/// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
+pub fn no_failure(rel: &str) {
+    let t = fixture(rel);
+    assert_eq!(findings(&t), Vec::new(), "{rel}");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{rel}: {}", d.reason);
+    assert!(d.reason.starts_with("No failure found"), "{rel}: {}", d.reason);
+}

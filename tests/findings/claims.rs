@@ -7,25 +7,11 @@
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 
-use crate::chat::{evidence, falat, findings, fixture};
-
-/// The steps with a finding of `signal`.
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
+use crate::chat::{evidence, falat, fixture, no_failure, steps_with};
 
 /// Whether step `i` counts as an error (its `error` flag).
 fn error_flag(t: &Trajectory, i: usize) -> bool {
     falat::hierarchy::build(t).steps[i].flags.error
-}
-
-/// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
-fn no_failure(rel: &str) {
-    let t = fixture(rel);
-    assert_eq!(findings(&t), Vec::new(), "{rel}");
-    let d = falat(&t);
-    assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{rel}: {}", d.reason);
-    assert!(d.reason.starts_with("No failure found"), "{rel}: {}", d.reason);
 }
 
 /// Asserts FALAT's step and agent for the run of fixture `rel`.

@@ -5,25 +5,10 @@
 //! invented or the count wrong.
 
 use falat::diagnosis::Signal;
-use falat::model::Trajectory;
 
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
-
-/// The steps with a finding of `signal`.
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
-
-/// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
-fn no_failure(rel: &str) {
-    let t = fixture(rel);
-    assert_eq!(findings(&t), Vec::new(), "{rel}");
-    let d = falat(&t);
-    assert_eq!((d.decisive_step, d.agent.as_deref()), (None, None), "{rel}: {}", d.reason);
-    assert!(d.reason.starts_with("No failure found"), "{rel}: {}", d.reason);
-}
+use crate::chat::{assistant, call, evidence, falat, fixture, load, no_failure, steps_with, system, user};
 
 #[test]
 fn a_split_worked_out_from_the_user_s_figure_and_the_tool_s_is_sourced() {
