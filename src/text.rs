@@ -1,4 +1,5 @@
-//! Text helpers for untrusted trace content: sanitising for the terminal, first lines, clipping.
+//! Text helpers for untrusted trace content: sanitising for the terminal, first lines, clipping,
+//! and the one sentence splitter the findings read users' and agents' sentences with.
 
 /// Removes what must never reach a terminal raw: ANSI/VT escape sequences (CSI, OSC, DCS, single
 /// ESC sequences), C0 and C1 control characters (except `\n` and `\t`), and bidi overrides.
