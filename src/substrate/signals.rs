@@ -1262,6 +1262,12 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if only_reads(ctx.trajectory, i) {
         return;
     }
+    // A query that changes and checks nothing (`pip index versions`, a registry lookup) and whose
+    // failure the agent's next message tells the reader ("pip could not reach the index") is
+    // owned up to: what it could not learn is said, and what it does next is judged there.
+    if query_failure_told(ctx, i, r).is_some() {
+        return;
+    }
     // An edit is judged by the check after it: when that check fails, the edit broke something
     // or did not fix it.
     if edits(ctx.trajectory, i) {
@@ -1803,6 +1809,44 @@ fn preexisting_told(ctx: &Context<'_>, r: usize) -> bool {
 /// How many steps after an edit's first check [`failed_check_after_edit`] looks for the first
 /// test run.
 const TEST_RUN_WINDOW: usize = 12;
+
+/// Whether call `c`, whose result is step `r`, is a query whose failure its agent tells: a call
+/// that does not change state ([`changes_state`]) and, for a shell command, only looks something
+/// up ([`shell::only_queries`]: no test run, check or build); the agent's next step that is not a
+/// thought is a message that tells the error of `r` ([`tells_error`]).
+/// Returns that message's step.
+fn query_failure_told(ctx: &Context<'_>, c: usize, r: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    if t.steps.get(c)?.kind != StepKind::ToolCall
+        || changes_state(t, c)
+        || call_command(t, c).is_some_and(|cmd| !shell::only_queries(&cmd))
+    {
+        return None;
+    }
+    let agent = &t.steps[c].agent;
+    let next = (r + 1..t.steps.len()).find(|&k| t.steps[k].agent == *agent && t.steps[k].kind != StepKind::Thought)?;
+    (t.steps[next].kind == StepKind::Message && tells_error(&t.steps[next].content, &t.steps[r].content))
+        .then_some(next)
+}
+
+/// Whether message `m` is the one that tells a failed query ([`told_query_error`] of the tool
+/// output before it, thoughts aside): its error words are the query's error, told.
+fn tells_query_error(ctx: &Context<'_>, m: usize) -> bool {
+    let t = ctx.trajectory;
+    if t.steps[m].kind != StepKind::Message {
+        return false;
+    }
+    let agent = &t.steps[m].agent;
+    (0..m).rev().find(|&k| !(t.steps[k].agent == *agent && t.steps[k].kind == StepKind::Thought)).is_some_and(|r| {
+        t.steps[r].kind == StepKind::ToolResult && told_query_error(ctx, r).is_some_and(|(_, x)| x == m)
+    })
+}
+
+/// [`query_failure_told`] of the call that tool output `r` answers.
+fn told_query_error(ctx: &Context<'_>, r: usize) -> Option<(usize, usize)> {
+    let c = links(ctx).produced_by.get(r).copied().flatten()?;
+    query_failure_told(ctx, c, r).map(|m| (c, m))
+}
 
 /// Whether call `c` is a shell command that runs a test runner ([`shell::runs_tests`]).
 fn runs_tests(t: &Trajectory, c: usize) -> bool {
@@ -2647,6 +2691,16 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
             "; ".into(),
         ]);
     }
+    // A failed query the agent told the reader about (at most three).
+    for (c, m) in errors.iter().filter_map(|&r| told_query_error(ctx, r)).take(3) {
+        stop.extend([
+            "the query at step ".into(),
+            Part::Step(c),
+            " failed, which the agent tells at step ".into(),
+            Part::Step(m),
+            "; ".into(),
+        ]);
+    }
     // The reproduction, already told, is not told again as recovered.
     let recovered: Vec<usize> =
         errors.into_iter().filter(|&r| recovered_error(ctx, r) && !reproduces_reported_failure(ctx, r)).collect();
@@ -2721,6 +2775,8 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
             && !preexisting_told(ctx, s.index)
             && !guard_found_nothing(ctx, s.index)
             && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
+            && told_query_error(ctx, s.index).is_none()
+            && !tells_query_error(ctx, s.index)
     });
     if let Some(s) = error {
         return Some(prose!["step ", Part::Step(s.index), " is an error"]);

@@ -686,6 +686,45 @@ fn edits_in_place(inv: &Invocation<'_>) -> bool {
     inv.args.iter().any(|w| in_place(&w.text, flags))
 }
 
+/// `pip` subcommands that only read (pip's command list: what is installed, what an index
+/// offers, a file's hash, the environment's compatibility): `pip show`, `pip index versions`.
+/// `config` and `cache` read with some of their own subcommands only.
+const PIP_READS: [&str; 10] =
+    ["show", "list", "freeze", "check", "inspect", "index", "search", "hash", "help", "debug"];
+
+/// Options of `pip` before its subcommand that take a value (`pip --python .venv list`).
+const PIP_VALUE_OPTIONS: [&str; 7] =
+    ["--python", "--log", "--proxy", "--retries", "--timeout", "--cache-dir", "--cert"];
+
+/// `npm` (`yarn`, `pnpm`, `bun`) subcommands that only read: what is installed, what the
+/// registry holds, why a package is there, where things are. `config` reads with `get`/`list`.
+const NPM_READS: [&str; 17] = [
+    "test", "ls", "list", "ll", "la", "view", "info", "show", "v", "outdated", "audit", "search", "explain", "why",
+    "doctor", "ping", "help",
+];
+
+/// `git` subcommands that only read the repository (or, `ls-remote`, a remote's refs).
+/// `config` reads with `--get*` or `--list`.
+const GIT_READS: [&str; 17] = [
+    "status",
+    "diff",
+    "log",
+    "show",
+    "grep",
+    "blame",
+    "ls-files",
+    "rev-parse",
+    "branch",
+    "remote",
+    "describe",
+    "shortlog",
+    "rev-list",
+    "cat-file",
+    "ls-remote",
+    "show-ref",
+    "ls-tree",
+];
+
 /// Options of `git` before its subcommand that take a value (`git -C repo status`).
 const GIT_VALUE_OPTIONS: [&str; 5] = ["-C", "-c", "--git-dir", "--work-tree", "--namespace"];
 /// Options of `make` that take a value (`make -C web test`).
@@ -711,7 +750,15 @@ pub fn reads_or_checks(c: &Command) -> bool {
     match p {
         p if READ_PROGRAMS.contains(&p) || CHECK_PROGRAMS.contains(&p) => true,
         "source" | "." | "export" | "set" | "unset" => true,
-        "pip" | "pip3" => ["show", "list", "freeze", "check", "--version"].contains(&inv.arg(0).unwrap_or("")),
+        "pip" | "pip3" => {
+            let (sub, rest) = inv.subcommand(&PIP_VALUE_OPTIONS);
+            let first = rest.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-')).unwrap_or("");
+            PIP_READS.contains(&sub)
+                || sub == "config" && matches!(first, "list" | "get" | "debug")
+                || sub == "cache" && matches!(first, "dir" | "info" | "list")
+                || sub.is_empty()
+                    && inv.args.iter().any(|w| matches!(w.text.as_str(), "--version" | "-V" | "--help" | "-h"))
+        }
         "sed" => !edits_in_place(&inv),
         "find" => {
             let mut reads = true;
@@ -729,25 +776,78 @@ pub fn reads_or_checks(c: &Command) -> bool {
         }
         "git" => {
             let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
-            ["status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch", "remote"]
-                .contains(&sub)
+            GIT_READS.contains(&sub)
+                || sub == "config"
+                    && rest.iter().any(|w| w.text.starts_with("--get") || matches!(w.text.as_str(), "--list" | "-l"))
                 || sub == "stash" && matches!(rest.first().map(|w| w.text.as_str()), Some("list" | "show"))
         }
         "cargo" => {
             let (sub, _) = inv.subcommand(&CARGO_VALUE_OPTIONS);
-            ["test", "check", "build", "clippy", "doc", "tree", "metadata", "bench", "nextest"].contains(&sub)
+            [
+                "test",
+                "check",
+                "build",
+                "clippy",
+                "doc",
+                "tree",
+                "metadata",
+                "bench",
+                "nextest",
+                "search",
+                "info",
+                "locate-project",
+                "pkgid",
+                "verify-project",
+                "version",
+                "help",
+                "",
+            ]
+            .contains(&sub)
         }
-        "go" => ["test", "vet", "build", "list", "version", "env"].contains(&inv.subcommand(&[]).0),
+        "go" => ["test", "vet", "build", "list", "version", "env", "doc", "help"].contains(&inv.subcommand(&[]).0),
         "npm" | "yarn" | "pnpm" | "bun" => {
             let (sub, rest) = inv.subcommand(&NPM_VALUE_OPTIONS);
             let script = rest.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-')).unwrap_or("");
-            ["test", "ls", "list", "view", "outdated", "audit"].contains(&sub)
+            NPM_READS.contains(&sub)
+                || sub == "config" && matches!(script, "get" | "list" | "ls")
                 || sub == "run" && ["test", "lint", "check", "build"].contains(&script)
         }
         "make" => ["", "test", "check", "lint", "build", "all"].contains(&inv.subcommand(&MAKE_VALUE_OPTIONS).0),
         "mix" => ["test", "compile"].contains(&inv.subcommand(&[]).0),
         _ => false,
     }
+}
+
+/// Whether one simple command checks the work: a test runner ([`runs_tests`]), a checker
+/// ([`CHECK_PROGRAMS`]), or a build tool's check, lint or build (`cargo check`, `go vet`, `npm
+/// run lint`, `make`). Its failure says something about the work, not about what it looked up.
+pub fn checks_work(c: &Command) -> bool {
+    let Some(inv) = c.invocation() else { return false };
+    if runs_tests(c) || CHECK_PROGRAMS.contains(&inv.program) {
+        return true;
+    }
+    let sub = match inv.program {
+        "cargo" => inv.subcommand(&CARGO_VALUE_OPTIONS).0,
+        "go" | "mix" => inv.subcommand(&[]).0,
+        "make" => return true,
+        "npm" | "yarn" | "pnpm" | "bun" => {
+            let (sub, rest) = inv.subcommand(&NPM_VALUE_OPTIONS);
+            if sub != "run" {
+                return false;
+            }
+            rest.iter().map(|w| w.text.as_str()).find(|w| !w.starts_with('-')).unwrap_or("")
+        }
+        _ => return false,
+    };
+    ["check", "build", "clippy", "vet", "lint", "compile", "bench", "nextest", "doc"].contains(&sub)
+}
+
+/// Whether a command line only looks something up: it runs a program, and every simple command of
+/// it reads or checks ([`reads_or_checks`]) without checking the work ([`checks_work`]): `pip
+/// index versions urllib3`, `git ls-remote origin`, `npm view react version`.
+pub fn only_queries(line: &str) -> bool {
+    let cmds = commands(line);
+    cmds.iter().any(|c| c.invocation().is_some()) && cmds.iter().all(|c| reads_or_checks(c) && !checks_work(c))
 }
 
 /// Whether exit status `code` of simple command `c` is how its program reports what it found, as
@@ -1314,6 +1414,43 @@ mod tests {
         assert_eq!(program("done"), None);
         // A nested shell is read as its script's commands.
         assert_eq!(texts("timeout 60 bash -lc 'cd app && pytest -q'"), ["cd app", "pytest -q"]);
+    }
+
+    #[test]
+    fn a_package_manager_or_git_query_only_reads() {
+        for line in [
+            "pip show urllib3 && pip index versions urllib3",
+            "python -m pip show requests",
+            "pip3 --python .venv/bin/python list --outdated",
+            "pip config list",
+            "pip cache dir",
+            "pip --version",
+            "npm view react versions --json",
+            "npm explain lodash",
+            "pnpm why left-pad",
+            "npm config get registry",
+            "cargo search serde --limit 5",
+            "cargo --version",
+            "go doc net/http Client",
+            "git describe --tags && git ls-remote origin && git rev-list --count HEAD",
+            "git config --get remote.origin.url",
+        ] {
+            assert!(!changes_state(line), "{line}");
+        }
+        for line in [
+            "pip install -U urllib3",
+            "python -m pip uninstall -y urllib3",
+            "pip cache purge",
+            "pip config set global.index-url https://example.org/simple",
+            "npm install",
+            "yarn",
+            "npm config set registry https://example.org",
+            "cargo add serde",
+            "git config user.email a@b.c",
+            "go get example.com/m@v1.2.3",
+        ] {
+            assert!(changes_state(line), "{line}");
+        }
     }
 
     #[test]
