@@ -1262,10 +1262,10 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if only_reads(ctx.trajectory, i) {
         return;
     }
-    // A query that changes and checks nothing (`pip index versions`, a registry lookup) and whose
-    // failure the agent's next message tells the reader ("pip could not reach the index") is
-    // owned up to: what it could not learn is said, and what it does next is judged there.
-    if query_failure_told(ctx, i, r).is_some() {
+    // Nor does a query that changes and checks nothing (`pip index versions`, a registry or
+    // record lookup): what the agent does without its answer is judged where it does it (the
+    // message that goes on as if it had one, `ignored_tool_error`).
+    if is_query(ctx.trajectory, i) {
         return;
     }
     // An edit is judged by the check after it: when that check fails, the edit broke something
@@ -1810,17 +1810,12 @@ fn preexisting_told(ctx: &Context<'_>, r: usize) -> bool {
 /// test run.
 const TEST_RUN_WINDOW: usize = 12;
 
-/// Whether call `c`, whose result is step `r`, is a query whose failure its agent tells: a call
-/// that does not change state ([`changes_state`]) and, for a shell command, only looks something
-/// up ([`shell::only_queries`]: no test run, check or build); the agent's next step that is not a
-/// thought is a message that tells the error of `r` ([`tells_error`]).
-/// Returns that message's step.
+/// Whether call `c`, whose result is step `r`, is a query ([`is_query`]) whose failure its agent
+/// tells: the agent's next step that is not a thought is a message that tells the error of `r`
+/// ([`tells_error`]). Returns that message's step.
 fn query_failure_told(ctx: &Context<'_>, c: usize, r: usize) -> Option<usize> {
     let t = ctx.trajectory;
-    if t.steps.get(c)?.kind != StepKind::ToolCall
-        || changes_state(t, c)
-        || call_command(t, c).is_some_and(|cmd| !shell::only_queries(&cmd))
-    {
+    if c >= t.steps.len() || !is_query(t, c) {
         return None;
     }
     let agent = &t.steps[c].agent;
@@ -1840,6 +1835,14 @@ fn tells_query_error(ctx: &Context<'_>, m: usize) -> bool {
     (0..m).rev().find(|&k| !(t.steps[k].agent == *agent && t.steps[k].kind == StepKind::Thought)).is_some_and(|r| {
         t.steps[r].kind == StepKind::ToolResult && told_query_error(ctx, r).is_some_and(|(_, x)| x == m)
     })
+}
+
+/// Whether call `c` is a query: it does not change state ([`changes_state`]) and, for a shell
+/// command, only looks something up ([`shell::only_queries`]: no test run, check or build).
+fn is_query(t: &Trajectory, c: usize) -> bool {
+    t.steps[c].kind == StepKind::ToolCall
+        && !changes_state(t, c)
+        && call_command(t, c).is_none_or(|cmd| shell::only_queries(&cmd))
 }
 
 /// [`query_failure_told`] of the call that tool output `r` answers.

@@ -945,8 +945,9 @@ fn a_change_that_passes_what_the_user_confirmed_is_no_finding() {
 }
 
 /// A read-only query of a package manager (`pip show … && pip index versions …`) that fails on
-/// the network is no rejected state change: nothing was asked to change. The agent that tells
-/// the user so, with what the local query gave, made no error.
+/// the network is no rejected state change, nor a failed action: nothing was asked to change.
+/// The agent that tells the user so, with what the local query gave, made no error; the one that
+/// answers as if the index had been read goes on after the error.
 #[test]
 fn a_package_query_that_fails_offline_is_no_rejected_change() {
     use crate::chat::{ClaudeTurn, claude_session};
@@ -973,7 +974,8 @@ fn a_package_query_that_fails_offline_is_no_rejected_change() {
         dns,
         "urllib3 2.2.1 is installed, and it is the latest release, so there is nothing newer to move to.",
     ));
-    assert_eq!(d.decisive_step, Some(1), "an untold failure of the query stays a failure: {}", d.reason);
+    assert_eq!(d.decisive_step, Some(3), "the message that goes on without the answer: {}", d.reason);
+    assert!(d.reason.contains("goes on after the error at step 2 (ignored_tool_error)"), "{}", d.reason);
     let t = query_run(
         dns,
         "urllib3 2.2.1 is installed (from `pip show`). I could not check for newer releases: \
