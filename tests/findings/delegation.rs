@@ -5,7 +5,7 @@
 
 use falat::diagnosis::Signal;
 
-use crate::chat::{evidence, falat, findings, fixture, load_beside};
+use crate::chat::{evidence, falat, findings, fixture, load_beside, no_failure, steps_with};
 
 #[test]
 fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_decisive_step() {
@@ -212,4 +212,28 @@ fn the_same_double_debit_handed_to_the_billing_agent_is_no_failure() {
     assert!(findings(&t).is_empty(), "{:?}", findings(&t));
     let d = falat(&t);
     assert_eq!(d.decisive_step, None, "{}", d.reason);
+}
+
+#[test]
+fn a_refund_the_supervisor_of_prebuilt_agents_routes_to_the_tech_agent_is_its_hand_off() {
+    // A hand-built LangSmith export of langgraph-supervisor's `create_supervisor` over two
+    // `create_react_agent` workers, whose model calls run in each agent's own `agent` node: the
+    // supervisor's prompt says "Billing and refund requests go to billing_agent; device and
+    // connectivity problems go to tech_agent", and it sends a refund of a direct debit taken
+    // twice to tech_agent, which runs a line test and cannot refund.
+    let t = fixture("handbuilt/langsmith/supervisor_refund_to_tech_agent.langsmith.json");
+    assert_eq!((t.steps[3].agent.as_str(), t.steps[3].delegate_to.as_deref()), ("supervisor", Some("tech_agent")));
+    assert_eq!(steps_with(&t, Signal::WrongDelegation), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::WrongDelegation),
+        "hands off to tech_agent; its instructions give billing_agent \"invoices, payments, duplicate charges a…\", \
+         which the request matches (duplicate, payment, refund)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("supervisor")), "{}", d.reason);
+}
+
+#[test]
+fn the_same_refund_routed_to_the_billing_agent_by_the_supervisor_of_prebuilt_agents_is_no_failure() {
+    no_failure("handbuilt/langsmith/supervisor_refund_to_billing_agent_ok.langsmith.json");
 }

@@ -556,6 +556,114 @@ fn langsmith_wrong_delegation_reads_alike_serialised_or_as_dicts_whose_inputs_gr
     assert_eq!(run_view(&lc), run_view(&dict));
 }
 
+/// The steps of a langgraph-supervisor run as `(agent, kind, tool name, delegate)`.
+fn supervisor_view(t: &Trajectory) -> Vec<(&str, StepKind, &str, &str)> {
+    t.steps
+        .iter()
+        .map(|s| {
+            (s.agent.as_str(), s.kind, s.tool_name.as_deref().unwrap_or(""), s.delegate_to.as_deref().unwrap_or(""))
+        })
+        .collect()
+}
+
+#[test]
+fn langsmith_supervisor_over_prebuilt_agents_gives_each_agent_its_own_model_calls() {
+    // langgraph-supervisor's `create_supervisor` over two `create_react_agent` workers: each
+    // agent's graph runs its own `agent` (model) and `tools` nodes, which are that agent's steps,
+    // not an agent called "agent".
+    let t = one("handbuilt/langsmith/supervisor_refund_to_tech_agent.langsmith.json", SourceFormat::LangSmith);
+    assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "tech_agent"]);
+    assert_eq!(
+        supervisor_view(&t),
+        [
+            ("user", Delegation, "", "LangGraph"),
+            ("LangGraph", Delegation, "", "supervisor"),
+            ("supervisor", ToolCall, "transfer_to_tech_agent", ""),
+            ("supervisor", Delegation, "transfer_to_tech_agent", "tech_agent"),
+            ("LangGraph", Delegation, "", "tech_agent"),
+            ("tech_agent", ToolCall, "run_line_test", ""),
+            ("tech_agent", ToolResult, "run_line_test", ""),
+            ("tech_agent", Message, "", ""),
+            ("tech_agent", Delegation, "transfer_back_to_supervisor", "supervisor"),
+            ("LangGraph", Delegation, "", "supervisor"),
+            ("supervisor", Message, "", ""),
+        ]
+    );
+    // Each model call is its agent's: the supervisor's routing rules are its role, the worker's
+    // prompt the worker's.
+    let supervisor = t.agent_role("supervisor").expect("the supervisor's prompt");
+    assert!(
+        supervisor.contains(
+            "Billing and refund requests go to billing_agent; device and connectivity problems go to tech_agent."
+        ),
+        "{supervisor}"
+    );
+    assert!(!supervisor.contains("line test"), "{supervisor}");
+    let worker = t.agent_role("tech_agent").expect("the worker's prompt");
+    assert!(worker.starts_with("You are tech_agent") && !worker.contains("billing_agent"), "{worker}");
+    assert_eq!(t.agent_role("agent"), None);
+    assert_eq!(tokens(&t, 2), Some((312, 17)));
+    assert_eq!(tokens(&t, 10), Some((472, 38)));
+    // The hand-off answers the supervisor's call (by the call id of the `Command` it returns)
+    // and leads to the worker's first step; the worker's hand-back (an AI message the
+    // supervisor's next model call reads, answered by its tool message) to the supervisor's reply.
+    assert!(t.steps[3].content.starts_with("Successfully transferred to tech_agent"), "{}", t.steps[3].content);
+    assert_eq!(t.steps[3].ids.refs, ["call_Qm4XvR8sT2nB6yL1"]);
+    assert!(has(&t, 2, 3, LinkKind::ToolResult));
+    assert!(has(&t, 3, 5, LinkKind::Delegation));
+    assert!(has(&t, 5, 6, LinkKind::ToolResult));
+    assert_eq!(t.steps[8].content, "Transferring back to supervisor");
+    assert!(has(&t, 8, 10, LinkKind::Delegation));
+    assert!(!t.steps.iter().any(|s| s.content.contains("Successfully transferred back")));
+    let diags = super::support::load_fixture("", "handbuilt/langsmith/supervisor_refund_to_tech_agent.langsmith.json")
+        .diagnostics;
+    assert!(diags.is_empty(), "{diags:?}");
+}
+
+#[test]
+fn langsmith_supervisor_twin_routes_to_the_billing_agent() {
+    let t = one("handbuilt/langsmith/supervisor_refund_to_billing_agent_ok.langsmith.json", SourceFormat::LangSmith);
+    assert_eq!(t.agent_names(), ["user", "LangGraph", "supervisor", "billing_agent"]);
+    let delegates: Vec<(&str, &str)> =
+        supervisor_view(&t).into_iter().filter(|s| s.1 == Delegation).map(|s| (s.0, s.3)).collect();
+    assert_eq!(
+        delegates,
+        [
+            ("user", "LangGraph"),
+            ("LangGraph", "supervisor"),
+            ("supervisor", "billing_agent"),
+            ("LangGraph", "billing_agent"),
+            ("billing_agent", "supervisor"),
+            ("LangGraph", "supervisor")
+        ]
+    );
+    let llm_agents: Vec<&str> =
+        t.steps.iter().filter(|s| matches!(s.kind, ToolCall | Message)).map(|s| s.agent.as_str()).collect();
+    assert_eq!(llm_agents, ["supervisor", "billing_agent", "billing_agent", "billing_agent", "supervisor"]);
+    assert!(t.agent_role("billing_agent").unwrap().contains("refund only a payment that was taken twice"));
+}
+
+#[test]
+fn langsmith_agent_graph_nodes_without_a_namespace_are_the_agent_above_them() {
+    // The same supervisor run with no `langgraph_checkpoint_ns` (an older export): the `agent`
+    // nodes' ancestors say whose they are. A single ReAct agent's top-level `agent` node stays the
+    // agent `agent` (sql_share_of_orders_to_canada.json).
+    let text =
+        std::fs::read_to_string(fixture("handbuilt/langsmith/supervisor_refund_to_tech_agent.langsmith.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    for run in v["runs"].as_array_mut().unwrap() {
+        if let Some(m) = run.pointer_mut("/extra/metadata").and_then(Value::as_object_mut) {
+            m.remove("langgraph_checkpoint_ns");
+        }
+    }
+    let bare = parse("runs.json", &serde_json::to_vec(&v).unwrap(), None).unwrap().trajectories.remove(0);
+    let t = one("handbuilt/langsmith/supervisor_refund_to_tech_agent.langsmith.json", SourceFormat::LangSmith);
+    assert_eq!(supervisor_view(&bare), supervisor_view(&t));
+    assert_eq!(bare.agent_role("supervisor"), t.agent_role("supervisor"));
+    let single = one("handbuilt/langsmith/sql_share_of_orders_to_canada.json", SourceFormat::LangSmith);
+    assert_eq!(single.agent_names(), ["user", "LangGraph", "agent"]);
+}
+
 #[test]
 fn langchain_message_dicts_read_like_the_serialised_messages() {
     use falat::ingest::messages::msg_from_value;
