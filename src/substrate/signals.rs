@@ -246,6 +246,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     reproduction::claim_against_expected(ctx, i, &mut h);
     instructions::partial_check(ctx, i, &mut h);
     instructions::stopped_early(ctx, i, &mut h);
+    actions::claimed_over_failure(ctx, i, &mut h);
     instructions::partial_search(ctx, i, &mut h);
     instructions::scoped_search_reported_whole(ctx, i, &mut h);
     instructions::omitted_hits(ctx, i, &mut h);
@@ -1493,7 +1494,7 @@ fn checked_next(ctx: &Context<'_>, i: usize, key: &str) -> bool {
 /// Whether a message tells the error an output showed: it repeats two words in a row (three
 /// letters or more each, ignoring case) of one of the output's lines that says it failed
 /// ("not a git repository" → "No git repository here").
-fn tells_error(message: &str, output: &str) -> bool {
+pub(super) fn tells_error(message: &str, output: &str) -> bool {
     let words = |text: &str| -> Vec<String> {
         text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
     };
@@ -1970,6 +1971,17 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let shell = |c: usize| t.steps[c].tool_name.as_deref().is_some_and(|n| is_shell_tool(&n.to_ascii_lowercase()));
     if failed_call.is_some_and(shell) && t.steps[i].kind == StepKind::ToolCall && !changes_state(t, i) {
+        return;
+    }
+    // After a failed query, a query of the same kind (the same lookup retried or corrected, the
+    // next region's query) changes nothing: it retries or goes on with the other parts, and what
+    // the agent then tells or changes is where an ignored failure shows
+    // ([`actions::claimed_over_failure`]). Another tool is going on as if the lookup had answered.
+    if let Some(c) = failed_call
+        && is_query(t, c)
+        && is_query(t, i)
+        && actions::same_kind(t.steps[c].tool_name.as_deref(), t.steps[i].tool_name.as_deref())
+    {
         return;
     }
     let low = lower_of(ctx, i);
@@ -2752,36 +2764,7 @@ pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
 /// verdict on a failed run from a run with no failure.
 pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     let t = ctx.trajectory;
-    // Calls the user refused are the user's decision: not errors of the run.
-    let error = ctx.hierarchy.steps.iter().find(|s| {
-        // An error line in a tool call's own text (a command that redirects stderr) is no
-        // error of the run; one in a tool output or an agent's report is, unless the output
-        // says its command exited with 0 (a log line of a passing test run).
-        let passed = s.kind == StepKind::ToolResult
-            && exit_code(ctx, s.index)
-                .map_or_else(|| test_summary_passed(&t.steps[s.index].content) == Some(true), |code| code == 0);
-        // Nor is one in an agent's thought: it reasons about the work ("find where the read
-        // timeout is configured"); an error it saw is shown where a tool showed it.
-        let error_line = s.flags.error && !matches!(s.kind, StepKind::ToolCall | StepKind::Thought) && !passed;
-        // A tool error the agent recovered from (the lookup retried with success, the change
-        // made another way) is part of the work, not a failure of the run.
-        (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
-            && !states_the_task(ctx, s.index)
-            && !refused_by_user(ctx, s.index)
-            && !recovered_error(ctx, s.index)
-            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| only_reads(t, c))
-            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| install_worked_around(ctx, c))
-            && !reports_recovered_error(ctx, s.index)
-            && !reproduces_reported_failure(ctx, s.index)
-            && !quotes_observed_error(ctx, s.index)
-            && missing_program_reported(ctx, s.index).is_none()
-            && !preexisting_told(ctx, s.index)
-            && !guard_found_nothing(ctx, s.index)
-            && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
-            && told_query_error(ctx, s.index).is_none()
-            && !tells_query_error(ctx, s.index)
-    });
-    if let Some(s) = error {
+    if let Some(s) = ctx.hierarchy.steps.iter().find(|s| unresolved_error(ctx, s.index)) {
         return Some(prose!["step ", Part::Step(s.index), " is an error"]);
     }
     if let Some(r) = recorded_failure(t) {
@@ -2792,6 +2775,43 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
         return Some("the output disagrees with the expected output".into());
     }
     (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
+}
+
+/// Whether step `i` shows an error of the run that nothing resolved: an error line in a tool
+/// output or an agent's report (not in a call's own text, not in a thought, not in the output of
+/// a command that exited with 0 or a test run whose summary passed), a failed execution, or a
+/// step the format marks as an error; and not the task's premise, a call the user refused, an
+/// error the agent recovered from or owned up to (a failed read, a missing program it tells, a
+/// failed query it tells, a check that passed when run again...).
+pub(crate) fn unresolved_error(ctx: &Context<'_>, i: usize) -> bool {
+    let t = ctx.trajectory;
+    let s = &ctx.hierarchy.steps[i];
+    // An error line in a tool call's own text (a command that redirects stderr) is no
+    // error of the run; one in a tool output or an agent's report is, unless the output
+    // says its command exited with 0 (a log line of a passing test run).
+    let passed = s.kind == StepKind::ToolResult
+        && exit_code(ctx, s.index)
+            .map_or_else(|| test_summary_passed(&t.steps[s.index].content) == Some(true), |code| code == 0);
+    // Nor is one in an agent's thought: it reasons about the work ("find where the read
+    // timeout is configured"); an error it saw is shown where a tool showed it.
+    let error_line = s.flags.error && !matches!(s.kind, StepKind::ToolCall | StepKind::Thought) && !passed;
+    // A tool error the agent recovered from (the lookup retried with success, the change
+    // made another way) is part of the work, not a failure of the run.
+    (error_line || s.flags.failed_execution || t.steps[s.index].is_error)
+        && !states_the_task(ctx, s.index)
+        && !refused_by_user(ctx, s.index)
+        && !recovered_error(ctx, s.index)
+        && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| only_reads(t, c))
+        && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| install_worked_around(ctx, c))
+        && !reports_recovered_error(ctx, s.index)
+        && !reproduces_reported_failure(ctx, s.index)
+        && !quotes_observed_error(ctx, s.index)
+        && missing_program_reported(ctx, s.index).is_none()
+        && !preexisting_told(ctx, s.index)
+        && !guard_found_nothing(ctx, s.index)
+        && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
+        && told_query_error(ctx, s.index).is_none()
+        && !tells_query_error(ctx, s.index)
 }
 
 /// Whether step `i` states the task: the request ([`Action::Request`]) or a user message before
@@ -3389,6 +3409,9 @@ static TIMEOUT_PROSE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::n
         r"|\btimeout (?:after|of|expired|exceeded|reached|elapsed)\b",
         r"|\btimeout\s*>\s*\d",
         r"|\bexceeded (?:the |its |a )?(?:timeout|time limit|deadline)\b",
+        // PostgreSQL's "canceling statement due to statement timeout"; Snowflake's "reached its
+        // statement or warehouse timeout".
+        r"|\bstatement timeout\b|\breached its (?:[a-z]+ ){0,3}timeout\b",
         r"|\b(?:time limit|deadline) (?:exceeded|reached)\b",
         r"|\btook (?:more|longer) than \d+(?:\.\d+)? ?(?:ms|s|secs?|seconds?|m|mins?|minutes?)\b",
         r"|^[\s+=*!-]*timeout[\s+=*!.-]*$",
@@ -3620,7 +3643,7 @@ fn call_object(content: &str) -> Option<String> {
 /// opens with a failure word (`FAILED`, `ERROR`, `fatal`, `✖`, `✗`, `×`, `make: ***`), else a
 /// short message (three lines at most) whole, else the last non-empty line (where tools sum up),
 /// clipped to 160 bytes.
-fn failure_line(content: &str) -> Option<String> {
+pub(super) fn failure_line(content: &str) -> Option<String> {
     static FAILURE_WORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)^\s*(?:failed|failure|error|fatal|panic|✖|✗|×|make: \*\*\*)").unwrap()
     });

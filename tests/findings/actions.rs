@@ -165,10 +165,10 @@ fn a_lookup_error_recovered_by_a_retry_is_not_an_ignored_error() {
     let t = lookup_run(call("c2", "list_all_product_types", json!({}), r#"{"Jigsaw": "1808611083"}"#));
     assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError), (6, Signal::IgnoredResult)]);
     // The retry fails again: not recovered, and the closing "I found your account" ignores the
-    // second error too.
+    // second error. The retry itself reacts to the first error: it is no ignoring of it.
     let t =
         lookup_run(call("c2", "find_user_id_by_email", json!({"email": "jo@example.com"}), "Error: user not found"));
-    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError), (6, Signal::IgnoredToolError)]);
+    assert_eq!(findings(&t), vec![(6, Signal::IgnoredToolError)]);
 }
 
 const CATALOGUE: &str = r#"{"name": "T-Shirt", "product_id": "9523456873", "variants": {
@@ -990,4 +990,50 @@ fn a_package_query_that_fails_offline_is_no_rejected_change() {
         "{}",
         d.reason
     );
+}
+
+/// Three regional queries, the second of which (`APAC`) ends as `apac`, then the closing report.
+fn regions_run(apac: &str, report: &str) -> Trajectory {
+    let q = |region: &str| json!({"sql": format!("SELECT SUM(amount) FROM orders WHERE region = '{region}' AND quarter = '2025Q3'")});
+    load(messages(vec![
+        vec![
+            system("You are a sales analyst. Answer from the warehouse only."),
+            user("What were Q3 2025 order totals for EMEA, APAC and AMER?"),
+        ],
+        call("c1", "run_sql", q("EMEA"), r#"{"rows": [{"sum": 1204331.50}]}"#),
+        call("c2", "run_sql", q("APAC"), apac),
+        call("c3", "run_sql", q("AMER"), r#"{"rows": [{"sum": 2408790.00}]}"#),
+        vec![assistant(report)],
+    ]))
+}
+
+/// A report that all parts are done after one of its queries timed out hides the failure: the
+/// claim is the decisive step. The same report that tells the timeout, or a run where every
+/// query returned, has no such finding.
+#[test]
+fn a_claim_that_every_part_is_done_after_one_failed_is_found_at_the_claim() {
+    const TIMEOUT: &str = r#"{"error": "ERROR:  canceling statement due to statement timeout"}"#;
+    let t = regions_run(
+        TIMEOUT,
+        "All three regional queries completed. Q3 2025 totals: EMEA $1,204,331.50 and AMER $2,408,790.00.",
+    );
+    assert_eq!(crate::chat::steps_with(&t, Signal::IgnoredToolError), vec![8]);
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(8), Some("assistant")), "{}", d.reason);
+    assert_eq!(
+        evidence(&t, 8, Signal::IgnoredToolError),
+        "claims \"All three regional queries completed.\" while its run_sql call at step 4 failed at step 5 \
+         ({\"error\": \"ERROR:  canceling statement due to statement timeout\"}), which it never told"
+    );
+    let told = regions_run(
+        TIMEOUT,
+        "The APAC query timed out; the other two completed. Q3 2025 totals: EMEA $1,204,331.50 and AMER $2,408,790.00.",
+    );
+    assert_eq!(crate::chat::steps_with(&told, Signal::IgnoredToolError), Vec::<usize>::new());
+    let fine = regions_run(
+        r#"{"rows": [{"sum": 876120.25}]}"#,
+        "All three regional queries completed. Q3 2025 totals: EMEA $1,204,331.50, APAC $876,120.25 and AMER $2,408,790.00.",
+    );
+    assert_eq!(crate::chat::findings(&fine), Vec::new());
+    assert_eq!(falat(&fine).decisive_step, None);
 }

@@ -69,6 +69,16 @@ pub(crate) fn recovered_lookup(ctx: &Context<'_>, call: usize) -> bool {
         return false;
     }
     let Some(r) = result_of(ctx, call) else { return false };
+    // A call that ran out of time asked nothing wrong: only the same call again retries it. The
+    // same tool with other arguments (the next region's query) is another lookup.
+    if super::says_timed_out(&t.steps[r].content) {
+        // The arguments as JSON (member order and spacing aside), else the call's text.
+        let key = |c: &str| call_arguments(c).map_or_else(|| c.trim().to_string(), |m| format!("{m:?}"));
+        let args = key(&step.content);
+        return next_try_succeeds(ctx, call, r, |k| {
+            same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref()) && key(&t.steps[k].content) == args
+        });
+    }
     next_try_succeeds(ctx, call, r, |k| same_kind(step.tool_name.as_deref(), t.steps[k].tool_name.as_deref()))
 }
 
@@ -170,7 +180,7 @@ pub const RECOVERY_WINDOW: usize = 8;
 
 /// Whether two tool names are the same kind of lookup: equal, or sharing their first two words
 /// (`find_user_id_by_email` and `find_user_id_by_name_zip`; `getOrder` and `getOrderItems`).
-fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
+pub(super) fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
     let (Some(a), Some(b)) = (a, b) else { return false };
     if a.eq_ignore_ascii_case(b) {
         return true;
@@ -1624,6 +1634,97 @@ pub fn final_submission(t: &Trajectory, i: usize) -> bool {
         .iter()
         .any(|x| x.agent == s.agent && matches!(x.kind, StepKind::ToolCall | StepKind::Message | StepKind::Delegation));
     last && (named || s.kind == StepKind::ToolCall && SUBMIT_COMMAND.is_match(&s.content))
+}
+
+/// How many steps before a claim of completion [`claimed_over_failure`] looks for a failed call
+/// of the claiming agent.
+pub const CLAIM_FAILURE_WINDOW: usize = 40;
+
+/// A claim that every part of the work is done: "all", "every", "each" or "both" before a word of
+/// completion within a few words ("all regional queries completed", "every invoice was sent",
+/// "both bookings are confirmed"), or a report of no failure ("without any errors", "no errors
+/// occurred", "completed successfully with no failures").
+static ALL_DONE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"(?i)\b(?:all|every|each|both)\b(?:[\s,]+[\w'’-]+){0,6}?[\s,]+(?:(?:have|has|were|was|are|is|got)\s+(?:been\s+|now\s+)?)?",
+        r"(?:successfully\s+)?(?:completed?|succeeded|successful|finished|done|ran|processed|returned|applied|executed|sent|updated|confirmed|went through)\b",
+        r"|\b(?:without|with no|no)\s+(?:any\s+)?(?:errors?|failures?|issues?|problems?)\b(?:\s+(?:occurred|were (?:encountered|reported)))?",
+    ))
+    .unwrap()
+});
+
+/// Words with which a message qualifies a claim of completion: it tells that a part failed or is
+/// missing ("all but APAC completed", "except", "timed out", "could not").
+static QUALIFIED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(?:except|but|apart from|other than|save for|failed|fail|failure|error|timed? ?out|time-?out|could not|couldn't|cannot|can't|unable|missing|skipped|partial|incomplete|pending|retry|retried|not (?:yet )?(?:complete|done|run|available|included))\b",
+    )
+    .unwrap()
+});
+
+/// Step `i`, an agent's message, claims that every part of the work is done ([`ALL_DONE`], in a
+/// sentence that does not qualify it: [`QUALIFIED`]) while a call of the same agent within
+/// [`CLAIM_FAILURE_WINDOW`] steps before it failed (its result is an error of the run that nothing
+/// resolved: [`super::unresolved_error`], or a timeout) and no message of that agent between the
+/// failure and the claim told it. A failed read of a file is context, and a test run is judged by
+/// the coding rules, so neither counts. The claim hides the failure from whoever reads the report:
+/// the issue's "claim of completion after part of the work" (an agent that reports "all regional
+/// queries completed" after one region's query timed out). docs/METHODS.md, "Actions".
+pub(crate) fn claimed_over_failure(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::Message
+        || is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || step.role.eq_ignore_ascii_case("system")
+    {
+        return;
+    }
+    let text = &step.content;
+    let Some(claim) = crate::text::sentences(text).find(|s| ALL_DONE.is_match(s) && !QUALIFIED.is_match(s)) else {
+        return;
+    };
+    let agent = &step.agent;
+    let from = i.saturating_sub(CLAIM_FAILURE_WINDOW);
+    let failed = (from..i).find(|&c| {
+        let s = &t.steps[c];
+        if s.kind != StepKind::ToolCall || s.agent != *agent || super::only_reads(t, c) {
+            return false;
+        }
+        if super::call_command(t, c)
+            .is_some_and(|cmd| super::shell::commands(&cmd).iter().any(super::shell::runs_tests))
+        {
+            return false;
+        }
+        let Some(r) = result_of(ctx, c) else { return false };
+        let timed_out = super::says_timed_out(&t.steps[r].content) && !recovered(ctx, c);
+        (super::unresolved_error(ctx, r) || timed_out)
+            // Told by the agent before the claim: the reader knows.
+            && !(r + 1..i).any(|k| {
+                t.steps[k].kind == StepKind::Message
+                    && t.steps[k].agent == *agent
+                    && (super::tells_error(&t.steps[k].content, &t.steps[r].content)
+                        || QUALIFIED.is_match(&t.steps[k].content))
+            })
+    });
+    let Some(c) = failed else { return };
+    let r = result_of(ctx, c).unwrap_or(c);
+    let line = super::error_line(ctx, r)
+        .or_else(|| super::failure_line(&t.steps[r].content))
+        .unwrap_or_else(|| "the call failed".into());
+    let tool = t.steps[c].tool_name.as_deref().unwrap_or("the call");
+    out.push(finding(
+        Signal::IgnoredToolError,
+        weights::IGNORED_ERROR,
+        prose![
+            format!("claims \"{}\" while its {tool} call at step ", crate::text::clip(claim.trim(), 80)),
+            Part::Step(c),
+            " failed at step ",
+            Part::Step(r),
+            format!(" ({})", crate::text::clip(line.trim(), 80)),
+            ", which it never told"
+        ],
+    ));
 }
 
 #[cfg(test)]
