@@ -405,15 +405,12 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // The time between two timestamps of one earlier record ("took 77
                         // minutes" after `started_at` 08:48, `finished_at` 10:05).
                         || derivation::timestamp_gap(ctx, s.index, content, e.span.start, k)
-                        // A rounded form of a finer figure of its sentence or an earlier tool
-                        // output ("about 3.4 million" after 3,412,880).
+                        // A rounded form of a finer figure of its sentence or an earlier step
+                        // ("about 1,200" after 1,187, "about 3.4 million" after 3,412,880).
                         || derivation::rounded_figure(ctx, s.index, content, e.span.start, k)
                         // A ratio the line writes, as a percentage or its complement ("by 18%
                         // (HR 0.82)").
                         || derivation::ratio_percent(content, e.span.start, k, &percents)
-                        // An earlier number restated with an approximation word ("about
-                        // 1,200" after 1,187).
-                        || derivation::approximated(ctx, s.index, content, e.span.start, k)
                         // A bound an earlier number and a fraction the run wrote give ("up to
                         // 4,140 s" for 3600 s and a 15% jitter).
                         || derivation::spread_bound(ctx, s.index, content, e.span.start, k)

@@ -5,7 +5,7 @@
 
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
-use falat::substrate::{Context, Substrate, signals};
+use falat::substrate::{Substrate, signals};
 use serde_json::{Value, json};
 
 /// The signals these tests watch: the new ones and the generic failure signals they refine.
@@ -25,7 +25,7 @@ const POLICY_CONFIRM: &str = "# Store agent policy\n- Before taking consequentia
     confirmation (yes) to proceed.\n- You can look up orders and products.";
 const POLICY_PLAIN: &str = "# Store agent policy\n- You can look up, cancel and modify orders.";
 
-use crate::chat::{assistant, call, evidence, falat, system, user};
+use crate::chat::{assistant, call, evidence, falat, steps_with, system, user};
 
 fn load(messages: Vec<Value>) -> Trajectory {
     let t = crate::chat::load(messages);
@@ -35,17 +35,7 @@ fn load(messages: Vec<Value>) -> Trajectory {
 
 /// Every watched finding of the run, as `(step, signal)` in step order.
 fn findings(t: &Trajectory) -> Vec<(usize, Signal)> {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    (0..t.steps.len())
-        .flat_map(|i| {
-            signals::recall(&ctx, i)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| WATCHED.contains(&f.signal))
-                .map(move |f| (i, f.signal))
-        })
-        .collect()
+    crate::chat::findings(t).into_iter().filter(|(_, s)| WATCHED.contains(s)).collect()
 }
 
 fn messages(parts: Vec<Vec<Value>>) -> Vec<Value> {
@@ -393,13 +383,7 @@ fn a_hedging_word_the_lookup_wrote_is_no_assumption() {
             vec![assistant("Order #A1043 is delayed; the estimated delivery is 2025-03-14.")],
         ]))
     };
-    let assumptions = |t: &Trajectory| {
-        let sub = Substrate::build(t);
-        let ctx = Context::of(t, &sub, false);
-        (0..t.steps.len())
-            .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == Signal::Assumption))
-            .collect::<Vec<_>>()
-    };
+    let assumptions = |t: &Trajectory| steps_with(t, Signal::Assumption);
     // "estimated" is the tool's field (`estimated_delivery`): the answer repeats it.
     let t = run(r##"{"order_id": "#A1043", "status": "delayed", "estimated_delivery": "2025-03-14"}"##);
     assert_eq!(assumptions(&t), Vec::<usize>::new());

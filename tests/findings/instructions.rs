@@ -11,12 +11,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::{Value, json};
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, fixture_beside, load, user};
-
-/// The steps holding one signal.
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, fixture_beside, load, steps_with, user};
 
 const FIX: &str = "Fix haversine() to return kilometres and run the full test suite before reporting.";
 const CLAIM: &str = "Fixed the radius constant. I ran the full test suite: all tests pass.";

@@ -8,11 +8,7 @@ use falat::diagnosis::Signal;
 use falat::model::{LinkKind, Trajectory};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
-
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
+use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user};
 
 #[test]
 fn a_revenue_figure_read_from_the_prior_year_column_is_the_decisive_step() {

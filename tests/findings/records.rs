@@ -6,11 +6,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
-
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
+use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user};
 
 #[test]
 fn a_plan_that_pairs_a_delivery_number_with_the_other_deliverys_piece_is_the_decisive_step() {

@@ -8,11 +8,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, system, user};
-
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
-}
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, steps_with, system, user};
 
 #[test]
 fn a_pickup_promised_for_tomorrow_when_the_refill_has_no_ready_date_is_the_decisive_step() {

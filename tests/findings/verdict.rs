@@ -10,16 +10,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, load, user};
-
-/// The steps showing `signal`, in step order.
-fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
-    let sub = Substrate::build(t);
-    let ctx = Context::of(t, &sub, false);
-    (0..t.steps.len())
-        .filter(|&i| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == signal))
-        .collect()
-}
+use crate::chat::{assistant, call, evidence, falat, load, steps_with, user};
 
 #[test]
 fn a_completion_claim_before_any_observation_of_its_value_is_an_unverified_assertion() {

@@ -9,13 +9,12 @@
 //!   0.82)").
 //! - A figure in another unit of a value whose unit a JSON member's name gives (`"remaining_mb":
 //!   8210` → "8.2 GB"; [`member_unit`], read by `signals::unit_rounded`).
-//! - An earlier number restated with an approximation word, rounded to two significant digits
-//!   or more ("about 1,200" after 1,187), and a bound an earlier number and a fraction the run
-//!   wrote give ("up to 4,140 s" for 3600 s and a jitter of 0.15).
+//! - A rounded figure: a number told as approximate ("about 1,200" after 1,187) or followed by a
+//!   scale word ("about 3.4 million" for 3,412,880) that rounds a finer figure its sentence or an
+//!   earlier step writes ([`rounded_figure`]), and a bound an earlier number and a fraction the
+//!   run wrote give ("up to 4,140 s" for 3600 s and a jitter of 0.15).
 //! - A duration that is the time between two timestamps of one earlier record
 //!   (`"started_at": "…T08:48:00Z", "finished_at": "…T10:05:00Z"` → "77 minutes").
-//! - A rounded figure ("about 3.4 million") whose finer figure (3,412,880) the same sentence or
-//!   an earlier tool output writes.
 //! - With no task recorded, what the agent states before it observed anything, and a value a
 //!   later tool output of the run confirms.
 
@@ -113,16 +112,29 @@ fn range_bound(text: &str, start: usize, end: usize) -> bool {
     AFTER.is_match(&text[end..]) || BEFORE.is_match(&text[..start])
 }
 
-/// How many steps back [`approximated`] and [`spread_bound`] look for the value a stated one
+/// How many steps back [`rounded_figure`] and [`spread_bound`] look for the value a stated one
 /// rounds or bounds.
 const OBSERVED_WINDOW: usize = 400;
 
-/// An approximation word right before a number ("~1,200", "about 1,200", "roughly $3.5"), in
-/// lower case; `nearly` and `almost` say the value lies below the figure.
+/// A word of approximation right before a number, in any case, a currency sign between them
+/// allowed ("~1,200", "about 1,200", "roughly $3.5", "just under 2,000"). Group 1 holds a word
+/// that puts the value below the figure ("nearly", "almost", "just under"), group 2 one that
+/// puts it above ("just over").
 static APPROX_BEFORE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)(?:(~|≈)|\b(about|around|roughly|approximately|approx\.|nearly|almost))[ \t]*[$€£]?[ \t]*$")
-        .unwrap()
+    regex::Regex::new(
+        r"(?i)(?:~|≈|\b(?:about|around|roughly|approximately|approx\.?|some|close to|(nearly|almost|just under)|(just over)))\s*[$€£]?\s*$",
+    )
+    .unwrap()
 });
+
+/// A scale word right after a number's digits ("3.4 million", "1.2 bn"), captured.
+static SCALE_AFTER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)^[\s\u{a0}]*(thousand|million|mn|billion|bn|trillion)\b").unwrap()
+});
+
+/// A figure as a sentence writes it ("6,412,880", "1588457", "41.6").
+static FIGURE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap());
 
 /// The numbers (evidence values) that the [`OBSERVED_WINDOW`] steps before step `i` write,
 /// distinct, in no order.
@@ -138,49 +150,94 @@ fn observed_before(ctx: &Context<'_>, i: usize) -> Vec<f64> {
     out
 }
 
-/// Whether the number `key`, written at byte `at` of step `i`'s `text` right after an
-/// approximation word ([`APPROX_BEFORE`]: "~", "about", "around", "roughly", "approximately",
-/// "nearly", "almost"), is a number one of the [`OBSERVED_WINDOW`] steps before wrote, rounded to
-/// a unit of which `key` is a whole multiple and at which `key` keeps two significant digits or
-/// more: "about 1,200 requests" after a log's 1,187, "~4.1 s" after 4.06 s. "About 1" from 1.4
-/// rounds to one significant digit and is no such restatement. After "nearly" or "almost" the
-/// observed number must lie below `key`.
-pub(super) fn approximated(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
-    let Some(c) = APPROX_BEFORE.captures(&text[..at]) else { return false };
-    let below = c.get(2).is_some_and(|w| matches!(w.as_str().to_ascii_lowercase().as_str(), "nearly" | "almost"));
-    let Ok(v) = key.parse::<f64>() else { return false };
-    if v <= 0.0 {
-        return false;
-    }
-    let units = rounding_units(key);
-    if units.is_empty() {
-        return false;
-    }
-    observed_before(ctx, i).into_iter().any(|x| {
-        (x - v).abs() > 1e-12
-            && (!below || x < v)
-            && units.iter().any(|&u| ((x / u).round() * u - v).abs() <= 1e-9 * v.abs().max(1.0))
-    })
+/// A figure told as a rounding: what [`rounding`] reads off the words around it.
+#[derive(Debug, PartialEq)]
+struct Rounding {
+    /// The stated value, its scale word applied (1.6e6 for "1.6 million").
+    stated: f64,
+    /// The unit of rounding, its scale word applied (1e5 for "1.6 million", 100 for "1,200").
+    unit: f64,
+    /// Where the finer figure lies: below the stated one (-1, "nearly"), above it (1, "just
+    /// over"), or either side (0).
+    side: i8,
 }
 
-/// The units (powers of ten) that the number `key` is a whole multiple of, written with its
-/// decimals, at which it keeps two significant digits or more: `"1200"` 1, 10 and 100 (12
-/// hundreds); `"4.1"` 0.1; `"500"` 1 and 10 (50 tens); `"1"` none.
-fn rounding_units(key: &str) -> Vec<f64> {
-    let Ok(v) = key.parse::<f64>() else { return Vec::new() };
-    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
-    let mut units = Vec::new();
-    let mut k = -decimals;
-    loop {
-        let u = 10f64.powi(k);
-        let m = v / u;
-        if (m - m.round()).abs() > 1e-6 || m.round() < 10.0 {
-            break;
-        }
-        units.push(u);
-        k += 1;
+impl Rounding {
+    /// Whether `x` is a finer figure this one rounds: another value, within half a unit of the
+    /// stated one, on its side.
+    fn rounds(&self, x: f64) -> bool {
+        let d = x - self.stated;
+        let eps = 1e-9 * self.stated.abs().max(1.0);
+        d.abs() > eps && d.abs() <= self.unit / 2.0 + eps && (self.side == 0 || d * f64::from(self.side) > 0.0)
     }
-    units
+}
+
+/// The rounding that the number `key`, written at byte `at` of `text`, is told as: introduced by
+/// a word of approximation ([`APPROX_BEFORE`]) or followed by a scale word ([`SCALE_AFTER`]),
+/// at the unit [`rounding_unit`] gives it, with two significant digits or more unless a scale
+/// word follows ("about 40" is 40 ones, "2 million" 2 millions, "about 7" no rounding).
+fn rounding(text: &str, at: usize, key: &str) -> Option<Rounding> {
+    let v = key.parse::<f64>().ok().filter(|v| *v > 0.0)?;
+    let rest = text.get(at..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
+    let scale = SCALE_AFTER.captures(rest).map(|c| match c[1].to_ascii_lowercase().as_str() {
+        "thousand" => 1e3,
+        "million" | "mn" => 1e6,
+        "billion" | "bn" => 1e9,
+        _ => 1e12,
+    });
+    let approx = APPROX_BEFORE.captures(&text[..at]);
+    if scale.is_none() && approx.is_none() {
+        return None;
+    }
+    let side = match &approx {
+        Some(c) if c.get(1).is_some() => -1,
+        Some(c) if c.get(2).is_some() => 1,
+        _ => 0,
+    };
+    let unit = rounding_unit(key, if scale.is_some() { 1 } else { 2 })?;
+    let scale = scale.unwrap_or(1.0);
+    Some(Rounding { stated: v * scale, unit: unit * scale, side })
+}
+
+/// The unit (a power of ten) of the number `key` as written, read as a rounding that keeps
+/// `least` significant digits or more: that of its last digit written, a decimal's trailing
+/// zeros counting ("4.1" 0.1, "1.60" 0.01, "3400" 100), except that a whole number's trailing
+/// zeros, which do not say whether they are significant, count as far as `least` needs ("500"
+/// with two is 50 tens: 10; "40" 40 ones: 1). `None` when `key` keeps fewer ("7", "0.5" with
+/// two).
+fn rounding_unit(key: &str, least: usize) -> Option<f64> {
+    let (decimals, zeros) = match key.split_once('.') {
+        Some((_, d)) => (d.len(), 0),
+        None => (0, key.len() - key.trim_end_matches('0').len()),
+    };
+    let digits = significant_digits(key);
+    let missing = least.saturating_sub(digits);
+    if digits == 0 || missing > zeros {
+        return None;
+    }
+    Some(10f64.powi((zeros - missing) as i32 - decimals as i32))
+}
+
+/// Whether the number `key`, written at byte `at` of step `i`'s `text`, is a rounded form of a
+/// finer figure that its sentence ([`sentence_around`]) or one of the [`OBSERVED_WINDOW`] steps
+/// before writes, so no value the agent made up: "about 1,200 requests" after a log's 1,187,
+/// "~4.1 s" after 4.06 s, "about 1.6 million" after `"population": 1588457`. The figure is told
+/// as a rounding ([`rounding`]) when a word of approximation introduces it ("~", "≈", "about",
+/// "around", "roughly", "approximately", "approx.", "some", "close to", "nearly", "almost",
+/// "just under", "just over") or a scale word follows it ("thousand", "million", "mn",
+/// "billion", "bn", "trillion"). Its unit of rounding is that of its last significant digit,
+/// and it keeps two significant digits or more unless a scale word follows ([`rounding_unit`]):
+/// any number rounds to some one-digit figure, so "about 40 ms" is no restatement of 41.6. The
+/// finer figure differs from the stated one by half a unit or less, below it after "nearly",
+/// "almost" or "just under", above it after "just over".
+pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
+    let Some(r) = rounding(text, at, key) else { return false };
+    let sentence = sentence_around(text, at);
+    FIGURE
+        .find_iter(&text[sentence])
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        .any(|x| r.rounds(x))
+        || observed_before(ctx, i).into_iter().any(|x| r.rounds(x))
 }
 
 /// A bound word right before a number: "up to 4,140", "at most 4140 s", "no more than", "at
@@ -314,7 +371,7 @@ pub(super) fn confirmed_later(ctx: &Context<'_>, i: usize, written: &str) -> boo
     })
 }
 
-/// How many steps back [`timestamp_gap`] and [`rounded_figure`] read for their source.
+/// How many steps back [`timestamp_gap`] reads for the record it works a duration out of.
 const SOURCE_WINDOW: usize = 60;
 
 /// At most this many timestamps of one record are paired by [`timestamp_gap`].
@@ -387,68 +444,6 @@ pub(super) fn timestamp_gap(ctx: &Context<'_>, i: usize, text: &str, start: usiz
     })
 }
 
-/// Whether the number `key`, written at byte `at` of `text`, is a rounded form of a finer figure
-/// that the same sentence ([`sentence_around`]) or a tool output or page an agent read of the
-/// [`SOURCE_WINDOW`] steps before step `i` writes: followed by a scale word ("about 3.4 million" for 3,412,880, "1.2
-/// billion") or, without one, introduced as approximate ("about 3,400", "roughly 41%"). The
-/// rounding unit is that of the last digit written (0.1 million for "3.4 million", 100 for
-/// "3,400"); the finer figure must differ from the stated one and lie within half a unit of it
-/// (below it after "nearly", "almost", "just under"). Without a scale word the stated figure keeps
-/// two significant digits or more.
-pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
-    static SCALE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)^[\s\u{a0}]*(thousand|million|mn|billion|bn|trillion)\b").unwrap()
-    });
-    static APPROX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|close to|just (?:over|under))|~|≈)\s*[$€£]?\s*$").unwrap()
-    });
-    static FIGURE: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").unwrap());
-    let Ok(v) = key.parse::<f64>() else { return false };
-    if v <= 0.0 {
-        return false;
-    }
-    let rest = text.get(at..).unwrap_or("").trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',');
-    let scale = match SCALE.captures(rest).map(|c| c[1].to_ascii_lowercase()) {
-        Some(w) if w == "thousand" => 1e3,
-        Some(w) if w == "million" || w == "mn" => 1e6,
-        Some(w) if w == "billion" || w == "bn" => 1e9,
-        Some(_) => 1e12,
-        // Without a scale word the figure must keep two significant digits, as an approximation
-        // of an observed number must ([`approximated`]): any number rounds to some one-digit
-        // figure ("about 40 ms" is no restatement of 41.6).
-        None if APPROX.is_match(&text[..at]) && significant_digits(key) >= 2 => 1.0,
-        None => return false,
-    };
-    // "Nearly" and "almost" put the finer figure below the stated one.
-    static BELOW: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\b(?:nearly|almost|just under)\s*[$€£]?\s*$").unwrap());
-    let below = BELOW.is_match(&text[..at]);
-    let (decimals, zeros) = match key.split_once('.') {
-        Some((_, d)) => (d.len() as i32, 0),
-        None => (0, key.len() as i32 - key.trim_end_matches('0').len() as i32),
-    };
-    let unit = scale * 10f64.powi(zeros - decimals);
-    let stated = v * scale;
-    let rounds = |x: f64| {
-        (x - stated).abs() > 1e-9 * stated && (x - stated).abs() <= unit / 2.0 + 1e-9 * stated && (!below || x < stated)
-    };
-    let sentence = sentence_around(text, at);
-    if FIGURE.find_iter(&text[sentence]).filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok()).any(rounds) {
-        return true;
-    }
-    let t = ctx.trajectory;
-    (i.saturating_sub(SOURCE_WINDOW)..i)
-        .filter(|&j| t.steps[j].kind == StepKind::ToolResult || super::is_agent_output(ctx, j))
-        .any(|j| {
-            ctx.hierarchy.evidence[j]
-                .iter()
-                .filter(|e| e.kind == crate::evidence::EvidenceKind::Number)
-                .filter_map(|e| e.key.parse::<f64>().ok())
-                .any(rounds)
-        })
-}
-
 /// The significant digits of a number as written (`key` without thousands separators): leading
 /// zeros and, for a whole number, trailing zeros do not count ("40" has 1, "4.0" 2, "1200" 2).
 fn significant_digits(key: &str) -> usize {
@@ -502,12 +497,12 @@ mod tests {
 
     #[test]
     fn a_rounding_keeps_two_significant_digits() {
-        assert_eq!(rounding_units("1200"), vec![1.0, 10.0, 100.0]);
-        assert_eq!(rounding_units("500"), vec![1.0, 10.0]);
-        assert_eq!(rounding_units("4.1").len(), 1);
-        assert!((rounding_units("4.1")[0] - 0.1).abs() < 1e-12);
-        assert_eq!(rounding_units("1"), Vec::<f64>::new());
-        assert_eq!(rounding_units("0.5"), Vec::<f64>::new());
+        // 12 hundreds, 50 tens, 41 tenths; "1" and "0.5" keep one digit at any unit.
+        assert_eq!(rounding_unit("1200", 2), Some(100.0));
+        assert_eq!(rounding_unit("500", 2), Some(10.0));
+        assert!((rounding_unit("4.1", 2).unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(rounding_unit("1", 2), None);
+        assert_eq!(rounding_unit("0.5", 2), None);
         assert!(APPROX_BEFORE.is_match("roughly $"));
         assert!(APPROX_BEFORE.is_match("at ~"));
         assert!(!APPROX_BEFORE.is_match("about the "));
@@ -533,5 +528,63 @@ mod tests {
         assert_eq!(member_unit(json, json.find("3}").unwrap()), "");
         assert_eq!(member_unit("sent 4 items", 5), "");
         assert_eq!(member_unit("elapsed_s=12.5", 10), "s");
+    }
+
+    #[test]
+    fn a_rounding_is_read_off_its_words_at_the_unit_of_its_last_significant_digit() {
+        let read = |text: &str, key: &str| rounding(text, text.find(|c: char| c.is_ascii_digit()).unwrap(), key);
+        let r = |stated: f64, unit: f64, side: i8| Some(Rounding { stated, unit, side });
+        assert_eq!(read("about 1,200 failed", "1200"), r(1200.0, 100.0, 0));
+        assert_eq!(read("nearly 1,100", "1100"), r(1100.0, 100.0, -1));
+        assert_eq!(read("just over 2,000", "2000"), r(2000.0, 100.0, 1));
+        // A scale word needs no word of approximation, and one significant digit is enough.
+        assert_eq!(read("1.6 million people", "1.6"), r(1.6e6, 1e5, 0));
+        assert_eq!(read("some 2 million", "2"), r(2e6, 1e6, 0));
+        // A decimal's trailing zero is written precision: "4.10" is 410 hundredths.
+        assert_eq!(read("about 4.10 s", "4.10"), r(4.1, 0.01, 0));
+        assert_eq!(read("about 7 runs", "7"), None);
+        assert_eq!(read("at 1,200 rpm", "1200"), None);
+    }
+
+    /// Whether the figure `written` ("1,200") of the last message of `messages` (an OpenAI chat
+    /// log, `(role, content)`) is a rounded figure.
+    fn rounded_in(messages: &[(&str, &str)], written: &str) -> bool {
+        let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
+        let bytes = serde_json::to_vec(&log).expect("serialises");
+        let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
+        let sub = crate::substrate::Substrate::build(&t);
+        let ctx = Context::of(&t, &sub, false);
+        let i = t.steps.len() - 1;
+        let text = &t.steps[i].content;
+        rounded_figure(&ctx, i, text, text.find(written).expect("written"), &written.replace(',', ""))
+    }
+
+    #[test]
+    fn a_whole_figure_with_one_non_zero_digit_rounds_at_two_significant_digits() {
+        let run = |log: &'static str, answer: &'static str| {
+            [("user", "How many requests failed?"), ("user", log), ("assistant", answer)]
+        };
+        // 496 is 50 tens; 460 only 5 hundreds, a one-digit rounding any number has.
+        assert!(rounded_in(&run("The log counts 496 failures.", "About 500 requests failed."), "500"));
+        assert!(!rounded_in(&run("The log counts 460 failures.", "About 500 requests failed."), "500"));
+        // After "just over" the finer figure lies above the stated one; after "just under" below.
+        assert!(!rounded_in(&run("The log counts 496 failures.", "Just over 500 requests failed."), "500"));
+        assert!(rounded_in(&run("The log counts 496 failures.", "Just under 500 requests failed."), "500"));
+        // Written to the hundredth, 4.10 is no rounding of 4.06.
+        assert!(rounded_in(&run("The median took 4.06 s.", "It takes about 4.1 s."), "4.1"));
+        assert!(!rounded_in(&run("The median took 4.06 s.", "It takes about 4.10 s."), "4.10"));
+    }
+
+    #[test]
+    fn the_finer_figure_is_read_in_the_sentence_or_in_any_of_the_steps_before() {
+        // Its own sentence writes the finer figure.
+        assert!(rounded_in(&[("assistant", "About 1,200 requests (1,187) failed.")], "1,200"));
+        // A step 81 steps back (more than 60, fewer than 400), and not a tool's output.
+        let mut far = vec![("user", "Last week 1,187 requests failed.")];
+        far.extend((0..80).map(|k| (if k % 2 == 0 { "assistant" } else { "user" }, "ok")));
+        far.push(("assistant", "About 1,200 requests failed last week."));
+        assert!(rounded_in(&far, "1,200"));
+        far.push(("assistant", "About 1,300 requests failed last week."));
+        assert!(!rounded_in(&far, "1,300"));
     }
 }
