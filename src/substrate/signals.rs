@@ -37,6 +37,7 @@ mod statistics;
 mod tables;
 mod targets;
 mod units;
+mod versions;
 use shell::is_shell_tool;
 pub use shell::shell_command;
 
@@ -167,6 +168,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
         f.push(finding(Signal::Assumption, weights::ASSUMPTION, hedge_evidence(&ctx.trajectory.steps[i].content)));
     }
     lookup::claimed_lookup(ctx, i, &mut f);
+    versions::recalled_version(ctx, i, &mut f);
     // A call the user refused is the user's decision, not the agent's error.
     let refused = result_of(ctx, i).is_some_and(|r| refused_by_user(ctx, r));
     // A check that reproduces the failure the task reports, or that fails right after an edit

@@ -64,3 +64,52 @@ fn a_plan_to_search_and_the_users_own_claim_are_no_findings() {
     assert_eq!(unsourced(&t, 1), Vec::<String>::new());
     assert_eq!(unsourced(&t, 2), Vec::<String>::new());
 }
+
+/// An upgrade to "the first release that fixes" an advisory: the agent names the release from
+/// memory (no tool output gives it) in its message before the install, or reads it from the
+/// advisory it fetched first.
+fn upgrade_run(advisory: Option<&str>) -> Trajectory {
+    let mut m = vec![
+        crate::chat::system("You are a coding assistant with a shell."),
+        user(
+            "Our scanner flags CVE-2024-37891 in urllib3. Upgrade urllib3 to the first release that fixes it, \
+             and tell me which one you installed.",
+        ),
+    ];
+    m.extend(call(
+        "c1",
+        "run_shell",
+        json!({"cmd": "pip show urllib3"}),
+        "Name: urllib3\nVersion: 2.0.7\nLocation: /srv/app/.venv/lib/python3.11/site-packages",
+    ));
+    if let Some(text) = advisory {
+        m.extend(call("c2", "fetch_url", json!({"url": "https://osv.dev/vulnerability/GHSA-34jh-p97f-mpxf"}), text));
+    }
+    m.push(json!({"role": "assistant", "content": "CVE-2024-37891 was fixed in urllib3 2.2.2, so I'll install that release.",
+        "tool_calls": [{"id": "c3", "type": "function", "function": {"name": "run_shell",
+            "arguments": json!({"cmd": "pip install urllib3==2.2.2"}).to_string()}}]}));
+    m.push(json!({"role": "tool", "tool_call_id": "c3", "content": "Successfully installed urllib3-2.2.2"}));
+    m.push(assistant("Done: urllib3 2.2.2 is installed, the first release that fixes CVE-2024-37891."));
+    load(m)
+}
+
+#[test]
+fn a_fixed_release_stated_from_memory_is_unsourced_and_one_read_from_the_advisory_is_not() {
+    let t = upgrade_run(None);
+    let i = t.steps.iter().position(|s| s.content.starts_with("CVE-2024-37891 was fixed")).expect("the claim");
+    assert_eq!(
+        unsourced(&t, i),
+        ["states \"CVE-2024-37891 was fixed in urllib3 2.2.2, so I'll install that release.\" from memory: no tool \
+          output, page or user turn before it gives 2.2.2"]
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category), (Some(i), ErrorCategory::Hallucination), "{}", d.reason);
+    // The advisory the agent fetched names the fixed releases: the same sentence is sourced.
+    let t = upgrade_run(Some(
+        "GHSA-34jh-p97f-mpxf: urllib3's Proxy-Authorization header is not stripped during \
+        cross-origin redirects. Affected: >= 2.0.0, < 2.2.2; < 1.26.19. Fixed in 2.2.2 and 1.26.19.",
+    ));
+    let i = t.steps.iter().position(|s| s.content.starts_with("CVE-2024-37891 was fixed")).expect("the claim");
+    assert_eq!(unsourced(&t, i), Vec::<String>::new());
+    assert_eq!(falat(&t).decisive_step, None);
+}

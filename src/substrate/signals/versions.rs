@@ -1,0 +1,137 @@
+//! A release stated from memory: an agent tells which version fixed a vulnerability or bug, or
+//! which release is the latest, and no observation of the run gave that version (docs/METHODS.md,
+//! "Versions stated from memory").
+//!
+//! A version number is usually a reference, not a claim (`attrs==24.2.0`, "added in Python
+//! 3.9": `evidence::ValueContext::Reference`), and is never an unsourced value by itself. A
+//! sentence that says a version *fixed* something, or *is the latest*, states a fact about the
+//! world that an agent can only know from a source: an advisory, a changelog, a package index.
+//! When no tool output, page read, task or user turn before it holds the version, the agent
+//! recalled it, and the step that states it carries an unsourced-value finding (an upgrade to
+//! the wrong "first fixed" release, a downgrade, or a "latest" that is not).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Context, actions, finding, is_agent_output, is_outside_agent, weights};
+use crate::diagnosis::{Finding, Signal};
+use crate::model::StepKind;
+use crate::prose;
+
+/// A version: two to four dot-separated numbers, an optional `v` before.
+const VERSION: &str = r"v?(\d+(?:\.\d+){1,3})\b";
+
+/// Sentences that tie a version to a fix or to being the newest release: "fixed in 1.26.17",
+/// "patched in urllib3 2.2.2", "the first release that fixes it is 2.2.2", "the latest version
+/// is 4.17.21", "vulnerable before 1.26.19".
+static CLAIMS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+    let re = |p: String| Regex::new(&p).unwrap();
+    [
+        re(format!(
+            r"(?i)\b(?:fixed|patched|resolved|addressed|remediated)\s+(?:in|by|as of|since)\s+(?:[\w.-]+\s+){{0,2}}?(?:version\s+|release\s+)?{VERSION}"
+        )),
+        re(format!(
+            r"(?i)\b(?:latest|newest|most recent|current)\s+(?:stable\s+)?(?:release|version)\b[^.\n]{{0,40}}?\b(?:is|was|:)\s+(?:[\w.-]+\s+)?{VERSION}"
+        )),
+        re(format!(
+            r"(?i)\bfirst\s+(?:fixed\s+|patched\s+|safe\s+|secure\s+)?(?:release|version)\b[^.\n]{{0,60}}?\b(?:is|was|:)\s+(?:[\w.-]+\s+)?{VERSION}"
+        )),
+        re(format!(r"(?i)\b(?:vulnerable|affected)\s+(?:versions?\s+)?(?:before|below|prior to|<)\s*{VERSION}")),
+    ]
+});
+
+/// What makes a "fixed in" sentence about a vulnerability or a bug rather than about an API's
+/// history: an advisory id, or a word of security or of a defect.
+static ABOUT_A_FIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bCVE-\d{4}-\d+|\bGHSA-|\bvulnerab|\bsecurity\b|\badvisor|\bexploit|\bbug\b|\bregression\b|\bissue\b|\bfix")
+        .unwrap()
+});
+
+/// Step `i`, an agent's message or thought, states a version in a sentence that ties it to a fix
+/// ([`CLAIMS`] with [`ABOUT_A_FIX`]) or to being the latest release, and no step before it that
+/// could have given it (a tool output, a page an agent read, the served person's turns, the
+/// task) holds that version: an unsourced-value finding quoting the sentence.
+pub(super) fn recalled_version(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
+        || actions::is_human(step)
+        || is_outside_agent(&step.agent)
+        || step.role.eq_ignore_ascii_case("system")
+    {
+        return;
+    }
+    let content = &step.content;
+    if !content.bytes().any(|b| b == b'.') {
+        return;
+    }
+    for sentence in crate::text::sentences(content) {
+        for (k, re) in CLAIMS.iter().enumerate() {
+            let Some(c) = re.captures(sentence) else { continue };
+            // "Fixed in" and "vulnerable before" are about a defect only with a word of one; "the
+            // latest release is" and "the first fixed release is" stand alone.
+            if matches!(k, 0 | 3) && !ABOUT_A_FIX.is_match(sentence) {
+                continue;
+            }
+            let version = &c[1];
+            if sourced(ctx, i, version) {
+                continue;
+            }
+            out.push(finding(
+                Signal::UnsourcedValue,
+                weights::UNSOURCED_MAX,
+                prose![format!(
+                    "states \"{}\" from memory: no tool output, page or user turn before it gives {version}",
+                    crate::text::clip(sentence.trim(), 100)
+                )],
+            ));
+            return;
+        }
+    }
+}
+
+/// Whether a step before `i` that could source a version holds `version` as a word of its own
+/// (not inside a longer version: `1.26.17` is not in `1.26.170`): a tool output, a page an agent
+/// read, the served person's turn or the task.
+fn sourced(ctx: &Context<'_>, i: usize, version: &str) -> bool {
+    let t = ctx.trajectory;
+    let holds = |text: &str| {
+        text.match_indices(version).any(|(p, _)| {
+            let before = text[..p].chars().next_back();
+            let mut after = text[p + version.len()..].chars();
+            let (next, then) = (after.next(), after.next());
+            let continues = next.is_some_and(|c| c.is_ascii_digit())
+                || next == Some('.') && then.is_some_and(|c| c.is_ascii_digit());
+            !before.is_some_and(|c| c.is_ascii_digit() || c == '.') && !continues
+        })
+    };
+    holds(&t.task)
+        || (0..i).any(|j| {
+            let s = &t.steps[j];
+            (s.kind == StepKind::ToolResult
+                || is_agent_output(ctx, j)
+                || actions::is_human(s)
+                || actions::served_person(s))
+                && holds(&s.content)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fix_or_latest_release_claim_names_its_version() {
+        let version = |s: &str| CLAIMS.iter().find_map(|re| re.captures(s).map(|c| c[1].to_string()));
+        assert_eq!(
+            version("CVE-2024-37891 was fixed in urllib3 1.26.17, so I'll install it").as_deref(),
+            Some("1.26.17")
+        );
+        assert_eq!(version("The latest release of lodash is 4.17.21").as_deref(), Some("4.17.21"));
+        assert_eq!(version("The first patched version is v2.2.2.").as_deref(), Some("2.2.2"));
+        assert_eq!(version("Versions before 3.1.4 are vulnerable; affected below 3.1.4").as_deref(), Some("3.1.4"));
+        assert_eq!(version("pip install attrs==24.2.0"), None);
+        assert_eq!(version("str.removeprefix was added in Python 3.9"), None);
+    }
+}
