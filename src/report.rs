@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Part, Role, Rule};
+use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Part, Role, Rule, Standing};
 use crate::export;
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
@@ -277,13 +277,20 @@ pub fn low_confidence_parts(d: &Diagnosis) -> Option<(f32, Vec<Part>)> {
         _ => None,
     });
     let parts = match claim {
-        Some(Claim::MoreProbable { step, p, named, p_named, .. }) => vec![
-            t("the named step ".into()),
-            Part::Step(*named),
-            t(format!(" has P {p_named:.2}, and step ")),
-            Part::Step(*step),
-            t(format!(" is more probable (P {p:.2}); read both")),
-        ],
+        Some(Claim::MoreProbable { step, p, named, p_named, standing, .. }) => {
+            // Why the more probable step is not the verdict, when verification says.
+            let why = match standing {
+                Standing::PassedVerification => " and passed verification too".to_string(),
+                s => s.clause().map(|c| format!(" but{c}")).unwrap_or_default(),
+            };
+            vec![
+                t("the named step ".into()),
+                Part::Step(*named),
+                t(format!(" has P {p_named:.2}, and step ")),
+                Part::Step(*step),
+                t(format!(" is more probable (P {p:.2}){why}; read both")),
+            ]
+        }
         Some(Claim::RanksFirst { step, p }) => vec![
             t("step ".into()),
             Part::Step(*step),
@@ -456,7 +463,7 @@ fn explanation_json(d: &Diagnosis) -> Value {
         "claims": e.claims.iter().map(|c| {
             let mut v = match c {
                 Claim::RanksFirst { step, p } => json!({"step": step, "probability": round3(*p)}),
-                Claim::MoreProbable { step, agent, p, named, p_named } => json!({
+                Claim::MoreProbable { step, agent, p, named, p_named, .. } => json!({
                     "step": step, "agent": agent, "probability": round3(*p),
                     "named": named, "named_probability": round3(*p_named),
                 }),
@@ -1273,12 +1280,28 @@ mod tests {
 
     #[test]
     fn the_low_confidence_sentence_agrees_with_the_ranking() {
-        let more = Claim::MoreProbable { step: 5, agent: "a".into(), p: 0.52, named: 4, p_named: 0.19 };
-        let d = low(&[(4, 0.19), (5, 0.52)], 4, more);
+        let more = Claim::MoreProbable {
+            step: 5,
+            agent: "a".into(),
+            p: 0.52,
+            named: 4,
+            p_named: 0.19,
+            standing: Standing::Unverified,
+        };
+        let d = low(&[(4, 0.19), (5, 0.52)], 4, more.clone());
         let (c, parts) = low_confidence_parts(&d).expect("a low-confidence verdict");
         assert_eq!(c, 0.2);
         let sentence = crate::diagnosis::explanation::join(&parts);
         assert_eq!(sentence, "the named step 4 has P 0.19, and step 5 is more probable (P 0.52); read both");
+        // Verification says why the more probable step is not the verdict.
+        let Claim::MoreProbable { step, agent, p, named, p_named, .. } = more else { unreachable!() };
+        let unverified = Claim::MoreProbable { step, agent, p, named, p_named, standing: Standing::NotCandidate };
+        let d = low(&[(4, 0.19), (5, 0.52)], 4, unverified);
+        assert_eq!(
+            crate::diagnosis::explanation::join(&low_confidence_parts(&d).expect("low").1),
+            "the named step 4 has P 0.19, and step 5 is more probable (P 0.52) but was not a candidate and was not \
+             verified; read both"
+        );
         assert!(!sentence.contains("stands out"));
         let steps: Vec<usize> =
             parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();

@@ -109,7 +109,7 @@ impl Undiscriminating {
                 };
                 format!(
                     "{all} passed both independence and sufficiency, so verification did not tell them apart and the most probable of \
-                     them is named"
+                     the verified candidates is named"
                 )
             }
             Undiscriminating::NonePassed { checked, past_submission } => {
@@ -161,7 +161,8 @@ impl FalatOptions {
         if self.ranking_decides {
             out.push(
                 "ranking_decides = on (departure: when every verified candidate passes, the most probable of \
-                 them is named instead of the earliest; when none passes, the ranking's most probable step)"
+                 the verified candidates is named instead of the earliest; when none passes, the ranking's most \
+                 probable step)"
                     .to_string(),
             );
         }
@@ -347,11 +348,11 @@ pub fn is_valid(c: &Candidate, check: &Checked, best: f32, opts: &FalatOptions) 
 ///
 /// With [`FalatOptions::ranking_decides`], verification that does not discriminate hands the
 /// decision to the calibrated ranking (`probs`: the judge's probability of each step, 0-based):
-/// when at least two candidates were checked and all are valid, the most probable of them (the
-/// earlier on ties); when none is valid, or none was left to check, `ranked` (the ranking's most
-/// probable step the user did not exclude). A single valid candidate, or some valid and some not,
-/// is verification telling them apart: the paper's rule decides. Without `ranked` (no
-/// probabilities) the paper's rules hold throughout.
+/// when at least two candidates were checked and all are valid, the most probable of the verified
+/// candidates (the earlier on ties); when none is valid, or none was left to check, `ranked` (the
+/// ranking's most probable step the user did not exclude). A single valid candidate, or some valid
+/// and some not, is verification telling them apart: the paper's rule decides. Without `ranked`
+/// (no probabilities) the paper's rules hold throughout.
 pub fn decide(
     candidates: &[Candidate],
     checks: &[Checked],
@@ -568,7 +569,7 @@ mod tests {
         assert_eq!(
             precedence(2, true, v).evidence,
             "all 3 verified candidates passed both independence and sufficiency, so verification did not tell them apart and the \
-             most probable of them is named: step 8"
+             most probable of the verified candidates is named: step 8"
         );
         // None passes: the ranking's best step overall, never the strongest live candidate.
         let none = vec![check(2, false, true), check(5, true, false), check(8, false, false)];
