@@ -42,7 +42,7 @@ impl Purpose {
 }
 
 pub use details::Detail;
-pub use explanation::{Caveat, Claim, Explanation, Part, Prose, Rule};
+pub use explanation::{Caveat, Claim, Explanation, Part, Prose, Rule, Standing};
 
 /// The six transition labels of FALAT stage 2, on an edge from a candidate to a later step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

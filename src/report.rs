@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Part, Role, Rule};
+use crate::diagnosis::{Candidate, Caveat, Claim, Detail, Diagnosis, Part, Role, Rule, Standing};
 use crate::export;
 use crate::model::{Step, StepKind, Trajectory};
 use crate::text;
@@ -277,13 +277,20 @@ pub fn low_confidence_parts(d: &Diagnosis) -> Option<(f32, Vec<Part>)> {
         _ => None,
     });
     let parts = match claim {
-        Some(Claim::MoreProbable { step, p, named, p_named, .. }) => vec![
-            t("the named step ".into()),
-            Part::Step(*named),
-            t(format!(" has P {p_named:.2}, and step ")),
-            Part::Step(*step),
-            t(format!(" is more probable (P {p:.2}); read both")),
-        ],
+        Some(Claim::MoreProbable { step, p, named, p_named, standing, .. }) => {
+            // Why the more probable step is not the verdict, when verification says.
+            let why = match standing {
+                Standing::PassedVerification => " and passed verification too".to_string(),
+                s => s.clause().map(|c| format!(" but{c}")).unwrap_or_default(),
+            };
+            vec![
+                t("the named step ".into()),
+                Part::Step(*named),
+                t(format!(" has P {p_named:.2}, and step ")),
+                Part::Step(*step),
+                t(format!(" is more probable (P {p:.2}){why}; read both")),
+            ]
+        }
         Some(Claim::RanksFirst { step, p }) => vec![
             t("step ".into()),
             Part::Step(*step),
@@ -456,7 +463,7 @@ fn explanation_json(d: &Diagnosis) -> Value {
         "claims": e.claims.iter().map(|c| {
             let mut v = match c {
                 Claim::RanksFirst { step, p } => json!({"step": step, "probability": round3(*p)}),
-                Claim::MoreProbable { step, agent, p, named, p_named } => json!({
+                Claim::MoreProbable { step, agent, p, named, p_named, .. } => json!({
                     "step": step, "agent": agent, "probability": round3(*p),
                     "named": named, "named_probability": round3(*p_named),
                 }),
@@ -1016,6 +1023,26 @@ fn roles(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     }
 }
 
+/// Where the Candidates section sends the reader for what supports a step the ranking named
+/// with no candidates: its findings under **Why** when it has some; else that it has none of its
+/// own, and where the run shows its failure (the method's account when it gave one), so the
+/// sentence never promises findings that are not there.
+fn named_step_support(d: &Diagnosis) -> String {
+    let e = &d.explanation;
+    if !e.findings.is_empty() {
+        return " (its findings are under **Why**)".to_string();
+    }
+    match &e.rule {
+        Rule::Ranking { failure: Some(f), .. } => {
+            format!("; it has no finding of its own, and the run shows its failure elsewhere: {}", cell(f))
+        }
+        _ if !e.account.trim().is_empty() => {
+            "; it has no finding of its own (the method's account of it is under **Why**)".to_string()
+        }
+        _ => "; it has no finding of its own".to_string(),
+    }
+}
+
 /// The candidates table; a note above it names the decisive step when it is not among them, and
 /// why ([`named_outside_candidates`]).
 fn candidates(out: &mut String, t: &Trajectory, d: &Diagnosis) {
@@ -1028,11 +1055,13 @@ fn candidates(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     if d.candidates.is_empty() {
         // A bare "None." under a named step reads as if the verdict had no support: say that no
         // step was left to verify, so the verdict (if any) is the ranking's.
-        out.push_str(if d.decisive_step.is_some() {
-            "None: no step was kept as a candidate to verify, so the step named comes from the ranking (its findings are under **Why**).\n"
-        } else {
-            "None: no step was kept as a candidate to verify.\n"
-        });
+        match d.decisive_step {
+            Some(_) => out.push_str(&format!(
+                "None: no step was kept as a candidate to verify, so the step named comes from the ranking{}.\n",
+                named_step_support(d)
+            )),
+            None => out.push_str("None: no step was kept as a candidate to verify.\n"),
+        }
         return;
     }
     out.push_str("| step | agent | score | findings | pruned | independence | sufficiency | precedence |\n");
@@ -1251,12 +1280,28 @@ mod tests {
 
     #[test]
     fn the_low_confidence_sentence_agrees_with_the_ranking() {
-        let more = Claim::MoreProbable { step: 5, agent: "a".into(), p: 0.52, named: 4, p_named: 0.19 };
-        let d = low(&[(4, 0.19), (5, 0.52)], 4, more);
+        let more = Claim::MoreProbable {
+            step: 5,
+            agent: "a".into(),
+            p: 0.52,
+            named: 4,
+            p_named: 0.19,
+            standing: Standing::Unverified,
+        };
+        let d = low(&[(4, 0.19), (5, 0.52)], 4, more.clone());
         let (c, parts) = low_confidence_parts(&d).expect("a low-confidence verdict");
         assert_eq!(c, 0.2);
         let sentence = crate::diagnosis::explanation::join(&parts);
         assert_eq!(sentence, "the named step 4 has P 0.19, and step 5 is more probable (P 0.52); read both");
+        // Verification says why the more probable step is not the verdict.
+        let Claim::MoreProbable { step, agent, p, named, p_named, .. } = more else { unreachable!() };
+        let unverified = Claim::MoreProbable { step, agent, p, named, p_named, standing: Standing::NotCandidate };
+        let d = low(&[(4, 0.19), (5, 0.52)], 4, unverified);
+        assert_eq!(
+            crate::diagnosis::explanation::join(&low_confidence_parts(&d).expect("low").1),
+            "the named step 4 has P 0.19, and step 5 is more probable (P 0.52) but was not a candidate and was not \
+             verified; read both"
+        );
         assert!(!sentence.contains("stands out"));
         let steps: Vec<usize> =
             parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
@@ -1299,10 +1344,30 @@ mod tests {
         assert!(
             md.contains(
                 "## Candidates\n\nStep 2, the step named, is not a candidate: the ranking named it (no verified \
-                 candidate passed both checks). It reads `transfer_to_billing({})`.\n\nNone: no step was kept as a candidate to verify, so the step named comes from the ranking (its findings are under **Why**).\n"
+                 candidate passed both checks). It reads `transfer_to_billing({})`.\n\nNone: no step was kept as a \
+                 candidate to verify, so the step named comes from the ranking; it has no finding of its own.\n"
             ),
             "{md}"
         );
+        // No finding on the named step: the section says where the run shows its failure, and
+        // never points to findings under **Why** that are not there.
+        let failure = Some(crate::prose!["step ", Part::Step(1), " shows a finding (unsourced_value): states 42"]);
+        d.explanation.rule = Rule::Ranking { why: "no candidate was left to verify".into(), failure };
+        assert!(
+            to_markdown(&t, &d).contains(
+                "\nNone: no step was kept as a candidate to verify, so the step named comes from the ranking; it has \
+                 no finding of its own, and the run shows its failure elsewhere: step 1 shows a finding \
+                 (unsourced_value): states 42.\n"
+            ),
+            "{md}"
+        );
+        d.explanation.findings.push(crate::diagnosis::Finding {
+            signal: crate::diagnosis::Signal::UnsourcedValue,
+            evidence: "states 42 with no earlier source".into(),
+            weight: 0.5,
+        });
+        assert!(to_markdown(&t, &d).contains("comes from the ranking (its findings are under **Why**).\n"), "{md}");
+        d.explanation.findings.clear();
         d.explanation.rule =
             Rule::Fallback { name: "strongest-live".into(), why: "no candidate passed verification".into() };
         let note = crate::diagnosis::explanation::join(&named_outside_candidates(&d).expect("a note"));

@@ -286,7 +286,7 @@ fn the_report_explains_a_named_step_below_the_most_probable_and_without_a_value_
         md.contains(
             "Step 24 (FileSurfer) is more probable than step 44 (P 0.08 against 0.01). FALAT names step 44 because \
              it is the earliest candidate that passes verification (temporal precedence), unless the local \
-             re-search moved the decision within its window; it does not name the step that ranks first by P, so \
+             re-search moved the decision within its window; step 24 was not a candidate and was not verified, so \
              read both."
         ),
         "{md}"

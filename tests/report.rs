@@ -230,8 +230,10 @@ fn the_candidates_section_names_a_step_the_ranking_named_outside_them() {
     let (best, p_named) = d.more_probable_step().expect("a more probable step");
     let named = d.decisive_step.expect("a step");
     assert!(d.low_confidence());
+    assert!(d.candidate(best.step).is_none(), "step {} is a candidate: the test needs one that is not", best.step);
     let expected = format!(
-        "Confidence is low ({:.2}): the named step {named} has P {p_named:.2}, and step {} is more probable (P {:.2}); read both.",
+        "Confidence is low ({:.2}): the named step {named} has P {p_named:.2}, and step {} is more probable (P {:.2}) \
+         but was not a candidate and was not verified; read both.",
         d.confidence, best.step, best.probability
     );
     assert!(md.contains(&expected), "{expected}\n{md}");
@@ -419,7 +421,9 @@ fn a_ranked_verdicts_reason_leads_with_the_finding() {
     let json = report::to_json(&t, &d);
     assert_eq!(json["explanation"]["rule"], "ranking", "{json}");
     assert!(
-        why.to_string().ends_with("so verification did not tell them apart and the most probable of them is named"),
+        why.to_string().ends_with(
+            "so verification did not tell them apart and the most probable of the verified candidates is named"
+        ),
         "{why}"
     );
 }

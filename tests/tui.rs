@@ -2430,9 +2430,10 @@ fn the_view_model_links_the_steps_the_verdict_names_and_places_them_where_they_a
     let links = app.links();
     assert_eq!(links, steps_the_verdict_names(&app));
     // The decisive step; the ranking's first five; the claim that step 24 is more probable than
-    // the named step 61; the reason's steps (61, and 63 where its finding says the output's value
-    // first appears); the dependency path 61 → 63 → 66; the gold step 51.
-    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 61, 63, 61, 61, 61, 63, 66, 51], "{links:?}");
+    // the named step 61, and that step 24 was no verified candidate; the reason's steps (61, and 63
+    // where its finding says the output's value first appears); the dependency path 61 → 63 → 66;
+    // the gold step 51.
+    assert_eq!(links, [61, 61, 24, 4, 12, 1, 24, 61, 61, 24, 61, 63, 61, 61, 61, 63, 66, 51], "{links:?}");
     // 80×24: a frame of header, body, status and hints; the verdict's text inside the body's
     // border, wrapped to 78 columns.
     let vm = app.view.clone();
@@ -2707,8 +2708,11 @@ fn the_low_confidence_line_agrees_with_the_ranking() {
     let (best, p) = (best.step, best.probability);
     let named = d.decisive_step.expect("a step");
     let screen = draw(&app, 160, 45).backend().to_string();
+    // The more probable step was no candidate: the sentence says why it is not the verdict.
+    assert!(d.candidate(best).is_none(), "step {best} is a candidate: the test needs one that is not");
     let expected = format!(
-        "low confidence: the named step {named} has P {p_named:.2}, and step {best} is more probable (P {p:.2}); read both"
+        "low confidence: the named step {named} has P {p_named:.2}, and step {best} is more probable (P {p:.2}) but \
+         was not a candidate and was not verified; read both"
     );
     assert!(screen.contains(&expected), "{expected}\n{screen}");
     assert!(!screen.contains("stands out"), "{screen}");

@@ -67,6 +67,39 @@ impl Rule {
     }
 }
 
+/// Where a step more probable than the named one stood in the method's verification, so that
+/// the claim can say why it is not the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The method verifies no candidates: nothing to say beyond the rule.
+    Unverified,
+    /// It was not kept as a candidate, so it was never verified.
+    NotCandidate,
+    /// It was a candidate, set aside (pruned) before verification.
+    Pruned,
+    /// It was a candidate left unchecked.
+    Unchecked,
+    /// It was verified and failed independence or sufficiency.
+    FailedVerification,
+    /// It was verified and passed both; the rule named another step.
+    PassedVerification,
+}
+
+impl Standing {
+    /// Why the step is not the verdict, one clause after its number ("step 24 was not a
+    /// candidate and was not verified"), or `None` when the method verifies nothing.
+    pub fn clause(self) -> Option<&'static str> {
+        match self {
+            Standing::Unverified => None,
+            Standing::NotCandidate => Some(" was not a candidate and was not verified"),
+            Standing::Pruned => Some(" was a candidate set aside before verification"),
+            Standing::Unchecked => Some(" was a candidate but was not verified"),
+            Standing::FailedVerification => Some(" failed verification"),
+            Standing::PassedVerification => Some(" passed verification too"),
+        }
+    }
+}
+
 /// A statement a report makes about the decisive step, built from the facts it states.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
@@ -89,6 +122,8 @@ pub enum Claim {
         named: usize,
         /// The decisive step's probability.
         p_named: f32,
+        /// Where the more probable step stood in verification: why it is not the verdict.
+        standing: Standing,
     },
     /// A dependency path leads from the decisive step to the final output's step.
     PathToOutput {
@@ -145,7 +180,7 @@ impl Claim {
             Claim::RanksFirst { step, p } => {
                 vec![t("Step "), Step(*step), Text(format!(" ranks first among all steps (P = {p:.2})."))]
             }
-            Claim::MoreProbable { step, agent, p, named, p_named } => {
+            Claim::MoreProbable { step, agent, p, named, p_named, standing } => {
                 let how: Vec<Part> = match rule {
                     Rule::Fallback { why, .. } => [vec![t(" by its fallback (")], clean(why), vec![t(")")]].concat(),
                     Rule::Pinned => vec![t(" because you pinned it")],
@@ -164,7 +199,10 @@ impl Claim {
                     Step(*named),
                 ];
                 out.extend(how);
-                out.push(t("; it does not name the step that ranks first by P, so read both."));
+                match standing.clause() {
+                    Some(why) => out.extend([t("; step "), Step(*step), Text(format!("{why}, so read both."))]),
+                    None => out.push(t("; it does not name the step that ranks first by P, so read both.")),
+                }
                 out
             }
             Claim::PathToOutput { path } if path.len() == 1 => vec![
@@ -662,11 +700,31 @@ mod tests {
 
     #[test]
     fn claims_cite_their_steps_and_word_the_rule() {
-        let c = Claim::MoreProbable { step: 5, agent: "a".into(), p: 0.49, named: 2, p_named: 0.1 };
+        let c = Claim::MoreProbable {
+            step: 5,
+            agent: "a".into(),
+            p: 0.49,
+            named: 2,
+            p_named: 0.1,
+            standing: Standing::Unverified,
+        };
         assert_eq!(c.steps(), [5, 2]);
         let s = c.sentence(Method::Falat, &Rule::RankedFirst);
         assert!(s.starts_with("Step 5 (a) is more probable than step 2 (P 0.49 against 0.10)."), "{s}");
         assert!(s.contains("the best-ranked step you did not exclude"), "{s}");
+        assert!(s.ends_with("it does not name the step that ranks first by P, so read both."), "{s}");
+        // When the more probable step was no verified candidate, the sentence says so.
+        let why = Rule::Ranking { why: "all 2 verified candidates passed".into(), failure: None };
+        let c = Claim::MoreProbable {
+            step: 5,
+            agent: "a".into(),
+            p: 0.49,
+            named: 2,
+            p_named: 0.1,
+            standing: Standing::NotCandidate,
+        };
+        let s = c.sentence(Method::Falat, &why);
+        assert!(s.ends_with("; step 5 was not a candidate and was not verified, so read both."), "{s}");
         let p = Claim::PathToOutput { path: vec![4] };
         assert_eq!(
             p.sentence(Method::Falat, &Rule::Method),

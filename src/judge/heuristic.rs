@@ -390,7 +390,8 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
 /// The blind comparison of a window (FALAT §4): the strongest step of the window is the first
 /// guess (a tool output that only shows an error hands it to the step that produced it); an
 /// earlier step of the window with the same kind of error that it builds on, nearly as strong,
-/// generates it instead. Without any finding in the window the first step is named, weakly.
+/// generates it instead. Without any finding in the window the first step is named, weakly, and
+/// the reason says it is named by position, not for an error it shows.
 fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
     let scored: Vec<(usize, f32)> =
         window.clone().map(|j| (j, recall(ctx, j).map(|f| combine(&f)).unwrap_or(0.0))).collect();
@@ -409,7 +410,9 @@ fn roles(ctx: &Context<'_>, window: std::ops::Range<usize>) -> Answer {
                 Step(window.start),
                 " to ",
                 Step(window.end.saturating_sub(1)),
-                " has a finding of its own, so none stands out"
+                " has a finding of its own, so none stands out and step ",
+                Step(first),
+                " is named only by position, as the window's first step"
             ],
         };
     };

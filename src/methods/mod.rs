@@ -27,7 +27,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use crate::diagnosis::{Caveat, Claim, Diagnosis, Rule};
+use crate::diagnosis::{Candidate, Caveat, Claim, Diagnosis, Rule, Standing};
 use crate::judge::Judge;
 pub(crate) use crate::judge::session::Session;
 use crate::model::Trajectory;
@@ -170,6 +170,24 @@ pub fn confidence(d: &Diagnosis, probs: &[f32], calibrate: &dyn Fn(f32) -> f32) 
     }
 }
 
+/// Where `step` stood in the method's verification: nothing to say for a method that verifies
+/// no candidates (only FALAT does); else whether it was no candidate, pruned, or checked and
+/// with what result.
+fn standing(d: &Diagnosis, step: usize) -> Standing {
+    if d.method != Method::Falat {
+        return Standing::Unverified;
+    }
+    match d.candidates.iter().find(|c| c.step == step) {
+        None => Standing::NotCandidate,
+        Some(c) if c.pruned.is_some() => Standing::Pruned,
+        Some(Candidate { verification: Some(v), .. }) if v.independence.passed && v.sufficiency.passed => {
+            Standing::PassedVerification
+        }
+        Some(Candidate { verification: Some(_), .. }) => Standing::FailedVerification,
+        Some(_) => Standing::Unchecked,
+    }
+}
+
 /// The claims and caveats that follow from the ranking, the path and the trajectory.
 fn claims(d: &mut Diagnosis, t: &Trajectory) {
     let e = &mut d.explanation;
@@ -180,7 +198,8 @@ fn claims(d: &mut Diagnosis, t: &Trajectory) {
     let p_named = d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability);
     if let Some((best, p_named)) = d.more_probable_step() {
         let (step, agent, p) = (best.step, best.agent.clone(), best.probability);
-        d.explanation.claims.push(Claim::MoreProbable { step, agent, p, named: s, p_named });
+        let standing = standing(d, step);
+        d.explanation.claims.push(Claim::MoreProbable { step, agent, p, named: s, p_named, standing });
     } else if p_named > 0.0 && p_named >= top {
         d.explanation.claims.push(Claim::RanksFirst { step: s, p: p_named });
     }

@@ -2757,7 +2757,8 @@ pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
 }
 
 /// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says
-/// reward=0`, `the output disagrees with the expected output`, `step 12 shows a finding`), or
+/// reward=0`, `the output disagrees with the expected output`, `step 12 shows a finding
+/// (unsourced_value): states 18450 with no earlier source`), or
 /// `None` when it shows none (then [`no_failure`] applies). Checked in that order; steps 0-based.
 /// A report that names a step with no finding of its own says this, so the user can tell a weak
 /// verdict on a failed run from a run with no failure.
@@ -2773,7 +2774,52 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     if expected.is_some_and(|e| !e.is_empty()) && !output_agrees(ctx) {
         return Some("the output disagrees with the expected output".into());
     }
-    (0..t.steps.len()).find(|&i| recall(ctx, i).is_some()).map(|i| prose!["step ", Part::Step(i), " shows a finding"])
+    (0..t.steps.len()).find_map(|i| Some((i, recall(ctx, i)?))).map(|(i, f)| shown_finding(i, &f[0]))
+}
+
+/// How many characters of a finding's evidence [`failure_shown`] quotes.
+const SHOWN_EVIDENCE: usize = 160;
+
+/// The clause naming step `i`'s finding `f` (its signal and evidence, clipped), so that a report
+/// naming another step can say what shows the failure: `step 19 shows a finding
+/// (unsourced_value): states 18450 with no earlier source`.
+fn shown_finding(i: usize, f: &Finding) -> Prose {
+    // One line: a quoted snippet's line breaks would break the report's paragraph.
+    let one_line: Vec<Part> = f
+        .evidence
+        .parts()
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => Part::Text(collapse_whitespace(t)),
+            step => step.clone(),
+        })
+        .collect();
+    let clipped = one_line.iter().map(|p| p.as_text().chars().count()).sum::<usize>() > SHOWN_EVIDENCE;
+    let mut parts = Prose::new(one_line).sanitized(SHOWN_EVIDENCE).parts().to_vec();
+    if let Some(Part::Text(last)) = parts.last_mut() {
+        // A clipped quote ends at a word, not inside one.
+        if clipped && let Some(space) = last.trim_end_matches('…').rfind(' ') {
+            last.truncate(space);
+            last.truncate(last.trim_end_matches([',', ';', ':']).len());
+            last.push('…');
+        }
+        last.truncate(last.trim_end_matches('.').len());
+    }
+    let head = prose!["step ", Part::Step(i), format!(" shows a finding ({})", f.signal.as_str())];
+    if parts.is_empty() { head } else { head.with(": ").with(Prose::new(parts)) }
+}
+
+/// `s` with every run of white space (line breaks too) as one space.
+fn collapse_whitespace(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !c.is_whitespace() {
+            out.push(c);
+        } else if !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    out
 }
 
 /// Whether step `i` shows an error of the run that nothing resolved: an error line in a tool
@@ -4252,5 +4298,41 @@ mod routing_tests {
         assert_eq!(specialist_key("`billing-agent`"), "billing agent");
         assert_eq!(specialist_key("hand_off_to_billing"), "billing");
         assert_eq!(specialist_key("transfer"), "transfer");
+    }
+}
+
+#[cfg(test)]
+mod failure_shown_tests {
+    use super::*;
+
+    fn finding(evidence: Prose) -> Finding {
+        Finding { signal: Signal::UnsourcedValue, evidence, weight: 0.5 }
+    }
+
+    #[test]
+    fn a_step_that_shows_the_failure_is_named_with_its_finding() {
+        let f = finding(prose!["states 18450 with no earlier source (step ", Part::Step(3), " says 18400)."]);
+        let shown = shown_finding(19, &f);
+        assert_eq!(
+            shown,
+            "step 19 shows a finding (unsourced_value): states 18450 with no earlier source (step 3 says 18400)"
+        );
+        assert_eq!(shown.steps().collect::<Vec<_>>(), [19, 3]);
+    }
+
+    #[test]
+    fn a_long_quote_is_one_line_clipped_at_a_word() {
+        let long =
+            format!("asserts the final result (\"reason\": {{\n    \"x\": {}) with no source", "word ".repeat(60));
+        let shown = shown_finding(2, &finding(long.into()));
+        assert!(!shown.contains('\n'), "{shown}");
+        assert!(shown.ends_with("word…"), "{shown}");
+        assert!(shown.starts_with(
+            "step 2 shows a finding (unsourced_value): asserts the final result (\"reason\": { \"x\": word"
+        ));
+        assert!(
+            shown.chars().count() <= "step 2 shows a finding (unsourced_value): ".len() + SHOWN_EVIDENCE,
+            "{shown}"
+        );
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diagnosis::Part::Step;
-use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Prose, Pruning, Transition};
+use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Part, Prose, Pruning, Transition};
 use crate::prose;
 
 /// What FALAT does when no candidate passes both verification criteria (the paper does not
@@ -109,7 +109,7 @@ impl Undiscriminating {
                 };
                 format!(
                     "{all} passed both independence and sufficiency, so verification did not tell them apart and the most probable of \
-                     them is named"
+                     the verified candidates is named"
                 )
             }
             Undiscriminating::NonePassed { checked, past_submission } => {
@@ -161,7 +161,8 @@ impl FalatOptions {
         if self.ranking_decides {
             out.push(
                 "ranking_decides = on (departure: when every verified candidate passes, the most probable of \
-                 them is named instead of the earliest; when none passes, the ranking's most probable step)"
+                 the verified candidates is named instead of the earliest; when none passes, the ranking's most \
+                 probable step)"
                     .to_string(),
             );
         }
@@ -347,11 +348,11 @@ pub fn is_valid(c: &Candidate, check: &Checked, best: f32, opts: &FalatOptions) 
 ///
 /// With [`FalatOptions::ranking_decides`], verification that does not discriminate hands the
 /// decision to the calibrated ranking (`probs`: the judge's probability of each step, 0-based):
-/// when at least two candidates were checked and all are valid, the most probable of them (the
-/// earlier on ties); when none is valid, or none was left to check, `ranked` (the ranking's most
-/// probable step the user did not exclude). A single valid candidate, or some valid and some not,
-/// is verification telling them apart: the paper's rule decides. Without `ranked` (no
-/// probabilities) the paper's rules hold throughout.
+/// when at least two candidates were checked and all are valid, the most probable of the verified
+/// candidates (the earlier on ties); when none is valid, or none was left to check, `ranked` (the
+/// ranking's most probable step the user did not exclude). A single valid candidate, or some valid
+/// and some not, is verification telling them apart: the paper's rule decides. Without `ranked`
+/// (no probabilities) the paper's rules hold throughout.
 pub fn decide(
     candidates: &[Candidate],
     checks: &[Checked],
@@ -439,14 +440,20 @@ pub fn precedence(step: usize, valid: bool, verdict: Verdict) -> Criterion {
 }
 
 /// Stage 4's decision (FALAT §4): the judge compared the window's steps without being told the
-/// current choice and named `pick` as the root cause; every step of the window had its own
-/// counterfactual check (`checks`, both criteria). The decision moves to `pick` when `pick`
-/// passes both and temporal precedence allows it: `pick` is earlier than `chosen`, or `chosen`
-/// itself fails its check in the comparison (then the move may go forward). Otherwise it stays.
-/// Returns the decisive step and why.
-pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, Prose) {
+/// current choice and named `pick` as the root cause, for the reason `basis` (the step that shows
+/// the strongest error, the most probable one, or the window's first when none stands out);
+/// every step of the window had its own counterfactual check (`checks`, both criteria). The
+/// decision moves to `pick` when `pick` passes both and temporal precedence allows it: `pick` is
+/// earlier than `chosen`, or `chosen` itself fails its check in the comparison (then the move may
+/// go forward). Otherwise it stays. Returns the decisive step and why; the comparison's basis is
+/// said where the sentence says what it names, so a pick by position never reads as one for an
+/// error it shows.
+pub fn research_move(chosen: usize, pick: usize, basis: &Prose, checks: &[Checked]) -> (usize, Prose) {
+    let basis = || {
+        if basis.trim().is_empty() { Prose::default() } else { Prose::from(" (").with(trim_dot(basis)).with(")") }
+    };
     if pick == chosen {
-        return (chosen, prose!["the blind comparison also names step ", Step(chosen)]);
+        return (chosen, prose!["the blind comparison also names step ", Step(chosen)].with(basis()));
     }
     let own = checks.iter().find(|k| k.step == chosen);
     let chosen_holds = own.is_none_or(Checked::passes);
@@ -468,40 +475,51 @@ pub fn research_move(chosen: usize, pick: usize, checks: &[Checked]) -> (usize, 
                     Step(chosen),
                     " to step ",
                     Step(pick),
-                    ": the blind comparison names it and "
+                    ": the blind comparison names it"
                 ]
+                .with(basis())
+                .with(", and ")
                 .with(why),
             )
         }
         Some(k) if k.passes() => (
             chosen,
-            prose![
-                "kept step ",
-                Step(chosen),
-                ": the blind comparison names the later step ",
-                Step(pick),
-                ", but step ",
-                Step(chosen),
-                " still passes both independence and sufficiency and comes first"
-            ],
+            prose!["kept step ", Step(chosen), ": the blind comparison names the later step ", Step(pick)]
+                .with(basis())
+                .with(prose![
+                    ", but step ",
+                    Step(chosen),
+                    " still passes both independence and sufficiency and comes first"
+                ]),
         ),
         Some(k) => {
             let failed = if k.independence.passed { &k.sufficiency.evidence } else { &k.independence.evidence };
             (
                 chosen,
-                prose![
-                    "kept step ",
-                    Step(chosen),
-                    ": the blind comparison names step ",
-                    Step(pick),
-                    ", but its counterfactual check fails ("
-                ]
-                .with(failed.clone())
-                .with(")"),
+                prose!["kept step ", Step(chosen), ": the blind comparison names step ", Step(pick)]
+                    .with(basis())
+                    .with(", but its counterfactual check fails (")
+                    .with(failed.clone())
+                    .with(")"),
             )
         }
-        None => (chosen, prose!["kept step ", Step(chosen), ": step ", Step(pick), " was not checked"]),
+        None => (
+            chosen,
+            prose!["kept step ", Step(chosen), ": the blind comparison names step ", Step(pick)]
+                .with(basis())
+                .with(", but it was not checked"),
+        ),
     }
+}
+
+/// `p`'s parts without the full stops that end them.
+fn trim_dot(p: &Prose) -> Prose {
+    let mut out = p.parts().to_vec();
+    if let Some(Part::Text(t)) = out.last_mut() {
+        let trimmed = t.trim_end().trim_end_matches('.').len();
+        t.truncate(trimmed);
+    }
+    Prose::new(out)
 }
 
 #[cfg(test)]
@@ -551,7 +569,7 @@ mod tests {
         assert_eq!(
             precedence(2, true, v).evidence,
             "all 3 verified candidates passed both independence and sufficiency, so verification did not tell them apart and the \
-             most probable of them is named: step 8"
+             most probable of the verified candidates is named: step 8"
         );
         // None passes: the ranking's best step overall, never the strongest live candidate.
         let none = vec![check(2, false, true), check(5, true, false), check(8, false, false)];
@@ -641,19 +659,49 @@ mod tests {
     #[test]
     fn research_moves_either_way_only_on_a_passing_check() {
         let checks = vec![check(4, true, true), check(6, true, false), check(8, true, true)];
-        assert_eq!(research_move(6, 6, &checks).0, 6);
-        let (back, why) = research_move(6, 4, &checks);
+        let basis = Prose::default();
+        assert_eq!(research_move(6, 6, &basis, &checks).0, 6);
+        let (back, why) = research_move(6, 4, &basis, &checks);
         assert_eq!(back, 4);
         assert!(why.starts_with("moved back from step 6 to step 4"), "{why}");
-        let (fwd, why) = research_move(6, 8, &checks);
+        let (fwd, why) = research_move(6, 8, &basis, &checks);
         assert_eq!(fwd, 8, "forward when the chosen step fails its own check");
         assert!(why.contains("step 6's fails (no)"), "{why}");
-        let (kept, why) = research_move(4, 8, &checks);
+        let (kept, why) = research_move(4, 8, &basis, &checks);
         assert_eq!(kept, 4, "temporal precedence: a still valid earlier step stays");
         assert!(why.contains("still passes both independence and sufficiency"), "{why}");
-        let (kept, why) = research_move(4, 6, &checks);
+        let (kept, why) = research_move(4, 6, &basis, &checks);
         assert_eq!(kept, 4);
         assert!(why.contains("its counterfactual check fails (no)"), "{why}");
+    }
+
+    #[test]
+    fn research_says_why_the_comparison_names_its_step_where_it_names_it() {
+        let checks = vec![check(2, true, true), check(5, true, true)];
+        // No step stands out: the pick is by position, and the sentence says so, once.
+        let basis = prose![
+            "no step from ",
+            Step(2),
+            " to ",
+            Step(8),
+            " has a finding of its own, so none stands out and step ",
+            Step(2),
+            " is named only by position, as the window's first step."
+        ];
+        let (back, why) = research_move(5, 2, &basis, &checks);
+        assert_eq!(back, 2);
+        assert_eq!(
+            why,
+            "moved back from step 5 to step 2: the blind comparison names it (no step from 2 to 8 has a finding of its \
+             own, so none stands out and step 2 is named only by position, as the window's first step), and it is \
+             earlier and its counterfactual check passes"
+        );
+        assert_eq!(why.steps().collect::<Vec<_>>(), vec![5, 2, 2, 8, 2]);
+        let strongest = prose!["step ", Step(5), " shows the strongest error of the window"];
+        assert_eq!(
+            research_move(5, 5, &strongest, &checks).1,
+            "the blind comparison also names step 5 (step 5 shows the strongest error of the window)"
+        );
     }
 
     #[test]

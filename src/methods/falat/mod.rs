@@ -632,14 +632,16 @@ pub fn research(
     let out = match answer {
         Answer::Roles { roles, decisive: pick, reason } if window.contains(&pick) => {
             let keep = opts.overrides.pinned.is_some() || opts.overrides.excluded.contains(&pick);
+            // The comparison's reason goes where the sentence says what it names.
             let (decisive, why) = if keep {
-                (chosen, prose!["kept step ", Step(chosen), ": the user's overrides decide"])
+                let why = prose!["kept step ", Step(chosen), ": the user's overrides decide; the comparison: "];
+                (chosen, why.with(reason))
             } else {
-                decision::research_move(chosen, pick, &checks)
+                decision::research_move(chosen, pick, &reason, &checks)
             };
             let mut roles = roles;
             normalise_roles(&mut roles, decisive);
-            ReSearch { decisive, roles, reason: why.with("; the comparison: ").with(reason), checks }
+            ReSearch { decisive, roles, reason: why, checks }
         }
         _ => ReSearch {
             decisive: chosen,
