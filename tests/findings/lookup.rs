@@ -69,6 +69,11 @@ fn a_plan_to_search_and_the_users_own_claim_are_no_findings() {
 /// memory (no tool output gives it) in its message before the install, or reads it from the
 /// advisory it fetched first.
 fn upgrade_run(advisory: Option<&str>) -> Trajectory {
+    upgrade_run_saying(advisory, "CVE-2024-37891 was fixed in urllib3 2.2.2, so I'll install that release.")
+}
+
+/// [`upgrade_run`] whose message before the install says `claim`.
+fn upgrade_run_saying(advisory: Option<&str>, claim: &str) -> Trajectory {
     let mut m = vec![
         crate::chat::system("You are a coding assistant with a shell."),
         user(
@@ -85,7 +90,7 @@ fn upgrade_run(advisory: Option<&str>) -> Trajectory {
     if let Some(text) = advisory {
         m.extend(call("c2", "fetch_url", json!({"url": "https://osv.dev/vulnerability/GHSA-34jh-p97f-mpxf"}), text));
     }
-    m.push(json!({"role": "assistant", "content": "CVE-2024-37891 was fixed in urllib3 2.2.2, so I'll install that release.",
+    m.push(json!({"role": "assistant", "content": claim,
         "tool_calls": [{"id": "c3", "type": "function", "function": {"name": "run_shell",
             "arguments": json!({"cmd": "pip install urllib3==2.2.2"}).to_string()}}]}));
     m.push(json!({"role": "tool", "tool_call_id": "c3", "content": "Successfully installed urllib3-2.2.2"}));
@@ -112,4 +117,13 @@ fn a_fixed_release_stated_from_memory_is_unsourced_and_one_read_from_the_advisor
     let i = t.steps.iter().position(|s| s.content.starts_with("CVE-2024-37891 was fixed")).expect("the claim");
     assert_eq!(unsourced(&t, i), Vec::<String>::new());
     assert_eq!(falat(&t).decisive_step, None);
+    // Told the other way round, the remembered release is found the same; a duration after
+    // "fixed in" is no release.
+    let t = upgrade_run_saying(None, "urllib3 2.2.2 is the first release with the fix for CVE-2024-37891.");
+    assert_eq!(unsourced(&t, 4).len(), 1, "{:?}", t.steps[4].content);
+    let t = upgrade_run_saying(
+        None,
+        "The CVE-2024-37891 bug was fixed in 1.5 days upstream; installing the fixed urllib3.",
+    );
+    assert_eq!(unsourced(&t, 4), ["states 1.5 with no earlier source"], "a figure, not a release from memory");
 }

@@ -25,7 +25,7 @@ const VERSION: &str = r"v?(\d+(?:\.\d+){1,3})\b";
 /// Sentences that tie a version to a fix or to being the newest release: "fixed in 1.26.17",
 /// "patched in urllib3 2.2.2", "the first release that fixes it is 2.2.2", "the latest version
 /// is 4.17.21", "vulnerable before 1.26.19".
-static CLAIMS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+static CLAIMS: LazyLock<[Regex; 5]> = LazyLock::new(|| {
     let re = |p: String| Regex::new(&p).unwrap();
     [
         re(format!(
@@ -38,8 +38,19 @@ static CLAIMS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
             r"(?i)\bfirst\s+(?:fixed\s+|patched\s+|safe\s+|secure\s+)?(?:release|version)\b[^.\n]{{0,60}}?\b(?:is|was|:)\s+(?:[\w.-]+\s+)?{VERSION}"
         )),
         re(format!(r"(?i)\b(?:vulnerable|affected)\s+(?:versions?\s+)?(?:before|below|prior to|<)\s*{VERSION}")),
+        // The same told the other way round: "1.26.17 is the first release with the fix", "4.17.21
+        // is the latest version".
+        re(format!(
+            r"(?i)\b{VERSION}\s+(?:is|was)\s+(?:the\s+)?(?:first|latest|newest|most recent)\s+(?:fixed\s+|patched\s+|safe\s+|secure\s+|stable\s+)?(?:release|version)\b"
+        )),
     ]
 });
+
+/// Words after a number that make it a quantity, not a release ("fixed in 1.5 hours").
+const UNITS: [&str; 22] = [
+    "s", "ms", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr", "hrs", "hour",
+    "hours", "day", "days", "x", "kb", "mb", "gb", "percent",
+];
 
 /// What makes a "fixed in" sentence about a vulnerability or a bug rather than about an API's
 /// history: an advisory id, or a word of security or of a defect.
@@ -75,6 +86,12 @@ pub(super) fn recalled_version(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                 continue;
             }
             let version = &c[1];
+            // "fixed in 1.5 hours" is a duration, not a release.
+            let after = sentence[c.get(1).map_or(0, |m| m.end())..].trim_start().to_ascii_lowercase();
+            let unit = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '%').next().unwrap_or("");
+            if UNITS.contains(&unit) || after.starts_with('%') {
+                continue;
+            }
             if sourced(ctx, i, version) {
                 continue;
             }
@@ -131,7 +148,11 @@ mod tests {
         assert_eq!(version("The latest release of lodash is 4.17.21").as_deref(), Some("4.17.21"));
         assert_eq!(version("The first patched version is v2.2.2.").as_deref(), Some("2.2.2"));
         assert_eq!(version("Versions before 3.1.4 are vulnerable; affected below 3.1.4").as_deref(), Some("3.1.4"));
+        assert_eq!(version("urllib3 1.26.17 is the first release with the fix").as_deref(), Some("1.26.17"));
+        assert_eq!(version("so v4.17.21 was the latest version then").as_deref(), Some("4.17.21"));
         assert_eq!(version("pip install attrs==24.2.0"), None);
+        assert_eq!(version("The bug was fixed in 1.5 hours").as_deref(), Some("1.5"), "the rule drops it by its unit");
+        assert_eq!(version("2.0.7 is the version installed here"), None);
         assert_eq!(version("str.removeprefix was added in Python 3.9"), None);
     }
 }
