@@ -108,9 +108,14 @@ pub(super) fn recalled_version(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
     }
 }
 
-/// Whether a step before `i` that could source a version holds `version` as a word of its own
-/// (not inside a longer version: `1.26.17` is not in `1.26.170`): a tool output, a page an agent
-/// read, the served person's turn or the task.
+/// How many steps before a claim [`sourced`] reads for the version's source (the task is always
+/// read): a run where thousands of messages each claim a fix would otherwise read the whole run
+/// again for each claim.
+const SOURCE_WINDOW: usize = 400;
+
+/// Whether a step of the [`SOURCE_WINDOW`] steps before `i` that could source a version holds
+/// `version` as a word of its own (not inside a longer version: `1.26.17` is not in
+/// `1.26.170`): a tool output, a page an agent read, the served person's turn; or the task.
 fn sourced(ctx: &Context<'_>, i: usize, version: &str) -> bool {
     let t = ctx.trajectory;
     let holds = |text: &str| {
@@ -124,7 +129,7 @@ fn sourced(ctx: &Context<'_>, i: usize, version: &str) -> bool {
         })
     };
     holds(&t.task)
-        || (0..i).any(|j| {
+        || (i.saturating_sub(SOURCE_WINDOW)..i).any(|j| {
             let s = &t.steps[j];
             (s.kind == StepKind::ToolResult
                 || is_agent_output(ctx, j)
