@@ -378,13 +378,34 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
         .filter(|e| first_written(ctx, &e.key).is_some_and(|j| j < s.index))
         .filter_map(|e| Some((e.key.parse::<f64>().ok()?, e.span.start)))
         .collect();
+    // A product or quotient of two sourced figures of its sentence, or of one the step worked out
+    // so before ("300 boxes at £61.50 each come to £18,450.00. At a rate of 1.1873 that is
+    // €21,905.69").
+    let factors: Vec<(f64, usize)> = ev
+        .iter()
+        .filter(|e| e.kind == EvidenceKind::Number && e.context.is_none())
+        .filter_map(|e| Some((e.key.parse::<f64>().ok()?, e.span.start)))
+        .filter(|&(x, _)| x.fract() == 0.0 && (2.0..=10.0).contains(&x))
+        .chain(sourced.iter().copied())
+        .collect();
+    let mut worked: Vec<(f64, usize)> = Vec::new();
+    let mut numbers: Vec<_> = ev.iter().filter(|e| e.kind == EvidenceKind::Number).collect();
+    numbers.sort_by_key(|e| e.span.start);
+    for e in numbers {
+        if derivation::sourced_product(content, e.span.start, &e.key, &factors, &worked)
+            && let Ok(x) = e.key.parse::<f64>()
+        {
+            worked.push((x, e.span.start));
+        }
+    }
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {
             !ev.iter().any(|e| {
                 e.kind == EvidenceKind::Number
                     && e.key == *k
-                    && (written_result(content, e.span.start, k)
+                    && (worked.iter().any(|&(_, p)| p == e.span.start)
+                        || written_result(content, e.span.start, k)
                         || written_part(content, e.span.start, &sourced)
                         || rounded_form(content, e.span.start, k, &sourced)
                         // A duration between two clock times the step writes ("arr 11:30 … 2.5
@@ -601,8 +622,8 @@ fn total_check(content: &str, ev: &[evidence::Evidence], key: &str) -> Option<To
 /// as a run of digits not part of a longer one and with no letter around it ([`standalone`]:
 /// `88120` in `H-88120`, `14` and `12` in `2025-03-04T14:12:00Z`, not `347` in `a347f`), or, for a percentage, as the fraction it is (`0.7` for `70`),
 /// with its thousands grouped by spaces (`78 745` for `78745`), or with a decimal comma (`78,40`
-/// for `78.4`). One
-/// pass over the run's text, built on first use. `None` when no step writes it.
+/// for `78.4`); a negative `key` is also found written without its sign (`-7` for "decreased by
+/// 7.0%"). One pass over the run's text, built on first use. `None` when no step writes it.
 pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
     static DIGITS: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap());
@@ -673,7 +694,9 @@ pub(crate) fn first_written(ctx: &Context<'_>, key: &str) -> Option<usize> {
         }
         first
     });
-    index.get(key).copied()
+    // The index holds digits without their sign: a change told as "-7.0%" after "decreased by
+    // 7.0%" is the figure the run wrote.
+    index.get(key).or_else(|| key.strip_prefix('-').and_then(|k| index.get(k))).copied()
 }
 
 /// The month-and-day dates `text` writes with a month name ("Dec 12", "December 12th", "12 Dec",

@@ -111,3 +111,28 @@ fn an_approximation_keeps_two_significant_digits_and_a_bound_needs_a_written_fra
     // No fraction written anywhere: "up to 1,365" is no bound of 1187.
     assert_eq!(unsourced("Up to 1,365 requests failed."), vec![4]);
 }
+
+#[test]
+fn a_total_worked_out_as_quantity_times_price_and_converted_at_a_rate_is_sourced() {
+    // 300 boxes (the user's) × £61.50 (the catalogue's) = £18,450.00, in the sentence that names
+    // both; × 1.1873 (the FX service's rate) = €21,905.69 in the next one, resting on that total.
+    no_failure("handbuilt/openai-chat/bolt_quote_worked_out_ok.openai-chat.json");
+    // The same quote with £18,540.00: no product of the sentence's sourced figures gives it, and
+    // the conversion of a figure with no source has none either.
+    let t = fixture("handbuilt/openai-chat/bolt_quote_miscomputed.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![6]);
+    assert_eq!(evidence(&t, 6, Signal::UnsourcedValue), "states 18540, 22012.54 with no earlier source");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "hallucination");
+}
+
+#[test]
+fn a_fall_told_as_a_negative_change_is_the_figure_the_tool_wrote() {
+    // "changed by -6.9%" after the statistics service's "decreased by 6.9%": the sign tells the
+    // direction the tool's words give.
+    no_failure("handbuilt/openai-chat/throughput_change_signed_ok.openai-chat.json");
+    let t = fixture("handbuilt/openai-chat/throughput_change_misstated.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states -8.9 with no earlier source");
+}

@@ -5,6 +5,8 @@
 //!
 //! - The sum or the difference of two figures the same step writes, each with an earlier source
 //!   ("ship 800 from the first warehouse and 400 from the second" for an order of 1,200).
+//! - The product or the quotient of two figures the same sentence writes, each sourced or itself
+//!   worked out so earlier in the step (a quantity times a unit price, an amount times a rate).
 //! - A percentage that is a ratio the same line writes, or its complement ("reduced by 18% (HR
 //!   0.82)").
 //! - A figure in another unit of a value whose unit a JSON member's name gives (`"remaining_mb":
@@ -62,6 +64,53 @@ pub(super) fn sourced_sum(text: &str, at: usize, key: &str, sourced: &[(f64, usi
     ops.iter()
         .enumerate()
         .any(|(i, &a)| ops[i + 1..].iter().any(|&b| ((a + b) - v).abs() <= tol || ((a - b).abs() - v).abs() <= tol))
+}
+
+/// How many significant digits a product or quotient [`sourced_product`] tests must have: a
+/// shorter figure is a product of some pair of a run's many figures by coincidence.
+const PRODUCT_DIGITS: usize = 4;
+
+/// Whether the number `key`, written at byte `at` of `text`, is the product or the quotient of two
+/// figures the step writes: a quantity times a unit price, an amount times an exchange rate, a
+/// total over a count ("300 boxes at £61.50 each come to £18,450.00", "at a rate of 1.1873 that
+/// is €21,905.69"), to within one unit of the last place `key` is written with (a rounding either
+/// way). Each operand is either one of `sourced` (value and byte offset: the step's numbers with
+/// an earlier source, and the counts 2 to 10 it writes) in the same sentence as `key`, or one of
+/// `worked` (figures this rule already worked out earlier in the same step, so a converted total
+/// can rest on the total). Only figures of [`PRODUCT_DIGITS`] significant digits or more that are
+/// not years are tested, and at most [`MAX_OPERANDS`] distinct operands are paired.
+pub(super) fn sourced_product(
+    text: &str,
+    at: usize,
+    key: &str,
+    sourced: &[(f64, usize)],
+    worked: &[(f64, usize)],
+) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let year = v.fract() == 0.0 && (1000.0..=2100.0).contains(&v);
+    let digits: String = key.chars().filter(char::is_ascii_digit).collect();
+    if year || v <= 0.0 || digits.trim_start_matches('0').trim_end_matches('0').len() < PRODUCT_DIGITS {
+        return false;
+    }
+    let sentence = sentence_around(text, at);
+    let tol = 2.0 * written_tolerance(key);
+    let in_sentence = sourced.iter().filter(|(_, p)| sentence.contains(p) && *p != at);
+    let before = worked.iter().filter(|(_, p)| *p < at);
+    let mut ops: Vec<f64> = Vec::new();
+    for &(x, _) in in_sentence.chain(before) {
+        if x > 0.0 && (x - v).abs() > tol && !ops.iter().any(|o| (o - x).abs() < 1e-12) {
+            ops.push(x);
+        }
+        if ops.len() >= MAX_OPERANDS {
+            break;
+        }
+    }
+    ops.iter().enumerate().any(|(i, &a)| {
+        ops[i + 1..].iter().any(|&b| {
+            let (big, small) = if a >= b { (a, b) } else { (b, a) };
+            (a * b - v).abs() <= tol || (big / small - v).abs() <= tol
+        })
+    })
 }
 
 /// The byte range of the sentence of `text` around byte `at` ([`crate::text::sentence_around`]).
