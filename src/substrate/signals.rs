@@ -470,6 +470,15 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // The number of tests a run reports passed over its parts ("all 73 tests pass" after result
     // lines of 58, 9, 2 and 4 passed) is that run's total, counted, not invented.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
+    // A count of a list's entries that agrees with the list a tool output gave ("14 open P1
+    // tickets" after a list of 14, "33" over two pages of 25 and 8) is counted, not invented.
+    let counted = grounding::counted(ctx, s.index);
+    let numeric: Vec<&str> = numeric
+        .into_iter()
+        .filter(|k| {
+            !ev.iter().any(|e| e.kind == EvidenceKind::Number && e.key == *k && counted.contains(&e.span.start))
+        })
+        .collect();
     if numeric.is_empty() {
         return;
     }

@@ -206,6 +206,60 @@ fn a_count_that_disagrees_with_its_list_is_found_and_one_that_agrees_is_not() {
     assert_eq!(findings(&count_run("You have 2 pending orders.")), vec![]);
 }
 
+/// A run whose order lookup returns one page of `page` orders, with `more` saying more remain,
+/// then (when `second` is given) the next page, then `reply`.
+fn paged_count_run(more: Value, second: Option<&str>, reply: &str) -> Trajectory {
+    let page = json!({"orders": ["#W1", "#W2", "#W3", "#W4"], "pagination": more});
+    let mut turns = vec![
+        vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+        call("c1", "list_orders", json!({"user_id": "jo_doe_1234"}), &page.to_string()),
+    ];
+    if let Some(next) = second {
+        turns.push(call("c2", "list_orders", json!({"user_id": "jo_doe_1234", "cursor": "o_4"}), next));
+    }
+    turns.push(vec![assistant(reply)]);
+    load(messages(turns))
+}
+
+#[test]
+fn a_count_of_one_page_told_as_the_whole_list_is_a_miscount() {
+    let t = paged_count_run(json!({"next_cursor": "o_4"}), None, "You have 4 orders on your account.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"4 orders\"; the list it counts at step 3 is one page of a longer result \
+         (pagination.next_cursor: \"o_4\"), and no further page was fetched"
+    );
+    // Told as a part, it claims nothing about the whole list.
+    for reply in ["The first page lists 4 orders; there are more.", "You have at least 4 orders."] {
+        assert_eq!(findings(&paged_count_run(json!({"next_cursor": "o_4"}), None, reply)), vec![], "{reply}");
+    }
+    // No next page (an empty cursor, `has_more: false`): the list is whole.
+    for done in [json!({"next_cursor": ""}), json!({"has_more": false}), json!({"page": 2, "total_pages": 2})] {
+        let t = paged_count_run(done.clone(), None, "You have 4 orders on your account.");
+        assert_eq!(findings(&t), vec![], "{done}");
+    }
+    // The next page fetched: the two pages' entries add up to the count.
+    let next = r##"{"orders": ["#W5", "#W6"], "pagination": {"next_cursor": null}}"##;
+    let t = paged_count_run(json!({"next_cursor": "o_4"}), Some(next), "You have 6 orders on your account.");
+    assert_eq!(findings(&t), vec![]);
+    let t = paged_count_run(json!({"next_cursor": "o_4"}), Some(next), "You have 7 orders on your account.");
+    assert_eq!(findings(&t), vec![(6, Signal::CountMismatch)]);
+}
+
+#[test]
+fn a_listing_s_first_page_told_as_every_open_ticket_is_the_decisive_step() {
+    // 25 tickets with `has_more: true` told as "There are 25 open P1 tickets"; the twin fetches
+    // the second page of 8 and tells 33, which the two pages add up to (no unsourced value).
+    crate::chat::no_failure("handbuilt/openai-chat/p1_tickets_all_pages_ok.openai-chat.json");
+    let t = crate::chat::fixture("handbuilt/openai-chat/p1_tickets_first_page_told_as_all.openai-chat.json");
+    assert_eq!(steps_with(&t, Signal::CountMismatch), vec![4]);
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new());
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(4), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "misread_tool_output");
+}
+
 #[test]
 fn a_count_of_available_entries_is_checked_against_the_available_subset() {
     let run = |reply: &str| {

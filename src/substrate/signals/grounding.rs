@@ -40,6 +40,10 @@ pub struct Listing {
     /// The count the output gives beside the list (a `total`, `count` or `total_count` member of
     /// the object holding it), which a page of a longer result differs from.
     pub total: Option<usize>,
+    /// What says the list is one page of a longer result, as the tool wrote it: a member of the
+    /// object holding it or of its paging member (`has_more: true`, `next_cursor: "c_25"`,
+    /// `pageInfo.hasNextPage: true`, `page 1 of 5`; [`paging_of`]). `None` when nothing does.
+    pub more: Option<String>,
     /// Sub-counts of the entries that are records: per boolean field, how many are `true` and
     /// how many `false`; per short string field (a status), how many have each value. As
     /// `(field=value, count)`.
@@ -87,7 +91,7 @@ fn index(t: &Trajectory) -> Records {
             continue;
         };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
-        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None };
+        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None, more: None };
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
@@ -114,6 +118,7 @@ fn text_tables(t: &Trajectory, r: usize, out: &mut Records) {
             owner: None,
             size: rows,
             total: footer.filter(|&f| f != rows),
+            more: None,
             subsets: Vec::new(),
         });
     }
@@ -156,6 +161,76 @@ struct Walk<'r> {
     kept: usize,
     /// The count given beside the array walked next ([`Listing::total`]).
     total: Option<usize>,
+    /// The paging marker given beside the array walked next ([`Listing::more`]).
+    more: Option<String>,
+}
+
+/// Member names whose `true` says a list is one page of a longer result.
+const MORE_FLAGS: [&str; 8] =
+    ["has_more", "hasmore", "more", "has_next", "hasnext", "has_next_page", "hasnextpage", "truncated"];
+
+/// Member names whose non-empty value (a cursor, a token, a URL, a page number) points at the
+/// next page of a result.
+const NEXT_KEYS: [&str; 10] = [
+    "next_cursor",
+    "nextcursor",
+    "next_page",
+    "nextpage",
+    "next_page_token",
+    "nextpagetoken",
+    "next",
+    "next_token",
+    "nexttoken",
+    "next_url",
+];
+
+/// What in an object says the list it holds is one page of a longer result, written as the tool
+/// wrote it: a flag of [`MORE_FLAGS`] set to `true` (`has_more: true`), a cursor, token, URL or
+/// page number under one of [`NEXT_KEYS`] that is not null, empty or `false` (`next_cursor:
+/// "c_25"`), or a `page` below `total_pages` / `pages` / `page_count` (`page 1 of 5`); also in
+/// a member object of [`PAGING_HOLDERS`] (`"response_metadata": {"next_cursor": …}`,
+/// `"pageInfo": {"hasNextPage": true}`). The shapes of the Stripe, Slack, GitHub GraphQL,
+/// Google and JSON:API list responses.
+fn paging_of(map: &serde_json::Map<String, Value>) -> Option<String> {
+    paging_here(map).or_else(|| {
+        map.iter()
+            .filter(|(k, _)| PAGING_HOLDERS.contains(&k.to_ascii_lowercase().as_str()))
+            .find_map(|(k, v)| Some(format!("{k}.{}", paging_here(v.as_object()?)?)))
+    })
+}
+
+/// Member names of an object that holds a list's paging state beside it.
+const PAGING_HOLDERS: [&str; 8] =
+    ["pagination", "paging", "page_info", "pageinfo", "meta", "response_metadata", "links", "cursor"];
+
+/// [`paging_of`] for the members of `map` itself.
+fn paging_here(map: &serde_json::Map<String, Value>) -> Option<String> {
+    let get = |names: &[&str]| {
+        map.iter().find(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            names.contains(&k.as_str())
+        })
+    };
+    for (k, v) in map {
+        let lower = k.to_ascii_lowercase();
+        if MORE_FLAGS.contains(&lower.as_str()) && *v == Value::Bool(true) {
+            return Some(format!("{k}: true"));
+        }
+        if NEXT_KEYS.contains(&lower.as_str()) {
+            match v {
+                Value::String(t) if !t.trim().is_empty() => {
+                    let t: String = t.chars().take(40).collect();
+                    return Some(format!("{k}: \"{t}\""));
+                }
+                Value::Number(n) => return Some(format!("{k}: {n}")),
+                Value::Object(o) if !o.is_empty() => return Some(format!("{k}: {{…}}")),
+                _ => {}
+            }
+        }
+    }
+    let page = get(&["page", "page_number", "current_page"]).and_then(|(_, v)| v.as_u64())?;
+    let pages = get(&["total_pages", "pages", "page_count", "num_pages"]).and_then(|(_, v)| v.as_u64())?;
+    (page < pages).then(|| format!("page {page} of {pages}"))
 }
 
 /// Member names under which an output gives the number of entries of the list beside them.
@@ -178,16 +253,18 @@ impl Walk<'_> {
         match v {
             Value::Array(items) => {
                 let total = self.total.take();
-                self.listing(key, owner, items.iter().collect(), total);
+                let more = self.more.take();
+                self.listing(key, owner, items.iter().collect(), total, more);
                 for item in items {
                     self.value(item, key, owner, inside);
                 }
             }
             Value::Object(map) => {
                 if map.len() >= 2 && map.values().all(Value::is_object) {
-                    self.listing(key, owner, map.values().collect(), None);
+                    self.listing(key, owner, map.values().collect(), None, None);
                 }
                 let total = total_of(map);
+                let more = paging_of(map);
                 let off =
                     map.iter().find(|(k, v)| is_availability(k) && **v == Value::Bool(false)).map(|(k, _)| k.clone());
                 let name = map.get("name").and_then(Value::as_str).map(str::to_lowercase);
@@ -211,6 +288,7 @@ impl Walk<'_> {
                         }
                     }
                     self.total = if child.is_array() { total } else { None };
+                    self.more = if child.is_array() { more.clone() } else { None };
                     self.value(child, &k.to_lowercase(), name.as_deref(), inside || off.is_some());
                 }
             }
@@ -240,7 +318,14 @@ impl Walk<'_> {
         }
     }
 
-    fn listing(&mut self, key: &str, owner: Option<&str>, entries: Vec<&Value>, total: Option<usize>) {
+    fn listing(
+        &mut self,
+        key: &str,
+        owner: Option<&str>,
+        entries: Vec<&Value>,
+        total: Option<usize>,
+        more: Option<String>,
+    ) {
         if entries.is_empty() {
             return;
         }
@@ -266,6 +351,7 @@ impl Walk<'_> {
             owner: owner.map(str::to_string),
             size: entries.len(),
             total,
+            more,
             subsets,
         });
     }
@@ -339,6 +425,8 @@ fn line_with<'c>(content: &'c str, id: &str) -> Option<&'c str> {
 #[derive(Debug, Clone, PartialEq)]
 struct Count {
     n: usize,
+    /// The byte range of the count's number and phrase in the message.
+    at: std::ops::Range<usize>,
     phrase: Vec<String>,
     text: String,
 }
@@ -389,7 +477,8 @@ fn counts(content: &str) -> Vec<Count> {
         }
         let phrase: Vec<String> = words[..=end].to_vec();
         let written: Vec<&str> = c[3].split_whitespace().take(end + 1).collect();
-        out.push(Count { n, text: format!("{} {}", &c[2], written.join(" ")), phrase });
+        let at = c.get(2).map_or(0, |m| m.start())..c.get(3).map_or(0, |m| m.end());
+        out.push(Count { n, at, text: format!("{} {}", &c[2], written.join(" ")), phrase });
     }
     out
 }
@@ -465,36 +554,29 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
         return;
     }
-    let r = records(ctx);
-    let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
-    // The lists are in step order: the ones since the last user turn are one range.
-    let (a, b) = (r.listings.partition_point(|l| l.step < from), r.listings.partition_point(|l| l.step < i));
-    let range = a..b.max(a);
-    if range.is_empty() {
-        return;
-    }
-    for c in counts(&t.steps[i].content) {
-        // Only a list a word of the phrase names is weighed further (the test [`names`] starts
-        // with), from the list words found once per run: a run without user turns has every
-        // earlier list in range.
-        let stems = phrase_stems(&c.phrase);
-        let named: Vec<&Listing> = range
-            .clone()
-            .filter(|&k| names_words(&stems, &r.listing_words[k]))
-            .map(|k| &r.listings[k])
-            .filter(|l| {
-                let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
-                let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
-                let mut tool: Vec<String> =
-                    tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
-                tool.extend(call.map(|c| selection_words(&t.steps[c].content)).unwrap_or_default());
-                names(&c.phrase, l, &tool)
-            })
-            .collect();
+    for (c, named) in counted_lists(ctx, i) {
         let Some(last) = named.last() else { continue };
-        let agrees =
-            named.iter().any(|l| l.size == c.n || l.total == Some(c.n) || l.subsets.iter().any(|(_, k)| *k == c.n));
-        if agrees {
+        let pages = pages_of(&named);
+        if agrees(&c, &named) {
+            // A count of the last page alone, told as the whole when the tool said more remain
+            // and no later page was fetched.
+            if let Some(more) = &last.more
+                && last.size == c.n
+                && pages == c.n
+                && last.total.is_none_or(|n| n == c.n || more.starts_with("page"))
+                && !told_partial(&t.steps[i].content, &c.at)
+            {
+                out.push(finding(
+                    Signal::CountMismatch,
+                    weights::COUNT_MISMATCH,
+                    prose![
+                        format!("says \"{}\"; the list it counts at step ", c.text),
+                        Part::Step(last.step),
+                        format!(" is one page of a longer result ({more}), and no further page was fetched")
+                    ],
+                ));
+                return;
+            }
             continue;
         }
         let subsets: Vec<String> = last
@@ -517,6 +599,82 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
         ));
         return;
     }
+}
+
+/// The counts step `i` states ([`counts`]), each with the lists of the tool outputs since the
+/// last user turn that its phrase names ([`names`]), in step order; counts that name no list are
+/// left out. A run without user turns has every earlier list in range.
+fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing>)> {
+    let t = ctx.trajectory;
+    let r = records(ctx);
+    let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
+    // The lists are in step order: the ones since the last user turn are one range.
+    let (a, b) = (r.listings.partition_point(|l| l.step < from), r.listings.partition_point(|l| l.step < i));
+    let range = a..b.max(a);
+    if range.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for c in counts(&t.steps[i].content) {
+        // Only a list a word of the phrase names is weighed further (the test [`names`] starts
+        // with), from the list words found once per run.
+        let stems = phrase_stems(&c.phrase);
+        let named: Vec<&Listing> = range
+            .clone()
+            .filter(|&k| names_words(&stems, &r.listing_words[k]))
+            .map(|k| &r.listings[k])
+            .filter(|l| {
+                let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
+                let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
+                let mut tool: Vec<String> =
+                    tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
+                tool.extend(call.map(|c| selection_words(&t.steps[c].content)).unwrap_or_default());
+                names(&c.phrase, l, &tool)
+            })
+            .collect();
+        if !named.is_empty() {
+            out.push((c, named));
+        }
+    }
+    out
+}
+
+/// The entries of the pages of the last list of `named` fetched one after another: the summed
+/// sizes of the lists of its name ("33 tickets" over pages of 25 and 8).
+fn pages_of(named: &[&Listing]) -> usize {
+    let Some(last) = named.last() else { return 0 };
+    named.iter().filter(|l| l.name == last.name).map(|l| l.size).sum()
+}
+
+/// Whether count `c` agrees with one of the lists it names: their pages' sum, a list's length, the
+/// total given beside it, or the size of one of its subsets.
+fn agrees(c: &Count, named: &[&Listing]) -> bool {
+    pages_of(named) == c.n
+        || named.iter().any(|l| l.size == c.n || l.total == Some(c.n) || l.subsets.iter().any(|(_, k)| *k == c.n))
+}
+
+/// The byte offsets in step `i`'s text of the counts it states that agree with a list a tool
+/// output gave ([`agrees`]): a number of entries counted, not invented ("14 open P1 tickets"
+/// after a list of 14), which `signals::unsourced` must not call unsourced.
+pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
+    if !agent_step(ctx.trajectory, i) {
+        return Vec::new();
+    }
+    counted_lists(ctx, i).into_iter().filter(|(c, named)| agrees(c, named)).map(|(c, _)| c.at.start).collect()
+}
+
+/// Whether the sentence of `content` around a count (`at`) tells it as a part ("the first 25",
+/// "page 1 lists 25", "at least 25", "25 so far", "25+ tickets", "25 or more", "showing 25 of
+/// them", "a sample of 25"): then it is no claim about the whole list.
+fn told_partial(content: &str, at: &std::ops::Range<usize>) -> bool {
+    static PARTIAL: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:first|page|pages|at least|so far|or more|more than|over|top|showing|shown|sample|partial|incomplete|truncated|paginated|more (?:results|pages|entries|items|remain)|next)\b|\d\+",
+        )
+        .expect("a valid pattern")
+    });
+    let sentence = crate::text::sentence_around(content, at.start, at.end);
+    PARTIAL.is_match(&content[sentence])
 }
 
 /// The stems of the words of the short values a call asked for (its JSON string arguments of at
@@ -1257,6 +1415,43 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_count_told_as_a_part_is_found_in_its_sentence() {
+        let told = |text: &str| {
+            let c = &counts(text)[0];
+            told_partial(text, &c.at)
+        };
+        assert!(told("The first page lists 4 orders; there are more."));
+        assert!(told("You have at least 25 open tickets."));
+        assert!(told("Showing 25 tickets (more pages remain)."));
+        assert!(!told("There are 25 open P1 tickets in the payments queue."));
+        assert!(!told("I checked the first queue. There are 25 open tickets."), "another sentence's word");
+    }
+
+    #[test]
+    fn a_list_is_one_page_when_its_holder_or_paging_member_says_so() {
+        let more = |v: serde_json::Value| paging_of(v.as_object().unwrap());
+        assert_eq!(more(json!({"data": [], "has_more": true})).as_deref(), Some("has_more: true"));
+        assert_eq!(
+            more(json!({"messages": [], "response_metadata": {"next_cursor": "dGVhbTpD"}})).as_deref(),
+            Some("response_metadata.next_cursor: \"dGVhbTpD\"")
+        );
+        assert_eq!(
+            more(json!({"nodes": [], "pageInfo": {"hasNextPage": true, "endCursor": "Y3Vy"}})).as_deref(),
+            Some("pageInfo.hasNextPage: true")
+        );
+        assert_eq!(more(json!({"items": [], "page": 1, "total_pages": 5})).as_deref(), Some("page 1 of 5"));
+        for whole in [
+            json!({"data": [], "has_more": false}),
+            json!({"messages": [], "response_metadata": {"next_cursor": ""}}),
+            json!({"items": [], "next": null}),
+            json!({"items": [], "page": 5, "total_pages": 5}),
+        ] {
+            assert_eq!(more(whole.clone()), None, "{whole}");
+        }
+    }
 
     #[test]
     fn counts_are_numbers_before_a_plural_and_not_measures_or_amounts() {
