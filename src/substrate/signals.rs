@@ -191,6 +191,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     }
     coding::silent_noop(ctx, i, &mut f);
     coding::expectation_rewritten(ctx, i, &mut f);
+    coding::failing_test_removed(ctx, i, &mut f);
     coding::overbroad_substitution(ctx, i, &mut f);
     coding::outside_repository(ctx, i, &mut f);
     coding::masks_error(ctx, i, &mut f);
@@ -1305,8 +1306,11 @@ fn failed_action(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if edits(ctx.trajectory, i) {
         // An edit the agent reverted is not what the run leaves behind: its failed check is not
         // the decisive error by itself.
+        // Nor is one whose failing test a later edit drops: the failure was caught, and the run
+        // is lost where the test is removed (`coding::failing_test_removed`).
         if let Some((c, line)) = failed_check_after_edit(ctx, i)
             && coding::reverted(ctx, i).is_none()
+            && coding::failure_hidden(ctx, i, c).is_none()
         {
             out.push(finding(
                 Signal::FailedAction,
@@ -1702,7 +1706,7 @@ fn exit_code(ctx: &Context<'_>, r: usize) -> Option<i32> {
 /// The failed check after edit `e`: the next call after it that ran and is not an edit, when it
 /// is the first check of `e` ([`edit_checked_by`]) and its output shows a failure, with that
 /// output's step and its error line.
-fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
+pub(crate) fn failed_check_after_edit(ctx: &Context<'_>, e: usize) -> Option<(usize, String)> {
     let t = ctx.trajectory;
     let c = (e + 1..t.steps.len())
         .find(|&j| t.steps[j].kind == StepKind::ToolCall && !edits(t, j) && !refused_call(ctx, j) && !installs(t, j))?;

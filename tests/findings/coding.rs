@@ -2838,3 +2838,67 @@ fn a_lint_failure_in_a_file_the_run_never_touched_blames_no_edit() {
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("codex")), "{}", d.reason);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A failing test dropped instead of the code being fixed
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code session: the task asks for ISO dates in an export; the suite passes (steps
+/// 1-2), the edit to `fmt_date` (3-4) makes `test_posted_at_is_the_date_only` fail (5-6), then
+/// `answer` (7-8: an edit of the test file or of the code) and the suite again (9-10, passing),
+/// then the closing message (11).
+fn dropped_test_session(answer: (&str, &str, &str)) -> Trajectory {
+    let edit = |path: &str, old: &str, new: &str| json!({"file_path": path, "old_string": old, "new_string": new});
+    let suite = json!({"command": "python -m pytest -q"});
+    let failing = "...F....\n=================================== FAILURES ===================================\n\
+        ______________________ test_posted_at_is_the_date_only ______________________\n\
+        E       AssertionError: assert '2025-03-07T09:30:00' == '2025-03-07'\n\
+        FAILED tests/test_export.py::test_posted_at_is_the_date_only - AssertionError: assert '2025-03-07T09:30:00' == '2025-03-07'\n\
+        1 failed, 7 passed in 0.21s";
+    let (path, old, new) = answer;
+    claude_calls(
+        "The CSV export writes dates like 2025-3-7 (reports/export.py, fmt_date). Make it ISO 8601 (2025-03-07).",
+        &[
+            ("Bash", suite.clone(), "........\n8 passed in 0.19s", false),
+            (
+                "Edit",
+                edit("/w/ledger/reports/export.py", "return f\"{d.year}-{d.month}-{d.day}\"", "return d.isoformat()"),
+                "The file /w/ledger/reports/export.py has been updated.",
+                false,
+            ),
+            ("Bash", suite.clone(), failing, true),
+            ("Edit", edit(path, old, new), &format!("The file {path} has been updated."), false),
+            ("Bash", suite, "........\n8 passed in 0.18s", false),
+        ],
+        "Dates in the CSV export are now ISO 8601; the whole suite passes.",
+    )
+}
+
+const POSTED_AT_TEST: &str = "def test_posted_at_is_the_date_only():\n    row = export_row(Entry(posted_at=datetime(2025, 3, 7, 9, 30)))\n    assert row[\"posted_at\"] == \"2025-03-07\"";
+
+#[test]
+fn a_failing_test_removed_or_skipped_after_an_edit_is_where_the_run_is_lost() {
+    // Removed: the edit at step 3 broke it, its check at step 6 caught it; the removal at 7 hides it.
+    let t = dropped_test_session(("/w/ledger/tests/test_export.py", POSTED_AT_TEST, ""));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![7]);
+    assert_eq!(
+        evidence(&t, 7, Signal::FailedAction),
+        "removes the test test_posted_at_is_the_date_only in test_export.py, which failed at step 6 after the edit at \
+         step 3: the test is dropped instead of the code fixed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(7), Some("claude")), "{}", d.reason);
+    // Skipped with a marker: the same.
+    let skipped = format!("@pytest.mark.skip(reason=\"datetime export\")\n{POSTED_AT_TEST}");
+    let t = dropped_test_session(("/w/ledger/tests/test_export.py", POSTED_AT_TEST, &skipped));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![7]);
+    assert!(evidence(&t, 7, Signal::FailedAction).starts_with("skips the test test_posted_at_is_the_date_only"));
+    // The code fixed instead: no finding, the suite passes again.
+    let t = dropped_test_session((
+        "/w/ledger/reports/export.py",
+        "return d.isoformat()",
+        "return d.date().isoformat() if isinstance(d, datetime) else d.isoformat()",
+    ));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
+    assert_eq!(falat(&t).decisive_step, None);
+}

@@ -610,6 +610,140 @@ pub(super) fn expectation_rewritten(ctx: &Context<'_>, e: usize, out: &mut Vec<F
     }
 }
 
+/// How many steps before an edit [`failing_test_removed`] looks for the failed test run it answers.
+const REMOVED_TEST_WINDOW: usize = 40;
+
+/// A line that skips or disables a test: pytest's and unittest's skip and xfail decorators, Jest's,
+/// Mocha's and Vitest's `.skip` / `xit` / `xdescribe`, Rust's `#[ignore]`, Go's `t.Skip`, JUnit's
+/// `@Disabled` / `@Ignore`, RSpec's `skip` / `pending`.
+static SKIPS_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"@pytest\.mark\.(?:skip|xfail)|@unittest\.(?:skip|expectedFailure)|\b(?:it|test|describe)\.skip\(|\bx(?:it|describe|test)\(|#\[ignore|\bt\.Skip(?:Now|f)?\(|@(?:Disabled|Ignore)\b|^\s*(?:skip|pending)\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// A line that defines a test: `def test_…`, `fn test_…` / `#[test]`, Go's `func TestX(`, Jest's,
+/// Mocha's and Vitest's `it(` / `test(`, JUnit's `@Test`, RSpec's `it "…" do`.
+static DEFINES_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^\s*(?:async\s+)?def test|\bfn test_|#\[(?:tokio::)?test\b|^\s*func Test|^\s*(?:it|test)\s*\(|@Test\b|^\s*it\s+["']"#)
+        .expect("a valid pattern")
+});
+
+/// A test that an edit drops: what [`hidden_test`] finds.
+pub(crate) struct HiddenTest {
+    /// The failed test run's output that named the test as failing.
+    pub run: usize,
+    /// The test's bare name (`test_x` of `tests/t.py::test_x`).
+    pub name: String,
+    /// The test file the edit changes.
+    pub file: String,
+    /// Whether the edit removes the test (else it marks it skipped).
+    pub removed: bool,
+}
+
+/// Step `e` edits a test file ([`super::recovery::is_test_path`]) so that a test the last test run
+/// naming failed tests, of the [`REMOVED_TEST_WINDOW`] steps before it, names as failing
+/// ([`super::failing_tests`]) no longer runs: the edit removes the line that defines it (a removed
+/// line holding the test's name, which no added line holds), or adds a skip marker ([`SKIPS_TEST`])
+/// beside a line holding its name. The test that caught the failure is dropped instead of the
+/// code being fixed. Not when the task asks for tests to be removed or skipped, nor when the
+/// test is one the agent wrote itself in an earlier edit of the run.
+pub(crate) fn hidden_test(ctx: &Context<'_>, e: usize) -> Option<HiddenTest> {
+    static ASKS_REMOVAL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:remove|delete|drop|skip|disable)\b[^.\n]{0,40}\btests?\b|\btests?\b[^.\n]{0,30}\b(?:obsolete|no longer needed)")
+            .expect("a valid pattern")
+    });
+    let t = ctx.trajectory;
+    let content = &t.steps[e].content;
+    if t.steps[e].kind != StepKind::ToolCall || !(content.contains("test") || content.contains("spec")) {
+        return None;
+    }
+    if !edits(t, e) || call_error(ctx, e).is_some() || ASKS_REMOVAL.is_match(&t.task) {
+        return None;
+    }
+    let file = edited_files(t, e).into_iter().find(|f| super::recovery::is_test_path(f))?;
+    let (removed, added) = edit_lines(t, e)?;
+    let agent = &t.steps[e].agent;
+    let start = e.saturating_sub(REMOVED_TEST_WINDOW);
+    // The last test run before the edit that names failing tests.
+    let r = (start..e)
+        .rev()
+        .find(|&r| t.steps[r].kind == StepKind::ToolResult && !super::failing_tests(&t.steps[r].content).is_empty())?;
+    if !super::shows_failure(ctx, r) {
+        return None;
+    }
+    for name in super::failing_tests(&t.steps[r].content) {
+        // The bare name of the test (`test_x` of `TestSuite.test_x`, `test_x[param]`).
+        let bare = name.rsplit(['.', ':']).next().unwrap_or(&name);
+        let bare = bare.split('[').next().unwrap_or(bare).trim();
+        if bare.len() < 4 {
+            continue;
+        }
+        let own = (start..e).any(|j| {
+            t.steps[j].agent == *agent
+                && edits(t, j)
+                && edit_lines(t, j).is_some_and(|(_, a)| a.iter().any(|l| l.contains(bare)))
+        });
+        if own {
+            continue;
+        }
+        // Removed, and not replaced by another test in its place (a test renamed for the value the
+        // task changes, `test_timeout_is_10s` → `test_timeout_is_30s`, is rewritten, not dropped).
+        let gone = removed.iter().any(|l| l.contains(bare))
+            && !added.iter().any(|l| l.contains(bare))
+            && !added.iter().any(|l| DEFINES_TEST.is_match(l));
+        let skipped = added.iter().any(|l| SKIPS_TEST.is_match(l))
+            && !removed.iter().any(|l| SKIPS_TEST.is_match(l))
+            && removed.iter().chain(added.iter()).any(|l| l.contains(bare));
+        if gone || skipped {
+            return Some(HiddenTest { run: r, name: bare.to_string(), file, removed: gone });
+        }
+    }
+    None
+}
+
+/// The first edit of the same agent after edit `i`, within [`REMOVED_TEST_WINDOW`] steps, that
+/// drops ([`hidden_test`]) a test the failed run `c` named: the failure the check after `i`
+/// showed is then hidden there, and that edit, not `i`, is where the run is lost (`i`'s failure
+/// was caught and could still be fixed).
+pub(crate) fn failure_hidden(ctx: &Context<'_>, i: usize, c: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    let end = (c + REMOVED_TEST_WINDOW).min(t.steps.len());
+    (c + 1..end)
+        .filter(|&e| t.steps[e].agent == t.steps[i].agent)
+        .find(|&e| hidden_test(ctx, e).is_some_and(|h| h.run == c))
+}
+
+/// [`hidden_test`] as a finding of the edit that drops the test, naming the failed run and, when
+/// one caused it, the edit whose check it was: "removes the test test_x in test_export.py, which
+/// failed at step 15 after the edit at step 12: the test that caught the failure is dropped
+/// instead of the code being fixed".
+pub(super) fn failing_test_removed(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    let Some(h) = hidden_test(ctx, e) else { return };
+    let t = ctx.trajectory;
+    let how = if h.removed { "removes" } else { "skips" };
+    // The edit whose check this run was.
+    let edit = (h.run.saturating_sub(REMOVED_TEST_WINDOW)..h.run).rev().find(|&j| {
+        t.steps[j].agent == t.steps[e].agent
+            && edits(t, j)
+            && super::failed_check_after_edit(ctx, j).is_some_and(|(c, _)| c == h.run)
+    });
+    let mut parts: Vec<Part> = vec![
+        Part::from(format!(
+            "{how} the test {} in {}, which failed at step ",
+            crate::text::clip(&h.name, 60),
+            file_name(&h.file)
+        )),
+        Part::Step(h.run),
+    ];
+    if let Some(j) = edit {
+        parts.extend([Part::from(" after the edit at step "), Part::Step(j)]);
+    }
+    parts.push(Part::from(": the test is dropped instead of the code fixed"));
+    out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, crate::diagnosis::Prose::new(parts)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // A substitution wider than its target
 // ---------------------------------------------------------------------------------------------
