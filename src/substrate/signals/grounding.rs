@@ -557,45 +557,36 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     for (c, named) in counted_lists(ctx, i) {
         let Some(last) = named.last() else { continue };
         let pages = pages_of(&named);
-        if agrees(&c, &named) {
+        let tail = if agrees(&c, &named) {
             // A count of the last page alone, told as the whole when the tool said more remain
             // and no later page was fetched.
-            if let Some(more) = &last.more
-                && last.size == c.n
-                && pages == c.n
-                && last.total.is_none_or(|n| n == c.n || more.starts_with("page"))
-                && !told_partial(&t.steps[i].content, &c.at)
-            {
-                out.push(finding(
-                    Signal::CountMismatch,
-                    weights::COUNT_MISMATCH,
-                    prose![
-                        format!("says \"{}\"; the list it counts at step ", c.text),
-                        Part::Step(last.step),
-                        format!(" is one page of a longer result ({more}), and no further page was fetched")
-                    ],
-                ));
-                return;
+            match &last.more {
+                Some(more)
+                    if last.size == c.n
+                        && pages == c.n
+                        && last.total.is_none_or(|n| n == c.n || more.starts_with("page"))
+                        && !told_partial(&t.steps[i].content, &c.at) =>
+                {
+                    format!(" is one page of a longer result ({more}), and no further page was fetched")
+                }
+                _ => continue,
             }
-            continue;
-        }
-        let subsets: Vec<String> = last
-            .subsets
-            .iter()
-            .filter(|(s, _)| s.ends_with("=true"))
-            .take(2)
-            .map(|(s, k)| format!("{k} with {s}"))
-            .collect();
-        let detail = if subsets.is_empty() { String::new() } else { format!(" ({})", subsets.join(", ")) };
-        let total = last.total.map(|n| format!(" (total {n})")).unwrap_or_default();
+        } else {
+            let subsets: Vec<String> = last
+                .subsets
+                .iter()
+                .filter(|(s, _)| s.ends_with("=true"))
+                .take(2)
+                .map(|(s, k)| format!("{k} with {s}"))
+                .collect();
+            let detail = if subsets.is_empty() { String::new() } else { format!(" ({})", subsets.join(", ")) };
+            let total = last.total.map(|n| format!(" (total {n})")).unwrap_or_default();
+            format!(" has {}{detail}{total}", last.size)
+        };
         out.push(finding(
             Signal::CountMismatch,
             weights::COUNT_MISMATCH,
-            prose![
-                format!("says \"{}\"; the list it counts at step ", c.text),
-                Part::Step(last.step),
-                format!(" has {}{detail}{total}", last.size)
-            ],
+            prose![format!("says \"{}\"; the list it counts at step ", c.text), Part::Step(last.step), tail],
         ));
         return;
     }
