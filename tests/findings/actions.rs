@@ -248,6 +248,27 @@ fn a_count_of_one_page_told_as_the_whole_list_is_a_miscount() {
 }
 
 #[test]
+fn a_list_under_a_generic_key_is_named_by_the_tool_that_returned_it() {
+    // `{"results": [...]}` from `list_orders`: "orders" names it through the tool.
+    let run = |reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+            call(
+                "c1",
+                "list_orders",
+                json!({"user_id": "jo_doe_1234"}),
+                r##"{"results": [{"id": "#W1"}, {"id": "#W2"}, {"id": "#W3"}, {"id": "#W4"}], "has_more": false}"##,
+            ),
+            vec![assistant(reply)],
+        ]))
+    };
+    assert_eq!(findings(&run("You have 4 orders on your account.")), vec![]);
+    let t = run("You have 3 orders on your account.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(evidence(&t, 4, Signal::CountMismatch), "says \"3 orders\"; the list it counts at step 3 has 4");
+}
+
+#[test]
 fn a_listing_s_first_page_told_as_every_open_ticket_is_the_decisive_step() {
     // 25 tickets with `has_more: true` told as "There are 25 open P1 tickets"; the twin fetches
     // the second page of 8 and tells 33, which the two pages add up to (no unsourced value).

@@ -31,7 +31,8 @@ const MAX_PER_OUTPUT: usize = 500;
 pub struct Listing {
     /// The tool output's step.
     pub step: usize,
-    /// The key the list is found under (lower case; the tool's name for a top-level list).
+    /// The key the list is found under (lower case; the tool's name for a top-level list; a
+    /// generic key such as `results` or `data` followed by the tool's name, which then names it).
     pub name: String,
     /// The `name` field of the object holding the list (lower case), if it has one.
     pub owner: Option<String>,
@@ -91,7 +92,7 @@ fn index(t: &Trajectory) -> Records {
             continue;
         };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
-        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None, more: None };
+        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None, more: None, tool: &tool };
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
@@ -163,7 +164,17 @@ struct Walk<'r> {
     total: Option<usize>,
     /// The paging marker given beside the array walked next ([`Listing::more`]).
     more: Option<String>,
+    /// The name of the tool whose output is walked (lower case), which names a list kept under a
+    /// generic key ([`GENERIC_KEYS`]).
+    tool: &'r str,
 }
+
+/// Keys that hold a list without naming what it lists (`{"results": [...]}`, `{"data": [...]}`):
+/// such a list is named by its key and by the tool that returned it (`list_tickets`).
+const GENERIC_KEYS: [&str; 16] = [
+    "results", "result", "items", "data", "records", "entries", "hits", "rows", "nodes", "edges", "values", "objects",
+    "list", "elements", "matches", "payload",
+];
 
 /// Member names whose `true` says a list is one page of a longer result.
 const MORE_FLAGS: [&str; 8] =
@@ -347,7 +358,11 @@ impl Walk<'_> {
         subsets.sort();
         self.out.listings.push(Listing {
             step: self.step,
-            name: key.to_string(),
+            name: if GENERIC_KEYS.contains(&key) && !self.tool.is_empty() {
+                format!("{key} {}", self.tool)
+            } else {
+                key.to_string()
+            },
             owner: owner.map(str::to_string),
             size: entries.len(),
             total,
