@@ -192,6 +192,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::silent_noop(ctx, i, &mut f);
     coding::expectation_rewritten(ctx, i, &mut f);
     coding::failing_test_removed(ctx, i, &mut f);
+    coding::timing_waited_out(ctx, i, &mut f);
     coding::overbroad_substitution(ctx, i, &mut f);
     coding::outside_repository(ctx, i, &mut f);
     coding::masks_error(ctx, i, &mut f);

@@ -2902,3 +2902,89 @@ fn a_failing_test_removed_or_skipped_after_an_edit_is_where_the_run_is_lost() {
     assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
     assert_eq!(falat(&t).decisive_step, None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A race waited out instead of fixed
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code session on a connection pool whose test fails now and then (`task`): the test
+/// run (steps 1-2), the edit `change` (3-4: path, old text, new text), the suite again (5-6,
+/// passing), the closing message (7).
+fn race_session(task: &str, change: (&str, &str, &str)) -> Trajectory {
+    let (path, old, new) = change;
+    claude_calls(
+        task,
+        &[
+            (
+                "Bash",
+                json!({"command": "python -m pytest -q tests/test_pool.py"}),
+                "..F.\nFAILED tests/test_pool.py::test_release_then_acquire_reuses_the_connection - assert 2 == 1\n1 failed, 3 passed in 0.31s",
+                true,
+            ),
+            (
+                "Edit",
+                json!({"file_path": path, "old_string": old, "new_string": new}),
+                &format!("The file {path} has been updated."),
+                false,
+            ),
+            ("Bash", json!({"command": "python -m pytest -q"}), "............\n12 passed in 0.52s", false),
+        ],
+        "Fixed: test_release_then_acquire_reuses_the_connection passes and the whole suite is green.",
+    )
+}
+
+const RACE_TASK: &str = "test_release_then_acquire_reuses_the_connection in tests/test_pool.py fails intermittently in CI \
+    (about one run in five). pool/pool.py release() hands the connection back from a background thread. Fix it.";
+
+#[test]
+fn a_sleep_added_to_a_test_that_fails_now_and_then_is_the_error_and_a_fix_in_the_code_is_not() {
+    let sleep =
+        ("/w/pool/tests/test_pool.py", "    pool.release(conn)\n", "    pool.release(conn)\n    time.sleep(0.2)\n");
+    let t = race_session(RACE_TASK, sleep);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "adds `time.sleep(0.2)` to test_pool.py while the task reports a failure that comes and goes: the failure is \
+         waited out, not fixed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("claude")), "{}", d.reason);
+    // The same test edit when the task reports no flakiness (a test written to wait for a
+    // background job on purpose): no finding of the edit (the failing run before it, which the
+    // task does not report, keeps its own).
+    let t = race_session("Add a test that a released connection is reused by the next acquire().", sleep);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![1]);
+    // A retry marker is the same as a sleep; a user who rules waiting out makes a sleep in the
+    // code an error too.
+    let rerun = (
+        "/w/pool/tests/test_pool.py",
+        "def test_release_then_acquire_reuses_the_connection(pool):",
+        "@pytest.mark.flaky(reruns=3)\ndef test_release_then_acquire_reuses_the_connection(pool):",
+    );
+    let t = race_session(RACE_TASK, rerun);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![3]);
+    let in_code = (
+        "/w/pool/pool/pool.py",
+        "        self._free.put(conn)\n",
+        "        time.sleep(0.05)\n        self._free.put(conn)\n",
+    );
+    let forbidding = format!("{RACE_TASK} Don't just make the test slower: fix the race.");
+    let t = race_session(&forbidding, in_code);
+    assert!(
+        evidence(&t, 3, Signal::FailedAction)
+            .starts_with("adds `time.sleep(0.05)` to pool.py after the user ruled waiting out"),
+        "{}",
+        evidence(&t, 3, Signal::FailedAction)
+    );
+    let t = race_session(RACE_TASK, in_code);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
+    // The race fixed with a lock: no finding, no failure.
+    let lock = (
+        "/w/pool/pool/pool.py",
+        "        self._free.put(conn)\n",
+        "        with self._lock:\n            self._free.put(conn)\n",
+    );
+    let t = race_session(RACE_TASK, lock);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
+    assert_eq!(falat(&t).decisive_step, None, "{}", falat(&t).reason);
+}

@@ -744,6 +744,81 @@ pub(super) fn failing_test_removed(ctx: &Context<'_>, e: usize, out: &mut Vec<Fi
     out.push(finding(Signal::FailedAction, weights::FAILED_ACTION, crate::diagnosis::Prose::new(parts)));
 }
 
+/// A line that waits or retries instead of synchronising: a sleep (`time.sleep(`,
+/// `asyncio.sleep(`, `Thread.sleep(`, `thread::sleep(`, `tokio::time::sleep(`, Go's
+/// `time.Sleep(`, a `setTimeout(` promise, a shell `sleep N`), or a rerun of a failing test
+/// (`@pytest.mark.flaky`, `@flaky`, `reruns=`, `jest.retryTimes(`, `this.retries(`,
+/// `@RepeatedTest`, `@Retry`).
+static WAITS_OR_RETRIES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:time|asyncio|trio|anyio)\.sleep\(|\bThread\.sleep\(|\bthread::sleep\(|\btime::sleep\(|\btime\.Sleep\(|\bsetTimeout\(|(?:^|[;&|]\s*)sleep\s+\d|@pytest\.mark\.flaky|@flaky\b|\breruns\s*=|\bjest\.retryTimes\(|\bthis\.retries\(|@RepeatedTest\b|@Retry\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// A request that reports a failure that comes and goes: flaky, intermittent, a race, a timing
+/// problem, a test that fails only sometimes.
+static REPORTS_FLAKINESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bflak(?:y|iness)\b|\bintermittent(?:ly)?\b|\brace(?: condition)?s?\b|\bnon-?deterministic|\b(?:sometimes|randomly|occasionally|every (?:few|other) runs?) (?:fails?|breaks?|times? out|hangs?)\b|\bfails? (?:sometimes|randomly|occasionally|now and then)\b")
+        .expect("a valid pattern")
+});
+
+/// A user turn that rules out waiting it away: no sleeps, not by making the test slower, no
+/// retries.
+static FORBIDS_WAITING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:no|not|never|don'?t|do not|without)\b[^.\n]{0,30}\b(?:sleeps?|slower|wait(?:ing)?|retr(?:y|ies)|reruns?|timeouts?)\b")
+        .expect("a valid pattern")
+});
+
+/// Step `e`, an edit the agent did not revert, adds a wait or a retry ([`WAITS_OR_RETRIES`], in
+/// an added line that no removed line holds) to a test file ([`super::recovery::is_test_path`])
+/// while the task reports a failure that comes and goes ([`REPORTS_FLAKINESS`]), or to any file
+/// after a user turn ruled waiting out ([`FORBIDS_WAITING`]): the timing that makes the test fail
+/// is hidden, not fixed, and a green run after it proves nothing. "adds `time.sleep(0.2)` to
+/// test_pool.py while the task reports a race: the failure is waited out, not fixed".
+pub(super) fn timing_waited_out(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
+        return;
+    }
+    let Some((removed, added)) = edit_lines(t, e) else { return };
+    let Some(line) = added.iter().find(|l| WAITS_OR_RETRIES.is_match(l) && !removed.contains(l)) else { return };
+    if removed.iter().any(|l| WAITS_OR_RETRIES.is_match(l)) {
+        // A wait changed, not added (a shorter sleep, a sleep moved).
+        return;
+    }
+    let users: Vec<&str> = t.steps[..e]
+        .iter()
+        .filter(|s| super::actions::served_person(s) && s.kind != StepKind::ToolResult)
+        .map(|s| s.content.as_str())
+        .collect();
+    let forbidden = FORBIDS_WAITING.is_match(&t.task) || users.iter().any(|u| FORBIDS_WAITING.is_match(u));
+    let files = edited_files(t, e);
+    let Some(file) =
+        files.iter().find(|f| super::recovery::is_test_path(f)).or(files.first().filter(|_| forbidden)).cloned()
+    else {
+        return;
+    };
+    let flaky = REPORTS_FLAKINESS.is_match(&t.task) || users.iter().any(|u| REPORTS_FLAKINESS.is_match(u));
+    if !(flaky || forbidden) || reverted(ctx, e).is_some() {
+        return;
+    }
+    let why = if forbidden {
+        "after the user ruled waiting out"
+    } else {
+        "while the task reports a failure that comes and goes"
+    };
+    out.push(finding(
+        Signal::FailedAction,
+        weights::FAILED_ACTION,
+        format!(
+            "adds `{}` to {} {why}: the failure is waited out, not fixed",
+            crate::text::clip(line, 50),
+            file_name(&file)
+        ),
+    ));
+}
+
 // ---------------------------------------------------------------------------------------------
 // A substitution wider than its target
 // ---------------------------------------------------------------------------------------------
