@@ -148,3 +148,18 @@ fn data_the_tool_marks_cached_told_as_current_is_the_decisive_step() {
     named(bad, 4, "assistant");
     no_failure("handbuilt/openai-chat/payments_status_cached_told_ok.openai-chat.json");
 }
+
+#[test]
+fn stock_a_cache_served_told_as_in_stock_is_the_decisive_step() {
+    // `"source": "cache", "cached_at": …` told as "in stock … 3 pairs on hand"; the twin says the
+    // count is cached and may be out of date.
+    let bad = "handbuilt/openai-chat/boot_stock_cached_told_in_stock.openai-chat.json";
+    let t = fixture(bad);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "tells the data as current, but its result at step 3 says `\"source\": \"cache\"`"
+    );
+    named(bad, 4, "assistant");
+    no_failure("handbuilt/openai-chat/boot_stock_cached_told_ok.openai-chat.json");
+}

@@ -1323,11 +1323,13 @@ static NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
-/// A member of a tool's result that says its data is not live: `"live": false`, or
-/// `"cached": true` beside the time it was taken (`"as_of"`, `"fetched_at"`, `"last_updated"`).
+/// A member of a tool's result that says its data is not live: `"live": false` (`"fresh"`,
+/// `"up_to_date"`), `"cached": true` (`"cache_hit"`, `"stale"`, `"needs_refresh"`), a `"source":
+/// "cache"`, or the time or age of a cached copy (`"cached_at"`, `"cache_age_s"`,
+/// `"stale_since"`).
 static NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
-        r#""(?:live|is_live|realtime|real_time)"\s*:\s*false\b|"(?:cached|from_cache|stale)"\s*:\s*true\b"#,
+        r#""(?:live|is_live|realtime|real_time|fresh|is_fresh|up_to_date)"\s*:\s*false\b|"(?:cached|is_cached|from_cache|cache_hit|stale|is_stale|needs_refresh)"\s*:\s*true\b|"(?:source|data_source)"\s*:\s*"(?:cache|cached|snapshot)"|"(?:cached_at|stale_since|cache_age\w*)"\s*:"#,
     )
     .unwrap()
 });
@@ -1343,9 +1345,10 @@ static OWNS_NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(r"(?i)dry[- ]?run|\bpreview|\bsimulat|\bnot (?:yet )?(?:been )?(?:applied|made|committed|saved|changed|executed)\b|\bnothing (?:was|has been|is) (?:changed|applied)|\bno changes? (?:was|were|has been|have been) (?:made|applied)|\bwould (?:be|have)\b").unwrap()
 });
 
-/// A message that tells data as current ("currently", "right now", "live", "up to date").
+/// A message that tells data as current ("currently", "right now", "live", "up to date"), or
+/// stock as there now ("in stock", "on hand", "available now").
 static TOLD_CURRENT: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date)\b")
+    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date|in stock|on hand|available (?:now|today)|still (?:available|in stock|open))\b")
         .unwrap()
 });
 
