@@ -383,21 +383,27 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A product or quotient of two sourced figures of its sentence, or of one the step worked out
     // so before ("300 boxes at £61.50 each come to £18,450.00. At a rate of 1.1873 that is
     // €21,905.69").
-    let factors: Vec<(f64, usize)> = ev
-        .iter()
-        .filter(|e| e.kind == EvidenceKind::Number && e.context.is_none())
-        .filter_map(|e| Some((e.key.parse::<f64>().ok()?, e.span.start)))
-        .filter(|&(x, _)| x.fract() == 0.0 && (2.0..=10.0).contains(&x))
-        .chain(sourced.iter().copied())
-        .collect();
-    let mut worked: Vec<(f64, usize)> = Vec::new();
-    let mut numbers: Vec<_> = ev.iter().filter(|e| e.kind == EvidenceKind::Number).collect();
-    numbers.sort_by_key(|e| e.span.start);
-    for e in numbers {
-        if derivation::sourced_product(content, e.span.start, &e.key, &factors, &worked)
-            && let Ok(x) = e.key.parse::<f64>()
-        {
-            worked.push((x, e.span.start));
+    // Worked out only when some value is still unsourced: this reads every number of the step.
+    // `worked` holds the figures worked out from sourced factors directly (a total), which a
+    // conversion in a later sentence may rest on; `chained` those resting on one of them.
+    let (mut worked, mut chained): (Vec<(f64, usize)>, Vec<usize>) = (Vec::new(), Vec::new());
+    if !numeric.is_empty() {
+        let factors: Vec<(f64, usize)> = ev
+            .iter()
+            .filter(|e| e.kind == EvidenceKind::Number && e.context.is_none())
+            .filter_map(|e| Some((e.key.parse::<f64>().ok()?, e.span.start)))
+            .filter(|&(x, _)| x.fract() == 0.0 && (2.0..=10.0).contains(&x))
+            .chain(sourced.iter().copied())
+            .collect();
+        let mut numbers: Vec<_> = ev.iter().filter(|e| e.kind == EvidenceKind::Number).collect();
+        numbers.sort_by_key(|e| e.span.start);
+        for e in numbers {
+            let Ok(x) = e.key.parse::<f64>() else { continue };
+            if derivation::sourced_product(content, e.span.start, &e.key, &factors, &[]) {
+                worked.push((x, e.span.start));
+            } else if derivation::sourced_product(content, e.span.start, &e.key, &factors, &worked) {
+                chained.push(e.span.start);
+            }
         }
     }
     let numeric: Vec<&str> = numeric
@@ -407,6 +413,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                 e.kind == EvidenceKind::Number
                     && e.key == *k
                     && (worked.iter().any(|&(_, p)| p == e.span.start)
+                        || chained.contains(&e.span.start)
                         || written_result(content, e.span.start, k)
                         || written_part(content, e.span.start, &sourced)
                         || rounded_form(content, e.span.start, k, &sourced)
@@ -474,7 +481,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
     // A count of a list's entries that agrees with the list a tool output gave ("14 open P1
     // tickets" after a list of 14, "33" over two pages of 25 and 8) is counted, not invented.
-    let counted = grounding::counted(ctx, s.index);
+    let counted = if numeric.is_empty() { Vec::new() } else { grounding::counted(ctx, s.index) };
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {

@@ -239,6 +239,29 @@ fn a_count_of_one_page_told_as_the_whole_list_is_a_miscount() {
         let t = paged_count_run(done.clone(), None, "You have 4 orders on your account.");
         assert_eq!(findings(&t), vec![], "{done}");
     }
+    // A total beside the page that is larger says the same, and the finding gives it; the same
+    // page fetched again is one page, not two.
+    let run = |page: &str, again: bool, reply: &str| {
+        let mut turns = vec![
+            vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+            call("c1", "list_orders", json!({"user_id": "jo_doe_1234"}), page),
+        ];
+        if again {
+            turns.push(call("c2", "list_orders", json!({"user_id": "jo_doe_1234"}), page));
+        }
+        turns.push(vec![assistant(reply)]);
+        load(messages(turns))
+    };
+    let page = r##"{"orders": ["#W1", "#W2", "#W3", "#W4"], "total": 9, "has_more": true}"##;
+    let t = run(page, false, "You have 4 orders on your account.");
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"4 orders\"; the list it counts at step 3 is one page of a longer result (has_more: true; total 9), \
+         and no further page was fetched"
+    );
+    assert_eq!(findings(&run(page, false, "You have 9 orders on your account.")), vec![]);
+    let t = run(page, true, "You have 4 orders on your account.");
+    assert_eq!(findings(&t), vec![(6, Signal::CountMismatch)]);
     // The next page fetched: the two pages' entries add up to the count.
     let next = r##"{"orders": ["#W5", "#W6"], "pagination": {"next_cursor": null}}"##;
     let t = paged_count_run(json!({"next_cursor": "o_4"}), Some(next), "You have 6 orders on your account.");

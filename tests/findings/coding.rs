@@ -2893,6 +2893,11 @@ fn a_failing_test_removed_or_skipped_after_an_edit_is_where_the_run_is_lost() {
     let t = dropped_test_session(("/w/ledger/tests/test_export.py", POSTED_AT_TEST, &skipped));
     assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![7]);
     assert!(evidence(&t, 7, Signal::FailedAction).starts_with("skips the test test_posted_at_is_the_date_only"));
+    // A user who says not to drop tests makes the removal no less a removal.
+    let t = dropped_test_session(("/w/ledger/tests/test_export.py", POSTED_AT_TEST, ""));
+    let mut strict = t.clone();
+    strict.task.push_str(" Do not delete or skip any tests.");
+    assert_eq!(crate::chat::steps_with(&strict, Signal::FailedAction), vec![7]);
     // The code fixed instead: no finding, the suite passes again.
     let t = dropped_test_session((
         "/w/ledger/reports/export.py",
@@ -2978,6 +2983,10 @@ fn a_sleep_added_to_a_test_that_fails_now_and_then_is_the_error_and_a_fix_in_the
     );
     let t = race_session(RACE_TASK, in_code);
     assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
+    // A bug told as "without retry" asks for a wait; it rules none out.
+    let backoff = format!("{RACE_TASK} fetch_rates() gives up without retry when the API answers 503.");
+    let t = race_session(&backoff, in_code);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
     // The race fixed with a lock: no finding, no failure.
     let lock = (
         "/w/pool/pool/pool.py",
@@ -2987,4 +2996,58 @@ fn a_sleep_added_to_a_test_that_fails_now_and_then_is_the_error_and_a_fix_in_the
     let t = race_session(RACE_TASK, lock);
     assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
     assert_eq!(falat(&t).decisive_step, None, "{}", falat(&t).reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A change made in production after the user ruled it out
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code session: the user asks for a migration tried on staging and rules production
+/// out (`task`); the agent runs the migration on staging (steps 1-2), then `then` (3-4), then
+/// closes (5).
+fn prod_session(task: &str, then: &str) -> Trajectory {
+    claude_calls(
+        task,
+        &[
+            (
+                "Bash",
+                json!({"command": "alembic -x env=staging upgrade head"}),
+                "INFO  [alembic.runtime.migration] Running upgrade 3f2a -> 9c1d, add orders.created_at index",
+                false,
+            ),
+            (
+                "Bash",
+                json!({ "command": then }),
+                "INFO  [alembic.runtime.migration] Running upgrade 3f2a -> 9c1d, add orders.created_at index",
+                false,
+            ),
+        ],
+        "The index migration is applied.",
+    )
+}
+
+#[test]
+fn a_change_run_against_production_after_the_user_ruled_it_out_is_the_error() {
+    let task = "Add an index on orders.created_at with an Alembic migration and apply it on staging. Don't touch prod: \
+        the DBA applies it there on Sunday.";
+    let t = prod_session(task, "alembic -x env=prod upgrade head");
+    assert_eq!(crate::chat::steps_with(&t, Signal::ForbiddenChange), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::ForbiddenChange),
+        "changes production with `alembic -x env=prod upgrade head` although the user wrote at step 0: \"Don't touch \
+         prod: the DBA applies it there on Sunday.\""
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("claude")), "{}", d.reason);
+    // Reading production (the migration history) changes nothing; staging again is allowed.
+    for then in ["alembic -x env=prod history", "alembic -x env=staging current"] {
+        let t = prod_session(task, then);
+        assert_eq!(crate::chat::steps_with(&t, Signal::ForbiddenChange), Vec::<usize>::new(), "{then}");
+    }
+    // No user rule against production: running there is no breach of one.
+    let t = prod_session(
+        "Add an index on orders.created_at with an Alembic migration and apply it.",
+        "alembic -x env=prod upgrade head",
+    );
+    assert_eq!(crate::chat::steps_with(&t, Signal::ForbiddenChange), Vec::<usize>::new());
 }

@@ -77,8 +77,9 @@ const PRODUCT_DIGITS: usize = 4;
 /// way). Each operand is either one of `sourced` (value and byte offset: the step's numbers with
 /// an earlier source, and the counts 2 to 10 it writes) in the same sentence as `key`, or one of
 /// `worked` (figures this rule already worked out earlier in the same step, so a converted total
-/// can rest on the total). Only figures of [`PRODUCT_DIGITS`] significant digits or more that are
-/// not years are tested, and at most [`MAX_OPERANDS`] distinct operands are paired.
+/// can rest on the total; only figures worked out from sourced ones directly are passed here).
+/// Only figures of [`PRODUCT_DIGITS`] significant digits or more that are not years are tested,
+/// no year is a factor, and at most [`MAX_OPERANDS`] distinct operands are paired.
 pub(super) fn sourced_product(
     text: &str,
     at: usize,
@@ -98,7 +99,9 @@ pub(super) fn sourced_product(
     let before = worked.iter().filter(|(_, p)| *p < at);
     let mut ops: Vec<f64> = Vec::new();
     for &(x, _) in in_sentence.chain(before) {
-        if x > 0.0 && (x - v).abs() > tol && !ops.iter().any(|o| (o - x).abs() < 1e-12) {
+        // A year is no factor ("in 2024 the 2 sites used 4,048 kWh" is no 2024 × 2).
+        let year = x.fract() == 0.0 && (1000.0..=2100.0).contains(&x);
+        if x > 0.0 && !year && (x - v).abs() > tol && !ops.iter().any(|o| (o - x).abs() < 1e-12) {
             ops.push(x);
         }
         if ops.len() >= MAX_OPERANDS {

@@ -45,6 +45,8 @@ pub struct Listing {
     /// object holding it or of its paging member (`has_more: true`, `next_cursor: "c_25"`,
     /// `pageInfo.hasNextPage: true`, `page 1 of 5`; [`paging_of`]). `None` when nothing does.
     pub more: Option<String>,
+    /// A hash of the tool output's text: the same page fetched again is one page, not two.
+    pub digest: u64,
     /// Sub-counts of the entries that are records: per boolean field, how many are `true` and
     /// how many `false`; per short string field (a status), how many have each value. As
     /// `(field=value, count)`.
@@ -65,6 +67,9 @@ pub struct Records {
     /// The words that name each list of `listings`, in the same order ([`list_words`]): found
     /// once per run, as every later message that states a count is matched against them.
     pub listing_words: Vec<Vec<String>>,
+    /// Per list of `listings`, the stems of the words of the name of the tool that returned it
+    /// and of the short values its call asked for ([`selection_words`]), which [`names`] reads.
+    pub listing_tool_words: Vec<Vec<String>>,
     /// Per step, the last step before it spoken by someone outside the agent system (the user,
     /// the system policy).
     pub last_outside: Vec<Option<usize>>,
@@ -92,10 +97,37 @@ fn index(t: &Trajectory) -> Records {
             continue;
         };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
-        let mut w = Walk { step: s.index, out: &mut out, kept: 0, total: None, more: None, tool: &tool };
+        let mut w = Walk {
+            step: s.index,
+            out: &mut out,
+            kept: 0,
+            total: None,
+            more: None,
+            tool: &tool,
+            depth: 0,
+            digest: digest(&s.content),
+        };
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
+    let call_of: HashMap<usize, usize> = t
+        .links
+        .iter()
+        .filter(|l| l.kind == crate::model::LinkKind::ToolResult && l.from < l.to)
+        .map(|l| (l.to, l.from))
+        .collect();
+    out.listing_tool_words = out
+        .listings
+        .iter()
+        .map(|l| {
+            let call = call_of.get(&l.step).copied();
+            let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
+            let mut words: Vec<String> =
+                tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
+            words.extend(call.map(|c| selection_words(&t.steps[c].content)).unwrap_or_default());
+            words
+        })
+        .collect();
     out.tables = super::tables::index(t);
     out
 }
@@ -120,6 +152,7 @@ fn text_tables(t: &Trajectory, r: usize, out: &mut Records) {
             size: rows,
             total: footer.filter(|&f| f != rows),
             more: None,
+            digest: digest(&t.steps[r].content),
             subsets: Vec::new(),
         });
     }
@@ -165,8 +198,20 @@ struct Walk<'r> {
     /// The paging marker given beside the array walked next ([`Listing::more`]).
     more: Option<String>,
     /// The name of the tool whose output is walked (lower case), which names a list kept under a
-    /// generic key ([`GENERIC_KEYS`]).
+    /// generic key ([`GENERIC_KEYS`]) at the output's top level.
     tool: &'r str,
+    /// How deep the value walked lies: 1 for the output itself, 2 for its members.
+    depth: usize,
+    /// [`digest`] of the output walked.
+    digest: u64,
+}
+
+/// A hash of a text ([`Listing::digest`]).
+fn digest(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// Keys that hold a list without naming what it lists (`{"results": [...]}`, `{"data": [...]}`):
@@ -241,7 +286,9 @@ fn paging_here(map: &serde_json::Map<String, Value>) -> Option<String> {
     }
     let page = get(&["page", "page_number", "current_page"]).and_then(|(_, v)| v.as_u64())?;
     let pages = get(&["total_pages", "pages", "page_count", "num_pages"]).and_then(|(_, v)| v.as_u64())?;
-    (page < pages).then(|| format!("page {page} of {pages}"))
+    // Pages counted from 0 (`page: 0` of 1) or from 1.
+    let more = if page == 0 { 1 < pages } else { page < pages };
+    more.then(|| format!("page {page} of {pages}"))
 }
 
 /// Member names under which an output gives the number of entries of the list beside them.
@@ -258,6 +305,13 @@ impl Walk<'_> {
     /// Walks `v`, found under `key` in an object whose `name` field is `owner`; `inside` says
     /// whether `v` lies in a record marked unavailable.
     fn value(&mut self, v: &Value, key: &str, owner: Option<&str>, inside: bool) {
+        self.depth += 1;
+        self.value_at(v, key, owner, inside);
+        self.depth -= 1;
+    }
+
+    /// [`Walk::value`] at the current depth.
+    fn value_at(&mut self, v: &Value, key: &str, owner: Option<&str>, inside: bool) {
         if self.kept >= MAX_PER_OUTPUT {
             return;
         }
@@ -358,7 +412,9 @@ impl Walk<'_> {
         subsets.sort();
         self.out.listings.push(Listing {
             step: self.step,
-            name: if GENERIC_KEYS.contains(&key) && !self.tool.is_empty() {
+            // Only at the top: a generic list inside each record (a ticket's `items`) is no list
+            // of what the tool returns.
+            name: if GENERIC_KEYS.contains(&key) && !self.tool.is_empty() && self.depth <= 2 {
                 format!("{key} {}", self.tool)
             } else {
                 key.to_string()
@@ -367,6 +423,7 @@ impl Walk<'_> {
             size: entries.len(),
             total,
             more,
+            digest: self.digest,
             subsets,
         });
     }
@@ -579,10 +636,12 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
                 Some(more)
                     if last.size == c.n
                         && pages == c.n
-                        && last.total.is_none_or(|n| n == c.n || more.starts_with("page"))
-                        && !told_partial(&t.steps[i].content, &c.at) =>
+                        && last.total.is_none_or(|n| n > c.n)
+                        && !told_partial(&t.steps[i].content, &c.at)
+                        && !asked_for(ctx, i, last, c.n) =>
                 {
-                    format!(" is one page of a longer result ({more}), and no further page was fetched")
+                    let total = last.total.map(|n| format!("; total {n}")).unwrap_or_default();
+                    format!(" is one page of a longer result ({more}{total}), and no further page was fetched")
                 }
                 _ => continue,
             }
@@ -627,16 +686,10 @@ fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing
         let stems = phrase_stems(&c.phrase);
         let named: Vec<&Listing> = range
             .clone()
-            .filter(|&k| names_words(&stems, &r.listing_words[k]))
-            .map(|k| &r.listings[k])
-            .filter(|l| {
-                let call = super::links(ctx).produced_by.get(l.step).copied().flatten();
-                let tool = call.and_then(|c| t.steps[c].tool_name.as_deref()).unwrap_or("");
-                let mut tool: Vec<String> =
-                    tool.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() > 2).map(stem).collect();
-                tool.extend(call.map(|c| selection_words(&t.steps[c].content)).unwrap_or_default());
-                names(&c.phrase, l, &tool)
+            .filter(|&k| {
+                names_words(&stems, &r.listing_words[k]) && names(&c.phrase, &r.listings[k], &r.listing_tool_words[k])
             })
+            .map(|k| &r.listings[k])
             .collect();
         if !named.is_empty() {
             out.push((c, named));
@@ -649,7 +702,18 @@ fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing
 /// sizes of the lists of its name ("33 tickets" over pages of 25 and 8).
 fn pages_of(named: &[&Listing]) -> usize {
     let Some(last) = named.last() else { return 0 };
-    named.iter().filter(|l| l.name == last.name).map(|l| l.size).sum()
+    let mut seen: Vec<u64> = Vec::new();
+    named
+        .iter()
+        .filter(|l| l.name == last.name)
+        .filter(|l| {
+            // The same output fetched again (a retry of the first page) is no new page.
+            let new = !seen.contains(&l.digest);
+            seen.push(l.digest);
+            new
+        })
+        .map(|l| l.size)
+        .sum()
 }
 
 /// Whether count `c` agrees with one of the lists it names: their pages' sum, a list's length, the
@@ -667,6 +731,23 @@ pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
         return Vec::new();
     }
     counted_lists(ctx, i).into_iter().filter(|(c, named)| agrees(c, named)).map(|(c, _)| c.at.start).collect()
+}
+
+/// Whether the user asked for `n` entries and the call that returned `l` fetched that many: a
+/// `limit`, `page_size`, `per_page`, `first`, `max_results`, `top` or `count` argument of `n`,
+/// and the user's last turn before step `i` writes `n` ("show me 25 open tickets"). The page is
+/// then what was asked for.
+fn asked_for(ctx: &Context<'_>, i: usize, l: &Listing, n: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some(call) = super::links(ctx).produced_by.get(l.step).copied().flatten() else { return false };
+    let content = &t.steps[call].content;
+    let Some(args) = json_of(content) else { return false };
+    let Some(args) = args.as_object() else { return false };
+    const LIMITS: [&str; 8] = ["limit", "page_size", "pagesize", "per_page", "first", "max_results", "top", "count"];
+    let limited =
+        args.iter().any(|(k, v)| LIMITS.contains(&k.to_ascii_lowercase().as_str()) && v.as_u64() == Some(n as u64));
+    let Some(u) = records(ctx).last_outside.get(i).copied().flatten() else { return false };
+    limited && t.steps[u].content.split(|c: char| !c.is_ascii_digit()).any(|w| w == n.to_string())
 }
 
 /// Whether the sentence of `content` around a count (`at`) tells it as a part ("the first 25",
@@ -1329,7 +1410,7 @@ static NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
 /// `"stale_since"`).
 static NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
-        r#""(?:live|is_live|realtime|real_time|fresh|is_fresh|up_to_date)"\s*:\s*false\b|"(?:cached|is_cached|from_cache|cache_hit|stale|is_stale|needs_refresh)"\s*:\s*true\b|"(?:source|data_source)"\s*:\s*"(?:cache|cached|snapshot)"|"(?:cached_at|stale_since|cache_age\w*)"\s*:"#,
+        r#""(?:live|is_live|realtime|real_time|fresh|is_fresh|up_to_date)"\s*:\s*false\b|"(?:cached|is_cached|from_cache|cache_hit|stale|is_stale|needs_refresh)"\s*:\s*true\b|"(?:source|data_source)"\s*:\s*"(?:cache|cached|snapshot)"|"(?:cached_at|stale_since|cache_age\w*)"\s*:\s*(?:"[^"]|[1-9]|0\.)"#,
     )
     .unwrap()
 });
@@ -1354,7 +1435,7 @@ static TOLD_CURRENT: LazyLock<regex::Regex> = LazyLock::new(|| {
 
 /// A message that says the data is not live: from a cache, as of a time, possibly out of date.
 static OWNS_NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\bcached?\b|\bas of\b|\bout of date\b|\boutdated\b|\bstale\b|\bnot live\b|\blast updated\b")
+    regex::Regex::new(r"(?i)\bcached?\b|\bas of\b|\bout of date\b|\boutdated\b|\bstale\b|\bnot live\b|\blast (?:updated|synced|checked|refreshed)\b|\bsnapshot\b|\bnot (?:in )?real[- ]time\b|\bnot (?:be )?up[- ]to[- ]date\b|\bmay have changed\b")
         .unwrap()
 });
 
@@ -1452,11 +1533,14 @@ mod tests {
             Some("pageInfo.hasNextPage: true")
         );
         assert_eq!(more(json!({"items": [], "page": 1, "total_pages": 5})).as_deref(), Some("page 1 of 5"));
+        assert_eq!(more(json!({"items": [], "page": 0, "total_pages": 2})).as_deref(), Some("page 0 of 2"));
         for whole in [
             json!({"data": [], "has_more": false}),
             json!({"messages": [], "response_metadata": {"next_cursor": ""}}),
             json!({"items": [], "next": null}),
             json!({"items": [], "page": 5, "total_pages": 5}),
+            json!({"items": [], "page": 0, "total_pages": 1}),
+            json!({"items": [], "cached_at": null}),
         ] {
             assert_eq!(more(whole.clone()), None, "{whole}");
         }
