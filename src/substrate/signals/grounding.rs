@@ -740,9 +740,10 @@ pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
 fn asked_for(ctx: &Context<'_>, i: usize, l: &Listing, n: usize) -> bool {
     let t = ctx.trajectory;
     let Some(call) = super::links(ctx).produced_by.get(l.step).copied().flatten() else { return false };
+    // The call's arguments: the JSON object from the text's first `{` to its last `}`.
     let content = &t.steps[call].content;
-    let Some(args) = json_of(content) else { return false };
-    let Some(args) = args.as_object() else { return false };
+    let (Some(a), Some(b)) = (content.find('{'), content.rfind('}')) else { return false };
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&content[a..=b]) else { return false };
     const LIMITS: [&str; 8] = ["limit", "page_size", "pagesize", "per_page", "first", "max_results", "top", "count"];
     let limited =
         args.iter().any(|(k, v)| LIMITS.contains(&k.to_ascii_lowercase().as_str()) && v.as_u64() == Some(n as u64));
@@ -1453,7 +1454,9 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
     }
     let text = &step.content;
     let change = CHANGE_MADE.is_match(text) && !OWNS_NOT_APPLIED.is_match(text);
-    let current = TOLD_CURRENT.is_match(text) && !OWNS_NOT_LIVE.is_match(text);
+    let mut current = TOLD_CURRENT.is_match(text) && !OWNS_NOT_LIVE.is_match(text);
+    // The sentences that tell data as current.
+    let told: String = crate::text::sentences(text).filter(|s| TOLD_CURRENT.is_match(s)).collect::<Vec<_>>().join(" ");
     if !change && !current {
         return;
     }
@@ -1487,7 +1490,14 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                 return;
             }
         }
-        if current && let Some(m) = NOT_LIVE.find(content) {
+        // The data told as current rests on the latest result that shares a value with the
+        // sentence telling it: a live result of another lookup (the stock) is not convicted by a
+        // cached one (the opening hours).
+        if current && shares_value(content, &told) {
+            let Some(m) = NOT_LIVE.find(content) else {
+                current = false;
+                continue;
+            };
             out.push(finding(
                 Signal::IgnoredResult,
                 weights::MISREAD,
@@ -1500,6 +1510,36 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
             return;
         }
     }
+}
+
+/// Whether a tool output shares a value with `sentence`: one of its JSON string values or
+/// numbers (or, for text, its words), a word of five letters or more or a token with a digit,
+/// written in the sentence as a word of its own, case aside ("operational" of `"status":
+/// "operational"`, the `3` of `"units": 3`).
+fn shares_value(output: &str, sentence: &str) -> bool {
+    fn leaves(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
+            Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    match json_of(output) {
+        Some(v) => leaves(&v, &mut texts),
+        None => texts.push(output.to_string()),
+    }
+    let words: HashSet<String> = sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '.' && c != ':')
+        .map(|w| w.trim_matches(['.', ':']).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    texts.iter().flat_map(|t| t.split(|c: char| !c.is_alphanumeric() && c != '.' && c != ':')).any(|w| {
+        let w = w.trim_matches(['.', ':']).to_lowercase();
+        (w.chars().count() >= 5 || w.chars().any(|c| c.is_ascii_digit())) && words.contains(&w)
+    })
 }
 
 #[cfg(test)]
