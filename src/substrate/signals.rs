@@ -266,6 +266,39 @@ pub(crate) fn is_agent_output(ctx: &Context<'_>, i: usize) -> bool {
     matches!(s.action, Action::Search | Action::ReadFile)
 }
 
+/// The JSON object of a call's arguments: the text from its first `{` to its last `}` (the shape
+/// every format falat reads writes a call in: `{"city": "Paris"}`, `name({…})`, a `tool_use`
+/// input). `None` when the text holds no such object, or when it does not parse.
+pub(super) fn call_arguments(content: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let (start, end) = (content.find('{')?, content.rfind('}')?);
+    match serde_json::from_str::<serde_json::Value>(content.get(start..=end)?).ok()? {
+        serde_json::Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod call_arguments_tests {
+    use super::call_arguments;
+
+    #[test]
+    fn reads_the_object_between_first_and_last_brace() {
+        let args = call_arguments(r#"get_weather({"city": "Paris", "days": 3})"#).unwrap();
+        assert_eq!(args.get("city").and_then(|v| v.as_str()), Some("Paris"));
+        assert_eq!(args.get("days").and_then(|v| v.as_u64()), Some(3));
+        assert!(call_arguments(r#"{"nested": {"a": 1}}"#).unwrap().contains_key("nested"));
+    }
+
+    #[test]
+    fn text_without_an_object_has_no_arguments() {
+        // A closing brace before the opening one must not panic (trace text is untrusted).
+        assert!(call_arguments("} then {").is_none());
+        assert!(call_arguments("ls -la").is_none());
+        assert!(call_arguments("{not json}").is_none());
+        assert!(call_arguments("{").is_none());
+    }
+}
+
 /// The string values of a call's JSON arguments (`run_python({"code": "…"})`, a draft's
 /// `body`), nested ones too, one per line, JSON escapes undone; `None` when the call's text holds
 /// no JSON object.
@@ -278,13 +311,10 @@ pub(super) fn call_strings(content: &str) -> Option<String> {
             _ => {}
         }
     }
-    let (a, b) = (content.find('{')?, content.rfind('}')?);
-    let v = serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok()?;
-    v.is_object().then(|| {
-        let mut out = Vec::new();
-        strings(&v, &mut out);
-        out.join("\n")
-    })
+    let args = call_arguments(content)?;
+    let mut out = Vec::new();
+    args.values().for_each(|v| strings(v, &mut out));
+    Some(out.join("\n"))
 }
 
 fn finding(signal: Signal, weight: f32, evidence: impl Into<Prose>) -> Finding {
@@ -3285,10 +3315,7 @@ fn reads_sql(content: &str) -> bool {
     if !["\"sql\"", "\"query\"", "\"statement\""].iter().any(|k| content.contains(k)) {
         return false;
     }
-    let (Some(start), Some(end)) = (content.find('{'), content.rfind('}')) else { return false };
-    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&content[start..=end]) else {
-        return false;
-    };
+    let Some(args) = call_arguments(content) else { return false };
     let Some(sql) = ["sql", "query", "statement"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())) else {
         return false;
     };
@@ -3405,13 +3432,7 @@ fn editor_reads(tool: &str, content: &str) -> bool {
         return true;
     }
     // Some formats write a call as `name({…})`.
-    let json = match (content.find('{'), content.rfind('}')) {
-        (Some(a), Some(b)) if a < b => &content[a..=b],
-        _ => return false,
-    };
-    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(json) else {
-        return false;
-    };
+    let Some(args) = call_arguments(content) else { return false };
     match args.get("command").and_then(|c| c.as_str()) {
         Some(c) => matches!(c.to_ascii_lowercase().as_str(), "view" | "read" | "cat" | "show"),
         None => tool.contains("editor") && !args.is_empty() && args.keys().all(|k| WHERE.contains(&k.as_str())),
@@ -3703,13 +3724,11 @@ fn is_id_key(k: &str) -> bool {
 }
 
 /// The object a call acts on: its first argument that names an identifier ([`is_id_key`]) with a
-/// string or number value, as `key=value`. Arguments are read from the JSON object between the
-/// call text's first `{` and last `}`; a call without one names no object.
+/// string or number value, as `key=value`. Arguments are read by [`call_arguments`]; a call
+/// without them names no object.
 fn call_object(content: &str) -> Option<String> {
-    let start = content.find('{')?;
-    let end = content.rfind('}')?;
-    let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(content.get(start..=end)?).ok()?;
-    let text = &content[start..=end];
+    let args = call_arguments(content)?;
+    let text = content;
     args.iter()
         .filter(|(k, _)| is_id_key(k))
         .filter_map(|(k, v)| {

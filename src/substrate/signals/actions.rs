@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{Context, call_error, changes_state, finding, result_of, weights};
+use super::{Context, call_arguments, call_error, changes_state, finding, result_of, weights};
 use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::evidence::EvidenceKind;
 use crate::model::{StepKind, Trajectory};
@@ -739,8 +739,8 @@ pub(crate) fn converted_backwards(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
         if c.kind != StepKind::ToolCall || c.agent != s.agent {
             continue;
         }
-        let (Some(a), Some(b)) = (c.content.find('{'), c.content.rfind('}')) else { continue };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&c.content[a..=b]) else { continue };
+        let Some(args) = call_arguments(&c.content) else { continue };
+        let v = serde_json::Value::Object(args);
         let mut entered = Vec::new();
         numbers_under(&v, "", &mut entered);
         if let Some((key, x)) =
@@ -817,10 +817,7 @@ pub(crate) fn currency_left_out(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     if s.kind != StepKind::ToolCall || !s.content.contains(|c: char| c.is_ascii_digit()) || !changes_state(t, i) {
         return;
     }
-    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else { return };
-    let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&s.content[start..=end]) else {
-        return;
-    };
+    let Some(args) = call_arguments(&s.content) else { return };
     if args.keys().any(|k| k.to_ascii_lowercase().contains("currency")) {
         return;
     }
@@ -1039,15 +1036,6 @@ fn one_part_differs(a: &str, b: &str) -> bool {
 
 /// How many steps back [`retry_drift`] looks for the failed call that a call retries.
 const RETRY_WINDOW: usize = 12;
-
-/// The JSON object of a call's arguments: the text from its first `{` to its last `}`.
-pub(super) fn call_arguments(content: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let (start, end) = (content.find('{')?, content.rfind('}')?);
-    match serde_json::from_str::<serde_json::Value>(content.get(start..=end)?).ok()? {
-        serde_json::Value::Object(m) => Some(m),
-        _ => None,
-    }
-}
 
 /// A string, number or boolean argument as text; `None` for objects, arrays and null.
 fn scalar_text(v: &serde_json::Value) -> Option<String> {

@@ -408,10 +408,7 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
     let lines = |text: &str| -> Vec<String> {
         text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
     };
-    let json = content
-        .find('{')
-        .zip(content.rfind('}'))
-        .and_then(|(a, b)| serde_json::from_str::<serde_json::Value>(content.get(a..=b)?).ok());
+    let json = super::call_arguments(content);
     let patch = json
         .as_ref()
         .and_then(|v| v.get("input").or_else(|| v.get("patch")))
@@ -432,7 +429,7 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
         }
         return Some((removed, added));
     }
-    let v = json?;
+    let v = serde_json::Value::Object(json?);
     let text = |o: &serde_json::Value, keys: &[&str]| {
         keys.iter().find_map(|k| o.get(*k).and_then(serde_json::Value::as_str)).map(lines)
     };

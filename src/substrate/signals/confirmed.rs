@@ -4,7 +4,8 @@
 //! values are read from the agent's proposal and the user's confirming turn; the call's from its
 //! JSON arguments. docs/METHODS.md, "Actions".
 
-use super::actions::{MONEY, affirms, asks, call_arguments, is_human, money_values};
+use super::actions::{MONEY, affirms, asks, is_human, money_values};
+use super::call_arguments;
 use super::{Context, changes_state, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;

@@ -149,7 +149,7 @@ pub(super) fn flag_against_request(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     if step.kind != StepKind::ToolCall || !(step.content.contains("false") || step.content.contains("true")) {
         return;
     }
-    let Some(args) = super::actions::call_arguments(&step.content) else { return };
+    let Some(args) = super::call_arguments(&step.content) else { return };
     let options: Vec<(&String, bool, Vec<String>)> = args
         .iter()
         .filter_map(|(k, v)| Some((k, v.as_bool()?, name_words(k))))
@@ -412,7 +412,7 @@ pub(super) fn broken_requirement(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
     if step.kind != StepKind::ToolCall || !super::changes_state(t, i) || super::call_command(t, i).is_some() {
         return;
     }
-    let Some(args) = super::actions::call_arguments(&step.content) else { return };
+    let Some(args) = super::call_arguments(&step.content) else { return };
     let ids: Vec<(&String, String)> =
         args.iter().filter(|(k, _)| names_record(k)).filter_map(|(k, v)| Some((k, scalar(v)?))).collect();
     if ids.is_empty() {

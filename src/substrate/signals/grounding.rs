@@ -740,10 +740,7 @@ pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
 fn asked_for(ctx: &Context<'_>, i: usize, l: &Listing, n: usize) -> bool {
     let t = ctx.trajectory;
     let Some(call) = super::links(ctx).produced_by.get(l.step).copied().flatten() else { return false };
-    // The call's arguments: the JSON object from the text's first `{` to its last `}`.
-    let content = &t.steps[call].content;
-    let (Some(a), Some(b)) = (content.find('{'), content.rfind('}')) else { return false };
-    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&content[a..=b]) else { return false };
+    let Some(args) = super::call_arguments(&t.steps[call].content) else { return false };
     const LIMITS: [&str; 8] = ["limit", "page_size", "pagesize", "per_page", "first", "max_results", "top", "count"];
     let limited =
         args.iter().any(|(k, v)| LIMITS.contains(&k.to_ascii_lowercase().as_str()) && v.as_u64() == Some(n as u64));

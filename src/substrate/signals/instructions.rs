@@ -526,11 +526,8 @@ fn searched_names(t: &Trajectory, c: usize) -> Vec<String> {
             }
         }
     } else {
-        let s = &t.steps[c].content;
-        if let (Some(a), Some(b)) = (s.find('{'), s.rfind('}'))
-            && let Some(v) = s.get(a..=b).and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        {
-            patterns.extend(v.get("pattern").and_then(|p| p.as_str()).map(str::to_string));
+        if let Some(args) = super::call_arguments(&t.steps[c].content) {
+            patterns.extend(args.get("pattern").and_then(|p| p.as_str()).map(str::to_string));
         }
     }
     patterns
@@ -769,10 +766,10 @@ fn search_scopes(t: &Trajectory, c: usize) -> Option<Vec<String>> {
     if !["grep", "glob", "search"].iter().any(|w| tool.contains(w)) {
         return None;
     }
-    let (Some(start), Some(end)) = (s.content.find('{'), s.content.rfind('}')) else {
-        return Some(vec![String::new()]);
+    // A call with no arguments at all searches everywhere; arguments that do not parse say nothing.
+    let Some(args) = super::call_arguments(&s.content) else {
+        return (!s.content.contains('{') || !s.content.contains('}')).then(|| vec![String::new()]);
     };
-    let args: serde_json::Value = serde_json::from_str(s.content.get(start..=end)?).ok()?;
     let path = ["path", "dir", "directory"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
     Some(vec![path.unwrap_or("").to_string()])
 }
@@ -1290,11 +1287,7 @@ pub(super) fn tool_paths(tool: &str, content: &str) -> Vec<(String, Change)> {
         }
     }
     if v.is_empty() {
-        let start = content.find('{');
-        let end = content.rfind('}');
-        if let (Some(a), Some(b)) = (start, end)
-            && let Ok(serde_json::Value::Object(args)) = serde_json::from_str::<serde_json::Value>(&content[a..=b])
-        {
+        if let Some(args) = super::call_arguments(content) {
             let how = if tool.contains("delete") { Change::Deletes } else { Change::Edits };
             for k in ["file_path", "path", "filename", "file", "target_file", "notebook_path", "absolute_path"] {
                 if let Some(p) = args.get(k).and_then(|x| x.as_str()) {

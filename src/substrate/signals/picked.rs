@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use super::actions::{call_arguments, is_human};
+use super::actions::is_human;
+use super::call_arguments;
 use super::{Context, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
