@@ -1286,13 +1286,13 @@ pub(super) fn tool_paths(tool: &str, content: &str) -> Vec<(String, Change)> {
             v.push((m[2].trim().to_string(), how));
         }
     }
-    if v.is_empty() {
-        if let Some(args) = super::call_arguments(content) {
-            let how = if tool.contains("delete") { Change::Deletes } else { Change::Edits };
-            for k in ["file_path", "path", "filename", "file", "target_file", "notebook_path", "absolute_path"] {
-                if let Some(p) = args.get(k).and_then(|x| x.as_str()) {
-                    v.push((p.to_string(), how));
-                }
+    if v.is_empty()
+        && let Some(args) = super::call_arguments(content)
+    {
+        let how = if tool.contains("delete") { Change::Deletes } else { Change::Edits };
+        for k in ["file_path", "path", "filename", "file", "target_file", "notebook_path", "absolute_path"] {
+            if let Some(p) = args.get(k).and_then(|x| x.as_str()) {
+                v.push((p.to_string(), how));
             }
         }
     }
