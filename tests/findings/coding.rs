@@ -2908,6 +2908,66 @@ fn a_failing_test_removed_or_skipped_after_an_edit_is_where_the_run_is_lost() {
     assert_eq!(falat(&t).decisive_step, None);
 }
 
+/// A Codex session on the same task as [`dropped_test_session`]: the suite passes (steps 1-2), a
+/// patch of `fmt_date` (3-4) makes `test_posted_at_is_the_date_only` fail (5-6), then `answer`
+/// (7-8: a patch, or a shell command) and the suite again (9-10, passing), then the closing (11).
+fn dropped_test_rollout(answer: CodexTurn<'_>) -> Trajectory {
+    let failing = "...F....\n=================================== FAILURES ===================================\n\
+        ______________________ test_posted_at_is_the_date_only ______________________\n\
+        E       AssertionError: assert '2025-03-07T09:30:00' == '2025-03-07'\n\
+        FAILED tests/test_export.py::test_posted_at_is_the_date_only - AssertionError: assert '2025-03-07T09:30:00' == '2025-03-07'\n\
+        1 failed, 7 passed in 0.21s";
+    codex_rollout(
+        "The CSV export writes dates like 2025-3-7 (reports/export.py, fmt_date). Make it ISO 8601 (2025-03-07).",
+        &[
+            CodexTurn::Shell("python -m pytest -q", "........\n8 passed in 0.19s", 0),
+            CodexTurn::Patch(
+                "*** Begin Patch\n*** Update File: reports/export.py\n@@ def fmt_date(d):\n-    return f\"{d.year}-{d.month}-{d.day}\"\n+    return d.isoformat()\n*** End Patch",
+            ),
+            CodexTurn::Shell("python -m pytest -q", failing, 1),
+            answer,
+            CodexTurn::Shell("python -m pytest -q", ".......\n7 passed in 0.18s", 0),
+        ],
+        "Dates in the CSV export are now ISO 8601; the whole suite passes.",
+    )
+}
+
+#[test]
+fn a_failing_test_skipped_above_its_unchanged_def_or_deleted_with_its_file_is_dropped() {
+    // A patch adds the skip marker above the test's `def`, which it leaves as it was (a context line).
+    let skip = "*** Begin Patch\n*** Update File: tests/test_export.py\n@@\n \n+@pytest.mark.skip(reason=\"datetime export\")\n def test_posted_at_is_the_date_only():\n     row = export_row(Entry(posted_at=datetime(2025, 3, 7, 9, 30)))\n*** End Patch";
+    let t = dropped_test_rollout(CodexTurn::Patch(skip));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![7]);
+    assert_eq!(
+        evidence(&t, 7, Signal::FailedAction),
+        "skips the test test_posted_at_is_the_date_only in test_export.py, which failed at step 6 after the edit at \
+         step 3: the test is dropped instead of the code fixed"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(7), Some("codex")), "{}", d.reason);
+    // The test file deleted, by `git rm` or by a patch: the failing test goes with it.
+    for answer in [
+        CodexTurn::Shell("git rm -q tests/test_export.py", "", 0),
+        CodexTurn::Patch("*** Begin Patch\n*** Delete File: tests/test_export.py\n*** End Patch"),
+    ] {
+        let t = dropped_test_rollout(answer);
+        assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![7]);
+        assert_eq!(
+            evidence(&t, 7, Signal::FailedAction),
+            "deletes, with its file, the test test_posted_at_is_the_date_only in test_export.py, which failed at \
+             step 6 after the edit at step 3: the test is dropped instead of the code fixed"
+        );
+    }
+    // A skip marker already there above another test, the patch only moving a comment: no drop;
+    // the code edit whose check failed stays the error.
+    let unrelated = "*** Begin Patch\n*** Update File: tests/test_export.py\n@@\n @pytest.mark.skip(reason=\"needs network\")\n def test_upload_to_bucket():\n-    # TODO\n+    # TODO: mock the bucket\n*** End Patch";
+    let t = dropped_test_rollout(CodexTurn::Patch(unrelated));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![3]);
+    // Another test file removed, one the failing run does not name: no drop either.
+    let t = dropped_test_rollout(CodexTurn::Shell("rm tests/test_legacy_csv.py", "", 0));
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![3]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // A race waited out instead of fixed
 // ---------------------------------------------------------------------------------------------
@@ -2996,6 +3056,40 @@ fn a_sleep_added_to_a_test_that_fails_now_and_then_is_the_error_and_a_fix_in_the
     let t = race_session(RACE_TASK, lock);
     assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
     assert_eq!(falat(&t).decisive_step, None, "{}", falat(&t).reason);
+}
+
+#[test]
+fn a_patch_of_code_and_test_is_read_file_by_file_for_the_wait_it_adds() {
+    // One Codex patch changes pool.py and test_pool.py; only the file the sleep is added to counts.
+    let session = |patch: &str| {
+        codex_rollout(
+            RACE_TASK,
+            &[
+                CodexTurn::Shell(
+                    "python -m pytest -q tests/test_pool.py",
+                    "..F.\nFAILED tests/test_pool.py::test_release_then_acquire_reuses_the_connection - assert 2 == 1\n1 failed, 3 passed in 0.31s",
+                    1,
+                ),
+                CodexTurn::Patch(patch),
+                CodexTurn::Shell("python -m pytest -q", "............\n12 passed in 0.52s", 0),
+            ],
+            "Fixed: test_release_then_acquire_reuses_the_connection passes and the whole suite is green.",
+        )
+    };
+    // The sleep in the test, a log line in the code: the test waits the race out.
+    let in_test = "*** Begin Patch\n*** Update File: pool/pool.py\n@@\n         self._free.put(conn)\n+        log.debug(\"released %s\", conn)\n*** Update File: tests/test_pool.py\n@@\n     pool.release(conn)\n+    time.sleep(0.2)\n*** End Patch";
+    let t = session(in_test);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::FailedAction),
+        "adds `time.sleep(0.2)` to test_pool.py while the task reports a failure that comes and goes: the failure is \
+         waited out, not fixed"
+    );
+    // A back-off in the code and a new assertion in the test: the user ruled no waiting out, so the
+    // wait in the code is no finding, and the test file, which waits for nothing, is not blamed.
+    let in_code = "*** Begin Patch\n*** Update File: pool/pool.py\n@@\n+        time.sleep(0.05)\n         self._free.put(conn)\n*** Update File: tests/test_pool.py\n@@\n     pool.release(conn)\n+    assert pool.idle() == 1\n*** End Patch";
+    let t = session(in_code);
+    assert_eq!(crate::chat::steps_with(&t, Signal::FailedAction), Vec::<usize>::new());
 }
 
 // ---------------------------------------------------------------------------------------------

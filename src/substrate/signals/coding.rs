@@ -409,13 +409,7 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
         text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
     };
     let json = super::call_arguments(content);
-    let patch = json
-        .as_ref()
-        .and_then(|v| v.get("input").or_else(|| v.get("patch")))
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string)
-        .or_else(|| content.contains("*** Begin Patch").then(|| content.clone()));
-    if let Some(patch) = patch.filter(|p| p.contains("*** ")) {
+    if let Some(patch) = patch_text(content, json.as_ref()) {
         let (mut removed, mut added) = (Vec::new(), Vec::new());
         for line in patch.lines() {
             if line.starts_with("***") || line.starts_with("---") || line.starts_with("+++") {
@@ -449,6 +443,76 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
         }
     }
     any.then_some((removed, added))
+}
+
+/// The patch text of an edit call (Codex `apply_patch`, raw or in an `input` or `patch` member of
+/// its arguments `json`): `None` when the call holds no `*** ` patch header.
+fn patch_text(content: &str, json: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    json.and_then(|v| v.get("input").or_else(|| v.get("patch")))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .or_else(|| content.contains("*** Begin Patch").then(|| content.to_string()))
+        .filter(|p| p.contains("*** "))
+}
+
+/// A file's path with the lines an edit removes from it and adds to it, each trimmed.
+type FileLines = (String, Vec<String>, Vec<String>);
+
+/// The lines a patch edit call `c` removes and adds ([`edit_lines`]), file by file: each
+/// `*** Update File:` / `*** Add File:` section's path with its `-` and `+` lines, in order. `None`
+/// for a call that holds no patch.
+fn patch_files(t: &Trajectory, c: usize) -> Option<Vec<FileLines>> {
+    let content = &t.steps[c].content;
+    let patch = patch_text(content, super::call_arguments(content).as_ref())?;
+    let mut out: Vec<FileLines> = Vec::new();
+    for line in patch.lines() {
+        if let Some(path) =
+            ["*** Update File: ", "*** Add File: ", "*** Delete File: "].iter().find_map(|h| line.strip_prefix(h))
+        {
+            out.push((path.trim().to_string(), Vec::new(), Vec::new()));
+            continue;
+        }
+        if line.starts_with("***") || line.starts_with("---") || line.starts_with("+++") {
+            continue;
+        }
+        let Some((_, removed, added)) = out.last_mut() else { continue };
+        let (side, rest) = match line.chars().next() {
+            Some('-') => (removed, &line[1..]),
+            Some('+') => (added, &line[1..]),
+            _ => continue,
+        };
+        side.extend(rest.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    Some(out)
+}
+
+/// The new text of edit call `c` in order, each line trimmed (empty ones left out) with whether
+/// the edit adds it: a patch's context lines (` `) and added lines (`+`), where [`edit_lines`]
+/// keeps only the added ones, so a line the edit writes can be placed beside an unchanged one (a
+/// skip marker put above a test's `def` the patch leaves as it was); for a JSON edit, its new text,
+/// every line of it counted as added, as [`edit_lines`] does. `None` as for [`edit_lines`].
+fn edit_new_side(t: &Trajectory, c: usize) -> Option<Vec<(bool, String)>> {
+    let content = &t.steps[c].content;
+    if let Some(patch) = patch_text(content, super::call_arguments(content).as_ref()) {
+        let mut out = Vec::new();
+        for line in patch.lines() {
+            if line.starts_with("***") || line.starts_with("+++") || line.starts_with("@@") {
+                continue;
+            }
+            let (added, rest) = match line.chars().next() {
+                Some('+') => (true, &line[1..]),
+                Some(' ') => (false, &line[1..]),
+                _ => continue,
+            };
+            let rest = rest.trim();
+            if !rest.is_empty() {
+                out.push((added, rest.to_string()));
+            }
+        }
+        return Some(out);
+    }
+    let (_, added) = edit_lines(t, c)?;
+    Some(added.into_iter().map(|l| (true, l)).collect())
 }
 
 /// The call that reverts edit call `e`, when the same agent reverts it within
@@ -637,6 +701,40 @@ pub(crate) struct HiddenTest {
     pub file: String,
     /// Whether the edit removes the test (else it marks it skipped).
     pub removed: bool,
+    /// Whether the edit deletes the whole test file the test is in.
+    pub file_deleted: bool,
+}
+
+/// Edit `e` deletes the test file `path` after the failed test run `r`, whose output names the
+/// file (its file name) and a failing test: the failing test is dropped with its file. The test
+/// named is the first failing one written on a line of the output that names the file, else the
+/// first failing one. Not a file the agent made in the run ([`made_in_run`]), nor one an edit of
+/// the same agent writes again within [`REMOVED_TEST_WINDOW`] steps (the tests moved or rewritten).
+fn deleted_test_file(ctx: &Context<'_>, e: usize, r: usize, path: &str) -> Option<HiddenTest> {
+    let t = ctx.trajectory;
+    let name = file_name(path);
+    let output = &t.steps[r].content;
+    if name.len() < 4 || !output.contains(name) || made_in_run(t, path, e) {
+        return None;
+    }
+    let agent = &t.steps[e].agent;
+    let end = (e + REMOVED_TEST_WINDOW).min(t.steps.len());
+    if (e + 1..end)
+        .any(|j| t.steps[j].agent == *agent && edits(t, j) && edited_files(t, j).iter().any(|f| file_name(f) == name))
+    {
+        return None;
+    }
+    let failing = super::failing_tests(output);
+    let bare = |n: &str| {
+        let n = n.split('[').next().unwrap_or(n);
+        n.rsplit(['.', ':']).next().unwrap_or(n).trim().to_string()
+    };
+    let in_file = failing.iter().find(|n| {
+        let b = bare(n);
+        output.lines().any(|l| l.contains(name) && l.contains(b.as_str()))
+    });
+    let test = in_file.or(failing.first())?;
+    Some(HiddenTest { run: r, name: bare(test), file: path.to_string(), removed: true, file_deleted: true })
 }
 
 /// Step `e` edits a test file ([`super::recovery::is_test_path`]) so that a test the last test run
@@ -668,7 +766,6 @@ pub(crate) fn hidden_test(ctx: &Context<'_>, e: usize) -> Option<HiddenTest> {
         return None;
     }
     let file = edited_files(t, e).into_iter().find(|f| super::recovery::is_test_path(f))?;
-    let (removed, added) = edit_lines(t, e)?;
     let agent = &t.steps[e].agent;
     let start = e.saturating_sub(REMOVED_TEST_WINDOW);
     // The last test run before the edit that names failing tests.
@@ -678,6 +775,14 @@ pub(crate) fn hidden_test(ctx: &Context<'_>, e: usize) -> Option<HiddenTest> {
     if !super::shows_failure(ctx, r) {
         return None;
     }
+    // The whole test file deleted (`rm`, `git rm`, a patch's `*** Delete File:`).
+    if let Some((path, _)) =
+        changed_paths(t, e).into_iter().find(|(p, how)| *how == Change::Deletes && super::recovery::is_test_path(p))
+    {
+        return deleted_test_file(ctx, e, r, &path);
+    }
+    let (removed, added) = edit_lines(t, e)?;
+    let new_side = edit_new_side(t, e).unwrap_or_default();
     for name in super::failing_tests(&t.steps[r].content) {
         // The bare name of the test (`test_x` of `TestSuite.test_x`, of `t.py::TestX::test_x` and
         // of `test_x[0.125]`): the parameters go first, as they may hold dots.
@@ -705,15 +810,15 @@ pub(crate) fn hidden_test(ctx: &Context<'_>, e: usize) -> Option<HiddenTest> {
         let gone = removed.iter().any(|l| l.contains(bare))
             && !added.iter().any(|l| l.contains(bare))
             && !added.iter().any(|l| DEFINES_TEST.is_match(l));
-        // A skip marker added beside the test: within three added lines of a line that holds its
-        // name.
-        let named_at: Vec<usize> = (0..added.len()).filter(|&k| added[k].contains(bare)).collect();
+        // A skip marker added beside the test: within three lines of the new text of a line that
+        // holds its name (a line the edit writes, or one a patch leaves as it was).
+        let named_at: Vec<usize> = (0..new_side.len()).filter(|&k| new_side[k].1.contains(bare)).collect();
         let skipped = !removed.iter().any(|l| SKIPS_TEST.is_match(l))
-            && (0..added.len())
-                .filter(|&k| SKIPS_TEST.is_match(&added[k]))
+            && (0..new_side.len())
+                .filter(|&k| new_side[k].0 && SKIPS_TEST.is_match(&new_side[k].1))
                 .any(|k| named_at.iter().any(|&n| n.abs_diff(k) <= 3));
         if gone || skipped {
-            return Some(HiddenTest { run: r, name: bare.to_string(), file, removed: gone });
+            return Some(HiddenTest { run: r, name: bare.to_string(), file, removed: gone, file_deleted: false });
         }
     }
     None
@@ -741,7 +846,11 @@ pub(crate) fn failure_hidden(ctx: &Context<'_>, i: usize, c: usize) -> Option<us
 pub(super) fn failing_test_removed(ctx: &Context<'_>, e: usize, out: &mut Vec<Finding>) {
     let Some(h) = hidden_test(ctx, e) else { return };
     let t = ctx.trajectory;
-    let how = if h.removed { "removes" } else { "skips" };
+    let how = match (h.file_deleted, h.removed) {
+        (true, _) => "deletes, with its file, the test",
+        (false, true) => "removes the test",
+        (false, false) => "skips the test",
+    };
     // The edit whose check this run was.
     let edit = (h.run.saturating_sub(REMOVED_TEST_WINDOW)..h.run).rev().find(|&j| {
         t.steps[j].agent == t.steps[e].agent
@@ -751,7 +860,7 @@ pub(super) fn failing_test_removed(ctx: &Context<'_>, e: usize, out: &mut Vec<Fi
     });
     let mut parts: Vec<Part> = vec![
         Part::from(format!(
-            "{how} the test {} in {}, which failed at step ",
+            "{how} {} in {}, which failed at step ",
             crate::text::clip(&h.name, 60),
             file_name(&h.file)
         )),
@@ -808,24 +917,33 @@ pub(super) fn timing_waited_out(ctx: &Context<'_>, e: usize, out: &mut Vec<Findi
     if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
         return;
     }
-    let Some((removed, added)) = edit_lines(t, e) else { return };
-    // `sleep(0)` hands control to the event loop; it waits nothing out.
-    let Some(line) =
-        added.iter().find(|l| WAITS_OR_RETRIES.is_match(l) && !l.contains("sleep(0)") && !removed.contains(l))
-    else {
+    // Each file's lines apart (a patch may change the code and its test at once).
+    let per_file: Vec<(Option<String>, Vec<String>, Vec<String>)> = match patch_files(t, e) {
+        Some(files) => files.into_iter().map(|(f, r, a)| (Some(f), r, a)).collect(),
+        None => match edit_lines(t, e) {
+            Some((removed, added)) => vec![(None, removed, added)],
+            None => return,
+        },
+    };
+    // `sleep(0)` hands control to the event loop; it waits nothing out. A wait changed (a shorter
+    // sleep, a sleep moved) is not one added.
+    let Some((patched, line)) = per_file.iter().find_map(|(f, removed, added)| {
+        let line =
+            added.iter().find(|l| WAITS_OR_RETRIES.is_match(l) && !l.contains("sleep(0)") && !removed.contains(l))?;
+        (!removed.iter().any(|l| WAITS_OR_RETRIES.is_match(l))).then_some((f.clone(), line))
+    }) else {
         return;
     };
-    if removed.iter().any(|l| WAITS_OR_RETRIES.is_match(l)) {
-        // A wait changed, not added (a shorter sleep, a sleep moved).
-        return;
-    }
     let users: Vec<&str> = t.steps[..e]
         .iter()
         .filter(|s| super::actions::served_person(s) && s.kind != StepKind::ToolResult)
         .map(|s| s.content.as_str())
         .collect();
     let forbidden = FORBIDS_WAITING.is_match(&t.task) || users.iter().any(|u| FORBIDS_WAITING.is_match(u));
-    let files = edited_files(t, e);
+    let files = match patched {
+        Some(f) => vec![f],
+        None => edited_files(t, e),
+    };
     let Some(file) =
         files.iter().find(|f| super::recovery::is_test_path(f)).or(files.first().filter(|_| forbidden)).cloned()
     else {
