@@ -271,6 +271,41 @@ fn a_count_of_one_page_told_as_the_whole_list_is_a_miscount() {
 }
 
 #[test]
+fn a_page_told_as_one_in_words_is_a_page() {
+    // The tool says it in a note beside the list, or in a line after its JSON.
+    let run = |output: &str, reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+            call("c1", "list_orders", json!({"user_id": "jo_doe_1234"}), output),
+            vec![assistant(reply)],
+        ]))
+    };
+    let noted = r##"{"orders": ["#W1", "#W2", "#W3", "#W4"], "note": "Showing 4 of 9 orders. Use page=2 for more."}"##;
+    let t = run(noted, "You have 4 orders on your account.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"4 orders\"; the list it counts at step 3 is one page of a longer result \
+         (note: \"Showing 4 of 9\"), and no further page was fetched"
+    );
+    let after = "[{\"id\": \"#W1\"}, {\"id\": \"#W2\"}, {\"id\": \"#W3\"}, {\"id\": \"#W4\"}]\n\
+        Results 1-4 of 9. More results are available.";
+    let t = run(after, "You have 4 orders on your account.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"4 orders\"; the list it counts at step 3 is one page of a longer result (Results 1-4 of 9), and no \
+         further page was fetched"
+    );
+    // The whole list said so in words: no finding.
+    let whole = r##"{"orders": ["#W1", "#W2", "#W3", "#W4"], "note": "Showing 4 of 4 orders."}"##;
+    assert_eq!(findings(&run(whole, "You have 4 orders on your account.")), vec![]);
+    let whole_after =
+        "[{\"id\": \"#W1\"}, {\"id\": \"#W2\"}, {\"id\": \"#W3\"}, {\"id\": \"#W4\"}]\nAll orders listed.";
+    assert_eq!(findings(&run(whole_after, "You have 4 orders on your account.")), vec![]);
+}
+
+#[test]
 fn a_list_under_a_generic_key_is_named_by_the_tool_that_returned_it() {
     // `{"results": [...]}` from `list_orders`: "orders" names it through the tool.
     let run = |reply: &str| {

@@ -92,9 +92,16 @@ fn index(t: &Trajectory) -> Records {
         }
     }
     for s in t.steps.iter().filter(|s| s.kind == StepKind::ToolResult) {
-        let Some(value) = json_of(&s.content) else {
-            text_tables(t, s.index, &mut out);
-            continue;
+        // The JSON of the output, and what a note after it says of paging ("Showing 25 of 112").
+        let (value, trailing) = match json_of(&s.content) {
+            Some(v) => (v, None),
+            None => match json_then_text(&s.content) {
+                Some((v, rest)) => (v, prose_paging(rest)),
+                None => {
+                    text_tables(t, s.index, &mut out);
+                    continue;
+                }
+            },
         };
         let tool = s.tool_name.as_deref().unwrap_or_default().to_lowercase();
         let mut w = Walk {
@@ -103,10 +110,12 @@ fn index(t: &Trajectory) -> Records {
             kept: 0,
             total: None,
             more: None,
+            trailing,
             tool: &tool,
             depth: 0,
             digest: digest(&s.content),
         };
+        w.more = w.trailing.clone().filter(|_| value.is_array());
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
@@ -189,6 +198,64 @@ pub(super) fn json_of(content: &str) -> Option<Value> {
     serde_json::from_str(content[start..].trim_end()).ok()
 }
 
+/// A tool output that opens with a JSON object or array and goes on in text (a note after the
+/// data: `[…]\nShowing 25 of 112 tickets.`): the JSON value and the text after it. `None` when the
+/// output does not open with JSON (after white space) or nothing follows it.
+fn json_then_text(content: &str) -> Option<(Value, &str)> {
+    let body = content.trim_start();
+    if !body.starts_with(['{', '[']) {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    let rest = body.get(values.byte_offset()..)?;
+    (!rest.trim().is_empty()).then_some((value, rest))
+}
+
+/// What a sentence says of a list being one page of a longer result, as written (clipped to 60
+/// characters): "showing 25 of 112", "results 1-25 of 112" (after a noun, a range only), "page 1
+/// of 5" (a shown count or page
+/// below the whole), "more results are available", "use page=2 for more", "results truncated".
+/// `None` when the text says none of these, or says the list is whole ("showing 12 of 12").
+pub(super) fn prose_paging(text: &str) -> Option<String> {
+    static SHOWN: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r"(?i)\b(?:(?P<verb>showing|displaying|returned|returning|listing)|results?|items?|rows?|entries|records)\s+",
+            r"(?:the\s+)?(?:first\s+|top\s+)?(?:(?P<from>\d[\d,]*)\s*(?:-|–|to)\s*)?(?P<shown>\d[\d,]*)\s+",
+            r"(?:\w+\s+)?(?:of|out of)\s+(?:about\s+|approximately\s+|~)?(?P<whole>\d[\d,]*)\b",
+        ))
+        .expect("a valid pattern")
+    });
+    static PAGE: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"(?i)\bpage\s+(\d+)\s+(?:of|/)\s+(\d+)\b").expect("a valid pattern"));
+    static MORE: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r"(?i)\b(?:more|additional|further)\s+(?:results|items|records|rows|entries|matches|pages)\s+",
+            r"(?:are\s+|is\s+)?available\b",
+            r"|\b(?:use|pass|set|request|with)\s+`?(?:page|cursor|offset|next_page|page_token|next_cursor|starting_after|after)\s*[=:]\s*[^\s,;.]+",
+            r"|\b(?:results?|output|list|response)\s+(?:was\s+|were\s+|is\s+|has\s+been\s+)?truncated\b",
+            r"|\bthere\s+(?:are|is)\s+more\s+(?:results|items|records|rows|entries|matches)\b",
+        ))
+        .expect("a valid pattern")
+    });
+    let number = |m: Option<regex::Match<'_>>| m.and_then(|m| m.as_str().replace(',', "").parse::<u64>().ok());
+    let quote = |m: regex::Match<'_>| crate::text::clip(m.as_str().trim(), 60);
+    for c in SHOWN.captures_iter(text) {
+        let (Some(shown), Some(whole)) = (number(c.name("shown")), number(c.name("whole"))) else { continue };
+        // After a noun only a range says it ("results 1-25 of 112"; "items 3 of 5" may be a part).
+        if shown < whole && (c.name("verb").is_some() || c.name("from").is_some()) {
+            return Some(quote(c.get(0)?));
+        }
+    }
+    for c in PAGE.captures_iter(text) {
+        let (Some(page), Some(pages)) = (number(c.get(1)), number(c.get(2))) else { continue };
+        if page < pages {
+            return Some(quote(c.get(0)?));
+        }
+    }
+    MORE.find(text).map(quote)
+}
+
 struct Walk<'r> {
     step: usize,
     out: &'r mut Records,
@@ -197,6 +264,9 @@ struct Walk<'r> {
     total: Option<usize>,
     /// The paging marker given beside the array walked next ([`Listing::more`]).
     more: Option<String>,
+    /// What a note after the output's JSON says of paging ([`prose_paging`]): the paging of the
+    /// output's top-level list.
+    trailing: Option<String>,
     /// The name of the tool whose output is walked (lower case), which names a list kept under a
     /// generic key ([`GENERIC_KEYS`]) at the output's top level.
     tool: &'r str,
@@ -259,7 +329,8 @@ fn paging_of(map: &serde_json::Map<String, Value>) -> Option<String> {
 const PAGING_HOLDERS: [&str; 8] =
     ["pagination", "paging", "page_info", "pageinfo", "meta", "response_metadata", "links", "cursor"];
 
-/// [`paging_of`] for the members of `map` itself.
+/// [`paging_of`] for the members of `map` itself; a short text member that says so in words
+/// (`"note": "Showing 25 of 112 tickets; use page=2 for more"`, [`prose_paging`]) counts too.
 fn paging_here(map: &serde_json::Map<String, Value>) -> Option<String> {
     let get = |names: &[&str]| {
         map.iter().find(|(k, _)| {
@@ -283,6 +354,13 @@ fn paging_here(map: &serde_json::Map<String, Value>) -> Option<String> {
                 _ => {}
             }
         }
+    }
+    if let Some((k, said)) = map
+        .iter()
+        .filter_map(|(k, v)| Some((k, v.as_str().filter(|t| t.len() <= 400)?)))
+        .find_map(|(k, t)| Some((k, prose_paging(t)?)))
+    {
+        return Some(format!("{k}: \"{said}\""));
     }
     let page = get(&["page", "page_number", "current_page"]).and_then(|(_, v)| v.as_u64())?;
     let pages = get(&["total_pages", "pages", "page_count", "num_pages"]).and_then(|(_, v)| v.as_u64())?;
@@ -329,7 +407,7 @@ impl Walk<'_> {
                     self.listing(key, owner, map.values().collect(), None, None);
                 }
                 let total = total_of(map);
-                let more = paging_of(map);
+                let more = paging_of(map).or_else(|| self.trailing.clone().filter(|_| self.depth == 1));
                 let off =
                     map.iter().find(|(k, v)| is_availability(k) && **v == Value::Bool(false)).map(|(k, _)| k.clone());
                 let name = map.get("name").and_then(Value::as_str).map(str::to_lowercase);
@@ -1555,6 +1633,31 @@ mod tests {
         assert!(told("Showing 25 tickets (more pages remain)."));
         assert!(!told("There are 25 open P1 tickets in the payments queue."));
         assert!(!told("I checked the first queue. There are 25 open tickets."), "another sentence's word");
+    }
+
+    #[test]
+    fn paging_told_in_words_is_read_and_a_whole_list_is_not_a_page() {
+        let said = |t: &str| prose_paging(t);
+        assert_eq!(said("Showing 25 of 112 tickets."), Some("Showing 25 of 112".into()));
+        assert_eq!(said("Results 1-25 of 1,203"), Some("Results 1-25 of 1,203".into()));
+        assert_eq!(said("page 1 of 5"), Some("page 1 of 5".into()));
+        assert_eq!(said("More results are available: use page=2."), Some("More results are available".into()));
+        assert_eq!(said("Pass cursor=c_25 to continue"), Some("Pass cursor=c_25".into()));
+        assert_eq!(said("Output truncated at 50 rows"), Some("Output truncated".into()));
+        // The whole list, a last page, a part told by a noun without a range: no paging.
+        assert_eq!(said("Showing 12 of 12 tickets."), None);
+        assert_eq!(said("page 5 of 5"), None);
+        assert_eq!(said("items 3 of 5 shipped on Monday"), None);
+        assert_eq!(said("All 12 tickets listed."), None);
+        // A note after the data: the JSON and the text apart.
+        let (v, rest) = json_then_text("[{\"id\": \"T-1\"}]\nShowing 1 of 3 tickets.").unwrap();
+        assert!(v.is_array());
+        assert_eq!(rest.trim(), "Showing 1 of 3 tickets.");
+        assert!(json_then_text("Found [1] match").is_none());
+        assert!(json_then_text("{\"a\": 1}").is_none());
+        // A text member of the object holding the list.
+        let more = paging_of(json!({"tickets": [], "note": "Showing 25 of 40; use page=2"}).as_object().unwrap());
+        assert_eq!(more.as_deref(), Some("note: \"Showing 25 of 40\""));
     }
 
     #[test]
