@@ -67,6 +67,9 @@ pub struct Records {
     /// The words that name each list of `listings`, in the same order ([`list_words`]): found
     /// once per run, as every later message that states a count is matched against them.
     pub listing_words: Vec<Vec<String>>,
+    /// Word of [`Records::listing_words`] → the indices into `listings` of the lists it names,
+    /// ascending: a count's words find their lists without a scan of every list.
+    pub lists_by_word: HashMap<String, Vec<usize>>,
     /// Per list of `listings`, the stems of the words of the name of the tool that returned it
     /// and of the short values its call asked for ([`selection_words`]), which [`names`] reads.
     pub listing_tool_words: Vec<Vec<String>>,
@@ -119,6 +122,14 @@ fn index(t: &Trajectory) -> Records {
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
+    for (k, words) in out.listing_words.iter().enumerate() {
+        for w in words {
+            let postings = out.lists_by_word.entry(w.clone()).or_default();
+            if postings.last() != Some(&k) {
+                postings.push(k);
+            }
+        }
+    }
     let call_of: HashMap<usize, usize> = t
         .links
         .iter()
@@ -744,9 +755,15 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     }
 }
 
+/// How many of the lists a count's phrase names, the most recent ones, it is checked against: a
+/// count tells of what the agent just looked up, and a run of thousands of lookups under one
+/// user turn is not read back to its start for each message.
+const MAX_NAMED_LISTS: usize = 64;
+
 /// The counts step `i` states ([`counts`]), each with the lists of the tool outputs since the
-/// last user turn that its phrase names ([`names`]), in step order; counts that name no list are
-/// left out. A run without user turns has every earlier list in range.
+/// last user turn that its phrase names ([`names`]; the [`MAX_NAMED_LISTS`] most recent), in step
+/// order; counts that name no list are left out. A run without user turns has every earlier list
+/// in range.
 fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing>)> {
     let t = ctx.trajectory;
     let r = records(ctx);
@@ -760,15 +777,27 @@ fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing
     let mut out = Vec::new();
     for c in counts(&t.steps[i].content) {
         // Only a list a word of the phrase names is weighed further (the test [`names`] starts
-        // with), from the list words found once per run.
+        // with), found from the list words indexed once per run; the most recent of them only.
         let stems = phrase_stems(&c.phrase);
-        let named: Vec<&Listing> = range
-            .clone()
-            .filter(|&k| {
-                names_words(&stems, &r.listing_words[k]) && names(&c.phrase, &r.listings[k], &r.listing_tool_words[k])
+        let mut near: Vec<usize> = stems
+            .iter()
+            .filter_map(|w| r.lists_by_word.get(w))
+            .flat_map(|p| {
+                let (lo, hi) = (p.partition_point(|&k| k < range.start), p.partition_point(|&k| k < range.end));
+                &p[lo.max(hi.saturating_sub(4 * MAX_NAMED_LISTS))..hi]
             })
+            .copied()
+            .collect();
+        near.sort_unstable();
+        near.dedup();
+        let mut named: Vec<&Listing> = near
+            .into_iter()
+            .rev()
+            .filter(|&k| names(&c.phrase, &r.listings[k], &r.listing_tool_words[k]))
+            .take(MAX_NAMED_LISTS)
             .map(|k| &r.listings[k])
             .collect();
+        named.reverse();
         if !named.is_empty() {
             out.push((c, named));
         }
@@ -780,16 +809,12 @@ fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing
 /// sizes of the lists of its name ("33 tickets" over pages of 25 and 8).
 fn pages_of(named: &[&Listing]) -> usize {
     let Some(last) = named.last() else { return 0 };
-    let mut seen: Vec<u64> = Vec::new();
+    let mut seen: HashSet<u64> = HashSet::new();
     named
         .iter()
         .filter(|l| l.name == last.name)
-        .filter(|l| {
-            // The same output fetched again (a retry of the first page) is no new page.
-            let new = !seen.contains(&l.digest);
-            seen.push(l.digest);
-            new
-        })
+        // The same output fetched again (a retry of the first page) is no new page.
+        .filter(|l| seen.insert(l.digest))
         .map(|l| l.size)
         .sum()
 }
