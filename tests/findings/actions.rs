@@ -303,6 +303,54 @@ fn a_page_told_as_one_in_words_is_a_page() {
     let whole_after =
         "[{\"id\": \"#W1\"}, {\"id\": \"#W2\"}, {\"id\": \"#W3\"}, {\"id\": \"#W4\"}]\nAll orders listed.";
     assert_eq!(findings(&run(whole_after, "You have 4 orders on your account.")), vec![]);
+    // A log after the data that reaches the last page; a note beside two lists; a record's text
+    // that is no paging ("returned 1 of 3 items").
+    let logged = "[{\"id\": \"#W1\"}, {\"id\": \"#W2\"}, {\"id\": \"#W3\"}, {\"id\": \"#W4\"}]\nfetched page 1 of 2\nfetched page 2 of 2\ndone";
+    assert_eq!(findings(&run(logged, "You have 4 orders on your account.")), vec![]);
+    let two = r##"{"orders": ["#W1", "#W2", "#W3", "#W4", "#W5"], "payment_methods": ["visa", "paypal"], "note": "Showing 5 of 9 orders"}"##;
+    assert_eq!(findings(&run(two, "You have 2 payment methods saved.")), vec![]);
+    let returned = r##"{"orders": [{"id": "#W1", "items": 3, "return_note": "Customer returned 1 of 3 items"}, {"id": "#W2", "items": 1, "return_note": ""}]}"##;
+    assert_eq!(findings(&run(returned, "You have 2 orders on your account.")), vec![]);
+}
+
+#[test]
+fn pages_add_up_however_many_and_a_count_finds_its_list_among_many_others() {
+    // 70 pages of 2 tickets, each but the last saying more remain: 140 is their sum.
+    let mut turns = vec![vec![system(POLICY_PLAIN), user("How many open tickets are there?")]];
+    for p in 0..70 {
+        let more = if p < 69 { json!(format!("c_{}", p + 1)) } else { Value::Null };
+        let page = json!({"tickets": [{"id": format!("T-{p}-a")}, {"id": format!("T-{p}-b")}], "next_cursor": more});
+        turns.push(call(
+            &format!("c{p}"),
+            "list_tickets",
+            json!({"status": "open", "cursor": format!("c_{p}")}),
+            &page.to_string(),
+        ));
+    }
+    turns.push(vec![assistant("There are 140 open tickets.")]);
+    assert_eq!(findings(&load(messages(turns.clone()))), vec![]);
+    turns.pop();
+    turns.push(vec![assistant("There are 138 open tickets.")]);
+    assert_eq!(findings(&load(messages(turns))), vec![(142, Signal::CountMismatch)]);
+    // One lookup of open tickets, then 300 of closed ones: "9 open tickets" is still checked
+    // against the open ones (7).
+    let mut turns = vec![
+        vec![system(POLICY_PLAIN), user("How many open tickets are there, and what was closed each day?")],
+        call(
+            "o",
+            "list_tickets",
+            json!({"status": "open"}),
+            &json!({"tickets": (0..7).map(|k| format!("T-{k}")).collect::<Vec<_>>()}).to_string(),
+        ),
+    ];
+    for d in 0..300 {
+        let closed = json!({"tickets": [format!("C-{d}-1"), format!("C-{d}-2")]});
+        turns.push(call(&format!("d{d}"), "list_tickets", json!({"status": "closed", "day": d}), &closed.to_string()));
+    }
+    turns.push(vec![assistant("There are 9 open tickets.")]);
+    let t = load(messages(turns));
+    assert_eq!(findings(&t), vec![(604, Signal::CountMismatch)]);
+    assert_eq!(evidence(&t, 604, Signal::CountMismatch), "says \"9 open tickets\"; the list it counts at step 3 has 7");
 }
 
 #[test]

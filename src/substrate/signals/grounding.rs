@@ -70,6 +70,9 @@ pub struct Records {
     /// Word of [`Records::listing_words`] → the indices into `listings` of the lists it names,
     /// ascending: a count's words find their lists without a scan of every list.
     pub lists_by_word: HashMap<String, Vec<usize>>,
+    /// [`Listing::name`] → the indices into `listings` of the lists of that name, ascending: the
+    /// pages of one list ([`pages_of`]).
+    pub lists_by_name: HashMap<String, Vec<usize>>,
     /// Per list of `listings`, the stems of the words of the name of the tool that returned it
     /// and of the short values its call asked for ([`selection_words`]), which [`names`] reads.
     pub listing_tool_words: Vec<Vec<String>>,
@@ -122,6 +125,9 @@ fn index(t: &Trajectory) -> Records {
         w.value(&value, &tool, None, false);
     }
     out.listing_words = out.listings.iter().map(list_words).collect();
+    for (k, l) in out.listings.iter().enumerate() {
+        out.lists_by_name.entry(l.name.clone()).or_default().push(k);
+    }
     for (k, words) in out.listing_words.iter().enumerate() {
         for w in words {
             let postings = out.lists_by_word.entry(w.clone()).or_default();
@@ -227,11 +233,12 @@ fn json_then_text(content: &str) -> Option<(Value, &str)> {
 /// characters): "showing 25 of 112", "results 1-25 of 112" (after a noun, a range only), "page 1
 /// of 5" (a shown count or page
 /// below the whole), "more results are available", "use page=2 for more", "results truncated".
-/// `None` when the text says none of these, or says the list is whole ("showing 12 of 12").
+/// `None` when the text says none of these, or says the whole was reached ("showing 12 of 12",
+/// a log that ends "fetched page 2 of 2").
 pub(super) fn prose_paging(text: &str) -> Option<String> {
     static SHOWN: LazyLock<regex::Regex> = LazyLock::new(|| {
         regex::Regex::new(concat!(
-            r"(?i)\b(?:(?P<verb>showing|displaying|returned|returning|listing)|results?|items?|rows?|entries|records)\s+",
+            r"(?i)\b(?:(?P<verb>showing|displaying|listing)|results?|items?|rows?|entries|records)\s+",
             r"(?:the\s+)?(?:first\s+|top\s+)?(?:(?P<from>\d[\d,]*)\s*(?:-|–|to)\s*)?(?P<shown>\d[\d,]*)\s+",
             r"(?:\w+\s+)?(?:of|out of)\s+(?:about\s+|approximately\s+|~)?(?P<whole>\d[\d,]*)\b",
         ))
@@ -251,20 +258,28 @@ pub(super) fn prose_paging(text: &str) -> Option<String> {
     });
     let number = |m: Option<regex::Match<'_>>| m.and_then(|m| m.as_str().replace(',', "").parse::<u64>().ok());
     let quote = |m: regex::Match<'_>| crate::text::clip(m.as_str().trim(), 60);
+    // A text that also tells the last part reached ("fetched page 2 of 2", "showing 9 of 9")
+    // says the whole was fetched.
+    let mut part = None;
     for c in SHOWN.captures_iter(text) {
         let (Some(shown), Some(whole)) = (number(c.name("shown")), number(c.name("whole"))) else { continue };
         // After a noun only a range says it ("results 1-25 of 112"; "items 3 of 5" may be a part).
-        if shown < whole && (c.name("verb").is_some() || c.name("from").is_some()) {
-            return Some(quote(c.get(0)?));
+        if c.name("verb").is_none() && c.name("from").is_none() {
+            continue;
         }
+        if shown >= whole {
+            return None;
+        }
+        part = part.or(c.get(0));
     }
     for c in PAGE.captures_iter(text) {
         let (Some(page), Some(pages)) = (number(c.get(1)), number(c.get(2))) else { continue };
-        if page < pages {
-            return Some(quote(c.get(0)?));
+        if page >= pages {
+            return None;
         }
+        part = part.or(c.get(0));
     }
-    MORE.find(text).map(quote)
+    part.or_else(|| MORE.find(text)).map(quote)
 }
 
 struct Walk<'r> {
@@ -366,8 +381,12 @@ fn paging_here(map: &serde_json::Map<String, Value>) -> Option<String> {
             }
         }
     }
+    // A note speaks of the object's list only when it holds one ("Showing 5 of 9 orders" beside
+    // `orders` and `payment_methods` may speak of either).
+    let lists = map.values().filter(|v| v.is_array()).count();
     if let Some((k, said)) = map
         .iter()
+        .filter(|_| lists == 1)
         .filter_map(|(k, v)| Some((k, v.as_str().filter(|t| t.len() <= 400)?)))
         .find_map(|(k, t)| Some((k, prose_paging(t)?)))
     {
@@ -418,7 +437,8 @@ impl Walk<'_> {
                     self.listing(key, owner, map.values().collect(), None, None);
                 }
                 let total = total_of(map);
-                let more = paging_of(map).or_else(|| self.trailing.clone().filter(|_| self.depth == 1));
+                let one_list = map.values().filter(|v| v.is_array()).count() == 1;
+                let more = paging_of(map).or_else(|| self.trailing.clone().filter(|_| self.depth == 1 && one_list));
                 let off =
                     map.iter().find(|(k, v)| is_availability(k) && **v == Value::Bool(false)).map(|(k, _)| k.clone());
                 let name = map.get("name").and_then(Value::as_str).map(str::to_lowercase);
@@ -666,11 +686,19 @@ fn stem(w: &str) -> String {
 /// values the call asked for: a lookup named `get_free_slots` lists free slots, so "3 free
 /// slots" counts that list, and a search called with `"priority": "P2"` lists P2 entries, so "4
 /// P2 tickets" counts it.
+///
+/// The count check finds the lists a word names through [`Records::lists_by_word`] and asks
+/// [`names_rest`] the rest; this is the whole test in one, for the tests.
+#[cfg(test)]
 fn names(phrase: &[String], l: &Listing, tool: &[String]) -> bool {
-    if !names_list(phrase, l) {
-        return false;
-    }
     let words = list_words(l);
+    phrase_stems(phrase).iter().any(|w| words.contains(w)) && names_rest(phrase, l, &words, tool)
+}
+
+/// The second half of [`names`], for a list a word of the phrase names already: every other word
+/// before the noun names it too (`words`, its [`list_words`]), selects nothing, is a word of
+/// `tool`, or is a field or value of its subsets.
+fn names_rest(phrase: &[String], l: &Listing, words: &[String], tool: &[String]) -> bool {
     phrase[..phrase.len().saturating_sub(1)].iter().all(|w| {
         let st = stem(w);
         words.contains(&st)
@@ -691,19 +719,9 @@ fn list_words(l: &Listing) -> Vec<String> {
     words
 }
 
-/// Whether a word of the phrase names the list ([`list_words`]).
-fn names_list(phrase: &[String], l: &Listing) -> bool {
-    names_words(&phrase_stems(phrase), &list_words(l))
-}
-
-/// The stems of a phrase's words longer than two characters, which [`names_words`] looks for.
+/// The stems of a phrase's words longer than two characters, by which its lists are found.
 fn phrase_stems(phrase: &[String]) -> Vec<String> {
     phrase.iter().map(|w| stem(w)).filter(|w| w.len() > 2).collect()
-}
-
-/// Whether one of a phrase's stems ([`phrase_stems`]) is one of a list's words ([`list_words`]).
-fn names_words(stems: &[String], words: &[String]) -> bool {
-    stems.iter().any(|w| words.contains(w))
 }
 
 /// Step `i`, an agent's message, states a count of a list that a tool output since the last
@@ -715,10 +733,9 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
         return;
     }
-    for (c, named) in counted_lists(ctx, i) {
+    for Counted { count: c, named, pages } in counted_lists(ctx, i) {
         let Some(last) = named.last() else { continue };
-        let pages = pages_of(&named);
-        let tail = if agrees(&c, &named) {
+        let tail = if agrees(&c, &named, pages) {
             // A count of the last page alone, told as the whole when the tool said more remain
             // and no later page was fetched.
             match &last.more {
@@ -760,11 +777,20 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
 /// user turn is not read back to its start for each message.
 const MAX_NAMED_LISTS: usize = 64;
 
+/// A count a message states with the lists it counts ([`counted_lists`]).
+struct Counted<'a> {
+    count: Count,
+    /// The lists the count's phrase names, in step order: the [`MAX_NAMED_LISTS`] most recent.
+    named: Vec<&'a Listing>,
+    /// The entries of the last named list and of the pages fetched before it ([`pages_of`]).
+    pages: usize,
+}
+
 /// The counts step `i` states ([`counts`]), each with the lists of the tool outputs since the
 /// last user turn that its phrase names ([`names`]; the [`MAX_NAMED_LISTS`] most recent), in step
-/// order; counts that name no list are left out. A run without user turns has every earlier list
-/// in range.
-fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing>)> {
+/// order, and the pages of the last one; counts that name no list are left out. A run without
+/// user turns has every earlier list in range.
+fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<Counted<'a>> {
     let t = ctx.trajectory;
     let r = records(ctx);
     let from = r.last_outside.get(i).copied().flatten().map_or(0, |u| u + 1);
@@ -779,50 +805,74 @@ fn counted_lists<'a>(ctx: &Context<'a>, i: usize) -> Vec<(Count, Vec<&'a Listing
         // Only a list a word of the phrase names is weighed further (the test [`names`] starts
         // with), found from the list words indexed once per run; the most recent of them only.
         let stems = phrase_stems(&c.phrase);
-        let mut near: Vec<usize> = stems
+        // Each word's lists in range, walked from the most recent back, merged.
+        let postings: Vec<&[usize]> = stems
             .iter()
             .filter_map(|w| r.lists_by_word.get(w))
-            .flat_map(|p| {
+            .map(|p| {
                 let (lo, hi) = (p.partition_point(|&k| k < range.start), p.partition_point(|&k| k < range.end));
-                &p[lo.max(hi.saturating_sub(4 * MAX_NAMED_LISTS))..hi]
+                &p[lo..hi]
             })
-            .copied()
             .collect();
-        near.sort_unstable();
-        near.dedup();
-        let mut named: Vec<&Listing> = near
-            .into_iter()
-            .rev()
-            .filter(|&k| names(&c.phrase, &r.listings[k], &r.listing_tool_words[k]))
-            .take(MAX_NAMED_LISTS)
-            .map(|k| &r.listings[k])
-            .collect();
-        named.reverse();
-        if !named.is_empty() {
-            out.push((c, named));
+        let mut ends: Vec<usize> = postings.iter().map(|p| p.len()).collect();
+        let mut found: Vec<usize> = Vec::new();
+        while found.len() < MAX_NAMED_LISTS {
+            let Some(k) = (0..postings.len()).filter(|&w| ends[w] > 0).map(|w| postings[w][ends[w] - 1]).max() else {
+                break;
+            };
+            for w in 0..postings.len() {
+                if ends[w] > 0 && postings[w][ends[w] - 1] == k {
+                    ends[w] -= 1;
+                }
+            }
+            if names_rest(&c.phrase, &r.listings[k], &r.listing_words[k], &r.listing_tool_words[k]) {
+                found.push(k);
+            }
         }
+        let Some(&last) = found.first() else { continue };
+        found.reverse();
+        let pages = pages_of(r, range.clone(), last);
+        out.push(Counted { count: c, named: found.into_iter().map(|k| &r.listings[k]).collect(), pages });
     }
     out
 }
 
-/// The entries of the pages of the last list of `named` fetched one after another: the summed
-/// sizes of the lists of its name ("33 tickets" over pages of 25 and 8).
-fn pages_of(named: &[&Listing]) -> usize {
-    let Some(last) = named.last() else { return 0 };
-    let mut seen: HashSet<u64> = HashSet::new();
-    named
-        .iter()
-        .filter(|l| l.name == last.name)
-        // The same output fetched again (a retry of the first page) is no new page.
-        .filter(|l| seen.insert(l.digest))
-        .map(|l| l.size)
-        .sum()
+/// The entries of list `last` (an index into [`Records::listings`]) and of the pages of the same
+/// list fetched before it in `range`: walking back over the lists of its name, each earlier one
+/// that said more remain ([`Listing::more`]) is a page before it ("33 tickets" over pages of 25
+/// and 8, however many pages); the first that did not ends the pages. The same output fetched
+/// again (a retry of a page) is one page.
+fn pages_of(r: &Records, range: std::ops::Range<usize>, last: usize) -> usize {
+    let l = &r.listings[last];
+    let Some(same) = r.lists_by_name.get(&l.name) else { return l.size };
+    let (lo, hi) = (same.partition_point(|&k| k < range.start), same.partition_point(|&k| k < last));
+    let mut seen: HashSet<u64> = HashSet::from([l.digest]);
+    let mut sum = l.size;
+    for &k in same[lo..hi].iter().rev() {
+        let page = &r.listings[k];
+        if !seen.insert(page.digest) {
+            continue;
+        }
+        if page.more.is_none() {
+            break;
+        }
+        sum += page.size;
+    }
+    sum
 }
 
-/// Whether count `c` agrees with one of the lists it names: their pages' sum, a list's length, the
-/// total given beside it, or the size of one of its subsets.
-fn agrees(c: &Count, named: &[&Listing]) -> bool {
-    pages_of(named) == c.n
+/// Whether count `c` agrees with the lists it names: the pages of the last one (`pages`,
+/// [`pages_of`]), the summed entries of the named lists of the last one's name (lookups of one
+/// kind added up, a list fetched again counted once), a list's length, the total given beside
+/// it, or the size of one of its subsets.
+fn agrees(c: &Count, named: &[&Listing], pages: usize) -> bool {
+    let summed = || {
+        let Some(last) = named.last() else { return 0 };
+        let mut seen: HashSet<u64> = HashSet::new();
+        named.iter().filter(|l| l.name == last.name && seen.insert(l.digest)).map(|l| l.size).sum::<usize>()
+    };
+    pages == c.n
+        || summed() == c.n
         || named.iter().any(|l| l.size == c.n || l.total == Some(c.n) || l.subsets.iter().any(|(_, k)| *k == c.n))
 }
 
@@ -833,7 +883,11 @@ pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
     if !agent_step(ctx.trajectory, i) {
         return Vec::new();
     }
-    counted_lists(ctx, i).into_iter().filter(|(c, named)| agrees(c, named)).map(|(c, _)| c.at.start).collect()
+    counted_lists(ctx, i)
+        .into_iter()
+        .filter(|c| agrees(&c.count, &c.named, c.pages))
+        .map(|c| c.count.at.start)
+        .collect()
 }
 
 /// Whether the user asked for `n` entries and the call that returned `l` fetched that many: a
