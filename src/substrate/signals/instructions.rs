@@ -1232,9 +1232,15 @@ fn production_change(t: &Trajectory, i: usize) -> Option<String> {
         return None;
     }
     match super::call_command(t, i) {
+        // Its words as written outside quotes: a commit message or an echoed sentence that says
+        // "prod" and "set" changes nothing there.
         Some(line) => shell::commands(&line)
             .into_iter()
-            .find(|c| shell::command_changes(c) && NAMES_PROD.is_match(&c.text) && CHANGE_VERB.is_match(&c.text))
+            .find(|c| {
+                let bare: Vec<&str> = c.words.iter().filter(|w| !w.quoted).map(|w| w.text.as_str()).collect();
+                let bare = bare.join(" ");
+                shell::command_changes(c) && NAMES_PROD.is_match(&bare) && CHANGE_VERB.is_match(&bare)
+            })
             .map(|c| c.text),
         None => Some(s.content.clone()),
     }
@@ -1272,91 +1278,271 @@ const ACTS_ON_ENVIRONMENT: [&str; 27] = [
     "ansible-playbook",
 ];
 
-/// A word that names an environment other than production (a command that names one says where
-/// it runs).
+/// A word that names an environment other than production.
 static NAMES_OTHER_ENV: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[^a-z0-9])(?:staging|stage|stg|dev|development|test|testing|qa|sandbox|local|localhost|preview|uat)(?:[^a-z0-9]|$)")
+    Regex::new(r"(?i)(?:^|[^a-z0-9])(?:staging|stage|stg|dev|development|test|testing|qa|sandbox|local|localhost|preview|uat|ci)(?:[^a-z0-9]|$)")
         .expect("a valid pattern")
 });
 
-/// A line that selects the environment commands run against, with the selected value: an
-/// environment variable for it (`APP_ENV=production`, `export RAILS_ENV=production`, `STAGE:
-/// prod`, `DATABASE_URL=postgres://app@prod-db…/shop`), an `environment` / `env` / `stage` member
-/// (`"environment": "production"`), or a Kubernetes context (`current-context: prod-eu`,
-/// `kubectl config use-context prod-eu`, `Switched to context "prod-eu"`).
+/// A variable that selects the environment commands run against, assigned in a settings file or
+/// a shell (`APP_ENV=production`, `export RAILS_ENV=production`,
+/// `DATABASE_URL=postgres://app@prod-db…/shop`, `"DATABASE_URL": "…"`, a Read tool's numbered
+/// line `  3→PGHOST=prod-db`), with its value. Only these names: `SENTRY_ENVIRONMENT`,
+/// `NODE_ENV`, `TEST_DATABASE_URL` select nothing to migrate or deploy.
 static SELECTS_ENV: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r#"(?m)(?:^|[\s;&|])(?:export\s+)?(?:[A-Z][A-Z0-9_]*_)?(?:ENV|ENVIRONMENT|STAGE|DATABASE_URL|DB_URL|DB_HOST|PGHOST|SQLALCHEMY_DATABASE_URI)\s*[=:]\s*["']?(?P<v1>[^\s"',;]+)"#,
-        r#"|(?im)"?\b(?:environment|env|stage)"?\s*:\s*"?(?P<v2>[\w.\-]+)"#,
-        r#"|(?im)\b(?:current-context:|use-context|Switched to context)\s+"?(?P<v3>[\w.\-@:/]+)"#,
+        r#"(?m)(?:^|[\s;&|"'→])(?:export\s+)?(?P<key>APP_ENV|RAILS_ENV|RACK_ENV|DJANGO_ENV|FLASK_ENV|MIX_ENV|DEPLOY_ENV|ENVIRONMENT|STAGE|DATABASE_URL|DB_URL|DB_HOST|PGHOST|SQLALCHEMY_DATABASE_URI|TF_WORKSPACE)"?"#,
+        r#"\s*[=:][ \t]*["']?(?P<value>[^\s"',;]+)"#,
     ))
     .expect("a valid pattern")
 });
 
-/// The environment in effect at call `i`, when the latest selection of one before it
-/// ([`SELECTS_ENV`]) chose production: a command of the run that sets it (`export
+/// The variables of [`SELECTS_ENV`] that give a database's location.
+const DATABASE_KEYS: [&str; 5] = ["DATABASE_URL", "DB_URL", "DB_HOST", "PGHOST", "SQLALCHEMY_DATABASE_URI"];
+
+/// Programs of [`ACTS_ON_ENVIRONMENT`] that act on a database (and `manage.py`).
+const DATABASE_TOOLS: [&str; 14] = [
+    "alembic",
+    "flyway",
+    "liquibase",
+    "rails",
+    "rake",
+    "prisma",
+    "knex",
+    "sequelize",
+    "typeorm",
+    "dbmate",
+    "goose",
+    "migrate",
+    "psql",
+    "mysql",
+];
+
+/// The environment a selection names: production, another one, or none it can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Selected {
+    Production,
+    Other,
+}
+
+/// What a value selects: production when it names `prod` ([`NAMES_PROD`]), another environment
+/// otherwise (a host, a workspace, a context of another name); `None` for an unexpanded `$VAR`.
+fn selected(value: &str) -> Option<Selected> {
+    if value.starts_with('$') || value.is_empty() {
+        return None;
+    }
+    Some(if NAMES_PROD.is_match(value) { Selected::Production } else { Selected::Other })
+}
+
+/// What a shell command line selects by itself, with the selecting text: its assignments
+/// (`export APP_ENV=production`, a `DATABASE_URL=… alembic …` prefix), a Kubernetes context or
+/// Terraform workspace it switches to (`kubectl config use-context prod-eu`, `terraform workspace
+/// select prod`), a settings file it sources (`source .env.local`: another environment;
+/// `.env.production`: production), or an option that names one (`-x env=staging`, `--env prod`,
+/// `--context`, `--stage`, `--profile`, `--workspace`). The last such selection of the line.
+fn command_selects(line: &str) -> Option<(Selected, String)> {
+    const OPTIONS: [&str; 9] =
+        ["--env", "--environment", "--context", "--kube-context", "--stage", "--profile", "--workspace", "-e", "-x"];
+    let mut out = None;
+    for c in shell::commands(line) {
+        let words: Vec<&str> = c.words.iter().map(|w| w.text.as_str()).collect();
+        let assignment = |w: &str| {
+            w.split_once('=').is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_')
+            })
+        };
+        // Leading assignments, or the arguments of `export`.
+        let lead: Vec<&str> = match words.first() {
+            Some(&"export") => words[1..].to_vec(),
+            _ => words.iter().copied().take_while(|w| assignment(w)).collect(),
+        };
+        for w in lead {
+            if let Some(m) = SELECTS_ENV.captures(w)
+                && let Some(sel) = selected(&m["value"])
+            {
+                out = Some((sel, w.to_string()));
+            }
+        }
+        let Some(inv) = c.invocation() else { continue };
+        let args: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+        let switched = match (inv.program, args.as_slice()) {
+            ("kubectl", ["config", "use-context", ctx, ..]) => Some(*ctx),
+            ("terraform", ["workspace", "select" | "new", ws, ..]) => Some(*ws),
+            ("source" | ".", [file, ..]) => Some(*file),
+            _ => None,
+        };
+        if let Some(v) = switched {
+            let sel = if NAMES_PROD.is_match(v) {
+                Some(Selected::Production)
+            } else if inv.program == "source" || inv.program == "." {
+                NAMES_OTHER_ENV.is_match(v).then_some(Selected::Other)
+            } else {
+                Some(Selected::Other)
+            };
+            if let Some(sel) = sel {
+                out = Some((sel, c.text.clone()));
+            }
+        }
+        // `rails db:migrate RAILS_ENV=test`: an assignment among the arguments of a task runner
+        // (not a `grep` pattern).
+        let task_runner = matches!(inv.program, "rails" | "rake" | "make" | "bundle");
+        for a in args.iter().filter(|a| task_runner && assignment(a)) {
+            if let Some(m) = SELECTS_ENV.captures(a)
+                && let Some(sel) = selected(&m["value"])
+            {
+                out = Some((sel, a.to_string()));
+            }
+        }
+        for (k, a) in args.iter().enumerate() {
+            let value = match a.split_once('=') {
+                Some((opt, v)) if OPTIONS.contains(&opt) => Some(v),
+                _ if OPTIONS.contains(a) => args.get(k + 1).copied(),
+                _ => None,
+            };
+            // `-x env=staging` (Alembic's) names it in the option's value.
+            let value = value.map(|v| v.strip_prefix("env=").unwrap_or(v));
+            if let Some(sel) = value.and_then(selected) {
+                out = Some((sel, format!("{a} {}", value.unwrap_or_default())));
+            }
+        }
+    }
+    out
+}
+
+/// Whether call `c` reads the settings in effect, not a file of one environment: `cat`, `head`,
+/// `tail`, `less`, `grep` or a file-reading tool of a file named exactly `.env` or `.envrc`,
+/// `printenv` / `env`, `echo $VAR`, `kubectl config current-context` / `view`, `terraform
+/// workspace show`.
+fn reads_settings_in_effect(t: &Trajectory, c: usize) -> bool {
+    let default_file = |p: &str| matches!(p.trim_matches(['"', '\'']).rsplit('/').next(), Some(".env" | ".envrc"));
+    let s = &t.steps[c];
+    if s.kind != StepKind::ToolCall {
+        return false;
+    }
+    match super::call_command(t, c) {
+        Some(line) => shell::commands(&line).iter().any(|cmd| {
+            let Some(inv) = cmd.invocation() else { return false };
+            let args: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).collect();
+            match inv.program {
+                // Beside another environment's file (`cat .env.local .env`), which overrides it, no.
+                "cat" | "head" | "tail" | "less" | "more" | "bat" | "grep" | "rg" => {
+                    args.iter().any(|a| !a.starts_with('-') && default_file(a))
+                        && !args.iter().any(|a| a.rsplit('/').next().is_some_and(|n| n.starts_with(".env.")))
+                }
+                "printenv" | "env" => true,
+                "echo" => args.iter().any(|a| a.starts_with('$')),
+                "kubectl" => args.starts_with(&["config", "current-context"]) || args.starts_with(&["config", "view"]),
+                "terraform" => args.starts_with(&["workspace", "show"]),
+                _ => false,
+            }
+        }),
+        None => super::call_arguments(&s.content).is_some_and(|args| {
+            ["file_path", "path", "filename", "file", "absolute_path"]
+                .iter()
+                .any(|k| args.get(*k).and_then(|v| v.as_str()).is_some_and(default_file))
+        }),
+    }
+}
+
+/// The environment in effect at call `i`, when the latest selection of one before it chose
+/// production: a command of the run that selects one ([`command_selects`]: `export
 /// APP_ENV=production`, `kubectl config use-context prod-eu`), or the output of a call that reads
-/// the default settings without naming an environment itself (`cat .env`, `printenv`, `kubectl
-/// config current-context`; the output of `cat .env.production` is that environment's file, not
-/// the one in effect). The step and the selecting line. A later selection of another environment
-/// ends it.
-fn production_in_effect(ctx: &Context<'_>, i: usize) -> Option<(usize, String)> {
+/// the settings in effect ([`reads_settings_in_effect`]: `cat .env` showing a prod
+/// `DATABASE_URL`, `kubectl config current-context` printing `prod-eu`). Documentation, another
+/// environment's file (`.env.production`, `.env.example`), a search's hits and commit messages are
+/// not read. The step and the selecting text.
+fn production_in_effect(ctx: &Context<'_>, i: usize, database: bool) -> Option<(usize, String)> {
     let t = ctx.trajectory;
     let produced_by = &super::links(ctx).produced_by;
     for j in (i.saturating_sub(200)..i).rev() {
         let s = &t.steps[j];
-        let text = match s.kind {
-            StepKind::ToolCall => match super::call_command(t, j) {
-                Some(cmd) => cmd,
-                None => continue,
-            },
+        let found = match s.kind {
+            StepKind::ToolCall => super::call_command(t, j).and_then(|cmd| command_selects(&cmd)),
             StepKind::ToolResult => {
-                let call = produced_by.get(j).copied().flatten();
-                let names_env = call.is_some_and(|c| {
-                    let call_text = &t.steps[c].content;
-                    NAMES_PROD.is_match(call_text) || NAMES_OTHER_ENV.is_match(call_text)
-                });
-                if names_env {
+                let Some(call) = produced_by.get(j).copied().flatten() else { continue };
+                // What the command line selects itself comes after what it printed
+                // (`cat .env && export DATABASE_URL=…`).
+                if let Some(own) = super::call_command(t, call).and_then(|c| command_selects(&c)) {
+                    let (sel, text) = own;
+                    return (sel == Selected::Production).then(|| (call, crate::text::clip(&text, 70)));
+                }
+                if !reads_settings_in_effect(t, call) {
                     continue;
                 }
-                s.content.clone()
+                let whole = s.content.trim();
+                // A command that prints the name alone (`kubectl config current-context`).
+                let bare = (!whole.contains(char::is_whitespace) && !whole.contains('='))
+                    .then(|| selected(whole).map(|sel| (sel, whole.to_string())))
+                    .flatten();
+                // For a database tool the database's own location decides when the file gives one
+                // (`PGHOST=localhost` beside `APP_ENV=production`).
+                let db_key = |m: &regex::Captures<'_>| DATABASE_KEYS.contains(&&m["key"]);
+                let by_db = database && SELECTS_ENV.captures_iter(&s.content).any(|m| db_key(&m));
+                let counts = |m: &regex::Captures<'_>| !by_db || db_key(m);
+                let assigned = SELECTS_ENV.captures_iter(&s.content).filter(|m| counts(m)).find_map(|m| {
+                    (selected(&m["value"]) == Some(Selected::Production))
+                        .then(|| (Selected::Production, m[0].trim_start_matches(['"', '\'', '→']).trim().to_string()))
+                });
+                let other = || {
+                    SELECTS_ENV
+                        .captures_iter(&s.content)
+                        .filter(|m| counts(m))
+                        .find_map(|m| selected(&m["value"]).map(|sel| (sel, m[0].trim().to_string())))
+                };
+                bare.or(assigned).or_else(other)
             }
             _ => continue,
         };
-        let Some(m) = SELECTS_ENV.captures_iter(&text).last() else { continue };
-        let Some(value) = m.name("v1").or(m.name("v2")).or(m.name("v3")) else { continue };
-        if value.as_str().starts_with('$') {
-            continue;
-        }
-        return NAMES_PROD.is_match(value.as_str()).then(|| (j, crate::text::clip(m[0].trim(), 70)));
+        let Some((sel, text)) = found else { continue };
+        return (sel == Selected::Production).then(|| (j, crate::text::clip(&text, 70)));
     }
     None
 }
 
 /// What call `i` runs against production through the environment in effect
-/// ([`production_in_effect`]) when its command line names no environment: a simple command that
-/// changes state with a word that makes a change ([`CHANGE_VERB`]) run by a program that acts on
-/// the selected environment ([`ACTS_ON_ENVIRONMENT`]), or a `make` / `npm run` / `yarn` target
-/// that migrates or deploys. The command, and the selection's step and line.
+/// ([`production_in_effect`]) when its command line selects none itself ([`command_selects`]): a
+/// simple command that changes state with a word that makes a change ([`CHANGE_VERB`]) run by a
+/// program that acts on the selected environment ([`ACTS_ON_ENVIRONMENT`], `python manage.py
+/// migrate`, `bundle exec rails …`), or a `make` / `npm run` / `yarn` target that migrates or
+/// deploys; not one that only writes or shows what it would do (`--sql`, `--dry-run`, `helm
+/// template` / `lint` / `dependency`). The command, and the selection's step and text.
 fn production_by_default(ctx: &Context<'_>, i: usize) -> Option<(String, usize, String)> {
     let t = ctx.trajectory;
     let line = super::call_command(t, i)?;
-    if !super::changes_state(t, i) || NAMES_PROD.is_match(&line) || NAMES_OTHER_ENV.is_match(&line) {
+    if !super::changes_state(t, i) || NAMES_PROD.is_match(&line) || command_selects(&line).is_some() {
         return None;
     }
     let command = shell::commands(&line).into_iter().find(|c| {
         let Some(inv) = c.invocation() else { return false };
         let program = inv.program.to_ascii_lowercase();
+        let args: Vec<String> = inv.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
+        // A target named for another environment (`npm run migrate:test`) runs there.
         let target = matches!(program.as_str(), "make" | "npm" | "yarn" | "pnpm" | "just")
-            && inv.args.iter().any(|w| {
-                let w = w.text.to_ascii_lowercase();
-                w.contains("migrat") || w.contains("deploy") || w.contains("release")
+            && args.iter().any(|w| {
+                (w.contains("migrat") || w.contains("deploy") || w.contains("release")) && !NAMES_OTHER_ENV.is_match(w)
             });
+        let wrapped = match (program.as_str(), args.first().map(String::as_str)) {
+            ("python" | "python3", Some(m)) => m.ends_with("manage.py") && args.iter().any(|w| w == "migrate"),
+            ("bundle", Some("exec")) => args.get(1).is_some_and(|p| ACTS_ON_ENVIRONMENT.contains(&p.as_str())),
+            _ => false,
+        };
+        let shows_only = args.iter().any(|w| w == "--sql" || w.starts_with("--dry-run"))
+            || (program == "helm"
+                && args
+                    .first()
+                    .is_some_and(|w| matches!(w.as_str(), "template" | "lint" | "dependency" | "repo" | "show")));
         shell::command_changes(c)
-            && CHANGE_VERB.is_match(&c.text)
-            && (target || ACTS_ON_ENVIRONMENT.contains(&program.as_str()))
+            && !shows_only
+            && (CHANGE_VERB.is_match(&c.text) || wrapped)
+            && (target || wrapped || ACTS_ON_ENVIRONMENT.contains(&program.as_str()))
     })?;
-    let (j, selected) = production_in_effect(ctx, i)?;
+    let database = command.invocation().is_some_and(|inv| {
+        let p = inv.program.to_ascii_lowercase();
+        DATABASE_TOOLS.contains(&p.as_str())
+            || matches!(p.as_str(), "python" | "python3" | "bundle")
+            || inv.args.iter().any(|w| w.text.to_ascii_lowercase().contains("migrat"))
+    });
+    let (j, selected) = production_in_effect(ctx, i, database)?;
     Some((command.text, j, selected))
 }
 
