@@ -1247,36 +1247,26 @@ fn production_change(t: &Trajectory, i: usize) -> Option<String> {
 }
 
 /// Programs that act on the environment selected for them (a database, a cluster, a cloud
-/// project) when the command line names none: migration runners, deploy and infrastructure tools.
-const ACTS_ON_ENVIRONMENT: [&str; 27] = [
-    "alembic",
-    "flyway",
-    "liquibase",
-    "rails",
-    "rake",
-    "prisma",
-    "knex",
-    "sequelize",
-    "typeorm",
-    "dbmate",
-    "goose",
-    "migrate",
-    "psql",
-    "mysql",
-    "kubectl",
-    "helm",
-    "terraform",
-    "pulumi",
-    "serverless",
-    "sls",
-    "fly",
-    "flyctl",
-    "heroku",
-    "gcloud",
-    "aws",
-    "az",
-    "ansible-playbook",
-];
+/// project) when the command line names none: migration runners and database clients
+/// ([`DATABASE_TOOLS`]), deploy and infrastructure tools.
+fn acts_on_environment(program: &str) -> bool {
+    const DEPLOY_TOOLS: [&str; 13] = [
+        "kubectl",
+        "helm",
+        "terraform",
+        "pulumi",
+        "serverless",
+        "sls",
+        "fly",
+        "flyctl",
+        "heroku",
+        "gcloud",
+        "aws",
+        "az",
+        "ansible-playbook",
+    ];
+    DATABASE_TOOLS.contains(&program) || DEPLOY_TOOLS.contains(&program)
+}
 
 /// A word that names an environment other than production.
 static NAMES_OTHER_ENV: LazyLock<Regex> = LazyLock::new(|| {
@@ -1300,7 +1290,7 @@ static SELECTS_ENV: LazyLock<Regex> = LazyLock::new(|| {
 /// The variables of [`SELECTS_ENV`] that give a database's location.
 const DATABASE_KEYS: [&str; 5] = ["DATABASE_URL", "DB_URL", "DB_HOST", "PGHOST", "SQLALCHEMY_DATABASE_URI"];
 
-/// Programs of [`ACTS_ON_ENVIRONMENT`] that act on a database (and `manage.py`).
+/// Programs that act on a database: migration runners and database clients.
 const DATABASE_TOOLS: [&str; 14] = [
     "alembic",
     "flyway",
@@ -1502,7 +1492,7 @@ fn production_in_effect(ctx: &Context<'_>, i: usize, database: bool) -> Option<(
 /// What call `i` runs against production through the environment in effect
 /// ([`production_in_effect`]) when its command line selects none itself ([`command_selects`]): a
 /// simple command that changes state with a word that makes a change ([`CHANGE_VERB`]) run by a
-/// program that acts on the selected environment ([`ACTS_ON_ENVIRONMENT`], `python manage.py
+/// program that acts on the selected environment ([`acts_on_environment`], `python manage.py
 /// migrate`, `bundle exec rails …`), or a `make` / `npm run` / `yarn` target that migrates or
 /// deploys; not one that only writes or shows what it would do (`--sql`, `--dry-run`, `helm
 /// template` / `lint` / `dependency`). The command, and the selection's step and text.
@@ -1523,7 +1513,7 @@ fn production_by_default(ctx: &Context<'_>, i: usize) -> Option<(String, usize, 
             });
         let wrapped = match (program.as_str(), args.first().map(String::as_str)) {
             ("python" | "python3", Some(m)) => m.ends_with("manage.py") && args.iter().any(|w| w == "migrate"),
-            ("bundle", Some("exec")) => args.get(1).is_some_and(|p| ACTS_ON_ENVIRONMENT.contains(&p.as_str())),
+            ("bundle", Some("exec")) => args.get(1).is_some_and(|p| acts_on_environment(p)),
             _ => false,
         };
         let shows_only = args.iter().any(|w| w == "--sql" || w.starts_with("--dry-run"))
@@ -1534,7 +1524,7 @@ fn production_by_default(ctx: &Context<'_>, i: usize) -> Option<(String, usize, 
         shell::command_changes(c)
             && !shows_only
             && (CHANGE_VERB.is_match(&c.text) || wrapped)
-            && (target || wrapped || ACTS_ON_ENVIRONMENT.contains(&program.as_str()))
+            && (target || wrapped || acts_on_environment(&program))
     })?;
     let database = command.invocation().is_some_and(|inv| {
         let p = inv.program.to_ascii_lowercase();
