@@ -718,6 +718,13 @@ pub(crate) struct HiddenTest {
     pub file_deleted: bool,
 }
 
+/// The bare name of a test a runner reports (`test_x` of `TestSuite.test_x`, of
+/// `t.py::TestX::test_x` and of `test_x[0.125]`): the parameters go first, as they may hold dots.
+fn bare_test_name(name: &str) -> &str {
+    let unparametrised = name.split('[').next().unwrap_or(name);
+    unparametrised.rsplit(['.', ':']).next().unwrap_or(unparametrised).trim()
+}
+
 /// Edit `e` deletes the test source file `path` (a name with `test` or `spec` in it and a
 /// source extension: `test_export.py`, `cart.spec.ts`, `store_test.go`) after the failed test run
 /// `r`, which names a failing test on a line that names the file (`FAILED
@@ -764,12 +771,10 @@ fn deleted_test_file(ctx: &Context<'_>, e: usize, r: usize, path: &str) -> Optio
         return None;
     }
     let failing = super::failing_tests(output);
-    let bare = |n: &str| {
-        let n = n.split('[').next().unwrap_or(n);
-        n.rsplit(['.', ':']).next().unwrap_or(n).trim().to_string()
-    };
-    let test =
-        failing.iter().map(|n| bare(n)).find(|b| output.lines().any(|l| l.contains(name) && l.contains(b.as_str())))?;
+    let test = failing
+        .iter()
+        .map(|n| bare_test_name(n).to_string())
+        .find(|b| output.lines().any(|l| l.contains(name) && l.contains(b.as_str())))?;
     // A run since that passes with the file or the test in it: the failure was fixed before.
     if (r + 1..e).any(|j| {
         let c = &t.steps[j].content;
@@ -831,10 +836,7 @@ pub(crate) fn hidden_test(ctx: &Context<'_>, e: usize) -> Option<HiddenTest> {
     let (removed, added) = edit_lines(t, e)?;
     let new_side = edit_new_side(t, e).unwrap_or_default();
     for name in super::failing_tests(&t.steps[r].content) {
-        // The bare name of the test (`test_x` of `TestSuite.test_x`, of `t.py::TestX::test_x` and
-        // of `test_x[0.125]`): the parameters go first, as they may hold dots.
-        let unparametrised = name.split('[').next().unwrap_or(&name);
-        let bare = unparametrised.rsplit(['.', ':']).next().unwrap_or(unparametrised).trim();
+        let bare = bare_test_name(&name);
         if bare.len() < 4 {
             continue;
         }
