@@ -67,12 +67,17 @@ const RECHECK_WINDOW: usize = 200;
 
 /// Whether shell call `i` (output `o`) runs again the command line of shell call `s` (output
 /// `e`) to check a change: the same agent changed state between them ([`super::changes_state`]:
-/// an edit, an install), at most [`RECHECK_WINDOW`] steps apart, and the output is not the same
-/// text (`npm ls` showing `overridden` after the override was written). What changed is the
-/// news; a re-run whose output is word for word the same still repeats it.
+/// an edit, an install), at most [`RECHECK_WINDOW`] steps apart, and either the output is not the
+/// same text (`npm ls` showing `overridden` after the override was written: what changed is the
+/// news) or the re-run failed again (a test run after an edit failing as before: the news is
+/// that the change did not fix it, which the failed check puts on the change). A re-run that
+/// succeeds word for word as before still repeats it.
 fn recheck(ctx: &Context<'_>, s: usize, e: usize, i: usize, o: usize) -> bool {
     let t = ctx.trajectory;
-    if i <= s || i - s > RECHECK_WINDOW || t.steps[o].content.trim() == t.steps[e].content.trim() {
+    if i <= s || i - s > RECHECK_WINDOW {
+        return false;
+    }
+    if t.steps[o].content.trim() == t.steps[e].content.trim() && !ctx.hierarchy.steps[o].flags.failed_execution {
         return false;
     }
     let (Some(a), Some(b)) = (super::call_command(t, s), super::call_command(t, i)) else { return false };
