@@ -388,6 +388,35 @@ fn a_listing_s_first_page_told_as_every_open_ticket_is_the_decisive_step() {
 }
 
 #[test]
+fn a_compound_of_the_call_s_filter_names_its_list() {
+    // "high-priority" is the call's `"priority": "high"`: the count names the page it counts.
+    let page = json!({"tickets": [{"id": "PLAT-1"}, {"id": "PLAT-2"}, {"id": "PLAT-3"}], "has_more": true,
+        "next_cursor": "c_3"});
+    let run = |reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("How many open high-priority tickets does Platform have?")],
+            call(
+                "c1",
+                "list_tickets",
+                json!({"team": "platform", "status": "open", "priority": "high"}),
+                &page.to_string(),
+            ),
+            vec![assistant(reply)],
+        ]))
+    };
+    let t = run("Platform has 3 open high-priority tickets.");
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::CountMismatch),
+        "says \"3 open high-priority tickets\"; the list it counts at step 3 is one page of a longer result \
+         (has_more: true), and no further page was fetched"
+    );
+    // A compound one of whose parts the call did not ask for selects what the list does not mark.
+    assert_eq!(findings(&run("Platform has 3 open low-priority tickets.")), vec![]);
+    assert_eq!(findings(&run("Platform has 2 open customer-facing tickets.")), vec![]);
+}
+
+#[test]
 fn a_count_of_available_entries_is_checked_against_the_available_subset() {
     let run = |reply: &str| {
         load(messages(vec![

@@ -699,13 +699,17 @@ fn names(phrase: &[String], l: &Listing, tool: &[String]) -> bool {
 /// before the noun names it too (`words`, its [`list_words`]), selects nothing, is a word of
 /// `tool`, or is a field or value of its subsets.
 fn names_rest(phrase: &[String], l: &Listing, words: &[String], tool: &[String]) -> bool {
-    phrase[..phrase.len().saturating_sub(1)].iter().all(|w| {
+    let selects = |w: &str| {
         let st = stem(w);
         words.contains(&st)
             || tool.contains(&st)
-            || NEUTRAL.contains(&w.as_str())
+            || NEUTRAL.contains(&w)
             || l.subsets.iter().any(|(label, _)| label.split(['=', '_', ' ']).any(|p| p == w || stem(p) == st))
-    })
+    };
+    // A compound selects when each of its parts does ("high-priority" after `"priority": "high"`).
+    phrase[..phrase.len().saturating_sub(1)]
+        .iter()
+        .all(|w| selects(w) || w.contains('-') && w.split('-').filter(|p| !p.is_empty()).all(selects))
 }
 
 /// The stems of a list's key and of its holder's name, the holder's name also whole.
@@ -921,16 +925,27 @@ fn told_partial(content: &str, at: &std::ops::Range<usize>) -> bool {
 
 /// The stems of the words of the short values a call asked for (its JSON string arguments of at
 /// most three words: a filter such as `"team": "payments"`, `"priority": "P1"`): the list it
-/// returned is already that selection. Words of two characters count (`p1`).
+/// returned is already that selection. Words of two characters count (`p1`). The name of a
+/// top-level argument whose value is such a word is one too (`priority` of `"priority": "high"`),
+/// so that a compound of both ("high-priority tickets") names the selection.
 fn selection_words(call: &str) -> Vec<String> {
     let Some(strings) = super::call_strings(call) else { return Vec::new() };
-    strings
+    let word = |w: &&str| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic);
+    let short = |v: &str| v.split_whitespace().count() <= 3;
+    let mut out: Vec<String> = strings
         .lines()
-        .filter(|v| v.split_whitespace().count() <= 3)
+        .filter(|v| short(v))
         .flat_map(|v| v.split(|c: char| !c.is_alphanumeric()))
-        .filter(|w| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic))
+        .filter(word)
         .map(stem)
-        .collect()
+        .collect();
+    let args = super::call_arguments(call).unwrap_or_default();
+    for (k, v) in &args {
+        if v.as_str().is_some_and(|v| short(v) && v.split(|c: char| !c.is_alphanumeric()).any(|w| word(&w))) {
+            out.extend(k.split(|c: char| !c.is_alphanumeric()).filter(word).map(stem));
+        }
+    }
+    out
 }
 
 /// How far back (in steps, from the result an answer follows) [`ignored_result`] looks for the
@@ -1784,7 +1799,7 @@ mod tests {
         assert_eq!((c[0].n, c[0].phrase.clone()), (6, vec!["sev2".into(), "checkout".into(), "incidents".into()]));
         let call = r#"{"service": "checkout", "severity": "SEV2", "opened_after": "2026-10-05"}"#;
         let selected = selection_words(call);
-        assert_eq!(selected, ["checkout", "sev2"]);
+        assert_eq!(selected, ["checkout", "sev2", "service", "severity"]);
         let t = crate::model::Trajectory {
             steps: vec![crate::model::Step {
                 kind: StepKind::ToolResult,
