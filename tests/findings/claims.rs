@@ -7,7 +7,8 @@
 use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 
-use crate::chat::{evidence, falat, fixture, no_failure, steps_with};
+use crate::chat::{assistant, call, evidence, falat, fixture, load, no_failure, steps_with, system, user};
+use serde_json::json;
 
 /// Whether step `i` counts as an error (its `error` flag).
 fn error_flag(t: &Trajectory, i: usize) -> bool {
@@ -165,4 +166,41 @@ fn stock_a_cache_served_told_as_in_stock_is_the_decisive_step() {
     // The stock told as in stock comes from a live lookup; only the opening hours, another
     // lookup, were a cache hit: the claim rests on the live result that shares its values.
     no_failure("handbuilt/openai-chat/boot_stock_live_hours_cached_ok.openai-chat.json");
+}
+
+#[test]
+fn a_count_a_cache_served_told_as_available_is_the_decisive_step() {
+    // "40 units available" after `"source": "cache", "cached_at": …` with no word of the cache.
+    let run = |reply: &str| {
+        let mut m = vec![
+            system("You are the inventory agent."),
+            user("Brightline needs 35 units of HX-410 shipped today from LDS. Is there enough stock?"),
+        ];
+        m.extend(call(
+            "c1",
+            "check_stock",
+            json!({"sku": "HX-410", "warehouse": "LDS"}),
+            r#"{"sku": "HX-410", "warehouse": "LDS", "available": 40, "reserved": 0, "source": "cache", "cached_at": "2026-11-27T06:00:00Z"}"#,
+        ));
+        m.push(assistant(reply));
+        load(m)
+    };
+    for reply in [
+        "HX-410 at LDS: 40 units available, 0 reserved. That covers the 35 units, so it can ship today.",
+        "There are 40 left at LDS, enough for the 35 units.",
+    ] {
+        let t = run(reply);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4], "{reply}");
+        assert_eq!(
+            evidence(&t, 4, Signal::IgnoredResult),
+            "tells the data as current, but its result at step 3 says `\"source\": \"cache\"`"
+        );
+    }
+    // Told as the cache's count, or a count the result does not hold: no finding.
+    for reply in [
+        "The cached count (as of 27 Nov) shows 40 units available; I'll refresh it before we promise today.",
+        "I can look at 2 warehouses remaining if you want.",
+    ] {
+        assert_eq!(steps_with(&run(reply), Signal::IgnoredResult), Vec::<usize>::new(), "{reply}");
+    }
 }

@@ -1597,9 +1597,10 @@ static OWNS_NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
 });
 
 /// A message that tells data as current ("currently", "right now", "live", "up to date"), or
-/// stock as there now ("in stock", "on hand", "available now").
+/// stock as there now ("in stock", "on hand", "available now", a number of things "available",
+/// "left" or "remaining": "40 units available", "3 seats left").
 static TOLD_CURRENT: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date|in stock|on hand|available (?:now|today)|still (?:available|in stock|open))\b")
+    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date|in stock|on hand|available (?:now|today)|still (?:available|in stock|open))\b|\b\d[\d,]*(?:[ \t]+[a-z][a-z-]*){0,2}[ \t]+(?:available|left|remaining)\b")
         .unwrap()
 });
 
