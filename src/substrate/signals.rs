@@ -506,6 +506,10 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // A value an agent's reasoning expects and its next tool output then shows ("fakeredis 2.26
     // is already installed", then the version printed) is what it went to check, not a claim.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !checked_next(ctx, s.index, k)).collect();
+    // A figure a coding agent works out while reasoning ("at 23:59:58 the window is bucket 1439")
+    // that a program it then runs prints, the program's text not holding it, is what the run went
+    // on to compute: checked, not invented.
+    let numeric: Vec<&str> = numeric.into_iter().filter(|k| !computed_later(ctx, s.index, k)).collect();
     // The number of tests a run reports passed over its parts ("all 73 tests pass" after result
     // lines of 58, 9, 2 and 4 passed) is that run's total, counted, not invented.
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
@@ -1562,6 +1566,34 @@ fn checked_next(ctx: &Context<'_>, i: usize, key: &str) -> bool {
         .take_while(|&k| !matches!(t.steps[k].kind, StepKind::Message | StepKind::Thought))
         .find(|&k| t.steps[k].kind == StepKind::ToolResult)
         .is_some_and(|r| ctx.hierarchy.evidence[r].iter().any(|e| e.key == key))
+}
+
+/// How many steps after an agent's reasoning [`computed_later`] looks for the program output
+/// that computes what it stated.
+const COMPUTED_LATER: usize = 20;
+
+/// Whether step `i` is reasoning of an agent that goes on with shell or code calls (a thought, or
+/// a message its agent follows with a call) after it has observed something (a tool output
+/// before it: a figure stated before anything was read has no source, whatever comes later),
+/// and the output of one of its own shell or code runs within [`COMPUTED_LATER`] steps (no user
+/// turn between) holds the number `key` (three digits or more) while the call's own text does
+/// not: the agent worked it out from what it read, the program computed it.
+fn computed_later(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    let t = ctx.trajectory;
+    let agent = &t.steps[i].agent;
+    if key.chars().filter(char::is_ascii_digit).count() < 3
+        || !matches!(t.steps[i].kind, StepKind::Thought | StepKind::Message)
+        || !t.steps[..i].iter().any(|s| s.kind == StepKind::ToolResult)
+    {
+        return false;
+    }
+    let end = t.steps.len().min(i + 1 + COMPUTED_LATER);
+    (i + 1..end)
+        .take_while(|&k| !actions::is_human(&t.steps[k]))
+        .filter(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent)
+        .filter(|&k| call_command(t, k).is_some() && !contains_word(&t.steps[k].content, key))
+        .filter_map(|k| result_of(ctx, k))
+        .any(|r| ctx.hierarchy.evidence[r].iter().any(|e| e.key == key))
 }
 
 /// Whether a message tells the error an output showed: it repeats two words in a row (three

@@ -1136,6 +1136,45 @@ pub struct Prohibition {
     /// Whether it rules out changing the production environment ([`FORBIDS_PROD`]: "don't touch
     /// prod", "never run the migration against production").
     pub production: bool,
+    /// Whether it protects the interface of its paths, not their text ([`INTERFACE_OF`]: "don't
+    /// change the public API of gateway/ratelimit.py"): an edit breaks it only when it changes a
+    /// public definition ([`changed_definition`]).
+    pub interface: bool,
+}
+
+/// A prohibition whose object is the interface of a file, not the file: "the (public) API of",
+/// "the interface of", "the signature(s) of", "the exports of", "the public functions of", right
+/// before a path.
+static INTERFACE_OF: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:api|apis|interface|interfaces|signatures?|exports|exported\s+names|public\s+(?:functions|methods|classes|names|surface))\s+(?:of|in)\s+(?:the\s+)?(?:file\s+|module\s+)?[`'\x22]?[A-Za-z0-9_.~/-]*[./]")
+        .expect("a valid pattern")
+});
+
+/// A line that defines a public name of a module: a Python `def` or `class` whose name does not
+/// start with `_` (a constructor, `__init__`, is public), a `function` / `export`ed item of
+/// JavaScript or TypeScript, a Rust `pub fn` / `pub struct` / `pub enum` / `pub trait`, a Go
+/// `func` or `type` with a capitalised name.
+static PUBLIC_DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^(?:(?:async\s+)?def\s+(?:__init__|[A-Za-z]\w*)\s*\(|class\s+[A-Za-z]\w*",
+        r"|export\s+(?:default\s+)?(?:async\s+)?(?:function|class|const|let|interface|type|enum)\b|function\s+[A-Za-z$]\w*\s*\(",
+        r"|pub\s+(?:async\s+)?(?:fn|struct|enum|trait|type)\s|func\s+(?:\([^)]*\)\s*)?[A-Z]\w*\s*\(|type\s+[A-Z]\w*\s)",
+    ))
+    .expect("a valid pattern")
+});
+
+/// The first public definition (a trimmed line, [`PUBLIC_DEFINITION`]) that edit call `c` removes
+/// or rewrites: a line of its old side that its new side does not hold word for word. `Some("")`
+/// when the call's old side cannot be read (a whole file written, a shell edit): the interface
+/// may have changed. `None` when every public definition it touches stays as it was (a function
+/// body rewritten under the same `def`).
+fn changed_definition(t: &Trajectory, c: usize) -> Option<String> {
+    let Some((removed, added)) = super::coding::edit_lines(t, c) else { return Some(String::new()) };
+    if removed.is_empty() && !added.is_empty() && super::call_command(t, c).is_none() {
+        // Lines only added: a new definition changes no existing one.
+        return None;
+    }
+    removed.into_iter().find(|l| PUBLIC_DEFINITION.is_match(l) && !added.contains(l))
 }
 
 /// A sentence that rules out changing the production environment: a negation ("do not",
@@ -1195,6 +1234,7 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
                 if !paths.is_empty() || unsaved_work || deletions || production {
                     let sentence = sentence.trim().to_string();
                     let scoped = SCOPED.is_match(&sentence);
+                    let interface = INTERFACE_OF.is_match(&sentence);
                     let brief_of = brief_of.clone();
                     v.push(Prohibition {
                         step: u,
@@ -1206,6 +1246,7 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
                         deletions,
                         brief_of,
                         production,
+                        interface,
                     });
                 }
             }
@@ -1748,12 +1789,27 @@ pub(crate) fn forbidden_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                 && !made_in_run(t, path, i)
                 && !shell::in_temp_dir(path)
         });
+        // An interface protected, not the text: an edit that keeps every public definition it
+        // touches keeps it.
+        let definition = match hit {
+            Some((_, Change::Edits)) if p.interface => match changed_definition(t, i) {
+                Some(d) => Some(d),
+                None => continue,
+            },
+            _ => None,
+        };
         if let Some((path, how)) = hit {
+            let what = match definition.as_deref() {
+                Some(d) if !d.is_empty() => {
+                    format!("changes the public definition `{}` of", crate::text::clip(d, 50))
+                }
+                _ => how.verb().to_string(),
+            };
             out.push(finding(
                 Signal::ForbiddenChange,
                 weights::FORBIDDEN_CHANGE,
                 prose![
-                    format!("{} {} although {}", how.verb(), crate::text::clip(path, 60), p.source().0),
+                    format!("{what} {} although {}", crate::text::clip(path, 60), p.source().0),
                     Part::Step(p.step),
                     format!("{}: \"{}\"", p.source().1, crate::text::clip(&p.sentence, 110))
                 ],
