@@ -226,6 +226,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::count_mismatch(ctx, i, &mut f);
     grounding::ignored_result(ctx, i, &mut f);
     grounding::told_not_applied(ctx, i, &mut f);
+    actions::told_made_over_rejected(ctx, i, &mut f);
     tables::wrong_column(ctx, i, &mut f);
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
@@ -2054,6 +2055,11 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
+        return;
+    }
+    // A rejected change told as made at once is a misreading of the rejection, found as such
+    // ([`actions::told_made_over_rejected`]), not an error gone past.
+    if actions::told_made_over_rejection(ctx, i - 1) == Some(i) {
         return;
     }
     // A linter or format check that names only files the run never changed found what was

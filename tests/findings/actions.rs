@@ -437,6 +437,42 @@ fn a_count_of_available_entries_is_checked_against_the_available_subset() {
 }
 
 #[test]
+fn a_rejected_change_told_as_made_at_once_is_the_misreading_not_the_call() {
+    let run = |args: Value, result: &str, reply: &str| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Book me the Messe Riem room for 18-20 March on my corporate card.")],
+            call(
+                "c1",
+                "search_hotels",
+                json!({"near": "Messe Riem"}),
+                r#"{"results": [{"quote_id": "q_8f21c", "rate_eur": 189.0}]}"#,
+            ),
+            call("c2", "book_hotel", args, result),
+            vec![assistant(reply)],
+        ]))
+    };
+    let booking = json!({"quote_id": "q_8f21c", "nights": 2});
+    // The quote expired: the tool's answer; the reply that tells the room booked misreads it.
+    let t = run(booking.clone(), "Error: RATE_EXPIRED", "Your hotel is booked: Messe Riem, 18-20 March.");
+    assert_eq!(findings(&t), vec![(6, Signal::IgnoredResult)]);
+    assert_eq!(
+        evidence(&t, 6, Signal::IgnoredResult),
+        "tells the change as made (\"Your hotel is booked: Messe Riem, 18-20 March.\") although the tool rejected it at \
+         step 5: Error: RATE_EXPIRED"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("assistant")), "{}", d.reason);
+    // Told as it is: the rejection stays the call's, nothing is misread.
+    let t = run(booking, "Error: RATE_EXPIRED", "The booking failed: the quote expired. Shall I search again?");
+    assert_eq!(findings(&t), vec![(4, Signal::RejectedAction)]);
+    // A rate of the call's own making (189.0 read, 1890.0 paid): the call was wrong itself.
+    let wrong = json!({"quote_id": "q_8f21c", "nights": 2, "rate_eur": 1890.0});
+    let t = run(wrong, "Error: rate 1890.0 does not match quote (189.0)", "Your hotel is booked: Messe Riem.");
+    assert_eq!(findings(&t)[0], (4, Signal::RejectedAction));
+    assert_eq!(falat(&t).decisive_step, Some(4));
+}
+
+#[test]
 fn a_rejected_change_made_another_way_right_after_is_not_a_finding() {
     let run = |then: Vec<Value>| {
         load(messages(vec![

@@ -48,6 +48,11 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
     if recovered_change(ctx, i) {
         return true;
     }
+    // Told as made by the agent's very next step: the rejection is the tool's answer, the
+    // telling is the error ([`told_made_over_rejection`] puts the finding there).
+    if told_made_over_rejection(ctx, r).is_some() {
+        return true;
+    }
     let tool = ctx.trajectory.steps[i].tool_name.as_deref().unwrap_or("the call");
     out.push(finding(
         Signal::RejectedAction,
@@ -55,6 +60,93 @@ pub(super) fn rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) -> b
         prose![format!("{tool} changes state and the tool rejects it at step "), Part::Step(r), format!(": {error}")],
     ));
     true
+}
+
+/// A step that tells a change as made: "has been updated", "I've cancelled it"
+/// ([`super::grounding::CHANGE_MADE`]), "is booked", "is in place", "is confirmed", "is done".
+static TOLD_MADE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(?:is|are)\s+(?:now\s+)?(?:booked|confirmed|reserved|in place|done|applied|updated|created|cancel+ed|scheduled|paid|fixed|saved|deployed|merged|sent)\b")
+        .expect("a valid pattern")
+});
+
+/// The step right after result `r` of a rejected state change (a tool's call, or a shell command
+/// that edits a file: not a program run, whose failure is its own; not a call with a figure of its
+/// own making, [`invented_argument`]), when it is a message or thought of the call's agent that
+/// tells the change as made ([`TOLD_MADE`]) without naming any error
+/// ("Your hotel is booked: …" after `RATE_EXPIRED`; "The replacement is in place." after `sed:
+/// can't read …`). The tool's rejection is its answer; the agent that tells the opposite misreads
+/// it, and that telling is the decisive error, not the call.
+pub(crate) fn told_made_over_rejection(ctx: &Context<'_>, r: usize) -> Option<usize> {
+    let t = ctx.trajectory;
+    let call = super::links(ctx).produced_by.get(r).copied().flatten()?;
+    if !changes_state(t, call)
+        || call_error(ctx, call).is_none()
+        || super::call_command(t, call).is_some_and(|_| !super::edits(t, call))
+    {
+        return None;
+    }
+    // A call with a figure of its own making (`"amount": 1200.0` where the charge read 120.0) was
+    // wrong itself: the rejection answers that error, which stays the call's.
+    if invented_argument(ctx, call) {
+        return None;
+    }
+    let next = r + 1;
+    let s = t.steps.get(next)?;
+    if s.agent != t.steps[call].agent || !matches!(s.kind, StepKind::Message | StepKind::Thought) {
+        return None;
+    }
+    let low = s.content.to_lowercase();
+    let owns = ["error", "fail", "reject", "expired", "unable", "could not", "couldn't", "not "]
+        .iter()
+        .any(|w| low.contains(w));
+    let told = TOLD_MADE.is_match(&s.content) || super::grounding::CHANGE_MADE.is_match(&s.content);
+    (told && !owns).then_some(next)
+}
+
+/// Whether call `call` passes a number argument (a JSON number of its arguments, above 10) that no
+/// step before it writes ([`super::first_written`]): a figure the call made up.
+fn invented_argument(ctx: &Context<'_>, call: usize) -> bool {
+    fn numbers(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Number(n) => out.push(n.to_string()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| numbers(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| numbers(x, out)),
+            _ => {}
+        }
+    }
+    let Some(args) = call_arguments(&ctx.trajectory.steps[call].content) else { return false };
+    let mut found = Vec::new();
+    args.values().for_each(|v| numbers(v, &mut found));
+    found
+        .iter()
+        .map(|n| crate::evidence::normalize_number(n))
+        .filter(|k| !k.is_empty() && !crate::evidence::is_trivial_number(k))
+        .any(|k| super::first_written(ctx, &k).is_none_or(|j| j >= call))
+}
+
+/// Step `i` tells a state change as made right after the tool rejected it
+/// ([`told_made_over_rejection`]): "tells the change as made ("Your hotel is booked: …") although
+/// the tool rejected it at step 22: RATE_EXPIRED".
+pub(super) fn told_made_over_rejected(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let Some(r) = i.checked_sub(1) else { return };
+    if told_made_over_rejection(ctx, r) != Some(i) {
+        return;
+    }
+    let Some(call) = super::links(ctx).produced_by.get(r).copied().flatten() else { return };
+    let error = call_error(ctx, call).unwrap_or_default();
+    out.push(finding(
+        Signal::IgnoredResult,
+        weights::MISREAD,
+        prose![
+            format!(
+                "tells the change as made (\"{}\") although the tool rejected it at step ",
+                crate::text::clip(t.steps[i].content.trim(), 50)
+            ),
+            Part::Step(r),
+            format!(": {}", crate::text::clip(&error, 60))
+        ],
+    ));
 }
 
 /// Whether step `call` is a read-only lookup whose error the agent recovered from: the call

@@ -1587,7 +1587,7 @@ static NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
 
 /// A message that tells the user a change was made ("has been updated", "I've cancelled it",
 /// "was successfully applied").
-static CHANGE_MADE: LazyLock<regex::Regex> = LazyLock::new(|| {
+pub(super) static CHANGE_MADE: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(r"(?i)\b(?:(?:has|have) been|was|were|is now|are now|i(?:'ve|’ve| have))\s+(?:now\s+)?(?:successfully\s+)?(?:updated|changed|applied|cancel+ed|booked|created|deleted|removed|saved|committed|made|processed|moved|sent|scheduled|refunded|set|upgraded|downgraded|transferred|migrated|renamed|enabled|disabled|reset|switched|activated|placed|submitted|approved|paid)\b").unwrap()
 });
 
