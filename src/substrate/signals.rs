@@ -22,6 +22,7 @@ mod confirmed;
 mod constraints;
 mod derivation;
 pub mod instructions;
+mod interface;
 mod lookup;
 mod outcome;
 pub use outcome::relayed_outcome;

@@ -1136,45 +1136,10 @@ pub struct Prohibition {
     /// Whether it rules out changing the production environment ([`FORBIDS_PROD`]: "don't touch
     /// prod", "never run the migration against production").
     pub production: bool,
-    /// Whether it protects the interface of its paths, not their text ([`INTERFACE_OF`]: "don't
-    /// change the public API of gateway/ratelimit.py"): an edit breaks it only when it changes a
-    /// public definition ([`changed_definition`]).
-    pub interface: bool,
-}
-
-/// A prohibition whose object is the interface of a file, not the file: "the (public) API of",
-/// "the interface of", "the signature(s) of", "the exports of", "the public functions of", right
-/// before a path.
-static INTERFACE_OF: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:api|apis|interface|interfaces|signatures?|exports|exported\s+names|public\s+(?:functions|methods|classes|names|surface))\s+(?:of|in)\s+(?:the\s+)?(?:file\s+|module\s+)?[`'\x22]?[A-Za-z0-9_.~/-]*[./]")
-        .expect("a valid pattern")
-});
-
-/// A line that defines a public name of a module: a Python `def` or `class` whose name does not
-/// start with `_` (a constructor, `__init__`, is public), a `function` / `export`ed item of
-/// JavaScript or TypeScript, a Rust `pub fn` / `pub struct` / `pub enum` / `pub trait`, a Go
-/// `func` or `type` with a capitalised name.
-static PUBLIC_DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^(?:(?:async\s+)?def\s+(?:__init__|[A-Za-z]\w*)\s*\(|class\s+[A-Za-z]\w*",
-        r"|export\s+(?:default\s+)?(?:async\s+)?(?:function|class|const|let|interface|type|enum)\b|function\s+[A-Za-z$]\w*\s*\(",
-        r"|pub\s+(?:async\s+)?(?:fn|struct|enum|trait|type)\s|func\s+(?:\([^)]*\)\s*)?[A-Z]\w*\s*\(|type\s+[A-Z]\w*\s)",
-    ))
-    .expect("a valid pattern")
-});
-
-/// The first public definition (a trimmed line, [`PUBLIC_DEFINITION`]) that edit call `c` removes
-/// or rewrites: a line of its old side that its new side does not hold word for word. `Some("")`
-/// when the call's old side cannot be read (a whole file written, a shell edit): the interface
-/// may have changed. `None` when every public definition it touches stays as it was (a function
-/// body rewritten under the same `def`).
-fn changed_definition(t: &Trajectory, c: usize) -> Option<String> {
-    let Some((removed, added)) = super::coding::edit_lines(t, c) else { return Some(String::new()) };
-    if removed.is_empty() && !added.is_empty() && super::call_command(t, c).is_none() {
-        // Lines only added: a new definition changes no existing one.
-        return None;
-    }
-    removed.into_iter().find(|l| PUBLIC_DEFINITION.is_match(l) && !added.contains(l))
+    /// The paths of `paths` whose interface, not their text, it protects
+    /// ([`super::interface::interface_paths`]: "don't change the public API of
+    /// gateway/ratelimit.py"): an edit breaks it only when it changes a public definition.
+    pub interface_paths: Vec<String>,
 }
 
 /// A sentence that rules out changing the production environment: a negation ("do not",
@@ -1234,7 +1199,7 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
                 if !paths.is_empty() || unsaved_work || deletions || production {
                     let sentence = sentence.trim().to_string();
                     let scoped = SCOPED.is_match(&sentence);
-                    let interface = INTERFACE_OF.is_match(&sentence);
+                    let interface_paths = super::interface::interface_paths(&sentence, &paths);
                     let brief_of = brief_of.clone();
                     v.push(Prohibition {
                         step: u,
@@ -1246,7 +1211,7 @@ pub(crate) fn prohibitions<'a>(ctx: &Context<'a>) -> &'a [Prohibition] {
                         deletions,
                         brief_of,
                         production,
-                        interface,
+                        interface_paths,
                     });
                 }
             }
@@ -1791,25 +1756,36 @@ pub(crate) fn forbidden_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
         });
         // An interface protected, not the text: an edit that keeps every public definition it
         // touches keeps it.
-        let definition = match hit {
-            Some((_, Change::Edits)) if p.interface => match changed_definition(t, i) {
-                Some(d) => Some(d),
+        let mut what = hit.map(|(_, how)| how.verb().to_string()).unwrap_or_default();
+        let mut moved = String::new();
+        if let Some((path, Change::Edits)) = hit
+            && p.paths.iter().filter(|w| under(path, w)).all(|w| p.interface_paths.contains(w))
+        {
+            use super::interface::InterfaceChange;
+            match super::interface::changed_definition(t, i, path) {
                 None => continue,
-            },
-            _ => None,
-        };
-        if let Some((path, how)) = hit {
-            let what = match definition.as_deref() {
-                Some(d) if !d.is_empty() => {
-                    format!("changes the public definition `{}` of", crate::text::clip(d, 50))
+                Some(InterfaceChange::Changed { before, after }) => {
+                    what = match after {
+                        Some(a) => {
+                            let (b, a) = super::interface::shown_apart(&before, &a, 40);
+                            format!("changes `{b}` (now `{a}`) of")
+                        }
+                        None => format!("removes `{}` from", crate::text::clip(&before, 40)),
+                    };
                 }
-                _ => how.verb().to_string(),
-            };
+                Some(InterfaceChange::Moved(to)) => {
+                    what = "moves".to_string();
+                    moved = format!(" to {}", crate::text::clip(&to, 40));
+                }
+                Some(InterfaceChange::Unknown) => {}
+            }
+        }
+        if let Some((path, _)) = hit {
             out.push(finding(
                 Signal::ForbiddenChange,
                 weights::FORBIDDEN_CHANGE,
                 prose![
-                    format!("{what} {} although {}", crate::text::clip(path, 60), p.source().0),
+                    format!("{what} {}{moved} although {}", crate::text::clip(path, 60), p.source().0),
                     Part::Step(p.step),
                     format!("{}: \"{}\"", p.source().1, crate::text::clip(&p.sentence, 110))
                 ],
