@@ -1595,7 +1595,20 @@ fn computed_later(ctx: &Context<'_>, i: usize, key: &str) -> bool {
         .filter(|&k| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == *agent)
         .filter(|&k| call_command(t, k).is_some() && !contains_word(&t.steps[k].content, key))
         .filter_map(|k| result_of(ctx, k))
-        .any(|r| ctx.hierarchy.evidence[r].iter().any(|e| e.key == key))
+        .any(|r| {
+            // A figure the program prints as a value of its own: not a percentage (`[100%]`), a
+            // line number (`line 512`), a part of a date or an id.
+            let out = &t.steps[r].content;
+            ctx.hierarchy.evidence[r].iter().any(|e| {
+                e.key == key
+                    && e.kind == EvidenceKind::Number
+                    && e.context.is_none()
+                    && !out[e.span.end..].trim_start_matches(' ').starts_with('%')
+                    && !out[..e.span.start].ends_with(['-', '/', ':', '.'])
+                    && !out[..e.span.start].to_ascii_lowercase().ends_with("line ")
+                    && !out[e.span.end..].starts_with(['-', '/', ':'])
+            })
+        })
 }
 
 /// Whether a message tells the error an output showed: it repeats two words in a row (three

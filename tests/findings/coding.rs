@@ -3439,7 +3439,7 @@ fn a_patch_of_two_files_is_read_for_the_protected_one_and_a_move_breaks_its_inte
 
 #[test]
 fn a_figure_the_agent_s_program_then_prints_is_computed_not_invented() {
-    let run = |program: &str| {
+    let run = |program: &str, output: &str| {
         claude_session(
             "test_rate_limit_window fails just before midnight UTC. Find the cause and fix it.",
             &[
@@ -3453,16 +3453,26 @@ fn a_figure_the_agent_s_program_then_prints_is_computed_not_invented() {
                     "Found it: `_bucket()` numbers windows by minutes since midnight, so at 23:59:58 the window is \
                      bucket 1439 and a second later bucket 0 starts.",
                 ),
-                ClaudeTurn::Call("Bash", json!({"command": program}), "{('k', 1439): 3, ('k', 0): 1}", false),
+                ClaudeTurn::Call("Bash", json!({"command": program}), output, false),
                 ClaudeTurn::Text("Confirmed; fixing the bucket next."),
             ],
         )
     };
     // The program works the bucket out from the clock: the figure is the run's, checked.
-    let t = run("python -c \"import gateway.ratelimit as r; print(r.probe('23:59:58'))\"");
+    let probe = "python -c \"import gateway.ratelimit as r; print(r.probe('23:59:58'))\"";
+    let t = run(probe, "{('k', 1439): 3, ('k', 0): 1}");
     assert_eq!(crate::chat::steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new());
+    // The number as a line of a traceback, a percentage or a part of a date computes nothing.
+    for output in [
+        "Traceback (most recent call last):\n  File \"gateway/ratelimit.py\", line 1439, in allow",
+        "tests/test_ratelimit.py ... [1439%]",
+        "last run 1439-01-02",
+    ] {
+        let t = run(probe, output);
+        assert_eq!(crate::chat::steps_with(&t, Signal::UnsourcedValue), vec![3], "{output}");
+    }
     // A program that prints the figure it was given checks nothing.
-    let t = run("python -c \"print({('k', 1439): 3, ('k', 0): 1})\"");
+    let t = run("python -c \"print({('k', 1439): 3, ('k', 0): 1})\"", "{('k', 1439): 3, ('k', 0): 1}");
     assert_eq!(crate::chat::steps_with(&t, Signal::UnsourcedValue), vec![3]);
     assert_eq!(evidence(&t, 3, Signal::UnsourcedValue), "states 1439 with no earlier source");
 }
