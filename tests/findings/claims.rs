@@ -188,6 +188,9 @@ fn a_count_a_cache_served_told_as_available_is_the_decisive_step() {
     for reply in [
         "HX-410 at LDS: 40 units available, 0 reserved. That covers the 35 units, so it can ship today.",
         "There are 40 left at LDS, enough for the 35 units.",
+        "LDS has **40 units** available, enough for the 35.",
+        "Stock for HX-410 at LDS:\n- Available: 40 units\n- Reserved: 0",
+        "Yes. LDS has 40 units of HX-410, which covers the 35 units; it can ship today.",
     ] {
         let t = run(reply);
         assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4], "{reply}");
@@ -200,6 +203,10 @@ fn a_count_a_cache_served_told_as_available_is_the_decisive_step() {
     for reply in [
         "The cached count (as of 27 Nov) shows 40 units available; I'll refresh it before we promise today.",
         "I can look at 2 warehouses remaining if you want.",
+        "40 units available per the count from 27 Nov, which is a few days old.",
+        "The last inventory sync (Nov 27) shows 40 units available; have the warehouse confirm.",
+        "I have 3 remaining steps for HX-410 at LDS: recount, reserve, ship.",
+        "LDS lists 40 units of HX-410; version 2.32.3 available upstream.",
     ] {
         assert_eq!(steps_with(&run(reply), Signal::IgnoredResult), Vec::<usize>::new(), "{reply}");
     }

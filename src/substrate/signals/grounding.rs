@@ -1598,17 +1598,36 @@ static OWNS_NOT_APPLIED: LazyLock<regex::Regex> = LazyLock::new(|| {
 
 /// A message that tells data as current ("currently", "right now", "live", "up to date"), or
 /// stock as there now ("in stock", "on hand", "available now", a number of things "available",
-/// "left" or "remaining": "40 units available", "3 seats left").
+/// "left" or "remaining" at the end of its phrase: "40 units available", "3 seats left at LDS",
+/// not "3 remaining steps"; a label "Available: 40"; "can ship today", "can be fulfilled today").
+/// Read on the text without markdown emphasis
+/// ([`plain`]: "**40 units** available").
 static TOLD_CURRENT: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date|in stock|on hand|available (?:now|today)|still (?:available|in stock|open))\b|\b\d[\d,]*(?:[ \t]+[a-z][a-z-]*){0,2}[ \t]+(?:available|left|remaining)\b")
-        .unwrap()
+    regex::Regex::new(concat!(
+        r"(?i)\b(?:currently|right now|at the moment|as of now|live|real[- ]time|up[- ]to[- ]date|in stock|on hand|available (?:now|today)|still (?:available|in stock|open))\b",
+        r"|(?:^|[^\w.,])\d[\d,]*(?:[ \t]+[a-z][a-z-]*){0,2}[ \t]+(?:available|left|remaining)(?:[ \t]*(?:[.,;:!?)]|$)|[ \t]+(?:in|at|for|on|of|to|today|now|and|but|so|with|from)\b)",
+        r"|(?m)^[ \t]*(?:[-*•][ \t]*)?(?:available|in stock|on hand|stock)[ \t]*:[ \t]*\d",
+        r"|\bcan (?:be )?(?:ship(?:ped)?|fulfil+ed|deliver(?:ed)?|dispatch(?:ed)?|picked) (?:out )?today\b",
+    ))
+    .unwrap()
 });
 
-/// A message that says the data is not live: from a cache, as of a time, possibly out of date.
+/// A message that says the data is not live: from a cache, as of a time, possibly out of date,
+/// days old, the last sync or count, to be counted or checked again.
 static OWNS_NOT_LIVE: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)\bcached?\b|\bas of\b|\bout of date\b|\boutdated\b|\bstale\b|\bnot live\b|\blast (?:updated|synced|checked|refreshed)\b|\bsnapshot\b|\bnot (?:in )?real[- ]time\b|\bnot (?:be )?up[- ]to[- ]date\b|\bmay have changed\b")
-        .unwrap()
+    regex::Regex::new(concat!(
+        r"(?i)\bcached?\b|\bas of\b|\bout of date\b|\boutdated\b|\bstale\b|\bnot live\b|\blast (?:updated|synced|checked|refreshed)\b|\bsnapshot\b|\bnot (?:in )?real[- ]time\b|\bnot (?:be )?up[- ]to[- ]date\b|\bmay have changed\b",
+        r"|\b(?:\d+|a few|few|several|two|three|four|five|six|seven)\s+(?:days?|hours?|weeks?)\s+old\b",
+        r"|\b(?:last|latest|previous|most recent)\s+(?:\w+\s+)?(?:sync|count|update|refresh|check|snapshot)\b",
+        r"|\bre-?count|\brefresh|\bre-?check|\blive count\b",
+    ))
+    .unwrap()
 });
+
+/// `text` without markdown emphasis (`**`, `__`, `` ` ``), for the phrases above.
+fn plain(text: &str) -> String {
+    text.replace("**", "").replace("__", "").replace('`', "")
+}
 
 /// An agent's message that tells the user what a tool's result says did not happen: a change
 /// made when the result of the call (within [`NOT_APPLIED_WINDOW`] steps, since the user's last
@@ -1622,11 +1641,19 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
     if step.kind != StepKind::Message || !agent_step(t, i) {
         return;
     }
-    let text = &step.content;
+    let plain_text = plain(&step.content);
+    let text = &plain_text;
     let change = CHANGE_MADE.is_match(text) && !OWNS_NOT_APPLIED.is_match(text);
     let mut current = TOLD_CURRENT.is_match(text) && !OWNS_NOT_LIVE.is_match(text);
     // The sentences that tell data as current.
-    let told: String = crate::text::sentences(text).filter(|s| TOLD_CURRENT.is_match(s)).collect::<Vec<_>>().join(" ");
+    // The sentences that tell data as current, each with the one before it ("LDS has 40 units;
+    // it can ship today": the clause after a semicolon is a sentence of its own).
+    let all: Vec<&str> = crate::text::sentences(text).collect();
+    let told: String = (0..all.len())
+        .filter(|&k| TOLD_CURRENT.is_match(all[k]))
+        .flat_map(|k| all[k.saturating_sub(1)..=k].iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
     if !change && !current {
         return;
     }
