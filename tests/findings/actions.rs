@@ -414,6 +414,28 @@ fn a_compound_of_the_call_s_filter_names_its_list() {
     // A compound one of whose parts the call did not ask for selects what the list does not mark.
     assert_eq!(findings(&run("Platform has 3 open low-priority tickets.")), vec![]);
     assert_eq!(findings(&run("Platform has 2 open customer-facing tickets.")), vec![]);
+    // An argument that negates, bounds or excludes selects nothing by its name or value.
+    let list = json!({"tickets": [{"id": "T-1"}, {"id": "T-2"}, {"id": "T-3"}, {"id": "T-4"}]});
+    for (args, reply) in [
+        (json!({"status": "open", "escalated": "false"}), "2 escalated tickets need a reply."),
+        (json!({"max_priority": "medium"}), "There are 3 medium-priority tickets."),
+        (json!({"exclude_status": "closed"}), "6 closed tickets were resolved this week."),
+    ] {
+        let t = load(messages(vec![
+            vec![system(POLICY_PLAIN), user("What's in the queue?")],
+            call("c1", "list_tickets", args.clone(), &list.to_string()),
+            vec![assistant(reply)],
+        ]));
+        assert_eq!(steps_with(&t, Signal::CountMismatch), Vec::<usize>::new(), "{args} {reply}");
+    }
+    // A compound's short joining word aside: "at-risk" is the call's `"churn_risk": "high"`.
+    let accounts = json!({"accounts": [{"id": "A1"}, {"id": "A2"}], "has_more": true});
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("How many high-value accounts are at risk?")],
+        call("c1", "search_accounts", json!({"value": "high", "churn_risk": "high"}), &accounts.to_string()),
+        vec![assistant("There are 2 high-value at-risk accounts.")],
+    ]));
+    assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
 }
 
 #[test]

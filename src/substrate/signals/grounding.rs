@@ -706,10 +706,15 @@ fn names_rest(phrase: &[String], l: &Listing, words: &[String], tool: &[String])
             || NEUTRAL.contains(&w)
             || l.subsets.iter().any(|(label, _)| label.split(['=', '_', ' ']).any(|p| p == w || stem(p) == st))
     };
-    // A compound selects when each of its parts does ("high-priority" after `"priority": "high"`).
-    phrase[..phrase.len().saturating_sub(1)]
-        .iter()
-        .all(|w| selects(w) || w.contains('-') && w.split('-').filter(|p| !p.is_empty()).all(selects))
+    // A compound selects when each of its parts does ("high-priority" after `"priority": "high"`),
+    // its short joining words aside ("at-risk", "out-of-stock").
+    phrase[..phrase.len().saturating_sub(1)].iter().all(|w| {
+        selects(w)
+            || w.contains('-') && {
+                let parts: Vec<&str> = w.split('-').filter(|p| p.len() > 2).collect();
+                !parts.is_empty() && parts.into_iter().all(selects)
+            }
+    })
 }
 
 /// The stems of a list's key and of its holder's name, the holder's name also whole.
@@ -932,16 +937,31 @@ fn selection_words(call: &str) -> Vec<String> {
     let Some(strings) = super::call_strings(call) else { return Vec::new() };
     let word = |w: &&str| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic);
     let short = |v: &str| v.split_whitespace().count() <= 3;
+    // An argument that bounds or excludes (`max_priority`, `exclude_status`): neither its name nor
+    // its value is the selection made.
+    const BOUNDS: [&str; 11] =
+        ["max", "min", "exclude", "excluding", "not", "without", "except", "before", "after", "until", "since"];
+    let bounding =
+        |k: &str| k.split(|c: char| !c.is_alphanumeric()).any(|p| BOUNDS.contains(&p.to_ascii_lowercase().as_str()));
+    let args = super::call_arguments(call).unwrap_or_default();
+    let excluded: Vec<&str> = args.iter().filter(|(k, _)| bounding(k)).filter_map(|(_, v)| v.as_str()).collect();
     let mut out: Vec<String> = strings
         .lines()
-        .filter(|v| short(v))
+        .filter(|v| short(v) && !excluded.contains(v))
         .flat_map(|v| v.split(|c: char| !c.is_alphanumeric()))
         .filter(word)
         .map(stem)
         .collect();
-    let args = super::call_arguments(call).unwrap_or_default();
+    // The argument's name, when its value selects by it: not a negation (`"archived": "false"`,
+    // `"none"`), not a bound or an exclusion.
+    const NEGATIONS: [&str; 6] = ["false", "no", "none", "null", "0", "off"];
     for (k, v) in &args {
-        if v.as_str().is_some_and(|v| short(v) && v.split(|c: char| !c.is_alphanumeric()).any(|w| word(&w))) {
+        let Some(v) = v.as_str() else { continue };
+        if short(v)
+            && v.split(|c: char| !c.is_alphanumeric()).any(|w| word(&w))
+            && !NEGATIONS.contains(&v.trim().to_ascii_lowercase().as_str())
+            && !bounding(k)
+        {
             out.extend(k.split(|c: char| !c.is_alphanumeric()).filter(word).map(stem));
         }
     }
