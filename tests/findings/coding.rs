@@ -3000,6 +3000,19 @@ fn a_test_run_failing_as_before_after_an_edit_checks_it_and_the_later_skip_is_na
     );
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(7), Some("codex")), "{}", d.reason);
+    // Only the docs edited between two identical failures: the re-run measures nothing changed.
+    let docs = codex_rollout(
+        "The CSV export writes dates like 2025-3-7 (reports/export.py, fmt_date). Make it ISO 8601 (2025-03-07).",
+        &[
+            CodexTurn::Shell("python -m pytest -q", failing, 1),
+            CodexTurn::Patch(
+                "*** Begin Patch\n*** Update File: README.md\n@@\n-Dates: 2025-3-7\n+Dates: ISO 8601\n*** End Patch",
+            ),
+            CodexTurn::Shell("python -m pytest -q", failing, 1),
+        ],
+        "Still failing.",
+    );
+    assert!(findings(&docs).contains(&(5, Signal::NoProgress)), "{:?}", findings(&docs));
 }
 
 #[test]

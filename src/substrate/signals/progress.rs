@@ -77,14 +77,32 @@ fn recheck(ctx: &Context<'_>, s: usize, e: usize, i: usize, o: usize) -> bool {
     if i <= s || i - s > RECHECK_WINDOW {
         return false;
     }
-    if t.steps[o].content.trim() == t.steps[e].content.trim() && !ctx.hierarchy.steps[o].flags.failed_execution {
+    let same = t.steps[o].content.trim() == t.steps[e].content.trim();
+    if same && !ctx.hierarchy.steps[o].flags.failed_execution {
         return false;
     }
     let (Some(a), Some(b)) = (super::call_command(t, s), super::call_command(t, i)) else { return false };
+    let by_agent = |k: usize| t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == t.steps[i].agent;
     a.trim() == b.trim()
         && (s + 1..i).any(|k| {
-            t.steps[k].kind == StepKind::ToolCall && t.steps[k].agent == t.steps[i].agent && super::changes_state(t, k)
+            by_agent(k)
+                && super::changes_state(t, k)
+                // The same failure word for word checks only an edit of code: an edit of the
+                // docs (README, CHANGELOG, docs/) or an install cannot be what it measures.
+                && (!same
+                    || super::edits(t, k)
+                        && super::instructions::changed_paths(t, k).iter().any(|(p, _)| !is_doc(p)))
         })
+}
+
+/// Whether `path` is documentation: a `.md`, `.rst`, `.txt` or `.adoc` file, a README, CHANGELOG,
+/// LICENSE or CONTRIBUTING file, or a file under a `docs/` or `doc/` folder.
+fn is_doc(path: &str) -> bool {
+    let low = path.to_ascii_lowercase();
+    let name = low.rsplit('/').next().unwrap_or(&low);
+    [".md", ".rst", ".txt", ".adoc"].iter().any(|x| name.ends_with(x))
+        || ["readme", "changelog", "license", "contributing"].iter().any(|x| name.starts_with(x))
+        || low.split('/').any(|c| c == "docs" || c == "doc")
 }
 
 fn compute(ctx: &Context<'_>) -> Vec<Option<Prose>> {
