@@ -487,6 +487,25 @@ fn a_rejected_change_told_as_made_at_once_is_the_misreading_not_the_call() {
     // Told as it is: the rejection stays the call's, nothing is misread.
     let t = run(booking, "Error: RATE_EXPIRED", "The booking failed: the quote expired. Shall I search again?");
     assert_eq!(findings(&t), vec![(4, Signal::RejectedAction)]);
+    // Replies that tell no such thing: a plan, another sense of "booked", an error named, a change
+    // the error says holds already.
+    for (result, reply) in [
+        ("Error: RATE_EXPIRED", "Let me check whether the hotel is booked under another quote."),
+        ("Error: NO_AVAILABILITY", "The Messe Riem hotel is booked solid those nights; shall I look nearby?"),
+        ("Error: RATE_EXPIRED", "Sorry, I can't book it now: the hotel quote is confirmed only for 10 minutes."),
+        ("Error: booking q_8f21c already confirmed", "Your hotel is booked: Messe Riem, 18-20 March."),
+    ] {
+        let t = run(json!({"quote_id": "q_8f21c", "nights": 2}), result, reply);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{result} {reply}");
+    }
+    // A reply that tells another change, made earlier, is no telling of this one.
+    let flight_then_hotel = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Book flight LH2034 and the Messe Riem hotel.")],
+        call("c0", "book_flight", json!({"flight": "LH2034"}), r#"{"status": "confirmed", "pnr": "XK7Q2P"}"#),
+        call("c2", "book_hotel", json!({"quote_id": "q_8f21c", "nights": 2}), "Error: RATE_EXPIRED"),
+        vec![assistant("Your flight LH2034 is booked (PNR XK7Q2P).")],
+    ]));
+    assert_eq!(steps_with(&flight_then_hotel, Signal::IgnoredResult), Vec::<usize>::new());
     // A rate of the call's own making (189.0 read, 1890.0 paid): the call was wrong itself.
     let wrong = json!({"quote_id": "q_8f21c", "nights": 2, "rate_eur": 1890.0});
     let t = run(wrong, "Error: rate 1890.0 does not match quote (189.0)", "Your hotel is booked: Messe Riem.");

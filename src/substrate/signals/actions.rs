@@ -70,24 +70,32 @@ static TOLD_MADE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
 });
 
 /// The step right after result `r` of a rejected state change (a tool's call, or a shell command
-/// that edits a file: not a program run, whose failure is its own; not a call with a figure of its
-/// own making, [`invented_argument`]), when it is a message or thought of the call's agent that
-/// tells the change as made ([`TOLD_MADE`]) without naming any error
-/// ("Your hotel is booked: …" after `RATE_EXPIRED`; "The replacement is in place." after `sed:
-/// can't read …`). The tool's rejection is its answer; the agent that tells the opposite misreads
-/// it, and that telling is the decisive error, not the call.
+/// that edits a file: not a program run, whose failure is its own; not a call whose rejection
+/// names a figure of its own making, [`invented_argument`]; not one the agent recovered from,
+/// [`recovered_change`]; not one whose error says the change holds or was partly made:
+/// "already", "created", "booked"), when it is a message or thought of the call's agent with a
+/// sentence that tells the change as made ([`TOLD_MADE`]) as a plain statement (no plan, question
+/// or condition: "let me", "whether", "once", "if", "will"; nothing that says it did not happen or
+/// happened before: "can't", "sorry", "already", "earlier", "solid") about the call's object (a
+/// word of its tool's name after its verb, or a value of its arguments; any sentence for an edit
+/// of a file), and
+/// no other sentence names an error. "Your hotel is booked: …" after `RATE_EXPIRED`; "The
+/// replacement is in place." after `sed: can't read …`. The tool's rejection is its answer; the
+/// agent that tells the opposite misreads it, and that telling is the decisive error, not the
+/// call.
 pub(crate) fn told_made_over_rejection(ctx: &Context<'_>, r: usize) -> Option<usize> {
     let t = ctx.trajectory;
     let call = super::links(ctx).produced_by.get(r).copied().flatten()?;
-    if !changes_state(t, call)
-        || call_error(ctx, call).is_none()
-        || super::call_command(t, call).is_some_and(|_| !super::edits(t, call))
-    {
+    let editing = super::edits(t, call);
+    if !changes_state(t, call) || super::call_command(t, call).is_some() && !editing {
         return None;
     }
-    // A call with a figure of its own making (`"amount": 1200.0` where the charge read 120.0) was
-    // wrong itself: the rejection answers that error, which stays the call's.
-    if invented_argument(ctx, call) {
+    let error = call_error(ctx, call)?.to_lowercase();
+    // The state holds already, or the change was partly made: nothing to misread.
+    static HOLDS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b(?:already|created|booked|confirmed|applied|saved|succeeded)\b").expect("a valid pattern")
+    });
+    if HOLDS.is_match(&error) || invented_argument(ctx, call, &error) || recovered_change(ctx, call) {
         return None;
     }
     let next = r + 1;
@@ -96,16 +104,59 @@ pub(crate) fn told_made_over_rejection(ctx: &Context<'_>, r: usize) -> Option<us
         return None;
     }
     let low = s.content.to_lowercase();
-    let owns = ["error", "fail", "reject", "expired", "unable", "could not", "couldn't", "not "]
-        .iter()
-        .any(|w| low.contains(w));
-    let told = TOLD_MADE.is_match(&s.content) || super::grounding::CHANGE_MADE.is_match(&s.content);
-    (told && !owns).then_some(next)
+    const ERRORS: [&str; 14] = [
+        "error",
+        "fail",
+        "reject",
+        "expired",
+        "unable",
+        "could not",
+        "couldn't",
+        "can't",
+        "cannot",
+        "declined",
+        "sorry",
+        "unfortunately",
+        "unavailable",
+        "won't",
+    ];
+    if ERRORS.iter().any(|w| low.contains(w)) {
+        return None;
+    }
+    // The words that name the call's object: its tool's name (`book_hotel` → hotel), its string
+    // arguments (`#W4411`).
+    let object: Vec<String> = {
+        // A name of several words opens with its verb (`book_hotel`, `cancel_pending_order`): the
+        // rest names the object.
+        let tool = t.steps[call].tool_name.as_deref().unwrap_or("").to_lowercase();
+        let words: Vec<&str> = tool.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        let nouns = if words.len() > 1 { &words[1..] } else { &words[..] };
+        let mut w: Vec<String> = nouns.iter().filter(|w| w.len() > 3).map(|w| w.to_string()).collect();
+        if let Some(strings) = super::call_strings(&t.steps[call].content) {
+            w.extend(
+                strings.lines().filter(|v| v.len() >= 3 && v.split_whitespace().count() <= 3).map(str::to_lowercase),
+            );
+        }
+        w
+    };
+    static NOT_STATED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(?:let me|let's|whether|once|if|will|i'll|going to|so that|should|not|no longer|already|earlier|before|previous(?:ly)?|solid|taken|full(?:y)?)\b|\?")
+            .expect("a valid pattern")
+    });
+    let told = crate::text::sentences(&s.content).any(|sentence| {
+        let low = sentence.to_lowercase();
+        (TOLD_MADE.is_match(sentence) || super::grounding::CHANGE_MADE.is_match(sentence))
+            && !NOT_STATED.is_match(sentence)
+            && (editing || object.iter().any(|o| low.contains(o.as_str())))
+    });
+    told.then_some(next)
 }
 
-/// Whether call `call` passes a number argument (a JSON number of its arguments, above 10) that no
-/// step before it writes ([`super::first_written`]): a figure the call made up.
-fn invented_argument(ctx: &Context<'_>, call: usize) -> bool {
+/// Whether call `call`, rejected with `error` (lower case), passes a number argument (a JSON number
+/// of its arguments, above 10) that no step before it writes ([`super::first_written`]) and that
+/// the error names (`"amount": 1200.0` rejected as "amount 1200.0 exceeds charge ch_81 (120.0)"):
+/// the call was wrong itself, and the rejection answers that.
+fn invented_argument(ctx: &Context<'_>, call: usize, error: &str) -> bool {
     fn numbers(v: &serde_json::Value, out: &mut Vec<String>) {
         match v {
             serde_json::Value::Number(n) => out.push(n.to_string()),
@@ -117,11 +168,13 @@ fn invented_argument(ctx: &Context<'_>, call: usize) -> bool {
     let Some(args) = call_arguments(&ctx.trajectory.steps[call].content) else { return false };
     let mut found = Vec::new();
     args.values().for_each(|v| numbers(v, &mut found));
-    found
-        .iter()
-        .map(|n| crate::evidence::normalize_number(n))
-        .filter(|k| !k.is_empty() && !crate::evidence::is_trivial_number(k))
-        .any(|k| super::first_written(ctx, &k).is_none_or(|j| j >= call))
+    found.iter().any(|written| {
+        let k = crate::evidence::normalize_number(written);
+        !k.is_empty()
+            && !crate::evidence::is_trivial_number(&k)
+            && (error.contains(written.as_str()) || error.contains(k.as_str()))
+            && super::first_written(ctx, &k).is_none_or(|j| j >= call)
+    })
 }
 
 /// Step `i` tells a state change as made right after the tool rejected it

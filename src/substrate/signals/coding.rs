@@ -423,26 +423,31 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
         }
         return Some((removed, added));
     }
-    let v = serde_json::Value::Object(json?);
+    let pairs = edit_pairs(json?);
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    for (r, a) in &pairs {
+        removed.extend(lines(r));
+        added.extend(lines(a));
+    }
+    (!pairs.is_empty()).then_some((removed, added))
+}
+
+/// The old and new text of each replacement of a JSON edit's arguments `args`, as written:
+/// `old_string`/`new_string` (Claude Code `Edit`, Gemini CLI `replace`), `old_str`/`new_str`
+/// (`str_replace_editor`), `old`/`new`, `old_text`/`new_text`, and each of `MultiEdit`'s `edits`.
+/// Empty when it holds none.
+pub(super) fn edit_pairs(args: serde_json::Map<String, serde_json::Value>) -> Vec<(String, String)> {
+    let v = serde_json::Value::Object(args);
     let text = |o: &serde_json::Value, keys: &[&str]| {
-        keys.iter().find_map(|k| o.get(*k).and_then(serde_json::Value::as_str)).map(lines)
+        keys.iter().find_map(|k| o.get(*k).and_then(serde_json::Value::as_str)).map(str::to_string)
     };
     const OLD: [&str; 4] = ["old_string", "old_str", "old", "old_text"];
     const NEW: [&str; 4] = ["new_string", "new_str", "new", "new_text"];
-    let mut pairs: Vec<&serde_json::Value> = vec![&v];
+    let mut objects: Vec<&serde_json::Value> = vec![&v];
     if let Some(edits) = v.get("edits").and_then(serde_json::Value::as_array) {
-        pairs.extend(edits.iter());
+        objects.extend(edits.iter());
     }
-    let (mut removed, mut added) = (Vec::new(), Vec::new());
-    let mut any = false;
-    for o in pairs {
-        if let (Some(r), Some(a)) = (text(o, &OLD), text(o, &NEW)) {
-            removed.extend(r);
-            added.extend(a);
-            any = true;
-        }
-    }
-    any.then_some((removed, added))
+    objects.into_iter().filter_map(|o| Some((text(o, &OLD)?, text(o, &NEW)?))).collect()
 }
 
 /// The patch text of an edit call (Codex `apply_patch`, raw or in an `input` or `patch` member of

@@ -283,28 +283,19 @@ fn sides(t: &Trajectory, c: usize, path: &str) -> Result<Option<(String, String)
         }
         return Ok(Some((old, new)));
     }
-    let Some(v) = args.map(serde_json::Value::Object) else { return Ok(None) };
-    let text = |o: &serde_json::Value, keys: &[&str]| {
-        keys.iter().find_map(|k| o.get(*k).and_then(serde_json::Value::as_str)).map(str::to_string)
-    };
-    const OLD: [&str; 4] = ["old_string", "old_str", "old", "old_text"];
-    const NEW: [&str; 4] = ["new_string", "new_str", "new", "new_text"];
-    let mut pairs: Vec<&serde_json::Value> = vec![&v];
-    if let Some(edits) = v.get("edits").and_then(serde_json::Value::as_array) {
-        pairs.extend(edits.iter());
+    let Some(args) = args else { return Ok(None) };
+    let pairs = super::coding::edit_pairs(args);
+    if pairs.is_empty() {
+        return Ok(None);
     }
     let (mut old, mut new) = (String::new(), String::new());
-    let mut any = false;
-    for o in pairs {
-        if let (Some(a), Some(b)) = (text(o, &OLD), text(o, &NEW)) {
-            old.push_str(&a);
-            old.push('\n');
-            new.push_str(&b);
-            new.push('\n');
-            any = true;
-        }
+    for (a, b) in pairs {
+        old.push_str(&a);
+        old.push('\n');
+        new.push_str(&b);
+        new.push('\n');
     }
-    Ok(any.then_some((old, new)))
+    Ok(Some((old, new)))
 }
 
 /// Whether edit call `c` changes the interface of `path`, and how: a public definition of its old
