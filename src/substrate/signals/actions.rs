@@ -73,7 +73,7 @@ static TOLD_MADE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
 /// that edits a file: not a program run, whose failure is its own; not a call whose rejection
 /// names a figure of its own making, [`invented_argument`]; not one the agent recovered from,
 /// [`recovered_change`]; not one whose error says the change holds or was partly made:
-/// "already", "created", "booked"), when it is a message or thought of the call's agent with a
+/// "already cancelled", "created"; "already shipped" is no such thing), when it is a message or thought of the call's agent with a
 /// sentence that tells the change as made ([`TOLD_MADE`]) as a plain statement (no plan, question
 /// or condition: "let me", "whether", "once", "if", "will"; nothing that says it did not happen or
 /// happened before: "can't", "sorry", "already", "earlier", "solid") about the call's object (a
@@ -93,7 +93,7 @@ pub(crate) fn told_made_over_rejection(ctx: &Context<'_>, r: usize) -> Option<us
     let error = call_error(ctx, call)?.to_lowercase();
     // The state holds already, or the change was partly made: nothing to misread.
     static HOLDS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"\b(?:already|created|booked|confirmed|applied|saved|succeeded)\b").expect("a valid pattern")
+        regex::Regex::new(r"\balready (?:been )?(?:cancel+ed|booked|confirmed|applied|done|exists?|in place|set|updated|created|paid|refunded|deleted|removed|reserved|scheduled)\b|\b(?:created|succeeded)\b").expect("a valid pattern")
     });
     if HOLDS.is_match(&error) || invented_argument(ctx, call, &error) || recovered_change(ctx, call) {
         return None;
