@@ -301,21 +301,25 @@ mod call_arguments_tests {
     }
 }
 
+/// The strings and numbers of a JSON value, nested ones too, in order: the one walk of a value's
+/// leaves (a call's string arguments, its number arguments, a tool result's values).
+pub(super) fn json_leaves<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v serde_json::Value>) {
+    match v {
+        serde_json::Value::String(_) | serde_json::Value::Number(_) => out.push(v),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_leaves(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| json_leaves(x, out)),
+        _ => {}
+    }
+}
+
 /// The string values of a call's JSON arguments (`run_python({"code": "…"})`, a draft's
 /// `body`), nested ones too, one per line, JSON escapes undone; `None` when the call's text holds
 /// no JSON object.
 pub(super) fn call_strings(content: &str) -> Option<String> {
-    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::String(s) => out.push(s.clone()),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
-            _ => {}
-        }
-    }
     let args = call_arguments(content)?;
-    let mut out = Vec::new();
-    args.values().for_each(|v| strings(v, &mut out));
+    let mut leaves = Vec::new();
+    args.values().for_each(|v| json_leaves(v, &mut leaves));
+    let out: Vec<String> = leaves.into_iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
     Some(out.join("\n"))
 }
 

@@ -157,17 +157,10 @@ pub(crate) fn told_made_over_rejection(ctx: &Context<'_>, r: usize) -> Option<us
 /// the error names (`"amount": 1200.0` rejected as "amount 1200.0 exceeds charge ch_81 (120.0)"):
 /// the call was wrong itself, and the rejection answers that.
 fn invented_argument(ctx: &Context<'_>, call: usize, error: &str) -> bool {
-    fn numbers(v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Number(n) => out.push(n.to_string()),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| numbers(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| numbers(x, out)),
-            _ => {}
-        }
-    }
     let Some(args) = call_arguments(&ctx.trajectory.steps[call].content) else { return false };
-    let mut found = Vec::new();
-    args.values().for_each(|v| numbers(v, &mut found));
+    let mut leaves = Vec::new();
+    args.values().for_each(|v| super::json_leaves(v, &mut leaves));
+    let found: Vec<String> = leaves.iter().filter(|v| v.is_number()).map(|v| v.to_string()).collect();
     found.iter().any(|written| {
         let k = crate::evidence::normalize_number(written);
         !k.is_empty()

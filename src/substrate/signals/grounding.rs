@@ -1734,18 +1734,16 @@ pub(super) fn told_not_applied(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
 /// written in the sentence as a word of its own, case aside ("operational" of `"status":
 /// "operational"`, the `3` of `"units": 3`).
 fn shares_value(output: &str, sentence: &str) -> bool {
-    fn leaves(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Number(n) => out.push(n.to_string()),
-            Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
-            Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
-            _ => {}
-        }
-    }
     let mut texts = Vec::new();
     match json_of(output) {
-        Some(v) => leaves(&v, &mut texts),
+        Some(v) => {
+            let mut leaves = Vec::new();
+            super::json_leaves(&v, &mut leaves);
+            texts.extend(leaves.into_iter().map(|l| match l {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }));
+        }
         None => texts.push(output.to_string()),
     }
     let words: HashSet<String> = sentence
