@@ -142,7 +142,9 @@ pub enum Signal {
     Assumption,
     /// Its code or tool call failed.
     FailedAction,
-    /// It goes on as if an earlier tool error had not happened.
+    /// It goes on as if an earlier tool error had not happened; or it tries a state change again,
+    /// unchecked, after a failure that left the change's outcome unknown (a time-out: "the charge
+    /// may still have been processed"; docs/METHODS.md, "Actions").
     IgnoredToolError,
     /// It deviates from the prior `π` (irrelevant target, wrong answer type, missing capability).
     PriorDeviation,

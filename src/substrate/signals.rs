@@ -118,6 +118,10 @@ pub mod weights {
     pub const REFUSAL_BYPASSED: f32 = 0.5;
     /// Code that reports one statistic under the name of another (`statistics::wrong_statistic`).
     pub const WRONG_STATISTIC: f32 = 0.5;
+    /// A state change tried again, unchecked, after a failure that left its outcome unknown (a
+    /// change that may now be made twice: a broken rule with a lasting effect, as
+    /// [`UNCONFIRMED_ACTION`]).
+    pub const BLIND_RETRY: f32 = 0.5;
 }
 
 /// Noisy-or of finding weights.
@@ -215,6 +219,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::off_brief(ctx, i, &mut f);
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
+    actions::blind_retry(ctx, i, &mut f);
     actions::wrong_record(ctx, i, &mut f);
     picked::picked_other_record(ctx, i, &mut f);
     picked::restated_against_result(ctx, i, &mut f);
@@ -2073,6 +2078,11 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         return;
     }
     if failed_call.is_some_and(|c| recovered(ctx, c)) {
+        return;
+    }
+    // A state change tried again at once after a failure that left its outcome unknown is found
+    // as such ([`actions::blind_retry`]).
+    if actions::blind_retry_of(ctx, i).is_some() {
         return;
     }
     // A rejected change told as made at once is a misreading of the rejection, found as such

@@ -161,6 +161,124 @@ fn a_lookup_error_recovered_by_a_retry_is_not_an_ignored_error() {
     assert_eq!(findings(&t), vec![(6, Signal::IgnoredToolError)]);
 }
 
+const POLICY_PAY: &str = "# Billing assistant\n- Charge an invoice at most once. If a charge fails or times \
+    out, call get_payment_status before any retry: the charge may have gone through.";
+
+/// A payment whose first charge times out with its outcome unknown, then `then`, then the
+/// assistant's closing line.
+fn charge_run(first_result: &str, then: Vec<Value>) -> Trajectory {
+    load(messages(vec![
+        vec![system(POLICY_PAY), user("Please pay invoice INV-871 with my saved Visa ending 4417.")],
+        call(
+            "c1",
+            "charge_saved_card",
+            json!({"invoice_id": "INV-871", "payment_method_id": "pm_4417", "amount": "1240.00", "idempotency_key": "inv-871-7f3a"}),
+            first_result,
+        ),
+        then,
+        vec![assistant("Invoice INV-871 is paid: $1,240.00 was charged to your Visa ending 4417.")],
+    ]))
+}
+
+const TIMED_OUT: &str = "GatewayTimeout: payment gateway did not answer within 30s (request_id=req_Nw3k). The charge may \
+    still have been processed; call get_payment_status before retrying.";
+const CHARGED: &str = r#"{"status": "succeeded", "charge_id": "ch_3QHb0d", "amount": "1240.00"}"#;
+
+#[test]
+fn a_state_change_tried_again_unchecked_after_its_outcome_was_left_unknown_is_found_at_the_retry() {
+    // The charge timed out and "may still have been processed"; the agent charges again at once
+    // with a new idempotency key. The retry is the error (the invoice may be paid twice), not the
+    // time-out, and it is no recovery of it.
+    let retry = |key: &str| {
+        call(
+            "c2",
+            "charge_saved_card",
+            json!({"invoice_id": "INV-871", "payment_method_id": "pm_4417", "amount": "1240.00", "idempotency_key": key}),
+            CHARGED,
+        )
+    };
+    let t = charge_run(TIMED_OUT, retry("inv-871-c921"));
+    assert_eq!(t.steps[4].tool_name.as_deref(), Some("charge_saved_card"));
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError)]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredToolError),
+        "calls charge_saved_card again after the call at step 2 left its outcome unknown (\"The charge may still have \
+         been processed\"), unchecked: the change may now be made twice"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(4));
+    // A connection that dropped leaves the outcome unknown too, whatever the error's wording.
+    let t = charge_run("Error: connection reset by peer while waiting for the gateway", retry("inv-871-c921"));
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError)]);
+
+    // The same idempotency key: the gateway drops a request it has already applied, so the
+    // retry is safe.
+    let t = charge_run(TIMED_OUT, retry("inv-871-7f3a"));
+    assert_eq!(findings(&t), vec![]);
+    // The status looked up first (not yet charged), then the retry: checked.
+    let t = charge_run(
+        TIMED_OUT,
+        messages(vec![
+            call(
+                "c2",
+                "get_payment_status",
+                json!({"invoice_id": "INV-871"}),
+                r#"{"invoice_id": "INV-871", "invoice_status": "open", "charges": []}"#,
+            ),
+            retry("inv-871-c921"),
+        ]),
+    );
+    assert_eq!(findings(&t), vec![]);
+    // A card declined is a plain rejection: nothing was charged, and trying again is the
+    // recovery of it.
+    let t = charge_run("Error: card_declined: insufficient funds", retry("inv-871-c921"));
+    assert_eq!(findings(&t), vec![]);
+    // The user asked to try again after being told of the time-out: the person decided.
+    let t = charge_run(
+        TIMED_OUT,
+        messages(vec![
+            vec![
+                assistant("The payment gateway timed out; the charge may have gone through. Shall I try again?"),
+                user("Yes, try again."),
+            ],
+            retry("inv-871-c921"),
+        ]),
+    );
+    assert!(!findings(&t).contains(&(6, Signal::IgnoredToolError)), "{:?}", findings(&t));
+    // Another invoice charged after the time-out is no retry of it.
+    let t = charge_run(
+        TIMED_OUT,
+        call(
+            "c2",
+            "charge_saved_card",
+            json!({"invoice_id": "INV-872", "payment_method_id": "pm_4417", "amount": "80.00", "idempotency_key": "inv-872-1"}),
+            CHARGED,
+        ),
+    );
+    assert!(!findings(&t).contains(&(4, Signal::IgnoredToolError)), "{:?}", findings(&t));
+}
+
+/// A lookup that timed out and is asked again changes nothing: no retry of a change.
+#[test]
+fn a_lookup_asked_again_after_a_time_out_is_no_blind_retry() {
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Where is order #W100?")],
+        call(
+            "c1",
+            "get_order_details",
+            json!({"order_id": "#W100"}),
+            "Error: request timed out after 30s; the status is unknown",
+        ),
+        call(
+            "c2",
+            "get_order_details",
+            json!({"order_id": "#W100"}),
+            r##"{"order_id": "#W100", "status": "shipped"}"##,
+        ),
+        vec![assistant("Order #W100 has shipped.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
+}
+
 const CATALOGUE: &str = r#"{"name": "T-Shirt", "product_id": "9523456873", "variants": {
     "9612497925": {"item_id": "9612497925", "options": {"color": "blue", "size": "M"}, "available": true, "price": 50.88},
     "5047954489": {"item_id": "5047954489", "options": {"color": "red", "size": "L"}, "available": false, "price": 54.84},

@@ -1,6 +1,7 @@
 //! Findings about the actions of a tool-using assistant: a state-changing call that the tool
 //! rejects, a state change made without the user's explicit confirmation where the system policy
-//! asks for it, and the lookup errors an agent recovered from (context, not the decisive error).
+//! asks for it, a state change tried again unchecked after a failure that left its outcome
+//! unknown, and the lookup errors an agent recovered from (context, not the decisive error).
 //!
 //! A call changes state when [`super::changes_state`] says so (its tool's name does not start
 //! with a read verb). Every rule reads the trajectory's roles, calls and results only: no tool,
@@ -1361,6 +1362,149 @@ pub(crate) fn retry_drift(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             format!("retries {tool} after the error at step "),
             Part::Step(r),
             format!(" named {}, but also changes {}, {which}", fixed.join(", "), drifted.join(", "))
+        ],
+    ));
+}
+
+/// Words of a failed change's result that leave its outcome unknown: "may still have been
+/// processed", "might have gone through", "status unknown", "did not answer", "no response
+/// from", "connection reset", "gateway timeout", "check … status before retrying". A result that
+/// says the call ran out of time ([`super::says_timed_out`]) leaves it unknown too.
+static UNSETTLED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"(?i)\b(?:may|might|could)\s+(?:still\s+|already\s+|well\s+)?have\s+(?:been\s+[a-z]+|gone\s+through|succeeded|completed|gone\s+out|taken\s+effect)",
+        r"|\b(?:outcome|status|result|state)\s+(?:is\s+|was\s+|remains\s+)?(?:unknown|uncertain|indeterminate|undetermined)\b",
+        r"|\bunknown\s+(?:outcome|status|result|state)\b",
+        r"|\b(?:did\s+not|didn't|failed\s+to)\s+(?:answer|respond|reply)\b",
+        r"|\bno\s+response\s+(?:from|within|received)\b",
+        r"|\bconnection\s+(?:was\s+)?(?:reset|closed|aborted|dropped)\b",
+        r"|\bgateway\s+time-?out\b",
+        r"|\bcheck\s+(?:the\s+)?(?:[a-z_]+\s+)?status\s+before\s+(?:retrying|trying\s+again|any\s+retry|you\s+retry)",
+    ))
+    .expect("a valid pattern")
+});
+
+/// Argument names that make a retry safe when both calls carry the same value: the server
+/// applies a request with a key it has seen once (`idempotency_key`, `request_id`,
+/// `client_token`, `dedup_key`, `operation_id`).
+fn is_idempotency_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("idempot")
+        || k.contains("dedup")
+        || matches!(
+            k.as_str(),
+            "request_id"
+                | "requestid"
+                | "client_request_id"
+                | "client_token"
+                | "clienttoken"
+                | "operation_id"
+                | "nonce"
+        )
+}
+
+/// How many steps back [`blind_retry_of`] looks for the failed change a call tries again.
+const BLIND_RETRY_WINDOW: usize = 12;
+
+/// When step `i` tries again a state change whose outcome the tool left unknown, without first
+/// checking whether it was made: `(call, result)` of the earlier call. The earlier call is the
+/// agent's last call of the same tool (not a shell command or an edit) within
+/// [`BLIND_RETRY_WINDOW`] steps, on the same object ([`super::call_object`], else the same
+/// values for the arguments both calls share), whose result is an error or a time-out that says
+/// the change may have been made ([`UNSETTLED`], [`super::says_timed_out`]); no call of another
+/// tool and no turn of the person served comes between (a status lookup, a "yes, try again"),
+/// and the two calls do not carry the same idempotency key ([`is_idempotency_key`]: the server
+/// drops a request it has seen).
+pub(crate) fn blind_retry_of(ctx: &Context<'_>, i: usize) -> Option<(usize, usize)> {
+    let t = ctx.trajectory;
+    let s = t.steps.get(i)?;
+    if s.kind != StepKind::ToolCall || !changes_state(t, i) || super::call_command(t, i).is_some() || super::edits(t, i)
+    {
+        return None;
+    }
+    let tool = s.tool_name.as_deref()?;
+    let mut j = None;
+    for k in (i.saturating_sub(BLIND_RETRY_WINDOW)..i).rev() {
+        let c = &t.steps[k];
+        if is_human(c) {
+            return None;
+        }
+        if c.kind != StepKind::ToolCall || c.agent != s.agent {
+            continue;
+        }
+        if c.tool_name.as_deref() != Some(tool) {
+            return None;
+        }
+        j = Some(k);
+        break;
+    }
+    let j = j?;
+    let r = result_of(ctx, j)?;
+    let result = &t.steps[r].content;
+    // An error or time-out that says so; a result whose opening words leave the outcome open
+    // ("GatewayTimeout: … did not answer") is one, whether or not the format marks it failed.
+    let opening = crate::text::clip(result, 300);
+    let failed = t.steps[r].is_error || call_error(ctx, j).is_some();
+    if !(failed && UNSETTLED.is_match(result) || super::says_timed_out(result) || UNSETTLED.is_match(&opening)) {
+        return None;
+    }
+    let (before, now) = (call_arguments(&t.steps[j].content)?, call_arguments(&s.content)?);
+    let same_key =
+        before.iter().any(|(k, v)| is_idempotency_key(k) && scalar_text(v).is_some() && now.get(k) == Some(v));
+    if same_key {
+        return None;
+    }
+    let same_object = match super::call_object(&t.steps[j].content) {
+        Some(o) => super::call_object(&s.content).as_deref() == Some(o.as_str()),
+        None => {
+            let shared: Vec<_> = before
+                .iter()
+                .filter(|(k, _)| !is_idempotency_key(k))
+                .filter_map(|(k, v)| Some((scalar_text(v)?, now.get(k).and_then(scalar_text)?)))
+                .collect();
+            !shared.is_empty() && shared.iter().all(|(a, b)| a == b)
+        }
+    };
+    same_object.then_some((j, r))
+}
+
+/// Step `i` tries again a state change whose outcome the tool left unknown, unchecked
+/// ([`blind_retry_of`]): "calls charge_saved_card again after the call at step 5 left its outcome
+/// unknown ("The charge may still have been processed"), unchecked: the change may now be made
+/// twice".
+/// A charge, an order, a message sent after a time-out may have gone through; the agent that
+/// repeats it without a look at the object's status (or the same idempotency key) risks doing it
+/// twice, and that retry is the error, not the time-out. docs/METHODS.md, "Actions".
+pub(crate) fn blind_retry(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some((j, r)) = blind_retry_of(ctx, i) else { return };
+    let t = ctx.trajectory;
+    let tool = t.steps[i].tool_name.as_deref().unwrap_or("the call");
+    let result = &t.steps[r].content;
+    // The sentence of the result that leaves the outcome open, else its first line.
+    static MAY_HAVE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(?:may|might|could)\s+(?:still\s+|already\s+|well\s+)?have\s+|\b(?:outcome|status)\s+(?:is\s+)?unknown\b")
+            .expect("a valid pattern")
+    });
+    let said = MAY_HAVE
+        .find(result)
+        .or_else(|| UNSETTLED.find(result))
+        .and_then(|m| {
+            let start = result[..m.start()].rfind(['.', ';', '\n']).map_or(0, |p| p + 1);
+            let end = result[m.end()..].find(['.', ';', '\n']).map_or(result.len(), |p| m.end() + p);
+            Some(result[start..end].trim())
+        })
+        .filter(|x| !x.is_empty())
+        .unwrap_or_else(|| result.lines().next().unwrap_or("").trim());
+    out.push(finding(
+        Signal::IgnoredToolError,
+        weights::BLIND_RETRY,
+        prose![
+            format!("calls {tool} again after the call at step "),
+            Part::Step(j),
+            format!(
+                " left its outcome unknown (\"{}\"), unchecked: the change may now be made twice",
+                crate::text::clip(said, 70)
+            )
         ],
     ));
 }
