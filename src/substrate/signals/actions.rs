@@ -1488,10 +1488,10 @@ pub(crate) fn blind_retry(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let said = MAY_HAVE
         .find(result)
         .or_else(|| UNSETTLED.find(result))
-        .and_then(|m| {
+        .map(|m| {
             let start = result[..m.start()].rfind(['.', ';', '\n']).map_or(0, |p| p + 1);
             let end = result[m.end()..].find(['.', ';', '\n']).map_or(result.len(), |p| m.end() + p);
-            Some(result[start..end].trim())
+            result[start..end].trim()
         })
         .filter(|x| !x.is_empty())
         .unwrap_or_else(|| result.lines().next().unwrap_or("").trim());
