@@ -1426,3 +1426,28 @@ fn a_claim_that_every_part_is_done_after_one_failed_is_found_at_the_claim() {
     assert_eq!(crate::chat::findings(&fine), Vec::new());
     assert_eq!(falat(&fine).decisive_step, None);
 }
+
+/// A tool call that sets a duration in the key's unit: the user's "2 minutes" as
+/// `"hold_seconds": 12` is a unit error of the call; 120 is right.
+#[test]
+fn a_duration_a_call_sets_with_the_wrong_factor_is_found_at_the_call() {
+    let run = |seconds: u32| {
+        load(messages(vec![
+            vec![system(POLICY_PLAIN), user("Please hold seat 14C for me for 2 minutes while I check with my wife.")],
+            call(
+                "c1",
+                "hold_seat",
+                json!({"seat": "14C", "hold_seconds": seconds}),
+                r#"{"status": "held", "seat": "14C"}"#,
+            ),
+            vec![assistant("Seat 14C is held for you.")],
+        ]))
+    };
+    let t = run(12);
+    assert_eq!(findings(&t), vec![(2, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 2, Signal::ArgumentMismatch),
+        "writes hold_seconds: 12, but the user asked for 2 minutes at step 1, which is hold_seconds: 120"
+    );
+    assert_eq!(findings(&run(120)), vec![]);
+}

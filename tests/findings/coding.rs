@@ -3489,3 +3489,75 @@ fn a_figure_the_agent_s_program_then_prints_is_computed_not_invented() {
     assert_eq!(crate::chat::steps_with(&t, Signal::UnsourcedValue), vec![3]);
     assert_eq!(evidence(&t, 3, Signal::UnsourcedValue), "states 1439 with no earlier source");
 }
+
+const GATEWAY_YAML: &str = "# times in milliseconds unless the key says otherwise\ndefaults:\n  upstream_timeout_ms: \
+    5000\nroutes:\n  - path: /v2/invoices\n    timeout_ms: 15000\n  - path: /v2/exports\n    upstream: \
+    http://exports:8080\n";
+
+/// A session asked to raise one route's timeout to 90 seconds: it reads the config, adds `line`
+/// under the route, and validates.
+fn config_edit_session(task: &str, line: &str) -> Trajectory {
+    crate::chat::claude_code(
+        task,
+        &[
+            ("Read", json!({"file_path": "/w/gw/config/gateway.yaml"}), GATEWAY_YAML, false),
+            (
+                "Edit",
+                json!({"file_path": "/w/gw/config/gateway.yaml",
+                    "old_string": "  - path: /v2/exports\n    upstream: http://exports:8080\n",
+                    "new_string": format!("  - path: /v2/exports\n    upstream: http://exports:8080\n    {line}\n")}),
+                "The file /w/gw/config/gateway.yaml has been updated.",
+                false,
+            ),
+            ("Bash", json!({"command": "python -m gateway.validate config/gateway.yaml"}), "config OK", false),
+        ],
+        "Done: /v2/exports now has its own upstream timeout, a 90-second window.",
+    )
+}
+
+#[test]
+fn a_duration_written_in_the_keys_unit_with_the_wrong_factor_is_found_at_the_edit() {
+    const TASK: &str = "Bulk exports get 504s after 5 s. In config/gateway.yaml raise the upstream timeout for \
+        /v2/exports only, to 90 seconds.";
+    let t = config_edit_session(TASK, "timeout_ms: 9000");
+    assert_eq!(t.steps[3].tool_name.as_deref(), Some("Edit"));
+    assert!(findings(&t).contains(&(3, Signal::ArgumentMismatch)), "{:?}", findings(&t));
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "writes timeout_ms: 9000, but the user asked for 90 seconds at step 0, which is timeout_ms: 90000"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // Left unconverted: 90 minutes is 1.5 of the key's hours.
+    let t = config_edit_session(&TASK.replace("90 seconds", "90 minutes"), "timeout_h: 90");
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "writes timeout_h: 90, but the user asked for 90 minutes at step 0, which is timeout_h: 1.5"
+    );
+
+    // Right in the key's unit, whatever the unit; the context lines the edit repeats
+    // (`upstream: …`) and the 15000 of another route are not written by it.
+    for line in ["timeout_ms: 90000", "timeout_ms: 90_000", "timeout_s: 90", "timeoutSeconds: 90", "retries: 3"] {
+        let t = config_edit_session(TASK, line);
+        assert!(!findings(&t).iter().any(|&(_, s)| s == Signal::ArgumentMismatch), "{line}: {:?}", findings(&t));
+    }
+    // A number that is a quantity the user gave (the 5 s the run has now) is no unit error,
+    // whatever else is wrong with it; a key with no unit (`timeout: 9000`) says nothing.
+    for line in ["timeout_ms: 5000", "timeout: 9000"] {
+        let t = config_edit_session(TASK, line);
+        assert!(!findings(&t).iter().any(|&(_, s)| s == Signal::ArgumentMismatch), "{line}: {:?}", findings(&t));
+    }
+}
+
+#[test]
+fn a_size_written_in_bytes_is_right_in_either_reading_of_a_megabyte() {
+    const TASK: &str = "Limit uploads to 50 MB in config/gateway.yaml for /v2/exports.";
+    for line in ["max_body_bytes: 50000000", "max_body_bytes: 52428800", "max_body_mb: 50"] {
+        let t = config_edit_session(TASK, line);
+        assert!(!findings(&t).iter().any(|&(_, s)| s == Signal::ArgumentMismatch), "{line}: {:?}", findings(&t));
+    }
+    let t = config_edit_session(TASK, "max_body_bytes: 5000000");
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "writes max_body_bytes: 5000000, but the user asked for 50 MB at step 0, which is max_body_bytes: 50000000"
+    );
+}

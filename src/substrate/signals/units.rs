@@ -1,6 +1,8 @@
-//! An amount a tool gives in the currency's minor unit (cents) stated as if it were in the major
-//! unit: `"amount_remaining": 220000` in cents, then "€220,000.00 outstanding" (it is €2,200.00).
-//! docs/METHODS.md, "Grounding".
+//! Values read or written in the wrong unit: an amount a tool gives in the currency's minor unit
+//! (cents) stated as if it were in the major unit (`"amount_remaining": 220000` in cents, then
+//! "€220,000.00 outstanding": it is €2,200.00), a UTC time told as local, and a duration or size
+//! the user gave written into a key of another unit with the wrong factor ("90 seconds" written
+//! as `timeout_ms: 9000`). docs/METHODS.md, "Grounding" and "Actions".
 
 use std::sync::LazyLock;
 
@@ -230,6 +232,159 @@ pub(super) fn utc_as_local(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
 }
 
+/// A quantity with its unit as a person writes it: "90 seconds", "5 s", "250ms", "2 minutes",
+/// "1.5 h", "50 MB", "512 KiB". Group 1 is the number, group 2 the unit.
+static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(\d+(?:\.\d+)?)\s?(",
+        r"nanoseconds?|ns|microseconds?|us|µs|milliseconds?|millis|msecs?|ms|seconds?|secs?|s",
+        r"|minutes?|mins?|hours?|hrs?|h|days?",
+        r"|bytes|kilobytes?|kib|kb|megabytes?|mib|mb|gigabytes?|gib|gb",
+        r")\b",
+    ))
+    .unwrap()
+});
+
+/// A key given a number as code, configuration and calls write it: `timeout_ms: 9000`,
+/// `"timeout_ms": 9000`, `timeout_ms=9000`, `TIMEOUT_MS=9000`, `max_size_mb = 50`, `300_000`.
+/// Group 1 is the key, group 2 the number.
+static KEYED_NUMBER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"\b([A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(\d[\d_]*(?:\.\d+)?)\b"#).unwrap());
+
+/// The dimension of a unit and its size in the dimension's base unit (seconds, bytes); a size
+/// unit also has its binary size (`MiB`, and `MB` as many programs mean it). `None` for a word
+/// that is no unit.
+fn unit_scale(unit: &str) -> Option<(&'static str, f64, f64)> {
+    let u = unit.to_lowercase();
+    let time = |f: f64| Some(("time", f, f));
+    match u.as_str() {
+        "ns" | "nanos" | "nanosecond" | "nanoseconds" => time(1e-9),
+        "us" | "µs" | "micros" | "microsecond" | "microseconds" => time(1e-6),
+        "ms" | "msec" | "msecs" | "millis" | "millisecond" | "milliseconds" => time(1e-3),
+        "s" | "sec" | "secs" | "second" | "seconds" => time(1.0),
+        "min" | "mins" | "minute" | "minutes" => time(60.0),
+        "h" | "hr" | "hrs" | "hour" | "hours" => time(3600.0),
+        "day" | "days" => time(86400.0),
+        "bytes" => Some(("size", 1.0, 1.0)),
+        "kb" | "kilobyte" | "kilobytes" => Some(("size", 1e3, 1024.0)),
+        "kib" => Some(("size", 1024.0, 1024.0)),
+        "mb" | "megabyte" | "megabytes" => Some(("size", 1e6, 1048576.0)),
+        "mib" => Some(("size", 1048576.0, 1048576.0)),
+        "gb" | "gigabyte" | "gigabytes" => Some(("size", 1e9, 1073741824.0)),
+        "gib" => Some(("size", 1073741824.0, 1073741824.0)),
+        _ => None,
+    }
+}
+
+/// The unit a key names by its last word (`timeout_ms`, `retryDelaySeconds`, `MAX_BODY_MB`,
+/// `cache-ttl-minutes`): words split at `_`, `-` and lower-to-upper case changes. `None` when the
+/// last word is no unit (`timeout`, `retries`).
+fn key_unit(key: &str) -> Option<(&'static str, f64, f64)> {
+    let mut last = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if c == '_' || c == '-' || c.is_ascii_uppercase() && prev_lower {
+            last.clear();
+        }
+        if c != '_' && c != '-' {
+            last.push(c);
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    // A single letter names a unit only after a separator (`ttl_s`, `timeout_h`), never as a
+    // key's whole name (`h: 90`).
+    if last.len() == key.len() && last.len() < 3 {
+        return None;
+    }
+    unit_scale(&last)
+}
+
+/// What step `i` writes: the lines an edit adds that it does not also remove (the context an
+/// edit repeats is not written; `coding::edit_lines`), else the strings of an edit's arguments
+/// (a whole file written), else a state-changing call's arguments as written. Shell commands
+/// that are no edit write nothing here.
+fn written_text(ctx: &Context<'_>, i: usize) -> Option<String> {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall {
+        return None;
+    }
+    let editing = super::edits(t, i);
+    if editing {
+        if let Some((removed, added)) = super::coding::edit_lines(t, i) {
+            let kept: Vec<&str> = added.iter().filter(|l| !removed.contains(l)).map(String::as_str).collect();
+            return (!kept.is_empty()).then(|| kept.join("\n"));
+        }
+        return Some(super::call_strings(&s.content).unwrap_or_else(|| s.content.clone()));
+    }
+    if super::call_command(t, i).is_some() || !super::changes_state(t, i) {
+        return None;
+    }
+    Some(s.content.clone())
+}
+
+/// Step `i`, an edit or a state-changing call, writes a number under a key that names a unit
+/// ([`key_unit`]: `timeout_ms`, `ttl_seconds`, `max_body_mb`) where a turn of the person served
+/// before it gave a quantity of the same dimension ([`QUANTITY`]: "to 90 seconds") that, in the
+/// key's unit, is the number times a power of ten (10 to 1,000, either way) or the number itself
+/// left unconverted, and no quantity the person gave is the number in the key's unit: "writes
+/// timeout_ms: 9000 (9 s), but the user asked for 90 seconds at step 0, which is timeout_ms:
+/// 90000". A digit lost or a factor of 1,000 applied the wrong way round is a unit error of the
+/// agent's own; validators and tests seldom check the value. docs/METHODS.md, "Actions".
+pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let Some(text) = written_text(ctx, i) else { return };
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return;
+    }
+    // The quantities the person served gave before the step: (step, as written, value, unit).
+    let mut given: Vec<(usize, String, f64, (&str, f64, f64))> = Vec::new();
+    for j in (0..i).filter(|&j| super::actions::is_human(&t.steps[j])) {
+        for c in QUANTITY.captures_iter(&t.steps[j].content) {
+            let (Ok(v), Some(unit)) = (c[1].parse::<f64>(), unit_scale(&c[2])) else { continue };
+            given.push((j, c[0].to_string(), v, unit));
+        }
+    }
+    if given.is_empty() {
+        return;
+    }
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    for c in KEYED_NUMBER.captures_iter(&text) {
+        let Some(unit) = key_unit(&c[1]) else { continue };
+        let Ok(n) = c[2].replace('_', "").parse::<f64>() else { continue };
+        if n == 0.0 {
+            continue;
+        }
+        // Each quantity of the key's dimension, in the key's unit (both readings of a size).
+        let same: Vec<_> = given.iter().filter(|g| g.3.0 == unit.0).collect();
+        let in_key = |g: &(usize, String, f64, (&str, f64, f64))| [g.2 * g.3.1 / unit.1, g.2 * g.3.2 / unit.2];
+        if same.is_empty() || same.iter().any(|g| in_key(g).iter().any(|&e| close(e, n))) {
+            continue;
+        }
+        let off = same.iter().find_map(|g| {
+            let e = in_key(g)[0];
+            let ratio = e / n;
+            let power = [10.0, 100.0, 1000.0].iter().any(|&p| close(ratio, p) || close(ratio * p, 1.0));
+            let unconverted = close(g.2, n) && !close(g.3.1, unit.1);
+            (power || unconverted).then_some((g, e))
+        });
+        let Some((g, e)) = off else { continue };
+        let key = &c[1];
+        let number = &c[2];
+        let expected = if e.fract() == 0.0 { format!("{e:.0}") } else { format!("{e}") };
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![
+                format!("writes {key}: {number}, but the user asked for {} at step ", g.1.trim()),
+                Part::Step(g.0),
+                format!(", which is {key}: {expected}")
+            ],
+        ));
+        return;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +402,27 @@ mod tests {
         let m = MEMBER.captures(r#"{"amount_remaining": 220000, "x": 1}"#).unwrap();
         assert_eq!((&m[1], &m[2]), ("amount_remaining", "220000"));
         assert!(MEMBER.captures(r#"{"amount": 220000.5}"#).is_none());
+    }
+
+    #[test]
+    fn keys_name_their_unit_by_their_last_word() {
+        assert_eq!(key_unit("timeout_ms").map(|u| u.1), Some(1e-3));
+        assert_eq!(key_unit("retryDelaySeconds").map(|u| u.1), Some(1.0));
+        assert_eq!(key_unit("MAX_BODY_MB").map(|u| (u.0, u.1)), Some(("size", 1e6)));
+        assert_eq!(key_unit("cache-ttl-minutes").map(|u| u.1), Some(60.0));
+        assert_eq!(key_unit("ttl_s").map(|u| u.1), Some(1.0));
+        assert_eq!(key_unit("timeout"), None);
+        assert_eq!(key_unit("retries"), None);
+        assert_eq!(key_unit("h"), None);
+        assert_eq!(key_unit("ms"), None);
+        let c = KEYED_NUMBER.captures("    timeout_ms: 300_000\n").unwrap();
+        assert_eq!((&c[1], &c[2]), ("timeout_ms", "300_000"));
+        let c = KEYED_NUMBER.captures(r#"{"ttl_seconds": 90}"#).unwrap();
+        assert_eq!((&c[1], &c[2]), ("ttl_seconds", "90"));
+        let q: Vec<_> = QUANTITY
+            .captures_iter("get 504s after 5 s; raise it to 90 seconds (50MB max)")
+            .map(|c| c[0].to_string())
+            .collect();
+        assert_eq!(q, ["504s", "5 s", "90 seconds", "50MB"]);
     }
 }
