@@ -251,12 +251,29 @@ static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
 static KEYED_NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"\b([A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(\d[\d_]*(?:\.\d+)?)\b"#).unwrap());
 
-/// The dimension of a unit and its size in the dimension's base unit (seconds, bytes); a size
-/// unit also has its binary size (`MiB`, and `MB` as many programs mean it). `None` for a word
-/// that is no unit.
-fn unit_scale(unit: &str) -> Option<(&'static str, f64, f64)> {
+/// A unit: its dimension ("time", "size") and its size in the dimension's base unit (seconds,
+/// bytes); `binary` is a size unit's binary size (`MiB`, and `MB` as many programs mean it), else
+/// the same as `scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Unit {
+    dimension: &'static str,
+    scale: f64,
+    binary: f64,
+}
+
+/// A quantity the person served gave: the step, as written, its number and its unit.
+struct Given {
+    step: usize,
+    written: String,
+    value: f64,
+    unit: Unit,
+}
+
+/// The [`Unit`] a word names, `None` for a word that is no unit.
+fn unit_scale(unit: &str) -> Option<Unit> {
     let u = unit.to_lowercase();
-    let time = |f: f64| Some(("time", f, f));
+    let of = |dimension, scale, binary| Some(Unit { dimension, scale, binary });
+    let time = |f: f64| of("time", f, f);
     match u.as_str() {
         "ns" | "nanos" | "nanosecond" | "nanoseconds" => time(1e-9),
         "us" | "µs" | "micros" | "microsecond" | "microseconds" => time(1e-6),
@@ -265,13 +282,13 @@ fn unit_scale(unit: &str) -> Option<(&'static str, f64, f64)> {
         "min" | "mins" | "minute" | "minutes" => time(60.0),
         "h" | "hr" | "hrs" | "hour" | "hours" => time(3600.0),
         "day" | "days" => time(86400.0),
-        "bytes" => Some(("size", 1.0, 1.0)),
-        "kb" | "kilobyte" | "kilobytes" => Some(("size", 1e3, 1024.0)),
-        "kib" => Some(("size", 1024.0, 1024.0)),
-        "mb" | "megabyte" | "megabytes" => Some(("size", 1e6, 1048576.0)),
-        "mib" => Some(("size", 1048576.0, 1048576.0)),
-        "gb" | "gigabyte" | "gigabytes" => Some(("size", 1e9, 1073741824.0)),
-        "gib" => Some(("size", 1073741824.0, 1073741824.0)),
+        "bytes" => of("size", 1.0, 1.0),
+        "kb" | "kilobyte" | "kilobytes" => of("size", 1e3, 1024.0),
+        "kib" => of("size", 1024.0, 1024.0),
+        "mb" | "megabyte" | "megabytes" => of("size", 1e6, 1048576.0),
+        "mib" => of("size", 1048576.0, 1048576.0),
+        "gb" | "gigabyte" | "gigabytes" => of("size", 1e9, 1073741824.0),
+        "gib" => of("size", 1073741824.0, 1073741824.0),
         _ => None,
     }
 }
@@ -279,7 +296,7 @@ fn unit_scale(unit: &str) -> Option<(&'static str, f64, f64)> {
 /// The unit a key names by its last word (`timeout_ms`, `retryDelaySeconds`, `MAX_BODY_MB`,
 /// `cache-ttl-minutes`): words split at `_`, `-` and lower-to-upper case changes. `None` when the
 /// last word is no unit (`timeout`, `retries`).
-fn key_unit(key: &str) -> Option<(&'static str, f64, f64)> {
+fn key_unit(key: &str) -> Option<Unit> {
     let mut last = String::new();
     let mut prev_lower = false;
     for c in key.chars() {
@@ -337,12 +354,12 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     if !text.bytes().any(|b| b.is_ascii_digit()) {
         return;
     }
-    // The quantities the person served gave before the step: (step, as written, value, unit).
-    let mut given: Vec<(usize, String, f64, (&str, f64, f64))> = Vec::new();
+    // The quantities the person served gave before the step.
+    let mut given: Vec<Given> = Vec::new();
     for j in (0..i).filter(|&j| super::actions::is_human(&t.steps[j])) {
         for c in QUANTITY.captures_iter(&t.steps[j].content) {
-            let (Ok(v), Some(unit)) = (c[1].parse::<f64>(), unit_scale(&c[2])) else { continue };
-            given.push((j, c[0].to_string(), v, unit));
+            let (Ok(value), Some(unit)) = (c[1].parse::<f64>(), unit_scale(&c[2])) else { continue };
+            given.push(Given { step: j, written: c[0].to_string(), value, unit });
         }
     }
     if given.is_empty() {
@@ -356,8 +373,8 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             continue;
         }
         // Each quantity of the key's dimension, in the key's unit (both readings of a size).
-        let same: Vec<_> = given.iter().filter(|g| g.3.0 == unit.0).collect();
-        let in_key = |g: &(usize, String, f64, (&str, f64, f64))| [g.2 * g.3.1 / unit.1, g.2 * g.3.2 / unit.2];
+        let same: Vec<&Given> = given.iter().filter(|g| g.unit.dimension == unit.dimension).collect();
+        let in_key = |g: &Given| [g.value * g.unit.scale / unit.scale, g.value * g.unit.binary / unit.binary];
         if same.is_empty() || same.iter().any(|g| in_key(g).iter().any(|&e| close(e, n))) {
             continue;
         }
@@ -365,7 +382,7 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             let e = in_key(g)[0];
             let ratio = e / n;
             let power = [10.0, 100.0, 1000.0].iter().any(|&p| close(ratio, p) || close(ratio * p, 1.0));
-            let unconverted = close(g.2, n) && !close(g.3.1, unit.1);
+            let unconverted = close(g.value, n) && !close(g.unit.scale, unit.scale);
             (power || unconverted).then_some((g, e))
         });
         let Some((g, e)) = off else { continue };
@@ -376,8 +393,8 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             Signal::ArgumentMismatch,
             weights::ARGUMENT_MISMATCH,
             prose![
-                format!("writes {key}: {number}, but the user asked for {} at step ", g.1.trim()),
-                Part::Step(g.0),
+                format!("writes {key}: {number}, but the user asked for {} at step ", g.written.trim()),
+                Part::Step(g.step),
                 format!(", which is {key}: {expected}")
             ],
         ));
@@ -406,11 +423,11 @@ mod tests {
 
     #[test]
     fn keys_name_their_unit_by_their_last_word() {
-        assert_eq!(key_unit("timeout_ms").map(|u| u.1), Some(1e-3));
-        assert_eq!(key_unit("retryDelaySeconds").map(|u| u.1), Some(1.0));
-        assert_eq!(key_unit("MAX_BODY_MB").map(|u| (u.0, u.1)), Some(("size", 1e6)));
-        assert_eq!(key_unit("cache-ttl-minutes").map(|u| u.1), Some(60.0));
-        assert_eq!(key_unit("ttl_s").map(|u| u.1), Some(1.0));
+        assert_eq!(key_unit("timeout_ms").map(|u| u.scale), Some(1e-3));
+        assert_eq!(key_unit("retryDelaySeconds").map(|u| u.scale), Some(1.0));
+        assert_eq!(key_unit("MAX_BODY_MB").map(|u| (u.dimension, u.scale)), Some(("size", 1e6)));
+        assert_eq!(key_unit("cache-ttl-minutes").map(|u| u.scale), Some(60.0));
+        assert_eq!(key_unit("ttl_s").map(|u| u.scale), Some(1.0));
         assert_eq!(key_unit("timeout"), None);
         assert_eq!(key_unit("retries"), None);
         assert_eq!(key_unit("h"), None);
