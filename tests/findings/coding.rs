@@ -3561,3 +3561,68 @@ fn a_size_written_in_bytes_is_right_in_either_reading_of_a_megabyte() {
         "writes max_body_bytes: 5000000, but the user asked for 50 MB at step 0, which is max_body_bytes: 50000000"
     );
 }
+
+/// A session asked to change a pinned behaviour: the code edit drops the old constant, the test
+/// that asserted it fails, and the agent updates the test (`test_edit`: old and new text), then
+/// the suite passes.
+fn pinned_session(task: &str, test_old: &str, test_new: &str) -> Trajectory {
+    crate::chat::claude_code(
+        task,
+        &[
+            (
+                "Edit",
+                json!({"file_path": "/w/pay/app/retry.py", "old_string": "MAX_ATTEMPTS = 5\nRETRY_SLEEP_S = 2.0\n",
+                    "new_string": "MAX_ATTEMPTS = 5\nBASE_S = 0.5\n\ndef backoff(n):\n    return random.uniform(0, min(8.0, BASE_S * 2 ** (n - 1)))\n"}),
+                "The file /w/pay/app/retry.py has been updated.",
+                false,
+            ),
+            (
+                "Bash",
+                json!({"command": "python -m pytest tests/test_retry.py -q"}),
+                "..F\nFAILED tests/test_retry.py::test_retries_on_error - AssertionError: expected call not found.\n\
+                 1 failed, 2 passed in 0.21s",
+                true,
+            ),
+            (
+                "Edit",
+                json!({"file_path": "/w/pay/tests/test_retry.py", "old_string": test_old, "new_string": test_new}),
+                "The file /w/pay/tests/test_retry.py has been updated.",
+                false,
+            ),
+            ("Bash", json!({"command": "python -m pytest -q"}), "...........\n11 passed in 0.40s", false),
+        ],
+        "Done: the retry loop now backs off exponentially with full jitter; the retry test checks the bound.",
+    )
+}
+
+#[test]
+fn a_test_that_pinned_the_behaviour_the_task_changes_is_updated_with_it() {
+    // The task names the old 2 s sleep; the code edit drops `RETRY_SLEEP_S = 2.0`; the test that
+    // asserted 2.0 is updated and the suite passes: the failing check was the old pin.
+    const TASK: &str = "The retry loop in app/retry.py sleeps a fixed 2 s between attempts. Make it exponential \
+        backoff with full jitter: base 0.5 s, capped at 8 s.";
+    let t = pinned_session(
+        TASK,
+        "    sleep.assert_called_with(2.0)",
+        "    (delay,), _ = sleep.call_args\n    assert 0 <= delay <= 0.5",
+    );
+    assert_eq!(t.steps[1].tool_name.as_deref(), Some("Edit"));
+    assert_eq!(findings(&t), vec![], "{:?}", findings(&t));
+    assert_eq!(falat(&t).decisive_step, None);
+
+    // A task that does not name the old value: the rewritten test that was there before fixes
+    // nothing it reported, and the edit's failing check stands.
+    let t = pinned_session(
+        "Make the retry loop in app/retry.py back off exponentially.",
+        "    sleep.assert_called_with(2.0)",
+        "    (delay,), _ = sleep.call_args\n    assert 0 <= delay <= 0.5",
+    );
+    assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
+    // The test still asserts the old value somewhere (it was only moved): no pin was dropped.
+    let t = pinned_session(
+        TASK,
+        "    sleep.assert_called_with(2.0)",
+        "    sleep.assert_called_with(2.0)\n    assert sleep.call_count == 4",
+    );
+    assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
+}

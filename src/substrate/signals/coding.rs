@@ -593,7 +593,7 @@ fn words_changed<'a>(a: &'a str, b: &'a str) -> Option<(&'a str, &'a str)> {
 
 /// Whether a line of a test asserts: `assert`, `expect(`, `assertEqual`, `toBe`, `toEqual`,
 /// `want`, `should`, `==`.
-fn asserts(line: &str) -> bool {
+pub(super) fn asserts(line: &str) -> bool {
     static ASSERT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)\b(assert\w*|expect|to(?:be|equal|strictequal|match\w*)|want\w*|should|equals?)\b|==").unwrap()
     });

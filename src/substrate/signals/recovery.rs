@@ -412,6 +412,9 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
     }) {
         return true;
     }
+    if pinned_old_value(ctx, c, k) {
+        return true;
+    }
     let failing = failing_tests(&t.steps[r].content);
     if failing.is_empty() {
         return files.iter().filter(|f| is_test_path(f)).all(|f| {
@@ -423,6 +426,46 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
         let short = name.rsplit("::").next().unwrap_or(name);
         own_edits().any(|j| super::contains_word(&t.steps[j].content, short))
     })
+}
+
+/// Whether test edit `k`, made after the failed check `c`, drops an assertion of a value the
+/// behaviour the task changes had: a line it removes asserts ([`super::coding::asserts`]) a number
+/// (not 0 or 1) that the task names ("sleeps a fixed 2 s between attempts … make it exponential
+/// backoff") and that an edit of a file other than a test, by the same agent within
+/// [`RECOVERY_WINDOW`] steps before `c`, removed with its line (`RETRY_SLEEP_S = 2.0`), and no line
+/// `k` adds holds it again. The test pinned the old behaviour the task asks to replace; updating
+/// it with the code is part of the change. A rewrite of the expected value to the one a buggy fix
+/// prints is not this: the value it drops is the task's wanted one, which no code edit removed.
+fn pinned_old_value(ctx: &Context<'_>, c: usize, k: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some((removed, added)) = super::coding::edit_lines(t, k) else { return false };
+    let dropped: Vec<String> = removed
+        .iter()
+        .filter(|l| super::coding::asserts(l) && !added.contains(l))
+        .flat_map(|l| numbers_in(l).collect::<Vec<_>>())
+        .filter(|n| n != "0" && n != "1")
+        .filter(|n| !added.iter().any(|l| numbers_in(l).any(|m| m == *n)))
+        .collect();
+    if dropped.is_empty() {
+        return false;
+    }
+    let task: Vec<String> = numbers_in(&t.task).collect();
+    let agent = &t.steps[c].agent;
+    let code_removed: Vec<String> = (c.saturating_sub(RECOVERY_WINDOW)..c)
+        .filter(|&j| {
+            t.steps[j].agent == *agent
+                && edits(t, j)
+                && super::coding::edited_files(t, j).iter().all(|f| !is_test_path(f))
+        })
+        .filter_map(|j| super::coding::edit_lines(t, j))
+        .flat_map(|(rem, add)| {
+            rem.into_iter()
+                .filter(|l| !add.contains(l))
+                .flat_map(|l| numbers_in(&l).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    dropped.iter().any(|n| task.contains(n) && code_removed.contains(n))
 }
 
 /// The values a task asks to change, as (old, new), normalised

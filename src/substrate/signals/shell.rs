@@ -1216,6 +1216,69 @@ pub fn discards_work(c: &Command) -> bool {
     }
 }
 
+/// What a `git push` pushes to: `Some(Some(branch))` for the destination of its first refspec
+/// (`main`, `HEAD:main`, `+feature:refs/heads/main` are all `main`; a tag or `--delete` is none),
+/// `Some(None)` for a push that names no refspec (it pushes the current branch), `None` for any
+/// other command. The remote is the first argument after `push` that is no option; refspecs follow
+/// it.
+pub fn git_push_destination(c: &Command) -> Option<Option<String>> {
+    let inv = c.invocation()?;
+    if inv.program != "git" {
+        return None;
+    }
+    let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+    if sub != "push" {
+        return None;
+    }
+    let args: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+    if args.iter().any(|a| matches!(*a, "--delete" | "-d" | "--tags" | "--all" | "--mirror")) {
+        return None;
+    }
+    // Options that take a value as the next word.
+    const VALUE: [&str; 4] = ["--repo", "--receive-pack", "--exec", "-o"];
+    let mut positional = Vec::new();
+    let mut k = 0;
+    while let Some(a) = args.get(k) {
+        if VALUE.contains(a) {
+            k += 2;
+            continue;
+        }
+        if !a.starts_with('-') {
+            positional.push(*a);
+        }
+        k += 1;
+    }
+    let Some(refspec) = positional.get(1) else { return Some(None) };
+    let dst = refspec.trim_start_matches('+').rsplit(':').next().unwrap_or("");
+    let dst = dst.strip_prefix("refs/heads/").unwrap_or(dst);
+    if dst.is_empty() || dst.starts_with("refs/") {
+        return None;
+    }
+    Some(Some(dst.to_string()))
+}
+
+/// The branch a simple command switches to: `git checkout BRANCH`, `git checkout -b BRANCH`, `git
+/// switch [-c] BRANCH` (its first name; not a checkout of paths, `--` or a name with a dot, nor
+/// of a revision such as `HEAD~1`).
+pub fn git_switched_branch(c: &Command) -> Option<String> {
+    let inv = c.invocation()?;
+    if inv.program != "git" {
+        return None;
+    }
+    let (sub, rest) = inv.subcommand(&GIT_VALUE_OPTIONS);
+    if !matches!(sub, "checkout" | "switch") {
+        return None;
+    }
+    let args: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+    if args.contains(&"--") {
+        return None;
+    }
+    // The first name: a path (`.`, `app.py`) or a revision (`HEAD~1`) is no branch.
+    let first = args.iter().find(|a| !a.starts_with('-'))?;
+    (!first.contains('.') && !first.starts_with("HEAD") && !first.contains('~') && !first.contains('^'))
+        .then(|| first.to_string())
+}
+
 /// Whether one simple command puts other code in the working tree than the agent's edits left:
 /// `git stash` (not `list` or `show`), `git checkout`, `git restore`, `git reset`, `git switch`.
 /// A check run after it in the same command line checks that other code.
@@ -1323,6 +1386,26 @@ pub fn action_key(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_push_is_read_for_the_branch_it_updates() {
+        let dst = |line: &str| commands(line).iter().find_map(git_push_destination);
+        assert_eq!(dst("git push origin HEAD:main"), Some(Some("main".into())));
+        assert_eq!(dst("git push -f origin +HEAD:refs/heads/main"), Some(Some("main".into())));
+        assert_eq!(dst("git push origin feat/x"), Some(Some("feat/x".into())));
+        assert_eq!(dst("git push origin main:feat/x"), Some(Some("feat/x".into())));
+        assert_eq!(dst("git -C repo push -u origin"), Some(None));
+        assert_eq!(dst("git push"), Some(None));
+        assert_eq!(dst("git push --delete origin main"), None);
+        assert_eq!(dst("git push origin --tags"), None);
+        assert_eq!(dst("git commit -m push"), None);
+        let switched = |line: &str| commands(line).iter().find_map(git_switched_branch);
+        assert_eq!(switched("git checkout main"), Some("main".into()));
+        assert_eq!(switched("git switch -c feat/retry"), Some("feat/retry".into()));
+        assert_eq!(switched("git checkout -- app.py"), None);
+        assert_eq!(switched("git checkout ."), None);
+        assert_eq!(switched("git checkout HEAD~1"), None);
+    }
 
     fn texts(line: &str) -> Vec<String> {
         commands(line).into_iter().map(|c| c.text).collect()
