@@ -217,6 +217,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     actions::argument_mismatch(ctx, i, &mut f);
     confirmed::beyond_confirmed(ctx, i, &mut f);
     actions::off_brief(ctx, i, &mut f);
+    actions::query_off_instruction(ctx, i, &mut f);
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::blind_retry(ctx, i, &mut f);

@@ -1,9 +1,12 @@
 //! A hand-off against the delegating agent's routing instructions (docs/METHODS.md, "Wrong
 //! delegation"): real-shaped multi-agent runs whose triage agent's instructions say which
 //! specialist takes what, in the ways instructions say it ("Billing Agent (charges, …)", "route
-//! billing, charges and refunds to billing_agent", a list of topics and hand-off tools).
+//! billing, charges and refunds to billing_agent", a list of topics and hand-off tools); and a
+//! worker that searches a query its instruction quotes with a number changed.
 
 use falat::diagnosis::Signal;
+use falat::model::Trajectory;
+use serde_json::json;
 
 use crate::chat::{evidence, falat, findings, fixture, load_beside, no_failure, steps_with};
 
@@ -236,4 +239,54 @@ fn a_refund_the_supervisor_of_prebuilt_agents_routes_to_the_tech_agent_is_its_ha
 #[test]
 fn the_same_refund_routed_to_the_billing_agent_by_the_supervisor_of_prebuilt_agents_is_no_failure() {
     no_failure("handbuilt/langsmith/supervisor_refund_to_billing_agent_ok.langsmith.json");
+}
+
+/// A Who&When hand-crafted run (Magentic-One): the orchestrator asks WebSurfer to search a quoted
+/// query, and WebSurfer reports what it typed (`typed`), then the run answers.
+fn searched(instruction: &str, typed: &str) -> Trajectory {
+    let run = json!({
+        "question": "What was the men's winning time at the 2024 Kesselberg Trail 50K? Answer as h:mm:ss.",
+        "ground_truth": "4:05:12",
+        "history": [
+            {"role": "human", "content": "What was the men's winning time at the 2024 Kesselberg Trail 50K? Answer as h:mm:ss."},
+            {"role": "Orchestrator (thought)", "content": "Initial plan:\n\n1. WebSurfer searches the official 2024 results.\n2. Report the time."},
+            {"role": "Orchestrator (-> WebSurfer)", "content": instruction},
+            {"role": "Orchestrator (thought)", "content": "Next speaker WebSurfer"},
+            {"role": "WebSurfer", "content": format!("I typed '{typed}' into the browser search bar.\n\nThe web browser is open to the page [{typed} - Search](https://www.bing.com/search?q=x).\nKesselberg Trail results: winner Lukas Brandl 4:12:37")},
+            {"role": "Orchestrator (thought)", "content": "Updated Ledger: the winner's time is known."},
+            {"role": "Orchestrator (termination condition)", "content": "FINAL ANSWER: 4:12:37"}
+        ]
+    });
+    let bytes = serde_json::to_vec(&run).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+}
+
+#[test]
+fn a_worker_that_types_the_quoted_query_with_another_year_is_found_at_its_search() {
+    let asked = "Please search the web for 'Kesselberg Trail 50K 2024 Ergebnisse' and open the official results.";
+    let t = searched(asked, "Kesselberg Trail 50K 2023 Ergebnisse");
+    assert_eq!(t.steps[4].agent, "WebSurfer");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "types 'Kesselberg Trail 50K 2023 Ergebnisse', but the instruction at step 2 asks for 'Kesselberg Trail 50K \
+         2024 Ergebnisse' (2024, not 2023)"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(4));
+    // The query as asked, one reworded (another word, not a number), or one with a word added:
+    // no finding of this kind.
+    for typed in [
+        "Kesselberg Trail 50K 2024 Ergebnisse",
+        "Kesselberg Trail 50K 2024 results",
+        "Kesselberg Trail 50K 2024 Ergebnisse Herren",
+    ] {
+        let t = searched(asked, typed);
+        assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new(), "{typed}");
+    }
+    // An instruction that quotes no query leaves the worker its own words.
+    let t = searched(
+        "Please find the official 2024 results of the Kesselberg Trail 50K.",
+        "Kesselberg Trail 50K 2023 Ergebnisse",
+    );
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
 }

@@ -1125,6 +1125,105 @@ pub(crate) fn off_brief(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
 }
 
+/// What step `i` types into a search: the quoted text of a browser worker's "I typed '…'" (as
+/// Magentic-One's WebSurfer reports it), or the `query` / `q` / `search_query` / `search_term`
+/// argument of a tool call whose tool searches (a word `search` in its name).
+fn typed_query(t: &Trajectory, i: usize) -> Option<String> {
+    static TYPED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?i)^\s*I typed ['"‘“](.{3,200}?)['"’”] into\b"#).expect("a valid pattern")
+    });
+    let s = &t.steps[i];
+    match s.kind {
+        StepKind::Message | StepKind::ToolResult => TYPED.captures(&s.content).map(|c| c[1].to_string()),
+        StepKind::ToolCall => {
+            let tool = s.tool_name.as_deref()?.to_ascii_lowercase();
+            if !tool.contains("search") {
+                return None;
+            }
+            let args = call_arguments(&s.content)?;
+            ["query", "q", "search_query", "search_term"]
+                .iter()
+                .find_map(|k| args.get(*k)?.as_str().map(str::to_string))
+        }
+        _ => None,
+    }
+}
+
+/// The instruction step `i`'s worker acts on: the latest delegation to its agent within
+/// [`BRIEF_LOOKBACK`] steps, or a message of another agent (not the person served, not a tool)
+/// among the three steps before it (a coordinator's "Please search the web for …").
+fn instruction_for(t: &Trajectory, i: usize) -> Option<usize> {
+    let agent = &t.steps[i].agent;
+    let near = (i.saturating_sub(3)..i).rev().find(|&j| {
+        let x = &t.steps[j];
+        x.agent != *agent
+            && matches!(x.kind, StepKind::Message | StepKind::Delegation)
+            && !is_human(x)
+            && !super::is_outside_agent(&x.agent)
+    });
+    near.or_else(|| {
+        (i.saturating_sub(BRIEF_LOOKBACK)..i)
+            .rev()
+            .find(|&j| t.steps[j].kind == StepKind::Delegation && t.steps[j].delegate_to.as_deref() == Some(agent))
+    })
+}
+
+/// The words of a query, lower case, punctuation at their ends taken off.
+fn query_words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Step `i`, a worker's search ([`typed_query`]), types a query that is a query its instruction
+/// ([`instruction_for`]) quotes with one number changed: the same words in the same order, but
+/// for one whose digits differ from the quoted one's (as many digits: a year, an edition, an id).
+/// "types 'Kesselberg Trail 50K 2023 Ergebnisse', but the instruction at step 2 asks for
+/// 'Kesselberg Trail 50K 2024 Ergebnisse'". The search then finds the other year's pages, and
+/// every step after reads them. docs/METHODS.md, "Actions".
+pub(crate) fn query_off_instruction(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    static QUOTED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"'([^'\n]{3,200})'|"([^"\n]{3,200})"|‘([^’\n]{3,200})’|“([^”\n]{3,200})”"#)
+            .expect("a valid pattern")
+    });
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if is_human(s) || super::is_outside_agent(&s.agent) {
+        return;
+    }
+    let Some(typed) = typed_query(t, i) else { return };
+    let words = query_words(&typed);
+    if words.len() < 3 || !words.iter().any(|w| w.bytes().all(|b| b.is_ascii_digit())) {
+        return;
+    }
+    let Some(j) = instruction_for(t, i) else { return };
+    for c in QUOTED.captures_iter(&t.steps[j].content) {
+        let Some(quoted) = (1..=4).find_map(|k| c.get(k)) else { continue };
+        let asked = query_words(quoted.as_str());
+        if asked.len() != words.len() {
+            continue;
+        }
+        let differ: Vec<usize> = (0..words.len()).filter(|&k| words[k] != asked[k]).collect();
+        let [k] = differ.as_slice() else { continue };
+        let (a, b) = (&asked[*k], &words[*k]);
+        let digits = |w: &str| !w.is_empty() && w.bytes().all(|x| x.is_ascii_digit());
+        if !(digits(a) && digits(b) && a.len() == b.len()) {
+            continue;
+        }
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![
+                format!("types '{}', but the instruction at step ", crate::text::clip(typed.trim(), 60)),
+                Part::Step(j),
+                format!(" asks for '{}' ({a}, not {b})", crate::text::clip(quoted.as_str().trim(), 60))
+            ],
+        ));
+        return;
+    }
+}
+
 /// How many of the user's turns before a call [`argument_mismatch`] compares the call with.
 const MISMATCH_TURNS: usize = 4;
 
