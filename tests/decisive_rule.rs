@@ -100,10 +100,12 @@ fn the_decision_rule_holds_on_every_bundled_run() {
         }
         assert_eq!(d.decisive_step, Some(r.decisive));
     }
-    // Verification told the candidates apart in 49 runs; in 37 every candidate passed and in 25
-    // none did (or none was left), where the ranking decided; re-search moved 2 decisions back and
-    // 1 forward. Before the ranking decided those, the earliest valid candidate was named in 85
+    // Verification told the candidates apart in 53 runs; in 37 every candidate passed and in 21
+    // none did (or none was left), where the ranking decided; re-search moved 2 decisions back.
+    // (Before the offline judge searched the other phases when the suspicious ones recalled
+    // nothing, verification told them apart in 49 runs, 25 had none passing and one decision
+    // moved forward; the step figures are the same.) Before the ranking decided those, the earliest valid candidate was named in 85
     // runs and a fallback in 26 (3 moved back, 2 forward).
     let counts = (with_valid, all_passed, none_passed, moved_back, moved_forward);
-    assert_eq!(counts, (49, 37, 25, 2, 1), "{counts:?}");
+    assert_eq!(counts, (53, 37, 21, 2, 0), "{counts:?}");
 }

@@ -46,6 +46,11 @@ pub struct Session<'j> {
 }
 
 impl<'j> Session<'j> {
+    /// The kind of the judge the session asks.
+    pub fn judge_kind(&self) -> super::JudgeKind {
+        self.judge.kind()
+    }
+
     /// A session without cancel flag or progress callback.
     pub fn new(judge: &'j dyn Judge) -> Session<'j> {
         Session::controlled(judge, None, None)

@@ -34,6 +34,7 @@ mod reproduction;
 pub mod revert;
 pub mod shell;
 mod side_effects;
+mod sources;
 mod statistics;
 mod tables;
 mod targets;
@@ -238,6 +239,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
+    sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);
     // `irrelevant` (reads the prior) goes here.

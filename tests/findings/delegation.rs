@@ -290,3 +290,68 @@ fn a_worker_that_types_the_quoted_query_with_another_year_is_found_at_its_search
     );
     assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
 }
+
+/// A Who&When hand-crafted run (Magentic-One) whose WebSurfer opens `pages` in turn (title,
+/// address, text) and whose orchestrator answers `answer`.
+fn read_pages(pages: &[(&str, &str, &str)], answer: &str) -> Trajectory {
+    let q = "What is the maximum size of one object uploaded with a single PUT to the Stratos Object Storage API, \
+        according to the current official documentation?";
+    let mut history = vec![
+        json!({"role": "human", "content": q}),
+        json!({"role": "Orchestrator (thought)", "content": "Initial plan:\n\n1. WebSurfer reads the upload limits page.\n2. Report the limit."}),
+    ];
+    for (title, url, text) in pages {
+        history.push(json!({"role": "Orchestrator (-> WebSurfer)", "content": "Please open the official documentation page on upload limits."}));
+        history.push(json!({"role": "WebSurfer", "content": format!(
+            "I clicked '{title}'.\n\nHere is a screenshot of [{title}]({url}). The viewport shows 41% of the webpage.\n\n\
+             Automatic OCR of the page screenshot has detected the following text:\n\n{text}")}));
+    }
+    history.push(json!({"role": "Orchestrator (thought)", "content": "Request satisfied."}));
+    history.push(json!({"role": "Orchestrator (termination condition)", "content": format!("FINAL ANSWER: {answer}")}));
+    let run = json!({"question": q, "ground_truth": "", "history": history});
+    let bytes = serde_json::to_vec(&run).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+}
+
+const V1: (&str, &str, &str) = (
+    "Upload limits | Stratos API v1",
+    "https://docs.stratos.cloud/object-storage/v1/upload-limits",
+    "Stratos Docs  API v1\n⚠ You are viewing documentation for API v1, which was deprecated on 2021-03-31. See the \
+     current version (v3).\nUpload limits\nSingle PUT request: objects up to 5 GB.\nMultipart: up to 10,000 parts.",
+);
+
+#[test]
+fn an_answer_read_from_a_page_that_says_it_is_outdated_is_found_where_the_page_is_read() {
+    let t = read_pages(&[V1], "5 GB");
+    assert_eq!(t.steps[3].agent, "WebSurfer");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "reads 5 GB from a page that says it is outdated (\"You are viewing documentation for API v1, which was \
+         deprecated on 2021-03-31.\"), and the final answer at step 5 gives 5 GB"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+
+    // The current page read after it gives the answer: the outdated page is no source of it.
+    let v3 = (
+        "Upload limits | Stratos API v3",
+        "https://docs.stratos.cloud/object-storage/v3/upload-limits",
+        "Stratos Docs  API v3\nUpload limits\nSingle PUT request: objects up to 50 GB.",
+    );
+    let t = read_pages(&[V1, v3], "50 GB");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+    // The current page says the same as the old one: it vouches for the answer.
+    let v3_same = (v3.0, v3.1, "Stratos Docs  API v3\nUpload limits\nSingle PUT request: objects up to 5 GB.");
+    let t = read_pages(&[V1, v3_same], "5 GB");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+    // A page that marks one function deprecated is no outdated page.
+    let t = read_pages(
+        &[(
+            V1.0,
+            V1.1,
+            "Upload limits\nThe `put_object_legacy` call is deprecated.\nSingle PUT request: objects up to 5 GB.",
+        )],
+        "5 GB",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}

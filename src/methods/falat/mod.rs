@@ -450,15 +450,38 @@ fn recall_candidates(
         decision::zoom(&phases.iter().map(|p| p.suspicion).collect::<Vec<_>>(), &opts.falat)
     };
     let mut out: Vec<Candidate> = Vec::new();
+    let mut searched = searched;
     let total = searched.len();
-    for (k, p) in searched.iter().map(|p| &phases[*p]).enumerate() {
+    let recall = |phase: usize, out: &mut Vec<Candidate>, s: &mut Session<'_>| -> Result<(), Cancelled> {
         s.check()?;
+        let p = &phases[phase];
         if let Answer::Candidates(found) = s.ask(&ctx, &Question::RecallCandidates { range: p.range.clone() }) {
             for (step, findings) in found.into_iter().filter(|(s, f)| *s < t.steps.len() && !f.is_empty()) {
                 out.push(new_candidate(t, step, findings, Origin::Machine));
             }
         }
+        Ok(())
+    };
+    for (k, &p) in searched.iter().enumerate() {
+        recall(p, &mut out, s)?;
         s.tick(PipelineProgress::Recall, k + 1, total);
+    }
+    // The suspicious phases recalled nothing: with an offline judge, whose phase suspicion is
+    // read from summary facts that do not show every finding the steps hold (a page that says it
+    // is outdated, a query typed off its instruction), the others are searched, most suspicious
+    // first, until one recalls a candidate. A model judged the phases itself, and each search
+    // costs it a request.
+    let offline = s.judge_kind() != crate::judge::JudgeKind::Llm;
+    if out.is_empty() && offline && !opts.ablations.off(Component::Hierarchy) {
+        let mut rest: Vec<usize> = (0..phases.len()).filter(|p| !searched.contains(p)).collect();
+        rest.sort_by(|a, b| phases[*b].suspicion.total_cmp(&phases[*a].suspicion).then(a.cmp(b)));
+        for p in rest {
+            recall(p, &mut out, s)?;
+            searched.push(p);
+            if !out.is_empty() {
+                break;
+            }
+        }
     }
     out.sort_by_key(|c| c.step);
     out.dedup_by_key(|c| c.step);
