@@ -3365,6 +3365,12 @@ pub fn changes_state(t: &Trajectory, i: usize) -> bool {
             if let Some(cmd) = shell_command(&n, &s.content) {
                 return command_changes_state(&cmd);
             }
+            // An MCP tool's name carries its server before it (`mcp__stripe__retrieve_payout`):
+            // the verb is the tool's own.
+            let n = match n.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+                Some((_, tool)) => tool.to_string(),
+                None => n,
+            };
             let lookup_word = n
                 .split(|c: char| !c.is_ascii_alphanumeric())
                 .any(|w| matches!(w, "lookup" | "search") || DRY_RUN_WORDS.contains(&w));

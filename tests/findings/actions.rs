@@ -255,6 +255,45 @@ fn a_state_change_tried_again_unchecked_after_its_outcome_was_left_unknown_is_fo
         ),
     );
     assert!(!findings(&t).contains(&(4, Signal::IgnoredToolError)), "{:?}", findings(&t));
+    // A look-up that does not name the invoice checks nothing about the charge.
+    let t = charge_run(
+        TIMED_OUT,
+        messages(vec![
+            call("c2", "get_customer_profile", json!({"customer_id": "acct_31877"}), r#"{"name": "Tallpine"}"#),
+            retry("inv-871-c921"),
+        ]),
+    );
+    assert_eq!(findings(&t), vec![(6, Signal::IgnoredToolError)]);
+    // A time-out that says nothing was made: the retry is safe.
+    let t = charge_run(
+        "Error 504: gateway timed out before the request was sent; no charge was made. Safe to retry.",
+        retry("inv-871-c921"),
+    );
+    assert_eq!(findings(&t), vec![]);
+}
+
+/// A tool named for what it creates is a state change like any other: its blind retry is found.
+#[test]
+fn an_order_created_again_after_a_gateway_time_out_is_a_blind_retry() {
+    let order = |id: &str, result: &str| {
+        call(id, "create_order", json!({"sku": "CB-250", "quantity": 2, "client_ref": "r1"}), result)
+    };
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Order 2 bags of CB-250, please.")],
+        order("c1", "Error 504: Gateway Time-out. The order may have been created."),
+        order("c2", r#"{"order_id": "ORD-9", "status": "placed"}"#),
+        vec![assistant("Order ORD-9 is placed.")],
+    ]));
+    assert_eq!(findings(&t), vec![(4, Signal::IgnoredToolError)]);
+    // Its status looked up by the client reference first: checked.
+    let t = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("Order 2 bags of CB-250, please.")],
+        order("c1", "Error 504: Gateway Time-out. The order may have been created."),
+        call("c2", "list_orders", json!({"client_ref": "r1"}), r#"{"orders": []}"#),
+        order("c3", r#"{"order_id": "ORD-9", "status": "placed"}"#),
+        vec![assistant("Order ORD-9 is placed.")],
+    ]));
+    assert_eq!(findings(&t), vec![]);
 }
 
 /// A lookup that timed out and is asked again changes nothing: no retry of a change.

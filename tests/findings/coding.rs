@@ -3527,6 +3527,21 @@ fn a_duration_written_in_the_keys_unit_with_the_wrong_factor_is_found_at_the_edi
         "writes timeout_ms: 9000, but the user asked for 90 seconds at step 0, which is timeout_ms: 90000"
     );
     assert_eq!(falat(&t).decisive_step, Some(3));
+    // A typed field, and 2 hours written as 120 seconds (a factor of 60).
+    let t = config_edit_session(TASK, "timeout_ms: int = 9000");
+    assert!(findings(&t).contains(&(3, Signal::ArgumentMismatch)), "{:?}", findings(&t));
+    let t = config_edit_session(&TASK.replace("90 seconds", "2 hours"), "timeout_s: 120");
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "writes timeout_s: 120, but the user asked for 2 hours at step 0, which is timeout_s: 7200"
+    );
+    // A quantity of another clause is not what the key sets: "every 10 minutes" is the job's
+    // schedule, not the lock's renewal.
+    let t = config_edit_session(
+        "The sync job runs every 10 minutes. Make its lock expire after 15 minutes.",
+        "lock_renew_interval_seconds: 60",
+    );
+    assert!(!findings(&t).iter().any(|&(_, s)| s == Signal::ArgumentMismatch), "{:?}", findings(&t));
     // Left unconverted: 90 minutes is 1.5 of the key's hours.
     let t = config_edit_session(&TASK.replace("90 seconds", "90 minutes"), "timeout_h: 90");
     assert_eq!(
@@ -3536,7 +3551,14 @@ fn a_duration_written_in_the_keys_unit_with_the_wrong_factor_is_found_at_the_edi
 
     // Right in the key's unit, whatever the unit; the context lines the edit repeats
     // (`upstream: …`) and the 15000 of another route are not written by it.
-    for line in ["timeout_ms: 90000", "timeout_ms: 90_000", "timeout_s: 90", "timeoutSeconds: 90", "retries: 3"] {
+    for line in [
+        "timeout_ms: 90000",
+        "timeout_ms: 90_000",
+        "timeout_s: 90",
+        "timeoutSeconds: 90",
+        "retries: 3",
+        "timeout_ms = 90 * 1000",
+    ] {
         let t = config_edit_session(TASK, line);
         assert!(!findings(&t).iter().any(|&(_, s)| s == Signal::ArgumentMismatch), "{line}: {:?}", findings(&t));
     }
@@ -3617,6 +3639,10 @@ fn a_test_that_pinned_the_behaviour_the_task_changes_is_updated_with_it() {
         "    sleep.assert_called_with(2.0)",
         "    (delay,), _ = sleep.call_args\n    assert 0 <= delay <= 0.5",
     );
+    assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
+    // The test now asserts against the constant the code edit set: it follows the code,
+    // whatever it does.
+    let t = pinned_session(TASK, "    sleep.assert_called_with(2.0)", "    sleep.assert_called_with(BASE_S)");
     assert!(findings(&t).contains(&(1, Signal::FailedAction)), "{:?}", findings(&t));
     // The test still asserts the old value somewhere (it was only moved): no pin was dropped.
     let t = pinned_session(

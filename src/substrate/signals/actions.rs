@@ -1483,6 +1483,24 @@ static UNSETTLED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
     .expect("a valid pattern")
 });
 
+/// Words of a failed change's result that say nothing was made: "was not created", "no booking
+/// was made", "nothing was charged", "rolled back", "safe to retry", "before the request was
+/// sent".
+static NOT_MADE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    const MADE: &str = "(?:created|processed|charged|sent|made|applied|committed|placed|booked|executed|changed)";
+    regex::Regex::new(&format!(
+        concat!(
+            r"(?i)\b(?:was|were|is|are)\s+(?:not|never)\s+{made}\b",
+            r"|\b(?:has|have)\s+not\s+been\s+{made}\b",
+            r"|\bno\s+(?:\w+\s+){{0,2}}(?:was|were|has\s+been)\s+{made}\b",
+            r"|\bnothing\s+(?:was|has\s+been)\s+{made}\b",
+            r"|\brolled\s+back\b|\bsafe\s+to\s+retry\b|\bbefore\s+the\s+request\s+was\s+sent\b",
+        ),
+        made = MADE
+    ))
+    .expect("a valid pattern")
+});
+
 /// Argument names that make a retry safe when both calls carry the same value: the server
 /// applies a request with a key it has seen once (`idempotency_key`, `request_id`,
 /// `client_token`, `dedup_key`, `operation_id`).
@@ -1507,39 +1525,63 @@ const BLIND_RETRY_WINDOW: usize = 12;
 
 /// When step `i` tries again a state change whose outcome the tool left unknown, without first
 /// checking whether it was made: `(call, result)` of the earlier call. The earlier call is the
-/// agent's last call of the same tool (not a shell command or an edit) within
+/// agent's last call of the same tool (not a shell command or a file edit) within
 /// [`BLIND_RETRY_WINDOW`] steps, on the same object ([`super::call_object`], else the same
 /// values for the arguments both calls share), whose result is an error or a time-out that says
-/// the change may have been made ([`UNSETTLED`], [`super::says_timed_out`]); no call of another
-/// tool and no turn of the person served comes between (a status lookup, a "yes, try again"),
-/// and the two calls do not carry the same idempotency key ([`is_idempotency_key`]: the server
-/// drops a request it has seen).
+/// the change may have been made ([`UNSETTLED`], [`super::says_timed_out`]) and not that nothing
+/// was made ([`NOT_MADE`]); after that result no turn of the person served comes (a "yes, try
+/// again") and no look-up of the agent that names a value of the failed call (its status
+/// checked; a call made alongside it, before its result, checks nothing), and the two calls do
+/// not carry the same idempotency key ([`is_idempotency_key`]: the server drops a request it
+/// has seen).
 pub(crate) fn blind_retry_of(ctx: &Context<'_>, i: usize) -> Option<(usize, usize)> {
     let t = ctx.trajectory;
     let s = t.steps.get(i)?;
-    if s.kind != StepKind::ToolCall || !changes_state(t, i) || super::call_command(t, i).is_some() || super::edits(t, i)
+    // A file edit is judged by its check; a tool named for what it creates (`create_order`) is
+    // a state change like any other.
+    if s.kind != StepKind::ToolCall
+        || !changes_state(t, i)
+        || super::call_command(t, i).is_some()
+        || !super::coding::edited_files(t, i).is_empty()
     {
         return None;
     }
     let tool = s.tool_name.as_deref()?;
-    let mut j = None;
-    for k in (i.saturating_sub(BLIND_RETRY_WINDOW)..i).rev() {
+    let j = (i.saturating_sub(BLIND_RETRY_WINDOW)..i).rev().find(|&k| {
+        t.steps[k].kind == StepKind::ToolCall
+            && t.steps[k].agent == s.agent
+            && t.steps[k].tool_name.as_deref() == Some(tool)
+    })?;
+    let r = result_of(ctx, j)?;
+    if r > i {
+        return None;
+    }
+    let result = &t.steps[r].content;
+    // Nothing was made, in the result's own words: the retry is safe.
+    if NOT_MADE.is_match(result) {
+        return None;
+    }
+    let before_args = call_arguments(&t.steps[j].content);
+    // What comes after the failure was known: a turn of the person served, or a look-up that
+    // names a value of the failed call (its order, invoice or account) checks what happened. A
+    // call made alongside the failed one (parallel calls, before its result) checks nothing.
+    let telling = |v: &String| {
+        !(matches!(v.as_str(), "true" | "false" | "") || v.len() < 2 && v.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let values: Vec<String> =
+        before_args.iter().flat_map(|m| m.values()).filter_map(scalar_text).filter(telling).collect();
+    for k in r + 1..i {
         let c = &t.steps[k];
         if is_human(c) {
             return None;
         }
-        if c.kind != StepKind::ToolCall || c.agent != s.agent {
-            continue;
-        }
-        if c.tool_name.as_deref() != Some(tool) {
+        let names_one = || {
+            call_arguments(&c.content).is_some_and(|m| m.values().filter_map(scalar_text).any(|v| values.contains(&v)))
+        };
+        if c.kind == StepKind::ToolCall && c.agent == s.agent && !changes_state(t, k) && names_one() {
             return None;
         }
-        j = Some(k);
-        break;
     }
-    let j = j?;
-    let r = result_of(ctx, j)?;
-    let result = &t.steps[r].content;
     // An error or time-out that says so; a result whose opening words leave the outcome open
     // ("GatewayTimeout: … did not answer") is one, whether or not the format marks it failed.
     let opening = crate::text::clip(result, 300);
@@ -1547,7 +1589,7 @@ pub(crate) fn blind_retry_of(ctx: &Context<'_>, i: usize) -> Option<(usize, usiz
     if !(failed && UNSETTLED.is_match(result) || super::says_timed_out(result) || UNSETTLED.is_match(&opening)) {
         return None;
     }
-    let (before, now) = (call_arguments(&t.steps[j].content)?, call_arguments(&s.content)?);
+    let (before, now) = (before_args?, call_arguments(&s.content)?);
     let same_key =
         before.iter().any(|(k, v)| is_idempotency_key(k) && scalar_text(v).is_some() && now.get(k) == Some(v));
     if same_key {

@@ -432,8 +432,10 @@ fn fixes(ctx: &Context<'_>, c: usize, r: usize, k: usize) -> bool {
 /// behaviour the task changes had: a line it removes asserts ([`super::coding::asserts`]) a number
 /// (not 0 or 1) that the task names ("sleeps a fixed 2 s between attempts … make it exponential
 /// backoff") and that an edit of a file other than a test, by the same agent within
-/// [`RECOVERY_WINDOW`] steps before `c`, removed with its line (`RETRY_SLEEP_S = 2.0`), and no line
-/// `k` adds holds it again. The test pinned the old behaviour the task asks to replace; updating
+/// [`RECOVERY_WINDOW`] steps before `c`, removed with its line (`RETRY_SLEEP_S = 2.0`) and set
+/// again in no constant it adds (`BULK_MIN = 10` removed and added back keeps the value), and no
+/// line `k` adds holds it again nor asserts against a constant the code edits set (`assert
+/// attempts == MAX_ATTEMPTS` follows the code, whatever it does). The test pinned the old behaviour the task asks to replace; updating
 /// it with the code is part of the change. A rewrite of the expected value to the one a buggy fix
 /// prints is not this: the value it drops is the task's wanted one, which no code edit removed.
 fn pinned_old_value(ctx: &Context<'_>, c: usize, k: usize) -> bool {
@@ -451,21 +453,41 @@ fn pinned_old_value(ctx: &Context<'_>, c: usize, k: usize) -> bool {
     }
     let task: Vec<String> = numbers_in(&t.task).collect();
     let agent = &t.steps[c].agent;
-    let code_removed: Vec<String> = (c.saturating_sub(RECOVERY_WINDOW)..c)
+    let code_edits: Vec<(Vec<String>, Vec<String>)> = (c.saturating_sub(RECOVERY_WINDOW)..c)
         .filter(|&j| {
             t.steps[j].agent == *agent
                 && edits(t, j)
                 && super::coding::edited_files(t, j).iter().all(|f| !is_test_path(f))
         })
         .filter_map(|j| super::coding::edit_lines(t, j))
+        .collect();
+    // A constant the code edits set (`BULK_MIN = 10`, `MAX_ATTEMPTS = 2`): its value is still
+    // the code's, and a test that now asserts against its name follows the code whatever it is.
+    static ASSIGNED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^\s*(?:(?:const|let|var|static|final|pub)\s+)*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]+)?=\s*(.+)$",
+        )
+        .unwrap()
+    });
+    let assigned: Vec<(String, String)> = code_edits
+        .iter()
+        .flat_map(|(_, add)| add.iter())
+        .filter_map(|l| ASSIGNED.captures(l).map(|c| (c[1].to_string(), c[2].to_string())))
+        .collect();
+    let still_set: Vec<String> = assigned.iter().flat_map(|(_, v)| numbers_in(v).collect::<Vec<_>>()).collect();
+    let follows_code = added.iter().any(|l| {
+        super::coding::asserts(l) && assigned.iter().any(|(name, _)| name.len() >= 3 && super::contains_word(l, name))
+    });
+    if follows_code {
+        return false;
+    }
+    let code_removed: Vec<String> = code_edits
+        .iter()
         .flat_map(|(rem, add)| {
-            rem.into_iter()
-                .filter(|l| !add.contains(l))
-                .flat_map(|l| numbers_in(&l).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
+            rem.iter().filter(|l| !add.contains(l)).flat_map(|l| numbers_in(l).collect::<Vec<_>>()).collect::<Vec<_>>()
         })
         .collect();
-    dropped.iter().any(|n| task.contains(n) && code_removed.contains(n))
+    dropped.iter().any(|n| task.contains(n) && code_removed.contains(n) && !still_set.contains(n))
 }
 
 /// The values a task asks to change, as (old, new), normalised

@@ -1217,7 +1217,8 @@ pub fn discards_work(c: &Command) -> bool {
 }
 
 /// What a `git push` pushes to: `Some(Some(branch))` for the destination of its first refspec
-/// (`main`, `HEAD:main`, `+feature:refs/heads/main` are all `main`; a tag or `--delete` is none),
+/// (`main`, `HEAD:main`, `+feature:refs/heads/main` are all `main`; a tag, `--delete` or
+/// `--dry-run` is none),
 /// `Some(None)` for a push that names no refspec (it pushes the current branch), `None` for any
 /// other command. The remote is the first argument after `push` that is no option; refspecs follow
 /// it.
@@ -1231,7 +1232,7 @@ pub fn git_push_destination(c: &Command) -> Option<Option<String>> {
         return None;
     }
     let args: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
-    if args.iter().any(|a| matches!(*a, "--delete" | "-d" | "--tags" | "--all" | "--mirror")) {
+    if args.iter().any(|a| matches!(*a, "--delete" | "-d" | "--tags" | "--all" | "--mirror" | "--dry-run" | "-n")) {
         return None;
     }
     // Options that take a value as the next word.

@@ -246,10 +246,15 @@ static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A key given a number as code, configuration and calls write it: `timeout_ms: 9000`,
-/// `"timeout_ms": 9000`, `timeout_ms=9000`, `TIMEOUT_MS=9000`, `max_size_mb = 50`, `300_000`.
-/// Group 1 is the key, group 2 the number.
-static KEYED_NUMBER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"\b([A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(\d[\d_]*(?:\.\d+)?)\b"#).unwrap());
+/// `"timeout_ms": 9000`, `timeout_ms=9000`, `TIMEOUT_MS=9000`, `max_size_mb = 50`, `300_000`, a
+/// typed field `timeout_ms: int = 9000`. Group 1 is the key, group 2 the number; group 3 is set
+/// when an operator follows (`90 * 1000`: the number is a factor, not the value).
+static KEYED_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\b([A-Za-z][A-Za-z0-9_\-]*)["']?\s*(?::\s*[A-Za-z_][\w\[\]., |]*?\s*=|[:=])\s*["']?(\d[\d_]*(?:\.\d+)?)\b(\s*[*/+\-]\s*[\d(])?"#,
+    )
+    .unwrap()
+});
 
 /// A unit: its dimension ("time", "size") and its size in the dimension's base unit (seconds,
 /// bytes); `binary` is a size unit's binary size (`MiB`, and `MB` as many programs mean it), else
@@ -261,12 +266,58 @@ struct Unit {
     binary: f64,
 }
 
-/// A quantity the person served gave: the step, as written, its number and its unit.
+/// A quantity the person served gave: the step, as written, its number and its unit, and the
+/// clause it is in (lower case: up to a sentence's end, a semicolon or " and ").
 struct Given {
     step: usize,
     written: String,
     value: f64,
     unit: Unit,
+    sentence: String,
+}
+
+/// Words that name the same setting in a key and in a person's sentence (a key's words, split
+/// as [`key_words`], beside the words people write for them).
+const SETTING_WORDS: [&[&str]; 8] = [
+    &["timeout", "time", "wait", "waits", "deadline"],
+    &["ttl", "expire", "expires", "expiry", "cache", "cached", "lifetime"],
+    &["max", "maximum", "limit", "cap", "capped"],
+    &["min", "minimum", "least"],
+    &["interval", "poll", "polling"],
+    &["delay", "backoff", "sleep", "pause"],
+    &["size", "body", "upload", "uploads", "payload"],
+    &["hold", "held", "reserve"],
+];
+
+/// The lower-case words of a key, split at `_`, `-` and lower-to-upper case changes.
+fn key_words(key: &str) -> Vec<String> {
+    let mut words = vec![String::new()];
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if c == '_' || c == '-' || c.is_ascii_uppercase() && prev_lower {
+            words.push(String::new());
+        }
+        if c != '_' && c != '-' {
+            words.last_mut().expect("one word").push(c.to_ascii_lowercase());
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// Whether a person's sentence is about what key `key` sets: a word of the key other than its
+/// unit (three letters or more: `timeout`, `hold`) is a word of the sentence, or the sentence has
+/// a word of the [`SETTING_WORDS`] group of a word of the key ("limit uploads to 50 MB" for
+/// `max_body_bytes`). "the job runs for 10 minutes" is not about `lock_renew_interval_seconds`.
+fn about_key(key: &str, sentence: &str) -> bool {
+    let said: Vec<&str> = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let mut words = key_words(key);
+    words.pop();
+    words.iter().any(|w| {
+        w.len() >= 3 && said.iter().any(|x| x == w || x.strip_suffix('s') == Some(w.as_str()))
+            || SETTING_WORDS.iter().any(|g| g.contains(&w.as_str()) && said.iter().any(|x| g.contains(x)))
+    })
 }
 
 /// The [`Unit`] a word names, `None` for a word that is no unit.
@@ -357,9 +408,29 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     // The quantities the person served gave before the step.
     let mut given: Vec<Given> = Vec::new();
     for j in (0..i).filter(|&j| super::actions::is_human(&t.steps[j])) {
-        for c in QUANTITY.captures_iter(&t.steps[j].content) {
+        let content = &t.steps[j].content;
+        for c in QUANTITY.captures_iter(content) {
             let (Ok(value), Some(unit)) = (c[1].parse::<f64>(), unit_scale(&c[2])) else { continue };
-            given.push(Given { step: j, written: c[0].to_string(), value, unit });
+            // "504s", "bursts of 500s": status codes in the plural, not seconds.
+            if &c[2] == "s" && c[1].len() == 3 && (100.0..600.0).contains(&value) {
+                continue;
+            }
+            let m = c.get(0).expect("match");
+            // The clause: up to a sentence's end or a semicolon, or " and ".
+            let before = &content[..m.start()];
+            let start = [before.rfind(['.', '\n', ';', '!', '?']).map(|p| p + 1), before.rfind(" and ").map(|p| p + 5)]
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(0);
+            let after = &content[m.end()..];
+            let end = [after.find(['.', '\n', ';', '!', '?']), after.find(" and ")]
+                .into_iter()
+                .flatten()
+                .min()
+                .map_or(content.len(), |p| m.end() + p);
+            let sentence = content[start..end].to_lowercase();
+            given.push(Given { step: j, written: m.as_str().to_string(), value, unit, sentence });
         }
     }
     if given.is_empty() {
@@ -367,13 +438,22 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
     for c in KEYED_NUMBER.captures_iter(&text) {
+        if c.get(3).is_some() {
+            continue;
+        }
         let Some(unit) = key_unit(&c[1]) else { continue };
         let Ok(n) = c[2].replace('_', "").parse::<f64>() else { continue };
         if n == 0.0 {
             continue;
         }
-        // Each quantity of the key's dimension, in the key's unit (both readings of a size).
-        let same: Vec<&Given> = given.iter().filter(|g| g.unit.dimension == unit.dimension).collect();
+        // Each quantity of the key's dimension, in the key's unit (both readings of a size),
+        // given in a clause about what the key sets ([`about_key`]), unless it is the only one.
+        // One quantity of the dimension in all the person said is the one the key sets.
+        let of_dimension = given.iter().filter(|g| g.unit.dimension == unit.dimension).count();
+        let same: Vec<&Given> = given
+            .iter()
+            .filter(|g| g.unit.dimension == unit.dimension && (of_dimension == 1 || about_key(&c[1], &g.sentence)))
+            .collect();
         let in_key = |g: &Given| [g.value * g.unit.scale / unit.scale, g.value * g.unit.binary / unit.binary];
         if same.is_empty() || same.iter().any(|g| in_key(g).iter().any(|&e| close(e, n))) {
             continue;
@@ -381,7 +461,11 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         let off = same.iter().find_map(|g| {
             let e = in_key(g)[0];
             let ratio = e / n;
-            let power = [10.0, 100.0, 1000.0].iter().any(|&p| close(ratio, p) || close(ratio * p, 1.0));
+            // A digit lost or added, a factor of 1,000 the wrong way; for a time, also a factor
+            // of 60 or 3,600 (minutes or hours written as seconds).
+            let factors: &[f64] =
+                if unit.dimension == "time" { &[10.0, 100.0, 1000.0, 60.0, 3600.0] } else { &[10.0, 100.0, 1000.0] };
+            let power = factors.iter().any(|&p| close(ratio, p) || close(ratio * p, 1.0));
             let unconverted = close(g.value, n) && !close(g.unit.scale, unit.scale);
             (power || unconverted).then_some((g, e))
         });
