@@ -66,6 +66,24 @@ pub(super) fn outdated_source(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
     if !observes(ctx, i) || super::actions::is_human(&t.steps[i]) {
         return;
     }
+    // A cheap look for the notice's words first: most observations hold none.
+    const WORDS: [&str; 11] = [
+        "deprecat",
+        "outdated",
+        "obsolete",
+        "supersed",
+        "archived",
+        "no longer",
+        "you are ",
+        "retired",
+        "current",
+        "latest",
+        "newest",
+    ];
+    let low = super::lower_of(ctx, i);
+    if !WORDS.iter().any(|w| low.contains(w)) {
+        return;
+    }
     let Some(notice) = OUTDATED.find(content) else { return };
     let Some(f) = super::final_step(ctx).filter(|&f| f > i) else { return };
     let answer = &t.steps[f].content;

@@ -402,7 +402,9 @@ fn written_text(ctx: &Context<'_>, i: usize) -> Option<String> {
 pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let Some(text) = written_text(ctx, i) else { return };
-    if !text.bytes().any(|b| b.is_ascii_digit()) {
+    // Only a number under a key that names a unit is read: most calls write none, and the
+    // person's turns are not read for them.
+    if !KEYED_NUMBER.captures_iter(&text).any(|c| c.get(3).is_none() && key_unit(&c[1]).is_some()) {
         return;
     }
     // The quantities the person served gave before the step.
