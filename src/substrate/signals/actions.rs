@@ -328,9 +328,9 @@ pub(super) fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
     wa.len() >= 2 && wb.len() >= 2 && wa[..2] == wb[..2]
 }
 
-/// The lower-case words of a tool name, split at `_`, `-`, `.`, spaces and lower-to-upper case
-/// changes.
-fn name_words(name: &str) -> Vec<String> {
+/// The lower-case words of a tool name or a key, split at `_`, `-`, `.`, spaces and
+/// lower-to-upper case changes (`retryDelaySeconds` → retry, delay, seconds).
+pub(super) fn name_words(name: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut prev_lower = false;

@@ -277,7 +277,7 @@ struct Given {
 }
 
 /// Words that name the same setting in a key and in a person's sentence (a key's words, split
-/// as [`key_words`], beside the words people write for them).
+/// as [`super::actions::name_words`] splits them, beside the words people write for them).
 const SETTING_WORDS: [&[&str]; 8] = [
     &["timeout", "time", "wait", "waits", "deadline"],
     &["ttl", "expire", "expires", "expiry", "cache", "cached", "lifetime"],
@@ -289,30 +289,13 @@ const SETTING_WORDS: [&[&str]; 8] = [
     &["hold", "held", "reserve"],
 ];
 
-/// The lower-case words of a key, split at `_`, `-` and lower-to-upper case changes.
-fn key_words(key: &str) -> Vec<String> {
-    let mut words = vec![String::new()];
-    let mut prev_lower = false;
-    for c in key.chars() {
-        if c == '_' || c == '-' || c.is_ascii_uppercase() && prev_lower {
-            words.push(String::new());
-        }
-        if c != '_' && c != '-' {
-            words.last_mut().expect("one word").push(c.to_ascii_lowercase());
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-    }
-    words.retain(|w| !w.is_empty());
-    words
-}
-
 /// Whether a person's sentence is about what key `key` sets: a word of the key other than its
 /// unit (three letters or more: `timeout`, `hold`) is a word of the sentence, or the sentence has
 /// a word of the [`SETTING_WORDS`] group of a word of the key ("limit uploads to 50 MB" for
 /// `max_body_bytes`). "the job runs for 10 minutes" is not about `lock_renew_interval_seconds`.
 fn about_key(key: &str, sentence: &str) -> bool {
     let said: Vec<&str> = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let mut words = key_words(key);
+    let mut words = super::actions::name_words(key);
     words.pop();
     words.iter().any(|w| {
         w.len() >= 3 && said.iter().any(|x| x == w || x.strip_suffix('s') == Some(w.as_str()))
@@ -345,26 +328,16 @@ fn unit_scale(unit: &str) -> Option<Unit> {
 }
 
 /// The unit a key names by its last word (`timeout_ms`, `retryDelaySeconds`, `MAX_BODY_MB`,
-/// `cache-ttl-minutes`): words split at `_`, `-` and lower-to-upper case changes. `None` when the
-/// last word is no unit (`timeout`, `retries`).
+/// `cache-ttl-minutes`; words as [`super::actions::name_words`] splits them). `None` when the
+/// last word is no unit (`timeout`, `retries`), and for a key that is one short word (`h: 90`):
+/// a single letter names a unit only after a separator (`ttl_s`, `timeout_h`).
 fn key_unit(key: &str) -> Option<Unit> {
-    let mut last = String::new();
-    let mut prev_lower = false;
-    for c in key.chars() {
-        if c == '_' || c == '-' || c.is_ascii_uppercase() && prev_lower {
-            last.clear();
-        }
-        if c != '_' && c != '-' {
-            last.push(c);
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-    }
-    // A single letter names a unit only after a separator (`ttl_s`, `timeout_h`), never as a
-    // key's whole name (`h: 90`).
-    if last.len() == key.len() && last.len() < 3 {
+    let words = super::actions::name_words(key);
+    let last = words.last()?;
+    if words.len() == 1 && last.len() < 3 {
         return None;
     }
-    unit_scale(&last)
+    unit_scale(last)
 }
 
 /// What step `i` writes: the lines an edit adds that it does not also remove (the context an
