@@ -363,14 +363,34 @@ fn provenance(
             None if given_lower.contains(&e.key) => {
                 first_seen.insert(e.key.clone(), Origin::Given);
                 uses.push((e.key.clone(), Origin::Given));
+                see_rounded(&e.key, Origin::Given, first_seen);
             }
             None => {
                 first_seen.insert(e.key.clone(), Origin::Step(i));
                 introduces.push(e.key.clone());
+                see_rounded(&e.key, Origin::Step(i), first_seen);
             }
         }
     }
     (uses, introduces)
+}
+
+/// Records the forms a number of three or more decimals takes rounded to one and two decimals
+/// (`791.6543403552349` as `791.7` and `791.65`) as seen where the number was, unless seen before:
+/// a figure told rounded from an observed one is that observation's value, not a new one.
+/// Integers are not recorded (too many figures would match by chance).
+fn see_rounded(key: &str, origin: Origin, first_seen: &mut HashMap<String, Origin>) {
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len());
+    if decimals < 3 {
+        return;
+    }
+    let Ok(v) = key.parse::<f64>() else { return };
+    for d in 1..=2 {
+        let rounded = evidence::normalize_number(&format!("{v:.d$}"));
+        if !rounded.is_empty() && rounded != key {
+            first_seen.entry(rounded).or_insert(origin);
+        }
+    }
 }
 
 fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduces: Vec<String>) -> StepSummary {

@@ -2177,8 +2177,9 @@ fn the_verdict_view_says_when_a_step_is_more_probable_than_the_one_named() {
     assert!(
         verdict.contains(
             // P 0.08 for step 24 until the ranker was refitted on the claimed-lookup finding, 0.09
-            // until it was refitted on reading failed reads, installs and test summaries.
-            "Step 24 (FileSurfer) is more probable than step 61 (P 0.08 against 0.01). FALAT names step 61 because both"
+            // until it was refitted on reading failed reads, installs and test summaries, 0.08 until
+            // it was refitted on figures told rounded from a longer one.
+            "Step 24 (FileSurfer) is more probable than step 61 (P 0.09 against 0.01). FALAT names step 61 because both"
         ),
         "{verdict}"
     );

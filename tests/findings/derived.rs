@@ -136,3 +136,30 @@ fn a_fall_told_as_a_negative_change_is_the_figure_the_tool_wrote() {
     assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![4]);
     assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states -8.9 with no earlier source");
 }
+
+#[test]
+fn a_figure_told_rounded_from_a_tool_s_longer_one_is_that_figure() {
+    // The tool prints distances to 13 decimals; the assistant tells them to two (and one). The
+    // rounded figures are the tool's, not invented ones.
+    let distances =
+        "{\"Harbour Tap\": 791.6543403552349, \"Kiln Bar\": 950.9136044916677, \"Dock 9\": 1023.1729651491148}";
+    let answer = |text: &str| {
+        let mut m = vec![user("Which bar is closest to the ferry terminal, and how far is it?")];
+        m.extend(call("c1", "distances_m", json!({"from": "ferry terminal"}), distances));
+        m.push(assistant(text));
+        load(m)
+    };
+    let t = answer("Harbour Tap is closest at 791.65 m, then Kiln Bar (950.9 m) and Dock 9 (1023.17 m).");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new());
+    // A figure two decimals away from any the tool printed is not a rounding of one.
+    let t = answer("Harbour Tap is closest at 791.71 m, then Kiln Bar (950.9 m) and Dock 9 (1023.17 m).");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![3]);
+    assert_eq!(evidence(&t, 3, Signal::UnsourcedValue), "states 791.71 with no earlier source");
+    // A figure the tool printed to two decimals is not a rounding source for one decimal less
+    // unless it had three or more: 12.35 told as 12.4 stays unsourced only when 12.35 was never
+    // printed longer.
+    let mut m = vec![user("What was the average basket in March?")];
+    m.extend(call("c1", "average_basket", json!({"month": "2026-03"}), "{\"eur\": 12.35}"));
+    m.push(assistant("The average basket was 12.4 EUR."));
+    assert_eq!(steps_with(&load(m), Signal::UnsourcedValue), vec![3]);
+}
