@@ -285,11 +285,47 @@ fn failed_edit(ctx: &Context<'_>, step: usize, f: &Finding) -> bool {
     f.signal == Signal::FailedAction && crate::substrate::signals::edits(ctx.trajectory, step)
 }
 
+/// Whether a finding of `findings` steers the run: anything but an invented value or a failed
+/// action, which change nothing a later step relies on unless a later step carries their values.
+fn steers(findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .any(|f| !matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction | Signal::RepeatedFailure))
+}
+
+/// Whether step `o` states the output's wrong `item` (a number) with no earlier source: the value
+/// is new there (`introduces`) and the step has an unsourced-value finding. Such a value is made
+/// at `o`, whatever path of the graph reaches it.
+fn invented_at(ctx: &Context<'_>, o: usize, item: &str) -> bool {
+    let numbers = crate::evidence::extract_text(item);
+    let Some(key) = numbers.iter().find(|e| e.kind == crate::evidence::EvidenceKind::Number).map(|e| &e.key) else {
+        return false;
+    };
+    ctx.hierarchy.steps[o].introduces.contains(key)
+        && recall(ctx, o).is_some_and(|fs| fs.iter().any(|f| f.signal == Signal::UnsourcedValue))
+}
+
 fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterion {
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
     }
     if let Some((o, item)) = reached_origin(ctx, step) {
+        // A value the origin states with no earlier source is made there: reaching that step in
+        // the graph does not carry it from this one, unless this step's finding steers the run
+        // (an assumption, a wrong delegation...) toward it.
+        if invented_at(ctx, o, &item) && !steers(findings) {
+            return Criterion {
+                passed: false,
+                evidence: prose![
+                    format!(
+                        "the output's wrong \"{}\" is stated at step ",
+                        crate::substrate::signals::as_written(ctx, o, &item)
+                    ),
+                    Step(o),
+                    " with no earlier source: it does not follow from this step"
+                ],
+            };
+        }
         return Criterion {
             passed: true,
             evidence: prose![
@@ -317,10 +353,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     // nearly every step does. It counts when the step's finding steers the run, or when the
     // output reuses a value the step introduced (an invented value or a failed action that the
     // output does not carry is not what a correction would change).
-    let steering = findings
-        .iter()
-        .any(|f| !matches!(f.signal, Signal::UnsourcedValue | Signal::FailedAction | Signal::RepeatedFailure));
-    if reaches && !steering && !crate::substrate::signals::feeds_output_values(ctx, step) {
+    if reaches && !steers(findings) && !crate::substrate::signals::feeds_output_values(ctx, step) {
         return Criterion {
             passed: false,
             evidence: prose![

@@ -320,3 +320,52 @@ fn an_assertion_names_each_unobserved_value_once() {
     let e = evidence(&t, 1, Signal::UnverifiedAssertion);
     assert!(e.ends_with("but \"35\", \"12\" appear in no observation before it"), "{e}");
 }
+
+/// A Who&When algorithm-generated run: the expert's search helper fails (step 1), the verifier
+/// fetches the page (3-4), a regex finds nothing on it (5-6), and the expert then states
+/// `figure` from memory (7); the verifier agrees from recollection (8) and the run answers.
+fn from_memory(figure: &str) -> Trajectory {
+    let q = "According to Statistics Norway, what was the population of the municipality of Bergen on 1 January \
+             2022? Answer with an integer.";
+    let said = |name: &str, content: &str| json!({"role": "assistant", "name": name, "content": content});
+    let run = json!({
+        "question": q,
+        "ground_truth": "285911",
+        "history": [
+            said("Population_Expert", &format!("# General Task\n{q}\n\n## Plan for solving the task\n1. Retrieve the figure from the statistics office's table for the municipality.\n2. Verify it is the 1 January 2022 figure.")),
+            said("Population_Expert", "Let me search first.\n```python\nfrom functions import perform_web_search\nprint(perform_web_search('SSB population Bergen 2022'))\n```"),
+            said("Computer_terminal", "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n  File \"\", line 1, in <module>\n    from functions import perform_web_search\nModuleNotFoundError: No module named 'functions'"),
+            said("Verification_Expert", "The helper is missing, but we can fetch the table directly:\n```python\nimport requests\nr = requests.get('https://www.ssb.no/en/statbank/table/07459', timeout=30)\nprint(r.status_code, len(r.text))\n```"),
+            said("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 200 98311"),
+            said("Verification_Expert", "Let's extract Bergen's row:\n```python\nimport re, requests\nr = requests.get('https://www.ssb.no/en/statbank/table/07459', timeout=30)\nm = re.search(r'Bergen[^0-9]*([0-9 ]+)', r.text)\nprint(m.group(1) if m else 'not found')\n```"),
+            said("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: not found"),
+            said("Population_Expert", &format!("The table is rendered by script, so the regex cannot see it. No need to parse further: I remember this figure. Bergen had {figure} inhabitants on 1 January 2022.")),
+            said("Verification_Expert", &format!("{figure} matches what I recall for Bergen. Verified.")),
+            said("Population_Expert", &format!("The answer is {figure}.")),
+            said("Verification_Expert", "TERMINATE"),
+        ]
+    });
+    let bytes = serde_json::to_vec(&run).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+}
+
+#[test]
+fn a_wrong_figure_told_from_memory_is_not_blamed_on_an_earlier_failed_call() {
+    let t = from_memory("286,930");
+    let sub = Substrate::build(&t);
+    let opts = MethodOptions::new(true);
+    let d = methods::run(Method::Falat, &t, &HeuristicJudge, &opts);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(7), Some("Population_Expert")), "{}", d.reason);
+    // The failed import at step 1 is a candidate; its sufficiency fails: the wrong value is made
+    // at step 7, where nothing before it holds it.
+    let c1 = d.candidates.iter().find(|c| c.step == 1).expect("step 1 is a candidate");
+    let sufficiency = c1.verification.as_ref().map(|v| v.sufficiency.evidence.to_string());
+    assert_eq!(
+        sufficiency.as_deref(),
+        Some(
+            "the output's wrong \"286,930\" is stated at step 7 with no earlier source: it does not follow from this step"
+        )
+    );
+    let ctx = Context::of(&t, &sub, true);
+    assert!(signals::recall(&ctx, 7).unwrap_or_default().iter().any(|f| f.signal == Signal::UnsourcedValue));
+}
