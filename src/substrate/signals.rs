@@ -268,6 +268,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
     statistics::wrong_statistic(ctx, i, &mut h);
+    statistics::wrong_base(ctx, i, &mut h);
     Some(Box::new([f, g, h]))
 }
 

@@ -190,3 +190,54 @@ fn a_count_above_the_list_and_its_total_is_the_decisive_step_and_a_date_retry_is
     let d = falat(&t);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("oncall_assistant")), "{}", d.reason);
 }
+
+/// An OpenAI chat run: the user asks `question`, a funnel summary comes back, and the assistant
+/// works out `expression` with a calculator and tells `answer`.
+fn funnel_share(question: &str, expression: &str, result: &str, answer: &str) -> Trajectory {
+    let summary = "{\"period\": \"2026-Q2\", \"visits\": 91200, \"trials\": 3600, \"converted\": 1125, \"paid\": 840, \
+                   \"trials_by_channel\": {\"partner\": 450, \"organic\": 2010, \"ads\": 1140}}";
+    let mut m = vec![user(question)];
+    m.extend(call("c1", "get_funnel", json!({"period": "2026-Q2"}), summary));
+    m.extend(call("c2", "calculator", json!({"expression": expression}), result));
+    m.push(assistant(answer));
+    load(m)
+}
+
+#[test]
+fn a_share_worked_out_over_another_figure_of_the_record_than_the_whole_asked_about() {
+    let q = "What share of our Q2 trials came from the partner channel?";
+    // 450 of the 3600 trials is 12.5 %; the assistant divides by the 1125 converted instead.
+    let t = funnel_share(q, "450 / 1125 * 100", "{\"result\": 40.0}", "40.0% of Q2 trials came from partners.");
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::WrongStatistic),
+        "divides by 1125, which step 2 gives as converted, but the user asked for a share of our Q2 trials, which \
+         that step gives as 3600 (trials)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("assistant")), "{}", d.reason);
+
+    // The whole asked about as the divisor: no finding, and the run is clean.
+    let t = funnel_share(q, "450 / 3600 * 100", "{\"result\": 12.5}", "12.5% of Q2 trials came from partners.");
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
+    assert_eq!(falat(&t).decisive_step, None);
+    // A share of another whole ("of converted trials that paid") divides by that member.
+    let t = funnel_share(
+        "What percentage of converted trials paid in Q2?",
+        "840 / 1125 * 100",
+        "{\"result\": 74.67}",
+        "74.67% of converted trials paid.",
+    );
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
+    // A divisor that is no member of the record (a target the user gave elsewhere) is not read,
+    // and a question that asks no share leaves every division alone.
+    let t = funnel_share(q, "450 / 500 * 100", "{\"result\": 90.0}", "Partners reached 90% of the 500 target.");
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
+    let t = funnel_share(
+        "How many Q2 trials per converted customer did we need?",
+        "3600 / 1125",
+        "{\"result\": 3.2}",
+        "3.2 trials per conversion.",
+    );
+    assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
+}

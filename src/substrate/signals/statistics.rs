@@ -1,5 +1,6 @@
-//! Code that computes one statistic and names it another: `print("median =", x.mean())`.
-//! docs/METHODS.md, "Instructions".
+//! Code that computes one statistic and names it another: `print("median =", x.mean())`; a share
+//! worked out over another figure than the whole the user asked about. docs/METHODS.md,
+//! "Instructions".
 
 use std::sync::LazyLock;
 
@@ -139,6 +140,145 @@ pub(super) fn wrong_statistic(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
             ),
         ));
         return;
+    }
+}
+
+/// The whole a question asks a share of: "what share of our Q3 2026 signups came through …",
+/// "the percentage of orders that were refunded", "what fraction of the tickets …". Group 1 is up to
+/// six words after "of", up to a verb, a relative word or a punctuation mark.
+static SHARE_OF: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(?:share|percentage|percent|proportion|fraction|portion)\s+of\s+((?:[\w'-]+\s+){0,5}?[\w'-]+)\s*(?:[?.,;:!]|$|\s(?:came|come|comes|were|was|are|is|that|which|who|whose|from|through|via|in|by|did|do|does|had|have|has|went|got|made|used|paid)\b)",
+    )
+    .unwrap()
+});
+
+/// A division of two written numbers: `612 / 1530`, `612/1,530`, `612 ÷ 1530` (group 1 the
+/// dividend, group 2 the divisor).
+static DIVISION: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?:^|[^\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*[/÷]\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:[^\w./]|$)")
+        .unwrap()
+});
+
+/// A figure as a person writes it: `1530`, `12.5`.
+fn figure(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x}") }
+}
+
+/// A word compared with others by its stem: lower case, a plural's final `s` dropped.
+fn stem(w: &str) -> String {
+    let w = w.to_lowercase();
+    match w.strip_suffix('s') {
+        Some(s) if s.len() >= 3 && !s.ends_with('s') => s.to_string(),
+        _ => w,
+    }
+}
+
+/// The stemmed words of the wholes the person asks a share of, in the task and their turns before
+/// step `i`.
+fn asked_wholes(ctx: &Context<'_>, i: usize) -> Vec<(String, Vec<String>)> {
+    let mut texts: Vec<&str> = vec![ctx.trajectory.task.as_str()];
+    texts.extend(ctx.trajectory.steps[..i].iter().filter(|s| super::actions::is_human(s)).map(|s| s.content.as_str()));
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for t in texts {
+        for c in SHARE_OF.captures_iter(t) {
+            let words: Vec<String> = c[1].split_whitespace().map(stem).collect();
+            if !out.iter().any(|(_, w)| *w == words) {
+                out.push((c[1].to_string(), words));
+            }
+        }
+    }
+    out
+}
+
+/// A share worked out over the wrong whole (`wrong_statistic`): step `i` (an agent's call or
+/// message) divides by a figure that an earlier tool output's record gives under one member,
+/// while the person asked for a share of what another member of the same record counts, whose
+/// figure differs. "What share of our Q3 signups came through referrals?", a funnel summary
+/// `{"signups": 4800, "activated": 1530, …}`, then `612 / 1530 * 100`: "divides by 1530, which
+/// step 7 gives as activated, but the user asked for a share of signups, which step 7 gives as
+/// 4800". The whole's member is the one numeric member whose name's words are all among the asked
+/// whole's words (`signups` for "our Q3 2026 signups"; exactly one such member); the divisor must be
+/// another numeric member's value of that record (any other divisor is not read). The first such
+/// step only; tool outputs of the last 60 steps.
+pub(super) fn wrong_base(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let step = &ctx.trajectory.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::ToolCall)
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || !step.content.contains(['/', '÷'])
+    {
+        return;
+    }
+    let decoded = (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten();
+    let text = decoded.as_deref().unwrap_or(&step.content);
+    let divisors: Vec<f64> = DIVISION
+        .captures_iter(text)
+        .filter_map(|c| c[2].replace(',', "").parse::<f64>().ok())
+        .filter(|d| *d > 0.0)
+        .collect();
+    if divisors.is_empty() {
+        return;
+    }
+    let wholes = asked_wholes(ctx, i);
+    if wholes.is_empty() {
+        return;
+    }
+    for r in (i.saturating_sub(60)..i).rev() {
+        let s = &ctx.trajectory.steps[r];
+        if s.kind != StepKind::ToolResult || !s.content.contains('{') {
+            continue;
+        }
+        let Some(json) = super::grounding::json_of(&s.content) else { continue };
+        let mut objects = vec![&json];
+        let mut k = 0;
+        while k < objects.len() && objects.len() < 64 {
+            match objects[k] {
+                serde_json::Value::Object(m) => objects.extend(m.values().filter(|v| v.is_object())),
+                serde_json::Value::Array(a) => objects.extend(a.iter().filter(|v| v.is_object())),
+                _ => {}
+            }
+            k += 1;
+        }
+        for o in objects {
+            let serde_json::Value::Object(m) = o else { continue };
+            let numbers: Vec<(&str, f64)> =
+                m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_f64()?))).filter(|(_, v)| *v > 0.0).collect();
+            if numbers.len() < 2 {
+                continue;
+            }
+            for (asked, whole) in &wholes {
+                let of_whole: Vec<&(&str, f64)> = numbers
+                    .iter()
+                    .filter(|(k, _)| {
+                        let words = super::actions::name_words(k);
+                        !words.is_empty() && words.iter().all(|w| whole.contains(&stem(w)))
+                    })
+                    .collect();
+                let [(whole_key, whole_value)] = of_whole.as_slice() else { continue };
+                for d in &divisors {
+                    if (d - whole_value).abs() < 1e-9 {
+                        continue;
+                    }
+                    let Some((other, _)) = numbers.iter().find(|(k, v)| k != whole_key && (v - d).abs() < 1e-9) else {
+                        continue;
+                    };
+                    out.push(finding(
+                        Signal::WrongStatistic,
+                        weights::WRONG_STATISTIC,
+                        crate::prose![
+                            format!("divides by {}, which step ", figure(*d)),
+                            crate::diagnosis::Part::Step(r),
+                            format!(
+                                " gives as {other}, but the user asked for a share of {asked}, which that step gives as {} ({whole_key})",
+                                figure(*whole_value)
+                            )
+                        ],
+                    ));
+                    return;
+                }
+            }
+        }
     }
 }
 
