@@ -175,6 +175,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     }
     lookup::claimed_lookup(ctx, i, &mut f);
     versions::recalled_version(ctx, i, &mut f);
+    versions::told_supported_after_drop(ctx, i, &mut f);
     // A call the user refused is the user's decision, not the agent's error.
     let refused = result_of(ctx, i).is_some_and(|r| refused_by_user(ctx, r));
     // A check that reproduces the failure the task reports, or that fails right after an edit

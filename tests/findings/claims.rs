@@ -211,3 +211,45 @@ fn a_count_a_cache_served_told_as_available_is_the_decisive_step() {
         assert_eq!(steps_with(&run(reply), Signal::IgnoredResult), Vec::<usize>::new(), "{reply}");
     }
 }
+
+/// An OpenAI chat run: the user asks for the Python support line of release notes, the assistant
+/// reads a dependency's changelog and writes `note`.
+fn release_note(note: &str) -> Trajectory {
+    let changelog = "Changelog\n6.0.0 (2026-09-14)\nBreaking changes\n- Dropped support for Python 3.8 and 3.9. \
+                     quillhttp now requires Python >= 3.10.\nNew\n- Wheels for Python 3.13.";
+    let mut m = vec![user(
+        "Write the 'Python support' line of the ledgerkit 2.0 release notes. ledgerkit 2.0 now depends on \
+         quillhttp 6.0, so check what quillhttp 6.0 supports first.",
+    )];
+    m.extend(call("c1", "fetch_page", json!({"url": "https://quillhttp.example/changelog"}), changelog));
+    m.push(assistant(note));
+    load(m)
+}
+
+#[test]
+fn versions_told_as_supported_after_a_source_said_their_support_was_dropped() {
+    let t = release_note(
+        "**Python support.** ledgerkit 2.0 keeps the same Python support: Python 3.8 through 3.13 are supported.",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "says \"Python 3.8 through 3.13 are supported.\", but step 2 says \"- Dropped support for Python 3.8 and 3.9.\""
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("assistant")), "{}", d.reason);
+    // One dropped version named alone is found too.
+    let t = release_note("ledgerkit 2.0 supports Python 3.9, 3.10, 3.11, 3.12 and 3.13.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    // The range the source leaves, the drop told as such, a lower bound, and another product's
+    // versions: no finding.
+    for note in [
+        "ledgerkit 2.0 supports Python 3.10 through 3.13.",
+        "Python 3.8 and 3.9 are no longer supported; ledgerkit 2.0 needs Python 3.10 or later.",
+        "ledgerkit 2.0 requires Python >= 3.10 and is supported up to 3.13.",
+        "ledgerkit 2.0 is compatible with Django 3.8 through 4.2.",
+    ] {
+        let t = release_note(note);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{note}");
+    }
+}

@@ -9,13 +9,17 @@
 //! When no tool output, page read, task or user turn before it holds the version, the agent
 //! recalled it, and the step that states it carries an unsourced-value finding (an upgrade to
 //! the wrong "first fixed" release, a downgrade, or a "latest" that is not).
+//!
+//! Versions told as supported after a source said their support was dropped: a writer's "Python
+//! 3.8 through 3.13 are supported" after the dependency's changelog "Dropped support for Python
+//! 3.8 and 3.9" ([`told_supported_after_drop`]).
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use super::{Context, actions, finding, is_agent_output, is_outside_agent, weights};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
 use crate::prose;
 
@@ -137,6 +141,130 @@ fn sourced(ctx: &Context<'_>, i: usize, version: &str) -> bool {
                 || actions::served_person(s))
                 && holds(&s.content)
         })
+}
+
+/// Versions as a source lists them: "3.8 and 3.9", "16, 17 or 18", "v2.7" (group of the
+/// pattern that uses it). One to three dot-separated numbers each.
+const VERSION_LIST: &str = r"v?\d+(?:\.\d+){0,2}(?:\s*(?:,|and|&|or)\s*v?\d+(?:\.\d+){0,2})*";
+
+/// A source's word that support for versions of a product ended: "Dropped support for Python 3.8
+/// and 3.9", "removes compatibility with Node 16", "no longer supports Python 3.7", "Python 3.7
+/// is no longer supported". Group `product` is the product's name, `versions` the versions.
+static DROPPED: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+    let re = |p: String| Regex::new(&p).unwrap();
+    [
+        re(format!(
+            r"(?i)\b(?:dropped|drops|removed|removes|ended|ends|discontinued)\s+(?:the\s+)?(?:support\s+for|compatibility\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})"
+        )),
+        re(format!(
+            r"(?i)\bno\s+longer\s+(?:supports?|compatible\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})"
+        )),
+        re(format!(
+            r"(?i)\b(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})\s+(?:is|are)\s+no\s+longer\s+supported"
+        )),
+    ]
+});
+
+/// A sentence that says versions are supported: "Python 3.8 through 3.13 are supported", "works
+/// with Node 16 and later", "compatible with Python 3.8+".
+static SUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:supported|supports|support\s+for|compatible\s+with|works\s+(?:on|with)|runs\s+on)\b").unwrap()
+});
+
+/// Words that turn a support sentence around or bound it from below: "no longer supported",
+/// "not supported", "dropped", "requires Python >= 3.10", "only 3.10 and later".
+static NOT_SUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:no\s+longer|not|cannot|can't|isn't|aren't|won't|dropped|drops|removed|removes|unsupported|deprecated|requires?|required|only|minimum|at\s+least|end\s+of)\b|>=|≥").unwrap()
+});
+
+/// A version or a range of versions written in a sentence: "3.8 through 3.13", "3.8-3.13",
+/// "3.10 to 3.12", "3.9". Groups 1 and 2 (2 absent for one version).
+static VERSION_SPAN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[^\w.])v?(\d+(?:\.\d+){0,2})(?:\s*(?:through|thru|to|until|-|–|—)\s*v?(\d+(?:\.\d+){0,2}))?(?:[^\w.]|\.(?:\s|$)|$)").unwrap()
+});
+
+/// A version's numbers, for comparing (`3.10` after `3.9`).
+fn version_key(v: &str) -> Vec<u64> {
+    v.trim_start_matches(['v', 'V']).split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// How many steps before a statement [`told_supported_after_drop`] reads for a source's word.
+const DROP_WINDOW: usize = 200;
+
+/// Step `i`, an agent's message or thought, says versions of a product are supported (a
+/// [`SUPPORTED`] sentence naming the product, not turned around by [`NOT_SUPPORTED`]) and names
+/// one, or a range holding one, that a source before it says support was dropped for (a tool
+/// output, a page read, another agent's message; [`DROPPED`], the last [`DROP_WINDOW`] steps):
+/// "says "Python 3.8 through 3.13 are supported", but step 7 says "Dropped support for Python 3.8
+/// and 3.9"" (`ignored_result`). docs/METHODS.md, "Grounding".
+pub(super) fn told_supported_after_drop(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
+        || actions::is_human(step)
+        || is_outside_agent(&step.agent)
+        || step.role.eq_ignore_ascii_case("system")
+        || !SUPPORTED.is_match(&step.content)
+    {
+        return;
+    }
+    let statements: Vec<&str> = crate::text::sentences(&step.content)
+        .filter(|s| SUPPORTED.is_match(s) && !NOT_SUPPORTED.is_match(s) && s.bytes().any(|b| b.is_ascii_digit()))
+        .collect();
+    if statements.is_empty() {
+        return;
+    }
+    for j in (i.saturating_sub(DROP_WINDOW)..i).rev() {
+        let s = &t.steps[j];
+        let source = s.kind == StepKind::ToolResult
+            || is_agent_output(ctx, j)
+            || (s.kind == StepKind::Message && s.agent != step.agent && !actions::is_human(s));
+        if !source || !s.content.to_ascii_lowercase().contains("support") {
+            continue;
+        }
+        for re in DROPPED.iter() {
+            for c in re.captures_iter(&s.content) {
+                let product = c["product"].to_ascii_lowercase();
+                let dropped: Vec<Vec<u64>> =
+                    VERSION_SPAN.captures_iter(&c["versions"]).map(|v| version_key(&v[1])).collect();
+                for sentence in &statements {
+                    let lower = sentence.to_ascii_lowercase();
+                    let Some(at) = lower.match_indices(&product).map(|(p, _)| p).find(|&p| {
+                        let before = lower[..p].chars().next_back();
+                        let after = lower[p + product.len()..].chars().next();
+                        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+                    }) else {
+                        continue;
+                    };
+                    let Some(span) = VERSION_SPAN.captures_iter(&sentence[at..]).find(|v| {
+                        let low = version_key(&v[1]);
+                        let high = v.get(2).map_or_else(|| low.clone(), |h| version_key(h.as_str()));
+                        dropped.iter().any(|d| low <= *d && d <= &high)
+                    }) else {
+                        continue;
+                    };
+                    // Quoted from the product's mention before the versions: "Python 3.8 through
+                    // 3.13 are supported".
+                    let from = lower[..at + span.get(1).map_or(0, |m| m.start())].rfind(&product).unwrap_or(at);
+                    let said = crate::text::sentence_around(
+                        &s.content,
+                        c.get(0).map_or(0, |m| m.start()),
+                        c.get(0).map_or(0, |m| m.end()),
+                    );
+                    out.push(finding(
+                        Signal::IgnoredResult,
+                        weights::MISREAD,
+                        prose![
+                            format!("says \"{}\", but step ", crate::text::clip(sentence[from..].trim(), 90)),
+                            Part::Step(j),
+                            format!(" says \"{}\"", crate::text::clip(s.content[said].trim(), 90))
+                        ],
+                    ));
+                    return;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
