@@ -453,6 +453,9 @@ fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action
     }
     if lower_start.contains("initial plan")
         || lower_start.contains("new plan")
+        // A planner's turn under a heading of its own ("Plan:", "## Plan", "**Plan**"): AgentChat
+        // and LangGraph planners open so.
+        || ["plan:", "## plan", "# plan", "**plan"].iter().any(|h| lower_start.trim_start().starts_with(h))
         || lower_start.contains("here is the plan")
         // Magentic-One's task ledger restates the request and the team before its fact sheet and
         // plan ("Here is the plan to follow as best as possible:"; autogen's Magentic-One

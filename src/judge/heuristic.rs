@@ -166,8 +166,10 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                         ) || failed_edit(ctx, from, f)
                     })
                 })
-                // A claim that reads a failing test run as a pass ends the work on it.
-                || crate::substrate::signals::misreads_failed_run(ctx, from);
+                // A claim that reads a failing test run as a pass ends the work on it, and so
+                // does a claim that every part is done over a failure it never told.
+                || crate::substrate::signals::misreads_failed_run(ctx, from)
+                || crate::substrate::signals::claims_done_over_failure(ctx, from);
             return if carries { Transition::FollowUp } else { Transition::DeadEnd };
         }
         return Transition::NoInfluence;

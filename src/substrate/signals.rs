@@ -1751,6 +1751,12 @@ pub(crate) fn hidden_test_failure<'a>(ctx: &Context<'a>, r: usize) -> Option<&'a
     evidence::summary::test_summary(&s.content).filter(|(passed, _)| !passed).map(|(_, line)| line)
 }
 
+/// Whether step `i` claims every part of the work done over a failure of its agent that it never
+/// told (`actions::claimed_over_failure`).
+pub fn claims_done_over_failure(ctx: &Context<'_>, i: usize) -> bool {
+    actions::claims_done_over_failure(ctx, i)
+}
+
 /// Whether step `a` is the claim that reads a test run failing in its text only as a pass
 /// ([`misread_as_pass`], the 40 tool outputs before it): the claim steers the run to its end
 /// as if the tests passed, whether or not a later step uses its words.

@@ -1490,3 +1490,53 @@ fn a_duration_a_call_sets_with_the_wrong_factor_is_found_at_the_call() {
     );
     assert_eq!(findings(&run(120)), vec![]);
 }
+
+/// An AutoGen AgentChat `TaskResult` (SelectorGroupChat): a planner's "Plan:" turn (dates and a
+/// time limit it knows), a stock analyst who counts three warehouses one query each, the second
+/// ending as `north`, then its summary `summary`, a writer's report and the planner's close.
+fn warehouses_run(north: (&str, bool), summary: &str) -> Trajectory {
+    let text = |source: &str, content: &str| json!({"source": source, "models_usage": null, "metadata": {}, "content": content, "type": "TextMessage"});
+    let calls = |ids: &[(&str, &str)]| {
+        let content: Vec<Value> = ids
+            .iter()
+            .map(|(id, site)| json!({"id": id, "name": "run_sql", "arguments": json!({"query": format!("SELECT SUM(qty) FROM stock WHERE site = '{site}' AND day = '2026-11-30'")}).to_string()}))
+            .collect();
+        json!({"source": "stock_analyst", "models_usage": null, "metadata": {}, "content": content, "type": "ToolCallRequestEvent"})
+    };
+    let results = |rows: &[(&str, &str, bool)]| {
+        let content: Vec<Value> =
+            rows.iter().map(|(id, c, err)| json!({"call_id": id, "name": "run_sql", "content": c, "is_error": err})).collect();
+        json!({"source": "stock_analyst", "models_usage": null, "metadata": {}, "content": content, "type": "ToolCallExecutionEvent"})
+    };
+    let doc = json!({"messages": [
+        text("user", "Give me the month-end stock count of SKU 4471 for the South, North and East warehouses and the total, for the inventory review. Reply TERMINATE when done."),
+        text("planner", "Plan:\n1. stock_analyst: sum `stock.qty` for SKU 4471 per site for 2026-11-30, one query per site (the warehouse has a 30 s statement timeout).\n2. report_writer: write the counts and the total."),
+        calls(&[("q1", "South"), ("q2", "North"), ("q3", "East")]),
+        results(&[("q1", "sum\n-----\n1840\n(1 row)", false), ("q2", north.0, north.1), ("q3", "sum\n-----\n2215\n(1 row)", false)]),
+        text("stock_analyst", summary),
+        text("report_writer", "**SKU 4471 month-end stock**\n\n| Site | Units |\n|---|---|\n| South | 1,840 |\n| East | 2,215 |\n| **Total** | **4,055** |"),
+        text("planner", "The count and the total are in the report. TERMINATE"),
+    ], "stop_reason": "Text 'TERMINATE' mentioned"});
+    let bytes = serde_json::to_vec(&doc).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("an AgentChat TaskResult").trajectories.remove(0)
+}
+
+/// A worker's "all done" over a failure it never told is what its teammates act on: it is named,
+/// not pruned as a step whose output nobody reuses; and a planner's "Plan:" turn is a plan, whose
+/// dates and limits are no invented values.
+#[test]
+fn a_worker_s_all_done_over_a_hidden_timeout_is_named_in_a_team_run() {
+    const TIMEOUT: (&str, bool) = ("ERROR:  canceling statement due to statement timeout", true);
+    let t = warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. All site queries completed.");
+    assert_eq!(t.steps[1].agent, "planner");
+    assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new(), "the plan states no invented value");
+    let claim = t.steps.iter().position(|s| s.content.contains("All site queries completed")).expect("the claim");
+    assert_eq!(steps_with(&t, Signal::IgnoredToolError), vec![claim]);
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(claim), Some("stock_analyst")), "{}", d.reason);
+    let c = d.candidates.iter().find(|c| c.step == claim).expect("a candidate");
+    assert!(c.pruned.is_none(), "{:?}", c.pruned);
+    // The same summary telling the timeout: the writer's total is then the team's informed choice.
+    let told = warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. The North query timed out.");
+    assert_eq!(steps_with(&told, Signal::IgnoredToolError), Vec::<usize>::new());
+}

@@ -2082,6 +2082,36 @@ static QUALIFIED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
 /// the issue's "claim of completion after part of the work" (an agent that reports "all regional
 /// queries completed" after one region's query timed out). docs/METHODS.md, "Actions".
 pub(crate) fn claimed_over_failure(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some((claim, c, r)) = claim_over_failure(ctx, i) else { return };
+    let t = ctx.trajectory;
+    let line = super::error_line(ctx, r)
+        .or_else(|| super::failure_line(&t.steps[r].content))
+        .unwrap_or_else(|| "the call failed".into());
+    let tool = t.steps[c].tool_name.as_deref().unwrap_or("the call");
+    out.push(finding(
+        Signal::IgnoredToolError,
+        weights::IGNORED_ERROR,
+        prose![
+            format!("claims \"{}\" while its {tool} call at step ", crate::text::clip(claim.trim(), 80)),
+            Part::Step(c),
+            " failed at step ",
+            Part::Step(r),
+            format!(" ({})", crate::text::clip(line.trim(), 80)),
+            ", which it never told"
+        ],
+    ));
+}
+
+/// Whether step `i` claims every part of the work done over a failure it never told
+/// ([`claimed_over_failure`]): the claim ends the work on the failed part for whoever reads it (a
+/// teammate who writes the report, the user), whether or not a later step quotes its words.
+pub(crate) fn claims_done_over_failure(ctx: &Context<'_>, i: usize) -> bool {
+    claim_over_failure(ctx, i).is_some()
+}
+
+/// The claim of [`claimed_over_failure`] at step `i` (its sentence), the failed call and its
+/// result: the latest failure the claim hides.
+fn claim_over_failure<'t>(ctx: &Context<'t>, i: usize) -> Option<(&'t str, usize, usize)> {
     let t = ctx.trajectory;
     let step = &t.steps[i];
     if step.kind != StepKind::Message
@@ -2089,15 +2119,15 @@ pub(crate) fn claimed_over_failure(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
         || super::is_outside_agent(&step.agent)
         || step.role.eq_ignore_ascii_case("system")
     {
-        return;
+        return None;
     }
     let text = &step.content;
-    let Some(claim) = crate::text::sentences(text).find(|s| ALL_DONE.is_match(s) && !QUALIFIED.is_match(s)) else {
-        return;
-    };
+    let claim = crate::text::sentences(text).find(|s| ALL_DONE.is_match(s) && !QUALIFIED.is_match(s))?;
     let agent = &step.agent;
     let from = i.saturating_sub(CLAIM_FAILURE_WINDOW);
-    let failed = (from..i).find(|&c| {
+    // The latest such failure: an earlier one the agent worked around (a query split by region
+    // after the whole one timed out) is less likely what the claim hides.
+    let failed = (from..i).rev().find(|&c| {
         let s = &t.steps[c];
         if s.kind != StepKind::ToolCall || s.agent != *agent || super::only_reads(t, c) {
             return false;
@@ -2118,24 +2148,8 @@ pub(crate) fn claimed_over_failure(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
                         || QUALIFIED.is_match(&t.steps[k].content))
             })
     });
-    let Some(c) = failed else { return };
-    let r = result_of(ctx, c).unwrap_or(c);
-    let line = super::error_line(ctx, r)
-        .or_else(|| super::failure_line(&t.steps[r].content))
-        .unwrap_or_else(|| "the call failed".into());
-    let tool = t.steps[c].tool_name.as_deref().unwrap_or("the call");
-    out.push(finding(
-        Signal::IgnoredToolError,
-        weights::IGNORED_ERROR,
-        prose![
-            format!("claims \"{}\" while its {tool} call at step ", crate::text::clip(claim.trim(), 80)),
-            Part::Step(c),
-            " failed at step ",
-            Part::Step(r),
-            format!(" ({})", crate::text::clip(line.trim(), 80)),
-            ", which it never told"
-        ],
-    ));
+    let c = failed?;
+    Some((claim, c, result_of(ctx, c).unwrap_or(c)))
 }
 
 #[cfg(test)]
