@@ -376,19 +376,33 @@ fn provenance(
 }
 
 /// Records the forms a number of three or more decimals takes rounded to one and two decimals
-/// (`791.6543403552349` as `791.7` and `791.65`) as seen where the number was, unless seen before:
-/// a figure told rounded from an observed one is that observation's value, not a new one.
-/// Integers are not recorded (too many figures would match by chance).
+/// (`791.6543403552349` as `791.7` and `791.65`; a negative one also without its sign, as a loss
+/// is told: "-$18,342.62", "lost $18,342.62"), and a fraction's as a percentage (`0.12343` as
+/// `12.34` and `12.3`), as seen where the number was, unless seen before: a figure told rounded
+/// from an observed one is that observation's value, not a new one. A sign dropped or a
+/// percentage is recorded only with a decimal left (a whole number would match too many figures
+/// by chance).
 fn see_rounded(key: &str, origin: Origin, first_seen: &mut HashMap<String, Origin>) {
     let decimals = key.split_once('.').map_or(0, |(_, d)| d.len());
     if decimals < 3 {
         return;
     }
     let Ok(v) = key.parse::<f64>() else { return };
-    for d in 1..=2 {
-        let rounded = evidence::normalize_number(&format!("{v:.d$}"));
-        if !rounded.is_empty() && rounded != key {
-            first_seen.entry(rounded).or_insert(origin);
+    // The figure itself rounded ("733.0" is read as 733), then its other forms, which must keep a
+    // decimal to be recorded.
+    let mut forms = vec![(v, true)];
+    if v < 0.0 {
+        forms.push((-v, false));
+    }
+    if v.abs() < 1.0 {
+        forms.push((v.abs() * 100.0, false));
+    }
+    for (x, whole_ok) in forms {
+        for d in 1..=2 {
+            let rounded = evidence::normalize_number(&format!("{x:.d$}"));
+            if !rounded.is_empty() && rounded != key && (whole_ok || rounded.contains('.')) {
+                first_seen.entry(rounded).or_insert(origin);
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use falat::diagnosis::Signal;
 
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, fixture, load, no_failure, steps_with, system, user};
+use crate::chat::{assistant, call, evidence, falat, findings, fixture, load, no_failure, steps_with, system, user};
 
 #[test]
 fn a_split_worked_out_from_the_user_s_figure_and_the_tool_s_is_sourced() {
@@ -155,6 +155,17 @@ fn a_figure_told_rounded_from_a_tool_s_longer_one_is_that_figure() {
     let t = answer("Harbour Tap is closest at 791.71 m, then Kiln Bar (950.9 m) and Dock 9 (1023.17 m).");
     assert_eq!(steps_with(&t, Signal::UnsourcedValue), vec![3]);
     assert_eq!(evidence(&t, 3, Signal::UnsourcedValue), "states 791.71 with no earlier source");
+    // A loss told without its sign, and a fraction told as a percentage, rounded: the tool's.
+    let mut m = vec![user("How did the hedge and the checkout do last quarter?")];
+    m.extend(call(
+        "c1",
+        "quarter_report",
+        json!({"quarter": "2026-Q3"}),
+        "{\"realized_pnl_usd\": -18342.61789, \"conversion_rate\": 0.12343912}",
+    ));
+    m.push(assistant("The hedge lost $18,342.62 and the checkout converted 12.34% of visits."));
+    let t = load(m);
+    assert_eq!(findings(&t), Vec::new());
     // A figure the tool printed to two decimals is not a rounding source for one decimal less
     // unless it had three or more: 12.35 told as 12.4 stays unsourced only when 12.35 was never
     // printed longer.

@@ -1376,7 +1376,10 @@ pub(super) fn ignored_result(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     }
     let words = super::words_of(ctx, i);
     let told = numbers_in(text);
-    let close = |v: f64| told.iter().any(|&(a, d)| (a - v).abs() <= 0.5 * 10f64.powi(-d) + 1e-9);
+    // A figure told to its written precision; a loss told without its sign ("lost $18,342.62" for
+    // -18342.61789); a fraction told as a percentage ("12.34%" for 0.12343).
+    let near = |v: f64| told.iter().any(|&(a, d)| (a - v).abs() <= 0.5 * 10f64.powi(-d) + 1e-9);
+    let close = |v: f64| near(v) || v < 0.0 && near(-v) || v.abs() < 1.0 && v != 0.0 && near(v.abs() * 100.0);
     let low = super::lower_of(ctx, i);
     let uses = |v: &ResultValues| {
         v.words.iter().any(|w| takes_word(words, w))
