@@ -233,6 +233,41 @@ fn a_share_worked_out_over_another_figure_of_the_record_than_the_whole_asked_abo
     // and a question that asks no share leaves every division alone.
     let t = funnel_share(q, "450 / 500 * 100", "{\"result\": 90.0}", "Partners reached 90% of the 500 target.");
     assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
+    // Revenue per converted customer beside a share worked out right: a rate, not the share.
+    let mut m =
+        vec![user("What share of our Q2 trials came from partners, and what was revenue per converted customer?")];
+    m.extend(call(
+        "c1",
+        "get_funnel",
+        json!({"period": "2026-Q2"}),
+        "{\"trials\": 3600, \"converted\": 1125, \"partner_trials\": 450, \"revenue\": 91800}",
+    ));
+    m.extend(call("c2", "calculator", json!({"expression": "450 / 3600 * 100"}), "{\"result\": 12.5}"));
+    m.extend(call("c3", "calculator", json!({"expression": "91800 / 1125"}), "{\"result\": 81.6}"));
+    m.push(assistant("12.5% of Q2 trials came from partners; revenue per converted customer was 81.6."));
+    assert_eq!(steps_with(&load(m), Signal::WrongStatistic), Vec::<usize>::new());
+    // A whole kept as `total_trials` is the trials asked about.
+    let mut m = vec![user("What share of our Q2 trials came from partners?")];
+    m.extend(call(
+        "c1",
+        "get_funnel",
+        json!({"period": "2026-Q2"}),
+        "{\"total_trials\": 3600, \"converted\": 1125, \"partner_trials\": 450}",
+    ));
+    m.extend(call("c2", "calculator", json!({"expression": "450 / 1125 * 100"}), "{\"result\": 40.0}"));
+    m.push(assistant("40.0% of Q2 trials came from partners."));
+    assert_eq!(steps_with(&load(m), Signal::WrongStatistic), vec![3]);
+    // Records of several regions: a divisor that is another region's trials is not this rule's.
+    let mut m = vec![user("What share of EU trials came from partners in Q2?")];
+    m.extend(call(
+        "c1",
+        "get_funnel",
+        json!({"period": "2026-Q2"}),
+        "[{\"region\": \"NA\", \"trials\": 3600, \"converted\": 1125}, {\"region\": \"EU\", \"trials\": 1125, \"converted\": 300, \"partner_trials\": 90}]",
+    ));
+    m.extend(call("c2", "calculator", json!({"expression": "90 / 1125 * 100"}), "{\"result\": 8.0}"));
+    m.push(assistant("8.0% of EU trials came from partners."));
+    assert_eq!(steps_with(&load(m), Signal::WrongStatistic), Vec::<usize>::new());
     let t = funnel_share(
         "How many Q2 trials per converted customer did we need?",
         "3600 / 1125",

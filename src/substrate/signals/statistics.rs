@@ -148,7 +148,7 @@ pub(super) fn wrong_statistic(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
 /// six words after "of", up to a verb, a relative word or a punctuation mark.
 static SHARE_OF: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
-        r"(?i)\b(?:share|percentage|percent|proportion|fraction|portion)\s+of\s+((?:[\w'-]+\s+){0,5}?[\w'-]+)\s*(?:[?.,;:!]|$|\s(?:came|come|comes|were|was|are|is|that|which|who|whose|from|through|via|in|by|did|do|does|had|have|has|went|got|made|used|paid)\b)",
+        r"(?i)\b(?:share|percentage|percent|proportion|fraction|portion)\s+of\s+((?:[\w'-]+\s+){0,5}?[\w'-]+)\s*(?:[?.,;:!]|$|\s(?:came|come|comes|were|was|are|is|that|which|who|whose|from|through|via|in|by|did|do|does|had|have|has|went|got|made|used|paid|\w{3,}ed)\b)",
     )
     .unwrap()
 });
@@ -172,6 +172,49 @@ fn stem(w: &str) -> String {
         Some(s) if s.len() >= 3 && !s.ends_with('s') => s.to_string(),
         _ => w,
     }
+}
+
+/// Words of a member's name that say how a figure is kept, not what it counts: `total_signups`,
+/// `signupCount`, `num_orders` name signups and orders.
+const GENERIC: &[&str] = &["total", "count", "number", "num", "n", "all", "sum"];
+
+/// Whether member name `key` names the asked `whole` (stemmed words): every word of the name but
+/// the [`GENERIC`] ones is among the whole's words, and one is left.
+fn names_whole(key: &str, whole: &[String]) -> bool {
+    let words: Vec<String> =
+        super::actions::name_words(key).iter().map(|w| stem(w)).filter(|w| !GENERIC.contains(&w.as_str())).collect();
+    !words.is_empty() && words.iter().all(|w| whole.contains(w))
+}
+
+/// The values of the members of record `o` that name the asked `whole`.
+fn whole_values<'a>(o: &'a serde_json::Value, whole: &'a [String]) -> impl Iterator<Item = f64> + 'a {
+    o.as_object()
+        .into_iter()
+        .flat_map(|m| m.iter())
+        .filter(move |(k, _)| names_whole(k, whole))
+        .filter_map(|(_, v)| v.as_f64())
+}
+
+/// The divisions `text` writes, as (dividend, divisor), the divisor above 0.
+fn divisions(text: &str) -> Vec<(f64, f64)> {
+    DIVISION
+        .captures_iter(text)
+        .filter_map(|c| Some((c[1].replace(',', "").parse::<f64>().ok()?, c[2].replace(',', "").parse::<f64>().ok()?)))
+        .filter(|(_, d)| *d > 0.0)
+        .collect()
+}
+
+/// Whether an agent's call or message anywhere in the run divides by `whole`.
+fn divides_by_anywhere(ctx: &Context<'_>, whole: f64) -> bool {
+    ctx.trajectory.steps.iter().any(|s| {
+        matches!(s.kind, StepKind::Message | StepKind::ToolCall)
+            && !super::actions::is_human(s)
+            && s.content.contains(['/', '÷'])
+            && {
+                let decoded = (s.kind == StepKind::ToolCall).then(|| super::call_strings(&s.content)).flatten();
+                divisions(decoded.as_deref().unwrap_or(&s.content)).iter().any(|(_, d)| (d - whole).abs() < 1e-9)
+            }
+    })
 }
 
 /// The stemmed words of the wholes the person asks a share of, in the task and their turns before
@@ -212,12 +255,8 @@ pub(super) fn wrong_base(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     }
     let decoded = (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten();
     let text = decoded.as_deref().unwrap_or(&step.content);
-    let divisors: Vec<f64> = DIVISION
-        .captures_iter(text)
-        .filter_map(|c| c[2].replace(',', "").parse::<f64>().ok())
-        .filter(|d| *d > 0.0)
-        .collect();
-    if divisors.is_empty() {
+    let divisions = divisions(text);
+    if divisions.is_empty() {
         return;
     }
     let wholes = asked_wholes(ctx, i);
@@ -240,7 +279,7 @@ pub(super) fn wrong_base(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             }
             k += 1;
         }
-        for o in objects {
+        for o in &objects {
             let serde_json::Value::Object(m) = o else { continue };
             let numbers: Vec<(&str, f64)> =
                 m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_f64()?))).filter(|(_, v)| *v > 0.0).collect();
@@ -248,26 +287,31 @@ pub(super) fn wrong_base(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                 continue;
             }
             for (asked, whole) in &wholes {
-                let of_whole: Vec<&(&str, f64)> = numbers
-                    .iter()
-                    .filter(|(k, _)| {
-                        let words = super::actions::name_words(k);
-                        !words.is_empty() && words.iter().all(|w| whole.contains(&stem(w)))
-                    })
-                    .collect();
+                let of_whole: Vec<&(&str, f64)> = numbers.iter().filter(|(k, _)| names_whole(k, whole)).collect();
                 let [(whole_key, whole_value)] = of_whole.as_slice() else { continue };
-                for d in &divisors {
-                    if (d - whole_value).abs() < 1e-9 {
+                // The asked whole divided by somewhere in the run: the share was worked out, and
+                // another division is an aside (a sub-group's rate, revenue per user).
+                if divides_by_anywhere(ctx, *whole_value) {
+                    continue;
+                }
+                for &(n, d) in &divisions {
+                    // A share is a part of its whole: a dividend above the divisor is a rate.
+                    if n > d || (d - whole_value).abs() < 1e-9 {
                         continue;
                     }
                     let Some((other, _)) = numbers.iter().find(|(k, v)| k != whole_key && (v - d).abs() < 1e-9) else {
                         continue;
                     };
+                    // The divisor is the whole of another record of the output (a sibling region's
+                    // signups): the agent read another record, which this rule does not judge.
+                    if objects.iter().any(|o| whole_values(o, whole).any(|w| (w - d).abs() < 1e-9)) {
+                        continue;
+                    }
                     out.push(finding(
                         Signal::WrongStatistic,
                         weights::WRONG_STATISTIC,
                         crate::prose![
-                            format!("divides by {}, which step ", figure(*d)),
+                            format!("divides by {}, which step ", figure(d)),
                             crate::diagnosis::Part::Step(r),
                             format!(
                                 " gives as {other}, but the user asked for a share of {asked}, which that step gives as {} ({whole_key})",
