@@ -248,8 +248,41 @@ fn versions_told_as_supported_after_a_source_said_their_support_was_dropped() {
         "Python 3.8 and 3.9 are no longer supported; ledgerkit 2.0 needs Python 3.10 or later.",
         "ledgerkit 2.0 requires Python >= 3.10 and is supported up to 3.13.",
         "ledgerkit 2.0 is compatible with Django 3.8 through 4.2.",
+        // The range of an older release, in contrast.
+        "Unlike ledgerkit 1.x, which supported Python 3.8 through 3.12, ledgerkit 2.0 supports Python 3.10 through 3.13.",
     ] {
         let t = release_note(note);
         assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{note}");
     }
+}
+
+#[test]
+fn a_drop_in_other_words_or_of_older_versions_counts_and_a_restored_version_does_not() {
+    let read = |page: &str, note: &str| {
+        let mut m =
+            vec![user("Write the platform support line of the release notes; check the dependency's notes first.")];
+        m.extend(call("c1", "fetch_page", json!({"url": "https://deps.example/notes"}), page));
+        m.push(assistant(note));
+        load(m)
+    };
+    for (page, note) in [
+        (
+            "quillhttp 6.0.0\n\nThis release drops Python 3.8. Tested on Python 3.9 to 3.12.",
+            "We support Python 3.8-3.12.",
+        ),
+        (
+            "kubeclient 30.0\n- Dropped support for Kubernetes 1.27 and older.",
+            "It is compatible with Kubernetes 1.26 and later.",
+        ),
+        (
+            "nodeshim 4.0\nSupport for Node 16 has ended with this release.",
+            "nodeshim 4.0 works with Node 16, 18 and 20.",
+        ),
+    ] {
+        assert_eq!(steps_with(&read(page, note), Signal::IgnoredResult), vec![3], "{page}");
+    }
+    // 6.1.0 restored what 6.0.0 dropped: the newer notes stand.
+    let page = "6.1.0\n- Restored support for Python 3.9.\n6.0.0\n- Dropped support for Python 3.8 and 3.9.";
+    let t = read(page, "It supports Python 3.9 through 3.13.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
 }

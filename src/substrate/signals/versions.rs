@@ -63,6 +63,15 @@ static ABOUT_A_FIX: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
+/// Whether `step` is an agent's own message or thought: not the served person's, not an outside
+/// agent's, not the system's.
+fn agent_statement(step: &crate::model::Step) -> bool {
+    matches!(step.kind, StepKind::Message | StepKind::Thought)
+        && !actions::is_human(step)
+        && !is_outside_agent(&step.agent)
+        && !step.role.eq_ignore_ascii_case("system")
+}
+
 /// Step `i`, an agent's message or thought, states a version in a sentence that ties it to a fix
 /// ([`CLAIMS`] with [`ABOUT_A_FIX`]) or to being the latest release, and no step before it that
 /// could have given it (a tool output, a page an agent read, the served person's turns, the
@@ -70,11 +79,7 @@ static ABOUT_A_FIX: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) fn recalled_version(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
-        || actions::is_human(step)
-        || is_outside_agent(&step.agent)
-        || step.role.eq_ignore_ascii_case("system")
-    {
+    if !agent_statement(step) {
         return;
     }
     let content = &step.content;
@@ -148,27 +153,50 @@ fn sourced(ctx: &Context<'_>, i: usize, version: &str) -> bool {
 const VERSION_LIST: &str = r"v?\d+(?:\.\d+){0,2}(?:\s*(?:,|and|&|or)\s*v?\d+(?:\.\d+){0,2})*";
 
 /// A source's word that support for versions of a product ended: "Dropped support for Python 3.8
-/// and 3.9", "removes compatibility with Node 16", "no longer supports Python 3.7", "Python 3.7
-/// is no longer supported". Group `product` is the product's name, `versions` the versions.
-static DROPPED: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+/// and 3.9", "removes compatibility with Node 16", "This release drops Python 3.8", "no longer
+/// supports Python 3.7", "Python 3.7 is no longer supported", "Support for Node 16 has ended".
+/// Group `product` is the product's name, `versions` the versions, `older` present when the
+/// source says "and older" (every earlier version of that line is dropped too).
+static DROPPED: LazyLock<[Regex; 4]> = LazyLock::new(|| {
     let re = |p: String| Regex::new(&p).unwrap();
+    let older = r"(?P<older>\s+(?:and|or)\s+(?:older|earlier|below|lower|prior))?";
     [
         re(format!(
-            r"(?i)\b(?:dropped|drops|removed|removes|ended|ends|discontinued)\s+(?:the\s+)?(?:support\s+for|compatibility\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})"
+            r"(?i)\b(?:dropped|drops|removed|removes|ended|ends|discontinued)\s+(?:the\s+)?(?:(?:support\s+for|compatibility\s+with)\s+)?(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST}){older}"
         )),
         re(format!(
-            r"(?i)\bno\s+longer\s+(?:supports?|compatible\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})"
+            r"(?i)\bno\s+longer\s+(?:supports?|compatible\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST}){older}"
         )),
         re(format!(
-            r"(?i)\b(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})\s+(?:is|are)\s+no\s+longer\s+supported"
+            r"(?i)\b(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST}){older}\s+(?:is|are)\s+no\s+longer\s+supported"
+        )),
+        re(format!(
+            r"(?i)\bsupport\s+for\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST}){older}\s+(?:has|have)\s+(?:ended|been\s+(?:dropped|removed))"
         )),
     ]
 });
 
-/// A sentence that says versions are supported: "Python 3.8 through 3.13 are supported", "works
-/// with Node 16 and later", "compatible with Python 3.8+".
+/// A source's word that support for versions came back or was added ("Restored support for
+/// Python 3.9", "re-added compatibility with Node 18", "Added support for Python 3.13"): a later
+/// release may undo a drop, so a version a source names so is not read as dropped.
+static RESTORED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?i)\b(?:restored|restores|re-?added|re-?adds|re-?enabled|reinstated|brought\s+back|added\s+back|added|adds)\s+(?:the\s+)?(?:support\s+for|compatibility\s+with)\s+(?P<product>[A-Za-z][\w+#-]*)\s+(?P<versions>{VERSION_LIST})"
+    ))
+    .unwrap()
+});
+
+/// A sentence that contrasts with an earlier release or speaks of the past ("Unlike 1.x, which
+/// supported Python 3.8 through 3.12, …", "previously supported"): its versions are not what the
+/// agent says is supported now.
+static PAST_OR_CONTRAST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:unlike|previously|formerly|used\s+to|(?:which|that|was|were|had\s+been)\s+supported|compared\s+(?:to|with))\b").unwrap()
+});
+
+/// A sentence that says versions are supported: "Python 3.8 through 3.13 are supported", "we
+/// support Python 3.9-3.12", "works with Node 16 and later", "compatible with Python 3.8+".
 static SUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:supported|supports|support\s+for|compatible\s+with|works\s+(?:on|with)|runs\s+on)\b").unwrap()
+    Regex::new(r"(?i)\b(?:supported|supports|support\s+for|(?:we|they|also|still|now|fully)\s+support|compatible\s+with|works\s+(?:on|with)|runs\s+on)\b").unwrap()
 });
 
 /// Words that turn a support sentence around or bound it from below: "no longer supported",
@@ -188,6 +216,20 @@ fn version_key(v: &str) -> Vec<u64> {
     v.trim_start_matches(['v', 'V']).split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
+/// Whether a source within [`DROP_WINDOW`] steps before `i` says support for `product` version
+/// `version` came back or was added ([`RESTORED`]).
+fn restored(ctx: &Context<'_>, i: usize, product: &str, version: &[u64]) -> bool {
+    let t = ctx.trajectory;
+    (i.saturating_sub(DROP_WINDOW)..i).any(|j| {
+        let content = &t.steps[j].content;
+        content.to_ascii_lowercase().contains("support")
+            && RESTORED.captures_iter(content).any(|c| {
+                c["product"].eq_ignore_ascii_case(product)
+                    && VERSION_SPAN.captures_iter(&c["versions"]).any(|v| version_key(&v[1]) == version)
+            })
+    })
+}
+
 /// How many steps before a statement [`told_supported_after_drop`] reads for a source's word.
 const DROP_WINDOW: usize = 200;
 
@@ -200,16 +242,16 @@ const DROP_WINDOW: usize = 200;
 pub(super) fn told_supported_after_drop(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
-        || actions::is_human(step)
-        || is_outside_agent(&step.agent)
-        || step.role.eq_ignore_ascii_case("system")
-        || !SUPPORTED.is_match(&step.content)
-    {
+    if !agent_statement(step) || !SUPPORTED.is_match(&step.content) {
         return;
     }
     let statements: Vec<&str> = crate::text::sentences(&step.content)
-        .filter(|s| SUPPORTED.is_match(s) && !NOT_SUPPORTED.is_match(s) && s.bytes().any(|b| b.is_ascii_digit()))
+        .filter(|s| {
+            SUPPORTED.is_match(s)
+                && !NOT_SUPPORTED.is_match(s)
+                && !PAST_OR_CONTRAST.is_match(s)
+                && s.bytes().any(|b| b.is_ascii_digit())
+        })
         .collect();
     if statements.is_empty() {
         return;
@@ -219,14 +261,25 @@ pub(super) fn told_supported_after_drop(ctx: &Context<'_>, i: usize, out: &mut V
         let source = s.kind == StepKind::ToolResult
             || is_agent_output(ctx, j)
             || (s.kind == StepKind::Message && s.agent != step.agent && !actions::is_human(s));
-        if !source || !s.content.to_ascii_lowercase().contains("support") {
+        if !source
+            || !{
+                let lower = s.content.to_ascii_lowercase();
+                ["support", "drop", "remov", "discontinu", "compatib", "ended", "ends "]
+                    .iter()
+                    .any(|w| lower.contains(w))
+            }
+        {
             continue;
         }
         for re in DROPPED.iter() {
             for c in re.captures_iter(&s.content) {
                 let product = c["product"].to_ascii_lowercase();
-                let dropped: Vec<Vec<u64>> =
-                    VERSION_SPAN.captures_iter(&c["versions"]).map(|v| version_key(&v[1])).collect();
+                let older = c.name("older").is_some();
+                let dropped: Vec<Vec<u64>> = VERSION_SPAN
+                    .captures_iter(&c["versions"])
+                    .map(|v| version_key(&v[1]))
+                    .filter(|d| !restored(ctx, i, &product, d))
+                    .collect();
                 for sentence in &statements {
                     let lower = sentence.to_ascii_lowercase();
                     let Some(at) = lower.match_indices(&product).map(|(p, _)| p).find(|&p| {
@@ -239,7 +292,11 @@ pub(super) fn told_supported_after_drop(ctx: &Context<'_>, i: usize, out: &mut V
                     let Some(span) = VERSION_SPAN.captures_iter(&sentence[at..]).find(|v| {
                         let low = version_key(&v[1]);
                         let high = v.get(2).map_or_else(|| low.clone(), |h| version_key(h.as_str()));
-                        dropped.iter().any(|d| low <= *d && d <= &high)
+                        // "1.27 and older" drops every earlier version of the 1.x line too.
+                        dropped.iter().any(|d| {
+                            low <= *d && (d <= &high || older && low.first() == d.first())
+                                || older && high <= *d && high.first() == d.first()
+                        })
                     }) else {
                         continue;
                     };
