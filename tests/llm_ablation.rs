@@ -76,15 +76,16 @@ const EXPECTED_N: usize = 10;
 /// Agent 40.0 (30.0 without the hierarchy) before the ranker was refitted on the claimed-lookup
 /// finding: one run's named step moved to another agent's, and its five new requests were
 /// recorded (docs/METHODS.md). The refit on figures told rounded from a longer one moved that run
-/// (Algorithm-Generated/34, a near tie of the ranking) back: agent 40.0 / 30.0 again, every
-/// question still in the recording.
+/// (Algorithm-Generated/34, a near tie of the ranking) back; then an expert's "# Plan for solving
+/// the task" turn read as the plan changed Algorithm-Generated/110's questions (re-recorded, 26
+/// new exchanges), which FALAT now answers right: step 40.0 → 50.0.
 const EXPECTED: [&str; 6] = [
-    "falat Algorithm-Generated report 10 40.0 40.0 7.7",
-    "falat-hierarchy Algorithm-Generated report 10 30.0 30.0 10.1",
-    "falat-pruning Algorithm-Generated report 10 40.0 40.0 8.0",
-    "falat-verification Algorithm-Generated report 10 40.0 40.0 6.8",
-    "falat-research Algorithm-Generated report 10 40.0 40.0 5.1",
-    "falat-prior Algorithm-Generated report 10 40.0 40.0 7.8",
+    "falat Algorithm-Generated report 10 50.0 50.0 7.9",
+    "falat-hierarchy Algorithm-Generated report 10 30.0 30.0 10.2",
+    "falat-pruning Algorithm-Generated report 10 50.0 50.0 8.2",
+    "falat-verification Algorithm-Generated report 10 50.0 50.0 6.9",
+    "falat-research Algorithm-Generated report 10 40.0 40.0 5.2",
+    "falat-prior Algorithm-Generated report 10 40.0 40.0 7.5",
 ];
 
 /// The whole hand-crafted set with the LLM judge, replayed from its recording

@@ -1504,8 +1504,10 @@ fn warehouses_run(north: (&str, bool), summary: &str) -> Trajectory {
         json!({"source": "stock_analyst", "models_usage": null, "metadata": {}, "content": content, "type": "ToolCallRequestEvent"})
     };
     let results = |rows: &[(&str, &str, bool)]| {
-        let content: Vec<Value> =
-            rows.iter().map(|(id, c, err)| json!({"call_id": id, "name": "run_sql", "content": c, "is_error": err})).collect();
+        let content: Vec<Value> = rows
+            .iter()
+            .map(|(id, c, err)| json!({"call_id": id, "name": "run_sql", "content": c, "is_error": err}))
+            .collect();
         json!({"source": "stock_analyst", "models_usage": null, "metadata": {}, "content": content, "type": "ToolCallExecutionEvent"})
     };
     let doc = json!({"messages": [
@@ -1527,7 +1529,8 @@ fn warehouses_run(north: (&str, bool), summary: &str) -> Trajectory {
 #[test]
 fn a_worker_s_all_done_over_a_hidden_timeout_is_named_in_a_team_run() {
     const TIMEOUT: (&str, bool) = ("ERROR:  canceling statement due to statement timeout", true);
-    let t = warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. All site queries completed.");
+    let t =
+        warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. All site queries completed.");
     assert_eq!(t.steps[1].agent, "planner");
     assert_eq!(steps_with(&t, Signal::UnsourcedValue), Vec::<usize>::new(), "the plan states no invented value");
     let claim = t.steps.iter().position(|s| s.content.contains("All site queries completed")).expect("the claim");
@@ -1537,6 +1540,7 @@ fn a_worker_s_all_done_over_a_hidden_timeout_is_named_in_a_team_run() {
     let c = d.candidates.iter().find(|c| c.step == claim).expect("a candidate");
     assert!(c.pruned.is_none(), "{:?}", c.pruned);
     // The same summary telling the timeout: the writer's total is then the team's informed choice.
-    let told = warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. The North query timed out.");
+    let told =
+        warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. The North query timed out.");
     assert_eq!(steps_with(&told, Signal::IgnoredToolError), Vec::<usize>::new());
 }
