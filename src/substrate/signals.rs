@@ -2687,17 +2687,32 @@ pub(crate) fn is_outside_agent(agent: &str) -> bool {
 
 /// The items of the observed output: the final-answer text split at commas, semicolons and line
 /// breaks; without one, the numbers of a final step that states an answer. Lower case.
+/// The words that open a final step's answer line: "The answer is", "The final answer is", "FINAL
+/// ANSWER:", "Answer:".
+static ANSWER_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b(?:the\s+(?:final\s+)?answer\s+is\b|final\s+answer\s*:|answer\s*:)").unwrap()
+});
+
 pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
     let text = match &ctx.trajectory.observed_output {
         Some(o) => o.clone(),
         None => match final_step(ctx) {
             Some(i) if ctx.hierarchy.steps[i].flags.answer || ctx.hierarchy.steps[i].action == Action::Discuss => {
                 let content = &ctx.trajectory.steps[i].content;
-                return ctx.hierarchy.evidence[i]
+                // A step that works the answer out and then states it ("235,684 × 1.0027 =
+                // 236,320.3, so 236,320. The answer is 236320.") returns the answer line's
+                // figures, not the working's.
+                let line = ANSWER_LINE.find_iter(content).last().map(|m| {
+                    let end = content[m.end()..].find('\n').map_or(content.len(), |p| m.end() + p);
+                    m.start()..end
+                });
+                let numbers: Vec<String> = ctx.hierarchy.evidence[i]
                     .iter()
                     .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
+                    .filter(|e| line.as_ref().is_none_or(|l| l.contains(&e.span.start)))
                     .map(|e| e.text(content).to_lowercase())
                     .collect();
+                return numbers;
             }
             _ => return Vec::new(),
         },

@@ -369,3 +369,35 @@ fn a_wrong_figure_told_from_memory_is_not_blamed_on_an_earlier_failed_call() {
     let ctx = Context::of(&t, &sub, true);
     assert!(signals::recall(&ctx, 7).unwrap_or_default().iter().any(|f| f.signal == Signal::UnsourcedValue));
 }
+
+#[test]
+fn a_final_step_that_works_the_answer_out_returns_its_answer_line_only() {
+    // The figure fetched (285,911, an older count) is right for what it is; the expert adds a
+    // growth it remembers and the closing step repeats the working before its answer line.
+    let q = "What was the population of Bergen on 1 January 2022? Answer with an integer.";
+    let said = |name: &str, content: &str| json!({"role": "assistant", "name": name, "content": content});
+    let run = json!({
+        "question": q,
+        "ground_truth": "285601",
+        "history": [
+            said("Population_Expert", &format!("# General Task\n{q}\n\n## Plan for solving the task\n1. Fetch the statistics office's figure.")),
+            said("Population_Expert", "```python\nprint('Population 1 January 2021: 285,911')\n```"),
+            said("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: Population 1 January 2021: 285,911"),
+            said("Population_Expert", "That is the 2021 count. Bergen grew by about 1,019 people in 2021 as I recall, so 285,911 + 1,019 = 286,930."),
+            said("Verification_Expert", "285,911 + 1,019 = 286,930, so the count is 286,930. The answer is 286930."),
+            said("Verification_Expert", "TERMINATE"),
+        ]
+    });
+    let bytes = serde_json::to_vec(&run).expect("serialises");
+    let t = falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0);
+    let sub = Substrate::build(&t);
+    let ctx = Context::of(&t, &sub, true);
+    let origin =
+        |i: usize| signals::recall(&ctx, i).unwrap_or_default().iter().any(|f| f.signal == Signal::WrongValueOrigin);
+    // The wrong answer first appears where the expert adds the remembered growth, not at the
+    // fetch whose figure the closing step only repeats in its working.
+    assert!(origin(3), "step 3 is where 286,930 first appears");
+    assert!(!origin(1) && !origin(2));
+    let d = methods::run(Method::Falat, &t, &HeuristicJudge, &MethodOptions::new(true));
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(3), Some("Population_Expert")), "{}", d.reason);
+}
