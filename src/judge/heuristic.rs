@@ -312,6 +312,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
     }
     if let Some((o, item)) = reached_origin(ctx, step) {
+        let written = crate::substrate::signals::as_written(ctx, o, &item);
         // A value the origin states with no earlier source is made there: reaching that step in
         // the graph does not carry it from this one, unless this step's finding steers the run
         // (an assumption, a wrong delegation...) toward it.
@@ -319,10 +320,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             return Criterion {
                 passed: false,
                 evidence: prose![
-                    format!(
-                        "the output's wrong \"{}\" is stated at step ",
-                        crate::substrate::signals::as_written(ctx, o, &item)
-                    ),
+                    format!("the output's wrong \"{written}\" is stated at step "),
                     Step(o),
                     " with no earlier source: it does not follow from this step"
                 ],
@@ -331,10 +329,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
         return Criterion {
             passed: true,
             evidence: prose![
-                format!(
-                    "the output's wrong \"{}\" surfaces at step ",
-                    crate::substrate::signals::as_written(ctx, o, &item)
-                ),
+                format!("the output's wrong \"{written}\" surfaces at step "),
                 Step(o),
                 ", which depends on it"
             ],

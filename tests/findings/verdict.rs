@@ -321,13 +321,23 @@ fn an_assertion_names_each_unobserved_value_once() {
     assert!(e.ends_with("but \"35\", \"12\" appear in no observation before it"), "{e}");
 }
 
+/// A message of agent `name` in a Who&When algorithm-generated history.
+fn said(name: &str, content: &str) -> serde_json::Value {
+    json!({"role": "assistant", "name": name, "content": content})
+}
+
+/// The one trajectory of a Who&When run written as JSON.
+fn who_and_when(run: &serde_json::Value) -> Trajectory {
+    let bytes = serde_json::to_vec(run).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+}
+
 /// A Who&When algorithm-generated run: the expert's search helper fails (step 1), the verifier
 /// fetches the page (3-4), a regex finds nothing on it (5-6), and the expert then states
 /// `figure` from memory (7); the verifier agrees from recollection (8) and the run answers.
 fn from_memory(figure: &str) -> Trajectory {
     let q = "According to Statistics Norway, what was the population of the municipality of Bergen on 1 January \
              2022? Answer with an integer.";
-    let said = |name: &str, content: &str| json!({"role": "assistant", "name": name, "content": content});
     let run = json!({
         "question": q,
         "ground_truth": "285911",
@@ -345,8 +355,7 @@ fn from_memory(figure: &str) -> Trajectory {
             said("Verification_Expert", "TERMINATE"),
         ]
     });
-    let bytes = serde_json::to_vec(&run).expect("serialises");
-    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+    who_and_when(&run)
 }
 
 #[test]
@@ -375,7 +384,6 @@ fn a_final_step_that_works_the_answer_out_returns_its_answer_line_only() {
     // The figure fetched (285,911, an older count) is right for what it is; the expert adds a
     // growth it remembers and the closing step repeats the working before its answer line.
     let q = "What was the population of Bergen on 1 January 2022? Answer with an integer.";
-    let said = |name: &str, content: &str| json!({"role": "assistant", "name": name, "content": content});
     let run = json!({
         "question": q,
         "ground_truth": "285601",
@@ -388,8 +396,7 @@ fn a_final_step_that_works_the_answer_out_returns_its_answer_line_only() {
             said("Verification_Expert", "TERMINATE"),
         ]
     });
-    let bytes = serde_json::to_vec(&run).expect("serialises");
-    let t = falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0);
+    let t = who_and_when(&run);
     let sub = Substrate::build(&t);
     let ctx = Context::of(&t, &sub, true);
     let origin =

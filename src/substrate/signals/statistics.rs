@@ -22,6 +22,15 @@ static LITERAL: LazyLock<regex::Regex> = LazyLock::new(|| regex::Regex::new(r#""
 static ASSIGNED: LazyLock<regex::Regex> =
     LazyLock::new(|| regex::Regex::new(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=[^=]").unwrap());
 
+/// What a step writes: a call's string arguments (`run_python({"code": "…"})`, the code is in
+/// its string values), else its text.
+fn written(step: &crate::model::Step) -> std::borrow::Cow<'_, str> {
+    match (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten() {
+        Some(args) => std::borrow::Cow::Owned(args),
+        None => std::borrow::Cow::Borrowed(&step.content),
+    }
+}
+
 /// The two statistics told apart: the median, and the mean (the average).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Statistic {
@@ -109,9 +118,8 @@ pub(super) fn wrong_statistic(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
     {
         return;
     }
-    // A call's arguments as JSON (`run_python({"code": "…"})`): the code is in its string values.
-    let decoded = (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten();
-    let code = decoded.as_deref().unwrap_or(&step.content);
+    let code = written(step);
+    let code = code.as_ref();
     for line in code.lines() {
         let trimmed = line.trim();
         if trimmed.starts_with('#') || trimmed.starts_with("//") {
@@ -210,10 +218,7 @@ fn divides_by_anywhere(ctx: &Context<'_>, whole: f64) -> bool {
         matches!(s.kind, StepKind::Message | StepKind::ToolCall)
             && !super::actions::is_human(s)
             && s.content.contains(['/', '÷'])
-            && {
-                let decoded = (s.kind == StepKind::ToolCall).then(|| super::call_strings(&s.content)).flatten();
-                divisions(decoded.as_deref().unwrap_or(&s.content)).iter().any(|(_, d)| (d - whole).abs() < 1e-9)
-            }
+            && { divisions(&written(s)).iter().any(|(_, d)| (d - whole).abs() < 1e-9) }
     })
 }
 
@@ -253,8 +258,8 @@ pub(super) fn wrong_base(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     {
         return;
     }
-    let decoded = (step.kind == StepKind::ToolCall).then(|| super::call_strings(&step.content)).flatten();
-    let text = decoded.as_deref().unwrap_or(&step.content);
+    let text = written(step);
+    let text = text.as_ref();
     let divisions = divisions(text);
     if divisions.is_empty() {
         return;
