@@ -192,6 +192,11 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
     if b.agent == a.agent && jaccard(words_of(ctx, from), words_of(ctx, to)) > 0.8 {
         return Transition::Redundancy;
     }
+    // A step that reads a value from the wrong row of a table showing the right one, or from a
+    // page that says it is outdated, makes its own error.
+    if to != from && crate::substrate::signals::misreads(ctx, to) {
+        return Transition::ErrorShift;
+    }
     if to != from
         && recall(ctx, to).is_some_and(|f| {
             f.iter().any(|f| {
@@ -307,6 +312,33 @@ fn invented_at(ctx: &Context<'_>, o: usize, item: &str) -> bool {
         && recall(ctx, o).is_some_and(|fs| fs.iter().any(|f| f.signal == Signal::UnsourcedValue))
 }
 
+/// How a step makes the output's wrong value itself ([`made_at`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Made {
+    /// Stated with no earlier source ([`invented_at`]).
+    Invented,
+    /// Read from a source that shows it is not the value to answer with (`signals::misread_at`).
+    Misread(crate::substrate::signals::Misreading),
+}
+
+impl Made {
+    /// The verb and the manner of "the output's wrong "X" is {verb} at step N {manner}".
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Made::Invented => ("stated", "with no earlier source"),
+            Made::Misread(how) => ("read", how.told()),
+        }
+    }
+}
+
+/// Whether and how step `o` makes the output's wrong `item` itself.
+fn made_at(ctx: &Context<'_>, o: usize, item: &str) -> Option<Made> {
+    if invented_at(ctx, o, item) {
+        return Some(Made::Invented);
+    }
+    crate::substrate::signals::misread_at(ctx, item, o).filter(|(k, _)| *k == o).map(|(_, how)| Made::Misread(how))
+}
+
 fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterion {
     if findings.iter().any(|f| f.signal == Signal::WrongValueOrigin) {
         return Criterion { passed: true, evidence: "the wrong value of the final output traces back to it".into() };
@@ -316,13 +348,19 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
         // A value the origin states with no earlier source is made there: reaching that step in
         // the graph does not carry it from this one, unless this step's finding steers the run
         // (an assumption, a wrong delegation...) toward it.
-        if invented_at(ctx, o, &item) && !steers(findings) {
+        // A step that misreads a table had the right value in front of it: an earlier step's
+        // loss of that value (a result it did not carry on) is repaired by the table itself.
+        let made = made_at(ctx, o, &item).filter(|made| {
+            let kept = |f: &&Finding| !(matches!(made, Made::Misread(_)) && f.signal == Signal::IgnoredToolError);
+            !steers(&findings.iter().filter(kept).cloned().collect::<Vec<_>>())
+        });
+        if let Some((verb, how)) = made.map(Made::words) {
             return Criterion {
                 passed: false,
                 evidence: prose![
-                    format!("the output's wrong \"{written}\" is stated at step "),
+                    format!("the output's wrong \"{written}\" is {verb} at step "),
                     Step(o),
-                    " with no earlier source: it does not follow from this step"
+                    format!(" {how}: it does not follow from this step")
                 ],
             };
         }
@@ -374,6 +412,33 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
                 | Signal::UserMarked
         )
     }) || crate::substrate::signals::misreads_failed_run(ctx, step);
+    // The output's wrong value read at a later step this one does not reach, from the wrong row
+    // of a table showing the right one, is not a course this step set: the later step had what
+    // it needed in front of it. (A value stated there with no source may still be worked out
+    // from what this step set going, so that alone does not clear it.)
+    if process {
+        let origins = crate::substrate::signals::wrong_value_origins(ctx);
+        let made: Vec<(usize, &str, (&str, &str))> = origins
+            .iter()
+            .filter_map(|(o, item)| match made_at(ctx, *o, item)? {
+                m @ Made::Misread(_) => Some((*o, item.as_str(), m.words())),
+                Made::Invented => None,
+            })
+            .collect();
+        if let Some((o, item, (verb, how))) =
+            made.first().filter(|_| made.len() == origins.len() && made.iter().all(|m| m.0 > step))
+        {
+            let written = crate::substrate::signals::as_written(ctx, *o, item);
+            return Criterion {
+                passed: false,
+                evidence: prose![
+                    format!("the output's wrong \"{written}\" is {verb} at step "),
+                    Step(*o),
+                    format!(" {how}, and this step does not reach that step")
+                ],
+            };
+        }
+    }
     // A claim that reads a failing test run as a pass ends the work as if it had passed.
     if process {
         return Criterion {

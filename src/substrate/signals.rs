@@ -237,6 +237,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     grounding::told_not_applied(ctx, i, &mut f);
     actions::told_made_over_rejected(ctx, i, &mut f);
     tables::wrong_column(ctx, i, &mut f);
+    tables::wrong_row(ctx, i, &mut f);
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
@@ -3174,13 +3175,62 @@ fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
             continue;
         }
         if let Some(first) = first_statement(ctx, &item) {
-            let origin = adopter(ctx, &item, first);
+            // A value an agent reads from the wrong row of a table is wrong where it is read
+            // for the thing asked about, wherever else the number was written before.
+            let origin = misread_at(ctx, &item, first).map_or_else(|| adopter(ctx, &item, first), |(k, _)| k);
             if !out.iter().any(|(s, _)| *s == origin) {
                 out.push((origin, item));
             }
         }
     }
     out
+}
+
+/// How a step reads a value from a source that shows the value is not the one to answer with
+/// (docs/METHODS.md, "Grounding").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misreading {
+    /// From another row of a table than the one it names, the named row's own value shown
+    /// ([`tables::misread_row`]).
+    OtherRow,
+    /// From a page that says it is outdated ([`sources::outdated_source`]).
+    OutdatedPage,
+}
+
+impl Misreading {
+    /// How the reading is told: "from another row of a table that shows the right one".
+    pub fn told(self) -> &'static str {
+        match self {
+            Misreading::OtherRow => "from another row of a table that shows the right one",
+            Misreading::OutdatedPage => "from a page that says it is outdated",
+        }
+    }
+}
+
+/// The value step `i` misreads, normalised ([`evidence::normalize_number`]), and how.
+fn misreading(ctx: &Context<'_>, i: usize) -> Option<(String, Misreading)> {
+    tables::misread_row(ctx, i)
+        .map(|m| (m.value, Misreading::OtherRow))
+        .or_else(|| sources::outdated_reading(ctx, i).map(|r| (r.value, Misreading::OutdatedPage)))
+}
+
+/// Whether step `i` reads a value from a source that shows it is not the one to answer with
+/// ([`Misreading`]): an error of its own, whatever it was asked to do.
+pub fn misreads(ctx: &Context<'_>, i: usize) -> bool {
+    misreading(ctx, i).is_some()
+}
+
+/// The first step from `first` on that misreads the number of the output's `item` ([`Misreading`]),
+/// and how. Such a value is wrong where it is read, wherever else the number was written before.
+pub fn misread_at(ctx: &Context<'_>, item: &str, first: usize) -> Option<(usize, Misreading)> {
+    let items = evidence::extract_text(item);
+    let n = items.iter().find(|e| e.kind == EvidenceKind::Number).map(|e| e.key.as_str())?;
+    (first..ctx.trajectory.steps.len()).find_map(|k| {
+        if !ctx.hierarchy.evidence[k].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n) {
+            return None;
+        }
+        misreading(ctx, k).filter(|(v, _)| v == n).map(|(_, how)| (k, how))
+    })
 }
 
 fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
@@ -3190,6 +3240,10 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // of what this step ran.
         let first = first_statement(ctx, &item);
         let place = match (first, earlier_number(ctx, &item, i)) {
+            (Some(f), _) if f < i && misread_at(ctx, &item, f).is_some_and(|(k, _)| k == i) => {
+                let how = misread_at(ctx, &item, f).map_or("", |(_, how)| how.told());
+                prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
+            }
             (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
             (Some(f), _) if f > i => prose!["first appears at step ", Part::Step(f), ", in the output of this step"],
             // The line is first written here, but a number in it came from an earlier step.

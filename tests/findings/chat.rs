@@ -34,6 +34,12 @@ pub fn load(messages: Vec<Value>) -> Trajectory {
     loaded.trajectories.into_iter().next().expect("one trajectory")
 }
 
+/// The one trajectory of a Who&When run (either subset) written as JSON.
+pub fn who_and_when(run: &Value) -> Trajectory {
+    let bytes = serde_json::to_vec(run).expect("serialises");
+    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+}
+
 /// FALAT's diagnosis of `t` with the offline judge, without ground truth.
 pub fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
     falat::methods::run(

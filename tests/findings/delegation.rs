@@ -8,7 +8,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::json;
 
-use crate::chat::{evidence, falat, findings, fixture, load_beside, no_failure, steps_with};
+use crate::chat::{evidence, falat, findings, fixture, load_beside, no_failure, steps_with, who_and_when};
 
 #[test]
 fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_decisive_step() {
@@ -294,6 +294,11 @@ fn a_worker_that_types_the_quoted_query_with_another_year_is_found_at_its_search
 /// A Who&When hand-crafted run (Magentic-One) whose WebSurfer opens `pages` in turn (title,
 /// address, text) and whose orchestrator answers `answer`.
 fn read_pages(pages: &[(&str, &str, &str)], answer: &str) -> Trajectory {
+    read_pages_expecting(pages, answer, "")
+}
+
+/// [`read_pages`] with the run's expected answer (`ground_truth`).
+fn read_pages_expecting(pages: &[(&str, &str, &str)], answer: &str, expected: &str) -> Trajectory {
     let q = "What is the maximum size of one object uploaded with a single PUT to the Stratos Object Storage API, \
         according to the current official documentation?";
     let mut history = vec![
@@ -308,9 +313,7 @@ fn read_pages(pages: &[(&str, &str, &str)], answer: &str) -> Trajectory {
     }
     history.push(json!({"role": "Orchestrator (thought)", "content": "Request satisfied."}));
     history.push(json!({"role": "Orchestrator (termination condition)", "content": format!("FINAL ANSWER: {answer}")}));
-    let run = json!({"question": q, "ground_truth": "", "history": history});
-    let bytes = serde_json::to_vec(&run).expect("serialises");
-    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
+    who_and_when(&json!({"question": q, "ground_truth": expected, "history": history}))
 }
 
 const V1: (&str, &str, &str) = (
@@ -354,4 +357,39 @@ fn an_answer_read_from_a_page_that_says_it_is_outdated_is_found_where_the_page_i
         "5 GB",
     );
     assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+#[test]
+fn an_answer_read_from_an_outdated_page_is_not_blamed_on_the_search_that_quoted_it() {
+    // The search results quote the outdated page's limit in a snippet (step 3); the WebSurfer
+    // then opens that page and answers from it (step 5). With the expected answer given, the
+    // output's "5 GB" is first written in the snippet, but it is wrong where it is read from the
+    // page that says not to answer from it.
+    let search = (
+        "Stratos Object Storage PUT maximum size - Search",
+        "https://www.bing.com/search?q=Stratos+Object+Storage+PUT+maximum+size",
+        "Limits and quotas | Stratos Object Storage API v3\nMaximum object size for a single PUT request ...\n\
+         Upload limits | Stratos Object Storage API v1\nA single PUT request can upload an object of up to 5 GB.",
+    );
+    let t = read_pages_expecting(&[search, V1], "5 GB", "50 GB");
+    assert_eq!(t.steps[5].agent, "WebSurfer");
+    for ground_truth in [false, true] {
+        let d = falat::methods::run(
+            falat::methods::Method::Falat,
+            &t,
+            &falat::judge::heuristic::HeuristicJudge,
+            &falat::methods::MethodOptions::new(ground_truth),
+        );
+        assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("WebSurfer")), "{}", d.reason);
+        if ground_truth {
+            let origin = d.candidate(5).and_then(|c| c.findings.iter().find(|f| f.signal == Signal::WrongValueOrigin));
+            assert_eq!(
+                origin.map(|f| f.evidence.to_string()).as_deref(),
+                Some(
+                    "the output's \"5 GB\" is read here from a page that says it is outdated (the number is written \
+                     first at step 3); expected 50 GB"
+                )
+            );
+        }
+    }
 }

@@ -8,7 +8,7 @@ use falat::diagnosis::Signal;
 use falat::model::{LinkKind, Trajectory};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user};
+use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user, who_and_when};
 
 #[test]
 fn a_revenue_figure_read_from_the_prior_year_column_is_the_decisive_step() {
@@ -365,4 +365,126 @@ fn a_date_given_without_its_year_and_dated_by_the_agent_is_sourced() {
     // Another day is no completion of the user's date.
     let t = run("Searching direct OSL→BER flights on 2025-12-13 for one adult.");
     assert_eq!(evidence(&t, 2, Signal::UnsourcedValue), "states 2025, 2025-12-13, 13 with no earlier source");
+}
+
+/// A Who&When hand-crafted (Magentic-One) run: the search page's snippet says the branches opened
+/// "between 1926 and 1931" (step 5); the WebSurfer opens the article and its page text shows the
+/// branches table (step 9), after which it `tells` the opening year. The run answers `answer`;
+/// the expected answer is 1926 (Riverside's row).
+fn library_branches(tells: &str, answer: &str) -> Trajectory {
+    let q = "The English Wikipedia article on the Ashford public library system lists its branches in a table. \
+             In what year did the Riverside branch open? Answer with the year only.";
+    let ledger = |satisfied: bool, next: &str| {
+        format!(
+            "Updated Ledger:\n{{\n    \"is_request_satisfied\": {{\"reason\": \"-\", \"answer\": {satisfied}}},\n    \
+             \"next_speaker\": {{\"reason\": \"-\", \"answer\": \"{next}\"}}\n}}"
+        )
+    };
+    let run = json!({
+        "is_correct": answer == "1926",
+        "question": q,
+        "ground_truth": "1926",
+        "history": [
+            {"role": "human", "content": q},
+            {"role": "Orchestrator (thought)", "content": format!("Initial plan:\n\nWe are working to address the following user request:\n\n{q}\n\nHere is the plan to follow as best as possible:\n\n- WebSurfer opens the Wikipedia article and reads the branches table.")},
+            {"role": "Orchestrator (thought)", "content": ledger(false, "WebSurfer")},
+            {"role": "Orchestrator (-> WebSurfer)", "content": "Please open the English Wikipedia article 'Ashford Public Library' and go to its Branches table."},
+            {"role": "Orchestrator (thought)", "content": "Next speaker WebSurfer"},
+            {"role": "WebSurfer", "content": "I typed 'Ashford Public Library Wikipedia' into the browser search bar.\n\nHere is a screenshot of [Ashford Public Library - Search](https://www.bing.com/search?q=Ashford+Public+Library).\nAutomatic OCR of the page screenshot has detected the following text:\n\nAshford Public Library - Wikipedia\nThe Ashford Public Library opened its first branch in 1902; further branches followed between 1926 and 1931."},
+            {"role": "Orchestrator (thought)", "content": ledger(false, "WebSurfer")},
+            {"role": "Orchestrator (-> WebSurfer)", "content": "Please open the Wikipedia result and transcribe the Branches table."},
+            {"role": "Orchestrator (thought)", "content": "Next speaker WebSurfer"},
+            {"role": "WebSurfer", "content": format!("I clicked 'Ashford Public Library - Wikipedia'.\n\nHere is a screenshot of [Ashford Public Library - Wikipedia](https://en.wikipedia.org/wiki/Ashford_Public_Library).\nAutomatic OCR of the page screenshot has detected the following text:\n\n2 Branches\nBranch | Opened | Renovated | Notes\nCentral | 1902 | 1988 | Carnegie building\nRiverside | 1926 | 2004 | Moved in 1958\nHillcrest | 1931 | 1999 |\n3 Funding\n\n{tells}")},
+            {"role": "Orchestrator (thought)", "content": ledger(true, "Orchestrator")},
+            {"role": "Orchestrator (thought)", "content": "Request satisfied."},
+            {"role": "Orchestrator (thought)", "content": answer},
+        ]
+    });
+    who_and_when(&run)
+}
+
+#[test]
+fn a_year_read_from_the_next_row_of_a_table_is_the_decisive_step() {
+    // The WebSurfer gives Riverside the opening year of the row below it (Hillcrest's 1931). The
+    // number is first written in the search snippet, which is right for what it says; the value
+    // is wrong where it is read for Riverside, with Riverside's own 1926 on the same page.
+    let t = library_branches(
+        "The table lists three branches. The Riverside branch opened in 1931 (it moved in 1958).",
+        "1931",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![9]);
+    assert_eq!(
+        evidence(&t, 9, Signal::IgnoredResult),
+        "states 1931 for \"Riverside\" (\"Opened\"), but the table at step 9 gives it 1926 there; 1931 is the \
+         \"Opened\" of \"Hillcrest\""
+    );
+    for ground_truth in [false, true] {
+        let d = falat::methods::run(
+            falat::methods::Method::Falat,
+            &t,
+            &falat::judge::heuristic::HeuristicJudge,
+            &falat::methods::MethodOptions::new(ground_truth),
+        );
+        assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("WebSurfer")), "{}", d.reason);
+        assert_eq!(d.category.as_str(), "misread_tool_output");
+        if ground_truth {
+            // The orchestrator's request after the snippet "did not carry on" 1926, but the
+            // WebSurfer had it again in the table: that candidate does not explain the answer.
+            let c = d.candidates.iter().find(|c| c.step == 7).expect("step 7 is a candidate");
+            let sufficiency = c.verification.as_ref().map(|v| v.sufficiency.evidence.to_string());
+            assert_eq!(
+                sufficiency.as_deref(),
+                Some(
+                    "the output's wrong \"1931\" is read at step 9 from another row of a table that shows the right \
+                     one: it does not follow from this step"
+                )
+            );
+        }
+    }
+}
+
+#[test]
+fn a_year_read_from_its_own_row_or_told_for_the_row_that_holds_it_is_no_misread() {
+    for tells in [
+        "The table lists three branches. The Riverside branch opened in 1926 (it moved in 1958).",
+        "The table lists three branches. Riverside opened in 1926; Hillcrest opened in 1931.",
+    ] {
+        let t = library_branches(tells, "1926");
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{tells}");
+        assert_eq!(falat(&t).decisive_step, None, "{tells}");
+    }
+}
+
+/// A price list returned as a table whose rows end on a bar, then the assistant's answer.
+fn price_list(answer: &str) -> Trajectory {
+    let mut m = vec![
+        system("You answer questions about our subscription plans."),
+        user("What is the Team plan's annual price?"),
+    ];
+    m.extend(call(
+        "c1",
+        "get_price_list",
+        json!({"currency": "USD"}),
+        "Plan | Monthly | Annual | Notes\nStarter | 19.00 | 190.00 |\nTeam | 49.00 | 490.00 | 5 seats\nBusiness | 99.00 | 990.00 |",
+    ));
+    m.push(assistant(answer));
+    load(m)
+}
+
+#[test]
+fn a_price_told_for_one_plan_from_the_next_plans_row_is_a_misread() {
+    let t = price_list("The Team plan's annual price is $990.00.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "states 990.00 for \"Team\" (\"Annual\"), but the table at step 3 gives it 490.00 there; 990.00 is the \
+         \"Annual\" of \"Business\""
+    );
+    assert_eq!(falat(&t).decisive_step, Some(4));
+    for right in [
+        "The Team plan's annual price is $490.00.",
+        "The Team plan's annual price is $490.00; Business is $990.00 annual.",
+    ] {
+        assert_eq!(steps_with(&price_list(right), Signal::IgnoredResult), Vec::<usize>::new(), "{right}");
+    }
 }

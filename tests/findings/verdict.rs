@@ -10,7 +10,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, load, steps_with, user};
+use crate::chat::{assistant, call, evidence, falat, load, steps_with, user, who_and_when};
 
 #[test]
 fn a_completion_claim_before_any_observation_of_its_value_is_an_unverified_assertion() {
@@ -324,12 +324,6 @@ fn an_assertion_names_each_unobserved_value_once() {
 /// A message of agent `name` in a Who&When algorithm-generated history.
 fn said(name: &str, content: &str) -> serde_json::Value {
     json!({"role": "assistant", "name": name, "content": content})
-}
-
-/// The one trajectory of a Who&When run written as JSON.
-fn who_and_when(run: &serde_json::Value) -> Trajectory {
-    let bytes = serde_json::to_vec(run).expect("serialises");
-    falat::ingest::parse("run.json", &bytes, None).expect("a Who&When run").trajectories.remove(0)
 }
 
 /// A Who&When algorithm-generated run: the expert's search helper fails (step 1), the verifier

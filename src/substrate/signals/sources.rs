@@ -61,10 +61,41 @@ fn observes(ctx: &Context<'_>, i: usize) -> bool {
 /// viewing documentation for API v1, which was deprecated on 2021-03-31"), and the final answer
 /// at step 13 gives 5 GB".
 pub(super) fn outdated_source(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(r) = outdated_reading(ctx, i) else { return };
+    out.push(finding(
+        Signal::IgnoredResult,
+        weights::MISREAD,
+        prose![
+            format!(
+                "reads {} from a page that says it is outdated (\"{}\"), and the final answer at step ",
+                r.written,
+                crate::text::clip(&r.notice, 80)
+            ),
+            Part::Step(r.answer),
+            format!(" gives {}", r.written)
+        ],
+    ));
+}
+
+/// A number of the final answer that step `i` reads from a page saying it is outdated
+/// ([`outdated_source`]).
+pub(super) struct OutdatedReading {
+    /// The number as the answer writes it, with its unit (`5 GB`).
+    pub written: String,
+    /// The number normalised ([`crate::evidence::normalize_number`]: `5`).
+    pub value: String,
+    /// The page's notice, as its sentence words it.
+    pub notice: String,
+    /// The final answer's step.
+    pub answer: usize,
+}
+
+/// The reading of [`outdated_source`] at step `i`, if any.
+pub(super) fn outdated_reading(ctx: &Context<'_>, i: usize) -> Option<OutdatedReading> {
     let t = ctx.trajectory;
     let content = &t.steps[i].content;
     if !observes(ctx, i) || super::actions::is_human(&t.steps[i]) {
-        return;
+        return None;
     }
     // A cheap look for the notice's words first: most observations hold none.
     const WORDS: [&str; 11] = [
@@ -82,10 +113,10 @@ pub(super) fn outdated_source(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
     ];
     let low = super::lower_of(ctx, i);
     if !WORDS.iter().any(|w| low.contains(w)) {
-        return;
+        return None;
     }
-    let Some(notice) = OUTDATED.find(content) else { return };
-    let Some(f) = super::final_step(ctx).filter(|&f| f > i) else { return };
+    let notice = OUTDATED.find(content)?;
+    let f = super::final_step(ctx).filter(|&f| f > i)?;
     let answer = &t.steps[f].content;
     let here = address(content);
     let norm = |x: &str| crate::evidence::normalize_number(x);
@@ -106,7 +137,7 @@ pub(super) fn outdated_source(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
                     j != i && observes(ctx, j) && holds(&t.steps[j].content, v) && vouches(&t.steps[j].content, here)
                 })
         });
-    let Some((written, _)) = value else { return };
+    let (written, value) = value?;
     // The notice's sentence, as the page words it.
     let start = content[..notice.start()].rfind(['\n', '.']).map_or(0, |p| p + 1);
     let end = content[notice.end()..]
@@ -117,18 +148,7 @@ pub(super) fn outdated_source(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding
         .min()
         .map_or(content.len(), |p| notice.end() + p);
     let sentence = content[start..end].trim().trim_start_matches(['⚠', '!', ' ']);
-    out.push(finding(
-        Signal::IgnoredResult,
-        weights::MISREAD,
-        prose![
-            format!(
-                "reads {written} from a page that says it is outdated (\"{}\"), and the final answer at step ",
-                crate::text::clip(sentence, 80)
-            ),
-            Part::Step(f),
-            format!(" gives {written}")
-        ],
-    ));
+    Some(OutdatedReading { written: written.to_string(), value, notice: sentence.to_string(), answer: f })
 }
 
 #[cfg(test)]

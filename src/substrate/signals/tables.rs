@@ -59,8 +59,12 @@ fn cells(line: &str) -> Option<Vec<&str>> {
         return None;
     }
     if line.contains('|') {
-        let inner = line.strip_prefix('|').unwrap_or(line);
-        let inner = inner.strip_suffix('|').unwrap_or(inner);
+        // Bars at both edges are Markdown's frame; a row without the leading one that ends on a
+        // bar ends on an empty cell (`Hillcrest | 1931 | 1999 |` under a `Notes` column).
+        let inner = match line.strip_prefix('|') {
+            Some(inner) => inner.strip_suffix('|').unwrap_or(inner),
+            None => line,
+        };
         return Some(inner.split('|').map(str::trim).collect());
     }
     Some(GAP.split(line).map(str::trim).filter(|c| !c.is_empty()).collect())
@@ -289,6 +293,193 @@ pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             return;
         }
     }
+}
+
+/// A value an agent states for one row of a table that the table gives, in the same column, for
+/// another row ([`misread_row`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct RowMisread {
+    /// The value as the agent writes it (`1891`).
+    pub written: String,
+    /// The value normalised ([`crate::evidence::normalize_number`]).
+    pub value: String,
+    /// The step whose text holds the table (0-based).
+    pub table_step: usize,
+    /// The label of the row the agent names (`Elm Street`).
+    pub row: String,
+    /// The header of the column the value is in (`Opened`).
+    pub column: String,
+    /// The named row's cell in that column, as written (`1887`).
+    pub there: String,
+    /// The label of the row that holds the stated value (`Mill Lane`).
+    pub holder: String,
+}
+
+/// Whether `sentence` (lower case) names a table row by its whole label, as a phrase; the label
+/// has a word of three letters or more.
+fn names_whole_row(sentence: &str, label: &str) -> bool {
+    let label = label.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    label.split(|c: char| !c.is_alphanumeric()).any(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic))
+        && contains_word(sentence, &label)
+}
+
+/// The sentences of a line: it is cut after `.`, `;`, `!` or `?` followed by a blank (a decimal
+/// point is followed by a digit).
+fn sentences(line: &str) -> Vec<&str> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for k in 0..bytes.len() {
+        if matches!(bytes[k], b'.' | b';' | b'!' | b'?') && bytes.get(k + 1).is_some_and(u8::is_ascii_whitespace) {
+            out.push(&line[start..=k]);
+            start = k + 1;
+        }
+    }
+    out.push(&line[start..]);
+    out
+}
+
+/// The cell of `row` under the header cell `h` of a table whose header has `width` cells, matched
+/// from the right as [`table`] matches them; `None` for the row's label or a cell left of the row.
+fn cell_under(row: &[String], width: usize, h: usize) -> Option<&str> {
+    let k = h as isize + row.len() as isize - width as isize;
+    (k >= 1).then(|| row.get(k as usize).map(String::as_str)).flatten()
+}
+
+/// Step `i`, an agent's message or report (as [`wrong_column`] reads them), states in one sentence
+/// a value for a row of a table it names by the row's whole label, and the column the value is
+/// in by its header, where the table (of an earlier step within [`WINDOW`], or shown earlier in
+/// the same step, as a web surfer's page text is) gives that value in that column for another
+/// row, which the sentence does not name, and gives the named row another value there: "Elm
+/// Street station opened in 1891" under a stations table whose `Opened` column gives Elm Street
+/// 1887 and Mill Lane 1891. The value was read from the neighbouring row: a misread result.
+/// Values of fewer than three significant digits are not read (a year is read: the row and the
+/// column are named). The first such value of the step, if any. docs/METHODS.md, "Grounding".
+pub(super) fn misread_row(ctx: &Context<'_>, i: usize) -> Option<RowMisread> {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || ctx.hierarchy.steps[i].action == crate::hierarchy::Action::WriteCode
+        || !NUMBER.is_match(&step.content)
+    {
+        return None;
+    }
+    let index = &super::grounding::records(ctx).tables;
+    if index.is_empty() {
+        return None;
+    }
+    let from = i.saturating_sub(WINDOW);
+    let mut parsed: HashMap<usize, Vec<Vec<Vec<String>>>> = HashMap::new();
+    let mut offset = 0;
+    for line in step.content.lines() {
+        let at = offset;
+        offset += line.len() + 1;
+        if line.contains('|') || cells(line).is_some_and(|c| c.len() >= 2) {
+            continue;
+        }
+        for sentence in sentences(line) {
+            let lower = sentence.to_lowercase();
+            for m in NUMBER.find_iter(sentence) {
+                let value =
+                    crate::evidence::normalize_number(&m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], ""));
+                if value.chars().filter(char::is_ascii_digit).collect::<String>().trim_start_matches('0').len() < 3 {
+                    continue;
+                }
+                let Some(found) = index.get(&value) else { continue };
+                for cell in found.iter().rev().filter(|c| c.step <= i && c.step >= from) {
+                    // A table of this step counts when it is shown before the sentence.
+                    if cell.step == i
+                        && !step.content[..at]
+                            .lines()
+                            .any(|l| l.contains(cell.row.as_str()) && l.contains(cell.text.as_str()))
+                    {
+                        continue;
+                    }
+                    if names_row(&lower, &cell.row) || !names_column(&lower, &cell.column) {
+                        continue;
+                    }
+                    let tables = parsed.entry(cell.step).or_insert_with(|| {
+                        let mut out = Vec::new();
+                        for_each_table(&t.steps[cell.step].content, |block| {
+                            out.push(block.iter().map(|r| r.iter().map(|c| c.to_string()).collect()).collect());
+                            out.len() < 16
+                        });
+                        out
+                    });
+                    for block in tables.iter() {
+                        let header = &block[0];
+                        let Some(h) = header.iter().position(|c| c == &cell.column) else { continue };
+                        if !block[1..].iter().any(|r| r.first() == Some(&cell.row)) {
+                            continue;
+                        }
+                        let named: Vec<&Vec<String>> = block[1..]
+                            .iter()
+                            .filter(|r| r.first().is_some_and(|l| *l != cell.row && names_whole_row(&lower, l)))
+                            .collect();
+                        let [row] = named.as_slice() else { continue };
+                        let Some(there) = cell_under(row, header.len(), h) else { continue };
+                        let there_value = cell_value(there);
+                        if there_value.is_none() || there_value.as_deref() == Some(value.as_str()) {
+                            continue;
+                        }
+                        // The value anywhere in the named row: nothing tells it was misread.
+                        if row[1..].iter().any(|c| cell_value(c).as_deref() == Some(value.as_str())) {
+                            continue;
+                        }
+                        // An agent that repeats a teammate's reading relays it; the misread is
+                        // the teammate's.
+                        if told_before(ctx, cell.step..i, &row[0], m.as_str()) {
+                            continue;
+                        }
+                        return Some(RowMisread {
+                            written: m.as_str().to_string(),
+                            value,
+                            table_step: cell.step,
+                            row: row[0].clone(),
+                            column: cell.column.clone(),
+                            there: there.to_string(),
+                            holder: cell.row.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether an agent's message or report of `steps` says `written` for the row `label` in one of
+/// its sentences (a reading a later step only repeats).
+fn told_before(ctx: &Context<'_>, steps: std::ops::Range<usize>, label: &str, written: &str) -> bool {
+    steps.filter(|&k| matches!(ctx.trajectory.steps[k].kind, StepKind::Message | StepKind::Thought)).any(|k| {
+        ctx.trajectory.steps[k]
+            .content
+            .lines()
+            .filter(|l| !l.contains('|') && cells(l).is_none_or(|c| c.len() < 2))
+            .any(|l| {
+                sentences(l).into_iter().any(|s| {
+                    let lower = s.to_lowercase();
+                    names_whole_row(&lower, label) && contains_word(&lower, &written.to_lowercase())
+                })
+            })
+    })
+}
+
+/// The finding of [`misread_row`]: "states 1891 for "Elm Street" ("Opened"), but the table at
+/// step 17 gives it 1887 there; 1891 is the "Opened" of "Mill Lane"".
+pub(super) fn wrong_row(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(m) = misread_row(ctx, i) else { return };
+    out.push(finding(
+        Signal::IgnoredResult,
+        weights::MISREAD,
+        prose![
+            format!("states {} for \"{}\" (\"{}\"), but the table at step ", m.written, m.row, m.column),
+            Part::Step(m.table_step),
+            format!(" gives it {} there; {} is the \"{}\" of \"{}\"", m.there, m.written, m.column, m.holder)
+        ],
+    ));
 }
 
 #[cfg(test)]
