@@ -468,7 +468,7 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
     }) {
         let what = match f.signal {
             Signal::UnconfirmedAction => "the state it changes",
-            Signal::ForbiddenChange => "the change the user forbade",
+            Signal::ForbiddenChange => "the change it was told not to make",
             Signal::RefusalBypassed => "the change the user refused",
             Signal::RejectedAction => "the change it failed to make",
             Signal::ArgumentMismatch => "what the call with the wrong value did or returned",

@@ -50,7 +50,15 @@ pub(super) fn made_by_agent(t: &Trajectory, path: &str, c: usize) -> bool {
     if made_in_run(t, path, c) {
         return true;
     }
-    let writes = changed_paths(t, first).iter().any(|(p, how)| *how == Change::Edits && file_name(p) == name);
+    // An editor's replacement or insertion needs the file to be there already; a shell command
+    // writing it, or a tool that writes or creates files, makes it.
+    let tool = s.tool_name.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let edits_in_place = super::shell_command(&tool, &s.content).is_none()
+        && !tool.contains("write")
+        && !tool.contains("create")
+        && s.content.split_whitespace().nth(1).is_some_and(|w| matches!(w, "str_replace" | "insert" | "undo_edit"));
+    let writes =
+        !edits_in_place && changed_paths(t, first).iter().any(|(p, how)| *how == Change::Edits && file_name(p) == name);
     let line = s.content.lines().find(|l| l.contains(name)).unwrap_or("");
     writes || CREATE.is_match(line)
 }
