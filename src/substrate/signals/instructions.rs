@@ -239,8 +239,8 @@ static SEARCH_OWNS_UP: LazyLock<Regex> = LazyLock::new(|| {
 /// Step `i`, an agent's message reporting back, where the instruction it answers (the last
 /// delegation to the agent within [`INSTRUCTION_LOOKBACK`] steps, else the user's last turn)
 /// names two or more folders (`app/`, `workers/`) and every search the agent made since then
-/// ([`search_scopes`]: `Grep`/`Glob` with a `path`, `rg`, `grep -r`, `ag`, `ack`, `git grep`,
-/// `find` with paths) kept to some of them. The message is the agent's first after its last
+/// ([`search_scopes`]: `Grep`/`Glob` with a `path`, a `Glob` pattern's leading folders, `rg`,
+/// `grep -r`, `ag`, `ack`, `git grep`, `find` with paths) kept to some of them. The message is the agent's first after its last
 /// search and does not own up to the limit ([`SEARCH_OWNS_UP`]). A search of the whole tree (no
 /// path, `.`, a path that is none of the named folders) covers everything: no finding.
 pub(crate) fn partial_search(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
@@ -771,7 +771,23 @@ fn search_scopes(t: &Trajectory, c: usize) -> Option<Vec<String>> {
         return (!s.content.contains('{') || !s.content.contains('}')).then(|| vec![String::new()]);
     };
     let path = ["path", "dir", "directory"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
-    Some(vec![path.unwrap_or("").to_string()])
+    let mut scope = path.unwrap_or("").trim_end_matches('/').to_string();
+    // A glob's pattern that starts with plain folders searches under them only: `app/**/test_*.py`
+    // from the repository's root searches `app/`.
+    if tool.contains("glob")
+        && let Some(pattern) = args.get("pattern").and_then(|v| v.as_str())
+    {
+        let parts: Vec<&str> = pattern.split('/').collect();
+        let folders: Vec<&str> = parts[..parts.len().saturating_sub(1)]
+            .iter()
+            .copied()
+            .take_while(|c| !c.is_empty() && *c != "." && !c.contains(['*', '?', '[', '{']))
+            .collect();
+        if !folders.is_empty() {
+            scope = if scope.is_empty() { folders.join("/") } else { format!("{scope}/{}", folders.join("/")) };
+        }
+    }
+    Some(vec![scope])
 }
 
 /// The command of step `c` when it is a shell call that runs tests: the text of its first simple
