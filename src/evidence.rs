@@ -40,6 +40,9 @@ pub enum EvidenceKind {
     Quoted,
     /// A capitalised multi-word name.
     Entity,
+    /// A dotted version or other number of three parts or more (`1.26.17`, `v2.3.0rc1`,
+    /// `3.3.0.17`, an address `10.0.0.12`): one value, not the number its first two parts spell.
+    Version,
 }
 
 impl EvidenceKind {
@@ -55,6 +58,7 @@ impl EvidenceKind {
             EvidenceKind::FilePath => "path",
             EvidenceKind::Quoted => "quoted",
             EvidenceKind::Entity => "entity",
+            EvidenceKind::Version => "version",
         }
     }
 
@@ -68,6 +72,7 @@ impl EvidenceKind {
                 | EvidenceKind::FilePath
                 | EvidenceKind::Quoted
                 | EvidenceKind::Entity
+                | EvidenceKind::Version
         )
     }
 }
@@ -126,6 +131,14 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:^|[^\w.])(\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|\$?-?\d+(?:\.\d+)?)(\s?(?:%|percent|km|kg|mi|miles|meters|m|minutes|min|hours|hrs|seconds|s|usd|dollars|years|feet|ft|lbs|g|cm|mm))?(?-u:\b)").unwrap()
+});
+/// A dotted number of three parts or more, maybe after a `v` and with a pre-release or build
+/// suffix (`1.26.17`, `v2.3.0rc1`, `4.1.2-beta.1`): group 1 is the value.
+static VERSION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^|[^\w.])v?(\d+\.\d+\.\d+(?:\.\d+)*(?:[-+.]?(?:a|b|rc|alpha|beta|dev|post|pre)\.?\d*)?)(?-u:\b)",
+    )
+    .unwrap()
 });
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)((?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{4}-\d{2}-\d{2}|\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december) \d{4})(?-u:\b)").unwrap()
@@ -271,9 +284,24 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
         let g = c.get(1).expect("group 1");
         out.push(Evidence { kind: EvidenceKind::Date, span: g.range(), key: g.as_str().to_string(), context: None });
     }
-    for c in NUMBER.captures_iter(text) {
+    let mut versions: Vec<Range<usize>> = Vec::new();
+    for c in VERSION.captures_iter(text) {
         let g = c.get(1).expect("group 1");
         if inside_url(&g.range()) {
+            continue;
+        }
+        versions.push(g.range());
+        out.push(Evidence {
+            kind: EvidenceKind::Version,
+            span: g.range(),
+            key: g.as_str().to_ascii_lowercase(),
+            context: None,
+        });
+    }
+    let inside_version = |r: &Range<usize>| versions.iter().any(|v| v.start <= r.start && r.end <= v.end);
+    for c in NUMBER.captures_iter(text) {
+        let g = c.get(1).expect("group 1");
+        if inside_url(&g.range()) || inside_version(&g.range()) {
             continue;
         }
         let key = normalize_number(g.as_str());
@@ -423,6 +451,25 @@ mod tests {
         ] {
             assert_eq!(errors(error), [error], "{error}");
         }
+    }
+
+    #[test]
+    fn a_dotted_version_is_one_value_not_the_number_of_its_first_parts() {
+        let versions = |t: &str| -> Vec<(String, String)> {
+            kinds(t).into_iter().filter(|(k, _)| k == "version" || k == "number").collect()
+        };
+        let v = |s: &str| ("version".to_string(), s.to_string());
+        let n = |s: &str| ("number".to_string(), s.to_string());
+        assert_eq!(versions("fixed in urllib3 1.26.17 and 2.2.2"), [v("1.26.17"), v("2.2.2")]);
+        assert_eq!(versions("pin v2.3.0rc1, not 2.3"), [v("2.3.0rc1"), n("2.3")]);
+        assert_eq!(versions("host 10.0.0.12 answered in 1.5 s"), [v("10.0.0.12"), n("1.5 s")]);
+        assert_eq!(versions("urllib3-1.26.16-py2.py3-none-any.whl"), [v("1.26.16")]);
+        // Its key is its text in lower case, the same wherever it is written.
+        let e = extract_text("Bumped to 4.1.2-Beta.1.");
+        assert_eq!(
+            e.iter().map(|e| (e.kind.label(), e.key.as_str())).collect::<Vec<_>>(),
+            [("version", "4.1.2-beta.1")]
+        );
     }
 
     #[test]

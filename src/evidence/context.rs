@@ -433,9 +433,19 @@ mod tests {
         assert_eq!(said("It now trims both sides per RFC 9110 §5.5.", "5.5"), r);
         assert_eq!(said("RFC 9110 5.5: OWS on both sides is not part of the value.", "5.5"), r);
         assert_eq!(said("Drop combining marks (U+0300–U+036F) first.", "0300"), r);
-        assert_eq!(said("Pinned attrs==24.2.0 in requirements.", "24.2"), r);
+        // A version of three parts is a value of its own kind, not a number in context.
+        for (text, version) in
+            [("Pinned attrs==24.2.0 in requirements.", "24.2.0"), ("Upgraded the client to 2.3.1 today.", "2.3.1")]
+        {
+            let step = Step { kind: StepKind::Message, content: text.into(), ..Step::default() };
+            let kinds: Vec<(EvidenceKind, String)> = extract(&step)
+                .into_iter()
+                .filter(|e| e.kind.is_value())
+                .map(|e| (e.kind.clone(), e.text(text).to_string()))
+                .collect();
+            assert_eq!(kinds, [(EvidenceKind::Version, version.to_string())], "{text}");
+        }
         assert_eq!(said("Since version 0.17 it returns a tuple.", "0.17"), r);
-        assert_eq!(said("Upgraded the client to 2.3.1 today.", "2.3"), r);
         assert_eq!(said("See section 4.2 of the spec and PEP 8.", "4.2"), r);
         // A version in an API's history: when it came, went or became stable.
         assert_eq!(said("The method exists since 1.39; look at the imports.", "1.39"), r);
@@ -468,7 +478,10 @@ mod tests {
             Some(ValueContext::Query)
         );
         assert_eq!(said("Saved to /tmp/run/2031/out.txt.", "2031"), Some(ValueContext::Location));
-        assert_eq!(said("The host 192.168.10.20 answers.", "192.168"), Some(ValueContext::Location));
+        // An address is one dotted value, no number to place.
+        let step =
+            Step { kind: StepKind::Message, content: "The host 192.168.10.20 answers.".into(), ..Step::default() };
+        assert!(extract(&step).iter().all(|e| e.kind != EvidenceKind::Number));
         // An amount per unit is a rate the step states, not a path.
         assert_eq!(said("ibis Centre: €171/night, 3 min walk", "171"), None);
         assert_eq!(said("Saved to out/171/night.txt", "171"), Some(ValueContext::Location));

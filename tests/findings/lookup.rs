@@ -127,3 +127,47 @@ fn a_fixed_release_stated_from_memory_is_unsourced_and_one_read_from_the_advisor
     );
     assert_eq!(unsourced(&t, 4), ["states 1.5 with no earlier source"], "a figure, not a release from memory");
 }
+
+#[test]
+fn a_release_told_from_memory_and_pinned_later_is_the_decisive_step() {
+    // The agent lists the wheelhouse (1.26.16, 1.26.18, 1.26.20), says from memory that 1.26.17
+    // fixed the advisory, pins it with a later call, and the install fails. The remembered
+    // release flows to the pin and the answer as one value (not as the number 1.26, which every
+    // wheel's name also spells), so its message is no dead end.
+    let mut m = vec![
+        crate::chat::system("You are a coding assistant with a shell."),
+        user(
+            "Our scanner flags urllib3 1.26.18 for CVE-2024-37891. We must stay on 1.26.x. Pin urllib3 in \
+             requirements.txt to the first 1.26.x release that fixes it and check that it installs from the wheelhouse.",
+        ),
+    ];
+    m.extend(call("c1", "run_shell", json!({"cmd": "grep urllib3 requirements.txt"}), "urllib3==1.26.18"));
+    m.extend(call(
+        "c2",
+        "run_shell",
+        json!({"cmd": "ls wheels/ | grep urllib3"}),
+        "urllib3-1.26.16-py2.py3-none-any.whl\nurllib3-1.26.18-py2.py3-none-any.whl\nurllib3-1.26.20-py2.py3-none-any.whl",
+    ));
+    m.push(assistant(
+        "The wheelhouse has 1.26.16, 1.26.18 and 1.26.20. I know this CVE: it was fixed in urllib3 1.26.17 on the \
+         1.26 line, so that is the first fixed release.",
+    ));
+    m.extend(call(
+        "c3",
+        "run_shell",
+        json!({"cmd": "sed -i 's/urllib3==1.26.18/urllib3==1.26.17/' requirements.txt"}),
+        "",
+    ));
+    m.extend(call(
+        "c4",
+        "run_shell",
+        json!({"cmd": "pip install --no-index --find-links wheels -r requirements.txt"}),
+        "ERROR: Could not find a version that satisfies the requirement urllib3==1.26.17 (from versions: 1.26.16, \
+         1.26.18, 1.26.20)\nERROR: No matching distribution found for urllib3==1.26.17",
+    ));
+    m.push(assistant("Pinned urllib3 to 1.26.17, the first 1.26.x release that fixes CVE-2024-37891."));
+    let t = load(m);
+    assert_eq!(unsourced(&t, 6).len(), 1, "{:?}", unsourced(&t, 6));
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category), (Some(6), ErrorCategory::Hallucination), "{}", d.reason);
+}
