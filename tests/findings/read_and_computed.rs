@@ -488,3 +488,31 @@ fn a_price_told_for_one_plan_from_the_next_plans_row_is_a_misread() {
         assert_eq!(steps_with(&price_list(right), Signal::IgnoredResult), Vec::<usize>::new(), "{right}");
     }
 }
+
+#[test]
+fn a_row_misread_is_found_when_labels_share_a_word_or_the_table_has_one_numeric_column() {
+    // Benchmark names share `parse`: naming parse_large does not name parse_nested, whose p99
+    // the agent gives it.
+    let bench = "| Benchmark | Mean (ms) | p50 | p99 |\n|---|---|---|---|\n| parse_small | 0.412 | 0.398 | 0.701 |\n\
+                 | parse_large | 41.96 | 40.12 | 48.31 |\n| parse_nested | 12.77 | 12.10 | 19.86 |";
+    let mut m = vec![user("Run the parser benchmarks and tell me the p99 latency of parse_large.")];
+    m.extend(call("b1", "Bash", json!({"command": "cargo bench --bench parse"}), bench));
+    m.push(assistant("The benchmarks ran cleanly. parse_large's p99 latency is 19.86 ms on this machine."));
+    let t = load(m);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "states 19.86 for \"parse_large\" (\"p99\"), but the table at step 2 gives it 48.31 there; 19.86 is the \
+         \"p99\" of \"parse_nested\""
+    );
+    // One numeric column beside a text one.
+    let stations = "Station | Opened | Notes\nKellerman Road | 1884 | junction\nMill Road | 1891 | terminus";
+    let mut m = vec![user("When did Kellerman Road station open?")];
+    m.extend(call("s1", "lookup_stations", json!({"line": "Harlow Valley"}), stations));
+    m.push(assistant("Kellerman Road station opened in 1891."));
+    let t = load(m);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    let mut m = vec![user("When did Kellerman Road station open?")];
+    m.extend(call("s1", "lookup_stations", json!({"line": "Harlow Valley"}), stations));
+    m.push(assistant("Kellerman Road station opened in 1884."));
+    assert_eq!(steps_with(&load(m), Signal::IgnoredResult), Vec::<usize>::new());
+}

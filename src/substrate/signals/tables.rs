@@ -124,7 +124,8 @@ fn index_text(step: usize, text: &str, out: &mut TableIndex) {
     });
 }
 
-/// Adds the numeric cells of one table (`block[0]` its header) to `out`; returns how many.
+/// Adds the numeric cells of one table (`block[0]` its header) to `out`; returns how many. A
+/// row with one numeric cell is indexed too (a stations table with `Opened` and text `Notes`).
 fn table(step: usize, block: &[Vec<&str>], out: &mut TableIndex) -> usize {
     let header = &block[0];
     let mut added = 0;
@@ -137,7 +138,7 @@ fn table(step: usize, block: &[Vec<&str>], out: &mut TableIndex) -> usize {
         };
         let numeric: Vec<(String, &str, &str)> =
             (1..row.len()).filter_map(|k| Some((cell_value(row[k])?, column(k)?, row[k]))).collect();
-        if numeric.len() < 2 || !row[0].chars().any(char::is_alphabetic) {
+        if numeric.is_empty() || !row[0].chars().any(char::is_alphabetic) {
             continue;
         }
         for (value, col, text) in &numeric {
@@ -397,7 +398,7 @@ pub(super) fn misread_row(ctx: &Context<'_>, i: usize) -> Option<RowMisread> {
                     {
                         continue;
                     }
-                    if names_row(&lower, &cell.row) || !names_column(&lower, &cell.column) {
+                    if names_whole_row(&lower, &cell.row) || !names_column(&lower, &cell.column) {
                         continue;
                     }
                     let tables = parsed.entry(cell.step).or_insert_with(|| {
