@@ -42,11 +42,17 @@ pub fn who_and_when(run: &Value) -> Trajectory {
 
 /// FALAT's diagnosis of `t` with the offline judge, without ground truth.
 pub fn falat(t: &Trajectory) -> falat::diagnosis::Diagnosis {
+    falat_with(t, false)
+}
+
+/// FALAT's diagnosis of `t` with the offline judge, with the run's expected output when
+/// `ground_truth`.
+pub fn falat_with(t: &Trajectory, ground_truth: bool) -> falat::diagnosis::Diagnosis {
     falat::methods::run(
         falat::methods::Method::Falat,
         t,
         &falat::judge::heuristic::HeuristicJudge,
-        &falat::methods::MethodOptions::new(false),
+        &falat::methods::MethodOptions::new(ground_truth),
     )
 }
 

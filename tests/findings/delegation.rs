@@ -8,7 +8,7 @@ use falat::diagnosis::Signal;
 use falat::model::Trajectory;
 use serde_json::json;
 
-use crate::chat::{evidence, falat, findings, fixture, load_beside, no_failure, steps_with, who_and_when};
+use crate::chat::{evidence, falat, falat_with, findings, fixture, load_beside, no_failure, steps_with, who_and_when};
 
 #[test]
 fn a_takeover_report_handed_to_billing_against_a_security_first_rule_is_the_decisive_step() {
@@ -374,12 +374,7 @@ fn an_answer_read_from_an_outdated_page_is_not_blamed_on_the_search_that_quoted_
     let t = read_pages_expecting(&[search, V1], "5 GB", "50 GB");
     assert_eq!(t.steps[5].agent, "WebSurfer");
     for ground_truth in [false, true] {
-        let d = falat::methods::run(
-            falat::methods::Method::Falat,
-            &t,
-            &falat::judge::heuristic::HeuristicJudge,
-            &falat::methods::MethodOptions::new(ground_truth),
-        );
+        let d = falat_with(&t, ground_truth);
         assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("WebSurfer")), "{}", d.reason);
         if ground_truth {
             let origin = d.candidate(5).and_then(|c| c.findings.iter().find(|f| f.signal == Signal::WrongValueOrigin));

@@ -8,7 +8,9 @@ use falat::diagnosis::Signal;
 use falat::model::{LinkKind, Trajectory};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user, who_and_when};
+use crate::chat::{
+    assistant, call, evidence, falat, falat_with, fixture, load, steps_with, system, user, who_and_when,
+};
 
 #[test]
 fn a_revenue_figure_read_from_the_prior_year_column_is_the_decisive_step() {
@@ -419,12 +421,7 @@ fn a_year_read_from_the_next_row_of_a_table_is_the_decisive_step() {
          \"Opened\" of \"Hillcrest\""
     );
     for ground_truth in [false, true] {
-        let d = falat::methods::run(
-            falat::methods::Method::Falat,
-            &t,
-            &falat::judge::heuristic::HeuristicJudge,
-            &falat::methods::MethodOptions::new(ground_truth),
-        );
+        let d = falat_with(&t, ground_truth);
         assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(9), Some("WebSurfer")), "{}", d.reason);
         assert_eq!(d.category.as_str(), "misread_tool_output");
         if ground_truth {

@@ -225,6 +225,17 @@ fn names_column(line: &str, column: &str) -> bool {
     contains_word(&line.to_lowercase(), &column.to_lowercase())
 }
 
+/// Whether step `i` is an agent's message or report (not a tool's output, not the user, not an
+/// outside agent, not code) with a number in it: a step that may tell a figure read from a table.
+fn tells_figures(ctx: &Context<'_>, i: usize) -> bool {
+    let step = &ctx.trajectory.steps[i];
+    matches!(step.kind, StepKind::Message | StepKind::Thought)
+        && !super::actions::is_human(step)
+        && !super::is_outside_agent(&step.agent)
+        && ctx.hierarchy.steps[i].action != crate::hierarchy::Action::WriteCode
+        && NUMBER.is_match(&step.content)
+}
+
 /// Step `i`, an agent's message or report (not a tool's output, not the user, not code), states
 /// on one line a value that a table of an earlier step (within [`WINDOW`] steps) gives in one
 /// column only of a row the line names ([`names_row`]), while the line names another column of
@@ -236,12 +247,7 @@ fn names_column(line: &str, column: &str) -> bool {
 pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
-        || super::actions::is_human(step)
-        || super::is_outside_agent(&step.agent)
-        || ctx.hierarchy.steps[i].action == crate::hierarchy::Action::WriteCode
-        || !NUMBER.is_match(&step.content)
-    {
+    if !tells_figures(ctx, i) {
         return;
     }
     let index = &super::grounding::records(ctx).tables;
@@ -359,12 +365,7 @@ fn cell_under(row: &[String], width: usize, h: usize) -> Option<&str> {
 pub(super) fn misread_row(ctx: &Context<'_>, i: usize) -> Option<RowMisread> {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
-        || super::actions::is_human(step)
-        || super::is_outside_agent(&step.agent)
-        || ctx.hierarchy.steps[i].action == crate::hierarchy::Action::WriteCode
-        || !NUMBER.is_match(&step.content)
-    {
+    if !tells_figures(ctx, i) {
         return None;
     }
     let index = &super::grounding::records(ctx).tables;
