@@ -188,6 +188,9 @@ pub struct Facts {
     pub requirement_turns: OnceLock<Vec<RequirementTurns>>,
     /// The user turns' prohibitions of changes to paths (`signals::instructions`).
     pub prohibitions: OnceLock<Vec<signals::Prohibition>>,
+    /// The code names the user's turns ask to keep, each with the turn's step and sentence
+    /// (`signals::instructions::kept_names`).
+    pub kept_names: OnceLock<Vec<(usize, String, Vec<String>)>>,
     /// The calls the user refused at the permission prompt (`signals::instructions`).
     pub refused_calls: OnceLock<Vec<signals::instructions::RefusedCall>>,
     /// The user turns that lift a prohibition or a refusal, in order (`signals::instructions`).
@@ -239,6 +242,7 @@ impl Clone for Facts {
             version_turns: self.version_turns.clone(),
             requirement_turns: self.requirement_turns.clone(),
             prohibitions: self.prohibitions.clone(),
+            kept_names: self.kept_names.clone(),
             refused_calls: self.refused_calls.clone(),
             permits: self.permits.clone(),
             test_runs: self.test_runs.clone(),

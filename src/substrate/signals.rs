@@ -269,6 +269,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     instructions::omitted_hits(ctx, i, &mut h);
     instructions::forbidden_change(ctx, i, &mut h);
     instructions::edits_file_marked_frozen(ctx, i, &mut h);
+    instructions::dropped_kept_name(ctx, i, &mut h);
     instructions::refusal_bypassed(ctx, i, &mut h);
     statistics::wrong_statistic(ctx, i, &mut h);
     statistics::wrong_base(ctx, i, &mut h);

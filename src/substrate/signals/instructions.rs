@@ -1663,6 +1663,99 @@ pub(crate) fn edits_file_marked_frozen(ctx: &Context<'_>, i: usize, out: &mut Ve
     }
 }
 
+/// A sentence that asks to keep something working: "keep / preserve / retain", "do not / don't /
+/// never / must not remove, drop, delete, rename or break", "must still", "keeps working".
+static KEEP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:keep|preserve|retain)\b|\b(?:do\s+not|don'?t|never|must\s+not)\s+(?:remove|drop|delete|rename|break)\b|\bmust\s+(?:still|keep)\b|\bkeeps?\s+working\b",
+    )
+    .unwrap()
+});
+
+/// What a user asked to keep ([`KEEP`]): the step of the turn, its sentence and the code names
+/// written in backticks in that sentence, one word each (`--legacy-csv`, `build_parser`; a command
+/// line with blanks is an example, not a name).
+/// Computed once per trajectory.
+fn kept_names<'a>(ctx: &Context<'a>) -> &'a [(usize, String, Vec<String>)] {
+    static TICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\s]{3,60})`").unwrap());
+    ctx.facts.kept_names.get_or_init(|| {
+        let t = ctx.trajectory;
+        let mut out = Vec::new();
+        for u in (0..t.steps.len()).filter(|&u| is_user_turn(t, u) && t.steps[u].content.contains('`')) {
+            for sentence in sentences(&t.steps[u].content) {
+                if !KEEP.is_match(sentence) {
+                    continue;
+                }
+                let names: Vec<String> = TICKED.captures_iter(sentence).map(|c| c[1].to_string()).collect();
+                if !names.is_empty() {
+                    out.push((u, sentence.trim().to_string(), names));
+                }
+            }
+        }
+        out
+    })
+}
+
+/// The text an edit call leaves in a file where it says so: a whole file written (`content`,
+/// `file_text`), or a replacement's new text (`new_string`, `new_str`, `new`), with the old text
+/// it replaces when the call gives it (`old_string`, `old_str`, `old`).
+fn written_text(content: &str) -> Option<(Option<String>, String)> {
+    let args = super::call_arguments(content)?;
+    let text = |keys: &[&str]| keys.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())).map(str::to_string);
+    let new = text(&["content", "file_text", "new_string", "new_str", "new"])?;
+    Some((text(&["old_string", "old_str", "old"]), new))
+}
+
+/// Step `i`, an agent's edit of a file ([`changed_paths`]), drops a name that a user turn before
+/// it asked to keep ([`kept_names`]: "Keep the `--legacy-csv` flag working exactly as it does
+/// now"): the text the call replaces, or for a whole file written the file's text an earlier
+/// output of a call naming it showed, holds the name, and the text the call leaves does not. No
+/// user turn between the request and the call lifts it. "drops `--legacy-csv` from
+/// /home/jo/ledger/tools/export.py (step 3 shows it there) although the user wrote at step 0:
+/// …". docs/METHODS.md, "Instructions".
+pub(crate) fn dropped_kept_name(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    if t.steps[i].kind != StepKind::ToolCall || super::is_outside_agent(&t.steps[i].agent) {
+        return;
+    }
+    let kept = kept_names(ctx);
+    if kept.first().is_none_or(|(u, _, _)| *u >= i) {
+        return;
+    }
+    let Some((path, _)) = changed_paths(t, i).into_iter().find(|(_, how)| *how == Change::Edits) else { return };
+    let Some((old, new)) = written_text(&t.steps[i].content) else { return };
+    let name = super::coding::file_name(&path);
+    // The file's text before the call: what it replaces, else the last output showing the file.
+    let before = match old {
+        Some(old) => Some((old, None)),
+        None => (0..i).rev().find_map(|j| {
+            let call = super::links(ctx).produced_by.get(j).copied().flatten()?;
+            (t.steps[j].kind == StepKind::ToolResult && t.steps[call].content.contains(name))
+                .then(|| (t.steps[j].content.clone(), Some(j)))
+        }),
+    };
+    let Some((before, shown)) = before else { return };
+    for (u, sentence, names) in kept.iter().filter(|(u, _, _)| *u < i) {
+        if permitted_between(ctx, *u, i) {
+            continue;
+        }
+        let Some(dropped) = names.iter().find(|n| before.contains(n.as_str()) && !new.contains(n.as_str())) else {
+            continue;
+        };
+        let mut parts = vec![Part::from(format!("drops `{dropped}` from {path}"))];
+        if let Some(j) = shown {
+            parts.push(Part::from(" (step "));
+            parts.push(Part::Step(j));
+            parts.push(Part::from(" shows it there)"));
+        }
+        parts.push(Part::from(" although the user wrote at step "));
+        parts.push(Part::Step(*u));
+        parts.push(Part::from(format!(": \"{}\"", crate::text::clip(sentence, 100))));
+        out.push(finding(Signal::ForbiddenChange, weights::FORBIDDEN_CHANGE, crate::diagnosis::Prose::new(parts)));
+        return;
+    }
+}
+
 /// Whether step `u` is a user's turn: a message with the role `user` or `human`, or by the agent
 /// `user` or `human` (OpenHands keeps the action, `message`, as the role).
 fn is_user_turn(t: &Trajectory, u: usize) -> bool {
