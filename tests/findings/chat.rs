@@ -113,6 +113,8 @@ pub enum ClaudeTurn<'a> {
     Text(&'a str),
     /// A `tool_use` (tool, input) answered by the user's `tool_result` (result, is_error).
     Call(&'a str, Value, &'a str, bool),
+    /// A later turn of the user.
+    User(&'a str),
 }
 
 /// A Claude Code 2.x session JSONL transcript (records chained by `parentUuid`): the user's
@@ -137,6 +139,7 @@ pub fn claude_session(task: &str, turns: &[ClaudeTurn<'_>]) -> Trajectory {
                 json!({"role": "assistant", "type": "message", "model": "claude-sonnet-4-5",
                     "content": [{"type": "text", "text": text}]}),
             ),
+            ClaudeTurn::User(text) => push("user", json!({"role": "user", "content": text})),
             ClaudeTurn::Call(tool, input, result, is_error) => {
                 let id = format!("toolu_{k:02}");
                 push(

@@ -1672,12 +1672,26 @@ static KEEP: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
+/// Whether a clause asks to keep something ([`KEEP`]), not to go on with the work: "keep going",
+/// "keep on", "keep trying", "keep at it", "keep in mind", "keep an eye".
+fn asks_to_keep(clause: &str) -> bool {
+    const GOING_ON: [&str; 10] = ["going", "on", "trying", "at", "in", "an", "looking", "iterating", "digging", "up"];
+    let lower = clause.to_lowercase();
+    KEEP.find_iter(&lower).any(|m| {
+        let next = lower[m.end()..].split_whitespace().next().unwrap_or("");
+        !(m.as_str().starts_with("keep") && GOING_ON.contains(&next.trim_matches(|c: char| !c.is_alphanumeric())))
+    })
+}
+
 /// What a user asked to keep ([`KEEP`]): the step of the turn, its sentence and the code names
-/// written in backticks in that sentence, one word each (`--legacy-csv`, `build_parser`; a command
-/// line with blanks is an example, not a name).
-/// Computed once per trajectory.
+/// written in backticks in the clause that asks to keep them (a sentence is cut at commas,
+/// semicolons, dashes, "and" and "but": "Remove `old_total` but keep `compute_total`" keeps the
+/// second only), one word each (`--legacy-csv`, `build_parser`; a command line with blanks is an
+/// example, not a name). Computed once per trajectory.
 fn kept_names<'a>(ctx: &Context<'a>) -> &'a [(usize, String, Vec<String>)] {
     static TICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\s]{3,60})`").unwrap());
+    static CLAUSE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)[,;:]\s|\s[—–-]\s|\s(?:and|but|then)\s").unwrap());
     ctx.facts.kept_names.get_or_init(|| {
         let t = ctx.trajectory;
         let mut out = Vec::new();
@@ -1686,7 +1700,11 @@ fn kept_names<'a>(ctx: &Context<'a>) -> &'a [(usize, String, Vec<String>)] {
                 if !KEEP.is_match(sentence) {
                     continue;
                 }
-                let names: Vec<String> = TICKED.captures_iter(sentence).map(|c| c[1].to_string()).collect();
+                let names: Vec<String> = CLAUSE
+                    .split(sentence)
+                    .filter(|clause| asks_to_keep(clause))
+                    .flat_map(|clause| TICKED.captures_iter(clause).map(|c| c[1].to_string()).collect::<Vec<_>>())
+                    .collect();
                 if !names.is_empty() {
                     out.push((u, sentence.trim().to_string(), names));
                 }
@@ -1694,6 +1712,20 @@ fn kept_names<'a>(ctx: &Context<'a>) -> &'a [(usize, String, Vec<String>)] {
         }
         out
     })
+}
+
+/// Whether a user turn strictly between steps `from` and `to` lifts the request to keep `name`:
+/// a turn that allows changes ([`PERMITS`]), or that names it with "drop", "remove", "delete",
+/// "get rid of" or "no longer need" ("Actually, drop `--legacy-csv`").
+fn keeping_lifted(ctx: &Context<'_>, from: usize, to: usize, name: &str) -> bool {
+    static DROP: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\b(?:drop|remove|delete|get rid of|no longer need|don'?t need)\b").unwrap());
+    let t = ctx.trajectory;
+    permitted_between(ctx, from, to)
+        || (from + 1..to).any(|u| {
+            is_user_turn(t, u)
+                && sentences(&t.steps[u].content).into_iter().any(|s| s.contains(name) && DROP.is_match(s))
+        })
 }
 
 /// The text an edit call leaves in a file where it says so: a whole file written (`content`,
@@ -1735,11 +1767,20 @@ pub(crate) fn dropped_kept_name(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
         }),
     };
     let Some((before, shown)) = before else { return };
+    // For a replacement, the file as last shown: the name elsewhere in it stays after the call.
+    let file_shown = || {
+        (0..i).rev().find_map(|j| {
+            let call = super::links(ctx).produced_by.get(j).copied().flatten()?;
+            (t.steps[j].kind == StepKind::ToolResult && t.steps[call].content.contains(name))
+                .then(|| t.steps[j].content.as_str())
+        })
+    };
+    let stays =
+        |n: &str| shown.is_none() && file_shown().is_some_and(|f| f.matches(n).count() > before.matches(n).count());
     for (u, sentence, names) in kept.iter().filter(|(u, _, _)| *u < i) {
-        if permitted_between(ctx, *u, i) {
-            continue;
-        }
-        let Some(dropped) = names.iter().find(|n| before.contains(n.as_str()) && !new.contains(n.as_str())) else {
+        let Some(dropped) = names.iter().find(|n| {
+            before.contains(n.as_str()) && !new.contains(n.as_str()) && !stays(n) && !keeping_lifted(ctx, *u, i, n)
+        }) else {
             continue;
         };
         let mut parts = vec![Part::from(format!("drops `{dropped}` from {path}"))];
