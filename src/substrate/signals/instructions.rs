@@ -1640,13 +1640,8 @@ pub(crate) fn edits_file_marked_frozen(ctx: &Context<'_>, i: usize, out: &mut Ve
         }) {
             return;
         }
-        let shown = (0..i).rev().find_map(|j| {
-            let call = super::links(ctx).produced_by.get(j).copied().flatten()?;
-            if t.steps[j].kind != StepKind::ToolResult || !t.steps[call].content.contains(name) {
-                return None;
-            }
-            KEEP_OUT.find(&t.steps[j].content).map(|m| (j, m.as_str().trim().to_string()))
-        });
+        let shown = outputs_showing(ctx, i, name)
+            .find_map(|j| KEEP_OUT.find(&t.steps[j].content).map(|m| (j, m.as_str().trim().to_string())));
         if let Some((j, notice)) = shown {
             let notice = notice.trim_start_matches(|c: char| c.is_ascii_digit() || c.is_whitespace() || c == '→');
             out.push(finding(
@@ -1728,6 +1723,21 @@ fn keeping_lifted(ctx: &Context<'_>, from: usize, to: usize, name: &str) -> bool
         })
 }
 
+/// The tool outputs before step `i` of calls that name the file `name` (what the run was shown
+/// of it), newest first.
+fn outputs_showing<'a>(ctx: &'a Context<'_>, i: usize, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let t = ctx.trajectory;
+    (0..i).rev().filter(move |&j| {
+        t.steps[j].kind == StepKind::ToolResult
+            && super::links(ctx)
+                .produced_by
+                .get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|c| t.steps[c].content.contains(name))
+    })
+}
+
 /// The text an edit call leaves in a file where it says so: a whole file written (`content`,
 /// `file_text`), or a replacement's new text (`new_string`, `new_str`, `new`), with the old text
 /// it replaces when the call gives it (`old_string`, `old_str`, `old`).
@@ -1758,25 +1768,18 @@ pub(crate) fn dropped_kept_name(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     let Some((old, new)) = written_text(&t.steps[i].content) else { return };
     let name = super::coding::file_name(&path);
     // The file's text before the call: what it replaces, else the last output showing the file.
-    let before = match old {
-        Some(old) => Some((old, None)),
-        None => (0..i).rev().find_map(|j| {
-            let call = super::links(ctx).produced_by.get(j).copied().flatten()?;
-            (t.steps[j].kind == StepKind::ToolResult && t.steps[call].content.contains(name))
-                .then(|| (t.steps[j].content.clone(), Some(j)))
-        }),
+    let last_shown = outputs_showing(ctx, i, name).next();
+    let (before, shown) = match old {
+        Some(old) => (old, None),
+        None => match last_shown {
+            Some(j) => (t.steps[j].content.clone(), Some(j)),
+            None => return,
+        },
     };
-    let Some((before, shown)) = before else { return };
     // For a replacement, the file as last shown: the name elsewhere in it stays after the call.
-    let file_shown = || {
-        (0..i).rev().find_map(|j| {
-            let call = super::links(ctx).produced_by.get(j).copied().flatten()?;
-            (t.steps[j].kind == StepKind::ToolResult && t.steps[call].content.contains(name))
-                .then(|| t.steps[j].content.as_str())
-        })
+    let stays = |n: &str| {
+        shown.is_none() && last_shown.is_some_and(|j| t.steps[j].content.matches(n).count() > before.matches(n).count())
     };
-    let stays =
-        |n: &str| shown.is_none() && file_shown().is_some_and(|f| f.matches(n).count() > before.matches(n).count());
     for (u, sentence, names) in kept.iter().filter(|(u, _, _)| *u < i) {
         let Some(dropped) = names.iter().find(|n| {
             before.contains(n.as_str()) && !new.contains(n.as_str()) && !stays(n) && !keeping_lifted(ctx, *u, i, n)
