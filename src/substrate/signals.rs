@@ -3241,9 +3241,11 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // Say where the value is first stated: here, earlier (adopted here), or in the output
         // of what this step ran.
         let first = first_statement(ctx, &item);
+        // How this step misreads the value, when it is where the value is misread.
+        let misread = first.and_then(|f| misread_at(ctx, &item, f)).filter(|(k, _)| *k == i).map(|(_, how)| how);
         let place = match (first, earlier_number(ctx, &item, i)) {
-            (Some(f), _) if f < i && misread_at(ctx, &item, f).is_some_and(|(k, _)| k == i) => {
-                let how = misread_at(ctx, &item, f).map_or("", |(_, how)| how.told());
+            (Some(f), _) if f < i && misread.is_some() => {
+                let how = misread.map_or("", Misreading::told);
                 prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
             }
             (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
