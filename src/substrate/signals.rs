@@ -240,6 +240,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     tables::wrong_row(ctx, i, &mut f);
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
+    units::local_as_utc(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
@@ -445,13 +446,14 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
             .filter(|&(x, _)| x.fract() == 0.0 && (2.0..=10.0).contains(&x))
             .chain(sourced.iter().copied())
             .collect();
+        let asked = derivation::asked(ctx, s.index);
         let mut numbers: Vec<_> = ev.iter().filter(|e| e.kind == EvidenceKind::Number).collect();
         numbers.sort_by_key(|e| e.span.start);
         for e in numbers {
             let Ok(x) = e.key.parse::<f64>() else { continue };
-            if derivation::sourced_product(content, e.span.start, &e.key, &factors, &[]) {
+            if derivation::sourced_product(content, e.span.start, &e.key, &factors, &[], &asked) {
                 worked.push((x, e.span.start));
-            } else if derivation::sourced_product(content, e.span.start, &e.key, &factors, &worked) {
+            } else if derivation::sourced_product(content, e.span.start, &e.key, &factors, &worked, &[]) {
                 chained.push(e.span.start);
             }
         }
@@ -1214,10 +1216,22 @@ fn clock_gap(text: &str, start: usize, key: &str) -> bool {
     let per_minute = if unit.get(1).is_some() { 1.0 / 60.0 } else { 1.0 };
     let clocks: Vec<f64> = CLOCK
         .captures_iter(text)
-        .filter_map(|c| Some(c[1].parse::<f64>().ok()? * 60.0 + c[2].parse::<f64>().ok()?))
+        .filter_map(|c| {
+            // Seconds after the minutes (`14:02:37`) count.
+            let end = c.get(0)?.end();
+            let secs = text.get(end..end + 3).filter(|x| x.starts_with(':')).and_then(|x| x[1..].parse::<f64>().ok());
+            Some(c[1].parse::<f64>().ok()? * 60.0 + c[2].parse::<f64>().ok()? + secs.unwrap_or(0.0) / 60.0)
+        })
         .take(12)
         .collect();
-    let tol = written_tolerance(key);
+    // A gap told as approximate ("~2.5 min", "about 2.5 minutes") may be a person's rounding of
+    // 2 min 23 s: a tenth of the figure either way.
+    let before = text[..start].trim_end().to_lowercase();
+    let approximate = before.ends_with(['~', '≈'])
+        || ["about", "around", "roughly", "approximately", "nearly", "almost", "some"]
+            .iter()
+            .any(|w| before.ends_with(w));
+    let tol = if approximate { written_tolerance(key).max(0.1 * v) } else { written_tolerance(key) };
     v > 0.0
         && clocks.iter().enumerate().any(|(i, &a)| {
             clocks[i + 1..].iter().any(|&b| (a - b).abs() > 0.0 && ((a - b).abs() * per_minute - v).abs() <= tol)
@@ -4335,6 +4349,11 @@ mod arithmetic_tests {
         let text = "arr 11:30, seat 2.5 before your 14:00 meeting.";
         assert!(!clock_gap(text, text.find("2.5").unwrap(), "2.5"));
         let text = "That leaves you 2.5 hours before your 14:00 meeting.";
+        assert!(!clock_gap(text, text.find("2.5").unwrap(), "2.5"));
+        // Seconds count, and a gap told as approximate may be rounded by a tenth: 2 min 23 s.
+        let text = "#4471 went out at 14:02:37, ~2.5 min before the jump at 14:05.";
+        assert!(clock_gap(text, text.find("2.5").unwrap(), "2.5"));
+        let text = "#4471 went out at 14:02:37, 2.5 min before the jump at 14:05.";
         assert!(!clock_gap(text, text.find("2.5").unwrap(), "2.5"));
     }
 

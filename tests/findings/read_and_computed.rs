@@ -513,3 +513,96 @@ fn a_row_misread_is_found_when_labels_share_a_word_or_the_table_has_one_numeric_
     m.push(assistant("Kellerman Road station opened in 1884."));
     assert_eq!(steps_with(&load(m), Signal::IgnoredResult), Vec::<usize>::new());
 }
+
+#[test]
+fn a_row_misread_is_found_in_a_table_whose_cells_carry_units() {
+    // A monitoring table writes each latency with its unit; the assistant gives checkout-api the
+    // p95 of the row under it.
+    let table = "SERVICE          REQS/S      P50        P95        ERRORS\n\
+                 auth-api         1,250       12.4 ms    38.7 ms    0.02%\n\
+                 checkout-api     310         88.2 ms    412.6 ms   1.40%\n\
+                 search-api       2,040       21.9 ms    264.3 ms   0.11%";
+    let run = |reply: &str| {
+        let mut m = vec![user("What is checkout-api's p95 latency right now? I need it for the incident note.")];
+        m.extend(call("m1", "Bash", json!({"command": "svcstat --window 15m"}), table));
+        m.push(assistant(reply));
+        load(m)
+    };
+    let t = run("checkout-api is at 264.3 ms p95 over the last 15 minutes, well under the 500 ms budget.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "states 264.3 for \"checkout-api\" (\"P95\"), but the table at step 2 gives it 412.6 ms there; 264.3 is \
+         the \"P95\" of \"search-api\""
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    for right in [
+        "checkout-api is at 412.6 ms p95 over the last 15 minutes, under the 500 ms budget.",
+        "checkout-api is at 412.6 ms p95; search-api is at 264.3 ms p95.",
+    ] {
+        assert_eq!(steps_with(&run(right), Signal::IgnoredResult), Vec::<usize>::new(), "{right}");
+    }
+}
+
+#[test]
+fn a_total_of_the_quantity_the_user_asked_for_at_a_looked_up_price_is_worked_out() {
+    // The user asks for 300 boxes; the catalogue gives the unit price; the reply's total is 300 ×
+    // the price although its sentence does not repeat the 300. A total no quantity of the
+    // request gives is still unsourced.
+    let run = |reply: &str| {
+        let mut m = vec![
+            system("You are the purchasing assistant of Harlow Print Ltd."),
+            user("Quote me 300 boxes of the A4 copier paper (SKU PAP-A4-80), delivered to the Leeds office."),
+        ];
+        m.extend(call(
+            "c1",
+            "catalogue_lookup",
+            json!({"sku": "PAP-A4-80"}),
+            "{\"sku\": \"PAP-A4-80\", \"name\": \"A4 copier paper 80gsm, box of 5 reams\", \"unit_price_gbp\": 61.50, \"in_stock\": 1240}",
+        ));
+        m.push(assistant(reply));
+        load(m)
+    };
+    let t = run("The A4 paper is £61.50 a box, so the order comes to £18,450.00 before delivery.");
+    assert_eq!(unsourced_at(&t, 4), Vec::<usize>::new());
+    assert_eq!(falat(&t).decisive_step, None);
+    let t = run("The A4 paper is £61.50 a box, so the order comes to £18,540.00 before delivery.");
+    assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 18540 with no earlier source");
+}
+
+/// A user gives the time of a spike on a board set to Berlin time; a deploy history prints UTC
+/// times; the assistant lines the two up as one clock (`reply`), and rolls back.
+fn spike_at_berlin_time(reply: &str) -> Trajectory {
+    let history = "TIME (UTC)             SERVICE       DEPLOY  MESSAGE\n\
+                   2025-10-14T12:01:55Z   checkout-api  #4469   cart: dedupe promo codes\n\
+                   2025-10-14T13:20:03Z   checkout-api  #4470   flags: new_address_form -> 10%\n\
+                   2025-10-14T14:02:37Z   checkout-api  #4471   logging: structured json";
+    let mut m = vec![user(
+        "checkout-api 5xx jumped to 6% at 14:05 today (the Grafana board is set to Europe/Berlin). Find the deploy \
+         that caused it and roll it back.",
+    )];
+    m.extend(call("d1", "shell", json!({"command": "deployctl history checkout-api --limit 20"}), history));
+    m.push(assistant(reply));
+    m.extend(call("d2", "shell", json!({"command": "deployctl rollback checkout-api --to 4470"}), "rolled back"));
+    load(m)
+}
+
+#[test]
+fn a_local_time_the_user_gave_compared_with_utc_times_is_a_misread() {
+    let t = spike_at_berlin_time(
+        "The spike starts at 14:05. The last deploy before it is #4471 at 14:02:37, which fits a rollout \
+         finishing just before the errors. Rolling back to #4470.",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "compares 14:05, which the user gave at step 0 in Europe/Berlin time, with 14:02, a UTC time of step 2, as \
+         if both were one clock"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // Converted first: 14:05 Berlin (CEST) is 12:05 UTC, so #4469 is the one before it.
+    let t = spike_at_berlin_time(
+        "14:05 Berlin time is 12:05 UTC. The last deploy before that is #4469 at 12:01:55. Rolling back to #4468.",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}

@@ -79,13 +79,17 @@ const PRODUCT_DIGITS: usize = 4;
 /// `worked` (figures this rule already worked out earlier in the same step, so a converted total
 /// can rest on the total; only figures worked out from sourced ones directly are passed here).
 /// Only figures of [`PRODUCT_DIGITS`] significant digits or more that are not years are tested,
-/// no year is a factor, and at most [`MAX_OPERANDS`] distinct operands are paired.
+/// no year is a factor, and at most [`MAX_OPERANDS`] distinct operands are paired. A quantity
+/// the user asked for (`asked`: the figures the task and the user's messages write, [`asked`])
+/// is a factor too, paired with a figure of the sentence: "at £61.50 each that is £18,450.00"
+/// for the 300 boxes of the request.
 pub(super) fn sourced_product(
     text: &str,
     at: usize,
     key: &str,
     sourced: &[(f64, usize)],
     worked: &[(f64, usize)],
+    asked: &[f64],
 ) -> bool {
     let Ok(v) = key.parse::<f64>() else { return false };
     let year = v.fract() == 0.0 && (1000.0..=2100.0).contains(&v);
@@ -108,12 +112,38 @@ pub(super) fn sourced_product(
             break;
         }
     }
-    ops.iter().enumerate().any(|(i, &a)| {
-        ops[i + 1..].iter().any(|&b| {
-            let (big, small) = if a >= b { (a, b) } else { (b, a) };
-            (a * b - v).abs() <= tol || (big / small - v).abs() <= tol
-        })
-    })
+    let works = |a: f64, b: f64| {
+        let (big, small) = if a >= b { (a, b) } else { (b, a) };
+        (a * b - v).abs() <= tol || (big / small - v).abs() <= tol
+    };
+    ops.iter().enumerate().any(|(i, &a)| ops[i + 1..].iter().any(|&b| works(a, b)))
+        || asked.iter().filter(|&&q| (q - v).abs() > tol).any(|&q| ops.iter().any(|&b| works(q, b)))
+}
+
+/// The figures the user asked with, as [`sourced_product`] pairs them: the numbers of the task
+/// and of the served person's messages before step `i`, other than 0 and 1 and years, at most
+/// [`MAX_OPERANDS`] of them.
+pub(super) fn asked(ctx: &Context<'_>, i: usize) -> Vec<f64> {
+    let t = ctx.trajectory;
+    let task = crate::evidence::extract_text(&t.task);
+    let person = t.steps[..i.min(t.steps.len())]
+        .iter()
+        .filter(|s| super::actions::is_human(s))
+        .map(|s| ctx.hierarchy.evidence[s.index].as_slice());
+    let mut out: Vec<f64> = Vec::new();
+    for ev in std::iter::once(task.as_slice()).chain(person) {
+        for e in ev.iter().filter(|e| e.kind == EvidenceKind::Number && e.context.is_none()) {
+            let Ok(x) = e.key.parse::<f64>() else { continue };
+            let year = x.fract() == 0.0 && (1000.0..=2100.0).contains(&x);
+            if x > 1.0 && !year && !out.iter().any(|o| (o - x).abs() < 1e-12) {
+                out.push(x);
+            }
+            if out.len() >= MAX_OPERANDS {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 /// The byte range of the sentence of `text` around byte `at` ([`crate::text::sentence_around`]).

@@ -70,12 +70,18 @@ fn cells(line: &str) -> Option<Vec<&str>> {
     Some(GAP.split(line).map(str::trim).filter(|c| !c.is_empty()).collect())
 }
 
+/// A unit written after a cell's number: up to four letters, maybe per another unit (`ms`, `m`,
+/// `GB`, `km/h`, `req/s`), or degrees (`°C`). Not a word such as a place name.
+static UNIT: LazyLock<regex::Regex> =
+    LazyLock::new(|| regex::Regex::new(r"^[ \u{a0}]?(?:[A-Za-zµμ]{1,4}(?:/[A-Za-z]{1,3})?|°[CF]?)$").unwrap());
+
 /// The value of a numeric cell, normalised: the whole cell is one number ([`NUMBER`]), maybe
-/// with a sign, a percent sign or a currency symbol.
+/// with a sign, a percent sign, a currency symbol or a unit after it ([`UNIT`]: `48.3 ms`,
+/// `21 m`).
 fn cell_value(cell: &str) -> Option<String> {
     let t = cell.trim().trim_start_matches(['+', '−', '-', '$', '€', '£']).trim_end_matches(['%', '*']).trim();
     let m = NUMBER.find(t)?;
-    if m.start() != 0 || m.end() != t.len() {
+    if m.start() != 0 || (m.end() != t.len() && !UNIT.is_match(&t[m.end()..])) {
         return None;
     }
     let n = crate::evidence::normalize_number(&m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], ""));
@@ -528,6 +534,17 @@ mod tests {
         let mut idx = TableIndex::new();
         index_text(0, "name      total   paid\n--------  ------  ------\nacme      4,200   3,900", &mut idx);
         assert_eq!((idx["3900"][0].row.as_str(), idx["3900"][0].column.as_str()), ("acme", "paid"));
+    }
+
+    #[test]
+    fn a_cell_with_a_unit_is_its_number() {
+        assert_eq!(cell_value("48.31 ms").as_deref(), Some("48.31"));
+        assert_eq!(cell_value("212 m").as_deref(), Some("212"));
+        assert_eq!(cell_value("1,250 req/s").as_deref(), Some("1250"));
+        assert_eq!(cell_value("−3.5°C").as_deref(), Some("3.5"));
+        assert_eq!(cell_value("5501 Tromsø"), None);
+        assert_eq!(cell_value("2024 Q3"), None);
+        assert_eq!(cell_value("12 of 40"), None);
     }
 
     #[test]

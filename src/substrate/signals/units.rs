@@ -232,6 +232,116 @@ pub(super) fn utc_as_local(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
 }
 
+/// A time zone named in the user's words: an IANA name (`Europe/Berlin`, `America/New_York`), a
+/// [`LOCAL_ZONE`] word, or "our time". Not UTC or GMT.
+static NAMED_ZONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:Africa|America|Asia|Atlantic|Australia|Europe|Indian|Pacific)/[A-Z][A-Za-z_]+|(?i:\bour time\b)")
+        .unwrap()
+});
+
+/// A UTC time a tool writes: a timestamp ending in `Z`, or a clock time followed by `UTC`.
+/// Groups 1–2 or 3–4 are the hour and the minute.
+static UTC_TIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d{4}-\d{2}-\d{2}[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?Z|\b(\d{1,2}):(\d{2})(?::\d{2})?\s?UTC\b")
+        .unwrap()
+});
+
+/// How far apart (in minutes) a local time and a UTC time an agent compares may be.
+const COMPARED_WITHIN: i32 = 180;
+
+/// Step `i`, an agent's message or thought, compares a clock time the user gave in a named zone
+/// other than UTC ([`NAMED_ZONE`] or a [`LOCAL_ZONE`] word on the same line of a user's turn:
+/// "at 14:05 (the board is set to Europe/Berlin)") with a UTC time a tool result of the last
+/// [`ZONE_WINDOW`] steps gives ([`UTC_TIME`]), both written in the step and within
+/// [`COMPARED_WITHIN`] minutes of each other, and names neither the zone nor UTC beside the
+/// user's time: the two clocks were read as one. The first such step is where the comparison is
+/// made. docs/METHODS.md, "Grounding".
+pub(super) fn local_as_utc(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought)
+        || super::actions::is_human(step)
+        || super::is_outside_agent(&step.agent)
+        || !step.content.contains(':')
+    {
+        return;
+    }
+    let clock =
+        |c: &regex::Captures<'_>| -> Option<i32> { Some(c[1].parse::<i32>().ok()? * 60 + c[2].parse::<i32>().ok()?) };
+    // The user's times given in a named zone: (step, minutes, as written, the zone).
+    let mut local: Vec<(usize, i32, String, String)> = Vec::new();
+    for j in (0..i).filter(|&j| super::actions::is_human(&t.steps[j])) {
+        for line in t.steps[j].content.lines() {
+            let Some(zone) = NAMED_ZONE.find(line).or_else(|| LOCAL_ZONE.find(line)) else { continue };
+            if line.contains("UTC") || line.contains("GMT") {
+                continue;
+            }
+            for c in STATED_CLOCK.captures_iter(line).filter(|c| c.get(3).is_none()) {
+                if let Some(m) = clock(&c) {
+                    local.push((j, m, c[0].to_string(), zone.as_str().to_string()));
+                }
+            }
+        }
+    }
+    if local.is_empty() {
+        return;
+    }
+    let from = i.saturating_sub(ZONE_WINDOW);
+    let utc: Vec<(usize, i32)> = (from..i)
+        .filter(|&j| t.steps[j].kind == StepKind::ToolResult)
+        .flat_map(|j| {
+            UTC_TIME
+                .captures_iter(&t.steps[j].content)
+                .filter_map(|c| {
+                    let (h, m) = (c.get(1).or(c.get(3))?, c.get(2).or(c.get(4))?);
+                    Some((j, h.as_str().parse::<i32>().ok()? * 60 + m.as_str().parse::<i32>().ok()?))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let stated: Vec<(i32, &str)> =
+        STATED_CLOCK.captures_iter(&step.content).filter_map(|c| Some((clock(&c)?, c.get(0)?.as_str()))).collect();
+    for (j, at, written, zone) in &local {
+        let Some(pos) = step.content.find(written.as_str()) else { continue };
+        // The step names a zone right after the user's time ("14:05 Berlin", "14:05 CEST",
+        // "14:05 UTC"): it says which clock it reads.
+        let after = &step.content[pos + written.len()..];
+        let after = &after[..after.char_indices().nth(24).map_or(after.len(), |(k, _)| k)];
+        let city = zone.rsplit('/').next().unwrap_or(zone).replace('_', " ");
+        if after.contains("UTC") || after.contains(&city) || LOCAL_ZONE.is_match(after) || NAMED_ZONE.is_match(after) {
+            continue;
+        }
+        // An earlier step of the agents that lines up the same two times made the comparison.
+        let made_before = |w: &str| {
+            (j + 1..i).any(|k| {
+                let s = &t.steps[k];
+                matches!(s.kind, StepKind::Message | StepKind::Thought)
+                    && !super::actions::is_human(s)
+                    && s.content.contains(written.as_str())
+                    && s.content.contains(w)
+            })
+        };
+        let compared = stated
+            .iter()
+            .filter(|(m, w)| *w != written.as_str() && (m - at).abs() <= COMPARED_WITHIN && !made_before(w));
+        for (m, w) in compared {
+            let Some((k, _)) = utc.iter().find(|(_, u)| u == m) else { continue };
+            out.push(finding(
+                Signal::IgnoredResult,
+                weights::MISREAD,
+                prose![
+                    format!("compares {written}, which the user gave at step "),
+                    Part::Step(*j),
+                    format!(" in {zone} time, with {w}, a UTC time of step "),
+                    Part::Step(*k),
+                    ", as if both were one clock"
+                ],
+            ));
+            return;
+        }
+    }
+}
+
 /// A quantity with its unit as a person writes it: "90 seconds", "5 s", "250ms", "2 minutes",
 /// "1.5 h", "50 MB", "512 KiB". Group 1 is the number, group 2 the unit.
 static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
