@@ -1544,3 +1544,48 @@ fn a_worker_s_all_done_over_a_hidden_timeout_is_named_in_a_team_run() {
         warehouses_run(TIMEOUT, "Month-end stock of SKU 4471: South 1,840, East 2,215. The North query timed out.");
     assert_eq!(steps_with(&told, Signal::IgnoredToolError), Vec::<usize>::new());
 }
+
+/// An order of three items; the user confirms the return of the espresso machine; the call
+/// passes `item` (the espresso machine's id, or the coffee maker's above it), then the
+/// assistant hands the conversation to a person.
+fn return_of(item: &str) -> Trajectory {
+    let order = r##"{"order_id": "#W5918442", "status": "delivered", "items": [
+        {"name": "Coffee Maker", "item_id": "1323134954", "price": 236.95},
+        {"name": "Espresso Machine", "item_id": "3815173328", "price": 2908.42},
+        {"name": "Electric Kettle", "item_id": "9472539378", "price": 143.72}],
+        "payment_history": [{"amount": 3289.09, "payment_method_id": "paypal_8041230"}]}"##;
+    load(messages(vec![
+        vec![system(POLICY_CONFIRM), user("I need to return the espresso machine from order #W5918442, it leaks.")],
+        call("c1", "get_order_details", json!({"order_id": "#W5918442"}), order),
+        vec![
+            assistant(
+                "I found it: Espresso Machine — $2,908.42, refund to PayPal (paypal_8041230). Shall I proceed with \
+                 this return? Please confirm with yes.",
+            ),
+            user("yes"),
+        ],
+        call(
+            "c2",
+            "return_delivered_order_items",
+            json!({"order_id": "#W5918442", "item_ids": [item], "payment_method_id": "paypal_8041230"}),
+            r##"{"order_id": "#W5918442", "status": "return requested"}"##,
+        ),
+        vec![assistant("Your return is requested. Anything else?"), user("The label is for the wrong item!")],
+        call("c3", "transfer_to_human_agents", json!({"summary": "wrong item on the return"}), "Transfer successful"),
+    ]))
+}
+
+#[test]
+fn a_change_that_passes_the_next_records_id_in_a_list_of_ids_is_an_argument_mismatch() {
+    let t = return_of("1323134954");
+    assert_eq!(findings(&t), vec![(6, Signal::ArgumentMismatch)]);
+    assert_eq!(
+        evidence(&t, 6, Signal::ArgumentMismatch),
+        "return_delivered_order_items acts on item_id 1323134954 (\"Coffee Maker\"), but step 4 describes \"espresso\", \
+         \"machine\", which only item_id 3815173328 (\"Espresso Machine\") of the list at step 3 has"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(6));
+    // The confirmed record's own id; and the hand-over to a person, which changes no record,
+    // needs no confirmation.
+    assert_eq!(findings(&return_of("3815173328")), vec![]);
+}

@@ -560,7 +560,11 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
                 asked.insert(s.agent.as_str(), i);
                 continue;
             }
-            if i > from && changes_state(t, i) && policy.covers(s.tool_name.as_deref()) {
+            if i > from
+                && changes_state(t, i)
+                && policy.covers(s.tool_name.as_deref())
+                && !hands_to_person(s.tool_name.as_deref())
+            {
                 let proposal = asked.get(s.agent.as_str()).copied();
                 let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p)
                     || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
@@ -571,6 +575,22 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         }
         out
     })
+}
+
+/// Whether a tool hands the conversation to a person (`transfer_to_human_agents`,
+/// `escalate_to_support`, `handoff_to_agent`): it changes no record of the user's, so no
+/// confirmation rule asks for it.
+fn hands_to_person(tool: Option<&str>) -> bool {
+    let Some(n) = tool.map(str::to_ascii_lowercase) else { return false };
+    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    let hands = words.iter().any(|w| matches!(*w, "transfer" | "escalate" | "handoff" | "hand" | "route"));
+    let person = words.iter().any(|w| {
+        matches!(
+            *w,
+            "human" | "humans" | "agent" | "agents" | "support" | "person" | "representative" | "staff" | "operator"
+        )
+    });
+    hands && person
 }
 
 /// Whether a role is the user's (the human or the simulated user the agent serves).
@@ -1665,7 +1685,9 @@ fn push_mismatch(out: &mut Vec<Finding>, tool: &str, used: &str, given: &str, us
 const RECORD_LOOKBACK: usize = 30;
 
 /// Step `i`, a state-changing call, names a record of a list an earlier tool output gave by one
-/// of its identifiers (`"line_id": "L1"`), while the agent's own message right before the call
+/// of its identifiers (`"line_id": "L1"`, or one of a list of them under the plural key:
+/// `"item_ids": ["1323134954"]` names records by `item_id`), while the agent's own message right
+/// before the call
 /// (what it says it is about to do), or else the user's last turn, describes another record of
 /// that list: it names a word that only that other record has among the list's records
 /// ("blue"), and no word that only the named record has ("white"). The list is the last one
@@ -1680,11 +1702,20 @@ pub(crate) fn wrong_record(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         return;
     }
     let Some(args) = call_arguments(&s.content) else { return };
-    let ids: Vec<(&String, String)> = args
+    // An identifier, or each of a list of them under the plural key (`"item_ids": ["1323134954"]`
+    // names records by their `item_id`).
+    let mut ids: Vec<(String, String)> = args
         .keys()
         .filter(|k| super::is_id_key(k))
-        .filter_map(|k| field_text(&args, k).filter(|x| !x.is_empty()).map(|x| (k, x)))
+        .filter_map(|k| field_text(&args, k).filter(|x| !x.is_empty()).map(|x| (k.clone(), x)))
         .collect();
+    for (k, v) in &args {
+        let Some(items) = v.as_array() else { continue };
+        let Some(one) = k.strip_suffix('s').filter(|one| super::is_id_key(one)) else { continue };
+        ids.extend(
+            items.iter().filter_map(|x| x.as_str()).filter(|x| !x.is_empty()).map(|x| (one.to_string(), x.to_string())),
+        );
+    }
     if ids.is_empty() {
         return;
     }

@@ -814,8 +814,78 @@ pub fn reads_or_checks(c: &Command) -> bool {
         }
         "make" => ["", "test", "check", "lint", "build", "all"].contains(&inv.subcommand(&MAKE_VALUE_OPTIONS).0),
         "mix" => ["test", "compile"].contains(&inv.subcommand(&[]).0),
-        _ => false,
+        _ => cli_reads(&inv),
     }
+}
+
+/// Subcommands of a command-line client that only read (`kubectl logs`, `docker ps`, `helm
+/// status`, `gh pr view`, `deployctl history`, `aws ec2 describe-instances`).
+const CLI_READ_VERBS: [&str; 22] = [
+    "get", "describe", "logs", "log", "list", "ls", "show", "status", "view", "history", "inspect", "info", "version",
+    "top", "events", "explain", "diff", "search", "whoami", "ps", "images", "cat",
+];
+
+/// Subcommands of a command-line client that change something (`kubectl apply`, `deployctl
+/// rollback`, `helm upgrade`, `gh pr merge`).
+const CLI_WRITE_VERBS: [&str; 34] = [
+    "apply",
+    "create",
+    "delete",
+    "rm",
+    "remove",
+    "patch",
+    "replace",
+    "edit",
+    "set",
+    "scale",
+    "rollout",
+    "rollback",
+    "restart",
+    "run",
+    "exec",
+    "deploy",
+    "push",
+    "pull",
+    "install",
+    "uninstall",
+    "upgrade",
+    "update",
+    "merge",
+    "close",
+    "cancel",
+    "stop",
+    "start",
+    "kill",
+    "drain",
+    "cordon",
+    "label",
+    "annotate",
+    "promote",
+    "release",
+];
+
+/// Whether a command-line client of no known kind only reads: one of its words that is no
+/// option is a read subcommand ([`CLI_READ_VERBS`], or opens `describe-`, `list-` or `get-` as
+/// the AWS CLI's do), and none is a write one ([`CLI_WRITE_VERBS`]). Option values cannot be
+/// told from subcommands without the client's own table, so every word is read: `kubectl
+/// --context prod-eu1 -n checkout logs deploy/api` reads, `deployctl rollback api --to 4470`
+/// does not. Words after a `|` are another command.
+fn cli_reads(inv: &Invocation<'_>) -> bool {
+    // Programs whose arguments are paths, code or addresses, not subcommands: `rm -r logs`
+    // removes a folder named like a subcommand.
+    const NOT_CLIENTS: [&str; 30] = [
+        "rm", "rmdir", "mv", "cp", "mkdir", "touch", "chmod", "chown", "ln", "tee", "dd", "truncate", "kill", "pkill",
+        "killall", "shred", "unlink", "install", "rsync", "scp", "curl", "wget", "sh", "bash", "zsh", "python",
+        "python3", "node", "ruby", "xargs",
+    ];
+    if NOT_CLIENTS.contains(&inv.program) {
+        return false;
+    }
+    let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).filter(|w| !w.starts_with('-')).collect();
+    let reads = words
+        .iter()
+        .any(|w| CLI_READ_VERBS.contains(w) || ["describe-", "list-", "get-"].iter().any(|p| w.starts_with(p)));
+    reads && !words.iter().any(|w| CLI_WRITE_VERBS.contains(w))
 }
 
 /// Whether one simple command checks the work: a test runner ([`runs_tests`]), a checker
@@ -1387,6 +1457,30 @@ pub fn action_key(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_s_read_subcommands_change_nothing() {
+        for line in [
+            "kubectl --context prod-eu1 -n checkout logs deploy/checkout-api --since=3m | tail -n 6",
+            "deployctl history checkout-api --after 2025-10-14T00:00:00Z --limit 20",
+            "docker ps -a",
+            "helm status payments -n prod",
+            "gh pr view 4411 --json files",
+            "aws ec2 describe-instances --region eu-west-1",
+        ] {
+            assert!(!changes_state(line), "{line}");
+        }
+        for line in [
+            "deployctl rollback checkout-api --to 4470 --context prod-eu1",
+            "kubectl -n checkout rollout restart deploy/checkout-api",
+            "kubectl apply -f k8s/ && kubectl get pods",
+            "rm -rf logs",
+            "python3 tools/sync.py status",
+            "gh pr merge 4411 --squash",
+        ] {
+            assert!(changes_state(line), "{line}");
+        }
+    }
 
     #[test]
     fn a_push_is_read_for_the_branch_it_updates() {
