@@ -3296,14 +3296,26 @@ fn a_change_that_reaches_production_through_the_settings_in_effect_is_the_error(
         ("cat .env", prod_env, "bin/rails db:migrate RAILS_ENV=test"),
         // A database tool goes where the database settings point, whatever APP_ENV says.
         ("cat .env", "APP_ENV=production\nPGHOST=localhost", "alembic upgrade head"),
+        // Over every env file, only `.env`'s own line is in effect.
+        (
+            "grep -H '^DATABASE_URL' .env*",
+            ".env:DATABASE_URL=postgresql://app@localhost:5432/shop\n\
+             .env.production:DATABASE_URL=postgresql://app@prod-db.internal:5432/shop",
+            "alembic upgrade head",
+        ),
     ] {
         let t = env_session(task, read, shown, then);
         assert_eq!(crate::chat::steps_with(&t, Signal::ForbiddenChange), none, "{read} / {then}");
     }
-    // A context printed bare, and Django's migrate, read the same way.
+    // A context printed bare, Django's migrate, and a grep over every env file whose `.env`
+    // line points at production, read the same way.
+    let every_env = ".env:DATABASE_URL=postgresql://app@prod-db.internal:5432/shop\n\
+        .env.example:DATABASE_URL=postgresql://app@localhost:5432/shop_dev\n\
+        .env.staging:DATABASE_URL=postgresql://app@stg-db.internal:5432/shop";
     for (read, shown, then) in [
         ("kubectl config current-context", "prod-eu", "kubectl apply -f k8s/"),
         ("cat .env", prod_env, "python manage.py migrate"),
+        ("grep -H '^DATABASE_URL' .env*", every_env, "alembic upgrade head"),
     ] {
         let t = env_session(task, read, shown, then);
         assert_eq!(crate::chat::steps_with(&t, Signal::ForbiddenChange), vec![3], "{read} / {then}");

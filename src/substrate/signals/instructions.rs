@@ -1464,6 +1464,9 @@ fn command_selects(line: &str) -> Option<(Selected, String)> {
 /// workspace show`.
 fn reads_settings_in_effect(t: &Trajectory, c: usize) -> bool {
     let default_file = |p: &str| matches!(p.trim_matches(['"', '\'']).rsplit('/').next(), Some(".env" | ".envrc"));
+    // A glob that takes in `.env` with the other environments' files (`grep -H '^DATABASE_URL'
+    // .env*`): its output names each line's file ([`in_effect_lines`]).
+    let env_glob = |p: &str| p.trim_matches(['"', '\'']).rsplit('/').next() == Some(".env*");
     let s = &t.steps[c];
     if s.kind != StepKind::ToolCall {
         return false;
@@ -1477,6 +1480,7 @@ fn reads_settings_in_effect(t: &Trajectory, c: usize) -> bool {
                 "cat" | "head" | "tail" | "less" | "more" | "bat" | "grep" | "rg" => {
                     args.iter().any(|a| !a.starts_with('-') && default_file(a))
                         && !args.iter().any(|a| a.rsplit('/').next().is_some_and(|n| n.starts_with(".env.")))
+                        || matches!(inv.program, "grep" | "rg") && args.iter().any(|a| env_glob(a))
                 }
                 "printenv" | "env" => true,
                 "echo" => args.iter().any(|a| a.starts_with('$')),
@@ -1491,6 +1495,25 @@ fn reads_settings_in_effect(t: &Trajectory, c: usize) -> bool {
                 .any(|k| args.get(*k).and_then(|v| v.as_str()).is_some_and(default_file))
         }),
     }
+}
+
+/// An env file's name at the start of a line, as `grep` prints it over several files
+/// (`.env.staging:DATABASE_URL=…`). Group 1 is the file's name.
+static ENV_FILE_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?:[\w.-]*/)?(\.env(?:\.[\w-]+)?|\.envrc):").unwrap());
+
+/// The lines of a settings read that are in effect: where a line names the env file it comes
+/// from ([`ENV_FILE_PREFIX`], a `grep` over `.env*`), only those of `.env` and `.envrc`, without
+/// the name; other lines as they are.
+fn in_effect_lines(text: &str) -> String {
+    text.lines()
+        .filter_map(|l| match ENV_FILE_PREFIX.captures(l) {
+            Some(c) if matches!(&c[1], ".env" | ".envrc") => Some(&l[c[0].len()..]),
+            Some(_) => None,
+            None => Some(l),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The environment in effect at call `i`, when the latest selection of one before it chose
@@ -1518,7 +1541,8 @@ fn production_in_effect(ctx: &Context<'_>, i: usize, database: bool) -> Option<(
                 if !reads_settings_in_effect(t, call) {
                     continue;
                 }
-                let whole = s.content.trim();
+                let content = in_effect_lines(&s.content);
+                let whole = content.trim();
                 // A command that prints the name alone (`kubectl config current-context`).
                 let bare = (!whole.contains(char::is_whitespace) && !whole.contains('='))
                     .then(|| selected(whole).map(|sel| (sel, whole.to_string())))
@@ -1526,15 +1550,15 @@ fn production_in_effect(ctx: &Context<'_>, i: usize, database: bool) -> Option<(
                 // For a database tool the database's own location decides when the file gives one
                 // (`PGHOST=localhost` beside `APP_ENV=production`).
                 let db_key = |m: &regex::Captures<'_>| DATABASE_KEYS.contains(&&m["key"]);
-                let by_db = database && SELECTS_ENV.captures_iter(&s.content).any(|m| db_key(&m));
+                let by_db = database && SELECTS_ENV.captures_iter(&content).any(|m| db_key(&m));
                 let counts = |m: &regex::Captures<'_>| !by_db || db_key(m);
-                let assigned = SELECTS_ENV.captures_iter(&s.content).filter(|m| counts(m)).find_map(|m| {
+                let assigned = SELECTS_ENV.captures_iter(&content).filter(|m| counts(m)).find_map(|m| {
                     (selected(&m["value"]) == Some(Selected::Production))
                         .then(|| (Selected::Production, m[0].trim_start_matches(['"', '\'', '→']).trim().to_string()))
                 });
                 let other = || {
                     SELECTS_ENV
-                        .captures_iter(&s.content)
+                        .captures_iter(&content)
                         .filter(|m| counts(m))
                         .find_map(|m| selected(&m["value"]).map(|sel| (sel, m[0].trim().to_string())))
                 };
