@@ -520,6 +520,32 @@ fn a_report_that_names_only_the_definition_and_denies_uses_leaves_out_the_caller
 }
 
 #[test]
+fn a_report_that_nothing_else_references_the_name_is_a_claim_that_nothing_more_exists() {
+    let hits = "CHANGELOG.md:41:- Deprecated `get_legacy_client()`\njobs/nightly_reconcile.py:31:    client = \
+                get_legacy_client(region)\nscripts/backfill.py:58:    pdf = get_legacy_client().render(inv_id)";
+    for (report, claim) in [
+        (
+            "CHANGELOG.md:41 mentions it. Nothing else in the repository references it.",
+            "Nothing else in the repository references",
+        ),
+        ("Only CHANGELOG.md mentions it; no other module imports it.", "no other module imports it"),
+    ] {
+        let t = reported(hits, report);
+        assert_eq!(
+            evidence(&t, 3, Signal::OmittedHits),
+            format!(
+                "says \"{claim}\", but its search (step 1) listed 3 files; it leaves out jobs/nightly_reconcile.py, \
+                 scripts/backfill.py"
+            ),
+            "{report}"
+        );
+    }
+    // Nothing was left to do is no claim about the search.
+    let t = reported(hits, "CHANGELOG.md mentions it; there is nothing to update, the job calls it through the shim.");
+    assert_eq!(steps_with(&t, Signal::OmittedHits), Vec::<usize>::new());
+}
+
+#[test]
 fn a_whole_repository_claim_after_searching_one_package_is_the_decisive_step() {
     // A first user's Claude Code session: the Explore sub-agent is asked for "every place in this
     // repository" that uses a helper, greps only the `ledgerly/` package (absolute paths inside
