@@ -32,6 +32,7 @@ mod progress;
 mod recovery;
 mod reproduction;
 pub mod revert;
+mod searched;
 pub mod shell;
 mod side_effects;
 mod sources;
@@ -241,6 +242,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
     units::local_as_utc(ctx, i, &mut f);
+    searched::none_wider_than_search(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);

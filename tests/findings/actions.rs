@@ -1589,3 +1589,53 @@ fn a_change_that_passes_the_next_records_id_in_a_list_of_ids_is_an_argument_mism
     // needs no confirmation.
     assert_eq!(findings(&return_of("3815173328")), vec![]);
 }
+
+#[test]
+fn a_transfer_of_a_record_to_another_agent_is_no_hand_off_to_a_person() {
+    let t = load(messages(vec![
+        vec![system(POLICY_CONFIRM), user("What are my options for policy P-2291? My agent retired.")],
+        call(
+            "c1",
+            "transfer_policy_to_agent",
+            json!({"policy_id": "P-2291", "agent_id": "AG-77"}),
+            r##"{"policy_id": "P-2291", "agent_of_record": "AG-77"}"##,
+        ),
+        vec![assistant("Done: your policy now sits with agent AG-77.")],
+    ]));
+    assert_eq!(findings(&t), vec![(2, Signal::UnconfirmedAction)]);
+}
+
+/// A search for direct flights comes back empty and the assistant tells the user there are no
+/// flights at all (`reply`); one-stop flights are searched only after the user complains.
+fn direct_only(reply: &str) -> Trajectory {
+    load(messages(vec![
+        vec![
+            system("# Airline agent policy\n- You can search, book, modify and cancel flights."),
+            user("I need a one-way flight JFK to Seattle on May 22nd. A connection is totally fine."),
+        ],
+        call("c1", "search_direct_flight", json!({"origin": "JFK", "destination": "SEA", "date": "2024-05-22"}), "[]"),
+        vec![assistant(reply), user("My sister just booked HAT057 via Chicago on the 22nd!")],
+        call(
+            "c2",
+            "search_onestop_flight",
+            json!({"origin": "JFK", "destination": "SEA", "date": "2024-05-22"}),
+            r##"[[{"flight_number": "HAT057", "origin": "JFK", "destination": "ORD"}]]"##,
+        ),
+        vec![assistant("I only searched direct flights; HAT057 with a stop in Chicago is available.")],
+    ]))
+}
+
+#[test]
+fn a_none_told_after_searching_with_only_one_tool_of_its_family_is_a_partial_search() {
+    let t = direct_only("I'm sorry, there are no available flights from JFK to Seattle on 2024-05-22.");
+    assert_eq!(crate::chat::steps_with(&t, Signal::PartialSearch), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::PartialSearch),
+        "says \"there are no available flights\" after searching only with search_direct_flight (step 2), which \
+         found none; search_onestop_flight (step 6) searches flights too"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(4));
+    // Told as what was searched, it is no wider claim.
+    let t = direct_only("I'm sorry, there are no direct flights from JFK to Seattle on 2024-05-22.");
+    assert_eq!(crate::chat::steps_with(&t, Signal::PartialSearch), Vec::<usize>::new());
+}

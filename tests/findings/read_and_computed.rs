@@ -568,6 +568,15 @@ fn a_total_of_the_quantity_the_user_asked_for_at_a_looked_up_price_is_worked_out
     assert_eq!(falat(&t).decisive_step, None);
     let t = run("The A4 paper is £61.50 a box, so the order comes to £18,540.00 before delivery.");
     assert_eq!(evidence(&t, 4, Signal::UnsourcedValue), "states 18540 with no earlier source");
+    // A quantity the user took back is no longer asked for: 300 × 61.50 after "make it 250".
+    let mut m = vec![
+        system("You are the purchasing assistant of Harlow Print Ltd."),
+        user("Quote me 300 boxes of the A4 copier paper (SKU PAP-A4-80)."),
+        user("Actually make it 250 boxes, we have some left."),
+    ];
+    m.extend(call("c1", "catalogue_lookup", json!({"sku": "PAP-A4-80"}), "{\"unit_price_gbp\": 61.50}"));
+    m.push(assistant("The A4 paper is £61.50 a box, so the order comes to £18,450.00 before delivery."));
+    assert_eq!(evidence(&load(m), 5, Signal::UnsourcedValue), "states 18450 with no earlier source");
 }
 
 /// A user gives the time of a spike on a board set to Berlin time; a deploy history prints UTC
@@ -600,9 +609,40 @@ fn a_local_time_the_user_gave_compared_with_utc_times_is_a_misread() {
          if both were one clock"
     );
     assert_eq!(falat(&t).decisive_step, Some(3));
-    // Converted first: 14:05 Berlin (CEST) is 12:05 UTC, so #4469 is the one before it.
-    let t = spike_at_berlin_time(
+    // Converted first: 14:05 Berlin (CEST) is 12:05 UTC, so #4469 is the one before it; also
+    // when the sentence names the zone before the time and the converted time well after it.
+    for converted in [
         "14:05 Berlin time is 12:05 UTC. The last deploy before that is #4469 at 12:01:55. Rolling back to #4468.",
+        "Germany is on CEST in October, so the 14:05 jump on your Grafana board was at 12:05 UTC. The last deploy \
+         before it is #4469 at 12:01:55.",
+        "Your board shows 14:05, which was at 12:05 UTC. The last deploy before it is #4469 at 12:01:55.",
+    ] {
+        let t = spike_at_berlin_time(converted);
+        assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new(), "{converted}");
+    }
+}
+
+#[test]
+fn a_local_time_compared_with_utc_is_read_with_am_pm_and_not_for_zones_on_utc_in_winter() {
+    let run = |asked: &str, reply: &str| {
+        let history = "2025-01-14T13:20:03Z  r-2289  flags\n2025-01-14T14:02:37Z  r-2290  logging: structured json";
+        let mut m = vec![user(asked)];
+        m.extend(call("d1", "shell", json!({"command": "deployctl history api"}), history));
+        m.push(assistant(reply));
+        load(m)
+    };
+    let t = run(
+        "Errors started at 2:05 PM PST today. Which release caused them?",
+        "The errors began at 2:05 PM, three minutes after r-2290 shipped at 14:02 UTC, so r-2290 is the cause.",
+    );
+    assert_eq!(
+        evidence(&t, 3, Signal::IgnoredResult),
+        "compares 2:05 PM, which the user gave at step 0 in PST time, with 14:02, a UTC time of step 2, as if both \
+         were one clock"
+    );
+    let t = run(
+        "Errors started at 14:05 (Europe/London) today. Which release caused them?",
+        "The errors began at 14:05, three minutes after r-2290 shipped at 14:02:37, so r-2290 is the cause.",
     );
     assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
 }

@@ -582,15 +582,17 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
 /// confirmation rule asks for it.
 fn hands_to_person(tool: Option<&str>) -> bool {
     let Some(n) = tool.map(str::to_ascii_lowercase) else { return false };
-    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).collect();
-    let hands = words.iter().any(|w| matches!(*w, "transfer" | "escalate" | "handoff" | "hand" | "route"));
-    let person = words.iter().any(|w| {
-        matches!(
-            *w,
-            "human" | "humans" | "agent" | "agents" | "support" | "person" | "representative" | "staff" | "operator"
-        )
-    });
-    hands && person
+    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let Some((verb, rest)) = words.split_first() else { return false };
+    const PERSON: [&str; 9] =
+        ["human", "humans", "agent", "agents", "support", "person", "representative", "staff", "operator"];
+    // Every other word says who takes over (`transfer_to_human_agents`); a word naming a thing
+    // handed over (`transfer_policy_to_agent` reassigns a policy) is a change of a record.
+    matches!(*verb, "transfer" | "escalate" | "handoff" | "hand" | "route")
+        && rest.iter().any(|w| PERSON.contains(w))
+        && rest
+            .iter()
+            .all(|w| PERSON.contains(w) || matches!(*w, "to" | "the" | "a" | "live" | "desk" | "team" | "off"))
 }
 
 /// Whether a role is the user's (the human or the simulated user the agent serves).

@@ -11,12 +11,20 @@ use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
 use crate::prose;
 
+/// Currency codes an amount's key may carry (`total_usd`).
+const CURRENCIES: [&str; 10] = ["usd", "eur", "gbp", "chf", "cad", "aud", "jpy", "sek", "nok", "dkk"];
+
 /// Whether an argument's key names a sum of money (`amount`, `refund_amount`, `total`, `price`,
-/// `credit`).
+/// `credit`). `total` with another word names a sum only when that word is one of money
+/// (`total_cost`, `total_due`): `total_baggages` and `total_items` count things.
 fn is_money_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    k.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| matches!(w, "amount" | "total" | "price" | "sum" | "credit" | "charge" | "value"))
+    let words: Vec<&str> = k.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let money = |w: &str| {
+        matches!(w, "amount" | "price" | "sum" | "credit" | "charge" | "value" | "cost" | "due" | "paid" | "fee")
+    };
+    words.iter().any(|w| money(w))
+        || words.contains(&"total") && words.iter().all(|w| *w == "total" || money(w) || CURRENCIES.contains(w))
         || k.ends_with("amount")
 }
 
@@ -159,5 +167,10 @@ mod tests {
         assert!(is_money_key("creditAmount"));
         assert!(!is_money_key("order_id"));
         assert!(!is_money_key("quantity"));
+        assert!(is_money_key("total"));
+        assert!(is_money_key("total_usd"));
+        assert!(is_money_key("total_cost"));
+        assert!(!is_money_key("total_baggages"));
+        assert!(!is_money_key("total_items"));
     }
 }

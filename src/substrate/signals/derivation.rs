@@ -122,16 +122,23 @@ pub(super) fn sourced_product(
 
 /// The figures the user asked with, as [`sourced_product`] pairs them: the numbers of the task
 /// and of the served person's messages before step `i`, other than 0 and 1 and years, at most
-/// [`MAX_OPERANDS`] of them.
+/// [`MAX_OPERANDS`] of them. A turn that revises the request with a number ("Actually make it
+/// 250 boxes", "change it to 4 nights instead") replaces what the turns before it asked.
 pub(super) fn asked(ctx: &Context<'_>, i: usize) -> Vec<f64> {
     let t = ctx.trajectory;
     let task = crate::evidence::extract_text(&t.task);
+    static REVISES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(?:actually|instead|make it|change (?:it|that) to|rather|correction)\b").unwrap()
+    });
     let person = t.steps[..i.min(t.steps.len())]
         .iter()
         .filter(|s| super::actions::is_human(s))
-        .map(|s| ctx.hierarchy.evidence[s.index].as_slice());
+        .map(|s| (ctx.hierarchy.evidence[s.index].as_slice(), REVISES.is_match(&s.content)));
     let mut out: Vec<f64> = Vec::new();
-    for ev in std::iter::once(task.as_slice()).chain(person) {
+    for (ev, revises) in std::iter::once((task.as_slice(), false)).chain(person) {
+        if revises && ev.iter().any(|e| e.kind == EvidenceKind::Number && e.context.is_none()) {
+            out.clear();
+        }
         for e in ev.iter().filter(|e| e.kind == EvidenceKind::Number && e.context.is_none()) {
             let Ok(x) = e.key.parse::<f64>() else { continue };
             let year = x.fract() == 0.0 && (1000.0..=2100.0).contains(&x);

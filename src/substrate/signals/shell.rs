@@ -826,8 +826,8 @@ const CLI_READ_VERBS: [&str; 22] = [
 ];
 
 /// Subcommands of a command-line client that change something (`kubectl apply`, `deployctl
-/// rollback`, `helm upgrade`, `gh pr merge`).
-const CLI_WRITE_VERBS: [&str; 34] = [
+/// rollback`, `helm upgrade`, `gh pr merge`, `aws s3 sync`).
+const CLI_WRITE_VERBS: [&str; 44] = [
     "apply",
     "create",
     "delete",
@@ -862,14 +862,26 @@ const CLI_WRITE_VERBS: [&str; 34] = [
     "annotate",
     "promote",
     "release",
+    "sync",
+    "cp",
+    "mv",
+    "put",
+    "upload",
+    "copy",
+    "import",
+    "send",
+    "post",
+    "publish",
 ];
 
-/// Whether a command-line client of no known kind only reads: one of its words that is no
-/// option is a read subcommand ([`CLI_READ_VERBS`], or opens `describe-`, `list-` or `get-` as
-/// the AWS CLI's do), and none is a write one ([`CLI_WRITE_VERBS`]). Option values cannot be
-/// told from subcommands without the client's own table, so every word is read: `kubectl
-/// --context prod-eu1 -n checkout logs deploy/api` reads, `deployctl rollback api --to 4470`
-/// does not. Words after a `|` are another command.
+/// Whether a command-line client of no known kind only reads: its first word that is no option
+/// and is a subcommand of either kind decides, a read one ([`CLI_READ_VERBS`], or one opening
+/// `describe-`, `list-` or `get-` as the AWS CLI's do) or a write one ([`CLI_WRITE_VERBS`]);
+/// `run` or `exec` followed by a read subcommand is a command group (`gh run view`). Option
+/// values cannot be told from subcommands without the client's own table, so words that are
+/// neither are passed over: `kubectl --context prod-eu1 -n checkout logs deploy/api` reads,
+/// `deployctl rollback api --to 4470` and `aws s3 sync logs s3://…` (a folder named `logs`) do
+/// not.
 fn cli_reads(inv: &Invocation<'_>) -> bool {
     // Programs whose arguments are paths, code or addresses, not subcommands: `rm -r logs`
     // removes a folder named like a subcommand.
@@ -882,10 +894,20 @@ fn cli_reads(inv: &Invocation<'_>) -> bool {
         return false;
     }
     let words: Vec<&str> = inv.args.iter().map(|w| w.text.as_str()).filter(|w| !w.starts_with('-')).collect();
-    let reads = words
-        .iter()
-        .any(|w| CLI_READ_VERBS.contains(w) || ["describe-", "list-", "get-"].iter().any(|p| w.starts_with(p)));
-    reads && !words.iter().any(|w| CLI_WRITE_VERBS.contains(w))
+    let reads =
+        |w: &str| CLI_READ_VERBS.contains(&w) || ["describe-", "list-", "get-"].iter().any(|p| w.starts_with(p));
+    for (k, w) in words.iter().enumerate() {
+        if matches!(*w, "run" | "exec") && words.get(k + 1).is_some_and(|n| reads(n)) {
+            continue;
+        }
+        if reads(w) {
+            return true;
+        }
+        if CLI_WRITE_VERBS.contains(w) {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether one simple command checks the work: a test runner ([`runs_tests`]), a checker
@@ -1466,6 +1488,7 @@ mod tests {
             "docker ps -a",
             "helm status payments -n prod",
             "gh pr view 4411 --json files",
+            "gh run view 9812345 --log-failed",
             "aws ec2 describe-instances --region eu-west-1",
         ] {
             assert!(!changes_state(line), "{line}");
@@ -1477,6 +1500,7 @@ mod tests {
             "rm -rf logs",
             "python3 tools/sync.py status",
             "gh pr merge 4411 --squash",
+            "aws s3 sync logs s3://acme-audit-archive/2025/",
         ] {
             assert!(changes_state(line), "{line}");
         }

@@ -70,18 +70,36 @@ fn cells(line: &str) -> Option<Vec<&str>> {
     Some(GAP.split(line).map(str::trim).filter(|c| !c.is_empty()).collect())
 }
 
-/// A unit written after a cell's number: up to four letters, maybe per another unit (`ms`, `m`,
-/// `GB`, `km/h`, `req/s`), or degrees (`°C`). Not a word such as a place name.
-static UNIT: LazyLock<regex::Regex> =
-    LazyLock::new(|| regex::Regex::new(r"^[ \u{a0}]?(?:[A-Za-zµμ]{1,4}(?:/[A-Za-z]{1,3})?|°[CF]?)$").unwrap());
+/// Units a cell may write after its number (compared ignoring case): time, length, mass,
+/// volume, data, power, frequency and rates. `km/h` and `req/s` are a unit per a unit.
+const UNITS: [&str; 52] = [
+    "ns", "us", "µs", "μs", "ms", "s", "sec", "secs", "min", "mins", "h", "hr", "hrs", "d", "mm", "cm", "m", "km",
+    "ft", "mi", "in", "g", "mg", "kg", "t", "lb", "lbs", "ml", "l", "b", "kb", "mb", "gb", "tb", "kib", "mib", "gib",
+    "tib", "w", "kw", "kwh", "mw", "hz", "khz", "mhz", "ghz", "rpm", "fps", "req", "ops", "mph", "x",
+];
+
+/// Whether the text after a cell's number is a unit ([`UNITS`], or one per another: `km/h`,
+/// `req/s`), or degrees (`°C`), after at most one space. A word such as a place's name
+/// (`1530 Moss`) is none.
+fn is_unit(rest: &str) -> bool {
+    let r = rest.strip_prefix([' ', '\u{a0}']).unwrap_or(rest);
+    if matches!(r, "°" | "°C" | "°F") {
+        return true;
+    }
+    let known = |u: &str| UNITS.iter().any(|k| k.eq_ignore_ascii_case(u));
+    match r.split_once('/') {
+        Some((a, b)) => known(a) && known(b),
+        None => known(r),
+    }
+}
 
 /// The value of a numeric cell, normalised: the whole cell is one number ([`NUMBER`]), maybe
-/// with a sign, a percent sign, a currency symbol or a unit after it ([`UNIT`]: `48.3 ms`,
+/// with a sign, a percent sign, a currency symbol or a unit after it ([`is_unit`]: `48.3 ms`,
 /// `21 m`).
 fn cell_value(cell: &str) -> Option<String> {
     let t = cell.trim().trim_start_matches(['+', '−', '-', '$', '€', '£']).trim_end_matches(['%', '*']).trim();
     let m = NUMBER.find(t)?;
-    if m.start() != 0 || (m.end() != t.len() && !UNIT.is_match(&t[m.end()..])) {
+    if m.start() != 0 || (m.end() != t.len() && !is_unit(&t[m.end()..])) {
         return None;
     }
     let n = crate::evidence::normalize_number(&m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], ""));
@@ -545,6 +563,8 @@ mod tests {
         assert_eq!(cell_value("5501 Tromsø"), None);
         assert_eq!(cell_value("2024 Q3"), None);
         assert_eq!(cell_value("12 of 40"), None);
+        assert_eq!(cell_value("1530 Moss"), None);
+        assert_eq!(cell_value("120 km/h").as_deref(), Some("120"));
     }
 
     #[test]

@@ -246,6 +246,24 @@ static UTC_TIME: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
+/// Zones whose standard time is UTC itself: a time given there in winter is a UTC time, and
+/// without the zone's calendar the season is not known, so they are not read.
+const UTC_IN_WINTER: [&str; 8] = [
+    "Europe/London",
+    "Europe/Dublin",
+    "Europe/Lisbon",
+    "Atlantic/Reykjavik",
+    "Atlantic/Canary",
+    "Atlantic/Faroe",
+    "Africa/Abidjan",
+    "Africa/Accra",
+];
+
+/// How a zone is named in a finding: "Europe/Berlin time", "their own time".
+fn zone_phrase(zone: &str) -> String {
+    if zone.eq_ignore_ascii_case("our time") { "their own time".to_string() } else { format!("{zone} time") }
+}
+
 /// How far apart (in minutes) a local time and a UTC time an agent compares may be.
 const COMPARED_WITHIN: i32 = 180;
 
@@ -266,17 +284,25 @@ pub(super) fn local_as_utc(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     {
         return;
     }
-    let clock =
-        |c: &regex::Captures<'_>| -> Option<i32> { Some(c[1].parse::<i32>().ok()? * 60 + c[2].parse::<i32>().ok()?) };
+    // Minutes after midnight, a 12-hour time read with its `am` / `pm`.
+    let clock = |c: &regex::Captures<'_>| -> Option<i32> {
+        let h = c[1].parse::<i32>().ok()?;
+        let h = match c.get(3).map(|x| x.as_str().to_ascii_lowercase()) {
+            Some(x) if x == "p" && h < 12 => h + 12,
+            Some(x) if x == "a" && h == 12 => 0,
+            _ => h,
+        };
+        Some(h * 60 + c[2].parse::<i32>().ok()?)
+    };
     // The user's times given in a named zone: (step, minutes, as written, the zone).
     let mut local: Vec<(usize, i32, String, String)> = Vec::new();
     for j in (0..i).filter(|&j| super::actions::is_human(&t.steps[j])) {
         for line in t.steps[j].content.lines() {
             let Some(zone) = NAMED_ZONE.find(line).or_else(|| LOCAL_ZONE.find(line)) else { continue };
-            if line.contains("UTC") || line.contains("GMT") {
+            if line.contains("UTC") || line.contains("GMT") || UTC_IN_WINTER.contains(&zone.as_str()) {
                 continue;
             }
-            for c in STATED_CLOCK.captures_iter(line).filter(|c| c.get(3).is_none()) {
+            for c in STATED_CLOCK.captures_iter(line) {
                 if let Some(m) = clock(&c) {
                     local.push((j, m, c[0].to_string(), zone.as_str().to_string()));
                 }
@@ -303,12 +329,22 @@ pub(super) fn local_as_utc(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         STATED_CLOCK.captures_iter(&step.content).filter_map(|c| Some((clock(&c)?, c.get(0)?.as_str()))).collect();
     for (j, at, written, zone) in &local {
         let Some(pos) = step.content.find(written.as_str()) else { continue };
-        // The step names a zone right after the user's time ("14:05 Berlin", "14:05 CEST",
-        // "14:05 UTC"): it says which clock it reads.
-        let after = &step.content[pos + written.len()..];
-        let after = &after[..after.char_indices().nth(24).map_or(after.len(), |(k, _)| k)];
+        // The step says which clock the user's time is on: its sentence names the zone (its
+        // city, a zone word, an offset), or writes a UTC time that no tool gave, a conversion
+        // ("the 14:05 jump was at 12:05 UTC").
+        let sentence = &step.content[crate::text::sentence_around(&step.content, pos, pos + written.len())];
         let city = zone.rsplit('/').next().unwrap_or(zone).replace('_', " ");
-        if after.contains("UTC") || after.contains(&city) || LOCAL_ZONE.is_match(after) || NAMED_ZONE.is_match(after) {
+        let converted = UTC_TIME.captures_iter(sentence).any(|c| {
+            let (Some(h), Some(m)) = (c.get(1).or(c.get(3)), c.get(2).or(c.get(4))) else { return false };
+            let at = h.as_str().parse::<i32>().unwrap_or(-1) * 60 + m.as_str().parse::<i32>().unwrap_or(0);
+            !utc.iter().any(|(_, u)| *u == at)
+        });
+        if converted
+            || sentence.contains(&city)
+            || LOCAL_ZONE.is_match(sentence)
+            || NAMED_ZONE.is_match(sentence)
+            || OFFSET.is_match(sentence)
+        {
             continue;
         }
         // An earlier step of the agents that lines up the same two times made the comparison.
@@ -332,7 +368,7 @@ pub(super) fn local_as_utc(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
                 prose![
                     format!("compares {written}, which the user gave at step "),
                     Part::Step(*j),
-                    format!(" in {zone} time, with {w}, a UTC time of step "),
+                    format!(" in {}, with {w}, a UTC time of step ", zone_phrase(zone)),
                     Part::Step(*k),
                     ", as if both were one clock"
                 ],
