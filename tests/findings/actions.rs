@@ -1546,8 +1546,7 @@ fn a_worker_s_all_done_over_a_hidden_timeout_is_named_in_a_team_run() {
 }
 
 /// An order of three items; the user confirms the return of the espresso machine; the call
-/// passes `item` (the espresso machine's id, or the coffee maker's above it), then the
-/// assistant hands the conversation to a person.
+/// passes `item` (the espresso machine's id, or the coffee maker's above it).
 fn return_of(item: &str) -> Trajectory {
     let order = r##"{"order_id": "#W5918442", "status": "delivered", "items": [
         {"name": "Coffee Maker", "item_id": "1323134954", "price": 236.95},
@@ -1570,8 +1569,7 @@ fn return_of(item: &str) -> Trajectory {
             json!({"order_id": "#W5918442", "item_ids": [item], "payment_method_id": "paypal_8041230"}),
             r##"{"order_id": "#W5918442", "status": "return requested"}"##,
         ),
-        vec![assistant("Your return is requested. Anything else?"), user("The label is for the wrong item!")],
-        call("c3", "transfer_to_human_agents", json!({"summary": "wrong item on the return"}), "Transfer successful"),
+        vec![assistant("Your return is requested. Anything else?")],
     ]))
 }
 
@@ -1585,13 +1583,12 @@ fn a_change_that_passes_the_next_records_id_in_a_list_of_ids_is_an_argument_mism
          \"machine\", which only item_id 3815173328 (\"Espresso Machine\") of the list at step 3 has"
     );
     assert_eq!(falat(&t).decisive_step, Some(6));
-    // The confirmed record's own id; and the hand-over to a person, which changes no record,
-    // needs no confirmation.
+    // The confirmed record's own id.
     assert_eq!(findings(&return_of("3815173328")), vec![]);
 }
 
 #[test]
-fn a_transfer_of_a_record_to_another_agent_is_no_hand_off_to_a_person() {
+fn a_transfer_of_a_record_to_another_agent_needs_the_users_confirmation() {
     let t = load(messages(vec![
         vec![system(POLICY_CONFIRM), user("What are my options for policy P-2291? My agent retired.")],
         call(

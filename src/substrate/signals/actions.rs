@@ -560,11 +560,7 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
                 asked.insert(s.agent.as_str(), i);
                 continue;
             }
-            if i > from
-                && changes_state(t, i)
-                && policy.covers(s.tool_name.as_deref())
-                && !hands_to_person(s.tool_name.as_deref())
-            {
+            if i > from && changes_state(t, i) && policy.covers(s.tool_name.as_deref()) {
                 let proposal = asked.get(s.agent.as_str()).copied();
                 let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p)
                     || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
@@ -575,24 +571,6 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         }
         out
     })
-}
-
-/// Whether a tool hands the conversation to a person (`transfer_to_human_agents`,
-/// `escalate_to_support`, `handoff_to_agent`): it changes no record of the user's, so no
-/// confirmation rule asks for it.
-fn hands_to_person(tool: Option<&str>) -> bool {
-    let Some(n) = tool.map(str::to_ascii_lowercase) else { return false };
-    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let Some((verb, rest)) = words.split_first() else { return false };
-    const PERSON: [&str; 9] =
-        ["human", "humans", "agent", "agents", "support", "person", "representative", "staff", "operator"];
-    // Every other word says who takes over (`transfer_to_human_agents`); a word naming a thing
-    // handed over (`transfer_policy_to_agent` reassigns a policy) is a change of a record.
-    matches!(*verb, "transfer" | "escalate" | "handoff" | "hand" | "route")
-        && rest.iter().any(|w| PERSON.contains(w))
-        && rest
-            .iter()
-            .all(|w| PERSON.contains(w) || matches!(*w, "to" | "the" | "a" | "live" | "desk" | "team" | "off"))
 }
 
 /// Whether a role is the user's (the human or the simulated user the agent serves).
