@@ -224,6 +224,10 @@ pub enum Signal {
     /// (`print("median =", x.mean())`; `docs/METHODS.md`, "Instructions"). Offline only, as
     /// [`Signal::IgnoredResult`].
     WrongStatistic,
+    /// It writes out a calculation whose result is wrong: "€2,000 − €640 − €520 = €1,040", which
+    /// comes to 840 (`docs/METHODS.md`, "Grounding"). Offline only, as
+    /// [`Signal::IgnoredResult`].
+    Miscalculation,
     /// Marked by the user.
     UserMarked,
     /// Ranked among the most likely decisive steps by the fitted step ranker (its evidence gives
@@ -277,9 +281,10 @@ impl Signal {
     ];
 
     /// Signals from the one that best names a root error to the one that least does.
-    pub const PRIORITY: [Signal; 26] = [
+    pub const PRIORITY: [Signal; 27] = [
         Signal::UserMarked,
         Signal::CountMismatch,
+        Signal::Miscalculation,
         Signal::WrongStatistic,
         Signal::OmittedHits,
         Signal::IgnoredResult,
@@ -333,6 +338,7 @@ impl Signal {
             Signal::OmittedHits => "omitted_hits",
             Signal::RefusalBypassed => "refusal_bypassed",
             Signal::WrongStatistic => "wrong_statistic",
+            Signal::Miscalculation => "miscalculation",
             Signal::UserMarked => "user_marked",
             Signal::Ranked => "ranked",
         }
@@ -366,6 +372,7 @@ impl Signal {
             ForbiddenChange,
             RefusalBypassed,
             WrongStatistic,
+            Miscalculation,
             UserMarked,
             Ranked,
         ]
@@ -376,7 +383,8 @@ impl Signal {
     /// The error category a decisive step with this signal falls in.
     pub fn category(self) -> ErrorCategory {
         match self {
-            Signal::UnsourcedValue | Signal::WrongValueOrigin => ErrorCategory::Hallucination,
+            // A figure the written arithmetic does not give has nothing behind it.
+            Signal::UnsourcedValue | Signal::WrongValueOrigin | Signal::Miscalculation => ErrorCategory::Hallucination,
             Signal::Assumption => ErrorCategory::UnsupportedAssumption,
             Signal::FailedAction | Signal::RejectedAction | Signal::ArgumentMismatch => {
                 ErrorCategory::ToolInvocationError

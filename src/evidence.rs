@@ -12,6 +12,7 @@ use regex::Regex;
 
 use crate::model::{Step, StepKind};
 
+pub mod arithmetic;
 pub mod context;
 pub mod summary;
 
@@ -125,7 +126,7 @@ static PLUMBING: LazyLock<Regex> = LazyLock::new(|| {
 /// couldn't find it", "sorry, the booking failed"), not as a courtesy ("sorry for the wait").
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?im)(traceback \(most recent call last\)|(?-i:^panic: |(?-u:\b)panicked at )|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|(?-u:\b)sorry(?:,| but| to (?:say|report|tell you)| that)[^\n.!?]{0,80}?(?-u:\b)(?:couldn['’]?t|could not|can['’]?t|cannot|unable|(?:was|were)(?:n['’]?t| not) able|not able|failed|fails|didn['’]?t (?:work|go through|succeed)|did not (?:work|go through|succeed)|(?:is|was)(?:n['’]?t| not) possible|won['’]?t be able|went wrong|an error|no longer available)|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
+        r"(?im)(traceback \(most recent call last\)|(?-i:^panic: |(?-u:\b)panicked at )|(?-u:\b)[A-Z][a-zA-Z]*(Error|Exception)(?::[^:\n]|:$|[ \t.!;'\x22]|$)|(?-u:\b)error:|execution failed|(?-u:\b)failed to(?-u:\b)|(?-u:\b)not found(?-u:\b)|(?-u:\b)(404|403|401|429|500|502|503|504)(?-u:\b)[^\n]{0,20}(error|not found|forbidden|unauthorized|too many|unavailable|bad gateway)|(?-u:\b)error[ \t]+[45]\d\d(?-u:\b)|(?-u:\b)unable to(?-u:\b)|(?-u:\b)cannot (access|find|open|retrieve)|(?-u:\b)could not(?-u:\b)|(?-u:\b)no (results|code block|data) (found|detected)|there is no code|(?-u:\b)sorry(?:,| but| to (?:say|report|tell you)| that)[^\n.!?]{0,80}?(?-u:\b)(?:couldn['’]?t|could not|can['’]?t|cannot|unable|(?:was|were)(?:n['’]?t| not) able|not able|failed|fails|didn['’]?t (?:work|go through|succeed)|did not (?:work|go through|succeed)|(?:is|was)(?:n['’]?t| not) possible|won['’]?t be able|went wrong|an error|no longer available)|i cannot|i can'?t (help|access|assist)|access denied|permission denied|(?:^|[^\w\n.-])(?:timed ?out|time out)(?:[^\w\n=(\x22']|[\x22'][^:\n]|[\x22']?$)|^[ \t]*timeout(?:!|[ \t]*$|[ \t]+(?:after|exceeded|expired|waiting|while|of|\d))|(?-u:\b)timeout(?: error| issue| problem| exceeded| expired| reached| occurred| after|!)|^[ \t]*[^#\s][^\n]*?(?-u:\b)timeout:?[ \t]*$|(?:^|[^\w\n.-])timeout[\x22'](?:[^:\n]|$)|exceeded (?:the )?timeout)",
     )
     .unwrap()
 });
@@ -226,6 +227,11 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
         if m.as_str().ends_with(':') && no_value(&text[m.end()..end]) {
             continue;
         }
+        // An exception's name in quotes (`'HTTPServerError' -> 'http_server_error'`, "raises
+        // `KeyError`") is a word the output mentions, not an error it reports.
+        if quoted_name(text, &m) {
+            continue;
+        }
         last_line = start;
         out.push(Evidence { kind: EvidenceKind::ErrorLine, span: start..end, key: String::new(), context: None });
     }
@@ -234,6 +240,17 @@ pub fn extract_text(text: &str) -> Vec<Evidence> {
     out.retain(|e| !e.kind.is_value() || !plumbing.iter().any(|p| p.start <= e.span.start && e.span.end <= p.end));
     out.sort_by_key(|e| (e.span.start, e.span.end));
     out
+}
+
+/// Whether the error-line match `m` of `text` is an exception class's name between quotes of one
+/// kind (`'ValueError'`, `"TimeoutError"`, `` `KeyError` ``): the match then ends with the closing
+/// quote and the opening one stands right before it.
+fn quoted_name(text: &str, m: &regex::Match<'_>) -> bool {
+    let name = m.as_str();
+    let Some(close) = name.chars().last().filter(|c| matches!(c, '\'' | '"' | '`')) else { return false };
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && text[..m.start()].ends_with(close)
+        && name[..name.len() - 1].chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// The error phrase of an error line: from where its first error marker starts (an exception's
@@ -565,6 +582,39 @@ mod tests {
         }
         // The word in prose is no panic.
         assert!(!extract_text("Don't panic: the tests pass.").iter().any(|e| e.kind == EvidenceKind::ErrorLine));
+    }
+
+    #[test]
+    fn a_quoted_exception_name_is_a_word_not_an_error_line() {
+        let lines = |t: &str| -> Vec<String> {
+            extract_text(t)
+                .iter()
+                .filter(|e| e.kind == EvidenceKind::ErrorLine)
+                .map(|e| e.text(t).to_string())
+                .collect()
+        };
+        // A reproduction script printing the names it converts.
+        let out =
+            "'HTTPServerError'      -> 'h_t_t_p_server_error'\n'parseHTMLDocument'    -> 'parse_h_t_m_l_document'";
+        assert!(lines(out).is_empty(), "{:?}", lines(out));
+        assert!(lines("the handler catches \"TimeoutError\" and retries").is_empty());
+        // The exception itself, and a quoted name followed by a real error on the line, still are.
+        assert_eq!(lines("KeyError: 'user_id'"), ["KeyError: 'user_id'"]);
+        assert_eq!(lines("'ValueError' raised: ValueError: bad input"), ["'ValueError' raised: ValueError: bad input"]);
+        assert_eq!(lines("raise ValueError('bad input')").len(), 0, "a raise in code is followed by a bracket");
+    }
+
+    #[test]
+    fn an_http_status_told_as_an_error_is_an_error_line() {
+        for t in
+            ["Error 503: Service Unavailable", "upstream returned 503 Service Unavailable", "HTTP Error 404: Not Found"]
+        {
+            assert!(extract_text(t).iter().any(|e| e.kind == EvidenceKind::ErrorLine), "{t}");
+        }
+        for t in ["Error 5 of 12 fixed", "served 503 requests in 2.1 s"] {
+            let n = extract_text(t).iter().filter(|e| e.kind == EvidenceKind::ErrorLine).count();
+            assert_eq!(n, 0, "{t}");
+        }
     }
 
     #[test]

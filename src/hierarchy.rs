@@ -84,6 +84,9 @@ pub struct Flags {
     pub claims_verified: bool,
     /// The step states an answer.
     pub answer: bool,
+    /// The step, an agent's own text (no tool call or output), writes out a calculation whose
+    /// result is wrong ([`evidence::arithmetic::slips`]: "2,000 − 640 − 520 = 1,040").
+    pub miscalculation: bool,
 }
 
 impl Flags {
@@ -97,6 +100,7 @@ impl Flags {
             (self.hedged, "hedged"),
             (self.claims_verified, "claims-verified"),
             (self.answer, "answer"),
+            (self.miscalculation, "miscalculation"),
         ] {
             if on {
                 v.push(name);
@@ -214,7 +218,7 @@ static SEARCH: LazyLock<Regex> = LazyLock::new(|| {
 /// The opening of a tool result that reports an error (see [`error_lead`]).
 static ERROR_LEAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"^(?:(?i:error|fatal(?: error)?|exception)(?:\s*\[[^\]\n]*\])?\s*:|(?i:an? (?:error|exception) (?:occurred|has occurred|was raised))(?-u:\b)|(?i:error)\s+(?:executing|calling|running|invoking|while|during|occurred|in tool)(?-u:\b)|Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|\s*(?:\n|$))|\{\s*"(?:error|exception)"\s*:\s*(?:"[^"\s]|\{\s*"|\[\s*[^\s\]]|true|[1-9]))"#,
+        r#"^(?:(?i:error|fatal(?: error)?|exception)(?:\s*\[[^\]\n]*\])?\s*:|(?i:an? (?:error|exception) (?:occurred|has occurred|was raised))(?-u:\b)|(?i:error)\s+(?:executing|calling|running|invoking|while|during|occurred|in tool)(?-u:\b)|(?i:(?:http\s+)?error\s+[45]\d\d)(?-u:\b)|Traceback \(most recent call last\)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|\s*(?:\n|$))|\{\s*"(?:error|exception)"\s*:\s*(?:"[^"\s]|\{\s*"|\[\s*[^\s\]]|true|[1-9]))"#,
     )
     .unwrap()
 });
@@ -422,6 +426,9 @@ fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduc
         hedged: step.kind != StepKind::ToolResult && HEDGE.is_match(&strip_code(content)),
         claims_verified: step.kind != StepKind::ToolResult && VERIFIED.is_match(content),
         answer: ANSWER.is_match(content),
+        miscalculation: !matches!(step.kind, StepKind::ToolCall | StepKind::ToolResult)
+            && content.contains('=')
+            && !evidence::arithmetic::slips(content).is_empty(),
     };
     let action = classify(step, content, has_code, &flags);
     StepSummary {
@@ -438,7 +445,8 @@ fn summarize(step: &Step, ev: &[Evidence], uses: Vec<(String, Origin)>, introduc
 
 /// Whether a tool result's text opens with an error report, the way tools and harnesses write
 /// one when the format has no error flag of its own: `Error: …`, `error: …`, `Fatal error: …`,
-/// `Exception: …`, `Error executing tool …`, `An error occurred while running the tool …` (the
+/// `Exception: …`, `Error executing tool …`, an HTTP status told as an error (`Error 503: Service
+/// Unavailable`, `HTTP Error 404`), `An error occurred while running the tool …` (the
 /// OpenAI Agents SDK's default tool error), `Traceback (most recent call last)`, an exception
 /// line (`ZeroDivisionError: division by zero`, `java.io.IOException: …`), or a JSON object whose
 /// first member is a non-empty `"error"`. Only the opening counts (leading whitespace skipped):
@@ -760,6 +768,8 @@ mod tests {
             "{\"error\": \"order not found\"}",
             "{\"error\": {\"code\": 404}}",
             "An error occurred while running the tool. Please try again. Error: no seats on 2025-10-30",
+            "Error 503: Service Unavailable (upstream fx-rates)",
+            "HTTP Error 404: Not Found",
         ] {
             assert!(error_lead(text), "{text}");
         }
@@ -771,6 +781,8 @@ mod tests {
             "Found 3 lines with error: in the log",
             "The request failed with an Error: see above",
             "No error occurred while running the tool.",
+            "Error 5 of the checklist is fixed",
+            "Error 2024 report: none",
             "42",
         ] {
             assert!(!error_lead(text), "{text}");

@@ -163,12 +163,15 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                                 | Signal::ForbiddenChange
                                 | Signal::RefusalBypassed
                                 | Signal::WrongStatistic
+                                | Signal::Miscalculation
                         ) || failed_edit(ctx, from, f)
                     })
                 })
                 // A claim that reads a failing test run as a pass ends the work on it, and so
                 // does a claim that every part is done over a failure it never told.
                 || crate::substrate::signals::misreads_failed_run(ctx, from)
+                // Going on as if a refused edit were made leaves the change out of the result.
+                || crate::substrate::signals::goes_on_over_refused_edit(ctx, from).is_some()
                 || crate::substrate::signals::claims_done_over_failure(ctx, from);
             return if carries { Transition::FollowUp } else { Transition::DeadEnd };
         }
@@ -211,6 +214,7 @@ pub fn label(ctx: &Context<'_>, from: usize, to: usize) -> Transition {
                         | Signal::ForbiddenChange
                         | Signal::RefusalBypassed
                         | Signal::WrongStatistic
+                        | Signal::Miscalculation
                 )
             })
         })

@@ -174,3 +174,47 @@ fn a_figure_told_rounded_from_a_tool_s_longer_one_is_that_figure() {
     m.push(assistant("The average basket was 12.4 EUR."));
     assert_eq!(steps_with(&load(m), Signal::UnsourcedValue), vec![3]);
 }
+
+/// A trip planner's run: the budget plan, a flight search and the final plan built on it.
+fn budget_run(daily_line: &str, per_day: &str) -> falat::model::Trajectory {
+    load(vec![
+        vec![
+            system("You plan trips within the user's budget. Use search_flights for flights."),
+            user("Plan 5 days in Lisbon for 2 people, total cap €2,000, flights from Amsterdam."),
+            assistant(&format!(
+                "**Budget plan — cap €2,000**\n\n1. Flights for 2: allot **€640**\n2. Hotel, 4 nights: allot **€520**\n\
+                 3. {daily_line}\n   → over 5 days: {per_day}"
+            )),
+        ],
+        call(
+            "c1",
+            "search_flights",
+            json!({"origin": "AMS", "destination": "LIS", "adults": 2}),
+            r#"{"currency": "EUR", "offers": [{"offer_id": "KL1691", "price_total": 598}]}"#,
+        ),
+        vec![assistant(
+            "Flights: KLM KL1691, €598 for both. Hotel €512 for 4 nights. Daily spending follows the plan above; \
+             everything fits your €2,000 cap.",
+        )],
+    ]
+    .into_iter()
+    .flatten()
+    .collect())
+}
+
+#[test]
+fn a_calculation_written_with_a_wrong_result_is_found_where_it_is_written() {
+    let t = budget_run("Daily spending = €2,000 − €640 − €520 = **€1,040**", "€1,040 / 5 = **€208 per day**");
+    let plan = 2;
+    assert_eq!(steps_with(&t, Signal::Miscalculation), vec![plan]);
+    assert_eq!(
+        evidence(&t, plan, Signal::Miscalculation),
+        "writes \"€2,000 − €640 − €520 = €1,040\", which comes to 840"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(plan), Some("assistant")), "{}", d.reason);
+    assert_eq!(d.category.as_str(), "hallucination");
+    // The same plan worked out right: no slip.
+    let t = budget_run("Daily spending = €2,000 − €640 − €520 = **€840**", "€840 / 5 = **€168 per day**");
+    assert_eq!(steps_with(&t, Signal::Miscalculation), Vec::<usize>::new());
+}

@@ -224,3 +224,132 @@ fn a_member_picked_against_the_users_name_code_or_us_date_is_found_and_the_match
         Vec::<usize>::new()
     );
 }
+
+/// A card desk: the account read (statement balance 1287.4), the late fee waived (its result gives
+/// the new statement balance 1248.4), then the payment the agent proposes.
+fn payment_run(proposal: &str) -> Trajectory {
+    load(
+        [
+            vec![
+                system("You are the card-servicing assistant of a credit union."),
+                user("I got a $39 late fee but I paid on time. Please waive it, then pay off the statement balance from checking."),
+            ],
+            call(
+                "c1",
+                "get_card_account",
+                json!({"member_id": "M-20418837"}),
+                r#"{"card_account_id": "VISA-7731-0042", "statement": {"statement_balance": 1287.4, "minimum_due": 40.0}, "current_balance": 1342.95}"#,
+            ),
+            call(
+                "c2",
+                "waive_fee",
+                json!({"card_account_id": "VISA-7731-0042", "fee_id": "FEE-88213"}),
+                r#"{"status": "waived", "amount": 39.0, "new_statement_balance": 1248.4, "new_current_balance": 1303.95}"#,
+            ),
+            vec![assistant(proposal)],
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn a_balance_proposed_as_read_before_a_change_replaced_it_is_the_decisive_step() {
+    let t =
+        payment_run("The fee is waived. I'll pay $1,287.40, your statement balance, from checking. Shall I go ahead?");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::IgnoredResult),
+        "uses 1287.4 (\"statement_balance\" at step 3), but step 5, after waive_fee, gives \"new_statement_balance\": 1248.4"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(6), Some("assistant")), "{}", d.reason);
+    // The new balance proposed: no finding.
+    let t = payment_run(
+        "The fee is waived. I'll pay $1,248.40, your new statement balance, from checking. Shall I go ahead?",
+    );
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// A key rotation by shell: the secret read, a new key minted, then the secret written.
+fn rotation_run(written: &str) -> Trajectory {
+    load(
+        [
+            vec![user("Rotate the partner API key of billing-worker in prod; the current one leaked.")],
+            call(
+                "c1",
+                "run_shell",
+                json!({"command": "kubectl -n billing get secret billing-worker-partner -o jsonpath='{.data.KEY}' | base64 -d"}),
+                "pk_live_51Hx9QeR2m7VtA0cJd",
+            ),
+            call(
+                "c2",
+                "run_shell",
+                json!({"command": "partnerctl keys create --service billing-worker"}),
+                "Created key key_9b27d3f1\n\nSecret (shown once):\n  pk_live_83Kd0WsN4pYc1LrTq9",
+            ),
+            call(
+                "c3",
+                "run_shell",
+                json!({"command": format!("kubectl -n billing create secret generic billing-worker-partner --from-literal=KEY={written} --dry-run=client -o yaml | kubectl apply -f -")}),
+                "secret/billing-worker-partner configured",
+            ),
+            vec![assistant("The key is rotated.")],
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn an_old_key_written_after_a_new_one_was_minted_is_the_decisive_call() {
+    let t = rotation_run("pk_live_51Hx9QeR2m7VtA0cJd");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![5]);
+    assert_eq!(
+        evidence(&t, 5, Signal::IgnoredResult),
+        "uses pk_live_51Hx9QeR2m7VtA0cJd, read at step 2, but step 4, after `partnerctl keys create --service \
+         billing-worker`, gives a new one: pk_live_83Kd0WsN4pYc1LrTq9"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(5));
+    let t = rotation_run("pk_live_83Kd0WsN4pYc1LrTq9");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// An ops assistant: the config read in production, then the change, with or without `env`.
+fn config_run(set_args: serde_json::Value, landed: &str) -> Trajectory {
+    load(
+        [
+            vec![user("Please raise the payments-api rate limit from 300 to 600 requests/minute in production.")],
+            call(
+                "c1",
+                "get_config",
+                json!({"env": "production", "service": "payments-api"}),
+                r#"{"service": "payments-api", "env": "production", "settings": {"rate_limit_rpm": 300}}"#,
+            ),
+            call(
+                "c2",
+                "set_config",
+                set_args,
+                &format!(r#"{{"service": "payments-api", "env": "{landed}", "key": "rate_limit_rpm", "old_value": 300, "new_value": 600}}"#),
+            ),
+            vec![assistant("Done: rate_limit_rpm is now 600.")],
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn a_change_left_to_the_tools_default_target_is_the_decisive_call() {
+    let t = config_run(json!({"service": "payments-api", "key": "rate_limit_rpm", "value": 600}), "staging");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![3]);
+    assert_eq!(
+        evidence(&t, 3, Signal::ArgumentMismatch),
+        "set_config applied to \"env\": \"staging\" (its result at step 4), a value the call did not give; the call at \
+         step 1 gave \"env\": \"production\", which the user named"
+    );
+    assert_eq!(falat(&t).decisive_step, Some(3));
+    // Named in the call: no finding.
+    let t = config_run(
+        json!({"env": "production", "service": "payments-api", "key": "rate_limit_rpm", "value": 600}),
+        "production",
+    );
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
+}

@@ -254,7 +254,12 @@ fn findings(t: &Trajectory) -> Vec<Vec<(Signal, String)>> {
 
 #[test]
 fn a_tool_message_that_opens_with_an_error_is_an_error_and_ignoring_it_is_a_candidate() {
-    for error in ["Error: division by zero", r#"{"error": "division by zero"}"#] {
+    for error in [
+        "Error: division by zero",
+        r#"{"error": "division by zero"}"#,
+        // An HTTP status told as the error, as a gateway in front of the tool writes it.
+        "Error 503: Service Unavailable (upstream calc-svc)",
+    ] {
         let t = chat(serde_json::json!([
             {"role": "system", "content": "You are a calculator. Use the divide tool."},
             {"role": "user", "content": "What is 84 divided by the number of items in my cart?"},

@@ -216,6 +216,7 @@ impl Lens {
             | Signal::WrongValueOrigin
             | Signal::UnavailableValue
             | Signal::CountMismatch
+            | Signal::Miscalculation
             | Signal::IgnoredResult
             | Signal::ArgumentMismatch => self.detail,
             Signal::PriorDeviation

@@ -33,6 +33,9 @@ pub enum PhaseFact {
     /// (`signals::instructions::claims_nothing_more`). A report the next agent acts on without
     /// looking again.
     NothingMore,
+    /// An agent of the phase writes out a calculation whose result is wrong (its step's
+    /// `miscalculation` flag): a slip anyone can check on the page, so it is suspicious alone.
+    Miscalculation,
     /// The phase's agent is none of the agents `π` expects.
     UnexpectedAgent,
     /// The phase's purpose is no step of `π`'s expected procedure (gathering where nothing needs
@@ -41,8 +44,9 @@ pub enum PhaseFact {
 }
 
 impl PhaseFact {
-    /// The suspicion the fact adds. Single facts stay under 0.5 except an error together with
-    /// anything else, or own values that reach the final output.
+    /// The suspicion the fact adds. Single facts stay under 0.5 except a calculation that does
+    /// not hold; an error together with anything else, or own values that reach the final
+    /// output, pass it.
     pub fn weight(self) -> f32 {
         match self {
             PhaseFact::Error => 0.35,
@@ -51,6 +55,7 @@ impl PhaseFact {
             PhaseFact::FeedsOutput => 0.3,
             PhaseFact::Answer => 0.2,
             PhaseFact::NothingMore => 0.35,
+            PhaseFact::Miscalculation => 0.5,
             PhaseFact::UnexpectedAgent => 0.2,
             PhaseFact::OutsideProcedure => 0.15,
         }
@@ -65,6 +70,7 @@ impl PhaseFact {
             PhaseFact::FeedsOutput => "feeds the output",
             PhaseFact::Answer => "answers",
             PhaseFact::NothingMore => "reports nothing more",
+            PhaseFact::Miscalculation => "a calculation that does not hold",
             PhaseFact::UnexpectedAgent => "agent not expected by the prior",
             PhaseFact::OutsideProcedure => "outside the expected procedure",
         }
@@ -103,6 +109,9 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
             && crate::substrate::signals::instructions::claims_nothing_more(&s.content)
     }) {
         out.push(PhaseFact::NothingMore);
+    }
+    if steps.iter().any(|s| s.flags.miscalculation) {
+        out.push(PhaseFact::Miscalculation);
     }
     if let Some(prior) = ctx.prior {
         let expected: Vec<&str> = prior.requirements.iter().filter_map(|r| r.agent.as_deref()).collect();

@@ -107,8 +107,11 @@ const EDIT_RETRY_WINDOW: usize = 40;
 
 /// Whether the edit call `c`, which the editor refused (its result is an error: "No replacement
 /// was performed", "old_string not found"), was made again: the same agent's next edit of the
-/// same file ([`edited_file`]), within [`EDIT_RETRY_WINDOW`] steps, succeeded. The agent read
-/// the refusal and corrected its edit; the refusal is part of the work.
+/// same file ([`edited_file`]), within [`EDIT_RETRY_WINDOW`] steps, succeeded and writes the
+/// change the refused one meant ([`writes_meant_change`]). The agent read the refusal and
+/// corrected its edit; the refusal is part of the work. A successful edit of something else in
+/// the file (the helpers the refused change was to use, added while the change itself is never
+/// made) recovers nothing.
 pub(crate) fn recovered_edit(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     if !edits(t, c) || call_error(ctx, c).is_none() {
@@ -124,7 +127,56 @@ pub(crate) fn recovered_edit(ctx: &Context<'_>, c: usize) -> bool {
                 && edits(t, k)
                 && edited_file(t, k).is_some_and(|f| file_name(&f) == file_name(&file))
         })
-        .is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+        .is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none() && writes_meant_change(t, c, k))
+}
+
+/// Whether call `c` is an editor's edit that the editor refused (not a shell command; its result
+/// is an error: "No replacement was performed", "String to replace not found"): the file is as it
+/// was, so the refusal is no rejected state change of its own. Going on as if the edit were made
+/// is the error (`ignored_tool_error` at the step after the refusal), unless the agent
+/// made it again ([`recovered_edit`]).
+pub(crate) fn refused_edit(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let tool = t.steps[c].tool_name.as_deref().unwrap_or_default().to_ascii_lowercase();
+    edits(t, c) && shell::shell_command(&tool, &t.steps[c].content).is_none() && call_error(ctx, c).is_some()
+}
+
+/// Whether edit call `c` makes the very change the task asks for: a version the task names
+/// (`0.28.1` of "bump httpx to 0.28.1") is among the lines it adds and not among those it
+/// removes ([`edit_lines`]). What then fails is what the requested change brings, which the
+/// agent has to deal with ("fix whatever breaks"): the edit itself is not the error, what the
+/// agent does about the failure is.
+pub(crate) fn makes_requested_change(ctx: &Context<'_>, c: usize) -> bool {
+    let t = ctx.trajectory;
+    let Some((removed, added)) = edit_lines(t, c) else { return false };
+    let (removed, added) = (removed.join("\n"), added.join("\n"));
+    crate::evidence::extract_text(&t.task).iter().filter(|e| e.kind == crate::evidence::EvidenceKind::Version).any(
+        |e| {
+            let v = e.text(&t.task);
+            added.contains(v) && !removed.contains(v)
+        },
+    )
+}
+
+/// Whether edit call `k` writes the change the refused edit call `c` meant: at least half of the
+/// lines `c` adds that it did not also remove (trimmed, four characters or more) are among the
+/// lines `k` adds (or in `k`'s text when its lines cannot be read), or every line `k` adds that it
+/// does not remove is part of `c`'s new text (the same change made narrower: `abs(value)` to
+/// `value` after `orig = abs(value)` to `orig = value` was refused). `true` when `c`'s lines
+/// cannot be read ([`edit_lines`]) or it adds no new line (a deletion made again differently).
+fn writes_meant_change(t: &Trajectory, c: usize, k: usize) -> bool {
+    let Some((removed, added)) = edit_lines(t, c) else { return true };
+    let meant: Vec<&String> = added.iter().filter(|l| l.len() >= 4 && !removed.contains(l)).collect();
+    if meant.is_empty() {
+        return true;
+    }
+    let Some((k_removed, k_added)) = edit_lines(t, k) else {
+        return meant.iter().filter(|l| t.steps[k].content.contains(l.as_str())).count() * 2 >= meant.len();
+    };
+    let k_new: Vec<&String> = k_added.iter().filter(|l| !k_removed.contains(l)).collect();
+    let c_text = added.join("\n");
+    meant.iter().filter(|l| k_added.contains(l)).count() * 2 >= meant.len()
+        || !k_new.is_empty() && k_new.iter().all(|l| c_text.contains(l.as_str()))
 }
 
 /// How many steps after a failed shell edit the agent's next call, which checks or corrects it,
@@ -431,13 +483,33 @@ pub(super) fn edit_lines(t: &Trajectory, c: usize) -> Option<(Vec<String>, Vec<S
         }
         return Some((removed, added));
     }
-    let pairs = edit_pairs(json?);
+    let pairs = match json.map(edit_pairs).filter(|p| !p.is_empty()) {
+        Some(pairs) => pairs,
+        None => vec![editor_command_pair(content)?],
+    };
     let (mut removed, mut added) = (Vec::new(), Vec::new());
     for (r, a) in &pairs {
         removed.extend(lines(r));
         added.extend(lines(a));
     }
     (!pairs.is_empty()).then_some((removed, added))
+}
+
+/// The old and new text of an editor call written as its command line, as SWE-agent writes one:
+/// `str_replace_editor str_replace PATH --old_str 'OLD' --new_str 'NEW'` (shell-quoted; a missing
+/// `--new_str` is an empty new text). `None` for any other text.
+fn editor_command_pair(content: &str) -> Option<(String, String)> {
+    if !content.trim_start().starts_with("str_replace_editor") && !content.contains(" str_replace ") {
+        return None;
+    }
+    let commands = shell::commands(content);
+    let words = &commands.first()?.words;
+    if words.get(1).map(|w| w.text.as_str()) != Some("str_replace") {
+        return None;
+    }
+    let value =
+        |flag: &str| words.iter().position(|w| w.text == flag).and_then(|k| words.get(k + 1)).map(|w| w.text.clone());
+    Some((value("--old_str")?, value("--new_str").unwrap_or_default()))
 }
 
 /// The old and new text of each replacement of a JSON edit's arguments `args`, as written:

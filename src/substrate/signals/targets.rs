@@ -12,7 +12,10 @@
 //!   one's ([`sibling_file_edited`]);
 //! - a commit reverted or cherry-picked from a `git log` listing, whose subject shares no word
 //!   with the request, while another row of the same listing shares two or more, more than any
-//!   other row ([`neighbouring_commit`]).
+//!   other row ([`neighbouring_commit`]);
+//! - a state change whose result echoes a target the call left to the tool's default
+//!   (`"env": "staging"`), where the run's earlier call on the same object named the one the
+//!   user asked for (`"env": "production"`; [`defaulted_target`]).
 //!
 //! Either way the run must never act on the object the request names.
 
@@ -261,6 +264,64 @@ pub(super) fn neighbouring_commit(ctx: &Context<'_>, c: usize, out: &mut Vec<Fin
 fn subject_tail(row: &str) -> &str {
     let starts: Vec<usize> = row.match_indices(' ').map(|(k, _)| k + 1).collect();
     if starts.len() < 5 { row } else { &row[starts[starts.len() - 5]..] }
+}
+
+/// How many steps back the earlier calls that named a target are looked for.
+const DEFAULTED_WINDOW: usize = 40;
+
+/// Step `i`, a state-changing call, lands on another target than the one the run worked on: its
+/// result echoes a member (`"env": "staging"`) that the call did not pass, while an earlier call
+/// of the same agent that shares an argument value with it (`"service": "payments-api"`) passed
+/// that member another value (`"env": "production"`), which a user turn before names too. The
+/// call left the target to the tool's default: "set_config applied to "env": "staging" (its
+/// result at step 9), a value the call did not give; the call at step 6 gave "env":
+/// "production"".
+pub(crate) fn defaulted_target(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if s.kind != StepKind::ToolCall || !super::changes_state(t, i) {
+        return;
+    }
+    let Some(args) = super::call_arguments(&s.content) else { return };
+    let Some(r) = super::result_of(ctx, i) else { return };
+    let Some(serde_json::Value::Object(result)) = super::grounding::json_of(&t.steps[r].content) else { return };
+    let shared = |other: &serde_json::Map<String, serde_json::Value>| {
+        args.iter().any(|(k, v)| v.is_string() && other.get(k) == Some(v))
+    };
+    let users: Vec<&str> =
+        (0..i).filter(|&u| super::actions::is_human(&t.steps[u])).map(|u| t.steps[u].content.as_str()).collect();
+    for (name, value) in &result {
+        let Some(landed) = value.as_str() else { continue };
+        if args.contains_key(name) || landed.len() < 3 {
+            continue;
+        }
+        let earlier = (i.saturating_sub(DEFAULTED_WINDOW)..i).rev().find_map(|c| {
+            let x = &t.steps[c];
+            if x.kind != StepKind::ToolCall || x.agent != s.agent {
+                return None;
+            }
+            let a = super::call_arguments(&x.content)?;
+            let asked = a.get(name)?.as_str()?;
+            (asked != landed && asked.len() >= 3 && shared(&a)).then(|| (c, asked.to_string()))
+        });
+        let Some((c, asked)) = earlier else { continue };
+        if !users.iter().any(|u| super::contains_word(u, &asked)) {
+            continue;
+        }
+        let tool = s.tool_name.as_deref().unwrap_or("the call");
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            crate::prose![
+                format!("{tool} applied to \"{name}\": \"{}\" (its result at step ", crate::text::clip(landed, 30)),
+                Part::Step(r),
+                "), a value the call did not give; the call at step ",
+                Part::Step(c),
+                format!(" gave \"{name}\": \"{}\", which the user named", crate::text::clip(&asked, 30))
+            ],
+        ));
+        return;
+    }
 }
 
 #[cfg(test)]
