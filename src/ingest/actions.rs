@@ -68,6 +68,19 @@ impl Actions {
         s
     }
 
+    /// Appends one result that answers every call still open (a harness that answers a turn's
+    /// actions with one observation: mini-SWE-agent's format error for a turn with several),
+    /// linked to each of them; returns its index.
+    pub fn result_of_open(&mut self, agent: &str, role: &str, content: String, is_error: bool) -> usize {
+        let rest: Vec<usize> = self.open.iter().skip(1).copied().collect();
+        let s = self.result(agent, role, content, &[], is_error);
+        for c in rest {
+            self.link(c, s, LinkKind::ToolResult);
+        }
+        self.open.clear();
+        s
+    }
+
     /// Closes every open call without a result (a new turn started without one).
     pub fn close_open(&mut self) {
         self.open.clear();

@@ -11,8 +11,10 @@
 //! - `system` → the agent's role text; the first `user` message → the user's message, the task its
 //!   `<pr_description>` without the template's opening line (else the whole text);
 //! - an `assistant` message → a thought (its text outside the code blocks) and one tool call
-//!   `bash` per block (mini-swe-agent refuses messages with several; all are kept);
-//! - the next `user` message → the result of those calls; flagged when its return code is not 0,
+//!   `bash` per block (mini-swe-agent refuses messages with several and runs none; all are
+//!   kept);
+//! - the next `user` message → the result of all those calls (one observation answers the turn,
+//!   so the turns after a refused one stay paired with their own); flagged when its return code is not 0,
 //!   when it is the format-error or timeout template (`format_error_template`,
 //!   `timeout_template`), or when it reports a failed exit in other words;
 //! - the observed output is `info.submission`, else the last observation (after the submit
@@ -90,7 +92,9 @@ pub fn load(name: &str, doc: &Document) -> Result<Loaded, FormatError> {
                     returncode(&text).is_some_and(|c| c != 0) || TEMPLATE_ERRORS.iter().any(|e| text.contains(e));
                 let has_call = a.steps.last().is_some_and(|s| s.kind == StepKind::ToolCall);
                 let s = match has_call {
-                    true => a.result(AGENT, "user", text, &[], failed),
+                    // One observation answers the turn: the format error answers every block
+                    // of a turn with several (none of them ran).
+                    true => a.result_of_open(AGENT, "user", text, failed),
                     false => {
                         let s = a.push(super::spantree::USER, "user", StepKind::Message, text, None);
                         a.steps[s].is_error = failed;

@@ -176,6 +176,50 @@ fn mini_swe_agent_timeout_and_long_output_templates_with_content_parts() {
     assert_eq!(t.observed_output, None);
 }
 
+#[test]
+fn mini_swe_agent_format_error_answers_every_block_of_its_turn_and_later_turns_stay_paired() {
+    // A turn with two bash blocks is refused by the format-error template (none ran); the turns
+    // after it keep their own observations.
+    let turn = |text: &str| serde_json::json!({"role": "assistant", "content": text});
+    let obs = |text: &str| serde_json::json!({"role": "user", "content": text});
+    let doc = serde_json::json!({
+        "trajectory_format": "mini-swe-agent-1",
+        "info": {"exit_status": "Submitted", "submission": ""},
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+            obs("<pr_description>\nThe timeout variable is ignored.\n</pr_description>"),
+            turn("THOUGHT: two at once.\n\n```bash\ngrep -n from_env tests/test_client.py\n```\n\n```bash\ngrep -rn TIMEOUT_MS src\n```"),
+            obs("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
+            turn("THOUGHT: one at a time.\n\n```bash\ngrep -n from_env tests/test_client.py\n```"),
+            obs("<returncode>0</returncode>\n<output>\n41:def test_from_env_timeout_ms():\n</output>"),
+            turn("THOUGHT: now the source.\n\n```bash\ncat -n src/httpkit/client.py\n```"),
+            obs("<returncode>0</returncode>\n<output>\n1\timport os\n</output>"),
+        ]
+    });
+    let loaded = parse("m.traj.json", doc.to_string().as_bytes(), None).unwrap();
+    assert_eq!(loaded.format, SourceFormat::MiniSweAgent);
+    let t = &loaded.trajectories[0];
+    let a = "mini-swe-agent";
+    assert_eq!(
+        shape(t),
+        vec![
+            ("user", Message),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolCall),
+            (a, ToolResult),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolResult),
+            (a, Thought),
+            (a, ToolCall),
+            (a, ToolResult),
+        ]
+    );
+    assert_eq!(links(t), vec![(2, 4, R), (3, 4, R), (6, 7, R), (9, 10, R)]);
+    assert_eq!(errors(t), vec![4]);
+}
+
 // ----- OpenHands -----
 
 #[test]

@@ -126,6 +126,9 @@ fn compute(ctx: &Context<'_>) -> Vec<Option<Prose>> {
                 .iter()
                 .rev()
                 .take(LOOK_BACK)
+                // Another call answered by the same observation (a turn of several actions a
+                // harness refused with one message) is no earlier observation of it.
+                .filter(|(_, e)| *e != o)
                 .find(|(s, e)| {
                     jaccard(words_of(ctx, o), words_of(ctx, *e)) >= SAME_OBSERVATION && !recheck(ctx, *s, *e, i, o)
                 })
