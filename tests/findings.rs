@@ -32,6 +32,8 @@
 
 #[path = "findings/actions.rs"]
 mod actions;
+#[path = "findings/booked_and_queried.rs"]
+mod booked_and_queried;
 #[path = "findings/chat.rs"]
 mod chat;
 #[path = "findings/claims.rs"]

@@ -25,6 +25,7 @@ mod derivation;
 pub mod instructions;
 mod interface;
 mod lookup;
+mod ordering;
 mod outcome;
 pub use outcome::relayed_outcome;
 mod picked;
@@ -33,6 +34,7 @@ mod progress;
 mod recovery;
 mod reproduction;
 pub mod revert;
+mod runtime;
 mod searched;
 pub mod shell;
 mod side_effects;
@@ -43,6 +45,7 @@ mod tables;
 mod targets;
 mod units;
 mod versions;
+mod zones;
 use shell::is_shell_tool;
 pub use shell::shell_command;
 
@@ -214,6 +217,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::unsafe_fix(ctx, i, &mut f);
     coding::dedupe_incomplete(ctx, i, &mut f);
     coding::pinned_past_constraint(ctx, i, &mut f);
+    runtime::newer_than_stressed(ctx, i, &mut f);
     coding::other_copy_edited(ctx, i, &mut f);
     reproduction::copy_of_reproduced_module(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
@@ -228,6 +232,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     confirmed::beyond_confirmed(ctx, i, &mut f);
     actions::off_brief(ctx, i, &mut f);
     actions::query_off_instruction(ctx, i, &mut f);
+    ordering::reversed_order(ctx, i, &mut f);
     actions::converted_backwards(ctx, i, &mut f);
     actions::retry_drift(ctx, i, &mut f);
     actions::blind_retry(ctx, i, &mut f);
@@ -240,6 +245,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     targets::neighbouring_commit(ctx, i, &mut f);
     targets::defaulted_target(ctx, i, &mut f);
     stale::superseded_value(ctx, i, &mut f);
+    stale::superseded_revision(ctx, i, &mut f);
     actions::currency_left_out(ctx, i, &mut f);
     grounding::unavailable(ctx, i, &mut f);
     grounding::count_mismatch(ctx, i, &mut f);
@@ -251,6 +257,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     units::minor_units_as_major(ctx, i, &mut f);
     units::utc_as_local(ctx, i, &mut f);
     units::local_as_utc(ctx, i, &mut f);
+    zones::other_season_offset(ctx, i, &mut f);
     searched::none_wider_than_search(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
@@ -2495,6 +2502,19 @@ fn misrouted(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some((k, shared)) = better else { return };
     let priority = first(&named[k].1) && !first(chosen) && !shared.is_empty();
     if !(priority || shared.len() >= 2 && shared.len() > chosen_score) {
+        return;
+    }
+    // A hand-back to the agent that delegated this one the work returns control; and once the
+    // specialist the request matches better has acted in the run, a hand-off to another is the
+    // request's next part (the quote got, then the purchase order raised).
+    let key_of = |s: &crate::model::Step| specialist_key(&s.agent);
+    let returns = (0..i).any(|j| {
+        keys.contains(&key_of(&t.steps[j]))
+            && t.steps[j].delegate_to.as_deref().is_some_and(|d| specialist_key(d) == specialist_key(&step.agent))
+    });
+    let better_key = specialist_key(&named[k].1);
+    let better_acted = (0..i).any(|j| key_of(&t.steps[j]) == better_key);
+    if returns || better_acted {
         return;
     }
     // The request's own words for the shared stems ("password", not "passw").

@@ -544,6 +544,9 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         // it back to Tuesday") is the user's decision: it confirms the calls after it.
         let user_rule = matches!(policy.source, PolicySource::User(_));
         let mut requested: Option<usize> = None;
+        // Asking messages that only ask for details (an identity check, an email): a "sure, …"
+        // that answers one gives details, not the go-ahead for an action.
+        let mut for_details: Vec<usize> = Vec::new();
         for (i, s) in t.steps.iter().enumerate() {
             // The served person's turns only: an AutoGen agent with the role `user` is no user,
             // and a tool result a format gives the role `user` (Claude Code) affirms nothing.
@@ -558,11 +561,14 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
             }
             if s.kind == StepKind::Message && asks(&s.content) {
                 asked.insert(s.agent.as_str(), i);
+                if asks_only_for_details(&s.content) {
+                    for_details.push(i);
+                }
                 continue;
             }
             if i > from && changes_state(t, i) && policy.covers(s.tool_name.as_deref()) {
                 let proposal = asked.get(s.agent.as_str()).copied();
-                let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p)
+                let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p && !for_details.contains(&p))
                     || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
                 if !confirmed {
                     out[i] = Some(proposal);
@@ -604,6 +610,28 @@ pub fn asks(content: &str) -> bool {
         || ["confirm", "let me know", "would you like", "shall i", "should i", "do you want"]
             .iter()
             .any(|w| low.contains(w))
+}
+
+/// Whether an agent's asking message ([`asks`]) only asks the user for details (an identity
+/// check, an email, a date of birth: "could you give me your date of birth and the last four
+/// digits of your card?", "please provide your order number") and proposes no action (no "shall
+/// I", "would you like me to", "do you want me to", "OK to proceed", no "confirm" outside a
+/// request for details). An affirming reply to it ("sure, DOB is March 14") gives the details;
+/// it is no go-ahead for a change.
+pub fn asks_only_for_details(content: &str) -> bool {
+    static DETAILS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:could|can|would|will) you (?:please |kindly )?(?:give|provide|tell|share|send|confirm|verify|spell) (?:me |us )?(?:your|the)\b|\bwhat(?:'s| is| are) your\b|\bplease (?:provide|give|share|send|tell me|confirm) (?:me |us )?(?:your|the)\b|\bI (?:first )?need (?:your|to verify|to confirm your)\b|\bmay I have your\b",
+        )
+        .unwrap()
+    });
+    static PROPOSES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\bshall I\b|\bshould I\b|\bwould you like (?:me|to)\b|\bdo you want (?:me|to)\b|\b(?:ok|okay|all right) to (?:proceed|go ahead)\b|\bproceed\b|\bgo ahead\b|\bconfirm (?:that|this|the (?:change|transfer|booking|order|cancellation|exchange|return|payment))\b",
+        )
+        .unwrap()
+    });
+    DETAILS.is_match(content) && !PROPOSES.is_match(content)
 }
 
 /// Whether a user turn affirms: it does not open with a refusal (`no`, `wait`, `stop`…) nor put

@@ -1633,12 +1633,12 @@ pub(super) fn dedupe_incomplete(ctx: &Context<'_>, d: usize, out: &mut Vec<Findi
 // ---------------------------------------------------------------------------------------------
 
 /// A version as numbers (`3.8` is `[3, 8]`), for comparing; `None` when a part is no number.
-fn version_parts(v: &str) -> Option<Vec<u32>> {
+pub(super) fn version_parts(v: &str) -> Option<Vec<u32>> {
     v.split('.').map(|p| p.parse().ok()).collect()
 }
 
 /// Whether version `a` is above version `b`, part by part (a missing part is 0).
-fn above(a: &[u32], b: &[u32]) -> bool {
+pub(super) fn above(a: &[u32], b: &[u32]) -> bool {
     let n = a.len().max(b.len());
     let at = |v: &[u32], k: usize| v.get(k).copied().unwrap_or(0);
     (0..n).map(|k| at(a, k).cmp(&at(b, k))).find(|o| o.is_ne()) == Some(std::cmp::Ordering::Greater)

@@ -310,7 +310,8 @@ fn rounding_unit(key: &str, least: usize) -> Option<f64> {
 /// Whether the number `key`, written at byte `at` of step `i`'s `text`, is a rounded form of a
 /// finer figure that its sentence ([`sentence_around`]) or one of the [`OBSERVED_WINDOW`] steps
 /// before writes, so no value the agent made up: "about 1,200 requests" after a log's 1,187,
-/// "~4.1 s" after 4.06 s, "about 1.6 million" after `"population": 1588457`. The figure is told
+/// "~4.1 s" after 4.06 s, "about 1.6 million" after `"population": 1588457`, "~18%" after an
+/// earlier step's fraction 0.179 (a percentage rounds the fraction it is). The figure is told
 /// as a rounding ([`rounding`]) when a word of approximation introduces it ("~", "≈", "about",
 /// "around", "roughly", "approximately", "approx.", "some", "close to", "nearly", "almost",
 /// "just under", "just over") or a scale word follows it ("thousand", "million", "mn",
@@ -322,12 +323,20 @@ fn rounding_unit(key: &str, least: usize) -> Option<f64> {
 pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize, key: &str) -> bool {
     let Some(r) = rounding(text, at, key) else { return false };
     let sentence = sentence_around(text, at);
+    // A percentage rounds a fraction as well: "~18%" after a series of 0.179, 0.184, 0.183.
+    let percent = PERCENT_AFTER.is_match(&text[at..]);
+    let finer = |x: f64| r.rounds(x) || percent && x > 0.0 && x < 1.0 && r.rounds(x * 100.0);
     FIGURE
         .find_iter(&text[sentence])
         .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
         .any(|x| r.rounds(x))
-        || observed_before(ctx, i).into_iter().any(|x| r.rounds(x))
+        || observed_before(ctx, i).into_iter().any(finer)
 }
+
+/// A number followed by a percent sign or word ("18%", "18 %", "18 percent"), matched from the
+/// number's first byte.
+static PERCENT_AFTER: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"^[\d.,]+[ \t\u{a0}]*(?:%|percent\b|per cent\b)").unwrap());
 
 /// A bound word right before a number: "up to 4,140", "at most 4140 s", "no more than", "at
 /// least 3,060".

@@ -1434,7 +1434,60 @@ pub fn changes_state(line: &str) -> bool {
 /// ([`command_edits`]) and changes more than scratch files in the system's temporary folder
 /// ([`changes_only_temp`]: `cat > /tmp/repro.py <<EOF` writes a reproduction, not the code).
 pub fn edits_files(line: &str) -> bool {
-    commands(line).iter().any(|c| command_edits(c) && !changes_only_temp(c))
+    let cmds = commands(line);
+    cmds.iter().any(|c| command_edits(c) && !changes_only_temp(c)) || cmds.iter().any(|c| script_edits(line, c))
+}
+
+/// A write of a file in an interpreter's code: Python's `Path.write_text`/`write_bytes`, `open`
+/// with a write or append mode, Node's `writeFileSync`/`writeFile`/`appendFile`, Ruby's
+/// `File.write`.
+static WRITES_IN_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\.write_(?:text|bytes)\(|\bopen\([^)]*,\s*(?:mode\s*=\s*)?['"][wa]b?\+?['"]|\b(?:writeFileSync|writeFile|appendFileSync|appendFile)\(|\bFile\.write\("#,
+    )
+    .unwrap()
+});
+
+/// A quoted literal in code that names a file: a path with a `/` or a name with an extension
+/// (`"src/httpkit/client.py"`, `'setup.cfg'`).
+static PATH_LITERAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"["']((?:[\w.~$-]*/)*[\w.-]+\.[A-Za-z][\w]{0,5}|(?:[\w.~$-]+/)+[\w.-]+)["']"#).unwrap()
+});
+
+/// The code an interpreter command of `line` runs inline: a `-c`/`-e` probe ([`probe_code`]) or
+/// the body of its here-document (`python - <<'EOF' … EOF`: the lines after the command's line up
+/// to the delimiter). `None` for another command, or an interpreter running a script file.
+fn inline_code<'a>(line: &'a str, c: &'a Command) -> Option<&'a str> {
+    let inv = c.invocation()?;
+    if let Some(code) = probe_code(&inv) {
+        return Some(code);
+    }
+    if !(is_python(inv.program) || matches!(inv.program, "node" | "ruby" | "deno" | "bun")) {
+        return None;
+    }
+    let delimiter = c.redirects.iter().find(|r| r.op == "<<" || r.op == "<<-")?.target.as_str();
+    let at = line.find(c.text.as_str())?;
+    let body_start = at + line[at..].find('\n')? + 1;
+    let body = &line[body_start..];
+    let mut len = 0;
+    for l in body.split_inclusive('\n') {
+        if l.trim() == delimiter {
+            break;
+        }
+        len += l.len();
+    }
+    Some(&body[..len])
+}
+
+/// Whether simple command `c` of `line` runs inline code ([`inline_code`]) that writes a file
+/// ([`WRITES_IN_CODE`]) and names a file of the work, one outside the system's temporary folder
+/// ([`PATH_LITERAL`], [`in_temp_dir`]): `python - <<'EOF'` that reads `src/app.py`, replaces a
+/// block and writes it back edits the code as `sed -i` would; one that writes only
+/// `/tmp/repro.py` makes a scratch file.
+fn script_edits(line: &str, c: &Command) -> bool {
+    let Some(code) = inline_code(line, c) else { return false };
+    WRITES_IN_CODE.is_match(code)
+        && PATH_LITERAL.captures_iter(code).any(|m| !in_temp_dir(&m[1]) && !m[1].starts_with("/dev/"))
 }
 
 /// Folders of the system's temporary files, as a path written in a command or a tool's
@@ -1479,6 +1532,18 @@ pub fn action_key(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_code_that_writes_a_file_of_the_work_edits_it() {
+        let patch = "cd /testbed && python - <<'EOF'\nimport pathlib\np = pathlib.Path(\"src/httpkit/client.py\")\n\
+                     s = p.read_text()\np.write_text(s.replace('a', 'b'))\nEOF\nsed -n '16,25p' src/httpkit/client.py";
+        assert!(edits_files(patch));
+        assert!(edits_files("python3 -c \"open('setup.cfg', 'w').write('[metadata]')\""));
+        // A scratch file, a script that only reads, a script run from a file: no edit.
+        assert!(!edits_files("python - <<'EOF'\nopen('/tmp/out.txt', 'w').write('x')\nEOF"));
+        assert!(!edits_files("python - <<'EOF'\nprint(open('src/app.py').read().count('def '))\nEOF"));
+        assert!(!edits_files("python scripts/gen.py --out build/x.json"));
+    }
 
     #[test]
     fn a_client_s_read_subcommands_change_nothing() {

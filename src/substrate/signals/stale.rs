@@ -162,3 +162,109 @@ pub(super) fn superseded_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
         }
     }
 }
+
+/// One revision of a record a tool result returned.
+struct Revision {
+    /// The tool result's step.
+    step: usize,
+    /// The record's id ([`record_id`]).
+    id: String,
+    /// Its revision number ([`revision`]).
+    rev: f64,
+    /// The record as returned.
+    record: serde_json::Map<String, Value>,
+}
+
+/// A member that numbers a record's revisions: `version`, `revision`, `rev` (any case).
+fn is_version_key(k: &str) -> bool {
+    matches!(k.to_ascii_lowercase().as_str(), "version" | "revision" | "rev")
+}
+
+/// A member that identifies a record: `id`, or a name ending in `_id` or `Id` (`quote_id`,
+/// `orderId`), with a string value.
+fn record_id(o: &serde_json::Map<String, Value>) -> Option<(&str, &str)> {
+    o.iter().find_map(|(k, v)| {
+        let id = k == "id" || k.ends_with("_id") || k.ends_with("Id");
+        Some((k.as_str(), v.as_str()?)).filter(|_| id)
+    })
+}
+
+/// The revision number of a record object ([`is_version_key`]), when it has one.
+fn revision(o: &serde_json::Map<String, Value>) -> Option<f64> {
+    o.iter().find(|(k, _)| is_version_key(k)).and_then(|(_, v)| v.as_f64())
+}
+
+/// Step `i`, a tool call, names a record (its id as an argument's value) that two earlier tool
+/// results of the last [`STALE_WINDOW`] steps returned with a revision number
+/// ([`is_version_key`]: `"version": 1`, then `"version": 2, "supersedes_version": 1`), and passes
+/// the older one: its revision as an argument whose name holds `version` or `revision`, or a
+/// figure of the older revision that the newer one changed (`"total": 18400` where version 2 says
+/// 16560) and does not hold. The call acts on a superseded revision of the record: a purchase
+/// order raised from the quote as it was before the discount.
+pub(super) fn superseded_revision(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall {
+        return;
+    }
+    let Some(args) = super::call_arguments(&step.content) else { return };
+    let ids: Vec<&str> = args.values().filter_map(Value::as_str).collect();
+    if ids.is_empty() {
+        return;
+    }
+    // The records with a revision the window's results return, named by the call.
+    let mut revisions: Vec<Revision> = Vec::new();
+    for r in i.saturating_sub(STALE_WINDOW)..i {
+        if t.steps[r].kind != StepKind::ToolResult {
+            continue;
+        }
+        let Some(Value::Object(o)) = json_of(&t.steps[r].content) else { continue };
+        let (Some((_, id)), Some(rev)) = (record_id(&o), revision(&o)) else { continue };
+        if ids.contains(&id) {
+            revisions.push(Revision { step: r, id: id.to_string(), rev, record: o.clone() });
+        }
+    }
+    let Some(newest) = revisions.iter().max_by(|a, b| a.rev.total_cmp(&b.rev).then(a.step.cmp(&b.step))) else {
+        return;
+    };
+    let (latest_step, id, latest) = (newest.step, newest.id.as_str(), newest.rev);
+    for Revision { rev, record: old, .. } in revisions.iter().filter(|x| x.id == id && x.rev < latest) {
+        // The older revision named by number.
+        let by_number = args.iter().any(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            (k.contains("version") || k.contains("revision")) && v.as_f64() == Some(*rev)
+        });
+        // A figure of the older revision that the newer one changed.
+        let changed: Vec<(&String, f64, f64)> = old
+            .iter()
+            .filter(|(k, _)| !is_version_key(k))
+            .filter_map(|(k, v)| Some((k, v.as_f64()?, newest.record.get(k)?.as_f64()?)))
+            .filter(|(_, a, b)| (a - b).abs() > 1e-9)
+            .collect();
+        let by_figure = changed.iter().find(|(_, a, b)| {
+            args.values().any(|v| v.as_f64() == Some(*a)) && !args.values().any(|v| v.as_f64() == Some(*b))
+        });
+        if !by_number && by_figure.is_none() {
+            continue;
+        }
+        let detail = match by_figure {
+            Some((k, a, b)) => format!(" with {k} {} where it is now {}", number(*a), number(*b)),
+            None => String::new(),
+        };
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!("acts on revision {} of {id}{detail}; step ", number(*rev)),
+                Part::Step(latest_step),
+                format!(" returned revision {} of it", number(latest)),
+            ],
+        ));
+        return;
+    }
+}
+
+/// `18400` for 18400.0, `2.5` for 2.5.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 { format!("{x:.0}") } else { x.to_string() }
+}
