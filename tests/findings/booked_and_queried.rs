@@ -239,3 +239,43 @@ fn a_python_here_document_that_rewrites_a_source_file_is_the_edit_its_failing_ch
     assert_eq!(steps_with(&t, Signal::NoProgress), Vec::<usize>::new(), "one observation answers both refused actions");
     named(rel, 18, "mini-swe-agent");
 }
+
+#[test]
+fn a_type_check_that_passes_again_after_a_fix_is_recovered_whatever_a_later_test_run_shows() {
+    // The rename breaks an import (tsc fails), the import is fixed and tsc passes; the test run
+    // after it fails. The first edit's failed type-check was work in progress: the test run
+    // judges the work after the fix.
+    let t = crate::chat::claude_code(
+        "Rename fetchUser to loadUser everywhere in src/api.",
+        &[
+            (
+                "Edit",
+                json!({"file_path": "/repo/src/api/users.ts", "old_string": "export function fetchUser(", "new_string": "export function loadUser("}),
+                "The file /repo/src/api/users.ts has been updated.",
+                false,
+            ),
+            (
+                "Bash",
+                json!({"command": "npx tsc --noEmit"}),
+                "src/api/index.ts(3,10): error TS2305: Module './users' has no exported member 'fetchUser'.",
+                true,
+            ),
+            (
+                "Edit",
+                json!({"file_path": "/repo/src/api/index.ts", "old_string": "import { fetchUser } from './users';", "new_string": "import { loadUser } from './users';"}),
+                "The file /repo/src/api/index.ts has been updated.",
+                false,
+            ),
+            ("Bash", json!({"command": "npx tsc --noEmit && echo TSC_OK"}), "TSC_OK", false),
+            (
+                "Bash",
+                json!({"command": "npm test"}),
+                "FAIL src/api/index.test.ts\n  ● exports fetchUser\nTests:       1 failed, 9 passed, 10 total",
+                true,
+            ),
+        ],
+        "Renamed fetchUser to loadUser; the type-check and the tests pass.",
+    );
+    let failed = steps_with(&t, Signal::FailedAction);
+    assert!(!failed.contains(&1) && failed.contains(&5), "{failed:?}");
+}

@@ -74,7 +74,9 @@ fn a_booking_at_the_checked_clock_time_in_another_zone_is_the_decisive_step() {
 
 /// A check of a slot at `checked`, then a booking at `booked` (OpenAI chat shape).
 fn booked(checked: &str, booked: &str) -> Trajectory {
-    let mut m = vec![user("Book the small room on 9 December at 10:00 my time (Europe/Lisbon) for an hour.")];
+    // Berlin is at UTC+01:00 in December (Lisbon, which this test once named, is at UTC+00:00
+    // then: its +01:00 is summer time, which `zones::other_season_offset` finds).
+    let mut m = vec![user("Book the small room on 9 December at 10:00 my time (Europe/Berlin) for an hour.")];
     m.extend(call("c1", "check_room", json!({"room": "small", "start": checked}), r#"{"free": true}"#));
     m.extend(call("c2", "book_room", json!({"room": "small", "start": booked}), r#"{"booking_id": "BK-2211"}"#));
     m.push(assistant("Booked the small room for 9 December, 10:00-11:00."));

@@ -557,21 +557,29 @@ fn failed_checks(ctx: &Context<'_>, c: usize) -> Option<(usize, Vec<Check>)> {
 /// check that passes only after a test that was there before was rewritten is not recovered;
 /// nor one whose later runs are all weaker ([`Check::weakened_by`]: `-race` dropped); nor one
 /// after whose passing run a test run of another kind fails (the suite run in the container
-/// image, [`in_container`]): the session's last checks do not pass.
+/// image, [`in_container`]), when the failed check ran tests itself: the session's last checks
+/// do not pass. A type-check that passes again is recovered whatever a later test run shows.
 pub(crate) fn check_recovered(ctx: &Context<'_>, c: usize) -> bool {
     let t = ctx.trajectory;
     let Some((r, first)) = failed_checks(ctx, c) else { return false };
     let agent = &t.steps[c].agent;
     let end = t.steps.len().min(c + 1 + RECOVERY_WINDOW);
     let (mut fixed, mut last) = (false, None);
+    let tests_first = runs_tests_later(t, c);
     for k in c + 1..end {
         let s = &t.steps[k];
         if s.kind != StepKind::ToolCall || s.agent != *agent || refused_call(ctx, k) {
             continue;
         }
         // Tests run another way after the passing run (in the image the code ships in) fail:
-        // the session's last checks do not pass.
-        if last == Some(true) && runs_tests_later(t, k) && result_of(ctx, k).is_some_and(|rk| check_fails(ctx, rk)) {
+        // the session's last checks do not pass. Only for a failed check that ran tests itself: a
+        // type-check or build that passes again is recovered whatever a later test run shows
+        // (that run judges the work of its own, after the edits before it).
+        if tests_first
+            && last == Some(true)
+            && runs_tests_later(t, k)
+            && result_of(ctx, k).is_some_and(|rk| check_fails(ctx, rk))
+        {
             return false;
         }
         if super::changes_state(t, k) {
