@@ -56,7 +56,8 @@ fn query_text(content: &str) -> String {
 pub(super) fn reversed_order(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if step.kind != StepKind::ToolCall || t.task.is_empty() || !step.content.to_ascii_lowercase().contains("order") {
+    let sorts = ["ORDER", "order", "Order"].iter().any(|w| step.content.contains(w));
+    if step.kind != StepKind::ToolCall || t.task.is_empty() || !sorts {
         return;
     }
     let query = query_text(&step.content);

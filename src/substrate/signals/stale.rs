@@ -175,6 +175,11 @@ struct Revision {
     record: serde_json::Map<String, Value>,
 }
 
+/// A revision member as a JSON text writes it (`"version": 2`), any case: the cheap test before
+/// a tool result is parsed.
+static REVISION_MEMBER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i)"(?:version|revision|rev)"\s*:\s*\d"#).unwrap());
+
 /// A member that numbers a record's revisions: `version`, `revision`, `rev` (any case).
 fn is_version_key(k: &str) -> bool {
     matches!(k.to_ascii_lowercase().as_str(), "version" | "revision" | "rev")
@@ -208,17 +213,22 @@ pub(super) fn superseded_revision(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
         return;
     }
     let Some(args) = super::call_arguments(&step.content) else { return };
-    let ids: Vec<&str> = args.values().filter_map(Value::as_str).collect();
+    let ids: Vec<&str> = args.values().filter_map(Value::as_str).filter(|v| v.len() >= 2).collect();
     if ids.is_empty() {
         return;
     }
     // The records with a revision the window's results return, named by the call.
     let mut revisions: Vec<Revision> = Vec::new();
     for r in i.saturating_sub(STALE_WINDOW)..i {
-        if t.steps[r].kind != StepKind::ToolResult {
+        // Only a result that writes a revision member and one of the call's values is parsed.
+        let content = &t.steps[r].content;
+        if t.steps[r].kind != StepKind::ToolResult
+            || !REVISION_MEMBER.is_match(content)
+            || !ids.iter().any(|id| content.contains(id))
+        {
             continue;
         }
-        let Some(Value::Object(o)) = json_of(&t.steps[r].content) else { continue };
+        let Some(Value::Object(o)) = json_of(content) else { continue };
         let (Some((_, id)), Some(rev)) = (record_id(&o), revision(&o)) else { continue };
         if ids.contains(&id) {
             revisions.push(Revision { step: r, id: id.to_string(), rev, record: o.clone() });
