@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::constraints;
+use super::constraints::{self, above, version_parts};
 use super::instructions::{changed_paths, made_in_run};
 use super::shell::{self, Change};
 use super::{Context, call_command, call_error, edits, finding, links, result_of, weights};
@@ -1632,18 +1632,6 @@ pub(super) fn dedupe_incomplete(ctx: &Context<'_>, d: usize, out: &mut Vec<Findi
 // A dependency pinned past a version the user stressed
 // ---------------------------------------------------------------------------------------------
 
-/// A version as numbers (`3.8` is `[3, 8]`), for comparing; `None` when a part is no number.
-pub(super) fn version_parts(v: &str) -> Option<Vec<u32>> {
-    v.split('.').map(|p| p.parse().ok()).collect()
-}
-
-/// Whether version `a` is above version `b`, part by part (a missing part is 0).
-pub(super) fn above(a: &[u32], b: &[u32]) -> bool {
-    let n = a.len().max(b.len());
-    let at = |v: &[u32], k: usize| v.get(k).copied().unwrap_or(0);
-    (0..n).map(|k| at(a, k).cmp(&at(b, k))).find(|o| o.is_ne()) == Some(std::cmp::Ordering::Greater)
-}
-
 /// Step `e`, an edit, writes a release of a dependency (`urllib3==2.2.2`: the release's version
 /// as a word of the edit) that an earlier tool output (within [`EDIT_HISTORY_WINDOW`] steps)
 /// states needs a newer version of a language or runtime than one a turn of the served user
@@ -1678,29 +1666,14 @@ pub(super) fn pinned_past_constraint(ctx: &Context<'_>, e: usize, out: &mut Vec<
     if named.is_empty() {
         return;
     }
-    let users = constraints::version_turns(ctx);
-    // The versions the user stressed, with the step that says so.
-    let mut stressed: Vec<(usize, String, String, Vec<u32>)> = Vec::new();
-    for &u in &users[..users.partition_point(|&u| u < e)] {
-        for sentence in constraints::sentences(&t.steps[u].content) {
-            if !constraints::STRESSED.is_match(sentence) {
-                continue;
-            }
-            for c in constraints::VERSION.captures_iter(sentence) {
-                let (name, version) = (c[1].to_string(), c[2].to_string());
-                if let Some(parts) = version_parts(&version).filter(|p| p.len() >= 2) {
-                    stressed.push((u, name, version, parts));
-                }
-            }
-        }
-    }
+    let stressed = constraints::stressed_versions(ctx, e);
     if stressed.is_empty() {
         return;
     }
     for r in named {
         let s = &t.steps[r];
         let low = s.content.to_lowercase();
-        for (u, name, version, parts) in &stressed {
+        for constraints::Stressed { step: u, name, version, parts } in &stressed {
             if *u > r || !low.contains(&name.to_lowercase()) {
                 continue;
             }

@@ -57,6 +57,48 @@ pub(super) fn version_turns<'a>(ctx: &Context<'a>) -> &'a [usize] {
     })
 }
 
+/// A version as numbers (`3.8` is `[3, 8]`), for comparing; `None` when a part is no number.
+pub(super) fn version_parts(v: &str) -> Option<Vec<u32>> {
+    v.split('.').map(|p| p.parse().ok()).collect()
+}
+
+/// Whether version `a` is above version `b`, part by part (a missing part is 0).
+pub(super) fn above(a: &[u32], b: &[u32]) -> bool {
+    let n = a.len().max(b.len());
+    let at = |v: &[u32], k: usize| v.get(k).copied().unwrap_or(0);
+    (0..n).map(|k| at(a, k).cmp(&at(b, k))).find(|o| o.is_ne()) == Some(std::cmp::Ordering::Greater)
+}
+
+/// A version of a language or runtime a turn of the served user stresses.
+pub(super) struct Stressed {
+    /// The user's turn.
+    pub step: usize,
+    /// The language or runtime as written (`Python`).
+    pub name: String,
+    /// The version as written (`3.8`) and as numbers.
+    pub version: String,
+    pub parts: Vec<u32>,
+}
+
+/// The versions (two parts or more) the served user's turns before step `before` stress: each
+/// [`VERSION`] in a sentence with [`STRESSED`] words ("dotfig still supports Python 3.8"), in
+/// order.
+pub(super) fn stressed_versions(ctx: &Context<'_>, before: usize) -> Vec<Stressed> {
+    let t = ctx.trajectory;
+    let users = version_turns(ctx);
+    let mut out = Vec::new();
+    for &u in &users[..users.partition_point(|&u| u < before)] {
+        for sentence in sentences(&t.steps[u].content).filter(|s| STRESSED.is_match(s)) {
+            for c in VERSION.captures_iter(sentence) {
+                if let Some(parts) = version_parts(&c[2]).filter(|p| p.len() >= 2) {
+                    out.push(Stressed { step: u, name: c[1].to_string(), version: c[2].to_string(), parts });
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Step `i`, a delegation, hands work to an agent that then edits files (within
 /// [`DELEGATE_WINDOW`] steps), while a turn of the served user before it stresses a version
 /// constraint ([`VERSION`] in a sentence with [`STRESSED`] words: "the tests must stay

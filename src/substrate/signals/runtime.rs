@@ -7,8 +7,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::coding::{above, edit_lines, version_parts};
-use super::{Context, call_error, constraints, edits, finding, result_of, weights};
+use super::coding::edit_lines;
+use super::constraints::{self, above, version_parts};
+use super::{Context, call_error, edits, finding, result_of, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
 use crate::prose;
@@ -92,26 +93,12 @@ pub(super) fn newer_than_stressed(ctx: &Context<'_>, e: usize, out: &mut Vec<Fin
     if t.steps[e].kind != StepKind::ToolCall || !edits(t, e) || call_error(ctx, e).is_some() {
         return;
     }
-    let users = constraints::version_turns(ctx);
-    let mut stressed: Option<(usize, String, Vec<u32>)> = None;
-    for &u in &users[..users.partition_point(|&u| u < e)] {
-        for sentence in constraints::sentences(&t.steps[u].content) {
-            if !constraints::STRESSED.is_match(sentence) {
-                continue;
-            }
-            for c in constraints::VERSION.captures_iter(sentence) {
-                if !c[1].eq_ignore_ascii_case("python") {
-                    continue;
-                }
-                if let Some(parts) = version_parts(&c[2]).filter(|p| p.len() >= 2)
-                    && stressed.as_ref().is_none_or(|(_, _, old)| above(old, &parts))
-                {
-                    stressed = Some((u, c[2].to_string(), parts));
-                }
-            }
-        }
-    }
-    let Some((u, version, parts)) = stressed else { return };
+    // The lowest Python version the user stressed.
+    let stressed = constraints::stressed_versions(ctx, e)
+        .into_iter()
+        .filter(|s| s.name.eq_ignore_ascii_case("python"))
+        .reduce(|low, s| if above(&low.parts, &s.parts) { s } else { low });
+    let Some(constraints::Stressed { step: u, version, parts, .. }) = stressed else { return };
     let code = written_code(ctx, e);
     let Some((m, name, release)) = FEATURES
         .iter()

@@ -126,6 +126,16 @@ pub(super) fn minor_units_as_major(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     }
 }
 
+/// The hour of the day (0 to 23) of hour `h` written with `half`, the `a` or `p` of "am" / "pm"
+/// (any case): "12 am" is 0, "3 pm" 15; without one, or past 12, `h` as written.
+pub(super) fn hour_of_day(h: i32, half: Option<&str>) -> i32 {
+    match half.map(str::to_ascii_lowercase).as_deref() {
+        Some("p") if h < 12 => h + 12,
+        Some("a") if h == 12 => 0,
+        _ => h,
+    }
+}
+
 /// A clock time an agent states (`9:50 PM`, `21:50`), with its minutes after midnight and its
 /// byte span.
 static STATED_CLOCK: LazyLock<Regex> =
@@ -203,12 +213,7 @@ pub(super) fn utc_as_local(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
                 continue;
             }
             let (Ok(h), Ok(m)) = (c[1].parse::<i32>(), c[2].parse::<i32>()) else { continue };
-            let h = match c.get(3).map(|x| x.as_str().to_ascii_lowercase()) {
-                Some(x) if x == "p" && h < 12 => h + 12,
-                Some(x) if x == "a" && h == 12 => 0,
-                _ => h,
-            };
-            let stated = h * 60 + m;
+            let stated = hour_of_day(h, c.get(3).map(|x| x.as_str())) * 60 + m;
             let Some((j, _, stamp)) = stamps.iter().find(|(_, utc, _)| *utc == stated) else { continue };
             let local = (stated + offset).rem_euclid(24 * 60);
             let sign = if offset < 0 { '-' } else { '+' };
@@ -286,12 +291,7 @@ pub(super) fn local_as_utc(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
     // Minutes after midnight, a 12-hour time read with its `am` / `pm`.
     let clock = |c: &regex::Captures<'_>| -> Option<i32> {
-        let h = c[1].parse::<i32>().ok()?;
-        let h = match c.get(3).map(|x| x.as_str().to_ascii_lowercase()) {
-            Some(x) if x == "p" && h < 12 => h + 12,
-            Some(x) if x == "a" && h == 12 => 0,
-            _ => h,
-        };
+        let h = hour_of_day(c[1].parse::<i32>().ok()?, c.get(3).map(|x| x.as_str()));
         Some(h * 60 + c[2].parse::<i32>().ok()?)
     };
     // The user's times given in a named zone: (step, minutes, as written, the zone).

@@ -46,13 +46,11 @@ fn asked_clocks(text: &str) -> Vec<i32> {
             };
             let h: i32 = h.as_str().parse().ok()?;
             let m: i32 = m.map_or(Some(0), |m| m.as_str().parse().ok())?;
-            let h = match half.map(|x| x.as_str().to_ascii_lowercase()) {
-                Some(x) if x == "p" && h < 12 => h + 12,
-                Some(x) if x == "a" && h == 12 => 0,
-                Some(_) if h > 12 => return None,
-                _ => h,
-            };
-            Some(h * 60 + m)
+            // "13pm" is no time.
+            if half.is_some() && h > 12 {
+                return None;
+            }
+            Some(super::units::hour_of_day(h, half.map(|x| x.as_str())) * 60 + m)
         })
         .collect()
 }
