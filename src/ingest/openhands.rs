@@ -9,8 +9,8 @@
 //! timestamp, source, message, cause, observation, content, extras, success,
 //! tool_call_metadata}`. Mapping:
 //! - `system` action → the role text of the agent (`args.agent_class`, else `agent`);
-//! - `message` action → a message of its `source` (`user`, `agent`); the first user message is
-//!   the task;
+//! - `message` action → a message of its `source` (`user`, `agent`), the user's with the role
+//!   `user` (the others' role is the action); the first user message is the task;
 //! - `think` → a thought; `finish` → the agent's thought (`args.thought`) and its final message
 //!   (`args.final_thought`, else `outputs.content`, else `message`), the observed output unless a
 //!   delegate finishes; `delegate` → a delegation to `args.agent` (its text the `inputs`);
@@ -263,7 +263,9 @@ impl Reader {
                     0 => text,
                     n => format!("{text}\n[{n} image{}]", if n == 1 { "" } else { "s" }),
                 };
-                self.a.push(&agent, action, StepKind::Message, text, None);
+                // The user's message has the user's role, as every other format gives it.
+                let role = if agent == "user" { "user" } else { action };
+                self.a.push(&agent, role, StepKind::Message, text, None);
             }
             "think" => {
                 self.a.push(&agent, action, StepKind::Thought, arg("thought").unwrap_or_default(), None);
