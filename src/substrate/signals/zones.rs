@@ -1,18 +1,25 @@
-//! Times booked at the wrong offset of a time zone with daylight saving: the user asks for "9am
-//! my time", the run knows the user's zone (`"timezone": "America/New_York"`), and the call books
-//! `2025-03-11T14:00:00Z`, which is 9:00 at the zone's standard offset (UTC−05:00) but 10:00 on
-//! that date, when daylight time (UTC−04:00) is in force. The offsets come from the IANA time
-//! zone database (bundled with `jiff`). docs/METHODS.md, "Actions".
+//! Times booked at the wrong offset or on the wrong day of a time zone. With daylight saving:
+//! the user asks for "9am my time", the run knows the user's zone (`"timezone":
+//! "America/New_York"`), and the call books `2025-03-11T14:00:00Z`, which is 9:00 at the zone's
+//! standard offset (UTC−05:00) but 10:00 on that date, when daylight time (UTC−04:00) is in
+//! force. Across the date line: "Tuesday at 9:00 am their time" for the Tokyo office, booked
+//! `2025-06-10T20:00:00-04:00`, which is 9:00 on Wednesday in Tokyo. Zones are named by IANA
+//! name, by the city of one (`Tokyo`, `New York`) or by an abbreviation that means one offset
+//! (`JST`, `CEST`); offsets come from the IANA time zone database (bundled with `jiff`).
+//! docs/METHODS.md, "Actions".
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use jiff::Timestamp;
+use jiff::civil::Weekday;
 use jiff::tz::{Offset, TimeZone};
+use jiff::{SignedDuration, Timestamp};
 use regex::Regex;
 
 use super::{Context, finding, weights};
-use crate::diagnosis::{Finding, Signal};
+use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
+use crate::prose;
 
 /// How many steps back the user's words and the tool results naming a zone are read.
 const WINDOW: usize = 80;
@@ -80,39 +87,226 @@ fn written(o: Offset) -> String {
     format!("UTC{sign}{:02}:{:02}", s.abs() / 3600, s.abs() % 3600 / 60)
 }
 
-/// Step `i`, a tool call, writes a timestamp with its offset ([`STAMP`], the first one: the
-/// start) that, in a zone the run names ([`IANA`], in a user's turn or a tool result of the last
-/// [`WINDOW`] steps), is a clock time the user asked for ([`ASKED`], in a user's turn before it)
-/// only at the zone's other offset of the year, not at the offset in force on that date: the
-/// conversion used standard time in summer or daylight time in winter. A booked time that is the
-/// asked one at the offset in force, or that no asked time explains, is not read here.
-pub(super) fn other_season_offset(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+/// The regions of the IANA names whose last part is a city people name a zone by.
+const REGIONS: [&str; 8] = ["Africa", "America", "Asia", "Atlantic", "Australia", "Europe", "Indian", "Pacific"];
+
+/// Last parts of IANA names that are also ordinary words or common names ("Center", "Easter",
+/// "Victoria"): not read as a zone's city.
+const NOT_CITIES: [&str; 20] = [
+    "Center",
+    "Christmas",
+    "Currie",
+    "Dawson",
+    "Easter",
+    "Jersey",
+    "Knox",
+    "Mendoza",
+    "Midway",
+    "North",
+    "Oral",
+    "Regina",
+    "Resolute",
+    "South",
+    "Stanley",
+    "Victoria",
+    "Virgin",
+    "Wake",
+    "West",
+    "Monticello",
+];
+
+/// The IANA zone of each city its name ends in (`Tokyo` → `Asia/Tokyo`, `New York` →
+/// `America/New_York`), from the bundled database.
+static CITIES: LazyLock<HashMap<String, String>> = LazyLock::new(|| {
+    let mut out = HashMap::new();
+    for name in jiff::tz::db().available() {
+        let name = name.as_str();
+        let mut parts = name.split('/');
+        if !parts.next().is_some_and(|r| REGIONS.contains(&r)) {
+            continue;
+        }
+        let city = name.rsplit('/').next().unwrap_or(name).replace('_', " ");
+        if NOT_CITIES.contains(&city.as_str()) {
+            continue;
+        }
+        out.entry(city).or_insert_with(|| name.to_string());
+    }
+    out
+});
+
+/// The offset each alphabetic zone abbreviation means (`JST` → UTC+09:00, `EDT` → UTC−04:00),
+/// read from the database's zones in January and July. An abbreviation that zones use for
+/// several offsets is kept only when one offset is used by at least twice as many zones as any
+/// other (`PST`: Pacific, not the Philippines); `IST` (India, Ireland, Israel) is not kept.
+static ABBREVIATIONS: LazyLock<HashMap<String, Offset>> = LazyLock::new(|| {
+    let mut uses: HashMap<String, HashMap<i32, usize>> = HashMap::new();
+    let times: Vec<Timestamp> =
+        ["2025-01-15T12:00:00Z", "2025-07-15T12:00:00Z"].iter().filter_map(|t| t.parse().ok()).collect();
+    for name in jiff::tz::db().available() {
+        let Ok(tz) = TimeZone::get(name.as_str()) else { continue };
+        for &t in &times {
+            let info = tz.to_offset_info(t);
+            let abbreviation = info.abbreviation();
+            if abbreviation.len() >= 3 && abbreviation.chars().all(|c| c.is_ascii_uppercase()) {
+                *uses.entry(abbreviation.to_string()).or_default().entry(info.offset().seconds()).or_default() += 1;
+            }
+        }
+    }
+    uses.into_iter()
+        .filter_map(|(abbreviation, by)| {
+            let mut counts: Vec<(usize, i32)> = by.into_iter().map(|(o, n)| (n, o)).collect();
+            counts.sort_unstable_by(|a, b| b.cmp(a));
+            let (n, seconds) = counts[0];
+            let clear = counts.get(1).is_none_or(|&(m, _)| n >= 2 * m);
+            clear.then(|| Offset::from_seconds(seconds).ok().map(|o| (abbreviation, o))).flatten()
+        })
+        .collect()
+});
+
+/// A run of capitalised words (`New York`, `Tokyo`), where a city's name is looked for.
+static CAPITALISED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[A-Z][a-z]+(?:[ _-][A-Z][a-z]+)*\b").unwrap());
+
+/// An alphabetic zone abbreviation as a word: `JST`, `CEST`.
+static ABBREVIATION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[A-Z]{3,5}\b").unwrap());
+
+/// A time zone a text names, with how it is written.
+struct Named {
+    /// As the finding writes it: the IANA name, or the abbreviation.
+    label: String,
+    zone: TimeZone,
+}
+
+/// The zones `text` names: IANA names, cities of one (every run of one to three capitalised
+/// words is looked up) and abbreviations of one offset, in that order, each once.
+fn named_zones(text: &str, out: &mut Vec<Named>) {
+    let mut push = |label: String, zone: TimeZone| {
+        if !out.iter().any(|n| n.label == label) {
+            out.push(Named { label, zone });
+        }
+    };
+    for m in IANA.find_iter(text) {
+        if let Ok(tz) = TimeZone::get(m.as_str()) {
+            push(m.as_str().to_string(), tz);
+        }
+    }
+    for m in CAPITALISED.find_iter(text) {
+        let words: Vec<&str> = m.as_str().split([' ', '_', '-']).collect();
+        for len in (1..=words.len().min(3)).rev() {
+            for start in 0..=words.len() - len {
+                let Some(iana) = CITIES.get(&words[start..start + len].join(" ")) else { continue };
+                if let Ok(tz) = TimeZone::get(iana) {
+                    push(iana.clone(), tz);
+                }
+            }
+        }
+    }
+    for m in ABBREVIATION.find_iter(text) {
+        if let Some(&o) = ABBREVIATIONS.get(m.as_str()) {
+            push(m.as_str().to_string(), TimeZone::fixed(o));
+        }
+    }
+}
+
+/// A weekday by its English name.
+static WEEKDAY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(mon|tues|wednes|thurs|fri|satur|sun)day\b").unwrap());
+
+/// The weekdays `text` names.
+fn asked_weekdays(text: &str) -> Vec<Weekday> {
+    WEEKDAY
+        .captures_iter(text)
+        .filter_map(|c| {
+            let n = ["mon", "tues", "wednes", "thurs", "fri", "satur", "sun"]
+                .iter()
+                .position(|d| c[1].eq_ignore_ascii_case(d))?;
+            Weekday::from_monday_zero_offset(i8::try_from(n).ok()?).ok()
+        })
+        .collect()
+}
+
+/// A weekday's English name.
+fn weekday_name(w: Weekday) -> &'static str {
+    ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+        [usize::try_from(w.to_monday_zero_offset()).unwrap_or(0)]
+}
+
+/// The offset a timestamp is written with: `Z` or `±hh:mm` at its end.
+fn written_offset(stamp: &str) -> Option<Offset> {
+    if stamp.ends_with('Z') {
+        return Some(Offset::UTC);
+    }
+    let tail = &stamp[stamp.len().checked_sub(6)?..];
+    let sign = match tail.as_bytes()[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let h: i32 = tail[1..3].parse().ok()?;
+    let m: i32 = tail[4..6].parse().ok()?;
+    Offset::from_seconds(sign * (h * 3600 + m * 60)).ok()
+}
+
+/// What a booking call reads: its first timestamp, and the clock times and zones the run named
+/// before it.
+struct Booking<'s> {
+    /// The timestamp as the call writes it.
+    stamp: &'s str,
+    ts: Timestamp,
+    /// The task and the user's messages of the last [`WINDOW`] steps.
+    asked_text: String,
+    /// Minutes after midnight of each clock time the user asked for.
+    asked: Vec<i32>,
+    /// The zones named in the task, the user's messages and the tool results of the last
+    /// [`WINDOW`] steps.
+    zones: Vec<Named>,
+}
+
+/// The booking step `i` makes, when it is a tool call that writes a timestamp with its offset
+/// ([`STAMP`], the earliest: the start) after a user turn that asks for a clock time
+/// ([`ASKED`]) and a step that names a zone.
+fn booking<'a>(ctx: &Context<'a>, i: usize) -> Option<Booking<'a>> {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if step.kind != StepKind::ToolCall || super::actions::is_human(step) {
-        return;
+    if step.kind != StepKind::ToolCall || super::actions::served_person(step) {
+        return None;
     }
-    let Some(stamp) = STAMP.find(&step.content) else { return };
-    let Ok(ts) = stamp.as_str().parse::<Timestamp>() else { return };
+    // The earliest timestamp is the start (arguments may list `end` first).
+    let (ts, stamp) = STAMP
+        .find_iter(&step.content)
+        .filter_map(|m| Some((m.as_str().parse::<Timestamp>().ok()?, m.as_str())))
+        .min_by_key(|&(ts, _)| ts)?;
     let from = i.saturating_sub(WINDOW);
-    let asked: Vec<i32> = (from..i)
-        .filter(|&j| super::actions::is_human(&t.steps[j]) && t.steps[j].kind == StepKind::Message)
-        .flat_map(|j| asked_clocks(&t.steps[j].content))
-        .collect();
+    // The user's words: the task and their messages.
+    let said = |j: usize| super::actions::is_human(&t.steps[j]);
+    let asked_text: String = std::iter::once(t.task.as_str())
+        .chain((from..i).filter(|&j| said(j)).map(|j| t.steps[j].content.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let asked = asked_clocks(&asked_text);
     if asked.is_empty() {
-        return;
+        return None;
     }
-    let mut zones: Vec<&str> = (from..i)
-        .filter(|&j| super::actions::is_human(&t.steps[j]) || t.steps[j].kind == StepKind::ToolResult)
-        .flat_map(|j| IANA.find_iter(&t.steps[j].content).map(|m| m.as_str()))
-        .collect();
-    zones.dedup();
-    for zone in zones {
-        let Ok(tz) = TimeZone::get(zone) else { continue };
+    let mut zones = Vec::new();
+    named_zones(&t.task, &mut zones);
+    for j in (from..i).filter(|&j| said(j) || t.steps[j].kind == StepKind::ToolResult) {
+        named_zones(&t.steps[j].content, &mut zones);
+    }
+    (!zones.is_empty()).then_some(Booking { stamp, ts, asked_text, asked, zones })
+}
+
+/// Step `i`, a tool call, writes a timestamp ([`booking`]) that, in a zone the run names, is a
+/// clock time the user asked for only at the zone's other offset of the year, not at the
+/// offset in force on that date: the conversion used standard time in summer or daylight time
+/// in winter. A booked time that is the asked one at the offset in force, or that no asked time
+/// explains, is not read here.
+pub(super) fn other_season_offset(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(b) = booking(ctx, i) else { return };
+    let ts = b.ts;
+    for Named { label: zone, zone: tz } in &b.zones {
         let now = tz.to_offset(ts);
-        let Some(other) = other_offset(&tz, ts, now) else { continue };
+        let Some(other) = other_offset(tz, ts, now) else { continue };
         let (booked, meant) = (clock_at(ts, now), clock_at(ts, other));
-        if asked.contains(&booked) || !asked.contains(&meant) {
+        if b.asked.contains(&booked) || !b.asked.contains(&meant) {
             continue;
         }
         let info = tz.to_offset_info(ts);
@@ -125,7 +319,7 @@ pub(super) fn other_season_offset(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
             format!(
                 "books {}, which is {:02}:{:02} in {zone} on {} ({}, {}); the {:02}:{:02} asked for is \
                  {:02}:{:02} UTC: the offset used, {}, is not the one in force that day",
-                stamp.as_str(),
+                b.stamp,
                 local.hour(),
                 local.minute(),
                 local.date(),
@@ -140,6 +334,122 @@ pub(super) fn other_season_offset(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
         ));
         return;
     }
+}
+
+/// Step `i`, a tool call, writes a timestamp ([`booking`]) that, in a zone the run names, is a
+/// clock time the user asked for, on a weekday other than every one the user named: the time
+/// was converted with the hours right and the date wrong (9:00 on Tuesday in Tokyo booked as
+/// Tuesday 20:00 in New York, which is Wednesday in Tokyo). A booking whose weekday in that zone
+/// is one asked for, or a request that names no weekday, is not read here.
+pub(super) fn wrong_day(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let Some(b) = booking(ctx, i) else { return };
+    let days = asked_weekdays(&b.asked_text);
+    let Some(&day) = days.first() else { return };
+    let Some(call_offset) = written_offset(b.stamp) else { return };
+    for Named { label, zone } in &b.zones {
+        let local = zone.to_offset(b.ts).to_datetime(b.ts);
+        let clock = i32::from(local.hour()) * 60 + i32::from(local.minute());
+        if !b.asked.contains(&clock) || days.contains(&local.weekday()) {
+            continue;
+        }
+        // The asked weekday nearest the booked date, at the same clock time in that zone.
+        let mut shift = i64::from(local.weekday().until(day));
+        if shift > 3 {
+            shift -= 7;
+        }
+        let Ok(moved) = local.checked_add(SignedDuration::from_hours(24 * shift)) else { continue };
+        let Ok(right) = moved.to_zoned_datetime(zone.clone()) else { continue };
+        let there = call_offset.to_datetime(right.timestamp());
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            format!(
+                "books {}, which is {:02}:{:02} on {} {} in {label}; the {} {:02}:{:02} asked for there is \
+                 {} {} {:02}:{:02} at {}, the offset the call writes",
+                b.stamp,
+                local.hour(),
+                local.minute(),
+                weekday_name(local.weekday()),
+                local.date(),
+                weekday_name(day),
+                local.hour(),
+                local.minute(),
+                weekday_name(there.weekday()),
+                there.date(),
+                there.hour(),
+                there.minute(),
+                written(call_offset),
+            ),
+        ));
+        return;
+    }
+}
+
+/// A timestamp column compared with a bare date in a query: `created_at >= '2025-10-05'`.
+/// Groups: the column, the date.
+static DATE_BOUND: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([a-z_][\w.]*)\s*(?:>=|>|<=|<|between)\s*'(\d{4}-\d{2}-\d{2})'").unwrap());
+
+/// What converts a timestamp to a zone's local time in a query or code: SQL's `AT TIME ZONE`,
+/// `timezone(`, `CONVERT_TZ(`, `SET TIME ZONE`, pandas' `tz_convert(`.
+static CONVERTS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bat\s+time\s+zone\b|\btimezone\s*\(|\bconvert_tz\s*\(|\bset\s+(?:time\s+zone|timezone)\b|tz_convert\s*\(").unwrap()
+});
+
+/// Words of a sentence that says what a day or date is.
+static DAY_WORDS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\b(?:day|days|daily|date|dates)\b").unwrap());
+
+/// Step `i`, a tool call, runs a query that bounds a column by bare dates ([`DATE_BOUND`]:
+/// `created_at >= '2025-10-05'`) without converting to any zone ([`CONVERTS`]) or naming one,
+/// while a tool output the agent read before (within [`WINDOW`] steps) says in a sentence about
+/// days or dates ([`DAY_WORDS`]) that they are in an IANA zone other than UTC ("A day is a
+/// business day in America/Los_Angeles"): the query counts the day with the session's
+/// boundaries, not that zone's.
+pub(super) fn day_in_other_zone(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall || !step.content.contains('\'') {
+        return;
+    }
+    let Some(bound) = DATE_BOUND.captures(&step.content) else { return };
+    if CONVERTS.is_match(&step.content) || IANA.is_match(&step.content) {
+        return;
+    }
+    let Some((told, zone, sentence)) = (i.saturating_sub(WINDOW)..i).rev().find_map(|j| {
+        let s = &t.steps[j];
+        if s.kind != StepKind::ToolResult || !IANA.is_match(&s.content) {
+            return None;
+        }
+        crate::text::sentences(&s.content).find_map(|sentence| {
+            let zone = IANA.find(sentence)?.as_str();
+            (DAY_WORDS.is_match(sentence) && !zone.starts_with("Etc/"))
+                .then(|| (j, zone.to_string(), sentence.trim().to_string()))
+        })
+    }) else {
+        return;
+    };
+    let Ok(tz) = TimeZone::get(&zone) else { return };
+    let Ok(ts) = format!("{}T12:00:00Z", &bound[2]).parse::<Timestamp>() else { return };
+    let offset = tz.to_offset(ts);
+    if offset.seconds() == 0 {
+        return;
+    }
+    let starts = (-offset.seconds() / 60).rem_euclid(24 * 60);
+    out.push(finding(
+        Signal::ArgumentMismatch,
+        weights::ARGUMENT_MISMATCH,
+        prose![
+            format!("bounds {} by the bare date {} in the session's zone, while step ", &bound[1], &bound[2],),
+            Part::Step(told),
+            format!(
+                " says days are in {zone} (\"{}\"): there the day starts at {:02}:{:02} UTC ({})",
+                crate::text::clip(&sentence, 80),
+                starts / 60,
+                starts % 60,
+                written(offset),
+            ),
+        ],
+    ));
 }
 
 #[cfg(test)]
@@ -164,5 +474,27 @@ mod tests {
         // No daylight saving: no other offset.
         let tokyo = TimeZone::get("Asia/Tokyo").unwrap();
         assert_eq!(other_offset(&tokyo, ts, tokyo.to_offset(ts)), None);
+    }
+
+    #[test]
+    fn zones_are_named_by_iana_name_city_and_abbreviation() {
+        let mut zones = Vec::new();
+        named_zones("the Tokyo office, a call at 9 New York time, 10:00 CEST or JST; an IST slot", &mut zones);
+        let labels: Vec<&str> = zones.iter().map(|n| n.label.as_str()).collect();
+        assert_eq!(labels, ["Asia/Tokyo", "America/New_York", "CEST", "JST"]);
+        let ts: Timestamp = "2025-06-10T00:00:00Z".parse().unwrap();
+        assert_eq!(written(zones[2].zone.to_offset(ts)), "UTC+02:00");
+        // PST is Pacific time (the Philippines' use is the exception); ordinary words are no city.
+        assert_eq!(ABBREVIATIONS.get("PST").map(|o| o.seconds()), Some(-8 * 3600));
+        let mut none = Vec::new();
+        named_zones("Before Christmas, West of the river, in the Center", &mut none);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn weekdays_and_written_offsets_are_read() {
+        assert_eq!(asked_weekdays("next Tuesday or Friday"), vec![Weekday::Tuesday, Weekday::Friday]);
+        assert_eq!(written_offset("2025-06-10T20:00:00-04:00").map(written).as_deref(), Some("UTC−04:00"));
+        assert_eq!(written_offset("2025-06-10T20:00:00Z").map(written).as_deref(), Some("UTC+00:00"));
     }
 }
