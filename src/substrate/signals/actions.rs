@@ -259,9 +259,9 @@ pub const CHANGE_RECOVERY_WINDOW: usize = 40;
 /// [`CHANGE_RECOVERY_WINDOW`] steps) succeeds, so the change the
 /// user wanted was made another way (an exchange refused for a pending order, then the order
 /// modified). A call that names no object is recovered when it is a shell command done again
-/// with success ([`redone_command`]) or a call retried at once with success
+/// with success ([`redone_command`]); any call is when it is retried at once with success
 /// ([`retried_at_once`]: a booking refused for its vehicle class, then made with the class the
-/// error asked for).
+/// error asked for; a reservation refused for a customer's name, then made with the id).
 pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
     let t = ctx.trajectory;
     let Some(object) = super::call_object(&t.steps[call].content) else {
@@ -273,7 +273,9 @@ pub(crate) fn recovered_change(ctx: &Context<'_>, call: usize) -> bool {
             && changes_state(t, k)
             && super::call_object(&t.steps[k].content).as_deref() == Some(object.as_str())
     });
-    next.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none())
+    // The retry may name the object another way (`customer_id` where the refused call had the
+    // customer's name): the same tool again at once, with success, is a recovery too.
+    next.is_some_and(|k| result_of(ctx, k).is_some() && call_error(ctx, k).is_none()) || retried_at_once(ctx, call)
 }
 
 /// Whether the rejected call `call` was retried at once with success: the agent's next call
@@ -635,8 +637,9 @@ pub fn asks_only_for_details(content: &str) -> bool {
 }
 
 /// Whether a user turn affirms: it does not open with a refusal (`no`, `wait`, `stop`…) nor put
-/// the decision off ("let me think about it", "not yet", "maybe later"), and it holds a word or
-/// phrase of consent (`yes`, `confirm`, `proceed`, `go ahead`, `please do`…), or a weak one
+/// the decision off ("let me think about it", "not yet", "let me just double-check with my
+/// husband first"), and it holds a word or phrase of consent (`yes`, `confirm`, `proceed`, `go
+/// ahead`, `please do`…), or a weak one
 /// (`ok`, `okay`, `sure`, `correct`) when it does not end by asking a question: "Hmm, ok. Let me
 /// think about it. Would a switch take effect immediately?" asks, it does not consent.
 pub fn affirms(content: &str) -> bool {
@@ -645,7 +648,9 @@ pub fn affirms(content: &str) -> bool {
     if matches!(words.first(), Some(&("no" | "nope" | "don't" | "wait" | "stop" | "cancel"))) {
         return false;
     }
-    const DEFERS: [&str; 8] = [
+    // A go-ahead put off until someone else is asked ("I'll go ahead, but let me just
+    // double-check with my husband first") is not given yet.
+    const DEFERS: [&str; 18] = [
         "think about it",
         "let me think",
         "not yet",
@@ -654,6 +659,16 @@ pub fn affirms(content: &str) -> bool {
         "hold on",
         "i'll decide",
         "haven't decided",
+        "let me check",
+        "let me just check",
+        "let me double-check",
+        "let me just double-check",
+        "check with my",
+        "ask my",
+        "talk to my",
+        "run it by",
+        "give me a minute",
+        "before you do",
     ];
     if DEFERS.iter().any(|p| low.contains(p)) {
         return false;

@@ -274,6 +274,177 @@ pub(super) fn superseded_revision(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
     }
 }
 
+/// Names of a record's money figures: a member or argument named one of these, or ending or
+/// starting in one with `_` (`grand_total`, `amount_due`, `total_price`).
+const FIGURE_NAMES: [&str; 9] = ["total", "amount", "price", "cost", "subtotal", "balance", "fare", "due", "charge"];
+
+/// Whether `k` names a money figure ([`FIGURE_NAMES`]), in snake or camel case.
+fn is_figure_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    k.split('_').any(|w| FIGURE_NAMES.contains(&w)) || FIGURE_NAMES.iter().any(|f| k.starts_with(f) || k.ends_with(f))
+}
+
+/// One record a tool result returned, as [`replaced_figure`] reads it.
+struct Returned {
+    /// The tool result's step.
+    step: usize,
+    /// The record's id ([`record_id`]).
+    id: String,
+    record: serde_json::Map<String, Value>,
+}
+
+/// Step `i`, a tool call, passes a money figure ([`is_figure_key`]: `"amount": 120.0`) for a
+/// record it names by id, where that figure is what an earlier tool result of the last
+/// [`STALE_WINDOW`] steps returned for the record (`"cart_id": "C-1", "total": 120.0`) and the
+/// latest result for the same record, later, returns another one (`"total": 108.0`, after a promo
+/// code), which the call does not pass: the call charges, refunds or orders at a figure the run
+/// had already seen replaced. Records with a revision number are read by
+/// [`superseded_revision`].
+pub(super) fn replaced_figure(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall {
+        return;
+    }
+    let Some(args) = super::call_arguments(&step.content) else { return };
+    let passed: Vec<f64> = args.iter().filter(|(k, _)| is_figure_key(k)).filter_map(|(_, v)| v.as_f64()).collect();
+    let ids: Vec<&str> = args.values().filter_map(Value::as_str).filter(|v| v.len() >= 3).collect();
+    if passed.is_empty() || ids.is_empty() {
+        return;
+    }
+    let mut returned: Vec<Returned> = Vec::new();
+    for r in i.saturating_sub(STALE_WINDOW)..i {
+        let content = &t.steps[r].content;
+        if t.steps[r].kind != StepKind::ToolResult || !ids.iter().any(|id| content.contains(id)) {
+            continue;
+        }
+        let Some(Value::Object(o)) = json_of(content) else { continue };
+        if revision(&o).is_some() {
+            continue;
+        }
+        if let Some((_, id)) = record_id(&o).filter(|(_, id)| ids.contains(id)) {
+            returned.push(Returned { step: r, id: id.to_string(), record: o.clone() });
+        }
+    }
+    // Only the latest record returned is the one in force.
+    let Some(newest) = returned.last() else { return };
+    for old in returned.iter().filter(|o| o.id == newest.id && o.step < newest.step) {
+        let replaced = old.record.iter().filter(|(k, _)| is_figure_key(k)).find_map(|(k, v)| {
+            let (a, b) = (v.as_f64()?, newest.record.get(k)?.as_f64()?);
+            let stale = (a - b).abs() > 1e-9 && a.abs() > 1.0 && passed.contains(&a) && !passed.contains(&b);
+            stale.then_some((k, a, b))
+        });
+        let Some((k, a, b)) = replaced else { continue };
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!("passes {} for {}, the {k} step ", number(a), newest.id),
+                Part::Step(old.step),
+                " returned; step ",
+                Part::Step(newest.step),
+                format!(", later, returned {k} {} for it", number(b)),
+            ],
+        ));
+        return;
+    }
+}
+
+/// Members of a record that say how much of something is left to use: stock, seats, balance.
+const AVAILABILITY: [&str; 12] = [
+    "available",
+    "available_qty",
+    "qty_available",
+    "quantity_available",
+    "in_stock",
+    "stock",
+    "balance",
+    "available_balance",
+    "remaining",
+    "seats_available",
+    "seats_left",
+    "capacity",
+];
+
+/// Argument names of the quantity a state change takes.
+const QUANTITY: [&str; 6] = ["qty", "quantity", "amount", "units", "count", "seats"];
+
+/// Step `i`, an agent's message or thought, states a figure that an earlier tool result (within
+/// [`STALE_WINDOW`] steps) gave as what is left of something ([`AVAILABILITY`]: `"available":
+/// 120`), after which the same agent made a state change that takes from it: a call that
+/// changes state ([`changes_state`]), names one of the record's identifiers (`"sku": "PMP-220"`),
+/// takes a quantity ([`QUANTITY`]) and succeeded. The figure is what was left before the agent's
+/// own change: "Rotterdam has 120 units available" after reserving 80 of its 120.
+pub(super) fn consumed_since(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought) || super::actions::served_person(step) {
+        return;
+    }
+    let from = i.saturating_sub(STALE_WINDOW);
+    // The latest tool result giving an availability member, and the figures it gives.
+    let Some((read, record)) = (from..i).rev().find_map(|r| {
+        let s = &t.steps[r];
+        if s.kind != StepKind::ToolResult || !AVAILABILITY.iter().any(|k| s.content.contains(&format!("\"{k}\""))) {
+            return None;
+        }
+        match json_of(&s.content)? {
+            Value::Object(o) => Some((r, o)),
+            _ => None,
+        }
+    }) else {
+        return;
+    };
+    let Some((member, left)) =
+        AVAILABILITY.iter().find_map(|k| Some((*k, record.get(*k)?.as_f64().filter(|v| *v > 1.0)?)))
+    else {
+        return;
+    };
+    let written = number(left);
+    if !super::contains_word(&step.content, &written) {
+        return;
+    }
+    let ids: Vec<&str> = record.values().filter_map(Value::as_str).filter(|v| v.len() >= 3).collect();
+    let agent = &step.agent;
+    for c in read + 1..i {
+        let call = &t.steps[c];
+        if call.kind != StepKind::ToolCall || !changes_state(t, c) || super::call_error(ctx, c).is_some() {
+            continue;
+        }
+        if call.agent != *agent {
+            continue;
+        }
+        let Some(args) = super::call_arguments(&call.content) else { continue };
+        let names_record = args.values().filter_map(Value::as_str).any(|v| ids.contains(&v));
+        let Some(taken) = QUANTITY.iter().find_map(|k| args.get(*k)?.as_f64().filter(|q| *q > 0.0 && *q <= left))
+        else {
+            continue;
+        };
+        if !names_record {
+            continue;
+        }
+        // A later reading of what is left replaces the old one.
+        if (c + 1..i)
+            .any(|r| t.steps[r].kind == StepKind::ToolResult && t.steps[r].content.contains(&format!("\"{member}\"")))
+        {
+            return;
+        }
+        let tool = call.tool_name.as_deref().unwrap_or("the call");
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!("states {written}, the \"{member}\" step "),
+                Part::Step(read),
+                format!(" read, but {tool} at step "),
+                Part::Step(c),
+                format!(" took {} of it since: {} are left", number(taken), number(left - taken)),
+            ],
+        ));
+        return;
+    }
+}
+
 /// `18400` for 18400.0, `2.5` for 2.5.
 fn number(x: f64) -> String {
     if x.fract() == 0.0 { format!("{x:.0}") } else { x.to_string() }

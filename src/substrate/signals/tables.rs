@@ -244,9 +244,33 @@ fn names_row(line: &str, row: &str) -> bool {
         .any(|w| contains_word(&line.to_lowercase(), &w.to_lowercase()))
 }
 
-/// Whether `line` names a column by its whole header, as a phrase.
+/// Whether `line` names a column by its whole header, as a phrase, or by the header without a
+/// unit suffix (`p99` for `p99_ms`, `latency` for `latency (s)`).
 fn names_column(line: &str, column: &str) -> bool {
-    contains_word(&line.to_lowercase(), &column.to_lowercase())
+    const UNITS: [&str; 14] =
+        ["ms", "s", "sec", "secs", "pct", "usd", "eur", "kb", "mb", "gb", "min", "h", "hrs", "pc"];
+    let (line, column) = (line.to_lowercase(), column.to_lowercase());
+    if contains_word(&line, &column) {
+        return true;
+    }
+    let stem = match column.rsplit_once(['_', ' ']) {
+        Some((stem, unit)) if UNITS.contains(&unit.trim_matches(['(', ')'])) => stem.trim(),
+        _ => return false,
+    };
+    stem.len() >= 2 && contains_word(&line, stem)
+}
+
+/// The words a line of a list is read with: the line, and the lead-in line of its list (the
+/// last line before it ending with `:`, "Reading the export against the 800 ms p99
+/// threshold:"), which names what every item's figure is.
+fn with_lead(lines: &[&str], k: usize) -> String {
+    let line = lines[k];
+    let item = line.trim_start().starts_with(['-', '*', '•']);
+    let lead = lines[..k].iter().rev().find(|l| l.trim_end().ends_with(':')).filter(|_| item);
+    match lead {
+        Some(lead) => format!("{lead}\n{line}"),
+        None => line.to_string(),
+    }
 }
 
 /// Whether step `i` is an agent's message or report (not a tool's output, not the user, not an
@@ -262,7 +286,8 @@ fn tells_figures(ctx: &Context<'_>, i: usize) -> bool {
 
 /// Step `i`, an agent's message or report (not a tool's output, not the user, not code), states
 /// on one line a value that a table of an earlier step (within [`WINDOW`] steps) gives in one
-/// column only of a row the line names ([`names_row`]), while the line names another column of
+/// column only of a row the line names ([`names_row`]), while the line (or its list's lead-in,
+/// [`with_lead`]) names another column of
 /// that table by its header and not the value's own ("Q3 2025 revenue: NOK 4,064 million" where
 /// the table gives 4,064 under "Q3 2024" and 4,312 under "Q3 2025"). The value was read from the
 /// wrong column: a misread result. Plain values (fewer than three significant digits, years:
@@ -279,10 +304,13 @@ pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         return;
     }
     let from = i.saturating_sub(WINDOW);
-    for line in step.content.lines() {
+    let lines: Vec<&str> = step.content.lines().collect();
+    for (k, &line) in lines.iter().enumerate() {
         if line.contains('|') || cells(line).is_some_and(|c| c.len() >= 2) {
             continue;
         }
+        // The columns are named by the line or its list's lead-in; the row by the line.
+        let named_in = with_lead(&lines, k);
         for m in NUMBER.find_iter(line) {
             let text = m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], "");
             let value = crate::evidence::normalize_number(&text);
@@ -299,13 +327,13 @@ pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             if cell.others.iter().any(|(_, o)| cell_value(o).as_deref() == Some(value.as_str())) {
                 continue;
             }
-            if names_column(line, &cell.column) {
+            if names_column(&named_in, &cell.column) {
                 continue;
             }
             let Some((named, there)) = cell
                 .others
                 .iter()
-                .find(|(c, _)| names_column(line, c) && !cell.column.to_lowercase().contains(&c.to_lowercase()))
+                .find(|(c, _)| names_column(&named_in, c) && !cell.column.to_lowercase().contains(&c.to_lowercase()))
             else {
                 continue;
             };
