@@ -387,6 +387,15 @@ fn sufficiency(ctx: &Context<'_>, step: usize, findings: &[Finding]) -> Criterio
             evidence: "the code it leaves, which the check fails on, is part of the run's outcome".into(),
         };
     }
+    // So is a wrong bound or count the edit writes into the code (`bounds::off_by_one_bound`).
+    if findings.iter().any(|f| f.signal == Signal::Miscalculation)
+        && crate::substrate::signals::edits(ctx.trajectory, step)
+    {
+        return Criterion {
+            passed: true,
+            evidence: "the code it leaves, with the wrong bound, is part of the run's outcome".into(),
+        };
+    }
     let reaches = step >= end || reaches_final(ctx, step);
     // Reaching the output's step in the graph is position, not evidence: in a coordinated run
     // nearly every step does. It counts when the step's finding steers the run, or when the
