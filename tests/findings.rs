@@ -9,6 +9,10 @@
 //!   harmless), each beside its faulty twin;
 //! - `coding`: coding-agent sessions: the reported failure reproduced, an edit judged by the check
 //!   after it, a claim that the tests pass;
+//! - `first_user_runs`: kinds of fault first users wrote into their runs (an edit outside the
+//!   traceback, a cluster change on the current context, a plan that skips a procedure's step,
+//!   a conversion the wrong way round, a stale stock figure, a misattributed quote…), each with
+//!   its correct twin;
 //! - `instructions`: a subset of the tests reported as the full suite, a search of part of the
 //!   folders asked for, a report that leaves out hits of its own search, a change of a path the
 //!   user protected, a change the user refused made another way;
@@ -44,6 +48,8 @@ mod coding;
 mod delegation;
 #[path = "findings/derived.rs"]
 mod derived;
+#[path = "findings/first_user_runs.rs"]
+mod first_user_runs;
 #[path = "findings/instructions.rs"]
 mod instructions;
 #[path = "findings/lookup.rs"]

@@ -1,0 +1,244 @@
+//! Kinds of fault first users wrote into their runs, each read as a kind: an edit of a file the
+//! traceback does not go through, a cluster change sent to the current (production) context, a
+//! loop over pages that stops before the last, a plan that leaves out a step of the procedure
+//! the user asked to follow, a change made while the user was still checking, a conversion
+//! written the wrong way round, a namesake page opened, a figure read under a list's lead-in
+//! column, a stock figure stated after the agent's own reservation, a day counted in UTC against
+//! the documented zone, a quotation credited to the wrong person, a meeting booked a day late
+//! across the date line, a total replaced by a later result and a top-N sort the wrong way in
+//! pandas or an API (docs/METHODS.md, "Targets", "Instructions", "Grounding", "Actions"). Each
+//! fault has a correct twin.
+
+use falat::diagnosis::Signal;
+use serde_json::json;
+
+use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user};
+
+/// Asserts FALAT's step and agent for the run of fixture `rel`, and returns the verdict's reason.
+fn named(rel: &str, step: usize, agent: &str) -> String {
+    let d = falat(&fixture(rel));
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(step), Some(agent)), "{rel}: {}", d.reason);
+    d.reason.to_string()
+}
+
+#[test]
+fn coding_sessions_name_the_edit_the_plan_or_the_command_that_went_wrong() {
+    let r = named("handbuilt/claude-code/edit_outside_traceback.jsonl", 12, "claude");
+    assert!(
+        r.contains("which the traceback at step 3 does not go through: it fails in invoicekit/utils/durations.py"),
+        "{r}"
+    );
+    let r = named("handbuilt/claude-code/helm_upgrade_on_prod_context.jsonl", 14, "claude");
+    assert!(r.contains("gke_acme-prod_europe-west1_prod-1 (production, step 9), while the c"), "{r}");
+    let r = named("handbuilt/codex/pages_range_stops_before_last.jsonl", 15, "codex");
+    assert!(r.contains("`range(2, total_pages)` counts from 2 and stops before total_pages"), "{r}");
+    let r = named("handbuilt/codex/release_plan_leaves_out_lock_step.jsonl", 10, "codex");
+    assert!(r.contains("the plan leaves out step 3 of RELEASING.md, read at step 5"), "{r}");
+    let r = named("handbuilt/openhands/release_skips_make_lock.json", 14, "CodeActAgent");
+    assert!(r.contains("the plan says to skip step 4 of RELEASING.md, read at step 4"), "{r}");
+    let r = named("handbuilt/gemini-cli/day_counted_in_utc.json", 13, "gemini");
+    assert!(r.contains("bounds created_at by the bare date 2025-10-05 in the session's zone, while step 3 says days are in America/Los_Angeles"), "{r}");
+    let r = named("handbuilt/openhands/p95_read_as_p99.json", 13, "CodeActAgent");
+    assert!(r.contains("states 188 for \"p99_ms\", but the table at step 9 gives 188 under \"p95_ms\""), "{r}");
+    // The endpoint read from the neighbouring line is found where it is written; the verdict
+    // stays with the ranking (the edit the failing diff shows).
+    let t = fixture("handbuilt/mini-swe-agent/endpoint_of_neighbouring_row.mini-swe-agent.json");
+    assert_eq!(
+        evidence(&t, 13, Signal::IgnoredResult),
+        "states https://api.arn.nimbus.example for eu-central-2, but step 12 gives it on the eu-north-1 line; the \
+         eu-central-2 line gives https://api.fra2.nimbus.example"
+    );
+}
+
+#[test]
+fn desks_and_teams_name_the_step_that_misread_or_acted_too_soon() {
+    let r = named("handbuilt/openai-chat/cancel_while_user_checks_with_husband.openai-chat.json", 12, "assistant");
+    assert!(r.contains("cancel_reservation changes state without the user's confirmation"), "{r}");
+    let r = named("handbuilt/openai-chat/wire_converted_wrong_way.openai-chat.json", 14, "assistant");
+    assert!(r.contains("converts EUR to USD by dividing by 1.0842, which step 13 gives as USD per 1 EUR: 500.00 EUR is 542.10 USD, not 461.17"), "{r}");
+    let r = named("handbuilt/magentic-one/other_portland_opened.json", 12, "WebSurfer");
+    assert!(r.contains("asks for Portland, Maine: another Portland"), "{r}");
+    let r = named("handbuilt/langsmith/stock_stated_after_own_reservation.langsmith.json", 14, "agent");
+    assert!(
+        r.contains(
+            "states 120, the \"available\" step 3 read, but reserve_stock at step 11 took 80 of it since: 40 are left"
+        ),
+        "{r}"
+    );
+    let r = named("handbuilt/otel/quote_credited_to_ceo.otlp.json", 9, "writer");
+    assert!(r.contains("to Marta Ruiz; step 6 gives it to Dev Patel"), "{r}");
+    let r = named("handbuilt/otel/tokyo_sync_booked_a_day_late.otlp.json", 11, "scheduler");
+    assert!(
+        r.contains("which is 09:00 on Wednesday 2025-06-11 in Asia/Tokyo; the Tuesday 09:00 asked for there is Monday 2025-06-09 20:00 at UTC−04:00"),
+        "{r}"
+    );
+}
+
+/// A desk run: the user asks `ask`, confirms with `answer`, and the agent changes state.
+fn cancel_after(answer: &str) -> falat::model::Trajectory {
+    let mut m = vec![
+        system(
+            "Before cancelling a reservation you must list the details and obtain explicit user confirmation (yes).",
+        ),
+        user("Please cancel reservation ZK3F9Q."),
+    ];
+    m.extend(call(
+        "c1",
+        "get_reservation_details",
+        json!({"reservation_id": "ZK3F9Q"}),
+        r#"{"reservation_id": "ZK3F9Q", "status": "active"}"#,
+    ));
+    m.push(assistant("Reservation ZK3F9Q, JFK to DEN on June 12. Shall I cancel it?"));
+    m.push(user(answer));
+    m.extend(call(
+        "c2",
+        "cancel_reservation",
+        json!({"reservation_id": "ZK3F9Q"}),
+        r#"{"reservation_id": "ZK3F9Q", "status": "cancelled"}"#,
+    ));
+    m.push(assistant("Cancelled."));
+    load(m)
+}
+
+#[test]
+fn a_go_ahead_put_off_until_someone_is_asked_is_no_confirmation() {
+    let t = cancel_after("OK, I think I'll go ahead, but let me just double-check with my husband first.");
+    assert_eq!(steps_with(&t, Signal::UnconfirmedAction), vec![6]);
+    let t = cancel_after("Yes, go ahead.");
+    assert_eq!(steps_with(&t, Signal::UnconfirmedAction), Vec::<usize>::new());
+}
+
+/// A wire: the quote gives the rate as USD per 1 EUR and the agent writes `conversion`.
+fn wire(conversion: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You help bank customers send wires."), user("Send €500 to my landlord.")];
+    m.extend(call(
+        "c1",
+        "get_fx_quote",
+        json!({"sell_currency": "USD", "buy_currency": "EUR"}),
+        r#"{"rate": 1.0842, "rate_basis": "USD per 1 EUR"}"#,
+    ));
+    m.push(assistant(&format!("Amount converted: {conversion}. Shall I send it?")));
+    load(m)
+}
+
+#[test]
+fn a_conversion_is_checked_against_the_rate_s_basis() {
+    assert_eq!(steps_with(&wire("€500.00 ÷ 1.0842 = $461.17"), Signal::Miscalculation), vec![4]);
+    assert_eq!(steps_with(&wire("€500.00 × 1.0842 = $542.10"), Signal::Miscalculation), Vec::<usize>::new());
+}
+
+/// An order desk: stock read, 80 reserved (or not, without `reserve`), then `told`.
+fn stock(reserve: bool, told: &str) -> falat::model::Trajectory {
+    let mut m = vec![
+        system("You manage warehouse orders."),
+        user("Reserve 80 PMP-220 for Helios, then check Brightline's 60."),
+    ];
+    m.extend(call(
+        "c1",
+        "get_stock",
+        json!({"sku": "PMP-220", "warehouse": "RTM"}),
+        r#"{"sku": "PMP-220", "warehouse": "RTM", "available": 120}"#,
+    ));
+    if reserve {
+        m.extend(call(
+            "c2",
+            "reserve_stock",
+            json!({"sku": "PMP-220", "warehouse": "RTM", "qty": 80}),
+            r#"{"reservation_id": "RSV-1", "status": "reserved"}"#,
+        ));
+    }
+    m.push(assistant(told));
+    load(m)
+}
+
+#[test]
+fn a_stock_figure_stated_after_the_agent_s_own_reservation_is_stale() {
+    let told = "Rotterdam has 120 units available, which covers Brightline's 60.";
+    assert_eq!(steps_with(&stock(true, told), Signal::IgnoredResult), vec![6]);
+    // Stated before any reservation, or the figure left after it: no finding.
+    assert_eq!(steps_with(&stock(false, told), Signal::IgnoredResult), Vec::<usize>::new());
+    let left = "Rotterdam has 40 units left, short of Brightline's 60.";
+    assert_eq!(steps_with(&stock(true, left), Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// A checkout: the cart's total, a promo code that replaces it, then the charge of `amount`.
+fn charge(amount: f64) -> falat::model::Trajectory {
+    let mut m = vec![system("You run checkouts."), user("Apply SPRING10 to cart C-4471 and charge my card.")];
+    m.extend(call("c1", "get_cart", json!({"cart_id": "C-4471"}), r#"{"cart_id": "C-4471", "total": 120.0}"#));
+    m.extend(call(
+        "c2",
+        "apply_promo",
+        json!({"cart_id": "C-4471", "code": "SPRING10"}),
+        r#"{"cart_id": "C-4471", "total": 108.0}"#,
+    ));
+    m.extend(call("c3", "charge_card", json!({"cart_id": "C-4471", "amount": amount}), r#"{"status": "charged"}"#));
+    m.push(assistant("Charged."));
+    load(m)
+}
+
+#[test]
+fn a_charge_at_a_total_a_later_result_replaced_is_found_at_the_charge() {
+    let t = charge(120.0);
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![6]);
+    assert_eq!(
+        evidence(&t, 6, Signal::IgnoredResult),
+        "passes 120 for C-4471, the total step 3 returned; step 5, later, returned total 108 for it"
+    );
+    assert_eq!(steps_with(&charge(108.0), Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// An analytics run: the task asks `question`, the agent runs `code` in its Python tool.
+fn analysis(question: &str, code: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You answer questions about the sales data with run_python."), user(question)];
+    m.extend(call(
+        "c1",
+        "run_python",
+        json!({ "code": code }),
+        "   customer  revenue\n0  Acme   1200\n1  Birch  1350\n2  Cobalt 1410",
+    ));
+    m.push(assistant("The three customers are Acme, Birch and Cobalt."));
+    load(m)
+}
+
+#[test]
+fn a_top_n_sort_the_other_way_is_read_in_pandas_and_api_arguments() {
+    let top = "Who are our top 3 customers by revenue this quarter?";
+    let t = analysis(top, r#"df.sort_values("revenue").head(3)"#);
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![2]);
+    assert_eq!(
+        steps_with(&analysis(top, r#"df.nlargest(3, "revenue")"#), Signal::ArgumentMismatch),
+        Vec::<usize>::new()
+    );
+    assert_eq!(steps_with(&analysis(top, r#"df.nsmallest(3, "revenue")"#), Signal::ArgumentMismatch), vec![2]);
+    let mut m = vec![system("You answer questions with the CRM API."), user(top)];
+    m.extend(call(
+        "c1",
+        "list_customers",
+        json!({"sort": "revenue", "order": "asc", "limit": 3}),
+        r#"{"customers": []}"#,
+    ));
+    assert_eq!(steps_with(&load(m), Signal::ArgumentMismatch), vec![2]);
+}
+
+/// A scheduling run across the date line: 9:00 on Tuesday in Tokyo, booked at `start`.
+fn tokyo(start: &str) -> falat::model::Trajectory {
+    let mut m = vec![
+        system("You schedule meetings."),
+        user("Set up a call with Kenji from the Tokyo office next Tuesday at 9:00 am their time."),
+    ];
+    m.extend(call(
+        "c1",
+        "create_event",
+        json!({"title": "Sync", "start": start}),
+        r#"{"event_id": "evt_1", "status": "confirmed"}"#,
+    ));
+    m.push(assistant("Booked."));
+    load(m)
+}
+
+#[test]
+fn a_meeting_booked_a_day_late_across_the_date_line_is_found_at_the_booking() {
+    assert_eq!(steps_with(&tokyo("2025-06-10T20:00:00-04:00"), Signal::ArgumentMismatch), vec![2]);
+    // Monday 20:00 in New York is Tuesday 9:00 in Tokyo.
+    assert_eq!(steps_with(&tokyo("2025-06-09T20:00:00-04:00"), Signal::ArgumentMismatch), Vec::<usize>::new());
+}
