@@ -725,9 +725,15 @@ fn swe_agent(task: &str, turns: &[(&str, &str, &str)]) -> Trajectory {
 const PAGES_TASK: &str = "Page.pages drops the last partial page: paginate(range(25), per_page=10) gives 2 pages \
     instead of 3, so has_next is False on page 2.";
 
-/// The SWE-agent session: a reproduction script written and run, the fix, the script run again,
-/// then `tests_output`, the script removed and the submission.
-fn pages_session(tests_output: &str) -> Trajectory {
+/// The SWE-agent session: a reproduction script written and run, the fix (the line `fix`), the
+/// script run again, then `tests_output`, the script removed and the submission.
+fn pages_session(fix: &str, tests_output: &str) -> Trajectory {
+    let edit = format!(
+        "str_replace_editor str_replace /testbed/pagekit/pagination.py --old_str '        return self.total // self.per_page' --new_str '        {fix}'"
+    );
+    let edited = format!(
+        "The file /testbed/pagekit/pagination.py has been edited. Here's the result of running `cat -n` on a snippet of /testbed/pagekit/pagination.py:\n    20\t        {fix}\nReview the changes and make sure they are as expected."
+    );
     swe_agent(
         PAGES_TASK,
         &[
@@ -737,11 +743,7 @@ fn pages_session(tests_output: &str) -> Trajectory {
                 "File created successfully at: /testbed/reproduce.py",
             ),
             ("Run it.", "cd /testbed && python reproduce.py", "2"),
-            (
-                "Adding one to the floor division counts the last page.",
-                "str_replace_editor str_replace /testbed/pagekit/pagination.py --old_str '        return self.total // self.per_page' --new_str '        return self.total // self.per_page + 1'",
-                "The file /testbed/pagekit/pagination.py has been edited. Here's the result of running `cat -n` on a snippet of /testbed/pagekit/pagination.py:\n    20\t        return self.total // self.per_page + 1\nReview the changes and make sure they are as expected.",
-            ),
+            ("Rounding the division up counts the last page.", edit.as_str(), edited.as_str()),
             ("Run the reproduction again.", "cd /testbed && python reproduce.py", "3"),
             (
                 "Now the test suite.",
@@ -769,7 +771,7 @@ fn a_test_run_failing_after_the_edit_blames_the_edit_and_removing_the_own_scratc
         =========================== short test summary info ============================\n\
         FAILED tests/test_pagination.py::test_exact_multiple - assert 4 == 3\n\
         FAILED tests/test_pagination.py::test_empty - assert 1 == 0\n2 failed, 6 passed in 0.07s";
-    let t = pages_session(failing);
+    let t = pages_session("return self.total // self.per_page + 1", failing);
     let rm = t.steps.iter().position(|s| s.content.contains("rm /testbed/reproduce.py")).expect("the rm call");
     let edit = t.steps.iter().position(|s| s.content.contains("--old_str")).expect("the edit");
     // The agent removes the reproduction script it created: no edit, so no check is owed after it.
@@ -789,7 +791,8 @@ fn a_test_run_failing_after_the_edit_blames_the_edit_and_removing_the_own_scratc
     assert_eq!(d.decisive_step, Some(edit), "{}", d.reason);
     // With the tests passing there is nothing to blame, and the submission after the scratch
     // file's removal is no unchecked claim.
-    let t = pages_session("........\n8 passed in 0.05s");
+    // (The twin's fix is the ceiling: the floor plus one is itself a finding, `miscalculation`.)
+    let t = pages_session("return -(-self.total // self.per_page)", "........\n8 passed in 0.05s");
     assert_eq!(findings(&t), vec![]);
     assert_eq!(falat(&t).decisive_step, None);
 }
