@@ -36,7 +36,7 @@ fn coding_sessions_name_the_edit_the_plan_or_the_command_that_went_wrong() {
     assert!(r.contains("the plan leaves out step 3 of RELEASING.md, read at step 5"), "{r}");
     let r = named("handbuilt/openhands/release_skips_make_lock.json", 14, "CodeActAgent");
     assert!(r.contains("the plan says to skip step 4 of RELEASING.md, read at step 4"), "{r}");
-    let r = named("handbuilt/gemini-cli/day_counted_in_utc.json", 13, "gemini");
+    let r = named("handbuilt/gemini-cli/gemini_day_counted_in_utc.json", 13, "gemini");
     assert!(r.contains("bounds created_at by the bare date 2025-10-05 in the session's zone, while step 3 says days are in America/Los_Angeles"), "{r}");
     let r = named("handbuilt/openhands/p95_read_as_p99.json", 13, "CodeActAgent");
     assert!(r.contains("states 188 for \"p99_ms\", but the table at step 9 gives 188 under \"p95_ms\""), "{r}");
