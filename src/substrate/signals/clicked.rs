@@ -38,6 +38,9 @@ pub(super) fn other_namesake_opened(ctx: &Context<'_>, i: usize, out: &mut Vec<F
     if step.kind == StepKind::ToolResult || super::actions::served_person(step) {
         return;
     }
+    if !["licked", "pened", "elected"].iter().any(|w| step.content.contains(w)) {
+        return;
+    }
     let Some(c) = CLICKED.captures(&step.content) else { return };
     let Some(title) = c.get(1).or_else(|| c.get(2)).map(|m| m.as_str()) else { return };
     let Some(instruction) = (i.saturating_sub(WINDOW)..i)

@@ -58,7 +58,11 @@ fn basis(text: &str) -> Option<(String, String)> {
 pub(super) fn converted_wrong_way(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if step.kind == StepKind::ToolResult || super::actions::served_person(step) || !step.content.contains('=') {
+    if step.kind == StepKind::ToolResult
+        || super::actions::served_person(step)
+        || !step.content.contains('=')
+        || !step.content.contains(['÷', '/', '×', 'x', '*'])
+    {
         return;
     }
     for c in WRITTEN.captures_iter(&step.content) {

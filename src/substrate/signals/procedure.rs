@@ -88,7 +88,9 @@ fn is_plan(ctx: &Context<'_>, j: usize) -> bool {
 pub(super) fn skipped_procedure_step(ctx: &Context<'_>, p: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let plan = &t.steps[p];
-    if !is_plan(ctx, p) || super::actions::served_person(plan) {
+    // A plan of numbered lines holds a "2." (or "2)"); a plan tool names itself.
+    let numbered = plan.content.contains("2.") || plan.content.contains("2)");
+    if !numbered && plan.kind != StepKind::ToolCall || !is_plan(ctx, p) || super::actions::served_person(plan) {
         return;
     }
     let from = p.saturating_sub(WINDOW);

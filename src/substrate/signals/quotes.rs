@@ -106,7 +106,10 @@ fn attributed(text: &str, k: &str) -> Option<Vec<String>> {
 pub(super) fn misattributed_quote(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     let step = &t.steps[i];
-    if step.kind == StepKind::ToolResult || super::actions::served_person(step) || !step.content.contains(['"', '“'])
+    if step.kind == StepKind::ToolResult
+        || super::actions::served_person(step)
+        || !step.content.contains(['"', '“'])
+        || !SPEECH.is_match(&step.content)
     {
         return;
     }

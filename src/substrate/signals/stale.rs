@@ -381,11 +381,17 @@ pub(super) fn consumed_since(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     if !matches!(step.kind, StepKind::Message | StepKind::Thought) || super::actions::served_person(step) {
         return;
     }
+    if !step.content.bytes().any(|b| b.is_ascii_digit()) {
+        return;
+    }
+    // One pass over a result tells whether it writes an availability member.
+    static MEMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(&format!(r#""(?:{})"\s*:"#, AVAILABILITY.join("|"))).expect("a valid pattern"));
     let from = i.saturating_sub(STALE_WINDOW);
     // The latest tool result giving an availability member, and the figures it gives.
     let Some((read, record)) = (from..i).rev().find_map(|r| {
         let s = &t.steps[r];
-        if s.kind != StepKind::ToolResult || !AVAILABILITY.iter().any(|k| s.content.contains(&format!("\"{k}\""))) {
+        if s.kind != StepKind::ToolResult || !MEMBER.is_match(&s.content) {
             return None;
         }
         match json_of(&s.content)? {
