@@ -260,14 +260,12 @@ fn names_column(line: &str, column: &str) -> bool {
     stem.len() >= 2 && contains_word(&line, stem)
 }
 
-/// The words a line of a list is read with: the line, and the lead-in line of its list (the
-/// last line before it ending with `:`, "Reading the export against the 800 ms p99
+/// The words a line of a list is read with: the line, and the lead-in line of its list (`lead`,
+/// the last line before it ending with `:`, "Reading the export against the 800 ms p99
 /// threshold:"), which names what every item's figure is.
-fn with_lead(lines: &[&str], k: usize) -> String {
-    let line = lines[k];
+fn with_lead(line: &str, lead: Option<&str>) -> String {
     let item = line.trim_start().starts_with(['-', '*', '•']);
-    let lead = lines[..k].iter().rev().find(|l| l.trim_end().ends_with(':')).filter(|_| item);
-    match lead {
+    match lead.filter(|_| item) {
         Some(lead) => format!("{lead}\n{line}"),
         None => line.to_string(),
     }
@@ -304,13 +302,16 @@ pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
         return;
     }
     let from = i.saturating_sub(WINDOW);
-    let lines: Vec<&str> = step.content.lines().collect();
-    for (k, &line) in lines.iter().enumerate() {
+    // The last line so far ending with `:`, the lead-in of the list that follows it.
+    let mut lead: Option<&str> = None;
+    for line in step.content.lines() {
         if line.contains('|') || cells(line).is_some_and(|c| c.len() >= 2) {
             continue;
         }
-        // The columns are named by the line or its list's lead-in; the row by the line.
-        let named_in = with_lead(&lines, k);
+        let lead_in = lead;
+        if line.trim_end().ends_with(':') {
+            lead = Some(line);
+        }
         for m in NUMBER.find_iter(line) {
             let text = m.as_str().replace([' ', '\u{a0}', '\u{202f}', '\u{2009}'], "");
             let value = crate::evidence::normalize_number(&text);
@@ -327,6 +328,8 @@ pub(super) fn wrong_column(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
             if cell.others.iter().any(|(_, o)| cell_value(o).as_deref() == Some(value.as_str())) {
                 continue;
             }
+            // The columns are named by the line or its list's lead-in; the row by the line.
+            let named_in = with_lead(line, lead_in);
             if names_column(&named_in, &cell.column) {
                 continue;
             }
