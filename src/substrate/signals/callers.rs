@@ -215,7 +215,7 @@ fn search_lines(text: &str) -> Vec<(&str, &str)> {
 
 /// Whether the paths `a` and `b` name the same file: one ends with the other at a folder boundary
 /// (`/workspace/app/kestrel/cli.py` and `kestrel/cli.py`).
-fn same_file(a: &str, b: &str) -> bool {
+pub(super) fn same_file(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim_start_matches("./"), b.trim_start_matches("./"));
     let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
     !short.is_empty()

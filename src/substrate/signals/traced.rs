@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::callers::same_file;
 use super::coding::{edited_files, file_name};
 use super::{Context, edits, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
@@ -41,24 +42,9 @@ fn project_source(path: &str) -> bool {
     !installed && !is_test_file(path) && !name.is_empty()
 }
 
-/// Whether `path` is a test file: under a `tests` or `test` folder, or named `test_*`,
-/// `*_test.*`, `*.test.*`, `*.spec.*`, `conftest.py`.
+/// Whether `path` is a test file ([`super::recovery::is_test_path`]) or pytest's `conftest.py`.
 fn is_test_file(path: &str) -> bool {
-    let name = file_name(path);
-    path.split('/').any(|d| d == "tests" || d == "test" || d == "__tests__")
-        || name.starts_with("test_")
-        || name.contains("_test.")
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || name == "conftest.py"
-}
-
-/// Whether two paths name the same file: one ends with the other at a `/` boundary
-/// (`/home/dev/kit/kit/schedule.py` and `kit/schedule.py`).
-fn same_file(a: &str, b: &str) -> bool {
-    let (a, b) = (a.trim_start_matches("./"), b.trim_start_matches("./"));
-    let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-    long == short || long.ends_with(&format!("/{short}"))
+    super::recovery::is_test_path(path) || file_name(path) == "conftest.py"
 }
 
 /// The project frames ([`FRAME`], [`project_source`]) of a tool output, innermost last, and the
