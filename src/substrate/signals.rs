@@ -26,6 +26,7 @@ mod constraints;
 mod conversion;
 mod derivation;
 mod environment;
+mod inexact;
 pub mod instructions;
 mod interface;
 mod lookup;
@@ -229,9 +230,11 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     coding::other_copy_edited(ctx, i, &mut f);
     traced::untraced_edit(ctx, i, &mut f);
     procedure::skipped_procedure_step(ctx, i, &mut f);
+    procedure::dropped_requirement(ctx, i, &mut f);
     environment::other_environment_context(ctx, i, &mut f);
     bounds::off_by_one_bound(ctx, i, &mut f);
     quotes::misattributed_quote(ctx, i, &mut f);
+    inexact::bound_taken_as_exact(ctx, i, &mut f);
     conversion::converted_wrong_way(ctx, i, &mut f);
     clicked::other_namesake_opened(ctx, i, &mut f);
     rows::neighbour_line_url(ctx, i, &mut f);
@@ -279,6 +282,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     zones::wrong_day(ctx, i, &mut f);
     zones::day_in_other_zone(ctx, i, &mut f);
     searched::none_wider_than_search(ctx, i, &mut f);
+    searched::none_from_narrow_query(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);

@@ -6,8 +6,9 @@
 //! column, a stock figure stated after the agent's own reservation, a day counted in UTC against
 //! the documented zone, a quotation credited to the wrong person, a meeting booked a day late
 //! across the date line, a total replaced by a later result and a top-N sort the wrong way in
-//! pandas or an API (docs/METHODS.md, "Targets", "Instructions", "Grounding", "Actions"). Each
-//! fault has a correct twin.
+//! pandas or an API, a lower bound taken for the count, "none" concluded from one narrow query
+//! that found nothing, and a plan that drops a requirement the task insists on (docs/METHODS.md,
+//! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
 use serde_json::json;
@@ -67,11 +68,92 @@ fn desks_and_teams_name_the_step_that_misread_or_acted_too_soon() {
     );
     let r = named("handbuilt/otel/quote_credited_to_ceo.otlp.json", 9, "writer");
     assert!(r.contains("to Marta Ruiz; step 6 gives it to Dev Patel"), "{r}");
-    let r = named("handbuilt/otel/tokyo_sync_booked_a_day_late.otlp.json", 11, "scheduler");
+    // The free-busy check already asks for the wrong day; the booking repeats it.
+    let r = named("handbuilt/otel/tokyo_sync_booked_a_day_late.otlp.json", 9, "scheduler");
     assert!(
         r.contains("which is 09:00 on Wednesday 2025-06-11 in Asia/Tokyo; the Tuesday 09:00 asked for there is Monday 2025-06-09 20:00 at UTC−04:00"),
         "{r}"
     );
+}
+
+#[test]
+fn a_bound_taken_for_a_count_a_none_from_one_narrow_query_and_a_dropped_requirement_are_named() {
+    let r = named("handbuilt/magentic-one/main_breaks_lower_bound_as_count.json", 17, "Orchestrator");
+    assert!(
+        r.contains(
+            "uses 140 as the exact figure; step 16 gives it only as a bound: \"more than 140 water main breaks\""
+        ),
+        "{r}"
+    );
+    let r = named("handbuilt/smolagents/cve_none_from_narrow_query.json", 11, "agent");
+    assert!(
+        r.contains("concludes \"no CVE\" from one search that found nothing (step 10), whose query was narrow: \"jinja2\" CVE-2024 \"sandbox escape\""),
+        "{r}"
+    );
+    let rel = "handbuilt/coding/timeout_rename_drops_deprecation.swe-agent.traj";
+    let r = named(rel, 15, "main");
+    assert!(
+        r.contains(
+            "passed both independence and sufficiency and the earliest holds a finding the ranking has no feature for"
+        ),
+        "{r}"
+    );
+    let e = evidence(&fixture(rel), 15, Signal::IgnoredResult);
+    assert!(
+        e.starts_with(
+            "neither the plan nor a call after it writes `DeprecationWarning` or `TypeError`, which the request at step 0 \
+             insists on: \"Backwards compatibility: this ships in a minor release, so the old"
+        ),
+        "{e}"
+    );
+    // The twin: a plan that keeps the old keyword with its warning drops nothing.
+    let mut t = fixture(rel);
+    t.steps[15].content.push_str("\n5. Keep `timeout` as a deprecated alias: emit a `DeprecationWarning`, raise `TypeError` when both are passed.");
+    assert!(!steps_with(&t, Signal::IgnoredResult).contains(&15), "{}", evidence(&t, 15, Signal::IgnoredResult));
+}
+
+/// A research run: the report's reader says `report`, then the plan multiplies `count`.
+fn breaks(report: &str) -> falat::model::Trajectory {
+    let mut m = vec![
+        system("You answer questions from the attached report."),
+        user("How much did the district spend on main break repairs in 2024?"),
+    ];
+    m.extend(call("c1", "read_report", json!({"page": 7}), report));
+    m.push(assistant("Total: 140 main breaks × $12,400 = $1,736,000."));
+    load(m)
+}
+
+#[test]
+fn a_bound_is_no_count_but_a_count_is() {
+    let bound = breaks("Crews responded to more than 140 water main breaks in 2024; average cost $12,400.");
+    assert_eq!(steps_with(&bound, Signal::IgnoredResult), vec![4]);
+    let count = breaks("Table 3: 140 water main breaks repaired in 2024; average cost $12,400.");
+    assert_eq!(steps_with(&count, Signal::IgnoredResult), Vec::<usize>::new());
+    // A limit is no partial count: "up to 600 requests per minute", then 600 per minute.
+    let limit = breaks("The API allows up to 600 requests per minute; 140 water main breaks; average cost $12,400.");
+    assert_eq!(steps_with(&limit, Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// A search for `query` that found nothing, then `conclusion`.
+fn none_found(query: &str, conclusion: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You check packages for advisories."), user("Did jinja2 have a CVE in 2024?")];
+    m.extend(call("c1", "web_search", json!({"query": query}), "No results found."));
+    m.push(assistant(conclusion));
+    load(m)
+}
+
+#[test]
+fn none_is_concluded_from_a_narrow_query_only() {
+    let narrow =
+        none_found("\"jinja2\" \"sandbox escape\" CVE-2024 site:nvd.nist.gov", "So jinja2 had no CVE in 2024.");
+    assert_eq!(steps_with(&narrow, Signal::PartialSearch), vec![4]);
+    let broad = none_found("jinja2 CVE 2024", "So jinja2 had no CVE in 2024.");
+    assert_eq!(steps_with(&broad, Signal::PartialSearch), Vec::<usize>::new());
+    let careful = none_found(
+        "\"jinja2\" \"sandbox escape\" site:nvd.nist.gov",
+        "That query found nothing; I will search more broadly.",
+    );
+    assert_eq!(steps_with(&careful, Signal::PartialSearch), Vec::<usize>::new());
 }
 
 /// A desk run: the user asks `ask`, confirms with `answer`, and the agent changes state.

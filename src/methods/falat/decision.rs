@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diagnosis::Part::Step;
-use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Part, Prose, Pruning, Transition};
+use crate::diagnosis::{Candidate, Criterion, Origin, Overrides, Part, Prose, Pruning, Signal, Transition};
 use crate::prose;
 
 /// What FALAT does when no candidate passes both verification criteria (the paper does not
@@ -86,6 +86,9 @@ pub enum Undiscriminating {
     AllPassed {
         /// How many were checked (at least 2).
         checked: usize,
+        /// The named candidate is the earliest verified one holding a finding the ranking has no
+        /// feature for ([`unseen_by_ranking`]), earlier than the ranking's most probable one.
+        unseen: bool,
     },
     /// None of the `checked` candidates passed both criteria.
     NonePassed {
@@ -101,16 +104,24 @@ impl Undiscriminating {
     /// One clause: what verification did and which step the ranking names for it.
     pub fn clause(self) -> String {
         match self {
-            Undiscriminating::AllPassed { checked } => {
+            Undiscriminating::AllPassed { checked, unseen } => {
                 let all = if checked == 2 {
                     "both verified candidates".to_string()
                 } else {
                     format!("all {checked} verified candidates")
                 };
-                format!(
-                    "{all} passed both independence and sufficiency, so verification did not tell them apart and the most probable of \
-                     the verified candidates is named"
-                )
+                if unseen {
+                    format!(
+                        "{all} passed both independence and sufficiency and the earliest holds a finding the ranking has no \
+                         feature for, so verification did not tell them apart and that one is named before the ranking's most \
+                         probable one"
+                    )
+                } else {
+                    format!(
+                        "{all} passed both independence and sufficiency, so verification did not tell them apart and the most \
+                         probable of the verified candidates is named"
+                    )
+                }
             }
             Undiscriminating::NonePassed { checked, past_submission } => {
                 let what = match checked {
@@ -380,7 +391,13 @@ pub fn decide(
         let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
         if checked >= 2 && valid.len() == checked {
             let top = valid.iter().copied().max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a))).unwrap_or(r);
-            return Verdict::Ranked(top, Undiscriminating::AllPassed { checked });
+            // The ranking cannot weigh what it has no feature for: an earlier verified candidate
+            // holding such a finding goes first, as the paper's earliest-valid rule would name it.
+            let unseen = valid.iter().copied().find(|s| by_step.get(s).is_some_and(|c| unseen_by_ranking(c)));
+            if let Some(u) = unseen.filter(|&u| u < top) {
+                return Verdict::Ranked(u, Undiscriminating::AllPassed { checked, unseen: true });
+            }
+            return Verdict::Ranked(top, Undiscriminating::AllPassed { checked, unseen: false });
         }
     }
     if let Some(&s) = valid.first() {
@@ -395,6 +412,19 @@ pub fn decide(
         Fallback::FirstActing => None,
     };
     Verdict::Fallback(step, opts.fallback)
+}
+
+/// Whether a machine candidate holds a finding the step ranker has no feature for (a signal
+/// outside [`Signal::FINDINGS`], other than the user's mark, the ranking's own and
+/// [`Signal::BlockingChange`]): the offline judge's narrow rules for misread results, mismatched
+/// arguments, partial checks and searches, forbidden changes and miscalculations
+/// (docs/METHODS.md). The ranking's probability of such a step does not count that finding.
+pub fn unseen_by_ranking(c: &Candidate) -> bool {
+    c.origin == Origin::Machine
+        && c.findings.iter().any(|f| {
+            !Signal::FINDINGS.contains(&f.signal)
+                && !matches!(f.signal, Signal::UserMarked | Signal::Ranked | Signal::BlockingChange)
+        })
 }
 
 /// The highest score among live machine candidates (a user's mark must not raise the floor).
@@ -564,7 +594,7 @@ mod tests {
         // All pass: the most probable of the candidates, here a later one.
         let all = vec![check(2, true, true), check(5, true, true), check(8, true, true)];
         let v = decide(&cands, &all, &o, None, &probs, Some(3));
-        assert_eq!(v, Verdict::Ranked(8, Undiscriminating::AllPassed { checked: 3 }));
+        assert_eq!(v, Verdict::Ranked(8, Undiscriminating::AllPassed { checked: 3, unseen: false }));
         assert!(v.verified());
         assert_eq!(
             precedence(2, true, v).evidence,

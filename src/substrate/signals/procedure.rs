@@ -1,7 +1,10 @@
 //! A plan that leaves out a step of the written procedure the user asked to follow: "Cut the
 //! 2.4.0 release following RELEASING.md", the agent reads the file, whose step 3 says "Run `make
 //! lock` to regenerate `uv.lock`", and its plan bumps, tests, commits and tags without it (or
-//! says it will skip it), and no later call runs it. docs/METHODS.md, "Instructions".
+//! says it will skip it), and no later call runs it; and a plan that leaves out a requirement
+//! the task insists on: "the old `timeout` keyword must keep working … should emit a
+//! `DeprecationWarning` … Passing both should raise `TypeError`", and a plan that renames the
+//! keyword outright, with no later edit writing either name. docs/METHODS.md, "Instructions".
 
 use std::sync::LazyLock;
 
@@ -152,6 +155,93 @@ pub(super) fn skipped_procedure_step(ctx: &Context<'_>, p: usize, out: &mut Vec<
                     crate::text::clip(it.text.lines().next().unwrap_or("").trim(), 90),
                     it.spans[0]
                 ),
+            ],
+        ));
+        return;
+    }
+}
+
+/// A name the task writes for code: a span in backticks, or a CamelCase word
+/// (`DeprecationWarning`, `TypeError`).
+static NAMED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([^`\n]{3,60})`|\b([A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b").unwrap());
+
+/// The names a paragraph writes ([`NAMED`]), in order, each once, without placeholders.
+fn named(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for c in NAMED.captures_iter(text) {
+        if let Some(m) = c.get(1).or(c.get(2)) {
+            let n = m.as_str().trim();
+            // A template's placeholder (`python <filename.py>`, `{version}`) is no name of the work.
+            let placeholder = n.contains(['<', '{']) || PLACEHOLDER.is_match(n);
+            if n.chars().any(char::is_alphabetic) && !placeholder && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// Step `p`, an agent's plan ([`is_plan`], numbered), follows a user turn (the last one before
+/// it, within [`WINDOW`]) with a paragraph that insists on a requirement (a sentence with
+/// [`super::constraints::STRESSED`] words: "must keep working") and names code that the rest of
+/// the turn does not ([`named`]: `DeprecationWarning`, `TypeError`); the plan names something of
+/// the turn (it is the plan for it) but none of that paragraph's own names, and no call of the
+/// agent after it, up to the next user turn, names one either. The requirement was dropped at
+/// the plan. The first such paragraph is the finding.
+pub(super) fn dropped_requirement(ctx: &Context<'_>, p: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let plan = &t.steps[p];
+    let numbered = plan.content.contains("2.") || plan.content.contains("2)");
+    if !numbered || !is_plan(ctx, p) || super::actions::served_person(plan) || super::is_outside_agent(&plan.agent) {
+        return;
+    }
+    let from = p.saturating_sub(WINDOW);
+    let Some(u) = (from..p)
+        .rev()
+        .find(|&u| super::actions::served_person(&t.steps[u]) && t.steps[u].kind != StepKind::ToolResult)
+    else {
+        return;
+    };
+    let turn = &t.steps[u].content;
+    let paragraphs: Vec<&str> = turn.split("\n\n").collect();
+    let text = plan.content.to_lowercase();
+    let names = |n: &str| text.contains(&n.to_lowercase());
+    let all = named(turn);
+    // The plan is this turn's: it names something the turn names.
+    if !all.iter().any(|n| names(n)) {
+        return;
+    }
+    let end = (p + 1..t.steps.len()).find(|&j| super::actions::is_human(&t.steps[j])).unwrap_or(t.steps.len());
+    for (k, para) in paragraphs.iter().enumerate() {
+        let Some(stressed) =
+            super::constraints::sentences(para).into_iter().find(|s| super::constraints::STRESSED.is_match(s))
+        else {
+            continue;
+        };
+        let elsewhere: String =
+            paragraphs.iter().enumerate().filter(|(m, _)| *m != k).map(|(_, q)| *q).collect::<Vec<_>>().join("\n");
+        let own: Vec<&str> = named(para).into_iter().filter(|n| !elsewhere.contains(n)).collect();
+        if own.is_empty() || own.iter().any(|n| names(n)) {
+            continue;
+        }
+        let done_later = (p + 1..end).any(|j| {
+            let s = &t.steps[j];
+            s.agent == plan.agent && s.kind == StepKind::ToolCall && own.iter().any(|n| s.content.contains(n))
+        });
+        if done_later {
+            continue;
+        }
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!(
+                    "neither the plan nor a call after it writes {}, which the request at step ",
+                    own.iter().take(3).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ")
+                ),
+                Part::Step(u),
+                format!(" insists on: \"{}\"", crate::text::clip(stressed.trim(), 80)),
             ],
         ));
         return;

@@ -121,6 +121,101 @@ pub(super) fn none_wider_than_search(ctx: &Context<'_>, i: usize, out: &mut Vec<
     ));
 }
 
+/// How many steps after the empty search the conclusion may be.
+const CONCLUSION_WINDOW: usize = 4;
+
+/// A search called in code or as a tool: `web_search(query=…)`, `search(…)`, a tool whose name
+/// has `search` in it.
+static SEARCH_CALL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\b\w*search\w*\s*\(").unwrap());
+
+/// A phrase in double quotes inside a query (`"sandbox escape"`), and a `site:` restriction.
+static QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""[^"\n]{2,60}""#).unwrap());
+
+/// A search result's own advice that the query was too narrow.
+static TOO_NARROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:less restrictive|shorter query|broader (?:query|search)|fewer (?:keywords|terms)|try (?:a )?(?:more general|different))").unwrap()
+});
+
+/// Nouns of a "no …" that speak of the search itself, not of what was looked for.
+const SEARCH_NOUNS: [&str; 12] =
+    ["result", "results", "match", "matches", "hits", "hit", "entries", "records", "output", "errors", "data", "pages"];
+
+/// Whether step `k` searches: a tool call whose tool's name or code calls a search.
+fn searches(s: &crate::model::Step) -> bool {
+    s.kind == StepKind::ToolCall
+        && (s.tool_name.as_deref().is_some_and(|n| n.to_ascii_lowercase().contains("search"))
+            || SEARCH_CALL.is_match(&s.content))
+}
+
+/// A search call's query: its JSON string arguments, or in code the argument of the search call
+/// on its line (`web_search(query='"jinja2" CVE-2024')` → `"jinja2" CVE-2024`), else the call.
+fn query_text(call: &str) -> String {
+    if let Some(q) = super::call_strings(call).filter(|q| !q.trim().is_empty()) {
+        return q;
+    }
+    let Some(m) = SEARCH_CALL.find(call) else { return call.to_string() };
+    let line = call[m.end()..].lines().next().unwrap_or_default().trim();
+    let arg = line.strip_prefix("query").map_or(line, |r| r.trim_start().trim_start_matches('=').trim_start());
+    let arg = arg.trim_end_matches(')').trim_end();
+    match arg.chars().next() {
+        Some(q @ ('\'' | '"')) if arg.len() >= 2 && arg.ends_with(q) => arg[1..arg.len() - 1].to_string(),
+        _ => arg.to_string(),
+    }
+}
+
+/// Whether a search's result found nothing: [`empty_output`], or an error whose text says no
+/// results were found (a search tool that raises on none: "Exception: No results found!").
+fn found_nothing(text: &str) -> bool {
+    empty_output(text) || text.to_ascii_lowercase().contains("no results found")
+}
+
+/// Step `i`, an agent's thought or message, concludes that there is none of something ("so
+/// Jinja2 had no CVE published in 2024") within [`CONCLUSION_WINDOW`] steps of one search of
+/// its own that found nothing ([`found_nothing`]), with no other search between, where that
+/// search's query was narrow (two quoted phrases or more, or a `site:` restriction) or its
+/// result said so ([`TOO_NARROW`]: "Try a less restrictive/shorter query"), and the query names
+/// what the conclusion says there is none of. One narrow query that found nothing shows only
+/// that this query matched nothing; the "none" is told from it.
+pub(super) fn none_from_narrow_query(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if !matches!(s.kind, StepKind::Message | StepKind::Thought)
+        || super::actions::served_person(s)
+        || super::is_outside_agent(&s.agent)
+    {
+        return;
+    }
+    let from = i.saturating_sub(CONCLUSION_WINDOW + 1);
+    let Some(c) = (from..i).rev().find(|&k| searches(&t.steps[k]) && t.steps[k].agent == s.agent) else { return };
+    let Some(r) = super::result_of(ctx, c) else { return };
+    if r >= i || !found_nothing(&t.steps[r].content) {
+        return;
+    }
+    let query = query_text(&t.steps[c].content);
+    let narrow =
+        QUOTED.find_iter(&query).count() >= 2 || query.contains("site:") || TOO_NARROW.is_match(&t.steps[r].content);
+    if !narrow {
+        return;
+    }
+    let query_low = query.to_ascii_lowercase();
+    let Some(noun) = NONE_CLAIM.captures_iter(&s.content).find_map(|m| {
+        let n = m.get(1).or(m.get(2))?.as_str();
+        let low = n.to_ascii_lowercase();
+        (!SEARCH_NOUNS.contains(&low.as_str()) && query_low.contains(low.trim_end_matches('s'))).then_some(m)
+    }) else {
+        return;
+    };
+    out.push(finding(
+        Signal::PartialSearch,
+        weights::PARTIAL_CHECK,
+        prose![
+            format!("concludes \"{}\" from one search that found nothing (step ", noun[0].trim()),
+            Part::Step(r),
+            format!("), whose query was narrow: {}", crate::text::clip(query.trim(), 120)),
+        ],
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +229,13 @@ mod tests {
         assert!(!names_noun("seats", "flight"));
         assert!(empty_output(" [] "));
         assert!(!empty_output("[{\"flight_number\": \"HAT069\"}]"));
+        assert!(found_nothing(
+            "[error] AgentExecutionError: … due to: Exception: No results found! Try a less restrictive/shorter query."
+        ));
+        assert_eq!(
+            query_text("results = web_search(query='\"jinja2\" CVE-2024 site:nvd.nist.gov')\nprint(results)"),
+            "\"jinja2\" CVE-2024 site:nvd.nist.gov"
+        );
+        assert!(TOO_NARROW.is_match("No results found! Try a less restrictive/shorter query."));
     }
 }
