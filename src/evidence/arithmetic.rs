@@ -9,13 +9,16 @@ use regex::Regex;
 /// A written calculation on one line: two or more numbers (a currency sign may lead each; thousands
 /// grouped with commas) joined by `+`, `*`, `×`, `÷`, `/`, `−` (the minus sign), or by `-`, `–`
 /// and `x` with blanks around them (so dates, ranges and sizes such as `1920x1080` are no
-/// calculation), then `=` and the result, which may carry a sign, a currency sign and a `%`.
+/// calculation), then `=` and the result, which may carry a sign, a currency sign and a `%`. A
+/// currency may also be written as its ISO code and a blank before the figure (`EUR 695`).
 /// Group `expr` is the calculation, `result` the result as written, `pct` the `%` after it.
 static CALCULATION: LazyLock<Regex> = LazyLock::new(|| {
-    const NUM: &str = r"[$€£]?[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?";
+    const CURRENCY: &str =
+        r"(?:[$€£]|(?:EUR|USD|GBP|CHF|JPY|CAD|AUD|NZD|SEK|NOK|DKK|PLN|CZK|INR|CNY|HKD|SGD|MXN|BRL|ZAR)[ \t])";
+    let num = format!(r"{CURRENCY}?[ \t]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?");
     const OP: &str = r"(?:[ \t]*[+*×÷/−][ \t]*|[ \t]+[-–x][ \t]+)";
     Regex::new(&format!(
-        r"(?:^|[^\w.,:/$€£-])(?P<expr>{NUM}(?:{OP}{NUM})+)[ \t]*=[ \t]*(?P<result>[-−]?[$€£]?[ \t]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)(?P<pct>%)?(?:$|[^\d.,%:/])"
+        r"(?:^|[^\w.,:/$€£-])(?P<expr>{num}(?:{OP}{num})+)[ \t]*=[ \t]*(?P<result>[-−]?{CURRENCY}?[ \t]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)(?P<pct>%)?(?:$|[^\d.,%:/])"
     ))
     .unwrap()
 });
@@ -96,7 +99,7 @@ pub fn slips(text: &str) -> Vec<(String, String)> {
             let percent = c.name("pct").is_some();
             let v = if percent { got * 100.0 } else { got };
             let shown = format!("{v:.prec$}{}", if percent { "%" } else { "" }, prec = decimals.max(0) as usize);
-            let written = format!("{expr} = {result}{}", if percent { "%" } else { "" });
+            let written = format!("{} = {}{}", expr.trim(), result.trim(), if percent { "%" } else { "" });
             out.push((crate::text::clip(&written, 80), shown));
         }
     }
@@ -113,6 +116,10 @@ mod tests {
             "3. Daily spending = **€2,000 − €640 − €520 = €1,040**\n   → over 5 days: €1,040 / 5 = **€208 per day**";
         assert_eq!(slips(plan), vec![("€2,000 − €640 − €520 = €1,040".to_string(), "840".to_string())]);
         assert_eq!(slips("So 12 x 7 = 74 hours in all."), vec![("12 x 7 = 74".to_string(), "84".to_string())]);
+        assert_eq!(
+            slips("| Hotel Bellecour Royal | 9.0 | 3 x 265 = EUR 695 | 695 + 176 = EUR 871 |"),
+            vec![("3 x 265 = EUR 695".to_string(), "795".to_string())]
+        );
         assert_eq!(slips("a share of 640 / 2000 = 36%"), vec![("640 / 2000 = 36%".to_string(), "32%".to_string())]);
     }
 
@@ -123,6 +130,7 @@ mod tests {
             "1,040 / 3 = 347 and 1 / 3 = 0.33",
             "640 / 2000 = 32%",
             "4 × €128 = €512",
+            "3 x 149 = EUR 447 and EUR 447 + EUR 176 = EUR 623",
             "12 - 3 = 9; 100 – 1 = 99",
             "Window 1920x1080 = full HD",
             "from 2025-05-12 = day one",

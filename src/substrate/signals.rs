@@ -33,6 +33,7 @@ mod lookup;
 mod ordering;
 mod outcome;
 pub use outcome::relayed_outcome;
+mod passed;
 mod picked;
 mod procedure;
 mod quotes;
@@ -259,6 +260,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     picked::picked_other_record(ctx, i, &mut f);
     picked::restated_against_result(ctx, i, &mut f);
     outcome::outcome_against_source(ctx, i, &mut f);
+    passed::told_passing_after_failure(ctx, i, &mut f);
     actions::paired_with_other_record(ctx, i, &mut f);
     targets::sibling_file_edited(ctx, i, &mut f);
     targets::neighbouring_commit(ctx, i, &mut f);
@@ -2640,7 +2642,9 @@ fn repeated(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
             // database upgraded), or run again with success: a retry, not a blind repeat.
             let changed =
                 (j + 1..i).any(|k| ctx.trajectory.steps[k].agent == s.agent && changes_state(ctx.trajectory, k));
-            let worked = result_of(ctx, i).is_some_and(|r| !shows_failure(ctx, r));
+            // A program that reports what it found by its exit code (`npm audit` 1 after a DNS
+            // error) ran this time: its report is no failure.
+            let worked = result_of(ctx, i).is_some_and(|r| !shows_failure(ctx, r) || reports_by_exit_code(ctx, i, r));
             if changed || worked {
                 return;
             }
@@ -3608,10 +3612,25 @@ const EDIT_VERBS: [&str; 6] = ["patch", "edit", "write", "replace", "insert", "c
 
 /// Whether a lower-case tool name holds an edit verb ([`EDIT_VERBS`]) in one of its words
 /// (`str_replace_editor`, `multiedit`, `overwrite_file`), but not in a word that only spells one:
-/// `apply_credit` and `accredit_vendor` credit an account, they edit nothing.
+/// `apply_credit` and `accredit_vendor` credit an account, they edit nothing; and `create` only
+/// with words of a file (`create_file`, `create_new_file`), not with a record's
+/// (`create_international_wire`, `create_refund`).
 fn names_edit(name: &str) -> bool {
-    name.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| EDIT_VERBS.iter().any(|v| w.contains(v)) && !w.ends_with("credit"))
+    // `create` makes a file only where the name names nothing else than one (`create_file`,
+    // `create`): `create_international_wire` and `create_ticket` act on records.
+    const FILE_WORDS: [&str; 8] = ["file", "files", "new", "text", "dir", "directory", "document", "doc"];
+    let words: Vec<&str> = name.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    words.iter().any(|w| {
+        let verb = EDIT_VERBS.iter().find(|v| w.contains(*v));
+        match verb {
+            None => false,
+            Some(_) if w.ends_with("credit") => false,
+            Some(&"create") if !EDIT_VERBS.iter().any(|v| *v != "create" && w.contains(v)) => {
+                words.iter().all(|x| x.contains("create") || FILE_WORDS.contains(x))
+            }
+            Some(_) => true,
+        }
+    })
 }
 
 /// The first call of the run that edits ([`edits`]), computed once per trajectory.
@@ -4655,5 +4674,20 @@ mod failure_shown_tests {
             shown.chars().count() <= "step 2 shows a finding (unsourced_value): ".len() + SHOWN_EVIDENCE,
             "{shown}"
         );
+    }
+}
+
+#[cfg(test)]
+mod edit_name_tests {
+    use super::names_edit;
+
+    #[test]
+    fn create_edits_only_where_the_name_is_of_a_file() {
+        for name in ["create_file", "create", "str_replace_editor", "write_file", "multiedit", "create_new_file"] {
+            assert!(names_edit(name), "{name}");
+        }
+        for name in ["create_international_wire", "create_refund", "apply_credit", "get_order"] {
+            assert!(!names_edit(name), "{name}");
+        }
     }
 }

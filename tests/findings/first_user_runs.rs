@@ -7,7 +7,9 @@
 //! the documented zone, a quotation credited to the wrong person, a meeting booked a day late
 //! across the date line, a total replaced by a later result and a top-N sort the wrong way in
 //! pandas or an API, a lower bound taken for the count, "none" concluded from one narrow query
-//! that found nothing, and a plan that drops a requirement the task insists on (docs/METHODS.md,
+//! that found nothing, a plan that drops a requirement the task insists on, a failed audit told
+//! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
+//! sum sent in another currency (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
@@ -110,6 +112,75 @@ fn a_bound_taken_for_a_count_a_none_from_one_narrow_query_and_a_dropped_requirem
     let mut t = fixture(rel);
     t.steps[15].content.push_str("\n5. Keep `timeout` as a deprecated alias: emit a `DeprecationWarning`, raise `TypeError` when both are passed.");
     assert!(!steps_with(&t, Signal::IgnoredResult).contains(&15), "{}", evidence(&t, 15, Signal::IgnoredResult));
+}
+
+#[test]
+fn a_gate_told_satisfied_a_context_dropped_a_currency_changed_and_a_coded_sum_are_named() {
+    let r = named("handbuilt/gemini-cli/gemini_audit_gate_told_satisfied.jsonl", 18, "gemini");
+    assert!(
+        r.contains("says `npm audit --audit-level=high` \"is satisfied\" right after it failed at step 17: 4 vulnerabilities (2 moderate, 2 high)"),
+        "{r}"
+    );
+    let r = named("handbuilt/codex/scale_on_staging_context.jsonl", 16, "codex");
+    assert!(
+        r.contains(
+            "with no context named, so it goes to the current one, gke_acme-staging_europe-west1_main (staging, step 4)"
+        ),
+        "{r}"
+    );
+    let e = evidence(&fixture("handbuilt/codex/scale_on_staging_context.jsonl"), 16, Signal::ArgumentMismatch);
+    assert!(e.ends_with("(staging, step 4); step 13 named the production one"), "{e}");
+    let r = named("handbuilt/openai-chat/wire_sent_in_usd.openai-chat.json", 16, "assistant");
+    assert!(
+        r.contains("create_international_wire passes currency USD, but the proposal at step 14 that the user confirmed at step 15 names £2,400.00"),
+        "{r}"
+    );
+    let r = named("handbuilt/langsmith/hotel_total_miscalculated.langsmith.json", 12, "planner");
+    assert!(r.contains("writes \"3 x 265 = EUR 695\", which comes to 795"), "{r}");
+}
+
+/// A gate run: `npm audit` exits `code` with `output`, then the agent says `told`.
+fn audit(code: i32, output: &str, told: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You maintain the storefront."), user("Make `npm audit --audit-level=high` pass.")];
+    m.extend(call(
+        "c1",
+        "run_shell_command",
+        json!({"command": "npm audit --audit-level=high"}),
+        &format!("Command: npm audit --audit-level=high\nStdout: {output}\nExit Code: {code}"),
+    ));
+    m.push(assistant(told));
+    load(m)
+}
+
+#[test]
+fn a_gate_is_told_passing_only_when_it_passed() {
+    let found = "braces <3.0.3\nSeverity: high\n2 vulnerabilities (1 moderate, 1 high)";
+    let t = audit(1, found, "Only moderate advisories are left, so `npm audit --audit-level=high` is satisfied.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), vec![4]);
+    let t = audit(1, found, "`npm audit --audit-level=high` still fails on braces; I will bump micromatch.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+    let t = audit(0, "found 0 vulnerabilities", "`npm audit --audit-level=high` is satisfied now.");
+    assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
+}
+
+/// A wire desk: the proposal names `proposal`, the user says yes, the call passes `currency`.
+fn wire_in(proposal: &str, currency: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You send wires for business customers."), user("Pay Hartwell Textiles their invoice.")];
+    m.push(assistant(&format!("The payee receives {proposal}. Shall I send it? (yes/no)")));
+    m.push(user("yes, go ahead"));
+    m.extend(call(
+        "c1",
+        "create_international_wire",
+        json!({"payee_id": "pye_7Qm2", "amount": 2400.0, "currency": currency}),
+        r#"{"wire_id": "WR-1", "status": "submitted"}"#,
+    ));
+    load(m)
+}
+
+#[test]
+fn a_confirmed_sum_is_sent_in_its_own_currency() {
+    assert_eq!(steps_with(&wire_in("£2,400.00", "USD"), Signal::ArgumentMismatch), vec![4]);
+    assert_eq!(steps_with(&wire_in("£2,400.00", "GBP"), Signal::ArgumentMismatch), Vec::<usize>::new());
 }
 
 /// A research run: the report's reader says `report`, then the plan multiplies `count`.

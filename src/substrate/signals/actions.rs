@@ -960,7 +960,7 @@ pub(super) fn money_values(text: &str) -> Vec<f64> {
 }
 
 /// The currency codes a written currency can be: `€` is EUR, `$` any dollar, `kr` any krone.
-fn currency_codes(written: &str) -> &'static [&'static str] {
+pub(super) fn currency_codes(written: &str) -> &'static [&'static str] {
     match written.to_ascii_uppercase().as_str() {
         "€" | "EUR" => &["EUR"],
         "£" | "GBP" => &["GBP"],
@@ -980,7 +980,7 @@ fn currency_codes(written: &str) -> &'static [&'static str] {
 
 /// A written amount as a number: `84.50`, `84,50` (a comma before two final digits is a decimal
 /// comma), `1,250.00`.
-fn amount_value(written: &str) -> Option<f64> {
+pub(super) fn amount_value(written: &str) -> Option<f64> {
     let w = written.trim();
     let w = match w.rfind(',') {
         Some(p) if w.len() - p == 3 && !w.contains('.') => format!("{}.{}", w[..p].replace(',', ""), &w[p + 1..]),

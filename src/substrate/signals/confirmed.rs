@@ -4,7 +4,7 @@
 //! values are read from the agent's proposal and the user's confirming turn; the call's from its
 //! JSON arguments. docs/METHODS.md, "Actions".
 
-use super::actions::{MONEY, affirms, asks, is_human, money_values};
+use super::actions::{MONEY, affirms, amount_value, asks, currency_codes, is_human, money_values};
 use super::call_arguments;
 use super::{Context, changes_state, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
@@ -110,6 +110,32 @@ pub(crate) fn beyond_confirmed(ctx: &Context<'_>, i: usize, out: &mut Vec<Findin
                     }
                 }
             }
+        }
+    }
+    // The currency of a confirmed sum: "£2,400.00" confirmed, then `"amount": 2400, "currency":
+    // "USD"`. The sum is the one agreed to; its currency is not.
+    if let Some((ckey, code)) = args.iter().find_map(|(k, v)| {
+        let code = v.as_str()?.trim();
+        (k.to_ascii_lowercase().contains("currency")
+            && code.len() == 3
+            && code.chars().all(|c| c.is_ascii_alphabetic()))
+        .then_some((k, code.to_ascii_uppercase()))
+    }) {
+        let sums: Vec<f64> = args
+            .iter()
+            .filter(|(k, _)| is_money_key(k))
+            .filter_map(|(_, v)| v.as_f64().or_else(|| v.as_str().and_then(|x| x.trim().parse().ok())))
+            .collect();
+        let written = MONEY.captures_iter(money_text).find_map(|c| {
+            let (n, cur) = (c.get(2).or(c.get(3))?, c.get(1).or(c.get(4))?);
+            let x = amount_value(n.as_str())?;
+            let codes = currency_codes(cur.as_str());
+            (sums.iter().any(|s| (s - x).abs() < 0.005) && !codes.is_empty() && !codes.contains(&code.as_str()))
+                .then(|| c.get(0).map_or("", |m| m.as_str()).trim().to_string())
+        });
+        if let Some(w) = written {
+            parts.push(format!("{ckey} {code}"));
+            quoted.push(w);
         }
     }
     for (key, v) in &args {

@@ -7,7 +7,6 @@ use super::shell::{self, Command};
 use super::{Context, call_command, finding, weights};
 use crate::diagnosis::{Finding, Part, Signal};
 use crate::model::StepKind;
-use crate::prose;
 
 /// How many steps back the current context is looked for.
 const WINDOW: usize = 80;
@@ -77,12 +76,36 @@ fn current_context(call: Option<&str>, output: &str) -> Option<String> {
         .or_else(|| asked.then(|| output.trim().lines().next().map(|l| l.trim().to_string())).flatten())
 }
 
+/// The context the last call of step `i`'s agent before it (within [`WINDOW`] steps) named with
+/// `--context`/`--kube-context` (`--context X` or `--context=X`), with that call's step.
+fn named_context_before(ctx: &Context<'_>, i: usize) -> Option<(usize, String)> {
+    let t = ctx.trajectory;
+    (i.saturating_sub(WINDOW)..i).rev().find_map(|j| {
+        let s = &t.steps[j];
+        if s.kind != StepKind::ToolCall || s.agent != t.steps[i].agent {
+            return None;
+        }
+        let line = call_command(t, j)?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.iter().enumerate().find_map(|(k, w)| {
+            let value = match w.split_once('=') {
+                Some(("--context" | "--kube-context", v)) => Some(v),
+                _ if matches!(*w, "--context" | "--kube-context") => words.get(k + 1).copied(),
+                _ => None,
+            }?;
+            let value = value.trim_matches(|c| c == '"' || c == '\'');
+            (!value.is_empty()).then(|| (j, value.to_string()))
+        })
+    })
+}
+
 /// Step `i`, a shell call, changes what runs in a cluster ([`cluster_change`]) without naming
 /// its context, while the last context the run showed as current (a `get-contexts` table's `*`
 /// row, a `current-context` output, or a `use-context` call of the agent, within [`WINDOW`]
 /// steps) marks one environment ([`environments`]) and the command's own words (a values file,
-/// a namespace, a release name) mark another and not that one: the change goes to the cluster
-/// of the current context, not the one the command was written for.
+/// a namespace, a release name) mark another and not that one, or, when they mark none, the
+/// context the agent's last call before it named does ([`named_context_before`]): the change
+/// goes to the cluster of the current context, not the one the command was written for.
 pub(super) fn other_environment_context(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
     if t.steps[i].kind != StepKind::ToolCall {
@@ -95,7 +118,16 @@ pub(super) fn other_environment_context(ctx: &Context<'_>, i: usize, out: &mut V
     let Some(command) = shell::commands(&line).into_iter().find(|c| cluster_change(c) == Some(false)) else {
         return;
     };
-    let meant = environments(&command.text);
+    // The environment the command is for: its own words (a values file, a namespace), else the
+    // context the agent's calls before it named (`kubectl --context gke_acme-prod… get deploy`).
+    let mut meant = environments(&command.text);
+    let mut named_before = None;
+    if meant.is_empty()
+        && let Some((j, name)) = named_context_before(ctx, i)
+    {
+        meant = environments(&name);
+        named_before = Some((j, name));
+    }
     if meant.len() != 1 {
         return;
     }
@@ -123,20 +155,26 @@ pub(super) fn other_environment_context(ctx: &Context<'_>, i: usize, out: &mut V
     if there.len() != 1 || there == meant {
         return;
     }
-    out.push(finding(
-        Signal::ArgumentMismatch,
-        weights::ARGUMENT_MISMATCH,
-        prose![
-            format!(
-                "runs `{}` with no context named, so it goes to the current one, {} ({}, step ",
-                crate::text::clip(&command.text, 70),
-                crate::text::clip(&name, 50),
-                there[0],
-            ),
-            Part::Step(shown),
-            format!("), while the command is written for {}", meant[0]),
-        ],
-    ));
+    // The command is clipped shorter when the context named before is told too.
+    let room = if named_before.is_some() { 40 } else { 70 };
+    let mut parts = vec![
+        Part::Text(format!(
+            "runs `{}` with no context named, so it goes to the current one, {} ({}, step ",
+            crate::text::clip(&command.text, room),
+            crate::text::clip(&name, 50),
+            there[0],
+        )),
+        Part::Step(shown),
+    ];
+    match &named_before {
+        Some((j, _)) => parts.extend([
+            Part::Text("); step ".into()),
+            Part::Step(*j),
+            Part::Text(format!(" named the {} one", meant[0])),
+        ]),
+        None => parts.push(Part::Text(format!("), while the command is written for {}", meant[0]))),
+    }
+    out.push(finding(Signal::ArgumentMismatch, weights::ARGUMENT_MISMATCH, crate::diagnosis::Prose::new(parts)));
 }
 
 #[cfg(test)]
