@@ -9,7 +9,7 @@
 //! pandas or an API, a lower bound taken for the count, "none" concluded from one narrow query
 //! that found nothing, a plan that drops a requirement the task insists on, a failed audit told
 //! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
-//! sum sent in another currency (docs/METHODS.md,
+//! sum sent in another currency, a sub-agent's "complete set" short of its own grep (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
@@ -137,6 +137,18 @@ fn a_gate_told_satisfied_a_context_dropped_a_currency_changed_and_a_coded_sum_ar
     );
     let r = named("handbuilt/langsmith/hotel_total_miscalculated.langsmith.json", 12, "planner");
     assert!(r.contains("writes \"3 x 265 = EUR 695\", which comes to 795"), "{r}");
+}
+
+#[test]
+fn a_sub_agent_s_complete_set_that_leaves_out_a_file_of_its_own_grep_is_named() {
+    let r = named("handbuilt/claude-code/subagent_complete_set_leaves_out_worker.jsonl", 12, "general-purpose");
+    assert!(
+        r.contains("says \"That is the complete set\", but its searches (steps 5, 8) listed 7 files; it leaves out worker/jobs/export.py"),
+        "{r}"
+    );
+    use falat::substrate::signals::instructions::claims_nothing_more;
+    assert!(claims_nothing_more("That is the complete set: 6 files, 12 references."));
+    assert!(!claims_nothing_more("Here is the complete set of changes I made."));
 }
 
 /// A gate run: `npm audit` exits `code` with `output`, then the agent says `told`.

@@ -424,11 +424,12 @@ static FOUND_FILES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*Found \d
 
 /// A report that nothing more was found: "no other references", "no more matches", "none
 /// elsewhere", "not used anywhere (else)", "only called from …", "nothing else in the repository
-/// references it", "no other module imports it". (Not "clean" or "no other" alone: a lint run is
+/// references it", "no other module imports it", "that is the complete set" (said after a list
+/// of what was found). (Not "clean" or "no other" alone: a lint run is
 /// clean too.)
 static NOTHING_MORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(no (?:other |more |further |remaining )?(?:references?|occurrences?|matches|hits|usages?|uses|mentions|callers|call sites)\b|none (?:elsewhere|remain)|not (?:referenced|used|mentioned|called) (?:anywhere(?: else)?|elsewhere)|only (?:referenced|used|called) (?:in|by|from)\b|(?:nothing|no other (?:file|module|code|script|place)s?) else\b[^.\n]{0,40}?\b(?:references?|uses?|calls?|imports?|mentions?)\b|(?:nothing|no other (?:file|module|code|script|place)s?)\b[^.;,\n]{0,40}?\b(?:references?|uses?|calls?|imports?|mentions?) (?:it|them|this|that)\b)",
+        r"(?i)\b(no (?:other |more |further |remaining )?(?:references?|occurrences?|matches|hits|usages?|uses|mentions|callers|call sites)\b|(?:that|this) is (?:the )?(?:complete|full|whole|entire|exhaustive) (?:set|list)\b|none (?:elsewhere|remain)|not (?:referenced|used|mentioned|called) (?:anywhere(?: else)?|elsewhere)|only (?:referenced|used|called) (?:in|by|from)\b|(?:nothing|no other (?:file|module|code|script|place)s?) else\b[^.\n]{0,40}?\b(?:references?|uses?|calls?|imports?|mentions?)\b|(?:nothing|no other (?:file|module|code|script|place)s?)\b[^.;,\n]{0,40}?\b(?:references?|uses?|calls?|imports?|mentions?) (?:it|them|this|that)\b)",
     )
     .unwrap()
 });
