@@ -201,6 +201,9 @@ pub struct Facts {
     /// The hand-offs that go against the delegating agent's routing instructions, in order
     /// (`signals::misrouted_by`).
     pub misrouted_handoffs: OnceLock<Vec<usize>>,
+    /// The lower bounds on counts the run's reports give, in step order
+    /// ([`signals::inexact::LowerBound`]).
+    pub lower_bounds: OnceLock<Vec<signals::inexact::LowerBound>>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -247,6 +250,7 @@ impl Clone for Facts {
             permits: self.permits.clone(),
             test_runs: self.test_runs.clone(),
             misrouted_handoffs: self.misrouted_handoffs.clone(),
+            lower_bounds: self.lower_bounds.clone(),
             findings: self.findings.clone(),
         }
     }

@@ -26,7 +26,7 @@ mod constraints;
 mod conversion;
 mod derivation;
 mod environment;
-mod inexact;
+pub mod inexact;
 pub mod instructions;
 mod interface;
 mod lookup;

@@ -108,10 +108,65 @@ fn exact_use(text: &str, figure: &str, nouns: &[String]) -> Option<usize> {
     None
 }
 
+/// A lower bound on a count that a step reporting what was found gives ([`BOUND`]): "more than
+/// 140 water main breaks" at `step`.
+#[derive(Debug, Clone)]
+pub struct LowerBound {
+    /// The 0-based step whose text gives the bound.
+    pub step: usize,
+    /// The bound's words ("more than").
+    pub words: String,
+    /// The figure as written ("140").
+    pub figure: String,
+    /// Up to three words after the figure ("water main breaks").
+    pub after: String,
+    /// The counted thing's words ([`noun_words`]).
+    pub nouns: Vec<String>,
+}
+
+/// The lower bounds the run's reports give, in step order: steps that report what was found (a
+/// tool's output or an agent's message; not the user's, not a plan or hand-off), bounds on a
+/// count of something (a noun after the figure, two digits or more) that the task does not set
+/// itself. Computed once per trajectory.
+fn lower_bounds<'a>(ctx: &Context<'a>) -> &'a [LowerBound] {
+    ctx.facts.lower_bounds.get_or_init(|| {
+        let t = ctx.trajectory;
+        let mut out = Vec::new();
+        for (j, source) in t.steps.iter().enumerate() {
+            if !matches!(source.kind, StepKind::ToolResult | StepKind::Message)
+                || super::actions::served_person(source)
+                || super::is_outside_agent(&source.role)
+                || matches!(ctx.hierarchy.steps.get(j).map(|h| h.action), Some(Action::Request | Action::Plan))
+            {
+                continue;
+            }
+            for c in BOUND.captures_iter(&source.content) {
+                let (Some(words), Some(figure), Some(after)) = (c.get(1), c.get(2), c.get(3)) else { continue };
+                let nouns = noun_words(after.as_str());
+                // A count of something, not a year or a single digit.
+                if nouns.is_empty() || figure.as_str().len() < 2 {
+                    continue;
+                }
+                // A bound the task sets is a condition, not a partial count.
+                if t.task.contains(c.get(0).map_or("", |m| m.as_str()).trim_end()) {
+                    continue;
+                }
+                out.push(LowerBound {
+                    step: j,
+                    words: words.as_str().to_string(),
+                    figure: figure.as_str().to_string(),
+                    after: after.as_str().trim().to_string(),
+                    nouns,
+                });
+            }
+        }
+        out
+    })
+}
+
 /// Step `i`, an agent's own step, writes a figure as the exact count of a thing ([`exact_use`])
-/// while an earlier step of the last [`WINDOW`] that reports what was found (a tool's output or
-/// an agent's message; not the user's, not a plan or hand-off, not words of the task) gave that
-/// figure only as a bound on the same thing ([`BOUND`]: "more than 140 water
+/// while an earlier step of the last [`WINDOW`] that reports what was found ([`lower_bounds`])
+/// gave that figure only as a bound on the same thing ([`BOUND`]: "more than 140 water
 /// main breaks"), and no step between them (nor before the bound) gives it as exact. The bound
 /// was taken for the count; only the first step that does so is the finding.
 pub(super) fn bound_taken_as_exact(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
@@ -121,33 +176,22 @@ pub(super) fn bound_taken_as_exact(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
         return;
     }
     let from = i.saturating_sub(WINDOW);
-    for j in (from..i).rev() {
-        let source = &t.steps[j];
-        if !matches!(source.kind, StepKind::ToolResult | StepKind::Message)
-            || super::actions::served_person(source)
-            || super::is_outside_agent(&source.role)
-            || matches!(ctx.hierarchy.steps.get(j).map(|h| h.action), Some(Action::Request | Action::Plan))
-        {
-            continue;
-        }
-        for c in BOUND.captures_iter(&source.content) {
-            let (Some(words), Some(figure), Some(after)) = (c.get(1), c.get(2), c.get(3)) else { continue };
-            let nouns = noun_words(after.as_str());
-            // A count of something, not a year or a single digit.
-            if nouns.is_empty() || figure.as_str().len() < 2 {
-                continue;
-            }
-            // A bound the task sets is a condition, not a partial count.
-            if t.task.contains(c.get(0).map_or("", |m| m.as_str()).trim_end()) {
-                continue;
-            }
-            let figure = figure.as_str();
-            if exact_use(&step.content, figure, &nouns).is_none() {
+    let bounds = lower_bounds(ctx);
+    let lo = bounds.partition_point(|b| b.step < from);
+    let hi = bounds.partition_point(|b| b.step < i);
+    // Latest source first; within one source, in text order.
+    let mut k = hi;
+    while k > lo {
+        let j = bounds[k - 1].step;
+        let first = bounds[lo..k].partition_point(|b| b.step < j) + lo;
+        for b in &bounds[first..k] {
+            let figure = b.figure.as_str();
+            if exact_use(&step.content, figure, &b.nouns).is_none() {
                 continue;
             }
             // The exact figure was given before (a table's total): using it is no error; an
             // earlier agent step that took the bound as exact is the finding instead.
-            if (0..i).filter(|&k| k != j).any(|k| exact_use(&t.steps[k].content, figure, &nouns).is_some()) {
+            if (0..i).filter(|&k| k != j).any(|k| exact_use(&t.steps[k].content, figure, &b.nouns).is_some()) {
                 return;
             }
             out.push(finding(
@@ -156,11 +200,12 @@ pub(super) fn bound_taken_as_exact(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
                 prose![
                     format!("uses {figure} as the exact figure; step "),
                     Part::Step(j),
-                    format!(" gives it only as a bound: \"{} {figure} {}\"", words.as_str(), after.as_str().trim()),
+                    format!(" gives it only as a bound: \"{} {figure} {}\"", b.words, b.after),
                 ],
             ));
             return;
         }
+        k = first;
     }
 }
 
