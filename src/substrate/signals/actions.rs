@@ -586,6 +586,12 @@ pub(super) fn is_user(role: &str) -> bool {
     role.eq_ignore_ascii_case("user") || role.eq_ignore_ascii_case("human")
 }
 
+/// The served person's turns (`is_human`), in step order; found once per run.
+pub(super) fn user_steps<'a>(ctx: &Context<'a>) -> &'a [usize] {
+    let t = ctx.trajectory;
+    ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect())
+}
+
 /// Whether step `s` is the served person's own turn, not an agent's: a message whose role is the
 /// user's ([`is_user`]) and whose speaker is named as one (`user`, `human`, `customer`, or the
 /// role itself). AutoGen group chats give every agent but the speaker the role `user`
@@ -733,8 +739,7 @@ pub(crate) fn argument_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     if zone_shift(ctx, i, args, out) {
         return;
     }
-    let all_users =
-        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
+    let all_users = user_steps(ctx);
     // The user's last few turns before the call.
     let before = all_users.partition_point(|&u| u < i);
     let users = &all_users[before.saturating_sub(MISMATCH_TURNS)..before];
@@ -1014,8 +1019,7 @@ pub(crate) fn currency_left_out(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
         return;
     };
     let Some(recorded) = result.get("currency").and_then(serde_json::Value::as_str) else { return };
-    let all_users =
-        ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
+    let all_users = user_steps(ctx);
     let before = all_users.partition_point(|&u| u < i);
     for &u in all_users[before.saturating_sub(MISMATCH_TURNS)..before].iter().rev() {
         for m in MONEY.captures_iter(&t.steps[u].content) {

@@ -45,10 +45,7 @@ pub(super) use crate::text::sentences;
 pub(super) fn version_turns<'a>(ctx: &Context<'a>) -> &'a [usize] {
     let t = ctx.trajectory;
     ctx.facts.version_turns.get_or_init(|| {
-        let users = ctx
-            .facts
-            .user_steps
-            .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+        let users = super::actions::user_steps(ctx);
         users
             .iter()
             .copied()
@@ -200,10 +197,7 @@ pub(super) fn flag_against_request(ctx: &Context<'_>, i: usize, out: &mut Vec<Fi
     if options.is_empty() {
         return;
     }
-    let users = ctx
-        .facts
-        .user_steps
-        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    let users = super::actions::user_steps(ctx);
     let before = users.partition_point(|&u| u < i);
     for &u in users[before.saturating_sub(REQUEST_TURNS)..before].iter().rev() {
         for sentence in sentences(&t.steps[u].content) {
@@ -402,10 +396,7 @@ fn required<'t>(ctx: &Context<'t>, i: usize, r: usize) -> Option<(usize, &'t str
             .unwrap()
     });
     let t = ctx.trajectory;
-    let users = ctx
-        .facts
-        .user_steps
-        .get_or_init(|| (0..t.steps.len()).filter(|&j| super::actions::is_human(&t.steps[j])).collect());
+    let users = super::actions::user_steps(ctx);
     let turns = ctx.facts.requirement_turns.get_or_init(|| {
         REQUIREMENTS
             .iter()

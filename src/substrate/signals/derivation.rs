@@ -130,10 +130,10 @@ pub(super) fn asked(ctx: &Context<'_>, i: usize) -> Vec<f64> {
     static REVISES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)\b(?:actually|instead|make it|change (?:it|that) to|rather|correction)\b").unwrap()
     });
-    let person = t.steps[..i.min(t.steps.len())]
+    let users = super::actions::user_steps(ctx);
+    let person = users[..users.partition_point(|&u| u < i)]
         .iter()
-        .filter(|s| super::actions::is_human(s))
-        .map(|s| (ctx.hierarchy.evidence[s.index].as_slice(), REVISES.is_match(&s.content)));
+        .map(|&u| (ctx.hierarchy.evidence[u].as_slice(), REVISES.is_match(&t.steps[u].content)));
     let mut out: Vec<f64> = Vec::new();
     for (ev, revises) in std::iter::once((task.as_slice(), false)).chain(person) {
         if revises && ev.iter().any(|e| e.kind == EvidenceKind::Number && e.context.is_none()) {

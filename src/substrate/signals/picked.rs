@@ -172,7 +172,7 @@ fn marked_unusable(r: &Map<String, Value>) -> bool {
 /// lower-case text and its dates.
 fn user_statements(ctx: &Context<'_>, i: usize) -> Vec<UserTurn> {
     let t = ctx.trajectory;
-    let all = ctx.facts.user_steps.get_or_init(|| (0..t.steps.len()).filter(|&j| is_human(&t.steps[j])).collect());
+    let all = super::actions::user_steps(ctx);
     let before = all.partition_point(|&u| u < i);
     all[before.saturating_sub(USER_TURNS)..before]
         .iter()

@@ -226,7 +226,8 @@ fn divides_by_anywhere(ctx: &Context<'_>, whole: f64) -> bool {
 /// step `i`.
 fn asked_wholes(ctx: &Context<'_>, i: usize) -> Vec<(String, Vec<String>)> {
     let mut texts: Vec<&str> = vec![ctx.trajectory.task.as_str()];
-    texts.extend(ctx.trajectory.steps[..i].iter().filter(|s| super::actions::is_human(s)).map(|s| s.content.as_str()));
+    let users = super::actions::user_steps(ctx);
+    texts.extend(users[..users.partition_point(|&u| u < i)].iter().map(|&u| ctx.trajectory.steps[u].content.as_str()));
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
     for t in texts {
         for c in SHARE_OF.captures_iter(t) {
