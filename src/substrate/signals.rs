@@ -239,6 +239,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     conversion::converted_wrong_way(ctx, i, &mut f);
     clicked::other_namesake_opened(ctx, i, &mut f);
     rows::neighbour_line_url(ctx, i, &mut f);
+    rows::value_from_other_record(ctx, i, &mut f);
     reproduction::copy_of_reproduced_module(ctx, i, &mut f);
     coding::rerun_unchanged(ctx, i, &mut f);
     coding::pinned_vulnerable(ctx, i, &mut f);

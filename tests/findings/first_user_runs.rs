@@ -9,7 +9,8 @@
 //! pandas or an API, a lower bound taken for the count, "none" concluded from one narrow query
 //! that found nothing, a plan that drops a requirement the task insists on, a failed audit told
 //! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
-//! sum sent in another currency, a sub-agent's "complete set" short of its own grep (docs/METHODS.md,
+//! sum sent in another currency, a sub-agent's "complete set" short of its own grep, a refund
+//! amount read from the next charge of a listing (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
@@ -406,4 +407,47 @@ fn a_meeting_booked_a_day_late_across_the_date_line_is_found_at_the_booking() {
     assert_eq!(steps_with(&tokyo("2025-06-10T20:00:00-04:00"), Signal::ArgumentMismatch), vec![2]);
     // Monday 20:00 in New York is Tuesday 9:00 in Tokyo.
     assert_eq!(steps_with(&tokyo("2025-06-09T20:00:00-04:00"), Signal::ArgumentMismatch), Vec::<usize>::new());
+}
+
+#[test]
+fn a_refund_amount_read_from_the_next_charge_is_found_at_the_refund() {
+    let r = named("handbuilt/openai-agents/refund_amount_from_next_charge.json", 13, "Refunds Agent");
+    assert!(
+        r.contains(
+            "passes amount 124.5 for ch_3PqB8m, but step 10 gives ch_3PqB8m amount 142.5; 124.5 is the amount of the next record (ch_3PqC2r)"
+        ),
+        "{r}"
+    );
+}
+
+/// A refund desk: `list_charges` returns three charges; the agent refunds `charge` for `amount`.
+fn refund(charge: &str, amount: f64, ask: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You handle refunds."), user(ask)];
+    m.extend(call(
+        "c1",
+        "list_charges",
+        json!({"customer_id": "cus_7"}),
+        r#"{"charges": [{"charge_id": "ch_A1", "amount": 58.0}, {"charge_id": "ch_B2", "amount": 215.4}, {"charge_id": "ch_C3", "amount": 39.9}]}"#,
+    ));
+    m.extend(call("c2", "create_refund", json!({"charge_id": charge, "amount": amount}), r#"{"status": "succeeded"}"#));
+    m.push(assistant(&format!("I refunded ${amount:.2}. Thanks for your patience!")));
+    load(m)
+}
+
+#[test]
+fn a_call_passing_another_record_s_figure_is_found_and_its_twins_are_not() {
+    let ask = "Please refund my charge of May 3.";
+    let t = refund("ch_B2", 39.9, ask);
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::ArgumentMismatch),
+        "passes amount 39.9 for ch_B2, but step 3 gives ch_B2 amount 215.4; 39.9 is the amount of the next record (ch_C3)"
+    );
+    // The named record's own amount, and a partial amount the user asked for, are no mismatch.
+    assert_eq!(steps_with(&refund("ch_B2", 215.4, ask), Signal::ArgumentMismatch), Vec::<usize>::new());
+    let partial = "Please refund 39.90 of my charge of May 3, the rest was fine.";
+    assert_eq!(steps_with(&refund("ch_B2", 39.9, partial), Signal::ArgumentMismatch), Vec::<usize>::new());
+    // The closing "Thanks for your patience" is no asserted value, and "$215.40" is the 215.4
+    // the listing gave.
+    assert_eq!(steps_with(&refund("ch_B2", 215.4, ask), Signal::UnverifiedAssertion), Vec::<usize>::new());
 }

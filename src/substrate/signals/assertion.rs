@@ -106,8 +106,10 @@ fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
         ctx.trajectory.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
     if observed.is_some_and(|o| content.contains(o)) {
         // Items are values ("Paris", "4310 invoices"), not the sentences of a whole message.
-        let items: Vec<String> =
-            output_items(ctx).into_iter().filter(|x| x.split_whitespace().count() <= MAX_ITEM_WORDS).collect();
+        let items: Vec<String> = output_items(ctx)
+            .into_iter()
+            .filter(|x| x.split_whitespace().count() <= MAX_ITEM_WORDS && !COURTESY.is_match(x))
+            .collect();
         if !items.is_empty() {
             return items;
         }
@@ -119,6 +121,12 @@ fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
         .collect()
 }
 
+/// The words a reply opens or closes with to be polite ("Thanks for your patience", "Is there
+/// anything else I can help with?"): they assert nothing.
+static COURTESY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\W*(?:thanks|thank you|hi|hello|hey|dear|sorry|apologies|you're welcome|is there anything else|anything else|let me know|have a (?:great|nice|good|lovely)|glad to|happy to help|best regards|kind regards|cheers)\b").unwrap()
+});
+
 /// An item of the observed output with more words than this is a sentence, not a value.
 const MAX_ITEM_WORDS: usize = 6;
 
@@ -126,10 +134,11 @@ const MAX_ITEM_WORDS: usize = 6;
 static ANSWER_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\bfinal answer(?:\*\*)?\s*[:：]\s*([^\n]+)").unwrap());
 
-/// The numbers written in `text` (digits with separators and a decimal part), as written.
+/// The numbers written in `text` (digits with separators and a decimal part), normalised
+/// ([`evidence::normalize_number`]: `124.50` and `124.5` are one figure).
 fn numbers(text: &str) -> Vec<String> {
     static NUM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d[\d,]*(?:\.\d+)?").unwrap());
-    NUM.find_iter(text).map(|m| m.as_str().trim_end_matches(',').replace(',', "")).collect()
+    NUM.find_iter(text).map(|m| evidence::normalize_number(m.as_str().trim_end_matches(','))).collect()
 }
 
 /// Whether step `j` is an observation: a tool output, a page an agent read, or what a terminal
