@@ -210,7 +210,8 @@ static COUNTER: LazyLock<Regex> = LazyLock::new(|| {
 /// The regions of a text that put a value in context, per kind, computed once per text; a lookup
 /// costs a binary search per kind, so a long text with many values stays linear.
 pub struct Regions {
-    /// Byte offsets of every "```" (a value after an odd number of them is in a fenced block).
+    /// Byte offsets of every "```", and of the `<code>` and `</code>` tags smolagents' code
+    /// agents write their code between (a value after an odd number of them is in a block).
     fences: Vec<usize>,
     /// Per context kind, in the order they are checked: disjoint ranges sorted by start.
     kinds: Vec<(ValueContext, Vec<Range<usize>>)>,
@@ -219,7 +220,11 @@ pub struct Regions {
 impl Regions {
     /// Scans `text` once for every region.
     pub fn of(text: &str) -> Regions {
-        let fences = text.match_indices("```").map(|(p, _)| p).collect();
+        let mut fences: Vec<usize> = text.match_indices("```").map(|(p, _)| p).collect();
+        if text.contains("<code>") {
+            fences.extend(text.match_indices("<code>").chain(text.match_indices("</code>")).map(|(p, _)| p));
+            fences.sort_unstable();
+        }
         let mut r: Vec<(Range<usize>, ValueContext)> = Vec::new();
         let whole = |re: &Regex, c: ValueContext, r: &mut Vec<(Range<usize>, ValueContext)>| {
             r.extend(re.find_iter(text).map(|m| (m.range(), c)));
@@ -462,6 +467,8 @@ mod tests {
         assert_eq!(said("Let me look:\nls -lt | head -20\nthen decide.", "-20"), Some(ValueContext::Command));
         assert_eq!(said("$ seq 1 500\n", "500"), Some(ValueContext::Command));
         assert_eq!(said("Run it:\n```sh\ntail -n 300 log\n```", "300"), Some(ValueContext::Code));
+        assert_eq!(said("Convert:\n<code>\nm = secs / 60\n</code>", "60"), Some(ValueContext::Code));
+        assert_eq!(said("<code>\nx = 1\n</code>\nIt took 60 minutes.", "60"), None);
         assert_eq!(said("Retry with --depth=30 this time.", "30"), Some(ValueContext::Flag));
         assert_eq!(said("Use -n 80 to see more.", "80"), Some(ValueContext::Flag));
         assert_eq!(said(r#"{"cmd": ["bash", "-lc", "tail -n 300 app.log"]}"#, "300"), Some(ValueContext::Command));

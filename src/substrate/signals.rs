@@ -173,6 +173,17 @@ pub fn recall(ctx: &Context<'_>, i: usize) -> Option<Vec<Finding>> {
     (!f.is_empty()).then_some(f)
 }
 
+/// Whether step `i`'s own findings (those of [`recall`] that read neither the prior nor the
+/// graph, computed once per step) hold one that `keep` accepts; without cloning them.
+pub(crate) fn own_finding(ctx: &Context<'_>, i: usize, keep: impl Fn(&Finding) -> bool) -> bool {
+    let n = ctx.trajectory.steps.len();
+    if i >= n {
+        return false;
+    }
+    let cells = ctx.facts.findings.get(ctx.ground_truth).get_or_init(|| (0..n).map(|_| OnceLock::new()).collect());
+    cells[i].get_or_init(|| own_findings(ctx, i)).as_ref().is_some_and(|own| own.iter().flatten().any(keep))
+}
+
 /// The findings of one step that read neither the prior nor the graph, in recall's order: those
 /// before the off-task check, those between it and the answer-type check, those after.
 pub type OwnFindings = Box<[Vec<Finding>; 3]>;
@@ -284,6 +295,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     zones::other_season_offset(ctx, i, &mut f);
     zones::wrong_day(ctx, i, &mut f);
     zones::day_in_other_zone(ctx, i, &mut f);
+    zones::fixed_offset_across_change(ctx, i, &mut f);
     searched::none_wider_than_search(ctx, i, &mut f);
     searched::none_from_narrow_query(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
@@ -2205,8 +2217,12 @@ fn ignored_error(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if failed_call.is_some_and(|c| changes_state(t, c)) && t.steps[i].kind == StepKind::ToolCall && is_query(t, i) {
         return;
     }
-    // A message that names what the error quotes has read it.
-    if s.kind == StepKind::Message && names_what_error_quotes(&t.steps[i].content, &t.steps[i - 1].content) {
+    // A message or thought that names what the error quotes has read it; a thought that writes
+    // code again (a code agent's `<code>` block, a fenced block) is trying to fix it.
+    if matches!(s.kind, StepKind::Message | StepKind::Thought)
+        && names_what_error_quotes(&t.steps[i].content, &t.steps[i - 1].content)
+        || s.kind == StepKind::Thought && ["<code>", "```"].iter().any(|m| t.steps[i].content.contains(m))
+    {
         return;
     }
     let low = lower_of(ctx, i);

@@ -10,7 +10,8 @@
 //! that found nothing, a plan that drops a requirement the task insists on, a failed audit told
 //! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
 //! sum sent in another currency, a sub-agent's "complete set" short of its own grep, a refund
-//! amount read from the next charge of a listing (docs/METHODS.md,
+//! amount read from the next charge of a listing, one fixed offset across a daylight-saving change
+//! (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
@@ -450,4 +451,44 @@ fn a_call_passing_another_record_s_figure_is_found_and_its_twins_are_not() {
     // The closing "Thanks for your patience" is no asserted value, and "$215.40" is the 215.4
     // the listing gave.
     assert_eq!(steps_with(&refund("ch_B2", 215.4, ask), Signal::UnverifiedAssertion), Vec::<usize>::new());
+}
+
+#[test]
+fn one_fixed_offset_across_a_daylight_saving_change_is_found_at_the_code() {
+    let r = named("handbuilt/smolagents/sla_outage_fixed_pacific_offset.json", 9, "agent");
+    assert!(
+        r.contains(
+            "reads every time at the fixed offset UTC−08:00, but step 4 gives them in PST and PDT (UTC−07:00): the times in PDT come out an hour off"
+        ),
+        "{r}"
+    );
+    // The thought that rewrote the failed code after the `strptime` error did not go past it.
+    let t = fixture("handbuilt/smolagents/sla_outage_fixed_pacific_offset.json");
+    assert_eq!(steps_with(&t, Signal::IgnoredToolError), Vec::<usize>::new());
+}
+
+/// An outage report: the status page's updates, then `code` run over them.
+fn outage(posted: [&str; 2], code: &str) -> falat::model::Trajectory {
+    let mut m = vec![system("You compute outage durations."), user("How long was INC-9 down, in minutes?")];
+    m.extend(call(
+        "c1",
+        "get_incident",
+        json!({"id": "INC-9"}),
+        &format!(r#"{{"updates": [{{"status": "Investigating", "posted": "{}"}}, {{"status": "Resolved", "posted": "{}"}}]}}"#, posted[0], posted[1]),
+    ));
+    m.extend(call("c2", "run_python", json!({ "code": code }), "duration_min: 150.0"));
+    m.push(assistant("The outage lasted 150 minutes."));
+    load(m)
+}
+
+#[test]
+fn a_fixed_offset_is_found_only_where_the_times_change_offset() {
+    let fixed = "tz = timezone(timedelta(hours=-5))\nstart = parse(a).replace(tzinfo=tz)";
+    let across = ["Mar 9, 2025, 12:30 AM EST", "Mar 9, 2025, 4:00 AM EDT"];
+    assert_eq!(steps_with(&outage(across, fixed), Signal::ArgumentMismatch), vec![4]);
+    // Both times in standard time, or the zone named by its IANA name: no finding.
+    let standard = ["Mar 2, 2025, 12:30 AM EST", "Mar 2, 2025, 3:00 AM EST"];
+    assert_eq!(steps_with(&outage(standard, fixed), Signal::ArgumentMismatch), Vec::<usize>::new());
+    let named_zone = "tz = ZoneInfo(\"America/New_York\")\nstart = parse(a).replace(tzinfo=tz)";
+    assert_eq!(steps_with(&outage(across, named_zone), Signal::ArgumentMismatch), Vec::<usize>::new());
 }

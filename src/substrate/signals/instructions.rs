@@ -711,9 +711,8 @@ pub fn relayed_denial(ctx: &Context<'_>, to: usize) -> Option<usize> {
             let report = (k + 1..to.min(k + 1 + REPORT_WINDOW)).find(|&r| {
                 t.steps[r].agent == *delegate
                     && t.steps[r].kind == StepKind::Message
-                    && super::recall(ctx, r).is_some_and(|g| {
-                        g.iter()
-                            .any(|g| g.signal == Signal::OmittedHits && g.evidence.steps().any(|c| same_search(c, k)))
+                    && super::own_finding(ctx, r, |g| {
+                        g.signal == Signal::OmittedHits && g.evidence.steps().any(|c| same_search(c, k))
                     })
             });
             if report.is_some() {

@@ -452,9 +452,96 @@ pub(super) fn day_in_other_zone(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     ));
 }
 
+/// A fixed UTC offset built in code: Python's `timezone(timedelta(hours=-8))`, pytz's
+/// `FixedOffset(-480)` (minutes), dateutil's `tzoffset("PST", -28800)` (seconds), the
+/// `Etc/GMT+8` zone (sign the other way). Groups: hours; minutes; seconds; `Etc/GMT` hours.
+static FIXED_OFFSET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"timezone\(\s*(?:datetime\.)?timedelta\(\s*hours\s*=\s*([+-]?\s*\d+(?:\.\d+)?)|FixedOffset\(\s*([+-]?\d+)\s*\)|tzoffset\([^,()]*,\s*([+-]?\d+)\s*\)|Etc/GMT([+-]\d{1,2})\b"#,
+    )
+    .unwrap()
+});
+
+/// A clock time followed by a zone abbreviation: `11:40 PM PST`, `03:20 PDT`, `12:05:00 CEST`.
+/// Group 1: the abbreviation.
+static STAMP_ZONE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b\d{1,2}:\d{2}(?::\d{2})?\s*(?:[AaPp]\.?[Mm]\.?)?\s+([A-Z]{3,5})\b").unwrap());
+
+/// The offset a [`FIXED_OFFSET`] match builds.
+fn fixed_offset(c: &regex::Captures<'_>) -> Option<Offset> {
+    let number = |i: usize| c.get(i).map(|m| m.as_str().replace(char::is_whitespace, ""));
+    let seconds = if let Some(h) = number(1) {
+        (h.parse::<f64>().ok()? * 3600.0).round() as i32
+    } else if let Some(m) = number(2) {
+        m.parse::<i32>().ok()? * 60
+    } else if let Some(x) = number(3) {
+        x.parse::<i32>().ok()?
+    } else {
+        -number(4)?.parse::<i32>().ok()? * 3600
+    };
+    Offset::from_seconds(seconds).ok()
+}
+
+/// Step `i`, a call's code, builds one fixed UTC offset ([`FIXED_OFFSET`]) while an earlier
+/// tool output of the last [`WINDOW`] steps gives its times under zone abbreviations of two
+/// offsets ([`STAMP_ZONE`], [`ABBREVIATIONS`]: `PST` and `PDT`), one of them the fixed one: a
+/// daylight-saving change falls between the times, and the code reads the times of the other
+/// offset an hour off. Code that names a zone by its IANA name is not read.
+pub(super) fn fixed_offset_across_change(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall || IANA.is_match(&step.content) {
+        return;
+    }
+    let Some(fixed) = FIXED_OFFSET.captures_iter(&step.content).find_map(|c| fixed_offset(&c)) else { return };
+    for j in (i.saturating_sub(WINDOW)..i).rev() {
+        let s = &t.steps[j];
+        if s.kind != StepKind::ToolResult {
+            continue;
+        }
+        let mut zones: Vec<(&str, Offset)> = Vec::new();
+        for c in STAMP_ZONE.captures_iter(&s.content) {
+            let name = c.get(1).map_or("", |m| m.as_str());
+            let Some(&o) = ABBREVIATIONS.get(name) else { continue };
+            if !zones.iter().any(|(_, z)| *z == o) {
+                zones.push((name, o));
+            }
+        }
+        let Some(&(same, _)) = zones.iter().find(|(_, o)| *o == fixed) else { continue };
+        let Some(&(other, other_offset)) = zones.iter().find(|(_, o)| *o != fixed) else { continue };
+        // Two zones of one place differ by the hour of daylight saving, no more.
+        if (other_offset.seconds() - fixed.seconds()).abs() > 3600 {
+            continue;
+        }
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![
+                format!("reads every time at the fixed offset {}, but step ", written(fixed)),
+                Part::Step(j),
+                format!(
+                    " gives them in {same} and {other} ({}): the times in {other} come out an hour off",
+                    written(other_offset)
+                ),
+            ],
+        ));
+        return;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_offset_is_read_in_python_and_its_libraries() {
+        let offset = |code: &str| FIXED_OFFSET.captures(code).and_then(|c| fixed_offset(&c)).map(written);
+        assert_eq!(offset("timezone(timedelta(hours=-8), \"Pacific\")").as_deref(), Some("UTC−08:00"));
+        assert_eq!(offset("pytz.FixedOffset(330)").as_deref(), Some("UTC+05:30"));
+        assert_eq!(offset("tz.tzoffset(\"PST\", -28800)").as_deref(), Some("UTC−08:00"));
+        assert_eq!(offset("ZoneInfo(\"Etc/GMT+8\")").as_deref(), Some("UTC−08:00"));
+        assert_eq!(offset("timedelta(hours=3)"), None);
+    }
 
     #[test]
     fn asked_clock_times_are_read_in_both_notations() {
