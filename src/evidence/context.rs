@@ -468,7 +468,7 @@ mod tests {
         assert_eq!(said("$ seq 1 500\n", "500"), Some(ValueContext::Command));
         assert_eq!(said("Run it:\n```sh\ntail -n 300 log\n```", "300"), Some(ValueContext::Code));
         assert_eq!(said("Convert:\n<code>\nm = secs / 60\n</code>", "60"), Some(ValueContext::Code));
-        assert_eq!(said("<code>\nx = 1\n</code>\nIt took 60 minutes.", "60"), None);
+        assert_eq!(said("<code>\nx = 1\n</code>\nThere were 60 of them.", "60"), None);
         assert_eq!(said("Retry with --depth=30 this time.", "30"), Some(ValueContext::Flag));
         assert_eq!(said("Use -n 80 to see more.", "80"), Some(ValueContext::Flag));
         assert_eq!(said(r#"{"cmd": ["bash", "-lc", "tail -n 300 app.log"]}"#, "300"), Some(ValueContext::Command));
