@@ -245,6 +245,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     procedure::dropped_requirement(ctx, i, &mut f);
     environment::other_environment_context(ctx, i, &mut f);
     bounds::off_by_one_bound(ctx, i, &mut f);
+    bounds::month_end_as_exclusive(ctx, i, &mut f);
     quotes::misattributed_quote(ctx, i, &mut f);
     inexact::bound_taken_as_exact(ctx, i, &mut f);
     conversion::converted_wrong_way(ctx, i, &mut f);

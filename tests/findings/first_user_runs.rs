@@ -11,7 +11,7 @@
 //! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
 //! sum sent in another currency, a sub-agent's "complete set" short of its own grep, a refund
 //! amount read from the next charge of a listing, one fixed offset across a daylight-saving change
-//! (docs/METHODS.md,
+//! and a month's last day set as an exclusive end (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
@@ -491,4 +491,13 @@ fn a_fixed_offset_is_found_only_where_the_times_change_offset() {
     assert_eq!(steps_with(&outage(standard, fixed), Signal::ArgumentMismatch), Vec::<usize>::new());
     let named_zone = "tz = ZoneInfo(\"America/New_York\")\nstart = parse(a).replace(tzinfo=tz)";
     assert_eq!(steps_with(&outage(across, named_zone), Signal::ArgumentMismatch), Vec::<usize>::new());
+}
+
+#[test]
+fn a_month_s_last_day_set_as_an_exclusive_end_is_found_at_the_patch() {
+    let r = named("handbuilt/codex/month_end_as_exclusive_bound.jsonl", 14, "codex");
+    assert!(
+        r.contains("sets `end = start.replace(day=last_day)`, the month's last day, as an end it calls exclusive"),
+        "{r}"
+    );
 }
