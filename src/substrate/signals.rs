@@ -3270,15 +3270,43 @@ pub(crate) fn as_written(ctx: &Context<'_>, j: usize, item: &str) -> String {
 }
 
 /// The first step whose content states `item` (numbers compared normalised).
-fn first_statement(ctx: &Context<'_>, item: &str) -> Option<usize> {
+fn first_statement(ctx: &Context<'_>, item: &str) -> Option<Statement> {
     let n = evidence::normalize_number(item);
-    (0..ctx.trajectory.steps.len()).find(|&j| {
+    let states = |j: usize| {
         if !n.is_empty() {
             ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n)
         } else {
             contains_word(lower_of(ctx, j), item)
         }
-    })
+    };
+    // A list of results that shows the expected figure beside the wrong one (a search page with
+    // both cities' populations) offers both: the wrong one is first stated where it is chosen.
+    let offers_expected = |j: usize| {
+        let x = expected_index(ctx);
+        !n.is_empty()
+            && (ctx.trajectory.steps[j].kind == StepKind::ToolResult || is_agent_output(ctx, j))
+            && x.is_some_and(|x| {
+                ctx.hierarchy.evidence[j].iter().any(|e| {
+                    e.kind == EvidenceKind::Number
+                        && e.key.len() >= 3
+                        && !evidence::is_trivial_number(&e.key)
+                        && x.numbers.contains(&e.key)
+                })
+            })
+    };
+    let n_steps = ctx.trajectory.steps.len();
+    let first = (0..n_steps).find(|&j| states(j))?;
+    let chosen = (first..n_steps).find(|&j| states(j) && !offers_expected(j)).unwrap_or(first);
+    Some(Statement { first, chosen })
+}
+
+/// Where a value of the output is stated ([`first_statement`]): first, and first where it is
+/// not offered beside the expected figure (where it was chosen); the two are the same step
+/// unless a list of results showed both.
+#[derive(Debug, Clone, Copy)]
+struct Statement {
+    first: usize,
+    chosen: usize,
 }
 
 /// The steps where the wrong items of the output originate (needs `o*`), with the item.
@@ -3293,7 +3321,7 @@ fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
         if x.agrees(&item) {
             continue;
         }
-        if let Some(first) = first_statement(ctx, &item) {
+        if let Some(Statement { chosen: first, .. }) = first_statement(ctx, &item) {
             // A value an agent reads from the wrong row of a table is wrong where it is read
             // for the thing asked about, wherever else the number was written before.
             let origin = misread_at(ctx, &item, first).map_or_else(|| adopter(ctx, &item, first), |(k, _)| k);
@@ -3357,10 +3385,17 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     if let Some((_, item)) = wrong_value_origins(ctx).into_iter().find(|(s, _)| *s == i) {
         // Say where the value is first stated: here, earlier (adopted here), or in the output
         // of what this step ran.
-        let first = first_statement(ctx, &item);
+        let statement = first_statement(ctx, &item);
+        let first = statement.map(|s| s.chosen);
         // How this step misreads the value, when it is where the value is misread.
         let misread = first.and_then(|f| misread_at(ctx, &item, f)).filter(|(k, _)| *k == i).map(|(_, how)| how);
+        let offered = statement.filter(|s| s.first < s.chosen && s.chosen == i).map(|s| s.first);
         let place = match (first, earlier_number(ctx, &item, i)) {
+            _ if offered.is_some() => prose![
+                "is chosen here; step ",
+                Part::Step(offered.unwrap_or_default()),
+                " listed it beside the expected figure"
+            ],
             (Some(f), _) if f < i && misread.is_some() => {
                 let how = misread.map_or("", Misreading::told);
                 prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]

@@ -11,13 +11,14 @@
 //! as satisfied, a cluster change that drops the context the calls before it named, a confirmed
 //! sum sent in another currency, a sub-agent's "complete set" short of its own grep, a refund
 //! amount read from the next charge of a listing, one fixed offset across a daylight-saving change
-//! and a month's last day set as an exclusive end (docs/METHODS.md,
+//! a month's last day set as an exclusive end, and a wrong figure chosen from results that listed
+//! the right one beside it (docs/METHODS.md,
 //! "Targets", "Instructions", "Grounding", "Actions"). Each fault has a correct twin.
 
 use falat::diagnosis::Signal;
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, fixture, load, steps_with, system, user};
+use crate::chat::{assistant, call, evidence, falat, falat_with, fixture, load, steps_with, system, user};
 
 /// Asserts FALAT's step and agent for the run of fixture `rel`, and returns the verdict's reason.
 fn named(rel: &str, step: usize, agent: &str) -> String {
@@ -499,5 +500,21 @@ fn a_month_s_last_day_set_as_an_exclusive_end_is_found_at_the_patch() {
     assert!(
         r.contains("sets `end = start.replace(day=last_day)`, the month's last day, as an end it calls exclusive"),
         "{r}"
+    );
+}
+
+#[test]
+fn a_wrong_figure_a_results_page_listed_beside_the_right_one_is_wrong_where_it_was_chosen() {
+    // Without the expected output the namesake click is named by its own finding; with it, the
+    // wrong figure's origin is the click too, not the results page that listed both cities.
+    named("handbuilt/magentic-one/springfield_namesake_from_results.json", 16, "WebSurfer");
+    let d = falat_with(&fixture("handbuilt/magentic-one/springfield_namesake_from_results.json"), true);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(16), Some("WebSurfer")), "{}", d.reason);
+    assert!(
+        d.reason.to_string().contains(
+            "the output's \"169176\" (written \"169,176\") is chosen here; step 12 listed it beside the expected figure"
+        ),
+        "{}",
+        d.reason
     );
 }
