@@ -413,7 +413,7 @@ fn a_meeting_booked_a_day_late_across_the_date_line_is_found_at_the_booking() {
 
 #[test]
 fn a_refund_amount_read_from_the_next_charge_is_found_at_the_refund() {
-    let r = named("handbuilt/openai-agents/refund_amount_from_next_charge.json", 13, "Refunds Agent");
+    let r = named("handbuilt/openai-agents/refund_amount_from_next_charge.openai-agents.json", 13, "Refunds Agent");
     assert!(
         r.contains(
             "passes amount 124.5 for ch_3PqB8m, but step 10 gives ch_3PqB8m amount 142.5; 124.5 is the amount of the next record (ch_3PqC2r)"
