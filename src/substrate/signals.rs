@@ -3321,10 +3321,10 @@ fn compute_origins(ctx: &Context<'_>) -> Vec<(usize, String)> {
         if x.agrees(&item) {
             continue;
         }
-        if let Some(Statement { chosen: first, .. }) = first_statement(ctx, &item) {
+        if let Some(Statement { first, chosen }) = first_statement(ctx, &item) {
             // A value an agent reads from the wrong row of a table is wrong where it is read
             // for the thing asked about, wherever else the number was written before.
-            let origin = misread_at(ctx, &item, first).map_or_else(|| adopter(ctx, &item, first), |(k, _)| k);
+            let origin = misread_at(ctx, &item, first).map_or_else(|| adopter(ctx, &item, chosen), |(k, _)| k);
             if !out.iter().any(|(s, _)| *s == origin) {
                 out.push((origin, item));
             }
@@ -3386,10 +3386,13 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // Say where the value is first stated: here, earlier (adopted here), or in the output
         // of what this step ran.
         let statement = first_statement(ctx, &item);
-        let first = statement.map(|s| s.chosen);
         // How this step misreads the value, when it is where the value is misread.
-        let misread = first.and_then(|f| misread_at(ctx, &item, f)).filter(|(k, _)| *k == i).map(|(_, how)| how);
-        let offered = statement.filter(|s| s.first < s.chosen && s.chosen == i).map(|s| s.first);
+        let misread =
+            statement.and_then(|s| misread_at(ctx, &item, s.first)).filter(|(k, _)| *k == i).map(|(_, how)| how);
+        // Where the value was chosen, unless this step misreads it (then where it was first
+        // written).
+        let first = statement.map(|s| if misread.is_some() { s.first } else { s.chosen });
+        let offered = statement.filter(|s| misread.is_none() && s.first < s.chosen && s.chosen == i).map(|s| s.first);
         let place = match (first, earlier_number(ctx, &item, i)) {
             _ if offered.is_some() => prose![
                 "is chosen here; step ",
