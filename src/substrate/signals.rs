@@ -3394,11 +3394,9 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         let first = statement.map(|s| if misread.is_some() { s.first } else { s.chosen });
         let offered = statement.filter(|s| misread.is_none() && s.first < s.chosen && s.chosen == i).map(|s| s.first);
         let place = match (first, earlier_number(ctx, &item, i)) {
-            _ if offered.is_some() => prose![
-                "is chosen here; step ",
-                Part::Step(offered.unwrap_or_default()),
-                " listed it beside the expected figure"
-            ],
+            _ if let Some(listed) = offered => {
+                prose!["is chosen here; step ", Part::Step(listed), " listed it beside the expected figure"]
+            }
             (Some(f), _) if f < i && misread.is_some() => {
                 let how = misread.map_or("", Misreading::told);
                 prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
