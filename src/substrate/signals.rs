@@ -3393,19 +3393,24 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
         // written).
         let first = statement.map(|s| if misread.is_some() { s.first } else { s.chosen });
         let offered = statement.filter(|s| misread.is_none() && s.first < s.chosen && s.chosen == i).map(|s| s.first);
-        let place = match (first, earlier_number(ctx, &item, i)) {
-            _ if let Some(listed) = offered => {
-                prose!["is chosen here; step ", Part::Step(listed), " listed it beside the expected figure"]
+        let place = if let Some(listed) = offered {
+            prose!["is chosen here; step ", Part::Step(listed), " listed it beside the expected figure"]
+        } else {
+            match (first, earlier_number(ctx, &item, i)) {
+                (Some(f), _) if f < i && misread.is_some() => {
+                    let how = misread.map_or("", Misreading::told);
+                    prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
+                }
+                (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
+                (Some(f), _) if f > i => {
+                    prose!["first appears at step ", Part::Step(f), ", in the output of this step"]
+                }
+                // The line is first written here, but a number in it came from an earlier step.
+                (_, Some((f, number))) => {
+                    prose![format!("is first written here, with {number} from step "), Part::Step(f)]
+                }
+                _ => Prose::from("first appears here"),
             }
-            (Some(f), _) if f < i && misread.is_some() => {
-                let how = misread.map_or("", Misreading::told);
-                prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
-            }
-            (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
-            (Some(f), _) if f > i => prose!["first appears at step ", Part::Step(f), ", in the output of this step"],
-            // The line is first written here, but a number in it came from an earlier step.
-            (_, Some((f, number))) => prose![format!("is first written here, with {number} from step "), Part::Step(f)],
-            _ => Prose::from("first appears here"),
         };
         // A number as the step writes it ("$445,000" for the output's 445000), so that a search
         // for the quoted text finds it.
