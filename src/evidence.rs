@@ -151,8 +151,12 @@ static URL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"https?://[^\s)\]>"'
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[\s'(\x22])((?:/[\w.-]+)+|[\w-]+\.(?:csv|xlsx|xls|json|txt|py|pdf|docx|png|jpg|mp3|pptx|zip|md|jsonl|pdb|xml|html))(?-u:\b)").unwrap()
 });
-static QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#""([^"\n]{2,80})"|'([^'\n]{3,80})'|“([^”\n]{2,80})”"#).unwrap());
+/// A quoted string: double quotes and curly quotes are paired in order, whatever the length of
+/// what they hold, so that in code such as `s.rsplit(" ", 1)[0], "%b %d"` the closing quote of a
+/// short string never opens a new one (`", 1)[0], "` is no value); [`push_values`] keeps the
+/// strings of 2 to 80 characters. Single quotes are also apostrophes, so they pair only around 3
+/// to 80 characters.
+static QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""([^"\n]*)"|'([^'\n]{3,80})'|“([^”\n]*)”"#).unwrap());
 static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u:\b)([A-Z][a-zA-Z'&.-]+(?:\s+(?:of|the|de|du|la|von|van)?\s*[A-Z][a-zA-Z'&.-]+)+)(?-u:\b)")
         .unwrap()
@@ -342,6 +346,9 @@ fn push_values(text: &str, out: &mut Vec<Evidence>) {
     }
     for c in QUOTED.captures_iter(text) {
         let g = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).expect("one group");
+        if !(2..=80).contains(&g.as_str().chars().count()) {
+            continue;
+        }
         let key = g.as_str().trim().to_ascii_lowercase();
         if key.len() >= 3 {
             out.push(Evidence { kind: EvidenceKind::Quoted, span: g.range(), key, context: None });
@@ -428,6 +435,19 @@ mod tests {
 
     fn kinds(text: &str) -> Vec<(String, String)> {
         extract_text(text).iter().map(|e| (e.kind.label().to_string(), e.text(text).to_string())).collect()
+    }
+
+    #[test]
+    fn quotes_pair_in_order_so_code_between_two_strings_is_no_value() {
+        let quoted = |t: &str| -> Vec<String> {
+            extract_text(t).iter().filter(|e| e.kind == EvidenceKind::Quoted).map(|e| e.text(t).to_string()).collect()
+        };
+        let code = r#"d = datetime.strptime(s.rsplit(" ", 1)[0], "%b %d %Y")"#;
+        assert_eq!(quoted(code), ["%b %d %Y"]);
+        assert_eq!(quoted(r#"x = {"a": "", "city": "Lyon"}"#), ["city", "Lyon"]);
+        assert_eq!(quoted("he said “Springfield” twice"), ["Springfield"]);
+        let long = format!(r#"msg = "{}", name = "Ada""#, "x".repeat(90));
+        assert_eq!(quoted(&long), ["Ada"]);
     }
 
     #[test]

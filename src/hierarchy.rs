@@ -457,6 +457,13 @@ pub fn error_lead(text: &str) -> bool {
 
 fn classify(step: &Step, content: &str, has_code: bool, flags: &Flags) -> Action {
     let lower_start: String = content.chars().take(200).collect::<String>().to_lowercase();
+    // The served person handing the request to the system (a span export's root recorded as a
+    // delegation from `user`, whatever the run type it carries as its role: LangSmith's `chain`)
+    // asks; it delegates nothing the run could get wrong.
+    let person = ["user", "human", "customer"].iter().any(|n| step.agent.eq_ignore_ascii_case(n));
+    if step.kind == StepKind::Delegation && person {
+        return Action::Request;
+    }
     match step.kind {
         StepKind::Delegation => return Action::Delegate,
         StepKind::ToolResult => return Action::ToolOutput,

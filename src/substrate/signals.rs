@@ -551,6 +551,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // A rounded form of a finer figure of its sentence or an earlier step
                         // ("about 1,200" after 1,187, "about 3.4 million" after 3,412,880).
                         || derivation::rounded_figure(ctx, s.index, content, e.span.start, k)
+                        // A longer figure of an earlier step cut to the decimals it is written
+                        // with ("= 0.2434" after a calculator's 0.243399117).
+                        || derivation::plain_rounding(ctx, s.index, k)
                         // A ratio the line writes, as a percentage or its complement ("by 18%
                         // (HR 0.82)").
                         || derivation::ratio_percent(content, e.span.start, k, &percents)

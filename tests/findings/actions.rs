@@ -135,6 +135,35 @@ fn a_state_change_without_the_confirmation_the_policy_asks_for_is_found_and_a_co
     }
 }
 
+#[test]
+fn handing_the_user_over_needs_no_confirmation_but_a_change_does() {
+    // Under the same policy, the assistant hands a user over to a human agent without asking:
+    // a transfer changes none of the user's data, so no confirmation is missing.
+    let t = load(messages(vec![
+        vec![system(POLICY_CONFIRM), user("Change the address of order #W200 and also exchange the speaker.")],
+        call(
+            "c1",
+            "get_order_details",
+            json!({"order_id": "#W200"}),
+            r##"{"order_id": "#W200", "status": "processed"}"##,
+        ),
+        vec![assistant("Order #W200 is already processed, so I cannot change it. Would you like anything else?")],
+        vec![user("Then I want to talk to a person.")],
+        call(
+            "c2",
+            "transfer_to_human_agents",
+            json!({"summary": "User wants to change the address of a processed order."}),
+            "Transfer successful",
+        ),
+        vec![assistant("I have transferred you to a human agent.")],
+    ]));
+    assert_eq!(t.steps[6].tool_name.as_deref(), Some("transfer_to_human_agents"));
+    assert_eq!(findings(&t), vec![]);
+    // The cancellation in the same place is a change the policy asks a "yes" for.
+    let t = cancel_run(Some("Then I want to talk to a person."));
+    assert_eq!(findings(&t), vec![(6, Signal::UnconfirmedAction)]);
+}
+
 fn lookup_run(then: Vec<Value>) -> Trajectory {
     load(messages(vec![
         vec![system(POLICY_PLAIN), user("My email is jo.doe@example.com; where is my order?")],

@@ -97,6 +97,9 @@ pub enum Undiscriminating {
         /// The ranking put a final submission first and an earlier step holding a finding was
         /// named instead (`signals::actions::final_submission`).
         past_submission: bool,
+        /// The ranking's most probable step holds no finding, and a step holding one, at least
+        /// [`FINDING_SHARE`] as probable, was named instead.
+        with_finding: bool,
     },
 }
 
@@ -123,7 +126,7 @@ impl Undiscriminating {
                     )
                 }
             }
-            Undiscriminating::NonePassed { checked, past_submission } => {
+            Undiscriminating::NonePassed { checked, past_submission, with_finding } => {
                 let what = match checked {
                     0 => "no candidate was left to verify".to_string(),
                     1 => "the one verified candidate failed verification".to_string(),
@@ -134,6 +137,11 @@ impl Undiscriminating {
                         "{what}, and the ranking's most probable step is the final submission, which only hands in what earlier \
                          steps made, so the most probable earlier step with a finding is named"
                     )
+                } else if with_finding {
+                    format!(
+                        "{what}, and the ranking's most probable step holds no finding while this one, nearly as probable, \
+                         holds one, so this step is named"
+                    )
                 } else {
                     format!("{what}, so the ranking's most probable step is named")
                 }
@@ -141,6 +149,12 @@ impl Undiscriminating {
         }
     }
 }
+
+/// When no candidate passes and the ranking's most probable step holds no finding, a verified
+/// candidate that holds one is named instead when its probability is at least this share of that
+/// step's: the ranking cannot tell two steps this close apart, and the finding is evidence a user
+/// can check.
+pub const FINDING_SHARE: f32 = 0.5;
 
 /// The relative part of the optional score floor: a valid candidate scores at least this share
 /// of the best live machine candidate.
@@ -386,7 +400,10 @@ pub fn decide(
     if let (true, Some(r)) = (opts.ranking_decides, ranked) {
         let checked = checks.len();
         if valid.is_empty() {
-            return Verdict::Ranked(r, Undiscriminating::NonePassed { checked, past_submission: false });
+            return Verdict::Ranked(
+                r,
+                Undiscriminating::NonePassed { checked, past_submission: false, with_finding: false },
+            );
         }
         let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
         if checked >= 2 && valid.len() == checked {
@@ -604,13 +621,25 @@ mod tests {
         // None passes: the ranking's best step overall, never the strongest live candidate.
         let none = vec![check(2, false, true), check(5, true, false), check(8, false, false)];
         let v = decide(&cands, &none, &o, None, &probs, Some(3));
-        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 3, past_submission: false }));
+        assert_eq!(
+            v,
+            Verdict::Ranked(
+                3,
+                Undiscriminating::NonePassed { checked: 3, past_submission: false, with_finding: false }
+            )
+        );
         assert!(!v.verified());
         // One candidate that passes is verification's own verdict.
         assert_eq!(decide(&cands[..1], &all[..1], &o, None, &probs, Some(3)), Verdict::Valid(2));
         // No candidate left at all.
         let v = decide(&[], &[], &o, None, &probs, Some(3));
-        assert_eq!(v, Verdict::Ranked(3, Undiscriminating::NonePassed { checked: 0, past_submission: false }));
+        assert_eq!(
+            v,
+            Verdict::Ranked(
+                3,
+                Undiscriminating::NonePassed { checked: 0, past_submission: false, with_finding: false }
+            )
+        );
         // A pin wins; without a ranked step the paper's rules hold.
         assert_eq!(decide(&cands, &all, &o, Some(5), &probs, Some(3)), Verdict::Pinned(5));
         assert_eq!(decide(&cands, &all, &o, None, &[], None), Verdict::Valid(2));

@@ -568,7 +568,11 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
                 }
                 continue;
             }
-            if i > from && changes_state(t, i) && policy.covers(s.tool_name.as_deref()) {
+            if i > from
+                && changes_state(t, i)
+                && !s.tool_name.as_deref().is_some_and(hands_off)
+                && policy.covers(s.tool_name.as_deref())
+            {
                 let proposal = asked.get(s.agent.as_str()).copied();
                 let confirmed = matches!((proposal, affirmed), (Some(p), Some(u)) if u > p && !for_details.contains(&p))
                     || requested.is_some_and(|u| proposal.is_none_or(|p| u > p));
@@ -579,6 +583,16 @@ pub fn unconfirmed_changes<'a>(ctx: &Context<'a>) -> &'a [Option<Option<usize>>]
         }
         out
     })
+}
+
+/// Whether a tool passes the conversation on rather than changing a record: a transfer to a
+/// human or another agent (τ-bench's `transfer_to_human_agents`, the OpenAI Agents SDK's
+/// `transfer_to_<agent>` handoffs), a `handoff` or an `escalate` call. The policies that ask for
+/// the user's confirmation ask it before changing their data; handing the user over is what a
+/// policy prescribes when the agent cannot act, and needs no "yes".
+fn hands_off(tool: &str) -> bool {
+    let n = tool.to_ascii_lowercase();
+    ["transfer_to", "handoff", "hand_off", "escalate"].iter().any(|p| n.starts_with(p))
 }
 
 /// Whether a role is the user's (the human or the simulated user the agent serves).

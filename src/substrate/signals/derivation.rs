@@ -333,6 +333,25 @@ pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize,
         || observed_before(ctx, i).into_iter().any(finer)
 }
 
+/// Whether the decimal `key` (written by step `i`, with a decimal point and three significant
+/// digits or more) is a finer figure that one of the [`OBSERVED_WINDOW`] steps before writes,
+/// written with two decimals more or longer, cut to the decimals `key` has: "CAGR = 0.2434" after
+/// a calculator's 0.243399117. Told without a word of approximation, so only a figure precise
+/// enough that matching by chance is unlikely counts: "0.24" after a longer figure does not, nor
+/// "12.4" after a price of 12.35 (one decimal dropped is another figure, not a rounding).
+pub(super) fn plain_rounding(ctx: &Context<'_>, i: usize, key: &str) -> bool {
+    let Some((_, decimals)) = key.split_once('.') else { return false };
+    if significant_digits(key) < 3 || decimals.is_empty() {
+        return false;
+    }
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let scale = 10f64.powi(decimals.len() as i32);
+    observed_before(ctx, i).into_iter().any(|x| {
+        let finer = format!("{x}").split_once('.').is_some_and(|(_, d)| d.len() >= decimals.len() + 2);
+        finer && ((x * scale).round() / scale - v).abs() <= 1e-9 * v.abs().max(1.0)
+    })
+}
+
 /// A number followed by a percent sign or word ("18%", "18 %", "18 percent"), matched from the
 /// number's first byte.
 static PERCENT_AFTER: std::sync::LazyLock<regex::Regex> =
@@ -655,6 +674,27 @@ mod tests {
         let i = t.steps.len() - 1;
         let text = &t.steps[i].content;
         rounded_figure(&ctx, i, text, text.find(written).expect("written"), &written.replace(',', ""))
+    }
+
+    #[test]
+    fn a_longer_figure_cut_to_three_significant_digits_or_more_is_a_plain_rounding() {
+        let plain = |log: &str, answer: &str, key: &str| {
+            let messages = [("user", "What is the CAGR?"), ("user", log), ("assistant", answer)];
+            let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
+            let bytes = serde_json::to_vec(&log).expect("serialises");
+            let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
+            let sub = crate::substrate::Substrate::build(&t);
+            let ctx = Context::of(&t, &sub, false);
+            plain_rounding(&ctx, t.steps.len() - 1, key)
+        };
+        assert!(plain("calculator: 0.243399117", "CAGR = 0.2434, 24.3% per year.", "0.2434"));
+        assert!(plain("calculator: 12.34567", "It is 12.35.", "12.35"));
+        assert!(!plain("price: 12.35", "It is 12.4.", "12.4"));
+        // Two significant digits may match any longer figure by chance; the same decimals are
+        // no rounding; a figure the longer one does not round to is none.
+        assert!(!plain("calculator: 0.243399117", "CAGR = 0.24.", "0.24"));
+        assert!(!plain("calculator: 0.2434", "CAGR = 0.2434.", "0.2434"));
+        assert!(!plain("calculator: 0.243399117", "CAGR = 0.2433.", "0.2433"));
     }
 
     #[test]
