@@ -78,14 +78,18 @@ const EXPECTED_N: usize = 10;
 /// recorded (docs/METHODS.md). The refit on figures told rounded from a longer one moved that run
 /// (Algorithm-Generated/34, a near tie of the ranking) back; then an expert's "# Plan for solving
 /// the task" turn read as the plan changed Algorithm-Generated/110's questions (re-recorded, 26
-/// new exchanges), which FALAT now answers right: step 40.0 → 50.0.
+/// new exchanges), which FALAT now answers right: step 40.0 → 50.0. Quoted strings paired in
+/// order, the served person's request no longer ranked, a longer figure cut to its decimals read
+/// as that figure, and a verified candidate with a finding named over a nearly as probable step
+/// with none (the ranker refitted; 14 new exchanges recorded) moved Algorithm-Generated/22 and 30
+/// to their labelled steps: step 50.0 → 70.0 (the hierarchy row 30.0 → 40.0, agent 50.0).
 const EXPECTED: [&str; 6] = [
-    "falat Algorithm-Generated report 10 50.0 50.0 7.9",
-    "falat-hierarchy Algorithm-Generated report 10 30.0 30.0 10.2",
-    "falat-pruning Algorithm-Generated report 10 50.0 50.0 8.2",
-    "falat-verification Algorithm-Generated report 10 50.0 50.0 6.9",
-    "falat-research Algorithm-Generated report 10 40.0 40.0 5.2",
-    "falat-prior Algorithm-Generated report 10 40.0 40.0 7.5",
+    "falat Algorithm-Generated report 10 70.0 70.0 8.0",
+    "falat-hierarchy Algorithm-Generated report 10 50.0 40.0 10.3",
+    "falat-pruning Algorithm-Generated report 10 70.0 70.0 8.4",
+    "falat-verification Algorithm-Generated report 10 70.0 70.0 7.0",
+    "falat-research Algorithm-Generated report 10 60.0 60.0 5.2",
+    "falat-prior Algorithm-Generated report 10 50.0 50.0 7.6",
 ];
 
 /// The whole hand-crafted set with the LLM judge, replayed from its recording
@@ -115,8 +119,10 @@ fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
     assert_eq!(
         got,
         // Tune agent 52.0 and 7.1 calls before the ranker was refitted on the claimed-lookup finding
-        // (one run's verdict moved to another agent; every request still replays).
-        ["falat Hand-Crafted report 10 50.0 0.0 6.9", "falat Hand-Crafted tune 25 56.0 32.0 7.2"],
+        // (one run's verdict moved to another agent; every request still replays); 7.2 calls
+        // before quoted strings were paired in order and the changes recorded with it (13 new
+        // questions).
+        ["falat Hand-Crafted report 10 50.0 0.0 6.9", "falat Hand-Crafted tune 25 56.0 32.0 7.0"],
         "\n{stdout}"
     );
     // method subset n med.calls max.calls med.prompt max.prompt med.compl max.compl warned
@@ -130,6 +136,7 @@ fn the_35_hand_crafted_runs_replay_with_their_cache_share() {
     let later: f64 = cost[11].parse().unwrap();
     assert!(later >= 70.0, "later% {later}\n{stdout}");
     // 77.1 / 77.9 % and 189 fallbacks before the refit on the claimed-lookup finding (the same
-    // recorded answers, asked in another order and number).
-    assert_eq!(&cost[10..], ["77.7", "78.6", "681", "12", "191"], "{stdout}");
+    // recorded answers, asked in another order and number); 77.7 / 78.6 %, 681 model answers and
+    // 191 fallbacks before quoted strings were paired in order.
+    assert_eq!(&cost[10..], ["77.4", "78.3", "671", "12", "185"], "{stdout}");
 }

@@ -121,8 +121,10 @@ fn falat_with_the_fitted_judge_holds_on_the_report_part() {
         &falat_records(false),
         &[
             // One top-3 hit and one candidate fewer (measured [23, 14, 9, 13, 14, 18]) since the
-            // ranker was refitted on the claimed-lookup finding (docs/RANKER.md).
-            ("Algorithm-Generated", "report", [23, 14, 9, 13, 14, 18]),
+            // ranker was refitted on the claimed-lookup finding (docs/RANKER.md). Then one top-3
+            // hit fewer and one candidate more (measured [23, 14, 9, 13, 13, 19]) with quoted
+            // strings paired in order and the refit on them.
+            ("Algorithm-Generated", "report", [23, 14, 9, 13, 13, 19]),
             // One ±1 hit fewer than before sufficiency moved to 70 % (the run's step is now exact
             // on neither side); one agent hit more. One top-3 hit and one candidate fewer since
             // sums and differences of a step's own figures stopped counting as unsourced values
@@ -198,8 +200,10 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             // Then one step, two ±1, two top-3 hits and a candidate fewer once the ranking decides
             // undiscriminated verdicts and the ranker reads the new findings.
             // Then one agent and one step hit more and one candidate fewer (measured [53, 35, 26,
-            // 28, 39, 42]) with the claimed-lookup finding and the refit on it.
-            ("Algorithm-Generated", "tune", [53, 35, 26, 28, 39, 42]),
+            // 28, 39, 42]) with the claimed-lookup finding and the refit on it. Then one step, one
+            // ±1 and one candidate more and one top-3 hit fewer (measured [53, 35, 27, 29, 38, 43])
+            // with quoted strings paired in order and the refit on them.
+            ("Algorithm-Generated", "tune", [53, 35, 27, 29, 38, 43]),
             // Agent hits fell from 19 to 16 when FALAT stopped pruning more probable follow-ups:
             // the steps it names now fall more often on a browsing agent where the label blames
             // the coordinating agent.
@@ -207,8 +211,12 @@ fn falat_with_the_fitted_judge_holds_in_cross_validation() {
             // One step and ±1 hit and two candidates more with the findings about actions and
             // grounding (a miscount told to the user, an unconfirmed change). Then one candidate
             // fewer once a weak "ok" before a question stopped counting as consent and a tool's
-            // error object fails its call (the ranker refitted on the changed findings).
-            ("agentrx-tau", "tune", [10, 8, 3, 3, 7, 9]),
+            // error object fails its call (the ranker refitted on the changed findings). Then two
+            // step and ±1 hits fewer and one candidate more (measured [10, 8, 1, 1, 7, 10]) once a
+            // transfer to a human agent stopped being an unconfirmed state change: the folds'
+            // rankers weigh that finding otherwise, and task 3's miscount (step 6) loses to the
+            // confirmed change at step 30 (docs/RANKER.md). The offline judge is unchanged.
+            ("agentrx-tau", "tune", [10, 8, 1, 1, 7, 10]),
         ],
     );
     let refs: Vec<&Record> = records.iter().filter(|r| r.part == Some(falat::eval::Part::Tune)).collect();

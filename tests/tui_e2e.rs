@@ -188,7 +188,7 @@ fn the_library_entry_runs_the_pipeline_and_ctrl_c_quits() {
     t.send("a");
     // The run warns (its verdict is unverified): the status line, in its long or (with the run's
     // time, at 160 columns) short form, says the warning, the key and view, and the verdict.
-    t.wait_for(&["1 warning (", "5: verdict): ", "step 4 by"]);
+    t.wait_for(&["1 warning (", "5: verdict): ", "step 0 by"]);
     t.send("3");
     t.wait_for(&["ROOT_CAUSE", "around the decisive step"]);
     t.send("\u{3}");

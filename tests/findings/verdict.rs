@@ -10,7 +10,7 @@ use falat::model::Trajectory;
 use falat::substrate::{Context, Substrate, signals};
 use serde_json::json;
 
-use crate::chat::{assistant, call, evidence, falat, load, steps_with, user, who_and_when};
+use crate::chat::{assistant, call, evidence, falat, falat_with, load, steps_with, user, who_and_when};
 
 #[test]
 fn a_completion_claim_before_any_observation_of_its_value_is_an_unverified_assertion() {
@@ -188,11 +188,14 @@ fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
 fn the_ranking_s_guess_is_never_the_final_submission_when_an_earlier_step_holds_a_finding() {
     // mini-swe-agent: the closing thought states a TTL bound nothing gives (step 16), then the run
     // submits with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached`
-    // (step 17). Nothing was left to verify; the ranking puts the submission first.
+    // (step 17). Nothing was left to verify; the ranking puts the submission first, far above the
+    // thought (0.36 and 0.06). As `falat diagnose` runs it by default (with ground truth): without
+    // it, step 8 (the edit) ties with the submission at 0.36 and comes first since quoted strings
+    // are paired in order and the ranker refitted on them, and the verdict is step 8.
     let t = crate::chat::fixture("handbuilt/mini-swe-agent/ttl_clamp_bound_invented.mini-swe-agent.json");
     assert!(signals::actions::final_submission(&t, 17));
     assert!(!signals::actions::final_submission(&t, 16));
-    let d = falat(&t);
+    let d = falat_with(&t, true);
     let p = |s: usize| d.ranking.iter().find(|r| r.step == s).map_or(0.0, |r| r.probability);
     assert!(d.ranking.iter().all(|r| r.probability <= p(17)), "the submission ranks first: {:?}", d.ranking);
     assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(16), Some("mini-swe-agent")), "{}", d.reason);
