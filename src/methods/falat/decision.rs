@@ -444,6 +444,35 @@ pub fn unseen_by_ranking(c: &Candidate) -> bool {
         })
 }
 
+/// When `step` (the ranking's pick after nothing passed verification) holds no finding: the most
+/// probable candidate that pruning kept (verification examined it) and that holds one (the
+/// earlier on ties), whose probability (`probs`, per step) is at least [`FINDING_SHARE`] of
+/// `step`'s, and that is not in `excluded` (the user's exclusions). `None` when `step` holds a
+/// finding or no such candidate exists. A pruned candidate was judged to carry an earlier error
+/// or to lead nowhere: it is not named.
+pub fn near_step_with_finding(
+    candidates: &[Candidate],
+    probs: &[f32],
+    excluded: &[usize],
+    step: usize,
+) -> Option<usize> {
+    if candidates.iter().any(|c| c.step == step && !c.findings.is_empty()) {
+        return None;
+    }
+    let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
+    candidates
+        .iter()
+        .filter(|c| {
+            !c.findings.is_empty()
+                && c.pruned.is_none()
+                && !excluded.contains(&c.step)
+                && p(c.step) > 0.0
+                && p(c.step) >= FINDING_SHARE * p(step)
+        })
+        .map(|c| c.step)
+        .max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a)))
+}
+
 /// The highest score among live machine candidates (a user's mark must not raise the floor).
 pub fn best_live_score(candidates: &[Candidate]) -> f32 {
     candidates.iter().filter(|c| c.pruned.is_none() && c.origin == Origin::Machine).map(|c| c.score).fold(0.0, f32::max)
@@ -592,6 +621,28 @@ mod tests {
 
     fn check(step: usize, ind: bool, suf: bool) -> Checked {
         Checked { step, independence: crit(ind), sufficiency: crit(suf) }
+    }
+
+    #[test]
+    fn a_verified_finding_nearly_as_probable_replaces_a_pick_without_one() {
+        // Step 4 is the ranking's pick and no candidate; step 2 holds a finding at 0.45 (≥ half
+        // of 0.5), step 1 one at 0.2 (less than half): step 2 is named.
+        let probs = [0.0, 0.2, 0.45, 0.0, 0.5];
+        let cands = vec![cand(1, 0.5), cand(2, 0.5)];
+        assert_eq!(near_step_with_finding(&cands, &probs, &[], 4), Some(2));
+        // Excluded by the user, or pruned: not named; then nothing is near enough.
+        assert_eq!(near_step_with_finding(&cands, &probs, &[2], 4), None);
+        let mut pruned = cands.clone();
+        pruned[1].pruned = Some(Pruning {
+            transition: Transition::DeadEnd,
+            by_step: None,
+            reason: "its output is never used again".into(),
+            by_user: false,
+        });
+        assert_eq!(near_step_with_finding(&pruned, &probs, &[], 4), None);
+        // The pick holds a finding itself: it stays.
+        let with_own = vec![cand(2, 0.5), cand(4, 0.5)];
+        assert_eq!(near_step_with_finding(&with_own, &probs, &[], 4), None);
     }
 
     /// The paper's rules: the earliest valid candidate whatever verification's spread.

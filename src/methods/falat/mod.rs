@@ -559,7 +559,11 @@ pub fn verify(
         Verdict::Fallback(Some(s), f) => Verdict::Fallback(Some(before_submission(s)), f),
         Verdict::Ranked(s, Undiscriminating::NonePassed { checked, .. }) => {
             let past_submission = ranked != first;
-            let near = if past_submission { None } else { near_step_with_finding(&candidates, &probs, opts, s) };
+            let near = if past_submission {
+                None
+            } else {
+                decision::near_step_with_finding(&candidates, &probs, &opts.overrides.excluded, s)
+            };
             Verdict::Ranked(
                 near.unwrap_or(s),
                 Undiscriminating::NonePassed { checked, past_submission, with_finding: near.is_some() },
@@ -608,29 +612,6 @@ fn earlier_than_submission(
         .map(|c| c.step)
         .max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a)))
         .unwrap_or(step)
-}
-
-/// When `step` (the ranking's pick after nothing passed verification) holds no finding: the most
-/// probable candidate that pruning kept (verification examined it) and that holds one (the
-/// earlier on ties), whose probability is at least [`decision::FINDING_SHARE`] of `step`'s, and
-/// that the user did not exclude. `None` when `step` holds a finding or no such candidate exists.
-/// A pruned candidate was judged to carry an earlier error or to lead nowhere: it is not named.
-fn near_step_with_finding(candidates: &[Candidate], probs: &[f32], opts: &Options, step: usize) -> Option<usize> {
-    if candidates.iter().any(|c| c.step == step && !c.findings.is_empty()) {
-        return None;
-    }
-    let p = |s: usize| probs.get(s).copied().unwrap_or(0.0);
-    candidates
-        .iter()
-        .filter(|c| {
-            !c.findings.is_empty()
-                && c.pruned.is_none()
-                && !opts.overrides.excluded.contains(&c.step)
-                && p(c.step) > 0.0
-                && p(c.step) >= decision::FINDING_SHARE * p(step)
-        })
-        .map(|c| c.step)
-        .max_by(|a, b| p(*a).total_cmp(&p(*b)).then(b.cmp(a)))
 }
 
 fn as_criterion(a: Answer) -> Criterion {
