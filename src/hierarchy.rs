@@ -259,6 +259,7 @@ pub fn build(t: &Trajectory) -> Hierarchy {
         summary.introduces = introduces;
     }
     unhedge_observed(t, &mut steps);
+    unhedge_policy(t, &mut steps);
     waved_off_warnings(t, &evidence, &mut steps);
     let phases = phases(t, &steps);
     Hierarchy { evidence, steps, phases, first_seen }
@@ -282,6 +283,52 @@ fn unhedge_observed(t: &Trajectory, steps: &mut [StepSummary]) {
             observed.extend(HEDGE_FORMS.find_iter(&content).map(|m| hedge_stem(m.as_str())));
         }
     }
+}
+
+/// Clears the `hedged` flag of an agent's step whose every sentence with a hedging word restates
+/// the operator's policy: it shares a pair of adjacent content words with a system message
+/// before it. "Refunds to PayPal typically take 5-7 business days" after a policy saying
+/// "refunded … in 5 to 7 business days" tells the policy; it assumes nothing.
+fn unhedge_policy(t: &Trajectory, steps: &mut [StepSummary]) {
+    if !steps.iter().any(|s| s.flags.hedged) {
+        return;
+    }
+    let mut policy: HashSet<(String, String)> = HashSet::new();
+    for (i, summary) in steps.iter_mut().enumerate() {
+        let step = &t.steps[i];
+        if step.role.eq_ignore_ascii_case("system") && step.kind == StepKind::Message {
+            policy.extend(content_pairs(&step.content));
+            continue;
+        }
+        if policy.is_empty() || !summary.flags.hedged || summary.kind == StepKind::ToolResult {
+            continue;
+        }
+        let content = strip_code(&step.content);
+        let restated = HEDGE.find_iter(&content).all(|m| {
+            let start = content[..m.start()].rfind(['.', '!', '?', '\n']).map_or(0, |p| p + 1);
+            let end = content[m.end()..].find(['.', '!', '?', '\n']).map_or(content.len(), |p| m.end() + p);
+            content_pairs(&content[start..end]).iter().any(|p| policy.contains(p))
+        });
+        if restated {
+            summary.flags.hedged = false;
+        }
+    }
+}
+
+/// The pairs of adjacent words of `text` (lower case, letters only) that are both content words:
+/// three letters or more and no function word.
+fn content_pairs(text: &str) -> Vec<(String, String)> {
+    const FUNCTION: [&str; 24] = [
+        "the", "and", "for", "are", "was", "were", "with", "that", "this", "you", "your", "our", "will", "can", "not",
+        "but", "from", "has", "have", "had", "its", "any", "all", "may",
+    ];
+    let words: Vec<String> =
+        text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    words
+        .windows(2)
+        .filter(|w| w.iter().all(|x| x.chars().count() >= 3 && !FUNCTION.contains(&x.as_str())))
+        .map(|w| (w[0].clone(), w[1].clone()))
+        .collect()
 }
 
 /// How many steps after a tool output [`waved_off_warnings`] reads for the agent's word on it.
@@ -727,6 +774,24 @@ mod tests {
             phases.iter().find(|(_, p, _)| *p == Purpose::Delegated).unwrap_or_else(|| panic!("{phases:?}"));
         assert_eq!((delegated.0.clone(), delegated.2), (1..6, "Explore"), "{phases:?}");
         assert_eq!(phases.last().map(|(r, _, a)| (r.start, *a)), Some((6, "claude")), "{phases:?}");
+    }
+
+    #[test]
+    fn a_hedge_that_restates_the_system_policy_assumes_nothing() {
+        let mut policy =
+            step(0, "system", StepKind::Message, "Refunds go to the original payment method in 5 to 7 business days.");
+        policy.role = "system".into();
+        let told = "Your refund is $59.90. Refunds to a card typically take 5-7 business days.";
+        let guessed = "Your refund is $59.90. Delivery typically takes a week.";
+        for (reply, hedged) in [(told, false), (guessed, true)] {
+            let steps = vec![policy.clone(), step(1, "assistant", StepKind::Message, reply)];
+            let t = Trajectory { task: "Return the kettle.".into(), steps, ..Trajectory::default() };
+            assert_eq!(build(&t).steps[1].flags.hedged, hedged, "{reply}");
+        }
+        // The same reply without a policy before it hedges.
+        let steps = vec![step(0, "assistant", StepKind::Message, told)];
+        let t = Trajectory { task: "Return the kettle.".into(), steps, ..Trajectory::default() };
+        assert!(build(&t).steps[0].flags.hedged);
     }
 
     #[test]

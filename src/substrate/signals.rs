@@ -554,6 +554,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // A longer figure of an earlier step cut to the decimals it is written
                         // with ("= 0.2434" after a calculator's 0.243399117).
                         || derivation::plain_rounding(ctx, s.index, k)
+                        // A growth factor 1 + r of a rate the step or an earlier one writes
+                        // ("1.2434^4" after a CAGR of 0.2434).
+                        || derivation::growth_factor(ctx, s.index, content, k)
                         // A ratio the line writes, as a percentage or its complement ("by 18%
                         // (HR 0.82)").
                         || derivation::ratio_percent(content, e.span.start, k, &percents)
@@ -2840,11 +2843,33 @@ pub fn output_items(ctx: &Context<'_>) -> Vec<String> {
             _ => return Vec::new(),
         },
     };
-    text.split([',', ';', '\n'])
+    split_items(&text)
         .map(|s| s.trim().trim_matches(['.', '"', '\'']).to_lowercase())
         .filter(|s| s.chars().count() >= 3)
         .take(8)
         .collect()
+}
+
+/// The items of an output text: its parts between commas, semicolons and line breaks, where a
+/// comma between two digits is a thousands separator and splits nothing (`$1,095.55` stays one
+/// figure).
+fn split_items(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut cuts = Vec::new();
+    for (k, &b) in bytes.iter().enumerate() {
+        let separator = match b {
+            b';' | b'\n' => true,
+            b',' => !(k > 0 && bytes[k - 1].is_ascii_digit() && bytes.get(k + 1).is_some_and(u8::is_ascii_digit)),
+            _ => false,
+        };
+        if separator {
+            cuts.push(start..k);
+            start = k + 1;
+        }
+    }
+    cuts.push(start..text.len());
+    cuts.into_iter().map(move |r| &text[r])
 }
 
 /// Whether an output item agrees with the expected output (whole-word containment either way, or
@@ -2885,7 +2910,14 @@ impl ExpectedIndex {
             return true;
         }
         let n = evidence::normalize_number(item);
-        !n.is_empty() && self.numbers.contains(&n)
+        if !n.is_empty() {
+            return self.numbers.contains(&n);
+        }
+        // A line that states one of the expected figures ("the total refund is $1,095.55") gives
+        // it, whatever else it states on the way (the items it adds up).
+        evidence::extract_text(item).iter().any(|e| {
+            e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key) && self.numbers.contains(&e.key)
+        })
     }
 }
 
@@ -4227,6 +4259,19 @@ mod value_tests {
         assert!(agrees("there are 10 options", "10"));
         assert!(agrees("10.0", "10"));
         assert!(agrees("paris", "Paris"));
+    }
+
+    #[test]
+    fn a_line_stating_an_expected_figure_agrees_and_thousands_separators_split_nothing() {
+        // A τ-bench-style expected output of several figures: the line that tells one of them
+        // gives it, whatever summands it states on the way.
+        let line = "the total refund for the air purifier ($473.43) and the vacuum cleaner ($622.12) is $1,095.55";
+        assert!(agrees(line, "1095.55, 1528.14"));
+        assert!(!agrees("the total refund is $1,095.50", "1095.55, 1528.14"));
+        // Small whole numbers are no figure to agree on ("5 to 7 days" against an expected 7).
+        assert!(!agrees("refunds take 5 to 7 business days here", "7.5"));
+        let items: Vec<&str> = split_items("Total: $1,095.55, paid by card; 2 items\nthanks").collect();
+        assert_eq!(items, vec!["Total: $1,095.55", " paid by card", " 2 items", "thanks"]);
     }
 
     #[test]

@@ -352,6 +352,23 @@ pub(super) fn plain_rounding(ctx: &Context<'_>, i: usize, key: &str) -> bool {
     })
 }
 
+/// Whether the decimal `key` (written by step `i` in `text`, three significant digits or more,
+/// between 0 and 2) is a growth factor `1 + r` or `1 − r` of a rate `r` (0 < r < 1) that the
+/// same step writes or one of the [`OBSERVED_WINDOW`] steps before it wrote, at the precision
+/// `key` is written with: "4.1 × 1.2434^4 = 9.80" after "= 0.2434" (or a calculator's
+/// 0.243399117) checks a compound rate with its own figure.
+pub(super) fn growth_factor(ctx: &Context<'_>, i: usize, text: &str, key: &str) -> bool {
+    let Ok(v) = key.parse::<f64>() else { return false };
+    if !key.contains('.') || significant_digits(key) < 3 || !(0.0..2.0).contains(&v) {
+        return false;
+    }
+    let tol = super::written_tolerance(key);
+    let own = FIGURE.find_iter(text).filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok());
+    own.chain(observed_before(ctx, i))
+        .filter(|r| *r > 0.0 && *r < 1.0)
+        .any(|r| ((1.0 + r) - v).abs() <= tol || ((1.0 - r) - v).abs() <= tol)
+}
+
 /// A number followed by a percent sign or word ("18%", "18 %", "18 percent"), matched from the
 /// number's first byte.
 static PERCENT_AFTER: std::sync::LazyLock<regex::Regex> =
@@ -695,6 +712,28 @@ mod tests {
         assert!(!plain("calculator: 0.243399117", "CAGR = 0.24.", "0.24"));
         assert!(!plain("calculator: 0.2434", "CAGR = 0.2434.", "0.2434"));
         assert!(!plain("calculator: 0.243399117", "CAGR = 0.2433.", "0.2433"));
+    }
+
+    #[test]
+    fn one_plus_a_rate_the_run_wrote_is_a_growth_factor() {
+        let factor = |log: &str, answer: &str, key: &str| {
+            let messages = [("user", "What is the CAGR?"), ("user", log), ("assistant", answer)];
+            let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
+            let bytes = serde_json::to_vec(&log).expect("serialises");
+            let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
+            let sub = crate::substrate::Substrate::build(&t);
+            let ctx = Context::of(&t, &sub, false);
+            let answer = t.steps.last().expect("steps").content.clone();
+            growth_factor(&ctx, t.steps.len() - 1, &answer, key)
+        };
+        // The rate in the same step, or a longer one an earlier step wrote.
+        assert!(factor("calculator: 9.8", "CAGR = 0.2434. Check: 4.1 × 1.2434^4 = 9.80.", "1.2434"));
+        assert!(factor("calculator: 0.243399117", "Check: 4.1 × 1.2434^4 = 9.80.", "1.2434"));
+        // A decline: 1 − r.
+        assert!(factor("calculator: 0.0815", "Each year keeps 0.9185 of the fleet.", "0.9185"));
+        // No rate behind it, or too few digits to tell it from chance.
+        assert!(!factor("calculator: 9.8", "Check: 4.1 × 1.2434^4 = 9.80.", "1.2434"));
+        assert!(!factor("calculator: 0.2", "A factor of 1.2 a year.", "1.2"));
     }
 
     #[test]
