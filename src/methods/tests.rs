@@ -107,11 +107,12 @@ fn echo_panel_votes_for_the_assumption() {
     assert_eq!(consensus.lines()[0], "types: single_agent 1.88");
     assert_eq!(consensus.lines()[2], "steps: 1 1.88");
     // The step's probability through the shipped ranker's calibration map.
-    // 0.6258 before the ranker was refitted on quoted strings paired in order, 0.6264 before it
+    // 0.6155 before the ranker was refitted on hedges that restate the policy and figures with
+    // thousands separators, 0.6258 before it was refitted on quoted strings paired in order, 0.6264 before it
     // was refitted on the claimed-lookup finding, 0.6230 before it was refitted on reading failed
     // reads, installs and test summaries, 0.6102 before it was refitted on figures told rounded
     // from a longer one.
-    assert!((d.confidence - 0.6155).abs() < 5e-4, "{}", d.confidence);
+    assert!((d.confidence - 0.6189).abs() < 5e-4, "{}", d.confidence);
     assert_eq!(d.roles, vec![(1, Role::RootCause)]);
     assert!(d.warnings.is_empty());
 }
