@@ -3813,3 +3813,47 @@ fn the_bump_the_user_asked_for_is_not_the_error_the_claim_over_a_red_suite_is() 
     let t = bump_session("216 passed, 3 warnings in 8.70s", "Done. httpx is now `0.28.1`; the full suite passes.");
     assert_eq!(findings(&t), vec![]);
 }
+
+/// A Go edit that adds a setting read in seconds, then the test run and the closing message.
+fn go_timeout_session(line: &str) -> Trajectory {
+    let task = "Let the export route run for up to 120s, configurable via env like our other timeouts.";
+    let mut m = vec![user(task)];
+    m.extend(call(
+        "c1",
+        "Edit",
+        json!({
+            "file_path": "internal/config/config.go",
+            "old_string": "\t\tQueryTimeout: millis(\"DB_QUERY_TIMEOUT_MS\", 25000),\n",
+            "new_string": format!("\t\tQueryTimeout: millis(\"DB_QUERY_TIMEOUT_MS\", 25000),\n{line}\n"),
+        }),
+        "The file internal/config/config.go has been updated successfully.",
+    ));
+    m.extend(call("c2", "Bash", json!({"command": "go test ./..."}), "ok  \treportd/internal/config\t0.012s"));
+    m.push(assistant("Added HTTP_EXPORT_TIMEOUT_SECONDS (default 120) for the export route; tests pass."));
+    load(m)
+}
+
+#[test]
+fn a_setting_in_seconds_turned_into_a_duration_without_its_unit_is_read_as_nanoseconds() {
+    let t = go_timeout_session("\t\tExportTimeout: time.Duration(intEnv(\"HTTP_EXPORT_TIMEOUT_SECONDS\", 120)),");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![1]);
+    assert_eq!(
+        evidence(&t, 1, Signal::ArgumentMismatch),
+        "converts HTTP_EXPORT_TIMEOUT_SECONDS to time.Duration, a count of nanoseconds, without a unit \
+         (`time.Duration(intEnv(\"HTTP_EXPORT_TIMEOUT_SECONDS\", 120))`): the value is read as nanoseconds"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(1), "{}", d.reason);
+    // Scaled on the line, a name in nanoseconds, or no unit in the name: no finding, and the run
+    // shows no failure.
+    for line in [
+        "\t\tExportTimeout: time.Duration(intEnv(\"HTTP_EXPORT_TIMEOUT_SECONDS\", 120)) * time.Second,",
+        "\t\tExportTimeout: time.Duration(intEnv(\"HTTP_EXPORT_TIMEOUT_NS\", 120)),",
+        "\t\tExportTimeout: time.Duration(intEnv(\"HTTP_EXPORT_TIMEOUT\", 120)),",
+        "\t\tExportTimeout: seconds(\"HTTP_EXPORT_TIMEOUT_SECONDS\", 120),",
+    ] {
+        let t = go_timeout_session(line);
+        assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new(), "{line}");
+        assert_eq!(falat(&t).decisive_step, None, "{line}");
+    }
+}

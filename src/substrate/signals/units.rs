@@ -607,6 +607,60 @@ pub(super) fn scaled_wrong(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) 
     }
 }
 
+/// A Go conversion to `time.Duration` of one operand, whole: `time.Duration(` and what it wraps,
+/// up to the matching `)` on the same line (group 1).
+static GO_DURATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\btime\.Duration\(([^()\n]*(?:\([^()\n]*\)[^()\n]*)*)\)").unwrap());
+
+/// A name inside an expression: an identifier or a quoted setting name (`intEnv("HTTP_EXPORT_TIMEOUT_SECONDS", 120)`,
+/// `cfg.RetryDelayMs`).
+static NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]*").unwrap());
+
+/// Step `i`, an edit, converts to Go's `time.Duration` (a count of nanoseconds) a value whose
+/// name gives it another time unit ([`key_unit`]: `HTTP_EXPORT_TIMEOUT_SECONDS`,
+/// `cfg.RetryDelayMs`) without scaling it on the same line (no `* time.Second`, `time.Millisecond`
+/// … beside the conversion, no `time.ParseDuration`): `time.Duration(intEnv("…_SECONDS", 120))`
+/// is a deadline of 120 ns. Only the lines the edit adds are read ([`written_text`]); the unit
+/// error compiles, and a test that sets the field directly never meets it. docs/METHODS.md,
+/// "Actions".
+pub(super) fn unscaled_duration(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    if !super::edits(ctx.trajectory, i) {
+        return;
+    }
+    let Some(text) = written_text(ctx, i) else { return };
+    if !text.contains("time.Duration(") {
+        return;
+    }
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or(line);
+        // A unit applied anywhere on the line scales the conversion (`time.Duration(n) * time.Second`).
+        let scaled =
+            ["time.Nanosecond", "time.Microsecond", "time.Millisecond", "time.Second", "time.Minute", "time.Hour"]
+                .iter()
+                .any(|u| code.contains(u));
+        if scaled {
+            continue;
+        }
+        for c in GO_DURATION.captures_iter(code) {
+            let inner = &c[1];
+            let unit = NAME
+                .find_iter(inner)
+                .filter_map(|m| key_unit(m.as_str()).map(|u| (m.as_str(), u)))
+                .find(|(_, u)| u.dimension == "time" && (u.scale - 1e-9).abs() > 1e-15);
+            let Some((name, _)) = unit else { continue };
+            out.push(finding(
+                Signal::ArgumentMismatch,
+                weights::ARGUMENT_MISMATCH,
+                format!(
+                    "converts {name} to time.Duration, a count of nanoseconds, without a unit (`{}`): the value is read as nanoseconds",
+                    crate::text::clip(c.get(0).map_or("", |m| m.as_str()), 80)
+                ),
+            ));
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
