@@ -305,9 +305,8 @@ fn unhedge_policy(t: &Trajectory, steps: &mut [StepSummary]) {
         }
         let content = strip_code(&step.content);
         let restated = HEDGE.find_iter(&content).all(|m| {
-            let start = content[..m.start()].rfind(['.', '!', '?', '\n']).map_or(0, |p| p + 1);
-            let end = content[m.end()..].find(['.', '!', '?', '\n']).map_or(content.len(), |p| m.end() + p);
-            content_pairs(&content[start..end]).iter().any(|p| policy.contains(p))
+            let sentence = text::sentence_around(&content, m.start(), m.end());
+            content_pairs(&content[sentence]).iter().any(|p| policy.contains(p))
         });
         if restated {
             summary.flags.hedged = false;

@@ -680,29 +680,31 @@ mod tests {
         assert_eq!(read("at 1,200 rpm", "1200"), None);
     }
 
-    /// Whether the figure `written` ("1,200") of the last message of `messages` (an OpenAI chat
-    /// log, `(role, content)`) is a rounded figure.
-    fn rounded_in(messages: &[(&str, &str)], written: &str) -> bool {
+    /// `check` asked of the last step of `messages` (an OpenAI chat log, `(role, content)`):
+    /// called with the run's context, that step's index and its text.
+    fn on_last_step(messages: &[(&str, &str)], check: impl Fn(&Context<'_>, usize, &str) -> bool) -> bool {
         let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
         let bytes = serde_json::to_vec(&log).expect("serialises");
         let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
         let sub = crate::substrate::Substrate::build(&t);
         let ctx = Context::of(&t, &sub, false);
         let i = t.steps.len() - 1;
-        let text = &t.steps[i].content;
-        rounded_figure(&ctx, i, text, text.find(written).expect("written"), &written.replace(',', ""))
+        check(&ctx, i, &t.steps[i].content)
+    }
+
+    /// Whether the figure `written` ("1,200") of the last message of `messages` is a rounded
+    /// figure.
+    fn rounded_in(messages: &[(&str, &str)], written: &str) -> bool {
+        on_last_step(messages, |ctx, i, text| {
+            rounded_figure(ctx, i, text, text.find(written).expect("written"), &written.replace(',', ""))
+        })
     }
 
     #[test]
     fn a_longer_figure_cut_to_three_significant_digits_or_more_is_a_plain_rounding() {
         let plain = |log: &str, answer: &str, key: &str| {
             let messages = [("user", "What is the CAGR?"), ("user", log), ("assistant", answer)];
-            let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
-            let bytes = serde_json::to_vec(&log).expect("serialises");
-            let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
-            let sub = crate::substrate::Substrate::build(&t);
-            let ctx = Context::of(&t, &sub, false);
-            plain_rounding(&ctx, t.steps.len() - 1, key)
+            on_last_step(&messages, |ctx, i, _| plain_rounding(ctx, i, key))
         };
         assert!(plain("calculator: 0.243399117", "CAGR = 0.2434, 24.3% per year.", "0.2434"));
         assert!(plain("calculator: 12.34567", "It is 12.35.", "12.35"));
@@ -718,13 +720,7 @@ mod tests {
     fn one_plus_a_rate_the_run_wrote_is_a_growth_factor() {
         let factor = |log: &str, answer: &str, key: &str| {
             let messages = [("user", "What is the CAGR?"), ("user", log), ("assistant", answer)];
-            let log: Vec<_> = messages.iter().map(|(r, c)| serde_json::json!({"role": r, "content": c})).collect();
-            let bytes = serde_json::to_vec(&log).expect("serialises");
-            let t = crate::ingest::parse("run.json", &bytes, None).expect("a chat log").trajectories.remove(0);
-            let sub = crate::substrate::Substrate::build(&t);
-            let ctx = Context::of(&t, &sub, false);
-            let answer = t.steps.last().expect("steps").content.clone();
-            growth_factor(&ctx, t.steps.len() - 1, &answer, key)
+            on_last_step(&messages, |ctx, i, text| growth_factor(ctx, i, text, key))
         };
         // The rate in the same step, or a longer one an earlier step wrote.
         assert!(factor("calculator: 9.8", "CAGR = 0.2434. Check: 4.1 × 1.2434^4 = 9.80.", "1.2434"));
