@@ -3082,13 +3082,23 @@ pub(crate) fn recovered(ctx: &Context<'_>, c: usize) -> bool {
 /// The first sign that the run failed, one clause (`step 7 is an error`, `the run's record says
 /// reward=0`, `the output disagrees with the expected output`, `step 12 shows a finding
 /// (unsourced_value): states 18450 with no earlier source`), or
-/// `None` when it shows none (then [`no_failure`] applies). Checked in that order; steps 0-based.
+/// `None` when it shows none (then [`no_failure`] applies). Checked in that order, and last a
+/// code executor's turn with no code to run (`the code executor had no code to run at step 1`);
+/// steps 0-based.
 /// A report that names a step with no finding of its own says this, so the user can tell a weak
 /// verdict on a failed run from a run with no failure.
 pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     let t = ctx.trajectory;
-    if let Some(s) = ctx.hierarchy.steps.iter().find(|s| unresolved_error(ctx, s.index)) {
-        return Some(prose!["step ", Part::Step(s.index), " is an error"]);
+    // A code executor that had nothing to run is the weakest sign: any other goes first.
+    let (idle, errors): (Vec<usize>, Vec<usize>) = ctx
+        .hierarchy
+        .steps
+        .iter()
+        .map(|s| s.index)
+        .filter(|&i| unresolved_error(ctx, i))
+        .partition(|&i| nothing_to_run(&t.steps[i].content));
+    if let Some(&i) = errors.first() {
+        return Some(prose!["step ", Part::Step(i), " is an error"]);
     }
     if let Some(r) = recorded_failure(t) {
         return Some(format!("the run's record says {r}").into());
@@ -3097,7 +3107,10 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     if expected.is_some_and(|e| !e.is_empty()) && !output_agrees(ctx) {
         return Some("the output disagrees with the expected output".into());
     }
-    (0..t.steps.len()).find_map(|i| Some((i, recall(ctx, i)?))).map(|(i, f)| shown_finding(i, &f[0]))
+    (0..t.steps.len())
+        .find_map(|i| Some((i, recall(ctx, i)?)))
+        .map(|(i, f)| shown_finding(i, &f[0]))
+        .or_else(|| idle.first().map(|&i| prose!["the code executor had no code to run at step ", Part::Step(i)]))
 }
 
 /// How many characters of a finding's evidence [`failure_shown`] quotes.
@@ -3180,6 +3193,17 @@ pub(crate) fn unresolved_error(ctx: &Context<'_>, i: usize) -> bool {
         && !links(ctx).produced_by.get(s.index).copied().flatten().is_some_and(|c| rerun_passes(ctx, c))
         && told_query_error(ctx, s.index).is_none()
         && !tells_query_error(ctx, s.index)
+}
+
+/// Whether `content` is a code executor's reply to a message with no code in it ("There is no
+/// code from the last 1 message for me to execute", "No code block detected in the messages"):
+/// the turn reached it with nothing to run. A sign that the conversation went astray, not a
+/// failed command: [`failure_shown`] says which it is.
+fn nothing_to_run(content: &str) -> bool {
+    static NO_CODE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\A\s*(?:there is no code from the last \d+ messages? for me to execute|no code block (?:is )?detected in the messages?)\b").unwrap()
+    });
+    NO_CODE.is_match(content)
 }
 
 /// Whether step `i` states the task: the request ([`Action::Request`]) or a user message before

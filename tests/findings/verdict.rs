@@ -167,21 +167,29 @@ fn an_answer_that_uses_nothing_its_lookup_returned_is_a_failure_not_a_clean_run(
 #[test]
 fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     // The bundled algorithm-generated sample: nothing was left to verify and the ranking's step
-    // has no finding of its own; the run failed (its step 1 reports an error), and the reason says so.
+    // has no finding of its own; the run failed, and the reason says what shows it. With the
+    // expected output, that the output disagrees with it; without, the weakest sign there is:
+    // the code executor's "There is no code from the last 1 message for me to execute" at step
+    // 1, a turn with nothing to run (no failed command: not "an error").
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_traces/who-and-when-algorithm-generated-30.json");
     let bytes = std::fs::read(path).expect("the sample");
     let t = falat::ingest::parse(path, &bytes, None).expect("the sample").trajectories.remove(0);
-    let d = falat(&t);
-    assert_eq!(d.decisive_step, Some(4));
-    assert!(d.explanation.findings.is_empty());
-    assert!(
-        d.reason.starts_with(
-            "step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows its \
-             failure elsewhere: step 1 is an error; named by the ranking: no candidate was left to verify."
-        ),
-        "{}",
-        d.reason
-    );
+    for (ground_truth, shown) in [
+        (false, "the code executor had no code to run at step 1"),
+        (true, "the output disagrees with the expected output"),
+    ] {
+        let d = falat_with(&t, ground_truth);
+        assert_eq!(d.decisive_step, Some(4));
+        assert!(d.explanation.findings.is_empty());
+        assert!(
+            d.reason.starts_with(&format!(
+                "step 4 (TranscriptionVerification_Expert): no finding recorded for this step; the run shows its \
+                 failure elsewhere: {shown}; named by the ranking: no candidate was left to verify."
+            )),
+            "{}",
+            d.reason
+        );
+    }
 }
 
 #[test]
@@ -322,6 +330,26 @@ fn an_assertion_names_each_unobserved_value_once() {
     let t = load(vec![user("Which numbers did the lottery draw?"), assistant("FINAL ANSWER: 35, 35, 12")]);
     let e = evidence(&t, 1, Signal::UnverifiedAssertion);
     assert!(e.ends_with("but \"35\", \"12\" appear in no observation before it"), "{e}");
+}
+
+#[test]
+fn a_figure_the_task_gives_is_not_what_a_completion_claim_asserts() {
+    // The claim restates the task's threshold ("35%", "2001", "2010"): it asserts nothing the
+    // run had to observe. The same claim with a threshold of its own still asserts it.
+    let claim = |said: &str| {
+        let mut m =
+            vec![user("Which countries had gross savings of over 35% of GDP for every year in the period 2001-2010?")];
+        m.extend(call("c1", "fetch_indicator", json!({"indicator": "NY.GDS.TOTL.ZS"}), "{\"rows\": 266}"));
+        m.push(assistant(said));
+        m.push(assistant("Brunei, China, Morocco, Singapore"));
+        load(m)
+    };
+    let t = claim("Request satisfied: these countries stay over 35% of GDP in every year from 2001 to 2010.");
+    assert_eq!(steps_with(&t, Signal::UnverifiedAssertion), Vec::<usize>::new());
+    let t = claim("Request satisfied: these countries stay over 36% of GDP in every year from 2001 to 2010.");
+    assert_eq!(steps_with(&t, Signal::UnverifiedAssertion), vec![3]);
+    let e = evidence(&t, 3, Signal::UnverifiedAssertion);
+    assert!(e.ends_with("but \"36\" appears in no observation before it"), "{e}");
 }
 
 /// A message of agent `name` in a Who&When algorithm-generated history.

@@ -87,7 +87,8 @@ fn quote(content: &str, start: usize, end: usize) -> String {
 
 /// The values the assertion at step `a` asserts: what follows its final-answer line (split at
 /// commas and semicolons); else the observed output's items when the step states the observed
-/// output; else the step's own non-trivial numbers (none for a bare claim). Lower case.
+/// output; else the step's own non-trivial numbers but those the task gives (none for a bare
+/// claim). Lower case.
 fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
     let content = &ctx.trajectory.steps[a].content;
     if let Some(m) = ANSWER_LINE.captures(content).and_then(|c| c.get(1)) {
@@ -114,10 +115,13 @@ fn asserted_values(ctx: &Context<'_>, a: usize) -> Vec<String> {
             return items;
         }
     }
+    // A figure the task gives ("over 35% of GDP") is the question's, not the claim's.
+    let given = numbers(&ctx.trajectory.task);
     ctx.hierarchy.evidence[a]
         .iter()
         .filter(|e| e.kind == EvidenceKind::Number && !evidence::is_trivial_number(&e.key))
         .map(|e| e.text(content).to_lowercase())
+        .filter(|v| numbers(v).iter().any(|n| !given.contains(n)))
         .collect()
 }
 
