@@ -430,17 +430,17 @@ fn warnings_go_to_stderr_and_rust_log_filters_them() {
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
     let warning = format!(
-        " WARN {}: line 3: skipped: not JSON at column 2: no JSON value here (an object, an array, a string, a number, true, false or null)\n",
+        "falat: warning: {}: line 3: skipped: not JSON at column 2: no JSON value here (an object, an array, a string, a number, true, false or null)\n",
         path.display()
     );
     let (stdout, stderr) = run(None, false);
     assert_eq!(stderr, warning);
-    assert!(stdout.starts_with("# falat diagnosis: run\n") && !stdout.contains("WARN"), "{stdout}");
+    assert!(stdout.starts_with("# falat diagnosis: run\n") && !stdout.contains("falat: warning"), "{stdout}");
     assert_eq!(run(None, true).1, warning);
     assert_eq!(run(Some("off"), false).1, "");
     assert_eq!(
         run(Some("bad["), false).1,
-        format!(" WARN RUST_LOG is not a valid filter (invalid filter directive); using \"warn\"\n{warning}")
+        format!("falat: warning: RUST_LOG is not a valid filter (invalid filter directive); using \"warn\"\n{warning}")
     );
 }
 
@@ -465,7 +465,7 @@ fn llm_client_warnings_reach_stderr_without_the_api_key() {
     // The server check before any work fails: exit 2 (see the next test).
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
-    assert!(stderr.contains(" WARN llm call failed (unreachable), retrying in "), "{stderr}");
+    assert!(stderr.contains("falat: warning: llm call failed (unreachable), retrying in "), "{stderr}");
     assert!(!stdout.contains("retrying in"), "{stdout}");
     assert!(!stderr.contains(key) && !stdout.contains(key), "the key leaked");
 }
@@ -510,7 +510,9 @@ fn llm_judge_fails_fast_on_an_unreachable_server_or_a_wrong_key() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "no report");
     let stderr = String::from_utf8(out.stderr).unwrap();
-    let last: Vec<&str> = stderr.lines().filter(|l| l.starts_with("falat: ")).collect();
+    // The error line; warnings are `falat: warning: …`.
+    let last: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("falat: ") && !l.starts_with("falat: warning: ")).collect();
     assert_eq!(last.len(), 1, "{stderr}");
     assert!(
         last[0].starts_with(&format!("falat: cannot reach the LLM server at {url}/chat/completions (")),

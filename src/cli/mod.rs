@@ -99,13 +99,50 @@ impl Cli {
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .with_ansi(ansi)
-            .with_target(false)
-            .without_time()
+            .event_format(LogLine)
             .try_init()
             .is_ok();
         if let (true, Some(e)) = (installed, bad) {
             tracing::warn!("RUST_LOG is not a valid filter ({e}); using {default:?}");
         }
+    }
+}
+
+/// A log event as one line the way command-line tools write them: `falat: warning: …` (level in
+/// lower case, no padding, no time or target), then the event's fields.
+struct LogLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LogLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing::Level;
+        let level = match *event.metadata().level() {
+            Level::ERROR => "error",
+            Level::WARN => "warning",
+            Level::INFO => "info",
+            Level::DEBUG => "debug",
+            Level::TRACE => "trace",
+        };
+        if writer.has_ansi_escapes() {
+            let colour = match *event.metadata().level() {
+                Level::ERROR => "31",
+                Level::WARN => "33",
+                _ => "2",
+            };
+            write!(writer, "falat: \x1b[{colour}m{level}\x1b[0m: ")?;
+        } else {
+            write!(writer, "falat: {level}: ")?;
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
     }
 }
 
