@@ -921,7 +921,13 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
     if let Some(s) = d.decisive_step.and_then(|s| t.steps.get(s)) {
         let src = export::step_source(t, s.index);
         if !src.is_empty() {
-            out.push_str(&format!("\nIn the source: {}\n", cell(&src.describe())));
+            // falat counts the steps it read from 0; the source's own numbering may differ
+            // (a system prompt it keeps apart, records it skipped): say whose number is whose.
+            let own = match src.id.as_deref().and_then(|id| id.parse::<usize>().ok()) {
+                Some(n) if n != s.index => format!(" (the source's own numbering of falat's step {})", s.index),
+                _ => String::new(),
+            };
+            out.push_str(&format!("\nIn the source: {}{own}\n", cell(&src.describe())));
         }
         // The whole step, quoted: the reader of a ticket sees what the verdict is about. A span
         // format's tool call is its arguments only: the tool's name goes above them.
@@ -955,11 +961,14 @@ fn verdict(out: &mut String, t: &Trajectory, d: &Diagnosis) {
         ));
     }
     if let Some(g) = &t.gold {
-        out.push_str(&format!(
-            "\nGold label: step {} by {}\n",
-            g.step.map_or("?".to_string(), |s| s.to_string()),
-            cell(&g.agent)
-        ));
+        out.push_str(&match g.step {
+            Some(s) => format!("\nGold label: step {s} by {}\n", cell(&g.agent)),
+            // The label's step was dropped on reading (past the history's end, a skipped
+            // record): its warning says why; the agent still counts.
+            None => {
+                format!("\nGold label: {} (the label's step is at no step read: see the warnings)\n", cell(&g.agent))
+            }
+        });
     }
 }
 

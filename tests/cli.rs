@@ -1226,3 +1226,40 @@ fn a_task_the_trace_does_not_record_is_said_and_can_be_given() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }
+
+/// The report says whose number is whose when the source numbers a step otherwise than falat
+/// (τ-bench keeps the system prompt apart: falat's step 6 is the source's message 7), and a gold
+/// label whose step was dropped on reading shows its agent and why no step, not "step ?".
+#[test]
+fn the_report_tells_the_source_s_numbering_and_a_gold_label_without_its_step() {
+    let report = stdout_of(&["diagnose", TAU]);
+    assert!(report.contains("\n**Decisive step 6** by **assistant**"), "{report}");
+    assert!(
+        report.contains("\nIn the source: message_id 7 (the source's own numbering of falat's step 6)\n"),
+        "{report}"
+    );
+    // Who&When numbers its history as falat does: no note.
+    let report = stdout_of(&["diagnose", ALGO]);
+    assert!(report.contains("\nIn the source: message_id 4\n"), "{report}");
+
+    // The hand-crafted sample cut to its first 40 records: its label's step 51 is past the end.
+    let dir = tempfile::tempdir().unwrap();
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(HAND).unwrap()).unwrap();
+    run["history"].as_array_mut().unwrap().truncate(40);
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, run.to_string()).unwrap();
+    let out = falat().env("NO_COLOR", "1").args(["diagnose", cut.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (report, err) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(
+        report.contains("\nGold label: Orchestrator (the label's step is at no step read: see the warnings)\n"),
+        "{report}"
+    );
+    assert!(
+        err.contains(&format!(
+            "falat: warning: {}: mistake_step 51 is past the end of history (40 records); gold step dropped\n",
+            cut.display()
+        )),
+        "{err}"
+    );
+}
