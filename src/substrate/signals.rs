@@ -301,6 +301,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     searched::none_from_narrow_query(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);
     units::unscaled_duration(ctx, i, &mut f);
+    units::currency_relabelled(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);

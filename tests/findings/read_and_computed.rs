@@ -646,3 +646,48 @@ fn a_local_time_compared_with_utc_is_read_with_am_pm_and_not_for_zones_on_utc_in
     );
     assert_eq!(steps_with(&t, Signal::IgnoredResult), Vec::<usize>::new());
 }
+
+/// A figure a search gives in US dollars, carried into the next message as euros with no
+/// conversion, is the decisive step (set 30's LangGraph run had the same shape: "USD 9.8 billion"
+/// briefed to the math agent as "EUR 9.8 billion"). Built here: a research assistant's run.
+#[test]
+fn a_figure_carried_over_in_another_currency_without_conversion_is_a_misread() {
+    let run = |said: &str| {
+        let mut m = vec![
+            system("You are a market research assistant. Report figures in EUR."),
+            user("How big was the European e-bike market in 2023, in EUR?"),
+        ];
+        m.extend(call(
+            "c1",
+            "web_search",
+            json!({"query": "European e-bike market size 2023"}),
+            r#"[{"title": "Europe E-Bike Market Report", "content": "The Europe e-bike market size was estimated at USD 9.8 billion in 2023."}, {"title": "ECB reference rates", "content": "Average of 2023: 1.0813 USD per EUR."}]"#,
+        ));
+        m.push(assistant(said));
+        load(m)
+    };
+    let relabelled = |t: &Trajectory| {
+        (0..t.steps.len())
+            .filter(|&i| {
+                steps_with(t, Signal::IgnoredResult).contains(&i)
+                    && evidence(t, i, Signal::IgnoredResult).contains("no step converts it")
+            })
+            .collect::<Vec<_>>()
+    };
+    let t = run("The European e-bike market was worth EUR 9.8 billion in 2023.");
+    assert_eq!(relabelled(&t), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "states EUR 9.8 billion, but step 3 gives that figure as USD 9.8 billion, and no step converts it"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(4), "misread_tool_output"), "{}", d.reason);
+    // Converted, compared side by side, or a figure of one significant digit: no relabel.
+    for said in [
+        "The market was worth USD 9.8 billion in 2023, about EUR 9.06 billion at 1.0813 USD per EUR.",
+        "USD 9.8 billion is not EUR 9.8 billion: at 1.0813 USD per EUR it is about EUR 9.06 billion.",
+        "It was worth USD 9.8 billion; the report costs €5 and the summary $5.",
+    ] {
+        assert_eq!(relabelled(&run(said)), Vec::<usize>::new(), "{said}");
+    }
+}

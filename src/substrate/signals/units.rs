@@ -661,6 +661,111 @@ pub(super) fn unscaled_duration(ctx: &Context<'_>, i: usize, out: &mut Vec<Findi
     }
 }
 
+/// A scale word after an amount: `9.8 billion`, `USD 9.8bn`, `€2.5 m`. Group 1 is the word.
+static SCALE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\A\s?(billion|bn|million|mn|mio|m|thousand|k)\b").unwrap());
+
+/// The amounts `text` writes with a currency ([`super::actions::MONEY`]): the currency as
+/// written, the value, the scale word after it (lower case: `billion`, `bn`, `m`; empty when
+/// none, one word per scale: `bn` is `billion`) and the amount as written with its scale.
+fn amounts(text: &str) -> Vec<(String, f64, &'static str, String)> {
+    super::actions::MONEY
+        .captures_iter(text)
+        .filter_map(|c| {
+            let (currency, number) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
+                (Some(cur), Some(n), _, _) | (_, _, Some(n), Some(cur)) => (cur, n),
+                _ => return None,
+            };
+            let value = super::actions::amount_value(number.as_str())?;
+            let whole = c.get(0)?;
+            let after = &text[whole.end()..];
+            let scale = SCALE.captures(after).map_or("", |s| match s[1].to_ascii_lowercase().as_str() {
+                "billion" | "bn" => "billion",
+                "million" | "mn" | "mio" | "m" => "million",
+                _ => "thousand",
+            });
+            let len = SCALE.find(after).map_or(0, |m| m.end());
+            let shown = format!("{}{}", whole.as_str().trim(), &after[..len]);
+            Some((currency.as_str().to_string(), value, scale, shown))
+        })
+        .collect()
+}
+
+/// Whether `number`, as written, has at least two significant digits (`9.8`, `49`, `2,540`; not
+/// `5`, `10` or `100`): a figure that another amount can share by chance is not compared.
+fn distinctive(number: f64) -> bool {
+    let digits = format!("{number}").replace(['.', '-'], "");
+    digits.trim_start_matches('0').trim_end_matches('0').len() >= 2
+}
+
+/// Whether two written currencies can be the same one ([`super::actions::currency_codes`]: `$`
+/// is any dollar, `kr` any krone).
+fn same_currency(a: &str, b: &str) -> bool {
+    let (a, b) = (super::actions::currency_codes(a), super::actions::currency_codes(b));
+    a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x))
+}
+
+/// Step `i`, an agent's message, thought or call (not the served person's, not a tool output),
+/// states an amount with a currency ("EUR 9.8 billion") whose figure and scale an earlier step
+/// gives only in another currency ("USD 9.8 billion", a tool output or another agent's report),
+/// and no earlier step nor this one writes that figure in this step's currency: the amount was
+/// carried over with its currency changed and not converted. Figures with one significant digit
+/// (`5`, `100`) are not compared. docs/METHODS.md, "Grounding".
+pub(super) fn currency_relabelled(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if !matches!(step.kind, StepKind::Message | StepKind::Thought | StepKind::ToolCall)
+        || super::actions::served_person(step)
+        || super::is_outside_agent(&step.agent)
+        || !super::actions::MONEY.is_match(&step.content)
+    {
+        return;
+    }
+    let text = match step.kind {
+        StepKind::ToolCall => super::call_strings(&step.content).unwrap_or_else(|| step.content.clone()),
+        _ => step.content.clone(),
+    };
+    let here = amounts(&text);
+    for (currency, value, scale, shown) in &here {
+        if !distinctive(*value) {
+            continue;
+        }
+        let alike = |v: f64, s: &str| (v - value).abs() < 1e-9 && s == *scale;
+        // This step writes the figure in another currency too: it compares or converts.
+        if here.iter().any(|(c, v, s, _)| alike(*v, s) && !same_currency(c, currency)) {
+            continue;
+        }
+        let mut other = None;
+        let mut given = false;
+        for j in 0..i {
+            for (c, v, s, written) in amounts(&t.steps[j].content) {
+                if !alike(v, s) {
+                    continue;
+                }
+                if same_currency(&c, currency) {
+                    given = true;
+                } else {
+                    other.get_or_insert((j, written));
+                }
+            }
+        }
+        if given {
+            continue;
+        }
+        let Some((j, written)) = other else { continue };
+        out.push(finding(
+            Signal::IgnoredResult,
+            weights::MISREAD,
+            prose![
+                format!("states {shown}, but step "),
+                Part::Step(j),
+                format!(" gives that figure as {written}, and no step converts it")
+            ],
+        ));
+        return;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
