@@ -280,6 +280,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     targets::defaulted_target(ctx, i, &mut f);
     stale::superseded_value(ctx, i, &mut f);
     stale::superseded_revision(ctx, i, &mut f);
+    stale::superseded_record_read(ctx, i, &mut f);
     stale::replaced_figure(ctx, i, &mut f);
     stale::consumed_since(ctx, i, &mut f);
     actions::currency_left_out(ctx, i, &mut f);

@@ -353,3 +353,53 @@ fn a_change_left_to_the_tools_default_target_is_the_decisive_call() {
     );
     assert_eq!(steps_with(&t, Signal::ArgumentMismatch), Vec::<usize>::new());
 }
+
+/// A policy search returns the 2022 policy marked superseded beside its 2024 revision; the
+/// assistant applies the 2022 threshold (set 30's MLflow HR run had this shape: "below the
+/// 32-hour threshold … 8 weeks" from the superseded record). Built here: a benefits assistant.
+#[test]
+fn a_figure_read_from_a_record_marked_superseded_beside_its_current_one_is_the_decisive_step() {
+    let records = |old_status: &str| {
+        json!({"results": [
+            {"id": "PL-2022#3", "metadata": {"status": old_status, "superseded_by": if old_status == "superseded" { json!("PL-2024") } else { json!(null) }, "effective_from": "2022-01-01"},
+             "text": "Employees working 32 hours per week or more receive 10 weeks of fully paid leave; below 32 hours, 8 weeks."},
+            {"id": "PL-2024#2", "metadata": {"status": "active", "superseded_by": null, "effective_from": "2024-07-01"},
+             "text": "All employees, regardless of working hours, receive 16 weeks of fully paid leave."}
+        ]})
+        .to_string()
+    };
+    let run = |old_status: &str, ask: &str, said: &str| {
+        let mut m = vec![system("You are the HR benefits assistant. Answer from the policy documents."), user(ask)];
+        m.extend(call(
+            "c1",
+            "policy_search",
+            json!({"query": "parental leave fully paid weeks"}),
+            &records(old_status),
+        ));
+        m.push(assistant(said));
+        load(m)
+    };
+    let ask = "How many weeks of fully paid parental leave do I get? I work 30 hours a week.";
+    let old = "You work 30 hours a week, below the 32-hour threshold, so you get 8 weeks of fully paid leave.";
+    let t = run("superseded", ask, old);
+    assert_eq!(steps_with(&t, Signal::UnavailableValue), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::UnavailableValue),
+        "states 32, which only the record PL-2022#3 at step 3 gives, and that record says \"status\": \"superseded\": \
+         a current one was returned beside it"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(4), "misread_tool_output"), "{}", d.reason);
+    // The current record's figure; both records in force; the user's own figure: no finding.
+    let read = |t: &Trajectory| steps_with(t, Signal::UnavailableValue);
+    assert_eq!(
+        read(&run("superseded", ask, "Regardless of your hours, you get 16 weeks of fully paid leave.")),
+        Vec::<usize>::new()
+    );
+    assert_eq!(read(&run("active", ask, old)), Vec::<usize>::new());
+    let ask32 = "I work 32 hours a week. How many weeks of fully paid parental leave do I get?";
+    assert_eq!(
+        read(&run("superseded", ask32, "At 32 hours a week you get 16 weeks of fully paid leave.")),
+        Vec::<usize>::new()
+    );
+}

@@ -455,3 +455,163 @@ pub(super) fn consumed_since(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
 fn number(x: f64) -> String {
     if x.fract() == 0.0 { format!("{x:.0}") } else { x.to_string() }
 }
+
+/// A status a record gives itself when it no longer holds: superseded, expired, deprecated,
+/// retired, archived, withdrawn, obsolete, replaced, revoked (any case).
+const SUPERSEDED_STATUS: [&str; 9] =
+    ["superseded", "expired", "deprecated", "retired", "archived", "withdrawn", "obsolete", "replaced", "revoked"];
+
+/// The mark by which a record says it no longer holds, as `member: value`: a status member
+/// (`status`, `state`, `lifecycle`, `lifecycle_state`) with a [`SUPERSEDED_STATUS`] value, or a
+/// `superseded_by` / `replaced_by` member (any case, camel case too) with a value that is not
+/// null, false or empty. Read in the record and in the objects it holds (a `metadata` member), two
+/// levels down.
+fn superseded_mark(o: &serde_json::Map<String, Value>, depth: usize) -> Option<String> {
+    for (k, v) in o {
+        let key = k.to_ascii_lowercase().replace('_', "");
+        let status = matches!(key.as_str(), "status" | "state" | "lifecycle" | "lifecyclestate");
+        if status
+            && let Some(s) = v.as_str()
+            && SUPERSEDED_STATUS.contains(&s.trim().to_ascii_lowercase().as_str())
+        {
+            return Some(format!("\"{k}\": \"{s}\""));
+        }
+        if matches!(key.as_str(), "supersededby" | "replacedby") {
+            match v {
+                Value::String(s) if !s.trim().is_empty() => return Some(format!("\"{k}\": \"{s}\"")),
+                Value::Object(_) | Value::Number(_) | Value::Bool(true) => return Some(format!("\"{k}\"")),
+                _ => {}
+            }
+        }
+    }
+    if depth == 0 {
+        return None;
+    }
+    o.values().filter_map(Value::as_object).find_map(|x| superseded_mark(x, depth - 1))
+}
+
+/// The normalised numbers a JSON value holds: its numbers, and the numbers its strings write.
+fn numbers_in(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Number(n) => out.push(evidence::normalize_number(&n.to_string())),
+        Value::String(s) => {
+            out.extend(evidence::extract_text(s).into_iter().filter(|e| e.kind == EvidenceKind::Number).map(|e| e.key))
+        }
+        Value::Array(a) => a.iter().for_each(|x| numbers_in(x, out)),
+        Value::Object(o) => o.values().for_each(|x| numbers_in(x, out)),
+        _ => {}
+    }
+}
+
+/// A record of a list that marks itself no longer valid ([`superseded_mark`]), returned beside
+/// one that does not.
+struct SupersededRecord {
+    /// The tool output's step.
+    step: usize,
+    /// The record's id ([`record_id`], in the record or its `metadata`), when it has one.
+    id: Option<String>,
+    /// The mark, as [`superseded_mark`] writes it.
+    mark: String,
+    /// The numbers the record holds ([`numbers_in`]).
+    numbers: Vec<String>,
+}
+
+/// The lists of records a tool output holds: the output itself when it is an array, and the
+/// arrays its members hold, one level down; only their object entries.
+fn record_lists(v: &Value) -> Vec<Vec<&serde_json::Map<String, Value>>> {
+    fn objects(a: &[Value]) -> Vec<&serde_json::Map<String, Value>> {
+        a.iter().filter_map(Value::as_object).collect()
+    }
+    match v {
+        Value::Array(a) => vec![objects(a)],
+        Value::Object(o) => o.values().filter_map(Value::as_array).map(|a| objects(a)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Step `i`, an agent's message, thought or call, states a number (more than 10 or with
+/// decimals, not a year) that a record of an earlier tool output of the last [`STALE_WINDOW`]
+/// steps holds, where that record marks itself no longer valid ([`superseded_mark`]:
+/// `"status": "superseded"`, `"superseded_by": "HR-DE-PL-2024"`) and the same list returned a
+/// record that does not; and no other record, tool output, user or system message before step
+/// `i` gives that number, nor an earlier agent step states it. The value was read from the
+/// version the tool said was replaced, with the current one beside it: a policy's 2022 threshold
+/// applied after its 2024 revision dropped it.
+pub(super) fn superseded_record_read(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let s = &t.steps[i];
+    if !matches!(s.kind, StepKind::Message | StepKind::Thought | StepKind::ToolCall)
+        || super::is_outside_agent(&s.agent)
+        || super::is_outside_agent(&s.role)
+        || super::actions::served_person(s)
+    {
+        return;
+    }
+    let from = i.saturating_sub(STALE_WINDOW);
+    let mut marked: Vec<SupersededRecord> = Vec::new();
+    // Numbers a source that still holds gives: unmarked records of the lists read here.
+    let mut current: Vec<String> = Vec::new();
+    let mut read = Vec::new();
+    for r in (from..i).filter(|&r| t.steps[r].kind == StepKind::ToolResult) {
+        let low = super::lower_of(ctx, r);
+        if !SUPERSEDED_STATUS.iter().any(|w| low.contains(w))
+            && !low.contains("superseded")
+            && !low.contains("replaced")
+        {
+            continue;
+        }
+        let Some(v) = json_of(&t.steps[r].content) else { continue };
+        let mut found = false;
+        for list in record_lists(&v) {
+            let marks: Vec<Option<String>> = list.iter().map(|o| superseded_mark(o, 2)).collect();
+            if !marks.iter().any(Option::is_some) || !marks.iter().any(Option::is_none) {
+                continue;
+            }
+            found = true;
+            for (o, mark) in list.iter().zip(marks) {
+                let mut numbers = Vec::new();
+                numbers_in(&Value::Object((*o).clone()), &mut numbers);
+                match mark {
+                    Some(mark) => {
+                        let id = record_id(o)
+                            .or_else(|| o.values().filter_map(Value::as_object).find_map(record_id))
+                            .map(|(_, id)| id.to_string());
+                        marked.push(SupersededRecord { step: r, id, mark, numbers });
+                    }
+                    None => current.extend(numbers),
+                }
+            }
+        }
+        if found {
+            read.push(r);
+        }
+    }
+    if marked.is_empty() {
+        return;
+    }
+    let year = |n: &str| n.len() == 4 && (n.starts_with("19") || n.starts_with("20"));
+    let stated_before = |n: &str| {
+        (0..i)
+            .filter(|j| !read.contains(j))
+            .any(|j| ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n))
+    };
+    let content = &s.content;
+    for e in ctx.hierarchy.evidence[i].iter().filter(|e| e.kind == EvidenceKind::Number) {
+        let n = e.key.as_str();
+        if evidence::is_trivial_number(n) || year(n) || current.iter().any(|c| c == n) || stated_before(n) {
+            continue;
+        }
+        let Some(rec) = marked.iter().find(|m| m.numbers.iter().any(|x| x == n)) else { continue };
+        let record = rec.id.as_deref().map_or_else(|| "a record".to_string(), |id| format!("the record {id}"));
+        out.push(finding(
+            Signal::UnavailableValue,
+            weights::UNAVAILABLE_VALUE,
+            prose![
+                format!("states {}, which only {record} at step ", e.text(content)),
+                Part::Step(rec.step),
+                format!(" gives, and that record says {}: a current one was returned beside it", rec.mark)
+            ],
+        ));
+        return;
+    }
+}
