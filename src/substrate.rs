@@ -204,6 +204,12 @@ pub struct Facts {
     /// The lower bounds on counts the run's reports give, in step order
     /// ([`signals::inexact::LowerBound`]).
     pub lower_bounds: OnceLock<Vec<signals::inexact::LowerBound>>,
+    /// The amounts with a currency the steps write, by figure and scale word, each with its step
+    /// and currency in step order (`signals::units::currency_relabelled`).
+    pub amounts: OnceLock<signals::AmountIndex>,
+    /// The tool outputs whose lists hold a record marked superseded beside one that is not
+    /// (`signals::stale::superseded_record_read`), in step order.
+    pub superseded_lists: OnceLock<Vec<signals::SupersededList>>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -251,6 +257,8 @@ impl Clone for Facts {
             test_runs: self.test_runs.clone(),
             misrouted_handoffs: self.misrouted_handoffs.clone(),
             lower_bounds: self.lower_bounds.clone(),
+            amounts: self.amounts.clone(),
+            superseded_lists: self.superseded_lists.clone(),
             findings: self.findings.clone(),
         }
     }

@@ -56,8 +56,11 @@ mod traced;
 mod units;
 mod versions;
 mod zones;
+
 use shell::is_shell_tool;
 pub use shell::shell_command;
+pub use stale::SupersededList;
+pub use units::AmountIndex;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;

@@ -490,12 +490,14 @@ fn superseded_mark(o: &serde_json::Map<String, Value>, depth: usize) -> Option<S
     o.values().filter_map(Value::as_object).find_map(|x| superseded_mark(x, depth - 1))
 }
 
-/// The normalised numbers a JSON value holds: its numbers, and the numbers its strings write.
+/// The normalised numbers ([`evidence::normalize_number`]) a JSON value holds: its numbers, and
+/// the digits its strings write (`4.2`, `32`, `1,024`).
 fn numbers_in(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::Number(n) => out.push(evidence::normalize_number(&n.to_string())),
         Value::String(s) => {
-            out.extend(evidence::extract_text(s).into_iter().filter(|e| e.kind == EvidenceKind::Number).map(|e| e.key))
+            static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d[\d,]*(?:\.\d+)?").unwrap());
+            out.extend(NUMBER.find_iter(s).map(|m| evidence::normalize_number(m.as_str().trim_end_matches(','))));
         }
         Value::Array(a) => a.iter().for_each(|x| numbers_in(x, out)),
         Value::Object(o) => o.values().for_each(|x| numbers_in(x, out)),
@@ -505,15 +507,26 @@ fn numbers_in(v: &Value, out: &mut Vec<String>) {
 
 /// A record of a list that marks itself no longer valid ([`superseded_mark`]), returned beside
 /// one that does not.
+#[derive(Debug, Clone)]
 struct SupersededRecord {
-    /// The tool output's step.
-    step: usize,
     /// The record's id ([`record_id`], in the record or its `metadata`), when it has one.
     id: Option<String>,
     /// The mark, as [`superseded_mark`] writes it.
     mark: String,
     /// The numbers the record holds ([`numbers_in`]).
     numbers: Vec<String>,
+}
+
+/// A tool output whose lists hold records marked superseded beside records that are not
+/// ([`superseded_lists`]).
+#[derive(Debug, Clone)]
+pub struct SupersededList {
+    /// The tool output's step.
+    step: usize,
+    /// Its marked records.
+    marked: Vec<SupersededRecord>,
+    /// The numbers its unmarked records hold.
+    current: Vec<String>,
 }
 
 /// The lists of records a tool output holds: the output itself when it is an array, and the
@@ -527,6 +540,47 @@ fn record_lists(v: &Value) -> Vec<Vec<&serde_json::Map<String, Value>>> {
         Value::Object(o) => o.values().filter_map(Value::as_array).map(|a| objects(a)).collect(),
         _ => Vec::new(),
     }
+}
+
+/// The tool outputs of the trajectory whose lists hold a record marked superseded beside one that
+/// is not, in step order, computed once.
+fn superseded_lists<'a>(ctx: &Context<'a>) -> &'a [SupersededList] {
+    ctx.facts.superseded_lists.get_or_init(|| {
+        let t = ctx.trajectory;
+        let mut out = Vec::new();
+        for r in (0..t.steps.len()).filter(|&r| t.steps[r].kind == StepKind::ToolResult) {
+            // A cheap look for the mark's words first: most outputs hold none.
+            let low = super::lower_of(ctx, r);
+            if !SUPERSEDED_STATUS.iter().any(|w| low.contains(w)) {
+                continue;
+            }
+            let Some(v) = json_of(&t.steps[r].content) else { continue };
+            let mut list = SupersededList { step: r, marked: Vec::new(), current: Vec::new() };
+            for records in record_lists(&v) {
+                let marks: Vec<Option<String>> = records.iter().map(|o| superseded_mark(o, 2)).collect();
+                if !marks.iter().any(Option::is_some) || !marks.iter().any(Option::is_none) {
+                    continue;
+                }
+                for (o, mark) in records.iter().zip(marks) {
+                    let mut numbers = Vec::new();
+                    o.values().for_each(|x| numbers_in(x, &mut numbers));
+                    match mark {
+                        Some(mark) => {
+                            let id = record_id(o)
+                                .or_else(|| o.values().filter_map(Value::as_object).find_map(record_id))
+                                .map(|(_, id)| id.to_string());
+                            list.marked.push(SupersededRecord { id, mark, numbers });
+                        }
+                        None => list.current.extend(numbers),
+                    }
+                }
+            }
+            if !list.marked.is_empty() {
+                out.push(list);
+            }
+        }
+        out
+    })
 }
 
 /// Step `i`, an agent's message, thought or call, states a number (more than 10 or with
@@ -548,67 +602,41 @@ pub(super) fn superseded_record_read(ctx: &Context<'_>, i: usize, out: &mut Vec<
         return;
     }
     let from = i.saturating_sub(STALE_WINDOW);
-    let mut marked: Vec<SupersededRecord> = Vec::new();
-    // Numbers a source that still holds gives: unmarked records of the lists read here.
-    let mut current: Vec<String> = Vec::new();
-    let mut read = Vec::new();
-    for r in (from..i).filter(|&r| t.steps[r].kind == StepKind::ToolResult) {
-        let low = super::lower_of(ctx, r);
-        if !SUPERSEDED_STATUS.iter().any(|w| low.contains(w))
-            && !low.contains("superseded")
-            && !low.contains("replaced")
-        {
-            continue;
-        }
-        let Some(v) = json_of(&t.steps[r].content) else { continue };
-        let mut found = false;
-        for list in record_lists(&v) {
-            let marks: Vec<Option<String>> = list.iter().map(|o| superseded_mark(o, 2)).collect();
-            if !marks.iter().any(Option::is_some) || !marks.iter().any(Option::is_none) {
-                continue;
-            }
-            found = true;
-            for (o, mark) in list.iter().zip(marks) {
-                let mut numbers = Vec::new();
-                numbers_in(&Value::Object((*o).clone()), &mut numbers);
-                match mark {
-                    Some(mark) => {
-                        let id = record_id(o)
-                            .or_else(|| o.values().filter_map(Value::as_object).find_map(record_id))
-                            .map(|(_, id)| id.to_string());
-                        marked.push(SupersededRecord { step: r, id, mark, numbers });
-                    }
-                    None => current.extend(numbers),
-                }
-            }
-        }
-        if found {
-            read.push(r);
-        }
-    }
-    if marked.is_empty() {
+    // The lists of the window: they are in step order.
+    let all = superseded_lists(ctx);
+    let lists = &all[all.partition_point(|l| l.step < from)..all.partition_point(|l| l.step < i)];
+    if lists.is_empty() {
         return;
     }
     let year = |n: &str| n.len() == 4 && (n.starts_with("19") || n.starts_with("20"));
+    let current = |n: &str| lists.iter().any(|l| l.current.iter().any(|c| c == n));
+    let read = |j: usize| lists.iter().any(|l| l.step == j);
     let stated_before = |n: &str| {
         (0..i)
-            .filter(|j| !read.contains(j))
+            .filter(|&j| !read(j))
             .any(|j| ctx.hierarchy.evidence[j].iter().any(|e| e.kind == EvidenceKind::Number && e.key == n))
     };
     let content = &s.content;
     for e in ctx.hierarchy.evidence[i].iter().filter(|e| e.kind == EvidenceKind::Number) {
         let n = e.key.as_str();
-        if evidence::is_trivial_number(n) || year(n) || current.iter().any(|c| c == n) || stated_before(n) {
+        if evidence::is_trivial_number(n) || year(n) || current(n) {
             continue;
         }
-        let Some(rec) = marked.iter().find(|m| m.numbers.iter().any(|x| x == n)) else { continue };
+        let Some((step, rec)) =
+            lists.iter().find_map(|l| l.marked.iter().find(|m| m.numbers.iter().any(|x| x == n)).map(|m| (l.step, m)))
+        else {
+            continue;
+        };
+        if stated_before(n) {
+            continue;
+        }
         let record = rec.id.as_deref().map_or_else(|| "a record".to_string(), |id| format!("the record {id}"));
         out.push(finding(
             Signal::UnavailableValue,
             weights::UNAVAILABLE_VALUE,
             prose![
                 format!("states {}, which only {record} at step ", e.text(content)),
-                Part::Step(rec.step),
+                Part::Step(step),
                 format!(" gives, and that record says {}: a current one was returned beside it", rec.mark)
             ],
         ));

@@ -705,6 +705,36 @@ fn same_currency(a: &str, b: &str) -> bool {
     a.is_empty() || b.is_empty() || a.iter().any(|x| b.contains(x))
 }
 
+/// The amounts with a currency a trajectory's steps write ([`amounts`]), by figure (its bits)
+/// and scale word: per currency as written (any case), the first step writing the figure in
+/// it, with the amount as written; in step order. Built once per trajectory.
+#[derive(Debug, Clone, Default)]
+pub struct AmountIndex(std::collections::HashMap<(u64, &'static str), Vec<FirstAmount>>);
+
+/// The first step writing a figure in one currency: the step, the currency and the amount as
+/// written.
+type FirstAmount = (usize, String, String);
+
+fn amount_index<'a>(ctx: &Context<'a>) -> &'a AmountIndex {
+    ctx.facts.amounts.get_or_init(|| {
+        let mut index = AmountIndex::default();
+        for s in &ctx.trajectory.steps {
+            if !super::actions::MONEY.is_match(&s.content) {
+                continue;
+            }
+            for (currency, value, scale, written) in amounts(&s.content) {
+                // The first step per currency as written: a figure every step repeats in one
+                // currency keeps one entry.
+                let firsts = index.0.entry((value.to_bits(), scale)).or_default();
+                if !firsts.iter().any(|(_, c, _)| c.eq_ignore_ascii_case(&currency)) {
+                    firsts.push((s.index, currency, written));
+                }
+            }
+        }
+        index
+    })
+}
+
 /// Step `i`, an agent's message, thought or call (not the served person's, not a tool output),
 /// states an amount with a currency ("EUR 9.8 billion") whose figure and scale an earlier step
 /// gives only in another currency ("USD 9.8 billion", a tool output or another agent's report),
@@ -726,28 +756,26 @@ pub(super) fn currency_relabelled(ctx: &Context<'_>, i: usize, out: &mut Vec<Fin
         _ => step.content.clone(),
     };
     let here = amounts(&text);
+    let index = amount_index(ctx);
     for (currency, value, scale, shown) in &here {
         if !distinctive(*value) {
             continue;
         }
-        let alike = |v: f64, s: &str| (v - value).abs() < 1e-9 && s == *scale;
         // This step writes the figure in another currency too: it compares or converts.
+        let alike = |v: f64, s: &str| v.to_bits() == value.to_bits() && s == *scale;
         if here.iter().any(|(c, v, s, _)| alike(*v, s) && !same_currency(c, currency)) {
             continue;
         }
+        let Some(earlier) = index.0.get(&(value.to_bits(), *scale)) else { continue };
+        let earlier = earlier.iter().take_while(|(j, _, _)| *j < i);
         let mut other = None;
         let mut given = false;
-        for j in 0..i {
-            for (c, v, s, written) in amounts(&t.steps[j].content) {
-                if !alike(v, s) {
-                    continue;
-                }
-                if same_currency(&c, currency) {
-                    given = true;
-                } else {
-                    other.get_or_insert((j, written));
-                }
+        for (j, c, written) in earlier {
+            if same_currency(c, currency) {
+                given = true;
+                break;
             }
+            other.get_or_insert((*j, written));
         }
         if given {
             continue;
