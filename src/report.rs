@@ -874,7 +874,10 @@ pub fn category_gloss(t: &Trajectory, d: &Diagnosis) -> Option<String> {
     Some(g.to_string())
 }
 
-/// What the category's name gets wrong about the decisive step, when it does: a file edit
+/// What the category's name gets wrong about the decisive step, when it does. A
+/// `wrong_value_origin` verdict whose value first appears in the output of what the step ran
+/// ([`crate::substrate::signals::IN_ITS_OUTPUT`]: an instruction to run a script, a call) is a
+/// `hallucination` by its finding, yet the step's own words state no value. A file edit
 /// ([`crate::substrate::signals::edits`]) whose own result shows no error is a
 /// `tool_parameter_or_invocation_error` by its finding (`failed_action`: the check after it
 /// failed, a test's expectation rewritten to the bug), yet the call was well formed: the change
@@ -884,8 +887,19 @@ pub fn category_gloss(t: &Trajectory, d: &Diagnosis) -> Option<String> {
 pub fn category_caveat(t: &Trajectory, d: &Diagnosis) -> Option<&'static str> {
     use crate::diagnosis::{ErrorCategory, Signal};
     let s = d.decisive_step.filter(|&s| s < t.steps.len())?;
+    let main = crate::diagnosis::explanation::main_signal(&d.explanation.findings);
+    if d.category == ErrorCategory::Hallucination
+        && main == Some(Signal::WrongValueOrigin)
+        && d.explanation.findings.iter().any(|f| {
+            f.signal == Signal::WrongValueOrigin && f.evidence.contains(crate::substrate::signals::IN_ITS_OUTPUT)
+        })
+    {
+        return Some(
+            "the wrong value first appears in the output of what this step ran or asked for, not in its own words",
+        );
+    }
     if d.category != ErrorCategory::ToolInvocationError
-        || crate::diagnosis::explanation::main_signal(&d.explanation.findings) != Some(Signal::FailedAction)
+        || main != Some(Signal::FailedAction)
         || !crate::substrate::signals::edits(t, s)
     {
         return None;

@@ -1263,3 +1263,21 @@ fn the_report_tells_the_source_s_numbering_and_a_gold_label_without_its_step() {
         "{err}"
     );
 }
+
+/// A `hallucination` verdict whose wrong value first appears in the output of what the step ran
+/// (hand-crafted 47: the Orchestrator asks to run a script, whose output first holds "Algeria")
+/// says what the category means there: the step's own words state no value.
+#[test]
+fn a_wrong_value_first_seen_in_what_the_step_ran_is_explained_beside_its_category() {
+    let report = stdout_of(&["diagnose", HAND]);
+    assert!(report.contains("\n**Decisive step 61** by **Orchestrator**: hallucination"), "{report}");
+    assert!(
+        report.contains(
+            "\nThe category `hallucination` means here that the wrong value first appears in the output of what \
+             this step ran or asked for, not in its own words.\n"
+        ),
+        "{report}"
+    );
+    // A verdict that states its wrong value itself has no such note.
+    assert!(!stdout_of(&["diagnose", TAU]).contains("means here that"));
+}

@@ -3445,6 +3445,12 @@ pub fn misread_at(ctx: &Context<'_>, item: &str, first: usize) -> Option<(usize,
     })
 }
 
+/// How a `wrong_value_origin` finding says that the wrong value first appears in the output of
+/// what its step ran or asked for, not in the step's own words ("the output's "Algeria" first
+/// appears at step 63, in the output of this step"): the report then says what its category
+/// means there.
+pub const IN_ITS_OUTPUT: &str = ", in the output of this step";
+
 fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let Some(expected) = ctx.expected() else { return };
     if let Some((_, item)) = wrong_value_origins(ctx).into_iter().find(|(s, _)| *s == i) {
@@ -3467,9 +3473,7 @@ fn wrong_value(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
                     prose![format!("is read here {how} (the number is written first at step "), Part::Step(f), ")"]
                 }
                 (Some(f), _) if f < i => prose!["stated first at step ", Part::Step(f), ", is adopted here"],
-                (Some(f), _) if f > i => {
-                    prose!["first appears at step ", Part::Step(f), ", in the output of this step"]
-                }
+                (Some(f), _) if f > i => prose!["first appears at step ", Part::Step(f), IN_ITS_OUTPUT],
                 // The line is first written here, but a number in it came from an earlier step.
                 (_, Some((f, number))) => {
                     prose![format!("is first written here, with {number} from step "), Part::Step(f)]
