@@ -210,6 +210,9 @@ pub struct Facts {
     /// The tool outputs whose lists hold a record marked superseded beside one that is not
     /// (`signals::stale::superseded_record_read`), in step order.
     pub superseded_lists: OnceLock<Vec<signals::SupersededList>>,
+    /// The lines of tool outputs that give figures for two years or more, and the first step
+    /// giving each year's figure (`signals::periods::other_year_figure`).
+    pub year_series: OnceLock<signals::YearSeriesIndex>,
     /// Per ground-truth setting and step, the findings of [`signals::recall`] that read neither
     /// the prior nor the graph, in the three runs around the two findings that read the prior
     /// (`None` for a step recall never reads: a policy, a request, a tool output).
@@ -259,6 +262,7 @@ impl Clone for Facts {
             lower_bounds: self.lower_bounds.clone(),
             amounts: self.amounts.clone(),
             superseded_lists: self.superseded_lists.clone(),
+            year_series: self.year_series.clone(),
             findings: self.findings.clone(),
         }
     }

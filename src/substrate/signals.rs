@@ -34,6 +34,7 @@ mod ordering;
 mod outcome;
 pub use outcome::relayed_outcome;
 mod passed;
+mod periods;
 mod picked;
 mod procedure;
 mod quotes;
@@ -57,6 +58,7 @@ mod units;
 mod versions;
 mod zones;
 
+pub use periods::YearSeriesIndex;
 use shell::is_shell_tool;
 pub use shell::shell_command;
 pub use stale::SupersededList;
@@ -306,6 +308,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     units::scaled_wrong(ctx, i, &mut f);
     units::unscaled_duration(ctx, i, &mut f);
     units::currency_relabelled(ctx, i, &mut f);
+    periods::other_year_figure(ctx, i, &mut f);
     sources::outdated_source(ctx, i, &mut f);
     grounding::promised_time(ctx, i, &mut f);
     grounding::neighbouring_date(ctx, i, &mut f);

@@ -691,3 +691,46 @@ fn a_figure_carried_over_in_another_currency_without_conversion_is_a_misread() {
         assert_eq!(relabelled(&run(said)), Vec::<usize>::new(), "{said}");
     }
 }
+
+/// A search result gives a municipality's population by census year; the agent takes the 2011
+/// figure for a question about the 2021 census (set 30's smolagents run had this shape: Sintra's
+/// "2011 377,835 · 2021 385,606"). Built here: a research assistant's run.
+#[test]
+fn a_figure_the_results_give_for_another_year_than_the_asked_one_is_a_misread() {
+    let run = |ask: &str, said: &str| {
+        let mut m = vec![system("You answer questions about official statistics."), user(ask)];
+        m.extend(call(
+            "c1",
+            "web_search",
+            json!({"query": "Sintra municipality population census"}),
+            "Sintra (Município) - City Population\nSintra: municipality in Lisboa district. Population: 1991 260,951 · \
+             2001 363,749 · 2011 377,835 · 2021 385,606 (Census)...",
+        ));
+        m.push(assistant(said));
+        load(m)
+    };
+    let ask = "What was the resident population of Sintra in the 2021 census?";
+    let other_year = |t: &Trajectory| {
+        (0..t.steps.len())
+            .filter(|&i| {
+                steps_with(t, Signal::IgnoredResult).contains(&i)
+                    && evidence(t, i, Signal::IgnoredResult).contains("the task asks about")
+            })
+            .collect::<Vec<_>>()
+    };
+    let t = run(ask, "Sintra had 377,835 residents.");
+    assert_eq!(other_year(&t), vec![4]);
+    assert_eq!(
+        evidence(&t, 4, Signal::IgnoredResult),
+        "states 377,835, which step 3 gives for 2011 (\"2011 377,835 · 2021 385,606\"); the task asks about 2021, \
+         for which it gives 385,606"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(4), "misread_tool_output"), "{}", d.reason);
+    // The asked year's figure; a task that names two years; a figure the series gives for no
+    // other year: no finding.
+    assert_eq!(other_year(&run(ask, "Sintra had 385,606 residents.")), Vec::<usize>::new());
+    let both = "How did Sintra's population change between the 2011 and 2021 censuses?";
+    assert_eq!(other_year(&run(both, "From 377,835 to 385,606 residents.")), Vec::<usize>::new());
+    assert_eq!(other_year(&run(ask, "Sintra had 380,000 residents.")), Vec::<usize>::new());
+}
