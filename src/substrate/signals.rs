@@ -318,6 +318,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     misrouted(ctx, i, &mut g);
     constraints::dropped_constraint(ctx, i, &mut g);
     constraints::flag_against_request(ctx, i, &mut g);
+    constraints::stay_length_against_request(ctx, i, &mut g);
     constraints::broken_requirement(ctx, i, &mut g);
     premature(ctx, s, &mut g);
     repeated(ctx, i, &mut g);

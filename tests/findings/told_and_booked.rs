@@ -278,3 +278,34 @@ fn a_share_worked_out_over_another_figure_of_the_record_than_the_whole_asked_abo
     );
     assert_eq!(steps_with(&t, Signal::WrongStatistic), Vec::<usize>::new());
 }
+
+/// The user asks for 3 nights from October 14; the hotel search goes out with check-out on the
+/// 16th (set 30's Google ADK run had this shape). Built here: a booking assistant's run.
+#[test]
+fn a_stay_searched_for_fewer_nights_than_the_user_asked_is_the_decisive_step() {
+    let run = |ask: &str, check_out: &str| {
+        let mut m = vec![system("You book hotels for the user."), user(ask)];
+        m.extend(call(
+            "c1",
+            "search_hotels",
+            json!({"city": "Lisbon", "adults": 2, "check_in": "2025-10-14", "check_out": check_out}),
+            r#"{"results": [{"offer_id": "off_1", "hotel": "Casa do Largo", "price_per_night": 165}]}"#,
+        ));
+        m.push(assistant("Casa do Largo has a double room at €165 a night with free cancellation."));
+        load(m)
+    };
+    let ask = "I need a hotel in Lisbon for 3 nights starting Tuesday October 14, for two adults.";
+    let t = run(ask, "2025-10-16");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![2]);
+    assert_eq!(
+        evidence(&t, 2, Signal::ArgumentMismatch),
+        "calls search_hotels with check_in 2025-10-14 and check_out 2025-10-16: 2 nights, but the user asked for \
+         \"3 nights\" (step 1)"
+    );
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.category.as_str()), (Some(2), "tool_parameter_or_invocation_error"), "{}", d.reason);
+    // The nights asked for; a user who names two lengths of stay: no finding.
+    assert_eq!(steps_with(&run(ask, "2025-10-17"), Signal::ArgumentMismatch), Vec::<usize>::new());
+    let two = "A hotel in Lisbon for two nights, or three nights if the price is right, from October 14.";
+    assert_eq!(steps_with(&run(two, "2025-10-18"), Signal::ArgumentMismatch), Vec::<usize>::new());
+}

@@ -7,7 +7,10 @@
 //!   (docs/METHODS.md, "Actions");
 //! - [`broken_requirement`]: a state change on a record whose own lookup breaks a requirement the
 //!   user insisted on: "it MUST have free cancellation", then a booking of the rate whose details
-//!   said `"type": "non_refundable"` (docs/METHODS.md, "Actions").
+//!   said `"type": "non_refundable"` (docs/METHODS.md, "Actions");
+//! - [`stay_length_against_request`]: a call whose check-in and check-out dates make another
+//!   number of nights than the user asked for: "3 nights starting Tuesday October 14", then
+//!   `check_out` 2025-10-16 (docs/METHODS.md, "Actions").
 
 use std::sync::LazyLock;
 
@@ -474,6 +477,90 @@ pub(super) fn broken_requirement(ctx: &Context<'_>, i: usize, out: &mut Vec<Find
                 format!(" has \"{key}\": {value}, but the user required {} at step ", req.name),
                 Part::Step(u),
                 format!(" (\"{}\")", crate::text::first_line(clause_of(sentence, req), 90))
+            ],
+        ));
+        return;
+    }
+}
+
+/// A length of stay the user asks for: "3 nights", "three nights", "a 3-night stay". Groups: the
+/// number in digits or in words.
+static NIGHTS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen)[ -]nights?\b",
+    )
+    .unwrap()
+});
+
+/// The value of a number in digits or in words (one to twelve, fourteen).
+fn count_value(written: &str) -> Option<i64> {
+    const WORDS: [&str; 14] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+        "fourteen",
+    ];
+    let w = written.to_ascii_lowercase();
+    w.parse().ok().or_else(|| WORDS.iter().position(|x| *x == w).map(|p| p as i64 + 1))
+}
+
+/// The argument pair of a call that bounds a stay, as (arrival key, date, departure key, date):
+/// members named for a check-in and a check-out (`check_in` / `check_out`, `checkin_date`,
+/// `checkIn`), or an arrival and a departure, each a date (`2025-10-14`, a time after it is
+/// ignored).
+fn stay_dates(
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Option<(String, jiff::civil::Date, String, jiff::civil::Date)> {
+    let date = |k: &str| {
+        let v = args.get(k)?.as_str()?;
+        v.get(..10)?.parse::<jiff::civil::Date>().ok()
+    };
+    let named = |prefixes: &[&str]| {
+        args.keys().find(|k| {
+            let n: String = k.to_ascii_lowercase().chars().filter(char::is_ascii_alphanumeric).collect();
+            prefixes.iter().any(|p| n.starts_with(p))
+        })
+    };
+    let (a, d) = (named(&["checkin", "arrival", "arrive"])?, named(&["checkout", "departure", "depart"])?);
+    Some((a.clone(), date(a)?, d.clone(), date(d)?))
+}
+
+/// Step `i`, a tool call, passes a check-in and a check-out date ([`stay_dates`]) whose nights
+/// differ from the number of nights the user asked for in one of their last [`REQUEST_TURNS`]
+/// turns ("3 nights starting Tuesday October 14" against `check_in` 2025-10-14, `check_out`
+/// 2025-10-16): the call books another stay than the one asked for (docs/METHODS.md, "Actions").
+/// A user who asked for two lengths of stay is not read.
+pub(super) fn stay_length_against_request(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall
+        || !step.content.to_ascii_lowercase().contains("check") && !step.content.contains("arriv")
+    {
+        return;
+    }
+    let Some(args) = super::call_arguments(&step.content) else { return };
+    let Some((in_key, arrive, out_key, leave)) = stay_dates(&args) else { return };
+    let nights = arrive.duration_until(leave).as_secs() / 86_400;
+    let users = super::actions::user_steps(ctx);
+    let before = users.partition_point(|&u| u < i);
+    for &u in users[before.saturating_sub(REQUEST_TURNS)..before].iter().rev() {
+        let asked: Vec<(i64, &str)> = NIGHTS
+            .captures_iter(&t.steps[u].content)
+            .filter_map(|c| Some((count_value(&c[1])?, c.get(0)?.as_str())))
+            .collect();
+        let Some(&(n, written)) = asked.first() else { continue };
+        if asked.iter().any(|(m, _)| *m != n) || n == nights {
+            return;
+        }
+        let tool = step.tool_name.as_deref().unwrap_or("the tool");
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![
+                format!(
+                    "calls {tool} with {in_key} {arrive} and {out_key} {leave}: {nights} night{}, but the user asked for \"{written}\" (step ",
+                    if nights == 1 { "" } else { "s" }
+                ),
+                Part::Step(u),
+                ")"
             ],
         ));
         return;
