@@ -303,6 +303,7 @@ fn own_findings(ctx: &Context<'_>, i: usize) -> Option<OwnFindings> {
     zones::wrong_day(ctx, i, &mut f);
     zones::day_in_other_zone(ctx, i, &mut f);
     zones::fixed_offset_across_change(ctx, i, &mut f);
+    zones::utc_time_given_an_offset(ctx, i, &mut f);
     searched::none_wider_than_search(ctx, i, &mut f);
     searched::none_from_narrow_query(ctx, i, &mut f);
     units::scaled_wrong(ctx, i, &mut f);

@@ -309,3 +309,37 @@ fn a_stay_searched_for_fewer_nights_than_the_user_asked_is_the_decisive_step() {
     let two = "A hotel in Lisbon for two nights, or three nights if the price is right, from October 14.";
     assert_eq!(steps_with(&run(two, "2025-10-18"), Signal::ArgumentMismatch), Vec::<usize>::new());
 }
+
+/// The commander asks its log agent for "14:00 to 14:30 UTC"; the agent's query writes those
+/// clock times with the +02:00 offset, two hours earlier (set 30's OTel incident run had this
+/// shape). Built here: an on-call assistant's run.
+#[test]
+fn a_utc_window_written_with_a_local_offset_is_the_decisive_step() {
+    let run = |ask: &str, start: &str, end: &str| {
+        let mut m = vec![system("You are the on-call assistant. Investigate alerts with the log tools."), user(ask)];
+        m.extend(call(
+            "c1",
+            "query_logs",
+            json!({"selector": "{app=\"checkout-api\"}", "start": start, "end": end}),
+            "query window: 2025-06-12T14:00:00+02:00 .. 2025-06-12T14:30:00+02:00\nmatched 233 lines: redis connection reset",
+        ));
+        m.push(assistant("The errors in the window are Redis connection resets."));
+        load(m)
+    };
+    let ask = "Find errors in checkout-api between 14:00 and 14:30 UTC on 2025-06-12.";
+    let t = run(ask, "2025-06-12T14:00:00+02:00", "2025-06-12T14:30:00+02:00");
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![2]);
+    assert_eq!(
+        evidence(&t, 2, Signal::ArgumentMismatch),
+        "calls query_logs with 2025-06-12T14:00:00+02:00, but step 1 gives 14:00 in UTC: written at UTC+02:00, it \
+         is 12:00 UTC"
+    );
+    let d = falat(&t);
+    assert_eq!(d.decisive_step, Some(2), "{}", d.reason);
+    // Converted; or asked in local time with its offset: no finding.
+    let converted = run(ask, "2025-06-12T16:00:00+02:00", "2025-06-12T16:30:00+02:00");
+    assert_eq!(steps_with(&converted, Signal::ArgumentMismatch), Vec::<usize>::new());
+    let local = "Find errors in checkout-api between 14:00 and 14:30 (UTC+02:00) on 2025-06-12.";
+    let local = run(local, "2025-06-12T14:00:00+02:00", "2025-06-12T14:30:00+02:00");
+    assert_eq!(steps_with(&local, Signal::ArgumentMismatch), Vec::<usize>::new());
+}

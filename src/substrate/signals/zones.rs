@@ -17,7 +17,7 @@ use jiff::{SignedDuration, Timestamp};
 use regex::Regex;
 
 use super::{Context, finding, weights};
-use crate::diagnosis::{Finding, Part, Signal};
+use crate::diagnosis::{Finding, Part, Prose, Signal};
 use crate::model::StepKind;
 use crate::prose;
 
@@ -524,6 +524,104 @@ pub(super) fn fixed_offset_across_change(ctx: &Context<'_>, i: usize, out: &mut 
                     written(other_offset)
                 ),
             ],
+        ));
+        return;
+    }
+}
+
+/// How many steps back the instruction a call works from is looked for.
+const INSTRUCTION_WINDOW: usize = 20;
+
+/// A sentence of an instruction that gives its clock times in UTC: one with `UTC`, `GMT` or a
+/// `Z` right after a clock time.
+static SAYS_UTC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:UTC|GMT)\b|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?Z\b").unwrap());
+
+/// Minutes after midnight of each clock time that an instruction gives in UTC: the `HH:MM`
+/// times of its sentences that say UTC ([`SAYS_UTC`]; "between 14:00 and 14:30 UTC on
+/// 2025-06-12" gives 14:00 and 14:30), as written (no am/pm).
+fn utc_clocks(text: &str) -> Vec<i32> {
+    static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b([01]?\d|2[0-3]):([0-5]\d)\b").unwrap());
+    let mut out = Vec::new();
+    for sentence in text.split_inclusive(['.', '\n', ';']) {
+        if !SAYS_UTC.is_match(sentence) {
+            continue;
+        }
+        for c in CLOCK.captures_iter(sentence) {
+            if let (Ok(h), Ok(m)) = (c[1].parse::<i32>(), c[2].parse::<i32>()) {
+                out.push(h * 60 + m);
+            }
+        }
+    }
+    out
+}
+
+/// Step `i`, an agent's tool call, writes a timestamp with an offset other than UTC
+/// (`2025-06-12T14:00:00+02:00`) whose clock time is one that the instruction it works from gives
+/// in UTC ("between 14:00 and 14:30 UTC"): the last delegation to its agent, or the served
+/// person's last turn, within [`INSTRUCTION_WINDOW`] steps before it (the task too when neither
+/// is there). The UTC clock time was written with a local offset, which moves the instant by that
+/// offset: 14:00+02:00 is 12:00 UTC. An instruction that also names the offset or a zone
+/// ("14:00 UTC (16:00 CEST)") is left alone, and so is an instruction that gives no UTC time.
+/// docs/METHODS.md, "Actions".
+pub(super) fn utc_time_given_an_offset(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    let t = ctx.trajectory;
+    let step = &t.steps[i];
+    if step.kind != StepKind::ToolCall || super::actions::served_person(step) || super::is_outside_agent(&step.agent) {
+        return;
+    }
+    // Earliest first: the start of a window (arguments may list `end` first).
+    let mut stamps: Vec<(&str, Offset, Timestamp)> = STAMP
+        .find_iter(&step.content)
+        .filter_map(|m| Some((m.as_str(), written_offset(m.as_str())?, m.as_str().parse::<Timestamp>().ok()?)))
+        .filter(|(_, o, _)| *o != Offset::UTC)
+        .collect();
+    stamps.sort_by_key(|&(_, _, ts)| ts);
+    if stamps.is_empty() {
+        return;
+    }
+    // The instruction: the last delegation to this agent or the user's last turn.
+    let from = i.saturating_sub(INSTRUCTION_WINDOW);
+    let instruction = (from..i).rev().find(|&j| {
+        let s = &t.steps[j];
+        super::actions::is_human(s)
+            || s.kind == StepKind::Delegation && s.delegate_to.as_deref() == Some(step.agent.as_str())
+    });
+    let text = instruction.map_or(t.task.as_str(), |j| t.steps[j].content.as_str());
+    let clocks = utc_clocks(text);
+    if clocks.is_empty() {
+        return;
+    }
+    // The instruction gives the local clock too: whichever the call writes may be meant.
+    let mut zones = Vec::new();
+    named_zones(text, &mut zones);
+    // UTC itself (the abbreviation `UTC`, `GMT`) is the instruction's zone, not another one.
+    zones.retain(|z| z.label != "UTC" && z.label != "GMT");
+    static OFFSET_WRITTEN: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(?:UTC|GMT)\s?[+−-]\s?\d|[+−-]\d{2}:\d{2}\b").unwrap());
+    if !zones.is_empty() || OFFSET_WRITTEN.is_match(text) {
+        return;
+    }
+    for (stamp, offset, ts) in stamps {
+        let clock = clock_at(ts, offset);
+        if !clocks.contains(&clock) {
+            continue;
+        }
+        let utc = clock_at(ts, Offset::UTC);
+        let tool = step.tool_name.as_deref().unwrap_or("the tool");
+        let asked = match instruction {
+            Some(j) => prose!["step ", Part::Step(j), format!(" gives {:02}:{:02} in UTC", clock / 60, clock % 60)],
+            None => Prose::from(format!("the task gives {:02}:{:02} in UTC", clock / 60, clock % 60)),
+        };
+        out.push(finding(
+            Signal::ArgumentMismatch,
+            weights::ARGUMENT_MISMATCH,
+            prose![format!("calls {tool} with {stamp}, but ")].with(asked).with(format!(
+                ": written at {}, it is {:02}:{:02} UTC",
+                written(offset),
+                utc / 60,
+                utc % 60
+            )),
         ));
         return;
     }
