@@ -3115,7 +3115,14 @@ pub fn failure_shown(ctx: &Context<'_>) -> Option<Prose> {
     }
     let expected = if ctx.ground_truth { t.expected_output.as_deref().map(str::trim) } else { None };
     if expected.is_some_and(|e| !e.is_empty()) && !output_agrees(ctx) {
-        return Some("the output disagrees with the expected output".into());
+        // A run whose answer falat could not find has no output to disagree.
+        let answered = t.observed_output.as_deref().is_some_and(|o| !o.trim().is_empty());
+        let shown = if answered {
+            "the output disagrees with the expected output"
+        } else {
+            "the run states no output that agrees with the expected output"
+        };
+        return Some(shown.into());
     }
     (0..t.steps.len())
         .find_map(|i| Some((i, recall(ctx, i)?)))

@@ -168,7 +168,8 @@ fn an_answer_that_uses_nothing_its_lookup_returned_is_a_failure_not_a_clean_run(
 fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     // The bundled algorithm-generated sample: nothing was left to verify and the ranking's step
     // has no finding of its own; the run failed, and the reason says what shows it. With the
-    // expected output, that the output disagrees with it; without, the weakest sign there is:
+    // expected output, that no output of the run agrees with it (falat finds no answer line in
+    // this run, so it does not say "the output disagrees"); without, the weakest sign there is:
     // the code executor's "There is no code from the last 1 message for me to execute" at step
     // 1, a turn with nothing to run (no failed command: not "an error").
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_traces/who-and-when-algorithm-generated-30.json");
@@ -176,7 +177,7 @@ fn a_verdict_on_a_step_with_no_finding_says_what_shows_the_run_failed() {
     let t = falat::ingest::parse(path, &bytes, None).expect("the sample").trajectories.remove(0);
     for (ground_truth, shown) in [
         (false, "the code executor had no code to run at step 1"),
-        (true, "the output disagrees with the expected output"),
+        (true, "the run states no output that agrees with the expected output"),
     ] {
         let d = falat_with(&t, ground_truth);
         assert_eq!(d.decisive_step, Some(4));
