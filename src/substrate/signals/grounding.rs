@@ -542,9 +542,9 @@ fn is_availability(k: &str) -> bool {
     AVAILABILITY_KEYS.contains(&k.to_ascii_lowercase().as_str())
 }
 
-/// Whether step `i` is an agent's own message or call (not a tool output, not the user, not the
-/// system policy).
-fn agent_step(t: &Trajectory, i: usize) -> bool {
+/// Whether step `i` is an agent's own message, thought or call (not a tool output, not the user,
+/// not the system policy).
+pub(super) fn agent_step(t: &Trajectory, i: usize) -> bool {
     let s = &t.steps[i];
     matches!(s.kind, StepKind::Message | StepKind::ToolCall | StepKind::Thought)
         && !is_outside_agent(&s.agent)

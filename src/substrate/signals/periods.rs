@@ -96,14 +96,10 @@ fn series<'a>(ctx: &Context<'a>) -> &'a YearSeriesIndex {
 /// ("2011 377,835 · 2021 385,606"); the task asks about 2021, for which it gives 385,606".
 pub(super) fn other_year_figure(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    let s = &t.steps[i];
-    if !matches!(s.kind, StepKind::Message | StepKind::Thought | StepKind::ToolCall)
-        || super::is_outside_agent(&s.agent)
-        || super::is_outside_agent(&s.role)
-        || super::actions::served_person(s)
-    {
+    if !super::grounding::agent_step(t, i) {
         return;
     }
+    let s = &t.steps[i];
     let index = series(ctx);
     let lines = &index.lines;
     let from = i.saturating_sub(WINDOW);

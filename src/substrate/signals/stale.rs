@@ -593,14 +593,10 @@ fn superseded_lists<'a>(ctx: &Context<'a>) -> &'a [SupersededList] {
 /// applied after its 2024 revision dropped it.
 pub(super) fn superseded_record_read(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
     let t = ctx.trajectory;
-    let s = &t.steps[i];
-    if !matches!(s.kind, StepKind::Message | StepKind::Thought | StepKind::ToolCall)
-        || super::is_outside_agent(&s.agent)
-        || super::is_outside_agent(&s.role)
-        || super::actions::served_person(s)
-    {
+    if !super::grounding::agent_step(t, i) {
         return;
     }
+    let s = &t.steps[i];
     let from = i.saturating_sub(STALE_WINDOW);
     // The lists of the window: they are in step order.
     let all = superseded_lists(ctx);
