@@ -166,6 +166,12 @@ pub fn steps_with(t: &Trajectory, signal: Signal) -> Vec<usize> {
     findings(t).into_iter().filter(|(_, s)| *s == signal).map(|(i, _)| i).collect()
 }
 
+/// The steps of `t` with a finding of `signal` whose evidence contains `words`, in order: one
+/// kind of finding among those a signal gathers ("in the minor unit", "no step converts it").
+pub fn steps_saying(t: &Trajectory, signal: Signal, words: &str) -> Vec<usize> {
+    steps_with(t, signal).into_iter().filter(|&i| evidence(t, i, signal).contains(words)).collect()
+}
+
 /// Asserts that FALAT finds no failure in the run of fixture `rel`, and no finding at all.
 pub fn no_failure(rel: &str) {
     let t = fixture(rel);

@@ -9,7 +9,7 @@ use falat::model::{LinkKind, Trajectory};
 use serde_json::json;
 
 use crate::chat::{
-    assistant, call, evidence, falat, falat_with, fixture, load, steps_with, system, user, who_and_when,
+    assistant, call, evidence, falat, falat_with, fixture, load, steps_saying, steps_with, system, user, who_and_when,
 };
 
 #[test]
@@ -167,14 +167,7 @@ fn an_amount_in_cents_stated_as_euros_is_a_misread() {
         load(m)
     };
     // The misread's own words: another finding may hold for an answer that repeats no figure.
-    let misread = |t: &Trajectory| {
-        (0..t.steps.len())
-            .filter(|&i| {
-                steps_with(t, Signal::IgnoredResult).contains(&i)
-                    && evidence(t, i, Signal::IgnoredResult).contains("in the minor unit")
-            })
-            .collect::<Vec<_>>()
-    };
+    let misread = |t: &Trajectory| steps_saying(t, Signal::IgnoredResult, "in the minor unit");
     let cents = "You are a billing assistant. Amounts are integers in the currency's minor unit (cents).";
     assert_eq!(misread(&run(cents, "ACME still owes €220,000.00.")), vec![4]);
     assert_eq!(misread(&run(cents, "ACME still owes €2,200.00.")), Vec::<usize>::new());
@@ -666,14 +659,7 @@ fn a_figure_carried_over_in_another_currency_without_conversion_is_a_misread() {
         m.push(assistant(said));
         load(m)
     };
-    let relabelled = |t: &Trajectory| {
-        (0..t.steps.len())
-            .filter(|&i| {
-                steps_with(t, Signal::IgnoredResult).contains(&i)
-                    && evidence(t, i, Signal::IgnoredResult).contains("no step converts it")
-            })
-            .collect::<Vec<_>>()
-    };
+    let relabelled = |t: &Trajectory| steps_saying(t, Signal::IgnoredResult, "no step converts it");
     let t = run("The European e-bike market was worth EUR 9.8 billion in 2023.");
     assert_eq!(relabelled(&t), vec![4]);
     assert_eq!(
@@ -710,14 +696,7 @@ fn a_figure_the_results_give_for_another_year_than_the_asked_one_is_a_misread() 
         load(m)
     };
     let ask = "What was the resident population of Sintra in the 2021 census?";
-    let other_year = |t: &Trajectory| {
-        (0..t.steps.len())
-            .filter(|&i| {
-                steps_with(t, Signal::IgnoredResult).contains(&i)
-                    && evidence(t, i, Signal::IgnoredResult).contains("the task asks about")
-            })
-            .collect::<Vec<_>>()
-    };
+    let other_year = |t: &Trajectory| steps_saying(t, Signal::IgnoredResult, "the task asks about");
     let t = run(ask, "Sintra had 377,835 residents.");
     assert_eq!(other_year(&t), vec![4]);
     assert_eq!(
