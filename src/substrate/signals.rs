@@ -613,7 +613,15 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !recovery::passed_total(ctx, s.index, k)).collect();
     // A count of a list's entries that agrees with the list a tool output gave ("14 open P1
     // tickets" after a list of 14, "33" over two pages of 25 and 8) is counted, not invented.
-    let counted = if numeric.is_empty() { Vec::new() } else { grounding::counted(ctx, s.index) };
+    // A count that disagrees with that list is the count-mismatch finding's: its number has a
+    // source, the list it miscounts, and is not told a second time as one with none.
+    let counted = if numeric.is_empty() {
+        Vec::new()
+    } else {
+        let mut c = grounding::counted(ctx, s.index);
+        c.extend(grounding::miscounted(ctx, s.index));
+        c
+    };
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {

@@ -387,6 +387,16 @@ fn a_count_that_disagrees_with_its_list_is_found_and_one_that_agrees_is_not() {
     let t = count_run("You have 3 orders on your account.");
     assert_eq!(findings(&t), vec![(4, Signal::CountMismatch)]);
     assert_eq!(evidence(&t, 4, Signal::CountMismatch), "says \"3 orders\"; the list it counts at step 3 has 4");
+    // Its number has a source, the list it miscounts: it is not also a value with no source,
+    // although no earlier step writes it (12 orders told as 13).
+    let ids: Vec<String> = ('A'..='L').map(|c| format!("#W{c}")).collect();
+    let twelve = load(messages(vec![
+        vec![system(POLICY_PLAIN), user("How many orders do I have? My user id is jo_doe_1234.")],
+        call("c1", "get_user_details", json!({"user_id": "jo_doe_1234"}), &json!({"orders": ids}).to_string()),
+        vec![assistant("You have 13 orders on your account.")],
+    ]));
+    let all = crate::chat::findings(&twelve);
+    assert!(all.contains(&(4, Signal::CountMismatch)) && !all.contains(&(4, Signal::UnsourcedValue)), "{all:?}");
     assert_eq!(findings(&count_run("You have four orders on your account.")), vec![]);
     // A count of a selection the list cannot check ("pending" is nowhere in it) is left alone.
     assert_eq!(findings(&count_run("You have 2 pending orders.")), vec![]);

@@ -738,9 +738,28 @@ fn phrase_stems(phrase: &[String]) -> Vec<String> {
 /// subsets (its entries with a boolean field true or false, or with one value of a status
 /// field).
 pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>) {
+    if let Some((c, step, tail)) = mismatch(ctx, i) {
+        out.push(finding(
+            Signal::CountMismatch,
+            weights::COUNT_MISMATCH,
+            prose![format!("says \"{}\"; the list it counts at step ", c.text), Part::Step(step), tail],
+        ));
+    }
+}
+
+/// Where in step `i`'s content (byte offset) the count [`count_mismatch`] reports stands, when
+/// it reports one: that number has a source, the list it miscounts, and is told as such rather
+/// than as a value with no earlier source.
+pub(super) fn miscounted(ctx: &Context<'_>, i: usize) -> Option<usize> {
+    mismatch(ctx, i).map(|(c, _, _)| c.at.start)
+}
+
+/// The first count of step `i` that disagrees with the list it counts: the count, the step of
+/// the list's last page, and the rest of the finding's sentence.
+fn mismatch(ctx: &Context<'_>, i: usize) -> Option<(Count, usize, String)> {
     let t = ctx.trajectory;
     if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
-        return;
+        return None;
     }
     for Counted { count: c, named, pages } in counted_lists(ctx, i) {
         let Some(last) = named.last() else { continue };
@@ -772,13 +791,9 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
             let total = last.total.map(|n| format!(" (total {n})")).unwrap_or_default();
             format!(" has {}{detail}{total}", last.size)
         };
-        out.push(finding(
-            Signal::CountMismatch,
-            weights::COUNT_MISMATCH,
-            prose![format!("says \"{}\"; the list it counts at step ", c.text), Part::Step(last.step), tail],
-        ));
-        return;
+        return Some((c, last.step, tail));
     }
+    None
 }
 
 /// How many of the lists a count's phrase names, the most recent ones, it is checked against: a
