@@ -467,9 +467,11 @@ fn explanation_json(d: &Diagnosis) -> Value {
                     "step": step, "agent": agent, "probability": round3(*p),
                     "named": named, "named_probability": round3(*p_named),
                 }),
-                Claim::PathToOutput { path } => json!({"path": path}),
-                Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => json!({
-                    "from": from, "final_output_step": final_step,
+                Claim::PathToOutput { path, answer_stated } => {
+                    json!({"path": path, "final_output_states_answer": answer_stated})
+                }
+                Claim::NoPathToOutput { from, final_step, answer_stated, states_observed, sufficiency } => json!({
+                    "from": from, "final_output_step": final_step, "final_output_states_answer": answer_stated,
                     "states_observed_output": states_observed, "sufficiency_evidence": sufficiency.as_deref(),
                 }),
             };
@@ -1115,7 +1117,7 @@ fn path_and_cost(out: &mut String, d: &Diagnosis) {
     for c in &d.explanation.claims {
         let sentence = c.sentence(d.method, &d.explanation.rule);
         match c {
-            Claim::PathToOutput { path } if path.len() > 1 => {
+            Claim::PathToOutput { path, .. } if path.len() > 1 => {
                 let p: Vec<String> = path.iter().map(|s| s.to_string()).collect();
                 out.push_str(&format!("\n## Dependency path to the final output\n\n{}\n", p.join(" → ")));
             }

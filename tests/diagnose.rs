@@ -388,10 +388,13 @@ fn an_unverified_step_that_passes_the_window_check_says_which_check_passed() {
     assert!(md.contains("here at most 0.20 because no candidate passed verification."), "{md}");
     assert_eq!(report::to_json(&loaded.trajectories[0], &d)["fallback"], d.fallback.as_deref().unwrap());
     // The run records no observed output: the one-step path says which step the analysis takes as
-    // the final output, not that the step "gives the final output".
+    // the final output and why, not that the step states the run's answer.
     assert!(loaded.trajectories[0].observed_output.is_none());
     assert!(
-        md.contains("\nStep 4 is itself the final output's step (the step that states the run's answer).\n"),
+        md.contains(
+            "\nStep 4 is itself the final output's step (the run's last step of substance: no step states an \
+             answer).\n"
+        ),
         "{md}"
     );
 }

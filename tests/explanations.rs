@@ -65,6 +65,19 @@ fn steps_named(text: &str) -> Vec<usize> {
     re.captures_iter(text).map(|c| c[1].parse().unwrap()).collect()
 }
 
+/// Whether step `i` states the run's answer, read independently of the analysis: a line that
+/// opens with "Final answer:" (bold or not), or the observed output's first line (8 characters or
+/// more) written in it.
+fn states_answer(t: &Trajectory, i: usize) -> bool {
+    let content = &t.steps[i].content;
+    let answer_line = content.lines().any(|l| {
+        let l = l.trim().trim_start_matches("**").to_lowercase();
+        l.strip_prefix("final answer").is_some_and(|r| r.trim_start_matches("**").trim_start().starts_with([':', '：']))
+    });
+    let observed = t.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
+    answer_line || observed.is_some_and(|o| o.chars().count() >= 8 && content.contains(o))
+}
+
 fn shown(p: f32) -> f32 {
     (p * 100.0).round()
 }
@@ -80,13 +93,17 @@ fn check_claims(file: &str, t: &Trajectory, d: &Diagnosis) -> Vec<String> {
             Claim::MoreProbable { step, p, named, p_named, .. } => {
                 *named == s && p_of(*step) == Some(*p) && p_of(s) == Some(*p_named) && shown(*p) > shown(*p_named)
             }
-            Claim::PathToOutput { path } => {
+            Claim::PathToOutput { path, answer_stated } => {
                 path.first() == Some(&s)
                     && path == &d.path
                     && d.final_output_step.is_none_or(|e| path.last() == Some(&e))
+                    && path.last().is_some_and(|&e| *answer_stated == states_answer(t, e))
             }
-            Claim::NoPathToOutput { from, final_step, .. } => {
-                *from == s && d.path.is_empty() && *final_step == d.final_output_step
+            Claim::NoPathToOutput { from, final_step, answer_stated, .. } => {
+                *from == s
+                    && d.path.is_empty()
+                    && *final_step == d.final_output_step
+                    && *answer_stated == final_step.is_some_and(|e| states_answer(t, e))
             }
         };
         if !ok {

@@ -1354,6 +1354,7 @@ fn verdict_naming_steps(app: &mut App) {
             claims: vec![Claim::NoPathToOutput {
                 from: 12,
                 final_step: Some(7),
+                answer_stated: true,
                 states_observed: false,
                 sufficiency: None,
             }],

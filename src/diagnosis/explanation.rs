@@ -130,6 +130,9 @@ pub enum Claim {
         /// The path, 0-based steps, the decisive step first; one step when it is itself the final
         /// output's step.
         path: Vec<usize>,
+        /// Whether the final output's step states the run's answer (a final-answer line, the
+        /// recorded observed output); `false` when it is only the run's last step of substance.
+        answer_stated: bool,
     },
     /// No dependency path leads from the decisive step to the final output's step.
     NoPathToOutput {
@@ -137,6 +140,8 @@ pub enum Claim {
         from: usize,
         /// The step the analysis takes as the final output, when it has one.
         final_step: Option<usize>,
+        /// Whether that step states the run's answer (as in [`Claim::PathToOutput`]).
+        answer_stated: bool,
         /// Whether the decisive step states the observed output itself.
         states_observed: bool,
         /// The evidence of its passed sufficiency check, when it passed on other evidence.
@@ -160,7 +165,7 @@ impl Claim {
         match self {
             Claim::RanksFirst { step, .. } => vec![*step],
             Claim::MoreProbable { step, named, .. } => vec![*step, *named],
-            Claim::PathToOutput { path } => path.clone(),
+            Claim::PathToOutput { path, .. } => path.clone(),
             Claim::NoPathToOutput { from, final_step, .. } => std::iter::once(*from).chain(*final_step).collect(),
         }
     }
@@ -205,12 +210,12 @@ impl Claim {
                 }
                 out
             }
-            Claim::PathToOutput { path } if path.len() == 1 => vec![
+            Claim::PathToOutput { path, answer_stated } if path.len() == 1 => vec![
                 t("Step "),
                 Step(path[0]),
-                t(" is itself the final output's step (the step that states the run's answer)."),
+                Text(format!(" is itself the final output's step ({}).", final_output_gloss(*answer_stated))),
             ],
-            Claim::PathToOutput { path } => {
+            Claim::PathToOutput { path, .. } => {
                 let mut out = vec![t("Dependency path to the final output: ")];
                 for (i, s) in path.iter().enumerate() {
                     if i > 0 {
@@ -221,13 +226,13 @@ impl Claim {
                 out.push(t("."));
                 out
             }
-            Claim::NoPathToOutput { from, final_step, states_observed, sufficiency } => {
+            Claim::NoPathToOutput { from, final_step, answer_stated, states_observed, sufficiency } => {
                 let mut out = vec![t("The dependency graph has no path from step "), Step(*from), t(" to ")];
                 match final_step {
                     Some(e) => out.extend([
                         t("step "),
                         Step(*e),
-                        t(", the final output's step (the step that states the run's answer)"),
+                        Text(format!(", the final output's step ({})", final_output_gloss(*answer_stated))),
                     ]),
                     None => out.push(t("the final output's step")),
                 }
@@ -243,6 +248,16 @@ impl Claim {
                 out
             }
         }
+    }
+}
+
+/// What the final output's step is, in parentheses after its name: the step stating the run's
+/// answer, or, when no step states one, the run's last step of substance.
+fn final_output_gloss(answer_stated: bool) -> &'static str {
+    if answer_stated {
+        "the step that states the run's answer"
+    } else {
+        "the run's last step of substance: no step states an answer"
     }
 }
 
@@ -725,10 +740,16 @@ mod tests {
         };
         let s = c.sentence(Method::Falat, &why);
         assert!(s.ends_with("; step 5 was not a candidate and was not verified, so read both."), "{s}");
-        let p = Claim::PathToOutput { path: vec![4] };
+        let p = Claim::PathToOutput { path: vec![4], answer_stated: true };
         assert_eq!(
             p.sentence(Method::Falat, &Rule::Method),
             "Step 4 is itself the final output's step (the step that states the run's answer)."
+        );
+        let p = Claim::PathToOutput { path: vec![4], answer_stated: false };
+        assert_eq!(
+            p.sentence(Method::Falat, &Rule::Method),
+            "Step 4 is itself the final output's step (the run's last step of substance: no step states \
+             an answer)."
         );
     }
 
@@ -745,7 +766,13 @@ mod tests {
         let steps: Vec<usize> =
             parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();
         assert_eq!(steps, [3], "the step the re-search's prose mentions is not data");
-        let c = Claim::NoPathToOutput { from: 2, final_step: Some(9), states_observed: true, sufficiency: None };
+        let c = Claim::NoPathToOutput {
+            from: 2,
+            final_step: Some(9),
+            answer_stated: true,
+            states_observed: true,
+            sufficiency: None,
+        };
         let parts = c.parts(Method::Falat, &Rule::Method);
         let steps: Vec<usize> =
             parts.iter().filter_map(|p| if let Part::Step(s) = p { Some(*s) } else { None }).collect();

@@ -31,7 +31,7 @@ use crate::diagnosis::{Candidate, Caveat, Claim, Diagnosis, Rule, Standing};
 use crate::judge::Judge;
 pub(crate) use crate::judge::session::Session;
 use crate::model::Trajectory;
-use crate::substrate::Substrate;
+use crate::substrate::{Substrate, signals};
 
 pub use crate::diagnosis::Method;
 
@@ -218,12 +218,16 @@ fn claims(d: &mut Diagnosis, t: &Trajectory) {
             e.claims.push(Claim::NoPathToOutput {
                 from: s,
                 final_step: d.final_output_step,
+                answer_stated: d.final_output_step.is_some_and(|f| signals::states_answer(t, f)),
                 states_observed,
                 sufficiency,
             });
         }
         [] => {}
-        path => e.claims.push(Claim::PathToOutput { path: path.to_vec() }),
+        path => e.claims.push(Claim::PathToOutput {
+            path: path.to_vec(),
+            answer_stated: path.last().is_some_and(|&f| signals::states_answer(t, f)),
+        }),
     }
     if d.fallback.is_some()
         && let Some(cap) = d.method.fallback_cap()

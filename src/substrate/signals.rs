@@ -2746,8 +2746,7 @@ fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
     if let Some(s) = steps.iter().rev().filter(speaks).find(|s| FINAL_ANSWER_LINE.is_match(&t.steps[s.index].content)) {
         return Some(s.index);
     }
-    let observed = t.observed_output.as_deref().and_then(|o| o.lines().map(str::trim).find(|l| !l.is_empty()));
-    if let Some(o) = observed.filter(|o| o.chars().count() >= 8) {
+    if let Some(o) = observed_lead(t) {
         // The last statement of it, by an agent (a user quoting the answer back does not give it).
         if let Some(s) = steps
             .iter()
@@ -2771,6 +2770,23 @@ fn compute_final_step(ctx: &Context<'_>) -> Option<usize> {
         })
         .or_else(|| steps.last())
         .map(|s| s.index)
+}
+
+/// The first line of the recorded observed output when it is long enough (8 characters or more)
+/// to be looked for in a step.
+fn observed_lead(t: &Trajectory) -> Option<&str> {
+    let observed = t.observed_output.as_deref()?;
+    observed.lines().map(str::trim).find(|l| !l.is_empty()).filter(|o| o.chars().count() >= 8)
+}
+
+/// Whether step `i` (0-based) of `t` states the run's answer: it has a final-answer line, or it
+/// holds the first line of the recorded observed output (the first two rules of the final
+/// output's step). `false` for a step taken as the final output only as the run's last step of
+/// substance, and for an index past the end.
+pub fn states_answer(t: &Trajectory, i: usize) -> bool {
+    t.steps.get(i).is_some_and(|s| {
+        FINAL_ANSWER_LINE.is_match(&s.content) || observed_lead(t).is_some_and(|o| s.content.contains(o))
+    })
 }
 
 /// An explicit final-answer line: `FINAL ANSWER: …`, `Final answer: …` at the start of a line.
