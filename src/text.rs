@@ -105,9 +105,34 @@ pub fn escape_json_controls(json: &str) -> String {
 }
 
 /// The first non-empty line of `s`, sanitised and trimmed, clipped to `max` characters with `…`.
+/// A line that only opens what follows (a lone `{`, `[` or `(`, a code fence, a short label
+/// ending in `:` such as "New task:" or "Observation:") says nothing on its own: the next
+/// non-empty lines continue it, joined by single spaces, until `max` characters are reached.
 pub fn first_line(s: &str, max: usize) -> String {
-    let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    clip(&sanitize(line), max)
+    let mut lines = s.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else { return String::new() };
+    if !opens_only(first) {
+        return clip(&sanitize(first), max);
+    }
+    let mut line = first.to_string();
+    let mut width = line.chars().count();
+    for next in lines {
+        if width > max {
+            break;
+        }
+        line.push(' ');
+        line.push_str(next);
+        width += 1 + next.chars().count();
+    }
+    clip(&sanitize(&line), max)
+}
+
+/// Whether a (trimmed) line only opens what the lines after it hold: a lone bracket, a code
+/// fence, or a label of at most 24 characters ending in a colon.
+fn opens_only(line: &str) -> bool {
+    matches!(line, "{" | "[" | "(" | "[{")
+        || line.starts_with("```")
+        || line.ends_with(':') && line.chars().count() <= 24
 }
 
 /// `n` and the noun for that count: `count(1, "call", "calls")` is "1 call", `count(2, ...)` "2 calls".
@@ -235,5 +260,18 @@ mod tests {
     fn first_line_skips_blank_lines_and_clips() {
         assert_eq!(first_line("\n\n  hello world  \nnext", 20), "hello world");
         assert_eq!(first_line("abcdefghij", 5), "abcd…");
+    }
+
+    #[test]
+    fn first_line_continues_a_line_that_only_opens_what_follows() {
+        assert_eq!(first_line("New task:\nCount the files\n\nunder src/", 60), "New task: Count the files under src/");
+        assert_eq!(
+            first_line("{\n  \"order_id\": \"#W1\",\n  \"status\": \"pending\"\n}", 30),
+            "{ \"order_id\": \"#W1\", \"status\"…"
+        );
+        assert_eq!(first_line("```python\nprint(1)\n```", 40), "```python print(1) ```");
+        // A sentence that ends in a colon is a line of its own.
+        assert_eq!(first_line("Here is the verification process:\n1. Sugar", 60), "Here is the verification process:");
+        assert_eq!(first_line("Plan:\n\x1b[2Jdo it", 40), "Plan: do it", "what continues it is sanitised too");
     }
 }

@@ -45,7 +45,12 @@ fn inspect_hand_crafted_sample() {
     assert!(
         steps[3].starts_with("      3  Orchestrator      delegation   -> WebSurfer: Please navigate to the World Bank")
     );
-    assert!(steps[51] == "*    51  Orchestrator      thought      New plan:");
+    // "New plan:" alone says nothing: the lines after it continue the summary.
+    assert_eq!(
+        steps[51],
+        "*    51  Orchestrator      thought      New plan: We are working to address the following user request: \
+         According to the World Bank, which …"
+    );
     assert_eq!(steps.iter().filter(|l| l.starts_with('*')).count(), 1);
     assert_eq!(lines[11 + 67], "diagnostics none");
     assert_eq!(lines.len(), 11 + 67 + 1);
@@ -1280,4 +1285,48 @@ fn a_wrong_value_first_seen_in_what_the_step_ran_is_explained_beside_its_categor
     );
     // A verdict that states its wrong value itself has no such note.
     assert!(!stdout_of(&["diagnose", TAU]).contains("means here that"));
+}
+
+/// A coding session that ends on a tool result, no agent having answered, is "No failure found"
+/// that says the run never answered; `inspect` counts only what it skipped ("1 line that is not a
+/// step", no "0 records").
+#[test]
+fn a_run_that_never_answers_says_so_beside_no_failure_found() {
+    const SPAWN: &str = "tests/fixtures/corpus/codex-cli/codemie_turn-spawn-skill.HANDBUILT.jsonl";
+    let report = stdout_of(&["diagnose", SPAWN]);
+    assert!(
+        report.contains(
+            "\nNo failure found: no step is an error or shows a finding, and there is no expected output to compare \
+             the output with; but the run records no answer: it ends at step 6, a tool result, and no agent tells an \
+             outcome after the last request, so the trace does not show whether the task was done.\n"
+        ),
+        "{report}"
+    );
+    let inspect = stdout_of(&["inspect", SPAWN]);
+    assert!(inspect.contains("\nskipped     1 line that is not a step\n"), "{inspect}");
+    // A run that answers says nothing of the kind.
+    let answered = stdout_of(&[
+        "diagnose",
+        "tests/fixtures/corpus/openinference/arize_openinference_client_span_tool_calls.attrs.json",
+    ]);
+    assert!(answered.contains("No failure found") && !answered.contains("records no answer"), "{answered}");
+    // A single model span that only calls a tool is a run cut before its answer.
+    let cut =
+        stdout_of(&["diagnose", "tests/fixtures/corpus/openinference/genai-interlingua_openinference_in.otlp.json"]);
+    assert!(cut.contains("the run records no answer: it ends at step 1, a tool call,"), "{cut}");
+}
+
+/// The final output's step is glossed by what makes it final: the algorithm-generated sample
+/// records no observed output and no final-answer line, so its step 4 is the run's last step of
+/// substance, not "the step that states the run's answer".
+#[test]
+fn a_final_output_step_that_states_no_answer_is_called_the_last_step_of_substance() {
+    let report = stdout_of(&["diagnose", ALGO]);
+    assert!(
+        report.contains(
+            "\nStep 4 is itself the final output's step (the run's last step of substance: no step states an answer).\n"
+        ),
+        "{report}"
+    );
+    assert!(!report.contains("the step that states the run's answer"), "{report}");
 }

@@ -95,9 +95,14 @@ pub fn render_text(path: &str, loaded: &Loaded) -> String {
     }
     let skipped = loaded.skipped();
     if skipped != Skipped::default() {
-        let text =
-            format!("{} records (see diagnostics), {} lines that are not steps", skipped.records, skipped.not_steps);
-        field(&mut s, "skipped", &text);
+        let mut parts = Vec::new();
+        if skipped.records > 0 {
+            parts.push(format!("{} (see diagnostics)", crate::text::count(skipped.records, "record", "records")));
+        }
+        if skipped.not_steps > 0 {
+            parts.push(crate::text::count(skipped.not_steps, "line that is not a step", "lines that are not steps"));
+        }
+        field(&mut s, "skipped", &parts.join(", "));
     }
     render_diagnostics(&mut s, &loaded.described());
     s

@@ -3090,7 +3090,39 @@ pub fn no_failure(ctx: &Context<'_>) -> Option<Prose> {
         stop.push("otherwise ".into());
     }
     stop.push(format!("no step is an error or shows a finding, and {output}").into());
+    if let Some(last) = unanswered(t) {
+        let what = match t.steps[last].kind {
+            StepKind::ToolCall => "a tool call",
+            StepKind::ToolResult => "a tool result",
+            StepKind::Delegation => "a hand-off",
+            StepKind::Thought => "the agent's own reasoning",
+            StepKind::Message => "a message",
+        };
+        stop.extend([
+            "; but the run records no answer: it ends at step ".into(),
+            Part::Step(last),
+            format!(", {what}, and no agent tells an outcome after the last request, so the trace does not show whether the task was done").into(),
+        ]);
+    }
     Some(Prose::new(stop))
+}
+
+/// The last step of `t` (0-based) when the run records no answer: no observed output, the run
+/// ends on an agent's step, and no message of an agent follows the last turn of the user (or
+/// system) that asked for the work. `None` when an agent answered or the user spoke last.
+fn unanswered(t: &Trajectory) -> Option<usize> {
+    if t.observed_output.as_deref().is_some_and(|o| !o.trim().is_empty()) {
+        return None;
+    }
+    let asked = t.steps.iter().rposition(|s| is_outside_agent(&s.agent)).map_or(0, |u| u + 1);
+    // A run that ends on the user's own turn (a refusal, a last question) is told by its own clause.
+    if asked >= t.steps.len() {
+        return None;
+    }
+    let answered = t.steps[asked..]
+        .iter()
+        .any(|s| s.kind == StepKind::Message && !is_outside_agent(&s.agent) && !s.content.trim().is_empty());
+    (!answered).then(|| t.steps.len().checked_sub(1)).flatten()
 }
 
 /// Whether the tool output at step `r` (0-based) answers a call the agent recovered from
