@@ -343,3 +343,21 @@ fn a_utc_window_written_with_a_local_offset_is_the_decisive_step() {
     let local = run(local, "2025-06-12T14:00:00+02:00", "2025-06-12T14:30:00+02:00");
     assert_eq!(steps_with(&local, Signal::ArgumentMismatch), Vec::<usize>::new());
 }
+
+/// A first user's incident run: the log agent's query writes the alert's UTC window with a
+/// +02:00 offset (step 5); a later remediation phase has a rejected call and the strongest error.
+/// The log agent's phase, whose summary alone stays under the search threshold, is searched
+/// because a call of it contradicts the request, and the verdict is the query.
+#[test]
+fn a_phase_whose_call_contradicts_the_request_is_searched() {
+    let t = fixture("handbuilt/otel/checkout_latency_utc_window.otlp.json");
+    // Both of its queries carry the offset.
+    assert_eq!(steps_with(&t, Signal::ArgumentMismatch), vec![5, 8]);
+    let sub = falat::substrate::Substrate::build(&t);
+    let ctx = falat::judge::Context::of(&t, &sub, false);
+    let phase = sub.hierarchy.phases.iter().position(|p| p.range.contains(&5)).expect("a phase holds step 5");
+    let facts = falat::judge::heuristic::phase::facts(&ctx, &sub.hierarchy.phases[phase]);
+    assert!(facts.contains(&falat::judge::heuristic::phase::PhaseFact::ArgumentMismatch), "{facts:?}");
+    let d = falat(&t);
+    assert_eq!((d.decisive_step, d.agent.as_deref()), (Some(5), Some("log_analyst")), "{}", d.reason);
+}

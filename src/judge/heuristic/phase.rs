@@ -36,6 +36,11 @@ pub enum PhaseFact {
     /// An agent of the phase writes out a calculation whose result is wrong (its step's
     /// `miscalculation` flag): a slip anyone can check on the page, so it is suspicious alone.
     Miscalculation,
+    /// A call of the phase passes an argument that contradicts what the request or an earlier
+    /// output says (`argument_mismatch`: a UTC window queried at another offset, a stay booked
+    /// for other nights, an id from the neighbouring row): checkable on the page, so suspicious
+    /// alone, like [`PhaseFact::Miscalculation`].
+    ArgumentMismatch,
     /// The phase's agent is none of the agents `π` expects.
     UnexpectedAgent,
     /// The phase's purpose is no step of `π`'s expected procedure (gathering where nothing needs
@@ -56,6 +61,7 @@ impl PhaseFact {
             PhaseFact::Answer => 0.2,
             PhaseFact::NothingMore => 0.35,
             PhaseFact::Miscalculation => 0.5,
+            PhaseFact::ArgumentMismatch => 0.5,
             PhaseFact::UnexpectedAgent => 0.2,
             PhaseFact::OutsideProcedure => 0.15,
         }
@@ -71,6 +77,7 @@ impl PhaseFact {
             PhaseFact::Answer => "answers",
             PhaseFact::NothingMore => "reports nothing more",
             PhaseFact::Miscalculation => "a calculation that does not hold",
+            PhaseFact::ArgumentMismatch => "an argument that contradicts the request",
             PhaseFact::UnexpectedAgent => "agent not expected by the prior",
             PhaseFact::OutsideProcedure => "outside the expected procedure",
         }
@@ -112,6 +119,11 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
     }
     if steps.iter().any(|s| s.flags.miscalculation) {
         out.push(PhaseFact::Miscalculation);
+    }
+    if range.clone().any(|i| {
+        crate::substrate::signals::own_finding(ctx, i, |f| f.signal == crate::diagnosis::Signal::ArgumentMismatch)
+    }) {
+        out.push(PhaseFact::ArgumentMismatch);
     }
     if let Some(prior) = ctx.prior {
         let expected: Vec<&str> = prior.requirements.iter().filter_map(|r| r.agent.as_deref()).collect();
