@@ -565,6 +565,9 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         // A longer figure of an earlier step cut to the decimals it is written
                         // with ("= 0.2434" after a calculator's 0.243399117).
                         || derivation::plain_rounding(ctx, s.index, k)
+                        // A temperature converted between °C and °F, or a finer reading cut to
+                        // its decimals ("95°F (35.0°C)", "89.1°F" after 89.06).
+                        || derivation::temperature(ctx, s.index, content, e.span.start, e.span.end, k)
                         // A growth factor 1 + r of a rate the step or an earlier one writes
                         // ("1.2434^4" after a CAGR of 0.2434).
                         || derivation::growth_factor(ctx, s.index, content, k)

@@ -227,6 +227,14 @@ fn values_worked_out_from_what_was_read_are_no_invented_values() {
             "The table is small (4,210 rows, 2.4 MB): no long lock.",
             "states 2.4 with no earlier source",
         ),
+        // A temperature in the other scale beside the one read, and a reading cut to one
+        // decimal (a set 30 Magentic-One run's "95°F (35.0°C)" and "89.1°F" after 89.06).
+        (
+            "date       tmax_f\n2023-07-28 95.0\n2023-07-16 89.06",
+            "The hottest day was July 28 at 95°F (35.0°C); July 16 came close at 89.1°F.",
+            "The hottest day was July 28 at 95°F (36.5°C); July 16 came close at 89.1°F.",
+            "states 36.5 with no earlier source",
+        ),
         // A part of a compound duration the tool printed, and that part in seconds.
         (
             "assert_eq!(parse_duration(\"1h30m\").unwrap(), Duration::from_secs(5400));\nleft: 1800s",

@@ -15,6 +15,8 @@
 //!   scale word ("about 3.4 million" for 3,412,880) that rounds a finer figure its sentence or an
 //!   earlier step writes ([`rounded_figure`]), and a bound an earlier number and a fraction the
 //!   run wrote give ("up to 4,140 s" for 3600 s and a jitter of 0.15).
+//! - A temperature in the other scale of one the step writes ("95°F (35.0°C)"), or a finer
+//!   reading cut to its decimals ("89.1°F" after 89.06; [`temperature`]).
 //! - A duration that is the time between two timestamps of one earlier record
 //!   (`"started_at": "…T08:48:00Z", "finished_at": "…T10:05:00Z"` → "77 minutes").
 //! - With no task recorded, what the agent states before it observed anything, and a value a
@@ -331,6 +333,60 @@ pub(super) fn rounded_figure(ctx: &Context<'_>, i: usize, text: &str, at: usize,
         .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
         .any(|x| r.rounds(x))
         || observed_before(ctx, i).into_iter().any(finer)
+}
+
+/// The temperature scale (`'C'` or `'F'`) of a number that ends at byte `end` of `text`: `°C`,
+/// `°F` (or `º`, one space allowed before the sign) or "degrees Celsius / Fahrenheit" right after
+/// it; `None` for any other number.
+fn temperature_scale(text: &str, end: usize) -> Option<char> {
+    static SCALE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^\s?(?:[°º]\s?([CF])\b|(?i:degrees?\s+(c)elsius|degrees?\s+(f)ahrenheit))").unwrap()
+    });
+    let c = SCALE.captures(text.get(end..)?)?;
+    let letter = c.get(1).or(c.get(2)).or(c.get(3))?.as_str();
+    Some(if letter.eq_ignore_ascii_case("c") { 'C' } else { 'F' })
+}
+
+/// Whether the temperature `key`, written by step `i` at `start..end` of `text` with a scale
+/// ([`temperature_scale`]: `°C`, `°F`), is a temperature of the other scale that the step or one
+/// of the [`OBSERVED_WINDOW`] steps before writes, converted (°F = °C × 9/5 + 32) at the
+/// precision `key` is written with, or a finer figure of the same scale cut to that precision:
+/// "95°F (35.0°C)", "89.1°F" after a script printed 89.06 (a measurement's decimals, unlike a
+/// price's, are no figure of their own). docs/METHODS.md, "Values in context".
+pub(super) fn temperature(ctx: &Context<'_>, i: usize, text: &str, start: usize, end: usize, key: &str) -> bool {
+    let Some(scale) = temperature_scale(text, end) else { return false };
+    let Ok(v) = key.parse::<f64>() else { return false };
+    let decimals = key.split_once('.').map_or(0, |(_, d)| d.len());
+    let unit = 10f64.powi(-(decimals as i32));
+    let same = |x: f64| (x * 10f64.powi(decimals as i32)).round() / 10f64.powi(decimals as i32);
+    let converts = |x: f64, from: char| {
+        let c = if from == scale {
+            // The same scale: only a finer figure, cut to `key`'s decimals, is a rounding of it.
+            let finer = format!("{x}").split_once('.').is_some_and(|(_, d)| d.len() > decimals);
+            if !finer {
+                return false;
+            }
+            x
+        } else if scale == 'C' {
+            (x - 32.0) * 5.0 / 9.0
+        } else {
+            x * 9.0 / 5.0 + 32.0
+        };
+        (same(c) - v).abs() <= unit * 1e-6
+    };
+    // The step's own temperatures of the other scale ("95°F (35.0°C)").
+    let converted_own = FIGURE.find_iter(text).filter(|m| m.start() != start).any(|m| {
+        let x = m.as_str().replace(',', "").parse::<f64>().ok();
+        x.zip(temperature_scale(text, m.end())).is_some_and(|(x, from)| from != scale && converts(x, from))
+    });
+    // An earlier figure, whose scale the output may not write: cut finer to `key`'s decimals, or,
+    // for a figure precise enough that a chance match is unlikely (three significant digits),
+    // converted from the other scale.
+    let other = if scale == 'C' { 'F' } else { 'C' };
+    converted_own
+        || observed_before(ctx, i)
+            .into_iter()
+            .any(|x| converts(x, scale) || significant_digits(key) >= 3 && converts(x, other))
 }
 
 /// Whether the decimal `key` (written by step `i`, with a decimal point and three significant
