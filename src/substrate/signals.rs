@@ -462,6 +462,8 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     let numeric: Vec<&str> = numeric.into_iter().filter(|k| !derived(k, &operands)).collect();
     // A rate the step states as a percentage, written as a factor ("7.5 %" then "× 0.925").
     let content = &ctx.trajectory.steps[s.index].content;
+    // Whether the step writes a temperature at all (a degree sign or "degree"), read once.
+    let degrees = content.contains(['°', 'º']) || content.contains("egree");
     let percents: Vec<f64> = ev
         .iter()
         .filter(|e| {
@@ -567,7 +569,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
                         || derivation::plain_rounding(ctx, s.index, k)
                         // A temperature converted between °C and °F, or a finer reading cut to
                         // its decimals ("95°F (35.0°C)", "89.1°F" after 89.06).
-                        || derivation::temperature(ctx, s.index, content, e.span.start, e.span.end, k)
+                        || degrees && derivation::temperature(ctx, s.index, content, e.span.start, e.span.end, k)
                         // A growth factor 1 + r of a rate the step or an earlier one writes
                         // ("1.2434^4" after a CAGR of 0.2434).
                         || derivation::growth_factor(ctx, s.index, content, k)

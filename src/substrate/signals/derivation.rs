@@ -342,7 +342,13 @@ fn temperature_scale(text: &str, end: usize) -> Option<char> {
     static SCALE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"^\s?(?:[°º]\s?([CF])\b|(?i:degrees?\s+(c)elsius|degrees?\s+(f)ahrenheit))").unwrap()
     });
-    let c = SCALE.captures(text.get(end..)?)?;
+    let rest = text.get(end..)?;
+    // Most numbers are followed by no degree sign and no "degree": skip the regex for them.
+    let next = rest.strip_prefix(' ').unwrap_or(rest);
+    if !next.starts_with(['°', 'º', 'd', 'D']) {
+        return None;
+    }
+    let c = SCALE.captures(rest)?;
     let letter = c.get(1).or(c.get(2)).or(c.get(3))?.as_str();
     Some(if letter.eq_ignore_ascii_case("c") { 'C' } else { 'F' })
 }
