@@ -620,13 +620,7 @@ fn unsourced(ctx: &Context<'_>, s: &StepSummary, out: &mut Vec<Finding>) {
     // tickets" after a list of 14, "33" over two pages of 25 and 8) is counted, not invented.
     // A count that disagrees with that list is the count-mismatch finding's: its number has a
     // source, the list it miscounts, and is not told a second time as one with none.
-    let counted = if numeric.is_empty() {
-        Vec::new()
-    } else {
-        let mut c = grounding::counted(ctx, s.index);
-        c.extend(grounding::miscounted(ctx, s.index));
-        c
-    };
+    let counted = if numeric.is_empty() { Vec::new() } else { grounding::counted(ctx, s.index) };
     let numeric: Vec<&str> = numeric
         .into_iter()
         .filter(|k| {

@@ -10,10 +10,12 @@
 //! is their noisy-or. A phase with one weak fact stays under the pipeline's default threshold
 //! (0.5); a phase needs an error, invented values that reach the output, or several facts.
 
+use crate::diagnosis::Signal;
 use crate::hierarchy::{Action, Origin, Phase, Purpose, StepSummary};
 use crate::judge::{Answer, Context};
 use crate::model::StepKind;
 use crate::prior::{Capability, Prior};
+use crate::substrate::signals;
 
 /// One fact a phase summary states, with the suspicion it adds (0..=1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +103,7 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
     if steps.iter().any(|s| own(&s)) {
         out.push(PhaseFact::OwnValues);
     }
-    if let Some(end) = crate::substrate::signals::final_step(ctx).and_then(|e| all.get(e))
+    if let Some(end) = signals::final_step(ctx).and_then(|e| all.get(e))
         && end.uses.iter().any(|(_, o)| matches!(o, Origin::Step(k) if range.contains(k) && *k != end.index))
     {
         out.push(PhaseFact::FeedsOutput);
@@ -112,17 +114,15 @@ pub fn facts(ctx: &Context<'_>, p: &Phase) -> Vec<PhaseFact> {
     if range.clone().any(|i| {
         let s = &ctx.trajectory.steps[i];
         s.kind == StepKind::Message
-            && !crate::substrate::signals::actions::is_human(s)
-            && crate::substrate::signals::instructions::claims_nothing_more(&s.content)
+            && !signals::actions::is_human(s)
+            && signals::instructions::claims_nothing_more(&s.content)
     }) {
         out.push(PhaseFact::NothingMore);
     }
     if steps.iter().any(|s| s.flags.miscalculation) {
         out.push(PhaseFact::Miscalculation);
     }
-    if range.clone().any(|i| {
-        crate::substrate::signals::own_finding(ctx, i, |f| f.signal == crate::diagnosis::Signal::ArgumentMismatch)
-    }) {
+    if range.clone().any(|i| signals::own_finding(ctx, i, |f| f.signal == Signal::ArgumentMismatch)) {
         out.push(PhaseFact::ArgumentMismatch);
     }
     if let Some(prior) = ctx.prior {

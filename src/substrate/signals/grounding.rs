@@ -747,13 +747,6 @@ pub(super) fn count_mismatch(ctx: &Context<'_>, i: usize, out: &mut Vec<Finding>
     }
 }
 
-/// Where in step `i`'s content (byte offset) the count [`count_mismatch`] reports stands, when
-/// it reports one: that number has a source, the list it miscounts, and is told as such rather
-/// than as a value with no earlier source.
-pub(super) fn miscounted(ctx: &Context<'_>, i: usize) -> Option<usize> {
-    mismatch(ctx, i).map(|(c, _, _)| c.at.start)
-}
-
 /// The first count of step `i` that disagrees with the list it counts: the count, the step of
 /// the list's last page, and the rest of the finding's sentence.
 fn mismatch(ctx: &Context<'_>, i: usize) -> Option<(Count, usize, String)> {
@@ -761,7 +754,13 @@ fn mismatch(ctx: &Context<'_>, i: usize) -> Option<(Count, usize, String)> {
     if !agent_step(t, i) || t.steps[i].kind != StepKind::Message {
         return None;
     }
-    for Counted { count: c, named, pages } in counted_lists(ctx, i) {
+    mismatch_in(ctx, i, counted_lists(ctx, i))
+}
+
+/// [`mismatch`] over the counts of step `i` with their lists, already read.
+fn mismatch_in(ctx: &Context<'_>, i: usize, lists: Vec<Counted<'_>>) -> Option<(Count, usize, String)> {
+    let t = ctx.trajectory;
+    for Counted { count: c, named, pages } in lists {
         let Some(last) = named.last() else { continue };
         let tail = if agrees(&c, &named, pages) {
             // A count of the last page alone, told as the whole when the tool said more remain
@@ -900,18 +899,23 @@ fn agrees(c: &Count, named: &[&Listing], pages: usize) -> bool {
         || named.iter().any(|l| l.size == c.n || l.total == Some(c.n) || l.subsets.iter().any(|(_, k)| *k == c.n))
 }
 
-/// The byte offsets in step `i`'s text of the counts it states that agree with a list a tool
-/// output gave ([`agrees`]): a number of entries counted, not invented ("14 open P1 tickets"
-/// after a list of 14), which `signals::unsourced` must not call unsourced.
+/// The byte offsets in step `i`'s text of the counts it states of a list a tool output gave,
+/// which `signals::unsourced` must not call unsourced: those that agree with it ([`agrees`]: a
+/// number of entries counted, not invented, "14 open P1 tickets" after a list of 14), and the
+/// one [`count_mismatch`] reports (its number's source is the list it miscounts: told as a
+/// miscount, not a second time as a value with no source).
 pub(super) fn counted(ctx: &Context<'_>, i: usize) -> Vec<usize> {
-    if !agent_step(ctx.trajectory, i) {
+    let t = ctx.trajectory;
+    if !agent_step(t, i) {
         return Vec::new();
     }
-    counted_lists(ctx, i)
-        .into_iter()
-        .filter(|c| agrees(&c.count, &c.named, c.pages))
-        .map(|c| c.count.at.start)
-        .collect()
+    let lists = counted_lists(ctx, i);
+    let mut out: Vec<usize> =
+        lists.iter().filter(|c| agrees(&c.count, &c.named, c.pages)).map(|c| c.count.at.start).collect();
+    if t.steps[i].kind == StepKind::Message {
+        out.extend(mismatch_in(ctx, i, lists).map(|(c, _, _)| c.at.start));
+    }
+    out
 }
 
 /// Whether the user asked for `n` entries and the call that returned `l` fetched that many: a
